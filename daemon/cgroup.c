@@ -1,0 +1,309 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+#include "cgroup.h"
+#include "macro.h"
+
+int cg_find_mount(char **ret) {
+        _cleanup_free_ char *line = NULL;
+        size_t alloc = 0;
+        FILE *f = fopen("/proc/self/mountinfo", "re");
+        int r = -ENOENT;
+
+        if (!f)
+                return -errno;
+        /* "36 25 0:31 / /sys/fs/cgroup rw,... - cgroup2 cgroup2 rw": match the fs type after " - ". */
+        while (getline(&line, &alloc, f) >= 0) {
+                char mnt[PATH_MAX], fstype[64];
+                const char *sep = strstr(line, " - ");
+                if (!sep || sscanf(line, "%*s %*s %*s %*s %4095s", mnt) != 1 || sscanf(sep + 3, "%63s", fstype) != 1)
+                        continue;
+                if (strcmp(fstype, "cgroup2") != 0)
+                        continue;
+                *ret = strdup(mnt);
+                r = *ret ? 0 : -ENOMEM;
+                break;
+        }
+        fclose(f);
+        return r;
+}
+
+int cg_self_path(char **ret) {
+        _cleanup_free_ char *line = NULL;
+        size_t alloc = 0;
+        FILE *f = fopen("/proc/self/cgroup", "re");
+        int r = -ENOENT;
+
+        if (!f)
+                return -errno;
+        while (getline(&line, &alloc, f) >= 0) {
+                if (strncmp(line, "0::", 3) != 0)
+                        continue;
+                line[strcspn(line, "\n")] = '\0';
+                *ret = strdup(line + 3);
+                r = *ret ? 0 : -ENOMEM;
+                break;
+        }
+        fclose(f);
+        return r;
+}
+
+int cg_write(int dir_fd, const char *file, const char *value) {
+        _cleanup_close_ int fd = openat(dir_fd, file, O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
+        size_t n = strlen(value);
+        if (fd < 0)
+                return -errno;
+        ssize_t k = write(fd, value, n);
+        if (k < 0)
+                return -errno;
+        return (size_t) k == n ? 0 : -EIO;
+}
+
+int cg_read(int dir_fd, const char *file, char *buf, size_t size) {
+        _cleanup_close_ int fd = openat(dir_fd, file, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+        ssize_t k;
+        if (fd < 0)
+                return -errno;
+        k = read(fd, buf, size - 1);
+        if (k < 0)
+                return -errno;
+        buf[k] = '\0';
+        return (int) k;
+}
+
+int cg_read_keyed(int dir_fd, const char *file, const char *key, uint64_t *ret) {
+        char buf[4096];
+        size_t klen = strlen(key);
+        int r = cg_read(dir_fd, file, buf, sizeof(buf));
+        if (r < 0)
+                return r;
+        for (char *p = buf; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL) {
+                if (strncmp(p, key, klen) == 0 && p[klen] == ' ') {
+                        *ret = strtoull(p + klen + 1, NULL, 10);
+                        return 0;
+                }
+        }
+        return -ENOENT;
+}
+
+int cg_read_u64(int dir_fd, const char *file, uint64_t *ret) {
+        char buf[64];
+        int r = cg_read(dir_fd, file, buf, sizeof(buf));
+        if (r < 0)
+                return r;
+        if (strncmp(buf, "max", 3) == 0) {
+                *ret = UINT64_MAX;
+                return 0;
+        }
+        *ret = strtoull(buf, NULL, 10);
+        return 0;
+}
+
+int cg_create(int parent_fd, const char *name, int *ret_fd) {
+        int fd;
+        if (mkdirat(parent_fd, name, 0755) < 0 && errno != EEXIST)
+                return -errno;
+        fd = openat(parent_fd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+        if (fd < 0)
+                return -errno;
+        *ret_fd = fd;
+        return 0;
+}
+
+int cg_remove_tree(int parent_fd, const char *name) {
+        _cleanup_close_ int fd = openat(parent_fd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+        DIR *d;
+        struct dirent *de;
+        int r = 0;
+
+        if (fd < 0)
+                return errno == ENOENT ? 0 : -errno;
+        d = fdopendir(TAKE_FD(fd));
+        if (!d)
+                return -errno;
+        while ((de = readdir(d))) {
+                if (de->d_type != DT_DIR || strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+                        continue;
+                int k = cg_remove_tree(dirfd(d), de->d_name);
+                if (k < 0 && r == 0)
+                        r = k;
+        }
+        closedir(d);
+        if (unlinkat(parent_fd, name, AT_REMOVEDIR) < 0 && errno != ENOENT && r == 0)
+                r = -errno;
+        return r;
+}
+
+int cg_enable_controllers(int dir_fd, unsigned mask) {
+        char buf[64] = "";
+        if (mask & CG_MEMORY)
+                strcat(buf, "+memory ");
+        if (mask & CG_PIDS)
+                strcat(buf, "+pids ");
+        if (mask & CG_CPU)
+                strcat(buf, "+cpu ");
+        if (!buf[0])
+                return 0;
+        return cg_write(dir_fd, "cgroup.subtree_control", buf);
+}
+
+int cg_kill(int dir_fd) {
+        return cg_write(dir_fd, "cgroup.kill", "1");
+}
+
+int cg_populated(int dir_fd) {
+        uint64_t v;
+        int r = cg_read_keyed(dir_fd, "cgroup.events", "populated", &v);
+        if (r < 0)
+                return r;
+        return v ? 1 : 0;
+}
+
+int cg_move_pid(int dir_fd, int pid) {
+        char buf[32];
+        snprintf(buf, sizeof(buf), "%d", pid);
+        return cg_write(dir_fd, "cgroup.procs", buf);
+}
+
+static unsigned parse_controllers(const char *s) {
+        unsigned mask = 0;
+        char buf[512], *save = NULL;
+        snprintf(buf, sizeof(buf), "%s", s);
+        for (char *w = strtok_r(buf, " \n", &save); w; w = strtok_r(NULL, " \n", &save)) {
+                if (strcmp(w, "memory") == 0)
+                        mask |= CG_MEMORY;
+                else if (strcmp(w, "pids") == 0)
+                        mask |= CG_PIDS;
+                else if (strcmp(w, "cpu") == 0)
+                        mask |= CG_CPU;
+        }
+        return mask;
+}
+
+static int cg_controllers(int dir_fd, unsigned *ret) {
+        char buf[512];
+        int r = cg_read(dir_fd, "cgroup.controllers", buf, sizeof(buf));
+        if (r < 0)
+                return r;
+        *ret = parse_controllers(buf);
+        return 0;
+}
+
+/* The base: an explicit override, or the cgroup we were started in (systemd's Delegate=yes gives
+ * us that subtree). When we run in the root cgroup (no delegation), a "sandboxd" child of the root
+ * is used so that we never put processes into the root's own controllers. */
+static int cg_pick_base(const char *override, const char *mount, char **ret) {
+        _cleanup_free_ char *self = NULL;
+        int r;
+
+        if (override) {
+                if (strncmp(override, mount, strlen(mount)) != 0 || override[strlen(mount)] != '/')
+                        return -EXDEV;
+                *ret = strdup(override);
+                return *ret ? 0 : -ENOMEM;
+        }
+        r = cg_self_path(&self);
+        if (r < 0)
+                return r;
+        /* A daemon restarted inside its own leaf ("<base>/daemon") finds the same base again. */
+        size_t n = strlen(self);
+        if (n >= 7 && strcmp(self + n - 7, "/daemon") == 0)
+                self[n - 7] = '\0';
+        if (strcmp(self, "/") == 0 || !*self)
+                return asprintf(ret, "%s/sandboxd", mount) < 0 ? -ENOMEM : 0;
+        return asprintf(ret, "%s%s", mount, self) < 0 ? -ENOMEM : 0;
+}
+
+static int mkdir_p(const char *path) {
+        _cleanup_free_ char *p = strdup(path);
+        if (!p)
+                return -ENOMEM;
+        for (char *s = p + 1; *s; s++) {
+                if (*s != '/')
+                        continue;
+                *s = '\0';
+                if (mkdir(p, 0755) < 0 && errno != EEXIST)
+                        return -errno;
+                *s = '/';
+        }
+        if (mkdir(p, 0755) < 0 && errno != EEXIST)
+                return -errno;
+        return 0;
+}
+
+static void cg_probe_features(CgroupRoot *root) {
+        struct stat st;
+        root->has_kill = fstatat(root->base_fd, "cgroup.kill", &st, 0) == 0;
+        root->has_memory_peak = (root->enforceable & CG_MEMORY) &&
+                                fstatat(root->sandboxes_fd, "memory.peak", &st, 0) == 0;
+        root->has_pids_peak = (root->enforceable & CG_PIDS) && fstatat(root->sandboxes_fd, "pids.peak", &st, 0) == 0;
+}
+
+int cg_setup(const char *override, CgroupRoot *ret) {
+        CgroupRoot root = { .base_fd = -EBADF, .sandboxes_fd = -EBADF };
+        _cleanup_close_ int daemon_fd = -EBADF;
+        unsigned avail = 0;
+        int r;
+
+        r = cg_find_mount(&root.mount);
+        if (r < 0)
+                goto fail;
+        r = cg_pick_base(override, root.mount, &root.base);
+        if (r < 0)
+                goto fail;
+        r = mkdir_p(root.base);
+        if (r < 0)
+                goto fail;
+        root.base_fd = open(root.base, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (root.base_fd < 0) {
+                r = -errno;
+                goto fail;
+        }
+        /* No internal processes: leave base before enabling controllers for its children. */
+        r = cg_create(root.base_fd, "daemon", &daemon_fd);
+        if (r < 0)
+                goto fail;
+        r = cg_move_pid(daemon_fd, 0);
+        if (r < 0)
+                goto fail;
+        r = cg_controllers(root.base_fd, &avail);
+        if (r < 0)
+                goto fail;
+        r = cg_enable_controllers(root.base_fd, avail);
+        if (r < 0)
+                goto fail;
+        r = cg_create(root.base_fd, "sandboxes", &root.sandboxes_fd);
+        if (r < 0)
+                goto fail;
+        r = cg_enable_controllers(root.sandboxes_fd, avail);
+        if (r < 0)
+                goto fail;
+        /* What the sandboxes really get is what reached their parent. */
+        r = cg_controllers(root.sandboxes_fd, &root.enforceable);
+        if (r < 0)
+                goto fail;
+        cg_probe_features(&root);
+        *ret = root;
+        return 0;
+fail:
+        cg_root_done(&root);
+        return r;
+}
+
+void cg_root_done(CgroupRoot *root) {
+        free(root->mount);
+        free(root->base);
+        safe_close(root->base_fd);
+        safe_close(root->sandboxes_fd);
+        *root = (CgroupRoot) { .base_fd = -EBADF, .sandboxes_fd = -EBADF };
+}

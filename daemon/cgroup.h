@@ -1,0 +1,59 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* cgroup v2 plumbing: find the cgroup2 mount and the delegated subtree, move the daemon into a
+ * leaf of its own, create, limit, kill, read and remove sandbox cgroups. Everything works on
+ * directory fds below the cgroup2 mount; no cgroup v1 hierarchy is ever touched. */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+
+typedef enum CgController {
+        CG_MEMORY = 1 << 0,
+        CG_PIDS = 1 << 1,
+        CG_CPU = 1 << 2,
+} CgController;
+
+typedef struct CgroupRoot {
+        char *mount;        /* where cgroup2 is mounted, e.g. /sys/fs/cgroup */
+        char *base;         /* absolute path of our subtree */
+        int base_fd;
+        int sandboxes_fd;   /* base/sandboxes: one child per sandbox */
+        unsigned enforceable; /* CgController mask usable for sandboxes */
+        bool has_kill;      /* cgroup.kill (5.14) */
+        bool has_memory_peak;
+        bool has_pids_peak;
+} CgroupRoot;
+
+typedef struct CgLimits {
+        uint64_t memory;    /* 0: no limit */
+        uint64_t swap;      /* written only with memory */
+        uint64_t pids;      /* 0: no limit */
+        uint64_t millicpus; /* 0: no limit */
+        bool oom_group;
+} CgLimits;
+
+/* Finds the cgroup2 mount by filesystem type in /proc/self/mountinfo. */
+int cg_find_mount(char **ret);
+/* The daemon's own cgroup path from /proc/self/cgroup ("0::/..."). */
+int cg_self_path(char **ret);
+/* Sets up base (override, or our delegated cgroup), moves the daemon into base/daemon, enables
+ * memory, pids and cpu for children where available and creates base/sandboxes. */
+int cg_setup(const char *override, CgroupRoot *ret);
+void cg_root_done(CgroupRoot *root);
+
+int cg_create(int parent_fd, const char *name, int *ret_fd);
+/* Removes parent/name and every cgroup below it (all must be empty of processes). */
+int cg_remove_tree(int parent_fd, const char *name);
+int cg_enable_controllers(int dir_fd, unsigned mask);
+/* Writes the limits for the controllers in mask; libcgroup does the writing (cgroup-limits.c). */
+int cg_apply_limits(const CgroupRoot *root, const char *rel_path, const CgLimits *l, unsigned mask);
+
+int cg_write(int dir_fd, const char *file, const char *value);
+int cg_read(int dir_fd, const char *file, char *buf, size_t size);
+/* A "key value" line of a flat keyed file (memory.events, cpu.stat, cgroup.events). */
+int cg_read_keyed(int dir_fd, const char *file, const char *key, uint64_t *ret);
+int cg_read_u64(int dir_fd, const char *file, uint64_t *ret);
+int cg_kill(int dir_fd);
+/* 1 when processes remain in the cgroup or below, 0 when empty. */
+int cg_populated(int dir_fd);
+int cg_move_pid(int dir_fd, int pid);

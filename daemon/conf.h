@@ -1,0 +1,35 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The daemon's configuration: defaults, maximums, paths. Read from /etc/sandboxd/sandboxd.conf
+ * ("key = value" lines; see docs/sandboxd.conf.md). */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+
+typedef struct Config {
+        char *state_dir;
+        char *cgroup_root;          /* NULL: discover the delegated subtree */
+        char *root_dir;             /* the read-only view each sandbox sees */
+        uint64_t max_line_bytes;
+        uint64_t max_connections;
+        uint64_t max_connection_output;
+        uint64_t request_timeout_usec;
+        uint64_t max_sandboxes;
+        uint64_t max_runs_per_connection;
+        uint64_t uid_base;          /* first host uid of the sandbox ranges */
+        uint64_t uid_range;         /* uids per sandbox */
+        /* Defaults and maximums for sandboxes and runs. */
+        uint64_t default_memory, max_memory;
+        uint64_t default_pids, max_pids;
+        uint64_t default_millicpus, max_millicpus;
+        uint64_t default_timeout_usec, max_timeout_usec;
+        uint64_t default_output_bytes, max_output_bytes;
+        uint64_t swap_max;
+        uint64_t max_stdin_bytes;
+} Config;
+
+void config_init_defaults(Config *c);
+void config_done(Config *c);
+/* Reads path; a missing file is fine when !must_exist. Errors name the key and the line in
+ * *ret_error (malloc'ed). */
+int config_load(Config *c, const char *path, bool must_exist, char **ret_error);

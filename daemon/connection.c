@@ -1,0 +1,316 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "connection.h"
+#include "log.h"
+#include "macro.h"
+#include "manager.h"
+#include "ops.h"
+#include "run.h"
+#include "sandbox.h"
+#include "util.h"
+
+/* Replies waiting beyond this make us stop reading the client's requests until it catches up. */
+#define OUT_PAUSE_READING (1u << 20)
+#define READ_CHUNK 65536
+
+static void connection_update_events(Connection *c);
+
+static void conn_link(Manager *m, Connection *c) {
+        c->next = m->connections;
+        if (m->connections)
+                m->connections->prev = c;
+        m->connections = c;
+        m->n_connections++;
+}
+
+static void conn_unlink(Connection *c) {
+        Manager *m = c->manager;
+        if (c->prev)
+                c->prev->next = c->next;
+        else if (m->connections == c)
+                m->connections = c->next;
+        else
+                return;
+        if (c->next)
+                c->next->prev = c->prev;
+        c->next = c->prev = NULL;
+        m->n_connections--;
+}
+
+Connection *connection_ref(Connection *c) {
+        if (c)
+                c->n_ref++;
+        return c;
+}
+
+Connection *connection_unref(Connection *c) {
+        if (!c || --c->n_ref > 0)
+                return NULL;
+        sd_event_source_disable_unref(c->io);
+        sd_event_source_disable_unref(c->partial_timer);
+        safe_close(c->fd);
+        line_buffer_done(&c->in);
+        free(c->out);
+        free(c);
+        return NULL;
+}
+
+/* One-shot runs die with the connection that asked for them (docs/protocol.md). */
+static void connection_kill_runs(Connection *c) {
+        Sandbox *next;
+        for (Sandbox *s = c->manager->sandboxes; s && c->n_runs > 0; s = next) {
+                next = s->next;
+                for (Run *r = s->runs; r; r = r->next)
+                        if (r->conn == c)
+                                run_kill(r, SIGKILL, REASON_KILLED);
+                for (Run *r = s->pending_runs, *rn; r; r = rn) {
+                        rn = r->next;
+                        if (r->conn == c) {
+                                run_free(r);
+                                sandbox_run_finished(s, NULL); /* may free s */
+                                break;
+                        }
+                }
+        }
+}
+
+void connection_close(Connection *c) {
+        if (c->dead)
+                return;
+        c->dead = true;
+        c->io = sd_event_source_disable_unref(c->io);
+        c->partial_timer = sd_event_source_disable_unref(c->partial_timer);
+        c->fd = safe_close(c->fd);
+        line_buffer_done(&c->in);
+        free(c->out);
+        c->out = NULL;
+        c->out_len = c->out_off = c->out_alloc = 0;
+        connection_kill_runs(c);
+        conn_unlink(c);
+        connection_unref(c);
+}
+
+static int connection_flush(Connection *c) {
+        while (c->out_off < c->out_len) {
+                ssize_t n = send(c->fd, c->out + c->out_off, c->out_len - c->out_off, MSG_NOSIGNAL | MSG_DONTWAIT);
+                if (n < 0) {
+                        if (errno == EAGAIN || errno == EINTR)
+                                return 0;
+                        return -errno;
+                }
+                c->out_off += (size_t) n;
+        }
+        c->out_off = c->out_len = 0;
+        return 0;
+}
+
+static int out_append(Connection *c, const char *data, size_t n) {
+        if (c->out_off > 0 && c->out_off == c->out_len)
+                c->out_off = c->out_len = 0;
+        if (c->out_len + n > c->out_alloc) {
+                /* Compact before growing. */
+                if (c->out_off > 0) {
+                        memmove(c->out, c->out + c->out_off, c->out_len - c->out_off);
+                        c->out_len -= c->out_off;
+                        c->out_off = 0;
+                }
+                if (c->out_len + n > c->out_alloc) {
+                        size_t na = c->out_alloc ? c->out_alloc : 4096;
+                        while (na < c->out_len + n)
+                                na *= 2;
+                        char *p = realloc(c->out, na);
+                        if (!p)
+                                return -ENOMEM;
+                        c->out = p;
+                        c->out_alloc = na;
+                }
+        }
+        memcpy(c->out + c->out_len, data, n);
+        c->out_len += n;
+        return 0;
+}
+
+void connection_send(Connection *c, json_object *msg) {
+        _cleanup_free_ char *line = NULL;
+        size_t n;
+
+        if (c->dead)
+                return;
+        line = proto_serialize(msg, &n);
+        if (!line || out_append(c, line, n) < 0) {
+                log_warning("connection from pid %d: out of memory for a reply, closing", (int) c->peer.pid);
+                connection_close(c);
+                return;
+        }
+        if (c->out_len - c->out_off > c->manager->config.max_connection_output) {
+                log_notice("connection from pid %d: %zu bytes of unread replies, closing", (int) c->peer.pid,
+                           c->out_len - c->out_off);
+                connection_close(c);
+                return;
+        }
+        if (connection_flush(c) < 0) {
+                connection_close(c);
+                return;
+        }
+        connection_update_events(c);
+}
+
+void connection_send_take(Connection *c, json_object *msg) {
+        connection_send(c, msg);
+        json_object_put(msg);
+}
+
+void connection_reply_error(Connection *c, json_object *id, const ProtoError *err) {
+        connection_send_take(c, proto_reply_error(id, err));
+}
+
+static void connection_handle_line(Connection *c, const char *line, size_t len) {
+        _cleanup_json_ json_object *req = NULL;
+        json_object *id = NULL;
+        const char *op = NULL;
+        ProtoError err = {};
+
+        if (len == 0)
+                return; /* blank lines are keep-alives */
+        if (proto_parse_line(line, len, SBX_MAX_DEPTH, &req, &err) < 0 ||
+            proto_request_envelope(req, &id, &op, &err) < 0) {
+                /* An id we could read is echoed even when the rest is wrong. */
+                connection_reply_error(c, err.code == SBX_E_INVALID_JSON ? NULL : id, &err);
+                return;
+        }
+        ops_dispatch(c, id, op, req);
+}
+
+static void connection_process_lines(Connection *c) {
+        char *line;
+        size_t len;
+        int r;
+
+        /* Stop while replies pile up: the client must read before it may ask for more. */
+        while (!c->dead && c->out_len - c->out_off < OUT_PAUSE_READING) {
+                r = line_buffer_next(&c->in, &line, &len);
+                if (r == 0)
+                        break;
+                if (r == -E2BIG) {
+                        ProtoError err;
+                        proto_error_set(&err, SBX_E_TOO_LARGE, NULL, "request line longer than %zu bytes; skipped",
+                                        c->in.max);
+                        connection_reply_error(c, NULL, &err);
+                        continue;
+                }
+                connection_handle_line(c, line, len);
+        }
+}
+
+static int on_partial_timeout(sd_event_source *s, uint64_t usec, void *userdata) {
+        Connection *c = userdata;
+        log_notice("connection from pid %d: partial request idle too long, closing", (int) c->peer.pid);
+        connection_close(c);
+        return 0;
+}
+
+static void connection_arm_partial_timer(Connection *c) {
+        if (!line_buffer_has_partial(&c->in)) {
+                if (c->partial_timer)
+                        (void) sd_event_source_set_enabled(c->partial_timer, SD_EVENT_OFF);
+                return;
+        }
+        if (c->partial_timer && sd_event_source_get_enabled(c->partial_timer, NULL) > 0)
+                return; /* the line started earlier; its deadline stands */
+        if (!c->partial_timer) {
+                (void) sd_event_add_time_relative(c->manager->event, &c->partial_timer, CLOCK_MONOTONIC,
+                                                  c->manager->config.request_timeout_usec, USEC_PER_SEC,
+                                                  on_partial_timeout, c);
+                return;
+        }
+        (void) sd_event_source_set_time_relative(c->partial_timer, c->manager->config.request_timeout_usec);
+        (void) sd_event_source_set_enabled(c->partial_timer, SD_EVENT_ONESHOT);
+}
+
+static int connection_read(Connection *c) {
+        char *p;
+        size_t avail;
+        ssize_t n;
+        int r = line_buffer_reserve(&c->in, READ_CHUNK, &p, &avail);
+
+        if (r < 0)
+                return r;
+        n = recv(c->fd, p, avail, MSG_DONTWAIT);
+        if (n < 0)
+                return errno == EAGAIN || errno == EINTR ? 0 : -errno;
+        if (n == 0)
+                return -ECONNRESET;
+        line_buffer_commit(&c->in, (size_t) n);
+        return 1;
+}
+
+static int on_io(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+        Connection *c = connection_ref(userdata);
+
+        if (revents & EPOLLOUT) {
+                if (connection_flush(c) < 0)
+                        connection_close(c);
+                else
+                        connection_process_lines(c); /* resume what was paused */
+        }
+        if (!c->dead && (revents & (EPOLLIN | EPOLLHUP | EPOLLERR))) {
+                int r = connection_read(c);
+                if (r < 0)
+                        connection_close(c);
+                else {
+                        connection_process_lines(c);
+                        if (!c->dead)
+                                connection_arm_partial_timer(c);
+                }
+        }
+        if (!c->dead)
+                connection_update_events(c);
+        connection_unref(c);
+        return 0;
+}
+
+static void connection_update_events(Connection *c) {
+        uint32_t ev = 0;
+        if (c->dead || !c->io)
+                return;
+        if (c->out_len > c->out_off)
+                ev |= EPOLLOUT;
+        if (c->out_len - c->out_off < OUT_PAUSE_READING)
+                ev |= EPOLLIN;
+        (void) sd_event_source_set_io_events(c->io, ev);
+}
+
+int connection_new(Manager *m, int fd, Connection **ret) {
+        socklen_t len = sizeof(struct ucred);
+        Connection *c = calloc(1, sizeof(*c));
+        int r;
+
+        if (!c)
+                return -ENOMEM;
+        c->n_ref = 1;
+        c->manager = m;
+        c->fd = fd;
+        line_buffer_init(&c->in, m->config.max_line_bytes);
+        if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &c->peer, &len) < 0) {
+                r = -errno;
+                c->fd = -EBADF;
+                connection_unref(c);
+                return r;
+        }
+        r = sd_event_add_io(m->event, &c->io, fd, EPOLLIN, on_io, c);
+        if (r < 0) {
+                c->fd = -EBADF;
+                connection_unref(c);
+                return r;
+        }
+        conn_link(m, c);
+        *ret = c;
+        return 0;
+}

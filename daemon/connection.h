@@ -1,0 +1,40 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* One client connection: non-blocking reads framed into lines, dispatch, and a bounded queue
+ * of replies written as the client reads them. */
+#pragma once
+
+#include <json-c/json.h>
+#include <stdbool.h>
+#include <sys/socket.h>
+#include <systemd/sd-event.h>
+
+#include "proto.h"
+
+typedef struct Manager Manager;
+
+typedef struct Connection {
+        unsigned n_ref;
+        Manager *manager;
+        int fd;
+        struct ucred peer;
+        sd_event_source *io;
+        sd_event_source *partial_timer; /* closes a connection whose partial line goes stale */
+        LineBuffer in;
+        char *out;
+        size_t out_len, out_off, out_alloc;
+        unsigned n_runs;   /* runs in flight started by this connection */
+        bool dead;         /* fd closed; replies are dropped */
+        struct Connection *next, *prev;
+} Connection;
+
+int connection_new(Manager *m, int fd, Connection **ret);
+Connection *connection_ref(Connection *c);
+Connection *connection_unref(Connection *c);
+/* Closes the socket, kills the runs it asked for, and drops it from the manager. */
+void connection_close(Connection *c);
+
+/* Queues one message (not consumed). Errors close the connection. */
+void connection_send(Connection *c, json_object *msg);
+/* Sends and puts msg. */
+void connection_send_take(Connection *c, json_object *msg);
+void connection_reply_error(Connection *c, json_object *id, const ProtoError *err);

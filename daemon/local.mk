@@ -1,0 +1,19 @@
+## daemon/: sandboxd. One file per concern; one handler file per group of operations.
+sbin_PROGRAMS += daemon/sandboxd
+daemon_sandboxd_SOURCES = \
+	daemon/main.c \
+	daemon/conf.c daemon/conf.h \
+	daemon/log.c daemon/log.h \
+	daemon/manager.c daemon/manager.h \
+	daemon/connection.c daemon/connection.h \
+	daemon/ops.c daemon/ops.h \
+	daemon/op-hello.c daemon/op-sandbox.c daemon/op-run.c \
+	daemon/cgroup.c daemon/cgroup.h daemon/cgroup-limits.c \
+	daemon/sandbox.c daemon/sandbox.h \
+	daemon/sandbox-setup.c \
+	daemon/spawn.c daemon/spawn.h \
+	daemon/run.c daemon/run.h \
+	daemon/output.c daemon/output.h \
+	daemon/rm-rf.c daemon/rm-rf.h
+daemon_sandboxd_CFLAGS = $(AM_CFLAGS) $(SYSTEMD_CFLAGS) $(JSONC_CFLAGS) $(CGROUP_CFLAGS)
+daemon_sandboxd_LDADD = lib/libsbxcommon.la $(SYSTEMD_LIBS) $(JSONC_LIBS) $(CGROUP_LIBS)

@@ -1,0 +1,191 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* sandboxd: argv, configuration, sockets (systemd socket activation, or --listen), run. */
+#include <errno.h>
+#include <getopt.h>
+#include <grp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <systemd/sd-daemon.h>
+#include <unistd.h>
+
+#include "conf.h"
+#include "log.h"
+#include "macro.h"
+#include "manager.h"
+#include "util.h"
+
+#define DEFAULT_CONFIG SYSCONFDIR "/sandboxd/sandboxd.conf"
+
+typedef struct Args {
+        const char *config;
+        const char *listen;
+        const char *cgroup_root;
+        const char *state_dir;
+        const char *root_dir;
+        const char *max_line;
+        bool config_given;
+} Args;
+
+static void help(void) {
+        printf("Usage: sandboxd [OPTIONS]\n\n"
+               "The local sandbox supervisor. Normally started by systemd through sandboxd.socket.\n\n"
+               "  --listen PATH        listen on this Unix socket (without socket activation)\n"
+               "  --config FILE        configuration file (default %s)\n"
+               "  --cgroup-root DIR    cgroup v2 directory to own (default: the delegated subtree)\n"
+               "  --state-dir DIR      where workspaces and metadata live\n"
+               "  --root-dir DIR       the read-only root each sandbox sees (default /)\n"
+               "  --max-line-bytes N   longest request line accepted (default 4M)\n"
+               "  -d, --debug          log debug messages\n"
+               "  -h, --help           this help\n"
+               "      --version        print the version\n",
+               DEFAULT_CONFIG);
+}
+
+static int parse_args(int argc, char **argv, Args *a) {
+        enum { ARG_LISTEN = 256, ARG_CONFIG, ARG_CGROUP, ARG_STATE, ARG_ROOT, ARG_MAXLINE, ARG_VERSION };
+        static const struct option opts[] = {
+                { "listen", required_argument, NULL, ARG_LISTEN },
+                { "config", required_argument, NULL, ARG_CONFIG },
+                { "cgroup-root", required_argument, NULL, ARG_CGROUP },
+                { "state-dir", required_argument, NULL, ARG_STATE },
+                { "root-dir", required_argument, NULL, ARG_ROOT },
+                { "max-line-bytes", required_argument, NULL, ARG_MAXLINE },
+                { "debug", no_argument, NULL, 'd' },
+                { "help", no_argument, NULL, 'h' },
+                { "version", no_argument, NULL, ARG_VERSION },
+                {},
+        };
+        int c;
+
+        *a = (Args) { .config = DEFAULT_CONFIG };
+        while ((c = getopt_long(argc, argv, "dh", opts, NULL)) >= 0)
+                switch (c) {
+                case ARG_LISTEN: a->listen = optarg; break;
+                case ARG_CONFIG: a->config = optarg; a->config_given = true; break;
+                case ARG_CGROUP: a->cgroup_root = optarg; break;
+                case ARG_STATE: a->state_dir = optarg; break;
+                case ARG_ROOT: a->root_dir = optarg; break;
+                case ARG_MAXLINE: a->max_line = optarg; break;
+                case 'd': log_max_level = LOG_DEBUG; break;
+                case 'h': help(); exit(EXIT_SUCCESS);
+                case ARG_VERSION: puts(PACKAGE_VERSION); exit(EXIT_SUCCESS);
+                default: return -EINVAL;
+                }
+        if (optind < argc) {
+                fprintf(stderr, "sandboxd: unexpected argument '%s'\n", argv[optind]);
+                return -EINVAL;
+        }
+        return 0;
+}
+
+static int replace_str(char **dst, const char *src) {
+        char *n = strdup(src);
+        if (!n)
+                return -ENOMEM;
+        free(*dst);
+        *dst = n;
+        return 0;
+}
+
+static int load_config(const Args *a, Config *c) {
+        _cleanup_free_ char *error = NULL;
+        int r;
+
+        config_init_defaults(c);
+        r = config_load(c, a->config, a->config_given, &error);
+        if (r < 0) {
+                log_error("configuration: %s", error ? error : strerror(-r));
+                return r;
+        }
+        if ((a->cgroup_root && replace_str(&c->cgroup_root, a->cgroup_root) < 0) ||
+            (a->state_dir && replace_str(&c->state_dir, a->state_dir) < 0) ||
+            (a->root_dir && replace_str(&c->root_dir, a->root_dir) < 0))
+                return -ENOMEM;
+        if (a->max_line && parse_size(a->max_line, &c->max_line_bytes) < 0) {
+                log_error("--max-line-bytes: cannot parse '%s'", a->max_line);
+                return -EINVAL;
+        }
+        return 0;
+}
+
+static int listen_on(const char *path) {
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        int fd;
+
+        if (strlen(path) >= sizeof(sa.sun_path))
+                return -ENAMETOOLONG;
+        strcpy(sa.sun_path, path);
+        fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+        if (fd < 0)
+                return -errno;
+        (void) unlink(path);
+        if (bind(fd, (struct sockaddr *) &sa, sizeof(sa)) < 0 || listen(fd, SOMAXCONN) < 0) {
+                int r = -errno;
+                close(fd);
+                return r;
+        }
+        return fd;
+}
+
+static int add_listeners(Manager *m, const Args *a) {
+        int n = sd_listen_fds(1), r;
+
+        if (n < 0)
+                return log_error("sd_listen_fds: %s", strerror(-n)), n;
+        for (int i = 0; i < n; i++)
+                if ((r = manager_add_listener(m, SD_LISTEN_FDS_START + i)) < 0)
+                        return log_error("cannot use socket fd %d: %s", SD_LISTEN_FDS_START + i, strerror(-r)), r;
+        if (a->listen) {
+                int fd = listen_on(a->listen);
+                if (fd < 0)
+                        return log_error("cannot listen on %s: %s", a->listen, strerror(-fd)), fd;
+                if ((r = manager_add_listener(m, fd)) < 0)
+                        return r;
+        }
+        if (n == 0 && !a->listen) {
+                log_error("no socket: start through sandboxd.socket, or pass --listen PATH");
+                return -EINVAL;
+        }
+        return 0;
+}
+
+int main(int argc, char **argv) {
+        Manager *m = NULL;
+        Config config;
+        Args args;
+        int r;
+
+        log_open();
+        if (parse_args(argc, argv, &args) < 0)
+                return 2;
+        if (geteuid() != 0) {
+                log_error("must run as root: it creates user namespaces with uid ranges and owns cgroups");
+                return 1;
+        }
+        /* Nothing we spawn may inherit root's supplementary groups. */
+        if (setgroups(0, NULL) < 0)
+                log_warning("setgroups: %m");
+        umask(0022);
+        if (load_config(&args, &config) < 0)
+                return 1;
+        r = manager_new(&m, &config);
+        if (r < 0) {
+                config_done(&config);
+                return log_error("cannot start: %s", strerror(-r)), 1;
+        }
+        r = add_listeners(m, &args);
+        if (r >= 0)
+                r = manager_setup(m);
+        if (r >= 0)
+                r = manager_run(m);
+        manager_free(m);
+        if (r < 0) {
+                (void) sd_notifyf(0, "STATUS=Failed: %s\nERRNO=%d", strerror(-r), -r);
+                return 1;
+        }
+        return 0;
+}

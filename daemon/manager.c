@@ -1,0 +1,281 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <systemd/sd-daemon.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "connection.h"
+#include "log.h"
+#include "macro.h"
+#include "manager.h"
+#include "run.h"
+#include "sandbox.h"
+#include "spawn.h"
+#include "util.h"
+
+int manager_new(Manager **ret, Config *config) {
+        Manager *m = calloc(1, sizeof(*m));
+        int r;
+
+        if (!m)
+                return -ENOMEM;
+        m->config = *config;
+        *config = (Config) {};
+        m->state_fd = -EBADF;
+        m->cg = (CgroupRoot) { .base_fd = -EBADF, .sandboxes_fd = -EBADF };
+        m->start_usec = now_usec(CLOCK_MONOTONIC);
+        m->uid_slots = calloc(m->config.max_sandboxes, 1);
+        m->tombstones = calloc(MANAGER_TOMBSTONES, sizeof(*m->tombstones));
+        if (!m->uid_slots || !m->tombstones) {
+                manager_free(m);
+                return -ENOMEM;
+        }
+        r = sd_event_default(&m->event);
+        if (r < 0) {
+                manager_free(m);
+                return r;
+        }
+        *ret = m;
+        return 0;
+}
+
+Manager *manager_free(Manager *m) {
+        if (!m)
+                return NULL;
+        while (m->connections)
+                connection_close(m->connections);
+        while (m->sandboxes)
+                sandbox_free(m->sandboxes);
+        for (unsigned i = 0; i < m->n_listen; i++) {
+                safe_close(m->listen_fds[i]);
+                free(m->listen_paths[i]);
+        }
+        safe_close(m->state_fd);
+        cg_root_done(&m->cg);
+        config_done(&m->config);
+        free(m->uid_slots);
+        free(m->tombstones);
+        sd_event_unref(m->event);
+        free(m);
+        return NULL;
+}
+
+Sandbox *manager_find_sandbox(Manager *m, const char *key) {
+        for (Sandbox *s = m->sandboxes; s; s = s->next)
+                if (strcmp(s->id, key) == 0 || (s->name && strcmp(s->name, key) == 0))
+                        return s;
+        return NULL;
+}
+
+void manager_add_tombstone(Manager *m, const char *id) {
+        snprintf(m->tombstones[m->tombstone_next], sizeof(m->tombstones[0]), "%s", id);
+        m->tombstone_next = (m->tombstone_next + 1) % MANAGER_TOMBSTONES;
+        if (m->n_tombstones < MANAGER_TOMBSTONES)
+                m->n_tombstones++;
+}
+
+bool manager_is_tombstone(Manager *m, const char *id) {
+        for (unsigned i = 0; i < m->n_tombstones; i++)
+                if (strcmp(m->tombstones[i], id) == 0)
+                        return true;
+        return false;
+}
+
+int manager_alloc_uid_slot(Manager *m, unsigned *ret) {
+        for (unsigned i = 0; i < m->config.max_sandboxes; i++)
+                if (!m->uid_slots[i]) {
+                        m->uid_slots[i] = 1;
+                        *ret = i;
+                        return 0;
+                }
+        return -ENOSPC;
+}
+
+void manager_free_uid_slot(Manager *m, unsigned slot) {
+        if (slot < m->config.max_sandboxes)
+                m->uid_slots[slot] = 0;
+}
+
+/* ---- Listening --------------------------------------------------------------------------- */
+
+static int on_accept(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+        Manager *m = userdata;
+        Connection *c;
+
+        for (int i = 0; i < 64; i++) {
+                int cfd = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+                if (cfd < 0) {
+                        if (errno == EMFILE || errno == ENFILE)
+                                log_warning("accept: out of file descriptors; connections wait in the backlog");
+                        else if (errno != EAGAIN && errno != EINTR && errno != ECONNABORTED)
+                                log_warning("accept: %m");
+                        return 0;
+                }
+                if (m->n_connections >= m->config.max_connections || m->stopping) {
+                        static const char busy[] = "{\"id\":null,\"ok\":false,\"error\":{\"code\":\"resource_exhausted\","
+                                                   "\"message\":\"too many connections\"}}\n";
+                        (void) !send(cfd, busy, sizeof(busy) - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+                        close(cfd);
+                        continue;
+                }
+                if (connection_new(m, cfd, &c) < 0)
+                        close(cfd);
+        }
+        return 0;
+}
+
+static char *socket_path(int fd) {
+        struct sockaddr_un sa = {};
+        socklen_t len = sizeof(sa);
+        if (getsockname(fd, (struct sockaddr *) &sa, &len) < 0 || sa.sun_family != AF_UNIX || sa.sun_path[0] != '/')
+                return NULL;
+        return strndup(sa.sun_path, sizeof(sa.sun_path));
+}
+
+int manager_add_listener(Manager *m, int fd) {
+        sd_event_source *src = NULL;
+        int r;
+
+        if (m->n_listen >= MANAGER_MAX_LISTEN)
+                return -E2BIG;
+        r = fcntl(fd, F_SETFL, O_NONBLOCK);
+        if (r < 0 || fcntl(fd, F_SETFD, FD_CLOEXEC) < 0)
+                return -errno;
+        r = sd_event_add_io(m->event, &src, fd, EPOLLIN, on_accept, m);
+        if (r < 0)
+                return r;
+        (void) sd_event_source_set_floating(src, true);
+        m->listen_paths[m->n_listen] = socket_path(fd);
+        m->listen_fds[m->n_listen++] = fd;
+        return 0;
+}
+
+/* ---- Setup ------------------------------------------------------------------------------- */
+
+static int mkdir_parents_and(const char *path, mode_t mode) {
+        _cleanup_free_ char *p = strdup(path);
+        if (!p)
+                return -ENOMEM;
+        for (char *s = p + 1; *s; s++)
+                if (*s == '/') {
+                        *s = '\0';
+                        (void) mkdir(p, 0755);
+                        *s = '/';
+                }
+        if (mkdir(p, mode) < 0 && errno != EEXIST)
+                return -errno;
+        return 0;
+}
+
+static int manager_open_state(Manager *m) {
+        _cleanup_free_ char *dir = NULL;
+        int r;
+
+        if (asprintf(&dir, "%s/sandboxes", m->config.state_dir) < 0)
+                return -ENOMEM;
+        r = mkdir_parents_and(dir, 0711);
+        if (r < 0)
+                return r;
+        m->state_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        return m->state_fd < 0 ? -errno : 0;
+}
+
+/* A tiny clone3(CLONE_INTO_CGROUP) of a child that exits at once tells whether the kernel
+ * places children at birth (5.7+). */
+static void manager_probe_features(Manager *m) {
+        int pidfd = -1;
+        pid_t pid = clone3_pidfd(0, m->cg.sandboxes_fd, &pidfd);
+
+        if (pid == 0)
+                _exit(0);
+        if (pid > 0) {
+                siginfo_t si;
+                (void) waitid(P_PIDFD, (id_t) pidfd, &si, WEXITED);
+                close(pidfd);
+                m->features.clone_into_cgroup = true;
+        }
+        pidfd = (int) syscall(SYS_pidfd_open, getpid(), 0);
+        m->features.pidfd = pidfd >= 0;
+        safe_close(pidfd);
+}
+
+static int on_signal(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata) {
+        Manager *m = userdata;
+        log_info("received SIG%s, stopping", si->ssi_signo == SIGTERM ? "TERM" : "INT");
+        m->stopping = true;
+        (void) sd_notify(0, "STOPPING=1\nSTATUS=Stopping");
+        return sd_event_exit(m->event, 0);
+}
+
+int manager_setup(Manager *m) {
+        sigset_t mask;
+        int r;
+
+        sigemptyset(&mask);
+        sigaddset(&mask, SIGCHLD);
+        sigaddset(&mask, SIGTERM);
+        sigaddset(&mask, SIGINT);
+        if (sigprocmask(SIG_BLOCK, &mask, NULL) < 0)
+                return -errno;
+        (void) signal(SIGPIPE, SIG_IGN);
+        if ((r = sd_event_add_signal(m->event, NULL, SIGTERM, on_signal, m)) < 0 ||
+            (r = sd_event_add_signal(m->event, NULL, SIGINT, on_signal, m)) < 0)
+                return r;
+        r = cg_setup(m->config.cgroup_root, &m->cg);
+        if (r < 0) {
+                log_error("cannot set up the cgroup subtree: %s", strerror(-r));
+                return r;
+        }
+        r = manager_open_state(m);
+        if (r < 0) {
+                log_error("cannot open the state directory %s: %s", m->config.state_dir, strerror(-r));
+                return r;
+        }
+        manager_probe_features(m);
+        log_info("cgroup subtree %s; enforceable: memory=%s pids=%s cpu=%s", m->cg.base,
+                 m->cg.enforceable & CG_MEMORY ? "yes" : "no", m->cg.enforceable & CG_PIDS ? "yes" : "no",
+                 m->cg.enforceable & CG_CPU ? "yes" : "no");
+        return 0;
+}
+
+/* On stop, every sandbox's processes are killed and its cgroups removed; workspaces stay. */
+static void manager_kill_all(Manager *m) {
+        for (Sandbox *s = m->sandboxes; s; s = s->next)
+                if (s->cg_fd >= 0)
+                        (void) cg_kill(s->cg_fd);
+        for (int tries = 0; tries < 200; tries++) {
+                bool busy = false;
+                for (Sandbox *s = m->sandboxes; s; s = s->next)
+                        if (s->cg_fd >= 0 && cg_populated(s->cg_fd) > 0)
+                                busy = true;
+                while (waitpid(-1, NULL, WNOHANG) > 0)
+                        ;
+                if (!busy)
+                        break;
+                usleep(10000);
+        }
+        for (Sandbox *s = m->sandboxes; s; s = s->next)
+                (void) cg_remove_tree(m->cg.sandboxes_fd, s->id);
+}
+
+int manager_run(Manager *m) {
+        int r;
+        (void) sd_notifyf(0, "READY=1\nSTATUS=Listening; cgroup memory=%s pids=%s cpu=%s",
+                          m->cg.enforceable & CG_MEMORY ? "enforced" : "unavailable",
+                          m->cg.enforceable & CG_PIDS ? "enforced" : "unavailable",
+                          m->cg.enforceable & CG_CPU ? "enforced" : "unavailable");
+        r = sd_event_loop(m->event);
+        manager_kill_all(m);
+        return r;
+}

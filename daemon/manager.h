@@ -1,0 +1,57 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The manager: one sd-event loop, the listening sockets, the connections and the registry of
+ * sandboxes. Everything the daemon does happens from callbacks of this loop. */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <systemd/sd-event.h>
+
+#include "cgroup.h"
+#include "conf.h"
+
+typedef struct Connection Connection;
+typedef struct Sandbox Sandbox;
+typedef struct Run Run;
+
+typedef struct HostFeatures {
+        bool clone_into_cgroup;
+        bool pidfd;
+} HostFeatures;
+
+#define MANAGER_MAX_LISTEN 8
+#define MANAGER_TOMBSTONES 4096
+
+typedef struct Manager {
+        sd_event *event;
+        Config config;
+        CgroupRoot cg;
+        HostFeatures features;
+        int state_fd;      /* <state_dir>/sandboxes */
+        int listen_fds[MANAGER_MAX_LISTEN];
+        char *listen_paths[MANAGER_MAX_LISTEN]; /* masked inside every sandbox */
+        unsigned n_listen;
+        Connection *connections;
+        unsigned n_connections;
+        Sandbox *sandboxes;
+        unsigned n_sandboxes;
+        unsigned n_runs;
+        uint8_t *uid_slots; /* one byte per uid range: in use or not */
+        char (*tombstones)[24]; /* ids of destroyed sandboxes, a ring */
+        unsigned n_tombstones, tombstone_next;
+        uint64_t start_usec;
+        bool stopping;
+} Manager;
+
+int manager_new(Manager **ret, Config *config);
+Manager *manager_free(Manager *m);
+/* Takes listening fds (from sd_listen_fds or our own bind). */
+int manager_add_listener(Manager *m, int fd);
+int manager_setup(Manager *m);
+int manager_run(Manager *m);
+
+Sandbox *manager_find_sandbox(Manager *m, const char *id_or_name);
+void manager_add_tombstone(Manager *m, const char *id);
+bool manager_is_tombstone(Manager *m, const char *id);
+int manager_alloc_uid_slot(Manager *m, unsigned *ret);
+void manager_free_uid_slot(Manager *m, unsigned slot);

@@ -1,0 +1,54 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* hello: versions and what this host lets sandboxd enforce; health: the cheap liveness probe. */
+#include <time.h>
+
+#include "cgroup.h"
+#include "connection.h"
+#include "manager.h"
+#include "ops.h"
+#include "util.h"
+
+static json_object *caps_json(Manager *m) {
+        json_object *caps = json_object_new_object(), *cg = json_object_new_object(), *k = json_object_new_object();
+
+        json_object_object_add(cg, "memory", json_object_new_boolean(!!(m->cg.enforceable & CG_MEMORY)));
+        json_object_object_add(cg, "pids", json_object_new_boolean(!!(m->cg.enforceable & CG_PIDS)));
+        json_object_object_add(cg, "cpu", json_object_new_boolean(!!(m->cg.enforceable & CG_CPU)));
+        json_object_object_add(caps, "cgroup", cg);
+        json_object_object_add(k, "clone_into_cgroup", json_object_new_boolean(m->features.clone_into_cgroup));
+        json_object_object_add(k, "pidfd", json_object_new_boolean(m->features.pidfd));
+        json_object_object_add(k, "cgroup_kill", json_object_new_boolean(m->cg.has_kill));
+        json_object_object_add(k, "memory_peak", json_object_new_boolean(m->cg.has_memory_peak));
+        json_object_object_add(k, "pids_peak", json_object_new_boolean(m->cg.has_pids_peak));
+        json_object_object_add(caps, "kernel", k);
+        json_object_object_add(caps, "cgroup_root", json_object_new_string(m->cg.base));
+        return caps;
+}
+
+int op_hello(Connection *c, json_object *id, json_object *req, ProtoError *err) {
+        json_object *reply = proto_reply_ok(id), *peer = json_object_new_object();
+
+        json_object_object_add(reply, "protocol", json_object_new_int(SBX_PROTOCOL_VERSION));
+        json_object_object_add(reply, "version", json_object_new_string(PACKAGE_VERSION));
+        json_object_object_add(reply, "capabilities", caps_json(c->manager));
+        json_object_object_add(peer, "uid", json_object_new_int64(c->peer.uid));
+        json_object_object_add(peer, "gid", json_object_new_int64(c->peer.gid));
+        json_object_object_add(peer, "pid", json_object_new_int64(c->peer.pid));
+        json_object_object_add(reply, "peer", peer);
+        connection_send_take(c, reply);
+        return 0;
+}
+
+int op_health(Connection *c, json_object *id, json_object *req, ProtoError *err) {
+        Manager *m = c->manager;
+        json_object *reply = proto_reply_ok(id);
+
+        json_object_object_add(reply, "status", json_object_new_string("ok"));
+        json_object_object_add(reply, "uptime_s",
+                               json_object_new_double((double) (now_usec(CLOCK_MONOTONIC) - m->start_usec) / 1e6));
+        json_object_object_add(reply, "sandboxes", json_object_new_int((int) m->n_sandboxes));
+        json_object_object_add(reply, "runs", json_object_new_int((int) m->n_runs));
+        json_object_object_add(reply, "connections", json_object_new_int((int) m->n_connections));
+        connection_send_take(c, reply);
+        return 0;
+}

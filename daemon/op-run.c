@@ -1,0 +1,84 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* run (in a sandbox, or in a throwaway one made for it) and kill. */
+#include <errno.h>
+#include <signal.h>
+#include <string.h>
+
+#include "connection.h"
+#include "manager.h"
+#include "ops.h"
+#include "run.h"
+#include "sandbox.h"
+#include "util.h"
+
+static int run_sandbox(Connection *c, json_object *req, Sandbox **ret, ProtoError *err) {
+        json_object *v;
+        const char *extra[] = { "limits", "network", "best_effort" };
+
+        if (!json_object_object_get_ex(req, "sandbox", &v) || json_object_is_type(v, json_type_null))
+                return sandbox_create(c->manager, req, c->peer.uid, true, ret, err);
+        for (size_t i = 0; i < sizeof(extra) / sizeof(extra[0]); i++)
+                if (json_object_object_get_ex(req, extra[i], &v) && !json_object_is_type(v, json_type_null))
+                        return proto_error_set(err, SBX_E_INVALID_REQUEST, extra[i],
+                                               "'%s' is only for a throwaway sandbox (a run without 'sandbox')", extra[i]);
+        return ops_lookup_sandbox(c, req, ret, err);
+}
+
+int op_run(Connection *c, json_object *id, json_object *req, ProtoError *err) {
+        RunSpec spec;
+        Sandbox *s = NULL;
+        Run *r;
+        int k;
+
+        if (c->n_runs >= c->manager->config.max_runs_per_connection)
+                return proto_error_set(err, SBX_E_RESOURCE_EXHAUSTED, NULL, "too many runs in flight on this connection");
+        k = run_spec_parse(req, c->manager->config.max_stdin_bytes, &spec, err);
+        if (k < 0)
+                goto fail;
+        k = run_sandbox(c, req, &s, err);
+        if (k < 0)
+                goto fail;
+        if (s->state == SANDBOX_DESTROYING || s->state == SANDBOX_FAILED) {
+                k = proto_error_set(err, SBX_E_CONFLICT, "sandbox", "sandbox %s is %s", s->id,
+                                    s->state == SANDBOX_FAILED ? "broken (its init died)" : "being destroyed");
+                goto fail;
+        }
+        k = run_spec_resolve(&spec, s, err);
+        if (k < 0 || (k = run_new(s, c, id, &spec, &r)) < 0) {
+                if (k != -EINVAL)
+                        proto_error_set(err, SBX_E_INTERNAL, NULL, "out of memory");
+                goto fail_sandbox;
+        }
+        if (s->state == SANDBOX_READY)
+                run_start(r);
+        return 0;
+fail_sandbox:
+        if (s->ephemeral)
+                sandbox_destroy(s, "run refused");
+fail:
+        run_spec_done(&spec);
+        return k < 0 ? k : -EINVAL;
+}
+
+int op_kill(Connection *c, json_object *id, json_object *req, ProtoError *err) {
+        const char *run_id = NULL;
+        json_object *sig_obj;
+        int sig = SIGKILL, k;
+        Run *r;
+
+        (void) proto_get_string(req, "run_id", 64, &run_id, err);
+        if (json_object_object_get_ex(req, "signal", &sig_obj) && !json_object_is_type(sig_obj, json_type_null)) {
+                sig = signal_from_string(json_object_get_string(sig_obj));
+                if (sig < 0)
+                        return proto_error_set(err, SBX_E_INVALID_REQUEST, "signal", "unknown signal '%.32s'",
+                                               json_object_get_string(sig_obj));
+        }
+        r = run_id ? manager_find_run(c->manager, run_id) : NULL;
+        if (!r || !sandbox_visible_to(r->sandbox, c->peer.uid))
+                return proto_error_set(err, SBX_E_NOT_FOUND, "run_id", "no run '%.64s' in flight", run_id ? run_id : "");
+        k = run_kill(r, sig, REASON_KILLED);
+        if (k < 0)
+                return proto_error_set(err, SBX_E_CONFLICT, "run_id", "cannot signal run %s: %s", r->id, strerror(-k));
+        connection_send_take(c, proto_reply_ok(id));
+        return 0;
+}

@@ -1,0 +1,63 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* create, list, inspect, destroy. */
+#include <string.h>
+
+#include "connection.h"
+#include "manager.h"
+#include "ops.h"
+#include "sandbox.h"
+
+int op_create(Connection *c, json_object *id, json_object *req, ProtoError *err) {
+        Sandbox *s;
+        int r = sandbox_create(c->manager, req, c->peer.uid, false, &s, err);
+        if (r < 0)
+                return r;
+        /* Answered when the sandbox's init reports ready (or failed). */
+        sandbox_add_waiter(&s->create_waiters, c, id);
+        return 0;
+}
+
+int op_list(Connection *c, json_object *id, json_object *req, ProtoError *err) {
+        json_object *reply = proto_reply_ok(id), *arr = json_object_new_array();
+
+        for (Sandbox *s = c->manager->sandboxes; s; s = s->next)
+                if (!s->ephemeral && sandbox_visible_to(s, c->peer.uid) && s->state != SANDBOX_DESTROYING)
+                        json_object_array_add(arr, sandbox_to_json(s, false));
+        json_object_object_add(reply, "sandboxes", arr);
+        connection_send_take(c, reply);
+        return 0;
+}
+
+int op_inspect(Connection *c, json_object *id, json_object *req, ProtoError *err) {
+        Sandbox *s;
+        json_object *reply;
+        int r = ops_lookup_sandbox(c, req, &s, err);
+        if (r < 0)
+                return r;
+        reply = proto_reply_ok(id);
+        json_object_object_add(reply, "sandbox", sandbox_to_json(s, true));
+        connection_send_take(c, reply);
+        return 0;
+}
+
+/* Idempotent: a sandbox destroyed before answers ok with already_gone. */
+int op_destroy(Connection *c, json_object *id, json_object *req, ProtoError *err) {
+        const char *key = NULL;
+        Sandbox *s;
+        json_object *reply;
+
+        (void) proto_get_string(req, "sandbox", 128, &key, err);
+        if (key && !manager_find_sandbox(c->manager, key) && manager_is_tombstone(c->manager, key)) {
+                reply = proto_reply_ok(id);
+                json_object_object_add(reply, "destroyed", json_object_new_boolean(0));
+                json_object_object_add(reply, "already_gone", json_object_new_boolean(1));
+                connection_send_take(c, reply);
+                return 0;
+        }
+        int r = ops_lookup_sandbox(c, req, &s, err);
+        if (r < 0)
+                return r;
+        sandbox_add_waiter(&s->destroy_waiters, c, id);
+        sandbox_destroy(s, "requested");
+        return 0;
+}

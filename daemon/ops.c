@@ -1,0 +1,88 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <string.h>
+
+#include "connection.h"
+#include "manager.h"
+#include "ops.h"
+#include "sandbox.h"
+
+#define ENVELOPE { "id", FIELD_ID, true }, { "op", FIELD_STRING, true }
+
+static const FieldSpec no_fields[] = { ENVELOPE, {} };
+static const FieldSpec sandbox_fields[] = { ENVELOPE, { "sandbox", FIELD_STRING, true }, {} };
+static const FieldSpec create_fields[] = {
+        ENVELOPE,
+        { "name", FIELD_STRING },
+        { "limits", FIELD_OBJECT },
+        { "network", FIELD_STRING },
+        { "env", FIELD_OBJECT },
+        { "best_effort", FIELD_BOOL },
+        {},
+};
+static const FieldSpec run_fields[] = {
+        ENVELOPE,
+        { "sandbox", FIELD_STRING },
+        { "argv", FIELD_ARRAY },
+        { "command", FIELD_STRING },
+        { "env", FIELD_OBJECT },
+        { "cwd", FIELD_STRING },
+        { "stdin", FIELD_STRING },
+        { "stdin_encoding", FIELD_STRING },
+        { "timeout_s", FIELD_DURATION },
+        { "cpu_s", FIELD_DURATION },
+        { "output_bytes", FIELD_SIZE },
+        { "memory", FIELD_SIZE },
+        { "pids", FIELD_INT },
+        /* For a throwaway sandbox only. */
+        { "limits", FIELD_OBJECT },
+        { "network", FIELD_STRING },
+        { "best_effort", FIELD_BOOL },
+        {},
+};
+static const FieldSpec kill_fields[] = {
+        ENVELOPE,
+        { "run_id", FIELD_STRING, true },
+        { "signal", FIELD_ID },
+        {},
+};
+
+static const Op ops[] = {
+        { "hello", op_hello, no_fields },
+        { "health", op_health, no_fields },
+        { "create", op_create, create_fields },
+        { "list", op_list, no_fields },
+        { "inspect", op_inspect, sandbox_fields },
+        { "destroy", op_destroy, sandbox_fields },
+        { "run", op_run, run_fields },
+        { "kill", op_kill, kill_fields },
+};
+
+void ops_dispatch(Connection *c, json_object *id, const char *name, json_object *req) {
+        ProtoError err = {};
+
+        for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++) {
+                if (strcmp(ops[i].name, name) != 0)
+                        continue;
+                if (proto_check_fields(req, ops[i].fields, NULL, &err) < 0 || ops[i].handler(c, id, req, &err) < 0)
+                        connection_reply_error(c, id, &err);
+                return;
+        }
+        proto_error_set(&err, SBX_E_UNKNOWN_OP, "op", "unknown operation '%.64s'", name);
+        connection_reply_error(c, id, &err);
+}
+
+int ops_lookup_sandbox(Connection *c, json_object *req, Sandbox **ret, ProtoError *err) {
+        const char *key = NULL;
+        Sandbox *s;
+        int r = proto_get_string(req, "sandbox", 128, &key, err);
+
+        if (r < 0)
+                return r;
+        if (!key || !*key)
+                return proto_error_set(err, SBX_E_INVALID_REQUEST, "sandbox", "missing field 'sandbox'");
+        s = manager_find_sandbox(c->manager, key);
+        if (!s || !sandbox_visible_to(s, c->peer.uid))
+                return proto_error_set(err, SBX_E_NOT_FOUND, "sandbox", "no sandbox '%.64s'", key);
+        *ret = s;
+        return 0;
+}

@@ -1,0 +1,110 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "macro.h"
+#include "output.h"
+#include "proto.h"
+
+int output_init(Output *o, size_t cap) {
+        *o = (Output) { .head_cap = cap - cap / 2, .tail_cap = cap / 2 };
+        /* The head grows on demand (most runs print little); the tail is allocated once past it. */
+        return 0;
+}
+
+void output_done(Output *o) {
+        free(o->head);
+        free(o->tail);
+        *o = (Output) {};
+}
+
+static void head_append(Output *o, const char *data, size_t n) {
+        if (o->head_len + n > o->head_alloc) {
+                size_t na = o->head_alloc ? o->head_alloc : 4096;
+                while (na < o->head_len + n)
+                        na *= 2;
+                if (na > o->head_cap)
+                        na = o->head_cap;
+                char *p = realloc(o->head, na);
+                if (!p)
+                        return;
+                o->head = p;
+                o->head_alloc = na;
+        }
+        memcpy(o->head + o->head_len, data, n);
+        o->head_len += n;
+}
+
+static void tail_append(Output *o, const char *data, size_t n) {
+        if (o->tail_cap == 0)
+                return;
+        if (!o->tail) {
+                o->tail = malloc(o->tail_cap);
+                if (!o->tail)
+                        return;
+        }
+        if (n >= o->tail_cap) {
+                memcpy(o->tail, data + n - o->tail_cap, o->tail_cap);
+                o->tail_start = 0;
+                o->tail_len = o->tail_cap;
+                return;
+        }
+        for (size_t i = 0; i < n;) {
+                size_t pos = (o->tail_start + o->tail_len) % o->tail_cap;
+                size_t chunk = o->tail_cap - pos < n - i ? o->tail_cap - pos : n - i;
+                if (o->tail_len < o->tail_cap) {
+                        size_t room = o->tail_cap - o->tail_len;
+                        if (chunk > room)
+                                chunk = room;
+                        memcpy(o->tail + pos, data + i, chunk);
+                        o->tail_len += chunk;
+                } else {
+                        /* Full: overwrite the oldest bytes. */
+                        pos = o->tail_start;
+                        chunk = o->tail_cap - pos < n - i ? o->tail_cap - pos : n - i;
+                        memcpy(o->tail + pos, data + i, chunk);
+                        o->tail_start = (o->tail_start + chunk) % o->tail_cap;
+                }
+                i += chunk;
+        }
+}
+
+void output_append(Output *o, const char *data, size_t n) {
+        size_t h = o->head_cap - o->head_len;
+        if (h > n)
+                h = n;
+        if (h)
+                head_append(o, data, h);
+        if (n > h)
+                tail_append(o, data + h, n - h);
+        o->total += n;
+}
+
+int output_to_json(const Output *o, json_object *obj, const char *key) {
+        uint64_t kept = o->head_len + o->tail_len;
+        uint64_t dropped = o->total - kept;
+        char marker[96] = "", k[64];
+        size_t mlen = 0, n;
+        _cleanup_free_ char *buf = NULL;
+
+        if (dropped > 0)
+                mlen = (size_t) snprintf(marker, sizeof(marker), "\n[... %" PRIu64 " bytes dropped ...]\n", dropped);
+        n = o->head_len + mlen + o->tail_len;
+        buf = malloc(n + 1);
+        if (!buf)
+                return -ENOMEM;
+        memcpy(buf, o->head ? o->head : "", o->head_len);
+        memcpy(buf + o->head_len, marker, mlen);
+        for (size_t i = 0; i < o->tail_len; i++)
+                buf[o->head_len + mlen + i] = o->tail[(o->tail_start + i) % o->tail_cap];
+        if (proto_add_bytes(obj, key, buf, n) < 0)
+                return -ENOMEM;
+        snprintf(k, sizeof(k), "%s_bytes", key);
+        json_object_object_add(obj, k, json_object_new_int64((int64_t) o->total));
+        snprintf(k, sizeof(k), "%s_truncated", key);
+        json_object_object_add(obj, k, json_object_new_boolean(dropped > 0));
+        return 0;
+}

@@ -1,0 +1,81 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* A run: one command in a sandbox, in its own child cgroup, with captured output, a timeout, a
+ * CPU budget and an exact account of how it ended. */
+#pragma once
+
+#include <json-c/json.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <systemd/sd-event.h>
+
+#include "output.h"
+#include "proto.h"
+
+typedef struct Sandbox Sandbox;
+typedef struct Manager Manager;
+typedef struct Connection Connection;
+
+typedef enum RunReason {
+        REASON_NONE,
+        REASON_EXITED,
+        REASON_SIGNALED,
+        REASON_TIMEOUT,
+        REASON_CPU_LIMIT,
+        REASON_OOM,
+        REASON_KILLED,
+        REASON_DESTROYED,
+} RunReason;
+
+typedef struct RunSpec {
+        char **argv;
+        char **envp;
+        char *cwd;
+        char *stdin_data;
+        size_t stdin_len;
+        uint64_t timeout_usec;
+        uint64_t cpu_usec;      /* 0: none */
+        uint64_t output_bytes;
+        uint64_t memory;        /* 0: the sandbox's */
+        uint64_t pids;          /* 0: the sandbox's */
+} RunSpec;
+
+typedef struct Run {
+        Sandbox *sandbox;
+        Connection *conn;
+        json_object *req_id;
+        char id[24];
+        char cg_name[32];
+        RunSpec spec;
+        int cg_fd;
+        pid_t pid;              /* the helper that joins the sandbox */
+        int pidfd;
+        int main_pidfd;         /* the command itself, once started */
+        int report_fd;
+        int out_fd[2];
+        int stdin_fd;
+        size_t stdin_off;
+        Output out[2];
+        sd_event_source *child_source, *report_source, *out_source[2], *stdin_source;
+        sd_event_source *timeout_source, *cpu_source;
+        uint64_t start_usec;
+        RunReason forced;       /* what we did to it: timeout, cpu_limit, killed, destroyed */
+        bool in_flight, started, exited, finished;
+        int wait_code, wait_status; /* siginfo si_code/si_status of the command */
+        int fail_step, fail_errno;
+        struct Run *next, *prev;
+} Run;
+
+/* Parses a run request into spec (sandbox-independent checks). */
+int run_spec_parse(json_object *req, uint64_t max_stdin, RunSpec *spec, ProtoError *err);
+void run_spec_done(RunSpec *spec);
+/* Fills sandbox defaults and checks against sandbox limits. */
+int run_spec_resolve(RunSpec *spec, Sandbox *s, ProtoError *err);
+
+int run_new(Sandbox *s, Connection *c, json_object *id, RunSpec *spec, Run **ret);
+/* Starts a run whose sandbox is ready; on failure the reply has been sent. */
+void run_start(Run *r);
+/* Kills the run's cgroup (reason given) or signals its main process. */
+int run_kill(Run *r, int sig, RunReason why);
+Run *run_free(Run *r);
+Run *manager_find_run(Manager *m, const char *id);

@@ -1,0 +1,688 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <linux/sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cgroup.h"
+#include "connection.h"
+#include "log.h"
+#include "macro.h"
+#include "manager.h"
+#include "rm-rf.h"
+#include "run.h"
+#include "sandbox.h"
+#include "spawn.h"
+#include "util.h"
+
+#define SANDBOX_NAME_MAX 64
+
+static int sandbox_random_id(char *buf, size_t len, const char *prefix) {
+        uint8_t b[6];
+        if (getrandom(b, sizeof(b), 0) != sizeof(b))
+                return -EIO;
+        snprintf(buf, len, "%s%02x%02x%02x%02x%02x%02x", prefix, b[0], b[1], b[2], b[3], b[4], b[5]);
+        return 0;
+}
+
+static bool name_valid(const char *n) {
+        size_t len = strlen(n);
+        if (len == 0 || len > SANDBOX_NAME_MAX || strncmp(n, "sbx-", 4) == 0 || n[0] == '.' || n[0] == '-')
+                return false;
+        return strspn(n, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") == len;
+}
+
+static int parse_env_object(json_object *env, ProtoError *err) {
+        if (!env)
+                return 0;
+        if (json_object_object_length(env) > 1024)
+                return proto_error_set(err, SBX_E_INVALID_REQUEST, "env", "field 'env' has more than 1024 variables");
+        json_object_object_foreach(env, k, v) {
+                if (!*k || strchr(k, '=') || strlen(k) > 1024)
+                        return proto_error_set(err, SBX_E_INVALID_REQUEST, "env",
+                                               "environment variable names must be non-empty, without '='");
+                if (!json_object_is_type(v, json_type_string))
+                        return proto_error_set(err, SBX_E_INVALID_REQUEST, "env", "environment values must be strings");
+        }
+        return 0;
+}
+
+int sandbox_env_check(json_object *env, ProtoError *err) {
+        return parse_env_object(env, err);
+}
+
+static const FieldSpec limits_fields[] = {
+        { "memory", FIELD_SIZE },       { "pids", FIELD_INT },          { "cpus", FIELD_NUMBER },
+        { "timeout_s", FIELD_DURATION }, { "output_bytes", FIELD_SIZE }, {},
+};
+
+static int limit_over(const char *field, ProtoError *err, uint64_t max) {
+        return proto_error_set(err, SBX_E_INVALID_REQUEST, field, "'%s' exceeds the configured maximum (%" PRIu64 ")",
+                               field, max);
+}
+
+/* Defaults and maximums from the configuration; messages name "limits.X". */
+static int parse_limits(Manager *m, json_object *limits, SandboxLimits *l, ProtoError *err) {
+        const Config *c = &m->config;
+        int r;
+
+        *l = (SandboxLimits) { c->default_memory, c->default_pids, c->default_millicpus, c->default_timeout_usec,
+                               c->default_output_bytes };
+        if (!limits)
+                return 0;
+        r = proto_check_fields(limits, limits_fields, "limits.", err);
+        if (r < 0)
+                return r;
+        if ((r = proto_get_size(limits, "memory", &l->memory, err)) < 0 ||
+            (r = proto_get_uint(limits, "pids", 1, UINT32_MAX, &l->pids, err)) < 0 ||
+            (r = proto_get_cpus(limits, "cpus", &l->millicpus, err)) < 0 ||
+            (r = proto_get_duration(limits, "timeout_s", &l->timeout_usec, err)) < 0 ||
+            (r = proto_get_size(limits, "output_bytes", &l->output_bytes, err)) < 0) {
+                char f[sizeof(err->field)];
+                memcpy(f, err->field, sizeof(f));
+                snprintf(err->field, sizeof(err->field), "limits.%.50s", f);
+                return r;
+        }
+        if (l->memory < (1u << 20))
+                return proto_error_set(err, SBX_E_INVALID_REQUEST, "limits.memory", "'limits.memory' must be at least 1M");
+        if (l->memory > c->max_memory)
+                return limit_over("limits.memory", err, c->max_memory);
+        if (l->pids > c->max_pids)
+                return limit_over("limits.pids", err, c->max_pids);
+        if (l->millicpus > c->max_millicpus)
+                return limit_over("limits.cpus", err, c->max_millicpus / 1000);
+        if (l->timeout_usec == 0 || l->timeout_usec > c->max_timeout_usec)
+                return limit_over("limits.timeout_s", err, c->max_timeout_usec / USEC_PER_SEC);
+        if (l->output_bytes < 2 || l->output_bytes > c->max_output_bytes)
+                return limit_over("limits.output_bytes", err, c->max_output_bytes);
+        return 0;
+}
+
+/* Honest reporting: a limit this host cannot enforce is refused unless best_effort. */
+static int check_enforceable(Manager *m, bool best_effort, unsigned *ret_enforced, ProtoError *err) {
+        static const struct {
+                unsigned mask;
+                const char *field, *controller;
+        } need[] = {
+                { CG_MEMORY, "limits.memory", "memory" },
+                { CG_PIDS, "limits.pids", "pids" },
+                { CG_CPU, "limits.cpus", "cpu" },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(need); i++)
+                if (!(m->cg.enforceable & need[i].mask) && !best_effort)
+                        return proto_error_set(err, SBX_E_LIMIT_UNENFORCEABLE, need[i].field,
+                                               "the cgroup v2 '%s' controller is not available to sandboxd on this host, "
+                                               "so '%s' cannot be enforced; pass best_effort to run anyway",
+                                               need[i].controller, need[i].field);
+        *ret_enforced = m->cg.enforceable & (CG_MEMORY | CG_PIDS | CG_CPU);
+        return 0;
+}
+
+static int sandbox_parse(Manager *m, Sandbox *s, json_object *req, ProtoError *err) {
+        json_object *limits = NULL, *env = NULL;
+        const char *name = NULL, *network = NULL;
+        int r;
+
+        if ((r = proto_get_string(req, "name", SANDBOX_NAME_MAX, &name, err)) < 0 ||
+            (r = proto_get_string(req, "network", 16, &network, err)) < 0 ||
+            (r = proto_get_bool(req, "best_effort", &s->best_effort, err)) < 0)
+                return r;
+        if (name && !name_valid(name))
+                return proto_error_set(err, SBX_E_INVALID_REQUEST, "name",
+                                       "'name' must be 1-64 of [A-Za-z0-9._-], not starting with 'sbx-', '.' or '-'");
+        if (name && manager_find_sandbox(m, name))
+                return proto_error_set(err, SBX_E_CONFLICT, "name", "a sandbox named '%s' exists already", name);
+        if (network && strcmp(network, "none") != 0)
+                return proto_error_set(err, SBX_E_INVALID_REQUEST, "network",
+                                       "'network' must be \"none\" (loopback only); no other mode is supported yet");
+        (void) json_object_object_get_ex(req, "limits", &limits);
+        if (limits && json_object_is_type(limits, json_type_null))
+                limits = NULL;
+        r = parse_limits(m, limits, &s->limits, err);
+        if (r < 0)
+                return r;
+        r = check_enforceable(m, s->best_effort, &s->enforced, err);
+        if (r < 0)
+                return r;
+        if (json_object_object_get_ex(req, "env", &env) && json_object_is_type(env, json_type_object)) {
+                r = parse_env_object(env, err);
+                if (r < 0)
+                        return r;
+                s->env = json_object_get(env);
+        }
+        if (name && !(s->name = strdup(name)))
+                return proto_error_set(err, SBX_E_INTERNAL, NULL, "out of memory");
+        return 0;
+}
+
+static Sandbox *sandbox_alloc(Manager *m) {
+        Sandbox *s = calloc(1, sizeof(*s));
+        if (!s)
+                return NULL;
+        s->manager = m;
+        s->cg_fd = s->workdir_fd = s->init_pidfd = s->setup_fd = -EBADF;
+        s->uid_slot = UINT32_MAX;
+        s->created_usec = now_usec(CLOCK_REALTIME);
+        return s;
+}
+
+static int sandbox_make_cgroup(Sandbox *s) {
+        Manager *m = s->manager;
+        CgLimits l = {
+                .memory = s->limits.memory,
+                .swap = m->config.swap_max,
+                .pids = s->limits.pids,
+                .millicpus = s->limits.millicpus,
+                .oom_group = false, /* an OOM kills one run's group, never the whole sandbox */
+        };
+        int r = cg_create(m->cg.sandboxes_fd, s->id, &s->cg_fd);
+        if (r < 0)
+                return r;
+        if (asprintf(&s->cg_rel, "sandboxes/%s", s->id) < 0)
+                return -ENOMEM;
+        return cg_apply_limits(&m->cg, s->cg_rel, &l, s->enforced);
+}
+
+/* <state>/<id>/work, owned by the sandbox's root. The sandbox reaches it through an fd, so the
+ * path's own permissions may stay closed to everyone else. */
+static int sandbox_make_workspace(Sandbox *s) {
+        _cleanup_close_ int dfd = -EBADF;
+        int state_fd = s->manager->state_fd;
+
+        if (mkdirat(state_fd, s->id, 0700) < 0)
+                return -errno;
+        dfd = openat(state_fd, s->id, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (dfd < 0)
+                return -errno;
+        if (mkdirat(dfd, "work", 0755) < 0 && errno != EEXIST)
+                return -errno;
+        if (fchownat(dfd, "work", s->host_uid, s->host_uid, AT_SYMLINK_NOFOLLOW) < 0)
+                return -errno;
+        s->workdir_fd = openat(dfd, "work", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        return s->workdir_fd < 0 ? -errno : 0;
+}
+
+static int write_proc_file(pid_t pid, const char *file, const char *text) {
+        char path[64];
+        _cleanup_close_ int fd = -EBADF;
+        snprintf(path, sizeof(path), "/proc/%d/%s", (int) pid, file);
+        fd = open(path, O_WRONLY | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        return write(fd, text, strlen(text)) < 0 ? -errno : 0;
+}
+
+/* uid/gid 0..range-1 inside map to host_uid.. outside; setgroups is denied so that no one inside
+ * can drop a group to gain access (CVE-2014-8989). The init is our unreaped child, so its pid
+ * cannot have been reused. */
+static int sandbox_write_maps(Sandbox *s) {
+        char map[64];
+        int r;
+        snprintf(map, sizeof(map), "0 %u %" PRIu64 "\n", (unsigned) s->host_uid, s->manager->config.uid_range);
+        if ((r = write_proc_file(s->init_pid, "uid_map", map)) < 0 ||
+            (r = write_proc_file(s->init_pid, "setgroups", "deny")) < 0 ||
+            (r = write_proc_file(s->init_pid, "gid_map", map)) < 0)
+                return r;
+        /* The reaper must outlive any memory hog of the sandbox. */
+        (void) write_proc_file(s->init_pid, "oom_score_adj", "-1000");
+        return 0;
+}
+
+static const char **sandbox_mask_paths(Manager *m) {
+        static const char *paths[MANAGER_MAX_LISTEN + 2];
+        size_t n = 0;
+        paths[n++] = m->config.state_dir;
+        for (unsigned i = 0; i < m->n_listen; i++)
+                if (m->listen_paths[i])
+                        paths[n++] = m->listen_paths[i];
+        paths[n] = NULL;
+        return paths;
+}
+
+static int on_setup_report(sd_event_source *src, int fd, uint32_t revents, void *userdata);
+static int on_init_exit(sd_event_source *src, const siginfo_t *si, void *userdata);
+
+static int sandbox_spawn_init(Sandbox *s) {
+        Manager *m = s->manager;
+        int sp[2];
+        pid_t pid;
+        int r;
+
+        if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0)
+                return -errno;
+        pid = clone3_pidfd(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWNET,
+                           s->cg_fd, &s->init_pidfd);
+        if (pid == 0) {
+                char workdir[4096];
+                InitParams p = {
+                        .sync_fd = sp[1],
+                        .workdir = sandbox_workdir_path(s, workdir, sizeof(workdir)),
+                        .root_dir = m->config.root_dir,
+                        .hostname = "sandbox",
+                        .mask_paths = sandbox_mask_paths(m),
+                };
+                close(sp[0]);
+                sandbox_init_main(&p);
+        }
+        close(sp[1]);
+        s->setup_fd = sp[0];
+        if (pid < 0)
+                return pid;
+        s->init_pid = pid;
+        r = sd_event_add_child_pidfd(m->event, &s->init_exit_source, s->init_pidfd, WEXITED, on_init_exit, s);
+        if (r < 0) {
+                (void) cg_kill(s->cg_fd);
+                return r;
+        }
+        r = sandbox_write_maps(s);
+        if (r < 0 || send(s->setup_fd, "g", 1, MSG_NOSIGNAL) != 1) {
+                (void) cg_kill(s->cg_fd);
+                return r < 0 ? r : -EIO;
+        }
+        return sd_event_add_io(m->event, &s->setup_source, s->setup_fd, EPOLLIN, on_setup_report, s);
+}
+
+static void sandbox_link(Manager *m, Sandbox *s) {
+        s->next = m->sandboxes;
+        if (m->sandboxes)
+                m->sandboxes->prev = s;
+        m->sandboxes = s;
+        m->n_sandboxes++;
+}
+
+static void sandbox_unlink(Sandbox *s) {
+        Manager *m = s->manager;
+        if (s->prev)
+                s->prev->next = s->next;
+        else if (m->sandboxes == s)
+                m->sandboxes = s->next;
+        else
+                return;
+        if (s->next)
+                s->next->prev = s->prev;
+        s->next = s->prev = NULL;
+        m->n_sandboxes--;
+}
+
+static int internal_error(ProtoError *err, const char *what, int r) {
+        return proto_error_set(err, SBX_E_INTERNAL, NULL, "%s: %s", what, strerror(-r));
+}
+
+int sandbox_create(Manager *m, json_object *req, uid_t owner, bool ephemeral, Sandbox **ret, ProtoError *err) {
+        Sandbox *s;
+        int r;
+
+        if (m->n_sandboxes >= m->config.max_sandboxes)
+                return proto_error_set(err, SBX_E_RESOURCE_EXHAUSTED, NULL, "the daemon holds its maximum of %" PRIu64
+                                       " sandboxes", m->config.max_sandboxes);
+        s = sandbox_alloc(m);
+        if (!s)
+                return proto_error_set(err, SBX_E_INTERNAL, NULL, "out of memory");
+        s->owner_uid = owner;
+        s->ephemeral = ephemeral;
+        r = sandbox_parse(m, s, req, err);
+        if (r < 0)
+                goto fail;
+        if (sandbox_random_id(s->id, sizeof(s->id), "sbx-") < 0 || manager_alloc_uid_slot(m, &s->uid_slot) < 0) {
+                r = proto_error_set(err, SBX_E_RESOURCE_EXHAUSTED, NULL, "no free uid range for a new sandbox");
+                goto fail;
+        }
+        s->host_uid = (uid_t) (m->config.uid_base + (uint64_t) s->uid_slot * m->config.uid_range);
+        sandbox_link(m, s);
+        s->state = SANDBOX_CREATING;
+        if ((r = sandbox_make_cgroup(s)) < 0) {
+                r = internal_error(err, "cannot create the sandbox's cgroup", r);
+                goto fail_destroy;
+        }
+        if ((r = sandbox_make_workspace(s)) < 0) {
+                r = internal_error(err, "cannot create the workspace", r);
+                goto fail_destroy;
+        }
+        if ((r = sandbox_spawn_init(s)) < 0) {
+                r = proto_error_set(err, SBX_E_SPAWN_FAILED, NULL, "cannot start the sandbox's init: %s", strerror(-r));
+                goto fail_destroy;
+        }
+        *ret = s;
+        return 0;
+fail_destroy:
+        sandbox_destroy(s, "create failed");
+        return r;
+fail:
+        sandbox_free(s);
+        return r;
+}
+
+void sandbox_add_waiter(Waiter **list, Connection *c, json_object *id) {
+        Waiter *w = calloc(1, sizeof(*w));
+        if (!w) {
+                ProtoError e;
+                proto_error_set(&e, SBX_E_INTERNAL, NULL, "out of memory");
+                connection_reply_error(c, id, &e);
+                return;
+        }
+        w->conn = connection_ref(c);
+        w->id = json_object_get(id);
+        w->next = *list;
+        *list = w;
+}
+
+/* Answers and frees every waiter: with ok_reply (copied per waiter) or err. */
+static void waiters_answer(Waiter **list, json_object *extra_key_value_src, const char *key, const ProtoError *err) {
+        Waiter *w = *list;
+        *list = NULL;
+        while (w) {
+                Waiter *next = w->next;
+                if (err)
+                        connection_reply_error(w->conn, w->id, err);
+                else {
+                        json_object *reply = proto_reply_ok(w->id);
+                        if (key && extra_key_value_src)
+                                json_object_object_add(reply, key, json_object_get(extra_key_value_src));
+                        connection_send_take(w->conn, reply);
+                }
+                connection_unref(w->conn);
+                json_object_put(w->id);
+                free(w);
+                w = next;
+        }
+}
+
+static void sandbox_fail(Sandbox *s, const ProtoError *err) {
+        s->failure = *err;
+        s->state = SANDBOX_FAILED;
+        waiters_answer(&s->create_waiters, NULL, NULL, err);
+        sandbox_destroy(s, "setup failed");
+}
+
+static void sandbox_ready(Sandbox *s) {
+        _cleanup_close_ int init_cg = -EBADF;
+        ProtoError err;
+        int r;
+
+        /* The init leaves the sandbox cgroup for a leaf of its own so that controllers can be
+         * enabled for the runs' cgroups (no internal processes). */
+        r = cg_create(s->cg_fd, "init", &init_cg);
+        if (r >= 0)
+                r = cg_move_pid(init_cg, s->init_pid);
+        if (r >= 0)
+                r = cg_enable_controllers(s->cg_fd, s->enforced);
+        if (r < 0) {
+                proto_error_set(&err, SBX_E_INTERNAL, NULL, "cannot set up the sandbox's cgroups: %s", strerror(-r));
+                sandbox_fail(s, &err);
+                return;
+        }
+        s->state = SANDBOX_READY;
+        if (s->create_waiters) {
+                _cleanup_json_ json_object *j = sandbox_to_json(s, false);
+                waiters_answer(&s->create_waiters, j, "sandbox", NULL);
+        }
+        while (s->pending_runs) {
+                Run *r2 = s->pending_runs;
+                s->pending_runs = r2->next;
+                if (s->pending_runs)
+                        s->pending_runs->prev = NULL;
+                r2->next = r2->prev = NULL;
+                run_start(r2);
+        }
+}
+
+static int on_setup_report(sd_event_source *src, int fd, uint32_t revents, void *userdata) {
+        Sandbox *s = userdata;
+        SpawnReport rep;
+        ProtoError err;
+        int passed = -1;
+        int r = report_recv(fd, &rep, &passed);
+
+        if (r == -EAGAIN || r == -EINTR)
+                return 0;
+        safe_close(passed);
+        s->setup_source = sd_event_source_disable_unref(s->setup_source);
+        s->setup_fd = safe_close(s->setup_fd);
+        if (r > 0 && rep.kind == REPORT_READY) {
+                sandbox_ready(s);
+                return 0;
+        }
+        if (r > 0 && rep.kind == REPORT_FAILED)
+                proto_error_set(&err, SBX_E_SPAWN_FAILED, spawn_step_to_string(rep.step),
+                                "sandbox setup failed at step '%s': %s", spawn_step_to_string(rep.step), strerror(rep.err));
+        else
+                proto_error_set(&err, SBX_E_SPAWN_FAILED, NULL, "the sandbox's init died during setup");
+        log_warning("sandbox %s: %s", s->id, err.message);
+        sandbox_fail(s, &err);
+        return 0;
+}
+
+static void sandbox_teardown_step(Sandbox *s);
+
+static int on_init_exit(sd_event_source *src, const siginfo_t *si, void *userdata) {
+        Sandbox *s = userdata;
+        s->init_exit_source = sd_event_source_disable_unref(s->init_exit_source);
+        s->init_pidfd = safe_close(s->init_pidfd);
+        s->init_pid = 0;
+        if (s->state == SANDBOX_READY) {
+                /* Nothing inside can kill its pid 1 (it ignores all signals it has no handler
+                 * for); if it died, the sandbox is unusable. */
+                log_warning("sandbox %s: init exited unexpectedly", s->id);
+                s->state = SANDBOX_FAILED;
+                proto_error_set(&s->failure, SBX_E_INTERNAL, NULL, "the sandbox's init exited");
+        } else if (s->state == SANDBOX_DESTROYING)
+                sandbox_teardown_step(s);
+        return 0;
+}
+
+/* Moves the workspace aside atomically, then removes it in a child process so that a huge tree
+ * never blocks the event loop. */
+static int on_remover_exit(sd_event_source *src, const siginfo_t *si, void *userdata) {
+        if (si->si_code != CLD_EXITED || si->si_status != 0)
+                log_warning("workspace removal %s did not complete (status %d)", (char *) userdata, si->si_status);
+        free(userdata);
+        sd_event_source_disable_unref(src);
+        return 0;
+}
+
+static void sandbox_remove_workspace(Sandbox *s) {
+        Manager *m = s->manager;
+        char trash[64];
+        char *tag;
+        pid_t pid;
+        int pidfd = -1;
+        sd_event_source *src = NULL;
+
+        snprintf(trash, sizeof(trash), ".trash-%s", s->id);
+        if (renameat(m->state_fd, s->id, m->state_fd, trash) < 0) {
+                if (errno != ENOENT)
+                        log_warning("sandbox %s: cannot move the workspace aside: %m", s->id);
+                return;
+        }
+        pid = clone3_pidfd(0, -1, &pidfd);
+        if (pid == 0) {
+                (void) prctl(PR_SET_NAME, "sandboxd-rm");
+                _exit(rm_rf_at(m->state_fd, trash) < 0 ? 1 : 0);
+        }
+        if (pid < 0) {
+                log_warning("sandbox %s: cannot fork the workspace remover: %s", s->id, strerror(-pid));
+                return;
+        }
+        tag = strdup(trash);
+        if (sd_event_add_child_pidfd(m->event, &src, pidfd, WEXITED, on_remover_exit, tag) < 0) {
+                free(tag);
+                close(pidfd);
+                return;
+        }
+        (void) sd_event_source_set_child_pidfd_own(src, true);
+        (void) sd_event_source_set_child_process_own(src, true);
+}
+
+static void sandbox_finish_destroy(Sandbox *s) {
+        Manager *m = s->manager;
+        int r = cg_remove_tree(m->cg.sandboxes_fd, s->id);
+        if (r < 0)
+                log_warning("sandbox %s: cannot remove its cgroup: %s", s->id, strerror(-r));
+        sandbox_remove_workspace(s);
+        manager_add_tombstone(m, s->id);
+        if (s->destroy_waiters) {
+                _cleanup_json_ json_object *t = json_object_new_boolean(1);
+                waiters_answer(&s->destroy_waiters, t, "destroyed", NULL);
+        }
+        log_debug("sandbox %s destroyed", s->id);
+        sandbox_free(s);
+}
+
+static int on_teardown_timer(sd_event_source *src, uint64_t usec, void *userdata) {
+        sandbox_teardown_step(userdata);
+        return 0;
+}
+
+/* Waits, with a growing interval, until init and every run helper have been reaped and the
+ * cgroup is empty; cgroup.kill is repeated in case something forked in the meantime. */
+static void sandbox_teardown_step(Sandbox *s) {
+        int populated = s->cg_fd >= 0 ? cg_populated(s->cg_fd) : 0;
+        uint64_t delay;
+
+        if (populated <= 0 && s->init_pidfd < 0 && !s->runs) {
+                s->teardown_timer = sd_event_source_disable_unref(s->teardown_timer);
+                sandbox_finish_destroy(s);
+                return;
+        }
+        if (populated > 0)
+                (void) cg_kill(s->cg_fd);
+        delay = (uint64_t) 1000 << (s->teardown_tries < 7 ? s->teardown_tries : 7);
+        s->teardown_tries++;
+        if (s->teardown_timer) {
+                (void) sd_event_source_set_time_relative(s->teardown_timer, delay);
+                (void) sd_event_source_set_enabled(s->teardown_timer, SD_EVENT_ONESHOT);
+        } else
+                (void) sd_event_add_time_relative(s->manager->event, &s->teardown_timer, CLOCK_MONOTONIC, delay, 0,
+                                                  on_teardown_timer, s);
+}
+
+void sandbox_destroy(Sandbox *s, const char *reason) {
+        ProtoError err;
+
+        if (s->state == SANDBOX_DESTROYING)
+                return;
+        log_debug("destroying sandbox %s (%s)", s->id, reason);
+        s->state = SANDBOX_DESTROYING;
+        s->setup_source = sd_event_source_disable_unref(s->setup_source);
+        s->setup_fd = safe_close(s->setup_fd);
+        proto_error_set(&err, SBX_E_CONFLICT, "sandbox", "the sandbox was destroyed before it was ready");
+        waiters_answer(&s->create_waiters, NULL, NULL, s->failure.code ? &s->failure : &err);
+        while (s->pending_runs) {
+                Run *r = s->pending_runs;
+                connection_reply_error(r->conn, r->req_id, s->failure.code ? &s->failure : &err);
+                run_free(r);
+        }
+        for (Run *r = s->runs; r; r = r->next)
+                run_kill(r, SIGKILL, REASON_DESTROYED);
+        if (s->cg_fd >= 0)
+                (void) cg_kill(s->cg_fd);
+        sandbox_teardown_step(s);
+}
+
+Sandbox *sandbox_free(Sandbox *s) {
+        if (!s)
+                return NULL;
+        sandbox_unlink(s);
+        sd_event_source_disable_unref(s->setup_source);
+        sd_event_source_disable_unref(s->init_exit_source);
+        sd_event_source_disable_unref(s->teardown_timer);
+        safe_close(s->setup_fd);
+        safe_close(s->init_pidfd);
+        safe_close(s->cg_fd);
+        safe_close(s->workdir_fd);
+        if (s->uid_slot != UINT32_MAX)
+                manager_free_uid_slot(s->manager, s->uid_slot);
+        json_object_put(s->env);
+        free(s->name);
+        free(s->cg_rel);
+        free(s);
+        return NULL;
+}
+
+bool sandbox_visible_to(Sandbox *s, uid_t uid) {
+        return uid == 0 || uid == s->owner_uid;
+}
+
+const char *sandbox_workdir_path(Sandbox *s, char *buf, size_t len) {
+        snprintf(buf, len, "%s/sandboxes/%s/work", s->manager->config.state_dir, s->id);
+        return buf;
+}
+
+static const char *state_name(SandboxState st) {
+        switch (st) {
+        case SANDBOX_CREATING: return "creating";
+        case SANDBOX_READY: return "ready";
+        case SANDBOX_DESTROYING: return "destroying";
+        case SANDBOX_FAILED: return "failed";
+        }
+        return "unknown";
+}
+
+static json_object *json_u64_or_null(int r, uint64_t v) {
+        return r < 0 ? NULL : json_object_new_int64((int64_t) v);
+}
+
+static json_object *sandbox_usage_json(Sandbox *s) {
+        json_object *u = json_object_new_object();
+        uint64_t mem = 0, pids = 0, usec = 0;
+        int rm = s->enforced & CG_MEMORY ? cg_read_u64(s->cg_fd, "memory.current", &mem) : -ENODATA;
+        int rp = s->enforced & CG_PIDS ? cg_read_u64(s->cg_fd, "pids.current", &pids) : -ENODATA;
+        int rc = cg_read_keyed(s->cg_fd, "cpu.stat", "usage_usec", &usec);
+        json_object_object_add(u, "memory_bytes", json_u64_or_null(rm, mem));
+        json_object_object_add(u, "pids", json_u64_or_null(rp, pids));
+        json_object_object_add(u, "cpu_s", rc < 0 ? NULL : json_object_new_double((double) usec / 1e6));
+        return u;
+}
+
+json_object *sandbox_to_json(Sandbox *s, bool with_usage) {
+        json_object *o = json_object_new_object(), *l = json_object_new_object(), *e = json_object_new_object();
+        char buf[4096], ts[32];
+        time_t t = (time_t) (s->created_usec / USEC_PER_SEC);
+        struct tm tm;
+
+        json_object_object_add(o, "id", json_object_new_string(s->id));
+        json_object_object_add(o, "name", s->name ? json_object_new_string(s->name) : NULL);
+        json_object_object_add(o, "state", json_object_new_string(state_name(s->state)));
+        json_object_object_add(o, "owner_uid", json_object_new_int64(s->owner_uid));
+        json_object_object_add(o, "workdir", json_object_new_string(sandbox_workdir_path(s, buf, sizeof(buf))));
+        snprintf(buf, sizeof(buf), "%s/%s", s->manager->cg.base, s->cg_rel ? s->cg_rel : "");
+        json_object_object_add(o, "cgroup", json_object_new_string(buf));
+        json_object_object_add(l, "memory", json_object_new_int64((int64_t) s->limits.memory));
+        json_object_object_add(l, "pids", json_object_new_int64((int64_t) s->limits.pids));
+        json_object_object_add(l, "cpus", json_object_new_double((double) s->limits.millicpus / 1000.0));
+        json_object_object_add(l, "timeout_s", json_object_new_double((double) s->limits.timeout_usec / 1e6));
+        json_object_object_add(l, "output_bytes", json_object_new_int64((int64_t) s->limits.output_bytes));
+        json_object_object_add(o, "limits", l);
+        json_object_object_add(e, "memory", json_object_new_boolean(!!(s->enforced & CG_MEMORY)));
+        json_object_object_add(e, "pids", json_object_new_boolean(!!(s->enforced & CG_PIDS)));
+        json_object_object_add(e, "cpu", json_object_new_boolean(!!(s->enforced & CG_CPU)));
+        json_object_object_add(o, "enforced", e);
+        json_object_object_add(o, "best_effort", json_object_new_boolean(s->best_effort));
+        json_object_object_add(o, "network", json_object_new_string("none"));
+        gmtime_r(&t, &tm);
+        strftime(ts, sizeof(ts), "%Y-%m-%dT%H:%M:%SZ", &tm);
+        json_object_object_add(o, "created", json_object_new_string(ts));
+        if (with_usage) {
+                json_object_object_add(o, "usage", sandbox_usage_json(s));
+                json_object_object_add(o, "runs_in_flight", json_object_new_int((int) s->n_runs));
+        }
+        return o;
+}
+
+void sandbox_run_finished(Sandbox *s, Run *r) {
+        if (s->ephemeral && !s->runs && !s->pending_runs && s->state != SANDBOX_DESTROYING)
+                sandbox_destroy(s, "throwaway run finished");
+        else if (s->state == SANDBOX_DESTROYING)
+                sandbox_teardown_step(s);
+}

@@ -1,0 +1,84 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* A sandbox: its cgroup, its init process (pid 1 of its namespaces, held by a pidfd), its
+ * workspace, its limits and its runs. */
+#pragma once
+
+#include <json-c/json.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <systemd/sd-event.h>
+
+#include "proto.h"
+
+typedef struct Manager Manager;
+typedef struct Connection Connection;
+typedef struct Run Run;
+
+typedef enum SandboxState {
+        SANDBOX_CREATING,
+        SANDBOX_READY,
+        SANDBOX_DESTROYING,
+        SANDBOX_FAILED,
+} SandboxState;
+
+typedef struct SandboxLimits {
+        uint64_t memory;
+        uint64_t pids;
+        uint64_t millicpus;
+        uint64_t timeout_usec;
+        uint64_t output_bytes;
+} SandboxLimits;
+
+/* Someone waiting for the sandbox to be ready or gone: a create or destroy reply. */
+typedef struct Waiter {
+        Connection *conn;
+        json_object *id;
+        struct Waiter *next;
+} Waiter;
+
+typedef struct Sandbox {
+        Manager *manager;
+        char id[24];
+        char *name;
+        SandboxState state;
+        uid_t owner_uid;
+        unsigned uid_slot;
+        uid_t host_uid; /* uid 0 inside maps here */
+        SandboxLimits limits;
+        unsigned enforced; /* CgController mask */
+        bool best_effort;
+        bool ephemeral;    /* made for one run, destroyed after it */
+        json_object *env;  /* default environment for runs, or NULL */
+        uint64_t created_usec; /* CLOCK_REALTIME */
+        char *cg_rel;      /* "sandboxes/sbx-..." below the cgroup base */
+        int cg_fd;
+        int workdir_fd;    /* O_PATH of the workspace */
+        pid_t init_pid;
+        int init_pidfd;
+        int setup_fd;      /* the init's setup report */
+        sd_event_source *setup_source, *init_exit_source, *teardown_timer;
+        unsigned teardown_tries;
+        unsigned next_run_no;
+        Run *runs;         /* in flight */
+        unsigned n_runs;
+        Waiter *create_waiters, *destroy_waiters;
+        Run *pending_runs; /* waiting for the sandbox to be ready */
+        ProtoError failure;
+        struct Sandbox *next, *prev;
+} Sandbox;
+
+/* Validates a create request (shared by throwaway runs) into a new sandbox that is being set
+ * up; the reply comes later through the waiters or pending runs. */
+int sandbox_create(Manager *m, json_object *req, uid_t owner, bool ephemeral, Sandbox **ret, ProtoError *err);
+void sandbox_destroy(Sandbox *s, const char *reason);
+Sandbox *sandbox_free(Sandbox *s);
+
+void sandbox_add_waiter(Waiter **list, Connection *c, json_object *id);
+json_object *sandbox_to_json(Sandbox *s, bool with_usage);
+bool sandbox_visible_to(Sandbox *s, uid_t uid);
+const char *sandbox_workdir_path(Sandbox *s, char *buf, size_t len);
+/* Checks a client's environment object: names without '=', string values, at most 1024. */
+int sandbox_env_check(json_object *env, ProtoError *err);
+/* Called when a run of this sandbox ends (frees ephemeral sandboxes). */
+void sandbox_run_finished(Sandbox *s, Run *r);

@@ -1,0 +1,273 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <linux/sched.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "macro.h"
+#include "spawn.h"
+
+#ifndef CLOSE_RANGE_CLOEXEC
+#define CLOSE_RANGE_CLOEXEC (1U << 2)
+#endif
+
+static const char *const step_names[_STEP_MAX] = {
+        [STEP_NONE] = "none",       [STEP_SYNC] = "sync",          [STEP_SETUID] = "setuid",
+        [STEP_CGROUPNS] = "cgroupns", [STEP_MOUNT_PRIVATE] = "mount-private", [STEP_ROOT] = "root",
+        [STEP_PROC] = "proc",       [STEP_DEV] = "dev",            [STEP_TMP] = "tmp",
+        [STEP_WORK] = "work",       [STEP_MASK] = "mask",          [STEP_PIVOT] = "pivot-root",
+        [STEP_HOSTNAME] = "hostname", [STEP_LOOPBACK] = "loopback", [STEP_SETNS] = "setns",
+        [STEP_FORK] = "fork",       [STEP_SETSID] = "setsid",      [STEP_STDIO] = "stdio",
+        [STEP_CWD] = "cwd",         [STEP_RLIMIT] = "rlimit",      [STEP_SIGNALS] = "signals",
+        [STEP_EXEC] = "exec",
+};
+
+const char *spawn_step_to_string(int step) {
+        if (step < 0 || step >= _STEP_MAX || !step_names[step])
+                return "unknown";
+        return step_names[step];
+}
+
+pid_t clone3_pidfd(uint64_t flags, int cgroup_fd, int *ret_pidfd) {
+        int pidfd = -1;
+        struct clone_args args = {
+                .flags = flags | CLONE_PIDFD,
+                .pidfd = (uint64_t) (uintptr_t) &pidfd,
+                .exit_signal = SIGCHLD,
+        };
+        long pid;
+
+        if (cgroup_fd >= 0) {
+                args.flags |= CLONE_INTO_CGROUP;
+                args.cgroup = (uint64_t) cgroup_fd;
+        }
+        pid = syscall(SYS_clone3, &args, sizeof(args));
+        if (pid < 0)
+                return -errno;
+        if (pid > 0)
+                *ret_pidfd = pidfd;
+        return (pid_t) pid;
+}
+
+int report_send(int fd, const SpawnReport *r, int pass_fd) {
+        union {
+                char buf[CMSG_SPACE(sizeof(int))];
+                struct cmsghdr align;
+        } control = {};
+        struct iovec iov = { .iov_base = (void *) r, .iov_len = sizeof(*r) };
+        struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+
+        if (pass_fd >= 0) {
+                mh.msg_control = control.buf;
+                mh.msg_controllen = sizeof(control.buf);
+                struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+                cm->cmsg_level = SOL_SOCKET;
+                cm->cmsg_type = SCM_RIGHTS;
+                cm->cmsg_len = CMSG_LEN(sizeof(int));
+                memcpy(CMSG_DATA(cm), &pass_fd, sizeof(int));
+        }
+        while (sendmsg(fd, &mh, MSG_NOSIGNAL) < 0)
+                if (errno != EINTR)
+                        return -errno;
+        return 0;
+}
+
+int report_recv(int fd, SpawnReport *ret, int *ret_fd) {
+        union {
+                char buf[CMSG_SPACE(sizeof(int))];
+                struct cmsghdr align;
+        } control = {};
+        struct iovec iov = { .iov_base = ret, .iov_len = sizeof(*ret) };
+        struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = control.buf,
+                             .msg_controllen = sizeof(control.buf) };
+        ssize_t n = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+
+        *ret_fd = -1;
+        if (n < 0)
+                return -errno;
+        for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm))
+                if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS)
+                        memcpy(ret_fd, CMSG_DATA(cm), sizeof(int));
+        if (n == 0)
+                return 0;
+        if ((size_t) n != sizeof(*ret)) {
+                *ret_fd = safe_close(*ret_fd), *ret_fd = -1;
+                return -EBADMSG;
+        }
+        return 1;
+}
+
+/* ---- The command (grandchild) ------------------------------------------------------------ */
+
+_Noreturn static void child_fail(int fd, SpawnStep step) {
+        SpawnReport r = { .kind = REPORT_FAILED, .step = step, .err = errno ? errno : EIO };
+        (void) !write(fd, &r, sizeof(r));
+        _exit(127);
+}
+
+static int child_reset_signals(void) {
+        sigset_t all;
+        struct sigaction dfl = { .sa_handler = SIG_DFL };
+
+        for (int sig = 1; sig < NSIG; sig++)
+                if (sig != SIGKILL && sig != SIGSTOP)
+                        (void) sigaction(sig, &dfl, NULL);
+        sigemptyset(&all);
+        return sigprocmask(SIG_SETMASK, &all, NULL);
+}
+
+/* cwd is resolved beneath /work: a symlink or ".." that points out is refused by the kernel. */
+static int child_chdir(const char *cwd) {
+        struct open_how how = {
+                .flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
+                .resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS,
+        };
+        _cleanup_close_ int work = open("/work", O_PATH | O_DIRECTORY | O_CLOEXEC);
+        const char *rel = cwd + strlen("/work");
+        int fd;
+
+        if (work < 0)
+                return -1;
+        while (*rel == '/')
+                rel++;
+        fd = (int) syscall(SYS_openat2, work, *rel ? rel : ".", &how, sizeof(how));
+        if (fd < 0)
+                return -1;
+        if (fchdir(fd) < 0) {
+                safe_close(fd);
+                return -1;
+        }
+        safe_close(fd);
+        return 0;
+}
+
+static int child_stdio(const int stdio[3]) {
+        for (int i = 0; i < 3; i++)
+                if (dup2(stdio[i], i) < 0)
+                        return -1;
+        return 0;
+}
+
+static int child_rlimits(const RunParams *p) {
+        if (p->rl_cpu_set && setrlimit(RLIMIT_CPU, &p->rl_cpu) < 0)
+                return -1;
+        if (p->rl_nproc_set && setrlimit(RLIMIT_NPROC, &p->rl_nproc) < 0)
+                return -1;
+        if (p->rl_as_set && setrlimit(RLIMIT_AS, &p->rl_as) < 0)
+                return -1;
+        return 0;
+}
+
+static const char *env_get(char *const *envp, const char *key) {
+        size_t n = strlen(key);
+        for (; envp && *envp; envp++)
+                if (strncmp(*envp, key, n) == 0 && (*envp)[n] == '=')
+                        return *envp + n + 1;
+        return NULL;
+}
+
+/* PATH lookup with the run's own PATH (execvpe would use ours). */
+static void child_exec(char *const *argv, char *const *envp) {
+        const char *path = env_get(envp, "PATH");
+        char buf[4096];
+        int saved = ENOENT;
+
+        if (strchr(argv[0], '/')) {
+                execve(argv[0], argv, envp);
+                return;
+        }
+        for (const char *p = path ? path : "/usr/bin:/bin"; p && *p;) {
+                const char *end = strchrnul(p, ':');
+                int n = snprintf(buf, sizeof(buf), "%.*s/%s", (int) (end - p), p, argv[0]);
+                if (n > 0 && (size_t) n < sizeof(buf)) {
+                        execve(buf, argv, envp);
+                        if (errno != ENOENT && errno != ENOTDIR)
+                                saved = errno;
+                }
+                p = *end ? end + 1 : end;
+        }
+        errno = saved;
+}
+
+_Noreturn static void command_main(const RunParams *p, int errfd) {
+        if (setsid() < 0)
+                child_fail(errfd, STEP_SETSID);
+        if (child_stdio(p->stdio) < 0)
+                child_fail(errfd, STEP_STDIO);
+        if (child_chdir(p->cwd) < 0)
+                child_fail(errfd, STEP_CWD);
+        if (child_rlimits(p) < 0)
+                child_fail(errfd, STEP_RLIMIT);
+        if (child_reset_signals() < 0)
+                child_fail(errfd, STEP_SIGNALS);
+        /* Nothing of the daemon's may survive into the sandbox (CVE-2024-21626). */
+        if (syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC) < 0)
+                child_fail(errfd, STEP_EXEC);
+        child_exec(p->argv, p->envp);
+        child_fail(errfd, STEP_EXEC);
+}
+
+/* ---- The helper (child of the daemon, parent of the command) ----------------------------- */
+
+_Noreturn static void helper_fail(int report_fd, SpawnStep step) {
+        SpawnReport r = { .kind = REPORT_FAILED, .step = step, .err = errno ? errno : EIO };
+        report_send(report_fd, &r, -1);
+        _exit(0);
+}
+
+static int helper_join(int init_pidfd) {
+        /* One setns for all: joining the user namespace first grants the rights for the rest. */
+        if (setns(init_pidfd, CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS |
+                                      CLONE_NEWNET | CLONE_NEWCGROUP) < 0)
+                return -1;
+        return 0;
+}
+
+_Noreturn void run_helper_main(const RunParams *p) {
+        int errpipe[2], cmd_pidfd = -1;
+        SpawnReport r = {};
+        siginfo_t si = {};
+        pid_t pid;
+
+        /* The sandbox must not ptrace us or open our /proc/PID/exe (CVE-2019-5736). */
+        (void) prctl(PR_SET_DUMPABLE, 0);
+        (void) prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (helper_join(p->init_pidfd) < 0)
+                helper_fail(p->report_fd, STEP_SETNS);
+        if (setresgid(0, 0, 0) < 0 || setresuid(0, 0, 0) < 0)
+                helper_fail(p->report_fd, STEP_SETUID);
+        if (pipe2(errpipe, O_CLOEXEC) < 0)
+                helper_fail(p->report_fd, STEP_FORK);
+        pid = clone3_pidfd(0, -1, &cmd_pidfd);
+        if (pid < 0)
+                helper_fail(p->report_fd, STEP_FORK);
+        if (pid == 0) {
+                close(errpipe[0]);
+                command_main(p, errpipe[1]);
+        }
+        close(errpipe[1]);
+        /* EOF on the error pipe means exec succeeded. */
+        if (read(errpipe[0], &r, sizeof(r)) == (ssize_t) sizeof(r)) {
+                (void) waitid(P_PIDFD, (id_t) cmd_pidfd, &si, WEXITED);
+                report_send(p->report_fd, &r, -1);
+                _exit(0);
+        }
+        r = (SpawnReport) { .kind = REPORT_STARTED };
+        report_send(p->report_fd, &r, cmd_pidfd);
+        while (waitid(P_PIDFD, (id_t) cmd_pidfd, &si, WEXITED) < 0)
+                if (errno != EINTR)
+                        _exit(1);
+        r = (SpawnReport) { .kind = REPORT_EXITED, .code = si.si_code, .status = si.si_status };
+        report_send(p->report_fd, &r, -1);
+        _exit(0);
+}

@@ -1,0 +1,86 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Process creation: clone3 into a cgroup, the sandbox's init (namespaces, mounts, reaper) and
+ * the two-step spawn of a run (a helper joins the sandbox's namespaces, then forks the command).
+ * Children report over a CLOEXEC socket as {step, errno}; the parent never guesses. */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/resource.h>
+#include <sys/types.h>
+
+typedef enum SpawnStep {
+        STEP_NONE,
+        STEP_SYNC,
+        STEP_SETUID,
+        STEP_CGROUPNS,
+        STEP_MOUNT_PRIVATE,
+        STEP_ROOT,
+        STEP_PROC,
+        STEP_DEV,
+        STEP_TMP,
+        STEP_WORK,
+        STEP_MASK,
+        STEP_PIVOT,
+        STEP_HOSTNAME,
+        STEP_LOOPBACK,
+        STEP_SETNS,
+        STEP_FORK,
+        STEP_SETSID,
+        STEP_STDIO,
+        STEP_CWD,
+        STEP_RLIMIT,
+        STEP_SIGNALS,
+        STEP_EXEC,
+        _STEP_MAX,
+} SpawnStep;
+
+const char *spawn_step_to_string(int step);
+
+typedef enum ReportKind {
+        REPORT_READY,   /* init: setup done */
+        REPORT_FAILED,  /* a setup step failed */
+        REPORT_STARTED, /* run: the command was exec'd; carries its pidfd */
+        REPORT_EXITED,  /* run: the command ended: code/status as in siginfo */
+} ReportKind;
+
+typedef struct SpawnReport {
+        int32_t kind;
+        int32_t step;
+        int32_t err;
+        int32_t code;
+        int32_t status;
+} SpawnReport;
+
+/* clone3 with the given namespace flags into cgroup_fd (if >= 0), returning a pidfd. Returns the
+ * pid in the parent, 0 in the child, -errno on failure. */
+pid_t clone3_pidfd(uint64_t flags, int cgroup_fd, int *ret_pidfd);
+
+int report_send(int fd, const SpawnReport *r, int pass_fd);
+/* Receives one report, and an fd when one was passed (else -1). 0 on EOF. */
+int report_recv(int fd, SpawnReport *ret, int *ret_fd);
+
+typedef struct InitParams {
+        int sync_fd;        /* the child's end: wait for the id maps, then report */
+        const char *workdir; /* host path of the workspace */
+        const char *root_dir;
+        const char *hostname;
+        const char *const *mask_paths; /* hidden inside (state dir, control sockets) */
+} InitParams;
+
+/* The sandbox's pid 1: sets up its view of the world, reports, then reaps orphans forever. */
+_Noreturn void sandbox_init_main(const InitParams *p);
+
+typedef struct RunParams {
+        int init_pidfd;     /* the sandbox's init: its namespaces are joined */
+        int report_fd;
+        int stdio[3];
+        char *const *argv;
+        char *const *envp;
+        const char *cwd;    /* absolute, beneath /work */
+        struct rlimit rl_cpu, rl_nproc, rl_as;
+        bool rl_cpu_set, rl_nproc_set, rl_as_set;
+} RunParams;
+
+/* The helper: joins the sandbox, forks the command, reports its start and its end. */
+_Noreturn void run_helper_main(const RunParams *p);

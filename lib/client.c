@@ -1,0 +1,178 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+
+#include "macro.h"
+#include "proto.h"
+#include "sandbox.h"
+
+#define SBX_CLIENT_EXPORT __attribute__((visibility("default")))
+
+struct SbxClient {
+        int fd;
+        long long next_id;
+        LineBuffer in;
+};
+
+SBX_CLIENT_EXPORT int sbx_client_connect(const char *path, SbxClient **ret) {
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        _cleanup_close_ int fd = -EBADF;
+        SbxClient *c;
+
+        if (!path)
+                path = getenv(SBX_SOCKET_ENV);
+        if (!path || !*path)
+                path = SBX_DEFAULT_SOCKET;
+        if (strlen(path) >= sizeof(sa.sun_path))
+                return -ENAMETOOLONG;
+        strcpy(sa.sun_path, path);
+
+        fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fd < 0)
+                return -errno;
+        if (connect(fd, (struct sockaddr *) &sa, sizeof(sa)) < 0)
+                return -errno;
+        c = calloc(1, sizeof(*c));
+        if (!c)
+                return -ENOMEM;
+        c->fd = TAKE_FD(fd);
+        c->next_id = 1;
+        /* Replies carry whole run outputs; allow well above the request cap. */
+        line_buffer_init(&c->in, 64u * 1024 * 1024);
+        *ret = c;
+        return 0;
+}
+
+SBX_CLIENT_EXPORT SbxClient *sbx_client_free(SbxClient *c) {
+        if (!c)
+                return NULL;
+        safe_close(c->fd);
+        line_buffer_done(&c->in);
+        free(c);
+        return NULL;
+}
+
+SBX_CLIENT_EXPORT int sbx_client_fd(SbxClient *c) {
+        return c->fd;
+}
+
+static int write_all(int fd, const char *p, size_t n) {
+        while (n > 0) {
+                ssize_t k = send(fd, p, n, MSG_NOSIGNAL);
+                if (k < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return -errno;
+                }
+                p += k;
+                n -= (size_t) k;
+        }
+        return 0;
+}
+
+SBX_CLIENT_EXPORT int sbx_client_send(SbxClient *c, json_object *request, long long *ret_id) {
+        _cleanup_json_ json_object *req = request;
+        _cleanup_free_ char *line = NULL;
+        json_object *id;
+        long long my_id = 0;
+        size_t n;
+
+        if (!json_object_is_type(req, json_type_object))
+                return -EINVAL;
+        if (!json_object_object_get_ex(req, "id", &id)) {
+                my_id = c->next_id++;
+                json_object_object_add(req, "id", json_object_new_int64(my_id));
+        } else
+                my_id = json_object_get_int64(id);
+        line = proto_serialize(req, &n);
+        if (!line)
+                return -ENOMEM;
+        if (ret_id)
+                *ret_id = my_id;
+        return write_all(c->fd, line, n);
+}
+
+SBX_CLIENT_EXPORT int sbx_client_read(SbxClient *c, json_object **ret_message) {
+        for (;;) {
+                char *line, *p;
+                size_t len, avail;
+                ProtoError err;
+                int r = line_buffer_next(&c->in, &line, &len);
+                if (r == -E2BIG)
+                        return -EMSGSIZE;
+                if (r > 0) {
+                        json_object *o = NULL;
+                        if (proto_parse_line(line, len, 64, &o, &err) < 0)
+                                return -EBADMSG;
+                        *ret_message = o;
+                        return 0;
+                }
+                r = line_buffer_reserve(&c->in, 65536, &p, &avail);
+                if (r < 0)
+                        return r;
+                ssize_t k = recv(c->fd, p, avail, 0);
+                if (k < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return -errno;
+                }
+                if (k == 0)
+                        return -ECONNRESET;
+                line_buffer_commit(&c->in, (size_t) k);
+        }
+}
+
+static bool same_id(json_object *msg, long long id) {
+        json_object *v;
+        return json_object_object_get_ex(msg, "id", &v) && json_object_is_type(v, json_type_int) &&
+               json_object_get_int64(v) == id;
+}
+
+SBX_CLIENT_EXPORT int sbx_client_call(SbxClient *c, json_object *request, sbx_event_fn on_event, void *userdata,
+                                      json_object **ret_reply) {
+        long long id;
+        int r = sbx_client_send(c, request, &id);
+        if (r < 0)
+                return r;
+        for (;;) {
+                _cleanup_json_ json_object *msg = NULL;
+                json_object *ev;
+                r = sbx_client_read(c, &msg);
+                if (r < 0)
+                        return r;
+                if (!same_id(msg, id))
+                        continue;
+                if (json_object_object_get_ex(msg, "event", &ev)) {
+                        if (on_event && (r = on_event(msg, userdata)) < 0)
+                                return r;
+                        continue;
+                }
+                *ret_reply = TAKE_PTR(msg);
+                return 0;
+        }
+}
+
+SBX_CLIENT_EXPORT bool sbx_reply_ok(json_object *reply) {
+        json_object *ok;
+        return reply && json_object_object_get_ex(reply, "ok", &ok) && json_object_get_boolean(ok);
+}
+
+static const char *error_member(json_object *reply, const char *key) {
+        json_object *e, *v;
+        if (!reply || !json_object_object_get_ex(reply, "error", &e) || !json_object_object_get_ex(e, key, &v))
+                return NULL;
+        return json_object_get_string(v);
+}
+
+SBX_CLIENT_EXPORT const char *sbx_reply_error_code(json_object *reply) {
+        return error_member(reply, "code");
+}
+
+SBX_CLIENT_EXPORT const char *sbx_reply_error_message(json_object *reply) {
+        return error_member(reply, "message");
+}

@@ -1,0 +1,309 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+
+#include <ctype.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "macro.h"
+#include "util.h"
+
+/* Parses a decimal with an optional fraction ("1.25") into whole units times scale, exactly. */
+static int parse_decimal_scaled(const char **p, uint64_t scale, uint64_t *ret) {
+        const char *s = *p;
+        uint64_t whole = 0, frac = 0, frac_div = 1;
+
+        if (!isdigit((unsigned char) *s))
+                return -EINVAL;
+        for (; isdigit((unsigned char) *s); s++) {
+                if (whole > (UINT64_MAX - 9) / 10)
+                        return -ERANGE;
+                whole = whole * 10 + (uint64_t) (*s - '0');
+        }
+        if (*s == '.') {
+                s++;
+                if (!isdigit((unsigned char) *s))
+                        return -EINVAL;
+                for (; isdigit((unsigned char) *s); s++)
+                        if (frac_div < UINT64_C(1000000000)) {
+                                frac = frac * 10 + (uint64_t) (*s - '0');
+                                frac_div *= 10;
+                        }
+        }
+        if (whole > UINT64_MAX / scale)
+                return -ERANGE;
+        uint64_t r = whole * scale;
+        /* frac < frac_div <= 1e9 and scale <= 2^40, so frac * scale cannot overflow 2^64 for
+         * practical scales; guard anyway. */
+        if (frac && scale > UINT64_MAX / frac)
+                return -ERANGE;
+        uint64_t f = frac * scale / frac_div;
+        if (r > UINT64_MAX - f)
+                return -ERANGE;
+        *ret = r + f;
+        *p = s;
+        return 0;
+}
+
+int parse_size(const char *s, uint64_t *ret) {
+        static const struct {
+                const char *suffix;
+                uint64_t factor;
+        } table[] = {
+                { "",    1 },
+                { "B",   1 },
+                { "K",   UINT64_C(1) << 10 }, { "KB", UINT64_C(1) << 10 }, { "KiB", UINT64_C(1) << 10 },
+                { "M",   UINT64_C(1) << 20 }, { "MB", UINT64_C(1) << 20 }, { "MiB", UINT64_C(1) << 20 },
+                { "G",   UINT64_C(1) << 30 }, { "GB", UINT64_C(1) << 30 }, { "GiB", UINT64_C(1) << 30 },
+                { "T",   UINT64_C(1) << 40 }, { "TB", UINT64_C(1) << 40 }, { "TiB", UINT64_C(1) << 40 },
+        };
+        const char *end = s;
+
+        if (!s)
+                return -EINVAL;
+        while (isdigit((unsigned char) *end) || *end == '.')
+                end++;
+        for (size_t i = 0; i < ELEMENTSOF(table); i++) {
+                if (strcasecmp(end, table[i].suffix) != 0)
+                        continue;
+                const char *p = s;
+                uint64_t v;
+                int r = parse_decimal_scaled(&p, table[i].factor, &v);
+                if (r < 0)
+                        return r;
+                if (p != end)
+                        return -EINVAL;
+                *ret = v;
+                return 0;
+        }
+        return -EINVAL;
+}
+
+int parse_duration(const char *s, uint64_t *ret_usec) {
+        static const struct {
+                const char *suffix;
+                uint64_t factor;
+        } table[] = {
+                { "",    USEC_PER_SEC },
+                { "us",  1 },
+                { "ms",  USEC_PER_MSEC },
+                { "s",   USEC_PER_SEC },
+                { "sec", USEC_PER_SEC },
+                { "m",   60 * USEC_PER_SEC },
+                { "min", 60 * USEC_PER_SEC },
+                { "h",   3600 * USEC_PER_SEC },
+        };
+        const char *end = s;
+
+        if (!s)
+                return -EINVAL;
+        while (isdigit((unsigned char) *end) || *end == '.')
+                end++;
+        for (size_t i = 0; i < ELEMENTSOF(table); i++) {
+                if (strcmp(end, table[i].suffix) != 0)
+                        continue;
+                const char *p = s;
+                uint64_t v;
+                int r = parse_decimal_scaled(&p, table[i].factor, &v);
+                if (r < 0)
+                        return r;
+                if (p != end)
+                        return -EINVAL;
+                *ret_usec = v;
+                return 0;
+        }
+        return -EINVAL;
+}
+
+int parse_cpus(const char *s, uint64_t *ret_millicpus) {
+        const char *p = s;
+        uint64_t v;
+        int r;
+
+        if (!s)
+                return -EINVAL;
+        r = parse_decimal_scaled(&p, 1000, &v);
+        if (r < 0)
+                return r;
+        if (*p != '\0')
+                return -EINVAL;
+        if (v == 0)
+                return -ERANGE;
+        *ret_millicpus = v;
+        return 0;
+}
+
+const char *format_size(char *buf, size_t len, uint64_t bytes) {
+        static const char units[] = "BKMGTPE";
+        unsigned u = 0;
+        uint64_t whole = bytes, rem = 0;
+
+        while (whole >= 1024 && u < sizeof(units) - 2) {
+                rem = whole % 1024;
+                whole /= 1024;
+                u++;
+        }
+        if (u == 0)
+                snprintf(buf, len, "%" PRIu64 "B", bytes);
+        else if (whole < 10 && rem * 10 / 1024 > 0)
+                snprintf(buf, len, "%" PRIu64 ".%" PRIu64 "%c", whole, rem * 10 / 1024, units[u]);
+        else
+                snprintf(buf, len, "%" PRIu64 "%c", whole, units[u]);
+        return buf;
+}
+
+const char *format_duration(char *buf, size_t len, uint64_t usec) {
+        if (usec < USEC_PER_MSEC)
+                snprintf(buf, len, "%" PRIu64 "us", usec);
+        else if (usec < USEC_PER_SEC)
+                snprintf(buf, len, "%" PRIu64 ".%01" PRIu64 "ms", usec / USEC_PER_MSEC, usec % USEC_PER_MSEC / 100);
+        else
+                snprintf(buf, len, "%" PRIu64 ".%03" PRIu64 "s", usec / USEC_PER_SEC, usec % USEC_PER_SEC / USEC_PER_MSEC);
+        return buf;
+}
+
+/* RFC 3629: no overlongs, no surrogates, nothing above U+10FFFF. */
+bool utf8_is_valid(const char *str, size_t len) {
+        const unsigned char *s = (const unsigned char *) str;
+        size_t i = 0;
+
+        while (i < len) {
+                unsigned char c = s[i];
+                size_t n;
+                uint32_t cp;
+
+                if (c < 0x80) {
+                        i++;
+                        continue;
+                } else if (c >= 0xC2 && c <= 0xDF) {
+                        n = 1;
+                        cp = c & 0x1F;
+                } else if (c >= 0xE0 && c <= 0xEF) {
+                        n = 2;
+                        cp = c & 0x0F;
+                } else if (c >= 0xF0 && c <= 0xF4) {
+                        n = 3;
+                        cp = c & 0x07;
+                } else
+                        return false;
+                if (len - i <= n)
+                        return false;
+                for (size_t k = 1; k <= n; k++) {
+                        if ((s[i + k] & 0xC0) != 0x80)
+                                return false;
+                        cp = (cp << 6) | (s[i + k] & 0x3F);
+                }
+                if ((n == 2 && cp < 0x800) || (n == 3 && cp < 0x10000) || cp > 0x10FFFF ||
+                    (cp >= 0xD800 && cp <= 0xDFFF))
+                        return false;
+                i += n + 1;
+        }
+        return true;
+}
+
+static const char b64_alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+char *base64_encode(const void *data, size_t len) {
+        const unsigned char *in = data;
+        size_t out_len = (len + 2) / 3 * 4;
+        char *out = malloc(out_len + 1), *o = out;
+
+        if (!out)
+                return NULL;
+        for (size_t i = 0; i < len; i += 3) {
+                uint32_t v = (uint32_t) in[i] << 16;
+                if (i + 1 < len)
+                        v |= (uint32_t) in[i + 1] << 8;
+                if (i + 2 < len)
+                        v |= in[i + 2];
+                *o++ = b64_alphabet[(v >> 18) & 63];
+                *o++ = b64_alphabet[(v >> 12) & 63];
+                *o++ = i + 1 < len ? b64_alphabet[(v >> 6) & 63] : '=';
+                *o++ = i + 2 < len ? b64_alphabet[v & 63] : '=';
+        }
+        *o = '\0';
+        return out;
+}
+
+static int b64_value(char c) {
+        const char *p = c ? strchr(b64_alphabet, c) : NULL;
+        return p ? (int) (p - b64_alphabet) : -1;
+}
+
+int base64_decode(const char *s, size_t len, void **ret, size_t *ret_len) {
+        if (len % 4 != 0)
+                return -EINVAL;
+        _cleanup_free_ unsigned char *out = malloc(len / 4 * 3 + 1);
+        size_t n = 0;
+
+        if (!out)
+                return -ENOMEM;
+        for (size_t i = 0; i < len; i += 4) {
+                int v[4];
+                bool last = i + 4 == len;
+                for (int k = 0; k < 4; k++) {
+                        v[k] = b64_value(s[i + k]);
+                        if (v[k] < 0 && !(last && k >= 2 && s[i + k] == '='))
+                                return -EINVAL;
+                }
+                if (v[2] < 0 && v[3] >= 0)
+                        return -EINVAL;
+                uint32_t x = (uint32_t) v[0] << 18 | (uint32_t) v[1] << 12 |
+                             (uint32_t) (v[2] < 0 ? 0 : v[2]) << 6 | (uint32_t) (v[3] < 0 ? 0 : v[3]);
+                out[n++] = (unsigned char) (x >> 16);
+                if (v[2] >= 0)
+                        out[n++] = (unsigned char) (x >> 8);
+                if (v[3] >= 0)
+                        out[n++] = (unsigned char) x;
+        }
+        *ret = TAKE_PTR(out);
+        *ret_len = n;
+        return 0;
+}
+
+static const char *const signal_names[] = {
+        [SIGHUP] = "HUP",   [SIGINT] = "INT",     [SIGQUIT] = "QUIT", [SIGILL] = "ILL",
+        [SIGTRAP] = "TRAP", [SIGABRT] = "ABRT",   [SIGBUS] = "BUS",   [SIGFPE] = "FPE",
+        [SIGKILL] = "KILL", [SIGUSR1] = "USR1",   [SIGSEGV] = "SEGV", [SIGUSR2] = "USR2",
+        [SIGPIPE] = "PIPE", [SIGALRM] = "ALRM",   [SIGTERM] = "TERM", [SIGSTKFLT] = "STKFLT",
+        [SIGCHLD] = "CHLD", [SIGCONT] = "CONT",   [SIGSTOP] = "STOP", [SIGTSTP] = "TSTP",
+        [SIGTTIN] = "TTIN", [SIGTTOU] = "TTOU",   [SIGURG] = "URG",   [SIGXCPU] = "XCPU",
+        [SIGXFSZ] = "XFSZ", [SIGVTALRM] = "VTALRM", [SIGPROF] = "PROF", [SIGWINCH] = "WINCH",
+        [SIGIO] = "IO",     [SIGPWR] = "PWR",     [SIGSYS] = "SYS",
+};
+
+const char *signal_to_name(int sig) {
+        if (sig <= 0 || (size_t) sig >= ELEMENTSOF(signal_names))
+                return NULL;
+        return signal_names[sig];
+}
+
+int signal_from_string(const char *s) {
+        if (!s || !*s)
+                return -EINVAL;
+        if (isdigit((unsigned char) s[0])) {
+                char *end;
+                errno = 0;
+                long v = strtol(s, &end, 10);
+                if (errno || *end || v <= 0 || v >= NSIG)
+                        return -EINVAL;
+                return (int) v;
+        }
+        if (strncasecmp(s, "SIG", 3) == 0)
+                s += 3;
+        for (size_t i = 1; i < ELEMENTSOF(signal_names); i++)
+                if (signal_names[i] && strcasecmp(s, signal_names[i]) == 0)
+                        return (int) i;
+        return -EINVAL;
+}
+
+uint64_t now_usec(int clock) {
+        struct timespec ts;
+        clock_gettime(clock, &ts);
+        return (uint64_t) ts.tv_sec * USEC_PER_SEC + (uint64_t) ts.tv_nsec / 1000;
+}

@@ -1,0 +1,36 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Parsing and formatting of the units people write: sizes ("256M"), durations ("30s"), CPUs ("0.5"). */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define USEC_PER_SEC UINT64_C(1000000)
+#define USEC_PER_MSEC UINT64_C(1000)
+
+/* "4096", "64K", "256M", "1G", "2T", optional "iB"/"B" after the suffix; binary units. */
+int parse_size(const char *s, uint64_t *ret);
+/* "30", "30s", "500ms", "1.5s", "2m", "1h", "250us". A bare number is seconds. */
+int parse_duration(const char *s, uint64_t *ret_usec);
+/* A fraction of cores: "0.5", "2", "1.25"; stored in millicores. */
+int parse_cpus(const char *s, uint64_t *ret_millicpus);
+
+/* Writes "1.5G"-style text into buf (at least 16 bytes). */
+const char *format_size(char *buf, size_t len, uint64_t bytes);
+/* Writes "1.234s"/"12ms"-style text into buf. */
+const char *format_duration(char *buf, size_t len, uint64_t usec);
+
+bool utf8_is_valid(const char *s, size_t len);
+
+/* Standard base64 (RFC 4648) with padding; returns a malloc'ed NUL-terminated string. */
+char *base64_encode(const void *data, size_t len);
+/* Decodes standard base64 (padding required, no whitespace); -EINVAL on bad input. */
+int base64_decode(const char *s, size_t len, void **ret, size_t *ret_len);
+
+/* Signal names without the SIG prefix ("KILL"); NULL when unknown. */
+const char *signal_to_name(int sig);
+/* Accepts "KILL", "SIGKILL", "9"; -EINVAL otherwise. */
+int signal_from_string(const char *s);
+
+uint64_t now_usec(int clock);
