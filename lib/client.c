@@ -127,10 +127,13 @@ SBX_CLIENT_EXPORT int sbx_client_read(SbxClient *c, json_object **ret_message) {
         }
 }
 
-static bool same_id(json_object *msg, long long id) {
+/* Ours, or an error the daemon could not tie to any request (invalid_json, too_large): with one
+ * request in flight, that one is ours too. */
+static bool answers(json_object *msg, long long id) {
         json_object *v;
-        return json_object_object_get_ex(msg, "id", &v) && json_object_is_type(v, json_type_int) &&
-               json_object_get_int64(v) == id;
+        if (!json_object_object_get_ex(msg, "id", &v) || json_object_is_type(v, json_type_null))
+                return !sbx_reply_ok(msg);
+        return json_object_is_type(v, json_type_int) && json_object_get_int64(v) == id;
 }
 
 SBX_CLIENT_EXPORT int sbx_client_call(SbxClient *c, json_object *request, sbx_event_fn on_event, void *userdata,
@@ -145,7 +148,7 @@ SBX_CLIENT_EXPORT int sbx_client_call(SbxClient *c, json_object *request, sbx_ev
                 r = sbx_client_read(c, &msg);
                 if (r < 0)
                         return r;
-                if (!same_id(msg, id))
+                if (!answers(msg, id))
                         continue;
                 if (json_object_object_get_ex(msg, "event", &ev)) {
                         if (on_event && (r = on_event(msg, userdata)) < 0)

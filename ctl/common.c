@@ -1,0 +1,343 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* sandboxctl: logging, option helpers and the conversation with sandboxd that every verb shares. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "proto.h"
+#include "sandboxctl.h"
+#include "util.h"
+
+GlobalArgs arg = {};
+
+/* ---- Logging ----------------------------------------------------------------------------- */
+
+int log_error_errno(int error, const char *fmt, ...) {
+        va_list ap;
+
+        if (error == 0)
+                error = -EINVAL;
+        if (error > 0)
+                error = -error;
+        fflush(stdout);
+        fputs("sandboxctl: ", stderr);
+        errno = -error; /* for %m */
+        va_start(ap, fmt);
+        vfprintf(stderr, fmt, ap);
+        va_end(ap);
+        fputc('\n', stderr);
+        return error;
+}
+
+void log_info(const char *fmt, ...) {
+        va_list ap;
+
+        fputs("sandboxctl: ", stderr);
+        va_start(ap, fmt);
+        vfprintf(stderr, fmt, ap);
+        va_end(ap);
+        fputc('\n', stderr);
+}
+
+/* ---- Options ----------------------------------------------------------------------------- */
+
+void verb_help(const Verb *v) {
+        printf("sandboxctl %s %s\n\n%s.\n\n%s", v->name, v->args, v->summary, v->help);
+        printf("\nCommon options:\n"
+               "  -h --help              Show this help\n"
+               "     --json              Print the daemon's reply as JSON\n"
+               "     --socket PATH       sandboxd's socket (default: $SANDBOXD_SOCKET, else\n"
+               "                         " SBX_DEFAULT_SOCKET ")\n");
+}
+
+int common_option(const Verb *v, int c) {
+        switch (c) {
+        case 'h':
+                verb_help(v);
+                return 0;
+        case ARG_JSON:
+                arg.json = true;
+                return 1;
+        case ARG_SOCKET:
+                arg.socket = optarg;
+                return 1;
+        case '?': /* getopt said what was wrong */
+                return log_error("see 'sandboxctl %s --help'", v->name);
+        default:
+                return log_error("unhandled option %d", c);
+        }
+}
+
+int check_arg_count(const Verb *v, int argc, char *argv[], int min_args, int max_args) {
+        int n = argc - optind;
+
+        if (n < min_args)
+                return log_error("%s: missing argument (usage: sandboxctl %s %s)", v->name, v->name, v->args);
+        if (max_args >= 0 && n > max_args)
+                return log_error("%s: unexpected argument '%s'", v->name, argv[optind + max_args]);
+        return 1;
+}
+
+int parse_common_only(const Verb *v, int argc, char *argv[], int min_args, int max_args) {
+        static const struct option options[] = { COMMON_OPTIONS, {} };
+        int c, r;
+
+        optind = 0;
+        while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0) {
+                r = common_option(v, c);
+                if (r <= 0)
+                        return r;
+        }
+        return check_arg_count(v, argc, argv, min_args, max_args);
+}
+
+int add_size(json_object *obj, const char *key, const char *opt, const char *value) {
+        uint64_t v;
+
+        /* Sent as the string given: sandboxd parses it too, and knows its own maximums. */
+        if (parse_size(value, &v) < 0)
+                return log_error("invalid size for %s: '%s' (use e.g. 4096, 64K, 256M, 1.5G)", opt, value);
+        return add_string(obj, key, value);
+}
+
+int add_duration(json_object *obj, const char *key, const char *opt, const char *value) {
+        uint64_t v;
+
+        if (parse_duration(value, &v) < 0)
+                return log_error("invalid duration for %s: '%s' (use e.g. 30, 30s, 500ms, 2m, 1h)", opt, value);
+        return add_string(obj, key, value);
+}
+
+int add_cpus(json_object *obj, const char *key, const char *opt, const char *value) {
+        uint64_t millis;
+        int r = parse_cpus(value, &millis);
+
+        if (r < 0)
+                return log_error("invalid number of CPUs for %s: '%s' (use e.g. 0.5, 1, 2.25)", opt, value);
+        json_object_object_add(obj, key, json_object_new_double(strtod(value, NULL)));
+        return 0;
+}
+
+int add_uint(json_object *obj, const char *key, const char *opt, const char *value) {
+        char *end;
+        unsigned long long v;
+
+        errno = 0;
+        v = strtoull(value, &end, 10);
+        if (errno || end == value || *end || value[0] == '-' || v == 0 || v > INT64_MAX)
+                return log_error("invalid number for %s: '%s' (a positive integer)", opt, value);
+        json_object_object_add(obj, key, json_object_new_int64((int64_t) v));
+        return 0;
+}
+
+int add_string(json_object *obj, const char *key, const char *value) {
+        if (!utf8_is_valid(value, strlen(value)))
+                return log_error("%s: not valid UTF-8", key);
+        json_object_object_add(obj, key, json_object_new_string(value));
+        return 0;
+}
+
+int add_env(json_object **env, const char *assignment) {
+        const char *eq = strchr(assignment, '=');
+        _cleanup_free_ char *name = NULL;
+
+        if (!eq || eq == assignment)
+                return log_error("invalid --env '%s' (use NAME=VALUE)", assignment);
+        name = strndup(assignment, (size_t) (eq - assignment));
+        if (!name)
+                return log_error_errno(-ENOMEM, "%m");
+        if (!*env)
+                *env = json_object_new_object();
+        return add_string(*env, name, eq + 1);
+}
+
+int check_sandbox_name(const char *name) {
+        size_t n = strlen(name);
+
+        if (n == 0 || n > 64 || strspn(name, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-") != n)
+                return log_error("invalid name '%s' (1-64 of A-Z a-z 0-9 . _ -)", name);
+        if (strncmp(name, "sbx-", 4) == 0)
+                return log_error("invalid name '%s' (names may not start with 'sbx-', ids do)", name);
+        return 0;
+}
+
+void add_object_unless_empty(json_object *obj, const char *key, json_object *child) {
+        if (child && json_object_object_length(child) > 0)
+                json_object_object_add(obj, key, child);
+        else
+                json_object_put(child);
+}
+
+/* ---- Talking to sandboxd ----------------------------------------------------------------- */
+
+json_object *request_new(const char *op) {
+        json_object *req = json_object_new_object();
+
+        json_object_object_add(req, "op", json_object_new_string(op));
+        return req;
+}
+
+static const char *socket_path(void) {
+        const char *e = getenv(SBX_SOCKET_ENV);
+
+        if (arg.socket)
+                return arg.socket;
+        return e && *e ? e : SBX_DEFAULT_SOCKET;
+}
+
+int daemon_connect(SbxClient **ret) {
+        const char *path = socket_path();
+        int r = sbx_client_connect(path, ret);
+
+        if (r == -EACCES || r == -EPERM)
+                return log_error_errno(r, "permission denied on %s: add your user to the 'sandboxd' group "
+                                       "(sudo usermod -aG sandboxd $USER) and log in again", path);
+        if (r == -ENOENT || r == -ECONNREFUSED)
+                return log_error_errno(r, "sandboxd is not running at %s (is sandboxd.socket enabled? "
+                                       "systemctl enable --now sandboxd.socket)", path);
+        if (r < 0)
+                return log_error_errno(r, "cannot connect to sandboxd at %s: %m", path);
+        return 0;
+}
+
+static int log_transport_error(int r) {
+        switch (r) {
+        case -ECONNRESET:
+        case -EPIPE:
+                return log_error_errno(r, "sandboxd closed the connection before replying");
+        case -EMSGSIZE:
+                return log_error_errno(r, "the reply from sandboxd is too large");
+        case -EBADMSG:
+                return log_error_errno(r, "sandboxd sent a malformed reply");
+        default:
+                return log_error_errno(r, "talking to sandboxd: %m");
+        }
+}
+
+/* A reply with a null id answers a line the daemon could not attribute to a request (invalid_json,
+ * too_large). sandboxctl has one request in flight at a time, so it is ours. */
+static bool message_answers(json_object *msg, long long id) {
+        json_object *v;
+
+        if (!json_object_object_get_ex(msg, "id", &v))
+                return false;
+        if (!v)
+                return json_child(msg, "error") != NULL;
+        return json_object_is_type(v, json_type_int) && json_object_get_int64(v) == id;
+}
+
+int daemon_call(SbxClient *c, json_object *request, json_object **ret_reply) {
+        long long id;
+        int r = sbx_client_send(c, request, &id);
+
+        if (r < 0)
+                return log_transport_error(r);
+        for (;;) {
+                _cleanup_json_ json_object *msg = NULL;
+
+                r = sbx_client_read(c, &msg);
+                if (r < 0)
+                        return log_transport_error(r);
+                /* Events (progress of long operations) have nothing to show here yet. */
+                if (!message_answers(msg, id) || json_child(msg, "event"))
+                        continue;
+                *ret_reply = TAKE_PTR(msg);
+                return 0;
+        }
+}
+
+int reply_check(json_object *reply) {
+        json_object *e = json_child(reply, "error");
+        const char *code, *message, *field, *step, *err;
+
+        if (sbx_reply_ok(reply))
+                return 0;
+        code = json_str(e, "code") ?: "error";
+        message = json_str(e, "message") ?: "(no message)";
+        field = json_str(e, "field");
+        step = json_str(e, "step");
+        err = json_str(e, "errno");
+        fflush(stdout);
+        fprintf(stderr, "sandboxctl: %s: %s", code, message);
+        if (field)
+                fprintf(stderr, " (field: %s)", field);
+        if (step || err)
+                fprintf(stderr, " (step: %s, errno: %s)", step ?: "-", err ?: "-");
+        fputc('\n', stderr);
+        return -EREMOTEIO;
+}
+
+int daemon_request(json_object *request, json_object **ret_reply) {
+        _cleanup_(sbx_client_freep) SbxClient *c = NULL;
+        _cleanup_json_ json_object *req = request, *reply = NULL;
+        int r;
+
+        r = daemon_connect(&c);
+        if (r < 0)
+                return r;
+        r = daemon_call(c, TAKE_PTR(req), &reply);
+        if (r < 0)
+                return r;
+        if (arg.json)
+                print_json(reply);
+        r = reply_check(reply);
+        if (r < 0)
+                return r;
+        *ret_reply = TAKE_PTR(reply);
+        return 0;
+}
+
+/* ---- I/O --------------------------------------------------------------------------------- */
+
+void print_json(json_object *o) {
+        puts(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
+        fflush(stdout);
+}
+
+int write_all(int fd, const void *data, size_t len) {
+        const char *p = data;
+
+        while (len > 0) {
+                ssize_t k = write(fd, p, len);
+                if (k < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return -errno;
+                }
+                p += k;
+                len -= (size_t) k;
+        }
+        return 0;
+}
+
+int read_all(int fd, char **ret, size_t *ret_len) {
+        _cleanup_free_ char *buf = NULL;
+        size_t len = 0, alloc = 0;
+
+        for (;;) {
+                if (alloc - len < 65536) {
+                        size_t n = alloc ? alloc * 2 : 65536;
+                        char *p = realloc(buf, n + 1);
+                        if (!p)
+                                return -ENOMEM;
+                        buf = p;
+                        alloc = n;
+                }
+                ssize_t k = read(fd, buf + len, alloc - len);
+                if (k < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return -errno;
+                }
+                if (k == 0)
+                        break;
+                len += (size_t) k;
+        }
+        buf[len] = '\0';
+        *ret = TAKE_PTR(buf);
+        *ret_len = len;
+        return 0;
+}

@@ -1,0 +1,213 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* sandboxctl: turning reply members into text for people: sizes, durations, key: value lines,
+ * tables. Missing and null members print as "-"; unexpected types print as JSON. */
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sandboxctl.h"
+#include "util.h"
+
+#define KV_KEY_WIDTH 16
+
+json_object *json_child(json_object *o, const char *key) {
+        json_object *v;
+
+        if (!o || !json_object_is_type(o, json_type_object) || !json_object_object_get_ex(o, key, &v))
+                return NULL;
+        return v;
+}
+
+const char *json_str(json_object *o, const char *key) {
+        json_object *v = json_child(o, key);
+
+        return json_object_is_type(v, json_type_string) ? json_object_get_string(v) : NULL;
+}
+
+bool json_number(json_object *o, const char *key, double *ret) {
+        json_object *v = json_child(o, key);
+
+        if (!json_object_is_type(v, json_type_int) && !json_object_is_type(v, json_type_double))
+                return false;
+        *ret = json_object_get_double(v);
+        return true;
+}
+
+bool json_int(json_object *o, const char *key, int64_t *ret) {
+        json_object *v = json_child(o, key);
+
+        if (!json_object_is_type(v, json_type_int))
+                return false;
+        *ret = json_object_get_int64(v);
+        return true;
+}
+
+bool json_true(json_object *o, const char *key) {
+        json_object *v = json_child(o, key);
+
+        return json_object_is_type(v, json_type_boolean) && json_object_get_boolean(v);
+}
+
+/* Strings are the daemon's own words ("max", "256M"): show them as they are. */
+static const char *fmt_other(char buf[static FIELD_BUF], json_object *v) {
+        if (!v)
+                return "-";
+        if (json_object_is_type(v, json_type_string))
+                return json_object_get_string(v);
+        snprintf(buf, FIELD_BUF, "%s", json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN));
+        return buf;
+}
+
+const char *fmt_size(char buf[static FIELD_BUF], json_object *o, const char *key) {
+        double d;
+
+        if (!json_number(o, key, &d) || d < 0)
+                return fmt_other(buf, json_child(o, key));
+        return format_size(buf, FIELD_BUF, (uint64_t) d);
+}
+
+const char *fmt_seconds(char buf[static FIELD_BUF], json_object *o, const char *key) {
+        double d;
+
+        if (!json_number(o, key, &d) || d < 0)
+                return fmt_other(buf, json_child(o, key));
+        return format_duration(buf, FIELD_BUF, (uint64_t) (d * (double) USEC_PER_SEC + 0.5));
+}
+
+const char *fmt_value(char buf[static FIELD_BUF], json_object *o, const char *key) {
+        json_object *v = json_child(o, key);
+
+        switch (json_object_get_type(v)) {
+        case json_type_int:
+                snprintf(buf, FIELD_BUF, "%" PRIi64, json_object_get_int64(v));
+                return buf;
+        case json_type_double:
+                snprintf(buf, FIELD_BUF, "%g", json_object_get_double(v));
+                return buf;
+        case json_type_boolean:
+                return json_object_get_boolean(v) ? "yes" : "no";
+        default:
+                return fmt_other(buf, v);
+        }
+}
+
+const char *fmt_enforced(char buf[static FIELD_BUF], json_object *enforced) {
+        size_t n = 0;
+
+        if (!json_object_is_type(enforced, json_type_object))
+                return "-";
+        buf[0] = '\0';
+        json_object_object_foreach(enforced, key, v) {
+                if (!json_object_is_type(v, json_type_boolean) || !json_object_get_boolean(v))
+                        continue;
+                const char *name = strcmp(key, "memory") == 0 ? "mem" : key;
+                int k = snprintf(buf + n, FIELD_BUF - n, "%s%s", n ? "," : "", name);
+                if (k < 0 || (size_t) k >= FIELD_BUF - n)
+                        break;
+                n += (size_t) k;
+        }
+        return n ? buf : "none";
+}
+
+void print_kv(const char *key, const char *fmt, ...) {
+        int pad = KV_KEY_WIDTH - (int) strlen(key);
+        va_list ap;
+
+        if (*key) /* an empty key continues the previous line's value */
+                printf("%s:%*s ", key, pad > 0 ? pad : 0, "");
+        else
+                printf("%*s", KV_KEY_WIDTH + 2, "");
+        va_start(ap, fmt);
+        vprintf(fmt, ap);
+        va_end(ap);
+        putchar('\n');
+}
+
+void print_flat(json_object *o, const char *prefix) {
+        json_object_object_foreach(o, key, v) {
+                char buf[FIELD_BUF];
+                _cleanup_free_ char *name = NULL;
+
+                if (!*prefix && (strcmp(key, "id") == 0 || strcmp(key, "ok") == 0))
+                        continue;
+                if (asprintf(&name, "%s%s", prefix, key) < 0)
+                        return;
+                if (json_object_is_type(v, json_type_object)) {
+                        _cleanup_free_ char *sub = NULL;
+                        if (asprintf(&sub, "%s.", name) < 0)
+                                return;
+                        print_flat(v, sub);
+                } else
+                        print_kv(name, "%s", fmt_value(buf, o, key));
+        }
+}
+
+/* ---- Tables ------------------------------------------------------------------------------ */
+
+struct Table {
+        size_t n_columns, n_cells;
+        char **cells; /* row-major, the headers first */
+};
+
+Table *table_new(size_t n_columns, const char *const *headers) {
+        Table *t = calloc(1, sizeof(*t));
+
+        if (!t)
+                return NULL;
+        t->n_columns = n_columns;
+        if (table_add_row(t, headers) < 0)
+                return table_free(t);
+        return t;
+}
+
+Table *table_free(Table *t) {
+        if (!t)
+                return NULL;
+        for (size_t i = 0; i < t->n_cells; i++)
+                free(t->cells[i]);
+        free(t->cells);
+        free(t);
+        return NULL;
+}
+
+int table_add_row(Table *t, const char *const *cells) {
+        char **p = reallocarray(t->cells, t->n_cells + t->n_columns, sizeof(char *));
+
+        if (!p)
+                return -ENOMEM;
+        t->cells = p;
+        for (size_t i = 0; i < t->n_columns; i++) {
+                p[t->n_cells] = strdup(cells[i] ? cells[i] : "-");
+                if (!p[t->n_cells])
+                        return -ENOMEM;
+                t->n_cells++;
+        }
+        return 0;
+}
+
+static size_t table_column_width(const Table *t, size_t column) {
+        size_t w = 0;
+
+        for (size_t i = column; i < t->n_cells; i += t->n_columns)
+                if (strlen(t->cells[i]) > w)
+                        w = strlen(t->cells[i]);
+        return w;
+}
+
+void table_print(const Table *t) {
+        _cleanup_free_ size_t *widths = calloc(t->n_columns, sizeof(size_t));
+
+        if (!widths)
+                return;
+        for (size_t c = 0; c < t->n_columns; c++)
+                widths[c] = table_column_width(t, c);
+        for (size_t i = 0; i < t->n_cells; i++) {
+                size_t c = i % t->n_columns;
+                if (c + 1 == t->n_columns)
+                        printf("%s\n", t->cells[i]);
+                else
+                        printf("%-*s  ", (int) widths[c], t->cells[i]);
+        }
+}

@@ -1,0 +1,13 @@
+## ctl/: sandboxctl, the command-line client. One file per group of verbs, dispatched from the
+## table in sandboxctl.c.
+bin_PROGRAMS += ctl/sandboxctl
+ctl_sandboxctl_SOURCES = \
+	ctl/sandboxctl.c ctl/sandboxctl.h \
+	ctl/common.c \
+	ctl/format.c \
+	ctl/verb-daemon.c \
+	ctl/verb-create.c \
+	ctl/verb-run.c \
+	ctl/verb-sandbox.c
+ctl_sandboxctl_CFLAGS = $(AM_CFLAGS) $(JSONC_CFLAGS)
+ctl_sandboxctl_LDADD = lib/libsandbox.la lib/libsbxcommon.la $(JSONC_LIBS)

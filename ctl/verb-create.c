@@ -1,0 +1,148 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* sandboxctl create: make a sandbox and print its id, so that `id=$(sandboxctl create)` works. */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "sandboxctl.h"
+
+static int verb_create_run(int argc, char *argv[]);
+
+const Verb verb_create = {
+        .name = "create",
+        .args = "[OPTIONS]",
+        .summary = "Create a sandbox and print its id",
+        .help = "Options:\n"
+                "  -n --name NAME         A unique name (1-64 of A-Z a-z 0-9 . _ -)\n"
+                "     --memory SIZE       Memory limit (e.g. 256M, 1.5G)\n"
+                "     --pids N            Most processes at once\n"
+                "     --cpus X            CPU bandwidth in cores (e.g. 0.5)\n"
+                "     --timeout DUR       Default wall-clock limit of runs (e.g. 30s, 2m)\n"
+                "     --output-bytes SIZE Default cap per output stream of runs\n"
+                "  -e --env NAME=VALUE    Default environment of runs (repeatable)\n"
+                "     --network MODE      \"none\" (the default): loopback only\n"
+                "     --best-effort       Accept limits this host cannot enforce\n"
+                "  -v --verbose           Also print the limits and what is enforced, on stderr\n"
+                "\nPrints only the id on stdout. Defaults and maximums come from sandboxd's\n"
+                "configuration; see 'sandboxctl status' for what this host can enforce.\n",
+        .failure_status = EXIT_FAILURE,
+        .run = verb_create_run,
+};
+
+enum {
+        ARG_MEMORY = ARG_VERB_FIRST,
+        ARG_PIDS,
+        ARG_CPUS,
+        ARG_TIMEOUT,
+        ARG_OUTPUT_BYTES,
+        ARG_NETWORK,
+        ARG_BEST_EFFORT,
+};
+
+typedef struct CreateArgs {
+        json_object *request, *limits, *env;
+        bool verbose;
+} CreateArgs;
+
+static void create_args_done(CreateArgs *a) {
+        json_object_put(a->request);
+        json_object_put(a->limits);
+        json_object_put(a->env);
+}
+
+static int create_option(CreateArgs *a, int c, const char *value) {
+        switch (c) {
+        case 'n':
+                return check_sandbox_name(value) < 0 ? -EINVAL : add_string(a->request, "name", value);
+        case ARG_MEMORY:
+                return add_size(a->limits, "memory", "--memory", value);
+        case ARG_PIDS:
+                return add_uint(a->limits, "pids", "--pids", value);
+        case ARG_CPUS:
+                return add_cpus(a->limits, "cpus", "--cpus", value);
+        case ARG_TIMEOUT:
+                return add_duration(a->limits, "timeout_s", "--timeout", value);
+        case ARG_OUTPUT_BYTES:
+                return add_size(a->limits, "output_bytes", "--output-bytes", value);
+        case 'e':
+                return add_env(&a->env, value);
+        case ARG_NETWORK:
+                return add_string(a->request, "network", value);
+        case ARG_BEST_EFFORT:
+                json_object_object_add(a->request, "best_effort", json_object_new_boolean(true));
+                return 0;
+        case 'v':
+                a->verbose = true;
+                return 0;
+        default:
+                return log_error("unhandled option %d", c);
+        }
+}
+
+/* 1 to go on, 0 after --help, negative on error. */
+static int create_parse(CreateArgs *a, int argc, char *argv[]) {
+        static const struct option options[] = {
+                COMMON_OPTIONS,
+                { "name", required_argument, NULL, 'n' },
+                { "memory", required_argument, NULL, ARG_MEMORY },
+                { "pids", required_argument, NULL, ARG_PIDS },
+                { "cpus", required_argument, NULL, ARG_CPUS },
+                { "timeout", required_argument, NULL, ARG_TIMEOUT },
+                { "output-bytes", required_argument, NULL, ARG_OUTPUT_BYTES },
+                { "env", required_argument, NULL, 'e' },
+                { "network", required_argument, NULL, ARG_NETWORK },
+                { "best-effort", no_argument, NULL, ARG_BEST_EFFORT },
+                { "verbose", no_argument, NULL, 'v' },
+                {},
+        };
+        int c, r;
+
+        optind = 0;
+        while ((c = getopt_long(argc, argv, "hn:e:v", options, NULL)) >= 0) {
+                if (!is_common_option(c))
+                        r = create_option(a, c, optarg);
+                else if ((r = common_option(&verb_create, c)) == 0)
+                        return 0; /* help shown */
+                if (r < 0)
+                        return r;
+        }
+        return check_arg_count(&verb_create, argc, argv, 0, 0);
+}
+
+/* One line on stderr: what the daemon made of the request. */
+static void log_sandbox_summary(json_object *sbx) {
+        json_object *limits = json_child(sbx, "limits");
+        char m[FIELD_BUF], p[FIELD_BUF], c[FIELD_BUF], t[FIELD_BUF], o[FIELD_BUF], e[FIELD_BUF], n[FIELD_BUF];
+
+        log_info("created %s name=%s memory=%s pids=%s cpus=%s timeout=%s output_bytes=%s enforced=%s network=%s",
+                 json_str(sbx, "id") ?: "-", fmt_value(n, sbx, "name"), fmt_size(m, limits, "memory"),
+                 fmt_value(p, limits, "pids"), fmt_value(c, limits, "cpus"), fmt_seconds(t, limits, "timeout_s"),
+                 fmt_size(o, limits, "output_bytes"), fmt_enforced(e, json_child(sbx, "enforced")),
+                 json_str(sbx, "network") ?: "-");
+}
+
+static int verb_create_run(int argc, char *argv[]) {
+        _cleanup_(create_args_done) CreateArgs a = {
+                .request = request_new("create"),
+                .limits = json_object_new_object(),
+        };
+        _cleanup_json_ json_object *reply = NULL;
+        json_object *sbx;
+        int r = create_parse(&a, argc, argv);
+
+        if (r <= 0)
+                return r;
+        add_object_unless_empty(a.request, "limits", TAKE_PTR(a.limits));
+        add_object_unless_empty(a.request, "env", TAKE_PTR(a.env));
+        r = daemon_request(TAKE_PTR(a.request), &reply);
+        if (r < 0)
+                return r;
+        if (arg.json)
+                return 0;
+        sbx = json_child(reply, "sandbox");
+        if (!json_str(sbx, "id"))
+                return log_error("the reply to create names no sandbox id");
+        printf("%s\n", json_str(sbx, "id"));
+        if (a.verbose)
+                log_sandbox_summary(sbx);
+        return 0;
+}

@@ -1,0 +1,439 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* sandboxctl run, kill: run a command in a sandbox and pass its output and exit status through;
+ * send a signal to a run. */
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sandboxctl.h"
+#include "util.h"
+
+static int verb_run_run(int argc, char *argv[]);
+static int verb_kill_run(int argc, char *argv[]);
+
+const Verb verb_run = {
+        .name = "run",
+        .args = "[OPTIONS] [--] ARGV... | -c COMMAND",
+        .summary = "Run a command in a sandbox and pass its output and exit status through",
+        .help = "Options:\n"
+                "  -s --sandbox ID|NAME   Run in this sandbox (default: a throwaway sandbox,\n"
+                "                         created for this run and destroyed after it)\n"
+                "  -c --command COMMAND   Run /bin/sh -c COMMAND instead of ARGV\n"
+                "     --memory SIZE       Memory limit (e.g. 256M, 1.5G)\n"
+                "     --pids N            Most processes at once\n"
+                "     --cpus X            CPU bandwidth in cores (e.g. 0.5); only for a throwaway\n"
+                "                         sandbox, an existing one keeps the value it was created with\n"
+                "     --timeout DUR       Wall-clock limit (e.g. 30s, 2m); exit status 124 when hit\n"
+                "     --cpu-time DUR      CPU time limit of all the run's processes together\n"
+                "     --output-bytes SIZE Cap per output stream; the head and the tail are kept\n"
+                "  -e --env NAME=VALUE    Environment (repeatable); when given, it replaces the\n"
+                "                         sandbox's default environment\n"
+                "  -w --cwd DIR           Working directory, /work or beneath it (default /work)\n"
+                "     --stdin             Send sandboxctl's own standard input to the command\n"
+                "     --stdin-file FILE   Send FILE as the command's standard input\n"
+                "     --network MODE      Network of a throwaway sandbox: \"none\" (the default)\n"
+                "     --best-effort       Accept limits this host cannot enforce (throwaway only)\n"
+                "  -v --verbose           Print an account of the run on stderr (reason, exit status,\n"
+                "                         time, CPU, peak memory, ids) and note truncated output\n"
+                "\nThe command's stdout and stderr are written to sandboxctl's, byte for byte, once\n"
+                "it has ended. Without --stdin or --stdin-file its standard input is empty.\n"
+                "Put -- before ARGV when it starts with an option.\n"
+                "\nExit status: the command's own; 128+N when a signal N killed it; 124 when the\n"
+                "timeout hit. 125 when the command could not be run: sandboxctl or sandboxd\n"
+                "failed (bad option, daemon not reachable, an error reply such as spawn_failed,\n"
+                "limit_unenforceable or not_found). With --json the reply is printed and the exit\n"
+                "status is the same.\n",
+        .failure_status = EXIT_RUNNER_FAILED,
+        .run = verb_run_run,
+};
+
+const Verb verb_kill = {
+        .name = "kill",
+        .args = "[-s SIGNAL] RUN_ID",
+        .summary = "Send a signal to a run (default KILL: its whole cgroup)",
+        .help = "Options:\n"
+                "  -s --signal SIGNAL     KILL (default), TERM, INT, 15, SIGTERM, ...\n"
+                "\nKILL kills every process of the run; other signals go to its main process.\n",
+        .failure_status = EXIT_FAILURE,
+        .run = verb_kill_run,
+};
+
+enum {
+        ARG_MEMORY = ARG_VERB_FIRST,
+        ARG_PIDS,
+        ARG_CPUS,
+        ARG_TIMEOUT,
+        ARG_CPU_TIME,
+        ARG_OUTPUT_BYTES,
+        ARG_STDIN,
+        ARG_STDIN_FILE,
+        ARG_NETWORK,
+        ARG_BEST_EFFORT,
+};
+
+/* Strings as given; validated while the request is built, once all options are known (where
+ * memory goes depends on --sandbox). */
+typedef struct RunArgs {
+        const char *sandbox, *command, *cwd, *network, *stdin_file;
+        const char *memory, *pids, *cpus, *timeout, *cpu_time, *output_bytes;
+        bool read_stdin, best_effort, verbose;
+        json_object *env;
+        char **argv; /* NULL-terminated, from argv */
+        int argc;
+} RunArgs;
+
+static void run_args_done(RunArgs *a) {
+        json_object_put(a->env);
+}
+
+static int run_option(RunArgs *a, int c, const char *value) {
+        switch (c) {
+        case 's': a->sandbox = value; break;
+        case 'c': a->command = value; break;
+        case 'w': a->cwd = value; break;
+        case 'e': return add_env(&a->env, value);
+        case 'v': a->verbose = true; break;
+        case ARG_MEMORY: a->memory = value; break;
+        case ARG_PIDS: a->pids = value; break;
+        case ARG_CPUS: a->cpus = value; break;
+        case ARG_TIMEOUT: a->timeout = value; break;
+        case ARG_CPU_TIME: a->cpu_time = value; break;
+        case ARG_OUTPUT_BYTES: a->output_bytes = value; break;
+        case ARG_STDIN: a->read_stdin = true; break;
+        case ARG_STDIN_FILE: a->stdin_file = value; break;
+        case ARG_NETWORK: a->network = value; break;
+        case ARG_BEST_EFFORT: a->best_effort = true; break;
+        default: return log_error("unhandled option %d", c);
+        }
+        return 0;
+}
+
+/* 1 to go on, 0 after --help, negative on error. */
+static int run_parse(RunArgs *a, int argc, char *argv[]) {
+        static const struct option options[] = {
+                COMMON_OPTIONS,
+                { "sandbox", required_argument, NULL, 's' },
+                { "command", required_argument, NULL, 'c' },
+                { "cwd", required_argument, NULL, 'w' },
+                { "env", required_argument, NULL, 'e' },
+                { "verbose", no_argument, NULL, 'v' },
+                { "memory", required_argument, NULL, ARG_MEMORY },
+                { "pids", required_argument, NULL, ARG_PIDS },
+                { "cpus", required_argument, NULL, ARG_CPUS },
+                { "timeout", required_argument, NULL, ARG_TIMEOUT },
+                { "cpu-time", required_argument, NULL, ARG_CPU_TIME },
+                { "output-bytes", required_argument, NULL, ARG_OUTPUT_BYTES },
+                { "stdin", no_argument, NULL, ARG_STDIN },
+                { "stdin-file", required_argument, NULL, ARG_STDIN_FILE },
+                { "network", required_argument, NULL, ARG_NETWORK },
+                { "best-effort", no_argument, NULL, ARG_BEST_EFFORT },
+                {},
+        };
+        int c, r;
+
+        optind = 0;
+        /* '+': the first non-option starts the command, whose options are its own. */
+        while ((c = getopt_long(argc, argv, "+hs:c:w:e:v", options, NULL)) >= 0) {
+                if (!is_common_option(c))
+                        r = run_option(a, c, optarg);
+                else if ((r = common_option(&verb_run, c)) == 0)
+                        return 0; /* help shown */
+                if (r < 0)
+                        return r;
+        }
+        a->argv = argv + optind;
+        a->argc = argc - optind;
+        return 1;
+}
+
+/* ---- Building the request ---------------------------------------------------------------- */
+
+static int run_add_command(json_object *req, const RunArgs *a) {
+        json_object *argv;
+
+        if (a->command && a->argc > 0)
+                return log_error("run: give either -c COMMAND or ARGV, not both ('%s')", a->argv[0]);
+        if (a->command)
+                return add_string(req, "command", a->command);
+        if (a->argc == 0)
+                return log_error("run: missing command (usage: sandboxctl run [OPTIONS] -- ARGV... or -c COMMAND)");
+        argv = json_object_new_array();
+        json_object_object_add(req, "argv", argv);
+        for (int i = 0; i < a->argc; i++) {
+                if (!utf8_is_valid(a->argv[i], strlen(a->argv[i])))
+                        return log_error("run: argument %d is not valid UTF-8", i + 1);
+                json_object_array_add(argv, json_object_new_string(a->argv[i]));
+        }
+        return 0;
+}
+
+/* In an existing sandbox, memory and pids are per-run fields that may only tighten the sandbox's;
+ * the CPU weight, network and best_effort belong to the sandbox and are set when creating it. */
+static int run_add_existing_sandbox_limits(json_object *req, const RunArgs *a) {
+        int r = 0;
+
+        if (a->cpus)
+                return log_error("run: --cpus is a limit of the sandbox; set it with 'sandboxctl create --cpus' "
+                                 "or run without --sandbox");
+        if (a->network)
+                return log_error("run: --network only applies to a throwaway sandbox (without --sandbox)");
+        if (a->best_effort)
+                return log_error("run: --best-effort only applies to a throwaway sandbox (without --sandbox)");
+        r = add_string(req, "sandbox", a->sandbox);
+        if (r >= 0 && a->memory)
+                r = add_size(req, "memory", "--memory", a->memory);
+        if (r >= 0 && a->pids)
+                r = add_uint(req, "pids", "--pids", a->pids);
+        return r;
+}
+
+static int run_add_throwaway_limits(json_object *req, const RunArgs *a) {
+        _cleanup_json_ json_object *limits = json_object_new_object();
+        int r = 0;
+
+        if (a->memory)
+                r = add_size(limits, "memory", "--memory", a->memory);
+        if (r >= 0 && a->pids)
+                r = add_uint(limits, "pids", "--pids", a->pids);
+        if (r >= 0 && a->cpus)
+                r = add_cpus(limits, "cpus", "--cpus", a->cpus);
+        if (r >= 0 && a->network)
+                r = add_string(req, "network", a->network);
+        if (r < 0)
+                return r;
+        if (a->best_effort)
+                json_object_object_add(req, "best_effort", json_object_new_boolean(true));
+        add_object_unless_empty(req, "limits", TAKE_PTR(limits));
+        return 0;
+}
+
+static int run_add_run_limits(json_object *req, const RunArgs *a) {
+        int r = 0;
+
+        if (a->timeout)
+                r = add_duration(req, "timeout_s", "--timeout", a->timeout);
+        if (r >= 0 && a->cpu_time)
+                r = add_duration(req, "cpu_s", "--cpu-time", a->cpu_time);
+        if (r >= 0 && a->output_bytes)
+                r = add_size(req, "output_bytes", "--output-bytes", a->output_bytes);
+        return r;
+}
+
+static int read_stdin_source(const RunArgs *a, char **ret, size_t *ret_len) {
+        _cleanup_close_ int fd = -EBADF;
+        int r;
+
+        if (a->read_stdin || strcmp(a->stdin_file, "-") == 0) {
+                r = read_all(STDIN_FILENO, ret, ret_len);
+                return r < 0 ? log_error_errno(r, "reading standard input: %m") : 0;
+        }
+        fd = open(a->stdin_file, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        if (fd < 0)
+                return log_error_errno(negative_errno(), "%s: %m", a->stdin_file);
+        r = read_all(fd, ret, ret_len);
+        return r < 0 ? log_error_errno(r, "%s: %m", a->stdin_file) : 0;
+}
+
+/* JSON strings cannot hold NUL (the protocol refuses \u0000) or invalid UTF-8: those go base64. */
+static int run_add_stdin(json_object *req, const RunArgs *a) {
+        _cleanup_free_ char *data = NULL, *b64 = NULL;
+        size_t len;
+        int r;
+
+        if (!a->read_stdin && !a->stdin_file)
+                return 0;
+        if (a->read_stdin && a->stdin_file)
+                return log_error("run: give either --stdin or --stdin-file, not both");
+        r = read_stdin_source(a, &data, &len);
+        if (r < 0 || len == 0)
+                return r;
+        if (len > INT_MAX / 2) /* json-c strings are int-sized, and base64 grows by a third */
+                return log_error("run: standard input too large (%zu bytes)", len);
+        if (utf8_is_valid(data, len) && !memchr(data, 0, len)) {
+                json_object_object_add(req, "stdin", json_object_new_string_len(data, (int) len));
+                return 0;
+        }
+        b64 = base64_encode(data, len);
+        if (!b64)
+                return log_error_errno(-ENOMEM, "%m");
+        json_object_object_add(req, "stdin", json_object_new_string(b64));
+        json_object_object_add(req, "stdin_encoding", json_object_new_string("base64"));
+        return 0;
+}
+
+static int run_build_request(const RunArgs *a, json_object **ret) {
+        _cleanup_json_ json_object *req = request_new("run");
+        int r;
+
+        r = run_add_command(req, a);
+        if (r >= 0)
+                r = a->sandbox ? run_add_existing_sandbox_limits(req, a) : run_add_throwaway_limits(req, a);
+        if (r >= 0)
+                r = run_add_run_limits(req, a);
+        if (r >= 0 && a->env)
+                json_object_object_add(req, "env", json_object_get(a->env));
+        if (r >= 0 && a->cwd)
+                r = add_string(req, "cwd", a->cwd);
+        if (r >= 0)
+                r = run_add_stdin(req, a);
+        if (r < 0)
+                return r;
+        *ret = TAKE_PTR(req);
+        return 0;
+}
+
+/* ---- The reply --------------------------------------------------------------------------- */
+
+static int write_stream(json_object *reply, const char *name, int fd) {
+        json_object *v = json_child(reply, name);
+        char key[32];
+        const char *encoding;
+        _cleanup_free_ void *decoded = NULL;
+        size_t len;
+        int r;
+
+        if (!v)
+                return 0;
+        if (!json_object_is_type(v, json_type_string))
+                return log_error("the reply's %s is not a string", name);
+        snprintf(key, sizeof(key), "%s_encoding", name);
+        encoding = json_str(reply, key);
+        len = (size_t) json_object_get_string_len(v);
+        if (encoding && strcmp(encoding, "base64") == 0) {
+                r = base64_decode(json_object_get_string(v), len, &decoded, &len);
+                if (r < 0)
+                        return log_error_errno(r, "the reply's %s is not valid base64", name);
+        } else if (encoding && strcmp(encoding, "utf-8") != 0)
+                return log_error("the reply's %s has an unknown encoding '%s'", name, encoding);
+        r = write_all(fd, decoded ?: json_object_get_string(v), len);
+        if (r < 0 && fd != STDERR_FILENO)
+                return log_error_errno(r, "writing the command's %s: %m", name);
+        return 0;
+}
+
+static void log_truncation(json_object *reply, const char *name) {
+        char key[32], buf[FIELD_BUF];
+
+        snprintf(key, sizeof(key), "%s_truncated", name);
+        if (!json_true(reply, key))
+                return;
+        snprintf(key, sizeof(key), "%s_bytes", name);
+        log_info("%s truncated: %s bytes total", name, fmt_value(buf, reply, key));
+}
+
+static const char *fmt_cpu(char buf[static FIELD_BUF], json_object *reply) {
+        double user = 0, sys = 0;
+        bool have_user = json_number(reply, "cpu_user_s", &user), have_sys = json_number(reply, "cpu_system_s", &sys);
+
+        if (!have_user && !have_sys)
+                return "-";
+        return format_duration(buf, FIELD_BUF, (uint64_t) ((user + sys) * (double) USEC_PER_SEC + 0.5));
+}
+
+/* reason=exited exit=0 time=0.012s cpu=0.004s peak_mem=1.2M pids_peak=1 run=run-.. sandbox=sbx-.. */
+static void log_run_account(json_object *reply) {
+        char e[FIELD_BUF], t[FIELD_BUF], c[FIELD_BUF], m[FIELD_BUF], p[FIELD_BUF], s[FIELD_BUF + 16] = "";
+
+        if (json_str(reply, "signal"))
+                snprintf(s, sizeof(s), " signal=%s", json_str(reply, "signal"));
+        log_info("reason=%s exit=%s%s%s time=%s cpu=%s peak_mem=%s pids_peak=%s run=%s sandbox=%s",
+                 json_str(reply, "reason") ?: "-", fmt_value(e, reply, "exit_code"), s,
+                 json_true(reply, "oom_killed") ? " oom_killed=yes" : "", fmt_seconds(t, reply, "duration_s"),
+                 fmt_cpu(c, reply), fmt_size(m, reply, "memory_peak_bytes"), fmt_value(p, reply, "pids_peak"),
+                 json_str(reply, "run_id") ?: "-", json_str(reply, "sandbox") ?: "-");
+}
+
+static int run_exit_status(json_object *reply) {
+        int64_t code;
+
+        if (!json_int(reply, "exit_code", &code) || code < 0 || code > 255)
+                return log_error("the run ended without an exit status (reason=%s)", json_str(reply, "reason") ?: "-");
+        return (int) code;
+}
+
+static int run_output(json_object *reply, bool verbose) {
+        int r;
+
+        r = write_stream(reply, "stdout", STDOUT_FILENO);
+        if (r < 0)
+                return r;
+        r = write_stream(reply, "stderr", STDERR_FILENO);
+        if (r < 0)
+                return r;
+        if (verbose) {
+                log_truncation(reply, "stdout");
+                log_truncation(reply, "stderr");
+                log_run_account(reply);
+        }
+        return run_exit_status(reply);
+}
+
+static int verb_run_run(int argc, char *argv[]) {
+        _cleanup_(run_args_done) RunArgs a = {};
+        _cleanup_json_ json_object *req = NULL, *reply = NULL;
+        int r = run_parse(&a, argc, argv);
+
+        if (r <= 0)
+                return r;
+        r = run_build_request(&a, &req);
+        if (r < 0)
+                return r;
+        r = daemon_request(TAKE_PTR(req), &reply);
+        if (r < 0)
+                return r;
+        if (arg.json)
+                return run_exit_status(reply);
+        return run_output(reply, a.verbose);
+}
+
+/* ---- kill -------------------------------------------------------------------------------- */
+
+static int kill_parse(int argc, char *argv[], const char **ret_signal) {
+        static const struct option options[] = {
+                COMMON_OPTIONS,
+                { "signal", required_argument, NULL, 's' },
+                {},
+        };
+        int c, r;
+
+        optind = 0;
+        while ((c = getopt_long(argc, argv, "hs:", options, NULL)) >= 0) {
+                if (c == 's') {
+                        *ret_signal = optarg;
+                        continue;
+                }
+                r = common_option(&verb_kill, c);
+                if (r <= 0)
+                        return r;
+        }
+        return check_arg_count(&verb_kill, argc, argv, 1, 1);
+}
+
+/* By name when it has one ("TERM"), which any daemon understands; else the number. */
+static int add_signal(json_object *req, const char *value) {
+        int sig = signal_from_string(value);
+        const char *name;
+
+        if (sig < 0)
+                return log_error("unknown signal '%s' (use e.g. KILL, TERM, INT or a number)", value);
+        name = signal_to_name(sig);
+        json_object_object_add(req, "signal", name ? json_object_new_string(name) : json_object_new_int(sig));
+        return 0;
+}
+
+static int verb_kill_run(int argc, char *argv[]) {
+        _cleanup_json_ json_object *req = request_new("kill"), *reply = NULL;
+        const char *sig = NULL;
+        int r = kill_parse(argc, argv, &sig);
+
+        if (r <= 0)
+                return r;
+        r = add_string(req, "run_id", argv[optind]);
+        if (r >= 0 && sig)
+                r = add_signal(req, sig);
+        if (r < 0)
+                return r;
+        return daemon_request(TAKE_PTR(req), &reply);
+}

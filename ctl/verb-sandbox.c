@@ -1,0 +1,243 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* sandboxctl list, inspect, destroy: the caller's sandboxes. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sandboxctl.h"
+
+static int verb_list_run(int argc, char *argv[]);
+static int verb_inspect_run(int argc, char *argv[]);
+static int verb_destroy_run(int argc, char *argv[]);
+
+const Verb verb_list = {
+        .name = "list",
+        .args = "[-q]",
+        .summary = "List your sandboxes",
+        .help = "Options:\n"
+                "  -q --quiet             Print the ids only, one a line\n",
+        .failure_status = EXIT_FAILURE,
+        .run = verb_list_run,
+};
+
+const Verb verb_inspect = {
+        .name = "inspect",
+        .args = "SANDBOX",
+        .summary = "Show a sandbox (by id or name): limits, what is enforced, usage",
+        .help = "",
+        .failure_status = EXIT_FAILURE,
+        .run = verb_inspect_run,
+};
+
+const Verb verb_destroy = {
+        .name = "destroy",
+        .args = "SANDBOX...",
+        .summary = "Kill everything in sandboxes (by id or name) and remove them",
+        .help = "Destroying a sandbox that is already gone is not an error. Exits 1 when any\n"
+                "sandbox could not be destroyed. With --json prints each reply on its own line.\n",
+        .failure_status = EXIT_FAILURE,
+        .run = verb_destroy_run,
+};
+
+/* ---- list -------------------------------------------------------------------------------- */
+
+static int list_add_row(Table *t, json_object *sbx) {
+        json_object *limits = json_child(sbx, "limits");
+        char n[FIELD_BUF], m[FIELD_BUF], p[FIELD_BUF], c[FIELD_BUF], e[FIELD_BUF];
+        const char *row[] = {
+                json_str(sbx, "id"),
+                fmt_value(n, sbx, "name"),
+                json_str(sbx, "state"),
+                fmt_size(m, limits, "memory"),
+                fmt_value(p, limits, "pids"),
+                fmt_value(c, limits, "cpus"),
+                fmt_enforced(e, json_child(sbx, "enforced")),
+                json_str(sbx, "created"),
+        };
+
+        return table_add_row(t, row);
+}
+
+static int list_print(json_object *sandboxes) {
+        static const char *const headers[] = { "ID", "NAME", "STATE", "MEMORY", "PIDS", "CPUS", "ENFORCED", "CREATED" };
+        _cleanup_table_ Table *t = table_new(ELEMENTSOF(headers), headers);
+        size_t n = json_object_array_length(sandboxes);
+
+        if (!t)
+                return log_error_errno(-ENOMEM, "%m");
+        for (size_t i = 0; i < n; i++)
+                if (list_add_row(t, json_object_array_get_idx(sandboxes, i)) < 0)
+                        return log_error_errno(-ENOMEM, "%m");
+        if (n == 0) {
+                printf("No sandboxes.\n");
+                return 0;
+        }
+        table_print(t);
+        return 0;
+}
+
+static void list_print_ids(json_object *sandboxes) {
+        size_t n = json_object_array_length(sandboxes);
+
+        for (size_t i = 0; i < n; i++) {
+                const char *id = json_str(json_object_array_get_idx(sandboxes, i), "id");
+                if (id)
+                        printf("%s\n", id);
+        }
+}
+
+static int list_parse(int argc, char *argv[], bool *quiet) {
+        static const struct option options[] = {
+                COMMON_OPTIONS,
+                { "quiet", no_argument, NULL, 'q' },
+                {},
+        };
+        int c, r;
+
+        optind = 0;
+        while ((c = getopt_long(argc, argv, "hq", options, NULL)) >= 0) {
+                if (c == 'q') {
+                        *quiet = true;
+                        continue;
+                }
+                r = common_option(&verb_list, c);
+                if (r <= 0)
+                        return r;
+        }
+        return check_arg_count(&verb_list, argc, argv, 0, 0);
+}
+
+static int verb_list_run(int argc, char *argv[]) {
+        _cleanup_json_ json_object *reply = NULL;
+        json_object *sandboxes;
+        bool quiet = false;
+        int r = list_parse(argc, argv, &quiet);
+
+        if (r <= 0)
+                return r;
+        r = daemon_request(request_new("list"), &reply);
+        if (r < 0 || arg.json)
+                return r;
+        sandboxes = json_child(reply, "sandboxes");
+        if (!json_object_is_type(sandboxes, json_type_array))
+                return log_error("the reply to list has no sandboxes array");
+        if (quiet) {
+                list_print_ids(sandboxes);
+                return 0;
+        }
+        return list_print(sandboxes);
+}
+
+/* ---- inspect ----------------------------------------------------------------------------- */
+
+static void print_limit(json_object *sbx, const char *key, const char *controller, const char *label) {
+        json_object *limits = json_child(sbx, "limits"), *enforced = json_child(sbx, "enforced");
+        char buf[FIELD_BUF];
+        const char *v = strcmp(key, "memory") == 0 ? fmt_size(buf, limits, key) : fmt_value(buf, limits, key);
+
+        if (!json_child(limits, key) || !json_child(enforced, controller))
+                print_kv(label, "%s", v);
+        else
+                print_kv(label, "%s (%s)", v, json_true(enforced, controller) ? "enforced" : "NOT enforced");
+}
+
+static void print_env(json_object *env) {
+        const char *key = "env";
+
+        if (!json_object_is_type(env, json_type_object))
+                return;
+        json_object_object_foreach(env, name, value) {
+                print_kv(key, "%s=%s", name, json_object_get_string(value));
+                key = "";
+        }
+}
+
+static void print_usage(json_object *usage) {
+        char buf[FIELD_BUF];
+
+        if (!usage)
+                return;
+        print_kv("memory usage", "%s", fmt_size(buf, usage, "memory_bytes"));
+        print_kv("processes", "%s", fmt_value(buf, usage, "pids"));
+        print_kv("cpu time", "%s", fmt_seconds(buf, usage, "cpu_s"));
+}
+
+static void print_sandbox(json_object *sbx) {
+        static const char *const plain[][2] = {
+                { "id", "id" },           { "name", "name" },       { "state", "state" },
+                { "owner_uid", "owner uid" }, { "network", "network" }, { "created", "created" },
+                { "workdir", "workdir" }, { "cgroup", "cgroup" },
+        };
+        json_object *limits = json_child(sbx, "limits");
+        char buf[FIELD_BUF];
+
+        for (size_t i = 0; i < ELEMENTSOF(plain); i++)
+                print_kv(plain[i][1], "%s", fmt_value(buf, sbx, plain[i][0]));
+        print_limit(sbx, "memory", "memory", "memory limit");
+        print_limit(sbx, "pids", "pids", "pids limit");
+        print_limit(sbx, "cpus", "cpu", "cpus limit");
+        print_kv("run timeout", "%s", fmt_seconds(buf, limits, "timeout_s"));
+        print_kv("run output cap", "%s", fmt_size(buf, limits, "output_bytes"));
+        print_env(json_child(sbx, "env"));
+        if (json_child(sbx, "runs_in_flight"))
+                print_kv("runs in flight", "%s", fmt_value(buf, sbx, "runs_in_flight"));
+        print_usage(json_child(sbx, "usage"));
+}
+
+static int verb_inspect_run(int argc, char *argv[]) {
+        _cleanup_json_ json_object *req = request_new("inspect"), *reply = NULL;
+        int r = parse_common_only(&verb_inspect, argc, argv, 1, 1);
+
+        if (r <= 0)
+                return r;
+        r = add_string(req, "sandbox", argv[optind]);
+        if (r < 0)
+                return r;
+        r = daemon_request(TAKE_PTR(req), &reply);
+        if (r < 0 || arg.json)
+                return r;
+        print_sandbox(json_child(reply, "sandbox"));
+        return 0;
+}
+
+/* ---- destroy ----------------------------------------------------------------------------- */
+
+static int destroy_one(SbxClient *c, const char *sandbox) {
+        _cleanup_json_ json_object *req = request_new("destroy"), *reply = NULL;
+        int r = add_string(req, "sandbox", sandbox);
+
+        if (r < 0)
+                return r;
+        r = daemon_call(c, TAKE_PTR(req), &reply);
+        if (r < 0)
+                return r;
+        if (arg.json)
+                print_json(reply);
+        r = reply_check(reply);
+        if (r < 0 || arg.json)
+                return r;
+        if (json_true(reply, "destroyed"))
+                printf("destroyed %s\n", sandbox);
+        else
+                printf("%s was already gone\n", sandbox);
+        return 0;
+}
+
+static int verb_destroy_run(int argc, char *argv[]) {
+        _cleanup_(sbx_client_freep) SbxClient *c = NULL;
+        int r = parse_common_only(&verb_destroy, argc, argv, 1, -1), ret = 0;
+
+        if (r <= 0)
+                return r;
+        r = daemon_connect(&c);
+        if (r < 0)
+                return r;
+        for (int i = optind; i < argc; i++) {
+                r = destroy_one(c, argv[i]);
+                if (r == -EREMOTEIO || r == -EINVAL)
+                        ret = r; /* that sandbox failed: go on with the others */
+                else if (r < 0)
+                        return r; /* the connection is gone */
+        }
+        return ret;
+}

@@ -1,0 +1,87 @@
+#!/bin/bash
+# sandboxd under a real systemd: socket activation, Delegate=yes, and limits the kernel enforces.
+source "$(dirname "$0")/lib.sh"
+export SANDBOXD_SOCKET=/run/sandboxd/sandboxd.sock
+
+# -- socket activation ------------------------------------------------------------------------
+check "sandboxd.socket is listening" systemctl is-active sandboxd.socket
+check "sandboxd.service is not running before the first connection" bash -c '! systemctl is-active sandboxd.service'
+hello=$(call '{"op":"hello"}')
+ok $? "the first connection starts the daemon and hello answers"
+check "sandboxd.service is running after it" systemctl is-active sandboxd.service
+diag "hello: $hello"
+for c in memory pids cpu; do
+	[ "$(jqr ".capabilities.cgroup.$c" "$hello")" = true ]
+	ok $? "hello reports the $c controller as enforceable"
+done
+[ "$(jqr .capabilities.kernel.cgroup_kill "$hello")" = true ]
+ok $? "hello reports cgroup.kill"
+
+# -- the daemon's own leaf in the delegated subtree --------------------------------------------
+pid=$(systemctl show -p MainPID --value sandboxd.service)
+cg=$(sed -n 's/^0:://p' "/proc/$pid/cgroup")
+diag "daemon pid $pid in cgroup $cg"
+[ "$cg" = /system.slice/sandboxd.service/daemon ]
+ok $? "the daemon sits in its own leaf of the delegated cgroup"
+base=/sys/fs/cgroup/system.slice/sandboxd.service
+grep -qw memory "$base/sandboxes/cgroup.subtree_control" 2>/dev/null &&
+	grep -qw pids "$base/sandboxes/cgroup.subtree_control" && grep -qw cpu "$base/sandboxes/cgroup.subtree_control"
+ok $? "memory, pids and cpu are enabled for the sandboxes"
+
+# -- authoritative limits ----------------------------------------------------------------------
+r=$(call '{"op":"create","limits":{"memory":"64M","pids":32,"cpus":0.5}}')
+[ "$(jqr .ok "$r")" = true ]
+ok $? "create without best_effort succeeds where the limits are enforceable"
+sid=$(jqr .sandbox.id "$r")
+scg=$(jqr .sandbox.cgroup "$r")
+[ "$(jqr '.sandbox.enforced | .memory and .pids and .cpu' "$r")" = true ]
+ok $? "the reply says every limit is enforced"
+[ "$(cat "$scg/memory.max")" = 67108864 ]
+ok $? "memory.max holds the requested 64M"
+[ "$(cat "$scg/memory.swap.max")" = 0 ]
+ok $? "memory.swap.max is 0: swap is no way around the limit"
+[ "$(cat "$scg/pids.max")" = 32 ]
+ok $? "pids.max holds 32"
+[ "$(cat "$scg/cpu.max")" = "50000 100000" ]
+ok $? "cpu.max holds half a core"
+
+r=$(call "{\"op\":\"run\",\"sandbox\":\"$sid\",\"argv\":[\"python3\",\"-c\",\"b=[]\\nwhile True: b.append(bytearray(1<<20))\"],\"timeout_s\":60}")
+diag "memory hog: $(jqr '{reason,exit_code,signal,oom_killed,memory_peak_bytes}' "$r" | tr -d '\n ')"
+[ "$(jqr .reason "$r")" = oom ] && [ "$(jqr .oom_killed "$r")" = true ]
+ok $? "a memory hog ends with reason oom and oom_killed true (from memory.events)"
+peak=$(jqr .memory_peak_bytes "$r")
+[ "$peak" != null ] && [ "$peak" -le 67108864 ]
+ok $? "its memory peak is reported and within the limit"
+r=$(call "{\"op\":\"run\",\"sandbox\":\"$sid\",\"argv\":[\"echo\",\"alive\"]}")
+[ "$(jqr .stdout "$r")" = alive ]
+ok $? "the sandbox lives on after the OOM kill"
+
+r=$(call "{\"op\":\"run\",\"sandbox\":\"$sid\",\"command\":\"dd if=/dev/zero of=/tmp/fill bs=1M count=200 2>/dev/null; echo done\",\"timeout_s\":60}")
+diag "tmpfs fill: $(jqr '{reason,oom_killed,stdout}' "$r" | tr -d '\n ')"
+[ "$(jqr .reason "$r")" = oom ]
+ok $? "writing 200M to /tmp counts against the 64M memory limit"
+
+# A fork bomb is held at pids.max while another client is answered.
+call "{\"op\":\"run\",\"sandbox\":\"$sid\",\"command\":\"b(){ b|b& }; b\",\"timeout_s\":8}" >/tmp/bomb.json &
+bomb=$!
+sleep 3
+h=$(SBX_TIMEOUT=5 call '{"op":"health"}')
+[ "$(jqr .status "$h")" = ok ]
+ok $? "the daemon answers another client during a fork bomb"
+cur=$(cat "$scg/pids.current")
+diag "pids.current during the bomb: $cur"
+[ "$cur" -le 32 ]
+ok $? "the fork bomb is held at pids.max"
+wait $bomb
+r=$(cat /tmp/bomb.json)
+[ "$(jqr .reason "$r")" = timeout ]
+ok $? "the fork bomb run ends at its timeout"
+r=$(call "{\"op\":\"run\",\"sandbox\":\"$sid\",\"argv\":[\"true\"]}")
+[ "$(jqr .exit_code "$r")" = 0 ]
+ok $? "the sandbox runs commands again after the bomb"
+
+r=$(call "{\"op\":\"destroy\",\"sandbox\":\"$sid\"}")
+[ "$(jqr .destroyed "$r")" = true ] && [ ! -d "$scg" ]
+ok $? "destroy removes the sandbox's cgroup"
+check "the daemon is still running" systemctl is-active sandboxd.service
+done_testing
