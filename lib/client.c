@@ -75,26 +75,34 @@ static int write_all(int fd, const char *p, size_t n) {
         return 0;
 }
 
-SBX_CLIENT_EXPORT int sbx_client_send(SbxClient *c, json_object *request, long long *ret_id) {
+/* Sends request and hands back (a reference to) its id, the caller's or one we chose. */
+static int client_send(SbxClient *c, json_object *request, json_object **ret_id) {
         _cleanup_json_ json_object *req = request;
         _cleanup_free_ char *line = NULL;
         json_object *id;
-        long long my_id = 0;
         size_t n;
 
         if (!json_object_is_type(req, json_type_object))
                 return -EINVAL;
         if (!json_object_object_get_ex(req, "id", &id)) {
-                my_id = c->next_id++;
-                json_object_object_add(req, "id", json_object_new_int64(my_id));
-        } else
-                my_id = json_object_get_int64(id);
+                id = json_object_new_int64(c->next_id++);
+                json_object_object_add(req, "id", id);
+        }
         line = proto_serialize(req, &n);
         if (!line)
                 return -ENOMEM;
-        if (ret_id)
-                *ret_id = my_id;
-        return write_all(c->fd, line, n);
+        int r = write_all(c->fd, line, n);
+        if (r >= 0 && ret_id)
+                *ret_id = json_object_get(id);
+        return r;
+}
+
+SBX_CLIENT_EXPORT int sbx_client_send(SbxClient *c, json_object *request, long long *ret_id) {
+        _cleanup_json_ json_object *id = NULL;
+        int r = client_send(c, request, &id);
+        if (r >= 0 && ret_id)
+                *ret_id = json_object_is_type(id, json_type_int) ? json_object_get_int64(id) : -1;
+        return r;
 }
 
 SBX_CLIENT_EXPORT int sbx_client_read(SbxClient *c, json_object **ret_message) {
@@ -129,17 +137,17 @@ SBX_CLIENT_EXPORT int sbx_client_read(SbxClient *c, json_object **ret_message) {
 
 /* Ours, or an error the daemon could not tie to any request (invalid_json, too_large): with one
  * request in flight, that one is ours too. */
-static bool answers(json_object *msg, long long id) {
+static bool answers(json_object *msg, json_object *id) {
         json_object *v;
         if (!json_object_object_get_ex(msg, "id", &v) || json_object_is_type(v, json_type_null))
                 return !sbx_reply_ok(msg);
-        return json_object_is_type(v, json_type_int) && json_object_get_int64(v) == id;
+        return json_object_equal(v, id);
 }
 
 SBX_CLIENT_EXPORT int sbx_client_call(SbxClient *c, json_object *request, sbx_event_fn on_event, void *userdata,
                                       json_object **ret_reply) {
-        long long id;
-        int r = sbx_client_send(c, request, &id);
+        _cleanup_json_ json_object *id = NULL;
+        int r = client_send(c, request, &id);
         if (r < 0)
                 return r;
         for (;;) {

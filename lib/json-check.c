@@ -5,6 +5,7 @@
  * duplicate key (which json-c silently collapses) can be detected after parsing. */
 
 #include <errno.h>
+#include <stdbool.h>
 #include <string.h>
 
 #include "json-check.h"
@@ -116,7 +117,20 @@ static size_t scan_digits(Scanner *sc) {
         return n;
 }
 
+/* json-c saturates integers that do not fit in 64 bits without telling: refuse them here. */
+static bool integer_fits(const char *s, size_t n) {
+        static const char umax[] = "18446744073709551615", imin[] = "9223372036854775808";
+        bool neg = s[0] == '-';
+        const char *lim = neg ? imin : umax;
+        size_t limlen = strlen(lim);
+        if (neg)
+                s++, n--;
+        return n < limlen || (n == limlen && memcmp(s, lim, n) <= 0);
+}
+
 static int scan_number(Scanner *sc) {
+        size_t start = sc->pos;
+        bool integer = true;
         if (at(sc, '-'))
                 sc->pos++;
         if (at(sc, '0'))
@@ -124,17 +138,21 @@ static int scan_number(Scanner *sc) {
         else if (scan_digits(sc) == 0)
                 return fail(sc, "bad number");
         if (at(sc, '.')) {
+                integer = false;
                 sc->pos++;
                 if (scan_digits(sc) == 0)
                         return fail(sc, "bad number");
         }
         if (at(sc, 'e') || at(sc, 'E')) {
+                integer = false;
                 sc->pos++;
                 if (at(sc, '+') || at(sc, '-'))
                         sc->pos++;
                 if (scan_digits(sc) == 0)
                         return fail(sc, "bad number");
         }
+        if (integer && !integer_fits(sc->s + start, sc->pos - start))
+                return fail(sc, "integer does not fit in 64 bits");
         return 0;
 }
 

@@ -46,6 +46,9 @@ int proto_error_set(ProtoError *e, SbxErrorCode code, const char *field, const c
         va_start(ap, fmt);
         vsnprintf(e->message, sizeof(e->message), fmt, ap);
         va_end(ap);
+        /* Quoted client text may have been cut inside a character: replies stay valid UTF-8. */
+        e->field[utf8_valid_prefix(e->field, strlen(e->field))] = '\0';
+        e->message[utf8_valid_prefix(e->message, strlen(e->message))] = '\0';
         return -EINVAL;
 }
 
@@ -77,7 +80,7 @@ int line_buffer_reserve(LineBuffer *b, size_t want, char **ret_ptr, size_t *ret_
         need = b->len + want;
         if (need > cap)
                 need = cap;
-        if (need > b->alloc) {
+        if (need > b->alloc || !b->data) {
                 size_t na = b->alloc ? b->alloc : 4096;
                 while (na < need)
                         na *= 2;
@@ -162,8 +165,11 @@ int proto_parse_line(const char *line, size_t len, unsigned max_depth, json_obje
                 return proto_error_set(err, SBX_E_INTERNAL, NULL, "out of memory");
         json_tokener_set_flags(tok, JSON_TOKENER_STRICT);
         o = json_tokener_parse_ex(tok, line, (int) len);
-        r = json_tokener_get_error(tok) == json_tokener_success && o &&
-            json_tokener_get_parse_end(tok) == len;
+        /* A top-level number may still be growing as far as json-c knows: a NUL ends it. */
+        if (!o && json_tokener_get_error(tok) == json_tokener_continue)
+                o = json_tokener_parse_ex(tok, "", 1);
+        /* A valid "null" parses to NULL. */
+        r = json_tokener_get_error(tok) == json_tokener_success;
         json_tokener_free(tok);
         if (!r) {
                 json_object_put(o);
@@ -301,14 +307,15 @@ int proto_get_uint(json_object *obj, const char *name, uint64_t min, uint64_t ma
                 return 0;
         if (!is_integer(v))
                 return proto_error_set(err, SBX_E_INVALID_REQUEST, name, "field '%s' must be an integer", name);
-        errno = 0;
         x = json_object_get_int64(v);
-        /* json-c saturates out-of-range integers and flags it in errno. */
-        if (errno == EINVAL || x < 0 || (uint64_t) x < min || (uint64_t) x > max)
+        /* Integers past INT64_MAX are held as unsigned by json-c; past UINT64_MAX json_check()
+         * has refused them already, since json-c would saturate them silently. */
+        uint64_t u = x == INT64_MAX ? json_object_get_uint64(v) : (uint64_t) x;
+        if (x < 0 || u < min || u > max)
                 return proto_error_set(err, SBX_E_INVALID_REQUEST, name,
                                        "field '%s' must be between %llu and %llu", name, (unsigned long long) min,
                                        (unsigned long long) max);
-        *ret = (uint64_t) x;
+        *ret = u;
         return 1;
 }
 
@@ -387,10 +394,12 @@ int proto_get_strv(json_object *obj, const char *name, size_t max_items, size_t 
                 return proto_error_set(err, SBX_E_INTERNAL, name, "out of memory");
         for (size_t i = 0; i < n; i++) {
                 json_object *s = json_object_array_get_idx(v, i);
-                if (!json_object_is_type(s, json_type_string) || (size_t) json_object_get_string_len(s) > max_len) {
+                if (!json_object_is_type(s, json_type_string) || (size_t) json_object_get_string_len(s) > max_len ||
+                    strlen(json_object_get_string(s)) != (size_t) json_object_get_string_len(s)) {
                         free(strv);
                         return proto_error_set(err, SBX_E_INVALID_REQUEST, name,
-                                               "field '%s' must hold strings of at most %zu bytes", name, max_len);
+                                               "field '%s' must hold strings of at most %zu bytes, without NUL", name,
+                                               max_len);
                 }
                 strv[i] = json_object_get_string(s);
         }
@@ -448,7 +457,7 @@ char *proto_serialize(json_object *obj, size_t *ret_len) {
 
 int proto_add_bytes(json_object *obj, const char *key, const void *data, size_t len) {
         char enc_key[64];
-        bool text = utf8_is_valid(data, len) && !memchr(data, '\0', len);
+        bool text = len == 0 || (utf8_is_valid(data, len) && !memchr(data, '\0', len));
 
         snprintf(enc_key, sizeof(enc_key), "%s_encoding", key);
         if (text)

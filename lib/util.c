@@ -13,39 +13,34 @@
 #include "macro.h"
 #include "util.h"
 
-/* Parses a decimal with an optional fraction ("1.25") into whole units times scale, exactly. */
+/* Parses a decimal with an optional fraction ("1.25") into whole units times scale, exactly
+ * (fractions are rounded down to the unit). */
 static int parse_decimal_scaled(const char **p, uint64_t scale, uint64_t *ret) {
         const char *s = *p;
-        uint64_t whole = 0, frac = 0, frac_div = 1;
+        uint64_t whole = 0, frac = 0, frac_div = 1, r;
 
         if (!isdigit((unsigned char) *s))
                 return -EINVAL;
-        for (; isdigit((unsigned char) *s); s++) {
-                if (whole > (UINT64_MAX - 9) / 10)
+        for (; isdigit((unsigned char) *s); s++)
+                if (__builtin_mul_overflow(whole, 10, &whole) || __builtin_add_overflow(whole, (uint64_t) (*s - '0'), &whole))
                         return -ERANGE;
-                whole = whole * 10 + (uint64_t) (*s - '0');
-        }
         if (*s == '.') {
                 s++;
                 if (!isdigit((unsigned char) *s))
                         return -EINVAL;
                 for (; isdigit((unsigned char) *s); s++)
-                        if (frac_div < UINT64_C(1000000000)) {
+                        if (frac_div < UINT64_C(1000000000000000000)) {
                                 frac = frac * 10 + (uint64_t) (*s - '0');
                                 frac_div *= 10;
                         }
         }
-        if (whole > UINT64_MAX / scale)
+        if (__builtin_mul_overflow(whole, scale, &r))
                 return -ERANGE;
-        uint64_t r = whole * scale;
-        /* frac < frac_div <= 1e9 and scale <= 2^40, so frac * scale cannot overflow 2^64 for
-         * practical scales; guard anyway. */
-        if (frac && scale > UINT64_MAX / frac)
+        /* frac < frac_div <= 1e18 and scale < 2^64: the product fits in 128 bits. */
+        uint64_t f = (uint64_t) ((unsigned __int128) frac * scale / frac_div);
+        if (__builtin_add_overflow(r, f, &r))
                 return -ERANGE;
-        uint64_t f = frac * scale / frac_div;
-        if (r > UINT64_MAX - f)
-                return -ERANGE;
-        *ret = r + f;
+        *ret = r;
         *p = s;
         return 0;
 }
@@ -306,4 +301,17 @@ uint64_t now_usec(int clock) {
         struct timespec ts;
         clock_gettime(clock, &ts);
         return (uint64_t) ts.tv_sec * USEC_PER_SEC + (uint64_t) ts.tv_nsec / 1000;
+}
+
+size_t utf8_valid_prefix(const char *s, size_t len) {
+        size_t good = 0;
+        for (size_t i = 0; i < len;) {
+                unsigned char c = (unsigned char) s[i];
+                size_t n = c < 0x80 ? 1 : c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : 2;
+                if (i + n > len || !utf8_is_valid(s + i, n))
+                        break;
+                i += n;
+                good = i;
+        }
+        return good;
 }

@@ -1,0 +1,45 @@
+## tests/: unit tests of lib/ (TAP through tests/tap.h), and the request fuzz target: its corpus
+## is replayed by `make check` with the normal compiler; under --enable-fuzzing (clang) a real
+## libFuzzer binary is built and `make fuzz FUZZ_TIME=60` runs it.
+UNIT_CFLAGS = $(AM_CFLAGS) $(JSONC_CFLAGS)
+UNIT_LDADD = lib/libsbxcommon.la $(JSONC_LIBS)
+
+check_PROGRAMS += tests/test-util tests/test-proto
+TESTS += tests/test-util tests/test-proto
+
+tests_test_util_SOURCES = tests/test-util.c tests/tap.h
+tests_test_util_CFLAGS = $(UNIT_CFLAGS)
+tests_test_util_LDADD = $(UNIT_LDADD)
+
+tests_test_proto_SOURCES = tests/test-proto.c tests/tap.h
+tests_test_proto_CFLAGS = $(UNIT_CFLAGS)
+tests_test_proto_LDADD = $(UNIT_LDADD)
+
+## The corpus replay: the target compiled normally, one TAP line per corpus file.
+check_PROGRAMS += tests/fuzz/fuzz-request-replay
+TESTS += tests/fuzz/replay-request.sh
+tests_fuzz_fuzz_request_replay_SOURCES = tests/fuzz/fuzz-replay.c tests/fuzz/fuzz-request.c tests/fuzz/fuzz.h
+tests_fuzz_fuzz_request_replay_CFLAGS = $(UNIT_CFLAGS)
+tests_fuzz_fuzz_request_replay_LDADD = $(UNIT_LDADD)
+EXTRA_DIST += tests/fuzz/replay-request.sh tests/fuzz/corpus
+
+if FUZZING
+## lib's sources are compiled into the target so that libFuzzer sees their coverage.
+FUZZ_FLAGS = -fsanitize=fuzzer,address,undefined -fno-omit-frame-pointer -g
+FUZZ_TIME = 60
+FUZZ_ARGS =
+noinst_PROGRAMS += tests/fuzz/fuzz-request
+tests_fuzz_fuzz_request_SOURCES = tests/fuzz/fuzz-request.c tests/fuzz/fuzz.h \
+	lib/util.c lib/json-check.c lib/proto.c
+tests_fuzz_fuzz_request_CFLAGS = $(UNIT_CFLAGS) $(FUZZ_FLAGS)
+tests_fuzz_fuzz_request_LDFLAGS = $(AM_LDFLAGS) $(FUZZ_FLAGS)
+tests_fuzz_fuzz_request_LDADD = $(JSONC_LIBS)
+
+## New inputs go to tests/fuzz/work/request; crashes to tests/fuzz/work/crash-*. To keep going past a
+## known crash: make fuzz FUZZ_ARGS='-fork=2 -ignore_crashes=1'.
+fuzz: tests/fuzz/fuzz-request
+	$(MKDIR_P) tests/fuzz/work/request
+	tests/fuzz/fuzz-request -max_total_time=$(FUZZ_TIME) -max_len=4096 -timeout=10 \
+		-artifact_prefix=tests/fuzz/work/ $(FUZZ_ARGS) tests/fuzz/work/request $(srcdir)/tests/fuzz/corpus/request
+.PHONY: fuzz
+endif
