@@ -1,0 +1,13 @@
+## tests/: TAP unit tests (test-*.c), host integration tests (t-*.sh), fuzz corpus replay,
+## and the real-systemd VM tests (tests/vm, `make check-vm`).
+LOG_DRIVER = env AM_TAP_AWK='$(AWK)' $(SHELL) $(top_srcdir)/build-aux/tap-driver.sh
+TEST_EXTENSIONS = .sh
+SH_LOG_DRIVER = $(LOG_DRIVER)
+AM_TESTS_ENVIRONMENT = \
+	top_srcdir='$(abs_top_srcdir)'; top_builddir='$(abs_top_builddir)'; \
+	VM_SYSTEM_TESTS_ABS='$(VM_SYSTEM_TESTS_ABS)'; \
+	export top_srcdir top_builddir VM_SYSTEM_TESTS_ABS;
+
+include tests/unit.mk
+include tests/integration.mk
+include tests/vm/vm.mk
