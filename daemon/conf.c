@@ -45,11 +45,19 @@ static const ConfigKey config_keys[] = {
         KEY("max_stdin_bytes", KEY_SIZE, max_stdin_bytes),
 };
 
+/* systemd's StateDirectory= tells us where our state lives ($STATE_DIRECTORY, ':'-separated). */
+static char *default_state_dir(void) {
+        const char *e = getenv("STATE_DIRECTORY");
+        if (e && e[0] == '/')
+                return strndup(e, strcspn(e, ":"));
+        return strdup(LOCALSTATEDIR "/lib/sandboxd");
+}
+
 void config_init_defaults(Config *c) {
         long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 
         *c = (Config) {
-                .state_dir = strdup(LOCALSTATEDIR "/lib/sandboxd"),
+                .state_dir = default_state_dir(),
                 .root_dir = strdup("/"),
                 .max_line_bytes = 4u << 20,
                 .max_connections = 4096,

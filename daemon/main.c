@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <systemd/sd-daemon.h>
 #include <unistd.h>
@@ -136,6 +137,7 @@ static int add_listeners(Manager *m, const Args *a) {
 
         if (n < 0)
                 return log_error("sd_listen_fds: %s", strerror(-n)), n;
+
         for (int i = 0; i < n; i++)
                 if ((r = manager_add_listener(m, SD_LISTEN_FDS_START + i)) < 0)
                         return log_error("cannot use socket fd %d: %s", SD_LISTEN_FDS_START + i, strerror(-r)), r;
@@ -153,6 +155,12 @@ static int add_listeners(Manager *m, const Args *a) {
         return 0;
 }
 
+/* Whatever we inherited besides stdio and the activation sockets would reach every child. */
+static void close_inherited_fds(void) {
+        int n = sd_listen_fds(0);
+        (void) syscall(SYS_close_range, (unsigned) (SD_LISTEN_FDS_START + (n > 0 ? n : 0)), ~0U, 0U);
+}
+
 int main(int argc, char **argv) {
         Manager *m = NULL;
         Config config;
@@ -162,6 +170,7 @@ int main(int argc, char **argv) {
         log_open();
         if (parse_args(argc, argv, &args) < 0)
                 return 2;
+        close_inherited_fds();
         if (geteuid() != 0) {
                 log_error("must run as root: it creates user namespaces with uid ranges and owns cgroups");
                 return 1;

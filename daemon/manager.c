@@ -194,12 +194,14 @@ static int manager_open_state(Manager *m) {
 /* A tiny clone3(CLONE_INTO_CGROUP) of a child that exits at once tells whether the kernel
  * places children at birth (5.7+). */
 static void manager_probe_features(Manager *m) {
+        /* Our own leaf: the only cgroup of ours without children's controllers enabled. */
+        _cleanup_close_ int leaf = openat(m->cg.base_fd, "daemon", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         int pidfd = -1;
-        pid_t pid = clone3_pidfd(0, m->cg.sandboxes_fd, &pidfd);
+        pid_t pid = clone3_pidfd(0, leaf, &pidfd);
 
         if (pid == 0)
                 _exit(0);
-        if (pid > 0) {
+        if (pid > 0 && leaf >= 0) {
                 siginfo_t si;
                 (void) waitid(P_PIDFD, (id_t) pidfd, &si, WEXITED);
                 close(pidfd);

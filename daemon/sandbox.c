@@ -63,7 +63,7 @@ int sandbox_env_check(json_object *env, ProtoError *err) {
 }
 
 static const FieldSpec limits_fields[] = {
-        { "memory", FIELD_SIZE },       { "pids", FIELD_INT },          { "cpus", FIELD_NUMBER },
+        { "memory", FIELD_SIZE },       { "pids", FIELD_INT },          { "cpus", FIELD_DECIMAL },
         { "timeout_s", FIELD_DURATION }, { "output_bytes", FIELD_SIZE }, {},
 };
 
@@ -264,7 +264,9 @@ static int sandbox_spawn_init(Sandbox *s) {
         pid = clone3_pidfd(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWNET,
                            s->cg_fd, &s->init_pidfd);
         if (pid == 0) {
+                int keep[] = { 2, sp[1] };
                 char workdir[4096];
+                close_all_fds_except(keep, ELEMENTSOF(keep));
                 InitParams p = {
                         .sync_fd = sp[1],
                         .workdir = sandbox_workdir_path(s, workdir, sizeof(workdir)),
@@ -507,6 +509,8 @@ static void sandbox_remove_workspace(Sandbox *s) {
         }
         pid = clone3_pidfd(0, -1, &pidfd);
         if (pid == 0) {
+                int keep[] = { 2, m->state_fd };
+                close_all_fds_except(keep, ELEMENTSOF(keep));
                 (void) prctl(PR_SET_NAME, "sandboxd-rm");
                 _exit(rm_rf_at(m->state_fd, trash) < 0 ? 1 : 0);
         }

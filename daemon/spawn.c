@@ -126,21 +126,16 @@ static int child_reset_signals(void) {
         return sigprocmask(SIG_SETMASK, &all, NULL);
 }
 
-/* cwd is resolved beneath /work: a symlink or ".." that points out is refused by the kernel. */
+/* cwd is resolved inside the sandbox (no /proc magic links, CVE-2024-21626), and where it ends
+ * up must still be /work or beneath it: a symlink that leads out is refused. */
 static int child_chdir(const char *cwd) {
         struct open_how how = {
                 .flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
-                .resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS,
+                .resolve = RESOLVE_NO_MAGICLINKS,
         };
-        _cleanup_close_ int work = open("/work", O_PATH | O_DIRECTORY | O_CLOEXEC);
-        const char *rel = cwd + strlen("/work");
-        int fd;
+        char buf[4096];
+        int fd = (int) syscall(SYS_openat2, AT_FDCWD, cwd, &how, sizeof(how));
 
-        if (work < 0)
-                return -1;
-        while (*rel == '/')
-                rel++;
-        fd = (int) syscall(SYS_openat2, work, *rel ? rel : ".", &how, sizeof(how));
         if (fd < 0)
                 return -1;
         if (fchdir(fd) < 0) {
@@ -148,6 +143,12 @@ static int child_chdir(const char *cwd) {
                 return -1;
         }
         safe_close(fd);
+        if (!getcwd(buf, sizeof(buf)))
+                return -1;
+        if (strcmp(buf, "/work") != 0 && strncmp(buf, "/work/", 6) != 0) {
+                errno = EXDEV;
+                return -1;
+        }
         return 0;
 }
 
@@ -219,6 +220,25 @@ _Noreturn static void command_main(const RunParams *p, int errfd) {
 
 /* ---- The helper (child of the daemon, parent of the command) ----------------------------- */
 
+static int cmp_int(const void *a, const void *b) {
+        return *(const int *) a - *(const int *) b;
+}
+
+/* The helper never execs, so it would hold every fd of the daemon: other runs' pipes (their
+ * commands would never see EOF), client sockets, the listening socket. Keep only what it uses. */
+void close_all_fds_except(int *keep, size_t n) {
+        int from = 0;
+        qsort(keep, n, sizeof(int), cmp_int);
+        for (size_t i = 0; i < n; i++) {
+                if (keep[i] < from)
+                        continue;
+                if (keep[i] > from)
+                        (void) syscall(SYS_close_range, (unsigned) from, (unsigned) keep[i] - 1, 0U);
+                from = keep[i] + 1;
+        }
+        (void) syscall(SYS_close_range, (unsigned) from, ~0U, 0U);
+}
+
 _Noreturn static void helper_fail(int report_fd, SpawnStep step) {
         SpawnReport r = { .kind = REPORT_FAILED, .step = step, .err = errno ? errno : EIO };
         report_send(report_fd, &r, -1);
@@ -239,9 +259,12 @@ _Noreturn void run_helper_main(const RunParams *p) {
         siginfo_t si = {};
         pid_t pid;
 
+        int keep[] = { 0, 1, 2, p->init_pidfd, p->report_fd, p->stdio[0], p->stdio[1], p->stdio[2] };
+
         /* The sandbox must not ptrace us or open our /proc/PID/exe (CVE-2019-5736). */
         (void) prctl(PR_SET_DUMPABLE, 0);
         (void) prctl(PR_SET_PDEATHSIG, SIGKILL);
+        close_all_fds_except(keep, ELEMENTSOF(keep));
         if (helper_join(p->init_pidfd) < 0)
                 helper_fail(p->report_fd, STEP_SETNS);
         if (setresgid(0, 0, 0) < 0 || setresuid(0, 0, 0) < 0)

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/resource.h>
 #include <sys/types.h>
@@ -81,6 +82,9 @@ typedef struct RunParams {
         struct rlimit rl_cpu, rl_nproc, rl_as;
         bool rl_cpu_set, rl_nproc_set, rl_as_set;
 } RunParams;
+
+/* Closes every fd but those in keep (which gets sorted); for children that do not exec. */
+void close_all_fds_except(int *keep, size_t n);
 
 /* The helper: joins the sandbox, forks the command, reports its start and its end. */
 _Noreturn void run_helper_main(const RunParams *p);

@@ -224,6 +224,7 @@ static bool field_type_ok(json_object *v, FieldType t) {
                 return json_object_is_type(v, json_type_array);
         case FIELD_SIZE:
         case FIELD_DURATION:
+        case FIELD_DECIMAL:
                 return is_integer(v) || json_object_is_type(v, json_type_double) ||
                        json_object_is_type(v, json_type_string);
         case FIELD_STRING_OR_ARRAY:
@@ -246,6 +247,7 @@ static const char *field_type_name(FieldType t) {
         case FIELD_DURATION: return "a duration (seconds or a string like \"30s\")";
         case FIELD_STRING_OR_ARRAY: return "a string or an array";
         case FIELD_ID: return "an integer or a string";
+        case FIELD_DECIMAL: return "a number (or a numeric string like \"0.5\")";
         }
         return "?";
 }

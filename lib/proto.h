@@ -89,6 +89,7 @@ typedef enum FieldType {
         FIELD_DURATION, /* number of seconds or "30s" */
         FIELD_STRING_OR_ARRAY,
         FIELD_ID,       /* integer or string */
+        FIELD_DECIMAL,  /* number or numeric string ("0.5") */
 } FieldType;
 
 typedef struct FieldSpec {

@@ -41,5 +41,5 @@ fuzz: tests/fuzz/fuzz-request
 	$(MKDIR_P) tests/fuzz/work/request
 	tests/fuzz/fuzz-request -max_total_time=$(FUZZ_TIME) -max_len=4096 -timeout=10 \
 		-artifact_prefix=tests/fuzz/work/ $(FUZZ_ARGS) tests/fuzz/work/request $(srcdir)/tests/fuzz/corpus/request
-.PHONY: fuzz
+.PHONY: fuzz check-vm
 endif

@@ -10,7 +10,6 @@ check-vm:
 	$(MAKE) $(AM_MAKEFLAGS) install DESTDIR=$(abs_top_builddir)/vm-stage >/dev/null
 	$(MAKE) $(AM_MAKEFLAGS) check TESTS=tests/vm/vm-check.sh \
 		VM_SYSTEM_TESTS_ABS="$(addprefix $(abs_top_srcdir)/,$(VM_SYSTEM_TESTS))"
-.PHONY: check-vm
 
 clean-local: clean-vm-stage
 clean-vm-stage:

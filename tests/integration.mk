@@ -1,0 +1,15 @@
+## Host integration tests (root): each t-*.sh starts its own sandboxd on a socket in a temp dir,
+## with its own state dir and its own cgroup2 directory (tests/lib.sh), and prints TAP.
+## They need python3 and jq; systemd-socket-activate for t-activation.sh. Without root they
+## print "1..0 # SKIP".
+INTEGRATION_TESTS = \
+	tests/t-activation.sh \
+	tests/t-protocol.sh \
+	tests/t-run.sh \
+	tests/t-v1.sh
+TESTS += $(INTEGRATION_TESTS)
+EXTRA_DIST += $(INTEGRATION_TESTS) tests/lib.sh tests/client.py
+
+## t-v1.sh checks what the others may have done to the cgroup v1 hierarchies: it runs after them,
+## also under make -j.
+tests/t-v1.log: tests/t-activation.log tests/t-protocol.log tests/t-run.log
