@@ -66,25 +66,31 @@ diag "tmpfs fill: $(jqr '{reason,oom_killed,stdout}' "$r" | tr -d '\n ')"
 [ "$(jqr .reason "$r")" = oom ]
 ok $? "writing 200M to /tmp counts against the 64M memory limit"
 
-# A process bomb is held at pids.max while another client is answered.
+# A process bomb is held at pids.max while another client is answered. Its own sandbox has room
+# in memory for 32 python processes, so that pids.max, not memory.max, is what stops it.
+r=$(call '{"op":"create","limits":{"memory":"1G","pids":32}}')
+bsid=$(jqr .sandbox.id "$r")
+bcg=$(jqr .sandbox.cgroup "$r")
 bomb_py='import os, time\nwhile True:\n    try:\n        if os.fork() == 0:\n            time.sleep(1000)\n            os._exit(0)\n    except OSError:\n        time.sleep(0.01)'
-call "{\"op\":\"run\",\"sandbox\":\"$sid\",\"argv\":[\"python3\",\"-c\",\"$bomb_py\"],\"timeout_s\":8}" >/tmp/bomb.json &
+call "{\"op\":\"run\",\"sandbox\":\"$bsid\",\"argv\":[\"python3\",\"-c\",\"$bomb_py\"],\"timeout_s\":10}" >/tmp/bomb.json &
 bomb=$!
-sleep 3
+sleep 5
 h=$(SBX_TIMEOUT=5 call '{"op":"health"}')
 [ "$(jqr .status "$h")" = ok ]
 ok $? "the daemon answers another client during a process bomb"
-cur=$(cat "$scg/pids.current")
-diag "pids.current during the bomb: $cur"
+cur=$(cat "$bcg/pids.current")
+diag "pids.current during the bomb: $cur; pids.events: $(tr '\n' ' ' <"$bcg/pids.events")"
 [ "$cur" -ge 30 ] && [ "$cur" -le 32 ]
 ok $? "the process bomb fills the sandbox up to pids.max and no further"
 wait $bomb
 r=$(cat /tmp/bomb.json)
-[ "$(jqr .reason "$r")" = timeout ]
-ok $? "the process bomb run ends at its timeout"
-r=$(call "{\"op\":\"run\",\"sandbox\":\"$sid\",\"argv\":[\"true\"]}")
+diag "bomb: $(jqr '{reason,exit_code,oom_killed,pids_peak}' "$r" | tr -d '\n ')"
+[ "$(jqr .reason "$r")" = timeout ] && [ "$(jqr .pids_peak "$r")" -le 32 ]
+ok $? "the process bomb run ends at its timeout, its pids peak within the limit"
+r=$(call "{\"op\":\"run\",\"sandbox\":\"$bsid\",\"argv\":[\"true\"]}")
 [ "$(jqr .exit_code "$r")" = 0 ]
 ok $? "the sandbox runs commands again after the bomb (its processes were killed)"
+call "{\"op\":\"destroy\",\"sandbox\":\"$bsid\"}" >/dev/null
 
 r=$(call "{\"op\":\"destroy\",\"sandbox\":\"$sid\"}")
 [ "$(jqr .destroyed "$r")" = true ] && [ ! -d "$scg" ]
