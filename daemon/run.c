@@ -490,11 +490,21 @@ static void run_finish(Run *r) {
 
 /* ---- Events ------------------------------------------------------------------------------ */
 
+/* Tells the client the run's id while it is in flight, so that it (or another connection of
+ * the same user) can kill it. */
+static void run_send_started(Run *r) {
+        json_object *ev = proto_event(r->req_id, "started");
+        json_object_object_add(ev, "run_id", json_object_new_string(r->id));
+        json_object_object_add(ev, "sandbox", json_object_new_string(r->sandbox->id));
+        connection_send_take(r->conn, ev);
+}
+
 static void run_handle_report(Run *r, const SpawnReport *rep, int fd) {
         switch (rep->kind) {
         case REPORT_STARTED:
                 r->started = true;
                 r->main_pidfd = fd;
+                run_send_started(r);
                 return;
         case REPORT_EXITED:
                 r->exited = true;

@@ -257,8 +257,27 @@ is_(sorted(r.get("stdout", "").splitlines()), ["B=2", "PATH=/usr/local/bin:/usr/
     "a run's env replaces the sandbox's")
 c.call({"op": "destroy", "sandbox": S2})
 
-# kill: the run id is only known from the final reply, so a run in flight cannot be named by
-# another client; what can be tested is the refusal of unknown ids and bad signals.
+# kill: the "started" event names the run while it is in flight; another connection kills it.
+S3 = c.call({"op": "create", "best_effort": True})["sandbox"]["id"]
+k = Conn(sock, 30)
+for sig, reason, code, name in (("TERM", "signaled", 143, "TERM"), (None, "killed", 137, "KILL")):
+    c.send({"id": "victim", "op": "run", "sandbox": S3, "command": "trap '' HUP; sleep 100"})
+    ev = c.recv_json(10)
+    check(ev and ev.get("event") == "started" and ev.get("id") == "victim" and ev.get("sandbox") == S3
+          and ev.get("run_id", "").startswith("run-"), "a run announces itself with a started event naming it", ev)
+    req = {"op": "kill", "run_id": ev.get("run_id", "")}
+    if sig:
+        req["signal"] = sig
+    r = k.call(req)
+    is_(r.get("ok"), True, "kill (signal %s) from another connection: ok" % (sig or "default"))
+    m = c.final("victim", 10)
+    is_((m.get("reason"), m.get("exit_code"), m.get("signal")), (reason, code, name),
+        "the killed run reports reason %s, exit %d, signal %s" % (reason, code, name))
+r = k.call({"op": "kill", "run_id": m.get("run_id", "x")})
+check(r.get("ok") is False and r["error"].get("code") == "not_found", "kill of a run that has ended: not_found", r)
+k.close()
+c.call({"op": "destroy", "sandbox": S3})
+
 for sig in (None, "TERM", 9):
     req = {"op": "kill", "run_id": "run-000000000000"}
     if sig is not None:

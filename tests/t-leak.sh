@@ -1,0 +1,52 @@
+#!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# Nothing leaks: 1,000 throwaway runs (create + run + destroy in one request each), from four
+# connections at once, leave no cgroup, process, mount, fd or directory of theirs behind.
+. "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
+
+start_daemon || exit 0
+fds0=$(daemon_fd_baseline)
+mounts0=$(wc -l <"/proc/$DAEMON_PID/mountinfo")
+rss0=$(daemon_rss_kb)
+inits0=$(pgrep -xc sandbox-init)
+
+run_py "1000 throwaway runs" 600 <<'PYEOF'
+import os, threading
+from client import Conn, check, is_
+sock = os.environ["SOCK"]
+results, lock = [], threading.Lock()
+
+def worker(n):
+    c = Conn(sock, 60)
+    for i in range(n):
+        r = c.call({"op": "run", "best_effort": True, "argv": ["sh", "-c", "echo $$ > /tmp/pid; cat /tmp/pid"]})
+        with lock:
+            results.append(r)
+    c.close()
+
+threads = [threading.Thread(target=worker, args=(250,)) for _ in range(4)]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join()
+is_(len(results), 1000, "1000 replies came back")
+good = [r for r in results if r.get("ok") and r.get("exit_code") == 0 and r.get("stdout", "").strip().isdigit()]
+is_(len(good), 1000, "every run succeeded and printed its pid")
+is_(len({r.get("sandbox") for r in results}), 1000, "each run had a sandbox of its own")
+PYEOF
+
+wait_until 30 _cg_leaf_empty "$CG/sandboxes" 2>/dev/null
+is "$(cg_child_count)" 0 "no cgroup of theirs remains below $CG/sandboxes"
+is "$(cg_procs | wc -l)" 0 "no process remains in the sandboxes' cgroups"
+is "$(pgrep -xc sandbox-init)" "$inits0" "no sandbox init remains"
+_no_state() { [ -z "$(ls -A "$T/state/sandboxes")" ]; }
+wait_until 30 _no_state
+is "$(ls -A "$T/state/sandboxes" | wc -l)" 0 "no workspace directory remains (trash included)"
+is "$(daemon_children_named sandboxd-rm)" 0 "no workspace remover remains"
+wait_fds "$fds0"
+is "$(daemon_fds)" "$fds0" "the daemon's fd count is back to its baseline ($fds0)"
+is "$(wc -l <"/proc/$DAEMON_PID/mountinfo")" "$mounts0" "the daemon's mount table is unchanged"
+rss1=$(daemon_rss_kb)
+diag "daemon RSS: ${rss0} kB before, ${rss1} kB after"
+check "the daemon's RSS grew by less than 8 MiB" [ $((rss1 - rss0)) -lt 8192 ]
+stop_daemon
