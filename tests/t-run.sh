@@ -148,6 +148,12 @@ is_(r.get("stdout"), "before\n", "timeout: the output printed before is returned
 check(el < 10, "timeout: the reply came after %.1f s (limit 1 s)" % el)
 time.sleep(5)
 check(not os.path.exists(os.path.join(wd, "late")), "timeout: the setsid'ed grandchild was killed (no /work/late after 5 s)")
+# CPU budget of the whole run: two busy loops share it, and both die when it is spent.
+r = run(timeout_s=20, cpu_s=0.5, command="while :; do :; done & while :; do :; done")
+used = (r.get("cpu_user_s") or 0) + (r.get("cpu_system_s") or 0)
+is_((r.get("reason"), r.get("signal")), ("cpu_limit", "KILL"), "cpu_s 0.5: reason cpu_limit, killed")
+check(0.5 <= used < 5, "cpu_s 0.5: the run used %.2f s of CPU in all" % used)
+check(r.get("duration_s", 99) < 10, "cpu_s 0.5: it ended long before its timeout (%.1f s)" % r.get("duration_s", 99))
 r = run(timeout_s="500ms", argv=["sleep", "30"])
 is_(r.get("reason"), "timeout", "timeout_s \"500ms\" is understood")
 
