@@ -144,7 +144,6 @@ static char *socket_path(int fd) {
 }
 
 int manager_add_listener(Manager *m, int fd) {
-        sd_event_source *src = NULL;
         int r;
 
         if (m->n_listen >= MANAGER_MAX_LISTEN)
@@ -152,10 +151,10 @@ int manager_add_listener(Manager *m, int fd) {
         r = fcntl(fd, F_SETFL, O_NONBLOCK);
         if (r < 0 || fcntl(fd, F_SETFD, FD_CLOEXEC) < 0)
                 return -errno;
-        r = sd_event_add_io(m->event, &src, fd, EPOLLIN, on_accept, m);
+        /* No reference kept: the source floats, owned and freed by the loop. */
+        r = sd_event_add_io(m->event, NULL, fd, EPOLLIN, on_accept, m);
         if (r < 0)
                 return r;
-        (void) sd_event_source_set_floating(src, true);
         m->listen_paths[m->n_listen] = socket_path(fd);
         m->listen_fds[m->n_listen++] = fd;
         return 0;
