@@ -22,6 +22,7 @@
 #include "run.h"
 #include "sandbox.h"
 #include "spawn.h"
+#include "state.h"
 #include "util.h"
 
 int manager_new(Manager **ret, Config *config) {
@@ -244,6 +245,9 @@ int manager_setup(Manager *m) {
                 return r;
         }
         manager_probe_features(m);
+        r = state_restore_all(m);
+        if (r < 0)
+                log_warning("cannot read the state directory: %s", strerror(-r));
         log_info("cgroup subtree %s; enforceable: memory=%s pids=%s cpu=%s", m->cg.base,
                  m->cg.enforceable & CG_MEMORY ? "yes" : "no", m->cg.enforceable & CG_PIDS ? "yes" : "no",
                  m->cg.enforceable & CG_CPU ? "yes" : "no");

@@ -24,6 +24,7 @@
 #include "run.h"
 #include "sandbox.h"
 #include "spawn.h"
+#include "state.h"
 #include "util.h"
 
 #define SANDBOX_NAME_MAX 64
@@ -196,11 +197,11 @@ static int sandbox_make_cgroup(Sandbox *s) {
 
 /* <state>/<id>/work, owned by the sandbox's root. The sandbox reaches it through an fd, so the
  * path's own permissions may stay closed to everyone else. */
-static int sandbox_make_workspace(Sandbox *s) {
+static int sandbox_make_workspace(Sandbox *s, bool existing) {
         _cleanup_close_ int dfd = -EBADF;
         int state_fd = s->manager->state_fd;
 
-        if (mkdirat(state_fd, s->id, 0700) < 0)
+        if (mkdirat(state_fd, s->id, 0700) < 0 && (!existing || errno != EEXIST))
                 return -errno;
         dfd = openat(state_fd, s->id, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (dfd < 0)
@@ -347,8 +348,12 @@ int sandbox_create(Manager *m, json_object *req, uid_t owner, bool ephemeral, Sa
                 r = internal_error(err, "cannot create the sandbox's cgroup", r);
                 goto fail_destroy;
         }
-        if ((r = sandbox_make_workspace(s)) < 0) {
+        if ((r = sandbox_make_workspace(s, false)) < 0) {
                 r = internal_error(err, "cannot create the workspace", r);
+                goto fail_destroy;
+        }
+        if (!s->ephemeral && (r = state_save(s)) < 0) {
+                r = internal_error(err, "cannot record the sandbox in the state directory", r);
                 goto fail_destroy;
         }
         if ((r = sandbox_spawn_init(s)) < 0) {
@@ -363,6 +368,97 @@ fail_destroy:
 fail:
         sandbox_free(s);
         return r;
+}
+
+/* A cgroup of an earlier daemon's sandbox: its processes did not survive the restart (the init
+ * may have), so it is emptied and removed before the sandbox gets a new one. */
+static int sandbox_clear_old_cgroup(Sandbox *s) {
+        Manager *m = s->manager;
+        _cleanup_close_ int fd = openat(m->cg.sandboxes_fd, s->id, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+        if (fd < 0)
+                return errno == ENOENT ? 0 : -errno;
+        for (int i = 0; i < 1000 && cg_populated(fd) > 0; i++) {
+                (void) cg_kill(fd);
+                usleep(1000);
+        }
+        return cg_remove_tree(m->cg.sandboxes_fd, s->id);
+}
+
+static int restore_u64(json_object *o, const char *key, uint64_t *ret) {
+        json_object *v;
+        if (!json_object_object_get_ex(o, key, &v) || !json_object_is_type(v, json_type_int) ||
+            json_object_get_int64(v) < 0)
+                return -EBADMSG;
+        *ret = (uint64_t) json_object_get_int64(v);
+        return 0;
+}
+
+static int sandbox_restore_fields(Sandbox *s, json_object *meta) {
+        json_object *l, *v;
+        uint64_t owner, slot;
+
+        if (!json_object_object_get_ex(meta, "limits", &l) || restore_u64(meta, "owner_uid", &owner) < 0 ||
+            restore_u64(meta, "uid_slot", &slot) < 0 || restore_u64(meta, "created_usec", &s->created_usec) < 0 ||
+            restore_u64(l, "memory", &s->limits.memory) < 0 || restore_u64(l, "pids", &s->limits.pids) < 0 ||
+            restore_u64(l, "millicpus", &s->limits.millicpus) < 0 ||
+            restore_u64(l, "timeout_usec", &s->limits.timeout_usec) < 0 ||
+            restore_u64(l, "output_bytes", &s->limits.output_bytes) < 0)
+                return -EBADMSG;
+        s->owner_uid = (uid_t) owner;
+        s->uid_slot = (unsigned) slot;
+        if (json_object_object_get_ex(meta, "name", &v) && json_object_is_type(v, json_type_string) &&
+            !(s->name = strdup(json_object_get_string(v))))
+                return -ENOMEM;
+        if (json_object_object_get_ex(meta, "best_effort", &v))
+                s->best_effort = json_object_get_boolean(v);
+        if (json_object_object_get_ex(meta, "env", &v) && json_object_is_type(v, json_type_object))
+                s->env = json_object_get(v);
+        return 0;
+}
+
+static int sandbox_restore_claim(Sandbox *s, json_object *meta) {
+        Manager *m = s->manager;
+        json_object *id;
+
+        if (!json_object_object_get_ex(meta, "id", &id) || !json_object_is_type(id, json_type_string))
+                return -EBADMSG;
+        snprintf(s->id, sizeof(s->id), "%s", json_object_get_string(id));
+        if (sandbox_restore_fields(s, meta) < 0)
+                return -EBADMSG;
+        if (s->uid_slot >= m->config.max_sandboxes || m->uid_slots[s->uid_slot] ||
+            (s->name && manager_find_sandbox(m, s->name)))
+                return -EEXIST;
+        m->uid_slots[s->uid_slot] = 1;
+        s->host_uid = (uid_t) (m->config.uid_base + (uint64_t) s->uid_slot * m->config.uid_range);
+        /* What the host enforces now, which need not be what it enforced before. */
+        s->enforced = m->cg.enforceable & (CG_MEMORY | CG_PIDS | CG_CPU);
+        return 0;
+}
+
+int sandbox_restore(Manager *m, json_object *meta, Sandbox **ret) {
+        Sandbox *s = sandbox_alloc(m);
+        int r;
+
+        if (!s)
+                return -ENOMEM;
+        r = sandbox_restore_claim(s, meta);
+        if (r < 0) {
+                sandbox_free(s);
+                return r;
+        }
+        s->restored_usec = now_usec(CLOCK_REALTIME);
+        sandbox_link(m, s);
+        s->state = SANDBOX_CREATING;
+        if ((r = sandbox_clear_old_cgroup(s)) < 0 || (r = sandbox_make_cgroup(s)) < 0 ||
+            (r = sandbox_make_workspace(s, true)) < 0 || (r = sandbox_spawn_init(s)) < 0) {
+                /* Keep the workspace: only the processes are given up. */
+                s->keep_workspace = true;
+                sandbox_destroy(s, "restore failed");
+                return r;
+        }
+        *ret = s;
+        return 0;
 }
 
 void sandbox_add_waiter(Waiter **list, Connection *c, json_object *id) {
@@ -501,6 +597,8 @@ static void sandbox_remove_workspace(Sandbox *s) {
         int pidfd = -1;
         sd_event_source *src = NULL;
 
+        if (s->keep_workspace)
+                return;
         snprintf(trash, sizeof(trash), ".trash-%s", s->id);
         if (renameat(m->state_fd, s->id, m->state_fd, trash) < 0) {
                 if (errno != ENOENT)
@@ -534,7 +632,8 @@ static void sandbox_finish_destroy(Sandbox *s) {
         if (r < 0)
                 log_warning("sandbox %s: cannot remove its cgroup: %s", s->id, strerror(-r));
         sandbox_remove_workspace(s);
-        manager_add_tombstone(m, s->id);
+        if (!s->keep_workspace)
+                manager_add_tombstone(m, s->id);
         if (s->destroy_waiters) {
                 _cleanup_json_ json_object *t = json_object_new_boolean(1);
                 waiters_answer(&s->destroy_waiters, t, "destroyed", NULL);
@@ -649,11 +748,17 @@ static json_object *sandbox_usage_json(Sandbox *s) {
         return u;
 }
 
+static const char *format_utc(char *buf, size_t len, uint64_t usec) {
+        time_t t = (time_t) (usec / USEC_PER_SEC);
+        struct tm tm;
+        gmtime_r(&t, &tm);
+        strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm);
+        return buf;
+}
+
 json_object *sandbox_to_json(Sandbox *s, bool with_usage) {
         json_object *o = json_object_new_object(), *l = json_object_new_object(), *e = json_object_new_object();
         char buf[4096], ts[32];
-        time_t t = (time_t) (s->created_usec / USEC_PER_SEC);
-        struct tm tm;
 
         json_object_object_add(o, "id", json_object_new_string(s->id));
         json_object_object_add(o, "name", s->name ? json_object_new_string(s->name) : NULL);
@@ -674,9 +779,10 @@ json_object *sandbox_to_json(Sandbox *s, bool with_usage) {
         json_object_object_add(o, "enforced", e);
         json_object_object_add(o, "best_effort", json_object_new_boolean(s->best_effort));
         json_object_object_add(o, "network", json_object_new_string("none"));
-        gmtime_r(&t, &tm);
-        strftime(ts, sizeof(ts), "%Y-%m-%dT%H:%M:%SZ", &tm);
-        json_object_object_add(o, "created", json_object_new_string(ts));
+        json_object_object_add(o, "created", json_object_new_string(format_utc(ts, sizeof(ts), s->created_usec)));
+        json_object_object_add(o, "restarted_at", s->restored_usec ? json_object_new_string(format_utc(ts, sizeof(ts),
+                                                                                                     s->restored_usec))
+                                                                   : NULL);
         if (with_usage) {
                 json_object_object_add(o, "usage", sandbox_usage_json(s));
                 json_object_object_add(o, "runs_in_flight", json_object_new_int((int) s->n_runs));

@@ -51,6 +51,8 @@ typedef struct Sandbox {
         bool ephemeral;    /* made for one run, destroyed after it */
         json_object *env;  /* default environment for runs, or NULL */
         uint64_t created_usec; /* CLOCK_REALTIME */
+        uint64_t restored_usec; /* when a restarted daemon brought it back, or 0 */
+        bool keep_workspace;   /* a teardown that must leave the workspace (failed restore) */
         char *cg_rel;      /* "sandboxes/sbx-..." below the cgroup base */
         int cg_fd;
         int workdir_fd;    /* O_PATH of the workspace */
@@ -71,6 +73,8 @@ typedef struct Sandbox {
 /* Validates a create request (shared by throwaway runs) into a new sandbox that is being set
  * up; the reply comes later through the waiters or pending runs. */
 int sandbox_create(Manager *m, json_object *req, uid_t owner, bool ephemeral, Sandbox **ret, ProtoError *err);
+/* Brings back a sandbox recorded by an earlier daemon (state.c) with a new init. */
+int sandbox_restore(Manager *m, json_object *meta, Sandbox **ret);
 void sandbox_destroy(Sandbox *s, const char *reason);
 Sandbox *sandbox_free(Sandbox *s);
 

@@ -92,6 +92,25 @@ r=$(call "{\"op\":\"run\",\"sandbox\":\"$bsid\",\"argv\":[\"true\"]}")
 ok $? "the sandbox runs commands again after the bomb (its processes were killed)"
 call "{\"op\":\"destroy\",\"sandbox\":\"$bsid\"}" >/dev/null
 
+# -- the daemon is SIGKILLed: systemd restarts it, and the sandbox comes back --------------------
+call "{\"op\":\"run\",\"sandbox\":\"$sid\",\"command\":\"echo kept > /work/kept\"}" >/dev/null
+old=$(systemctl show -p MainPID --value sandboxd.service)
+systemctl kill -s KILL sandboxd.service
+for _ in $(seq 100); do
+	new=$(systemctl show -p MainPID --value sandboxd.service)
+	[ "$new" != 0 ] && [ "$new" != "$old" ] && break
+	sleep 0.2
+done
+r=$(call "{\"op\":\"run\",\"sandbox\":\"$sid\",\"argv\":[\"cat\",\"/work/kept\"]}")
+diag "after SIGKILL: daemon pid $old -> $new; $(jqr '{ok,stdout}' "$r" | tr -d '\n ')"
+[ "$(jqr .stdout "$r")" = kept ]
+ok $? "after the daemon is SIGKILLed, the restarted daemon has the sandbox and its files"
+r=$(call "{\"op\":\"inspect\",\"sandbox\":\"$sid\"}")
+[ "$(jqr .sandbox.restarted_at "$r")" != null ]
+ok $? "inspect reports that the sandbox was brought back after a restart"
+[ "$(cat "$scg/memory.max")" = 67108864 ]
+ok $? "its memory.max holds the same limit in its new cgroup"
+
 r=$(call "{\"op\":\"destroy\",\"sandbox\":\"$sid\"}")
 [ "$(jqr .destroyed "$r")" = true ] && [ ! -d "$scg" ]
 ok $? "destroy removes the sandbox's cgroup"

@@ -1,0 +1,150 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "macro.h"
+#include "manager.h"
+#include "proto.h"
+#include "rm-rf.h"
+#include "sandbox.h"
+#include "state.h"
+
+#define META "meta.json"
+#define META_TMP "meta.json.tmp"
+#define META_MAX (1u << 20)
+
+static json_object *state_to_json(Sandbox *s) {
+        json_object *o = json_object_new_object(), *l = json_object_new_object();
+
+        json_object_object_add(o, "version", json_object_new_int(1));
+        json_object_object_add(o, "id", json_object_new_string(s->id));
+        json_object_object_add(o, "name", s->name ? json_object_new_string(s->name) : NULL);
+        json_object_object_add(o, "owner_uid", json_object_new_int64(s->owner_uid));
+        json_object_object_add(o, "uid_slot", json_object_new_int64(s->uid_slot));
+        json_object_object_add(o, "created_usec", json_object_new_int64((int64_t) s->created_usec));
+        json_object_object_add(o, "best_effort", json_object_new_boolean(s->best_effort));
+        json_object_object_add(l, "memory", json_object_new_int64((int64_t) s->limits.memory));
+        json_object_object_add(l, "pids", json_object_new_int64((int64_t) s->limits.pids));
+        json_object_object_add(l, "millicpus", json_object_new_int64((int64_t) s->limits.millicpus));
+        json_object_object_add(l, "timeout_usec", json_object_new_int64((int64_t) s->limits.timeout_usec));
+        json_object_object_add(l, "output_bytes", json_object_new_int64((int64_t) s->limits.output_bytes));
+        json_object_object_add(o, "limits", l);
+        json_object_object_add(o, "env", s->env ? json_object_get(s->env) : NULL);
+        return o;
+}
+
+static int write_all_fd(int fd, const char *p, size_t n) {
+        while (n > 0) {
+                ssize_t k = write(fd, p, n);
+                if (k < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return -errno;
+                }
+                p += k;
+                n -= (size_t) k;
+        }
+        return 0;
+}
+
+int state_save(Sandbox *s) {
+        _cleanup_json_ json_object *o = state_to_json(s);
+        _cleanup_free_ char *text = NULL;
+        _cleanup_close_ int dfd = -EBADF, fd = -EBADF;
+        size_t n;
+        int r;
+
+        text = proto_serialize(o, &n);
+        if (!text)
+                return -ENOMEM;
+        dfd = openat(s->manager->state_fd, s->id, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (dfd < 0)
+                return -errno;
+        fd = openat(dfd, META_TMP, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (fd < 0)
+                return -errno;
+        if ((r = write_all_fd(fd, text, n)) < 0)
+                return r;
+        /* Data first, then the name, then the directory entry: a crash leaves the old file or
+         * the new one, never a torn one. */
+        if (fsync(fd) < 0 || renameat(dfd, META_TMP, dfd, META) < 0 || fsync(dfd) < 0)
+                return -errno;
+        return 0;
+}
+
+static int read_meta(int state_fd, const char *id, json_object **ret) {
+        _cleanup_close_ int dfd = openat(state_fd, id, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        _cleanup_close_ int fd = -EBADF;
+        _cleanup_free_ char *buf = NULL;
+        ProtoError err;
+        ssize_t n;
+
+        if (dfd < 0)
+                return -errno;
+        fd = openat(dfd, META, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        buf = malloc(META_MAX + 1);
+        if (!buf)
+                return -ENOMEM;
+        n = read(fd, buf, META_MAX);
+        if (n < 0)
+                return -errno;
+        while (n > 0 && buf[n - 1] == '\n')
+                n--;
+        buf[n] = '\0';
+        return proto_parse_line(buf, (size_t) n, SBX_MAX_DEPTH, ret, &err) < 0 ? -EBADMSG : 0;
+}
+
+static bool is_sandbox_id(const char *name) {
+        return strncmp(name, "sbx-", 4) == 0 && strlen(name) == 16 && strspn(name + 4, "0123456789abcdef") == 12;
+}
+
+/* One entry of <state>/sandboxes: a recorded sandbox comes back; anything else is what a crash
+ * interrupted (a workspace being removed, a sandbox never recorded) and goes. */
+static void restore_entry(Manager *m, const char *name) {
+        _cleanup_json_ json_object *meta = NULL;
+        Sandbox *s;
+        int r;
+
+        if (is_sandbox_id(name) && read_meta(m->state_fd, name, &meta) >= 0) {
+                r = sandbox_restore(m, meta, &s);
+                if (r < 0)
+                        log_warning("sandbox %s: cannot restore it: %s; its workspace stays in place", name, strerror(-r));
+                else
+                        log_info("sandbox %s restored after a restart", name);
+                return;
+        }
+        if (name[0] == '.' && strncmp(name, ".trash-", 7) != 0)
+                return;
+        log_info("removing %s, left half-done by an earlier run", name);
+        r = rm_rf_at(m->state_fd, name);
+        if (r < 0)
+                log_warning("cannot remove %s: %s", name, strerror(-r));
+}
+
+int state_restore_all(Manager *m) {
+        int fd = openat(m->state_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        DIR *d;
+        struct dirent *de;
+
+        if (fd < 0)
+                return -errno;
+        d = fdopendir(fd);
+        if (!d) {
+                close(fd);
+                return -errno;
+        }
+        while ((de = readdir(d)))
+                if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0)
+                        restore_entry(m, de->d_name);
+        closedir(d);
+        return 0;
+}

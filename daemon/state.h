@@ -1,0 +1,14 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* What survives the daemon: each sandbox's metadata in <state>/sandboxes/<id>/meta.json, written
+ * atomically (temp file, fsync, rename, directory fsync), and read back at start. */
+#pragma once
+
+#include <json-c/json.h>
+
+typedef struct Manager Manager;
+typedef struct Sandbox Sandbox;
+
+int state_save(Sandbox *s);
+/* At start: removes what a crash left half-done (trash, workspaces without metadata) and brings
+ * every recorded sandbox back with a new init. */
+int state_restore_all(Manager *m);
