@@ -10,7 +10,7 @@
 #include "macro.h"
 #include "util.h"
 
-typedef enum { KEY_PATH, KEY_SIZE, KEY_COUNT, KEY_DURATION, KEY_CPUS } KeyType;
+typedef enum { KEY_PATH, KEY_NAME, KEY_SIZE, KEY_COUNT, KEY_DURATION, KEY_CPUS } KeyType;
 
 typedef struct ConfigKey {
         const char *name;
@@ -29,6 +29,9 @@ static const ConfigKey config_keys[] = {
         KEY("request_timeout", KEY_DURATION, request_timeout_usec),
         KEY("max_sandboxes", KEY_COUNT, max_sandboxes),
         KEY("max_runs_per_connection", KEY_COUNT, max_runs_per_connection),
+        KEY("admin_group", KEY_NAME, admin_group),
+        KEY("max_sandboxes_per_uid", KEY_COUNT, max_sandboxes_per_uid),
+        KEY("max_runs_per_uid", KEY_COUNT, max_runs_per_uid),
         KEY("uid_base", KEY_COUNT, uid_base),
         KEY("uid_range", KEY_COUNT, uid_range),
         KEY("default_memory", KEY_SIZE, default_memory),
@@ -65,6 +68,8 @@ void config_init_defaults(Config *c) {
                 .request_timeout_usec = 30 * USEC_PER_SEC,
                 .max_sandboxes = 2048,
                 .max_runs_per_connection = 256,
+                .max_sandboxes_per_uid = 256,
+                .max_runs_per_uid = 512,
                 .uid_base = 0x70000000u,
                 .uid_range = 65536,
                 .default_memory = 512u << 20,
@@ -86,6 +91,7 @@ void config_done(Config *c) {
         free(c->state_dir);
         free(c->cgroup_root);
         free(c->root_dir);
+        free(c->admin_group);
         *c = (Config) {};
 }
 
@@ -106,7 +112,8 @@ static int set_key(Config *c, const ConfigKey *k, const char *value) {
 
         switch (k->type) {
         case KEY_PATH:
-                if (value[0] != '/')
+        case KEY_NAME:
+                if ((k->type == KEY_PATH && value[0] != '/') || !value[0])
                         return -EINVAL;
                 free(*(char **) field);
                 *(char **) field = strdup(value);

@@ -16,6 +16,9 @@ typedef struct Config {
         uint64_t request_timeout_usec;
         uint64_t max_sandboxes;
         uint64_t max_runs_per_connection;
+        char *admin_group;          /* members may see and touch every sandbox */
+        uint64_t max_sandboxes_per_uid;
+        uint64_t max_runs_per_uid;  /* runs in flight; root is not capped */
         uint64_t uid_base;          /* first host uid of the sandbox ranges */
         uint64_t uid_range;         /* uids per sandbox */
         /* Defaults and maximums for sandboxes and runs. */

@@ -287,6 +287,20 @@ static void connection_update_events(Connection *c) {
         (void) sd_event_source_set_io_events(c->io, ev);
 }
 
+/* SO_PEERGROUPS gives the peer's supplementary groups as they were at connect(). */
+static bool peer_in_group(int fd, const struct ucred *peer, gid_t gid) {
+        gid_t groups[256];
+        socklen_t len = sizeof(groups);
+        if (peer->gid == gid)
+                return true;
+        if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups, &len) < 0)
+                return false;
+        for (size_t i = 0; i < len / sizeof(gid_t); i++)
+                if (groups[i] == gid)
+                        return true;
+        return false;
+}
+
 int connection_new(Manager *m, int fd, Connection **ret) {
         socklen_t len = sizeof(struct ucred);
         Connection *c = calloc(1, sizeof(*c));
@@ -304,6 +318,7 @@ int connection_new(Manager *m, int fd, Connection **ret) {
                 connection_unref(c);
                 return r;
         }
+        c->admin = c->peer.uid == 0 || (m->have_admin_gid && peer_in_group(fd, &c->peer, m->admin_gid));
         r = sd_event_add_io(m->event, &c->io, fd, EPOLLIN, on_io, c);
         if (r < 0) {
                 c->fd = -EBADF;

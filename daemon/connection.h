@@ -17,6 +17,7 @@ typedef struct Connection {
         Manager *manager;
         int fd;
         struct ucred peer;
+        bool admin;        /* root, or a member of the configured admin group */
         sd_event_source *io;
         sd_event_source *partial_timer; /* closes a connection whose partial line goes stale */
         LineBuffer in;

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <linux/sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -220,10 +221,28 @@ static int on_signal(sd_event_source *s, const struct signalfd_siginfo *si, void
         return sd_event_exit(m->event, 0);
 }
 
+static int manager_resolve_admin_group(Manager *m) {
+        struct group *g;
+        if (!m->config.admin_group)
+                return 0;
+        errno = 0;
+        g = getgrnam(m->config.admin_group);
+        if (!g) {
+                log_error("configuration: admin_group '%s' is not a group on this host", m->config.admin_group);
+                return errno ? -errno : -ENOENT;
+        }
+        m->admin_gid = g->gr_gid;
+        m->have_admin_gid = true;
+        return 0;
+}
+
 int manager_setup(Manager *m) {
         sigset_t mask;
         int r;
 
+        r = manager_resolve_admin_group(m);
+        if (r < 0)
+                return r;
         sigemptyset(&mask);
         sigaddset(&mask, SIGCHLD);
         sigaddset(&mask, SIGTERM);

@@ -5,6 +5,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 #include <systemd/sd-event.h>
 
 #include "cgroup.h"
@@ -40,6 +41,8 @@ typedef struct Manager {
         char (*tombstones)[24]; /* ids of destroyed sandboxes, a ring */
         unsigned n_tombstones, tombstone_next;
         uint64_t start_usec;
+        gid_t admin_gid;
+        bool have_admin_gid;
         bool stopping;
 } Manager;
 

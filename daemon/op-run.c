@@ -24,6 +24,14 @@ static int run_sandbox(Connection *c, json_object *req, Sandbox **ret, ProtoErro
         return ops_lookup_sandbox(c, req, ret, err);
 }
 
+static unsigned runs_of_uid(Manager *m, uid_t uid) {
+        unsigned n = 0;
+        for (Connection *c = m->connections; c; c = c->next)
+                if (c->peer.uid == uid)
+                        n += c->n_runs;
+        return n;
+}
+
 int op_run(Connection *c, json_object *id, json_object *req, ProtoError *err) {
         RunSpec spec;
         Sandbox *s = NULL;
@@ -32,6 +40,10 @@ int op_run(Connection *c, json_object *id, json_object *req, ProtoError *err) {
 
         if (c->n_runs >= c->manager->config.max_runs_per_connection)
                 return proto_error_set(err, SBX_E_RESOURCE_EXHAUSTED, NULL, "too many runs in flight on this connection");
+        if (c->peer.uid != 0 && runs_of_uid(c->manager, c->peer.uid) >= c->manager->config.max_runs_per_uid)
+                return proto_error_set(err, SBX_E_RESOURCE_EXHAUSTED, NULL,
+                                       "uid %u has its maximum of %llu runs in flight (max_runs_per_uid)",
+                                       (unsigned) c->peer.uid, (unsigned long long) c->manager->config.max_runs_per_uid);
         k = run_spec_parse(req, c->manager->config.max_stdin_bytes, &spec, err);
         if (k < 0)
                 goto fail;
@@ -74,7 +86,7 @@ int op_kill(Connection *c, json_object *id, json_object *req, ProtoError *err) {
                                                json_object_get_string(sig_obj));
         }
         r = run_id ? manager_find_run(c->manager, run_id) : NULL;
-        if (!r || !sandbox_visible_to(r->sandbox, c->peer.uid))
+        if (!r || !sandbox_visible_to(r->sandbox, c))
                 return proto_error_set(err, SBX_E_NOT_FOUND, "run_id", "no run '%.64s' in flight", run_id ? run_id : "");
         k = run_kill(r, sig, REASON_KILLED);
         if (k < 0)

@@ -21,7 +21,7 @@ int op_list(Connection *c, json_object *id, json_object *req, ProtoError *err) {
         json_object *reply = proto_reply_ok(id), *arr = json_object_new_array();
 
         for (Sandbox *s = c->manager->sandboxes; s; s = s->next)
-                if (!s->ephemeral && sandbox_visible_to(s, c->peer.uid) && s->state != SANDBOX_DESTROYING)
+                if (!s->ephemeral && sandbox_visible_to(s, c) && s->state != SANDBOX_DESTROYING)
                         json_object_array_add(arr, sandbox_to_json(s, false));
         json_object_object_add(reply, "sandboxes", arr);
         connection_send_take(c, reply);

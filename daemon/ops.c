@@ -81,7 +81,7 @@ int ops_lookup_sandbox(Connection *c, json_object *req, Sandbox **ret, ProtoErro
         if (!key || !*key)
                 return proto_error_set(err, SBX_E_INVALID_REQUEST, "sandbox", "missing field 'sandbox'");
         s = manager_find_sandbox(c->manager, key);
-        if (!s || !sandbox_visible_to(s, c->peer.uid))
+        if (!s || !sandbox_visible_to(s, c))
                 return proto_error_set(err, SBX_E_NOT_FOUND, "sandbox", "no sandbox '%.64s'", key);
         *ret = s;
         return 0;

@@ -329,6 +329,10 @@ int sandbox_create(Manager *m, json_object *req, uid_t owner, bool ephemeral, Sa
         if (m->n_sandboxes >= m->config.max_sandboxes)
                 return proto_error_set(err, SBX_E_RESOURCE_EXHAUSTED, NULL, "the daemon holds its maximum of %" PRIu64
                                        " sandboxes", m->config.max_sandboxes);
+        if (owner != 0 && sandbox_count_owned(m, owner) >= m->config.max_sandboxes_per_uid)
+                return proto_error_set(err, SBX_E_RESOURCE_EXHAUSTED, NULL,
+                                       "uid %u has its maximum of %" PRIu64 " sandboxes (max_sandboxes_per_uid)",
+                                       (unsigned) owner, m->config.max_sandboxes_per_uid);
         s = sandbox_alloc(m);
         if (!s)
                 return proto_error_set(err, SBX_E_INTERNAL, NULL, "out of memory");
@@ -713,8 +717,16 @@ Sandbox *sandbox_free(Sandbox *s) {
         return NULL;
 }
 
-bool sandbox_visible_to(Sandbox *s, uid_t uid) {
-        return uid == 0 || uid == s->owner_uid;
+/* Anyone else gets not_found, not permission_denied: no oracle for other users' sandboxes. */
+bool sandbox_visible_to(Sandbox *s, const Connection *c) {
+        return c->admin || c->peer.uid == s->owner_uid;
+}
+
+unsigned sandbox_count_owned(Manager *m, uid_t uid) {
+        unsigned n = 0;
+        for (Sandbox *s = m->sandboxes; s; s = s->next)
+                n += s->owner_uid == uid && s->state != SANDBOX_DESTROYING;
+        return n;
 }
 
 const char *sandbox_workdir_path(Sandbox *s, char *buf, size_t len) {

@@ -80,7 +80,8 @@ Sandbox *sandbox_free(Sandbox *s);
 
 void sandbox_add_waiter(Waiter **list, Connection *c, json_object *id);
 json_object *sandbox_to_json(Sandbox *s, bool with_usage);
-bool sandbox_visible_to(Sandbox *s, uid_t uid);
+bool sandbox_visible_to(Sandbox *s, const Connection *c);
+unsigned sandbox_count_owned(Manager *m, uid_t uid);
 const char *sandbox_workdir_path(Sandbox *s, char *buf, size_t len);
 /* Checks a client's environment object: names without '=', string values, at most 1024. */
 int sandbox_env_check(json_object *env, ProtoError *err);

@@ -3,6 +3,7 @@
 ## They need python3 and jq; systemd-socket-activate for t-activation.sh. Without root they
 ## print "1..0 # SKIP".
 INTEGRATION_TESTS = \
+	tests/t-access.sh \
 	tests/t-activation.sh \
 	tests/t-leak.sh \
 	tests/t-protocol.sh \
@@ -14,4 +15,4 @@ EXTRA_DIST += $(INTEGRATION_TESTS) tests/lib.sh tests/client.py
 
 ## t-v1.sh checks what the others may have done to the cgroup v1 hierarchies: it runs after them,
 ## also under make -j.
-tests/t-v1.log: tests/t-activation.log tests/t-leak.log tests/t-protocol.log tests/t-restart.log tests/t-run.log
+tests/t-v1.log: tests/t-access.log tests/t-activation.log tests/t-leak.log tests/t-protocol.log tests/t-restart.log tests/t-run.log

@@ -1,0 +1,65 @@
+#!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# Who may do what: a sandbox belongs to the uid that created it (SO_PEERCRED). Another user can
+# neither list, inspect, run in nor destroy it, and learns nothing: not_found, as for an id that
+# does not exist. Root and members of admin_group see everything. Per-uid caps hold.
+. "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
+
+A=65534 B=65533 ADMIN=65532 ADMIN_GROUP=users
+mkdir -p "$T"
+printf 'admin_group = %s\nmax_sandboxes_per_uid = 2\n' "$ADMIN_GROUP" >"$T/sandboxd.conf"
+start_daemon --config "$T/sandboxd.conf" || exit 0
+# Let other users reach the test socket (the packaged socket unit uses group sandboxd instead).
+chmod 0755 "$T" && chmod 0666 "$SOCK"
+
+as() { # UID [GROUP] -- command...
+	local uid=$1 groups=--clear-groups
+	shift
+	[ "$1" != -- ] && groups=--groups=$(getent group "$1" | cut -d: -f3) && shift
+	shift
+	setpriv --reuid="$uid" --regid="$uid" "$groups" "$@"
+}
+rpc_as() { # UID [GROUP] JSON
+	local json=${*: -1}
+	as "${@:1:$#-1}" -- timeout 35 python3 "$TESTS_DIR/client.py" "$SOCK" call "$json" --timeout 30
+}
+
+r=$(rpc_as $A '{"op":"hello"}')
+is "$(jget "$r" .peer.uid)" $A "the daemon identifies the client by SO_PEERCRED (uid $A)"
+r=$(rpc_as $A '{"op":"create","best_effort":true,"name":"a1"}')
+is "$(jget "$r" .sandbox.owner_uid)" $A "user A creates sandbox a1, owned by A"
+a1=$(jget "$r" .sandbox.id)
+wd=$(jget "$r" .sandbox.workdir)
+r=$(rpc_as $A '{"op":"run","sandbox":"a1","command":"echo secret > /work/s"}')
+is "$(jget "$r" .exit_code)" 0 "A runs in a1"
+
+is "$(jget "$(rpc_as $B '{"op":"list"}')" '.sandboxes | length')" 0 "user B's list does not show a1"
+for req in "{\"op\":\"inspect\",\"sandbox\":\"$a1\"}" '{"op":"inspect","sandbox":"a1"}' \
+	"{\"op\":\"run\",\"sandbox\":\"$a1\",\"argv\":[\"cat\",\"/work/s\"]}" \
+	"{\"op\":\"destroy\",\"sandbox\":\"$a1\"}"; do
+	r=$(rpc_as $B "$req")
+	is "$(jget "$r" .error.code)" not_found "user B: $(jget "$req" .op) of A's sandbox ($(jget "$req" .sandbox)) is not_found"
+done
+r=$(rpc_as $B '{"op":"inspect","sandbox":"sbx-000000000000"}')
+is "$(jget "$r" .error.message | sed 's/sbx-[0-9a-f]*//')" \
+	"$(jget "$(rpc_as $B "{\"op\":\"inspect\",\"sandbox\":\"$a1\"}")" .error.message | sed 's/sbx-[0-9a-f]*//')" \
+	"the refusal reads the same as for an id that does not exist"
+b_reads() { as $B -- cat "$wd/s" 2>/dev/null; }
+check "A's file is there on the host" test -f "$wd/s"
+if b_reads >/dev/null; then nok "user B cannot read A's workspace on the host"; else ok "user B cannot read A's workspace on the host"; fi
+
+is "$(jget "$(rpc '{"op":"list"}')" '[.sandboxes[].id] | join(",")')" "$a1" "root sees a1"
+is "$(jget "$(rpc_as $ADMIN $ADMIN_GROUP '{"op":"list"}')" '[.sandboxes[].id] | join(",")')" "$a1" \
+	"a member of admin_group ($ADMIN_GROUP) sees a1"
+r=$(rpc_as $ADMIN $ADMIN_GROUP '{"op":"run","sandbox":"a1","argv":["cat","/work/s"]}')
+is "$(jget "$r" .stdout)" secret "the admin can run in a1"
+
+r=$(rpc_as $A '{"op":"create","best_effort":true}')
+is "$(jget "$r" .ok)" true "A creates a second sandbox"
+r=$(rpc_as $A '{"op":"create","best_effort":true}')
+is "$(jget "$r" .error.code)" resource_exhausted "a third is refused: max_sandboxes_per_uid = 2"
+r=$(rpc_as $B '{"op":"create","best_effort":true}')
+is "$(jget "$r" .ok)" true "the cap is per uid: B may still create"
+r=$(rpc_as $A "{\"op\":\"destroy\",\"sandbox\":\"$a1\"}")
+is "$(jget "$r" .destroyed)" true "A destroys a1"
+stop_daemon
