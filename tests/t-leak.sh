@@ -8,7 +8,6 @@ start_daemon || exit 0
 fds0=$(daemon_fd_baseline)
 mounts0=$(wc -l <"/proc/$DAEMON_PID/mountinfo")
 rss0=$(daemon_rss_kb)
-inits0=$(pgrep -xc sandbox-init)
 
 run_py "1000 throwaway runs" 600 <<'PYEOF'
 import os, threading
@@ -38,7 +37,7 @@ PYEOF
 wait_until 30 _cg_leaf_empty "$CG/sandboxes" 2>/dev/null
 is "$(cg_child_count)" 0 "no cgroup of theirs remains below $CG/sandboxes"
 is "$(cg_procs | wc -l)" 0 "no process remains in the sandboxes' cgroups"
-is "$(pgrep -xc sandbox-init)" "$inits0" "no sandbox init remains"
+is "$(daemon_children_named sandbox-init)" 0 "no sandbox init of this daemon remains"
 _no_state() { [ -z "$(ls -A "$T/state/sandboxes")" ]; }
 wait_until 30 _no_state
 is "$(ls -A "$T/state/sandboxes" | wc -l)" 0 "no workspace directory remains (trash included)"
