@@ -4,10 +4,12 @@
  * Steps in order (each failure is reported as {step, errno}):
  *   wait for the id maps -> become root of the new user namespace -> own cgroup namespace ->
  *   private propagation -> a tmpfs root holding read-only binds of the host root's directories ->
- *   /proc, /dev, /tmp, /run, /work -> masks -> pivot_root -> hostname -> loopback up. */
+ *   a fresh /sys with our own cgroup2 -> /proc, /dev, /proc masks -> /tmp, /run, /work -> masks
+ *   -> pivot_root -> hostname -> loopback up. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/magic.h>
 #include <net/if.h>
 #include <sched.h>
 #include <signal.h>
@@ -19,6 +21,8 @@
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/sysmacros.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -168,6 +172,163 @@ static int setup_masks(const char *const *paths) {
         return 0;
 }
 
+/* The host's /sys would show the host's whole cgroup tree (other sandboxes' cgroups, and the
+ * machine's cgroup v1 hierarchies) and its devices. A fresh sysfs shows the devices of our own
+ * network namespace (which our user namespace owns, so the kernel lets us mount it); on top of
+ * it, a cgroup2 mount is rooted at our cgroup namespace: the sandbox sees its own subtree only.
+ * The kernel refuses a new sysfs unless an unmasked one is visible in this mount namespace: the
+ * host's /sys still is (the old root), so this runs before pivot_root. */
+static int setup_sys(void) {
+        const unsigned long flags = MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC;
+
+        if (mount("sysfs", NEWROOT "/sys", "sysfs", flags, NULL) < 0) {
+                if (errno != EPERM)
+                        return -1;
+                /* Nothing of the host rather than the host's: an empty read-only /sys. */
+                return mount("tmpfs", NEWROOT "/sys", "tmpfs", flags, "size=4k,mode=0755");
+        }
+        /* No cgroup2 (or a kernel refusing it in a user namespace): an empty directory is fine. */
+        if (mount("cgroup2", NEWROOT "/sys/fs/cgroup", "cgroup2", flags, NULL) < 0 && errno != EPERM &&
+            errno != ENODEV && errno != ENOENT)
+                return -1;
+        return 0;
+}
+
+/* Mask and read-only targets are opened O_PATH|O_NOFOLLOW beneath a filesystem we just mounted
+ * and must be of the expected type; mounts then go onto the fd, never through a path again. */
+static int open_beneath(int dir_fd, const char *name, long magic) {
+        struct statfs sfs;
+        int fd = openat(dir_fd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0)
+                return -1;
+        if (fstatfs(fd, &sfs) < 0 || sfs.f_type != magic) {
+                close(fd);
+                errno = EXDEV;
+                return -1;
+        }
+        return fd;
+}
+
+static int move_onto(int tree, int target_fd) {
+        return move_mount(tree, "", target_fd, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH);
+}
+
+/* The new /dev/null, checked to be char 1:3 (ESC-05: a mask source must not be a look-alike). */
+static int open_dev_null(void) {
+        struct stat st;
+        int fd = open(NEWROOT "/dev/null", O_PATH | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0)
+                return -1;
+        if (fstat(fd, &st) < 0 || !S_ISCHR(st.st_mode) || st.st_rdev != makedev(1, 3)) {
+                close(fd);
+                errno = EXDEV;
+                return -1;
+        }
+        return fd;
+}
+
+static int mask_file(int target_fd, int null_fd) {
+        _cleanup_close_ int tree = open_tree(null_fd, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH);
+        if (tree < 0)
+                return -1;
+        return move_onto(tree, target_fd);
+}
+
+/* An empty read-only tmpfs, built detached and moved onto the fd. */
+static int mask_dir(int target_fd) {
+        _cleanup_close_ int tree = -EBADF;
+        _cleanup_close_ int fs = fsopen("tmpfs", FSOPEN_CLOEXEC);
+        if (fs < 0)
+                return -1;
+        if (fsconfig(fs, FSCONFIG_SET_STRING, "size", "4k", 0) < 0 ||
+            fsconfig(fs, FSCONFIG_SET_STRING, "mode", "0555", 0) < 0 ||
+            fsconfig(fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0)
+                return -1;
+        tree = fsmount(fs, FSMOUNT_CLOEXEC, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC);
+        if (tree < 0)
+                return -1;
+        return move_onto(tree, target_fd);
+}
+
+/* A read-only bind of the entry onto itself. */
+static int bind_ro_self(int target_fd) {
+        struct mount_attr attr = {
+                .attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC,
+        };
+        _cleanup_close_ int tree = open_tree(target_fd, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH);
+        if (tree < 0 || mount_setattr(tree, "", AT_EMPTY_PATH, &attr, sizeof(attr)) < 0)
+                return -1;
+        return move_onto(tree, target_fd);
+}
+
+typedef enum MaskKind { MASK_NULL, MASK_EMPTY_DIR, MASK_READONLY } MaskKind;
+
+typedef struct Mask {
+        const char *name; /* beneath the filesystem's root */
+        MaskKind kind;
+} Mask;
+
+/* runc's default masked and read-only paths (GHSA-9493-h29p-rfm2). Files read back nothing
+ * (kcore: kernel memory; keys: other users' key descriptions; timer_list, sched_debug,
+ * timer_stats, latency_stats: host task names, pids and timing), directories of host hardware
+ * turn empty; the sysctl, bus, fs and irq trees and sysrq-trigger are read-only so that nothing
+ * can change the host through them even where a kernel check is missing; sysrq-trigger is
+ * read-only rather than /dev/null so that a write fails loudly (EROFS). */
+static const Mask proc_masks[] = {
+        { "kcore", MASK_NULL },           { "keys", MASK_NULL },          { "timer_list", MASK_NULL },
+        { "timer_stats", MASK_NULL },     { "sched_debug", MASK_NULL },   { "latency_stats", MASK_NULL },
+        { "acpi", MASK_EMPTY_DIR },       { "scsi", MASK_EMPTY_DIR },     { "asound", MASK_EMPTY_DIR },
+        { "sysrq-trigger", MASK_READONLY }, { "sys", MASK_READONLY },     { "bus", MASK_READONLY },
+        { "fs", MASK_READONLY },          { "irq", MASK_READONLY },
+};
+
+/* firmware: ACPI tables, EFI variables, DMI; powercap: energy counters (the PLATYPUS side
+ * channel). Hiding them also makes the kernel refuse a nested sysfs mount that would show them. */
+static const Mask sys_masks[] = {
+        { "firmware", MASK_EMPTY_DIR },
+        { "devices/virtual/powercap", MASK_EMPTY_DIR },
+};
+
+static int apply_mask(int root_fd, long magic, const Mask *m, int null_fd) {
+        _cleanup_close_ int fd = open_beneath(root_fd, m->name, magic);
+        if (fd < 0)
+                return errno == ENOENT ? 0 : -1; /* this kernel has no such entry */
+        switch (m->kind) {
+        case MASK_NULL:
+                return mask_file(fd, null_fd);
+        case MASK_EMPTY_DIR:
+                return mask_dir(fd);
+        case MASK_READONLY:
+                return bind_ro_self(fd);
+        }
+        return 0;
+}
+
+static int apply_masks(const char *root, long magic, const Mask *masks, size_t n, int null_fd) {
+        _cleanup_close_ int root_fd = open_beneath(AT_FDCWD, root, magic);
+        if (root_fd < 0)
+                return errno == EXDEV && magic == SYSFS_MAGIC ? 0 : -1; /* /sys fell back to tmpfs */
+        for (size_t i = 0; i < n; i++)
+                if (apply_mask(root_fd, magic, &masks[i], null_fd) < 0)
+                        return -1;
+        return 0;
+}
+
+/* Runs before any process of the sandbox exists (ESC-05): every target lies in a procfs or
+ * sysfs we mounted a moment ago in a mount namespace no one else has entered, and the mask
+ * source is the /dev/null we bound ourselves, so nothing can swap a target or the source under
+ * us; the fd checks are a second line. No pty or console is bound anywhere, before or after.
+ * Sandbox root can still unmount these (it holds CAP_SYS_ADMIN over this mount namespace): they
+ * hide, the kernel's own permission checks (global root, CAP_SYS_RAWIO) are what refuse. */
+static int setup_kernel_masks(void) {
+        _cleanup_close_ int null_fd = open_dev_null();
+        if (null_fd < 0)
+                return -1;
+        if (apply_masks(NEWROOT "/proc", PROC_SUPER_MAGIC, proc_masks, ELEMENTSOF(proc_masks), null_fd) < 0)
+                return -1;
+        return apply_masks(NEWROOT "/sys", SYSFS_MAGIC, sys_masks, ELEMENTSOF(sys_masks), null_fd);
+}
+
 static int setup_pivot(void) {
         if (chdir(NEWROOT) < 0)
                 return -1;
@@ -205,12 +366,14 @@ static int setup_mounts(const InitParams *p, int workdir_fd) {
                 if (mkdir(path, 0755) < 0)
                         return STEP_ROOT;
         }
-        if (bind_readonly("/sys", NEWROOT "/sys") < 0)
+        if (setup_sys() < 0)
                 return STEP_ROOT;
         if (mount("proc", NEWROOT "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
                 return STEP_PROC;
         if (setup_dev() < 0)
                 return STEP_DEV;
+        if (setup_kernel_masks() < 0)
+                return STEP_MASK;
         if (mount("tmpfs", NEWROOT "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "mode=01777") < 0 ||
             mount("tmpfs", NEWROOT "/run", "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755") < 0)
                 return STEP_TMP;
