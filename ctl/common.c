@@ -229,7 +229,8 @@ static bool message_answers(json_object *msg, long long id) {
         return json_object_is_type(v, json_type_int) && json_object_get_int64(v) == id;
 }
 
-int daemon_call(SbxClient *c, json_object *request, json_object **ret_reply) {
+int daemon_call_events(SbxClient *c, json_object *request, event_fn on_event, void *userdata,
+                       json_object **ret_reply) {
         long long id;
         int r = sbx_client_send(c, request, &id);
 
@@ -241,12 +242,20 @@ int daemon_call(SbxClient *c, json_object *request, json_object **ret_reply) {
                 r = sbx_client_read(c, &msg);
                 if (r < 0)
                         return log_transport_error(r);
-                /* Events (progress of long operations) have nothing to show here yet. */
-                if (!message_answers(msg, id) || json_child(msg, "event"))
+                if (!message_answers(msg, id))
                         continue;
+                if (json_child(msg, "event")) {
+                        if (on_event && (r = on_event(msg, userdata)) < 0)
+                                return r;
+                        continue;
+                }
                 *ret_reply = TAKE_PTR(msg);
                 return 0;
         }
+}
+
+int daemon_call(SbxClient *c, json_object *request, json_object **ret_reply) {
+        return daemon_call_events(c, request, NULL, NULL, ret_reply);
 }
 
 int reply_check(json_object *reply) {
@@ -271,6 +280,10 @@ int reply_check(json_object *reply) {
 }
 
 int daemon_request(json_object *request, json_object **ret_reply) {
+        return daemon_request_events(request, NULL, NULL, ret_reply);
+}
+
+int daemon_request_events(json_object *request, event_fn on_event, void *userdata, json_object **ret_reply) {
         _cleanup_(sbx_client_freep) SbxClient *c = NULL;
         _cleanup_json_ json_object *req = request, *reply = NULL;
         int r;
@@ -278,7 +291,7 @@ int daemon_request(json_object *request, json_object **ret_reply) {
         r = daemon_connect(&c);
         if (r < 0)
                 return r;
-        r = daemon_call(c, TAKE_PTR(req), &reply);
+        r = daemon_call_events(c, TAKE_PTR(req), on_event, userdata, &reply);
         if (r < 0)
                 return r;
         if (arg.json)

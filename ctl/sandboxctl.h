@@ -90,10 +90,15 @@ json_object *request_new(const char *op);
 int daemon_connect(SbxClient **ret);
 /* Sends request (taken) and waits for its final reply, ok or not. Logs transport errors. */
 int daemon_call(SbxClient *c, json_object *request, json_object **ret_reply);
+/* Called for each event line of the request; a negative return aborts the call. */
+typedef int (*event_fn)(json_object *event, void *userdata);
+int daemon_call_events(SbxClient *c, json_object *request, event_fn on_event, void *userdata,
+                       json_object **ret_reply);
 /* 0 when the reply is ok; otherwise prints "sandboxctl: <code>: <message>" and fails. */
 int reply_check(json_object *reply);
 /* connect + call + (with --json) print the reply + reply_check. */
 int daemon_request(json_object *request, json_object **ret_reply);
+int daemon_request_events(json_object *request, event_fn on_event, void *userdata, json_object **ret_reply);
 
 void print_json(json_object *o);
 int write_all(int fd, const void *data, size_t len);

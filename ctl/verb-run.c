@@ -37,8 +37,10 @@ const Verb verb_run = {
                 "     --best-effort       Accept limits this host cannot enforce (throwaway only)\n"
                 "  -v --verbose           Print an account of the run on stderr (reason, exit status,\n"
                 "                         time, CPU, peak memory, ids) and note truncated output\n"
+                "     --stream            Print the output as it is produced, not at the end\n"
                 "\nThe command's stdout and stderr are written to sandboxctl's, byte for byte, once\n"
-                "it has ended. Without --stdin or --stdin-file its standard input is empty.\n"
+                "it has ended (or as they arrive with --stream; then nothing is dropped). Without\n"
+                "--stdin or --stdin-file its standard input is empty.\n"
                 "Put -- before ARGV when it starts with an option.\n"
                 "\nExit status: the command's own; 128+N when a signal N killed it; 124 when the\n"
                 "timeout hit. 125 when the command could not be run: sandboxctl or sandboxd\n"
@@ -71,6 +73,7 @@ enum {
         ARG_STDIN_FILE,
         ARG_NETWORK,
         ARG_BEST_EFFORT,
+        ARG_STREAM,
 };
 
 /* Strings as given; validated while the request is built, once all options are known (where
@@ -78,7 +81,7 @@ enum {
 typedef struct RunArgs {
         const char *sandbox, *command, *cwd, *network, *stdin_file;
         const char *memory, *pids, *cpus, *timeout, *cpu_time, *output_bytes;
-        bool read_stdin, best_effort, verbose;
+        bool read_stdin, best_effort, verbose, stream;
         json_object *env;
         char **argv; /* NULL-terminated, from argv */
         int argc;
@@ -105,6 +108,7 @@ static int run_option(RunArgs *a, int c, const char *value) {
         case ARG_STDIN_FILE: a->stdin_file = value; break;
         case ARG_NETWORK: a->network = value; break;
         case ARG_BEST_EFFORT: a->best_effort = true; break;
+        case ARG_STREAM: a->stream = true; break;
         default: return log_error("unhandled option %d", c);
         }
         return 0;
@@ -129,6 +133,7 @@ static int run_parse(RunArgs *a, int argc, char *argv[]) {
                 { "stdin-file", required_argument, NULL, ARG_STDIN_FILE },
                 { "network", required_argument, NULL, ARG_NETWORK },
                 { "best-effort", no_argument, NULL, ARG_BEST_EFFORT },
+                { "stream", no_argument, NULL, ARG_STREAM },
                 {},
         };
         int c, r;
@@ -278,6 +283,8 @@ static int run_build_request(const RunArgs *a, json_object **ret) {
                 r = add_string(req, "cwd", a->cwd);
         if (r >= 0)
                 r = run_add_stdin(req, a);
+        if (r >= 0 && a->stream)
+                json_object_object_add(req, "stream", json_object_new_boolean(1));
         if (r < 0)
                 return r;
         *ret = TAKE_PTR(req);
@@ -353,15 +360,33 @@ static int run_exit_status(json_object *reply) {
         return (int) code;
 }
 
-static int run_output(json_object *reply, bool verbose) {
+/* --stream: each output event is written out as it arrives ({"event":"stdout","data":..}). */
+static int on_run_event(json_object *event, void *userdata) {
+        const char *kind = json_str(event, "event");
+        int fd;
+
+        if (!kind)
+                return 0;
+        if (strcmp(kind, "stdout") == 0)
+                fd = STDOUT_FILENO;
+        else if (strcmp(kind, "stderr") == 0)
+                fd = STDERR_FILENO;
+        else
+                return 0;
+        return write_stream(event, "data", fd);
+}
+
+static int run_output(json_object *reply, bool verbose, bool streamed) {
         int r;
 
-        r = write_stream(reply, "stdout", STDOUT_FILENO);
-        if (r < 0)
-                return r;
-        r = write_stream(reply, "stderr", STDERR_FILENO);
-        if (r < 0)
-                return r;
+        if (!streamed) {
+                r = write_stream(reply, "stdout", STDOUT_FILENO);
+                if (r < 0)
+                        return r;
+                r = write_stream(reply, "stderr", STDERR_FILENO);
+                if (r < 0)
+                        return r;
+        }
         if (verbose) {
                 log_truncation(reply, "stdout");
                 log_truncation(reply, "stderr");
@@ -380,12 +405,12 @@ static int verb_run_run(int argc, char *argv[]) {
         r = run_build_request(&a, &req);
         if (r < 0)
                 return r;
-        r = daemon_request(TAKE_PTR(req), &reply);
+        r = daemon_request_events(TAKE_PTR(req), a.stream && !arg.json ? on_run_event : NULL, NULL, &reply);
         if (r < 0)
                 return r;
         if (arg.json)
                 return run_exit_status(reply);
-        return run_output(reply, a.verbose);
+        return run_output(reply, a.verbose, a.stream);
 }
 
 /* ---- kill -------------------------------------------------------------------------------- */

@@ -257,8 +257,11 @@ static int on_io(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
         if (revents & EPOLLOUT) {
                 if (connection_flush(c) < 0)
                         connection_close(c);
-                else
+                else {
                         connection_process_lines(c); /* resume what was paused */
+                        if (!c->dead && c->out_len - c->out_off < OUT_PAUSE_READING / 4)
+                                run_resume_streams(c);
+                }
         }
         if (!c->dead && (revents & (EPOLLIN | EPOLLHUP | EPOLLERR))) {
                 int r = connection_read(c);

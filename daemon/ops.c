@@ -33,6 +33,7 @@ static const FieldSpec run_fields[] = {
         { "output_bytes", FIELD_SIZE },
         { "memory", FIELD_SIZE },
         { "pids", FIELD_INT },
+        { "stream", FIELD_BOOL },
         /* For a throwaway sandbox only. */
         { "limits", FIELD_OBJECT },
         { "network", FIELD_STRING },

@@ -192,7 +192,8 @@ int run_spec_parse(json_object *req, uint64_t max_stdin, RunSpec *spec, ProtoErr
             (r = proto_get_duration(req, "cpu_s", &spec->cpu_usec, err)) < 0 ||
             (r = proto_get_size(req, "output_bytes", &spec->output_bytes, err)) < 0 ||
             (r = proto_get_size(req, "memory", &spec->memory, err)) < 0 ||
-            (r = proto_get_uint(req, "pids", 1, UINT32_MAX, &spec->pids, err)) < 0)
+            (r = proto_get_uint(req, "pids", 1, UINT32_MAX, &spec->pids, err)) < 0 ||
+            (r = proto_get_bool(req, "stream", &spec->stream, err)) < 0)
                 return r;
         if (json_object_object_get_ex(req, "timeout_s", NULL) && spec->timeout_usec == 0)
                 return proto_error_set(err, SBX_E_INVALID_REQUEST, "timeout_s", "'timeout_s' must be positive");
@@ -352,19 +353,80 @@ static const char *reason_name(RunReason why) {
         return names[why];
 }
 
+/* ---- Streaming --------------------------------------------------------------------------- */
+
+/* Unread replies beyond this pause a streaming run's pipes: the program blocks on write. */
+#define STREAM_PAUSE_BYTES (256u * 1024)
+
+/* How many bytes at the end of buf form an incomplete (so far valid) UTF-8 sequence. */
+static size_t utf8_incomplete_tail(const char *buf, size_t n) {
+        for (size_t k = 1; k <= 3 && k <= n; k++) {
+                unsigned char c = (unsigned char) buf[n - k];
+                if ((c & 0xC0) == 0x80)
+                        continue; /* a continuation byte: look further back */
+                size_t need = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 1;
+                return need > k ? k : 0;
+        }
+        return 0;
+}
+
+static void run_send_output(Run *r, int i, const char *data, size_t n, bool last) {
+        char buf[65536 + 4];
+        StreamCarry *c = &r->carry[i];
+        json_object *ev;
+        size_t len = c->len, keep;
+
+        memcpy(buf, c->bytes, c->len);
+        memcpy(buf + len, data, n);
+        len += n;
+        keep = last ? 0 : utf8_incomplete_tail(buf, len);
+        c->len = keep;
+        memcpy(c->bytes, buf + len - keep, keep);
+        len -= keep;
+        if (len == 0)
+                return;
+        ev = proto_event(r->req_id, i == 0 ? "stdout" : "stderr");
+        json_object_object_add(ev, "seq", json_object_new_int64((int64_t) r->seq++));
+        proto_add_bytes(ev, "data", buf, len);
+        connection_send_take(r->conn, ev);
+}
+
+static void run_set_reading(Run *r, bool on) {
+        for (int i = 0; i < 2; i++)
+                if (r->out_source[i])
+                        (void) sd_event_source_set_enabled(r->out_source[i], on ? SD_EVENT_ON : SD_EVENT_OFF);
+        r->paused = !on;
+}
+
+static void run_output_chunk(Run *r, int i, const char *data, size_t n) {
+        output_append(&r->out[i], data, n);
+        if (!r->spec.stream)
+                return;
+        run_send_output(r, i, data, n, false);
+        if (!r->conn->dead && r->conn->out_len - r->conn->out_off > STREAM_PAUSE_BYTES)
+                run_set_reading(r, false);
+}
+
+void run_resume_streams(Connection *c) {
+        for (Sandbox *s = c->manager->sandboxes; s; s = s->next)
+                for (Run *r = s->runs; r; r = r->next)
+                        if (r->conn == c && r->paused)
+                                run_set_reading(r, true);
+}
+
 static void drain_fd(Run *r, int i) {
         char buf[65536];
-        if (r->out_fd[i] < 0)
-                return;
-        for (;;) {
+        while (r->out_fd[i] >= 0) {
                 ssize_t n = read(r->out_fd[i], buf, sizeof(buf));
                 if (n <= 0) {
                         if (n < 0 && errno == EINTR)
                                 continue;
                         break;
                 }
-                output_append(&r->out[i], buf, (size_t) n);
+                run_output_chunk(r, i, buf, (size_t) n);
         }
+        if (r->spec.stream && r->carry[i].len)
+                run_send_output(r, i, "", 0, true);
 }
 
 static void add_u64_or_null(json_object *o, const char *key, int r, uint64_t v) {
@@ -544,7 +606,7 @@ static int on_output(sd_event_source *src, int fd, uint32_t revents, void *userd
         ssize_t n = read(fd, buf, sizeof(buf));
 
         if (n > 0) {
-                output_append(&r->out[i], buf, (size_t) n);
+                run_output_chunk(r, i, buf, (size_t) n);
                 return 0;
         }
         if (n < 0 && (errno == EAGAIN || errno == EINTR))

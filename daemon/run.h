@@ -38,7 +38,15 @@ typedef struct RunSpec {
         uint64_t output_bytes;
         uint64_t memory;        /* 0: the sandbox's */
         uint64_t pids;          /* 0: the sandbox's */
+        bool stream;            /* output as events while it is produced */
 } RunSpec;
+
+/* A streamed output's trailing bytes that may be the start of a UTF-8 character cut by the
+ * read: held back until the next chunk, so that text stays text. */
+typedef struct StreamCarry {
+        char bytes[4];
+        size_t len;
+} StreamCarry;
 
 typedef struct Run {
         Sandbox *sandbox;
@@ -56,6 +64,9 @@ typedef struct Run {
         int stdin_fd;
         size_t stdin_off;
         Output out[2];
+        StreamCarry carry[2];
+        uint64_t seq;           /* of the next output event */
+        bool paused;            /* not reading its pipes until the client catches up */
         sd_event_source *child_source, *report_source, *out_source[2], *stdin_source;
         sd_event_source *timeout_source, *cpu_source;
         uint64_t start_usec;
@@ -79,3 +90,5 @@ void run_start(Run *r);
 int run_kill(Run *r, int sig, RunReason why);
 Run *run_free(Run *r);
 Run *manager_find_run(Manager *m, const char *id);
+/* The connection has room again: streaming runs it paused read their pipes again. */
+void run_resume_streams(Connection *c);
