@@ -12,9 +12,10 @@ daemon_sandboxd_SOURCES = \
 	daemon/sandbox.c daemon/sandbox.h \
 	daemon/sandbox-setup.c \
 	daemon/spawn.c daemon/spawn.h \
+	daemon/syscall-filter.c daemon/syscall-filter.h \
 	daemon/run.c daemon/run.h \
 	daemon/output.c daemon/output.h \
 	daemon/rm-rf.c daemon/rm-rf.h \
 	daemon/state.c daemon/state.h
-daemon_sandboxd_CFLAGS = $(AM_CFLAGS) $(SYSTEMD_CFLAGS) $(JSONC_CFLAGS) $(CGROUP_CFLAGS)
-daemon_sandboxd_LDADD = lib/libsbxcommon.la $(SYSTEMD_LIBS) $(JSONC_LIBS) $(CGROUP_LIBS)
+daemon_sandboxd_CFLAGS = $(AM_CFLAGS) $(SYSTEMD_CFLAGS) $(JSONC_CFLAGS) $(CGROUP_CFLAGS) $(SECCOMP_CFLAGS)
+daemon_sandboxd_LDADD = lib/libsbxcommon.la $(SYSTEMD_LIBS) $(JSONC_LIBS) $(CGROUP_LIBS) $(SECCOMP_LIBS)

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "macro.h"
+#include "syscall-filter.h"
 #include "spawn.h"
 
 #ifndef CLOSE_RANGE_CLOEXEC
@@ -29,7 +30,7 @@ static const char *const step_names[_STEP_MAX] = {
         [STEP_HOSTNAME] = "hostname", [STEP_LOOPBACK] = "loopback", [STEP_SETNS] = "setns",
         [STEP_FORK] = "fork",       [STEP_SETSID] = "setsid",      [STEP_STDIO] = "stdio",
         [STEP_CWD] = "cwd",         [STEP_RLIMIT] = "rlimit",      [STEP_SIGNALS] = "signals",
-        [STEP_EXEC] = "exec",
+        [STEP_EXEC] = "exec",       [STEP_SECCOMP] = "seccomp",
 };
 
 const char *spawn_step_to_string(int step) {
@@ -201,12 +202,16 @@ static void child_exec(char *const *argv, char *const *envp) {
 }
 
 _Noreturn static void command_main(const RunParams *p, int errfd) {
+        SeccompProgram filter = {};
+
         if (setsid() < 0)
                 child_fail(errfd, STEP_SETSID);
         if (child_stdio(p->stdio) < 0)
                 child_fail(errfd, STEP_STDIO);
         if (child_chdir(p->cwd) < 0)
                 child_fail(errfd, STEP_CWD);
+        if (seccomp_prepare(&filter) < 0)
+                child_fail(errfd, STEP_SECCOMP);
         if (child_rlimits(p) < 0)
                 child_fail(errfd, STEP_RLIMIT);
         if (child_reset_signals() < 0)
@@ -214,6 +219,11 @@ _Noreturn static void command_main(const RunParams *p, int errfd) {
         /* Nothing of the daemon's may survive into the sandbox (CVE-2024-21626). */
         if (syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC) < 0)
                 child_fail(errfd, STEP_EXEC);
+        /* Last, so that none of the setup above runs under the filter (it was compiled before the
+         * rlimits, which could make its allocations fail); execve and the error pipe's write stay
+         * allowed by it. */
+        if (seccomp_apply(&filter) < 0)
+                child_fail(errfd, STEP_SECCOMP);
         child_exec(p->argv, p->envp);
         child_fail(errfd, STEP_EXEC);
 }

@@ -33,6 +33,7 @@ typedef enum SpawnStep {
         STEP_RLIMIT,
         STEP_SIGNALS,
         STEP_EXEC,
+        STEP_SECCOMP,
         _STEP_MAX,
 } SpawnStep;
 

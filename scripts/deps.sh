@@ -6,7 +6,7 @@ set -euo pipefail
 packages=(
 	# build
 	build-essential autoconf automake libtool autoconf-archive pkgconf clang
-	libsystemd-dev libjson-c-dev libcgroup-dev
+	libsystemd-dev libjson-c-dev libcgroup-dev libseccomp-dev
 	# tests
 	systemd jq python3 procps psmisc util-linux tmux
 	# the real-systemd VM: qemu (TCG), a Debian kernel and busybox for the initramfs

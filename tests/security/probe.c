@@ -1,0 +1,191 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Tries one thing that the run filter (daemon/syscall-filter.c) refuses, and prints "blocked ENAME" or
+ * "allowed". Where it can, it calls with arguments the kernel itself would reject with another
+ * errno (EFAULT, EINVAL, ENOTTY), so that EPERM can only have come from the filter, as
+ * bubblewrap's tests/try-syscall.c does. Linked statically: it runs inside the sandbox. */
+#include <errno.h>
+#include <linux/bpf.h>
+#include <linux/keyctl.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static int report(long rc) {
+        if (rc >= 0) {
+                puts("allowed");
+                return 0;
+        }
+        printf("blocked %s\n", strerrorname_np(errno) ?: "?");
+        return 0;
+}
+
+static long try_keyctl(void) {
+        return syscall(SYS_keyctl, KEYCTL_GET_KEYRING_ID, KEY_SPEC_SESSION_KEYRING, 0);
+}
+
+static long try_bpf(void) {
+        struct bpf_insn prog[] = {
+                { .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0, .imm = 0 },
+                { .code = BPF_JMP | BPF_EXIT },
+        };
+        union bpf_attr attr = {
+                .prog_type = BPF_PROG_TYPE_SOCKET_FILTER,
+                .insns = (uint64_t) (uintptr_t) prog,
+                .insn_cnt = 2,
+                .license = (uint64_t) (uintptr_t) "GPL",
+        };
+        return syscall(SYS_bpf, BPF_PROG_LOAD, &attr, sizeof(attr));
+}
+
+/* A NULL attr: the kernel says EFAULT. */
+static long try_perf(void) {
+        return syscall(SYS_perf_event_open, NULL, 0, -1, -1, 0);
+}
+
+/* Unknown flags: the kernel says EINVAL (or EPERM when unprivileged_userfaultfd=0). */
+static long try_userfaultfd(void) {
+        return syscall(SYS_userfaultfd, ~0);
+}
+
+static long try_unshare_user(void) {
+        return unshare(CLONE_NEWUSER);
+}
+
+static long try_clone_user(void) {
+        long pid = syscall(SYS_clone, CLONE_NEWUSER | SIGCHLD, 0, 0, 0, 0);
+        if (pid == 0)
+                _exit(0);
+        if (pid > 0)
+                (void) waitpid((pid_t) pid, NULL, 0);
+        return pid;
+}
+
+/* A NULL args: the kernel says EFAULT (or EINVAL for the size). */
+static long try_clone3(void) {
+        return syscall(SYS_clone3, NULL, 0);
+}
+
+/* On fd 0 (a pipe or /dev/null in a run): the kernel says ENOTTY. */
+static long try_tiocsti(void) {
+        char c = 'x';
+        return syscall(SYS_ioctl, 0, TIOCSTI, &c);
+}
+
+/* The high bits the kernel drops (CVE-2019-10063): must be refused as well. */
+static long try_tiocsti_high(void) {
+        char c = 'x';
+        return syscall(SYS_ioctl, 0, (0x123UL << 32) | TIOCSTI, &c);
+}
+
+static long try_tioclinux(void) {
+        char sub = 2; /* TIOCL_SETSEL */
+        return syscall(SYS_ioctl, 0, TIOCLINUX, &sub);
+}
+
+/* Harmless ioctl on the same fd: must still reach the kernel (ENOTTY). */
+static long try_tcgets(void) {
+        char buf[64];
+        return syscall(SYS_ioctl, 0, TCGETS, buf);
+}
+
+static long try_init_module(void) {
+        return syscall(SYS_init_module, NULL, 0, "");
+}
+
+static long try_finit_module(void) {
+        return syscall(SYS_finit_module, -1, "", 0);
+}
+
+static long try_kexec(void) {
+        return syscall(SYS_kexec_load, 0, 0, NULL, 0);
+}
+
+static long try_open_by_handle(void) {
+        return syscall(SYS_open_by_handle_at, -1, NULL, 0);
+}
+
+/* NULL params: the kernel says EFAULT. */
+static long try_io_uring(void) {
+        return syscall(SYS_io_uring_setup, 1, NULL);
+}
+
+static long try_reboot(void) {
+        return syscall(SYS_reboot, 0, 0, 0, NULL); /* bad magic: the kernel says EINVAL */
+}
+
+/* getpid through the 32-bit entry point: the filter kills the process with SIGSYS. */
+static long try_int80(void) {
+        long rc = 20; /* __NR_getpid on i386 */
+        __asm__ volatile("int $0x80" : "+a"(rc) : : "memory");
+        if (rc < 0) {
+                errno = (int) -rc;
+                return -1;
+        }
+        return rc;
+}
+
+/* getpid through the x32 ABI (bit 30 of the number): killed too, or ENOSYS without x32. */
+static long try_x32(void) {
+        return syscall(0x40000000 | SYS_getpid);
+}
+
+static int print_nnp(void) {
+        char line[256];
+        FILE *f = fopen("/proc/self/status", "re");
+
+        if (!f)
+                return report(-1);
+        while (fgets(line, sizeof(line), f))
+                if (strncmp(line, "NoNewPrivs:", 11) == 0)
+                        printf("%d\n", atoi(line + 11));
+        fclose(f);
+        return 0;
+}
+
+static const struct {
+        const char *name;
+        long (*fn)(void);
+} probes[] = {
+        { "keyctl", try_keyctl },
+        { "bpf", try_bpf },
+        { "perf_event_open", try_perf },
+        { "userfaultfd", try_userfaultfd },
+        { "unshare-user", try_unshare_user },
+        { "clone-user", try_clone_user },
+        { "clone3", try_clone3 },
+        { "tiocsti", try_tiocsti },
+        { "tiocsti-high", try_tiocsti_high },
+        { "tioclinux", try_tioclinux },
+        { "tcgets", try_tcgets },
+        { "init_module", try_init_module },
+        { "finit_module", try_finit_module },
+        { "kexec_load", try_kexec },
+        { "open_by_handle_at", try_open_by_handle },
+        { "io_uring_setup", try_io_uring },
+        { "reboot", try_reboot },
+        { "int80", try_int80 },
+        { "x32", try_x32 },
+};
+
+int main(int argc, char **argv) {
+        if (argc != 2) {
+                fprintf(stderr, "usage: %s nnp|PROBE\n", argv[0]);
+                return 2;
+        }
+        if (strcmp(argv[1], "nnp") == 0)
+                return print_nnp();
+        for (size_t i = 0; i < sizeof(probes) / sizeof(probes[0]); i++)
+                if (strcmp(argv[1], probes[i].name) == 0) {
+                        errno = 0;
+                        return report(probes[i].fn());
+                }
+        fprintf(stderr, "%s: unknown probe %s\n", argv[0], argv[1]);
+        return 2;
+}
