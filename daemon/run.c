@@ -491,22 +491,18 @@ static void run_add_outcome(Run *r, json_object *o, bool oom) {
 
 static void run_reply_failure(Run *r) {
         ProtoError err;
-        char e[32];
-        json_object *reply, *eo;
+        json_object *reply;
 
         if (r->fail_step == STEP_CWD && (r->fail_errno == EXDEV || r->fail_errno == ENOENT || r->fail_errno == ENOTDIR ||
                                          r->fail_errno == ELOOP))
                 proto_error_set(&err, SBX_E_INVALID_REQUEST, "cwd", "'cwd' %s: %s", r->spec.cwd,
                                 r->fail_errno == EXDEV ? "resolves outside /work" : strerror(r->fail_errno));
-        else
+        else {
                 proto_error_set(&err, SBX_E_SPAWN_FAILED, NULL, "%s failed for '%s': %s", spawn_step_to_string(r->fail_step),
                                 r->spec.argv[0], strerror(r->fail_errno));
-        reply = proto_reply_error(r->req_id, &err);
-        if (err.code == SBX_E_SPAWN_FAILED && json_object_object_get_ex(reply, "error", &eo)) {
-                json_object_object_add(eo, "step", json_object_new_string(spawn_step_to_string(r->fail_step)));
-                snprintf(e, sizeof(e), "%s", strerrorname_np(r->fail_errno) ?: "EIO");
-                json_object_object_add(eo, "errno", json_object_new_string(e));
+                proto_error_set_spawn(&err, spawn_step_to_string(r->fail_step), r->fail_errno);
         }
+        reply = proto_reply_error(r->req_id, &err);
         json_object_object_add(reply, "run_id", json_object_new_string(r->id));
         connection_send_take(r->conn, reply);
 }

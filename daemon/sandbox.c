@@ -555,10 +555,11 @@ static int on_setup_report(sd_event_source *src, int fd, uint32_t revents, void 
                 sandbox_ready(s);
                 return 0;
         }
-        if (r > 0 && rep.kind == REPORT_FAILED)
-                proto_error_set(&err, SBX_E_SPAWN_FAILED, spawn_step_to_string(rep.step),
-                                "sandbox setup failed at step '%s': %s", spawn_step_to_string(rep.step), strerror(rep.err));
-        else
+        if (r > 0 && rep.kind == REPORT_FAILED) {
+                proto_error_set(&err, SBX_E_SPAWN_FAILED, NULL, "sandbox setup failed at step '%s': %s",
+                                spawn_step_to_string(rep.step), strerror(rep.err));
+                proto_error_set_spawn(&err, spawn_step_to_string(rep.step), rep.err);
+        } else
                 proto_error_set(&err, SBX_E_SPAWN_FAILED, NULL, "the sandbox's init died during setup");
         log_warning("sandbox %s: %s", s->id, err.message);
         sandbox_fail(s, &err);

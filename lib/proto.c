@@ -42,6 +42,7 @@ int proto_error_set(ProtoError *e, SbxErrorCode code, const char *field, const c
         va_list ap;
 
         e->code = code;
+        e->step[0] = e->errno_name[0] = '\0';
         snprintf(e->field, sizeof(e->field), "%s", field ? field : "");
         va_start(ap, fmt);
         vsnprintf(e->message, sizeof(e->message), fmt, ap);
@@ -50,6 +51,12 @@ int proto_error_set(ProtoError *e, SbxErrorCode code, const char *field, const c
         e->field[utf8_valid_prefix(e->field, strlen(e->field))] = '\0';
         e->message[utf8_valid_prefix(e->message, strlen(e->message))] = '\0';
         return -EINVAL;
+}
+
+void proto_error_set_spawn(ProtoError *e, const char *step, int err) {
+        const char *name = err > 0 ? strerrorname_np(err) : NULL;
+        snprintf(e->step, sizeof(e->step), "%s", step);
+        snprintf(e->errno_name, sizeof(e->errno_name), "%s", name ? name : "EIO");
 }
 
 /* ---- Line framing ------------------------------------------------------------------------ */
@@ -428,6 +435,10 @@ json_object *proto_reply_error(json_object *id, const ProtoError *err) {
         json_object_object_add(e, "message", json_object_new_string(err->message));
         if (err->field[0])
                 json_object_object_add(e, "field", json_object_new_string(err->field));
+        if (err->step[0])
+                json_object_object_add(e, "step", json_object_new_string(err->step));
+        if (err->errno_name[0])
+                json_object_object_add(e, "errno", json_object_new_string(err->errno_name));
         json_object_object_add(o, "error", e);
         return o;
 }

@@ -40,10 +40,14 @@ typedef struct ProtoError {
         SbxErrorCode code;
         char field[64];
         char message[256];
+        char step[32];       /* spawn_failed: where ("exec") */
+        char errno_name[32]; /* spawn_failed: why ("ENOENT") */
 } ProtoError;
 
 int proto_error_set(ProtoError *e, SbxErrorCode code, const char *field, const char *fmt, ...)
         __attribute__((format(printf, 4, 5)));
+/* Adds where and why a spawn failed (error.step, error.errno) to an error already set. */
+void proto_error_set_spawn(ProtoError *e, const char *step, int err);
 
 /* ---- Line framing ------------------------------------------------------------------------ */
 
