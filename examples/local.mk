@@ -1,0 +1,13 @@
+## examples/: two small clients of sandboxd, built and run by `make check` (tests/t-examples.sh).
+## run-command.c uses libsandbox; run_command.py speaks the wire protocol with the standard
+## library only. Neither is installed: they are for reading and copying.
+check_PROGRAMS += examples/c/run-command
+examples_c_run_command_SOURCES = examples/c/run-command.c
+examples_c_run_command_CFLAGS = $(AM_CFLAGS) $(JSONC_CFLAGS)
+examples_c_run_command_LDADD = lib/libsandbox.la $(JSONC_LIBS)
+
+TESTS += tests/t-examples.sh
+EXTRA_DIST += tests/t-examples.sh examples/python/run_command.py
+
+## t-v1.sh checks the cgroup v1 hierarchies after every other integration test has run.
+tests/t-v1.log: tests/t-examples.log

@@ -1,0 +1,96 @@
+#!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# contrib/bash-completion/sandboxctl: sourced in this bash, driven through COMP_WORDS/COMP_CWORD
+# like readline would, COMPREPLY checked. Needs no daemon: live sandboxes come from a stand-in
+# program that prints what `sandboxctl list -q` and `sandboxctl --json list` would. Also checks
+# that the options it offers are exactly those of each verb's --help. Prints TAP; exits 0.
+: "${top_srcdir:=$(cd "$(dirname "$0")/.." && pwd)}"
+: "${top_builddir:=$top_srcdir}"
+SANDBOXCTL=$top_builddir/ctl/sandboxctl
+[ -x "$SANDBOXCTL" ] || SANDBOXCTL=$top_srcdir/build/ctl/sandboxctl
+
+n=0
+ok() { n=$((n + 1)); echo "ok $n - $*"; }
+nok() { n=$((n + 1)); echo "not ok $n - $*"; }
+is() {
+        if [ "$1" = "$2" ]; then ok "$3"; else nok "$3"; printf '# got:      %s\n# expected: %s\n' "$1" "$2"; fi
+}
+
+T=$(mktemp -d "${TMPDIR:-/tmp}/sbxt-completion.XXXXXX") || { echo "1..0 # SKIP mktemp failed"; exit 0; }
+trap 'rm -rf "$T"; echo "1..$n"; exit 0' EXIT
+
+# shellcheck source=../contrib/bash-completion/sandboxctl
+. "$top_srcdir/contrib/bash-completion/sandboxctl"
+is "$(complete -p sandboxctl 2>&1)" "complete -F _sandboxctl sandboxctl" "the file registers _sandboxctl for sandboxctl"
+
+# comp WORD... : completes the last word (may be ""); prints COMPREPLY sorted, space-separated.
+comp() {
+        COMP_WORDS=("$@")
+        COMP_CWORD=$(($# - 1))
+        COMP_LINE="$*"
+        COMP_POINT=${#COMP_LINE}
+        _sandboxctl sandboxctl "${COMP_WORDS[COMP_CWORD]}" "${COMP_WORDS[COMP_CWORD - 1]}"
+        printf '%s\n' "${COMPREPLY[@]}" | sort | tr '\n' ' ' | sed 's/ $//'
+}
+
+is "$(comp sandboxctl r)" "run" "sandboxctl r<TAB> -> run"
+is "$(comp sandboxctl run --ti)" "--timeout" "sandboxctl run --ti<TAB> -> --timeout"
+is "$(comp sandboxctl '')" "create destroy health hello help inspect kill list run status" "sandboxctl <TAB> -> every verb"
+is "$(comp sandboxctl --v)" "--version" "sandboxctl --v<TAB> -> --version"
+is "$(comp sandboxctl --socket /tmp/x.sock cr)" "create" "a --socket PATH before the verb is skipped"
+is "$(comp sandboxctl --json h)" "health hello help" "sandboxctl --json h<TAB> -> health hello help"
+is "$(comp sandboxctl create --be)" "--best-effort" "create --be<TAB> -> --best-effort"
+is "$(comp sandboxctl run --cpu)" "--cpu-time --cpus" "run --cpu<TAB> -> --cpu-time --cpus"
+is "$(comp sandboxctl list -)" "--help --json --quiet --socket -h -q" "list -<TAB> -> its options and the common ones"
+is "$(comp sandboxctl kill -s T)" "TERM" "kill -s T<TAB> -> TERM"
+is "$(comp sandboxctl kill --signal K)" "KILL" "kill --signal K<TAB> -> KILL"
+is "$(comp sandboxctl create --network '')" "none" "create --network <TAB> -> none"
+is "$(comp sandboxctl help de)" "destroy" "help de<TAB> -> destroy"
+is "$(comp sandboxctl help destroy '')" "" "help takes one verb"
+is "$(comp sandboxctl run --timeout --x)" "" "the value of --timeout is not completed as an option"
+is "$(comp sandboxctl run -- --ti)" "" "after -- in run, words are the command's, not options"
+
+# ---- live sandboxes, from a stand-in program ---------------------------------------------
+cat >"$T/fakectl" <<'FAKE'
+#!/bin/sh
+echo "$*" >>"${0%/*}/calls"
+case "$*" in
+*"--json list") printf '%s\n' '{"id":1,"ok":true,"sandboxes":[{"id":"sbx-0123456789ab","name":"build","state":"ready"},' \
+        ' {"id":"sbx-ba9876543210", "name": "web.1", "state":"ready"},{"id":"sbx-aaaaaaaaaaaa","name":null}]}' ;;
+*"list -q") printf '%s\n' sbx-0123456789ab sbx-ba9876543210 sbx-aaaaaaaaaaaa ;;
+*) exit 1 ;;
+esac
+FAKE
+chmod +x "$T/fakectl"
+fake() { local w=("$@"); w[0]=$T/fakectl; comp "${w[@]}"; }
+all="build sbx-0123456789ab sbx-aaaaaaaaaaaa sbx-ba9876543210 web.1"
+is "$(fake sandboxctl inspect '')" "$all" "inspect <TAB> -> ids and names of the live sandboxes"
+is "$(fake sandboxctl destroy sbx-b)" "sbx-ba9876543210" "destroy sbx-b<TAB> -> that id"
+is "$(fake sandboxctl destroy build w)" "web.1" "destroy completes more than one sandbox"
+is "$(fake sandboxctl inspect build '')" "" "inspect takes one sandbox"
+is "$(fake sandboxctl run --sandbox b)" "build" "run --sandbox b<TAB> -> build"
+is "$(fake sandboxctl run -s '')" "$all" "run -s <TAB> -> ids and names"
+rm -f "$T/calls"
+fake sandboxctl --socket /x/s.sock destroy '' >/dev/null
+is "$(cat "$T/calls" 2>/dev/null | tr '\n' '|')" "--socket /x/s.sock list -q|--socket /x/s.sock --json list|" \
+        "the sandboxes are asked for through the command line's --socket"
+
+# ---- the options offered are the ones each verb's --help lists ---------------------------
+help_options() {
+        "$SANDBOXCTL" "$@" --help 2>/dev/null | grep -oE '(^|[ ,])--?[a-z][a-z-]*' | sed 's/^[ ,]//' |
+                grep -vx -- '--' | sort -u | tr '\n' ' ' | sed 's/ $//'
+}
+if [ -x "$SANDBOXCTL" ]; then
+        for verb in $_sandboxctl_verbs; do
+                want=$(help_options "$verb")
+                got=$(_sandboxctl_verb_options "$verb" | tr ' ' '\n' | grep . | sort -u | tr '\n' ' ' | sed 's/ $//')
+                is "$got" "$want" "the options completed for $verb are those of 'sandboxctl $verb --help'"
+        done
+        want=$(help_options)
+        is "$(comp sandboxctl - | tr ' ' '\n' | sort -u | tr '\n' ' ' | sed 's/ $//')" "$want" \
+                "the options completed before the verb are those of 'sandboxctl --help'"
+        is "$(comp sandboxctl '')" "$("$SANDBOXCTL" --help | awk '/^Verbs:/ { v = 1; next } v && /^  [a-z]/ { print $1 } v && /^$/ { exit }' | sort | tr '\n' ' ' | sed 's/ $//')" \
+                "the verbs completed are those of 'sandboxctl --help'"
+else
+        ok "# SKIP no sandboxctl binary at $SANDBOXCTL: options not compared with --help"
+fi

@@ -1,0 +1,107 @@
+#!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# The examples (examples/c/run-command.c on libsandbox, examples/python/run_command.py on the
+# standard library) against a private daemon: each creates a sandbox, prints the "started" event
+# before the result, runs `echo hello`, passes a failing exit code on, destroys its sandbox, and
+# reports daemon errors (an unreachable socket, limit_unenforceable) with a non-zero status.
+# best_effort is asked for through SANDBOX_BEST_EFFORT=1 or --best-effort: this kind of host
+# offers no cgroup v2 controller.
+. "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
+
+C_EXAMPLE=$top_builddir/examples/c/run-command
+PY_EXAMPLE=$top_srcdir/examples/python/run_command.py
+
+start_daemon || exit 0
+
+# example NAME ARGS...: runs one example against $SOCK; stdout in $T/out, stderr in $T/err,
+# status in $rc.
+example() {
+        local name=$1
+        shift
+        case $name in
+        c) set -- "$C_EXAMPLE" "$@" ;;
+        python) set -- python3 "$PY_EXAMPLE" "$@" ;;
+        esac
+        SANDBOXD_SOCKET=${EX_SOCKET:-$SOCK} timeout -k 5 60 "$@" >"$T/out" 2>"$T/err"
+        rc=$?
+}
+
+no_sandbox_left() {
+        is "$(ctl list -q)" "" "$1: sandboxctl list -q is empty afterwards"
+        is "$(jget "$(rpc '{"id":1,"op":"health"}')" .sandboxes)" 0 "$1: health counts 0 sandboxes"
+        is "$(cg_child_count)" 0 "$1: no sandbox cgroup is left"
+}
+
+# check_hello NAME: the output of a successful `echo hello`.
+check_hello() {
+        local name=$1 out id started
+        out=$(cat "$T/out")
+        is "$rc" 0 "$name: echo hello exits 0"
+        [ "$rc" = 0 ] || diag "$(cat "$T/err")"
+        id=$(sed -n 's/^created: //p' "$T/out")
+        like "$id" '^sbx-[0-9a-f]{12}$' "$name: prints the id of the sandbox it created"
+        started=$(grep -n '^started: ' "$T/out")
+        like "$started" "^[0-9]+:started: run run-[0-9a-f]+ in $id\$" "$name: prints the started event, naming the run and the sandbox"
+        like "$out" $'started: [^\n]*\nexit_code: 0\nreason: exited\nstdout: hello\n' \
+                "$name: the started event comes before the result: exit code 0, reason exited, stdout hello"
+        like "$out" $'\ndestroyed: '"$id"'$' "$name: destroys the sandbox last"
+        is "$(jget "$(rpc "{\"id\":1,\"op\":\"inspect\",\"sandbox\":\"$id\"}")" .error.code)" not_found \
+                "$name: inspect of the destroyed sandbox is not_found"
+        no_sandbox_left "$name"
+}
+
+check_failure() {
+        local name=$1 out
+        out=$(cat "$T/out")
+        isnt_zero "$rc" "$name: a command exiting 3 makes the example exit non-zero"
+        like "$out" $'\nexit_code: 3\nreason: exited\n' "$name: prints exit_code 3, reason exited"
+        like "$out" $'\ndestroyed: sbx-' "$name: destroys the sandbox after a failing command too"
+        no_sandbox_left "$name (failing command)"
+}
+
+isnt_zero() {
+        if [ "$1" != 0 ]; then ok "$2"; else nok "$2"; fi
+}
+
+HELLO=$(rpc '{"id":1,"op":"hello"}')
+ENFORCES_ALL=$(jget "$HELLO" '.capabilities.cgroup | .memory and .pids and .cpu')
+
+for name in c python; do
+        if [ "$name" = c ] && [ ! -x "$C_EXAMPLE" ]; then
+                nok "the C example is built at $C_EXAMPLE (make check builds it)"
+                continue
+        fi
+        SANDBOX_BEST_EFFORT=1 example "$name"
+        diag "$name example output:" "$(cat "$T/out")"
+        check_hello "$name"
+
+        example "$name" --best-effort printf 'hello\n'
+        check_hello "$name --best-effort printf"
+
+        SANDBOX_BEST_EFFORT=1 example "$name" sh -c 'echo out; exit 3'
+        check_failure "$name"
+
+        if [ "$ENFORCES_ALL" = false ]; then
+                example "$name"
+                isnt_zero "$rc" "$name: without best_effort on this host: a non-zero exit"
+                like "$(cat "$T/err")" 'create: limit_unenforceable' "$name: ...and the error code on stderr"
+                no_sandbox_left "$name (refused create)"
+        fi
+
+        EX_SOCKET=$T/nonexistent.sock example "$name"
+        isnt_zero "$rc" "$name: an unreachable socket: a non-zero exit"
+        like "$(cat "$T/err")" 'connect' "$name: ...and a message on stderr"
+done
+
+# ---- the bash completion, on this daemon's sandboxes ----------------------------------
+# (tests/t-completion.sh covers the rest of it without a daemon.)
+id=$(ctl create --best-effort --name ex-build)
+COMP_WORDS=("$SANDBOXCTL" --socket "$SOCK" inspect "")
+COMP_CWORD=4
+. "$top_srcdir/contrib/bash-completion/sandboxctl"
+_sandboxctl
+is "$(printf '%s\n' "${COMPREPLY[@]}" | sort | tr '\n' ' ')" "ex-build $id " \
+        "completion: inspect <TAB> offers the live sandbox's id and name (list -q, --json list)"
+ctl destroy "$id" >/dev/null
+
+stop_daemon
