@@ -1,0 +1,23 @@
+## bench/: sandboxd-bench, the benchmark (docs/performance.md). Built and run only by
+## `make bench`, never by `make all` or `make check`: it needs root, a cgroup2 mount and minutes.
+## BENCH_ARGS passes options to the program, e.g. make bench BENCH_ARGS='--runs 2000 --sandboxes 1000';
+## ANCHORS=/path/to/anchors/run.sh also measures the peers against the same daemon (see run-bench.sh).
+EXTRA_PROGRAMS = bench/sandboxd-bench
+bench_sandboxd_bench_SOURCES = \
+	bench/sandboxd-bench.c bench/bench.h \
+	bench/scenarios.c \
+	bench/util.c \
+	bench/stats.c bench/stats.h
+bench_sandboxd_bench_CFLAGS = $(AM_CFLAGS) $(JSONC_CFLAGS) -pthread
+bench_sandboxd_bench_LDADD = lib/libsandbox.la $(JSONC_LIBS) -lm -lpthread
+EXTRA_DIST += bench/run-bench.sh
+CLEANFILES += bench/sandboxd-bench$(EXEEXT)
+
+BENCH_ARGS =
+# bench/ is also a directory of the build tree, so the target needs forcing; .PHONY cannot be used
+# here (tests/unit.mk declares it under a condition, and automake refuses to mix the two).
+bench: bench/sandboxd-bench$(EXEEXT) daemon/sandboxd$(EXEEXT) ctl/sandboxctl$(EXEEXT) bench-force
+	SANDBOXD='$(abs_top_builddir)/daemon/sandboxd' BENCH='$(abs_top_builddir)/bench/sandboxd-bench' \
+		BUILDDIR='$(abs_top_builddir)' ANCHORS='$(ANCHORS)' \
+		$(SHELL) '$(abs_top_srcdir)/bench/run-bench.sh' $(BENCH_ARGS)
+bench-force:
