@@ -410,7 +410,7 @@ static void run_output_chunk(Run *r, int i, const char *data, size_t n) {
 void run_resume_streams(Connection *c) {
         for (Sandbox *s = c->manager->sandboxes; s; s = s->next)
                 for (Run *r = s->runs; r; r = r->next)
-                        if (r->conn == c && r->paused)
+                        if (r->conn == c && r->paused && r->started)
                                 run_set_reading(r, true);
 }
 
@@ -563,6 +563,9 @@ static void run_handle_report(Run *r, const SpawnReport *rep, int fd) {
                 r->started = true;
                 r->main_pidfd = fd;
                 run_send_started(r);
+                /* Streamed output waited in the pipe so that "started" comes first. */
+                if (r->spec.stream && r->conn->out_len - r->conn->out_off <= STREAM_PAUSE_BYTES)
+                        run_set_reading(r, true);
                 return;
         case REPORT_EXITED:
                 r->exited = true;
@@ -767,6 +770,9 @@ static int run_watch(Run *r, RunFds *f) {
         }
         if ((k = sd_event_add_io(e, &r->report_source, r->report_fd, EPOLLIN, on_report, r)) < 0)
                 return k;
+        /* A streaming run's output is not read before its "started" event is out. */
+        if (r->spec.stream)
+                run_set_reading(r, false);
         if (r->spec.stdin_len > 0) {
                 (void) fcntl(r->stdin_fd, F_SETFL, O_NONBLOCK);
                 if ((k = sd_event_add_io(e, &r->stdin_source, r->stdin_fd, EPOLLOUT, on_stdin, r)) < 0)
