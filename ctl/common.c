@@ -310,21 +310,6 @@ void print_json(json_object *o) {
         fflush(stdout);
 }
 
-int write_all(int fd, const void *data, size_t len) {
-        const char *p = data;
-
-        while (len > 0) {
-                ssize_t k = write(fd, p, len);
-                if (k < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        return -errno;
-                }
-                p += k;
-                len -= (size_t) k;
-        }
-        return 0;
-}
 
 int read_all(int fd, char **ret, size_t *ret_len) {
         _cleanup_free_ char *buf = NULL;

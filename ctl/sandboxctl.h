@@ -101,7 +101,6 @@ int daemon_request(json_object *request, json_object **ret_reply);
 int daemon_request_events(json_object *request, event_fn on_event, void *userdata, json_object **ret_reply);
 
 void print_json(json_object *o);
-int write_all(int fd, const void *data, size_t len);
 int read_all(int fd, char **ret, size_t *ret_len);
 
 /* ---- format.c ---------------------------------------------------------------------------- */

@@ -15,6 +15,7 @@
 #include "rm-rf.h"
 #include "sandbox.h"
 #include "state.h"
+#include "util.h"
 
 #define META "meta.json"
 #define META_TMP "meta.json.tmp"
@@ -40,20 +41,6 @@ static json_object *state_to_json(Sandbox *s) {
         return o;
 }
 
-static int write_all_fd(int fd, const char *p, size_t n) {
-        while (n > 0) {
-                ssize_t k = write(fd, p, n);
-                if (k < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        return -errno;
-                }
-                p += k;
-                n -= (size_t) k;
-        }
-        return 0;
-}
-
 int state_save(Sandbox *s) {
         _cleanup_json_ json_object *o = state_to_json(s);
         _cleanup_free_ char *text = NULL;
@@ -70,7 +57,7 @@ int state_save(Sandbox *s) {
         fd = openat(dfd, META_TMP, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
         if (fd < 0)
                 return -errno;
-        if ((r = write_all_fd(fd, text, n)) < 0)
+        if ((r = write_all(fd, text, n)) < 0)
                 return r;
         /* Data first, then the name, then the directory entry: a crash leaves the old file or
          * the new one, never a torn one. */

@@ -61,7 +61,7 @@ SBX_CLIENT_EXPORT int sbx_client_fd(SbxClient *c) {
         return c->fd;
 }
 
-static int write_all(int fd, const char *p, size_t n) {
+static int send_all(int fd, const char *p, size_t n) {
         while (n > 0) {
                 ssize_t k = send(fd, p, n, MSG_NOSIGNAL);
                 if (k < 0) {
@@ -91,7 +91,7 @@ static int client_send(SbxClient *c, json_object *request, json_object **ret_id)
         line = proto_serialize(req, &n);
         if (!line)
                 return -ENOMEM;
-        int r = write_all(c->fd, line, n);
+        int r = send_all(c->fd, line, n);
         if (r >= 0 && ret_id)
                 *ret_id = json_object_get(id);
         return r;

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "macro.h"
 #include "util.h"
@@ -314,4 +315,20 @@ size_t utf8_valid_prefix(const char *s, size_t len) {
                 good = i;
         }
         return good;
+}
+
+int write_all(int fd, const void *data, size_t len) {
+        const char *p = data;
+
+        while (len > 0) {
+                ssize_t k = write(fd, p, len);
+                if (k < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return -errno;
+                }
+                p += k;
+                len -= (size_t) k;
+        }
+        return 0;
 }

@@ -36,3 +36,6 @@ const char *signal_to_name(int sig);
 int signal_from_string(const char *s);
 
 uint64_t now_usec(int clock);
+
+/* write() until all of data is out, retrying on EINTR; -errno on failure. */
+int write_all(int fd, const void *data, size_t len);
