@@ -29,7 +29,11 @@ like "$(jget "$r" .sandbox.restarted_at)" '^[0-9]{4}-[0-9]{2}-[0-9]{2}T' "inspec
 is "$(jget "$r" .sandbox.workdir)" "$wd" "its workspace is the same directory"
 r=$(rpc '{"op":"run","sandbox":"keep","command":"cat /work/file; test -d /work/d/e && echo dir; pgrep -c sleep || true"}')
 is "$(jget "$r" .stdout)" $'precious\ndir\n0' "its files are intact; the background process did not survive"
-check "the old init is gone" [ -z "$old_init" -o ! -e "/proc/$old_init" ]
+# Killed, it is reaped by whoever inherited it when the daemon died (PID 1 here), so it may
+# linger as a zombie for a moment: gone means no longer running.
+_init_gone() { [ -z "$old_init" ] || [ "$(awk '/^State:/ { print $2 }' "/proc/$old_init/status" 2>/dev/null)" = "" ] ||
+	[ "$(awk '/^State:/ { print $2 }' "/proc/$old_init/status" 2>/dev/null)" = Z ]; }
+check "the old init is gone (killed; at most a zombie awaiting its new parent)" wait_until 5 _init_gone
 is "$(cg_child_count)" 2 "its cgroups are new: the sandbox and its init's leaf"
 check "the half-removed workspace was cleaned up" [ ! -e "$T/state/sandboxes/.trash-sbx-0123456789ab" ]
 check "the unrecorded sandbox directory was cleaned up" [ ! -e "$T/state/sandboxes/sbx-00000000abcd" ]
