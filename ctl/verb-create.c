@@ -18,6 +18,9 @@ const Verb verb_create = {
                 "     --cpus X            CPU bandwidth in cores (e.g. 0.5)\n"
                 "     --timeout DUR       Default wall-clock limit of runs (e.g. 30s, 2m)\n"
                 "     --output-bytes SIZE Default cap per output stream of runs\n"
+                "     --disk SIZE         Disk limit of workspace + snapshots (checked by the sweep)\n"
+                "     --ttl DUR           Destroyed by the sweep this long after creation\n"
+                "     --idle DUR          Destroyed by the sweep after this long without runs\n"
                 "  -e --env NAME=VALUE    Default environment of runs (repeatable)\n"
                 "     --network MODE      \"none\" (the default): loopback only\n"
                 "     --best-effort       Accept limits this host cannot enforce\n"
@@ -36,6 +39,9 @@ enum {
         ARG_OUTPUT_BYTES,
         ARG_NETWORK,
         ARG_BEST_EFFORT,
+        ARG_DISK,
+        ARG_TTL,
+        ARG_IDLE,
 };
 
 typedef struct CreateArgs {
@@ -55,6 +61,12 @@ static int create_option(CreateArgs *a, int c, const char *value) {
                 return check_sandbox_name(value) < 0 ? -EINVAL : add_string(a->request, "name", value);
         case ARG_MEMORY:
                 return add_size(a->limits, "memory", "--memory", value);
+        case ARG_DISK:
+                return add_size(a->limits, "disk", "--disk", value);
+        case ARG_TTL:
+                return add_duration(a->request, "ttl", "--ttl", value);
+        case ARG_IDLE:
+                return add_duration(a->request, "idle", "--idle", value);
         case ARG_PIDS:
                 return add_uint(a->limits, "pids", "--pids", value);
         case ARG_CPUS:
@@ -91,6 +103,9 @@ static int create_parse(CreateArgs *a, int argc, char *argv[]) {
                 { "env", required_argument, NULL, 'e' },
                 { "network", required_argument, NULL, ARG_NETWORK },
                 { "best-effort", no_argument, NULL, ARG_BEST_EFFORT },
+                { "disk", required_argument, NULL, ARG_DISK },
+                { "ttl", required_argument, NULL, ARG_TTL },
+                { "idle", required_argument, NULL, ARG_IDLE },
                 { "verbose", no_argument, NULL, 'v' },
                 {},
         };

@@ -16,6 +16,10 @@ daemon_sandboxd_SOURCES = \
 	daemon/run.c daemon/run.h \
 	daemon/output.c daemon/output.h \
 	daemon/rm-rf.c daemon/rm-rf.h \
-	daemon/state.c daemon/state.h
+	daemon/state.c daemon/state.h \
+	daemon/run-record.c daemon/run-record.h \
+	daemon/disk-usage.c daemon/disk-usage.h \
+	daemon/sweep.c daemon/sweep.h daemon/sweep-walk.c daemon/sweep-walk.h daemon/op-sweep.c \
+	daemon/idle-exit.c daemon/idle-exit.h
 daemon_sandboxd_CFLAGS = $(AM_CFLAGS) $(SYSTEMD_CFLAGS) $(JSONC_CFLAGS) $(CGROUP_CFLAGS) $(SECCOMP_CFLAGS)
 daemon_sandboxd_LDADD = lib/libsbxcommon.la $(SYSTEMD_LIBS) $(JSONC_LIBS) $(CGROUP_LIBS) $(SECCOMP_LIBS)

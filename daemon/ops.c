@@ -17,8 +17,11 @@ static const FieldSpec create_fields[] = {
         { "network", FIELD_STRING },
         { "env", FIELD_OBJECT },
         { "best_effort", FIELD_BOOL },
+        { "ttl", FIELD_DURATION },
+        { "idle", FIELD_DURATION },
         {},
 };
+static const FieldSpec sweep_fields[] = { ENVELOPE, { "dry_run", FIELD_BOOL }, {} };
 static const FieldSpec run_fields[] = {
         ENVELOPE,
         { "sandbox", FIELD_STRING },
@@ -56,6 +59,7 @@ static const Op ops[] = {
         { "destroy", op_destroy, sandbox_fields },
         { "run", op_run, run_fields },
         { "kill", op_kill, kill_fields },
+        { "sweep", op_sweep, sweep_fields },
 };
 
 void ops_dispatch(Connection *c, json_object *id, const char *name, json_object *req) {

@@ -18,6 +18,7 @@
 #include "log.h"
 #include "macro.h"
 #include "manager.h"
+#include "run-record.h"
 #include "run.h"
 #include "sandbox.h"
 #include "spawn.h"
@@ -312,6 +313,7 @@ Run *run_free(Run *r) {
                 return NULL;
         s = r->sandbox;
         if (r->in_flight) {
+                run_record_end(r);
                 run_unlink(&s->runs, r);
                 s->n_runs--;
                 s->manager->n_runs--;
@@ -810,6 +812,7 @@ void run_start(Run *r) {
         int k;
 
         run_mark_in_flight(r);
+        run_record_start(r);
         r->start_usec = now_usec(CLOCK_MONOTONIC);
         if ((k = run_make_cgroup(r)) < 0)
                 return run_fail_start(r, "cannot create the run's cgroup", k);

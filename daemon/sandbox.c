@@ -24,7 +24,9 @@
 #include "run.h"
 #include "sandbox.h"
 #include "spawn.h"
+#include "run-record.h"
 #include "state.h"
+#include "sweep.h"
 #include "util.h"
 
 #define SANDBOX_NAME_MAX 64
@@ -65,7 +67,8 @@ int sandbox_env_check(json_object *env, ProtoError *err) {
 
 static const FieldSpec limits_fields[] = {
         { "memory", FIELD_SIZE },       { "pids", FIELD_INT },          { "cpus", FIELD_DECIMAL },
-        { "timeout_s", FIELD_DURATION }, { "output_bytes", FIELD_SIZE }, {},
+        { "timeout_s", FIELD_DURATION }, { "output_bytes", FIELD_SIZE }, { "disk", FIELD_SIZE },
+        {},
 };
 
 static int limit_over(const char *field, ProtoError *err, uint64_t max) {
@@ -79,7 +82,7 @@ static int parse_limits(Manager *m, json_object *limits, SandboxLimits *l, Proto
         int r;
 
         *l = (SandboxLimits) { c->default_memory, c->default_pids, c->default_millicpus, c->default_timeout_usec,
-                               c->default_output_bytes };
+                               c->default_output_bytes, c->default_disk };
         if (!limits)
                 return 0;
         r = proto_check_fields(limits, limits_fields, "limits.", err);
@@ -89,7 +92,8 @@ static int parse_limits(Manager *m, json_object *limits, SandboxLimits *l, Proto
             (r = proto_get_uint(limits, "pids", 1, UINT32_MAX, &l->pids, err)) < 0 ||
             (r = proto_get_cpus(limits, "cpus", &l->millicpus, err)) < 0 ||
             (r = proto_get_duration(limits, "timeout_s", &l->timeout_usec, err)) < 0 ||
-            (r = proto_get_size(limits, "output_bytes", &l->output_bytes, err)) < 0) {
+            (r = proto_get_size(limits, "output_bytes", &l->output_bytes, err)) < 0 ||
+            (r = proto_get_size(limits, "disk", &l->disk, err)) < 0) {
                 char f[sizeof(err->field)];
                 memcpy(f, err->field, sizeof(f));
                 snprintf(err->field, sizeof(err->field), "limits.%.50s", f);
@@ -154,7 +158,7 @@ static int sandbox_parse(Manager *m, Sandbox *s, json_object *req, ProtoError *e
         if (r < 0)
                 return r;
         r = check_enforceable(m, s->best_effort, &s->enforced, err);
-        if (r < 0)
+        if (r < 0 || (r = sweep_parse_create(m, s, req, err)) < 0)
                 return r;
         if (json_object_object_get_ex(req, "env", &env) && json_object_is_type(env, json_type_object)) {
                 r = parse_env_object(env, err);
@@ -333,6 +337,8 @@ int sandbox_create(Manager *m, json_object *req, uid_t owner, bool ephemeral, Sa
                 return proto_error_set(err, SBX_E_RESOURCE_EXHAUSTED, NULL,
                                        "uid %u has its maximum of %" PRIu64 " sandboxes (max_sandboxes_per_uid)",
                                        (unsigned) owner, m->config.max_sandboxes_per_uid);
+        if ((r = sweep_check_create(m, err)) < 0)
+                return r;
         s = sandbox_alloc(m);
         if (!s)
                 return proto_error_set(err, SBX_E_INTERNAL, NULL, "out of memory");
@@ -712,6 +718,7 @@ Sandbox *sandbox_free(Sandbox *s) {
         if (s->uid_slot != UINT32_MAX)
                 manager_free_uid_slot(s->manager, s->uid_slot);
         json_object_put(s->env);
+        json_object_put(s->interrupted_runs);
         free(s->name);
         free(s->cg_rel);
         free(s);
@@ -796,6 +803,8 @@ json_object *sandbox_to_json(Sandbox *s, bool with_usage) {
         json_object_object_add(o, "restarted_at", s->restored_usec ? json_object_new_string(format_utc(ts, sizeof(ts),
                                                                                                      s->restored_usec))
                                                                    : NULL);
+        sweep_sandbox_json(s, o);
+        run_records_json(s, o);
         if (with_usage) {
                 json_object_object_add(o, "usage", sandbox_usage_json(s));
                 json_object_object_add(o, "runs_in_flight", json_object_new_int((int) s->n_runs));

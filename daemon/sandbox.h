@@ -28,6 +28,7 @@ typedef struct SandboxLimits {
         uint64_t millicpus;
         uint64_t timeout_usec;
         uint64_t output_bytes;
+        uint64_t disk;          /* workspace + snapshots, checked by the sweep; 0: none */
 } SandboxLimits;
 
 /* Someone waiting for the sandbox to be ready or gone: a create or destroy reply. */
@@ -67,6 +68,13 @@ typedef struct Sandbox {
         Waiter *create_waiters, *destroy_waiters;
         Run *pending_runs; /* waiting for the sandbox to be ready */
         ProtoError failure;
+        /* Expiry and disk (sweep.c), interrupted runs (run-record.c). */
+        uint64_t ttl_usec, idle_usec;  /* 0: never expires */
+        uint64_t last_active_usec;     /* CLOCK_MONOTONIC: made, restored, a run started or ended */
+        bool disk_refused;             /* over limits.disk after eviction: runs are refused */
+        bool disk_measured;
+        uint64_t disk_bytes;           /* workspace + snapshots at the last sweep */
+        json_object *interrupted_runs; /* runs a restart cut short, reported by inspect */
         struct Sandbox *next, *prev;
 } Sandbox;
 

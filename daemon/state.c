@@ -13,8 +13,10 @@
 #include "manager.h"
 #include "proto.h"
 #include "rm-rf.h"
+#include "run-record.h"
 #include "sandbox.h"
 #include "state.h"
+#include "sweep.h"
 #include "util.h"
 
 #define META "meta.json"
@@ -38,6 +40,8 @@ static json_object *state_to_json(Sandbox *s) {
         json_object_object_add(l, "output_bytes", json_object_new_int64((int64_t) s->limits.output_bytes));
         json_object_object_add(o, "limits", l);
         json_object_object_add(o, "env", s->env ? json_object_get(s->env) : NULL);
+        sweep_meta_save(s, o);
+        run_records_meta_save(s, o);
         return o;
 }
 
@@ -62,6 +66,9 @@ int state_save(Sandbox *s) {
         /* Data first, then the name, then the directory entry: a crash leaves the old file or
          * the new one, never a torn one. */
         if (fsync(fd) < 0 || renameat(dfd, META_TMP, dfd, META) < 0 || fsync(dfd) < 0)
+                return -errno;
+        /* And the sandbox's own entry in sandboxes/, new at its first save. */
+        if (fsync(s->manager->state_fd) < 0)
                 return -errno;
         return 0;
 }
@@ -105,8 +112,12 @@ static void restore_entry(Manager *m, const char *name) {
                 r = sandbox_restore(m, meta, &s);
                 if (r < 0)
                         log_warning("sandbox %s: cannot restore it: %s; its workspace stays in place", name, strerror(-r));
-                else
+                else {
                         log_info("sandbox %s restored after a restart", name);
+                        sweep_meta_restore(s, meta);
+                        run_records_meta_restore(s, meta);
+                        (void) run_records_collect(s);
+                }
                 return;
         }
         if (name[0] == '.' && strncmp(name, ".trash-", 7) != 0)
