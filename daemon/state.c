@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cgroup.h"
 #include "log.h"
 #include "macro.h"
 #include "manager.h"
@@ -128,6 +129,41 @@ static void restore_entry(Manager *m, const char *name) {
                 log_warning("cannot remove %s: %s", name, strerror(-r));
 }
 
+/* A cgroup below sandboxes/ that no restored sandbox claims: a throwaway sandbox (never
+ * recorded) of a daemon that died, with whatever still runs in it. Its processes are killed and
+ * the cgroup removed; recorded sandboxes replaced theirs in sandbox_restore(). */
+static void remove_stale_cgroup(Manager *m, const char *name) {
+        _cleanup_close_ int fd = openat(m->cg.sandboxes_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        int r;
+
+        if (fd < 0)
+                return;
+        for (int i = 0; i < 1000 && cg_populated(fd) > 0; i++) {
+                (void) cg_kill(fd);
+                usleep(1000);
+        }
+        r = cg_remove_tree(m->cg.sandboxes_fd, name);
+        if (r < 0)
+                log_warning("cannot remove the stale cgroup sandboxes/%s: %s", name, strerror(-r));
+        else
+                log_info("removed the stale cgroup sandboxes/%s of an earlier daemon", name);
+}
+
+static void remove_stale_cgroups(Manager *m) {
+        int fd = openat(m->cg.sandboxes_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        DIR *d;
+        struct dirent *de;
+
+        if (fd < 0 || !(d = fdopendir(fd))) {
+                safe_close(fd);
+                return;
+        }
+        while ((de = readdir(d)))
+                if (de->d_type == DT_DIR && is_sandbox_id(de->d_name) && !manager_find_sandbox(m, de->d_name))
+                        remove_stale_cgroup(m, de->d_name);
+        closedir(d);
+}
+
 int state_restore_all(Manager *m) {
         int fd = openat(m->state_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         DIR *d;
@@ -144,5 +180,6 @@ int state_restore_all(Manager *m) {
                 if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0)
                         restore_entry(m, de->d_name);
         closedir(d);
+        remove_stale_cgroups(m);
         return 0;
 }
