@@ -14,10 +14,11 @@ const Verb verb_sweep = {
         .summary = "Measure sandboxes' disk use; evict, refuse and expire as configured",
         .help = "Options:\n"
                 "  -n --dry-run           Report what would be done, change nothing\n"
-                "\nSizes are allocated bytes (as du -B1 -x), files are inodes counted once. Over\n"
-                "its disk limit a sandbox loses its oldest snapshots first; if still over, its\n"
-                "runs are refused until it is back under. Sandboxes past their ttl or idle time\n"
-                "are destroyed. Root and admin_group members sweep every sandbox.\n",
+                "\nSizes are allocated bytes (what du prints, in bytes, on one filesystem);\n"
+                "files are inodes counted once. Over its disk limit a sandbox loses its oldest\n"
+                "snapshots first; if still over, its runs are refused until it is back under.\n"
+                "Sandboxes past their ttl or idle time are destroyed. Root and admin_group\n"
+                "members sweep every sandbox.\n",
         .failure_status = EXIT_FAILURE,
         .run = verb_sweep_run,
 };
