@@ -24,7 +24,6 @@
 #include "util.h"
 
 #define SWEEPS_MAX 4
-#define FIRST_SWEEP_USEC (10 * USEC_PER_SEC)
 
 typedef struct Sweep {
         Manager *manager;
@@ -620,12 +619,9 @@ static int on_sweep_timer(sd_event_source *src, uint64_t usec, void *userdata) {
 }
 
 int sweep_setup_timer(Manager *m) {
-        uint64_t first = m->config.sweep_interval_usec;
-
-        if (!first)
+        if (!m->config.sweep_interval_usec)
                 return 0;
-        if (first > FIRST_SWEEP_USEC)
-                first = FIRST_SWEEP_USEC;
-        return sd_event_add_time_relative(m->event, &m->sweep_timer, CLOCK_MONOTONIC, first, USEC_PER_SEC,
+        return sd_event_add_time_relative(m->event, &m->sweep_timer, CLOCK_MONOTONIC, m->config.sweep_interval_usec,
+                                          USEC_PER_SEC,
                                           on_sweep_timer, m);
 }
