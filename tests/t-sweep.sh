@@ -177,6 +177,25 @@ out=$(ctl create --best-effort --name viactl --disk 64M --ttl 1h --idle 30m)
 r=$(rpc '{"op":"inspect","sandbox":"viactl"}')
 is "$(jget "$r" '[.sandbox.limits.disk, .sandbox.ttl_s, .sandbox.idle_s] | map(tostring) | join(",")')" "67108864,3600,1800" \
 	"sandboxctl create --disk --ttl --idle"
+
+# -- the remover takes any depth with a bounded number of directories open --------------------
+r=$(rpc '{"op":"create","best_effort":true,"name":"deep"}')
+did=$(jget "$r" .sandbox.id)
+python3 - "$(jget "$r" .sandbox.workdir)" <<'EOF'
+import os, sys
+d = os.open(sys.argv[1], os.O_RDONLY)
+for i in range(10000):
+    os.mkdir("d", dir_fd=d)
+    n = os.open("d", os.O_RDONLY, dir_fd=d)
+    os.close(d)
+    d = n
+open("/proc/self/fd/%d/leaf" % d, "w").write("leaf")
+EOF
+# 1,024 fds, as systemd gives a service by default: fewer than the tree has levels.
+prlimit --pid "$DAEMON_PID" --nofile=1024:1024
+is "$(jget "$(rpc '{"op":"destroy","sandbox":"deep"}')" .ok)" true "a sandbox with 10,000 nested directories is destroyed"
+_deep_gone() { [ ! -e "$T/state/sandboxes/$did" ] && ! ls -a "$T/state/sandboxes" | grep -q '^\.trash-'; }
+check "its workspace is removed in the background to the last entry" wait_until 60 _deep_gone
 stop_daemon
 
 # -- the free-disk floor -----------------------------------------------------------------------
