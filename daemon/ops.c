@@ -17,6 +17,7 @@ static const FieldSpec create_fields[] = {
         { "network", FIELD_STRING },
         { "env", FIELD_OBJECT },
         { "best_effort", FIELD_BOOL },
+        { "user", FIELD_STRING },
         {},
 };
 static const FieldSpec run_fields[] = {
@@ -34,6 +35,7 @@ static const FieldSpec run_fields[] = {
         { "memory", FIELD_SIZE },
         { "pids", FIELD_INT },
         { "stream", FIELD_BOOL },
+        { "user", FIELD_STRING },
         /* For a throwaway sandbox only. */
         { "limits", FIELD_OBJECT },
         { "network", FIELD_STRING },
