@@ -173,6 +173,37 @@ static int setup_masks(const char *const *paths) {
         return 0;
 }
 
+/* The host's account list is none of the sandbox's business, and uid 1000 inside should be called
+ * what it is: /etc/passwd and /etc/group become three accounts, bound read-only from files made on
+ * the new root's tmpfs (then unlinked there). A root without them keeps what it has. */
+static int replace_etc_file(const char *name, const char *text) {
+        char src[64], dst[64];
+        struct stat st;
+        ssize_t n;
+        int fd;
+
+        snprintf(dst, sizeof(dst), NEWROOT "/etc/%s", name);
+        if (lstat(dst, &st) < 0 || !S_ISREG(st.st_mode))
+                return 0;
+        snprintf(src, sizeof(src), NEWROOT "/.%s", name);
+        fd = open(src, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+        if (fd < 0)
+                return -1;
+        n = write(fd, text, strlen(text));
+        close(fd);
+        if (n != (ssize_t) strlen(text) || mount(src, dst, NULL, MS_BIND, NULL) < 0 || make_readonly(dst, false) < 0)
+                return -1;
+        return unlink(src);
+}
+
+static int setup_accounts(void) {
+        if (replace_etc_file("passwd", "root:x:0:0:root:/root:/bin/sh\n"
+                                       "sandbox:x:1000:1000:sandbox:/work:/bin/sh\n"
+                                       "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n") < 0)
+                return -1;
+        return replace_etc_file("group", "root:x:0:\nsandbox:x:1000:\nnogroup:x:65534:\n");
+}
+
 /* The host's /sys would show the host's whole cgroup tree (other sandboxes' cgroups, and the
  * machine's cgroup v1 hierarchies) and its devices. A fresh sysfs shows the devices of our own
  * network namespace (which our user namespace owns, so the kernel lets us mount it); on top of
@@ -379,7 +410,7 @@ static int setup_mounts(const InitParams *p, int workdir_fd) {
                 return STEP_TMP;
         if (setup_work(workdir_fd) < 0)
                 return STEP_WORK;
-        if (setup_masks(p->mask_paths) < 0)
+        if (setup_masks(p->mask_paths) < 0 || setup_accounts() < 0)
                 return STEP_MASK;
         if (setup_pivot() < 0)
                 return STEP_PIVOT;

@@ -80,6 +80,10 @@ caps = dict(re.findall(r"^(\w+):[ \t]*(\S*)", out, re.M))
 is_([caps.get(k) for k in ("Groups", "CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb", "NoNewPrivs")],
     ["", "0" * 16, "0" * 16, "0" * 16, "0" * 16, "0" * 16, "1"],
     "ESC-14: no supplementary group, every capability set empty (bounding and ambient too), no_new_privs")
+code, out, err = sh("id; cut -d: -f1 /etc/passwd | tr '\\n' ' '; cut -d: -f1 /etc/group | tr '\\n' ' '")
+host_users = [l.split(":")[0] for l in open("/etc/passwd") if l.count(":") >= 6]
+is_(out.splitlines(), ["uid=1000(sandbox) gid=1000(sandbox) groups=1000(sandbox)", "root sandbox nobody root sandbox nogroup "],
+    "ESC-14: uid 1000 is 'sandbox'; /etc/passwd and /etc/group inside list three accounts, none of the host's %d" % len(host_users))
 st = os.stat(A["workdir"])
 init_pid = int(open(os.path.join(cg, "sandboxes", A["id"], "init", "cgroup.procs")).read().split()[0])
 host_map = open("/proc/%d/uid_map" % init_pid).read().split()
