@@ -24,6 +24,8 @@ const Verb verb_create = {
                 "  -e --env NAME=VALUE    Default environment of runs (repeatable)\n"
                 "     --network MODE      \"none\" (the default): loopback only\n"
                 "     --best-effort       Accept limits this host cannot enforce\n"
+                "  -u --user USER         Who runs run as inside: \"sandbox\" (uid 1000, the default)\n"
+                "                         or \"root\" (root of the sandbox's user namespace)\n"
                 "  -v --verbose           Also print the limits and what is enforced, on stderr\n"
                 "\nPrints only the id on stdout. Defaults and maximums come from sandboxd's\n"
                 "configuration; see 'sandboxctl status' for what this host can enforce.\n",
@@ -82,6 +84,8 @@ static int create_option(CreateArgs *a, int c, const char *value) {
         case ARG_BEST_EFFORT:
                 json_object_object_add(a->request, "best_effort", json_object_new_boolean(true));
                 return 0;
+        case 'u':
+                return add_string(a->request, "user", value);
         case 'v':
                 a->verbose = true;
                 return 0;
@@ -106,13 +110,14 @@ static int create_parse(CreateArgs *a, int argc, char *argv[]) {
                 { "disk", required_argument, NULL, ARG_DISK },
                 { "ttl", required_argument, NULL, ARG_TTL },
                 { "idle", required_argument, NULL, ARG_IDLE },
+                { "user", required_argument, NULL, 'u' },
                 { "verbose", no_argument, NULL, 'v' },
                 {},
         };
         int c, r;
 
         optind = 0;
-        while ((c = getopt_long(argc, argv, "hn:e:v", options, NULL)) >= 0) {
+        while ((c = getopt_long(argc, argv, "hn:e:u:v", options, NULL)) >= 0) {
                 if (!is_common_option(c))
                         r = create_option(a, c, optarg);
                 else if ((r = common_option(&verb_create, c)) == 0)

@@ -12,6 +12,7 @@ daemon_sandboxd_SOURCES = \
 	daemon/sandbox.c daemon/sandbox.h \
 	daemon/sandbox-setup.c \
 	daemon/spawn.c daemon/spawn.h \
+	daemon/identity.c daemon/identity.h \
 	daemon/syscall-filter.c daemon/syscall-filter.h \
 	daemon/run.c daemon/run.h \
 	daemon/output.c daemon/output.h \

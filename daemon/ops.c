@@ -19,6 +19,7 @@ static const FieldSpec create_fields[] = {
         { "best_effort", FIELD_BOOL },
         { "ttl", FIELD_DURATION },
         { "idle", FIELD_DURATION },
+        { "user", FIELD_STRING },
         {},
 };
 static const FieldSpec sweep_fields[] = { ENVELOPE, { "dry_run", FIELD_BOOL }, {} };
@@ -37,6 +38,7 @@ static const FieldSpec run_fields[] = {
         { "memory", FIELD_SIZE },
         { "pids", FIELD_INT },
         { "stream", FIELD_BOOL },
+        { "user", FIELD_STRING },
         /* For a throwaway sandbox only. */
         { "limits", FIELD_OBJECT },
         { "network", FIELD_STRING },

@@ -194,7 +194,8 @@ int run_spec_parse(json_object *req, uint64_t max_stdin, RunSpec *spec, ProtoErr
             (r = proto_get_size(req, "output_bytes", &spec->output_bytes, err)) < 0 ||
             (r = proto_get_size(req, "memory", &spec->memory, err)) < 0 ||
             (r = proto_get_uint(req, "pids", 1, UINT32_MAX, &spec->pids, err)) < 0 ||
-            (r = proto_get_bool(req, "stream", &spec->stream, err)) < 0)
+            (r = proto_get_bool(req, "stream", &spec->stream, err)) < 0 ||
+            (r = sandbox_user_parse(req, &spec->user, err)) < 0)
                 return r;
         if (json_object_object_get_ex(req, "timeout_s", NULL) && spec->timeout_usec == 0)
                 return proto_error_set(err, SBX_E_INVALID_REQUEST, "timeout_s", "'timeout_s' must be positive");
@@ -206,6 +207,8 @@ int run_spec_resolve(RunSpec *spec, Sandbox *s, ProtoError *err) {
 
         if (!spec->timeout_usec)
                 spec->timeout_usec = s->limits.timeout_usec;
+        if (spec->user == SANDBOX_USER_UNSET)
+                spec->user = s->user;
         if (!spec->output_bytes)
                 spec->output_bytes = s->limits.output_bytes;
         if (spec->timeout_usec > c->max_timeout_usec)
@@ -744,6 +747,7 @@ static int run_spawn(Run *r, RunFds *f) {
                 .argv = r->spec.argv,
                 .envp = r->spec.envp,
                 .cwd = r->spec.cwd,
+                .user = r->spec.user,
         };
         pid_t pid;
 

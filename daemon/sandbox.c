@@ -141,7 +141,8 @@ static int sandbox_parse(Manager *m, Sandbox *s, json_object *req, ProtoError *e
 
         if ((r = proto_get_string(req, "name", SANDBOX_NAME_MAX, &name, err)) < 0 ||
             (r = proto_get_string(req, "network", 16, &network, err)) < 0 ||
-            (r = proto_get_bool(req, "best_effort", &s->best_effort, err)) < 0)
+            (r = proto_get_bool(req, "best_effort", &s->best_effort, err)) < 0 ||
+            (r = sandbox_user_parse(req, &s->user, err)) < 0)
                 return r;
         if (name && !name_valid(name))
                 return proto_error_set(err, SBX_E_INVALID_REQUEST, "name",
@@ -178,6 +179,7 @@ static Sandbox *sandbox_alloc(Manager *m) {
         s->manager = m;
         s->cg_fd = s->workdir_fd = s->init_pidfd = s->setup_fd = -EBADF;
         s->uid_slot = UINT32_MAX;
+        s->user = SANDBOX_USER_SANDBOX;
         s->created_usec = now_usec(CLOCK_REALTIME);
         return s;
 }
@@ -199,8 +201,9 @@ static int sandbox_make_cgroup(Sandbox *s) {
         return cg_apply_limits(&m->cg, s->cg_rel, &l, s->enforced);
 }
 
-/* <state>/<id>/work, owned by the sandbox's root. The sandbox reaches it through an fd, so the
- * path's own permissions may stay closed to everyone else. */
+/* <state>/<id>/work, owned by the sandbox's unprivileged user (uid 1000 inside, host_uid + 1000
+ * outside), so that runs write there without being root. The sandbox reaches it through an fd,
+ * so the path's own permissions may stay closed to everyone else. */
 static int sandbox_make_workspace(Sandbox *s, bool existing) {
         _cleanup_close_ int dfd = -EBADF;
         int state_fd = s->manager->state_fd;
@@ -212,7 +215,7 @@ static int sandbox_make_workspace(Sandbox *s, bool existing) {
                 return -errno;
         if (mkdirat(dfd, "work", 0755) < 0 && errno != EEXIST)
                 return -errno;
-        if (fchownat(dfd, "work", s->host_uid, s->host_uid, AT_SYMLINK_NOFOLLOW) < 0)
+        if (fchownat(dfd, "work", s->host_uid + SANDBOX_USER_UID, s->host_uid + SANDBOX_USER_GID, AT_SYMLINK_NOFOLLOW) < 0)
                 return -errno;
         s->workdir_fd = openat(dfd, "work", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         return s->workdir_fd < 0 ? -errno : 0;
@@ -424,6 +427,12 @@ static int sandbox_restore_fields(Sandbox *s, json_object *meta) {
                 s->best_effort = json_object_get_boolean(v);
         if (json_object_object_get_ex(meta, "env", &v) && json_object_is_type(v, json_type_object))
                 s->env = json_object_get(v);
+        /* A record without it predates the option: it gets the default (its workspace's files
+         * made as root inside may then be read-only to its runs; "user":"root" on a run helps). */
+        if (json_object_object_get_ex(meta, "user", &v) && json_object_is_type(v, json_type_string))
+                s->user = sandbox_user_from_string(json_object_get_string(v));
+        if (s->user == SANDBOX_USER_UNSET)
+                return -EBADMSG;
         return 0;
 }
 
@@ -799,6 +808,7 @@ json_object *sandbox_to_json(Sandbox *s, bool with_usage) {
         json_object_object_add(o, "enforced", e);
         json_object_object_add(o, "best_effort", json_object_new_boolean(s->best_effort));
         json_object_object_add(o, "network", json_object_new_string("none"));
+        json_object_object_add(o, "user", json_object_new_string(sandbox_user_to_string(s->user)));
         json_object_object_add(o, "created", json_object_new_string(format_utc(ts, sizeof(ts), s->created_usec)));
         json_object_object_add(o, "restarted_at", s->restored_usec ? json_object_new_string(format_utc(ts, sizeof(ts),
                                                                                                      s->restored_usec))

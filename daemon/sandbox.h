@@ -9,6 +9,7 @@
 #include <sys/types.h>
 #include <systemd/sd-event.h>
 
+#include "identity.h"
 #include "proto.h"
 
 typedef struct Manager Manager;
@@ -50,6 +51,7 @@ typedef struct Sandbox {
         unsigned enforced; /* CgController mask */
         bool best_effort;
         bool ephemeral;    /* made for one run, destroyed after it */
+        SandboxUser user;  /* its runs' default: "sandbox" (uid 1000) unless "user":"root" */
         json_object *env;  /* default environment for runs, or NULL */
         uint64_t created_usec; /* CLOCK_REALTIME */
         uint64_t restored_usec; /* when a restarted daemon brought it back, or 0 */

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <linux/openat2.h>
 #include <linux/sched.h>
 #include <sched.h>
@@ -14,6 +15,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "identity.h"
 #include "macro.h"
 #include "syscall-filter.h"
 #include "spawn.h"
@@ -208,6 +210,9 @@ _Noreturn static void command_main(const RunParams *p, int errfd) {
                 child_fail(errfd, STEP_SETSID);
         if (child_stdio(p->stdio) < 0)
                 child_fail(errfd, STEP_STDIO);
+        /* Before anything that resolves a path: the cwd is checked as the user who will run. */
+        if (identity_apply(p->user) < 0)
+                child_fail(errfd, STEP_SETUID);
         if (child_chdir(p->cwd) < 0)
                 child_fail(errfd, STEP_CWD);
         if (seccomp_prepare(&filter) < 0)
@@ -275,6 +280,9 @@ _Noreturn void run_helper_main(const RunParams *p) {
         (void) prctl(PR_SET_DUMPABLE, 0);
         (void) prctl(PR_SET_PDEATHSIG, SIGKILL);
         close_all_fds_except(keep, ELEMENTSOF(keep));
+        /* Still host root: the last moment a supplementary group can be dropped (ESC-14a). */
+        if (setgroups(0, NULL) < 0)
+                helper_fail(p->report_fd, STEP_SETUID);
         if (helper_join(p->init_pidfd) < 0)
                 helper_fail(p->report_fd, STEP_SETNS);
         if (setresgid(0, 0, 0) < 0 || setresuid(0, 0, 0) < 0)

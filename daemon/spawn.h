@@ -10,6 +10,8 @@
 #include <sys/resource.h>
 #include <sys/types.h>
 
+#include "identity.h"
+
 typedef enum SpawnStep {
         STEP_NONE,
         STEP_SYNC,
@@ -80,6 +82,7 @@ typedef struct RunParams {
         char *const *argv;
         char *const *envp;
         const char *cwd;    /* absolute, beneath /work */
+        SandboxUser user;   /* who the command is inside (identity.h) */
         struct rlimit rl_cpu, rl_nproc, rl_as;
         bool rl_cpu_set, rl_nproc_set, rl_as_set;
 } RunParams;

@@ -46,6 +46,18 @@ check(os.path.isdir(wd), "the workdir exists on the host", wd)
 st = os.stat(wd) if os.path.isdir(wd) else None
 check(st is not None and st.st_uid >= 0x70000000, "the workdir belongs to a uid >= 0x70000000",
       st and st.st_uid)
+is_(sb.get("user"), "sandbox", "runs are the unprivileged user by default (user: sandbox)")
+r = c.call({"op": "create", "best_effort": True, "user": "admin"})
+check(r.get("ok") is False and r["error"].get("code") == "invalid_request" and r["error"].get("field") == "user",
+      "user \"admin\": invalid_request, field user", r)
+r = c.call({"op": "create", "best_effort": True, "user": "root"})
+rs = r.get("sandbox") or {}
+is_(rs.get("user"), "root", "create with user root")
+ids = [c.call({"op": "run", "sandbox": rs.get("id"), "argv": ["id", "-u"], "user": u}).get("stdout") for u in (None, "sandbox")]
+ids.append(c.call({"op": "run", "sandbox": sb.get("id"), "argv": ["id", "-u"], "user": "root"}).get("stdout"))
+ids.append(c.call({"op": "run", "argv": ["id", "-u"], "best_effort": True, "user": "root"}).get("stdout"))
+is_(ids, ["0\n", "1000\n", "0\n", "0\n"], "a run is the sandbox's user unless it says otherwise (also a throwaway one)")
+c.call({"op": "destroy", "sandbox": rs.get("id")})
 is_(sb.get("cgroup"), cg + "/sandboxes/" + sb.get("id", ""), "the cgroup is below --cgroup-root/sandboxes")
 check(os.path.isdir(sb.get("cgroup", "/nonexistent")), "the sandbox's cgroup exists")
 
@@ -448,6 +460,8 @@ if [ -x "$SANDBOXCTL" ]; then
         like "$id" '^sbx-[0-9a-f]{12}$' "sandboxctl create prints the id"
         out=$(ctl run -s cli-box -- sh -c 'echo in-box > /work/f; cat /work/f')
         is "$out" in-box "sandboxctl run -s NAME"
+        is "$(ctl run -s cli-box -- id -u) $(ctl run -s cli-box --user root -- id -u)" "1000 0" \
+                "sandboxctl run runs as uid 1000 inside; --user root as root of the sandbox's user namespace"
         like "$(ctl list -q)" "$id" "sandboxctl list -q shows it"
         is "$(jget "$(ctl --json inspect cli-box)" '.sandbox.id // .id')" "$id" "sandboxctl --json inspect"
         ctl destroy cli-box >/dev/null
