@@ -72,8 +72,8 @@ static int parse_command(json_object *req, RunSpec *spec, ProtoError *err) {
 
 static char **envp_from_object(json_object *env) {
         size_t n = env ? (size_t) json_object_object_length(env) : 0, i = 0;
-        bool have_path = false;
-        char **envp = calloc(n + 2, sizeof(char *));
+        bool have_path = false, have_home = false;
+        char **envp = calloc(n + 3, sizeof(char *));
 
         if (!envp)
                 return NULL;
@@ -85,10 +85,12 @@ static char **envp_from_object(json_object *env) {
                                 return NULL;
                         }
                         have_path = have_path || strcmp(k, "PATH") == 0;
+                        have_home = have_home || strcmp(k, "HOME") == 0;
                         i++;
                 }
         }
-        if (!have_path && !(envp[i] = strdup("PATH=" DEFAULT_PATH))) {
+        if ((!have_path && !(envp[i++] = strdup("PATH=" DEFAULT_PATH))) ||
+            (!have_home && !(envp[i++] = strdup("HOME=/work")))) {
                 strv_free(envp);
                 return NULL;
         }

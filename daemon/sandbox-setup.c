@@ -36,6 +36,8 @@
 #define NEWROOT "/tmp"
 
 static const char *const root_skip[] = { "proc", "dev", "tmp", "run", "work", "sys", "lost+found", NULL };
+/* People's homes are no business of a sandbox: these stay empty directories. */
+static const char *const root_empty[] = { "home", "root", NULL };
 
 _Noreturn static void init_fail(int fd, SpawnStep step) {
         SpawnReport r = { .kind = REPORT_FAILED, .step = step, .err = errno ? errno : EIO };
@@ -43,8 +45,8 @@ _Noreturn static void init_fail(int fd, SpawnStep step) {
         _exit(1);
 }
 
-static bool skipped(const char *name) {
-        for (const char *const *s = root_skip; *s; s++)
+static bool listed(const char *const *list, const char *name) {
+        for (const char *const *s = list; *s; s++)
                 if (strcmp(*s, name) == 0)
                         return true;
         return false;
@@ -76,7 +78,7 @@ static int setup_root(const char *root_dir) {
                 struct stat st;
                 if (de->d_name[0] == '.' && (!de->d_name[1] || (de->d_name[1] == '.' && !de->d_name[2])))
                         continue;
-                if (skipped(de->d_name) || fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+                if (listed(root_skip, de->d_name) || fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
                         continue;
                 snprintf(dst, sizeof(dst), NEWROOT "/%s", de->d_name);
                 free(src);
@@ -90,7 +92,7 @@ static int setup_root(const char *root_dir) {
                         if (symlink(target, dst) < 0)
                                 goto fail;
                 } else if (S_ISDIR(st.st_mode)) {
-                        if (mkdir(dst, 0755) < 0 || bind_readonly(src, dst) < 0)
+                        if (mkdir(dst, 0755) < 0 || (!listed(root_empty, de->d_name) && bind_readonly(src, dst) < 0))
                                 goto fail;
                 }
         }
@@ -197,7 +199,7 @@ static int replace_etc_file(const char *name, const char *text) {
 }
 
 static int setup_accounts(void) {
-        if (replace_etc_file("passwd", "root:x:0:0:root:/root:/bin/sh\n"
+        if (replace_etc_file("passwd", "root:x:0:0:root:/work:/bin/sh\n"
                                        "sandbox:x:1000:1000:sandbox:/work:/bin/sh\n"
                                        "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n") < 0)
                 return -1;

@@ -181,12 +181,12 @@ is_((r.get("stdout_bytes"), r.get("stdout_truncated"), len(r.get("stdout", "")))
 
 # Environment.
 r = run(argv=["env"], env={"FOO": "bar"})
-is_(sorted(r.get("stdout", "").splitlines()), ["FOO=bar", "PATH=/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin"],
-    "env {FOO: bar}: only FOO and the default PATH")
+is_(sorted(r.get("stdout", "").splitlines()), ["FOO=bar", "HOME=/work", "PATH=/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin"],
+    "env {FOO: bar}: only FOO, the default PATH and HOME=/work")
 r = run(argv=["env"])
-is_(r.get("stdout"), "PATH=/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin\n", "no env: the default PATH only")
-r = run(argv=["env"], env={"PATH": "/bin"})
-is_(r.get("stdout"), "PATH=/bin\n", "env with PATH replaces the default PATH")
+is_(r.get("stdout"), "PATH=/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin\nHOME=/work\n", "no env: the default PATH and HOME only")
+r = run(argv=["env"], env={"PATH": "/bin", "HOME": "/tmp"})
+is_(r.get("stdout"), "PATH=/bin\nHOME=/tmp\n", "env with PATH and HOME replaces the defaults")
 r = run(argv=["env"], env={"V": "a b\nc=d"})
 check("V=a b\nc=d" in r.get("stdout", ""), "env values are passed verbatim", r.get("stdout"))
 
@@ -268,10 +268,10 @@ is_(r.get("stdout"), "still fine\n", "the sandbox still runs commands after spaw
 r2 = c.call({"op": "create", "best_effort": True, "env": {"A": "1"}})
 S2 = r2["sandbox"]["id"]
 r = c.call({"op": "run", "sandbox": S2, "argv": ["env"]})
-is_(sorted(r.get("stdout", "").splitlines()), ["A=1", "PATH=/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin"],
+is_(sorted(r.get("stdout", "").splitlines()), ["A=1", "HOME=/work", "PATH=/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin"],
     "create's env is the runs' default environment")
 r = c.call({"op": "run", "sandbox": S2, "argv": ["env"], "env": {"B": "2"}})
-is_(sorted(r.get("stdout", "").splitlines()), ["B=2", "PATH=/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin"],
+is_(sorted(r.get("stdout", "").splitlines()), ["B=2", "HOME=/work", "PATH=/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin"],
     "a run's env replaces the sandbox's")
 c.call({"op": "destroy", "sandbox": S2})
 

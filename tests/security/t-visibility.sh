@@ -95,6 +95,20 @@ for d in ("firmware", "devices/virtual/powercap"):
         code, out, err = sh("ls -A /sys/%s | wc -l" % d)
         is_(out.strip(), "0", "/sys/%s is empty" % d)
 
+# ---- people's homes ------------------------------------------------------------------------
+os.makedirs("/home/sbxt-vis-user", exist_ok=True)
+with open("/home/sbxt-vis-user/notes", "w") as f:
+    f.write("private\n")
+os.chmod("/home/sbxt-vis-user/notes", 0o644)
+try:
+    for user in (None, "root"):
+        code, out, err = sh("ls -A /home /root; cat /home/sbxt-vis-user/notes", user=user)
+        is_((out, code != 0), ("/home:\n\n/root:\n", True),
+            "/home and /root are empty inside, a world-readable host file under /home unreachable (%s)" % (user or "sandbox"))
+finally:
+    os.unlink("/home/sbxt-vis-user/notes")
+    os.rmdir("/home/sbxt-vis-user")
+
 # ---- other sandboxes, the state dir, processes ----------------------------------------------
 marker = "sbx-vis-marker-%d" % os.getpid()
 c2 = Conn(sock, 60)
