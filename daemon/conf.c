@@ -46,6 +46,9 @@ static const ConfigKey config_keys[] = {
         KEY("max_output_bytes", KEY_SIZE, max_output_bytes),
         KEY("swap_max", KEY_SIZE, swap_max),
         KEY("max_stdin_bytes", KEY_SIZE, max_stdin_bytes),
+        KEY("session_ring_bytes", KEY_SIZE, session_ring_bytes),
+        KEY("session_idle_timeout", KEY_DURATION, session_idle_timeout_usec),
+        KEY("max_sessions_per_uid", KEY_COUNT, max_sessions_per_uid),
 };
 
 /* systemd's StateDirectory= tells us where our state lives ($STATE_DIRECTORY, ':'-separated). */
@@ -84,6 +87,9 @@ void config_init_defaults(Config *c) {
                 .max_output_bytes = 64u << 20,
                 .swap_max = 0,
                 .max_stdin_bytes = 3u << 20,
+                .session_ring_bytes = 1u << 20,
+                .session_idle_timeout_usec = 30 * 60 * USEC_PER_SEC,
+                .max_sessions_per_uid = 64,
         };
 }
 
@@ -175,6 +181,8 @@ static int config_check(Config *c, const char *path, char **ret_error) {
                 return asprintf(ret_error, "%s: uid_base/uid_range/max_sandboxes do not fit in the uid space", path) < 0
                                ? -ENOMEM
                                : -EINVAL;
+        if (c->session_ring_bytes < 4096 || c->session_ring_bytes > (UINT64_C(1) << 30))
+                return asprintf(ret_error, "%s: session_ring_bytes must be between 4K and 1G", path) < 0 ? -ENOMEM : -EINVAL;
         if (c->max_line_bytes < 1024)
                 return asprintf(ret_error, "%s: max_line_bytes must be at least 1K", path) < 0 ? -ENOMEM : -EINVAL;
         return 0;

@@ -29,6 +29,10 @@ typedef struct Config {
         uint64_t default_output_bytes, max_output_bytes;
         uint64_t swap_max;
         uint64_t max_stdin_bytes;
+        /* Interactive sessions (pty.c). */
+        uint64_t session_ring_bytes;         /* output kept per session for reattaching */
+        uint64_t session_idle_timeout_usec;  /* unattached this long: closed; 0: never */
+        uint64_t max_sessions_per_uid;
 } Config;
 
 void config_init_defaults(Config *c);

@@ -14,6 +14,7 @@
 typedef struct Manager Manager;
 typedef struct Connection Connection;
 typedef struct Run Run;
+typedef struct Session Session;
 
 typedef enum SandboxState {
         SANDBOX_CREATING,
@@ -66,6 +67,7 @@ typedef struct Sandbox {
         unsigned n_runs;
         Waiter *create_waiters, *destroy_waiters;
         Run *pending_runs; /* waiting for the sandbox to be ready */
+        Session *sessions; /* interactive sessions (pty.c) */
         ProtoError failure;
         struct Sandbox *next, *prev;
 } Sandbox;
