@@ -107,4 +107,144 @@ r, _ = open_session(c, sbx, argv=["/etc/passwd"])
 e = r.get("error") or {}
 is_((e.get("code"), e.get("errno")), ("spawn_failed", "EACCES"), "a file that is not executable: spawn_failed with EACCES")
 PYEOF
+
+run_py "pipes, close, reattach" 240 <<'PYEOF'
+import os, time
+from client import Conn, check, is_, wait_for
+from ptyclient import open_session, attach, err_code
+sbx, cgs = os.environ["SBX"], os.environ["CGS"]
+sock = os.environ["SOCK"]
+c = Conn(sock, 60)
+def session_cgroups():
+    return sorted(d for d in os.listdir(cgs) if d.startswith("pty-"))
+def procs_in(path):
+    out = []
+    for d, _, files in os.walk(path):
+        if "cgroup.procs" in files:
+            out += open(os.path.join(d, "cgroup.procs")).read().split()
+    return out
+
+# Pipe mode: stdout and stderr apart, stdin until eof.
+r, s = open_session(c, sbx, pty=False, argv=["sh", "-c", "read x; echo out:$x; echo err:$x >&2; cat; exit 3"])
+is_((r.get("ok"), r.get("pty"), r.get("rows")), (True, False, None), "pty.open with pty false: pipe mode")
+c.send({"op": "pty.write", "id": "p1", "session": s.id, "data": "abc\n"})
+check(s.wait_for("out:abc") and s.wait_for("err:abc", stream="stderr"), "stdout and stderr arrive apart", s.out)
+r = c.call({"op": "pty.write", "session": s.id, "data": "AAEC/w==", "encoding": "base64", "eof": True})
+is_(r.get("ok"), True, "base64 input, then eof")
+ex = s.wait_exit()
+check(s.out["stdout"].endswith(b"\x00\x01\x02\xff"), "binary input came back whole (as base64 output)", s.out["stdout"])
+is_(((ex or {}).get("exit_code"), (ex or {}).get("reason")), (3, "exited"), "exit event with the status")
+r = c.call({"op": "pty.write", "session": s.id, "data": "x"})
+is_(err_code(r), "conflict", "pipe mode: write after exit is a conflict")
+r = c.call({"op": "pty.resize", "session": s.id, "rows": 10, "cols": 10})
+is_(err_code(r), "conflict", "pipe mode has no terminal to resize")
+c.call({"op": "pty.close", "session": s.id})
+r, s = open_session(c, sbx, argv=["cat"])
+r = c.call({"op": "pty.write", "session": s.id, "data": "x", "eof": True})
+is_(err_code(r), "invalid_request", "eof on a terminal is refused (send ^D)")
+c.call({"op": "pty.close", "session": s.id})
+
+# pty.signal in pipe mode goes to the program's process group.
+r, s = open_session(c, sbx, pty=False, argv=["sh", "-c", "trap 'echo got-usr1' USR1; echo ready; while :; do sleep 0.1; done"])
+s.wait_for("ready")
+r = c.call({"op": "pty.signal", "session": s.id, "signal": "USR1"})
+check(r.get("ok") and s.wait_for("got-usr1"), "pipe mode: pty.signal USR1 reaches the program", r, s.out)
+c.call({"op": "pty.close", "session": s.id})
+
+# Close: SIGHUP, then nothing of the session survives, not even a setsid'ed child ignoring HUP.
+before = session_cgroups()
+r, s = open_session(c, sbx, argv=["sh", "-c", "trap '' HUP; setsid sh -c 'trap \"\" HUP; exec sleep 1000' & echo started; exec sleep 1000"])
+check(s.wait_for("started"), "a session with a setsid'ed child that ignores SIGHUP")
+mine = [d for d in session_cgroups() if d not in before]
+is_(len(mine), 1, "the session has its own cgroup below the sandbox's")
+check(wait_for(lambda: len(procs_in(os.path.join(cgs, mine[0]))) >= 3, 20), "helper, program and child are in it",
+      procs_in(os.path.join(cgs, mine[0])))
+t0 = time.monotonic()
+r = c.call({"op": "pty.close", "session": s.id}, 30)
+is_((r.get("ok"), r.get("reason")), (True, "closed"), "pty.close answers once it is over, reason closed")
+check(not os.path.exists(os.path.join(cgs, mine[0])), "the session's cgroup is empty and removed after the close")
+check(time.monotonic() - t0 < 15, "within the grace and a little (%.1f s)" % (time.monotonic() - t0))
+ex = s.wait_exit(10)
+is_((ex or {}).get("reason"), "closed", "the attached client got the exit event too")
+check(all(p_ not in open("/proc/%s/cmdline" % p_).read() for p_ in []) and
+      not any("sleep\x001000" in open("/proc/%s/cmdline" % p).read() for p in procs_in(cgs) if os.path.exists("/proc/" + p)),
+      "no sleep 1000 left anywhere in the sandbox")
+
+# Close a shell that obeys SIGHUP: quick, reason closed, signal HUP.
+r, s = open_session(c, sbx)
+c.send({"op": "pty.write", "id": "w", "session": s.id, "data": "echo ready\n"})
+s.wait_for("ready")
+t0 = time.monotonic()
+r = c.call({"op": "pty.close", "session": s.id}, 30)
+is_((r.get("reason"), r.get("signal"), r.get("exit_code")), ("closed", "HUP", 129), "a shell ends on the SIGHUP of pty.close")
+
+# Reattach after a disconnect: the missed output, exactly from where the client was.
+a = Conn(sock, 60)
+r, s = open_session(a, sbx)
+a.send({"op": "pty.write", "id": "w", "session": s.id, "data": "echo one-$((0+1))\n"})
+check(s.wait_for("one-1"), "first client sees its output")
+time.sleep(0.5)
+while True:  # whatever else came (the prompt)
+    try:
+        s.pump(time.monotonic() + 0.5)
+    except Exception:
+        break
+seen = s.next_seq
+a.close()
+b = Conn(sock, 60)
+r = b.call({"op": "pty.write", "session": s.id, "data": "echo two-$((1+1)); echo three\n"})
+is_(r.get("ok"), True, "another connection of the owner writes to the detached session")
+time.sleep(1)
+r, s2 = attach(b, s.id, from_seq=seen)
+is_((r.get("ok"), r.get("from_seq"), r.get("first_seq"), r.get("dropped")), (True, seen, seen, 0),
+    "pty.attach from_seq: nothing dropped")
+check(s2.wait_for("three"), "the missed output arrives", s2.text())
+check("two-2" in s2.text() and "one-1" not in s2.text(), "from exactly where the first client stopped", s2.text())
+r = b.call({"op": "pty.attach", "session": s.id, "from_seq": r["next_seq"] + 10 ** 6})
+is_(err_code(r), "invalid_request", "from_seq beyond the output: invalid_request")
+r, s3 = attach(b, s.id)
+check(r.get("ok") and r.get("first_seq") == 0 and s3.wait_for("one-1"), "attach without from_seq replays the ring", r)
+r = b.call({"op": "pty.detach", "session": s.id})
+is_(r.get("ok"), True, "pty.detach")
+r = b.call({"op": "pty.detach", "session": s.id})
+is_(err_code(r), "conflict", "a second pty.detach: conflict (not attached)")
+b.call({"op": "pty.close", "session": s.id})
+
+# Exact drop count: a detached session writes past its 256K ring.
+d = Conn(sock, 60)
+r, s = open_session(d, sbx, pty=False, argv=["sh", "-c", "read go; head -c 1000000 /dev/zero | tr '\\0' a; echo END; exec sleep 1000"])
+d.close()
+b.call({"op": "pty.write", "session": s.id, "data": "go\n"})
+def total():
+    r = b.call({"op": "pty.attach", "session": s.id, "from_seq": 0})
+    b.call({"op": "pty.detach", "session": s.id})
+    return r.get("next_seq") == 1000004 and r
+r = wait_for(total, 30, 0.3)
+check(r, "the detached session wrote 1000004 bytes", r)
+r, s4 = attach(b, s.id, from_seq=100)
+is_((r.get("first_seq"), r.get("dropped")), (1000004 - 262144, 1000004 - 262144 - 100),
+    "attach says exactly how many bytes were dropped (the ring keeps 256K)")
+check(s4.wait_for("END\n"), "then the last 256K arrive")
+is_(len(s4.out["stdout"]), 262144, "all of them, and only them")
+b.call({"op": "pty.close", "session": s.id})
+
+# Idle timeout: nobody attached for 6 s closes the session.
+e = Conn(sock, 60)
+r, s = open_session(e, sbx, argv=["sleep", "1000"])
+sid = s.id
+e.close()
+# (probed with a resize, which does not attach)
+gone = wait_for(lambda: err_code(b.call({"op": "pty.resize", "session": sid, "rows": 24, "cols": 80})) == "not_found", 40, 1)
+check(gone, "an unattached session is closed after session_idle_timeout")
+check(wait_for(lambda: session_cgroups() == [], 20), "and no session cgroup is left", session_cgroups())
+
+# A session ends with its sandbox.
+r, s = open_session(b, sbx, argv=["sleep", "1000"])
+s2b = b.call({"op": "create", "best_effort": True})["sandbox"]["id"]
+r, s = open_session(b, s2b, argv=["sleep", "1000"])
+r = b.call({"op": "destroy", "sandbox": s2b}, 30)
+is_(r.get("destroyed"), True, "destroying a sandbox with a session in it")
+ex = s.wait_exit(10)
+is_((ex or {}).get("reason"), "destroyed", "the session's exit event says destroyed")
+PYEOF
 stop_daemon
