@@ -27,6 +27,8 @@ class Session:
         self.exit = None
         self.next_seq = reply.get("first_seq", 0)
         self.gaps = []  # (expected seq, got seq) where an event did not follow on
+        self.keep = True  # False: count the output, keep only its last 64K (floods)
+        self.count = {"stdout": 0, "stderr": 0}
 
     def _next(self, deadline):
         for i, m in enumerate(self.c.pending):
@@ -43,13 +45,15 @@ class Session:
 
     def pump(self, deadline):
         m = self._next(deadline)
-        self.events.append(m)
+        if self.keep or m["event"] not in ("stdout", "stderr"):
+            self.events.append(m)
         kind = m["event"]
         if kind in ("stdout", "stderr"):
             if m["seq"] != self.next_seq:
                 self.gaps.append((self.next_seq, m["seq"]))
             b = data_of(m)
-            self.out[kind] += b
+            self.count[kind] += len(b)
+            self.out[kind] = (self.out[kind] + b) if self.keep else (self.out[kind][-65536:] + b)
             self.next_seq = m["seq"] + len(b)
         elif kind == "dropped":
             self.next_seq = m["seq"] + m["bytes"]

@@ -247,4 +247,85 @@ is_(r.get("destroyed"), True, "destroying a sandbox with a session in it")
 ex = s.wait_exit(10)
 is_((ex or {}).get("reason"), "destroyed", "the session's exit event says destroyed")
 PYEOF
+run_py "no terminal injection" 120 <<'PYEOF'
+import os
+from client import Conn, check, is_
+from ptyclient import open_session
+c = Conn(os.environ["SOCK"], 60)
+prog = r"""
+import errno, fcntl, os, termios
+def tryioctl(name, fd, req, arg):
+    try:
+        fcntl.ioctl(fd, req, arg)
+        print(name, "ALLOWED", flush=True)
+    except OSError as e:
+        print(name, errno.errorcode[e.errno], flush=True)
+tty = os.open("/dev/tty", os.O_RDWR)
+for fd, where in ((0, "stdin"), (tty, "dev-tty")):
+    tryioctl("TIOCSTI-" + where, fd, termios.TIOCSTI, b"X")
+    tryioctl("TIOCSTI-high-" + where, fd, termios.TIOCSTI | (1 << 32), b"X")
+    tryioctl("TIOCLINUX-" + where, fd, 0x541C, b"\x06\x00")
+os.set_blocking(0, False)
+try:
+    got = os.read(0, 100)
+except BlockingIOError:
+    got = b""
+print("INPUT=%r" % got, flush=True)
+print("PTS=" + ",".join(sorted(os.listdir("/dev/pts"))), "CONSOLE=%s" % os.path.exists("/dev/console"), flush=True)
+"""
+r, s = open_session(c, os.environ["SBX"], argv=["python3", "-c", prog])
+ex = s.wait_exit(60)
+out = s.text()
+for name in ("TIOCSTI-stdin", "TIOCSTI-high-stdin", "TIOCLINUX-stdin", "TIOCSTI-dev-tty", "TIOCSTI-high-dev-tty", "TIOCLINUX-dev-tty"):
+    check(name + " EPERM" in out, "%s is refused (EPERM) by the seccomp filter" % name, out)
+check("INPUT=b''" in out, "nothing was pushed into the terminal's input", out)
+pts = out.split("PTS=")[-1].split()[0].split(",")
+check("ptmx" in pts and all(p == "ptmx" or p.isdigit() for p in pts) and "CONSOLE=False" in out,
+      "the sandbox has its own devpts (its sessions' terminals only) and no console", out)
+PYEOF
+
+run_py "flood" 240 <<'PYEOF'
+import os, time
+from client import Conn, check, is_, wait_for
+from ptyclient import open_session, attach
+sock, pid = os.environ["SOCK"], int(os.environ["DAEMON_PID"])
+def rss_kb():
+    for line in open("/proc/%d/status" % pid):
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+c = Conn(sock, 120)
+sbx = os.environ["SBX"]
+# An attached client that does not read: the program is made to wait, nothing is lost.
+base = rss_kb()
+r, s = open_session(c, sbx, pty=False, argv=["sh", "-c", "head -c 200000000 /dev/zero | tr '\\0' a; echo done >&2"])
+s.keep = False
+time.sleep(3)
+held = rss_kb()
+check(held - base < 16384, "RSS grew by %d kB while the attached client did not read (bound: 16 MiB)" % (held - base))
+t0 = time.monotonic()
+ex = s.wait_exit(180)
+is_(s.count["stdout"], 200000000, "then all 200 MB arrived")
+check(not s.gaps and not any(e["event"] == "dropped" for e in s.events), "in order, nothing dropped", s.gaps)
+is_((s.out["stderr"], (ex or {}).get("seq")), (b"done\n", 200000005), "and the program ended normally")
+s.out = {"stdout": b"", "stderr": b""}
+c.call({"op": "pty.close", "session": s.id})
+# Nobody attached: the ring keeps the latest output, the rest is counted.
+d = Conn(sock, 60)
+base = rss_kb()
+r, s = open_session(d, sbx, argv=["sh", "-c", "stty -onlcr; head -c 50000000 /dev/zero | tr '\\0' b; echo; echo END; exec sleep 1000"])
+d.close()
+peak = base
+def done():
+    global peak
+    peak = max(peak, rss_kb())
+    r = c.call({"op": "pty.resize", "session": s.id, "rows": 24, "cols": 80})
+    r, s2 = attach(c, s.id, from_seq=0)
+    c.call({"op": "pty.detach", "session": s.id})
+    return r.get("next_seq", 0) >= 50000005 and r
+r = wait_for(done, 120, 0.5)
+check(peak - base < 16384, "RSS grew by %d kB while a detached terminal wrote 50 MB (bound: 16 MiB)" % (peak - base))
+check(r and r["dropped"] == r["first_seq"] > 0 and r["next_seq"] - r["first_seq"] == 262144,
+      "a reattach is told exactly how much was dropped", r)
+c.call({"op": "pty.close", "session": s.id})
+PYEOF
 stop_daemon
