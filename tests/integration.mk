@@ -10,6 +10,7 @@ INTEGRATION_TESTS = \
 	tests/t-pty.sh \
 	tests/t-restart.sh \
 	tests/t-run.sh \
+	tests/t-shell.sh \
 	tests/t-stream.sh \
 	tests/t-v1.sh
 TESTS += $(INTEGRATION_TESTS)
@@ -17,4 +18,4 @@ EXTRA_DIST += $(INTEGRATION_TESTS) tests/lib.sh tests/client.py tests/ptyclient.
 
 ## t-v1.sh checks what the others may have done to the cgroup v1 hierarchies: it runs after them,
 ## also under make -j.
-tests/t-v1.log: tests/t-access.log tests/t-activation.log tests/t-leak.log tests/t-protocol.log tests/t-pty.log tests/t-restart.log tests/t-run.log tests/t-stream.log
+tests/t-v1.log: tests/t-access.log tests/t-activation.log tests/t-leak.log tests/t-protocol.log tests/t-pty.log tests/t-restart.log tests/t-run.log tests/t-shell.log tests/t-stream.log
