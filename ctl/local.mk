@@ -7,6 +7,7 @@ ctl_sandboxctl_SOURCES = \
 	ctl/format.c \
 	ctl/verb-daemon.c \
 	ctl/verb-create.c \
+	ctl/verb-pty.c \
 	ctl/verb-run.c \
 	ctl/verb-sandbox.c \
 	ctl/verb-sweep.c

@@ -55,6 +55,9 @@ static const ConfigKey config_keys[] = {
         KEY("default_idle", KEY_DURATION, default_idle_usec),
         KEY("min_free_disk", KEY_SIZE, min_free_disk),
         KEY("idle_exit_s", KEY_DURATION, idle_exit_usec),
+        KEY("session_ring_bytes", KEY_SIZE, session_ring_bytes),
+        KEY("session_idle_timeout", KEY_DURATION, session_idle_timeout_usec),
+        KEY("max_sessions_per_uid", KEY_COUNT, max_sessions_per_uid),
 };
 
 /* systemd's StateDirectory= tells us where our state lives ($STATE_DIRECTORY, ':'-separated). */
@@ -96,6 +99,9 @@ void config_init_defaults(Config *c) {
                 .sweep_interval_usec = 5 * 60 * USEC_PER_SEC,
                 .sweep_timeout_usec = 10 * 60 * USEC_PER_SEC,
                 .min_free_disk = 128u << 20,
+                .session_ring_bytes = 1u << 20,
+                .session_idle_timeout_usec = 30 * 60 * USEC_PER_SEC,
+                .max_sessions_per_uid = 64,
         };
 }
 
@@ -189,6 +195,8 @@ static int config_check(Config *c, const char *path, char **ret_error) {
                                : -EINVAL;
         if (c->sweep_timeout_usec < USEC_PER_SEC)
                 return asprintf(ret_error, "%s: sweep_timeout must be at least 1s", path) < 0 ? -ENOMEM : -EINVAL;
+        if (c->session_ring_bytes < 4096 || c->session_ring_bytes > (UINT64_C(1) << 30))
+                return asprintf(ret_error, "%s: session_ring_bytes must be between 4K and 1G", path) < 0 ? -ENOMEM : -EINVAL;
         if (c->max_line_bytes < 1024)
                 return asprintf(ret_error, "%s: max_line_bytes must be at least 1K", path) < 0 ? -ENOMEM : -EINVAL;
         return 0;

@@ -37,6 +37,10 @@ typedef struct Config {
         uint64_t default_ttl_usec, default_idle_usec;
         uint64_t min_free_disk;         /* creates refused below this on the state filesystem */
         uint64_t idle_exit_usec;        /* socket-activated daemon exits when idle this long */
+        /* Interactive sessions (pty.c). */
+        uint64_t session_ring_bytes;         /* output kept per session for reattaching */
+        uint64_t session_idle_timeout_usec;  /* unattached this long: closed; 0: never */
+        uint64_t max_sessions_per_uid;
 } Config;
 
 void config_init_defaults(Config *c);

@@ -7,7 +7,7 @@ daemon_sandboxd_SOURCES = \
 	daemon/manager.c daemon/manager.h \
 	daemon/connection.c daemon/connection.h \
 	daemon/ops.c daemon/ops.h \
-	daemon/op-hello.c daemon/op-sandbox.c daemon/op-run.c \
+	daemon/op-hello.c daemon/op-sandbox.c daemon/op-run.c daemon/op-pty.c \
 	daemon/cgroup.c daemon/cgroup.h daemon/cgroup-limits.c \
 	daemon/sandbox.c daemon/sandbox.h \
 	daemon/sandbox-setup.c \
@@ -16,6 +16,8 @@ daemon_sandboxd_SOURCES = \
 	daemon/syscall-filter.c daemon/syscall-filter.h \
 	daemon/run.c daemon/run.h \
 	daemon/output.c daemon/output.h \
+	daemon/pty.c daemon/pty.h \
+	daemon/ring.c daemon/ring.h \
 	daemon/rm-rf.c daemon/rm-rf.h \
 	daemon/state.c daemon/state.h \
 	daemon/run-record.c daemon/run-record.h \

@@ -52,6 +52,48 @@ static const FieldSpec kill_fields[] = {
         {},
 };
 
+static const FieldSpec session_fields[] = { ENVELOPE, { "session", FIELD_STRING, true }, {} };
+static const FieldSpec pty_open_fields[] = {
+        ENVELOPE,
+        { "sandbox", FIELD_STRING, true },
+        { "argv", FIELD_ARRAY },
+        { "command", FIELD_STRING },
+        { "env", FIELD_OBJECT },
+        { "cwd", FIELD_STRING },
+        { "pty", FIELD_BOOL },
+        { "rows", FIELD_INT },
+        { "cols", FIELD_INT },
+        { "term", FIELD_STRING },
+        {},
+};
+static const FieldSpec pty_write_fields[] = {
+        ENVELOPE,
+        { "session", FIELD_STRING, true },
+        { "data", FIELD_STRING },
+        { "encoding", FIELD_STRING },
+        { "eof", FIELD_BOOL },
+        {},
+};
+static const FieldSpec pty_resize_fields[] = {
+        ENVELOPE,
+        { "session", FIELD_STRING, true },
+        { "rows", FIELD_INT, true },
+        { "cols", FIELD_INT, true },
+        {},
+};
+static const FieldSpec pty_signal_fields[] = {
+        ENVELOPE,
+        { "session", FIELD_STRING, true },
+        { "signal", FIELD_ID, true },
+        {},
+};
+static const FieldSpec pty_attach_fields[] = {
+        ENVELOPE,
+        { "session", FIELD_STRING, true },
+        { "from_seq", FIELD_INT },
+        {},
+};
+
 static const Op ops[] = {
         { "hello", op_hello, no_fields },
         { "health", op_health, no_fields },
@@ -62,6 +104,13 @@ static const Op ops[] = {
         { "run", op_run, run_fields },
         { "kill", op_kill, kill_fields },
         { "sweep", op_sweep, sweep_fields },
+        { "pty.open", op_pty_open, pty_open_fields },
+        { "pty.write", op_pty_write, pty_write_fields },
+        { "pty.resize", op_pty_resize, pty_resize_fields },
+        { "pty.signal", op_pty_signal, pty_signal_fields },
+        { "pty.close", op_pty_close, session_fields },
+        { "pty.attach", op_pty_attach, pty_attach_fields },
+        { "pty.detach", op_pty_detach, session_fields },
 };
 
 void ops_dispatch(Connection *c, json_object *id, const char *name, json_object *req) {

@@ -362,21 +362,6 @@ static const char *reason_name(RunReason why) {
 
 /* ---- Streaming --------------------------------------------------------------------------- */
 
-/* Unread replies beyond this pause a streaming run's pipes: the program blocks on write. */
-#define STREAM_PAUSE_BYTES (256u * 1024)
-
-/* How many bytes at the end of buf form an incomplete (so far valid) UTF-8 sequence. */
-static size_t utf8_incomplete_tail(const char *buf, size_t n) {
-        for (size_t k = 1; k <= 3 && k <= n; k++) {
-                unsigned char c = (unsigned char) buf[n - k];
-                if ((c & 0xC0) == 0x80)
-                        continue; /* a continuation byte: look further back */
-                size_t need = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 1;
-                return need > k ? k : 0;
-        }
-        return 0;
-}
-
 static void run_send_output(Run *r, int i, const char *data, size_t n, bool last) {
         char buf[65536 + 4];
         StreamCarry *c = &r->carry[i];
@@ -410,7 +395,7 @@ static void run_output_chunk(Run *r, int i, const char *data, size_t n) {
         if (!r->spec.stream)
                 return;
         run_send_output(r, i, data, n, false);
-        if (!r->conn->dead && r->conn->out_len - r->conn->out_off > STREAM_PAUSE_BYTES)
+        if (!r->conn->dead && connection_backlog(r->conn) > STREAM_PAUSE_BYTES)
                 run_set_reading(r, false);
 }
 
@@ -571,7 +556,7 @@ static void run_handle_report(Run *r, const SpawnReport *rep, int fd) {
                 r->main_pidfd = fd;
                 run_send_started(r);
                 /* Streamed output waited in the pipe so that "started" comes first. */
-                if (r->spec.stream && r->conn->out_len - r->conn->out_off <= STREAM_PAUSE_BYTES)
+                if (r->spec.stream && connection_backlog(r->conn) <= STREAM_PAUSE_BYTES)
                         run_set_reading(r, true);
                 return;
         case REPORT_EXITED:

@@ -22,6 +22,7 @@
 #include "manager.h"
 #include "rm-rf.h"
 #include "run.h"
+#include "pty.h"
 #include "sandbox.h"
 #include "spawn.h"
 #include "run-record.h"
@@ -673,7 +674,7 @@ static void sandbox_teardown_step(Sandbox *s) {
         int populated = s->cg_fd >= 0 ? cg_populated(s->cg_fd) : 0;
         uint64_t delay;
 
-        if (populated <= 0 && s->init_pidfd < 0 && !s->runs) {
+        if (populated <= 0 && s->init_pidfd < 0 && !s->runs && !s->sessions) {
                 s->teardown_timer = sd_event_source_disable_unref(s->teardown_timer);
                 sandbox_finish_destroy(s);
                 return;
@@ -708,6 +709,7 @@ void sandbox_destroy(Sandbox *s, const char *reason) {
         }
         for (Run *r = s->runs; r; r = r->next)
                 run_kill(r, SIGKILL, REASON_DESTROYED);
+        pty_sandbox_destroying(s);
         if (s->cg_fd >= 0)
                 (void) cg_kill(s->cg_fd);
         sandbox_teardown_step(s);
@@ -716,6 +718,7 @@ void sandbox_destroy(Sandbox *s, const char *reason) {
 Sandbox *sandbox_free(Sandbox *s) {
         if (!s)
                 return NULL;
+        pty_free_all(s);
         sandbox_unlink(s);
         sd_event_source_disable_unref(s->setup_source);
         sd_event_source_disable_unref(s->init_exit_source);

@@ -15,6 +15,7 @@
 typedef struct Manager Manager;
 typedef struct Connection Connection;
 typedef struct Run Run;
+typedef struct Session Session;
 
 typedef enum SandboxState {
         SANDBOX_CREATING,
@@ -69,6 +70,7 @@ typedef struct Sandbox {
         unsigned n_runs;
         Waiter *create_waiters, *destroy_waiters;
         Run *pending_runs; /* waiting for the sandbox to be ready */
+        Session *sessions; /* interactive sessions (pty.c) */
         ProtoError failure;
         /* Expiry and disk (sweep.c), interrupted runs (run-record.c). */
         uint64_t ttl_usec, idle_usec;  /* 0: never expires */

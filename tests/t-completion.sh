@@ -35,7 +35,9 @@ comp() {
 
 is "$(comp sandboxctl r)" "run" "sandboxctl r<TAB> -> run"
 is "$(comp sandboxctl run --ti)" "--timeout" "sandboxctl run --ti<TAB> -> --timeout"
-is "$(comp sandboxctl '')" "create destroy health hello help inspect kill list run status sweep" "sandboxctl <TAB> -> every verb"
+is "$(comp sandboxctl '')" "attach create destroy exec health hello help inspect kill list run shell status sweep" "sandboxctl <TAB> -> every verb"
+is "$(comp sandboxctl exec -i)" "-i" "sandboxctl exec -i<TAB> -> -i"
+is "$(comp sandboxctl shell --be)" "--best-effort" "sandboxctl shell --be<TAB> -> --best-effort"
 is "$(comp sandboxctl --v)" "--version" "sandboxctl --v<TAB> -> --version"
 is "$(comp sandboxctl --socket /tmp/x.sock cr)" "create" "a --socket PATH before the verb is skipped"
 is "$(comp sandboxctl --json h)" "health hello help" "sandboxctl --json h<TAB> -> health hello help"

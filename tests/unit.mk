@@ -43,3 +43,10 @@ fuzz: tests/fuzz/fuzz-request
 		-artifact_prefix=tests/fuzz/work/ $(FUZZ_ARGS) tests/fuzz/work/request $(srcdir)/tests/fuzz/corpus/request
 .PHONY: fuzz check-vm
 endif
+
+## daemon/ring.c is self-contained: compiled into its test directly.
+check_PROGRAMS += tests/test-ring
+TESTS += tests/test-ring
+tests_test_ring_SOURCES = tests/test-ring.c tests/tap.h daemon/ring.c daemon/ring.h
+tests_test_ring_CFLAGS = $(UNIT_CFLAGS) -I$(srcdir)/daemon
+tests_test_ring_LDADD = $(UNIT_LDADD)
