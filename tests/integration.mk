@@ -5,15 +5,18 @@
 INTEGRATION_TESTS = \
 	tests/t-access.sh \
 	tests/t-activation.sh \
+	tests/t-conf.sh \
+	tests/t-doctor.sh \
 	tests/t-leak.sh \
 	tests/t-protocol.sh \
 	tests/t-restart.sh \
 	tests/t-run.sh \
 	tests/t-stream.sh \
+	tests/t-top.sh \
 	tests/t-v1.sh
 TESTS += $(INTEGRATION_TESTS)
 EXTRA_DIST += $(INTEGRATION_TESTS) tests/lib.sh tests/client.py
 
 ## t-v1.sh checks what the others may have done to the cgroup v1 hierarchies: it runs after them,
 ## also under make -j.
-tests/t-v1.log: tests/t-access.log tests/t-activation.log tests/t-leak.log tests/t-protocol.log tests/t-restart.log tests/t-run.log tests/t-stream.log
+tests/t-v1.log: tests/t-access.log tests/t-activation.log tests/t-conf.log tests/t-doctor.log tests/t-top.log tests/t-leak.log tests/t-protocol.log tests/t-restart.log tests/t-run.log tests/t-stream.log
