@@ -408,7 +408,7 @@ static int statvfs_existing(const char *path, struct statvfs *ret, char *where, 
 }
 
 void doctor_check_disk(Doctor *d) {
-        const uint64_t low = UINT64_C(1) << 30, too_low = UINT64_C(64) << 20;
+        const uint64_t low = UINT64_C(256) << 20, too_low = UINT64_C(64) << 20;
         char where[PATH_MAX], f[32], t[32];
         struct statvfs sv;
         uint64_t avail, total;

@@ -27,7 +27,7 @@ const Verb verb_doctor = {
                 "when it answers.\n\n"
                 "Options:\n"
                 "     --state-dir DIR     sandboxd's state directory, for the disk check\n"
-                "                         (default " LOCALSTATEDIR "/lib/sandboxd)\n\n"
+                "                         (default: the daemon's, else " LOCALSTATEDIR "/lib/sandboxd)\n\n"
                 "Exit status: 0 when sandboxes can run with every limit enforced, 1 when only\n"
                 "best-effort (some limits cannot be enforced), 2 when they cannot run at all.\n",
         .failure_status = 2,
@@ -327,7 +327,7 @@ static int doctor_parse(int argc, char *argv[], const char **state_dir) {
         return check_arg_count(&verb_doctor, argc, argv, 0, 0);
 }
 
-static void doctor_run_checks(Doctor *d) {
+static void doctor_run_checks(Doctor *d, bool state_dir_given) {
         doctor_check_cgroup2(d);
         doctor_check_controllers(d);
         if (check_socket(d) == 0)
@@ -339,18 +339,21 @@ static void doctor_run_checks(Doctor *d) {
                 check_delegation_offline(d);
         doctor_check_userns(d);
         doctor_check_kernel(d);
+        if (!state_dir_given && json_str(json_child(d->hello, "capabilities"), "state_dir"))
+                d->state_dir = json_str(json_child(d->hello, "capabilities"), "state_dir");
         doctor_check_disk(d);
 }
 
 static int verb_doctor_run(int argc, char *argv[]) {
-        Doctor d = { .state_dir = LOCALSTATEDIR "/lib/sandboxd" };
+        static const char default_state_dir[] = LOCALSTATEDIR "/lib/sandboxd";
+        Doctor d = { .state_dir = default_state_dir };
         CheckImpact verdict;
         int r = doctor_parse(argc, argv, &d.state_dir);
 
         if (r <= 0)
                 return r;
         d.socket = daemon_socket_path();
-        doctor_run_checks(&d);
+        doctor_run_checks(&d, d.state_dir != default_state_dir);
         verdict = doctor_verdict(&d);
         if (arg.json)
                 print_report_json(&d, verdict);
