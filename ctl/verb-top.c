@@ -77,7 +77,7 @@ typedef struct Top {
 
 static struct termios saved_termios;
 static bool termios_saved;
-static volatile sig_atomic_t quit_signal;
+static volatile sig_atomic_t quit_signal, suspend_requested;
 
 /* Called on every way out: the normal return, exit() (atexit), and after a signal ended the loop. */
 static void terminal_restore(void) {
@@ -93,19 +93,27 @@ static void on_quit_signal(int sig) {
         quit_signal = sig;
 }
 
+static void on_suspend_signal(int sig) {
+        suspend_requested = 1;
+}
+
 /* No SA_RESTART: the signal ends the poll() that waits for the next refresh, and the loop returns
- * through terminal_restore(). */
-static void catch_quit_signals(void) {
-        static const int signals[] = { SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGPIPE };
-        struct sigaction sa = { .sa_handler = on_quit_signal };
+ * through terminal_restore(). Ctrl-Z (SIGTSTP) gives the shell a sane terminal before stopping
+ * and takes raw mode back on fg. SIGPIPE keeps its default: `top | head` ends like any filter. */
+static void catch_signals(void) {
+        static const int signals[] = { SIGHUP, SIGINT, SIGQUIT, SIGTERM };
+        struct sigaction sa = { .sa_handler = on_quit_signal }, tstp = { .sa_handler = on_suspend_signal };
 
         sigemptyset(&sa.sa_mask);
         for (size_t i = 0; i < ELEMENTSOF(signals); i++)
                 (void) sigaction(signals[i], &sa, NULL);
+        sigemptyset(&tstp.sa_mask);
+        (void) sigaction(SIGTSTP, &tstp, NULL);
 }
 
 /* Keys without Enter and without echo; the alternate screen keeps the shell's scrollback. */
 static int terminal_raw(void) {
+        static bool atexit_done;
         struct termios t;
 
         if (tcgetattr(STDIN_FILENO, &saved_termios) < 0)
@@ -115,7 +123,9 @@ static int terminal_raw(void) {
         t.c_cc[VMIN] = 0;
         t.c_cc[VTIME] = 0;
         termios_saved = true;
-        atexit(terminal_restore);
+        if (!atexit_done)
+                atexit(terminal_restore);
+        atexit_done = true;
         if (tcsetattr(STDIN_FILENO, TCSANOW, &t) < 0)
                 return -errno;
         fputs("\033[?1049h\033[?25l", stdout);
@@ -456,7 +466,19 @@ static int top_key(Top *t, char key) {
         }
 }
 
-/* Waits the interval, reading keys on a terminal: 0 when it is time, 1 to quit, 2 for a new order. */
+/* Stops like Ctrl-Z would, with the terminal as the shell wants it meanwhile. */
+static void top_suspend(Top *t) {
+        suspend_requested = 0;
+        terminal_restore();
+        (void) raise(SIGSTOP);
+        /* Continued (fg): raw mode again, or plain output if the terminal is gone. */
+        if (t->interactive && terminal_raw() < 0) {
+                terminal_restore();
+                t->interactive = false;
+        }
+}
+
+/* Waits the interval, reading keys on a terminal: 0 when it is time, 1 to quit, 2 to redraw. */
 static int top_wait(Top *t) {
         uint64_t until = now_usec(CLOCK_MONOTONIC) + t->args.interval_usec;
         struct pollfd p = { .fd = STDIN_FILENO, .events = POLLIN };
@@ -468,6 +490,10 @@ static int top_wait(Top *t) {
 
                 if (quit_signal)
                         return 1;
+                if (suspend_requested) {
+                        top_suspend(t);
+                        return 2;
+                }
                 if (now >= until)
                         return 0;
                 r = poll(&p, t->interactive ? 1 : 0, (int) ((until - now + 999) / 1000));
@@ -485,7 +511,7 @@ static int top_loop(Top *t) {
                         return r;
                 if (t->args.iterations && i >= t->args.iterations)
                         return 0;
-                /* A new order shows the same figures again, at once. */
+                /* A new order (or a return from Ctrl-Z) shows the same figures again, at once. */
                 while ((r = top_wait(t)) == 2)
                         if ((r = top_draw(t)) < 0)
                                 return r;
@@ -506,7 +532,7 @@ static int verb_top_run(int argc, char *argv[]) {
         r = daemon_connect(&t.client);
         if (r < 0)
                 return r;
-        catch_quit_signals();
+        catch_signals();
         if (t.interactive && terminal_raw() < 0) {
                 terminal_restore();
                 t.interactive = false;

@@ -129,6 +129,19 @@ os.close(fd)
 
 pid, fd = spawn()
 read_until(fd, b"sorted by cpu")
+os.kill(pid, signal.SIGTSTP)
+out = read_until(fd, b"\x1b[?1049l")
+stopped = False
+end = time.monotonic() + 20
+while time.monotonic() < end and not stopped:
+    p, status = os.waitpid(pid, os.WUNTRACED | os.WNOHANG)
+    stopped = p != 0 and os.WIFSTOPPED(status)
+    time.sleep(0.1)
+check(stopped, "Ctrl-Z (SIGTSTP) stops top")
+check(b"\x1b[?1049l" in out and modes_restored(fd), "and gives the terminal back before it stops")
+os.kill(pid, signal.SIGCONT)
+out = read_until(fd, b"sorted by cpu")
+check(b"sorted by cpu" in out and not modes_restored(fd), "fg (SIGCONT) redraws and takes raw mode back")
 os.kill(pid, signal.SIGTERM)
 out = read_until(fd, b"\x1b[?1049l")
 status = wait_exit(pid)
