@@ -96,17 +96,7 @@ static int replace_str(char **dst, const char *src) {
         return 0;
 }
 
-static int load_config(const Args *a, Config *c) {
-        _cleanup_free_ char *error = NULL;
-        int r;
-
-        config_init_defaults(c);
-        r = config_load(c, a->config, a->config_given, &error);
-        if (r < 0) {
-                /* The message names the file, the line and the key: "sandboxd: FILE:12: unknown key ..." */
-                log_error("%s", error ? error : strerror(-r));
-                return r;
-        }
+static int load_config_args(const Args *a, Config *c) {
         if ((a->cgroup_root && replace_str(&c->cgroup_root, a->cgroup_root) < 0) ||
             (a->state_dir && replace_str(&c->state_dir, a->state_dir) < 0) ||
             (a->root_dir && replace_str(&c->root_dir, a->root_dir) < 0))
@@ -116,6 +106,23 @@ static int load_config(const Args *a, Config *c) {
                 return -EINVAL;
         }
         return 0;
+}
+
+/* The file, then the command line over it. On failure nothing is left to free. */
+static int load_config(const Args *a, Config *c) {
+        _cleanup_free_ char *error = NULL;
+        int r;
+
+        config_init_defaults(c);
+        r = config_load(c, a->config, a->config_given, &error);
+        if (r < 0)
+                /* The message names the file, the line and the key: "sandboxd: FILE:12: unknown key ..." */
+                log_error("%s", error ? error : strerror(-r));
+        else
+                r = load_config_args(a, c);
+        if (r < 0)
+                config_done(c);
+        return r;
 }
 
 static int listen_on(const char *path) {
