@@ -15,6 +15,9 @@ fi
 # man-db's trigger would re-index every manual page of the host over 9p (minutes under TCG);
 # without this file it leaves the index alone. The guest's root is a throwaway overlay.
 rm -f /var/lib/man-db/auto-update
+# This machine's image is a container's: its policy-rc.d (exit 101) forbids maintainer scripts to
+# start anything. A systemd host has none; neither has this guest from here on.
+rm -f /usr/sbin/policy-rc.d
 out=$(timeout 240 dpkg -i "${debs[@]}" 2>&1)
 ok $? "dpkg -i libsandbox0 sandboxd"
 diag "$(tail -n 5 <<<"$out")"
