@@ -22,7 +22,7 @@ static const Verb verb_help_entry = {
 static const Verb *const verbs[] = {
         &verb_status, &verb_create,  &verb_run,   &verb_list,  &verb_inspect,
         &verb_destroy, &verb_kill,   &verb_shell, &verb_exec,   &verb_attach,
-        &verb_sweep,   &verb_hello,  &verb_health, &verb_help_entry,
+        &verb_sweep,   &verb_top,    &verb_doctor, &verb_hello, &verb_health, &verb_help_entry,
 };
 
 static const Verb *verb_find(const char *name) {
