@@ -22,25 +22,25 @@ static int verb_top_run(int argc, char *argv[]);
 const Verb verb_top = {
         .name = "top",
         .args = "[--sort KEY] [--interval DURATION] [--once | -n COUNT]",
-        .summary = "Show your sandboxes' memory, processes and CPU, refreshed",
+        .summary = "Show your sandboxes' memory, processes, CPU and disk, refreshed",
         .help = "Options:\n"
-                "     --sort KEY          Order by mem, pids, cpu (highest first) or name\n"
+                "     --sort KEY          Order by mem, pids, cpu, disk (highest first) or name\n"
                 "  -d --interval DURATION Time between refreshes (default 2s)\n"
                 "     --once              Print one refresh and exit\n"
                 "  -n --iterations COUNT  Print COUNT refreshes and exit\n"
                 "\n"
-                "Keys while running on a terminal: m, p, c, n sort by memory, processes, CPU,\n"
-                "name; q quits. CPU% is the share of one core used since the previous refresh\n"
-                "(since creation on the first). MEMORY and PIDS are '-' where the host cannot\n"
-                "account them (their cgroup controller is not available to sandboxd). The\n"
-                "daemon does not measure workspaces, so there is no disk column. With --json\n"
-                "prints each refresh as one JSON line.\n",
+                "Keys while running on a terminal: m, p, c, d, n sort by memory, processes,\n"
+                "CPU, disk, name; q quits. CPU% is the share of one core used since the previous\n"
+                "refresh (since creation on the first). MEMORY and PIDS are '-' where the host\n"
+                "cannot account them (their cgroup controller is not available to sandboxd).\n"
+                "DISK is the workspace and snapshots as the last sweep measured them ('-' before\n"
+                "the first). With --json prints each refresh as one JSON line.\n",
         .failure_status = EXIT_FAILURE,
         .run = verb_top_run,
 };
 
-typedef enum { SORT_MEM, SORT_PIDS, SORT_CPU, SORT_NAME } SortKey;
-static const char *const sort_names[] = { "mem", "pids", "cpu", "name" };
+typedef enum { SORT_MEM, SORT_PIDS, SORT_CPU, SORT_NAME, SORT_DISK } SortKey;
+static const char *const sort_names[] = { "mem", "pids", "cpu", "name", "disk" };
 
 typedef struct TopArgs {
         SortKey sort;
@@ -51,7 +51,7 @@ typedef struct TopArgs {
 /* One sandbox of one refresh. Amounts < 0 are unknown. */
 typedef struct Row {
         const char *id, *name, *state; /* point into Top.reply */
-        double mem, mem_limit, pids, pids_limit, cpu_s, cpu_pct;
+        double mem, mem_limit, pids, pids_limit, cpu_s, cpu_pct, disk, disk_limit;
         int64_t runs;
 } Row;
 
@@ -243,6 +243,8 @@ static void row_fill(const Top *t, json_object *sbx, uint64_t now, Row *r) {
                 .pids = number_or(usage, "pids", -1),
                 .pids_limit = number_or(limits, "pids", -1),
                 .cpu_s = number_or(usage, "cpu_s", -1),
+                .disk = number_or(sbx, "disk_bytes", -1),
+                .disk_limit = number_or(limits, "disk", -1),
         };
         r->cpu_pct = cpu_percent(t, r, json_str(sbx, "created"), now);
         r->runs = json_int(sbx, "runs_in_flight", &runs) ? runs : 0;
@@ -301,6 +303,7 @@ static int row_compare(const void *x, const void *y) {
         case SORT_PIDS: r = cmp_desc(a->pids, b->pids); break;
         case SORT_CPU: r = cmp_desc(a->cpu_pct, b->cpu_pct); break;
         case SORT_NAME: r = strcmp(a->name ?: a->id, b->name ?: b->id); break;
+        case SORT_DISK: r = cmp_desc(a->disk, b->disk); break;
         }
         return r ?: strcmp(a->id, b->id);
 }
@@ -334,7 +337,7 @@ static const char *fmt_cpu_time(char buf[static FIELD_BUF], double s) {
 }
 
 static int table_add_sandbox(Table *tab, const Row *r) {
-        char m[FIELD_BUF], p[FIELD_BUF], c[FIELD_BUF], s[FIELD_BUF], k[FIELD_BUF];
+        char m[FIELD_BUF], p[FIELD_BUF], c[FIELD_BUF], s[FIELD_BUF], d[FIELD_BUF], k[FIELD_BUF];
         const char *cells[] = {
                 r->id,
                 r->name ?: "-",
@@ -343,6 +346,7 @@ static int table_add_sandbox(Table *tab, const Row *r) {
                 fmt_used(p, r->pids, r->pids_limit, false),
                 fmt_percent(c, r->cpu_pct),
                 fmt_cpu_time(s, r->cpu_s),
+                fmt_used(d, r->disk, r->disk_limit, true),
                 k,
         };
 
@@ -351,7 +355,7 @@ static int table_add_sandbox(Table *tab, const Row *r) {
 }
 
 static int print_table(const Top *t) {
-        static const char *const headers[] = { "ID", "NAME", "STATE", "MEMORY", "PIDS", "CPU%", "CPU TIME", "RUNS" };
+        static const char *const headers[] = { "ID", "NAME", "STATE", "MEMORY", "PIDS", "CPU%", "CPU TIME", "DISK", "RUNS" };
         _cleanup_table_ Table *tab = table_new(ELEMENTSOF(headers), headers);
 
         if (!tab)
@@ -371,7 +375,7 @@ static void print_header(const Top *t) {
         strftime(now, sizeof(now), "%H:%M:%S", localtime_r(&tt, &tm));
         printf("sandboxctl top - %s - %zu sandbox%s - sorted by %s - every %gs%s\n\n", now, t->n_rows,
                t->n_rows == 1 ? "" : "es", sort_names[t->args.sort], (double) t->args.interval_usec / 1e6,
-               t->interactive ? " - keys: m p c n sort, q quit" : "");
+               t->interactive ? " - keys: m p c d n sort, q quit" : "");
 }
 
 static json_object *json_amount(double v) {
@@ -392,6 +396,7 @@ static json_object *row_to_json(const Row *r) {
         json_object_object_add(o, "pids", json_amount(r->pids));
         json_object_object_add(o, "cpu_s", json_fraction(r->cpu_s));
         json_object_object_add(o, "cpu_percent", json_fraction(r->cpu_pct));
+        json_object_object_add(o, "disk_bytes", json_amount(r->disk));
         json_object_object_add(o, "runs_in_flight", json_object_new_int64(r->runs));
         return o;
 }
@@ -462,6 +467,7 @@ static int top_key(Top *t, char key) {
         case 'p': case 'P': t->args.sort = SORT_PIDS; return 2;
         case 'c': case 'C': t->args.sort = SORT_CPU; return 2;
         case 'n': case 'N': t->args.sort = SORT_NAME; return 2;
+        case 'd': case 'D': t->args.sort = SORT_DISK; return 2;
         default: return 0;
         }
 }

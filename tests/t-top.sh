@@ -39,8 +39,8 @@ rc=$?
 diag "$out"
 is "$rc" 0 "top --once exits 0"
 like "$out" '^sandboxctl top - [0-9:]+ - 2 sandboxes - sorted by cpu - every 2s'$'\n' "the header counts the sandboxes and names the order"
-like "$out" $'\n''ID +NAME +STATE +MEMORY +PIDS +CPU% +CPU TIME +RUNS'$'\n' "the columns are named"
-like "$out" "$busy +b-busy +ready +[^ ]+ +[^ ]+ +[0-9.]+ +[^ ]+ +1"$'(\n|$)' "b-busy shows a CPU share and its run"
+like "$out" $'\n''ID +NAME +STATE +MEMORY +PIDS +CPU% +CPU TIME +DISK +RUNS'$'\n' "the columns are named"
+like "$out" "$busy +b-busy +ready +[^ ]+ +[^ ]+ +[0-9.]+ +[^ ]+ +[^ ]+ +1"$'(\n|$)' "b-busy shows a CPU share and its run"
 like "$out" "$idle +a-idle +ready " "a-idle is listed"
 if [ "$mem_enforced" != true ]; then
         like "$out" "$idle +a-idle +ready +- +- " "MEMORY and PIDS are '-' where they are not accounted"
@@ -64,6 +64,15 @@ sys.exit(0 if f(b) > f(a) else 1)' "$T/top.json"
 
 is "$(ctl --json top --once --sort name | jq -r '[.sandboxes[].name] | join(" ")')" "a-idle b-busy" "--sort name orders by name"
 is "$(ctl --json top --once --sort pids | jq -r .sort)" pids "--sort pids is taken"
+is "$(ctl --json top --once | jq -r '[.sandboxes[].disk_bytes] | map(tostring) | join(" ")')" "null null" \
+        "before any sweep, disk_bytes is null"
+rpc '{"op":"run","sandbox":"a-idle","command":"head -c 3000000 /dev/zero > /work/blob"}' >/dev/null
+rpc '{"op":"sweep"}' >/dev/null
+is "$(ctl --json top --once --sort disk | jq -r '[.sandboxes[].name] | join(" ")')" "a-idle b-busy" \
+        "after a sweep, --sort disk puts the sandbox holding 3M first"
+check "its disk_bytes is what the sweep measured (at least 3M)" \
+        [ "$(ctl --json top --once | jq -r '.sandboxes[] | select(.name == "a-idle") | .disk_bytes')" -ge 3000000 ]
+like "$(ctl top --once --sort disk)" "a-idle +ready +[^ ]+ +[^ ]+ +[0-9.-]+ +[^ ]+ +[0-9.]+M/max " "the DISK column shows it in human units"
 ctl top --sort bogus >/dev/null 2>"$T/err"
 is "$?" 1 "--sort with an unknown key fails"
 like "$(cat "$T/err")" "invalid --sort 'bogus'" "and says why"
@@ -114,7 +123,7 @@ def modes_restored(fd):
 pid, fd = spawn()
 out = read_until(fd, b"sorted by cpu")
 check(b"\x1b[?1049h" in out, "top switches to the alternate screen")
-check(b"keys: m p c n sort, q quit" in out, "top names its keys on a terminal")
+check(b"keys: m p c d n sort, q quit" in out, "top names its keys on a terminal")
 check(not modes_restored(fd), "while it runs, the terminal is in raw mode (no echo, no line editing)")
 os.write(fd, b"n")
 # The redraw after the key: its header, then both rows (the terminal may get them in pieces).
