@@ -14,8 +14,21 @@ daemon_sandboxd_SOURCES = \
 	daemon/spawn.c daemon/spawn.h \
 	daemon/syscall-filter.c daemon/syscall-filter.h \
 	daemon/run.c daemon/run.h \
+	daemon/run-exec.c daemon/run-exec.h \
 	daemon/output.c daemon/output.h \
 	daemon/rm-rf.c daemon/rm-rf.h \
 	daemon/state.c daemon/state.h
 daemon_sandboxd_CFLAGS = $(AM_CFLAGS) $(SYSTEMD_CFLAGS) $(JSONC_CFLAGS) $(CGROUP_CFLAGS) $(SECCOMP_CFLAGS)
 daemon_sandboxd_LDADD = lib/libsbxcommon.la $(SYSTEMD_LIBS) $(JSONC_LIBS) $(CGROUP_LIBS) $(SECCOMP_LIBS)
+
+# The run helper: exec'd for every run (daemon/run-exec.h). Static where the toolchain allows
+# (configure's HELPER_LDFLAGS), so that starting it maps no shared library.
+libexec_PROGRAMS += daemon/sandboxd-run-helper
+daemon_sandboxd_run_helper_SOURCES = \
+	daemon/run-helper.c \
+	daemon/run-exec.c daemon/run-exec.h \
+	daemon/spawn.c daemon/spawn.h daemon/syscall-filter.h
+daemon_sandboxd_run_helper_CPPFLAGS = $(AM_CPPFLAGS) -DLIBEXECDIR=\"$(libexecdir)\"
+daemon_sandboxd_run_helper_LDFLAGS = $(AM_LDFLAGS) $(HELPER_LDFLAGS)
+daemon_sandboxd_CPPFLAGS = $(AM_CPPFLAGS) -DLIBEXECDIR=\"$(libexecdir)\"
+daemon_sandboxd_LDFLAGS = $(AM_LDFLAGS) $(DAEMON_LDFLAGS)

@@ -20,6 +20,7 @@
 #include "log.h"
 #include "macro.h"
 #include "manager.h"
+#include "run-exec.h"
 #include "run.h"
 #include "sandbox.h"
 #include "spawn.h"
@@ -34,7 +35,7 @@ int manager_new(Manager **ret, Config *config) {
                 return -ENOMEM;
         m->config = *config;
         *config = (Config) {};
-        m->state_fd = -EBADF;
+        m->state_fd = m->run_helper_fd = -EBADF;
         m->cg = (CgroupRoot) { .base_fd = -EBADF, .sandboxes_fd = -EBADF };
         m->start_usec = now_usec(CLOCK_MONOTONIC);
         m->uid_slots = calloc(m->config.max_sandboxes, 1);
@@ -64,6 +65,8 @@ Manager *manager_free(Manager *m) {
                 free(m->listen_paths[i]);
         }
         safe_close(m->state_fd);
+        safe_close(m->run_helper_fd);
+        free(m->filter.insns);
         cg_root_done(&m->cg);
         config_done(&m->config);
         free(m->uid_slots);
@@ -236,6 +239,31 @@ static int manager_resolve_admin_group(Manager *m) {
         return 0;
 }
 
+static uint64_t ignored_signals(void) {
+        uint64_t mask = 0;
+        for (int sig = 1; sig <= 64 && sig < NSIG; sig++) {
+                struct sigaction sa;
+                if (sigaction(sig, NULL, &sa) == 0 && sa.sa_handler == SIG_IGN)
+                        mask |= UINT64_C(1) << (sig - 1);
+        }
+        return mask;
+}
+
+/* What every run needs and is the same for all: the compiled filter, the helper binary. */
+static int manager_prepare_runs(Manager *m) {
+        int r = seccomp_prepare(&m->filter);
+        if (r < 0) {
+                log_error("cannot compile the run filter: %s", strerror(-r));
+                return r;
+        }
+        m->ignored_signals = ignored_signals();
+        m->run_helper_fd = run_exec_open_helper();
+        if (m->run_helper_fd < 0)
+                log_info("no %s (%s): runs' helpers are clones of the daemon", RUN_HELPER_NAME,
+                         strerror(-m->run_helper_fd));
+        return 0;
+}
+
 int manager_setup(Manager *m) {
         sigset_t mask;
         int r;
@@ -250,6 +278,9 @@ int manager_setup(Manager *m) {
         if (sigprocmask(SIG_BLOCK, &mask, NULL) < 0)
                 return -errno;
         (void) signal(SIGPIPE, SIG_IGN);
+        r = manager_prepare_runs(m);
+        if (r < 0)
+                return r;
         if ((r = sd_event_add_signal(m->event, NULL, SIGTERM, on_signal, m)) < 0 ||
             (r = sd_event_add_signal(m->event, NULL, SIGINT, on_signal, m)) < 0)
                 return r;

@@ -10,6 +10,7 @@
 
 #include "cgroup.h"
 #include "conf.h"
+#include "syscall-filter.h"
 
 typedef struct Connection Connection;
 typedef struct Sandbox Sandbox;
@@ -44,6 +45,9 @@ typedef struct Manager {
         gid_t admin_gid;
         bool have_admin_gid;
         bool stopping;
+        SeccompProgram filter;     /* every run's, compiled once */
+        uint64_t ignored_signals;  /* SIG_IGN here, so reset in every command (bit n-1: signal n) */
+        int run_helper_fd;         /* sandboxd-run-helper (run-exec.h), or -1: clone the daemon */
 } Manager;
 
 int manager_new(Manager **ret, Config *config);

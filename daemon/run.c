@@ -18,6 +18,7 @@
 #include "log.h"
 #include "macro.h"
 #include "manager.h"
+#include "run-exec.h"
 #include "run.h"
 #include "sandbox.h"
 #include "spawn.h"
@@ -735,17 +736,29 @@ static int run_fds_open(RunFds *f) {
 }
 
 static int run_spawn(Run *r, RunFds *f) {
+        Manager *m = r->sandbox->manager;
         RunParams p = {
                 .init_pidfd = r->sandbox->init_pidfd,
+                .cgroup_fd = -1,
                 .report_fd = f->rep[1],
                 .stdio = { f->in[0], f->out[1], f->err[1] },
                 .argv = r->spec.argv,
                 .envp = r->spec.envp,
                 .cwd = r->spec.cwd,
+                .reset_signals = m->ignored_signals,
+                .filter = &m->filter,
         };
         pid_t pid;
 
         run_rlimits(r, &p);
+        if (m->run_helper_fd >= 0) {
+                p.cgroup_fd = r->cg_fd;
+                pid = run_exec_helper(m->run_helper_fd, &p, &r->pidfd);
+                if (pid < 0)
+                        return pid;
+                r->pid = pid;
+                return 0;
+        }
         pid = clone3_pidfd(0, r->cg_fd, &r->pidfd);
         if (pid == 0)
                 run_helper_main(&p);

@@ -1,0 +1,177 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "macro.h"
+#include "run-exec.h"
+
+#ifndef LIBEXECDIR
+#define LIBEXECDIR "/usr/libexec"
+#endif
+
+/* The vfork child runs here while the daemon waits in clone(); one at a time, so one stack. */
+#define HELPER_STACK_SIZE (64 * 1024)
+static char helper_stack[HELPER_STACK_SIZE] __attribute__((aligned(64)));
+
+static int open_exec(const char *path) {
+        int fd = open(path, O_PATH | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        if (faccessat(fd, "", X_OK, AT_EMPTY_PATH) < 0) {
+                int r = -errno;
+                close(fd);
+                return r;
+        }
+        return fd;
+}
+
+int run_exec_open_helper(void) {
+        const char *env = getenv("SANDBOXD_RUN_HELPER");
+        char self[PATH_MAX], path[PATH_MAX + sizeof(RUN_HELPER_NAME)];
+        ssize_t n;
+        char *slash;
+        int fd;
+
+        if (env && strcmp(env, "fork") == 0)
+                return -ENOENT;
+        if (env && *env)
+                return open_exec(env);
+        n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+        if (n > 0) {
+                self[n] = '\0';
+                slash = strrchr(self, '/');
+                if (slash) {
+                        *slash = '\0';
+                        snprintf(path, sizeof(path), "%s/%s", self, RUN_HELPER_NAME);
+                        fd = open_exec(path);
+                        if (fd >= 0)
+                                return fd;
+                }
+        }
+        return open_exec(LIBEXECDIR "/" RUN_HELPER_NAME);
+}
+
+char *run_exec_hex(const void *data, size_t n) {
+        static const char digits[] = "0123456789abcdef";
+        const unsigned char *b = data;
+        char *s = malloc(2 * n + 1);
+
+        if (!s)
+                return NULL;
+        for (size_t i = 0; i < n; i++) {
+                s[2 * i] = digits[b[i] >> 4];
+                s[2 * i + 1] = digits[b[i] & 15];
+        }
+        s[2 * n] = '\0';
+        return s;
+}
+
+static int unhex_digit(char c) {
+        return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+
+int run_exec_unhex(const char *hex, void *ret, size_t n) {
+        unsigned char *b = ret;
+        if (strlen(hex) != 2 * n)
+                return -EINVAL;
+        for (size_t i = 0; i < n; i++) {
+                int hi = unhex_digit(hex[2 * i]), lo = unhex_digit(hex[2 * i + 1]);
+                if (hi < 0 || lo < 0)
+                        return -EINVAL;
+                b[i] = (unsigned char) (hi << 4 | lo);
+        }
+        return 0;
+}
+
+typedef struct HelperExec {
+        int helper_fd;
+        char **argv;
+        char *const *envp;
+        int fds[RUN_PARAMS_FDS];
+        size_t n_fds;
+        int report_fd;
+        sigset_t mask; /* the daemon's, restored for the helper */
+} HelperExec;
+
+/* The vfork child: it shares the daemon's memory, so it only touches its own stack and makes raw
+ * system calls, then execs (or reports and exits). No malloc, no locks, nothing that an
+ * instrumented build would track. */
+__attribute__((no_sanitize("address", "undefined"))) static int helper_exec_child(void *userdata) {
+        const HelperExec *h = userdata;
+        SpawnReport r = { .kind = REPORT_FAILED, .step = STEP_FORK };
+
+        for (size_t i = 0; i < h->n_fds; i++)
+                if (h->fds[i] >= 0 && syscall(SYS_fcntl, h->fds[i], F_SETFD, 0) < 0)
+                        goto fail;
+        (void) syscall(SYS_rt_sigprocmask, SIG_SETMASK, &h->mask, NULL, _NSIG / 8);
+        syscall(SYS_execveat, h->helper_fd, "", h->argv, h->envp, AT_EMPTY_PATH);
+fail:
+        r.err = errno;
+        (void) syscall(SYS_write, h->report_fd, &r, sizeof(r));
+        syscall(SYS_exit, 127);
+        return 127;
+}
+
+/* argv: name, RunParams as hex, the filter as hex, cwd, the command's argv. */
+static char **helper_argv(const RunParams *p) {
+        size_t argc = 0;
+        char **argv;
+
+        while (p->argv[argc])
+                argc++;
+        argv = calloc(argc + 5, sizeof(char *));
+        if (!argv)
+                return NULL;
+        argv[0] = (char *) RUN_HELPER_NAME;
+        argv[1] = run_exec_hex(p, sizeof(*p));
+        argv[2] = run_exec_hex(p->filter->insns, p->filter->len * sizeof(struct sock_filter));
+        argv[3] = (char *) p->cwd;
+        memcpy(argv + 4, p->argv, argc * sizeof(char *));
+        if (!argv[1] || !argv[2]) {
+                free(argv[1]);
+                free(argv[2]);
+                free(argv);
+                return NULL;
+        }
+        return argv;
+}
+
+static void helper_argv_free(char **argv) {
+        if (!argv)
+                return;
+        free(argv[1]);
+        free(argv[2]);
+        free(argv);
+}
+
+pid_t run_exec_helper(int helper_fd, const RunParams *p, int *ret_pidfd) {
+        HelperExec h = { .helper_fd = helper_fd, .envp = p->envp, .report_fd = p->report_fd };
+        sigset_t all;
+        int pidfd = -1;
+        pid_t pid;
+
+        h.argv = helper_argv(p);
+        if (!h.argv)
+                return -ENOMEM;
+        h.n_fds = run_params_fds(p, h.fds);
+        /* No signal may run a handler in the child on the daemon's memory (as posix_spawn). */
+        sigfillset(&all);
+        (void) sigprocmask(SIG_SETMASK, &all, &h.mask);
+        pid = clone(helper_exec_child, helper_stack + sizeof(helper_stack),
+                    CLONE_VM | CLONE_VFORK | CLONE_PIDFD | SIGCHLD, &h, &pidfd);
+        if (pid < 0)
+                pid = -errno;
+        (void) sigprocmask(SIG_SETMASK, &h.mask, NULL);
+        helper_argv_free(h.argv);
+        if (pid > 0)
+                *ret_pidfd = pidfd;
+        return pid;
+}

@@ -1,0 +1,26 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Starting a run's helper without copying the daemon: a vfork-style child (CLONE_VM|CLONE_VFORK,
+ * on a stack of its own) that only execs sandboxd-run-helper, which then does what
+ * run_helper_main() does. No page of the daemon is copied and no copy-on-write fault follows,
+ * and the helper's later fork of the command copies a tiny process, not the daemon. */
+#pragma once
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "spawn.h"
+
+#define RUN_HELPER_NAME "sandboxd-run-helper"
+
+/* Opens the helper binary: next to our own executable (a build tree), else in LIBEXECDIR.
+ * $SANDBOXD_RUN_HELPER names another path, or "fork" for none (the helper is then a clone of the
+ * daemon, as before; for measurements). Returns an O_PATH fd, or -errno. */
+int run_exec_open_helper(void);
+
+/* Starts the helper for p (p->cgroup_fd is where it moves itself). Returns its pid and a pidfd
+ * in *ret_pidfd, or -errno. The helper reports a failed exec over p->report_fd like any step. */
+pid_t run_exec_helper(int helper_fd, const RunParams *p, int *ret_pidfd);
+
+/* The bytes of the RunParams and of the filter, in the helper's argv. */
+char *run_exec_hex(const void *data, size_t n);
+int run_exec_unhex(const char *hex, void *ret, size_t n);
