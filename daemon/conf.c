@@ -46,6 +46,7 @@ static const ConfigKey config_keys[] = {
         KEY("max_output_bytes", KEY_SIZE, max_output_bytes),
         KEY("swap_max", KEY_SIZE, swap_max),
         KEY("max_stdin_bytes", KEY_SIZE, max_stdin_bytes),
+        KEY("pool_size", KEY_COUNT, pool_size),
 };
 
 /* systemd's StateDirectory= tells us where our state lives ($STATE_DIRECTORY, ':'-separated). */
@@ -84,6 +85,7 @@ void config_init_defaults(Config *c) {
                 .max_output_bytes = 64u << 20,
                 .swap_max = 0,
                 .max_stdin_bytes = 3u << 20,
+                .pool_size = 2,
         };
 }
 
@@ -171,10 +173,12 @@ static int config_check(Config *c, const char *path, char **ret_error) {
             c->default_millicpus > c->max_millicpus || c->default_timeout_usec > c->max_timeout_usec ||
             c->default_output_bytes > c->max_output_bytes)
                 return asprintf(ret_error, "%s: a default_* value exceeds its max_* value", path) < 0 ? -ENOMEM : -EINVAL;
-        if (c->uid_range < 65536 || c->uid_base == 0 || c->uid_base + c->uid_range * c->max_sandboxes > UINT32_MAX - 1)
+        if (c->uid_range < 65536 || c->uid_base == 0 || c->uid_base + c->uid_range * (c->max_sandboxes + c->pool_size) > UINT32_MAX - 1)
                 return asprintf(ret_error, "%s: uid_base/uid_range/max_sandboxes do not fit in the uid space", path) < 0
                                ? -ENOMEM
                                : -EINVAL;
+        if (c->pool_size > 256)
+                return asprintf(ret_error, "%s: pool_size must be at most 256", path) < 0 ? -ENOMEM : -EINVAL;
         if (c->max_line_bytes < 1024)
                 return asprintf(ret_error, "%s: max_line_bytes must be at least 1K", path) < 0 ? -ENOMEM : -EINVAL;
         return 0;

@@ -29,6 +29,8 @@ typedef struct Config {
         uint64_t default_output_bytes, max_output_bytes;
         uint64_t swap_max;
         uint64_t max_stdin_bytes;
+        uint64_t pool_size;         /* ready sandboxes kept for throwaway runs (pool.h) */
+        uint64_t nofile_soft;       /* RLIMIT_NOFILE's soft limit at start (not a key): for runs */
 } Config;
 
 void config_init_defaults(Config *c);

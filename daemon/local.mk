@@ -15,6 +15,7 @@ daemon_sandboxd_SOURCES = \
 	daemon/syscall-filter.c daemon/syscall-filter.h \
 	daemon/run.c daemon/run.h \
 	daemon/run-exec.c daemon/run-exec.h \
+	daemon/pool.c daemon/pool.h \
 	daemon/output.c daemon/output.h \
 	daemon/rm-rf.c daemon/rm-rf.h \
 	daemon/state.c daemon/state.h

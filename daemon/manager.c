@@ -20,6 +20,7 @@
 #include "log.h"
 #include "macro.h"
 #include "manager.h"
+#include "pool.h"
 #include "run-exec.h"
 #include "run.h"
 #include "sandbox.h"
@@ -38,7 +39,7 @@ int manager_new(Manager **ret, Config *config) {
         m->state_fd = m->run_helper_fd = -EBADF;
         m->cg = (CgroupRoot) { .base_fd = -EBADF, .sandboxes_fd = -EBADF };
         m->start_usec = now_usec(CLOCK_MONOTONIC);
-        m->uid_slots = calloc(m->config.max_sandboxes, 1);
+        m->uid_slots = calloc(m->config.max_sandboxes + m->config.pool_size, 1);
         m->tombstones = calloc(MANAGER_TOMBSTONES, sizeof(*m->tombstones));
         if (!m->uid_slots || !m->tombstones) {
                 manager_free(m);
@@ -56,11 +57,15 @@ int manager_new(Manager **ret, Config *config) {
 Manager *manager_free(Manager *m) {
         if (!m)
                 return NULL;
+        m->stopping = true; /* nothing refills the pool from here */
+        pool_done(m);
         while (m->connections)
                 connection_close(m->connections);
         while (m->sandboxes)
                 sandbox_free(m->sandboxes);
+        m->accept_timer = sd_event_source_disable_unref(m->accept_timer);
         for (unsigned i = 0; i < m->n_listen; i++) {
+                m->listen_sources[i] = sd_event_source_disable_unref(m->listen_sources[i]);
                 safe_close(m->listen_fds[i]);
                 free(m->listen_paths[i]);
         }
@@ -98,7 +103,7 @@ bool manager_is_tombstone(Manager *m, const char *id) {
 }
 
 int manager_alloc_uid_slot(Manager *m, unsigned *ret) {
-        for (unsigned i = 0; i < m->config.max_sandboxes; i++)
+        for (unsigned i = 0; i < m->config.max_sandboxes + m->config.pool_size; i++)
                 if (!m->uid_slots[i]) {
                         m->uid_slots[i] = 1;
                         *ret = i;
@@ -108,11 +113,42 @@ int manager_alloc_uid_slot(Manager *m, unsigned *ret) {
 }
 
 void manager_free_uid_slot(Manager *m, unsigned slot) {
-        if (slot < m->config.max_sandboxes)
+        if (slot < m->config.max_sandboxes + m->config.pool_size)
                 m->uid_slots[slot] = 0;
 }
 
 /* ---- Listening --------------------------------------------------------------------------- */
+
+#define ACCEPT_PAUSE_USEC (100 * USEC_PER_MSEC)
+
+static int on_accept_resume(sd_event_source *s, uint64_t usec, void *userdata) {
+        Manager *m = userdata;
+        for (unsigned i = 0; i < m->n_listen; i++)
+                (void) sd_event_source_set_enabled(m->listen_sources[i], SD_EVENT_ON);
+        return 0;
+}
+
+/* Out of fds: the pending connection stays in the backlog and the listening socket stays
+ * readable, so a level-triggered loop would call us again at once, forever. Stop listening for
+ * a moment instead; closing connections and finishing runs give fds back meanwhile. */
+static void manager_pause_accept(Manager *m) {
+        int r;
+
+        if (m->accept_paused_count++ % 100 == 0)
+                log_warning("accept: out of file descriptors; not accepting for %d ms (%u times so far)",
+                            (int) (ACCEPT_PAUSE_USEC / USEC_PER_MSEC), m->accept_paused_count);
+        for (unsigned i = 0; i < m->n_listen; i++)
+                (void) sd_event_source_set_enabled(m->listen_sources[i], SD_EVENT_OFF);
+        if (m->accept_timer) {
+                r = sd_event_source_set_time_relative(m->accept_timer, ACCEPT_PAUSE_USEC);
+                if (r >= 0)
+                        r = sd_event_source_set_enabled(m->accept_timer, SD_EVENT_ONESHOT);
+        } else
+                r = sd_event_add_time_relative(m->event, &m->accept_timer, CLOCK_MONOTONIC, ACCEPT_PAUSE_USEC,
+                                               10 * USEC_PER_MSEC, on_accept_resume, m);
+        if (r < 0) /* no timer: listen again rather than never */
+                on_accept_resume(NULL, 0, m);
+}
 
 static int on_accept(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
         Manager *m = userdata;
@@ -121,8 +157,8 @@ static int on_accept(sd_event_source *s, int fd, uint32_t revents, void *userdat
         for (int i = 0; i < 64; i++) {
                 int cfd = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
                 if (cfd < 0) {
-                        if (errno == EMFILE || errno == ENFILE)
-                                log_warning("accept: out of file descriptors; connections wait in the backlog");
+                        if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)
+                                manager_pause_accept(m);
                         else if (errno != EAGAIN && errno != EINTR && errno != ECONNABORTED)
                                 log_warning("accept: %m");
                         return 0;
@@ -156,8 +192,8 @@ int manager_add_listener(Manager *m, int fd) {
         r = fcntl(fd, F_SETFL, O_NONBLOCK);
         if (r < 0 || fcntl(fd, F_SETFD, FD_CLOEXEC) < 0)
                 return -errno;
-        /* No reference kept: the source floats, owned and freed by the loop. */
-        r = sd_event_add_io(m->event, NULL, fd, EPOLLIN, on_accept, m);
+        /* Referenced, to be paused when we run out of fds; unref'd by manager_free(). */
+        r = sd_event_add_io(m->event, &m->listen_sources[m->n_listen], fd, EPOLLIN, on_accept, m);
         if (r < 0)
                 return r;
         m->listen_paths[m->n_listen] = socket_path(fd);
@@ -330,6 +366,7 @@ int manager_run(Manager *m) {
                           m->cg.enforceable & CG_MEMORY ? "enforced" : "unavailable",
                           m->cg.enforceable & CG_PIDS ? "enforced" : "unavailable",
                           m->cg.enforceable & CG_CPU ? "enforced" : "unavailable");
+        pool_schedule_refill(m);
         r = sd_event_loop(m->event);
         manager_kill_all(m);
         return r;

@@ -33,10 +33,15 @@ typedef struct Manager {
         int listen_fds[MANAGER_MAX_LISTEN];
         char *listen_paths[MANAGER_MAX_LISTEN]; /* masked inside every sandbox */
         unsigned n_listen;
+        sd_event_source *listen_sources[MANAGER_MAX_LISTEN];
+        sd_event_source *accept_timer; /* re-enables them after running out of fds */
+        unsigned accept_paused_count;
         Connection *connections;
         unsigned n_connections;
         Sandbox *sandboxes;
-        unsigned n_sandboxes;
+        unsigned n_sandboxes; /* pooled ones included */
+        unsigned n_pooled;
+        sd_event_source *pool_refill, *pool_retry;
         unsigned n_runs;
         uint8_t *uid_slots; /* one byte per uid range: in use or not */
         char (*tombstones)[24]; /* ids of destroyed sandboxes, a ring */

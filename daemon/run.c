@@ -714,6 +714,12 @@ static void run_rlimits(Run *r, RunParams *p) {
                 p->rl_as = (struct rlimit) { n, n };
                 p->rl_as_set = true;
         }
+        /* The daemon raised its own soft limit (main.c); the command gets the usual one back. */
+        if (s->manager->config.nofile_soft && getrlimit(RLIMIT_NOFILE, &p->rl_nofile) == 0 &&
+            p->rl_nofile.rlim_cur != s->manager->config.nofile_soft) {
+                p->rl_nofile.rlim_cur = (rlim_t) s->manager->config.nofile_soft;
+                p->rl_nofile_set = true;
+        }
 }
 
 typedef struct RunFds {

@@ -11,6 +11,7 @@
 #include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -20,6 +21,7 @@
 #include "log.h"
 #include "macro.h"
 #include "manager.h"
+#include "pool.h"
 #include "rm-rf.h"
 #include "run.h"
 #include "sandbox.h"
@@ -165,6 +167,22 @@ static int sandbox_parse(Manager *m, Sandbox *s, json_object *req, ProtoError *e
         if (name && !(s->name = strdup(name)))
                 return proto_error_set(err, SBX_E_INTERNAL, NULL, "out of memory");
         return 0;
+}
+
+int sandbox_parse_request(Manager *m, json_object *req, SandboxRequest *ret, ProtoError *err) {
+        Sandbox tmp = { .manager = m };
+        int r = sandbox_parse(m, &tmp, req, err);
+
+        *ret = (SandboxRequest) { .limits = tmp.limits, .best_effort = tmp.best_effort, .name = tmp.name, .env = tmp.env };
+        if (r < 0)
+                sandbox_request_done(ret);
+        return r;
+}
+
+void sandbox_request_done(SandboxRequest *r) {
+        free(r->name);
+        json_object_put(r->env);
+        *r = (SandboxRequest) {};
 }
 
 static Sandbox *sandbox_alloc(Manager *m) {
@@ -326,7 +344,7 @@ int sandbox_create(Manager *m, json_object *req, uid_t owner, bool ephemeral, Sa
         Sandbox *s;
         int r;
 
-        if (m->n_sandboxes >= m->config.max_sandboxes)
+        if (m->n_sandboxes - m->n_pooled >= m->config.max_sandboxes)
                 return proto_error_set(err, SBX_E_RESOURCE_EXHAUSTED, NULL, "the daemon holds its maximum of %" PRIu64
                                        " sandboxes", m->config.max_sandboxes);
         if (owner != 0 && sandbox_count_owned(m, owner) >= m->config.max_sandboxes_per_uid)
@@ -430,7 +448,7 @@ static int sandbox_restore_claim(Sandbox *s, json_object *meta) {
         snprintf(s->id, sizeof(s->id), "%s", json_object_get_string(id));
         if (sandbox_restore_fields(s, meta) < 0)
                 return -EBADMSG;
-        if (s->uid_slot >= m->config.max_sandboxes || m->uid_slots[s->uid_slot] ||
+        if (s->uid_slot >= m->config.max_sandboxes + m->config.pool_size || m->uid_slots[s->uid_slot] ||
             (s->name && manager_find_sandbox(m, s->name)))
                 return -EEXIST;
         m->uid_slots[s->uid_slot] = 1;
@@ -658,6 +676,9 @@ static void sandbox_teardown_step(Sandbox *s) {
         int populated = s->cg_fd >= 0 ? cg_populated(s->cg_fd) : 0;
         uint64_t delay;
 
+        /* Unknown (out of fds, say) is not empty: the sandbox is kept, and tried again. */
+        if (populated < 0 && populated != -ENOENT)
+                populated = 1;
         if (populated <= 0 && s->init_pidfd < 0 && !s->runs) {
                 s->teardown_timer = sd_event_source_disable_unref(s->teardown_timer);
                 sandbox_finish_destroy(s);
@@ -693,6 +714,10 @@ void sandbox_destroy(Sandbox *s, const char *reason) {
         }
         for (Run *r = s->runs; r; r = r->next)
                 run_kill(r, SIGKILL, REASON_DESTROYED);
+        /* Killing pid 1 ends its pid namespace, and needs no new fd (cgroup.kill does: a daemon
+         * out of fds still kills the sandbox's processes). */
+        if (s->init_pidfd >= 0)
+                (void) syscall(SYS_pidfd_send_signal, s->init_pidfd, SIGKILL, NULL, 0);
         if (s->cg_fd >= 0)
                 (void) cg_kill(s->cg_fd);
         sandbox_teardown_step(s);
@@ -702,6 +727,10 @@ Sandbox *sandbox_free(Sandbox *s) {
         if (!s)
                 return NULL;
         sandbox_unlink(s);
+        if (s->pooled) {
+                s->manager->n_pooled--;
+                pool_schedule_refill(s->manager);
+        }
         sd_event_source_disable_unref(s->setup_source);
         sd_event_source_disable_unref(s->init_exit_source);
         sd_event_source_disable_unref(s->teardown_timer);
@@ -720,13 +749,13 @@ Sandbox *sandbox_free(Sandbox *s) {
 
 /* Anyone else gets not_found, not permission_denied: no oracle for other users' sandboxes. */
 bool sandbox_visible_to(Sandbox *s, const Connection *c) {
-        return c->admin || c->peer.uid == s->owner_uid;
+        return !s->pooled && (c->admin || c->peer.uid == s->owner_uid);
 }
 
 unsigned sandbox_count_owned(Manager *m, uid_t uid) {
         unsigned n = 0;
         for (Sandbox *s = m->sandboxes; s; s = s->next)
-                n += s->owner_uid == uid && s->state != SANDBOX_DESTROYING;
+                n += s->owner_uid == uid && s->state != SANDBOX_DESTROYING && !s->pooled;
         return n;
 }
 

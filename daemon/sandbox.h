@@ -49,6 +49,7 @@ typedef struct Sandbox {
         unsigned enforced; /* CgController mask */
         bool best_effort;
         bool ephemeral;    /* made for one run, destroyed after it */
+        bool pooled;       /* waiting in the pool (pool.h): no one's, invisible, not counted */
         json_object *env;  /* default environment for runs, or NULL */
         uint64_t created_usec; /* CLOCK_REALTIME */
         uint64_t restored_usec; /* when a restarted daemon brought it back, or 0 */
@@ -69,6 +70,17 @@ typedef struct Sandbox {
         ProtoError failure;
         struct Sandbox *next, *prev;
 } Sandbox;
+
+/* What a create request (or a throwaway run's) asks of its sandbox, validated. */
+typedef struct SandboxRequest {
+        SandboxLimits limits;
+        bool best_effort;
+        char *name;
+        json_object *env;
+} SandboxRequest;
+
+int sandbox_parse_request(Manager *m, json_object *req, SandboxRequest *ret, ProtoError *err);
+void sandbox_request_done(SandboxRequest *r);
 
 /* Validates a create request (shared by throwaway runs) into a new sandbox that is being set
  * up; the reply comes later through the waiters or pending runs. */

@@ -169,6 +169,8 @@ static int child_rlimits(const RunParams *p) {
                 return -1;
         if (p->rl_as_set && setrlimit(RLIMIT_AS, &p->rl_as) < 0)
                 return -1;
+        if (p->rl_nofile_set && setrlimit(RLIMIT_NOFILE, &p->rl_nofile) < 0)
+                return -1;
         return 0;
 }
 

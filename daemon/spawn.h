@@ -87,8 +87,8 @@ typedef struct RunParams {
         char *const *argv;
         char *const *envp;
         const char *cwd;    /* absolute, beneath /work */
-        struct rlimit rl_cpu, rl_nproc, rl_as;
-        bool rl_cpu_set, rl_nproc_set, rl_as_set;
+        struct rlimit rl_cpu, rl_nproc, rl_as, rl_nofile;
+        bool rl_cpu_set, rl_nproc_set, rl_as_set, rl_nofile_set;
         uint64_t reset_signals; /* bit n-1: signal n is ignored in the daemon; the command resets it */
         const SeccompProgram *filter; /* compiled once by the daemon */
 } RunParams;
