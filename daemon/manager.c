@@ -139,13 +139,10 @@ static void manager_pause_accept(Manager *m) {
                             (int) (ACCEPT_PAUSE_USEC / USEC_PER_MSEC), m->accept_paused_count);
         for (unsigned i = 0; i < m->n_listen; i++)
                 (void) sd_event_source_set_enabled(m->listen_sources[i], SD_EVENT_OFF);
-        if (m->accept_timer) {
-                r = sd_event_source_set_time_relative(m->accept_timer, ACCEPT_PAUSE_USEC);
-                if (r >= 0)
-                        r = sd_event_source_set_enabled(m->accept_timer, SD_EVENT_ONESHOT);
-        } else
-                r = sd_event_add_time_relative(m->event, &m->accept_timer, CLOCK_MONOTONIC, ACCEPT_PAUSE_USEC,
-                                               10 * USEC_PER_MSEC, on_accept_resume, m);
+        /* Made at start (manager_setup): making it now could need an fd itself. */
+        r = sd_event_source_set_time_relative(m->accept_timer, ACCEPT_PAUSE_USEC);
+        if (r >= 0)
+                r = sd_event_source_set_enabled(m->accept_timer, SD_EVENT_ONESHOT);
         if (r < 0) /* no timer: listen again rather than never */
                 on_accept_resume(NULL, 0, m);
 }
@@ -317,6 +314,11 @@ int manager_setup(Manager *m) {
         r = manager_prepare_runs(m);
         if (r < 0)
                 return r;
+        r = sd_event_add_time_relative(m->event, &m->accept_timer, CLOCK_MONOTONIC, ACCEPT_PAUSE_USEC,
+                                       10 * USEC_PER_MSEC, on_accept_resume, m);
+        if (r < 0)
+                return r;
+        (void) sd_event_source_set_enabled(m->accept_timer, SD_EVENT_OFF);
         if ((r = sd_event_add_signal(m->event, NULL, SIGTERM, on_signal, m)) < 0 ||
             (r = sd_event_add_signal(m->event, NULL, SIGINT, on_signal, m)) < 0)
                 return r;
