@@ -94,7 +94,20 @@ void connection_close(Connection *c) {
         c->out_len = c->out_off = c->out_alloc = 0;
         connection_kill_runs(c);
         conn_unlink(c);
+        manager_schedule_trim(c->manager);
         connection_unref(c);
+}
+
+/* An idle connection holds no buffer: a thousand of them would otherwise keep 64 KiB of input
+ * and whatever their largest reply was, each. */
+static void connection_shrink(Connection *c) {
+        if (!line_buffer_has_partial(&c->in) && c->in.data)
+                line_buffer_done(&c->in);
+        if (c->out_off == c->out_len && c->out_alloc > 4096) {
+                free(c->out);
+                c->out = NULL;
+                c->out_len = c->out_off = c->out_alloc = 0;
+        }
 }
 
 static int connection_flush(Connection *c) {
@@ -273,8 +286,10 @@ static int on_io(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
                                 connection_arm_partial_timer(c);
                 }
         }
-        if (!c->dead)
+        if (!c->dead) {
+                connection_shrink(c);
                 connection_update_events(c);
+        }
         connection_unref(c);
         return 0;
 }

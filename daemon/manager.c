@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <malloc.h>
 #include <linux/sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -64,6 +65,7 @@ Manager *manager_free(Manager *m) {
         while (m->sandboxes)
                 sandbox_free(m->sandboxes);
         m->accept_timer = sd_event_source_disable_unref(m->accept_timer);
+        m->trim_timer = sd_event_source_disable_unref(m->trim_timer);
         for (unsigned i = 0; i < m->n_listen; i++) {
                 m->listen_sources[i] = sd_event_source_disable_unref(m->listen_sources[i]);
                 safe_close(m->listen_fds[i]);
@@ -196,6 +198,33 @@ int manager_add_listener(Manager *m, int fd) {
         m->listen_paths[m->n_listen] = socket_path(fd);
         m->listen_fds[m->n_listen++] = fd;
         return 0;
+}
+
+/* ---- Memory ----------------------------------------------------------------------------- */
+
+#define TRIM_DELAY_USEC (1 * USEC_PER_SEC)
+
+static int on_trim(sd_event_source *s, uint64_t usec, void *userdata) {
+        /* Freed memory in the middle of the heap (a burst of connections, big replies) would
+         * stay counted in our RSS; give whole free pages back. */
+        (void) malloc_trim(0);
+        return 0;
+}
+
+void manager_schedule_trim(Manager *m) {
+        if (m->stopping || !m->event)
+                return;
+        if (!m->trim_timer) {
+                if (sd_event_add_time_relative(m->event, &m->trim_timer, CLOCK_MONOTONIC, TRIM_DELAY_USEC,
+                                               100 * USEC_PER_MSEC, on_trim, m) < 0)
+                        return;
+                (void) sd_event_source_set_priority(m->trim_timer, SD_EVENT_PRIORITY_IDLE);
+                return;
+        }
+        if (sd_event_source_get_enabled(m->trim_timer, NULL) > 0)
+                return; /* one trim a second at most */
+        (void) sd_event_source_set_time_relative(m->trim_timer, TRIM_DELAY_USEC);
+        (void) sd_event_source_set_enabled(m->trim_timer, SD_EVENT_ONESHOT);
 }
 
 /* ---- Setup ------------------------------------------------------------------------------- */

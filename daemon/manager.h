@@ -36,6 +36,7 @@ typedef struct Manager {
         sd_event_source *listen_sources[MANAGER_MAX_LISTEN];
         sd_event_source *accept_timer; /* re-enables them after running out of fds */
         unsigned accept_paused_count;
+        sd_event_source *trim_timer;   /* malloc_trim() after connections went (manager_schedule_trim) */
         Connection *connections;
         unsigned n_connections;
         Sandbox *sandboxes;
@@ -67,3 +68,5 @@ void manager_add_tombstone(Manager *m, const char *id);
 bool manager_is_tombstone(Manager *m, const char *id);
 int manager_alloc_uid_slot(Manager *m, unsigned *ret);
 void manager_free_uid_slot(Manager *m, unsigned slot);
+/* Gives freed heap pages back to the kernel a second from now (once, however often called). */
+void manager_schedule_trim(Manager *m);

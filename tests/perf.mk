@@ -2,6 +2,7 @@
 ## same tests/lib.sh harness as tests/integration.mk). Bounded in time; loopback only.
 PERF_TESTS = \
 	tests/t-fds.sh \
+	tests/t-load.sh \
 	tests/t-pool.sh
 TESTS += $(PERF_TESTS)
 EXTRA_DIST += $(PERF_TESTS)
