@@ -28,6 +28,7 @@ libexec_PROGRAMS += daemon/sandboxd-run-helper
 daemon_sandboxd_run_helper_SOURCES = \
 	daemon/run-helper.c \
 	daemon/run-exec.c daemon/run-exec.h \
+	daemon/sandbox-setup.c \
 	daemon/spawn.c daemon/spawn.h daemon/syscall-filter.h
 daemon_sandboxd_run_helper_CPPFLAGS = $(AM_CPPFLAGS) -DLIBEXECDIR=\"$(libexecdir)\"
 daemon_sandboxd_run_helper_LDFLAGS = $(AM_LDFLAGS) $(HELPER_LDFLAGS)

@@ -152,26 +152,54 @@ static void helper_argv_free(char **argv) {
         free(argv);
 }
 
-pid_t run_exec_helper(int helper_fd, const RunParams *p, int *ret_pidfd) {
-        HelperExec h = { .helper_fd = helper_fd, .envp = p->envp, .report_fd = p->report_fd };
+/* clone(CLONE_VM|CLONE_VFORK|flags) of a child that execs h->argv: we are suspended until it
+ * has (or has failed and reported). */
+static pid_t vfork_exec(HelperExec *h, unsigned long flags, int *ret_pidfd) {
         sigset_t all;
         int pidfd = -1;
+        pid_t pid;
+
+        /* No signal may run a handler in the child on the daemon's memory (as posix_spawn). */
+        sigfillset(&all);
+        (void) sigprocmask(SIG_SETMASK, &all, &h->mask);
+        pid = clone(helper_exec_child, helper_stack + sizeof(helper_stack),
+                    (int) (CLONE_VM | CLONE_VFORK | CLONE_PIDFD | SIGCHLD | flags), h, &pidfd);
+        if (pid < 0)
+                pid = -errno;
+        (void) sigprocmask(SIG_SETMASK, &h->mask, NULL);
+        if (pid > 0)
+                *ret_pidfd = pidfd;
+        return pid;
+}
+
+pid_t run_exec_helper(int helper_fd, const RunParams *p, int *ret_pidfd) {
+        HelperExec h = { .helper_fd = helper_fd, .envp = p->envp, .report_fd = p->report_fd };
         pid_t pid;
 
         h.argv = helper_argv(p);
         if (!h.argv)
                 return -ENOMEM;
         h.n_fds = run_params_fds(p, h.fds);
-        /* No signal may run a handler in the child on the daemon's memory (as posix_spawn). */
-        sigfillset(&all);
-        (void) sigprocmask(SIG_SETMASK, &all, &h.mask);
-        pid = clone(helper_exec_child, helper_stack + sizeof(helper_stack),
-                    CLONE_VM | CLONE_VFORK | CLONE_PIDFD | SIGCHLD, &h, &pidfd);
-        if (pid < 0)
-                pid = -errno;
-        (void) sigprocmask(SIG_SETMASK, &h.mask, NULL);
+        pid = vfork_exec(&h, 0, ret_pidfd);
         helper_argv_free(h.argv);
-        if (pid > 0)
-                *ret_pidfd = pidfd;
         return pid;
+}
+
+pid_t run_exec_init(int helper_fd, const InitParams *p, int cgroup_fd, int *ret_pidfd) {
+        char *const envp[] = { NULL };
+        char fd[16], cg[16];
+        char *argv[8 + 16] = { (char *) "sandboxd-run-helper", (char *) RUN_HELPER_INIT, fd, cg, (char *) p->workdir,
+                               (char *) p->root_dir, (char *) p->hostname };
+        HelperExec h = { .helper_fd = helper_fd, .argv = argv, .envp = envp, .fds = { p->sync_fd, cgroup_fd },
+                         .n_fds = 2, .report_fd = p->sync_fd };
+        size_t n = 7;
+
+        snprintf(fd, sizeof(fd), "%d", p->sync_fd);
+        snprintf(cg, sizeof(cg), "%d", cgroup_fd);
+        for (const char *const *m = p->mask_paths; m && *m; m++) {
+                if (n >= ELEMENTSOF(argv) - 1)
+                        return -E2BIG;
+                argv[n++] = (char *) *m;
+        }
+        return vfork_exec(&h, 0, ret_pidfd);
 }

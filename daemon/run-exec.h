@@ -5,12 +5,14 @@
  * and the helper's later fork of the command copies a tiny process, not the daemon. */
 #pragma once
 
+#include <linux/sched.h>
 #include <stdint.h>
 #include <sys/types.h>
 
 #include "spawn.h"
 
 #define RUN_HELPER_NAME "sandboxd-run-helper"
+#define RUN_HELPER_INIT "init" /* its argv[1] when it is to be a sandbox's init */
 
 /* Opens the helper binary: next to our own executable (a build tree), else in LIBEXECDIR.
  * $SANDBOXD_RUN_HELPER names another path, or "fork" for none (the helper is then a clone of the
@@ -20,6 +22,14 @@ int run_exec_open_helper(void);
 /* Starts the helper for p (p->cgroup_fd is where it moves itself). Returns its pid and a pidfd
  * in *ret_pidfd, or -errno. The helper reports a failed exec over p->report_fd like any step. */
 pid_t run_exec_helper(int helper_fd, const RunParams *p, int *ret_pidfd);
+
+/* Starts a sandbox's init the same way. The exec'd helper (it must not be in the new user
+ * namespace yet: an exec there before the uid map exists would drop its capabilities) clones
+ * the init with CLONE_PARENT into the new namespaces and cgroup_fd, sends its pid and pidfd over
+ * p->sync_fd as a REPORT_STARTED, and exits; the init, our child, waits for its go on
+ * p->sync_fd. Returns the helper's pid (and pidfd), or -errno. */
+#define SANDBOX_NS_FLAGS (CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWNET)
+pid_t run_exec_init(int helper_fd, const InitParams *p, int cgroup_fd, int *ret_pidfd);
 
 /* The bytes of the RunParams and of the filter, in the helper's argv. */
 char *run_exec_hex(const void *data, size_t n);

@@ -4,6 +4,7 @@
  * sandbox, forks the command, reports its start and its end. A small, separate process, so
  * that the fork of the command copies almost nothing. */
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,12 +15,48 @@
 
 extern char **environ;
 
+static int parse_fd(const char *s) {
+        char *end;
+        long v = strtol(s, &end, 10);
+        return *end || v < 0 || v > INT_MAX ? -1 : (int) v;
+}
+
+/* argv: "init", the sync fd, the sandbox's cgroup fd, workdir, root_dir, hostname, the paths to
+ * mask. The init is cloned from this small process, not from the daemon (run-exec.h). */
+static int init_main(int argc, char **argv) {
+        SpawnReport r = { .kind = REPORT_STARTED };
+        InitParams p = {};
+        int cg_fd, pidfd = -1;
+        pid_t pid;
+
+        if (argc < 7 || (p.sync_fd = parse_fd(argv[2])) < 0 || (cg_fd = parse_fd(argv[3])) < 0)
+                return 127;
+        p.workdir = argv[4];
+        p.root_dir = argv[5];
+        p.hostname = argv[6];
+        p.mask_paths = (const char *const *) argv + 7;
+        pid = clone3_pidfd(SANDBOX_NS_FLAGS | CLONE_PARENT, cg_fd, &pidfd);
+        if (pid == 0) {
+                close(cg_fd);
+                sandbox_init_main(&p);
+        }
+        if (pid < 0) {
+                r = (SpawnReport) { .kind = REPORT_FAILED, .step = STEP_FORK, .err = -pid };
+                report_send(p.sync_fd, &r, -1);
+                return 1;
+        }
+        r.code = pid;
+        return report_send(p.sync_fd, &r, pidfd) < 0 ? 1 : 0;
+}
+
 int main(int argc, char **argv) {
         static struct sock_filter insns[BPF_MAXINSNS];
         SeccompProgram filter = { .insns = insns };
         RunParams p;
         size_t len;
 
+        if (argc > 1 && strcmp(argv[1], RUN_HELPER_INIT) == 0)
+                return init_main(argc, argv);
         if (argc < 5 || run_exec_unhex(argv[1], &p, sizeof(p)) < 0) {
                 fprintf(stderr, "%s: started by sandboxd only\n", RUN_HELPER_NAME);
                 return 127;

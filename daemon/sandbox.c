@@ -23,6 +23,7 @@
 #include "manager.h"
 #include "pool.h"
 #include "rm-rf.h"
+#include "run-exec.h"
 #include "run.h"
 #include "sandbox.h"
 #include "spawn.h"
@@ -272,16 +273,54 @@ static const char **sandbox_mask_paths(Manager *m) {
 static int on_setup_report(sd_event_source *src, int fd, uint32_t revents, void *userdata);
 static int on_init_exit(sd_event_source *src, const siginfo_t *si, void *userdata);
 
+static int sandbox_init_started(Sandbox *s);
+
+static int on_helper_exit(sd_event_source *src, const siginfo_t *si, void *userdata) {
+        sd_event_source_disable_unref(src);
+        return 0;
+}
+
+/* The init cloned by the exec'd helper (run-exec.h): nothing of the daemon is copied, and the
+ * init stays a small process whatever the daemon's heap holds. Its pidfd arrives later, on the
+ * setup socket (on_setup_report). */
+static int sandbox_exec_init(Sandbox *s, int sp[2]) {
+        Manager *m = s->manager;
+        char workdir[4096];
+        InitParams p = {
+                .sync_fd = sp[1],
+                .workdir = sandbox_workdir_path(s, workdir, sizeof(workdir)),
+                .root_dir = m->config.root_dir,
+                .hostname = "sandbox",
+                .mask_paths = sandbox_mask_paths(m),
+        };
+        sd_event_source *src = NULL;
+        int pidfd = -1;
+        pid_t pid = run_exec_init(m->run_helper_fd, &p, s->cg_fd, &pidfd);
+
+        close(sp[1]);
+        s->setup_fd = sp[0];
+        if (pid < 0)
+                return pid;
+        s->init_pending = true;
+        /* Reaped whenever it is done; the source floats, and owns the pidfd. */
+        if (sd_event_add_child_pidfd(m->event, &src, pidfd, WEXITED, on_helper_exit, NULL) >= 0) {
+                (void) sd_event_source_set_child_pidfd_own(src, true);
+                (void) sd_event_source_set_child_process_own(src, true);
+        } else
+                close(pidfd);
+        return sd_event_add_io(m->event, &s->setup_source, s->setup_fd, EPOLLIN, on_setup_report, s);
+}
+
 static int sandbox_spawn_init(Sandbox *s) {
         Manager *m = s->manager;
         int sp[2];
         pid_t pid;
-        int r;
 
         if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0)
                 return -errno;
-        pid = clone3_pidfd(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWNET,
-                           s->cg_fd, &s->init_pidfd);
+        if (m->run_helper_fd >= 0)
+                return sandbox_exec_init(s, sp);
+        pid = clone3_pidfd(SANDBOX_NS_FLAGS, s->cg_fd, &s->init_pidfd);
         if (pid == 0) {
                 int keep[] = { 2, sp[1] };
                 char workdir[4096];
@@ -301,7 +340,13 @@ static int sandbox_spawn_init(Sandbox *s) {
         if (pid < 0)
                 return pid;
         s->init_pid = pid;
-        r = sd_event_add_child_pidfd(m->event, &s->init_exit_source, s->init_pidfd, WEXITED, on_init_exit, s);
+        return sandbox_init_started(s);
+}
+
+/* The init is a child of ours, waiting for its go: watch it, give it its uid/gid maps, go. */
+static int sandbox_init_started(Sandbox *s) {
+        Manager *m = s->manager;
+        int r = sd_event_add_child_pidfd(m->event, &s->init_exit_source, s->init_pidfd, WEXITED, on_init_exit, s);
         if (r < 0) {
                 (void) cg_kill(s->cg_fd);
                 return r;
@@ -311,6 +356,8 @@ static int sandbox_spawn_init(Sandbox *s) {
                 (void) cg_kill(s->cg_fd);
                 return r < 0 ? r : -EIO;
         }
+        if (s->setup_source)
+                return 0;
         return sd_event_add_io(m->event, &s->setup_source, s->setup_fd, EPOLLIN, on_setup_report, s);
 }
 
@@ -557,6 +604,37 @@ static void sandbox_ready(Sandbox *s) {
         }
 }
 
+static void sandbox_teardown_step(Sandbox *s);
+
+/* The helper cloned the init (our child, waiting for its go): its pid and pidfd. */
+static int sandbox_init_arrived(Sandbox *s, pid_t pid, int pidfd) {
+        ProtoError err;
+        int r;
+
+        s->init_pending = false;
+        s->init_pid = pid;
+        s->init_pidfd = pidfd;
+        if (s->state == SANDBOX_DESTROYING) {
+                r = sd_event_add_child_pidfd(s->manager->event, &s->init_exit_source, s->init_pidfd, WEXITED,
+                                             on_init_exit, s);
+                (void) syscall(SYS_pidfd_send_signal, s->init_pidfd, SIGKILL, NULL, 0);
+                if (r < 0) { /* unwatched: reap it here, it was killed */
+                        (void) waitid(P_PIDFD, (id_t) s->init_pidfd, &(siginfo_t) {}, WEXITED);
+                        s->init_pidfd = safe_close(s->init_pidfd);
+                }
+                s->setup_source = sd_event_source_disable_unref(s->setup_source);
+                s->setup_fd = safe_close(s->setup_fd);
+                sandbox_teardown_step(s);
+                return 0;
+        }
+        r = sandbox_init_started(s);
+        if (r < 0) {
+                proto_error_set(&err, SBX_E_SPAWN_FAILED, NULL, "cannot start the sandbox's init: %s", strerror(-r));
+                sandbox_fail(s, &err);
+        }
+        return 0;
+}
+
 static int on_setup_report(sd_event_source *src, int fd, uint32_t revents, void *userdata) {
         Sandbox *s = userdata;
         SpawnReport rep;
@@ -566,7 +644,17 @@ static int on_setup_report(sd_event_source *src, int fd, uint32_t revents, void 
 
         if (r == -EAGAIN || r == -EINTR)
                 return 0;
+        if (r > 0 && rep.kind == REPORT_STARTED && s->init_pending && passed >= 0)
+                return sandbox_init_arrived(s, rep.code, passed);
+        s->init_pending = false;
         safe_close(passed);
+        if (s->state == SANDBOX_DESTROYING) {
+                /* Destroyed before its init was cloned: nothing more will come. */
+                s->setup_source = sd_event_source_disable_unref(s->setup_source);
+                s->setup_fd = safe_close(s->setup_fd);
+                sandbox_teardown_step(s);
+                return 0;
+        }
         s->setup_source = sd_event_source_disable_unref(s->setup_source);
         s->setup_fd = safe_close(s->setup_fd);
         if (r > 0 && rep.kind == REPORT_READY) {
@@ -679,7 +767,7 @@ static void sandbox_teardown_step(Sandbox *s) {
         /* Unknown (out of fds, say) is not empty: the sandbox is kept, and tried again. */
         if (populated < 0 && populated != -ENOENT)
                 populated = 1;
-        if (populated <= 0 && s->init_pidfd < 0 && !s->runs) {
+        if (populated <= 0 && s->init_pidfd < 0 && !s->runs && !s->init_pending) {
                 s->teardown_timer = sd_event_source_disable_unref(s->teardown_timer);
                 sandbox_finish_destroy(s);
                 return;
@@ -703,8 +791,11 @@ void sandbox_destroy(Sandbox *s, const char *reason) {
                 return;
         log_debug("destroying sandbox %s (%s)", s->id, reason);
         s->state = SANDBOX_DESTROYING;
-        s->setup_source = sd_event_source_disable_unref(s->setup_source);
-        s->setup_fd = safe_close(s->setup_fd);
+        /* An init still to arrive is awaited on the setup socket, to be killed and reaped. */
+        if (!s->init_pending) {
+                s->setup_source = sd_event_source_disable_unref(s->setup_source);
+                s->setup_fd = safe_close(s->setup_fd);
+        }
         proto_error_set(&err, SBX_E_CONFLICT, "sandbox", "the sandbox was destroyed before it was ready");
         waiters_answer(&s->create_waiters, NULL, NULL, s->failure.code ? &s->failure : &err);
         while (s->pending_runs) {

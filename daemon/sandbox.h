@@ -60,6 +60,7 @@ typedef struct Sandbox {
         pid_t init_pid;
         int init_pidfd;
         int setup_fd;      /* the init's setup report */
+        bool init_pending; /* the helper that clones the init has yet to send its pidfd */
         sd_event_source *setup_source, *init_exit_source, *teardown_timer;
         unsigned teardown_tries;
         unsigned next_run_no;

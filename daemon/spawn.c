@@ -44,7 +44,8 @@ pid_t clone3_pidfd(uint64_t flags, int cgroup_fd, int *ret_pidfd) {
         struct clone_args args = {
                 .flags = flags | CLONE_PIDFD,
                 .pidfd = (uint64_t) (uintptr_t) &pidfd,
-                .exit_signal = SIGCHLD,
+                /* With CLONE_PARENT the kernel takes the caller's own exit signal, and refuses one. */
+                .exit_signal = flags & CLONE_PARENT ? 0 : SIGCHLD,
         };
         long pid;
 
