@@ -6,6 +6,7 @@
 #pragma once
 
 #include <linux/sched.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -19,9 +20,14 @@
  * daemon, as before; for measurements). Returns an O_PATH fd, or -errno. */
 int run_exec_open_helper(void);
 
-/* Starts the helper for p (p->cgroup_fd is where it moves itself). Returns its pid and a pidfd
- * in *ret_pidfd, or -errno. The helper reports a failed exec over p->report_fd like any step. */
-pid_t run_exec_helper(int helper_fd, const RunParams *p, int *ret_pidfd);
+/* Whether run_exec_helper() can have the helper born in a cgroup (x86_64: clone3 with a stack of
+ * its own); elsewhere the helper moves itself there (p->cgroup_fd). */
+bool run_exec_into_cgroup(void);
+
+/* Starts the helper for p, born in cgroup_fd if run_exec_into_cgroup(). Returns its pid and a
+ * pidfd in *ret_pidfd, or -errno. The helper reports a failed exec over p->report_fd like any
+ * step. */
+pid_t run_exec_helper(int helper_fd, const RunParams *p, int cgroup_fd, int *ret_pidfd);
 
 /* Starts a sandbox's init the same way. The exec'd helper (it must not be in the new user
  * namespace yet: an exec there before the uid map exists would drop its capabilities) clones

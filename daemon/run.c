@@ -758,8 +758,9 @@ static int run_spawn(Run *r, RunFds *f) {
 
         run_rlimits(r, &p);
         if (m->run_helper_fd >= 0) {
-                p.cgroup_fd = r->cg_fd;
-                pid = run_exec_helper(m->run_helper_fd, &p, &r->pidfd);
+                if (!run_exec_into_cgroup())
+                        p.cgroup_fd = r->cg_fd;
+                pid = run_exec_helper(m->run_helper_fd, &p, r->cg_fd, &r->pidfd);
                 if (pid < 0)
                         return pid;
                 r->pid = pid;
