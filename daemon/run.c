@@ -603,12 +603,17 @@ static int on_output(sd_event_source *src, int fd, uint32_t revents, void *userd
         Run *r = userdata;
         int i = fd == r->out_fd[0] ? 0 : 1;
         char buf[65536];
-        ssize_t n = read(fd, buf, sizeof(buf));
+        ssize_t n;
 
-        if (n > 0) {
+        if (!r->spec.stream && output_reads_direct(&r->out[i]))
+                n = output_read(&r->out[i], fd);
+        else if ((n = read(fd, buf, sizeof(buf))) > 0) {
                 run_output_chunk(r, i, buf, (size_t) n);
                 return 0;
         }
+
+        if (n > 0)
+                return 0;
         if (n < 0 && (errno == EAGAIN || errno == EINTR))
                 return 0;
         r->out_source[i] = sd_event_source_disable_unref(r->out_source[i]);
@@ -722,6 +727,8 @@ static void run_rlimits(Run *r, RunParams *p) {
         }
 }
 
+#define RUN_PIPE_SIZE (1 << 20)
+
 typedef struct RunFds {
         int in[2], out[2], err[2], rep[2];
 } RunFds;
@@ -785,6 +792,9 @@ static int run_watch(Run *r, RunFds *f) {
         r->stdin_fd = TAKE_FD(f->in[1]);
         for (int i = 0; i < 2; i++) {
                 (void) fcntl(r->out_fd[i], F_SETFL, O_NONBLOCK);
+                /* A flood is read in fewer, larger pieces (a pipe's pages are only taken when
+                 * filled, so a quiet run costs nothing more). */
+                (void) fcntl(r->out_fd[i], F_SETPIPE_SZ, RUN_PIPE_SIZE);
                 if ((k = sd_event_add_io(e, &r->out_source[i], r->out_fd[i], EPOLLIN, on_output, r)) < 0)
                         return k;
         }
