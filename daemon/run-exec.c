@@ -238,21 +238,21 @@ pid_t run_exec_helper(int helper_fd, const RunParams *p, int cgroup_fd, int *ret
         return pid;
 }
 
-pid_t run_exec_init(int helper_fd, const InitParams *p, int cgroup_fd, int *ret_pidfd) {
+pid_t run_exec_init(int helper_fd, const InitParams *p, int cgroup_fd, int leaf_fd, int *ret_pidfd) {
         char *const envp[] = { NULL };
         char fd[16], cg[16];
-        char *argv[8 + 16] = { (char *) "sandboxd-run-helper", (char *) RUN_HELPER_INIT, fd, cg, (char *) p->workdir,
-                               (char *) p->root_dir, (char *) p->hostname };
-        HelperExec h = { .helper_fd = helper_fd, .argv = argv, .envp = envp, .fds = { p->sync_fd, cgroup_fd },
-                         .n_fds = 2, .report_fd = p->sync_fd };
+        char *argv[8 + 16] = { (char *) "sandboxd-run-helper", (char *) (leaf_fd >= 0 ? RUN_HELPER_INIT_CGNS : RUN_HELPER_INIT),
+                               fd, cg, (char *) p->workdir, (char *) p->root_dir, (char *) p->hostname };
+        HelperExec h = { .helper_fd = helper_fd, .argv = argv, .envp = envp,
+                         .fds = { p->sync_fd, leaf_fd >= 0 ? leaf_fd : cgroup_fd }, .n_fds = 2, .report_fd = p->sync_fd };
         size_t n = 7;
 
         snprintf(fd, sizeof(fd), "%d", p->sync_fd);
-        snprintf(cg, sizeof(cg), "%d", cgroup_fd);
+        snprintf(cg, sizeof(cg), "%d", leaf_fd >= 0 ? leaf_fd : cgroup_fd);
         for (const char *const *m = p->mask_paths; m && *m; m++) {
                 if (n >= ELEMENTSOF(argv) - 1)
                         return -E2BIG;
                 argv[n++] = (char *) *m;
         }
-        return vfork_exec(&h, -1, ret_pidfd);
+        return vfork_exec(&h, leaf_fd >= 0 ? cgroup_fd : -1, ret_pidfd);
 }

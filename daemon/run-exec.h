@@ -13,7 +13,8 @@
 #include "spawn.h"
 
 #define RUN_HELPER_NAME "sandboxd-run-helper"
-#define RUN_HELPER_INIT "init" /* its argv[1] when it is to be a sandbox's init */
+#define RUN_HELPER_INIT "init" /* its argv[1] when it is to clone a sandbox's init */
+#define RUN_HELPER_INIT_CGNS "init-cgns" /* ... with its cgroup namespace (the helper is in the sandbox's cgroup) */
 
 /* Opens the helper binary: next to our own executable (a build tree), else in LIBEXECDIR.
  * $SANDBOXD_RUN_HELPER names another path, or "fork" for none (the helper is then a clone of the
@@ -35,7 +36,10 @@ pid_t run_exec_helper(int helper_fd, const RunParams *p, int cgroup_fd, int *ret
  * p->sync_fd as a REPORT_STARTED, and exits; the init, our child, waits for its go on
  * p->sync_fd. Returns the helper's pid (and pidfd), or -errno. */
 #define SANDBOX_NS_FLAGS (CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWNET)
-pid_t run_exec_init(int helper_fd, const InitParams *p, int cgroup_fd, int *ret_pidfd);
+/* With leaf_fd >= 0 (p->cgroupns_ready; only where run_exec_into_cgroup()), the helper is born
+ * in cgroup_fd and clones the init into leaf_fd with a new cgroup namespace rooted at
+ * cgroup_fd. */
+pid_t run_exec_init(int helper_fd, const InitParams *p, int cgroup_fd, int leaf_fd, int *ret_pidfd);
 
 /* The bytes of the RunParams and of the filter, in the helper's argv. */
 char *run_exec_hex(const void *data, size_t n);

@@ -5,6 +5,8 @@
  * that the fork of the command copies almost nothing. */
 #include <errno.h>
 #include <limits.h>
+#include <sched.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,19 +25,31 @@ static int parse_fd(const char *s) {
 
 /* argv: "init", the sync fd, the sandbox's cgroup fd, workdir, root_dir, hostname, the paths to
  * mask. The init is cloned from this small process, not from the daemon (run-exec.h). */
-static int init_main(int argc, char **argv) {
+static int init_main(int argc, char **argv, bool cgns) {
         SpawnReport r = { .kind = REPORT_STARTED };
-        InitParams p = {};
+        InitParams p = { .cgroupns_ready = cgns };
         int cg_fd, pidfd = -1;
         pid_t pid;
 
         if (argc < 7 || (p.sync_fd = parse_fd(argv[2])) < 0 || (cg_fd = parse_fd(argv[3])) < 0)
                 return 127;
+
         p.workdir = argv[4];
         p.root_dir = argv[5];
         p.hostname = argv[6];
         p.mask_paths = (const char *const *) argv + 7;
-        pid = clone3_pidfd(SANDBOX_NS_FLAGS | CLONE_PARENT, cg_fd, &pidfd);
+        /* Born in the sandbox's cgroup ourselves, we make the sandbox's user namespace and its
+         * cgroup namespace here: rooted at our cgroup, owned by that user namespace (so that
+         * cgroup2 can be mounted inside). The init, born in its leaf (cg_fd), gets the rest new
+         * and these two from us. (A cgroup namespace made by the clone itself would be rooted
+         * at the leaf.) */
+        if (cgns && unshare(CLONE_NEWUSER | CLONE_NEWCGROUP) < 0) {
+                r = (SpawnReport) { .kind = REPORT_FAILED, .step = STEP_CGROUPNS, .err = errno };
+                report_send(p.sync_fd, &r, -1);
+                return 1;
+        }
+        pid = clone3_pidfd((cgns ? SANDBOX_NS_FLAGS & ~(uint64_t) CLONE_NEWUSER : SANDBOX_NS_FLAGS) | CLONE_PARENT, cg_fd,
+                           &pidfd);
         if (pid == 0) {
                 close(cg_fd);
                 sandbox_init_main(&p);
@@ -56,7 +70,9 @@ int main(int argc, char **argv) {
         size_t len;
 
         if (argc > 1 && strcmp(argv[1], RUN_HELPER_INIT) == 0)
-                return init_main(argc, argv);
+                return init_main(argc, argv, false);
+        if (argc > 1 && strcmp(argv[1], RUN_HELPER_INIT_CGNS) == 0)
+                return init_main(argc, argv, true);
         if (argc < 5 || run_exec_unhex(argv[1], &p, sizeof(p)) < 0) {
                 fprintf(stderr, "%s: started by sandboxd only\n", RUN_HELPER_NAME);
                 return 127;

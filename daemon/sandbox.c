@@ -275,16 +275,30 @@ static int on_init_exit(sd_event_source *src, const siginfo_t *si, void *userdat
 
 static int sandbox_init_started(Sandbox *s);
 
+static void sandbox_ready(Sandbox *s);
+
 static int on_helper_exit(sd_event_source *src, const siginfo_t *si, void *userdata) {
-        sd_event_source_disable_unref(src);
+        Sandbox *s = userdata;
+        s->setup_helper = sd_event_source_disable_unref(s->setup_helper);
+        if (s->ready_deferred) {
+                s->ready_deferred = false;
+                if (s->state == SANDBOX_CREATING)
+                        sandbox_ready(s);
+        }
         return 0;
 }
 
 /* The init cloned by the exec'd helper (run-exec.h): nothing of the daemon is copied, and the
  * init stays a small process whatever the daemon's heap holds. Its pidfd arrives later, on the
- * setup socket (on_setup_report). */
+ * setup socket (on_setup_report).
+ *
+ * Where the helper can be born in the sandbox's cgroup (run_exec_into_cgroup()), it clones the
+ * init straight into its leaf, with the sandbox's cgroup namespace rooted there: moving a process
+ * between cgroups waits for an RCU grace period (cgroup_threadgroup_rwsem), about 9 ms each time
+ * here, and was the largest part of making a sandbox. */
 static int sandbox_exec_init(Sandbox *s, int sp[2]) {
         Manager *m = s->manager;
+        _cleanup_close_ int leaf = -EBADF;
         char workdir[4096];
         InitParams p = {
                 .sync_fd = sp[1],
@@ -293,21 +307,28 @@ static int sandbox_exec_init(Sandbox *s, int sp[2]) {
                 .hostname = "sandbox",
                 .mask_paths = sandbox_mask_paths(m),
         };
-        sd_event_source *src = NULL;
-        int pidfd = -1;
-        pid_t pid = run_exec_init(m->run_helper_fd, &p, s->cg_fd, &pidfd);
+        int pidfd = -1, r;
+        pid_t pid;
 
+        if (run_exec_into_cgroup() && cg_create(s->cg_fd, "init", &leaf) >= 0)
+                p.cgroupns_ready = true;
+        pid = run_exec_init(m->run_helper_fd, &p, s->cg_fd, p.cgroupns_ready ? leaf : -1, &pidfd);
         close(sp[1]);
         s->setup_fd = sp[0];
         if (pid < 0)
                 return pid;
         s->init_pending = true;
-        /* Reaped whenever it is done; the source floats, and owns the pidfd. */
-        if (sd_event_add_child_pidfd(m->event, &src, pidfd, WEXITED, on_helper_exit, NULL) >= 0) {
-                (void) sd_event_source_set_child_pidfd_own(src, true);
-                (void) sd_event_source_set_child_process_own(src, true);
-        } else
+        s->init_in_leaf = p.cgroupns_ready;
+        /* Reaped when it is done; the sandbox is not ready before (it is in its cgroup). */
+        r = sd_event_add_child_pidfd(m->event, &s->setup_helper, pidfd, WEXITED, on_helper_exit, s);
+        if (r < 0) {
+                (void) syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
+                (void) waitid(P_PIDFD, (id_t) pidfd, &(siginfo_t) {}, WEXITED);
                 close(pidfd);
+                return r;
+        }
+        (void) sd_event_source_set_child_pidfd_own(s->setup_helper, true);
+        (void) sd_event_source_set_child_process_own(s->setup_helper, true);
         return sd_event_add_io(m->event, &s->setup_source, s->setup_fd, EPOLLIN, on_setup_report, s);
 }
 
@@ -577,10 +598,15 @@ static void sandbox_ready(Sandbox *s) {
         ProtoError err;
         int r;
 
+        /* Its helper must be gone from the sandbox's cgroup first (no internal processes). */
+        if (s->setup_helper) {
+                s->ready_deferred = true;
+                return;
+        }
         /* The init leaves the sandbox cgroup for a leaf of its own so that controllers can be
-         * enabled for the runs' cgroups (no internal processes). */
-        r = cg_create(s->cg_fd, "init", &init_cg);
-        if (r >= 0)
+         * enabled for the runs' cgroups (no internal processes), unless it was born there. */
+        r = s->init_in_leaf ? 0 : cg_create(s->cg_fd, "init", &init_cg);
+        if (r >= 0 && !s->init_in_leaf)
                 r = cg_move_pid(init_cg, s->init_pid);
         if (r >= 0)
                 r = cg_enable_controllers(s->cg_fd, s->enforced);
@@ -818,6 +844,7 @@ Sandbox *sandbox_free(Sandbox *s) {
         if (!s)
                 return NULL;
         sandbox_unlink(s);
+        s->setup_helper = sd_event_source_disable_unref(s->setup_helper);
         if (s->pooled) {
                 s->manager->n_pooled--;
                 pool_schedule_refill(s->manager);

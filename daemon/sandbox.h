@@ -61,6 +61,9 @@ typedef struct Sandbox {
         int init_pidfd;
         int setup_fd;      /* the init's setup report */
         bool init_pending; /* the helper that clones the init has yet to send its pidfd */
+        bool init_in_leaf; /* ... and clones it into <cgroup>/init, in the sandbox's cgroup namespace */
+        bool ready_deferred; /* the init is ready, the helper not gone yet */
+        sd_event_source *setup_helper; /* that helper, until it is reaped */
         sd_event_source *setup_source, *init_exit_source, *teardown_timer;
         unsigned teardown_tries;
         unsigned next_run_no;

@@ -70,6 +70,7 @@ typedef struct InitParams {
         const char *root_dir;
         const char *hostname;
         const char *const *mask_paths; /* hidden inside (state dir, control sockets) */
+        bool cgroupns_ready; /* born in the sandbox's own cgroup namespace: no unshare */
 } InitParams;
 
 /* The sandbox's pid 1: sets up its view of the world, reports, then reaps orphans forever. */
