@@ -29,6 +29,7 @@ daemon_sandboxd_run_helper_SOURCES = \
 	daemon/run-helper.c \
 	daemon/run-exec.c daemon/run-exec.h \
 	daemon/sandbox-setup.c \
+	daemon/rm-rf.c daemon/rm-rf.h \
 	daemon/spawn.c daemon/spawn.h daemon/syscall-filter.h
 daemon_sandboxd_run_helper_CPPFLAGS = $(AM_CPPFLAGS) -DLIBEXECDIR=\"$(libexecdir)\"
 daemon_sandboxd_run_helper_LDFLAGS = $(AM_LDFLAGS) $(HELPER_LDFLAGS)

@@ -256,3 +256,14 @@ pid_t run_exec_init(int helper_fd, const InitParams *p, int cgroup_fd, int leaf_
         }
         return vfork_exec(&h, leaf_fd >= 0 ? cgroup_fd : -1, ret_pidfd);
 }
+
+pid_t run_exec_rm(int helper_fd, int dir_fd, const char *name, int *ret_pidfd) {
+        char *const envp[] = { NULL };
+        char fd[16];
+        char *argv[] = { (char *) "sandboxd-rm", (char *) RUN_HELPER_RM, fd, (char *) name, NULL };
+        HelperExec h = { .helper_fd = helper_fd, .argv = argv, .envp = envp, .fds = { dir_fd }, .n_fds = 1,
+                         .report_fd = -1 };
+
+        snprintf(fd, sizeof(fd), "%d", dir_fd);
+        return vfork_exec(&h, -1, ret_pidfd);
+}

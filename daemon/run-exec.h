@@ -14,6 +14,7 @@
 
 #define RUN_HELPER_NAME "sandboxd-run-helper"
 #define RUN_HELPER_INIT "init" /* its argv[1] when it is to clone a sandbox's init */
+#define RUN_HELPER_RM "rm" /* ... when it is to remove a destroyed workspace */
 #define RUN_HELPER_INIT_CGNS "init-cgns" /* ... with its cgroup namespace (the helper is in the sandbox's cgroup) */
 
 /* Opens the helper binary: next to our own executable (a build tree), else in LIBEXECDIR.
@@ -40,6 +41,9 @@ pid_t run_exec_helper(int helper_fd, const RunParams *p, int cgroup_fd, int *ret
  * in cgroup_fd and clones the init into leaf_fd with a new cgroup namespace rooted at
  * cgroup_fd. */
 pid_t run_exec_init(int helper_fd, const InitParams *p, int cgroup_fd, int leaf_fd, int *ret_pidfd);
+
+/* Starts the helper as sandboxd-rm, removing dir_fd/name (rm_rf_at) in the background. */
+pid_t run_exec_rm(int helper_fd, int dir_fd, const char *name, int *ret_pidfd);
 
 /* The bytes of the RunParams and of the filter, in the helper's argv. */
 char *run_exec_hex(const void *data, size_t n);

@@ -12,6 +12,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <sys/prctl.h>
+
+#include "rm-rf.h"
 #include "run-exec.h"
 #include "spawn.h"
 
@@ -63,6 +66,15 @@ static int init_main(int argc, char **argv, bool cgns) {
         return report_send(p.sync_fd, &r, pidfd) < 0 ? 1 : 0;
 }
 
+/* argv: "rm", the directory fd, the name to remove below it. */
+static int rm_main(int argc, char **argv) {
+        int fd = argc == 4 ? parse_fd(argv[2]) : -1;
+        if (fd < 0)
+                return 127;
+        (void) prctl(PR_SET_NAME, "sandboxd-rm");
+        return rm_rf_at(fd, argv[3]) < 0 ? 1 : 0;
+}
+
 int main(int argc, char **argv) {
         static struct sock_filter insns[BPF_MAXINSNS];
         SeccompProgram filter = { .insns = insns };
@@ -73,6 +85,8 @@ int main(int argc, char **argv) {
                 return init_main(argc, argv, false);
         if (argc > 1 && strcmp(argv[1], RUN_HELPER_INIT_CGNS) == 0)
                 return init_main(argc, argv, true);
+        if (argc > 1 && strcmp(argv[1], RUN_HELPER_RM) == 0)
+                return rm_main(argc, argv);
         if (argc < 5 || run_exec_unhex(argv[1], &p, sizeof(p)) < 0) {
                 fprintf(stderr, "%s: started by sandboxd only\n", RUN_HELPER_NAME);
                 return 127;

@@ -726,6 +726,20 @@ static int on_remover_exit(sd_event_source *src, const siginfo_t *si, void *user
         return 0;
 }
 
+/* Most throwaway workspaces are left empty: a few unlinks then, and no child process. Anything
+ * more is a tree walk, which the remover does (ENOTEMPTY). */
+static int remove_if_empty(int dir_fd, const char *name) {
+        _cleanup_close_ int fd = openat(dir_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
+        if (fd < 0)
+                return -errno;
+        if (unlinkat(fd, "meta.json", 0) < 0 && errno != ENOENT)
+                return -errno;
+        if (unlinkat(fd, "work", AT_REMOVEDIR) < 0 && errno != ENOENT)
+                return -errno;
+        return unlinkat(dir_fd, name, AT_REMOVEDIR) < 0 ? -errno : 0;
+}
+
 static void sandbox_remove_workspace(Sandbox *s) {
         Manager *m = s->manager;
         char trash[64];
@@ -742,7 +756,9 @@ static void sandbox_remove_workspace(Sandbox *s) {
                         log_warning("sandbox %s: cannot move the workspace aside: %m", s->id);
                 return;
         }
-        pid = clone3_pidfd(0, -1, &pidfd);
+        if (remove_if_empty(m->state_fd, trash) == 0)
+                return;
+        pid = m->run_helper_fd >= 0 ? run_exec_rm(m->run_helper_fd, m->state_fd, trash, &pidfd) : clone3_pidfd(0, -1, &pidfd);
         if (pid == 0) {
                 int keep[] = { 2, m->state_fd };
                 close_all_fds_except(keep, ELEMENTSOF(keep));
