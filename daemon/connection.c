@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <errno.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -150,13 +151,20 @@ static int out_append(Connection *c, const char *data, size_t n) {
         return 0;
 }
 
-void connection_send(Connection *c, json_object *msg) {
+/* Queues a serialized line; with take, msg is put first: a big reply (a run's output) is then
+ * held twice at most (line and queue), not four times (and its JSON strings). */
+static void connection_send_line(Connection *c, json_object *msg, bool take) {
         _cleanup_free_ char *line = NULL;
-        size_t n;
+        size_t n = 0;
 
-        if (c->dead)
+        if (c->dead) {
+                if (take)
+                        json_object_put(msg);
                 return;
+        }
         line = proto_serialize(msg, &n);
+        if (take)
+                json_object_put(msg);
         if (!line || out_append(c, line, n) < 0) {
                 log_warning("connection from pid %d: out of memory for a reply, closing", (int) c->peer.pid);
                 connection_close(c);
@@ -175,9 +183,12 @@ void connection_send(Connection *c, json_object *msg) {
         connection_update_events(c);
 }
 
+void connection_send(Connection *c, json_object *msg) {
+        connection_send_line(c, msg, false);
+}
+
 void connection_send_take(Connection *c, json_object *msg) {
-        connection_send(c, msg);
-        json_object_put(msg);
+        connection_send_line(c, msg, true);
 }
 
 void connection_reply_error(Connection *c, json_object *id, const ProtoError *err) {
