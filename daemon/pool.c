@@ -77,11 +77,19 @@ static bool limits_equal(const SandboxLimits *a, const SandboxLimits *b) {
                a->timeout_usec == b->timeout_usec && a->output_bytes == b->output_bytes;
 }
 
+/* A ready one; else the one made first of those still being made (the list is newest first):
+ * it is ready sooner than a new one would be, and the run waits for it like for any sandbox. */
 static Sandbox *pool_find_ready(Manager *m) {
-        for (Sandbox *s = m->sandboxes; s; s = s->next)
-                if (s->pooled && s->state == SANDBOX_READY)
+        Sandbox *oldest = NULL;
+        for (Sandbox *s = m->sandboxes; s; s = s->next) {
+                if (!s->pooled)
+                        continue;
+                if (s->state == SANDBOX_READY)
                         return s;
-        return NULL;
+                if (s->state == SANDBOX_CREATING)
+                        oldest = s;
+        }
+        return oldest;
 }
 
 int pool_take(Manager *m, json_object *req, uid_t owner, Sandbox **ret, ProtoError *err) {

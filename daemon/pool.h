@@ -17,7 +17,8 @@ typedef struct Sandbox Sandbox;
 /* Starts (or continues) filling the pool; cheap to call often. */
 void pool_schedule_refill(Manager *m);
 
-/* A ready pooled sandbox that fits a throwaway run's request, now the owner's and ephemeral:
+/* A pooled sandbox (ready, else the one closest to it) that fits a throwaway run's request, now
+ * the owner's and ephemeral:
  * 1 with *ret set, 0 when none fits (the caller makes one), or < 0 with err set when the request
  * itself is invalid (as sandbox_create would say). */
 int pool_take(Manager *m, json_object *req, uid_t owner, Sandbox **ret, ProtoError *err);
