@@ -37,7 +37,7 @@ int manager_new(Manager **ret, Config *config) {
                 return -ENOMEM;
         m->config = *config;
         *config = (Config) {};
-        m->state_fd = m->run_helper_fd = -EBADF;
+        m->state_fd = m->run_helper_fd = m->self_pidns_fd = -EBADF;
         m->cg = (CgroupRoot) { .base_fd = -EBADF, .sandboxes_fd = -EBADF };
         m->start_usec = now_usec(CLOCK_MONOTONIC);
         m->uid_slots = calloc(m->config.max_sandboxes + m->config.pool_size, 1);
@@ -73,6 +73,7 @@ Manager *manager_free(Manager *m) {
         }
         safe_close(m->state_fd);
         safe_close(m->run_helper_fd);
+        safe_close(m->self_pidns_fd);
         free(m->filter.insns);
         cg_root_done(&m->cg);
         config_done(&m->config);
@@ -320,6 +321,7 @@ static int manager_prepare_runs(Manager *m) {
         }
         m->ignored_signals = ignored_signals();
         m->run_helper_fd = run_exec_open_helper();
+        m->self_pidns_fd = open("/proc/self/ns/pid", O_RDONLY | O_CLOEXEC);
         if (m->run_helper_fd < 0)
                 log_info("no %s (%s): runs' helpers are clones of the daemon", RUN_HELPER_NAME,
                          strerror(-m->run_helper_fd));

@@ -54,6 +54,7 @@ typedef struct Manager {
         SeccompProgram filter;     /* every run's, compiled once */
         uint64_t ignored_signals;  /* SIG_IGN here, so reset in every command (bit n-1: signal n) */
         int run_helper_fd;         /* sandboxd-run-helper (run-exec.h), or -1: clone the daemon */
+        int self_pidns_fd;         /* our pid namespace, to come back to after a direct run's clone */
 } Manager;
 
 int manager_new(Manager **ret, Config *config);

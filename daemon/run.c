@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -581,11 +582,22 @@ static void run_handle_report(Run *r, const SpawnReport *rep, int fd) {
         safe_close(fd);
 }
 
+/* Direct: the report socket closes at the command's exec (CLOEXEC), or when it dies; either way,
+ * without a failure reported first, it is started, and it is the process we made. */
+static void run_report_eof(Run *r) {
+        SpawnReport rep = { .kind = REPORT_STARTED };
+        if (!r->direct || r->started || r->fail_step != STEP_NONE)
+                return;
+        run_handle_report(r, &rep, fcntl(r->pidfd, F_DUPFD_CLOEXEC, 3));
+}
+
 static void run_collect_reports(Run *r) {
         SpawnReport rep;
-        int fd, k;
+        int fd, k = -EAGAIN;
         while (r->report_fd >= 0 && (k = report_recv(r->report_fd, &rep, &fd)) > 0)
                 run_handle_report(r, &rep, fd);
+        if (k == 0)
+                run_report_eof(r);
 }
 
 static int on_report(sd_event_source *src, int fd, uint32_t revents, void *userdata) {
@@ -594,8 +606,11 @@ static int on_report(sd_event_source *src, int fd, uint32_t revents, void *userd
         int passed, k = report_recv(fd, &rep, &passed);
         if (k > 0)
                 run_handle_report(r, &rep, passed);
-        else if (k == 0 || (k < 0 && k != -EAGAIN && k != -EINTR))
+        else if (k == 0 || (k < 0 && k != -EAGAIN && k != -EINTR)) {
+                if (k == 0)
+                        run_report_eof(r);
                 r->report_source = sd_event_source_disable_unref(r->report_source);
+        }
         return 0;
 }
 
@@ -638,6 +653,15 @@ static int on_stdin(sd_event_source *src, int fd, uint32_t revents, void *userda
 static int on_helper_exit(sd_event_source *src, const siginfo_t *si, void *userdata) {
         Run *r = userdata;
         r->child_source = sd_event_source_disable_unref(r->child_source);
+        if (r->direct) {
+                /* Direct, the helper was the command: its end is the run's. */
+                run_collect_reports(r);
+                if (r->started) {
+                        r->exited = true;
+                        r->wait_code = si->si_code;
+                        r->wait_status = si->si_status;
+                }
+        }
         run_finish(r);
         return 0;
 }
@@ -767,7 +791,15 @@ static int run_spawn(Run *r, RunFds *f) {
         if (m->run_helper_fd >= 0) {
                 if (!run_exec_into_cgroup())
                         p.cgroup_fd = r->cg_fd;
+                /* Born in the sandbox's pid namespace, the helper can become the command itself:
+                 * no fork, and no helper waiting for it. setns(CLONE_NEWPID) only sets where our
+                 * children are born; we stay where we are, and set it back at once. */
+                else if (m->self_pidns_fd >= 0 && setns(r->sandbox->init_pidfd, CLONE_NEWPID) == 0)
+                        p.direct = true;
                 pid = run_exec_helper(m->run_helper_fd, &p, r->cg_fd, &r->pidfd);
+                if (p.direct && setns(m->self_pidns_fd, CLONE_NEWPID) < 0)
+                        log_error("cannot return to our own pid namespace for children: %m");
+                r->direct = p.direct;
                 if (pid < 0)
                         return pid;
                 r->pid = pid;

@@ -72,6 +72,7 @@ typedef struct Run {
         uint64_t start_usec;
         RunReason forced;       /* what we did to it: timeout, cpu_limit, killed, destroyed */
         bool in_flight, started, exited, finished;
+        bool direct;            /* the helper becomes the command (RunParams.direct) */
         int wait_code, wait_status; /* siginfo si_code/si_status of the command */
         int fail_step, fail_errno;
         struct Run *next, *prev;

@@ -308,6 +308,10 @@ _Noreturn void run_helper_main(const RunParams *p) {
                 helper_fail(p->report_fd, STEP_SETNS);
         if (setresgid(0, 0, 0) < 0 || setresuid(0, 0, 0) < 0)
                 helper_fail(p->report_fd, STEP_SETUID);
+        /* Born in the sandbox's pid namespace already (run-exec.h): we are the command. Its
+         * failures go to the daemon as ours would; a successful exec closes the socket. */
+        if (p->direct)
+                command_main(p, p->report_fd);
         if (pipe2(errpipe, O_CLOEXEC) < 0)
                 helper_fail(p->report_fd, STEP_FORK);
         pid = clone3_pidfd(0, -1, &cmd_pidfd);

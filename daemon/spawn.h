@@ -91,6 +91,7 @@ typedef struct RunParams {
         struct rlimit rl_cpu, rl_nproc, rl_as, rl_nofile;
         bool rl_cpu_set, rl_nproc_set, rl_as_set, rl_nofile_set;
         uint64_t reset_signals; /* bit n-1: signal n is ignored in the daemon; the command resets it */
+        bool direct;        /* the helper is in the sandbox's pid namespace and becomes the command */
         const SeccompProgram *filter; /* compiled once by the daemon */
 } RunParams;
 
@@ -101,5 +102,6 @@ size_t run_params_fds(const RunParams *p, int ret[static RUN_PARAMS_FDS]);
 /* Closes every fd but those in keep (which gets sorted); for children that do not exec. */
 void close_all_fds_except(int *keep, size_t n);
 
-/* The helper: joins the sandbox, forks the command, reports its start and its end. */
+/* The helper: joins the sandbox, forks the command, reports its start and its end; or, direct,
+ * joins the sandbox and becomes the command (the daemon is its parent and sees its end). */
 _Noreturn void run_helper_main(const RunParams *p);
