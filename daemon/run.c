@@ -797,8 +797,13 @@ static int run_spawn(Run *r, RunFds *f) {
                 else if (m->self_pidns_fd >= 0 && setns(r->sandbox->init_pidfd, CLONE_NEWPID) == 0)
                         p.direct = true;
                 pid = run_exec_helper(m->run_helper_fd, &p, r->cg_fd, &r->pidfd);
-                if (p.direct && setns(m->self_pidns_fd, CLONE_NEWPID) < 0)
-                        log_error("cannot return to our own pid namespace for children: %m");
+                /* Our later children (other sandboxes' inits among them) must never be born in
+                 * this sandbox: there is no way on if we cannot undo it (and the kernel always
+                 * allows a return to our own). */
+                if (p.direct && setns(m->self_pidns_fd, CLONE_NEWPID) < 0) {
+                        log_error("cannot set our children's pid namespace back to our own: %m");
+                        abort();
+                }
                 r->direct = p.direct;
                 if (pid < 0)
                         return pid;
