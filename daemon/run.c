@@ -707,7 +707,6 @@ int run_kill(Run *r, int sig, RunReason why) {
 static int run_make_cgroup(Run *r) {
         Sandbox *s = r->sandbox;
         Manager *m = s->manager;
-        _cleanup_free_ char *rel = NULL;
         CgLimits l = {
                 .memory = r->spec.memory ? r->spec.memory : s->limits.memory,
                 .swap = m->config.swap_max,
@@ -720,9 +719,7 @@ static int run_make_cgroup(Run *r) {
         k = cg_create(s->cg_fd, r->cg_name, &r->cg_fd);
         if (k < 0)
                 return k;
-        if (asprintf(&rel, "%s/%s", s->cg_rel, r->cg_name) < 0)
-                return -ENOMEM;
-        return cg_apply_limits(&m->cg, rel, &l, s->enforced);
+        return cg_apply_limits_at(r->cg_fd, &m->cg, &l, s->enforced);
 }
 
 /* rlimits are the second guard where the kernel's cgroup limit is not available. */
