@@ -56,6 +56,10 @@ int bench_connect(Bench *b, SbxClient **ret);
 /* The daemon's /proc/<pid>/status field (VmRSS, VmHWM) in KiB. */
 long bench_daemon_kb(Bench *b, const char *field);
 int bench_daemon_reset_hwm(Bench *b);
+/* The daemon's children named sandbox-init: how many, their Pss and their private memory. */
+int bench_inits_kb(Bench *b, unsigned *ret_n, long *ret_pss, long *ret_private);
+/* The host's MemAvailable (everything the sandboxes cost, the kernel's share included). */
+long bench_mem_available_kb(void);
 int bench_find_daemon(Bench *b, SbxClient *c);
 
 void bench_row(Bench *b, const char *scenario, Samples *s, double runs_per_s, const char *fmt, ...)

@@ -3,7 +3,8 @@
 # run-bench.sh [sandboxd-bench OPTIONS...]: starts a private sandboxd on a temporary socket, state
 # directory and cgroup2 directory, runs sandboxd-bench against it, then stops the daemon and
 # removes everything it made (cgroup directories bottom-up with rmdir, the temp dir).
-# Env: SANDBOXD, BENCH (the binaries; `make bench` sets both), BENCH_KEEP_LOG=1 keeps the log.
+# Env: SANDBOXD, BENCH (the binaries; `make bench` sets both), BENCH_KEEP_LOG=1 keeps the log,
+#   POOL_SIZE=N sets the daemon's pool_size.
 #   ANCHORS=.../anchors/run.sh: afterwards, runs that peers' harness (its own env knobs: QUICK,
 #   OUT, ...) with two EXTRA_ROWS that go through sandboxctl to this same daemon: a throwaway run
 #   and a run in an existing sandbox. BUILDDIR locates sandboxctl (the real binary in ctl/.libs,
@@ -79,6 +80,8 @@ chmod 0755 "$T"
 CG=$CG_MOUNT/sandboxd-bench-$$
 # Room for --sandboxes up to 2000 (the defaults cap root at max_sandboxes = 2048 anyway).
 printf 'max_sandboxes = 2048\nmax_connections = 4096\n' >"$T/sandboxd.conf"
+# POOL_SIZE=N: the daemon's pool of ready sandboxes for throwaway runs (default: the daemon's, 2).
+[[ -n ${POOL_SIZE:-} ]] && printf 'pool_size = %s\n' "$POOL_SIZE" >>"$T/sandboxd.conf"
 mkdir -p "$T/state"
 "$SANDBOXD" --listen "$T/sock" --config "$T/sandboxd.conf" --state-dir "$T/state" --cgroup-root "$CG" \
 	>"$T/daemon.log" 2>&1 &

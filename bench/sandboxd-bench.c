@@ -30,7 +30,7 @@ static void usage(FILE *f) {
               "  --sandboxes N       sandboxes alive at once in the 'many' scenario (default 200)\n"
               "  --best-effort       create sandboxes with best_effort (hosts without cgroup controllers)\n"
               "  --daemon-pid PID    the daemon, for its RSS (default: the socket's peer, else the only sandboxd)\n"
-              "  --only NAME         one scenario: floor, run, throwaway, create, many, bigout\n"
+              "  --only NAME[,NAME] only these scenarios: floor, run, throwaway, create, many, bigout\n"
               "  --json              print the rows as a JSON array instead of a markdown table\n"
               "  -h, --help          this help\n",
               f);
@@ -107,6 +107,30 @@ static int scenario_index(const char *name) {
         return -1;
 }
 
+/* --only takes a comma-separated list of scenario names. */
+static bool only_has(const char *list, const char *name) {
+        size_t n = strlen(name);
+        for (const char *p = list; *p;) {
+                const char *end = strchrnul(p, ',');
+                if ((size_t) (end - p) == n && strncmp(p, name, n) == 0)
+                        return true;
+                p = *end ? end + 1 : end;
+        }
+        return false;
+}
+
+static bool only_valid(const char *list) {
+        for (const char *p = list; *p;) {
+                const char *end = strchrnul(p, ',');
+                char name[32];
+                snprintf(name, sizeof(name), "%.*s", (int) (end - p), p);
+                if (scenario_index(name) < 0)
+                        return false;
+                p = *end ? end + 1 : end;
+        }
+        return true;
+}
+
 /* Resolves the daemon's pid once, up front, from a throwaway connection. */
 static void find_daemon(Bench *b) {
         SbxClient *c = NULL;
@@ -127,8 +151,8 @@ int main(int argc, char **argv) {
                 usage(stderr);
                 return 2;
         }
-        if (b.only && scenario_index(b.only) < 0) {
-                fprintf(stderr, "sandboxd-bench: unknown scenario '%s'\n", b.only);
+        if (b.only && !only_valid(b.only)) {
+                fprintf(stderr, "sandboxd-bench: unknown scenario in '%s'\n", b.only);
                 return 2;
         }
         b.rows = json_object_new_array();
@@ -136,7 +160,7 @@ int main(int argc, char **argv) {
         if (!b.json)
                 printf("| scenario | median ms | p99 ms | runs/s | notes |\n|---|---:|---:|---:|---|\n");
         for (size_t i = 0; i < sizeof(scenarios) / sizeof(scenarios[0]); i++) {
-                if (b.only && strcmp(b.only, scenarios[i].name) != 0)
+                if (b.only && !only_has(b.only, scenarios[i].name))
                         continue;
                 int r = scenarios[i].fn(&b);
                 if (r < 0) {

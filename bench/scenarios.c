@@ -237,7 +237,8 @@ int scenario_many(Bench *b) {
         char **ids = calloc(b->sandboxes, sizeof(char *));
         SbxClient *c = NULL;
         double w_cre = 0, w_run = 0, w_des = 0;
-        long rss0, rss1, rss2;
+        long rss0, rss1, rss2, avail0, avail1, pss = 0, priv = 0;
+        unsigned n_inits = 0;
         char name[128];
         int r = ids ? bench_connect(b, &c) : -ENOMEM;
 
@@ -246,8 +247,11 @@ int scenario_many(Bench *b) {
                 return r;
         }
         rss0 = bench_daemon_kb(b, "VmRSS");
+        avail0 = bench_mem_available_kb();
         r = many_create(b, c, ids, &cre, &w_cre);
         rss1 = bench_daemon_kb(b, "VmRSS");
+        avail1 = bench_mem_available_kb();
+        (void) bench_inits_kb(b, &n_inits, &pss, &priv);
         if (r >= 0)
                 r = many_runs(b, c, ids, &run, &w_run);
         int q = many_destroy(b, c, ids, &des, &w_des);
@@ -257,8 +261,11 @@ int scenario_many(Bench *b) {
         if (r >= 0) {
                 snprintf(name, sizeof(name), "create %u sandboxes, kept alive", b->sandboxes);
                 bench_row(b, name, &cre, (double) cre.n * 1e3 / w_cre,
-                          "all %u in %.0f ms; daemon RSS %ld -> %ld KiB = %.1f KiB per sandbox", b->sandboxes, w_cre,
-                          rss0, rss1, (double) (rss1 - rss0) / b->sandboxes);
+                          "all %u in %.0f ms; daemon RSS %ld -> %ld KiB = %.1f KiB per sandbox; %u inits: Pss %.0f KiB, "
+                          "private %.0f KiB each; host MemAvailable -%.0f KiB per sandbox (kernel included, noisy)",
+                          b->sandboxes, w_cre, rss0, rss1, (double) (rss1 - rss0) / b->sandboxes, n_inits,
+                          n_inits ? (double) pss / n_inits : 0.0, n_inits ? (double) priv / n_inits : 0.0,
+                          (double) (avail0 - avail1) / b->sandboxes);
                 snprintf(name, sizeof(name), "run /bin/true with %u sandboxes alive, 1 client", b->sandboxes);
                 bench_row(b, name, &run, (double) run.n * 1e3 / w_run, "round-robin over the %u", b->sandboxes);
                 snprintf(name, sizeof(name), "destroy the %u sandboxes", b->sandboxes);

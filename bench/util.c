@@ -235,6 +235,76 @@ long bench_daemon_kb(Bench *b, const char *field) {
         return kb;
 }
 
+static long smaps_kb(pid_t pid, const char *field) {
+        char path[64], line[256];
+        size_t fl = strlen(field);
+        long kb = 0;
+        FILE *f;
+
+        snprintf(path, sizeof(path), "/proc/%d/smaps_rollup", (int) pid);
+        f = fopen(path, "re");
+        if (!f)
+                return 0;
+        while (fgets(line, sizeof(line), f))
+                if (strncmp(line, field, fl) == 0 && line[fl] == ':')
+                        kb += strtol(line + fl + 1, NULL, 10);
+        fclose(f);
+        return kb;
+}
+
+/* "pid (comm) state ppid ...": the daemon's children named sandbox-init. */
+static bool is_daemon_init(pid_t daemon, pid_t pid) {
+        char path[64], buf[512], *p;
+        FILE *f;
+        int ppid = -1;
+
+        snprintf(path, sizeof(path), "/proc/%d/stat", (int) pid);
+        f = fopen(path, "re");
+        if (!f)
+                return false;
+        if (!fgets(buf, sizeof(buf), f))
+                buf[0] = '\0';
+        fclose(f);
+        p = strrchr(buf, ')');
+        if (!p || !strstr(buf, "(sandbox-init)") || sscanf(p + 1, " %*c %d", &ppid) != 1)
+                return false;
+        return ppid == daemon;
+}
+
+int bench_inits_kb(Bench *b, unsigned *ret_n, long *ret_pss, long *ret_private) {
+        DIR *d = opendir("/proc");
+        struct dirent *de;
+
+        *ret_n = 0;
+        *ret_pss = *ret_private = 0;
+        if (!d)
+                return -errno;
+        while ((de = readdir(d))) {
+                pid_t pid = (pid_t) atoi(de->d_name);
+                if (pid <= 0 || !is_daemon_init(b->daemon_pid, pid))
+                        continue;
+                (*ret_n)++;
+                *ret_pss += smaps_kb(pid, "Pss");
+                *ret_private += smaps_kb(pid, "Private_Clean") + smaps_kb(pid, "Private_Dirty");
+        }
+        closedir(d);
+        return 0;
+}
+
+long bench_mem_available_kb(void) {
+        char line[256];
+        long kb = -1;
+        FILE *f = fopen("/proc/meminfo", "re");
+
+        if (!f)
+                return -1;
+        while (fgets(line, sizeof(line), f))
+                if (strncmp(line, "MemAvailable:", 13) == 0)
+                        kb = strtol(line + 13, NULL, 10);
+        fclose(f);
+        return kb;
+}
+
 /* "5" to clear_refs resets VmHWM to the current RSS (root or the process's owner only). */
 int bench_daemon_reset_hwm(Bench *b) {
         char path[64];

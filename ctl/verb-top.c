@@ -226,8 +226,9 @@ static double cpu_percent(const Top *t, const Row *r, const char *created, uint6
                 return -1;
         if (before >= 0 && now > t->prev_usec)
                 return (r->cpu_s - before) * 100.0 * (double) USEC_PER_SEC / (double) (now - t->prev_usec);
+        /* "created" has whole seconds: a sandbox made within the last one counts as 1 s old. */
         age = age_s(created);
-        return age > 0 ? r->cpu_s * 100.0 / age : -1;
+        return age >= 0 ? r->cpu_s * 100.0 / (age < 1 ? 1 : age) : -1;
 }
 
 static void row_fill(const Top *t, json_object *sbx, uint64_t now, Row *r) {

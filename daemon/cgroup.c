@@ -69,6 +69,30 @@ int cg_write(int dir_fd, const char *file, const char *value) {
         return (size_t) k == n ? 0 : -EIO;
 }
 
+int cg_apply_limits_at(int dir_fd, const CgroupRoot *root, const CgLimits *l, unsigned mask) {
+        char buf[64];
+        int r = 0;
+
+        mask &= root->enforceable;
+        if ((mask & CG_MEMORY) && l->memory) {
+                snprintf(buf, sizeof(buf), "%" PRIu64, l->memory);
+                r = r ?: cg_write(dir_fd, "memory.max", buf);
+                snprintf(buf, sizeof(buf), "%" PRIu64, l->swap);
+                r = r ?: cg_write(dir_fd, "memory.swap.max", buf);
+                r = r ?: cg_write(dir_fd, "memory.oom.group", l->oom_group ? "1" : "0");
+        }
+        if ((mask & CG_PIDS) && l->pids) {
+                snprintf(buf, sizeof(buf), "%" PRIu64, l->pids);
+                r = r ?: cg_write(dir_fd, "pids.max", buf);
+        }
+        if ((mask & CG_CPU) && l->millicpus) {
+                /* quota per 100ms period: 1000 millicpus = one full core (as cgroup-limits.c). */
+                snprintf(buf, sizeof(buf), "%" PRIu64 " 100000", l->millicpus * 100);
+                r = r ?: cg_write(dir_fd, "cpu.max", buf);
+        }
+        return r;
+}
+
 int cg_read(int dir_fd, const char *file, char *buf, size_t size) {
         _cleanup_close_ int fd = openat(dir_fd, file, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
         ssize_t k;

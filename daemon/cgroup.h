@@ -48,6 +48,10 @@ int cg_enable_controllers(int dir_fd, unsigned mask);
 /* Writes the limits for the controllers in mask; libcgroup does the writing (cgroup-limits.c). */
 int cg_apply_limits(const CgroupRoot *root, const char *rel_path, const CgLimits *l, unsigned mask);
 
+/* The same values, written straight through the cgroup's directory fd: for the cgroup of every
+ * run, where libcgroup would rebuild a path and walk its controller list each time. */
+int cg_apply_limits_at(int dir_fd, const CgroupRoot *root, const CgLimits *l, unsigned mask);
+
 int cg_write(int dir_fd, const char *file, const char *value);
 int cg_read(int dir_fd, const char *file, char *buf, size_t size);
 /* A "key value" line of a flat keyed file (memory.events, cpu.stat, cgroup.events). */

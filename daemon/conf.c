@@ -67,6 +67,7 @@ static const ConfigKey config_keys[] = {
         KEY("session_ring_bytes", KEY_SIZE, session_ring_bytes, 4096),
         KEY("session_idle_timeout", KEY_DURATION, session_idle_timeout_usec),
         KEY("max_sessions_per_uid", KEY_COUNT, max_sessions_per_uid),
+        KEY("pool_size", KEY_COUNT, pool_size),
 };
 
 /* systemd's StateDirectory= tells us where our state lives ($STATE_DIRECTORY, ':'-separated). */
@@ -111,6 +112,7 @@ void config_init_defaults(Config *c) {
                 .session_ring_bytes = 1u << 20,
                 .session_idle_timeout_usec = 30 * 60 * USEC_PER_SEC,
                 .max_sessions_per_uid = 64,
+                .pool_size = 2,
         };
 }
 
@@ -354,12 +356,15 @@ static int config_check(Config *c, ConfigParse *p) {
         if (c->session_ring_bytes > (UINT64_C(1) << 30))
                 return config_error(p, "%s:%u: session_ring_bytes must be at most 1G", p->path,
                                     p->line[key_index("session_ring_bytes")]);
-        if (c->uid_base + c->uid_range * c->max_sandboxes > UINT32_MAX - 1) {
-                line = MAX3(p->line[key_index("uid_base")], p->line[key_index("uid_range")],
-                            p->line[key_index("max_sandboxes")]);
-                return config_error(p, "%s:%u: uid_base + uid_range * max_sandboxes goes past the last uid (4294967294)",
+        if (c->uid_base + c->uid_range * (c->max_sandboxes + c->pool_size) > UINT32_MAX - 1) {
+                line = MAX(MAX3(p->line[key_index("uid_base")], p->line[key_index("uid_range")],
+                                p->line[key_index("max_sandboxes")]),
+                           p->line[key_index("pool_size")]);
+                return config_error(p, "%s:%u: uid_base + uid_range * (max_sandboxes + pool_size) goes past the last uid (4294967294)",
                                     p->path, line);
         }
+        if (c->pool_size > 256)
+                return config_error(p, "%s:%u: pool_size must be at most 256", p->path, p->line[key_index("pool_size")]);
         return 0;
 }
 

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <errno.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -96,7 +97,20 @@ void connection_close(Connection *c) {
         connection_kill_runs(c);
         pty_connection_closed(c); /* sessions outlive it */
         conn_unlink(c);
+        manager_schedule_trim(c->manager);
         connection_unref(c);
+}
+
+/* An idle connection holds no buffer: a thousand of them would otherwise keep 64 KiB of input
+ * and whatever their largest reply was, each. */
+static void connection_shrink(Connection *c) {
+        if (!line_buffer_has_partial(&c->in) && c->in.data)
+                line_buffer_done(&c->in);
+        if (c->out_off == c->out_len && c->out_alloc > 4096) {
+                free(c->out);
+                c->out = NULL;
+                c->out_len = c->out_off = c->out_alloc = 0;
+        }
 }
 
 static int connection_flush(Connection *c) {
@@ -139,13 +153,20 @@ static int out_append(Connection *c, const char *data, size_t n) {
         return 0;
 }
 
-void connection_send(Connection *c, json_object *msg) {
+/* Queues a serialized line; with take, msg is put first: a big reply (a run's output) is then
+ * held twice at most (line and queue), not four times (and its JSON strings). */
+static void connection_send_line(Connection *c, json_object *msg, bool take) {
         _cleanup_free_ char *line = NULL;
-        size_t n;
+        size_t n = 0;
 
-        if (c->dead)
+        if (c->dead) {
+                if (take)
+                        json_object_put(msg);
                 return;
+        }
         line = proto_serialize(msg, &n);
+        if (take)
+                json_object_put(msg);
         if (!line || out_append(c, line, n) < 0) {
                 log_warning("connection from pid %d: out of memory for a reply, closing", (int) c->peer.pid);
                 connection_close(c);
@@ -164,9 +185,12 @@ void connection_send(Connection *c, json_object *msg) {
         connection_update_events(c);
 }
 
+void connection_send(Connection *c, json_object *msg) {
+        connection_send_line(c, msg, false);
+}
+
 void connection_send_take(Connection *c, json_object *msg) {
-        connection_send(c, msg);
-        json_object_put(msg);
+        connection_send_line(c, msg, true);
 }
 
 void connection_reply_error(Connection *c, json_object *id, const ProtoError *err) {
@@ -277,8 +301,10 @@ static int on_io(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
                                 connection_arm_partial_timer(c);
                 }
         }
-        if (!c->dead)
+        if (!c->dead) {
+                connection_shrink(c);
                 connection_update_events(c);
+        }
         connection_unref(c);
         return 0;
 }

@@ -20,22 +20,6 @@ SandboxUser sandbox_user_from_string(const char *s) {
         return SANDBOX_USER_UNSET;
 }
 
-int sandbox_user_parse(json_object *req, SandboxUser *ret, ProtoError *err) {
-        const char *s = NULL;
-        SandboxUser u;
-        int r = proto_get_string(req, "user", 16, &s, err);
-
-        if (r < 0 || !s)
-                return r;
-        u = sandbox_user_from_string(s);
-        if (u == SANDBOX_USER_UNSET)
-                return proto_error_set(err, SBX_E_INVALID_REQUEST, "user",
-                                       "'user' must be \"sandbox\" (uid 1000, the default) or \"root\" "
-                                       "(root of the sandbox's user namespace)");
-        *ret = u;
-        return 0;
-}
-
 /* setgroups() is denied in the sandbox's user namespace (CVE-2014-8989), so a group the daemon
  * still held could never be dropped here: the daemon drops them at start (and the helper before
  * joining); this is the fail-closed check that it did (THREATS ESC-14a). */

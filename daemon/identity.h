@@ -5,10 +5,6 @@
  * the workspace. */
 #pragma once
 
-#include <json-c/json.h>
-
-#include "proto.h"
-
 #define SANDBOX_USER_UID 1000
 #define SANDBOX_USER_GID 1000
 
@@ -20,9 +16,6 @@ typedef enum SandboxUser {
 
 const char *sandbox_user_to_string(SandboxUser u);
 SandboxUser sandbox_user_from_string(const char *s);
-
-/* The optional "user" field of a create or run request. Leaves *ret alone when absent. */
-int sandbox_user_parse(json_object *req, SandboxUser *ret, ProtoError *err);
 
 /* In the command's process, after it joined the sandbox as root of its user namespace and
  * before its seccomp filter: checks that it holds no supplementary group, clears the ambient

@@ -15,6 +15,8 @@ daemon_sandboxd_SOURCES = \
 	daemon/identity.c daemon/identity.h \
 	daemon/syscall-filter.c daemon/syscall-filter.h \
 	daemon/run.c daemon/run.h \
+	daemon/run-exec.c daemon/run-exec.h \
+	daemon/pool.c daemon/pool.h \
 	daemon/output.c daemon/output.h \
 	daemon/pty.c daemon/pty.h \
 	daemon/ring.c daemon/ring.h \
@@ -43,3 +45,18 @@ uninstall-local: uninstall-sandboxd-conf
 uninstall-sandboxd-conf:
 	if cmp -s $(srcdir)/daemon/sandboxd.conf '$(DESTDIR)$(sandboxdconfdir)/sandboxd.conf'; then \
 		rm -f '$(DESTDIR)$(sandboxdconfdir)/sandboxd.conf'; fi
+
+# The run helper: exec'd for every run (daemon/run-exec.h). Static where the toolchain allows
+# (configure's HELPER_LDFLAGS), so that starting it maps no shared library.
+libexec_PROGRAMS += daemon/sandboxd-run-helper
+daemon_sandboxd_run_helper_SOURCES = \
+	daemon/run-helper.c \
+	daemon/run-exec.c daemon/run-exec.h \
+	daemon/identity.c daemon/identity.h \
+	daemon/sandbox-setup.c \
+	daemon/rm-rf.c daemon/rm-rf.h \
+	daemon/spawn.c daemon/spawn.h daemon/syscall-filter.h
+daemon_sandboxd_run_helper_CPPFLAGS = $(AM_CPPFLAGS) -DLIBEXECDIR=\"$(libexecdir)\"
+daemon_sandboxd_run_helper_LDFLAGS = $(AM_LDFLAGS) $(HELPER_LDFLAGS)
+daemon_sandboxd_CPPFLAGS = $(AM_CPPFLAGS) -DLIBEXECDIR=\"$(libexecdir)\"
+daemon_sandboxd_LDFLAGS = $(AM_LDFLAGS) $(DAEMON_LDFLAGS)

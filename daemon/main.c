@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -28,6 +29,7 @@ typedef struct Args {
         const char *state_dir;
         const char *root_dir;
         const char *max_line;
+        const char *pool_size;
         bool config_given;
         bool check_config;
 } Args;
@@ -42,6 +44,7 @@ static void help(void) {
                "  --root-dir DIR       the read-only root each sandbox sees (default /)\n"
                "  --max-line-bytes N   longest request line accepted (default 4M)\n"
                "  --check-config       read and check the configuration, then exit\n"
+               "  --pool-size N        ready sandboxes kept for throwaway runs (default 2)\n"
                "  -d, --debug          log debug messages\n"
                "  -h, --help           this help\n"
                "      --version        print the version\n",
@@ -49,7 +52,7 @@ static void help(void) {
 }
 
 static int parse_args(int argc, char **argv, Args *a) {
-        enum { ARG_LISTEN = 256, ARG_CONFIG, ARG_CGROUP, ARG_STATE, ARG_ROOT, ARG_MAXLINE, ARG_VERSION, ARG_CHECK_CONFIG };
+        enum { ARG_LISTEN = 256, ARG_CONFIG, ARG_CGROUP, ARG_STATE, ARG_ROOT, ARG_MAXLINE, ARG_POOL, ARG_VERSION, ARG_CHECK_CONFIG };
         static const struct option opts[] = {
                 { "listen", required_argument, NULL, ARG_LISTEN },
                 { "config", required_argument, NULL, ARG_CONFIG },
@@ -58,6 +61,7 @@ static int parse_args(int argc, char **argv, Args *a) {
                 { "root-dir", required_argument, NULL, ARG_ROOT },
                 { "max-line-bytes", required_argument, NULL, ARG_MAXLINE },
                 { "check-config", no_argument, NULL, ARG_CHECK_CONFIG },
+                { "pool-size", required_argument, NULL, ARG_POOL },
                 { "debug", no_argument, NULL, 'd' },
                 { "help", no_argument, NULL, 'h' },
                 { "version", no_argument, NULL, ARG_VERSION },
@@ -75,6 +79,7 @@ static int parse_args(int argc, char **argv, Args *a) {
                 case ARG_ROOT: a->root_dir = optarg; break;
                 case ARG_MAXLINE: a->max_line = optarg; break;
                 case ARG_CHECK_CONFIG: a->check_config = true; break;
+                case ARG_POOL: a->pool_size = optarg; break;
                 case 'd': log_max_level = LOG_DEBUG; break;
                 case 'h': help(); exit(EXIT_SUCCESS);
                 case ARG_VERSION: puts(PACKAGE_VERSION); exit(EXIT_SUCCESS);
@@ -101,6 +106,15 @@ static int load_config_args(const Args *a, Config *c) {
             (a->state_dir && replace_str(&c->state_dir, a->state_dir) < 0) ||
             (a->root_dir && replace_str(&c->root_dir, a->root_dir) < 0))
                 return -ENOMEM;
+        if (a->pool_size) {
+                char *end;
+                errno = 0;
+                c->pool_size = strtoull(a->pool_size, &end, 10);
+                if (errno || *end || a->pool_size[0] < '0' || a->pool_size[0] > '9' || c->pool_size > 256) {
+                        log_error("--pool-size: '%s' is not a number from 0 to 256", a->pool_size);
+                        return -EINVAL;
+                }
+        }
         if (a->max_line && parse_size(a->max_line, &c->max_line_bytes) < 0) {
                 log_error("--max-line-bytes: cannot parse '%s'", a->max_line);
                 return -EINVAL;
@@ -168,6 +182,21 @@ static int add_listeners(Manager *m, const Args *a) {
         return 0;
 }
 
+/* A thousand clients and a thousand sandboxes hold a few thousand fds: take the hard limit. What
+ * we spawn gets the soft limit back (nofile_soft), since programs that loop over every possible
+ * fd, or use select(), expect the usual 1024. */
+static void raise_nofile(Config *c) {
+        struct rlimit rl;
+        if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+                return;
+        c->nofile_soft = rl.rlim_cur;
+        if (rl.rlim_cur == rl.rlim_max)
+                return;
+        rl.rlim_cur = rl.rlim_max;
+        if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
+                log_warning("cannot raise RLIMIT_NOFILE to %llu: %m", (unsigned long long) rl.rlim_max);
+}
+
 /* Whatever we inherited besides stdio and the activation sockets would reach every child. */
 static void close_inherited_fds(void) {
         int n = sd_listen_fds(0);
@@ -202,6 +231,7 @@ int main(int argc, char **argv) {
         umask(0022);
         if (load_config(&args, &config) < 0)
                 return 1;
+        raise_nofile(&config);
         r = manager_new(&m, &config);
         if (r < 0) {
                 config_done(&config);

@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <malloc.h>
 #include <linux/sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -21,6 +22,8 @@
 #include "log.h"
 #include "macro.h"
 #include "manager.h"
+#include "pool.h"
+#include "run-exec.h"
 #include "run.h"
 #include "sandbox.h"
 #include "spawn.h"
@@ -36,10 +39,10 @@ int manager_new(Manager **ret, Config *config) {
                 return -ENOMEM;
         m->config = *config;
         *config = (Config) {};
-        m->state_fd = -EBADF;
+        m->state_fd = m->run_helper_fd = m->self_pidns_fd = -EBADF;
         m->cg = (CgroupRoot) { .base_fd = -EBADF, .sandboxes_fd = -EBADF };
         m->start_usec = now_usec(CLOCK_MONOTONIC);
-        m->uid_slots = calloc(m->config.max_sandboxes, 1);
+        m->uid_slots = calloc(m->config.max_sandboxes + m->config.pool_size, 1);
         m->tombstones = calloc(MANAGER_TOMBSTONES, sizeof(*m->tombstones));
         if (!m->uid_slots || !m->tombstones) {
                 manager_free(m);
@@ -57,17 +60,25 @@ int manager_new(Manager **ret, Config *config) {
 Manager *manager_free(Manager *m) {
         if (!m)
                 return NULL;
+        m->stopping = true; /* nothing refills the pool from here */
+        pool_done(m);
         sweep_free_all(m);
         m->idle_timer = sd_event_source_disable_unref(m->idle_timer);
         while (m->connections)
                 connection_close(m->connections);
         while (m->sandboxes)
                 sandbox_free(m->sandboxes);
+        m->accept_timer = sd_event_source_disable_unref(m->accept_timer);
+        m->trim_timer = sd_event_source_disable_unref(m->trim_timer);
         for (unsigned i = 0; i < m->n_listen; i++) {
+                m->listen_sources[i] = sd_event_source_disable_unref(m->listen_sources[i]);
                 safe_close(m->listen_fds[i]);
                 free(m->listen_paths[i]);
         }
         safe_close(m->state_fd);
+        safe_close(m->run_helper_fd);
+        safe_close(m->self_pidns_fd);
+        free(m->filter.insns);
         cg_root_done(&m->cg);
         config_done(&m->config);
         free(m->uid_slots);
@@ -99,7 +110,7 @@ bool manager_is_tombstone(Manager *m, const char *id) {
 }
 
 int manager_alloc_uid_slot(Manager *m, unsigned *ret) {
-        for (unsigned i = 0; i < m->config.max_sandboxes; i++)
+        for (unsigned i = 0; i < m->config.max_sandboxes + m->config.pool_size; i++)
                 if (!m->uid_slots[i]) {
                         m->uid_slots[i] = 1;
                         *ret = i;
@@ -109,11 +120,39 @@ int manager_alloc_uid_slot(Manager *m, unsigned *ret) {
 }
 
 void manager_free_uid_slot(Manager *m, unsigned slot) {
-        if (slot < m->config.max_sandboxes)
+        if (slot < m->config.max_sandboxes + m->config.pool_size)
                 m->uid_slots[slot] = 0;
 }
 
 /* ---- Listening --------------------------------------------------------------------------- */
+
+#define ACCEPT_PAUSE_USEC (100 * USEC_PER_MSEC)
+
+static int on_accept_resume(sd_event_source *s, uint64_t usec, void *userdata) {
+        Manager *m = userdata;
+        for (unsigned i = 0; i < m->n_listen; i++)
+                (void) sd_event_source_set_enabled(m->listen_sources[i], SD_EVENT_ON);
+        return 0;
+}
+
+/* Out of fds: the pending connection stays in the backlog and the listening socket stays
+ * readable, so a level-triggered loop would call us again at once, forever. Stop listening for
+ * a moment instead; closing connections and finishing runs give fds back meanwhile. */
+static void manager_pause_accept(Manager *m) {
+        int r;
+
+        if (m->accept_paused_count++ % 100 == 0)
+                log_warning("accept: out of file descriptors; not accepting for %d ms (%u times so far)",
+                            (int) (ACCEPT_PAUSE_USEC / USEC_PER_MSEC), m->accept_paused_count);
+        for (unsigned i = 0; i < m->n_listen; i++)
+                (void) sd_event_source_set_enabled(m->listen_sources[i], SD_EVENT_OFF);
+        /* Made at start (manager_setup): making it now could need an fd itself. */
+        r = sd_event_source_set_time_relative(m->accept_timer, ACCEPT_PAUSE_USEC);
+        if (r >= 0)
+                r = sd_event_source_set_enabled(m->accept_timer, SD_EVENT_ONESHOT);
+        if (r < 0) /* no timer: listen again rather than never */
+                on_accept_resume(NULL, 0, m);
+}
 
 static int on_accept(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
         Manager *m = userdata;
@@ -122,8 +161,8 @@ static int on_accept(sd_event_source *s, int fd, uint32_t revents, void *userdat
         for (int i = 0; i < 64; i++) {
                 int cfd = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
                 if (cfd < 0) {
-                        if (errno == EMFILE || errno == ENFILE)
-                                log_warning("accept: out of file descriptors; connections wait in the backlog");
+                        if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)
+                                manager_pause_accept(m);
                         else if (errno != EAGAIN && errno != EINTR && errno != ECONNABORTED)
                                 log_warning("accept: %m");
                         return 0;
@@ -157,13 +196,40 @@ int manager_add_listener(Manager *m, int fd) {
         r = fcntl(fd, F_SETFL, O_NONBLOCK);
         if (r < 0 || fcntl(fd, F_SETFD, FD_CLOEXEC) < 0)
                 return -errno;
-        /* No reference kept: the source floats, owned and freed by the loop. */
-        r = sd_event_add_io(m->event, NULL, fd, EPOLLIN, on_accept, m);
+        /* Referenced, to be paused when we run out of fds; unref'd by manager_free(). */
+        r = sd_event_add_io(m->event, &m->listen_sources[m->n_listen], fd, EPOLLIN, on_accept, m);
         if (r < 0)
                 return r;
         m->listen_paths[m->n_listen] = socket_path(fd);
         m->listen_fds[m->n_listen++] = fd;
         return 0;
+}
+
+/* ---- Memory ----------------------------------------------------------------------------- */
+
+#define TRIM_DELAY_USEC (1 * USEC_PER_SEC)
+
+static int on_trim(sd_event_source *s, uint64_t usec, void *userdata) {
+        /* Freed memory in the middle of the heap (a burst of connections, big replies) would
+         * stay counted in our RSS; give whole free pages back. */
+        (void) malloc_trim(0);
+        return 0;
+}
+
+void manager_schedule_trim(Manager *m) {
+        if (m->stopping || !m->event)
+                return;
+        if (!m->trim_timer) {
+                if (sd_event_add_time_relative(m->event, &m->trim_timer, CLOCK_MONOTONIC, TRIM_DELAY_USEC,
+                                               100 * USEC_PER_MSEC, on_trim, m) < 0)
+                        return;
+                (void) sd_event_source_set_priority(m->trim_timer, SD_EVENT_PRIORITY_IDLE);
+                return;
+        }
+        if (sd_event_source_get_enabled(m->trim_timer, NULL) > 0)
+                return; /* one trim a second at most */
+        (void) sd_event_source_set_time_relative(m->trim_timer, TRIM_DELAY_USEC);
+        (void) sd_event_source_set_enabled(m->trim_timer, SD_EVENT_ONESHOT);
 }
 
 /* ---- Setup ------------------------------------------------------------------------------- */
@@ -240,6 +306,32 @@ static int manager_resolve_admin_group(Manager *m) {
         return 0;
 }
 
+static uint64_t ignored_signals(void) {
+        uint64_t mask = 0;
+        for (int sig = 1; sig <= 64 && sig < NSIG; sig++) {
+                struct sigaction sa;
+                if (sigaction(sig, NULL, &sa) == 0 && sa.sa_handler == SIG_IGN)
+                        mask |= UINT64_C(1) << (sig - 1);
+        }
+        return mask;
+}
+
+/* What every run needs and is the same for all: the compiled filter, the helper binary. */
+static int manager_prepare_runs(Manager *m) {
+        int r = seccomp_prepare(&m->filter);
+        if (r < 0) {
+                log_error("cannot compile the run filter: %s", strerror(-r));
+                return r;
+        }
+        m->ignored_signals = ignored_signals();
+        m->run_helper_fd = run_exec_open_helper();
+        m->self_pidns_fd = open("/proc/self/ns/pid", O_RDONLY | O_CLOEXEC);
+        if (m->run_helper_fd < 0)
+                log_info("no %s (%s): runs' helpers are clones of the daemon", RUN_HELPER_NAME,
+                         strerror(-m->run_helper_fd));
+        return 0;
+}
+
 int manager_setup(Manager *m) {
         sigset_t mask;
         int r;
@@ -254,6 +346,14 @@ int manager_setup(Manager *m) {
         if (sigprocmask(SIG_BLOCK, &mask, NULL) < 0)
                 return -errno;
         (void) signal(SIGPIPE, SIG_IGN);
+        r = manager_prepare_runs(m);
+        if (r < 0)
+                return r;
+        r = sd_event_add_time_relative(m->event, &m->accept_timer, CLOCK_MONOTONIC, ACCEPT_PAUSE_USEC,
+                                       10 * USEC_PER_MSEC, on_accept_resume, m);
+        if (r < 0)
+                return r;
+        (void) sd_event_source_set_enabled(m->accept_timer, SD_EVENT_OFF);
         if ((r = sd_event_add_signal(m->event, NULL, SIGTERM, on_signal, m)) < 0 ||
             (r = sd_event_add_signal(m->event, NULL, SIGINT, on_signal, m)) < 0)
                 return r;
@@ -305,6 +405,7 @@ int manager_run(Manager *m) {
                           m->cg.enforceable & CG_MEMORY ? "enforced" : "unavailable",
                           m->cg.enforceable & CG_PIDS ? "enforced" : "unavailable",
                           m->cg.enforceable & CG_CPU ? "enforced" : "unavailable");
+        pool_schedule_refill(m);
         r = sd_event_loop(m->event);
         manager_kill_all(m);
         return r;

@@ -10,6 +10,7 @@
 
 #include "cgroup.h"
 #include "conf.h"
+#include "syscall-filter.h"
 
 typedef struct Connection Connection;
 typedef struct Sandbox Sandbox;
@@ -32,10 +33,16 @@ typedef struct Manager {
         int listen_fds[MANAGER_MAX_LISTEN];
         char *listen_paths[MANAGER_MAX_LISTEN]; /* masked inside every sandbox */
         unsigned n_listen;
+        sd_event_source *listen_sources[MANAGER_MAX_LISTEN];
+        sd_event_source *accept_timer; /* re-enables them after running out of fds */
+        unsigned accept_paused_count;
+        sd_event_source *trim_timer;   /* malloc_trim() after connections went (manager_schedule_trim) */
         Connection *connections;
         unsigned n_connections;
         Sandbox *sandboxes;
-        unsigned n_sandboxes;
+        unsigned n_sandboxes; /* pooled ones included */
+        unsigned n_pooled;
+        sd_event_source *pool_refill, *pool_retry;
         unsigned n_runs;
         uint8_t *uid_slots; /* one byte per uid range: in use or not */
         char (*tombstones)[24]; /* ids of destroyed sandboxes, a ring */
@@ -54,6 +61,10 @@ typedef struct Manager {
         /* idle-exit.c */
         sd_event_source *idle_timer;
         uint64_t idle_since_usec;
+        SeccompProgram filter;     /* every run's, compiled once */
+        uint64_t ignored_signals;  /* SIG_IGN here, so reset in every command (bit n-1: signal n) */
+        int run_helper_fd;         /* sandboxd-run-helper (run-exec.h), or -1: clone the daemon */
+        int self_pidns_fd;         /* our pid namespace, to come back to after a direct run's clone */
 } Manager;
 
 int manager_new(Manager **ret, Config *config);
@@ -68,3 +79,5 @@ void manager_add_tombstone(Manager *m, const char *id);
 bool manager_is_tombstone(Manager *m, const char *id);
 int manager_alloc_uid_slot(Manager *m, unsigned *ret);
 void manager_free_uid_slot(Manager *m, unsigned slot);
+/* Gives freed heap pages back to the kernel a second from now (once, however often called). */
+void manager_schedule_trim(Manager *m);

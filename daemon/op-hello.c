@@ -47,7 +47,7 @@ int op_health(Connection *c, json_object *id, json_object *req, ProtoError *err)
         json_object_object_add(reply, "status", json_object_new_string("ok"));
         json_object_object_add(reply, "uptime_s",
                                json_object_new_double((double) (now_usec(CLOCK_MONOTONIC) - m->start_usec) / 1e6));
-        json_object_object_add(reply, "sandboxes", json_object_new_int((int) m->n_sandboxes));
+        json_object_object_add(reply, "sandboxes", json_object_new_int((int) (m->n_sandboxes - m->n_pooled)));
         json_object_object_add(reply, "runs", json_object_new_int((int) m->n_runs));
         json_object_object_add(reply, "connections", json_object_new_int((int) m->n_connections));
         connection_send_take(c, reply);

@@ -7,6 +7,7 @@
 #include "connection.h"
 #include "manager.h"
 #include "ops.h"
+#include "pool.h"
 #include "run.h"
 #include "sandbox.h"
 #include "sweep.h"
@@ -16,8 +17,12 @@ static int run_sandbox(Connection *c, json_object *req, Sandbox **ret, ProtoErro
         json_object *v;
         const char *extra[] = { "limits", "network", "best_effort" };
 
-        if (!json_object_object_get_ex(req, "sandbox", &v) || json_object_is_type(v, json_type_null))
+        if (!json_object_object_get_ex(req, "sandbox", &v) || json_object_is_type(v, json_type_null)) {
+                int k = pool_take(c->manager, req, c->peer.uid, ret, err);
+                if (k != 0)
+                        return k < 0 ? k : 0;
                 return sandbox_create(c->manager, req, c->peer.uid, true, ret, err);
+        }
         for (size_t i = 0; i < sizeof(extra) / sizeof(extra[0]); i++)
                 if (json_object_object_get_ex(req, extra[i], &v) && !json_object_is_type(v, json_type_null))
                         return proto_error_set(err, SBX_E_INVALID_REQUEST, extra[i],

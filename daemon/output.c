@@ -4,6 +4,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/uio.h>
+#include <unistd.h>
 
 #include "macro.h"
 #include "output.h"
@@ -81,6 +83,38 @@ void output_append(Output *o, const char *data, size_t n) {
         if (n > h)
                 tail_append(o, data + h, n - h);
         o->total += n;
+}
+
+#define DIRECT_MIN (64u * 1024)
+
+bool output_reads_direct(const Output *o) {
+        return o->head_len >= o->head_cap && o->tail_cap >= DIRECT_MIN;
+}
+
+ssize_t output_read(Output *o, int fd) {
+        size_t w = (o->tail_start + o->tail_len) % (o->tail_cap ? o->tail_cap : 1);
+        struct iovec iov[2];
+        ssize_t n;
+
+        if (!o->tail && !(o->tail = malloc(o->tail_cap))) {
+                errno = ENOMEM;
+                return -1;
+        }
+        /* From the write position to the end, then from the start: when the ring is full, the
+         * write position is its oldest byte, so bytes are overwritten oldest first. */
+        iov[0] = (struct iovec) { o->tail + w, o->tail_cap - w };
+        iov[1] = (struct iovec) { o->tail, w };
+        n = readv(fd, iov, w ? 2 : 1);
+        if (n <= 0)
+                return n;
+        if (o->tail_len + (size_t) n <= o->tail_cap)
+                o->tail_len += (size_t) n;
+        else {
+                o->tail_start = (o->tail_start + o->tail_len + (size_t) n - o->tail_cap) % o->tail_cap;
+                o->tail_len = o->tail_cap;
+        }
+        o->total += (uint64_t) n;
+        return n;
 }
 
 int output_to_json(const Output *o, json_object *obj, const char *key) {

@@ -4,8 +4,10 @@
 #pragma once
 
 #include <json-c/json.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 typedef struct Output {
         char *head;
@@ -18,5 +20,11 @@ typedef struct Output {
 int output_init(Output *o, size_t cap);
 void output_done(Output *o);
 void output_append(Output *o, const char *data, size_t n);
+/* Whether output_read() can read straight into the tail: the head is full and the ring is large
+ * enough for reads of a useful size. */
+bool output_reads_direct(const Output *o);
+/* One read(2) from fd straight into the tail ring, its oldest bytes overwritten: the middle of
+ * a flood is never copied. Returns what read() returned (-1 with errno set). */
+ssize_t output_read(Output *o, int fd);
 /* Adds KEY, KEY_encoding, KEY_bytes and KEY_truncated to obj. */
 int output_to_json(const Output *o, json_object *obj, const char *key);

@@ -941,18 +941,6 @@ static int pty_make_cgroup(Session *p) {
 }
 
 /* rlimits are the second guard where the kernel's cgroup limit is not available (as for runs). */
-static void pty_rlimits(Session *p, RunParams *rp) {
-        Sandbox *s = p->sandbox;
-        if (!(s->enforced & CG_PIDS)) {
-                rp->rl_nproc = (struct rlimit) { (rlim_t) s->limits.pids, (rlim_t) s->limits.pids };
-                rp->rl_nproc_set = true;
-        }
-        if (!(s->enforced & CG_MEMORY)) {
-                rp->rl_as = (struct rlimit) { (rlim_t) s->limits.memory, (rlim_t) s->limits.memory };
-                rp->rl_as_set = true;
-        }
-}
-
 typedef struct SessionFds {
         int in[2], out[2], err[2], rep[2];
 } SessionFds;
@@ -984,18 +972,20 @@ static int pty_open_fds(Session *p, SessionFds *f) {
 static int pty_spawn(Session *p, SessionFds *f) {
         RunParams rp = {
                 .init_pidfd = p->sandbox->init_pidfd,
+                .cgroup_fd = -1, /* born in it */
                 .report_fd = f->rep[1],
                 .stdio = { f->in[0], f->out[1], f->err[1] },
                 .argv = p->spec.argv,
                 .envp = p->spec.envp,
                 .cwd = p->spec.cwd,
+                .user = p->sandbox->user,
                 .pty = p->pty,
                 .rows = (unsigned short) p->rows,
                 .cols = (unsigned short) p->cols,
         };
         pid_t pid;
 
-        pty_rlimits(p, &rp);
+        run_params_guard(p->sandbox, 0, 0, &rp);
         pid = clone3_pidfd(0, p->cg_fd, &p->pidfd);
         if (pid == 0)
                 run_helper_main(&rp);

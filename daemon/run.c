@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +20,7 @@
 #include "macro.h"
 #include "manager.h"
 #include "run-record.h"
+#include "run-exec.h"
 #include "run.h"
 #include "sandbox.h"
 #include "spawn.h"
@@ -182,6 +184,22 @@ static int parse_stdin(json_object *req, RunSpec *spec, uint64_t max, ProtoError
                                        "'stdin_encoding' must be \"utf-8\" or \"base64\"");
         if (spec->stdin_len > max)
                 return proto_error_set(err, SBX_E_TOO_LARGE, "stdin", "'stdin' is larger than %" PRIu64 " bytes", max);
+        return 0;
+}
+
+int sandbox_user_parse(json_object *req, SandboxUser *ret, ProtoError *err) {
+        const char *s = NULL;
+        SandboxUser u;
+        int r = proto_get_string(req, "user", 16, &s, err);
+
+        if (r < 0 || !s)
+                return r;
+        u = sandbox_user_from_string(s);
+        if (u == SANDBOX_USER_UNSET)
+                return proto_error_set(err, SBX_E_INVALID_REQUEST, "user",
+                                       "'user' must be \"sandbox\" (uid 1000, the default) or \"root\" "
+                                       "(root of the sandbox's user namespace)");
+        *ret = u;
         return 0;
 }
 
@@ -572,11 +590,22 @@ static void run_handle_report(Run *r, const SpawnReport *rep, int fd) {
         safe_close(fd);
 }
 
+/* Direct: the report socket closes at the command's exec (CLOEXEC), or when it dies; either way,
+ * without a failure reported first, it is started, and it is the process we made. */
+static void run_report_eof(Run *r) {
+        SpawnReport rep = { .kind = REPORT_STARTED };
+        if (!r->direct || r->started || r->fail_step != STEP_NONE)
+                return;
+        run_handle_report(r, &rep, fcntl(r->pidfd, F_DUPFD_CLOEXEC, 3));
+}
+
 static void run_collect_reports(Run *r) {
         SpawnReport rep;
-        int fd, k;
+        int fd, k = -EAGAIN;
         while (r->report_fd >= 0 && (k = report_recv(r->report_fd, &rep, &fd)) > 0)
                 run_handle_report(r, &rep, fd);
+        if (k == 0)
+                run_report_eof(r);
 }
 
 static int on_report(sd_event_source *src, int fd, uint32_t revents, void *userdata) {
@@ -585,8 +614,11 @@ static int on_report(sd_event_source *src, int fd, uint32_t revents, void *userd
         int passed, k = report_recv(fd, &rep, &passed);
         if (k > 0)
                 run_handle_report(r, &rep, passed);
-        else if (k == 0 || (k < 0 && k != -EAGAIN && k != -EINTR))
+        else if (k == 0 || (k < 0 && k != -EAGAIN && k != -EINTR)) {
+                if (k == 0)
+                        run_report_eof(r);
                 r->report_source = sd_event_source_disable_unref(r->report_source);
+        }
         return 0;
 }
 
@@ -594,12 +626,17 @@ static int on_output(sd_event_source *src, int fd, uint32_t revents, void *userd
         Run *r = userdata;
         int i = fd == r->out_fd[0] ? 0 : 1;
         char buf[65536];
-        ssize_t n = read(fd, buf, sizeof(buf));
+        ssize_t n;
 
-        if (n > 0) {
+        if (!r->spec.stream && output_reads_direct(&r->out[i]))
+                n = output_read(&r->out[i], fd);
+        else if ((n = read(fd, buf, sizeof(buf))) > 0) {
                 run_output_chunk(r, i, buf, (size_t) n);
                 return 0;
         }
+
+        if (n > 0)
+                return 0;
         if (n < 0 && (errno == EAGAIN || errno == EINTR))
                 return 0;
         r->out_source[i] = sd_event_source_disable_unref(r->out_source[i]);
@@ -624,6 +661,15 @@ static int on_stdin(sd_event_source *src, int fd, uint32_t revents, void *userda
 static int on_helper_exit(sd_event_source *src, const siginfo_t *si, void *userdata) {
         Run *r = userdata;
         r->child_source = sd_event_source_disable_unref(r->child_source);
+        if (r->direct) {
+                /* Direct, the helper was the command: its end is the run's. */
+                run_collect_reports(r);
+                if (r->started) {
+                        r->exited = true;
+                        r->wait_code = si->si_code;
+                        r->wait_status = si->si_status;
+                }
+        }
         run_finish(r);
         return 0;
 }
@@ -669,7 +715,6 @@ int run_kill(Run *r, int sig, RunReason why) {
 static int run_make_cgroup(Run *r) {
         Sandbox *s = r->sandbox;
         Manager *m = s->manager;
-        _cleanup_free_ char *rel = NULL;
         CgLimits l = {
                 .memory = r->spec.memory ? r->spec.memory : s->limits.memory,
                 .swap = m->config.swap_max,
@@ -682,30 +727,43 @@ static int run_make_cgroup(Run *r) {
         k = cg_create(s->cg_fd, r->cg_name, &r->cg_fd);
         if (k < 0)
                 return k;
-        if (asprintf(&rel, "%s/%s", s->cg_rel, r->cg_name) < 0)
-                return -ENOMEM;
-        return cg_apply_limits(&m->cg, rel, &l, s->enforced);
+        return cg_apply_limits_at(r->cg_fd, &m->cg, &l, s->enforced);
 }
 
-/* rlimits are the second guard where the kernel's cgroup limit is not available. */
+/* rlimits are the second guard where the kernel's cgroup limit is not available (pids and
+ * memory: the run's own limits, 0 for the sandbox's). Shared with sessions (pty.c). */
+void run_params_guard(Sandbox *s, uint64_t pids, uint64_t memory, RunParams *p) {
+        if (!(s->enforced & CG_PIDS)) {
+                rlim_t n = (rlim_t) (pids ? pids : s->limits.pids);
+                p->rl_nproc = (struct rlimit) { n, n };
+                p->rl_nproc_set = true;
+        }
+        if (!(s->enforced & CG_MEMORY)) {
+                rlim_t n = (rlim_t) (memory ? memory : s->limits.memory);
+                p->rl_as = (struct rlimit) { n, n };
+                p->rl_as_set = true;
+        }
+        /* The daemon raised its own soft limit (main.c); the command gets the usual one back. */
+        if (s->manager->config.nofile_soft && getrlimit(RLIMIT_NOFILE, &p->rl_nofile) == 0 &&
+            p->rl_nofile.rlim_cur != s->manager->config.nofile_soft) {
+                p->rl_nofile.rlim_cur = (rlim_t) s->manager->config.nofile_soft;
+                p->rl_nofile_set = true;
+        }
+        /* Signals the daemon ignores stay ignored across exec unless the command resets them. */
+        p->reset_signals = s->manager->ignored_signals;
+        p->filter = &s->manager->filter;
+}
+
 static void run_rlimits(Run *r, RunParams *p) {
-        Sandbox *s = r->sandbox;
         if (r->spec.cpu_usec) {
                 rlim_t sec = (rlim_t) ((r->spec.cpu_usec + USEC_PER_SEC - 1) / USEC_PER_SEC);
                 p->rl_cpu = (struct rlimit) { sec, sec + 1 };
                 p->rl_cpu_set = true;
         }
-        if (!(s->enforced & CG_PIDS)) {
-                rlim_t n = (rlim_t) (r->spec.pids ? r->spec.pids : s->limits.pids);
-                p->rl_nproc = (struct rlimit) { n, n };
-                p->rl_nproc_set = true;
-        }
-        if (!(s->enforced & CG_MEMORY)) {
-                rlim_t n = (rlim_t) (r->spec.memory ? r->spec.memory : s->limits.memory);
-                p->rl_as = (struct rlimit) { n, n };
-                p->rl_as_set = true;
-        }
+        run_params_guard(r->sandbox, r->spec.pids, r->spec.memory, p);
 }
+
+#define RUN_PIPE_SIZE (1 << 20)
 
 typedef struct RunFds {
         int in[2], out[2], err[2], rep[2];
@@ -727,8 +785,10 @@ static int run_fds_open(RunFds *f) {
 }
 
 static int run_spawn(Run *r, RunFds *f) {
+        Manager *m = r->sandbox->manager;
         RunParams p = {
                 .init_pidfd = r->sandbox->init_pidfd,
+                .cgroup_fd = -1,
                 .report_fd = f->rep[1],
                 .stdio = { f->in[0], f->out[1], f->err[1] },
                 .argv = r->spec.argv,
@@ -739,6 +799,28 @@ static int run_spawn(Run *r, RunFds *f) {
         pid_t pid;
 
         run_rlimits(r, &p);
+        if (m->run_helper_fd >= 0) {
+                if (!run_exec_into_cgroup())
+                        p.cgroup_fd = r->cg_fd;
+                /* Born in the sandbox's pid namespace, the helper can become the command itself:
+                 * no fork, and no helper waiting for it. setns(CLONE_NEWPID) only sets where our
+                 * children are born; we stay where we are, and set it back at once. */
+                else if (m->self_pidns_fd >= 0 && setns(r->sandbox->init_pidfd, CLONE_NEWPID) == 0)
+                        p.direct = true;
+                pid = run_exec_helper(m->run_helper_fd, &p, r->cg_fd, &r->pidfd);
+                /* Our later children (other sandboxes' inits among them) must never be born in
+                 * this sandbox: there is no way on if we cannot undo it (and the kernel always
+                 * allows a return to our own). */
+                if (p.direct && setns(m->self_pidns_fd, CLONE_NEWPID) < 0) {
+                        log_error("cannot set our children's pid namespace back to our own: %m");
+                        abort();
+                }
+                r->direct = p.direct;
+                if (pid < 0)
+                        return pid;
+                r->pid = pid;
+                return 0;
+        }
         pid = clone3_pidfd(0, r->cg_fd, &r->pidfd);
         if (pid == 0)
                 run_helper_main(&p);
@@ -758,6 +840,9 @@ static int run_watch(Run *r, RunFds *f) {
         r->stdin_fd = TAKE_FD(f->in[1]);
         for (int i = 0; i < 2; i++) {
                 (void) fcntl(r->out_fd[i], F_SETFL, O_NONBLOCK);
+                /* A flood is read in fewer, larger pieces (a pipe's pages are only taken when
+                 * filled, so a quiet run costs nothing more). */
+                (void) fcntl(r->out_fd[i], F_SETPIPE_SZ, RUN_PIPE_SIZE);
                 if ((k = sd_event_add_io(e, &r->out_source[i], r->out_fd[i], EPOLLIN, on_output, r)) < 0)
                         return k;
         }

@@ -74,11 +74,14 @@ typedef struct Run {
         uint64_t start_usec;
         RunReason forced;       /* what we did to it: timeout, cpu_limit, killed, destroyed */
         bool in_flight, started, exited, finished;
+        bool direct;            /* the helper becomes the command (RunParams.direct) */
         int wait_code, wait_status; /* siginfo si_code/si_status of the command */
         int fail_step, fail_errno;
         struct Run *next, *prev;
 } Run;
 
+/* The optional "user" field of a create or run request. Leaves *ret alone when absent. */
+int sandbox_user_parse(json_object *req, SandboxUser *ret, ProtoError *err);
 /* Parses a run request into spec (sandbox-independent checks). */
 int run_spec_parse(json_object *req, uint64_t max_stdin, RunSpec *spec, ProtoError *err);
 void run_spec_done(RunSpec *spec);
@@ -88,6 +91,11 @@ int run_spec_resolve(RunSpec *spec, Sandbox *s, ProtoError *err);
 int run_new(Sandbox *s, Connection *c, json_object *id, RunSpec *spec, Run **ret);
 /* Starts a run whose sandbox is ready; on failure the reply has been sent. */
 void run_start(Run *r);
+
+/* The second guard (rlimits where a cgroup controller is missing), the signals to reset and the
+ * seccomp filter of a command started in s; pids/memory 0: the sandbox's limits. */
+struct RunParams;
+void run_params_guard(Sandbox *s, uint64_t pids, uint64_t memory, struct RunParams *p);
 /* Kills the run's cgroup (reason given) or signals its main process. */
 int run_kill(Run *r, int sig, RunReason why);
 Run *run_free(Run *r);

@@ -540,7 +540,7 @@ _Noreturn void sandbox_init_main(const InitParams *p) {
                 init_fail(p->sync_fd, STEP_SETUID);
         /* Our own cgroup namespace, rooted at the sandbox's cgroup (clone3 would root it at the
          * daemon's). */
-        if (unshare(CLONE_NEWCGROUP) < 0)
+        if (!p->cgroupns_ready && unshare(CLONE_NEWCGROUP) < 0)
                 init_fail(p->sync_fd, STEP_CGROUPNS);
         step = setup_mounts(p, workdir_fd);
         if (step != STEP_NONE)

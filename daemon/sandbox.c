@@ -11,6 +11,7 @@
 #include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -20,7 +21,9 @@
 #include "log.h"
 #include "macro.h"
 #include "manager.h"
+#include "pool.h"
 #include "rm-rf.h"
+#include "run-exec.h"
 #include "run.h"
 #include "pty.h"
 #include "sandbox.h"
@@ -173,6 +176,22 @@ static int sandbox_parse(Manager *m, Sandbox *s, json_object *req, ProtoError *e
         return 0;
 }
 
+int sandbox_parse_request(Manager *m, json_object *req, SandboxRequest *ret, ProtoError *err) {
+        Sandbox tmp = { .manager = m };
+        int r = sandbox_parse(m, &tmp, req, err);
+
+        *ret = (SandboxRequest) { .limits = tmp.limits, .best_effort = tmp.best_effort, .name = tmp.name, .env = tmp.env };
+        if (r < 0)
+                sandbox_request_done(ret);
+        return r;
+}
+
+void sandbox_request_done(SandboxRequest *r) {
+        free(r->name);
+        json_object_put(r->env);
+        *r = (SandboxRequest) {};
+}
+
 static Sandbox *sandbox_alloc(Manager *m) {
         Sandbox *s = calloc(1, sizeof(*s));
         if (!s)
@@ -262,16 +281,75 @@ static const char **sandbox_mask_paths(Manager *m) {
 static int on_setup_report(sd_event_source *src, int fd, uint32_t revents, void *userdata);
 static int on_init_exit(sd_event_source *src, const siginfo_t *si, void *userdata);
 
+static int sandbox_init_started(Sandbox *s);
+
+static void sandbox_ready(Sandbox *s);
+
+static int on_helper_exit(sd_event_source *src, const siginfo_t *si, void *userdata) {
+        Sandbox *s = userdata;
+        s->setup_helper = sd_event_source_disable_unref(s->setup_helper);
+        if (s->ready_deferred) {
+                s->ready_deferred = false;
+                if (s->state == SANDBOX_CREATING)
+                        sandbox_ready(s);
+        }
+        return 0;
+}
+
+/* The init cloned by the exec'd helper (run-exec.h): nothing of the daemon is copied, and the
+ * init stays a small process whatever the daemon's heap holds. Its pidfd arrives later, on the
+ * setup socket (on_setup_report).
+ *
+ * Where the helper can be born in the sandbox's cgroup (run_exec_into_cgroup()), it clones the
+ * init straight into its leaf, with the sandbox's cgroup namespace rooted there: moving a process
+ * between cgroups waits for an RCU grace period (cgroup_threadgroup_rwsem), about 9 ms each time
+ * here, and was the largest part of making a sandbox. */
+static int sandbox_exec_init(Sandbox *s, int sp[2]) {
+        Manager *m = s->manager;
+        _cleanup_close_ int leaf = -EBADF;
+        char workdir[4096];
+        InitParams p = {
+                .sync_fd = sp[1],
+                .workdir = sandbox_workdir_path(s, workdir, sizeof(workdir)),
+                .root_dir = m->config.root_dir,
+                .hostname = "sandbox",
+                .mask_paths = sandbox_mask_paths(m),
+        };
+        int pidfd = -1, r;
+        pid_t pid;
+
+        if (run_exec_into_cgroup() && cg_create(s->cg_fd, "init", &leaf) >= 0)
+                p.cgroupns_ready = true;
+        pid = run_exec_init(m->run_helper_fd, &p, s->cg_fd, p.cgroupns_ready ? leaf : -1, &pidfd);
+        close(sp[1]);
+        s->setup_fd = sp[0];
+        if (pid < 0)
+                return pid;
+        s->init_pending = true;
+        s->init_in_leaf = p.cgroupns_ready;
+        /* Reaped when it is done; the sandbox is not ready before (it is in its cgroup). */
+        r = sd_event_add_child_pidfd(m->event, &s->setup_helper, pidfd, WEXITED, on_helper_exit, s);
+        if (r < 0) {
+                (void) syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
+                (void) waitid(P_PIDFD, (id_t) pidfd, &(siginfo_t) {}, WEXITED);
+                close(pidfd);
+                return r;
+        }
+        (void) sd_event_source_set_child_pidfd_own(s->setup_helper, true);
+        (void) sd_event_source_set_child_process_own(s->setup_helper, true);
+        return sd_event_add_io(m->event, &s->setup_source, s->setup_fd, EPOLLIN, on_setup_report, s);
+}
+
 static int sandbox_spawn_init(Sandbox *s) {
         Manager *m = s->manager;
         int sp[2];
         pid_t pid;
-        int r;
 
         if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0)
                 return -errno;
-        pid = clone3_pidfd(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWNET,
-                           s->cg_fd, &s->init_pidfd);
+        if (m->run_helper_fd >= 0)
+                return sandbox_exec_init(s, sp);
+        pid = clone3_pidfd(SANDBOX_NS_FLAGS, s->cg_fd, &s->init_pidfd);
         if (pid == 0) {
                 int keep[] = { 2, sp[1] };
                 char workdir[4096];
@@ -291,7 +369,13 @@ static int sandbox_spawn_init(Sandbox *s) {
         if (pid < 0)
                 return pid;
         s->init_pid = pid;
-        r = sd_event_add_child_pidfd(m->event, &s->init_exit_source, s->init_pidfd, WEXITED, on_init_exit, s);
+        return sandbox_init_started(s);
+}
+
+/* The init is a child of ours, waiting for its go: watch it, give it its uid/gid maps, go. */
+static int sandbox_init_started(Sandbox *s) {
+        Manager *m = s->manager;
+        int r = sd_event_add_child_pidfd(m->event, &s->init_exit_source, s->init_pidfd, WEXITED, on_init_exit, s);
         if (r < 0) {
                 (void) cg_kill(s->cg_fd);
                 return r;
@@ -301,6 +385,8 @@ static int sandbox_spawn_init(Sandbox *s) {
                 (void) cg_kill(s->cg_fd);
                 return r < 0 ? r : -EIO;
         }
+        if (s->setup_source)
+                return 0;
         return sd_event_add_io(m->event, &s->setup_source, s->setup_fd, EPOLLIN, on_setup_report, s);
 }
 
@@ -334,7 +420,7 @@ int sandbox_create(Manager *m, json_object *req, uid_t owner, bool ephemeral, Sa
         Sandbox *s;
         int r;
 
-        if (m->n_sandboxes >= m->config.max_sandboxes)
+        if (m->n_sandboxes - m->n_pooled >= m->config.max_sandboxes)
                 return proto_error_set(err, SBX_E_RESOURCE_EXHAUSTED, NULL, "the daemon holds its maximum of %" PRIu64
                                        " sandboxes", m->config.max_sandboxes);
         if (owner != 0 && sandbox_count_owned(m, owner) >= m->config.max_sandboxes_per_uid)
@@ -446,7 +532,7 @@ static int sandbox_restore_claim(Sandbox *s, json_object *meta) {
         snprintf(s->id, sizeof(s->id), "%s", json_object_get_string(id));
         if (sandbox_restore_fields(s, meta) < 0)
                 return -EBADMSG;
-        if (s->uid_slot >= m->config.max_sandboxes || m->uid_slots[s->uid_slot] ||
+        if (s->uid_slot >= m->config.max_sandboxes + m->config.pool_size || m->uid_slots[s->uid_slot] ||
             (s->name && manager_find_sandbox(m, s->name)))
                 return -EEXIST;
         m->uid_slots[s->uid_slot] = 1;
@@ -528,10 +614,15 @@ static void sandbox_ready(Sandbox *s) {
         ProtoError err;
         int r;
 
+        /* Its helper must be gone from the sandbox's cgroup first (no internal processes). */
+        if (s->setup_helper) {
+                s->ready_deferred = true;
+                return;
+        }
         /* The init leaves the sandbox cgroup for a leaf of its own so that controllers can be
-         * enabled for the runs' cgroups (no internal processes). */
-        r = cg_create(s->cg_fd, "init", &init_cg);
-        if (r >= 0)
+         * enabled for the runs' cgroups (no internal processes), unless it was born there. */
+        r = s->init_in_leaf ? 0 : cg_create(s->cg_fd, "init", &init_cg);
+        if (r >= 0 && !s->init_in_leaf)
                 r = cg_move_pid(init_cg, s->init_pid);
         if (r >= 0)
                 r = cg_enable_controllers(s->cg_fd, s->enforced);
@@ -555,6 +646,37 @@ static void sandbox_ready(Sandbox *s) {
         }
 }
 
+static void sandbox_teardown_step(Sandbox *s);
+
+/* The helper cloned the init (our child, waiting for its go): its pid and pidfd. */
+static int sandbox_init_arrived(Sandbox *s, pid_t pid, int pidfd) {
+        ProtoError err;
+        int r;
+
+        s->init_pending = false;
+        s->init_pid = pid;
+        s->init_pidfd = pidfd;
+        if (s->state == SANDBOX_DESTROYING) {
+                r = sd_event_add_child_pidfd(s->manager->event, &s->init_exit_source, s->init_pidfd, WEXITED,
+                                             on_init_exit, s);
+                (void) syscall(SYS_pidfd_send_signal, s->init_pidfd, SIGKILL, NULL, 0);
+                if (r < 0) { /* unwatched: reap it here, it was killed */
+                        (void) waitid(P_PIDFD, (id_t) s->init_pidfd, &(siginfo_t) {}, WEXITED);
+                        s->init_pidfd = safe_close(s->init_pidfd);
+                }
+                s->setup_source = sd_event_source_disable_unref(s->setup_source);
+                s->setup_fd = safe_close(s->setup_fd);
+                sandbox_teardown_step(s);
+                return 0;
+        }
+        r = sandbox_init_started(s);
+        if (r < 0) {
+                proto_error_set(&err, SBX_E_SPAWN_FAILED, NULL, "cannot start the sandbox's init: %s", strerror(-r));
+                sandbox_fail(s, &err);
+        }
+        return 0;
+}
+
 static int on_setup_report(sd_event_source *src, int fd, uint32_t revents, void *userdata) {
         Sandbox *s = userdata;
         SpawnReport rep;
@@ -564,7 +686,17 @@ static int on_setup_report(sd_event_source *src, int fd, uint32_t revents, void 
 
         if (r == -EAGAIN || r == -EINTR)
                 return 0;
+        if (r > 0 && rep.kind == REPORT_STARTED && s->init_pending && passed >= 0)
+                return sandbox_init_arrived(s, rep.code, passed);
+        s->init_pending = false;
         safe_close(passed);
+        if (s->state == SANDBOX_DESTROYING) {
+                /* Destroyed before its init was cloned: nothing more will come. */
+                s->setup_source = sd_event_source_disable_unref(s->setup_source);
+                s->setup_fd = safe_close(s->setup_fd);
+                sandbox_teardown_step(s);
+                return 0;
+        }
         s->setup_source = sd_event_source_disable_unref(s->setup_source);
         s->setup_fd = safe_close(s->setup_fd);
         if (r > 0 && rep.kind == REPORT_READY) {
@@ -610,6 +742,20 @@ static int on_remover_exit(sd_event_source *src, const siginfo_t *si, void *user
         return 0;
 }
 
+/* Most throwaway workspaces are left empty: a few unlinks then, and no child process. Anything
+ * more is a tree walk, which the remover does (ENOTEMPTY). */
+static int remove_if_empty(int dir_fd, const char *name) {
+        _cleanup_close_ int fd = openat(dir_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
+        if (fd < 0)
+                return -errno;
+        if (unlinkat(fd, "meta.json", 0) < 0 && errno != ENOENT)
+                return -errno;
+        if (unlinkat(fd, "work", AT_REMOVEDIR) < 0 && errno != ENOENT)
+                return -errno;
+        return unlinkat(dir_fd, name, AT_REMOVEDIR) < 0 ? -errno : 0;
+}
+
 static void sandbox_remove_workspace(Sandbox *s) {
         Manager *m = s->manager;
         char trash[64];
@@ -626,7 +772,9 @@ static void sandbox_remove_workspace(Sandbox *s) {
                         log_warning("sandbox %s: cannot move the workspace aside: %m", s->id);
                 return;
         }
-        pid = clone3_pidfd(0, -1, &pidfd);
+        if (remove_if_empty(m->state_fd, trash) == 0)
+                return;
+        pid = m->run_helper_fd >= 0 ? run_exec_rm(m->run_helper_fd, m->state_fd, trash, &pidfd) : clone3_pidfd(0, -1, &pidfd);
         if (pid == 0) {
                 int keep[] = { 2, m->state_fd };
                 close_all_fds_except(keep, ELEMENTSOF(keep));
@@ -674,7 +822,10 @@ static void sandbox_teardown_step(Sandbox *s) {
         int populated = s->cg_fd >= 0 ? cg_populated(s->cg_fd) : 0;
         uint64_t delay;
 
-        if (populated <= 0 && s->init_pidfd < 0 && !s->runs && !s->sessions) {
+        /* Unknown (out of fds, say) is not empty: the sandbox is kept, and tried again. */
+        if (populated < 0 && populated != -ENOENT)
+                populated = 1;
+        if (populated <= 0 && s->init_pidfd < 0 && !s->runs && !s->sessions && !s->init_pending) {
                 s->teardown_timer = sd_event_source_disable_unref(s->teardown_timer);
                 sandbox_finish_destroy(s);
                 return;
@@ -698,8 +849,11 @@ void sandbox_destroy(Sandbox *s, const char *reason) {
                 return;
         log_debug("destroying sandbox %s (%s)", s->id, reason);
         s->state = SANDBOX_DESTROYING;
-        s->setup_source = sd_event_source_disable_unref(s->setup_source);
-        s->setup_fd = safe_close(s->setup_fd);
+        /* An init still to arrive is awaited on the setup socket, to be killed and reaped. */
+        if (!s->init_pending) {
+                s->setup_source = sd_event_source_disable_unref(s->setup_source);
+                s->setup_fd = safe_close(s->setup_fd);
+        }
         proto_error_set(&err, SBX_E_CONFLICT, "sandbox", "the sandbox was destroyed before it was ready");
         waiters_answer(&s->create_waiters, NULL, NULL, s->failure.code ? &s->failure : &err);
         while (s->pending_runs) {
@@ -710,6 +864,10 @@ void sandbox_destroy(Sandbox *s, const char *reason) {
         for (Run *r = s->runs; r; r = r->next)
                 run_kill(r, SIGKILL, REASON_DESTROYED);
         pty_sandbox_destroying(s);
+        /* Killing pid 1 ends its pid namespace, and needs no new fd (cgroup.kill does: a daemon
+         * out of fds still kills the sandbox's processes). */
+        if (s->init_pidfd >= 0)
+                (void) syscall(SYS_pidfd_send_signal, s->init_pidfd, SIGKILL, NULL, 0);
         if (s->cg_fd >= 0)
                 (void) cg_kill(s->cg_fd);
         sandbox_teardown_step(s);
@@ -720,6 +878,11 @@ Sandbox *sandbox_free(Sandbox *s) {
                 return NULL;
         pty_free_all(s);
         sandbox_unlink(s);
+        s->setup_helper = sd_event_source_disable_unref(s->setup_helper);
+        if (s->pooled) {
+                s->manager->n_pooled--;
+                pool_schedule_refill(s->manager);
+        }
         sd_event_source_disable_unref(s->setup_source);
         sd_event_source_disable_unref(s->init_exit_source);
         sd_event_source_disable_unref(s->teardown_timer);
@@ -739,13 +902,13 @@ Sandbox *sandbox_free(Sandbox *s) {
 
 /* Anyone else gets not_found, not permission_denied: no oracle for other users' sandboxes. */
 bool sandbox_visible_to(Sandbox *s, const Connection *c) {
-        return c->admin || c->peer.uid == s->owner_uid;
+        return !s->pooled && (c->admin || c->peer.uid == s->owner_uid);
 }
 
 unsigned sandbox_count_owned(Manager *m, uid_t uid) {
         unsigned n = 0;
         for (Sandbox *s = m->sandboxes; s; s = s->next)
-                n += s->owner_uid == uid && s->state != SANDBOX_DESTROYING;
+                n += s->owner_uid == uid && s->state != SANDBOX_DESTROYING && !s->pooled;
         return n;
 }
 

@@ -53,6 +53,7 @@ typedef struct Sandbox {
         bool best_effort;
         bool ephemeral;    /* made for one run, destroyed after it */
         SandboxUser user;  /* its runs' default: "sandbox" (uid 1000) unless "user":"root" */
+        bool pooled;       /* waiting in the pool (pool.h): no one's, invisible, not counted */
         json_object *env;  /* default environment for runs, or NULL */
         uint64_t created_usec; /* CLOCK_REALTIME */
         uint64_t restored_usec; /* when a restarted daemon brought it back, or 0 */
@@ -63,6 +64,10 @@ typedef struct Sandbox {
         pid_t init_pid;
         int init_pidfd;
         int setup_fd;      /* the init's setup report */
+        bool init_pending; /* the helper that clones the init has yet to send its pidfd */
+        bool init_in_leaf; /* ... and clones it into <cgroup>/init, in the sandbox's cgroup namespace */
+        bool ready_deferred; /* the init is ready, the helper not gone yet */
+        sd_event_source *setup_helper; /* that helper, until it is reaped */
         sd_event_source *setup_source, *init_exit_source, *teardown_timer;
         unsigned teardown_tries;
         unsigned next_run_no;
@@ -81,6 +86,17 @@ typedef struct Sandbox {
         json_object *interrupted_runs; /* runs a restart cut short, reported by inspect */
         struct Sandbox *next, *prev;
 } Sandbox;
+
+/* What a create request (or a throwaway run's) asks of its sandbox, validated. */
+typedef struct SandboxRequest {
+        SandboxLimits limits;
+        bool best_effort;
+        char *name;
+        json_object *env;
+} SandboxRequest;
+
+int sandbox_parse_request(Manager *m, json_object *req, SandboxRequest *ret, ProtoError *err);
+void sandbox_request_done(SandboxRequest *r);
 
 /* Validates a create request (shared by throwaway runs) into a new sandbox that is being set
  * up; the reply comes later through the waiters or pending runs. */

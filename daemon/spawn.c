@@ -47,7 +47,8 @@ pid_t clone3_pidfd(uint64_t flags, int cgroup_fd, int *ret_pidfd) {
         struct clone_args args = {
                 .flags = flags | CLONE_PIDFD,
                 .pidfd = (uint64_t) (uintptr_t) &pidfd,
-                .exit_signal = SIGCHLD,
+                /* With CLONE_PARENT the kernel takes the caller's own exit signal, and refuses one. */
+                .exit_signal = flags & CLONE_PARENT ? 0 : SIGCHLD,
         };
         long pid;
 
@@ -119,12 +120,14 @@ _Noreturn static void child_fail(int fd, SpawnStep step) {
         _exit(127);
 }
 
-static int child_reset_signals(void) {
+/* execve resets caught signals to the default already; only ignored ones survive it, and the
+ * daemon tells which those are (one sigaction each instead of one for every signal). */
+static int child_reset_signals(uint64_t ignored) {
         sigset_t all;
         struct sigaction dfl = { .sa_handler = SIG_DFL };
 
-        for (int sig = 1; sig < NSIG; sig++)
-                if (sig != SIGKILL && sig != SIGSTOP)
+        for (int sig = 1; sig <= 64 && sig < NSIG; sig++)
+                if ((ignored & (UINT64_C(1) << (sig - 1))) && sig != SIGKILL && sig != SIGSTOP)
                         (void) sigaction(sig, &dfl, NULL);
         sigemptyset(&all);
         return sigprocmask(SIG_SETMASK, &all, NULL);
@@ -170,6 +173,8 @@ static int child_rlimits(const RunParams *p) {
                 return -1;
         if (p->rl_as_set && setrlimit(RLIMIT_AS, &p->rl_as) < 0)
                 return -1;
+        if (p->rl_nofile_set && setrlimit(RLIMIT_NOFILE, &p->rl_nofile) < 0)
+                return -1;
         return 0;
 }
 
@@ -205,8 +210,6 @@ static void child_exec(char *const *argv, char *const *envp) {
 }
 
 _Noreturn static void command_main(const RunParams *p, int errfd) {
-        SeccompProgram filter = {};
-
         if (setsid() < 0)
                 child_fail(errfd, STEP_SETSID);
         if (child_stdio(p->stdio) < 0)
@@ -222,19 +225,16 @@ _Noreturn static void command_main(const RunParams *p, int errfd) {
                 child_fail(errfd, STEP_SETUID);
         if (child_chdir(p->cwd) < 0)
                 child_fail(errfd, STEP_CWD);
-        if (seccomp_prepare(&filter) < 0)
-                child_fail(errfd, STEP_SECCOMP);
         if (child_rlimits(p) < 0)
                 child_fail(errfd, STEP_RLIMIT);
-        if (child_reset_signals() < 0)
+        if (child_reset_signals(p->reset_signals) < 0)
                 child_fail(errfd, STEP_SIGNALS);
         /* Nothing of the daemon's may survive into the sandbox (CVE-2024-21626). */
         if (syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC) < 0)
                 child_fail(errfd, STEP_EXEC);
-        /* Last, so that none of the setup above runs under the filter (it was compiled before the
-         * rlimits, which could make its allocations fail); execve and the error pipe's write stay
-         * allowed by it. */
-        if (seccomp_apply(&filter) < 0)
+        /* Last, so that none of the setup above runs under the filter (the daemon compiled it
+         * once at start: no allocation here); execve and the error pipe's write stay allowed. */
+        if (seccomp_apply(p->filter) < 0)
                 child_fail(errfd, STEP_SECCOMP);
         child_exec(p->argv, p->envp);
         child_fail(errfd, STEP_EXEC);
@@ -301,22 +301,51 @@ static int helper_open_pty(const RunParams *p, int *ret_slave) {
         return 0;
 }
 
+size_t run_params_fds(const RunParams *p, int ret[static RUN_PARAMS_FDS]) {
+        size_t n = 0;
+        ret[n++] = p->init_pidfd;
+        ret[n++] = p->cgroup_fd;
+        ret[n++] = p->report_fd;
+        for (int i = 0; i < 3; i++)
+                ret[n++] = p->stdio[i];
+        return n;
+}
+
+/* A helper exec'd by the daemon's vfork child starts in the daemon's cgroup: it moves itself
+ * (the kernel's clone3(CLONE_INTO_CGROUP) cannot be had without copying the daemon's memory). */
+static int helper_enter_cgroup(int cgroup_fd) {
+        int fd;
+        if (cgroup_fd < 0)
+                return 0;
+        fd = openat(cgroup_fd, "cgroup.procs", O_WRONLY | O_CLOEXEC);
+        if (fd < 0)
+                return -1;
+        if (write(fd, "0", 1) != 1) {
+                safe_close(fd);
+                return -1;
+        }
+        safe_close(fd);
+        return 0;
+}
+
 _Noreturn void run_helper_main(const RunParams *p) {
         int errpipe[2], cmd_pidfd = -1, slave = -1;
         RunParams with_tty;
         SpawnReport r = {};
         siginfo_t si = {};
         pid_t pid;
-
-        int keep[] = { 0, 1, 2, p->init_pidfd, p->report_fd, p->stdio[0], p->stdio[1], p->stdio[2] };
+        int keep[RUN_PARAMS_FDS + 3] = { 0, 1, 2 };
+        size_t n_keep = 3 + run_params_fds(p, keep + 3);
 
         /* The sandbox must not ptrace us or open our /proc/PID/exe (CVE-2019-5736). */
         (void) prctl(PR_SET_DUMPABLE, 0);
         (void) prctl(PR_SET_PDEATHSIG, SIGKILL);
-        close_all_fds_except(keep, ELEMENTSOF(keep));
+        close_all_fds_except(keep, n_keep);
         /* Still host root: the last moment a supplementary group can be dropped (ESC-14a). */
         if (setgroups(0, NULL) < 0)
                 helper_fail(p->report_fd, STEP_SETUID);
+        if (helper_enter_cgroup(p->cgroup_fd) < 0)
+                helper_fail(p->report_fd, STEP_FORK);
         if (helper_join(p->init_pidfd) < 0)
                 helper_fail(p->report_fd, STEP_SETNS);
         if (setresgid(0, 0, 0) < 0 || setresuid(0, 0, 0) < 0)
@@ -328,6 +357,10 @@ _Noreturn void run_helper_main(const RunParams *p) {
                 with_tty.stdio[0] = with_tty.stdio[1] = with_tty.stdio[2] = slave;
                 p = &with_tty;
         }
+        /* Born in the sandbox's pid namespace already (run-exec.h): we are the command. Its
+         * failures go to the daemon as ours would; a successful exec closes the socket. */
+        if (p->direct)
+                command_main(p, p->report_fd);
         if (pipe2(errpipe, O_CLOEXEC) < 0)
                 helper_fail(p->report_fd, STEP_FORK);
         pid = clone3_pidfd(0, -1, &cmd_pidfd);

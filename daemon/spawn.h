@@ -11,6 +11,7 @@
 #include <sys/types.h>
 
 #include "identity.h"
+#include "syscall-filter.h"
 
 typedef enum SpawnStep {
         STEP_NONE,
@@ -72,30 +73,44 @@ typedef struct InitParams {
         const char *root_dir;
         const char *hostname;
         const char *const *mask_paths; /* hidden inside (state dir, control sockets) */
+        bool cgroupns_ready; /* born in the sandbox's own cgroup namespace: no unshare */
 } InitParams;
 
 /* The sandbox's pid 1: sets up its view of the world, reports, then reaps orphans forever. */
 _Noreturn void sandbox_init_main(const InitParams *p);
 
+/* Everything the helper and the command need. When the helper is the exec'd
+ * sandboxd-run-helper (run-exec.c), this struct travels as bytes through its argv and the
+ * pointers (argv, envp, cwd, filter) are set anew on the other side: a new pointer field needs a
+ * line in run_exec_argv() and in the helper's main(); a new fd needs one in run_params_fds(). */
 typedef struct RunParams {
         int init_pidfd;     /* the sandbox's init: its namespaces are joined */
+        int cgroup_fd;      /* >= 0: the helper was not born in the run's cgroup and moves there */
         int report_fd;
         int stdio[3];
         char *const *argv;
         char *const *envp;
         const char *cwd;    /* absolute, beneath /work */
         SandboxUser user;   /* who the command is inside (identity.h) */
-        struct rlimit rl_cpu, rl_nproc, rl_as;
-        bool rl_cpu_set, rl_nproc_set, rl_as_set;
         /* An interactive session: the helper opens a terminal in the sandbox's own devpts, passes
          * its master back (REPORT_TERMINAL) and the command gets the slave as its controlling
          * terminal and stdio (stdio[] is then unused). */
         bool pty;
         unsigned short rows, cols;
+        struct rlimit rl_cpu, rl_nproc, rl_as, rl_nofile;
+        bool rl_cpu_set, rl_nproc_set, rl_as_set, rl_nofile_set;
+        uint64_t reset_signals; /* bit n-1: signal n is ignored in the daemon; the command resets it */
+        bool direct;        /* the helper is in the sandbox's pid namespace and becomes the command */
+        const SeccompProgram *filter; /* compiled once by the daemon */
 } RunParams;
+
+/* The fds of p the helper uses (-1 for none); returns how many it wrote (at most RUN_PARAMS_FDS). */
+#define RUN_PARAMS_FDS 8
+size_t run_params_fds(const RunParams *p, int ret[static RUN_PARAMS_FDS]);
 
 /* Closes every fd but those in keep (which gets sorted); for children that do not exec. */
 void close_all_fds_except(int *keep, size_t n);
 
-/* The helper: joins the sandbox, forks the command, reports its start and its end. */
+/* The helper: joins the sandbox, forks the command, reports its start and its end; or, direct,
+ * joins the sandbox and becomes the command (the daemon is its parent and sees its end). */
 _Noreturn void run_helper_main(const RunParams *p);

@@ -567,7 +567,7 @@ static int sweep_list(Sweep *sw) {
         if (!sw->ids)
                 return -ENOMEM;
         for (Sandbox *s = m->sandboxes; s; s = s->next)
-                if (s->state != SANDBOX_DESTROYING && (sw->all || sandbox_visible_to(s, sw->conn)))
+                if (s->state != SANDBOX_DESTROYING && !s->pooled && (sw->all || sandbox_visible_to(s, sw->conn)))
                         memcpy(sw->ids[sw->n_ids++], s->id, sizeof(s->id));
         return 0;
 }

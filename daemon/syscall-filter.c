@@ -143,15 +143,3 @@ int seccomp_prepare(SeccompProgram *ret) {
                 errno = -r;
         return r;
 }
-
-int seccomp_apply(const SeccompProgram *p) {
-        struct sock_fprog prog = { .len = p->len, .filter = p->insns };
-
-        /* Setuid and file-capability binaries inside must not gain privileges on exec; seccomp
-         * also requires it of a caller without CAP_SYS_ADMIN in the initial user namespace. */
-        if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
-                return -errno;
-        if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) < 0)
-                return -errno;
-        return 0;
-}

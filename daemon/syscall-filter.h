@@ -5,9 +5,14 @@
  * together. */
 #pragma once
 
+#include <errno.h>
 #include <linux/filter.h>
+#include <linux/seccomp.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 typedef struct SeccompRule {
         const char *syscall;  /* name as libseccomp knows it */
@@ -27,12 +32,22 @@ typedef struct SeccompProgram {
         unsigned short len;
 } SeccompProgram;
 
-/* Builds the filter with libseccomp and compiles it. It allocates, so it runs before the run's
- * rlimits are set (RLIMIT_AS would make it fail, as it does ASan's shadow mappings). Returns 0,
- * or -errno (errno is set too, for child_fail()). */
+/* Builds the filter with libseccomp and compiles it, once, when the daemon starts: libseccomp
+ * probes the kernel's API with several seccomp() calls and compiles through a memfd, which is
+ * not work to repeat for every run. Returns 0, or -errno (errno is set too). */
 int seccomp_prepare(SeccompProgram *ret);
 
 /* Sets PR_SET_NO_NEW_PRIVS and installs the program in the calling thread. It allocates nothing,
- * so it can be the last step before execve. Returns 0, or -errno (errno is set too, for
- * child_fail()). */
-int seccomp_apply(const SeccompProgram *p);
+ * so it can be the last step before execve. Inline, so that the run helper (a separate, small
+ * binary) needs no libseccomp. Returns 0, or -errno (errno is set too, for child_fail()). */
+static inline int seccomp_apply(const SeccompProgram *p) {
+        struct sock_fprog prog = { .len = p->len, .filter = p->insns };
+
+        /* Setuid and file-capability binaries inside must not gain privileges on exec; seccomp
+         * also requires it of a caller without CAP_SYS_ADMIN in the initial user namespace. */
+        if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+                return -errno;
+        if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) < 0)
+                return -errno;
+        return 0;
+}

@@ -8,6 +8,8 @@
 #             (the tap-driver would call a non-zero exit an ERROR).
 #   Daemon:   start_daemon [ARGS...], start_daemon_activated [ARGS...], stop_daemon,
 #             DAEMON_PID, SOCK ($T/sock), CG (this test's own cgroup2 directory), T (temp dir).
+#             The daemon keeps no pool of ready sandboxes (--pool-size 0) unless POOL_SIZE is
+#             set, so that a test's counts of cgroups and workspaces are its own sandboxes'.
 #   Protocol: rpc JSON (prints the final reply; tests/client.py), jget JSON JQ-FILTER,
 #             run_py NAME [TIMEOUT] [ARGS...] <<'EOF' ... EOF  (a Python snippet whose
 #             "PASS desc"/"FAIL desc" lines become TAP results; see tests/client.py for the
@@ -272,7 +274,7 @@ _daemon_failed_to_start() {
 # child of the test; returns once the socket answers "health".
 start_daemon() {
         mkdir -p "$T/state"
-        "$SANDBOXD" --listen "$SOCK" --state-dir "$T/state" --cgroup-root "$CG" "$@" >>"$T/daemon.log" 2>&1 &
+        "$SANDBOXD" --listen "$SOCK" --state-dir "$T/state" --cgroup-root "$CG" --pool-size "${POOL_SIZE:-0}" "$@" >>"$T/daemon.log" 2>&1 &
         DAEMON_PID=$!
         export DAEMON_PID
         _wait_ready || _daemon_failed_to_start "sandboxd started and answers health on $SOCK"
@@ -283,7 +285,7 @@ start_daemon() {
 start_daemon_activated() {
         mkdir -p "$T/state"
         systemd-socket-activate -l "$SOCK" \
-                "$SANDBOXD" --state-dir "$T/state" --cgroup-root "$CG" "$@" >>"$T/daemon.log" 2>&1 &
+                "$SANDBOXD" --state-dir "$T/state" --cgroup-root "$CG" --pool-size "${POOL_SIZE:-0}" "$@" >>"$T/daemon.log" 2>&1 &
         DAEMON_PID=$!
         export DAEMON_PID
         _wait_ready || _daemon_failed_to_start "socket-activated sandboxd answers health on $SOCK"

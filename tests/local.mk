@@ -11,5 +11,6 @@ AM_TESTS_ENVIRONMENT = \
 include tests/unit.mk
 include tests/integration.mk
 include tests/vm/vm.mk
+include tests/perf.mk
 include tests/security/security.mk
 include tests/security/visibility.mk

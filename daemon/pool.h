@@ -1,0 +1,27 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* A pool of ready sandboxes for throwaway runs (pool_size): made with the configured default
+ * limits, owned by no one, invisible to every client, and handed out to a throwaway run whose
+ * request asks for exactly what they are. Refilled in the background at idle priority. A sandbox
+ * leaves the pool once, and is destroyed after its run like any throwaway sandbox: none is ever
+ * given to a second run. */
+#pragma once
+
+#include <json-c/json.h>
+#include <sys/types.h>
+
+#include "proto.h"
+
+typedef struct Manager Manager;
+typedef struct Sandbox Sandbox;
+
+/* Starts (or continues) filling the pool; cheap to call often. */
+void pool_schedule_refill(Manager *m);
+
+/* A pooled sandbox (ready, else the one closest to it) that fits a throwaway run's request, now
+ * the owner's and ephemeral:
+ * 1 with *ret set, 0 when none fits (the caller makes one), or < 0 with err set when the request
+ * itself is invalid (as sandbox_create would say). */
+int pool_take(Manager *m, json_object *req, uid_t owner, Sandbox **ret, ProtoError *err);
+
+/* The pool's event sources go (the sandboxes are the manager's, like any other). */
+void pool_done(Manager *m);

@@ -1,0 +1,269 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/sched.h>
+#include <sched.h>
+#include <stdbool.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "macro.h"
+#include "run-exec.h"
+
+#ifndef LIBEXECDIR
+#define LIBEXECDIR "/usr/libexec"
+#endif
+
+/* The vfork child runs here while the daemon waits in clone(); one at a time, so one stack. */
+#define HELPER_STACK_SIZE (64 * 1024)
+static char helper_stack[HELPER_STACK_SIZE] __attribute__((aligned(64)));
+
+static int open_exec(const char *path) {
+        int fd = open(path, O_PATH | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        if (faccessat(fd, "", X_OK, AT_EMPTY_PATH) < 0) {
+                int r = -errno;
+                close(fd);
+                return r;
+        }
+        return fd;
+}
+
+int run_exec_open_helper(void) {
+        const char *env = getenv("SANDBOXD_RUN_HELPER");
+        char self[PATH_MAX], path[PATH_MAX + sizeof(RUN_HELPER_NAME)];
+        ssize_t n;
+        char *slash;
+        int fd;
+
+        if (env && strcmp(env, "fork") == 0)
+                return -ENOENT;
+        if (env && *env)
+                return open_exec(env);
+        n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+        if (n > 0) {
+                self[n] = '\0';
+                slash = strrchr(self, '/');
+                if (slash) {
+                        *slash = '\0';
+                        snprintf(path, sizeof(path), "%s/%s", self, RUN_HELPER_NAME);
+                        fd = open_exec(path);
+                        if (fd >= 0)
+                                return fd;
+                }
+        }
+        return open_exec(LIBEXECDIR "/" RUN_HELPER_NAME);
+}
+
+char *run_exec_hex(const void *data, size_t n) {
+        static const char digits[] = "0123456789abcdef";
+        const unsigned char *b = data;
+        char *s = malloc(2 * n + 1);
+
+        if (!s)
+                return NULL;
+        for (size_t i = 0; i < n; i++) {
+                s[2 * i] = digits[b[i] >> 4];
+                s[2 * i + 1] = digits[b[i] & 15];
+        }
+        s[2 * n] = '\0';
+        return s;
+}
+
+static int unhex_digit(char c) {
+        return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+
+int run_exec_unhex(const char *hex, void *ret, size_t n) {
+        unsigned char *b = ret;
+        if (strlen(hex) != 2 * n)
+                return -EINVAL;
+        for (size_t i = 0; i < n; i++) {
+                int hi = unhex_digit(hex[2 * i]), lo = unhex_digit(hex[2 * i + 1]);
+                if (hi < 0 || lo < 0)
+                        return -EINVAL;
+                b[i] = (unsigned char) (hi << 4 | lo);
+        }
+        return 0;
+}
+
+typedef struct HelperExec {
+        int helper_fd;
+        char **argv;
+        char *const *envp;
+        int fds[RUN_PARAMS_FDS];
+        size_t n_fds;
+        int report_fd;
+        sigset_t mask; /* the daemon's, restored for the helper */
+} HelperExec;
+
+/* The vfork child: it shares the daemon's memory, so it only touches its own stack and makes raw
+ * system calls, then execs (or reports and exits). No malloc, no locks, nothing that an
+ * instrumented build would track. */
+__attribute__((no_sanitize("address", "undefined"))) static int helper_exec_child(void *userdata) {
+        const HelperExec *h = userdata;
+        SpawnReport r = { .kind = REPORT_FAILED, .step = STEP_FORK };
+
+        for (size_t i = 0; i < h->n_fds; i++)
+                if (h->fds[i] >= 0 && syscall(SYS_fcntl, h->fds[i], F_SETFD, 0) < 0)
+                        goto fail;
+        (void) syscall(SYS_rt_sigprocmask, SIG_SETMASK, &h->mask, NULL, _NSIG / 8);
+        syscall(SYS_execveat, h->helper_fd, "", h->argv, h->envp, AT_EMPTY_PATH);
+fail:
+        r.err = errno;
+        (void) syscall(SYS_write, h->report_fd, &r, sizeof(r));
+        syscall(SYS_exit, 127);
+        return 127;
+}
+
+/* argv: name, RunParams as hex, the filter as hex, cwd, the command's argv. */
+static char **helper_argv(const RunParams *p) {
+        size_t argc = 0;
+        char **argv;
+
+        while (p->argv[argc])
+                argc++;
+        argv = calloc(argc + 5, sizeof(char *));
+        if (!argv)
+                return NULL;
+        argv[0] = (char *) RUN_HELPER_NAME;
+        argv[1] = run_exec_hex(p, sizeof(*p));
+        argv[2] = run_exec_hex(p->filter->insns, p->filter->len * sizeof(struct sock_filter));
+        argv[3] = (char *) p->cwd;
+        memcpy(argv + 4, p->argv, argc * sizeof(char *));
+        if (!argv[1] || !argv[2]) {
+                free(argv[1]);
+                free(argv[2]);
+                free(argv);
+                return NULL;
+        }
+        return argv;
+}
+
+static void helper_argv_free(char **argv) {
+        if (!argv)
+                return;
+        free(argv[1]);
+        free(argv[2]);
+        free(argv);
+}
+
+#if defined(__x86_64__)
+/* clone3() with a stack of the child's own, calling fn(arg) there. glibc has no clone3 wrapper,
+ * and the syscall() wrapper cannot be used: the child would return through it on a stack that
+ * is not the one it was called on. clone3 is what lets the child be born in a cgroup
+ * (CLONE_INTO_CGROUP): moving it afterwards takes the kernel's cgroup_threadgroup_rwsem for
+ * writing, which waits for an RCU grace period (milliseconds on a loaded machine). */
+static long clone3_call(struct clone_args *args, int (*fn)(void *), void *arg) {
+        register long rax __asm__("rax") = SYS_clone3;
+        register long rdi __asm__("rdi") = (long) args;
+        register long rsi __asm__("rsi") = (long) sizeof(*args);
+        register long r12 __asm__("r12") = (long) arg;
+        register long r13 __asm__("r13") = (long) fn;
+
+        __asm__ volatile("syscall\n\t"
+                         "test %%rax, %%rax\n\t"
+                         "jnz 1f\n\t"
+                         "xor %%ebp, %%ebp\n\t"
+                         "mov %%r12, %%rdi\n\t"
+                         "call *%%r13\n\t"
+                         "mov $60, %%eax\n\t" /* SYS_exit, should fn return */
+                         "mov $127, %%edi\n\t"
+                         "syscall\n\t"
+                         "1:\n\t"
+                         : "+r"(rax)
+                         : "r"(rdi), "r"(rsi), "r"(r12), "r"(r13)
+                         : "rcx", "r11", "memory", "cc");
+        return rax;
+}
+#define HAVE_CLONE3_CALL 1
+#else
+#define HAVE_CLONE3_CALL 0
+#endif
+
+bool run_exec_into_cgroup(void) {
+        return HAVE_CLONE3_CALL;
+}
+
+/* clone(CLONE_VM|CLONE_VFORK) of a child that execs h->argv, born in cgroup_fd where the
+ * architecture allows (run_exec_into_cgroup()): we are suspended until it has exec'd (or has
+ * failed and reported). */
+static pid_t vfork_exec(HelperExec *h, int cgroup_fd, int *ret_pidfd) {
+        sigset_t all;
+        int pidfd = -1;
+        pid_t pid;
+
+        /* No signal may run a handler in the child on the daemon's memory (as posix_spawn). */
+        sigfillset(&all);
+        (void) sigprocmask(SIG_SETMASK, &all, &h->mask);
+#if HAVE_CLONE3_CALL
+        struct clone_args args = {
+                .flags = CLONE_VM | CLONE_VFORK | CLONE_PIDFD | (cgroup_fd >= 0 ? CLONE_INTO_CGROUP : 0),
+                .pidfd = (uint64_t) (uintptr_t) &pidfd,
+                .exit_signal = SIGCHLD,
+                .stack = (uint64_t) (uintptr_t) helper_stack,
+                .stack_size = sizeof(helper_stack),
+                .cgroup = cgroup_fd >= 0 ? (uint64_t) cgroup_fd : 0,
+        };
+        pid = (pid_t) clone3_call(&args, helper_exec_child, h);
+#else
+        (void) cgroup_fd;
+        pid = clone(helper_exec_child, helper_stack + sizeof(helper_stack), CLONE_VM | CLONE_VFORK | CLONE_PIDFD | SIGCHLD,
+                    h, &pidfd);
+        if (pid < 0)
+                pid = -errno;
+#endif
+        (void) sigprocmask(SIG_SETMASK, &h->mask, NULL);
+        if (pid > 0)
+                *ret_pidfd = pidfd;
+        return pid;
+}
+
+pid_t run_exec_helper(int helper_fd, const RunParams *p, int cgroup_fd, int *ret_pidfd) {
+        HelperExec h = { .helper_fd = helper_fd, .envp = p->envp, .report_fd = p->report_fd };
+        pid_t pid;
+
+        h.argv = helper_argv(p);
+        if (!h.argv)
+                return -ENOMEM;
+        h.n_fds = run_params_fds(p, h.fds);
+        pid = vfork_exec(&h, cgroup_fd, ret_pidfd);
+        helper_argv_free(h.argv);
+        return pid;
+}
+
+pid_t run_exec_init(int helper_fd, const InitParams *p, int cgroup_fd, int leaf_fd, int *ret_pidfd) {
+        char *const envp[] = { NULL };
+        char fd[16], cg[16];
+        char *argv[8 + 16] = { (char *) "sandboxd-run-helper", (char *) (leaf_fd >= 0 ? RUN_HELPER_INIT_CGNS : RUN_HELPER_INIT),
+                               fd, cg, (char *) p->workdir, (char *) p->root_dir, (char *) p->hostname };
+        HelperExec h = { .helper_fd = helper_fd, .argv = argv, .envp = envp,
+                         .fds = { p->sync_fd, leaf_fd >= 0 ? leaf_fd : cgroup_fd }, .n_fds = 2, .report_fd = p->sync_fd };
+        size_t n = 7;
+
+        snprintf(fd, sizeof(fd), "%d", p->sync_fd);
+        snprintf(cg, sizeof(cg), "%d", leaf_fd >= 0 ? leaf_fd : cgroup_fd);
+        for (const char *const *m = p->mask_paths; m && *m; m++) {
+                if (n >= ELEMENTSOF(argv) - 1)
+                        return -E2BIG;
+                argv[n++] = (char *) *m;
+        }
+        return vfork_exec(&h, leaf_fd >= 0 ? cgroup_fd : -1, ret_pidfd);
+}
+
+pid_t run_exec_rm(int helper_fd, int dir_fd, const char *name, int *ret_pidfd) {
+        char *const envp[] = { NULL };
+        char fd[16];
+        char *argv[] = { (char *) "sandboxd-rm", (char *) RUN_HELPER_RM, fd, (char *) name, NULL };
+        HelperExec h = { .helper_fd = helper_fd, .argv = argv, .envp = envp, .fds = { dir_fd }, .n_fds = 1,
+                         .report_fd = -1 };
+
+        snprintf(fd, sizeof(fd), "%d", dir_fd);
+        return vfork_exec(&h, -1, ret_pidfd);
+}

@@ -1,0 +1,106 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* sandboxd-run-helper: exec'd by sandboxd for every run (run-exec.c), never by hand. It takes
+ * the run's parameters from its argv, then does what run_helper_main() says: joins the
+ * sandbox, forks the command, reports its start and its end. A small, separate process, so
+ * that the fork of the command copies almost nothing. */
+#include <errno.h>
+#include <limits.h>
+#include <sched.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <sys/prctl.h>
+
+#include "rm-rf.h"
+#include "run-exec.h"
+#include "spawn.h"
+
+extern char **environ;
+
+static int parse_fd(const char *s) {
+        char *end;
+        long v = strtol(s, &end, 10);
+        return *end || v < 0 || v > INT_MAX ? -1 : (int) v;
+}
+
+/* argv: "init", the sync fd, the sandbox's cgroup fd, workdir, root_dir, hostname, the paths to
+ * mask. The init is cloned from this small process, not from the daemon (run-exec.h). */
+static int init_main(int argc, char **argv, bool cgns) {
+        SpawnReport r = { .kind = REPORT_STARTED };
+        InitParams p = { .cgroupns_ready = cgns };
+        int cg_fd, pidfd = -1;
+        pid_t pid;
+
+        if (argc < 7 || (p.sync_fd = parse_fd(argv[2])) < 0 || (cg_fd = parse_fd(argv[3])) < 0)
+                return 127;
+
+        p.workdir = argv[4];
+        p.root_dir = argv[5];
+        p.hostname = argv[6];
+        p.mask_paths = (const char *const *) argv + 7;
+        /* Born in the sandbox's cgroup ourselves, we make the sandbox's user namespace and its
+         * cgroup namespace here: rooted at our cgroup, owned by that user namespace (so that
+         * cgroup2 can be mounted inside). The init, born in its leaf (cg_fd), gets the rest new
+         * and these two from us. (A cgroup namespace made by the clone itself would be rooted
+         * at the leaf.) */
+        if (cgns && unshare(CLONE_NEWUSER | CLONE_NEWCGROUP) < 0) {
+                r = (SpawnReport) { .kind = REPORT_FAILED, .step = STEP_CGROUPNS, .err = errno };
+                report_send(p.sync_fd, &r, -1);
+                return 1;
+        }
+        pid = clone3_pidfd((cgns ? SANDBOX_NS_FLAGS & ~(uint64_t) CLONE_NEWUSER : SANDBOX_NS_FLAGS) | CLONE_PARENT, cg_fd,
+                           &pidfd);
+        if (pid == 0) {
+                close(cg_fd);
+                sandbox_init_main(&p);
+        }
+        if (pid < 0) {
+                r = (SpawnReport) { .kind = REPORT_FAILED, .step = STEP_FORK, .err = -pid };
+                report_send(p.sync_fd, &r, -1);
+                return 1;
+        }
+        r.code = pid;
+        return report_send(p.sync_fd, &r, pidfd) < 0 ? 1 : 0;
+}
+
+/* argv: "rm", the directory fd, the name to remove below it. */
+static int rm_main(int argc, char **argv) {
+        int fd = argc == 4 ? parse_fd(argv[2]) : -1;
+        if (fd < 0)
+                return 127;
+        (void) prctl(PR_SET_NAME, "sandboxd-rm");
+        return rm_rf_at(fd, argv[3]) < 0 ? 1 : 0;
+}
+
+int main(int argc, char **argv) {
+        static struct sock_filter insns[BPF_MAXINSNS];
+        SeccompProgram filter = { .insns = insns };
+        RunParams p;
+        size_t len;
+
+        if (argc > 1 && strcmp(argv[1], RUN_HELPER_INIT) == 0)
+                return init_main(argc, argv, false);
+        if (argc > 1 && strcmp(argv[1], RUN_HELPER_INIT_CGNS) == 0)
+                return init_main(argc, argv, true);
+        if (argc > 1 && strcmp(argv[1], RUN_HELPER_RM) == 0)
+                return rm_main(argc, argv);
+        if (argc < 5 || run_exec_unhex(argv[1], &p, sizeof(p)) < 0) {
+                fprintf(stderr, "%s: started by sandboxd only\n", RUN_HELPER_NAME);
+                return 127;
+        }
+        len = strlen(argv[2]) / 2;
+        if (len == 0 || len % sizeof(struct sock_filter) != 0 || len > sizeof(insns) ||
+            run_exec_unhex(argv[2], insns, len) < 0) {
+                fprintf(stderr, "%s: bad filter\n", RUN_HELPER_NAME);
+                return 127;
+        }
+        filter.len = (unsigned short) (len / sizeof(struct sock_filter));
+        p.filter = &filter;
+        p.cwd = argv[3];
+        p.argv = argv + 4;
+        p.envp = environ;
+        run_helper_main(&p);
+}
