@@ -43,3 +43,10 @@ fuzz: tests/fuzz/fuzz-request
 		-artifact_prefix=tests/fuzz/work/ $(FUZZ_ARGS) tests/fuzz/work/request $(srcdir)/tests/fuzz/corpus/request
 .PHONY: fuzz check-vm
 endif
+
+## copy_tree() of the daemon, on a hostile tree (root only; skipped otherwise).
+check_PROGRAMS += tests/test-copy-tree
+TESTS += tests/test-copy-tree
+tests_test_copy_tree_SOURCES = tests/test-copy-tree.c tests/tap.h daemon/copy-tree.c daemon/copy-tree.h
+tests_test_copy_tree_CFLAGS = $(UNIT_CFLAGS) -I$(srcdir)/daemon
+tests_test_copy_tree_LDADD = $(UNIT_LDADD)
