@@ -7,7 +7,7 @@ daemon_sandboxd_SOURCES = \
 	daemon/manager.c daemon/manager.h \
 	daemon/connection.c daemon/connection.h \
 	daemon/ops.c daemon/ops.h \
-	daemon/op-hello.c daemon/op-sandbox.c daemon/op-run.c \
+	daemon/op-hello.c daemon/op-sandbox.c daemon/op-run.c daemon/op-snapshot.c \
 	daemon/cgroup.c daemon/cgroup.h daemon/cgroup-limits.c \
 	daemon/sandbox.c daemon/sandbox.h \
 	daemon/sandbox-setup.c \
@@ -16,6 +16,9 @@ daemon_sandboxd_SOURCES = \
 	daemon/run.c daemon/run.h \
 	daemon/output.c daemon/output.h \
 	daemon/rm-rf.c daemon/rm-rf.h \
-	daemon/state.c daemon/state.h
+	daemon/state.c daemon/state.h \
+	daemon/copy-tree.c daemon/copy-tree.h \
+	daemon/snapshot.c daemon/snapshot.h \
+	daemon/snapshot-job.c daemon/snapshot-job.h
 daemon_sandboxd_CFLAGS = $(AM_CFLAGS) $(SYSTEMD_CFLAGS) $(JSONC_CFLAGS) $(CGROUP_CFLAGS) $(SECCOMP_CFLAGS)
 daemon_sandboxd_LDADD = lib/libsbxcommon.la $(SYSTEMD_LIBS) $(JSONC_LIBS) $(CGROUP_LIBS) $(SECCOMP_LIBS)

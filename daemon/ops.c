@@ -17,6 +17,7 @@ static const FieldSpec create_fields[] = {
         { "network", FIELD_STRING },
         { "env", FIELD_OBJECT },
         { "best_effort", FIELD_BOOL },
+        { "from_snapshot", FIELD_STRING },
         {},
 };
 static const FieldSpec run_fields[] = {
@@ -47,6 +48,19 @@ static const FieldSpec kill_fields[] = {
         {},
 };
 
+static const FieldSpec snapshot_fields[] = {
+        ENVELOPE,
+        { "sandbox", FIELD_STRING, true },
+        { "label", FIELD_STRING },
+        {},
+};
+static const FieldSpec snapshot_one_fields[] = {
+        ENVELOPE,
+        { "sandbox", FIELD_STRING, true },
+        { "snapshot", FIELD_STRING, true },
+        {},
+};
+
 static const Op ops[] = {
         { "hello", op_hello, no_fields },
         { "health", op_health, no_fields },
@@ -56,6 +70,10 @@ static const Op ops[] = {
         { "destroy", op_destroy, sandbox_fields },
         { "run", op_run, run_fields },
         { "kill", op_kill, kill_fields },
+        { "snapshot", op_snapshot, snapshot_fields },
+        { "snapshot.list", op_snapshot_list, sandbox_fields },
+        { "snapshot.restore", op_snapshot_restore, snapshot_one_fields },
+        { "snapshot.delete", op_snapshot_delete, snapshot_one_fields },
 };
 
 void ops_dispatch(Connection *c, json_object *id, const char *name, json_object *req) {

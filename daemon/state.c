@@ -14,6 +14,7 @@
 #include "proto.h"
 #include "rm-rf.h"
 #include "sandbox.h"
+#include "snapshot.h"
 #include "state.h"
 #include "util.h"
 
@@ -101,7 +102,8 @@ static void restore_entry(Manager *m, const char *name) {
         Sandbox *s;
         int r;
 
-        if (is_sandbox_id(name) && read_meta(m->state_fd, name, &meta) >= 0) {
+        if (is_sandbox_id(name) && snapshot_cleanup_partial(m->state_fd, name) >= 0 &&
+            read_meta(m->state_fd, name, &meta) >= 0) {
                 r = sandbox_restore(m, meta, &s);
                 if (r < 0)
                         log_warning("sandbox %s: cannot restore it: %s; its workspace stays in place", name, strerror(-r));
