@@ -14,7 +14,12 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
+#include <sys/wait.h>
+#include <dirent.h>
+#include <signal.h>
+#include <linux/fs.h>
 #include <unistd.h>
 
 #include "copy-tree.h"
@@ -254,6 +259,90 @@ static void run_shift(const char *src) {
         close(d);
 }
 
+/* ---- The symlink-swap race (CVE-2018-15664): a process swaps a directory of the source with a
+ * symlink to a canary directory outside it, as fast as it can, while the tree is copied over and
+ * over. Nothing of the canary may ever be read into a copy, nor anything written through. */
+
+static bool tree_has_canary(int dir) {
+        int fd = openat(dir, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+        struct dirent *de;
+        bool found = false;
+        if (!d)
+                return false;
+        while (!found && (de = readdir(d))) {
+                struct stat st;
+                if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+                        continue;
+                if (strcmp(de->d_name, "canary-secret") == 0)
+                        found = true;
+                else if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode)) {
+                        int sub = openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                        if (sub >= 0) {
+                                found = tree_has_canary(sub);
+                                close(sub);
+                        }
+                }
+        }
+        closedir(d);
+        return found;
+}
+
+static void run_race(void) {
+        char src[PATH_MAX], canary[PATH_MAX], dst[PATH_MAX + 32];
+        int s, c, leaks = 0, errors = 0, runs = 300, swapped = 0;
+        struct stat before, after;
+        pid_t racer;
+
+        snprintf(src, sizeof(src), "%s/race-src", base);
+        snprintf(canary, sizeof(canary), "%s/canary", base);
+        must(mkdir(src, 0755), "mkdir race-src");
+        must(mkdir(canary, 0755), "mkdir canary");
+        c = open_dir(canary);
+        write_file(c, "canary-secret", "CANARY\n", 0644, 0, 0);
+        must(fstatat(c, "canary-secret", &before, 0), "stat canary");
+        close(c);
+        s = open_dir(src);
+        must(mkdirat(s, "d", 0755), "mkdir d");
+        must(mkdirat(s, "d/sub", 0755), "mkdir d/sub");
+        write_file(s, "d/sub/file", "mine\n", 0644, 0, 0);
+        must(symlinkat(canary, s, "link"), "symlink to the canary");
+        racer = fork();
+        must(racer, "fork");
+        if (racer == 0) {
+                for (;;)
+                        (void) syscall(SYS_renameat2, s, "d", s, "link", RENAME_EXCHANGE);
+        }
+        for (int i = 0; i < runs; i++) {
+                CopyOptions o = { .no_openat2 = i % 2 == 1 };
+                int d;
+                snprintf(dst, sizeof(dst), "%s/race-dst-%d", base, i);
+                must(mkdir(dst, 0700), "mkdir race dst");
+                d = open_dir(dst);
+                if (copy_tree(s, d, &o, NULL) < 0)
+                        errors++; /* ESTALE and friends are fine: the tree changed under us */
+                leaks += tree_has_canary(d);
+                {
+                        struct stat st;
+                        swapped += fstatat(d, "d", &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode);
+                }
+                close(d);
+        }
+        kill(racer, SIGKILL);
+        waitpid(racer, NULL, 0);
+        is_int(leaks, 0, "race: in %d copies of a tree whose directory is swapped with a symlink to a canary, "
+                         "the canary never appears (%d copies failed cleanly)", runs, errors);
+        c = open_dir(canary);
+        ok(fstatat(c, "canary-secret", &after, 0) == 0 && after.st_mtim.tv_sec == before.st_mtim.tv_sec &&
+                   after.st_mtim.tv_nsec == before.st_mtim.tv_nsec && after.st_size == before.st_size,
+           "race: the canary is unchanged");
+        is_str(read_text(c, "canary-secret"), "CANARY\n", "race: its content too");
+        ok(swapped > 0, "race: the swap was seen (%d of %d copies have the symlink where the directory was)", swapped,
+           runs);
+        close(c);
+        close(s);
+}
+
 int main(void) {
         char src[PATH_MAX], mnt[PATH_MAX + 64];
 
@@ -275,6 +364,7 @@ int main(void) {
         run_copy(src, "openat2", false);
         run_copy(src, "fallback", true);
         run_shift(src);
+        run_race();
 
         snprintf(mnt, sizeof(mnt), "%s/mnt", src);
         umount2(mnt, MNT_DETACH);
