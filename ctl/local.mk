@@ -8,6 +8,7 @@ ctl_sandboxctl_SOURCES = \
 	ctl/verb-daemon.c \
 	ctl/verb-create.c \
 	ctl/verb-run.c \
-	ctl/verb-sandbox.c
+	ctl/verb-sandbox.c \
+	ctl/verb-snapshot.c
 ctl_sandboxctl_CFLAGS = $(AM_CFLAGS) $(JSONC_CFLAGS)
 ctl_sandboxctl_LDADD = lib/libsandbox.la lib/libsbxcommon.la $(JSONC_LIBS)

@@ -21,7 +21,8 @@ static const Verb verb_help_entry = {
 
 static const Verb *const verbs[] = {
         &verb_status, &verb_create,  &verb_run,   &verb_list,  &verb_inspect,
-        &verb_destroy, &verb_kill,   &verb_hello, &verb_health, &verb_help_entry,
+        &verb_destroy, &verb_kill,   &verb_snapshot, &verb_snapshots, &verb_restore,
+        &verb_snapshot_delete, &verb_hello, &verb_health, &verb_help_entry,
 };
 
 static const Verb *verb_find(const char *name) {
@@ -36,7 +37,7 @@ static void help(void) {
                "Create sandboxes and run commands in them through sandboxd.\n\n"
                "Verbs:\n");
         for (size_t i = 0; i < ELEMENTSOF(verbs); i++)
-                printf("  %-10s %s\n", verbs[i]->name, verbs[i]->summary);
+                printf("  %-15s %s\n", verbs[i]->name, verbs[i]->summary);
         printf("\nOptions:\n"
                "  -h --help          Show this help\n"
                "     --version       Show the version\n"

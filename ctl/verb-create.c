@@ -21,6 +21,8 @@ const Verb verb_create = {
                 "  -e --env NAME=VALUE    Default environment of runs (repeatable)\n"
                 "     --network MODE      \"none\" (the default): loopback only\n"
                 "     --best-effort       Accept limits this host cannot enforce\n"
+                "     --from-snapshot SNAP  Start with a copy of a snapshot's tree: SANDBOX/SNAPSHOT\n"
+                "                         or a snapshot id alone (see 'sandboxctl snapshots')\n"
                 "  -v --verbose           Also print the limits and what is enforced, on stderr\n"
                 "\nPrints only the id on stdout. Defaults and maximums come from sandboxd's\n"
                 "configuration; see 'sandboxctl status' for what this host can enforce.\n",
@@ -36,6 +38,7 @@ enum {
         ARG_OUTPUT_BYTES,
         ARG_NETWORK,
         ARG_BEST_EFFORT,
+        ARG_FROM_SNAPSHOT,
 };
 
 typedef struct CreateArgs {
@@ -70,6 +73,8 @@ static int create_option(CreateArgs *a, int c, const char *value) {
         case ARG_BEST_EFFORT:
                 json_object_object_add(a->request, "best_effort", json_object_new_boolean(true));
                 return 0;
+        case ARG_FROM_SNAPSHOT:
+                return add_string(a->request, "from_snapshot", value);
         case 'v':
                 a->verbose = true;
                 return 0;
@@ -91,6 +96,7 @@ static int create_parse(CreateArgs *a, int argc, char *argv[]) {
                 { "env", required_argument, NULL, 'e' },
                 { "network", required_argument, NULL, ARG_NETWORK },
                 { "best-effort", no_argument, NULL, ARG_BEST_EFFORT },
+                { "from-snapshot", required_argument, NULL, ARG_FROM_SNAPSHOT },
                 { "verbose", no_argument, NULL, 'v' },
                 {},
         };

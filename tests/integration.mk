@@ -9,6 +9,7 @@ INTEGRATION_TESTS = \
 	tests/t-protocol.sh \
 	tests/t-restart.sh \
 	tests/t-run.sh \
+	tests/t-snapshot.sh \
 	tests/t-stream.sh \
 	tests/t-v1.sh
 TESTS += $(INTEGRATION_TESTS)
@@ -16,4 +17,4 @@ EXTRA_DIST += $(INTEGRATION_TESTS) tests/lib.sh tests/client.py
 
 ## t-v1.sh checks what the others may have done to the cgroup v1 hierarchies: it runs after them,
 ## also under make -j.
-tests/t-v1.log: tests/t-access.log tests/t-activation.log tests/t-leak.log tests/t-protocol.log tests/t-restart.log tests/t-run.log tests/t-stream.log
+tests/t-v1.log: tests/t-access.log tests/t-activation.log tests/t-leak.log tests/t-protocol.log tests/t-restart.log tests/t-run.log tests/t-snapshot.log tests/t-stream.log
