@@ -383,6 +383,8 @@ static int sandbox_clear_old_cgroup(Sandbox *s) {
 
         if (fd < 0)
                 return errno == ENOENT ? 0 : -errno;
+        /* It may have been frozen for a snapshot when the daemon died. */
+        (void) cg_write(fd, "cgroup.freeze", "0");
         for (int i = 0; i < 1000 && cg_populated(fd) > 0; i++) {
                 (void) cg_kill(fd);
                 usleep(1000);

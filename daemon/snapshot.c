@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cgroup.h"
 #include "log.h"
 #include "macro.h"
 #include "manager.h"
@@ -293,4 +294,20 @@ int snapshot_cleanup_partial(int state_fd, const char *sandbox_id) {
         if (snaps >= 0)
                 remove_matching(snaps, ".tmp-", sandbox_id);
         return 0;
+}
+
+void snapshot_discard_cgroup(Manager *m, const char *sandbox_id) {
+        _cleanup_close_ int fd = openat(m->cg.sandboxes_fd, sandbox_id, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        int r;
+
+        if (fd < 0)
+                return;
+        (void) cg_write(fd, "cgroup.freeze", "0");
+        for (int i = 0; i < 1000 && cg_populated(fd) > 0; i++) {
+                (void) cg_kill(fd);
+                usleep(1000);
+        }
+        r = cg_remove_tree(m->cg.sandboxes_fd, sandbox_id);
+        if (r < 0)
+                log_warning("sandbox %s: cannot remove its cgroup: %s", sandbox_id, strerror(-r));
 }

@@ -63,6 +63,10 @@ const char *snapshot_format_time(char *buf, size_t len, uint64_t usec);
  * snapshots and workspaces. -ESTALE when the sandbox is an unfinished fork and must go. */
 int snapshot_cleanup_partial(int state_fd, const char *sandbox_id);
 
+/* An unfinished fork is not restored: the processes an earlier daemon left in its cgroup are
+ * killed and the cgroup removed (blocks for at most about a second, at start only). */
+void snapshot_discard_cgroup(Manager *m, const char *sandbox_id);
+
 /* Removes dir_fd/name in a child process (the loop never waits for a big tree). */
 void snapshot_remove_async(Manager *m, int dir_fd, const char *name);
 

@@ -203,10 +203,15 @@ is "$(canary_sum)" "$canary_before" "the canary files were neither read into a s
 r=$(rpc '{"op":"snapshot","sandbox":"a","label":"keep"}')
 s2=$(jget "$r" .snapshot.id)
 list_before=$(jget "$(rpc '{"op":"snapshot.list","sandbox":"a"}')" '[.snapshots[].id] | join(",")')
+f=$(jget "$(rpc '{"op":"create","best_effort":true,"name":"f"}')" .sandbox.id)
 kill -KILL "$DAEMON_PID"; wait "$DAEMON_PID" 2>/dev/null; DAEMON_PID=
 mkdir -p "$T/state/sandboxes/$a/snapshots/.tmp-snap-0123456789ab/tree/x" "$T/state/sandboxes/$a/work.new-0123456789ab/y"
+: >"$T/state/sandboxes/$f/.fork-incomplete" # as a crash in the middle of a fork leaves it
 start_daemon || exit 0
 chmod 0666 "$SOCK"
+is "$(jget "$(rpc '{"op":"inspect","sandbox":"f"}')" .error.code)" not_found "a sandbox whose fork never finished is gone after the restart"
+check "with its directory" [ ! -e "$T/state/sandboxes/$f" ]
+check "and its cgroup (the processes an earlier daemon left in it are killed)" [ ! -e "$CG/sandboxes/$f" ]
 is "$(jget "$(rpc '{"op":"snapshot.list","sandbox":"a"}')" '[.snapshots[].id] | join(",")')" "$list_before" \
 	"after SIGKILL and a restart, the sandbox's snapshots are all listed, oldest first"
 check "a half-made snapshot (.tmp-*) was removed at start" [ ! -e "$T/state/sandboxes/$a/snapshots/.tmp-snap-0123456789ab" ]
@@ -252,10 +257,25 @@ is "$(ctl --json snapshots a | jq -r '.snapshots | length')" $((n - 1)) "sandbox
 ctl snapshot-delete a "$s3" >/dev/null 2>&1
 is "$?" 1 "deleting it again fails (not_found)"
 
+# ---- a clean stop in the middle of a snapshot ------------------------------------------------
+# Removers of big trees (deleted snapshots, replaced workspaces) finish first: stop_daemon wants
+# the daemon's leaf empty.
+_only_daemon_left() { [ "$(cat "$CG/daemon/cgroup.procs")" = "$DAEMON_PID" ]; }
+check "the removers of deleted trees finish" wait_until 120 _only_daemon_left
+python3 "$TESTS_DIR/client.py" "$SOCK" call '{"op":"snapshot","sandbox":"b"}' --timeout 60 >/dev/null 2>&1 &
+client=$!
+_b_copy_running() { ls -a "$T/state/sandboxes/$b/snapshots" | grep -q '^\.tmp-'; }
+wait_until 20 _b_copy_running
+stop_daemon # SIGTERM: exits 0, sandbox cgroups gone, nothing left in the daemon's leaf
+wait "$client" 2>/dev/null
+check "no copy process outlives a stopped daemon" wait_until 10 _no_copy
+start_daemon || exit 0
+chmod 0666 "$SOCK"
+check "the snapshot it interrupted is cleaned at the next start" sh -c "! ls -a '$T/state/sandboxes/$b/snapshots' | grep -q '^\.tmp-'"
+is "$(runout b 'ls /work/many | wc -l')" 20000 "sandbox b and its workspace are back"
+
 # ---- destroy takes the snapshots along ------------------------------------------------------
 rpc '{"op":"destroy","sandbox":"a"}' >/dev/null
 check "destroy removes the sandbox's snapshots with it" wait_until 60 test ! -e "$T/state/sandboxes/$a"
-# Removers of big trees (deleted snapshots, replaced workspaces) finish before the daemon stops.
-_only_daemon_left() { [ "$(cat "$CG/daemon/cgroup.procs")" = "$DAEMON_PID" ]; }
 check "the removers of deleted trees have finished" wait_until 120 _only_daemon_left
 stop_daemon
