@@ -61,18 +61,33 @@ typedef struct Progress {
         bool shown;
 } Progress;
 
+static void progress_bar(int64_t done, int64_t total, const char *size) {
+        char bar[31];
+        int width = (int) sizeof(bar) - 1, filled = total > 0 ? (int) (done * width / total) : 0;
+        if (filled > width)
+                filled = width;
+        memset(bar, '#', (size_t) filled);
+        memset(bar + filled, '.', (size_t) (width - filled));
+        bar[width] = '\0';
+        fprintf(stderr, "\r[%s] %3d%%  %s   ", bar, total > 0 ? (int) (done * 100 / total) : 0, size);
+}
+
 static int on_progress(json_object *ev, void *userdata) {
         Progress *p = userdata;
         char size[FIELD_BUF];
-        int64_t files = 0;
+        int64_t files = 0, bytes = 0, total = 0;
         const char *what = json_str(ev, "event");
 
         if (!what || strcmp(what, "progress") != 0)
                 return 0;
         (void) json_int(ev, "files", &files);
-        /* The total is unknown before the walk ends: a counter that spins rather than a bar. */
-        fprintf(stderr, "\r%c copied %s in %lld files   ", "|/-\\"[files % 4], fmt_size(size, ev, "bytes"),
-                (long long) files);
+        (void) json_int(ev, "bytes", &bytes);
+        fmt_size(size, ev, "bytes");
+        if (json_int(ev, "total_bytes", &total) && total > 0)
+                progress_bar(bytes, total, size); /* a restore knows its snapshot's size */
+        else
+                /* A snapshot's total is unknown before its walk ends: a counter that spins. */
+                fprintf(stderr, "\r%c copied %s in %lld files   ", "|/-\\"[files % 4], size, (long long) files);
         p->shown = true;
         return 0;
 }

@@ -101,7 +101,7 @@ int op_snapshot_restore(Connection *c, json_object *id, json_object *req, ProtoE
         int r = lookup_for_job(c, req, &s, err);
         if (r < 0 || (r = get_snapshot_arg(req, s, &info, err)) < 0)
                 return r;
-        return snapshot_job_restore(s, c, id, info.id, err);
+        return snapshot_job_restore(s, c, id, &info, err);
 }
 
 int op_snapshot_delete(Connection *c, json_object *id, json_object *req, ProtoError *err) {

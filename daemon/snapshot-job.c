@@ -58,6 +58,7 @@ struct SnapshotJob {
         uid_t src_host_uid;        /* fork: its uid range */
         char work_new[32];         /* restore: work.new-<rand> */
         uint64_t created_usec;
+        uint64_t total_bytes, total_files; /* restore: the snapshot's, for a progress bar */
         uint64_t freeze_start;
         bool frozen, copied, done;
         unsigned freeze_polls;
@@ -318,6 +319,10 @@ static void job_send_progress(SnapshotJob *j) {
         ev = proto_event(j->req_id, "progress");
         json_object_object_add(ev, "bytes", json_object_new_int64((int64_t) j->stats.bytes));
         json_object_object_add(ev, "files", json_object_new_int64((int64_t) j->stats.files));
+        if (j->kind == JOB_RESTORE) {
+                json_object_object_add(ev, "total_bytes", json_object_new_int64((int64_t) j->total_bytes));
+                json_object_object_add(ev, "total_files", json_object_new_int64((int64_t) j->total_files));
+        }
         connection_send_take(j->conn, ev);
 }
 
@@ -526,6 +531,7 @@ static int on_freeze_timer(sd_event_source *src, uint64_t usec, void *userdata) 
         (void) cg_read_keyed(j->sandbox->cg_fd, "cgroup.events", "frozen", &frozen);
         if (frozen) {
                 j->freeze_timer = sd_event_source_disable_unref(j->freeze_timer);
+                j->created_usec = now_usec(CLOCK_REALTIME); /* the point in time it shows */
                 (void) job_copy_or_fail(j);
                 return 0;
         }
@@ -596,7 +602,7 @@ int snapshot_job_snapshot(Sandbox *s, Connection *c, json_object *id, const char
         return 0;
 }
 
-int snapshot_job_restore(Sandbox *s, Connection *c, json_object *id, const char *snap_id, ProtoError *err) {
+int snapshot_job_restore(Sandbox *s, Connection *c, json_object *id, const SnapshotInfo *snap, ProtoError *err) {
         SnapshotJob *j = job_new(JOB_RESTORE, s, c, id);
         uint8_t b[6];
         if (!j)
@@ -605,7 +611,9 @@ int snapshot_job_restore(Sandbox *s, Connection *c, json_object *id, const char 
                 job_free(j);
                 return oom(err);
         }
-        snprintf(j->snap_id, sizeof(j->snap_id), "%s", snap_id);
+        snprintf(j->snap_id, sizeof(j->snap_id), "%s", snap->id);
+        j->total_bytes = snap->bytes;
+        j->total_files = snap->files;
         snprintf(j->work_new, sizeof(j->work_new), "work.new-%02x%02x%02x%02x%02x%02x", b[0], b[1], b[2], b[3], b[4],
                  b[5]);
         (void) job_copy_or_fail(j);

@@ -33,13 +33,14 @@ typedef struct Manager Manager;
 #define SNAPSHOT_META_MAX (64u * 1024)
 #define FORK_MARKER ".fork-incomplete"
 
-typedef struct SnapshotInfo {
+typedef struct SnapshotInfo SnapshotInfo;
+struct SnapshotInfo {
         char id[SNAPSHOT_ID_LEN + 1];
         char label[SNAPSHOT_LABEL_MAX + 1]; /* "" when none */
         uint64_t created_usec;              /* CLOCK_REALTIME: when the sandbox was frozen */
         uint64_t bytes;                     /* apparent size of its files, each inode once */
         uint64_t files;                     /* files, symlinks and FIFOs, each inode once */
-} SnapshotInfo;
+};
 
 bool snapshot_id_valid(const char *id);
 int snapshot_new_id(char ret[static SNAPSHOT_ID_LEN + 1]);
