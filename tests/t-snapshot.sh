@@ -248,8 +248,13 @@ like "$out" "via-ctl" "with the labels"
 like "$out" "[0-9.]+[KMG]" "and human sizes"
 n=$(ctl --json snapshots a | jq -r '.snapshots | length')
 is "$n" "$(($(echo "$list_after" | tr ',' '\n' | wc -l) + 2))" "sandboxctl --json snapshots"
+like "$(ctl inspect a)" "snapshots: +[0-9]+ \(latest snap-" "sandboxctl inspect counts the snapshots"
 out=$(ctl restore a "$s1")
 like "$out" "restored" "sandboxctl restore"
+# On a terminal (script(1) gives it one), a progress bar while the restore copies 20000 files.
+svia=$(ctl --json snapshots a | jq -r '.snapshots[] | select(.label == "via-ctl") | .id')
+out=$(script -qec "$SANDBOXCTL --socket $SOCK restore a $svia" /dev/null </dev/null | tr '\r' '\n')
+like "$out" "\[[#.]{30}\] +[0-9]+%" "sandboxctl restore draws a progress bar on a terminal"
 out=$(ctl create --best-effort --name c --from-snapshot "a/$s3")
 is "$(ctl --json inspect c | jq -r .sandbox.state)" ready "sandboxctl create --from-snapshot"
 ctl snapshot-delete a "$s3" >/dev/null
