@@ -192,12 +192,18 @@ int daemon_connect(SbxClient **ret) {
         const char *path = socket_path();
         int r = sbx_client_connect(path, ret);
 
+        /* The three ways a connect fails for a person rather than for a program: say what to do. */
         if (r == -EACCES || r == -EPERM)
-                return log_error_errno(r, "permission denied on %s: add your user to the 'sandboxd' group "
-                                       "(sudo usermod -aG sandboxd $USER) and log in again", path);
-        if (r == -ENOENT || r == -ECONNREFUSED)
-                return log_error_errno(r, "sandboxd is not running at %s (is sandboxd.socket enabled? "
-                                       "systemctl enable --now sandboxd.socket)", path);
+                return log_error_errno(r, "permission denied on %s: only root and members of group 'sandboxd' may "
+                                       "use sandboxd; add yourself (sudo usermod -aG sandboxd $USER) and log in "
+                                       "again", path);
+        if (r == -ENOENT)
+                return log_error_errno(r, "no sandboxd socket at %s: start it with 'systemctl enable --now "
+                                       "sandboxd.socket' (or point --socket/$%s at the right path)", path,
+                                       SBX_SOCKET_ENV);
+        if (r == -ECONNREFUSED)
+                return log_error_errno(r, "nothing is listening on %s (a stale socket: sandboxd stopped without its "
+                                       "socket unit?): 'systemctl restart sandboxd.socket'", path);
         if (r < 0)
                 return log_error_errno(r, "cannot connect to sandboxd at %s: %m", path);
         return 0;

@@ -7,8 +7,10 @@ ctl_sandboxctl_SOURCES = \
 	ctl/format.c \
 	ctl/verb-daemon.c \
 	ctl/verb-create.c \
+	ctl/verb-pty.c \
 	ctl/verb-run.c \
 	ctl/verb-sandbox.c \
-	ctl/verb-snapshot.c
+	ctl/verb-snapshot.c \
+	ctl/verb-sweep.c
 ctl_sandboxctl_CFLAGS = $(AM_CFLAGS) $(JSONC_CFLAGS)
 ctl_sandboxctl_LDADD = lib/libsandbox.la lib/libsbxcommon.la $(JSONC_LIBS)

@@ -18,9 +18,14 @@ const Verb verb_create = {
                 "     --cpus X            CPU bandwidth in cores (e.g. 0.5)\n"
                 "     --timeout DUR       Default wall-clock limit of runs (e.g. 30s, 2m)\n"
                 "     --output-bytes SIZE Default cap per output stream of runs\n"
+                "     --disk SIZE         Disk limit of workspace + snapshots (checked by the sweep)\n"
+                "     --ttl DUR           Destroyed by the sweep this long after creation\n"
+                "     --idle DUR          Destroyed by the sweep after this long without runs\n"
                 "  -e --env NAME=VALUE    Default environment of runs (repeatable)\n"
                 "     --network MODE      \"none\" (the default): loopback only\n"
                 "     --best-effort       Accept limits this host cannot enforce\n"
+                "  -u --user USER         Who runs run as inside: \"sandbox\" (uid 1000, the default)\n"
+                "                         or \"root\" (root of the sandbox's user namespace)\n"
                 "     --from-snapshot SNAP  Start with a copy of a snapshot's tree: SANDBOX/SNAPSHOT\n"
                 "                         or a snapshot id alone (see 'sandboxctl snapshots')\n"
                 "  -v --verbose           Also print the limits and what is enforced, on stderr\n"
@@ -38,6 +43,9 @@ enum {
         ARG_OUTPUT_BYTES,
         ARG_NETWORK,
         ARG_BEST_EFFORT,
+        ARG_DISK,
+        ARG_TTL,
+        ARG_IDLE,
         ARG_FROM_SNAPSHOT,
 };
 
@@ -58,6 +66,12 @@ static int create_option(CreateArgs *a, int c, const char *value) {
                 return check_sandbox_name(value) < 0 ? -EINVAL : add_string(a->request, "name", value);
         case ARG_MEMORY:
                 return add_size(a->limits, "memory", "--memory", value);
+        case ARG_DISK:
+                return add_size(a->limits, "disk", "--disk", value);
+        case ARG_TTL:
+                return add_duration(a->request, "ttl", "--ttl", value);
+        case ARG_IDLE:
+                return add_duration(a->request, "idle", "--idle", value);
         case ARG_PIDS:
                 return add_uint(a->limits, "pids", "--pids", value);
         case ARG_CPUS:
@@ -73,6 +87,8 @@ static int create_option(CreateArgs *a, int c, const char *value) {
         case ARG_BEST_EFFORT:
                 json_object_object_add(a->request, "best_effort", json_object_new_boolean(true));
                 return 0;
+        case 'u':
+                return add_string(a->request, "user", value);
         case ARG_FROM_SNAPSHOT:
                 return add_string(a->request, "from_snapshot", value);
         case 'v':
@@ -96,6 +112,10 @@ static int create_parse(CreateArgs *a, int argc, char *argv[]) {
                 { "env", required_argument, NULL, 'e' },
                 { "network", required_argument, NULL, ARG_NETWORK },
                 { "best-effort", no_argument, NULL, ARG_BEST_EFFORT },
+                { "disk", required_argument, NULL, ARG_DISK },
+                { "ttl", required_argument, NULL, ARG_TTL },
+                { "idle", required_argument, NULL, ARG_IDLE },
+                { "user", required_argument, NULL, 'u' },
                 { "from-snapshot", required_argument, NULL, ARG_FROM_SNAPSHOT },
                 { "verbose", no_argument, NULL, 'v' },
                 {},
@@ -103,7 +123,7 @@ static int create_parse(CreateArgs *a, int argc, char *argv[]) {
         int c, r;
 
         optind = 0;
-        while ((c = getopt_long(argc, argv, "hn:e:v", options, NULL)) >= 0) {
+        while ((c = getopt_long(argc, argv, "hn:e:u:v", options, NULL)) >= 0) {
                 if (!is_common_option(c))
                         r = create_option(a, c, optarg);
                 else if ((r = common_option(&verb_create, c)) == 0)

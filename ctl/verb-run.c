@@ -31,6 +31,8 @@ const Verb verb_run = {
                 "  -e --env NAME=VALUE    Environment (repeatable); when given, it replaces the\n"
                 "                         sandbox's default environment\n"
                 "  -w --cwd DIR           Working directory, /work or beneath it (default /work)\n"
+                "  -u --user USER         \"sandbox\" (uid 1000) or \"root\" (root of the sandbox's\n"
+                "                         user namespace); default: the sandbox's (\"sandbox\")\n"
                 "     --stdin             Send sandboxctl's own standard input to the command\n"
                 "     --stdin-file FILE   Send FILE as the command's standard input\n"
                 "     --network MODE      Network of a throwaway sandbox: \"none\" (the default)\n"
@@ -79,7 +81,7 @@ enum {
 /* Strings as given; validated while the request is built, once all options are known (where
  * memory goes depends on --sandbox). */
 typedef struct RunArgs {
-        const char *sandbox, *command, *cwd, *network, *stdin_file;
+        const char *sandbox, *command, *cwd, *network, *stdin_file, *user;
         const char *memory, *pids, *cpus, *timeout, *cpu_time, *output_bytes;
         bool read_stdin, best_effort, verbose, stream;
         json_object *env;
@@ -96,6 +98,7 @@ static int run_option(RunArgs *a, int c, const char *value) {
         case 's': a->sandbox = value; break;
         case 'c': a->command = value; break;
         case 'w': a->cwd = value; break;
+        case 'u': a->user = value; break;
         case 'e': return add_env(&a->env, value);
         case 'v': a->verbose = true; break;
         case ARG_MEMORY: a->memory = value; break;
@@ -121,6 +124,7 @@ static int run_parse(RunArgs *a, int argc, char *argv[]) {
                 { "sandbox", required_argument, NULL, 's' },
                 { "command", required_argument, NULL, 'c' },
                 { "cwd", required_argument, NULL, 'w' },
+                { "user", required_argument, NULL, 'u' },
                 { "env", required_argument, NULL, 'e' },
                 { "verbose", no_argument, NULL, 'v' },
                 { "memory", required_argument, NULL, ARG_MEMORY },
@@ -140,7 +144,7 @@ static int run_parse(RunArgs *a, int argc, char *argv[]) {
 
         optind = 0;
         /* '+': the first non-option starts the command, whose options are its own. */
-        while ((c = getopt_long(argc, argv, "+hs:c:w:e:v", options, NULL)) >= 0) {
+        while ((c = getopt_long(argc, argv, "+hs:c:w:e:u:v", options, NULL)) >= 0) {
                 if (!is_common_option(c))
                         r = run_option(a, c, optarg);
                 else if ((r = common_option(&verb_run, c)) == 0)
@@ -281,6 +285,8 @@ static int run_build_request(const RunArgs *a, json_object **ret) {
                 json_object_object_add(req, "env", json_object_get(a->env));
         if (r >= 0 && a->cwd)
                 r = add_string(req, "cwd", a->cwd);
+        if (r >= 0 && a->user)
+                r = add_string(req, "user", a->user);
         if (r >= 0)
                 r = run_add_stdin(req, a);
         if (r >= 0 && a->stream)

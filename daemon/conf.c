@@ -46,6 +46,18 @@ static const ConfigKey config_keys[] = {
         KEY("max_output_bytes", KEY_SIZE, max_output_bytes),
         KEY("swap_max", KEY_SIZE, swap_max),
         KEY("max_stdin_bytes", KEY_SIZE, max_stdin_bytes),
+        KEY("sweep_interval", KEY_DURATION, sweep_interval_usec),
+        KEY("sweep_timeout", KEY_DURATION, sweep_timeout_usec),
+        KEY("disk_budget", KEY_SIZE, disk_budget),
+        KEY("default_disk", KEY_SIZE, default_disk),
+        KEY("max_disk", KEY_SIZE, max_disk),
+        KEY("default_ttl", KEY_DURATION, default_ttl_usec),
+        KEY("default_idle", KEY_DURATION, default_idle_usec),
+        KEY("min_free_disk", KEY_SIZE, min_free_disk),
+        KEY("idle_exit_s", KEY_DURATION, idle_exit_usec),
+        KEY("session_ring_bytes", KEY_SIZE, session_ring_bytes),
+        KEY("session_idle_timeout", KEY_DURATION, session_idle_timeout_usec),
+        KEY("max_sessions_per_uid", KEY_COUNT, max_sessions_per_uid),
 };
 
 /* systemd's StateDirectory= tells us where our state lives ($STATE_DIRECTORY, ':'-separated). */
@@ -84,6 +96,12 @@ void config_init_defaults(Config *c) {
                 .max_output_bytes = 64u << 20,
                 .swap_max = 0,
                 .max_stdin_bytes = 3u << 20,
+                .sweep_interval_usec = 5 * 60 * USEC_PER_SEC,
+                .sweep_timeout_usec = 10 * 60 * USEC_PER_SEC,
+                .min_free_disk = 128u << 20,
+                .session_ring_bytes = 1u << 20,
+                .session_idle_timeout_usec = 30 * 60 * USEC_PER_SEC,
+                .max_sessions_per_uid = 64,
         };
 }
 
@@ -169,12 +187,16 @@ static int config_line(Config *c, char *line, unsigned lineno, const char *path,
 static int config_check(Config *c, const char *path, char **ret_error) {
         if (c->default_memory > c->max_memory || c->default_pids > c->max_pids ||
             c->default_millicpus > c->max_millicpus || c->default_timeout_usec > c->max_timeout_usec ||
-            c->default_output_bytes > c->max_output_bytes)
+            c->default_output_bytes > c->max_output_bytes || (c->max_disk && c->default_disk > c->max_disk))
                 return asprintf(ret_error, "%s: a default_* value exceeds its max_* value", path) < 0 ? -ENOMEM : -EINVAL;
         if (c->uid_range < 65536 || c->uid_base == 0 || c->uid_base + c->uid_range * c->max_sandboxes > UINT32_MAX - 1)
                 return asprintf(ret_error, "%s: uid_base/uid_range/max_sandboxes do not fit in the uid space", path) < 0
                                ? -ENOMEM
                                : -EINVAL;
+        if (c->sweep_timeout_usec < USEC_PER_SEC)
+                return asprintf(ret_error, "%s: sweep_timeout must be at least 1s", path) < 0 ? -ENOMEM : -EINVAL;
+        if (c->session_ring_bytes < 4096 || c->session_ring_bytes > (UINT64_C(1) << 30))
+                return asprintf(ret_error, "%s: session_ring_bytes must be between 4K and 1G", path) < 0 ? -ENOMEM : -EINVAL;
         if (c->max_line_bytes < 1024)
                 return asprintf(ret_error, "%s: max_line_bytes must be at least 1K", path) < 0 ? -ENOMEM : -EINVAL;
         return 0;

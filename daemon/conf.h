@@ -29,6 +29,18 @@ typedef struct Config {
         uint64_t default_output_bytes, max_output_bytes;
         uint64_t swap_max;
         uint64_t max_stdin_bytes;
+        /* Disk: the sweep (sweep.c), quotas, expiry, and idle exit (idle-exit.c). 0 = none. */
+        uint64_t sweep_interval_usec;   /* the periodic sweep; 0: only on request */
+        uint64_t sweep_timeout_usec;    /* bound of one sweep's walk */
+        uint64_t disk_budget;           /* all sandboxes' workspaces and snapshots together */
+        uint64_t default_disk, max_disk; /* per sandbox: workspace + snapshots */
+        uint64_t default_ttl_usec, default_idle_usec;
+        uint64_t min_free_disk;         /* creates refused below this on the state filesystem */
+        uint64_t idle_exit_usec;        /* socket-activated daemon exits when idle this long */
+        /* Interactive sessions (pty.c). */
+        uint64_t session_ring_bytes;         /* output kept per session for reattaching */
+        uint64_t session_idle_timeout_usec;  /* unattached this long: closed; 0: never */
+        uint64_t max_sessions_per_uid;
 } Config;
 
 void config_init_defaults(Config *c);

@@ -12,6 +12,7 @@
 #include "macro.h"
 #include "manager.h"
 #include "ops.h"
+#include "pty.h"
 #include "run.h"
 #include "sandbox.h"
 #include "util.h"
@@ -93,6 +94,7 @@ void connection_close(Connection *c) {
         c->out = NULL;
         c->out_len = c->out_off = c->out_alloc = 0;
         connection_kill_runs(c);
+        pty_connection_closed(c); /* sessions outlive it */
         conn_unlink(c);
         connection_unref(c);
 }
@@ -261,6 +263,8 @@ static int on_io(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
                         connection_process_lines(c); /* resume what was paused */
                         if (!c->dead && c->out_len - c->out_off < OUT_PAUSE_READING / 4)
                                 run_resume_streams(c);
+                        if (!c->dead)
+                                pty_resume_streams(c);
                 }
         }
         if (!c->dead && (revents & (EPOLLIN | EPOLLHUP | EPOLLERR))) {

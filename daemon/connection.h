@@ -28,6 +28,14 @@ typedef struct Connection {
         struct Connection *next, *prev;
 } Connection;
 
+/* Unread replies beyond this pause a stream's source (a run's pipes, a session's terminal): the
+ * program blocks on write until the client reads again. */
+#define STREAM_PAUSE_BYTES (256u * 1024)
+
+static inline size_t connection_backlog(const Connection *c) {
+        return c->out_len - c->out_off;
+}
+
 int connection_new(Manager *m, int fd, Connection **ret);
 Connection *connection_ref(Connection *c);
 Connection *connection_unref(Connection *c);

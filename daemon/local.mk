@@ -7,16 +7,23 @@ daemon_sandboxd_SOURCES = \
 	daemon/manager.c daemon/manager.h \
 	daemon/connection.c daemon/connection.h \
 	daemon/ops.c daemon/ops.h \
-	daemon/op-hello.c daemon/op-sandbox.c daemon/op-run.c daemon/op-snapshot.c \
+	daemon/op-hello.c daemon/op-sandbox.c daemon/op-run.c daemon/op-pty.c daemon/op-snapshot.c \
 	daemon/cgroup.c daemon/cgroup.h daemon/cgroup-limits.c \
 	daemon/sandbox.c daemon/sandbox.h \
 	daemon/sandbox-setup.c \
 	daemon/spawn.c daemon/spawn.h \
+	daemon/identity.c daemon/identity.h \
 	daemon/syscall-filter.c daemon/syscall-filter.h \
 	daemon/run.c daemon/run.h \
 	daemon/output.c daemon/output.h \
+	daemon/pty.c daemon/pty.h \
+	daemon/ring.c daemon/ring.h \
 	daemon/rm-rf.c daemon/rm-rf.h \
 	daemon/state.c daemon/state.h \
+	daemon/run-record.c daemon/run-record.h \
+	daemon/disk-usage.c daemon/disk-usage.h \
+	daemon/sweep.c daemon/sweep.h daemon/sweep-walk.c daemon/sweep-walk.h daemon/op-sweep.c \
+	daemon/idle-exit.c daemon/idle-exit.h \
 	daemon/copy-tree.c daemon/copy-tree.h \
 	daemon/snapshot.c daemon/snapshot.h \
 	daemon/snapshot-job.c daemon/snapshot-job.h

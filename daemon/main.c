@@ -138,6 +138,7 @@ static int add_listeners(Manager *m, const Args *a) {
         if (n < 0)
                 return log_error("sd_listen_fds: %s", strerror(-n)), n;
 
+        m->socket_activated = n > 0;
         for (int i = 0; i < n; i++)
                 if ((r = manager_add_listener(m, SD_LISTEN_FDS_START + i)) < 0)
                         return log_error("cannot use socket fd %d: %s", SD_LISTEN_FDS_START + i, strerror(-r)), r;

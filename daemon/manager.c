@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "connection.h"
+#include "idle-exit.h"
 #include "log.h"
 #include "macro.h"
 #include "manager.h"
@@ -25,6 +26,7 @@
 #include "snapshot.h"
 #include "spawn.h"
 #include "state.h"
+#include "sweep.h"
 #include "util.h"
 
 int manager_new(Manager **ret, Config *config) {
@@ -56,6 +58,8 @@ int manager_new(Manager **ret, Config *config) {
 Manager *manager_free(Manager *m) {
         if (!m)
                 return NULL;
+        sweep_free_all(m);
+        m->idle_timer = sd_event_source_disable_unref(m->idle_timer);
         while (m->connections)
                 connection_close(m->connections);
         while (m->sandboxes)
@@ -268,6 +272,8 @@ int manager_setup(Manager *m) {
         r = state_restore_all(m);
         if (r < 0)
                 log_warning("cannot read the state directory: %s", strerror(-r));
+        if ((r = sweep_setup_timer(m)) < 0 || (r = idle_exit_setup(m)) < 0)
+                return r;
         log_info("cgroup subtree %s; enforceable: memory=%s pids=%s cpu=%s", m->cg.base,
                  m->cg.enforceable & CG_MEMORY ? "yes" : "no", m->cg.enforceable & CG_PIDS ? "yes" : "no",
                  m->cg.enforceable & CG_CPU ? "yes" : "no");

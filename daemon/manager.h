@@ -44,6 +44,16 @@ typedef struct Manager {
         gid_t admin_gid;
         bool have_admin_gid;
         bool stopping;
+        bool socket_activated;      /* sd_listen_fds gave us the sockets: we may exit when idle */
+        /* sweep.c: sweeps in flight, the periodic timer, the global disk budget's verdict. */
+        struct Sweep *sweeps;
+        unsigned n_sweeps;
+        bool timer_sweep_running;
+        bool disk_budget_exceeded;
+        sd_event_source *sweep_timer;
+        /* idle-exit.c */
+        sd_event_source *idle_timer;
+        uint64_t idle_since_usec;
 } Manager;
 
 int manager_new(Manager **ret, Config *config);

@@ -9,6 +9,7 @@
 #include "ops.h"
 #include "run.h"
 #include "sandbox.h"
+#include "sweep.h"
 #include "util.h"
 
 static int run_sandbox(Connection *c, json_object *req, Sandbox **ret, ProtoError *err) {
@@ -55,6 +56,8 @@ int op_run(Connection *c, json_object *id, json_object *req, ProtoError *err) {
                                     s->state == SANDBOX_FAILED ? "broken (its init died)" : "being destroyed");
                 goto fail;
         }
+        if ((k = sweep_check_run(s, err)) < 0)
+                goto fail_sandbox;
         k = run_spec_resolve(&spec, s, err);
         if (k < 0 || (k = run_new(s, c, id, &spec, &r)) < 0) {
                 if (k != -EINVAL)

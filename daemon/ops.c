@@ -17,9 +17,13 @@ static const FieldSpec create_fields[] = {
         { "network", FIELD_STRING },
         { "env", FIELD_OBJECT },
         { "best_effort", FIELD_BOOL },
+        { "ttl", FIELD_DURATION },
+        { "idle", FIELD_DURATION },
+        { "user", FIELD_STRING },
         { "from_snapshot", FIELD_STRING },
         {},
 };
+static const FieldSpec sweep_fields[] = { ENVELOPE, { "dry_run", FIELD_BOOL }, {} };
 static const FieldSpec run_fields[] = {
         ENVELOPE,
         { "sandbox", FIELD_STRING },
@@ -35,6 +39,7 @@ static const FieldSpec run_fields[] = {
         { "memory", FIELD_SIZE },
         { "pids", FIELD_INT },
         { "stream", FIELD_BOOL },
+        { "user", FIELD_STRING },
         /* For a throwaway sandbox only. */
         { "limits", FIELD_OBJECT },
         { "network", FIELD_STRING },
@@ -48,6 +53,47 @@ static const FieldSpec kill_fields[] = {
         {},
 };
 
+static const FieldSpec session_fields[] = { ENVELOPE, { "session", FIELD_STRING, true }, {} };
+static const FieldSpec pty_open_fields[] = {
+        ENVELOPE,
+        { "sandbox", FIELD_STRING, true },
+        { "argv", FIELD_ARRAY },
+        { "command", FIELD_STRING },
+        { "env", FIELD_OBJECT },
+        { "cwd", FIELD_STRING },
+        { "pty", FIELD_BOOL },
+        { "rows", FIELD_INT },
+        { "cols", FIELD_INT },
+        { "term", FIELD_STRING },
+        {},
+};
+static const FieldSpec pty_write_fields[] = {
+        ENVELOPE,
+        { "session", FIELD_STRING, true },
+        { "data", FIELD_STRING },
+        { "encoding", FIELD_STRING },
+        { "eof", FIELD_BOOL },
+        {},
+};
+static const FieldSpec pty_resize_fields[] = {
+        ENVELOPE,
+        { "session", FIELD_STRING, true },
+        { "rows", FIELD_INT, true },
+        { "cols", FIELD_INT, true },
+        {},
+};
+static const FieldSpec pty_signal_fields[] = {
+        ENVELOPE,
+        { "session", FIELD_STRING, true },
+        { "signal", FIELD_ID, true },
+        {},
+};
+static const FieldSpec pty_attach_fields[] = {
+        ENVELOPE,
+        { "session", FIELD_STRING, true },
+        { "from_seq", FIELD_INT },
+        {},
+};
 static const FieldSpec snapshot_fields[] = {
         ENVELOPE,
         { "sandbox", FIELD_STRING, true },
@@ -70,6 +116,14 @@ static const Op ops[] = {
         { "destroy", op_destroy, sandbox_fields },
         { "run", op_run, run_fields },
         { "kill", op_kill, kill_fields },
+        { "sweep", op_sweep, sweep_fields },
+        { "pty.open", op_pty_open, pty_open_fields },
+        { "pty.write", op_pty_write, pty_write_fields },
+        { "pty.resize", op_pty_resize, pty_resize_fields },
+        { "pty.signal", op_pty_signal, pty_signal_fields },
+        { "pty.close", op_pty_close, session_fields },
+        { "pty.attach", op_pty_attach, pty_attach_fields },
+        { "pty.detach", op_pty_detach, session_fields },
         { "snapshot", op_snapshot, snapshot_fields },
         { "snapshot.list", op_snapshot_list, sandbox_fields },
         { "snapshot.restore", op_snapshot_restore, snapshot_one_fields },

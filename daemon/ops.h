@@ -34,6 +34,14 @@ int op_snapshot_restore(Connection *c, json_object *id, json_object *req, ProtoE
 int op_snapshot_delete(Connection *c, json_object *id, json_object *req, ProtoError *err);
 /* create with from_snapshot (op-snapshot.c). */
 int op_create_from_snapshot(Connection *c, json_object *id, json_object *req, ProtoError *err);
+int op_sweep(Connection *c, json_object *id, json_object *req, ProtoError *err);
+int op_pty_open(Connection *c, json_object *id, json_object *req, ProtoError *err);
+int op_pty_write(Connection *c, json_object *id, json_object *req, ProtoError *err);
+int op_pty_resize(Connection *c, json_object *id, json_object *req, ProtoError *err);
+int op_pty_signal(Connection *c, json_object *id, json_object *req, ProtoError *err);
+int op_pty_close(Connection *c, json_object *id, json_object *req, ProtoError *err);
+int op_pty_attach(Connection *c, json_object *id, json_object *req, ProtoError *err);
+int op_pty_detach(Connection *c, json_object *id, json_object *req, ProtoError *err);
 
 /* The caller's sandbox by id or name; not_found for others' (no oracle). */
 int ops_lookup_sandbox(Connection *c, json_object *req, Sandbox **ret, ProtoError *err);

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -11,10 +12,16 @@
 #include "macro.h"
 #include "rm-rf.h"
 
-/* One open directory of the descent. Depth is bounded by memory, not by the stack. */
+/* At most this many directories of one descent are open at once. A subtree found deeper is
+ * renamed up into the top directory and removed by a later pass, so any depth costs bounded fds
+ * and memory (a directory stream holds a 32 KiB buffer). */
+#define RM_RF_MAX_OPEN 64
+
+/* One open directory of the descent. */
 typedef struct Level {
         DIR *dir;
         struct Level *up;
+        unsigned depth;
         char name[]; /* in up */
 } Level;
 
@@ -37,6 +44,7 @@ static int open_level(int parent, const char *name, dev_t dev, Level *up, Level 
         }
         strcpy(l->name, name);
         l->up = up;
+        l->depth = up ? up->depth + 1 : 0;
         *ret = l;
         return 0;
 }
@@ -59,41 +67,71 @@ static bool is_dir_entry(DIR *d, struct dirent *de) {
         return fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode);
 }
 
-int rm_rf_at(int dir_fd, const char *name) {
-        struct stat st;
-        Level *top = NULL;
-        int r;
+/* Moves a too-deep subtree up into the top directory under a fresh name. */
+static int hoist(Level *at, const char *name, Level *top, unsigned *serial) {
+        char to[64];
+        for (;;) {
+                snprintf(to, sizeof(to), ".rm-rf-deep-%u", (*serial)++);
+                if (renameat2(dirfd(at->dir), name, dirfd(top->dir), to, RENAME_NOREPLACE) == 0)
+                        return 0;
+                if (errno != EEXIST)
+                        return -errno;
+        }
+}
 
-        if (fstatat(dir_fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-                return errno == ENOENT ? 0 : -errno;
-        if (!S_ISDIR(st.st_mode))
-                return unlinkat(dir_fd, name, 0) < 0 ? -errno : 0;
-        r = open_level(dir_fd, name, st.st_dev, NULL, &top);
+/* One walk over the tree; *hoisted counts the subtrees moved up for another pass. */
+static int rm_rf_pass(int dir_fd, const char *name, dev_t dev, unsigned *serial, unsigned *hoisted) {
+        Level *cur = NULL, *top;
+        int r = open_level(dir_fd, name, dev, NULL, &cur);
+
         if (r < 0)
                 return r;
-        while (top) {
-                struct dirent *de = readdir(top->dir);
+        top = cur;
+        while (cur) {
+                struct dirent *de = readdir(cur->dir);
                 Level *l;
                 if (!de) {
-                        top = finish_level(top, dir_fd, &r);
+                        cur = finish_level(cur, dir_fd, &r);
                         continue;
                 }
                 if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
                         continue;
-                if (!is_dir_entry(top->dir, de)) {
-                        if (unlinkat(dirfd(top->dir), de->d_name, 0) < 0 && errno != ENOENT && r == 0)
+                if (!is_dir_entry(cur->dir, de)) {
+                        if (unlinkat(dirfd(cur->dir), de->d_name, 0) < 0 && errno != ENOENT && r == 0)
                                 r = -errno;
                         continue;
                 }
-                if (unlinkat(dirfd(top->dir), de->d_name, AT_REMOVEDIR) == 0)
+                if (unlinkat(dirfd(cur->dir), de->d_name, AT_REMOVEDIR) == 0)
                         continue;
-                int k = open_level(dirfd(top->dir), de->d_name, st.st_dev, top, &l);
+                if (cur->depth + 1 >= RM_RF_MAX_OPEN) {
+                        if (hoist(cur, de->d_name, top, serial) == 0)
+                                (*hoisted)++;
+                        continue;
+                }
+                int k = open_level(dirfd(cur->dir), de->d_name, dev, cur, &l);
                 if (k < 0) {
                         if (r == 0)
                                 r = k;
                         continue;
                 }
-                top = l;
+                cur = l;
         }
         return r;
+}
+
+int rm_rf_at(int dir_fd, const char *name) {
+        unsigned serial = 0;
+        struct stat st;
+
+        if (fstatat(dir_fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+                return errno == ENOENT ? 0 : -errno;
+        if (!S_ISDIR(st.st_mode))
+                return unlinkat(dir_fd, name, 0) < 0 ? -errno : 0;
+        for (;;) {
+                unsigned hoisted = 0;
+                int r = rm_rf_pass(dir_fd, name, st.st_dev, &serial, &hoisted);
+                /* Subtrees hoisted after the top's listing went past them keep it non-empty. */
+                if (hoisted == 0 || r == -ENOENT)
+                        return r;
+        }
 }

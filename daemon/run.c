@@ -18,6 +18,7 @@
 #include "log.h"
 #include "macro.h"
 #include "manager.h"
+#include "run-record.h"
 #include "run.h"
 #include "sandbox.h"
 #include "spawn.h"
@@ -71,8 +72,8 @@ static int parse_command(json_object *req, RunSpec *spec, ProtoError *err) {
 
 static char **envp_from_object(json_object *env) {
         size_t n = env ? (size_t) json_object_object_length(env) : 0, i = 0;
-        bool have_path = false;
-        char **envp = calloc(n + 2, sizeof(char *));
+        bool have_path = false, have_home = false;
+        char **envp = calloc(n + 3, sizeof(char *));
 
         if (!envp)
                 return NULL;
@@ -84,10 +85,12 @@ static char **envp_from_object(json_object *env) {
                                 return NULL;
                         }
                         have_path = have_path || strcmp(k, "PATH") == 0;
+                        have_home = have_home || strcmp(k, "HOME") == 0;
                         i++;
                 }
         }
-        if (!have_path && !(envp[i] = strdup("PATH=" DEFAULT_PATH))) {
+        if ((!have_path && !(envp[i++] = strdup("PATH=" DEFAULT_PATH))) ||
+            (!have_home && !(envp[i++] = strdup("HOME=/work")))) {
                 strv_free(envp);
                 return NULL;
         }
@@ -193,7 +196,8 @@ int run_spec_parse(json_object *req, uint64_t max_stdin, RunSpec *spec, ProtoErr
             (r = proto_get_size(req, "output_bytes", &spec->output_bytes, err)) < 0 ||
             (r = proto_get_size(req, "memory", &spec->memory, err)) < 0 ||
             (r = proto_get_uint(req, "pids", 1, UINT32_MAX, &spec->pids, err)) < 0 ||
-            (r = proto_get_bool(req, "stream", &spec->stream, err)) < 0)
+            (r = proto_get_bool(req, "stream", &spec->stream, err)) < 0 ||
+            (r = sandbox_user_parse(req, &spec->user, err)) < 0)
                 return r;
         if (json_object_object_get_ex(req, "timeout_s", NULL) && spec->timeout_usec == 0)
                 return proto_error_set(err, SBX_E_INVALID_REQUEST, "timeout_s", "'timeout_s' must be positive");
@@ -205,6 +209,8 @@ int run_spec_resolve(RunSpec *spec, Sandbox *s, ProtoError *err) {
 
         if (!spec->timeout_usec)
                 spec->timeout_usec = s->limits.timeout_usec;
+        if (spec->user == SANDBOX_USER_UNSET)
+                spec->user = s->user;
         if (!spec->output_bytes)
                 spec->output_bytes = s->limits.output_bytes;
         if (spec->timeout_usec > c->max_timeout_usec)
@@ -312,6 +318,7 @@ Run *run_free(Run *r) {
                 return NULL;
         s = r->sandbox;
         if (r->in_flight) {
+                run_record_end(r);
                 run_unlink(&s->runs, r);
                 s->n_runs--;
                 s->manager->n_runs--;
@@ -355,21 +362,6 @@ static const char *reason_name(RunReason why) {
 
 /* ---- Streaming --------------------------------------------------------------------------- */
 
-/* Unread replies beyond this pause a streaming run's pipes: the program blocks on write. */
-#define STREAM_PAUSE_BYTES (256u * 1024)
-
-/* How many bytes at the end of buf form an incomplete (so far valid) UTF-8 sequence. */
-static size_t utf8_incomplete_tail(const char *buf, size_t n) {
-        for (size_t k = 1; k <= 3 && k <= n; k++) {
-                unsigned char c = (unsigned char) buf[n - k];
-                if ((c & 0xC0) == 0x80)
-                        continue; /* a continuation byte: look further back */
-                size_t need = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 1;
-                return need > k ? k : 0;
-        }
-        return 0;
-}
-
 static void run_send_output(Run *r, int i, const char *data, size_t n, bool last) {
         char buf[65536 + 4];
         StreamCarry *c = &r->carry[i];
@@ -403,7 +395,7 @@ static void run_output_chunk(Run *r, int i, const char *data, size_t n) {
         if (!r->spec.stream)
                 return;
         run_send_output(r, i, data, n, false);
-        if (!r->conn->dead && r->conn->out_len - r->conn->out_off > STREAM_PAUSE_BYTES)
+        if (!r->conn->dead && connection_backlog(r->conn) > STREAM_PAUSE_BYTES)
                 run_set_reading(r, false);
 }
 
@@ -564,7 +556,7 @@ static void run_handle_report(Run *r, const SpawnReport *rep, int fd) {
                 r->main_pidfd = fd;
                 run_send_started(r);
                 /* Streamed output waited in the pipe so that "started" comes first. */
-                if (r->spec.stream && r->conn->out_len - r->conn->out_off <= STREAM_PAUSE_BYTES)
+                if (r->spec.stream && connection_backlog(r->conn) <= STREAM_PAUSE_BYTES)
                         run_set_reading(r, true);
                 return;
         case REPORT_EXITED:
@@ -742,6 +734,7 @@ static int run_spawn(Run *r, RunFds *f) {
                 .argv = r->spec.argv,
                 .envp = r->spec.envp,
                 .cwd = r->spec.cwd,
+                .user = r->spec.user,
         };
         pid_t pid;
 
@@ -810,6 +803,7 @@ void run_start(Run *r) {
         int k;
 
         run_mark_in_flight(r);
+        run_record_start(r);
         r->start_usec = now_usec(CLOCK_MONOTONIC);
         if ((k = run_make_cgroup(r)) < 0)
                 return run_fail_start(r, "cannot create the run's cgroup", k);

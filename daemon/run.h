@@ -9,6 +9,7 @@
 #include <sys/types.h>
 #include <systemd/sd-event.h>
 
+#include "identity.h"
 #include "output.h"
 #include "proto.h"
 
@@ -39,6 +40,7 @@ typedef struct RunSpec {
         uint64_t memory;        /* 0: the sandbox's */
         uint64_t pids;          /* 0: the sandbox's */
         bool stream;            /* output as events while it is produced */
+        SandboxUser user;       /* unset: the sandbox's */
 } RunSpec;
 
 /* A streamed output's trailing bytes that may be the start of a UTF-8 character cut by the

@@ -5,7 +5,8 @@
  *   wait for the id maps -> become root of the new user namespace -> own cgroup namespace ->
  *   private propagation -> a tmpfs root holding read-only binds of the host root's directories ->
  *   a fresh /sys with our own cgroup2 -> /proc, /dev, /proc masks -> /tmp, /run, /work -> masks
- *   -> pivot_root -> hostname -> loopback up. */
+ *   -> pivot_root -> hostname -> loopback up -> into a child user and mount namespace, which
+ *   locks every mount made above. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -35,6 +36,8 @@
 #define NEWROOT "/tmp"
 
 static const char *const root_skip[] = { "proc", "dev", "tmp", "run", "work", "sys", "lost+found", NULL };
+/* People's homes are no business of a sandbox: these stay empty directories. */
+static const char *const root_empty[] = { "home", "root", NULL };
 
 _Noreturn static void init_fail(int fd, SpawnStep step) {
         SpawnReport r = { .kind = REPORT_FAILED, .step = step, .err = errno ? errno : EIO };
@@ -42,8 +45,8 @@ _Noreturn static void init_fail(int fd, SpawnStep step) {
         _exit(1);
 }
 
-static bool skipped(const char *name) {
-        for (const char *const *s = root_skip; *s; s++)
+static bool listed(const char *const *list, const char *name) {
+        for (const char *const *s = list; *s; s++)
                 if (strcmp(*s, name) == 0)
                         return true;
         return false;
@@ -75,7 +78,7 @@ static int setup_root(const char *root_dir) {
                 struct stat st;
                 if (de->d_name[0] == '.' && (!de->d_name[1] || (de->d_name[1] == '.' && !de->d_name[2])))
                         continue;
-                if (skipped(de->d_name) || fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+                if (listed(root_skip, de->d_name) || fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
                         continue;
                 snprintf(dst, sizeof(dst), NEWROOT "/%s", de->d_name);
                 free(src);
@@ -89,7 +92,7 @@ static int setup_root(const char *root_dir) {
                         if (symlink(target, dst) < 0)
                                 goto fail;
                 } else if (S_ISDIR(st.st_mode)) {
-                        if (mkdir(dst, 0755) < 0 || bind_readonly(src, dst) < 0)
+                        if (mkdir(dst, 0755) < 0 || (!listed(root_empty, de->d_name) && bind_readonly(src, dst) < 0))
                                 goto fail;
                 }
         }
@@ -170,6 +173,37 @@ static int setup_masks(const char *const *paths) {
                         return -1;
         }
         return 0;
+}
+
+/* The host's account list is none of the sandbox's business, and uid 1000 inside should be called
+ * what it is: /etc/passwd and /etc/group become three accounts, bound read-only from files made on
+ * the new root's tmpfs (then unlinked there). A root without them keeps what it has. */
+static int replace_etc_file(const char *name, const char *text) {
+        char src[64], dst[64];
+        struct stat st;
+        ssize_t n;
+        int fd;
+
+        snprintf(dst, sizeof(dst), NEWROOT "/etc/%s", name);
+        if (lstat(dst, &st) < 0 || !S_ISREG(st.st_mode))
+                return 0;
+        snprintf(src, sizeof(src), NEWROOT "/.%s", name);
+        fd = open(src, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+        if (fd < 0)
+                return -1;
+        n = write(fd, text, strlen(text));
+        close(fd);
+        if (n != (ssize_t) strlen(text) || mount(src, dst, NULL, MS_BIND, NULL) < 0 || make_readonly(dst, false) < 0)
+                return -1;
+        return unlink(src);
+}
+
+static int setup_accounts(void) {
+        if (replace_etc_file("passwd", "root:x:0:0:root:/work:/bin/sh\n"
+                                       "sandbox:x:1000:1000:sandbox:/work:/bin/sh\n"
+                                       "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n") < 0)
+                return -1;
+        return replace_etc_file("group", "root:x:0:\nsandbox:x:1000:\nnogroup:x:65534:\n");
 }
 
 /* The host's /sys would show the host's whole cgroup tree (other sandboxes' cgroups, and the
@@ -318,8 +352,7 @@ static int apply_masks(const char *root, long magic, const Mask *masks, size_t n
  * sysfs we mounted a moment ago in a mount namespace no one else has entered, and the mask
  * source is the /dev/null we bound ourselves, so nothing can swap a target or the source under
  * us; the fd checks are a second line. No pty or console is bound anywhere, before or after.
- * Sandbox root can still unmount these (it holds CAP_SYS_ADMIN over this mount namespace): they
- * hide, the kernel's own permission checks (global root, CAP_SYS_RAWIO) are what refuse. */
+ * lock_mounts() makes them impossible to unmount or remount for anyone inside, root included. */
 static int setup_kernel_masks(void) {
         _cleanup_close_ int null_fd = open_dev_null();
         if (null_fd < 0)
@@ -379,11 +412,98 @@ static int setup_mounts(const InitParams *p, int workdir_fd) {
                 return STEP_TMP;
         if (setup_work(workdir_fd) < 0)
                 return STEP_WORK;
-        if (setup_masks(p->mask_paths) < 0)
+        if (setup_masks(p->mask_paths) < 0 || setup_accounts() < 0)
                 return STEP_MASK;
         if (setup_pivot() < 0)
                 return STEP_PIVOT;
         return STEP_NONE;
+}
+
+static int read_map_count(const char *file, unsigned *ret) {
+        unsigned inside, outside, count;
+        FILE *f = fopen(file, "re");
+        int n;
+
+        if (!f)
+                return -1;
+        n = fscanf(f, "%u %u %u", &inside, &outside, &count);
+        fclose(f);
+        if (n != 3 || inside != 0) {
+                errno = EBADMSG;
+                return -1;
+        }
+        *ret = count;
+        return 0;
+}
+
+static int write_file(const char *path, const char *text) {
+        _cleanup_close_ int fd = open(path, O_WRONLY | O_CLOEXEC);
+        if (fd < 0)
+                return -1;
+        return write(fd, text, strlen(text)) == (ssize_t) strlen(text) ? 0 : -1;
+}
+
+/* The child that stays in the outer user namespace, where CAP_SETUID over the inner one is held,
+ * and maps the inner one's ids 1:1 onto the outer ones once the init has made it. */
+_Noreturn static void map_writer(int go_fd, unsigned count) {
+        char path[64], map[64];
+        char c;
+
+        if (read(go_fd, &c, 1) != 1)
+                _exit(1);
+        snprintf(map, sizeof(map), "0 0 %u\n", count);
+        snprintf(path, sizeof(path), "/proc/%d/uid_map", (int) getppid());
+        if (write_file(path, map) < 0)
+                _exit(1);
+        snprintf(path, sizeof(path), "/proc/%d/gid_map", (int) getppid());
+        _exit(write_file(path, map) < 0 ? 1 : 0);
+}
+
+/* Mounts made in a mount namespace are not locked for whoever owns it: root of the sandbox
+ * ("user":"root") could unmount the /proc and /sys masks above, or remount /proc/sys writable.
+ * A copy of the mount table into a new mount namespace owned by a new, child, user namespace
+ * is: the kernel marks every mount MNT_LOCKED and locks its ro, nosuid, nodev and noexec flags
+ * (lock_mnt_tree), so neither umount nor remount nor mount_setattr undoes them there. So the
+ * init moves last into such a pair, and runs join it there. The pid, network, ipc, uts and
+ * cgroup namespaces stay owned by the outer user namespace, which no process keeps: root inside
+ * cannot change the hostname or the network, or mount a procfs or sysfs, even in a nested
+ * mount namespace. setgroups stays denied (inherited). */
+static int lock_mounts(void) {
+        int go[2], status = 0;
+        unsigned count;
+        pid_t pid;
+
+        if (read_map_count("/proc/self/uid_map", &count) < 0 || pipe2(go, O_CLOEXEC) < 0)
+                return -1;
+        /* The writer (our uid) must be able to open our /proc files: nothing else of the
+         * sandbox exists yet to take advantage of it. */
+        (void) prctl(PR_SET_DUMPABLE, 1);
+        pid = fork();
+        if (pid == 0) {
+                close(go[1]);
+                map_writer(go[0], count);
+        }
+        close(go[0]);
+        if (pid < 0 || unshare(CLONE_NEWUSER | CLONE_NEWNS) < 0) {
+                int saved = errno;
+                close(go[1]);
+                if (pid > 0)
+                        (void) waitpid(pid, NULL, 0);
+                (void) prctl(PR_SET_DUMPABLE, 0);
+                errno = saved;
+                return -1;
+        }
+        (void) !write(go[1], "g", 1);
+        close(go[1]);
+        while (waitpid(pid, &status, 0) < 0)
+                if (errno != EINTR)
+                        return -1;
+        (void) prctl(PR_SET_DUMPABLE, 0);
+        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+                errno = EPERM;
+                return -1;
+        }
+        return 0;
 }
 
 _Noreturn static void reap_forever(void) {
@@ -429,6 +549,8 @@ _Noreturn void sandbox_init_main(const InitParams *p) {
                 init_fail(p->sync_fd, STEP_HOSTNAME);
         if (setup_loopback() < 0)
                 init_fail(p->sync_fd, STEP_LOOPBACK);
+        if (lock_mounts() < 0)
+                init_fail(p->sync_fd, STEP_MASK);
         (void) prctl(PR_SET_NAME, "sandbox-init");
         report_send(p->sync_fd, &r, -1);
         /* Keep nothing of the daemon's open. */

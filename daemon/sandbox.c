@@ -22,10 +22,13 @@
 #include "manager.h"
 #include "rm-rf.h"
 #include "run.h"
+#include "pty.h"
 #include "sandbox.h"
 #include "snapshot.h"
 #include "spawn.h"
+#include "run-record.h"
 #include "state.h"
+#include "sweep.h"
 #include "util.h"
 
 #define SANDBOX_NAME_MAX 64
@@ -66,7 +69,8 @@ int sandbox_env_check(json_object *env, ProtoError *err) {
 
 static const FieldSpec limits_fields[] = {
         { "memory", FIELD_SIZE },       { "pids", FIELD_INT },          { "cpus", FIELD_DECIMAL },
-        { "timeout_s", FIELD_DURATION }, { "output_bytes", FIELD_SIZE }, {},
+        { "timeout_s", FIELD_DURATION }, { "output_bytes", FIELD_SIZE }, { "disk", FIELD_SIZE },
+        {},
 };
 
 static int limit_over(const char *field, ProtoError *err, uint64_t max) {
@@ -80,7 +84,7 @@ static int parse_limits(Manager *m, json_object *limits, SandboxLimits *l, Proto
         int r;
 
         *l = (SandboxLimits) { c->default_memory, c->default_pids, c->default_millicpus, c->default_timeout_usec,
-                               c->default_output_bytes };
+                               c->default_output_bytes, c->default_disk };
         if (!limits)
                 return 0;
         r = proto_check_fields(limits, limits_fields, "limits.", err);
@@ -90,7 +94,8 @@ static int parse_limits(Manager *m, json_object *limits, SandboxLimits *l, Proto
             (r = proto_get_uint(limits, "pids", 1, UINT32_MAX, &l->pids, err)) < 0 ||
             (r = proto_get_cpus(limits, "cpus", &l->millicpus, err)) < 0 ||
             (r = proto_get_duration(limits, "timeout_s", &l->timeout_usec, err)) < 0 ||
-            (r = proto_get_size(limits, "output_bytes", &l->output_bytes, err)) < 0) {
+            (r = proto_get_size(limits, "output_bytes", &l->output_bytes, err)) < 0 ||
+            (r = proto_get_size(limits, "disk", &l->disk, err)) < 0) {
                 char f[sizeof(err->field)];
                 memcpy(f, err->field, sizeof(f));
                 snprintf(err->field, sizeof(err->field), "limits.%.50s", f);
@@ -138,7 +143,8 @@ static int sandbox_parse(Manager *m, Sandbox *s, json_object *req, ProtoError *e
 
         if ((r = proto_get_string(req, "name", SANDBOX_NAME_MAX, &name, err)) < 0 ||
             (r = proto_get_string(req, "network", 16, &network, err)) < 0 ||
-            (r = proto_get_bool(req, "best_effort", &s->best_effort, err)) < 0)
+            (r = proto_get_bool(req, "best_effort", &s->best_effort, err)) < 0 ||
+            (r = sandbox_user_parse(req, &s->user, err)) < 0)
                 return r;
         if (name && !name_valid(name))
                 return proto_error_set(err, SBX_E_INVALID_REQUEST, "name",
@@ -155,7 +161,7 @@ static int sandbox_parse(Manager *m, Sandbox *s, json_object *req, ProtoError *e
         if (r < 0)
                 return r;
         r = check_enforceable(m, s->best_effort, &s->enforced, err);
-        if (r < 0)
+        if (r < 0 || (r = sweep_parse_create(m, s, req, err)) < 0)
                 return r;
         if (json_object_object_get_ex(req, "env", &env) && json_object_is_type(env, json_type_object)) {
                 r = parse_env_object(env, err);
@@ -175,6 +181,7 @@ static Sandbox *sandbox_alloc(Manager *m) {
         s->manager = m;
         s->cg_fd = s->workdir_fd = s->init_pidfd = s->setup_fd = -EBADF;
         s->uid_slot = UINT32_MAX;
+        s->user = SANDBOX_USER_SANDBOX;
         s->created_usec = now_usec(CLOCK_REALTIME);
         return s;
 }
@@ -196,8 +203,9 @@ static int sandbox_make_cgroup(Sandbox *s) {
         return cg_apply_limits(&m->cg, s->cg_rel, &l, s->enforced);
 }
 
-/* <state>/<id>/work, owned by the sandbox's root. The sandbox reaches it through an fd, so the
- * path's own permissions may stay closed to everyone else. */
+/* <state>/<id>/work, owned by the sandbox's unprivileged user (uid 1000 inside, host_uid + 1000
+ * outside), so that runs write there without being root. The sandbox reaches it through an fd,
+ * so the path's own permissions may stay closed to everyone else. */
 static int sandbox_make_workspace(Sandbox *s, bool existing) {
         _cleanup_close_ int dfd = -EBADF;
         int state_fd = s->manager->state_fd;
@@ -209,7 +217,7 @@ static int sandbox_make_workspace(Sandbox *s, bool existing) {
                 return -errno;
         if (mkdirat(dfd, "work", 0755) < 0 && errno != EEXIST)
                 return -errno;
-        if (fchownat(dfd, "work", s->host_uid, s->host_uid, AT_SYMLINK_NOFOLLOW) < 0)
+        if (fchownat(dfd, "work", s->host_uid + SANDBOX_USER_UID, s->host_uid + SANDBOX_USER_GID, AT_SYMLINK_NOFOLLOW) < 0)
                 return -errno;
         s->workdir_fd = openat(dfd, "work", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         return s->workdir_fd < 0 ? -errno : 0;
@@ -334,6 +342,8 @@ int sandbox_create(Manager *m, json_object *req, uid_t owner, bool ephemeral, Sa
                 return proto_error_set(err, SBX_E_RESOURCE_EXHAUSTED, NULL,
                                        "uid %u has its maximum of %" PRIu64 " sandboxes (max_sandboxes_per_uid)",
                                        (unsigned) owner, m->config.max_sandboxes_per_uid);
+        if ((r = sweep_check_create(m, err)) < 0)
+                return r;
         s = sandbox_alloc(m);
         if (!s)
                 return proto_error_set(err, SBX_E_INTERNAL, NULL, "out of memory");
@@ -421,6 +431,12 @@ static int sandbox_restore_fields(Sandbox *s, json_object *meta) {
                 s->best_effort = json_object_get_boolean(v);
         if (json_object_object_get_ex(meta, "env", &v) && json_object_is_type(v, json_type_object))
                 s->env = json_object_get(v);
+        /* A record without it predates the option: it gets the default (its workspace's files
+         * made as root inside may then be read-only to its runs; "user":"root" on a run helps). */
+        if (json_object_object_get_ex(meta, "user", &v) && json_object_is_type(v, json_type_string))
+                s->user = sandbox_user_from_string(json_object_get_string(v));
+        if (s->user == SANDBOX_USER_UNSET)
+                return -EBADMSG;
         return 0;
 }
 
@@ -681,7 +697,7 @@ static void sandbox_teardown_step(Sandbox *s) {
         int populated = s->cg_fd >= 0 ? cg_populated(s->cg_fd) : 0;
         uint64_t delay;
 
-        if (populated <= 0 && s->init_pidfd < 0 && !s->runs) {
+        if (populated <= 0 && s->init_pidfd < 0 && !s->runs && !s->sessions) {
                 s->teardown_timer = sd_event_source_disable_unref(s->teardown_timer);
                 sandbox_finish_destroy(s);
                 return;
@@ -718,6 +734,7 @@ void sandbox_destroy(Sandbox *s, const char *reason) {
         }
         for (Run *r = s->runs; r; r = r->next)
                 run_kill(r, SIGKILL, REASON_DESTROYED);
+        pty_sandbox_destroying(s);
         if (s->cg_fd >= 0)
                 (void) cg_kill(s->cg_fd);
         sandbox_teardown_step(s);
@@ -726,6 +743,7 @@ void sandbox_destroy(Sandbox *s, const char *reason) {
 Sandbox *sandbox_free(Sandbox *s) {
         if (!s)
                 return NULL;
+        pty_free_all(s);
         sandbox_unlink(s);
         snapshot_job_abort(s);
         sandbox_restart_cancel(s);
@@ -739,6 +757,7 @@ Sandbox *sandbox_free(Sandbox *s) {
         if (s->uid_slot != UINT32_MAX)
                 manager_free_uid_slot(s->manager, s->uid_slot);
         json_object_put(s->env);
+        json_object_put(s->interrupted_runs);
         free(s->name);
         free(s->cg_rel);
         free(s);
@@ -819,10 +838,13 @@ json_object *sandbox_to_json(Sandbox *s, bool with_usage) {
         json_object_object_add(o, "enforced", e);
         json_object_object_add(o, "best_effort", json_object_new_boolean(s->best_effort));
         json_object_object_add(o, "network", json_object_new_string("none"));
+        json_object_object_add(o, "user", json_object_new_string(sandbox_user_to_string(s->user)));
         json_object_object_add(o, "created", json_object_new_string(format_utc(ts, sizeof(ts), s->created_usec)));
         json_object_object_add(o, "restarted_at", s->restored_usec ? json_object_new_string(format_utc(ts, sizeof(ts),
                                                                                                      s->restored_usec))
                                                                    : NULL);
+        sweep_sandbox_json(s, o);
+        run_records_json(s, o);
         if (with_usage) {
                 json_object_object_add(o, "usage", sandbox_usage_json(s));
                 json_object_object_add(o, "runs_in_flight", json_object_new_int((int) s->n_runs));

@@ -9,11 +9,13 @@
 #include <sys/types.h>
 #include <systemd/sd-event.h>
 
+#include "identity.h"
 #include "proto.h"
 
 typedef struct Manager Manager;
 typedef struct Connection Connection;
 typedef struct Run Run;
+typedef struct Session Session;
 
 typedef enum SandboxState {
         SANDBOX_CREATING,
@@ -28,6 +30,7 @@ typedef struct SandboxLimits {
         uint64_t millicpus;
         uint64_t timeout_usec;
         uint64_t output_bytes;
+        uint64_t disk;          /* workspace + snapshots, checked by the sweep; 0: none */
 } SandboxLimits;
 
 /* Someone waiting for the sandbox to be ready or gone: a create or destroy reply. */
@@ -61,6 +64,7 @@ typedef struct Sandbox {
         unsigned enforced; /* CgController mask */
         bool best_effort;
         bool ephemeral;    /* made for one run, destroyed after it */
+        SandboxUser user;  /* its runs' default: "sandbox" (uid 1000) unless "user":"root" */
         json_object *env;  /* default environment for runs, or NULL */
         uint64_t created_usec; /* CLOCK_REALTIME */
         uint64_t restored_usec; /* when a restarted daemon brought it back, or 0 */
@@ -78,11 +82,19 @@ typedef struct Sandbox {
         unsigned n_runs;
         Waiter *create_waiters, *destroy_waiters;
         Run *pending_runs; /* waiting for the sandbox to be ready */
+        Session *sessions; /* interactive sessions (pty.c) */
         ProtoError failure;
         SnapshotJob *job;      /* a snapshot, restore or fork copy in flight (snapshot-job.c) */
         unsigned ready_holds;  /* work that must end before a new sandbox is ready (a fork's copy) */
         bool init_ready;       /* its init is set up, waiting for the holds */
         SandboxRestart *restart;
+        /* Expiry and disk (sweep.c), interrupted runs (run-record.c). */
+        uint64_t ttl_usec, idle_usec;  /* 0: never expires */
+        uint64_t last_active_usec;     /* CLOCK_MONOTONIC: made, restored, a run started or ended */
+        bool disk_refused;             /* over limits.disk after eviction: runs are refused */
+        bool disk_measured;
+        uint64_t disk_bytes;           /* workspace + snapshots at the last sweep */
+        json_object *interrupted_runs; /* runs a restart cut short, reported by inspect */
         struct Sandbox *next, *prev;
 } Sandbox;
 

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <linux/openat2.h>
 #include <linux/sched.h>
 #include <sched.h>
@@ -8,12 +9,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "identity.h"
 #include "macro.h"
 #include "syscall-filter.h"
 #include "spawn.h"
@@ -30,7 +33,7 @@ static const char *const step_names[_STEP_MAX] = {
         [STEP_HOSTNAME] = "hostname", [STEP_LOOPBACK] = "loopback", [STEP_SETNS] = "setns",
         [STEP_FORK] = "fork",       [STEP_SETSID] = "setsid",      [STEP_STDIO] = "stdio",
         [STEP_CWD] = "cwd",         [STEP_RLIMIT] = "rlimit",      [STEP_SIGNALS] = "signals",
-        [STEP_EXEC] = "exec",       [STEP_SECCOMP] = "seccomp",
+        [STEP_EXEC] = "exec",       [STEP_SECCOMP] = "seccomp",     [STEP_TTY] = "tty",
 };
 
 const char *spawn_step_to_string(int step) {
@@ -208,6 +211,15 @@ _Noreturn static void command_main(const RunParams *p, int errfd) {
                 child_fail(errfd, STEP_SETSID);
         if (child_stdio(p->stdio) < 0)
                 child_fail(errfd, STEP_STDIO);
+        /* The new session's leader takes the terminal as its controlling tty. */
+        if (p->pty && ioctl(0, TIOCSCTTY, 0) < 0)
+                child_fail(errfd, STEP_TTY);
+        /* As login does: the terminal belongs to its user, who may open it again by name. */
+        if (p->pty && p->user != SANDBOX_USER_ROOT && fchown(0, SANDBOX_USER_UID, SANDBOX_USER_GID) < 0)
+                child_fail(errfd, STEP_TTY);
+        /* Before anything that resolves a path: the cwd is checked as the user who will run. */
+        if (identity_apply(p->user) < 0)
+                child_fail(errfd, STEP_SETUID);
         if (child_chdir(p->cwd) < 0)
                 child_fail(errfd, STEP_CWD);
         if (seccomp_prepare(&filter) < 0)
@@ -263,8 +275,35 @@ static int helper_join(int init_pidfd) {
         return 0;
 }
 
+/* The terminal is the sandbox's: /dev/ptmx of its own devpts (after the mount namespace was
+ * joined), so that nothing of the host's devpts is ever in reach, and the slave is opened from
+ * the master (TIOCGPTPEER) rather than by a path the sandbox could replace. */
+static int helper_open_pty(const RunParams *p, int *ret_slave) {
+        struct winsize ws = { .ws_row = p->rows, .ws_col = p->cols };
+        int unlock = 0, master, slave;
+        SpawnReport r = { .kind = REPORT_TERMINAL };
+
+        master = open("/dev/ptmx", O_RDWR | O_NOCTTY | O_CLOEXEC);
+        if (master < 0)
+                return -1;
+        if (ioctl(master, TIOCSPTLCK, &unlock) < 0 || (ws.ws_row && ioctl(master, TIOCSWINSZ, &ws) < 0) ||
+            (slave = ioctl(master, TIOCGPTPEER, O_RDWR | O_NOCTTY | O_CLOEXEC)) < 0) {
+                close(master);
+                return -1;
+        }
+        if (report_send(p->report_fd, &r, master) < 0) {
+                close(master);
+                close(slave);
+                return -1;
+        }
+        close(master);
+        *ret_slave = slave;
+        return 0;
+}
+
 _Noreturn void run_helper_main(const RunParams *p) {
-        int errpipe[2], cmd_pidfd = -1;
+        int errpipe[2], cmd_pidfd = -1, slave = -1;
+        RunParams with_tty;
         SpawnReport r = {};
         siginfo_t si = {};
         pid_t pid;
@@ -275,10 +314,20 @@ _Noreturn void run_helper_main(const RunParams *p) {
         (void) prctl(PR_SET_DUMPABLE, 0);
         (void) prctl(PR_SET_PDEATHSIG, SIGKILL);
         close_all_fds_except(keep, ELEMENTSOF(keep));
+        /* Still host root: the last moment a supplementary group can be dropped (ESC-14a). */
+        if (setgroups(0, NULL) < 0)
+                helper_fail(p->report_fd, STEP_SETUID);
         if (helper_join(p->init_pidfd) < 0)
                 helper_fail(p->report_fd, STEP_SETNS);
         if (setresgid(0, 0, 0) < 0 || setresuid(0, 0, 0) < 0)
                 helper_fail(p->report_fd, STEP_SETUID);
+        if (p->pty) {
+                if (helper_open_pty(p, &slave) < 0)
+                        helper_fail(p->report_fd, STEP_TTY);
+                with_tty = *p;
+                with_tty.stdio[0] = with_tty.stdio[1] = with_tty.stdio[2] = slave;
+                p = &with_tty;
+        }
         if (pipe2(errpipe, O_CLOEXEC) < 0)
                 helper_fail(p->report_fd, STEP_FORK);
         pid = clone3_pidfd(0, -1, &cmd_pidfd);
@@ -289,6 +338,9 @@ _Noreturn void run_helper_main(const RunParams *p) {
                 command_main(p, errpipe[1]);
         }
         close(errpipe[1]);
+        /* The master must see the end of the output when the session's last process is gone. */
+        if (slave >= 0)
+                close(slave);
         /* EOF on the error pipe means exec succeeded. */
         if (read(errpipe[0], &r, sizeof(r)) == (ssize_t) sizeof(r)) {
                 (void) waitid(P_PIDFD, (id_t) cmd_pidfd, &si, WEXITED);

@@ -10,6 +10,8 @@
 #include <sys/resource.h>
 #include <sys/types.h>
 
+#include "identity.h"
+
 typedef enum SpawnStep {
         STEP_NONE,
         STEP_SYNC,
@@ -34,6 +36,7 @@ typedef enum SpawnStep {
         STEP_SIGNALS,
         STEP_EXEC,
         STEP_SECCOMP,
+        STEP_TTY,
         _STEP_MAX,
 } SpawnStep;
 
@@ -44,6 +47,7 @@ typedef enum ReportKind {
         REPORT_FAILED,  /* a setup step failed */
         REPORT_STARTED, /* run: the command was exec'd; carries its pidfd */
         REPORT_EXITED,  /* run: the command ended: code/status as in siginfo */
+        REPORT_TERMINAL, /* run with a pty: the terminal's master, opened inside the sandbox */
 } ReportKind;
 
 typedef struct SpawnReport {
@@ -80,8 +84,14 @@ typedef struct RunParams {
         char *const *argv;
         char *const *envp;
         const char *cwd;    /* absolute, beneath /work */
+        SandboxUser user;   /* who the command is inside (identity.h) */
         struct rlimit rl_cpu, rl_nproc, rl_as;
         bool rl_cpu_set, rl_nproc_set, rl_as_set;
+        /* An interactive session: the helper opens a terminal in the sandbox's own devpts, passes
+         * its master back (REPORT_TERMINAL) and the command gets the slave as its controlling
+         * terminal and stdio (stdio[] is then unused). */
+        bool pty;
+        unsigned short rows, cols;
 } RunParams;
 
 /* Closes every fd but those in keep (which gets sorted); for children that do not exec. */

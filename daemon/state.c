@@ -8,14 +8,17 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cgroup.h"
 #include "log.h"
 #include "macro.h"
 #include "manager.h"
 #include "proto.h"
 #include "rm-rf.h"
+#include "run-record.h"
 #include "sandbox.h"
 #include "snapshot.h"
 #include "state.h"
+#include "sweep.h"
 #include "util.h"
 
 #define META "meta.json"
@@ -32,6 +35,7 @@ static json_object *state_to_json(Sandbox *s) {
         json_object_object_add(o, "uid_slot", json_object_new_int64(s->uid_slot));
         json_object_object_add(o, "created_usec", json_object_new_int64((int64_t) s->created_usec));
         json_object_object_add(o, "best_effort", json_object_new_boolean(s->best_effort));
+        json_object_object_add(o, "user", json_object_new_string(sandbox_user_to_string(s->user)));
         json_object_object_add(l, "memory", json_object_new_int64((int64_t) s->limits.memory));
         json_object_object_add(l, "pids", json_object_new_int64((int64_t) s->limits.pids));
         json_object_object_add(l, "millicpus", json_object_new_int64((int64_t) s->limits.millicpus));
@@ -39,6 +43,8 @@ static json_object *state_to_json(Sandbox *s) {
         json_object_object_add(l, "output_bytes", json_object_new_int64((int64_t) s->limits.output_bytes));
         json_object_object_add(o, "limits", l);
         json_object_object_add(o, "env", s->env ? json_object_get(s->env) : NULL);
+        sweep_meta_save(s, o);
+        run_records_meta_save(s, o);
         return o;
 }
 
@@ -63,6 +69,9 @@ int state_save(Sandbox *s) {
         /* Data first, then the name, then the directory entry: a crash leaves the old file or
          * the new one, never a torn one. */
         if (fsync(fd) < 0 || renameat(dfd, META_TMP, dfd, META) < 0 || fsync(dfd) < 0)
+                return -errno;
+        /* And the sandbox's own entry in sandboxes/, new at its first save. */
+        if (fsync(s->manager->state_fd) < 0)
                 return -errno;
         return 0;
 }
@@ -110,8 +119,12 @@ static void restore_entry(Manager *m, const char *name) {
                 r = sandbox_restore(m, meta, &s);
                 if (r < 0)
                         log_warning("sandbox %s: cannot restore it: %s; its workspace stays in place", name, strerror(-r));
-                else
+                else {
                         log_info("sandbox %s restored after a restart", name);
+                        sweep_meta_restore(s, meta);
+                        run_records_meta_restore(s, meta);
+                        (void) run_records_collect(s);
+                }
                 return;
         }
         if (name[0] == '.' && strncmp(name, ".trash-", 7) != 0)
@@ -120,6 +133,41 @@ static void restore_entry(Manager *m, const char *name) {
         r = rm_rf_at(m->state_fd, name);
         if (r < 0)
                 log_warning("cannot remove %s: %s", name, strerror(-r));
+}
+
+/* A cgroup below sandboxes/ that no restored sandbox claims: a throwaway sandbox (never
+ * recorded) of a daemon that died, with whatever still runs in it. Its processes are killed and
+ * the cgroup removed; recorded sandboxes replaced theirs in sandbox_restore(). */
+static void remove_stale_cgroup(Manager *m, const char *name) {
+        _cleanup_close_ int fd = openat(m->cg.sandboxes_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        int r;
+
+        if (fd < 0)
+                return;
+        for (int i = 0; i < 1000 && cg_populated(fd) > 0; i++) {
+                (void) cg_kill(fd);
+                usleep(1000);
+        }
+        r = cg_remove_tree(m->cg.sandboxes_fd, name);
+        if (r < 0)
+                log_warning("cannot remove the stale cgroup sandboxes/%s: %s", name, strerror(-r));
+        else
+                log_info("removed the stale cgroup sandboxes/%s of an earlier daemon", name);
+}
+
+static void remove_stale_cgroups(Manager *m) {
+        int fd = openat(m->cg.sandboxes_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        DIR *d;
+        struct dirent *de;
+
+        if (fd < 0 || !(d = fdopendir(fd))) {
+                safe_close(fd);
+                return;
+        }
+        while ((de = readdir(d)))
+                if (de->d_type == DT_DIR && is_sandbox_id(de->d_name) && !manager_find_sandbox(m, de->d_name))
+                        remove_stale_cgroup(m, de->d_name);
+        closedir(d);
 }
 
 int state_restore_all(Manager *m) {
@@ -138,5 +186,6 @@ int state_restore_all(Manager *m) {
                 if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0)
                         restore_entry(m, de->d_name);
         closedir(d);
+        remove_stale_cgroups(m);
         return 0;
 }

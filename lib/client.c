@@ -105,6 +105,41 @@ SBX_CLIENT_EXPORT int sbx_client_send(SbxClient *c, json_object *request, long l
         return r;
 }
 
+static int client_next_line(SbxClient *c, json_object **ret_message) {
+        char *line;
+        size_t len;
+        ProtoError err;
+        int r = line_buffer_next(&c->in, &line, &len);
+
+        if (r == -E2BIG)
+                return -EMSGSIZE;
+        if (r == 0)
+                return -EAGAIN;
+        if (proto_parse_line(line, len, 64, ret_message, &err) < 0)
+                return -EBADMSG;
+        return 0;
+}
+
+SBX_CLIENT_EXPORT int sbx_client_read_nowait(SbxClient *c, json_object **ret_message) {
+        char *p;
+        size_t avail;
+        ssize_t k;
+        int r = client_next_line(c, ret_message);
+
+        if (r != -EAGAIN)
+                return r;
+        r = line_buffer_reserve(&c->in, 65536, &p, &avail);
+        if (r < 0)
+                return r;
+        k = recv(c->fd, p, avail, MSG_DONTWAIT);
+        if (k < 0)
+                return errno == EINTR || errno == EWOULDBLOCK ? -EAGAIN : -errno;
+        if (k == 0)
+                return -ECONNRESET;
+        line_buffer_commit(&c->in, (size_t) k);
+        return client_next_line(c, ret_message);
+}
+
 SBX_CLIENT_EXPORT int sbx_client_read(SbxClient *c, json_object **ret_message) {
         for (;;) {
                 char *line, *p;

@@ -47,6 +47,9 @@ int sbx_client_call(SbxClient *c, json_object *request, sbx_event_fn on_event, v
 int sbx_client_send(SbxClient *c, json_object *request, long long *ret_id);
 /* Reads the next line from the daemon, whatever request it belongs to. */
 int sbx_client_read(SbxClient *c, json_object **ret_message);
+/* The same without blocking: -EAGAIN when no whole line is there yet (poll sbx_client_fd() for
+ * more); call it until -EAGAIN before polling again, since lines may be buffered already. */
+int sbx_client_read_nowait(SbxClient *c, json_object **ret_message);
 
 bool sbx_reply_ok(json_object *reply);
 /* The error code ("not_found", ...) and message of a failed reply, or NULL. */

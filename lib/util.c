@@ -304,6 +304,17 @@ uint64_t now_usec(int clock) {
         return (uint64_t) ts.tv_sec * USEC_PER_SEC + (uint64_t) ts.tv_nsec / 1000;
 }
 
+size_t utf8_incomplete_tail(const char *buf, size_t n) {
+        for (size_t k = 1; k <= 3 && k <= n; k++) {
+                unsigned char c = (unsigned char) buf[n - k];
+                if ((c & 0xC0) == 0x80)
+                        continue; /* a continuation byte: look further back */
+                size_t need = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 1;
+                return need > k ? k : 0;
+        }
+        return 0;
+}
+
 size_t utf8_valid_prefix(const char *s, size_t len) {
         size_t good = 0;
         for (size_t i = 0; i < len;) {

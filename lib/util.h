@@ -24,6 +24,9 @@ const char *format_duration(char *buf, size_t len, uint64_t usec);
 bool utf8_is_valid(const char *s, size_t len);
 /* Length of the longest prefix of s that is valid UTF-8 (where a cut string ends cleanly). */
 size_t utf8_valid_prefix(const char *s, size_t len);
+/* How many bytes at the end of s form an incomplete (so far valid) UTF-8 sequence: what a stream
+ * cut by a read holds back until the rest arrives. */
+size_t utf8_incomplete_tail(const char *s, size_t len);
 
 /* Standard base64 (RFC 4648) with padding; returns a malloc'ed NUL-terminated string. */
 char *base64_encode(const void *data, size_t len);

@@ -5,16 +5,20 @@
 INTEGRATION_TESTS = \
 	tests/t-access.sh \
 	tests/t-activation.sh \
+	tests/t-durability.sh \
 	tests/t-leak.sh \
 	tests/t-protocol.sh \
+	tests/t-pty.sh \
 	tests/t-restart.sh \
 	tests/t-run.sh \
+	tests/t-shell.sh \
 	tests/t-snapshot.sh \
 	tests/t-stream.sh \
+	tests/t-sweep.sh \
 	tests/t-v1.sh
 TESTS += $(INTEGRATION_TESTS)
-EXTRA_DIST += $(INTEGRATION_TESTS) tests/lib.sh tests/client.py
+EXTRA_DIST += $(INTEGRATION_TESTS) tests/lib.sh tests/client.py tests/ptyclient.py
 
 ## t-v1.sh checks what the others may have done to the cgroup v1 hierarchies: it runs after them,
 ## also under make -j.
-tests/t-v1.log: tests/t-access.log tests/t-activation.log tests/t-leak.log tests/t-protocol.log tests/t-restart.log tests/t-run.log tests/t-snapshot.log tests/t-stream.log
+tests/t-v1.log: $(filter-out tests/t-v1.log,$(INTEGRATION_TESTS:.sh=.log))

@@ -35,7 +35,9 @@ comp() {
 
 is "$(comp sandboxctl r)" "restore run" "sandboxctl r<TAB> -> restore run"
 is "$(comp sandboxctl run --ti)" "--timeout" "sandboxctl run --ti<TAB> -> --timeout"
-is "$(comp sandboxctl '')" "create destroy health hello help inspect kill list restore run snapshot snapshot-delete snapshots status" "sandboxctl <TAB> -> every verb"
+is "$(comp sandboxctl '')" "attach create destroy exec health hello help inspect kill list restore run shell snapshot snapshot-delete snapshots status sweep" "sandboxctl <TAB> -> every verb"
+is "$(comp sandboxctl exec -i)" "-i" "sandboxctl exec -i<TAB> -> -i"
+is "$(comp sandboxctl shell --be)" "--best-effort" "sandboxctl shell --be<TAB> -> --best-effort"
 is "$(comp sandboxctl --v)" "--version" "sandboxctl --v<TAB> -> --version"
 is "$(comp sandboxctl --socket /tmp/x.sock cr)" "create" "a --socket PATH before the verb is skipped"
 is "$(comp sandboxctl --json h)" "health hello help" "sandboxctl --json h<TAB> -> health hello help"
@@ -45,6 +47,7 @@ is "$(comp sandboxctl list -)" "--help --json --quiet --socket -h -q" "list -<TA
 is "$(comp sandboxctl kill -s T)" "TERM" "kill -s T<TAB> -> TERM"
 is "$(comp sandboxctl kill --signal K)" "KILL" "kill --signal K<TAB> -> KILL"
 is "$(comp sandboxctl create --network '')" "none" "create --network <TAB> -> none"
+is "$(comp sandboxctl run --user '')" "root sandbox" "run --user <TAB> -> root sandbox"
 is "$(comp sandboxctl help de)" "destroy" "help de<TAB> -> destroy"
 is "$(comp sandboxctl help destroy '')" "" "help takes one verb"
 is "$(comp sandboxctl run --timeout --x)" "" "the value of --timeout is not completed as an option"

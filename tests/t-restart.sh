@@ -6,7 +6,7 @@
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
 
 start_daemon || exit 0
-r=$(rpc '{"op":"create","best_effort":true,"name":"keep"}')
+r=$(rpc '{"op":"create","best_effort":true,"name":"keep","user":"root"}')
 id=$(jget "$r" .sandbox.id)
 wd=$(jget "$r" .sandbox.workdir)
 r=$(rpc '{"op":"run","sandbox":"keep","command":"echo precious > /work/file; mkdir -p /work/d/e; sleep 1000 >/dev/null 2>&1 &"}')
@@ -27,6 +27,7 @@ r=$(rpc '{"op":"inspect","sandbox":"keep"}')
 is "$(jget "$r" .sandbox.state)" ready "it is ready"
 like "$(jget "$r" .sandbox.restarted_at)" '^[0-9]{4}-[0-9]{2}-[0-9]{2}T' "inspect says when it was brought back"
 is "$(jget "$r" .sandbox.workdir)" "$wd" "its workspace is the same directory"
+is "$(jget "$r" .sandbox.user)" root "its user option (root) is kept"
 r=$(rpc '{"op":"run","sandbox":"keep","command":"cat /work/file; test -d /work/d/e && echo dir; pgrep -c sleep || true"}')
 is "$(jget "$r" .stdout)" $'precious\ndir\n0' "its files are intact; the background process did not survive"
 # Killed, it is reaped by whoever inherited it when the daemon died (PID 1 here), so it may

@@ -38,7 +38,7 @@ is_(sb.get("owner_uid"), 0, "owner_uid is the caller's uid")
 is_(sb.get("enforced"), {"memory": caps["memory"], "pids": caps["pids"], "cpu": caps["cpu"]},
     "enforced says what the host can enforce (all false here)")
 is_(sb.get("network"), "none", "network none")
-is_(sb.get("limits"), {"memory": 536870912, "pids": 512, "cpus": 1.0, "timeout_s": 60, "output_bytes": 1048576},
+is_(sb.get("limits"), {"memory": 536870912, "pids": 512, "cpus": 1.0, "timeout_s": 60, "output_bytes": 1048576, "disk": None},
     "the default limits")
 check(re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", sb.get("created", "")), "created is an RFC 3339 UTC time", sb.get("created"))
 wd = sb.get("workdir", "")
@@ -46,13 +46,25 @@ check(os.path.isdir(wd), "the workdir exists on the host", wd)
 st = os.stat(wd) if os.path.isdir(wd) else None
 check(st is not None and st.st_uid >= 0x70000000, "the workdir belongs to a uid >= 0x70000000",
       st and st.st_uid)
+is_(sb.get("user"), "sandbox", "runs are the unprivileged user by default (user: sandbox)")
+r = c.call({"op": "create", "best_effort": True, "user": "admin"})
+check(r.get("ok") is False and r["error"].get("code") == "invalid_request" and r["error"].get("field") == "user",
+      "user \"admin\": invalid_request, field user", r)
+r = c.call({"op": "create", "best_effort": True, "user": "root"})
+rs = r.get("sandbox") or {}
+is_(rs.get("user"), "root", "create with user root")
+ids = [c.call({"op": "run", "sandbox": rs.get("id"), "argv": ["id", "-u"], "user": u}).get("stdout") for u in (None, "sandbox")]
+ids.append(c.call({"op": "run", "sandbox": sb.get("id"), "argv": ["id", "-u"], "user": "root"}).get("stdout"))
+ids.append(c.call({"op": "run", "argv": ["id", "-u"], "best_effort": True, "user": "root"}).get("stdout"))
+is_(ids, ["0\n", "1000\n", "0\n", "0\n"], "a run is the sandbox's user unless it says otherwise (also a throwaway one)")
+c.call({"op": "destroy", "sandbox": rs.get("id")})
 is_(sb.get("cgroup"), cg + "/sandboxes/" + sb.get("id", ""), "the cgroup is below --cgroup-root/sandboxes")
 check(os.path.isdir(sb.get("cgroup", "/nonexistent")), "the sandbox's cgroup exists")
 
 r = c.call({"op": "create", "best_effort": True,
             "limits": {"memory": "256M", "pids": 64, "timeout_s": "30s", "output_bytes": "64K", "cpus": 0.5}})
 is_((r.get("sandbox") or {}).get("limits"),
-    {"memory": 268435456, "pids": 64, "cpus": 0.5, "timeout_s": 30, "output_bytes": 65536},
+    {"memory": 268435456, "pids": 64, "cpus": 0.5, "timeout_s": 30, "output_bytes": 65536, "disk": None},
     "create with limits given as strings (256M, 30s, 64K)")
 r3 = c.call({"op": "create", "best_effort": True, "limits": {"cpus": "0.5"}})
 is_((r3.get("sandbox") or {}).get("limits", {}).get("cpus"), 0.5,
@@ -169,12 +181,12 @@ is_((r.get("stdout_bytes"), r.get("stdout_truncated"), len(r.get("stdout", "")))
 
 # Environment.
 r = run(argv=["env"], env={"FOO": "bar"})
-is_(sorted(r.get("stdout", "").splitlines()), ["FOO=bar", "PATH=/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin"],
-    "env {FOO: bar}: only FOO and the default PATH")
+is_(sorted(r.get("stdout", "").splitlines()), ["FOO=bar", "HOME=/work", "PATH=/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin"],
+    "env {FOO: bar}: only FOO, the default PATH and HOME=/work")
 r = run(argv=["env"])
-is_(r.get("stdout"), "PATH=/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin\n", "no env: the default PATH only")
-r = run(argv=["env"], env={"PATH": "/bin"})
-is_(r.get("stdout"), "PATH=/bin\n", "env with PATH replaces the default PATH")
+is_(r.get("stdout"), "PATH=/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin\nHOME=/work\n", "no env: the default PATH and HOME only")
+r = run(argv=["env"], env={"PATH": "/bin", "HOME": "/tmp"})
+is_(r.get("stdout"), "PATH=/bin\nHOME=/tmp\n", "env with PATH and HOME replaces the defaults")
 r = run(argv=["env"], env={"V": "a b\nc=d"})
 check("V=a b\nc=d" in r.get("stdout", ""), "env values are passed verbatim", r.get("stdout"))
 
@@ -256,10 +268,10 @@ is_(r.get("stdout"), "still fine\n", "the sandbox still runs commands after spaw
 r2 = c.call({"op": "create", "best_effort": True, "env": {"A": "1"}})
 S2 = r2["sandbox"]["id"]
 r = c.call({"op": "run", "sandbox": S2, "argv": ["env"]})
-is_(sorted(r.get("stdout", "").splitlines()), ["A=1", "PATH=/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin"],
+is_(sorted(r.get("stdout", "").splitlines()), ["A=1", "HOME=/work", "PATH=/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin"],
     "create's env is the runs' default environment")
 r = c.call({"op": "run", "sandbox": S2, "argv": ["env"], "env": {"B": "2"}})
-is_(sorted(r.get("stdout", "").splitlines()), ["B=2", "PATH=/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin"],
+is_(sorted(r.get("stdout", "").splitlines()), ["B=2", "HOME=/work", "PATH=/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin"],
     "a run's env replaces the sandbox's")
 c.call({"op": "destroy", "sandbox": S2})
 
@@ -448,6 +460,8 @@ if [ -x "$SANDBOXCTL" ]; then
         like "$id" '^sbx-[0-9a-f]{12}$' "sandboxctl create prints the id"
         out=$(ctl run -s cli-box -- sh -c 'echo in-box > /work/f; cat /work/f')
         is "$out" in-box "sandboxctl run -s NAME"
+        is "$(ctl run -s cli-box -- id -u) $(ctl run -s cli-box --user root -- id -u)" "1000 0" \
+                "sandboxctl run runs as uid 1000 inside; --user root as root of the sandbox's user namespace"
         like "$(ctl list -q)" "$id" "sandboxctl list -q shows it"
         is "$(jget "$(ctl --json inspect cli-box)" '.sandbox.id // .id')" "$id" "sandboxctl --json inspect"
         ctl destroy cli-box >/dev/null

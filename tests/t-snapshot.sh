@@ -35,7 +35,7 @@ runout() { # SANDBOX COMMAND: its stdout
 	jget "$(rpc "$(jq -nc --arg s "$1" --arg c "$2" '{op:"run",sandbox:$s,command:$c}')")" .stdout
 }
 
-r=$(rpc '{"op":"create","best_effort":true,"name":"a"}')
+r=$(rpc '{"op":"create","best_effort":true,"name":"a","user":"root"}')
 a=$(jget "$r" .sandbox.id)
 r=$(rpc "$(jq -nc --arg c "$MAKE_TREE" '{op:"run",sandbox:"a",command:$c}')")
 is "$(jget "$r" .exit_code)" 0 "a hostile tree is made inside sandbox a"

@@ -44,6 +44,13 @@ fuzz: tests/fuzz/fuzz-request
 .PHONY: fuzz check-vm
 endif
 
+## daemon/ring.c is self-contained: compiled into its test directly.
+check_PROGRAMS += tests/test-ring
+TESTS += tests/test-ring
+tests_test_ring_SOURCES = tests/test-ring.c tests/tap.h daemon/ring.c daemon/ring.h
+tests_test_ring_CFLAGS = $(UNIT_CFLAGS) -I$(srcdir)/daemon
+tests_test_ring_LDADD = $(UNIT_LDADD)
+
 ## copy_tree() of the daemon, on a hostile tree (root only; skipped otherwise).
 check_PROGRAMS += tests/test-copy-tree
 TESTS += tests/test-copy-tree

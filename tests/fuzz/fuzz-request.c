@@ -38,6 +38,7 @@ static const FieldSpec run_fields[] = {
         { "limits", FIELD_OBJECT },
         { "network", FIELD_STRING },
         { "best_effort", FIELD_BOOL },
+        { "user", FIELD_STRING },
         { "signal", FIELD_STRING },
         { "files", FIELD_STRING_OR_ARRAY },
         { "cpus", FIELD_NUMBER },

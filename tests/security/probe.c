@@ -3,17 +3,25 @@
  * "allowed". Where it can, it calls with arguments the kernel itself would reject with another
  * errno (EFAULT, EINVAL, ENOTTY), so that EPERM can only have come from the filter, as
  * bubblewrap's tests/try-syscall.c does. Linked statically: it runs inside the sandbox. */
+#include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <linux/bpf.h>
 #include <linux/keyctl.h>
 #include <sched.h>
+#include <stddef.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/mount.h>
+#include <sys/ptrace.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -149,10 +157,32 @@ static int print_nnp(void) {
         return 0;
 }
 
+/* No controlling terminal (the run is its own session, on pipes): ENXIO. */
+static long try_tty(void) {
+        long fd = open("/dev/tty", O_RDWR | O_CLOEXEC);
+        if (fd >= 0)
+                close((int) fd);
+        return fd;
+}
+
+/* A terminal of the sandbox's own devpts: TIOCSTI into it is refused all the same. */
+static long try_tiocsti_pty(void) {
+        char c = 'x', name[64];
+        int m = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC), s;
+        if (m < 0 || grantpt(m) < 0 || unlockpt(m) < 0 || ptsname_r(m, name, sizeof(name)) != 0)
+                return -1;
+        s = open(name, O_RDWR | O_NOCTTY | O_CLOEXEC);
+        if (s < 0)
+                return -1;
+        return syscall(SYS_ioctl, s, TIOCSTI, &c);
+}
+
 static const struct {
         const char *name;
         long (*fn)(void);
 } probes[] = {
+        { "tty", try_tty },
+        { "tiocsti-pty", try_tiocsti_pty },
         { "keyctl", try_keyctl },
         { "bpf", try_bpf },
         { "perf_event_open", try_perf },
@@ -174,9 +204,102 @@ static const struct {
         { "x32", try_x32 },
 };
 
+/* ---- Probes that take an argument (a pid, a path, a port) ---- */
+
+static long try_ptrace(const char *arg) {
+        pid_t pid = (pid_t) atoi(arg);
+        long rc = ptrace(PTRACE_ATTACH, pid, NULL, NULL);
+        if (rc == 0) {
+                (void) waitpid(pid, NULL, __WALL);
+                (void) ptrace(PTRACE_DETACH, pid, NULL, NULL);
+        }
+        return rc;
+}
+
+static long try_vmread(const char *arg) {
+        char buf[8];
+        struct iovec local = { buf, sizeof(buf) }, remote = { (void *) 0x10000, sizeof(buf) };
+        return (long) process_vm_readv((pid_t) atoi(arg), &local, 1, &remote, 1, 0);
+}
+
+static long try_open_w(const char *arg) {
+        long fd = open(arg, O_WRONLY | O_CLOEXEC);
+        if (fd >= 0)
+                close((int) fd);
+        return fd;
+}
+
+static long try_open_r(const char *arg) {
+        long fd = open(arg, O_RDONLY | O_CLOEXEC);
+        if (fd >= 0)
+                close((int) fd);
+        return fd;
+}
+
+static long try_umount(const char *arg) {
+        return umount2(arg, MNT_DETACH);
+}
+
+/* A read-only mount made writable again. */
+static long try_remount_rw(const char *arg) {
+        return mount(NULL, arg, NULL, MS_REMOUNT | MS_BIND, NULL);
+}
+
+/* "ADDR:PORT", IPv4. */
+static long try_tcp(const char *arg) {
+        char host[64];
+        const char *colon = strrchr(arg, ':');
+        struct sockaddr_in sa = { .sin_family = AF_INET };
+        int fd;
+
+        if (!colon || (size_t) (colon - arg) >= sizeof(host))
+                return errno = EINVAL, -1;
+        memcpy(host, arg, (size_t) (colon - arg));
+        host[colon - arg] = '\0';
+        sa.sin_port = htons((uint16_t) atoi(colon + 1));
+        if (inet_pton(AF_INET, host, &sa.sin_addr) != 1)
+                return errno = EINVAL, -1;
+        fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fd < 0)
+                return -1;
+        return connect(fd, (struct sockaddr *) &sa, sizeof(sa));
+}
+
+/* An abstract Unix socket name (without the leading '@'). */
+static long try_abstract(const char *arg) {
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        size_t n = strlen(arg);
+        int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+        if (fd < 0)
+                return -1;
+        if (n + 1 > sizeof(sa.sun_path))
+                n = sizeof(sa.sun_path) - 1;
+        memcpy(sa.sun_path + 1, arg, n);
+        return connect(fd, (struct sockaddr *) &sa, (socklen_t) (offsetof(struct sockaddr_un, sun_path) + 1 + n));
+}
+
+static const struct {
+        const char *name;
+        long (*fn)(const char *arg);
+} arg_probes[] = {
+        { "ptrace", try_ptrace },       { "vmread", try_vmread }, { "open-w", try_open_w },
+        { "open-r", try_open_r },       { "umount", try_umount }, { "remount-rw", try_remount_rw },
+        { "tcp", try_tcp },             { "abstract", try_abstract },
+};
+
 int main(int argc, char **argv) {
+        if (argc == 3) {
+                for (size_t i = 0; i < sizeof(arg_probes) / sizeof(arg_probes[0]); i++)
+                        if (strcmp(argv[1], arg_probes[i].name) == 0) {
+                                errno = 0;
+                                return report(arg_probes[i].fn(argv[2]));
+                        }
+                fprintf(stderr, "%s: unknown probe %s\n", argv[0], argv[1]);
+                return 2;
+        }
         if (argc != 2) {
-                fprintf(stderr, "usage: %s nnp|PROBE\n", argv[0]);
+                fprintf(stderr, "usage: %s nnp|PROBE [ARG]\n", argv[0]);
                 return 2;
         }
         if (strcmp(argv[1], "nnp") == 0)

@@ -85,8 +85,8 @@ r = run(argv=["python3", "-c", "import threading; t=threading.Thread(target=prin
 is_((r.get("exit_code"), r.get("stdout")), (0, "1\n"), "python3 with a thread (pthread_create falls back to clone)")
 r = run(argv=["python3", "-c", "import subprocess; print(subprocess.run(['true']).returncode)"])
 is_((r.get("exit_code"), r.get("stdout")), (0, "0\n"), "python3 subprocess (posix_spawn falls back to clone)")
-r = run(command="unshare --mount sh -c 'mount -t tmpfs none /tmp && echo mounted'")
-is_((r.get("exit_code"), r.get("stdout")), (0, "mounted\n"), "unshare --mount and mount inside it still work")
+r = run(command="unshare --mount sh -c 'mount -t tmpfs none /tmp && echo mounted'", user="root")
+is_((r.get("exit_code"), r.get("stdout")), (0, "mounted\n"), "as \"user\":\"root\": unshare --mount and mount inside it still work")
 r = run(command="unshare --user true")
 check(r.get("exit_code") != 0 and "Operation not permitted" in r.get("stderr", ""),
       "unshare --user fails: Operation not permitted (ESC-14)", r.get("exit_code"), r.get("stderr"))

@@ -9,7 +9,7 @@
 . "${top_srcdir:-$(dirname "$0")/../..}/tests/lib.sh"
 
 command -v systemd-socket-activate >/dev/null || skip_all "systemd-socket-activate is not installed"
-NOTIFY_SOCKET=$T/notify start_daemon_activated || exit 0
+JOURNAL_STREAM=8:12345 NOTIFY_SOCKET=$T/notify start_daemon_activated || exit 0
 
 run_py "visibility" 120 <<'EOF'
 import os, re, socket, subprocess, time
@@ -19,8 +19,11 @@ c = Conn(sock, 60)
 A = c.call({"op": "create", "best_effort": True, "name": "vis-a"})["sandbox"]
 B = c.call({"op": "create", "best_effort": True, "name": "vis-b"})["sandbox"]
 
-def sh(cmd, sb=A):
-    r = c.call({"op": "run", "sandbox": sb["id"], "command": cmd}, 60)
+def sh(cmd, sb=A, user=None):
+    req = {"op": "run", "sandbox": sb["id"], "command": cmd}
+    if user:
+        req["user"] = user
+    r = c.call(req, 60)
     if r.get("ok") is not True:
         print("# run failed: %r" % r)
     return r.get("exit_code"), r.get("stdout") or "", r.get("stderr") or ""
@@ -92,6 +95,20 @@ for d in ("firmware", "devices/virtual/powercap"):
         code, out, err = sh("ls -A /sys/%s | wc -l" % d)
         is_(out.strip(), "0", "/sys/%s is empty" % d)
 
+# ---- people's homes ------------------------------------------------------------------------
+os.makedirs("/home/sbxt-vis-user", exist_ok=True)
+with open("/home/sbxt-vis-user/notes", "w") as f:
+    f.write("private\n")
+os.chmod("/home/sbxt-vis-user/notes", 0o644)
+try:
+    for user in (None, "root"):
+        code, out, err = sh("ls -A /home /root; cat /home/sbxt-vis-user/notes", user=user)
+        is_((out, code != 0), ("/home:\n\n/root:\n", True),
+            "/home and /root are empty inside, a world-readable host file under /home unreachable (%s)" % (user or "sandbox"))
+finally:
+    os.unlink("/home/sbxt-vis-user/notes")
+    os.rmdir("/home/sbxt-vis-user")
+
 # ---- other sandboxes, the state dir, processes ----------------------------------------------
 marker = "sbx-vis-marker-%d" % os.getpid()
 c2 = Conn(sock, 60)
@@ -116,14 +133,14 @@ check("sandboxd" not in out and sock not in out and not re.search(r" @", out),
 code, out, err = sh("ls /proc/self/fd | sort -n | tr '\\n' ' '")
 is_(out.split(), ["0", "1", "2", "3"], "a run has only fds 0, 1, 2 (and ls's own directory fd)")
 code, out, err = sh("env")
-leaked = [l for l in out.splitlines() if re.match(r"(LISTEN_FDS|LISTEN_PID|LISTEN_FDNAMES|NOTIFY_SOCKET)=", l)]
-is_(leaked, [], "no LISTEN_*/NOTIFY_SOCKET in a run's environment")
+leaked = [l for l in out.splitlines() if re.match(r"(LISTEN_FDS|LISTEN_PID|LISTEN_FDNAMES|NOTIFY_SOCKET|JOURNAL_STREAM)=", l)]
+is_(leaked, [], "no LISTEN_*/NOTIFY_SOCKET/JOURNAL_STREAM in a run's environment")
 
 # ---- mount propagation and /work ------------------------------------------------------------
 host_before = open("/proc/self/mountinfo").read()
 code, out, err = sh("mkdir -p /tmp/x /work/x && mount -t tmpfs %s /tmp/x && mount -t tmpfs %s /work/x && grep -c %s /proc/self/mountinfo"
-                    % (marker, marker, marker))
-is_(out.strip(), "2", "root inside can mount a tmpfs on /tmp/x and /work/x")
+                    % (marker, marker, marker), user="root")
+is_(out.strip(), "2", "root inside (\"user\":\"root\") can mount a tmpfs on /tmp/x and /work/x")
 host_after = open("/proc/self/mountinfo").read()
 check(marker not in host_after and marker not in open("/proc/1/mountinfo").read() and host_after == host_before,
       "mounts made inside do not reach the host's mount table")

@@ -6,4 +6,4 @@ TESTS += $(VISIBILITY_TESTS)
 EXTRA_DIST += $(VISIBILITY_TESTS)
 
 ## t-v1.sh checks afterwards that nothing touched the cgroup v1 hierarchies.
-tests/t-v1.log: tests/security/t-visibility.log
+tests/t-v1.log: tests/security/t-visibility.log tests/security/t-escape.log

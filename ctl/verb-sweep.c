@@ -1,0 +1,123 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* sandboxctl sweep: disk usage per sandbox (workspace, snapshots), totals, and what the sweep
+ * did about quotas, the budget and expiry. */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "sandboxctl.h"
+
+static int verb_sweep_run(int argc, char *argv[]);
+
+const Verb verb_sweep = {
+        .name = "sweep",
+        .args = "[--dry-run]",
+        .summary = "Measure sandboxes' disk use; evict, refuse and expire as configured",
+        .help = "Options:\n"
+                "  -n --dry-run           Report what would be done, change nothing\n"
+                "\nSizes are allocated bytes (what du prints, in bytes, on one filesystem);\n"
+                "files are inodes counted once. Over its disk limit a sandbox loses its oldest\n"
+                "snapshots first; if still over, its runs are refused until it is back under.\n"
+                "Sandboxes past their ttl or idle time are destroyed. Root and admin_group\n"
+                "members sweep every sandbox.\n",
+        .failure_status = EXIT_FAILURE,
+        .run = verb_sweep_run,
+};
+
+static const char *sweep_state(json_object *sbx) {
+        if (json_str(sbx, "expired"))
+                return json_str(sbx, "expired")[0] == 't' ? "expired (ttl)" : "expired (idle)";
+        if (json_true(sbx, "runs_refused"))
+                return "over: runs refused";
+        return "ok";
+}
+
+static int sweep_add_row(Table *t, json_object *sbx) {
+        char n[FIELD_BUF], w[FIELD_BUF], s[FIELD_BUF], b[FIELD_BUF], f[FIELD_BUF], l[FIELD_BUF], c[FIELD_BUF];
+        json_object *snaps = json_child(sbx, "snapshots");
+        const char *row[] = {
+                json_str(sbx, "id") ?: "-",
+                fmt_value(n, sbx, "name"),
+                fmt_size(w, json_child(sbx, "workspace"), "bytes"),
+                fmt_size(s, sbx, "snapshot_bytes"),
+                c,
+                fmt_size(b, sbx, "bytes"),
+                fmt_value(f, sbx, "files"),
+                fmt_size(l, sbx, "disk_limit"),
+                sweep_state(sbx),
+        };
+        snprintf(c, sizeof(c), "%zu", json_object_is_type(snaps, json_type_array) ? json_object_array_length(snaps) : 0);
+        return table_add_row(t, row);
+}
+
+static void sweep_print_action(json_object *a) {
+        char b[FIELD_BUF];
+        const char *what = json_str(a, "action") ?: "?";
+
+        printf("  %-15s %s", what, json_str(a, "sandbox") ?: "");
+        if (json_str(a, "snapshot"))
+                printf(" snapshot %s (created %s)", json_str(a, "snapshot"), json_str(a, "created_at") ?: "-");
+        if (json_child(a, "bytes"))
+                printf(" %s", fmt_size(b, a, "bytes"));
+        if (json_str(a, "reason"))
+                printf(" [%s]", json_str(a, "reason"));
+        printf("\n");
+}
+
+static int sweep_print(json_object *reply) {
+        static const char *const headers[] = { "SANDBOX", "NAME",  "WORKSPACE", "SNAPSHOTS", "N",
+                                               "TOTAL",   "FILES", "LIMIT",     "STATE" };
+        _cleanup_table_ Table *t = table_new(ELEMENTSOF(headers), headers);
+        json_object *sandboxes = json_child(reply, "sandboxes"), *tot = json_child(reply, "totals"),
+                    *actions = json_child(reply, "actions");
+        char b[FIELD_BUF], f[FIELD_BUF], fr[FIELD_BUF], bu[FIELD_BUF];
+        size_t n;
+
+        if (!t || !json_object_is_type(sandboxes, json_type_array))
+                return log_error("the reply to sweep has no sandboxes array");
+        n = json_object_array_length(sandboxes);
+        for (size_t i = 0; i < n; i++)
+                if (sweep_add_row(t, json_object_array_get_idx(sandboxes, i)) < 0)
+                        return log_error_errno(-ENOMEM, "%m");
+        if (n > 0)
+                table_print(t);
+        printf("%sTotal: %s in %s files over %zu sandboxes; %s free; budget %s\n", n > 0 ? "\n" : "",
+               fmt_size(b, tot, "bytes"), fmt_value(f, tot, "files"), n, fmt_size(fr, reply, "free_bytes"),
+               fmt_size(bu, reply, "disk_budget"));
+        n = json_object_is_type(actions, json_type_array) ? json_object_array_length(actions) : 0;
+        printf("%s: %s\n", json_true(reply, "dry_run") ? "Would do (dry run)" : "Done", n ? "" : "nothing");
+        for (size_t i = 0; i < n; i++)
+                sweep_print_action(json_object_array_get_idx(actions, i));
+        return 0;
+}
+
+static int verb_sweep_run(int argc, char *argv[]) {
+        static const struct option options[] = {
+                COMMON_OPTIONS,
+                { "dry-run", no_argument, NULL, 'n' },
+                {},
+        };
+        _cleanup_json_ json_object *reply = NULL;
+        json_object *request = request_new("sweep");
+        int c, r;
+
+        optind = 0;
+        while ((c = getopt_long(argc, argv, "hn", options, NULL)) >= 0) {
+                if (c == 'n') {
+                        json_object_object_add(request, "dry_run", json_object_new_boolean(1));
+                        continue;
+                }
+                r = common_option(&verb_sweep, c);
+                if (r <= 0) {
+                        json_object_put(request);
+                        return r;
+                }
+        }
+        if ((r = check_arg_count(&verb_sweep, argc, argv, 0, 0)) <= 0) {
+                json_object_put(request);
+                return r;
+        }
+        r = daemon_request(request, &reply);
+        if (r < 0 || arg.json)
+                return r;
+        return sweep_print(reply);
+}

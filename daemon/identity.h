@@ -1,0 +1,31 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Who a run's command is inside its sandbox: the unprivileged user "sandbox" (uid/gid 1000,
+ * the default) or root of the sandbox's user namespace ("user": "root"). The sandbox's uid range
+ * maps inside uid N to host uid host_uid + N, so "sandbox" is host_uid + 1000 on the host and owns
+ * the workspace. */
+#pragma once
+
+#include <json-c/json.h>
+
+#include "proto.h"
+
+#define SANDBOX_USER_UID 1000
+#define SANDBOX_USER_GID 1000
+
+typedef enum SandboxUser {
+        SANDBOX_USER_UNSET,   /* a run that did not say: the sandbox's */
+        SANDBOX_USER_SANDBOX, /* uid/gid 1000, no capabilities at all */
+        SANDBOX_USER_ROOT,    /* uid 0 of the sandbox's user namespace (docs/security.md) */
+} SandboxUser;
+
+const char *sandbox_user_to_string(SandboxUser u);
+SandboxUser sandbox_user_from_string(const char *s);
+
+/* The optional "user" field of a create or run request. Leaves *ret alone when absent. */
+int sandbox_user_parse(json_object *req, SandboxUser *ret, ProtoError *err);
+
+/* In the command's process, after it joined the sandbox as root of its user namespace and
+ * before its seccomp filter: checks that it holds no supplementary group, clears the ambient
+ * capabilities, and for SANDBOX_USER_SANDBOX empties the bounding set, switches to uid/gid 1000
+ * and clears every capability set. Returns -1 with errno set on failure. */
+int identity_apply(SandboxUser u);

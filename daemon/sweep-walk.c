@@ -1,0 +1,268 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <json-c/json.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "disk-usage.h"
+#include "log.h"
+#include "macro.h"
+#include "manager.h"
+#include "spawn.h"
+#include "sweep-walk.h"
+#include "util.h"
+
+#define SNAP_META_MAX (64u << 10)
+
+/* ---- In the child ------------------------------------------------------------------------ */
+
+int sweep_parse_time(const char *text, uint64_t *ret_usec) {
+        struct tm tm = {};
+        char *end;
+        double d;
+
+        if (!text || !*text)
+                return -EINVAL;
+        end = strptime(text, "%Y-%m-%dT%H:%M:%S", &tm);
+        if (end) {
+                time_t t = timegm(&tm);
+                double frac = *end == '.' ? strtod(end, &end) : 0;
+                if ((*end != 'Z' && *end != '\0') || t < 0)
+                        return -EINVAL;
+                *ret_usec = (uint64_t) t * USEC_PER_SEC + (uint64_t) (frac * 1e6);
+                return 0;
+        }
+        errno = 0;
+        d = strtod(text, &end);
+        if (errno || *end || d < 0)
+                return -EINVAL;
+        /* Seconds until year 5138, then milliseconds, then microseconds. */
+        *ret_usec = d < 1e11 ? (uint64_t) (d * 1e6) : d < 1e14 ? (uint64_t) (d * 1e3) : (uint64_t) d;
+        return 0;
+}
+
+/* created_at and label from a snapshot's meta.json, read without following symlinks. */
+static void read_snapshot_meta(int snap_fd, SweepRecord *rec) {
+        _cleanup_close_ int fd = openat(snap_fd, "meta.json", O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+        _cleanup_free_ char *buf = NULL;
+        json_object *o, *v;
+        struct stat st;
+        ssize_t n;
+
+        if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || !(buf = malloc(SNAP_META_MAX + 1)))
+                return;
+        n = read(fd, buf, SNAP_META_MAX);
+        if (n <= 0)
+                return;
+        buf[n] = '\0';
+        o = json_tokener_parse(buf);
+        if (!o)
+                return;
+        if (json_object_object_get_ex(o, "created_at", &v) && !json_object_is_type(v, json_type_null))
+                (void) sweep_parse_time(json_object_get_string(v), &rec->created_usec);
+        if (json_object_object_get_ex(o, "label", &v) && json_object_is_type(v, json_type_string))
+                snprintf(rec->label, sizeof(rec->label), "%s", json_object_get_string(v));
+        json_object_put(o);
+}
+
+static void emit(int out, SweepRecord *rec) {
+        if (write_all(out, rec, sizeof(*rec)) < 0)
+                _exit(EXIT_FAILURE);
+}
+
+static void walk_tree(int dir_fd, const char *name, SweepRecord *rec) {
+        DiskUsage u;
+        int r = disk_usage_at(dir_fd, name, &u);
+        if (r < 0 && r != -ENOENT)
+                rec->error = -r;
+        rec->bytes = u.bytes;
+        rec->apparent_bytes = u.apparent_bytes;
+        rec->files = u.files;
+        rec->skipped = u.skipped;
+        rec->links_truncated = u.links_truncated;
+}
+
+static void walk_snapshots(int state_fd, const char *id, uint32_t index, int out) {
+        char path[64];
+        int fd;
+        DIR *d;
+        struct dirent *de;
+
+        snprintf(path, sizeof(path), "%s/snapshots", id);
+        fd = openat(state_fd, path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0 || !(d = fdopendir(fd))) {
+                safe_close(fd);
+                return;
+        }
+        while ((de = readdir(d))) {
+                SweepRecord rec = { .sandbox = index, .kind = SWEEP_SNAPSHOT };
+                struct stat st;
+                if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+                        continue;
+                if (de->d_name[0] == '.' || strlen(de->d_name) >= sizeof(rec.snap))
+                        rec.kind = SWEEP_PARTIAL;
+                snprintf(rec.snap, sizeof(rec.snap), "%s", de->d_name);
+                if (fstatat(fd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+                        continue;
+                rec.created_usec = (uint64_t) st.st_mtim.tv_sec * USEC_PER_SEC + (uint64_t) st.st_mtim.tv_nsec / 1000;
+                if (rec.kind == SWEEP_SNAPSHOT && S_ISDIR(st.st_mode)) {
+                        _cleanup_close_ int sfd = openat(fd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                        if (sfd >= 0)
+                                read_snapshot_meta(sfd, &rec);
+                }
+                walk_tree(fd, de->d_name, &rec);
+                emit(out, &rec);
+        }
+        closedir(d);
+}
+
+_noreturn_ static void sweep_child(int state_fd, int out, char (*ids)[24], size_t n_ids) {
+        (void) prctl(PR_SET_NAME, "sandboxd-sweep");
+        (void) prctl(PR_SET_PDEATHSIG, SIGKILL);
+        /* Measuring is never urgent: the lowest CPU and the idle I/O class. */
+        (void) setpriority(PRIO_PROCESS, 0, 19);
+        (void) syscall(SYS_ioprio_set, 1 /* IOPRIO_WHO_PROCESS */, 0, 3 << 13 /* IOPRIO_CLASS_IDLE */);
+        for (size_t i = 0; i < n_ids; i++) {
+                SweepRecord rec = { .sandbox = (uint32_t) i, .kind = SWEEP_WORK };
+                char path[64];
+                snprintf(path, sizeof(path), "%s/work", ids[i]);
+                walk_tree(state_fd, path, &rec);
+                emit(out, &rec);
+                walk_snapshots(state_fd, ids[i], (uint32_t) i, out);
+        }
+        _exit(EXIT_SUCCESS);
+}
+
+/* ---- In the daemon ----------------------------------------------------------------------- */
+
+static void walk_read(SweepWalk *w) {
+        for (;;) {
+                ssize_t n;
+                if (w->alloc - w->len < 64 * 1024) {
+                        size_t a = w->alloc ? w->alloc * 2 : 64 * 1024;
+                        char *p = realloc(w->buf, a);
+                        if (!p)
+                                return;
+                        w->buf = p;
+                        w->alloc = a;
+                }
+                n = read(w->fd, w->buf + w->len, w->alloc - w->len);
+                if (n <= 0) {
+                        if (n == 0 || (errno != EAGAIN && errno != EINTR))
+                                w->io_source = sd_event_source_disable_unref(w->io_source);
+                        return;
+                }
+                w->len += (size_t) n;
+        }
+}
+
+static int on_walk_io(sd_event_source *src, int fd, uint32_t revents, void *userdata) {
+        walk_read(userdata);
+        return 0;
+}
+
+static void walk_done(SweepWalk *w, int r) {
+        w->timeout_source = sd_event_source_disable_unref(w->timeout_source);
+        w->io_source = sd_event_source_disable_unref(w->io_source);
+        w->done(w, r, w->userdata);
+}
+
+static int on_walk_exit(sd_event_source *src, const siginfo_t *si, void *userdata) {
+        SweepWalk *w = userdata;
+        int r = 0;
+
+        w->child_source = sd_event_source_disable_unref(w->child_source);
+        w->pidfd = safe_close(w->pidfd);
+        w->pid = 0;
+        if (w->io_source)
+                walk_read(w); /* the child is gone: what it wrote is all in the pipe */
+        if (si->si_code != CLD_EXITED || si->si_status != 0)
+                r = w->timeout_source ? -EIO : -ETIME;
+        if (w->len % sizeof(SweepRecord) != 0)
+                r = -EBADMSG;
+        walk_done(w, r);
+        return 0;
+}
+
+static int on_walk_timeout(sd_event_source *src, uint64_t usec, void *userdata) {
+        SweepWalk *w = userdata;
+        log_warning("disk sweep: the walk did not finish within sweep_timeout; killing it");
+        w->timeout_source = sd_event_source_disable_unref(w->timeout_source);
+        if (w->pidfd >= 0)
+                (void) syscall(SYS_pidfd_send_signal, w->pidfd, SIGKILL, NULL, 0);
+        return 0;
+}
+
+static int walk_watch(SweepWalk *w) {
+        Manager *m = w->manager;
+        int r = sd_event_add_child_pidfd(m->event, &w->child_source, w->pidfd, WEXITED, on_walk_exit, w);
+        if (r >= 0)
+                r = sd_event_add_io(m->event, &w->io_source, w->fd, EPOLLIN, on_walk_io, w);
+        if (r >= 0)
+                r = sd_event_add_time_relative(m->event, &w->timeout_source, CLOCK_MONOTONIC,
+                                               m->config.sweep_timeout_usec, 0, on_walk_timeout, w);
+        return r;
+}
+
+int sweep_walk_start(Manager *m, char (*ids)[24], size_t n_ids, sweep_walk_done_t done, void *userdata,
+                     SweepWalk **ret) {
+        SweepWalk *w = calloc(1, sizeof(*w));
+        int p[2], r;
+
+        if (!w)
+                return -ENOMEM;
+        *w = (SweepWalk) { .manager = m, .pidfd = -EBADF, .fd = -EBADF, .done = done, .userdata = userdata };
+        if (pipe2(p, O_CLOEXEC) < 0) {
+                free(w);
+                return -errno;
+        }
+        w->pid = clone3_pidfd(0, -1, &w->pidfd);
+        if (w->pid == 0) {
+                int keep[] = { 2, m->state_fd, p[1] };
+                close_all_fds_except(keep, ELEMENTSOF(keep));
+                sweep_child(m->state_fd, p[1], ids, n_ids);
+        }
+        close(p[1]);
+        w->fd = p[0];
+        if (w->pid < 0) {
+                r = w->pid;
+                w->pid = 0;
+                sweep_walk_free(w);
+                return r;
+        }
+        r = fcntl(w->fd, F_SETFL, O_NONBLOCK) < 0 ? -errno : walk_watch(w);
+        if (r < 0) {
+                sweep_walk_free(w);
+                return r;
+        }
+        *ret = w;
+        return 0;
+}
+
+SweepWalk *sweep_walk_free(SweepWalk *w) {
+        if (!w)
+                return NULL;
+        if (w->pid > 0 && w->pidfd >= 0) {
+                (void) syscall(SYS_pidfd_send_signal, w->pidfd, SIGKILL, NULL, 0);
+                (void) waitid(P_PIDFD, (id_t) w->pidfd, &(siginfo_t) {}, WEXITED);
+        }
+        sd_event_source_disable_unref(w->child_source);
+        sd_event_source_disable_unref(w->io_source);
+        sd_event_source_disable_unref(w->timeout_source);
+        safe_close(w->pidfd);
+        safe_close(w->fd);
+        free(w->buf);
+        free(w);
+        return NULL;
+}

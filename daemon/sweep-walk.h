@@ -1,0 +1,58 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The measuring half of a sweep, off the event loop: a child process walks each listed
+ * sandbox's workspace and snapshots (disk-usage.c) and reports one fixed-size record per tree
+ * over a pipe; the daemon collects them without blocking and kills a walk that outlives its
+ * time bound. */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <systemd/sd-event.h>
+
+typedef struct Manager Manager;
+
+typedef enum SweepKind {
+        SWEEP_WORK,     /* <id>/work */
+        SWEEP_SNAPSHOT, /* <id>/snapshots/<snap-id> */
+        SWEEP_PARTIAL,  /* <id>/snapshots/.tmp-*: a snapshot being made (never evicted) */
+} SweepKind;
+
+typedef struct SweepRecord {
+        uint32_t sandbox;       /* index in the list given to the walk */
+        uint32_t kind;          /* SweepKind */
+        int32_t error;          /* errno of a tree that could not be walked, else 0 */
+        uint32_t links_truncated;
+        uint64_t created_usec;  /* snapshots: created_at of meta.json (else the directory's mtime) */
+        uint64_t bytes, apparent_bytes, files, skipped;
+        char snap[80];          /* snapshot directory name */
+        char label[80];         /* snapshot label from meta.json, or "" */
+} SweepRecord;
+
+typedef struct SweepWalk SweepWalk;
+/* Called once: r < 0 when the walk failed or timed out, else the records are complete. */
+typedef void (*sweep_walk_done_t)(SweepWalk *w, int r, void *userdata);
+
+struct SweepWalk {
+        Manager *manager;
+        pid_t pid;
+        int pidfd, fd;
+        sd_event_source *child_source, *io_source, *timeout_source;
+        char *buf;              /* records as read from the pipe */
+        size_t len, alloc;
+        sweep_walk_done_t done;
+        void *userdata;
+};
+
+int sweep_walk_start(Manager *m, char (*ids)[24], size_t n_ids, sweep_walk_done_t done, void *userdata,
+                     SweepWalk **ret);
+/* Kills the child if it still runs. */
+SweepWalk *sweep_walk_free(SweepWalk *w);
+static inline const SweepRecord *sweep_walk_records(const SweepWalk *w, size_t *ret_n) {
+        *ret_n = w->len / sizeof(SweepRecord);
+        return (const SweepRecord *) (const void *) w->buf;
+}
+
+/* "2026-11-30T05:00:00Z" or a number (seconds, milliseconds or microseconds since the epoch). */
+int sweep_parse_time(const char *text, uint64_t *ret_usec);

@@ -1,0 +1,629 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/statvfs.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "connection.h"
+#include "log.h"
+#include "macro.h"
+#include "manager.h"
+#include "rm-rf.h"
+#include "run.h"
+#include "sandbox.h"
+#include "spawn.h"
+#include "sweep-walk.h"
+#include "sweep.h"
+#include "util.h"
+
+#define SWEEPS_MAX 4
+
+typedef struct Sweep {
+        Manager *manager;
+        Connection *conn; /* NULL for the timer */
+        json_object *req_id;
+        bool dry_run, all;
+        char (*ids)[24];
+        size_t n_ids;
+        SweepWalk *walk;
+        uint64_t start_usec;
+        struct Sweep *next, *prev;
+} Sweep;
+
+/* One sandbox's figures from the walk, and what the sweep decided for it. */
+typedef struct Tally {
+        Sandbox *s; /* NULL when it went away during the walk */
+        uint64_t work_bytes, work_apparent, work_files;
+        uint64_t snap_bytes, snap_apparent, snap_files, partial_bytes;
+        uint64_t bytes, skipped;
+        uint64_t left;       /* bytes once the evictions are done */
+        const char *expired; /* "ttl", "idle" or NULL */
+        bool refuse;
+} Tally;
+
+typedef struct Plan {
+        Sweep *sw;
+        const SweepRecord *recs;
+        size_t n_recs;
+        Tally *t;
+        bool *evicted; /* per record */
+        json_object *actions;
+        uint64_t now_real, now_mono;
+} Plan;
+
+static const char *format_utc(char buf[static 32], uint64_t usec) {
+        time_t t = (time_t) (usec / USEC_PER_SEC);
+        struct tm tm;
+        gmtime_r(&t, &tm);
+        strftime(buf, 32, "%Y-%m-%dT%H:%M:%SZ", &tm);
+        return buf;
+}
+
+static const char *human(char buf[static 32], uint64_t bytes) {
+        return format_size(buf, 32, bytes);
+}
+
+/* ---- Checks made by create and run ------------------------------------------------------- */
+
+int sweep_check_create(Manager *m, ProtoError *err) {
+        struct statvfs sv;
+        char a[32], b[32];
+
+        if (m->config.min_free_disk && fstatvfs(m->state_fd, &sv) == 0) {
+                uint64_t avail = (uint64_t) sv.f_bavail * sv.f_frsize;
+                if (avail < m->config.min_free_disk)
+                        return proto_error_set(err, SBX_E_RESOURCE_EXHAUSTED, "disk",
+                                               "only %s is free on the state directory's filesystem, below "
+                                               "min_free_disk (%s): no new sandboxes until space is freed",
+                                               human(a, avail), human(b, m->config.min_free_disk));
+        }
+        if (m->disk_budget_exceeded)
+                return proto_error_set(err, SBX_E_RESOURCE_EXHAUSTED, "disk",
+                                       "the sandboxes use more than disk_budget (%s) even without snapshots: no new "
+                                       "sandboxes until some are destroyed",
+                                       human(a, m->config.disk_budget));
+        return 0;
+}
+
+int sweep_check_run(Sandbox *s, ProtoError *err) {
+        char a[32], b[32];
+
+        if (s->disk_refused)
+                return proto_error_set(err, SBX_E_RESOURCE_EXHAUSTED, "disk",
+                                       "sandbox %s uses %s, more than its disk limit (%s) even without its snapshots: "
+                                       "runs are refused until it is back under (restore a smaller snapshot, or "
+                                       "destroy it)",
+                                       s->id, human(a, s->disk_bytes), human(b, s->limits.disk));
+        if (s->manager->disk_budget_exceeded)
+                return proto_error_set(err, SBX_E_RESOURCE_EXHAUSTED, "disk",
+                                       "the sandboxes use more than disk_budget (%s) even without snapshots: runs are "
+                                       "refused until some sandboxes are destroyed",
+                                       human(a, s->manager->config.disk_budget));
+        return 0;
+}
+
+/* ---- ttl, idle, limits.disk in create, replies and meta.json ------------------------------ */
+
+int sweep_parse_create(Manager *m, Sandbox *s, json_object *req, ProtoError *err) {
+        int r;
+
+        s->ttl_usec = m->config.default_ttl_usec;
+        s->idle_usec = m->config.default_idle_usec;
+        if ((r = proto_get_duration(req, "ttl", &s->ttl_usec, err)) < 0 ||
+            (r = proto_get_duration(req, "idle", &s->idle_usec, err)) < 0)
+                return r;
+        if (m->config.max_disk && (s->limits.disk == 0 || s->limits.disk > m->config.max_disk))
+                return proto_error_set(err, SBX_E_INVALID_REQUEST, "limits.disk",
+                                       "'limits.disk' must be set and at most the configured maximum (%" PRIu64 ")",
+                                       m->config.max_disk);
+        s->last_active_usec = now_usec(CLOCK_MONOTONIC);
+        return 0;
+}
+
+static json_object *seconds_or_null(uint64_t usec) {
+        return usec ? json_object_new_double((double) usec / 1e6) : NULL;
+}
+
+void sweep_sandbox_json(Sandbox *s, json_object *o) {
+        json_object *l;
+        char ts[32];
+
+        if (json_object_object_get_ex(o, "limits", &l))
+                json_object_object_add(l, "disk", s->limits.disk ? json_object_new_int64((int64_t) s->limits.disk) : NULL);
+        json_object_object_add(o, "ttl_s", seconds_or_null(s->ttl_usec));
+        json_object_object_add(o, "idle_s", seconds_or_null(s->idle_usec));
+        json_object_object_add(o, "expires_at", s->ttl_usec ? json_object_new_string(format_utc(ts, s->created_usec +
+                                                                                                      s->ttl_usec))
+                                                            : NULL);
+        json_object_object_add(o, "disk_bytes", s->disk_measured ? json_object_new_int64((int64_t) s->disk_bytes) : NULL);
+        json_object_object_add(o, "disk_refused", json_object_new_boolean(s->disk_refused));
+}
+
+void sweep_meta_save(Sandbox *s, json_object *meta) {
+        json_object *l;
+
+        if (json_object_object_get_ex(meta, "limits", &l))
+                json_object_object_add(l, "disk", json_object_new_int64((int64_t) s->limits.disk));
+        json_object_object_add(meta, "ttl_usec", json_object_new_int64((int64_t) s->ttl_usec));
+        json_object_object_add(meta, "idle_usec", json_object_new_int64((int64_t) s->idle_usec));
+}
+
+static uint64_t meta_u64(json_object *o, const char *key) {
+        json_object *v;
+        if (!o || !json_object_object_get_ex(o, key, &v) || !json_object_is_type(v, json_type_int) ||
+            json_object_get_int64(v) < 0)
+                return 0;
+        return (uint64_t) json_object_get_int64(v);
+}
+
+/* Fields an older daemon did not write are absent: no disk limit, no expiry. */
+int sweep_meta_restore(Sandbox *s, json_object *meta) {
+        json_object *l = NULL;
+
+        (void) json_object_object_get_ex(meta, "limits", &l);
+        s->limits.disk = meta_u64(l, "disk");
+        s->ttl_usec = meta_u64(meta, "ttl_usec");
+        s->idle_usec = meta_u64(meta, "idle_usec");
+        /* The idle clock starts again: the daemon does not know what happened while it was gone. */
+        s->last_active_usec = now_usec(CLOCK_MONOTONIC);
+        return 0;
+}
+
+/* ---- Removing a snapshot ----------------------------------------------------------------- */
+
+static int on_remover_exit(sd_event_source *src, const siginfo_t *si, void *userdata) {
+        if (si->si_code != CLD_EXITED || si->si_status != 0)
+                log_warning("removal of %s did not complete (status %d); retried at the next start", (char *) userdata,
+                            si->si_status);
+        free(userdata);
+        sd_event_source_disable_unref(src);
+        return 0;
+}
+
+/* Removes <state>/sandboxes/<name> in a child process. A crash in between leaves a .trash-*
+ * entry, which the next start removes (state.c). */
+static int remove_in_child(Manager *m, const char *name) {
+        sd_event_source *src = NULL;
+        char *tag;
+        int pidfd = -1, r;
+        pid_t pid = clone3_pidfd(0, -1, &pidfd);
+
+        if (pid == 0) {
+                int keep[] = { 2, m->state_fd };
+                close_all_fds_except(keep, ELEMENTSOF(keep));
+                (void) prctl(PR_SET_NAME, "sandboxd-rm");
+                _exit(rm_rf_at(m->state_fd, name) < 0 ? 1 : 0);
+        }
+        if (pid < 0)
+                return pid;
+        tag = strdup(name);
+        r = sd_event_add_child_pidfd(m->event, &src, pidfd, WEXITED, on_remover_exit, tag);
+        if (r < 0) {
+                free(tag);
+                close(pidfd);
+                return r;
+        }
+        (void) sd_event_source_set_child_pidfd_own(src, true);
+        (void) sd_event_source_set_child_process_own(src, true);
+        return 0;
+}
+
+int sweep_snapshot_delete(Sandbox *s, const char *snap_id) {
+        Manager *m = s->manager;
+        char from[160], trash[160];
+
+        if (!*snap_id || snap_id[0] == '.' || strchr(snap_id, '/'))
+                return -EINVAL;
+        if (s->job) /* a snapshot, restore or fork of it is in flight (snapshot-job.c): next sweep */
+                return -EBUSY;
+        snprintf(from, sizeof(from), "%s/snapshots/%s", s->id, snap_id);
+        snprintf(trash, sizeof(trash), ".trash-%s-%s", s->id, snap_id);
+        /* Gone from the listing at once, atomically; the bytes go in the background. */
+        if (renameat(m->state_fd, from, m->state_fd, trash) < 0)
+                return -errno;
+        return remove_in_child(m, trash);
+}
+
+/* ---- Deciding ---------------------------------------------------------------------------- */
+
+static void tally(Plan *p) {
+        for (size_t i = 0; i < p->n_recs; i++) {
+                const SweepRecord *r = &p->recs[i];
+                Tally *t = &p->t[r->sandbox];
+                if (r->kind == SWEEP_WORK) {
+                        t->work_bytes += r->bytes;
+                        t->work_apparent += r->apparent_bytes;
+                        t->work_files += r->files;
+                } else if (r->kind == SWEEP_SNAPSHOT) {
+                        t->snap_bytes += r->bytes;
+                        t->snap_apparent += r->apparent_bytes;
+                        t->snap_files += r->files;
+                } else
+                        t->partial_bytes += r->bytes;
+                t->bytes += r->bytes;
+                t->skipped += r->skipped;
+        }
+        for (size_t i = 0; i < p->sw->n_ids; i++)
+                p->t[i].left = p->t[i].bytes;
+}
+
+static void add_action(Plan *p, const char *action, Sandbox *s, json_object *extra) {
+        json_object *a = extra ?: json_object_new_object();
+        json_object_object_add(a, "action", json_object_new_string(action));
+        if (s)
+                json_object_object_add(a, "sandbox", json_object_new_string(s->id));
+        if (!p->sw->dry_run)
+                log_info("disk sweep: %s%s%s", action, s ? " " : "", s ? s->id : "");
+        json_object_array_add(p->actions, a);
+}
+
+static void expire(Plan *p) {
+        for (size_t i = 0; i < p->sw->n_ids; i++) {
+                Tally *t = &p->t[i];
+                Sandbox *s = t->s;
+                json_object *a;
+                if (!s || s->ephemeral || s->state == SANDBOX_CREATING)
+                        continue;
+                if (s->ttl_usec && p->now_real >= s->created_usec + s->ttl_usec)
+                        t->expired = "ttl";
+                else if (s->idle_usec && !s->runs && !s->pending_runs && p->now_mono >= s->last_active_usec + s->idle_usec)
+                        t->expired = "idle";
+                if (!t->expired)
+                        continue;
+                a = json_object_new_object();
+                json_object_object_add(a, "reason", json_object_new_string(t->expired));
+                json_object_object_add(a, "bytes", json_object_new_int64((int64_t) t->bytes));
+                add_action(p, "destroy", s, a);
+                t->left = 0;
+        }
+}
+
+static int cmp_created(const void *a, const void *b, void *userdata) {
+        const SweepRecord *recs = userdata;
+        const SweepRecord *x = &recs[*(const size_t *) a], *y = &recs[*(const size_t *) b];
+        if (x->created_usec != y->created_usec)
+                return x->created_usec < y->created_usec ? -1 : 1;
+        return strcmp(x->snap, y->snap);
+}
+
+/* Indices of the snapshots (of one sandbox, or of all when index is SIZE_MAX), oldest first. */
+static size_t *oldest_first(Plan *p, size_t index, size_t *ret_n) {
+        size_t *v = calloc(p->n_recs + 1, sizeof(size_t)), n = 0;
+        if (!v)
+                return NULL;
+        for (size_t i = 0; i < p->n_recs; i++) {
+                const SweepRecord *r = &p->recs[i];
+                if (r->kind == SWEEP_SNAPSHOT && !p->evicted[i] && (index == SIZE_MAX || r->sandbox == index) &&
+                    p->t[r->sandbox].s && !p->t[r->sandbox].expired)
+                        v[n++] = i;
+        }
+        qsort_r(v, n, sizeof(size_t), cmp_created, (void *) p->recs);
+        *ret_n = n;
+        return v;
+}
+
+static void evict(Plan *p, size_t i, const char *why) {
+        const SweepRecord *r = &p->recs[i];
+        Tally *t = &p->t[r->sandbox];
+        json_object *a = json_object_new_object();
+        char ts[32];
+
+        p->evicted[i] = true;
+        t->left -= r->bytes < t->left ? r->bytes : t->left;
+        json_object_object_add(a, "snapshot", json_object_new_string(r->snap));
+        json_object_object_add(a, "created_at", json_object_new_string(format_utc(ts, r->created_usec)));
+        json_object_object_add(a, "bytes", json_object_new_int64((int64_t) r->bytes));
+        json_object_object_add(a, "reason", json_object_new_string(why));
+        add_action(p, "evict_snapshot", t->s, a);
+}
+
+static void enforce_sandbox_limit(Plan *p, size_t index) {
+        Tally *t = &p->t[index];
+        _cleanup_free_ size_t *v = NULL;
+        size_t n = 0;
+
+        if (!t->s || t->expired || !t->s->limits.disk)
+                return;
+        if (t->left > t->s->limits.disk && (v = oldest_first(p, index, &n)))
+                for (size_t k = 0; k < n && t->left > t->s->limits.disk; k++)
+                        evict(p, v[k], "limits.disk");
+        t->refuse = t->left > t->s->limits.disk;
+        if (t->refuse != t->s->disk_refused) {
+                json_object *a = json_object_new_object();
+                json_object_object_add(a, "bytes", json_object_new_int64((int64_t) t->left));
+                json_object_object_add(a, "limit", json_object_new_int64((int64_t) t->s->limits.disk));
+                add_action(p, t->refuse ? "refuse_runs" : "accept_runs", t->s, a);
+        }
+}
+
+static uint64_t total_left(Plan *p) {
+        uint64_t sum = 0;
+        for (size_t i = 0; i < p->sw->n_ids; i++)
+                sum += p->t[i].left;
+        return sum;
+}
+
+/* Over the global budget: the oldest snapshots of all sandboxes go first; if that is not
+ * enough, new sandboxes and runs are refused until the next sweep finds room. */
+static bool enforce_budget(Plan *p) {
+        Manager *m = p->sw->manager;
+        _cleanup_free_ size_t *v = NULL;
+        uint64_t budget = m->config.disk_budget, sum = total_left(p);
+        size_t n = 0;
+        bool over;
+
+        if (!budget)
+                return false;
+        if (sum > budget && (v = oldest_first(p, SIZE_MAX, &n)))
+                for (size_t k = 0; k < n && sum > budget; k++) {
+                        sum -= p->recs[v[k]].bytes < sum ? p->recs[v[k]].bytes : sum;
+                        evict(p, v[k], "disk_budget");
+                }
+        over = total_left(p) > budget;
+        if (over != m->disk_budget_exceeded) {
+                json_object *a = json_object_new_object();
+                json_object_object_add(a, "bytes", json_object_new_int64((int64_t) total_left(p)));
+                json_object_object_add(a, "budget", json_object_new_int64((int64_t) budget));
+                add_action(p, over ? "refuse_new" : "accept_new", NULL, a);
+        }
+        return over;
+}
+
+/* ---- Reporting --------------------------------------------------------------------------- */
+
+static json_object *usage_json(uint64_t bytes, uint64_t apparent, uint64_t files) {
+        json_object *o = json_object_new_object();
+        json_object_object_add(o, "bytes", json_object_new_int64((int64_t) bytes));
+        json_object_object_add(o, "apparent_bytes", json_object_new_int64((int64_t) apparent));
+        json_object_object_add(o, "files", json_object_new_int64((int64_t) files));
+        return o;
+}
+
+static json_object *snapshots_json(Plan *p, size_t index) {
+        json_object *arr = json_object_new_array();
+        char ts[32];
+        for (size_t i = 0; i < p->n_recs; i++) {
+                const SweepRecord *r = &p->recs[i];
+                json_object *o;
+                if (r->sandbox != index || r->kind == SWEEP_WORK)
+                        continue;
+                o = usage_json(r->bytes, r->apparent_bytes, r->files);
+                json_object_object_add(o, "id", json_object_new_string(r->snap));
+                json_object_object_add(o, "label", r->label[0] ? json_object_new_string(r->label) : NULL);
+                json_object_object_add(o, "created_at", json_object_new_string(format_utc(ts, r->created_usec)));
+                json_object_object_add(o, "partial", json_object_new_boolean(r->kind == SWEEP_PARTIAL));
+                json_object_object_add(o, "evicted", json_object_new_boolean(p->evicted[i]));
+                json_object_array_add(arr, o);
+        }
+        return arr;
+}
+
+static json_object *sandbox_report(Plan *p, size_t index) {
+        Tally *t = &p->t[index];
+        json_object *o = json_object_new_object();
+        json_object_object_add(o, "id", json_object_new_string(p->sw->ids[index]));
+        json_object_object_add(o, "name", t->s && t->s->name ? json_object_new_string(t->s->name) : NULL);
+        json_object_object_add(o, "workspace", usage_json(t->work_bytes, t->work_apparent, t->work_files));
+        json_object_object_add(o, "snapshots", snapshots_json(p, index));
+        json_object_object_add(o, "snapshot_bytes", json_object_new_int64((int64_t) (t->snap_bytes + t->partial_bytes)));
+        json_object_object_add(o, "bytes", json_object_new_int64((int64_t) t->bytes));
+        json_object_object_add(o, "files", json_object_new_int64((int64_t) (t->work_files + t->snap_files)));
+        json_object_object_add(o, "skipped", json_object_new_int64((int64_t) t->skipped));
+        json_object_object_add(o, "disk_limit", t->s && t->s->limits.disk ? json_object_new_int64((int64_t) t->s->limits.disk)
+                                                                           : NULL);
+        json_object_object_add(o, "runs_refused", json_object_new_boolean(t->refuse));
+        json_object_object_add(o, "expired", t->expired ? json_object_new_string(t->expired) : NULL);
+        return o;
+}
+
+static json_object *sweep_reply(Plan *p, bool budget_over) {
+        Manager *m = p->sw->manager;
+        json_object *reply = proto_reply_ok(p->sw->req_id), *arr = json_object_new_array(), *tot;
+        uint64_t bytes = 0, apparent = 0, files = 0, wbytes = 0, sbytes = 0;
+        struct statvfs sv;
+
+        for (size_t i = 0; i < p->sw->n_ids; i++) {
+                Tally *t = &p->t[i];
+                json_object_array_add(arr, sandbox_report(p, i));
+                bytes += t->bytes;
+                apparent += t->work_apparent + t->snap_apparent;
+                files += t->work_files + t->snap_files;
+                wbytes += t->work_bytes;
+                sbytes += t->snap_bytes + t->partial_bytes;
+        }
+        tot = usage_json(bytes, apparent, files);
+        json_object_object_add(tot, "sandboxes", json_object_new_int64((int64_t) p->sw->n_ids));
+        json_object_object_add(tot, "workspace_bytes", json_object_new_int64((int64_t) wbytes));
+        json_object_object_add(tot, "snapshot_bytes", json_object_new_int64((int64_t) sbytes));
+        json_object_object_add(reply, "dry_run", json_object_new_boolean(p->sw->dry_run));
+        json_object_object_add(reply, "sandboxes", arr);
+        json_object_object_add(reply, "totals", tot);
+        json_object_object_add(reply, "disk_budget", m->config.disk_budget ? json_object_new_int64((int64_t) m->config.disk_budget)
+                                                                           : NULL);
+        json_object_object_add(reply, "budget_exceeded", json_object_new_boolean(budget_over));
+        json_object_object_add(reply, "free_bytes", fstatvfs(m->state_fd, &sv) == 0
+                                                            ? json_object_new_int64((int64_t) ((uint64_t) sv.f_bavail * sv.f_frsize))
+                                                            : NULL);
+        json_object_object_add(reply, "actions", json_object_get(p->actions));
+        json_object_object_add(reply, "duration_s",
+                               json_object_new_double((double) (now_usec(CLOCK_MONOTONIC) - p->sw->start_usec) / 1e6));
+        return reply;
+}
+
+/* ---- Doing ------------------------------------------------------------------------------- */
+
+static void carry_out(Plan *p, bool budget_over) {
+        Manager *m = p->sw->manager;
+
+        for (size_t i = 0; i < p->n_recs; i++)
+                if (p->evicted[i]) {
+                        int r = sweep_snapshot_delete(p->t[p->recs[i].sandbox].s, p->recs[i].snap);
+                        if (r < 0 && r != -ENOENT)
+                                log_warning("disk sweep: cannot remove snapshot %s of %s: %s", p->recs[i].snap,
+                                            p->sw->ids[p->recs[i].sandbox], strerror(-r));
+                }
+        for (size_t i = 0; i < p->sw->n_ids; i++) {
+                Tally *t = &p->t[i];
+                if (!t->s)
+                        continue;
+                t->s->disk_bytes = t->left;
+                t->s->disk_measured = true;
+                t->s->disk_refused = t->refuse;
+        }
+        if (p->sw->all)
+                m->disk_budget_exceeded = budget_over;
+        /* Last: a destroyed sandbox may be freed at once. */
+        for (size_t i = 0; i < p->sw->n_ids; i++)
+                if (p->t[i].s && p->t[i].expired)
+                        sandbox_destroy(p->t[i].s, p->t[i].expired[0] == 't' ? "ttl expired" : "idle too long");
+}
+
+static Sweep *sweep_free(Sweep *sw) {
+        Manager *m;
+        if (!sw)
+                return NULL;
+        m = sw->manager;
+        if (sw->prev)
+                sw->prev->next = sw->next;
+        else
+                m->sweeps = sw->next;
+        if (sw->next)
+                sw->next->prev = sw->prev;
+        m->n_sweeps--;
+        if (!sw->conn)
+                m->timer_sweep_running = false;
+        sweep_walk_free(sw->walk);
+        if (sw->conn)
+                connection_unref(sw->conn);
+        json_object_put(sw->req_id);
+        free(sw->ids);
+        free(sw);
+        return NULL;
+}
+
+static void sweep_fail(Sweep *sw, int r) {
+        ProtoError err;
+        proto_error_set(&err, SBX_E_INTERNAL, NULL, "the disk walk %s",
+                        r == -ETIME ? "did not finish within sweep_timeout" : "failed");
+        if (sw->conn)
+                connection_reply_error(sw->conn, sw->req_id, &err);
+        else
+                log_warning("disk sweep: %s", err.message);
+}
+
+static void on_walk_done(SweepWalk *w, int r, void *userdata) {
+        Sweep *sw = userdata;
+        Manager *m = sw->manager;
+        Plan p = { .sw = sw, .now_real = now_usec(CLOCK_REALTIME), .now_mono = now_usec(CLOCK_MONOTONIC) };
+        json_object *reply;
+        bool over;
+
+        if (r < 0) {
+                sweep_fail(sw, r);
+                sweep_free(sw);
+                return;
+        }
+        p.recs = sweep_walk_records(w, &p.n_recs);
+        p.t = calloc(sw->n_ids + 1, sizeof(Tally));
+        p.evicted = calloc(p.n_recs + 1, sizeof(bool));
+        p.actions = json_object_new_array();
+        if (!p.t || !p.evicted) {
+                sweep_fail(sw, -ENOMEM);
+                goto out;
+        }
+        for (size_t i = 0; i < sw->n_ids; i++) {
+                Sandbox *s = manager_find_sandbox(m, sw->ids[i]);
+                p.t[i].s = s && s->state != SANDBOX_DESTROYING ? s : NULL;
+        }
+        tally(&p);
+        expire(&p);
+        for (size_t i = 0; i < sw->n_ids; i++)
+                enforce_sandbox_limit(&p, i);
+        over = sw->all ? enforce_budget(&p) : m->disk_budget_exceeded;
+        reply = sweep_reply(&p, over);
+        if (!sw->dry_run)
+                carry_out(&p, over);
+        if (sw->conn)
+                connection_send_take(sw->conn, reply);
+        else
+                json_object_put(reply);
+out:
+        json_object_put(p.actions);
+        free(p.t);
+        free(p.evicted);
+        sweep_free(sw);
+}
+
+/* ---- Starting ---------------------------------------------------------------------------- */
+
+static int sweep_list(Sweep *sw) {
+        Manager *m = sw->manager;
+        sw->ids = calloc(m->n_sandboxes + 1, sizeof(*sw->ids));
+        if (!sw->ids)
+                return -ENOMEM;
+        for (Sandbox *s = m->sandboxes; s; s = s->next)
+                if (s->state != SANDBOX_DESTROYING && (sw->all || sandbox_visible_to(s, sw->conn)))
+                        memcpy(sw->ids[sw->n_ids++], s->id, sizeof(s->id));
+        return 0;
+}
+
+int sweep_start(Manager *m, Connection *conn, json_object *id, bool dry_run, ProtoError *err) {
+        Sweep *sw;
+        int r;
+
+        if (m->n_sweeps >= SWEEPS_MAX)
+                return proto_error_set(err, SBX_E_RESOURCE_EXHAUSTED, NULL, "%d sweeps are running already", SWEEPS_MAX);
+        sw = calloc(1, sizeof(*sw));
+        if (!sw)
+                return proto_error_set(err, SBX_E_INTERNAL, NULL, "out of memory");
+        *sw = (Sweep) { .manager = m, .dry_run = dry_run, .all = !conn || conn->admin, .start_usec = now_usec(CLOCK_MONOTONIC) };
+        sw->next = m->sweeps;
+        if (m->sweeps)
+                m->sweeps->prev = sw;
+        m->sweeps = sw;
+        m->n_sweeps++;
+        if (conn) {
+                sw->conn = connection_ref(conn);
+                sw->req_id = json_object_get(id);
+        } else
+                m->timer_sweep_running = true;
+        r = sweep_list(sw);
+        if (r >= 0)
+                r = sweep_walk_start(m, sw->ids, sw->n_ids, on_walk_done, sw, &sw->walk);
+        if (r < 0) {
+                sweep_free(sw);
+                return proto_error_set(err, SBX_E_INTERNAL, NULL, "cannot start the disk walk: %s", strerror(-r));
+        }
+        return 0;
+}
+
+void sweep_free_all(Manager *m) {
+        while (m->sweeps)
+                sweep_free(m->sweeps);
+        m->sweep_timer = sd_event_source_disable_unref(m->sweep_timer);
+}
+
+static int on_sweep_timer(sd_event_source *src, uint64_t usec, void *userdata) {
+        Manager *m = userdata;
+        ProtoError err;
+
+        if (!m->timer_sweep_running && m->n_sandboxes > 0 && !m->stopping && sweep_start(m, NULL, NULL, false, &err) < 0)
+                log_warning("disk sweep: %s", err.message);
+        (void) sd_event_source_set_time_relative(src, m->config.sweep_interval_usec);
+        return sd_event_source_set_enabled(src, SD_EVENT_ONESHOT);
+}
+
+int sweep_setup_timer(Manager *m) {
+        if (!m->config.sweep_interval_usec)
+                return 0;
+        return sd_event_add_time_relative(m->event, &m->sweep_timer, CLOCK_MONOTONIC, m->config.sweep_interval_usec,
+                                          USEC_PER_SEC,
+                                          on_sweep_timer, m);
+}

@@ -1,0 +1,41 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The disk sweep: how much each sandbox's workspace and snapshots take (walked in a child
+ * process with disk-usage.c, bounded by sweep_timeout), and what follows from it: a sandbox over
+ * its limits.disk loses its oldest snapshots first and, if still over, has its runs refused;
+ * over the global disk_budget the oldest snapshots of all go, then new sandboxes and runs are
+ * refused; sandboxes past their ttl or idle time are destroyed. Runs on request (op `sweep`)
+ * and every sweep_interval. */
+#pragma once
+
+#include <json-c/json.h>
+#include <stdbool.h>
+
+#include "proto.h"
+
+typedef struct Manager Manager;
+typedef struct Sandbox Sandbox;
+typedef struct Connection Connection;
+
+/* Starts a sweep of the sandboxes conn may see (all of them for the timer, conn NULL); the
+ * reply goes to conn when it is done. */
+int sweep_start(Manager *m, Connection *conn, json_object *id, bool dry_run, ProtoError *err);
+/* Arms the periodic sweep (sweep_interval). */
+int sweep_setup_timer(Manager *m);
+/* At exit: kills the walks in flight and drops their requests. */
+void sweep_free_all(Manager *m);
+
+/* create: ttl and idle (top-level fields) with the configured defaults. */
+int sweep_parse_create(Manager *m, Sandbox *s, json_object *req, ProtoError *err);
+/* create: refused below min_free_disk on the state directory's filesystem, or over the budget. */
+int sweep_check_create(Manager *m, ProtoError *err);
+/* run: refused while the sandbox is over its disk limit or all are over the budget. */
+int sweep_check_run(Sandbox *s, ProtoError *err);
+/* The sandbox's disk and expiry members in replies (ttl_s, idle_s, expires_at, disk_refused). */
+void sweep_sandbox_json(Sandbox *s, json_object *o);
+/* Its ttl and idle in meta.json, and back. */
+void sweep_meta_save(Sandbox *s, json_object *meta);
+int sweep_meta_restore(Sandbox *s, json_object *meta);
+
+/* Removes <state>/sandboxes/<id>/snapshots/<snap_id> (moved aside at once, removed in a child);
+ * until snapshot.h's snapshot_delete() takes over. -ENOENT when it is gone already. */
+int sweep_snapshot_delete(Sandbox *s, const char *snap_id);

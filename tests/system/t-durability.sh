@@ -1,0 +1,77 @@
+#!/bin/bash
+# sandboxd under a real systemd, dying and idling: SIGKILLed in the middle of a run, it comes
+# back on the next connection with every sandbox and file, and reports the interrupted run;
+# with idle_exit_s it exits by itself once idle (a clean stop, not a failure) and the next
+# connection starts it again through the socket, everything where it was.
+source "$(dirname "$0")/lib.sh"
+export SANDBOXD_SOCKET=/run/sandboxd/sandboxd.sock
+conf=$(sandboxd --help | sed -n 's/.*configuration file (default \(.*\))/\1/p')
+diag "configuration file: $conf"
+
+r=$(call '{"op":"create","name":"durable","limits":{"memory":"256M"}}')
+[ "$(jqr .ok "$r")" = true ]
+ok $? "a sandbox is created"
+sid=$(jqr .sandbox.id "$r")
+call '{"op":"run","sandbox":"durable","command":"mkdir -p /work/d && echo precious > /work/d/file"}' >/dev/null
+
+# -- SIGKILL in the middle of a run -------------------------------------------------------------
+python3 - >/tmp/inflight.out 2>&1 <<'PY' &
+import json, os, socket
+s = socket.socket(socket.AF_UNIX); s.connect(os.environ["SANDBOXD_SOCKET"]); f = s.makefile("rwb")
+f.write(b'{"id":1,"op":"run","sandbox":"durable","argv":["sleep","1000"]}\n'); f.flush()
+for line in f:
+    m = json.loads(line)
+    print(json.dumps(m), flush=True)
+PY
+client=$!
+for _ in $(seq 100); do grep -q '"started"' /tmp/inflight.out && break; sleep 0.2; done
+run_id=$(grep '"started"' /tmp/inflight.out | jq -r .run_id)
+[ -n "$run_id" ] && [ "$run_id" != null ]
+ok $? "a run is in flight ($run_id)"
+old=$(systemctl show -p MainPID --value sandboxd.service)
+systemctl kill -s KILL sandboxd.service
+for _ in $(seq 100); do [ "$(systemctl show -p MainPID --value sandboxd.service)" != "$old" ] && break; sleep 0.1; done
+wait "$client" 2>/dev/null
+r=$(call '{"op":"inspect","sandbox":"durable"}')
+new=$(systemctl show -p MainPID --value sandboxd.service)
+diag "daemon pid $old -> $new; interrupted: $(jq -c .sandbox.interrupted_runs <<<"$r")"
+[ "$new" != "$old" ] && [ "$(jqr .sandbox.id "$r")" = "$sid" ]
+ok $? "after SIGKILL the next connection finds a new daemon with the sandbox"
+[ "$(jqr '.sandbox.interrupted_runs | map(select(.id == "'"$run_id"'" and .reason == "daemon restarted" and .argv == ["sleep","1000"])) | length' "$r")" = 1 ]
+ok $? "inspect reports the interrupted run: id, argv, reason \"daemon restarted\""
+r=$(call '{"op":"run","sandbox":"durable","command":"cat /work/d/file; pgrep -c sleep || true"}')
+[ "$(jqr .stdout "$r")" = $'precious\n0' ]
+ok $? "the workspace is intact; the interrupted run's process is gone"
+base=/sys/fs/cgroup/system.slice/sandboxd.service/sandboxes
+[ "$(find "$base" -mindepth 1 -maxdepth 1 -type d | wc -l)" = 1 ]
+ok $? "one sandbox cgroup: the earlier daemon's was replaced, not left behind"
+
+# -- idle exit, and the socket brings it back ---------------------------------------------------
+systemctl stop sandboxd.service
+mkdir -p "$(dirname "$conf")"
+printf 'idle_exit_s = 2s\n' >"$conf"
+r=$(call '{"op":"health"}')
+[ "$(jqr .status "$r")" = ok ]
+ok $? "with idle_exit_s = 2s the next connection starts the daemon"
+first=$(systemctl show -p MainPID --value sandboxd.service)
+for _ in $(seq 150); do systemctl is-active -q sandboxd.service || break; sleep 0.2; done
+state=$(systemctl show -p ActiveState --value sandboxd.service)
+result=$(systemctl show -p Result --value sandboxd.service)
+diag "after idling: ActiveState=$state Result=$result"
+[ "$state" = inactive ] && [ "$result" = success ]
+ok $? "idle, the daemon exits by itself, cleanly (inactive, result success)"
+check "the socket is still listening" systemctl is-active sandboxd.socket
+check "no sandbox process is left" bash -c "[ -z \"\$(find $base -name cgroup.procs -exec cat {} + 2>/dev/null)\" ]"
+r=$(call '{"op":"run","sandbox":"durable","argv":["cat","/work/d/file"]}')
+second=$(systemctl show -p MainPID --value sandboxd.service)
+diag "daemon pid $first -> $second"
+[ "$(jqr .stdout "$r")" = precious ] && [ "$second" != "$first" ] && [ "$second" != 0 ]
+ok $? "the next connection starts it again through the socket; the sandbox and its files are there"
+r=$(call '{"op":"inspect","sandbox":"durable"}')
+[ "$(jqr '.sandbox.interrupted_runs | length' "$r")" = 1 ]
+ok $? "the idle exit interrupted no run (still only the SIGKILLed one)"
+
+rm -f "$conf"
+call '{"op":"destroy","sandbox":"durable"}' >/dev/null
+systemctl stop sandboxd.service
+done_testing

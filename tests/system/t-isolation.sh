@@ -1,0 +1,36 @@
+#!/bin/bash
+# sandboxd under a real systemd and Debian's kernel: who may connect through the packaged socket
+# unit (group sandboxd, made by systemd-sysusers), and who a command is inside a sandbox.
+source "$(dirname "$0")/lib.sh"
+export SANDBOXD_SOCKET=/run/sandboxd/sandboxd.sock
+sock=$SANDBOXD_SOCKET
+ctl=$(command -v sandboxctl)
+gid=$(getent group sandboxd | cut -d: -f3)
+
+[ -n "$gid" ]
+ok $? "systemd-sysusers made group sandboxd"
+[ "$(stat -c %U:%G:%a "$sock")" = root:sandboxd:660 ]
+ok $? "the socket is root:sandboxd 0660 (SocketGroup=sandboxd, SocketMode=0660)"
+diag "$(stat -c '%U:%G:%a %n' "$sock")"
+as_nobody() { setpriv --reuid=65534 --regid=65534 "$@"; }
+
+err=$(as_nobody --clear-groups "$ctl" list 2>&1 >/dev/null)
+rc=$?
+diag "$err"
+[ "$rc" = 1 ] && [[ $err == *"permission denied on $sock"*"usermod -aG sandboxd"*"log in again"* ]]
+ok $? "a user outside group sandboxd is refused, and sandboxctl says to join the group and log in again"
+as_nobody --groups="$gid" "$ctl" list >/dev/null 2>&1
+ok $? "the same user in group sandboxd connects"
+
+out=$(as_nobody --groups="$gid" "$ctl" run -- sh -c 'id -u; grep -E "^(Groups|CapEff|CapBnd):" /proc/self/status' 2>&1)
+diag "$out"
+[ "$(printf '%s\n' "$out" | tr -s '\t ' ' ')" = "$(printf '1000\nGroups: \nCapEff: 0000000000000000\nCapBnd: 0000000000000000')" ]
+ok $? "a run is uid 1000 inside, without groups or capabilities"
+umount_py='import ctypes, errno; l = ctypes.CDLL(None, use_errno=True)
+for p in (b"/proc/sys", b"/proc"):
+    print(errno.errorcode.get(ctypes.get_errno(), "ok") if l.umount2(p, 2) else "unmounted")'
+out=$(as_nobody --groups="$gid" "$ctl" run --user root -- python3 -c "$umount_py" 2>&1)
+diag "$out"
+[ "$(echo $out)" = "EINVAL EINVAL" ]
+ok $? "root of the sandbox's user namespace cannot unmount /proc/sys or /proc: the mounts are locked"
+done_testing

@@ -1,0 +1,104 @@
+#!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# What a daemon's death leaves is reported, never silent: a run in flight when the daemon was
+# SIGKILLed is listed in the restored sandbox's interrupted_runs (kept across later restarts),
+# a throwaway sandbox's stale cgroup and processes are removed, and meta.json is whole. With
+# idle_exit_s, a socket-activated daemon exits once idle, but not while a sandbox has a process
+# besides its init; the next start finds everything where it was.
+. "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
+
+mkdir -p "$T"
+printf 'sweep_interval = 0\n' >"$T/plain.conf"
+start_daemon --config "$T/plain.conf" || exit 0
+r=$(rpc '{"op":"create","best_effort":true,"name":"dur"}')
+id=$(jget "$r" .sandbox.id)
+is "$(jget "$r" .sandbox.interrupted_runs)" "[]" "a new sandbox has no interrupted runs"
+rpc '{"op":"run","sandbox":"dur","command":"echo kept > /work/kept"}' >/dev/null
+
+# Two runs in flight, one in the sandbox and one in a throwaway sandbox, then SIGKILL.
+python3 - "$SOCK" >"$T/started" <<'EOF' &
+import json, socket, sys, time
+sys.path.insert(0, __import__("os").environ["TESTS_DIR"])
+from client import Conn
+c = Conn(sys.argv[1])
+c.send({"id": 1, "op": "run", "sandbox": "dur", "argv": ["sleep", "1000"]})
+c.send({"id": 2, "op": "run", "best_effort": True, "argv": ["sh", "-c", "sleep 1000"]})
+seen = {}
+while len(seen) < 2:
+    m = c.recv_json(30)
+    if m is None:
+        break
+    if m.get("event") == "started":
+        seen[m["id"]] = m["run_id"] + " " + m["sandbox"]
+print(seen.get(1, "-"))
+print(seen.get(2, "-"))
+sys.stdout.flush()
+time.sleep(1000)
+EOF
+client=$!
+_started() { [ "$(wc -l <"$T/started")" = 2 ]; }
+check "two runs are in flight" wait_until 30 _started
+read -r run_id _ < <(sed -n 1p "$T/started")
+read -r _ eph < <(sed -n 2p "$T/started")
+check "the run left a note in the state directory" [ -s "$T/state/sandboxes/$id/runs/$run_id.json" ]
+check "the throwaway sandbox has its cgroup" [ -d "$CG/sandboxes/$eph" ]
+kill -KILL "$DAEMON_PID"
+wait "$DAEMON_PID" 2>/dev/null
+kill "$client" 2>/dev/null
+wait "$client" 2>/dev/null
+DAEMON_PID=
+check "after SIGKILL, meta.json is there and no temporary file is left" \
+	eval "[ -s '$T/state/sandboxes/$id/meta.json' ] && [ ! -e '$T/state/sandboxes/$id/meta.json.tmp' ]"
+
+start_daemon --config "$T/plain.conf" || exit 0
+r=$(rpc '{"op":"inspect","sandbox":"dur"}')
+is "$(jget "$r" '.sandbox.interrupted_runs | length')" 1 "the restored sandbox reports one interrupted run"
+is "$(jget "$r" '.sandbox.interrupted_runs[0] | [.id, (.argv | join(" ")), .reason] | join("|")')" \
+	"$run_id|sleep 1000|daemon restarted" "with its id, argv and the reason"
+like "$(jget "$r" '.sandbox.interrupted_runs[0].started_at')" '^20[0-9-]+T[0-9:]+Z$' "and when it started"
+check "the note is gone once meta.json holds it" [ ! -e "$T/state/sandboxes/$id/runs/$run_id.json" ]
+is "$(jget "$(rpc '{"op":"run","sandbox":"dur","argv":["cat","/work/kept"]}')" .stdout)" kept "the workspace is intact"
+_stale_gone() { [ ! -d "$CG/sandboxes/$eph" ]; }
+check "the throwaway sandbox's stale cgroup (and its sleep) was removed" wait_until 10 _stale_gone
+check "its workspace too" [ ! -e "$T/state/sandboxes/$eph" ]
+is "$(jget "$(rpc '{"op":"list"}')" '[.sandboxes[].id] | join(",")')" "$id" "only the recorded sandbox is listed"
+stop_daemon
+start_daemon --config "$T/plain.conf" || exit 0
+r=$(rpc '{"op":"inspect","sandbox":"dur"}')
+is "$(jget "$r" '[.sandbox.interrupted_runs[].id] | join(",")')" "$run_id" \
+	"after another (clean) restart the interrupted run is still reported, once"
+stop_daemon
+
+# -- idle exit ---------------------------------------------------------------------------------
+command -v systemd-socket-activate >/dev/null || { diag "no systemd-socket-activate: idle exit not tested here"; exit 0; }
+printf 'sweep_interval = 0\nidle_exit_s = 1s\n' >"$T/idle.conf"
+start_daemon_activated --config "$T/idle.conf" || exit 0
+python3 - "$SOCK" <<'EOF' &
+import sys, time
+sys.path.insert(0, __import__("os").environ["TESTS_DIR"])
+from client import Conn
+c = Conn(sys.argv[1])
+time.sleep(4)
+EOF
+holder=$!
+sleep 2.5
+check "an open connection keeps the idle daemon up" kill -0 "$DAEMON_PID"
+wait "$holder"
+r=$(rpc '{"op":"run","sandbox":"dur","command":"sleep 1000 >/dev/null 2>&1 &"}')
+is "$(jget "$r" .exit_code)" 0 "a background process started in the sandbox"
+sleep 3
+check "a sandbox process besides the init keeps the daemon up" kill -0 "$DAEMON_PID"
+rpc '{"op":"run","sandbox":"dur","argv":["pkill","sleep"]}' >/dev/null
+check "once only the inits are left, the daemon exits by itself" wait_until 20 _daemon_gone
+wait "$DAEMON_PID"
+is "$?" 0 "with status 0"
+grep -q "idle for" "$T/daemon.log"
+ok "it says why in its log"
+DAEMON_PID=
+# Started again without idle exit: on a loaded machine a second between two requests would end it.
+start_daemon_activated --config "$T/plain.conf" || exit 0
+r=$(rpc '{"op":"run","sandbox":"dur","argv":["cat","/work/kept"]}')
+is "$(jget "$r" .stdout)" kept "started again, it has the sandbox and its files"
+is "$(jget "$(rpc '{"op":"inspect","sandbox":"dur"}')" '.sandbox.interrupted_runs | length')" 1 \
+	"an idle exit interrupts no run"
+stop_daemon
