@@ -77,7 +77,7 @@ is "$(runout a 'test -e /work/new && echo left; pgrep -c sleep || true')" 0 "not
 check "the old tree is removed" wait_until 10 sh -c "! ls '$T/state/sandboxes/$a' | grep -q '^work\.new-'"
 
 # ---- fork -----------------------------------------------------------------------------------
-r=$(rpc "{\"op\":\"create\",\"best_effort\":true,\"name\":\"b\",\"from_snapshot\":\"a/$s1\"}")
+r=$(rpc "{\"op\":\"create\",\"best_effort\":true,\"name\":\"b\",\"user\":\"root\",\"from_snapshot\":\"a/$s1\"}")
 b=$(jget "$r" .sandbox.id)
 is "$(jget "$r" .sandbox.state)" ready "create from_snapshot (sandbox/snapshot) makes a ready sandbox"
 is "$(runout b "$MANIFEST_TEXT")" "$expected" "its workspace is the snapshot, with the same owners as seen inside"

@@ -48,10 +48,10 @@ fcg=$(jqr .sandbox.cgroup "$r")
 ok $? "the fork has its own memory.max"
 r=$(call '{"op":"run","sandbox":"snapfork","command":"cat /work/d/f; stat -c %u /work/d/f; readlink /work/root; test -p /work/p && echo fifo"}')
 [ "$(jqr .stdout "$r")" = "v1
-0
+1000
 /
 fifo" ]
-ok $? "its workspace is the snapshot, owned by its own root"
+ok $? "its workspace is the snapshot, owned by the same uid inside (1000), in its own range outside"
 
 call '{"op":"destroy","sandbox":"snapfork"}' >/dev/null
 r=$(call '{"op":"destroy","sandbox":"snapvm"}')
