@@ -926,7 +926,7 @@ static void sandbox_restart_step(Sandbox *s) {
         int populated = cg_populated(s->cg_fd);
         uint64_t delay;
 
-        if (populated <= 0 && s->init_pidfd < 0 && !s->runs) {
+        if (populated <= 0 && s->init_pidfd < 0 && !s->runs && !s->sessions) {
                 rs->timer = sd_event_source_disable_unref(rs->timer);
                 sandbox_restart_respawn(s);
                 return;
@@ -962,6 +962,7 @@ int sandbox_restart(Sandbox *s, int (*swap)(Sandbox *s, void *userdata),
         s->state = SANDBOX_CREATING;
         for (Run *r = s->runs; r; r = r->next)
                 run_kill(r, SIGKILL, REASON_KILLED);
+        pty_sandbox_destroying(s); /* sessions end as when the sandbox goes */
         (void) cg_kill(s->cg_fd);
         sandbox_restart_step(s);
         return killed;

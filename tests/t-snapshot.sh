@@ -68,8 +68,36 @@ is "$(jget "$r" '[.sandbox.snapshots[].id] | join(",")')" "$s1" "inspect lists i
 # ---- restore --------------------------------------------------------------------------------
 rpc '{"op":"run","sandbox":"a","command":"rm -rf /work/* && echo other > /work/new && mkdir /work/d"}' >/dev/null
 rpc '{"op":"run","sandbox":"a","command":"sleep 1000 >/dev/null 2>&1 &"}' >/dev/null
-r=$(rpc "{\"op\":\"snapshot.restore\",\"sandbox\":\"a\",\"snapshot\":\"$s1\"}")
-is "$(jget "$r" .ok)/$(jget "$r" .processes)" "true/restarted" "snapshot.restore: the processes are restarted"
+# A session and a run in flight while the workspace is restored: both end, and say so.
+run_py restore-ends 120 "$SOCK" "$s1" <<'EOF'
+import sys
+from client import Conn
+sock, snap = sys.argv[1:3]
+sess = Conn(sock, timeout=100)
+r = sess.call({"op": "pty.open", "sandbox": "a", "pty": False, "argv": ["sleep", "1000"]})
+print(("PASS" if r.get("ok") else "FAIL") + " a session is open in sandbox a")
+run = Conn(sock, timeout=100)
+run.send({"id": 9, "op": "run", "sandbox": "a", "argv": ["sleep", "1000"]})
+started = run.recv_json()
+print(("PASS" if started.get("event") == "started" else "FAIL") + " a run is in flight")
+rest = Conn(sock, timeout=100).call({"op": "snapshot.restore", "sandbox": "a", "snapshot": snap})
+print(("PASS" if rest.get("ok") and rest.get("runs_killed") == 1 and rest.get("processes") == "restarted" else "FAIL")
+      + " the restore restarts the processes and counts the run it killed: %s" % rest.get("runs_killed"))
+while True:
+    m = run.recv_json()
+    if m is None or "ok" in m:
+        break
+print(("PASS" if m and m.get("reason") == "killed" else "FAIL") + " the run ends with reason killed")
+ev = None
+while True:
+    m = sess.recv_json()
+    if m is None or m.get("event") == "exit":
+        ev = m
+        break
+print(("PASS" if ev and ev.get("reason") == "destroyed" else "FAIL") + " the session ends (exit event, reason %s)" % (ev or {}).get("reason"))
+EOF
+r=$(rpc '{"op":"inspect","sandbox":"a"}')
+is "$(jget "$r" .sandbox.state)" ready "snapshot.restore: the sandbox is ready again"
 after=$(runout a "$MANIFEST_TEXT")
 expected=$(printf '%s\n' "$before" | sed -e 's|^\./suid f 4755|./suid f 755|' -e 's|^\./sgid f 2755|./sgid f 755|')
 is "$after" "$expected" "the restored tree is the snapshot as a whole: names, types, modes, owners, links, sizes, times"
