@@ -180,7 +180,7 @@ json_object *request_new(const char *op) {
         return req;
 }
 
-static const char *socket_path(void) {
+const char *daemon_socket_path(void) {
         const char *e = getenv(SBX_SOCKET_ENV);
 
         if (arg.socket)
@@ -189,7 +189,7 @@ static const char *socket_path(void) {
 }
 
 int daemon_connect(SbxClient **ret) {
-        const char *path = socket_path();
+        const char *path = daemon_socket_path();
         int r = sbx_client_connect(path, ret);
 
         /* The three ways a connect fails for a person rather than for a program: say what to do. */

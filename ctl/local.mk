@@ -11,6 +11,8 @@ ctl_sandboxctl_SOURCES = \
 	ctl/verb-run.c \
 	ctl/verb-sandbox.c \
 	ctl/verb-snapshot.c \
-	ctl/verb-sweep.c
+	ctl/verb-sweep.c \
+	ctl/verb-top.c \
+	ctl/verb-doctor.c ctl/doctor-checks.c ctl/doctor.h
 ctl_sandboxctl_CFLAGS = $(AM_CFLAGS) $(JSONC_CFLAGS)
 ctl_sandboxctl_LDADD = lib/libsandbox.la lib/libsbxcommon.la $(JSONC_LIBS)

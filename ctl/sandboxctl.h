@@ -29,8 +29,8 @@ typedef struct Verb {
 } Verb;
 
 extern const Verb verb_status, verb_hello, verb_health, verb_create, verb_list, verb_inspect,
-        verb_destroy, verb_run, verb_kill, verb_shell, verb_exec, verb_attach, verb_sweep, verb_snapshot,
-        verb_snapshots, verb_restore, verb_snapshot_delete;
+        verb_destroy, verb_run, verb_kill, verb_shell, verb_exec, verb_attach, verb_sweep, verb_top, verb_doctor,
+        verb_snapshot, verb_snapshots, verb_restore, verb_snapshot_delete;
 
 /* The options given before the verb (and --json/--socket after it): the only mutable globals. */
 typedef struct GlobalArgs {
@@ -88,6 +88,8 @@ static inline void sbx_client_freep(SbxClient **c) {
 }
 
 json_object *request_new(const char *op);
+/* --socket, else $SANDBOXD_SOCKET, else the default. */
+const char *daemon_socket_path(void);
 int daemon_connect(SbxClient **ret);
 /* Sends request (taken) and waits for its final reply, ok or not. Logs transport errors. */
 int daemon_call(SbxClient *c, json_object *request, json_object **ret_reply);

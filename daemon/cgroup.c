@@ -161,6 +161,16 @@ int cg_kill(int dir_fd) {
         return cg_write(dir_fd, "cgroup.kill", "1");
 }
 
+void cg_read_usage(int dir_fd, unsigned mask, CgUsage *ret) {
+        *ret = (CgUsage) { CG_USAGE_UNKNOWN, CG_USAGE_UNKNOWN, CG_USAGE_UNKNOWN };
+        if ((mask & CG_MEMORY) && cg_read_u64(dir_fd, "memory.current", &ret->memory_bytes) < 0)
+                ret->memory_bytes = CG_USAGE_UNKNOWN;
+        if ((mask & CG_PIDS) && cg_read_u64(dir_fd, "pids.current", &ret->pids) < 0)
+                ret->pids = CG_USAGE_UNKNOWN;
+        if (cg_read_keyed(dir_fd, "cpu.stat", "usage_usec", &ret->cpu_usec) < 0)
+                ret->cpu_usec = CG_USAGE_UNKNOWN;
+}
+
 int cg_populated(int dir_fd) {
         uint64_t v;
         int r = cg_read_keyed(dir_fd, "cgroup.events", "populated", &v);

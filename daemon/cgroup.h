@@ -54,6 +54,17 @@ int cg_read(int dir_fd, const char *file, char *buf, size_t size);
 int cg_read_keyed(int dir_fd, const char *file, const char *key, uint64_t *ret);
 int cg_read_u64(int dir_fd, const char *file, uint64_t *ret);
 int cg_kill(int dir_fd);
+
+/* What a cgroup uses now; CG_USAGE_UNKNOWN where it cannot be read. memory.current and
+ * pids.current exist only where that controller is enabled (mask), while cpu.stat's usage_usec
+ * is in every cgroup2 directory, controllers or not. */
+#define CG_USAGE_UNKNOWN UINT64_MAX
+typedef struct CgUsage {
+        uint64_t memory_bytes;
+        uint64_t pids;
+        uint64_t cpu_usec;
+} CgUsage;
+void cg_read_usage(int dir_fd, unsigned mask, CgUsage *ret);
 /* 1 when processes remain in the cgroup or below, 0 when empty. */
 int cg_populated(int dir_fd);
 int cg_move_pid(int dir_fd, int pid);

@@ -1,6 +1,9 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <ctype.h>
 #include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,44 +13,50 @@
 #include "macro.h"
 #include "util.h"
 
+#define MIN(a, b) ((a) < (b) ? (a) : (b))
+#define MIN3(a, b, c) MIN(MIN(a, b), c)
+#define MAX(a, b) ((a) > (b) ? (a) : (b))
+#define MAX3(a, b, c) MAX(MAX(a, b), c)
+
 typedef enum { KEY_PATH, KEY_NAME, KEY_SIZE, KEY_COUNT, KEY_DURATION, KEY_CPUS } KeyType;
 
 typedef struct ConfigKey {
         const char *name;
         KeyType type;
         size_t offset;
+        uint64_t min; /* for numbers: smaller values are refused */
 } ConfigKey;
 
-#define KEY(n, t, f) { n, t, offsetof(Config, f) }
+#define KEY(n, t, f, ...) { n, t, offsetof(Config, f), __VA_ARGS__ }
 static const ConfigKey config_keys[] = {
         KEY("state_dir", KEY_PATH, state_dir),
         KEY("cgroup_root", KEY_PATH, cgroup_root),
         KEY("root_dir", KEY_PATH, root_dir),
-        KEY("max_line_bytes", KEY_SIZE, max_line_bytes),
-        KEY("max_connections", KEY_COUNT, max_connections),
-        KEY("max_connection_output", KEY_SIZE, max_connection_output),
-        KEY("request_timeout", KEY_DURATION, request_timeout_usec),
-        KEY("max_sandboxes", KEY_COUNT, max_sandboxes),
-        KEY("max_runs_per_connection", KEY_COUNT, max_runs_per_connection),
+        KEY("max_line_bytes", KEY_SIZE, max_line_bytes, 1024),
+        KEY("max_connections", KEY_COUNT, max_connections, 1),
+        KEY("max_connection_output", KEY_SIZE, max_connection_output, 65536),
+        KEY("request_timeout", KEY_DURATION, request_timeout_usec, 1000),
+        KEY("max_sandboxes", KEY_COUNT, max_sandboxes, 1),
+        KEY("max_runs_per_connection", KEY_COUNT, max_runs_per_connection, 1),
         KEY("admin_group", KEY_NAME, admin_group),
-        KEY("max_sandboxes_per_uid", KEY_COUNT, max_sandboxes_per_uid),
-        KEY("max_runs_per_uid", KEY_COUNT, max_runs_per_uid),
-        KEY("uid_base", KEY_COUNT, uid_base),
-        KEY("uid_range", KEY_COUNT, uid_range),
-        KEY("default_memory", KEY_SIZE, default_memory),
-        KEY("max_memory", KEY_SIZE, max_memory),
-        KEY("default_pids", KEY_COUNT, default_pids),
-        KEY("max_pids", KEY_COUNT, max_pids),
-        KEY("default_cpus", KEY_CPUS, default_millicpus),
-        KEY("max_cpus", KEY_CPUS, max_millicpus),
-        KEY("default_timeout", KEY_DURATION, default_timeout_usec),
-        KEY("max_timeout", KEY_DURATION, max_timeout_usec),
+        KEY("max_sandboxes_per_uid", KEY_COUNT, max_sandboxes_per_uid, 1),
+        KEY("max_runs_per_uid", KEY_COUNT, max_runs_per_uid, 1),
+        KEY("uid_base", KEY_COUNT, uid_base, 1),
+        KEY("uid_range", KEY_COUNT, uid_range, 65536),
+        KEY("default_memory", KEY_SIZE, default_memory, 1048576),
+        KEY("max_memory", KEY_SIZE, max_memory, 1048576),
+        KEY("default_pids", KEY_COUNT, default_pids, 1),
+        KEY("max_pids", KEY_COUNT, max_pids, 1),
+        KEY("default_cpus", KEY_CPUS, default_millicpus, 1),
+        KEY("max_cpus", KEY_CPUS, max_millicpus, 1),
+        KEY("default_timeout", KEY_DURATION, default_timeout_usec, 1000),
+        KEY("max_timeout", KEY_DURATION, max_timeout_usec, 1000),
         KEY("default_output_bytes", KEY_SIZE, default_output_bytes),
         KEY("max_output_bytes", KEY_SIZE, max_output_bytes),
         KEY("swap_max", KEY_SIZE, swap_max),
         KEY("max_stdin_bytes", KEY_SIZE, max_stdin_bytes),
         KEY("sweep_interval", KEY_DURATION, sweep_interval_usec),
-        KEY("sweep_timeout", KEY_DURATION, sweep_timeout_usec),
+        KEY("sweep_timeout", KEY_DURATION, sweep_timeout_usec, 1000000),
         KEY("disk_budget", KEY_SIZE, disk_budget),
         KEY("default_disk", KEY_SIZE, default_disk),
         KEY("max_disk", KEY_SIZE, max_disk),
@@ -55,7 +64,7 @@ static const ConfigKey config_keys[] = {
         KEY("default_idle", KEY_DURATION, default_idle_usec),
         KEY("min_free_disk", KEY_SIZE, min_free_disk),
         KEY("idle_exit_s", KEY_DURATION, idle_exit_usec),
-        KEY("session_ring_bytes", KEY_SIZE, session_ring_bytes),
+        KEY("session_ring_bytes", KEY_SIZE, session_ring_bytes, 4096),
         KEY("session_idle_timeout", KEY_DURATION, session_idle_timeout_usec),
         KEY("max_sessions_per_uid", KEY_COUNT, max_sessions_per_uid),
 };
@@ -123,105 +132,257 @@ static char *strip(char *s) {
         return s;
 }
 
-static int set_key(Config *c, const ConfigKey *k, const char *value) {
-        void *field = (char *) c + k->offset;
-        uint64_t v;
+/* Where each key was set, so that errors found after the whole file is read still name a line. */
+typedef struct ConfigParse {
+        const char *path;
+        unsigned line[ELEMENTSOF(config_keys)]; /* 0: not in the file, the default holds */
+        char **ret_error;
+} ConfigParse;
+
+_printf_(2, 3) static int config_error(ConfigParse *p, const char *fmt, ...) {
+        va_list ap;
+        int r;
+
+        va_start(ap, fmt);
+        r = vasprintf(p->ret_error, fmt, ap);
+        va_end(ap);
+        if (r < 0)
+                *p->ret_error = NULL;
+        return r < 0 ? -ENOMEM : -EINVAL;
+}
+
+static int parse_value(const ConfigKey *k, const char *value, uint64_t *ret) {
         char *end;
 
         switch (k->type) {
-        case KEY_PATH:
-        case KEY_NAME:
+        case KEY_SIZE:
+                return parse_size(value, ret);
+        case KEY_DURATION:
+                return parse_duration(value, ret);
+        case KEY_CPUS:
+                return parse_cpus(value, ret);
+        case KEY_COUNT:
+                errno = 0;
+                *ret = strtoull(value, &end, 0);
+                return errno || *end || !isdigit((unsigned char) value[0]) ? -EINVAL : 0;
+        default:
+                return -EINVAL;
+        }
+}
+
+static const char *const type_hints[] = {
+        [KEY_PATH] = "an absolute path",
+        [KEY_NAME] = "a name",
+        [KEY_SIZE] = "a size such as 4096, 64K, 256M, 1.5G",
+        [KEY_COUNT] = "a whole number",
+        [KEY_DURATION] = "a duration such as 30s, 500ms, 2m, 1h",
+        [KEY_CPUS] = "a number of CPUs such as 0.5, 1, 2",
+};
+
+static int set_key(Config *c, const ConfigKey *k, const char *value) {
+        void *field = (char *) c + k->offset;
+        uint64_t v;
+
+        if (k->type == KEY_PATH || k->type == KEY_NAME) {
                 if ((k->type == KEY_PATH && value[0] != '/') || !value[0])
                         return -EINVAL;
                 free(*(char **) field);
                 *(char **) field = strdup(value);
                 return *(char **) field ? 0 : -ENOMEM;
-        case KEY_SIZE:
-                if (parse_size(value, &v) < 0)
-                        return -EINVAL;
-                break;
-        case KEY_DURATION:
-                if (parse_duration(value, &v) < 0)
-                        return -EINVAL;
-                break;
-        case KEY_CPUS:
-                if (parse_cpus(value, &v) < 0)
-                        return -EINVAL;
-                break;
-        case KEY_COUNT:
-                errno = 0;
-                v = strtoull(value, &end, 0);
-                if (errno || *end || !isdigit((unsigned char) value[0]))
-                        return -EINVAL;
-                break;
-        default:
-                return -EINVAL;
         }
+        if (parse_value(k, value, &v) < 0)
+                return -EINVAL;
+        if (v < k->min)
+                return -ERANGE;
         *(uint64_t *) field = v;
         return 0;
 }
 
-static int config_line(Config *c, char *line, unsigned lineno, const char *path, char **ret_error) {
+/* Levenshtein distance, capped: for "did you mean" on a mistyped key. */
+static size_t edit_distance(const char *a, const char *b) {
+        size_t la = strlen(a), lb = strlen(b), row[64], prev, tmp;
+
+        if (la >= ELEMENTSOF(row) || lb >= ELEMENTSOF(row))
+                return SIZE_MAX;
+        for (size_t j = 0; j <= lb; j++)
+                row[j] = j;
+        for (size_t i = 1; i <= la; i++) {
+                prev = row[0];
+                row[0] = i;
+                for (size_t j = 1; j <= lb; j++) {
+                        tmp = row[j];
+                        row[j] = MIN3(row[j] + 1, row[j - 1] + 1, prev + (a[i - 1] != b[j - 1]));
+                        prev = tmp;
+                }
+        }
+        return row[lb];
+}
+
+/* The known key closest to a mistyped one ("memroy_max" -> "max_memory"), or NULL. */
+static const char *closest_key(const char *key) {
+        const char *best = NULL;
+        size_t best_d = SIZE_MAX;
+
+        for (size_t i = 0; i < ELEMENTSOF(config_keys); i++) {
+                size_t d = edit_distance(key, config_keys[i].name);
+                /* Words in the other order ("memory_max" for "max_memory") are a common slip. */
+                const char *us = strchr(config_keys[i].name, '_');
+                if (us) {
+                        char swapped[64];
+                        snprintf(swapped, sizeof(swapped), "%s_%.*s", us + 1, (int) (us - config_keys[i].name),
+                                 config_keys[i].name);
+                        d = MIN(d, edit_distance(key, swapped));
+                }
+                if (d < best_d) {
+                        best_d = d;
+                        best = config_keys[i].name;
+                }
+        }
+        return best_d <= 3 ? best : NULL;
+}
+
+static int config_unknown_key(ConfigParse *p, unsigned lineno, const char *key) {
+        const char *hint = closest_key(key);
+
+        if (hint)
+                return config_error(p, "%s:%u: unknown key '%s' (did you mean '%s'?)", p->path, lineno, key, hint);
+        return config_error(p, "%s:%u: unknown key '%s' (see sandboxd.conf(5))", p->path, lineno, key);
+}
+
+static int config_bad_value(ConfigParse *p, unsigned lineno, const ConfigKey *k, const char *value, int r) {
+        char min[64];
+
+        if (r == -ERANGE) {
+                if (k->type == KEY_SIZE)
+                        format_size(min, sizeof(min), k->min);
+                else if (k->type == KEY_DURATION)
+                        format_duration(min, sizeof(min), k->min);
+                else if (k->type == KEY_CPUS)
+                        snprintf(min, sizeof(min), "%g", (double) k->min / 1000.0);
+                else
+                        snprintf(min, sizeof(min), "%" PRIu64, k->min);
+                return config_error(p, "%s:%u: %s = %s is too small (at least %s)", p->path, lineno, k->name, value, min);
+        }
+        return config_error(p, "%s:%u: bad value '%s' for key '%s' (expected %s)", p->path, lineno, value, k->name,
+                            type_hints[k->type]);
+}
+
+static int config_line(Config *c, ConfigParse *p, char *line, unsigned lineno) {
         char *eq, *key, *value;
+        int r;
+
         line = strip(line);
         if (!*line || *line == '#')
                 return 0;
         eq = strchr(line, '=');
         if (!eq)
-                return asprintf(ret_error, "%s:%u: expected 'key = value'", path, lineno) < 0 ? -ENOMEM : -EINVAL;
+                return config_error(p, "%s:%u: expected 'key = value', got '%.64s'", p->path, lineno, line);
         *eq = '\0';
         key = strip(line);
         value = strip(eq + 1);
+        if (!*key)
+                return config_error(p, "%s:%u: a value without a key", p->path, lineno);
         for (size_t i = 0; i < ELEMENTSOF(config_keys); i++) {
                 if (strcmp(config_keys[i].name, key) != 0)
                         continue;
-                if (set_key(c, &config_keys[i], value) < 0)
-                        return asprintf(ret_error, "%s:%u: invalid value '%s' for key '%s'", path, lineno, value, key) < 0
-                                       ? -ENOMEM
-                                       : -EINVAL;
+                if (p->line[i])
+                        return config_error(p, "%s:%u: key '%s' is set again (first at line %u)", p->path, lineno, key,
+                                            p->line[i]);
+                r = set_key(c, &config_keys[i], value);
+                if (r == -ENOMEM)
+                        return r;
+                if (r < 0)
+                        return config_bad_value(p, lineno, &config_keys[i], value, r);
+                p->line[i] = lineno;
                 return 0;
         }
-        return asprintf(ret_error, "%s:%u: unknown key '%s'", path, lineno, key) < 0 ? -ENOMEM : -EINVAL;
+        return config_unknown_key(p, lineno, key);
 }
 
-static int config_check(Config *c, const char *path, char **ret_error) {
-        if (c->default_memory > c->max_memory || c->default_pids > c->max_pids ||
-            c->default_millicpus > c->max_millicpus || c->default_timeout_usec > c->max_timeout_usec ||
-            c->default_output_bytes > c->max_output_bytes || (c->max_disk && c->default_disk > c->max_disk))
-                return asprintf(ret_error, "%s: a default_* value exceeds its max_* value", path) < 0 ? -ENOMEM : -EINVAL;
-        if (c->uid_range < 65536 || c->uid_base == 0 || c->uid_base + c->uid_range * c->max_sandboxes > UINT32_MAX - 1)
-                return asprintf(ret_error, "%s: uid_base/uid_range/max_sandboxes do not fit in the uid space", path) < 0
-                               ? -ENOMEM
-                               : -EINVAL;
-        if (c->sweep_timeout_usec < USEC_PER_SEC)
-                return asprintf(ret_error, "%s: sweep_timeout must be at least 1s", path) < 0 ? -ENOMEM : -EINVAL;
-        if (c->session_ring_bytes < 4096 || c->session_ring_bytes > (UINT64_C(1) << 30))
-                return asprintf(ret_error, "%s: session_ring_bytes must be between 4K and 1G", path) < 0 ? -ENOMEM : -EINVAL;
-        if (c->max_line_bytes < 1024)
-                return asprintf(ret_error, "%s: max_line_bytes must be at least 1K", path) < 0 ? -ENOMEM : -EINVAL;
+static size_t key_index(const char *name) {
+        for (size_t i = 0; i < ELEMENTSOF(config_keys); i++)
+                if (strcmp(config_keys[i].name, name) == 0)
+                        return i;
+        abort(); /* a name below that is not in the table */
+}
+
+static const char *format_key_value(char *buf, size_t len, const ConfigKey *k, uint64_t v) {
+        switch (k->type) {
+        case KEY_SIZE: return format_size(buf, len, v);
+        case KEY_DURATION: return format_duration(buf, len, v);
+        case KEY_CPUS: snprintf(buf, len, "%g", (double) v / 1000.0); return buf;
+        default: snprintf(buf, len, "%" PRIu64, v); return buf;
+        }
+}
+
+/* A default_X the file does not set follows a smaller max_X down; one it sets must fit. */
+static int config_check_pair(Config *c, ConfigParse *p, const char *dflt, const char *max) {
+        size_t di = key_index(dflt), mi = key_index(max);
+        uint64_t *d = (uint64_t *) ((char *) c + config_keys[di].offset);
+        uint64_t m = *(uint64_t *) ((char *) c + config_keys[mi].offset);
+        char dv[64], mv[64];
+
+        if (*d <= m)
+                return 0;
+        if (!p->line[di]) {
+                *d = m;
+                return 0;
+        }
+        format_key_value(dv, sizeof(dv), &config_keys[di], *d);
+        format_key_value(mv, sizeof(mv), &config_keys[mi], m);
+        if (p->line[mi])
+                return config_error(p, "%s:%u: %s (%s) exceeds %s (%s, line %u)", p->path, p->line[di], dflt, dv, max, mv,
+                                    p->line[mi]);
+        return config_error(p, "%s:%u: %s (%s) exceeds %s (%s, the default)", p->path, p->line[di], dflt, dv, max, mv);
+}
+
+static int config_check(Config *c, ConfigParse *p) {
+        static const char *const pairs[][2] = {
+                { "default_memory", "max_memory" },   { "default_pids", "max_pids" },
+                { "default_cpus", "max_cpus" },       { "default_timeout", "max_timeout" },
+                { "default_output_bytes", "max_output_bytes" },
+        };
+        unsigned line;
+        int r;
+
+        for (size_t i = 0; i < ELEMENTSOF(pairs); i++)
+                if ((r = config_check_pair(c, p, pairs[i][0], pairs[i][1])) < 0)
+                        return r;
+        /* max_disk 0 is no maximum. */
+        if (c->max_disk && (r = config_check_pair(c, p, "default_disk", "max_disk")) < 0)
+                return r;
+        if (c->session_ring_bytes > (UINT64_C(1) << 30))
+                return config_error(p, "%s:%u: session_ring_bytes must be at most 1G", p->path,
+                                    p->line[key_index("session_ring_bytes")]);
+        if (c->uid_base + c->uid_range * c->max_sandboxes > UINT32_MAX - 1) {
+                line = MAX3(p->line[key_index("uid_base")], p->line[key_index("uid_range")],
+                            p->line[key_index("max_sandboxes")]);
+                return config_error(p, "%s:%u: uid_base + uid_range * max_sandboxes goes past the last uid (4294967294)",
+                                    p->path, line);
+        }
         return 0;
 }
 
 int config_load(Config *c, const char *path, bool must_exist, char **ret_error) {
         _cleanup_free_ char *line = NULL;
+        ConfigParse p = { .path = path, .ret_error = ret_error };
         size_t alloc = 0;
         unsigned lineno = 0;
         FILE *f = fopen(path, "re");
         int r = 0;
 
+        *ret_error = NULL;
         if (!f) {
                 if (errno == ENOENT && !must_exist)
-                        return config_check(c, "defaults", ret_error);
+                        return config_check(c, &p);
                 r = -errno;
-                if (asprintf(ret_error, "%s: %s", path, strerror(-r)) < 0)
-                        *ret_error = NULL;
-                return r;
+                return config_error(&p, "%s: %s", path, strerror(-r)) == -ENOMEM ? -ENOMEM : r;
         }
         while (getline(&line, &alloc, f) >= 0) {
-                r = config_line(c, line, ++lineno, path, ret_error);
+                r = config_line(c, &p, line, ++lineno);
                 if (r < 0)
                         break;
         }
         fclose(f);
-        return r < 0 ? r : config_check(c, path, ret_error);
+        return r < 0 ? r : config_check(c, &p);
 }

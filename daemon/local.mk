@@ -29,3 +29,20 @@ daemon_sandboxd_SOURCES = \
 	daemon/snapshot-job.c daemon/snapshot-job.h
 daemon_sandboxd_CFLAGS = $(AM_CFLAGS) $(SYSTEMD_CFLAGS) $(JSONC_CFLAGS) $(CGROUP_CFLAGS) $(SECCOMP_CFLAGS)
 daemon_sandboxd_LDADD = lib/libsbxcommon.la $(SYSTEMD_LIBS) $(JSONC_LIBS) $(CGROUP_LIBS) $(SECCOMP_LIBS)
+
+## The configuration file, every key commented out at its default (sandboxd.conf(5)). Installed
+## only where none is: `make install` never replaces an administrator's file, and uninstall
+## removes it only while it is still the untouched example.
+sandboxdconfdir = $(sysconfdir)/sandboxd
+EXTRA_DIST += daemon/sandboxd.conf
+
+install-data-local: install-sandboxd-conf
+install-sandboxd-conf:
+	$(MKDIR_P) '$(DESTDIR)$(sandboxdconfdir)'
+	test -e '$(DESTDIR)$(sandboxdconfdir)/sandboxd.conf' || \
+		$(INSTALL_DATA) $(srcdir)/daemon/sandboxd.conf '$(DESTDIR)$(sandboxdconfdir)/sandboxd.conf'
+
+uninstall-local: uninstall-sandboxd-conf
+uninstall-sandboxd-conf:
+	if cmp -s $(srcdir)/daemon/sandboxd.conf '$(DESTDIR)$(sandboxdconfdir)/sandboxd.conf'; then \
+		rm -f '$(DESTDIR)$(sandboxdconfdir)/sandboxd.conf'; fi

@@ -29,6 +29,7 @@ typedef struct Args {
         const char *root_dir;
         const char *max_line;
         bool config_given;
+        bool check_config;
 } Args;
 
 static void help(void) {
@@ -40,6 +41,7 @@ static void help(void) {
                "  --state-dir DIR      where workspaces and metadata live\n"
                "  --root-dir DIR       the read-only root each sandbox sees (default /)\n"
                "  --max-line-bytes N   longest request line accepted (default 4M)\n"
+               "  --check-config       read and check the configuration, then exit\n"
                "  -d, --debug          log debug messages\n"
                "  -h, --help           this help\n"
                "      --version        print the version\n",
@@ -47,7 +49,7 @@ static void help(void) {
 }
 
 static int parse_args(int argc, char **argv, Args *a) {
-        enum { ARG_LISTEN = 256, ARG_CONFIG, ARG_CGROUP, ARG_STATE, ARG_ROOT, ARG_MAXLINE, ARG_VERSION };
+        enum { ARG_LISTEN = 256, ARG_CONFIG, ARG_CGROUP, ARG_STATE, ARG_ROOT, ARG_MAXLINE, ARG_VERSION, ARG_CHECK_CONFIG };
         static const struct option opts[] = {
                 { "listen", required_argument, NULL, ARG_LISTEN },
                 { "config", required_argument, NULL, ARG_CONFIG },
@@ -55,6 +57,7 @@ static int parse_args(int argc, char **argv, Args *a) {
                 { "state-dir", required_argument, NULL, ARG_STATE },
                 { "root-dir", required_argument, NULL, ARG_ROOT },
                 { "max-line-bytes", required_argument, NULL, ARG_MAXLINE },
+                { "check-config", no_argument, NULL, ARG_CHECK_CONFIG },
                 { "debug", no_argument, NULL, 'd' },
                 { "help", no_argument, NULL, 'h' },
                 { "version", no_argument, NULL, ARG_VERSION },
@@ -71,6 +74,7 @@ static int parse_args(int argc, char **argv, Args *a) {
                 case ARG_STATE: a->state_dir = optarg; break;
                 case ARG_ROOT: a->root_dir = optarg; break;
                 case ARG_MAXLINE: a->max_line = optarg; break;
+                case ARG_CHECK_CONFIG: a->check_config = true; break;
                 case 'd': log_max_level = LOG_DEBUG; break;
                 case 'h': help(); exit(EXIT_SUCCESS);
                 case ARG_VERSION: puts(PACKAGE_VERSION); exit(EXIT_SUCCESS);
@@ -92,16 +96,7 @@ static int replace_str(char **dst, const char *src) {
         return 0;
 }
 
-static int load_config(const Args *a, Config *c) {
-        _cleanup_free_ char *error = NULL;
-        int r;
-
-        config_init_defaults(c);
-        r = config_load(c, a->config, a->config_given, &error);
-        if (r < 0) {
-                log_error("configuration: %s", error ? error : strerror(-r));
-                return r;
-        }
+static int load_config_args(const Args *a, Config *c) {
         if ((a->cgroup_root && replace_str(&c->cgroup_root, a->cgroup_root) < 0) ||
             (a->state_dir && replace_str(&c->state_dir, a->state_dir) < 0) ||
             (a->root_dir && replace_str(&c->root_dir, a->root_dir) < 0))
@@ -111,6 +106,23 @@ static int load_config(const Args *a, Config *c) {
                 return -EINVAL;
         }
         return 0;
+}
+
+/* The file, then the command line over it. On failure nothing is left to free. */
+static int load_config(const Args *a, Config *c) {
+        _cleanup_free_ char *error = NULL;
+        int r;
+
+        config_init_defaults(c);
+        r = config_load(c, a->config, a->config_given, &error);
+        if (r < 0)
+                /* The message names the file, the line and the key: "sandboxd: FILE:12: unknown key ..." */
+                log_error("%s", error ? error : strerror(-r));
+        else
+                r = load_config_args(a, c);
+        if (r < 0)
+                config_done(c);
+        return r;
 }
 
 static int listen_on(const char *path) {
@@ -171,6 +183,14 @@ int main(int argc, char **argv) {
         log_open();
         if (parse_args(argc, argv, &args) < 0)
                 return 2;
+        if (args.check_config) {
+                r = load_config(&args, &config);
+                if (r >= 0) {
+                        config_done(&config);
+                        log_info("%s: configuration is valid", args.config);
+                }
+                return r < 0 ? 1 : 0;
+        }
         close_inherited_fds();
         if (geteuid() != 0) {
                 log_error("must run as root: it creates user namespaces with uid ranges and owns cgroups");

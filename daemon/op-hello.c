@@ -22,6 +22,7 @@ static json_object *caps_json(Manager *m) {
         json_object_object_add(k, "pids_peak", json_object_new_boolean(m->cg.has_pids_peak));
         json_object_object_add(caps, "kernel", k);
         json_object_object_add(caps, "cgroup_root", json_object_new_string(m->cg.base));
+        json_object_object_add(caps, "state_dir", json_object_new_string(m->config.state_dir));
         return caps;
 }
 

@@ -23,11 +23,13 @@ int op_create(Connection *c, json_object *id, json_object *req, ProtoError *err)
 }
 
 int op_list(Connection *c, json_object *id, json_object *req, ProtoError *err) {
-        json_object *reply = proto_reply_ok(id), *arr = json_object_new_array();
+        json_object *reply = proto_reply_ok(id), *arr = json_object_new_array(), *v;
+        /* usage reads three small cgroup files per sandbox: only for those who ask (top). */
+        bool usage = json_object_object_get_ex(req, "usage", &v) && json_object_get_boolean(v);
 
         for (Sandbox *s = c->manager->sandboxes; s; s = s->next)
                 if (!s->ephemeral && sandbox_visible_to(s, c) && s->state != SANDBOX_DESTROYING)
-                        json_object_array_add(arr, sandbox_to_json(s, false));
+                        json_object_array_add(arr, sandbox_to_json(s, usage));
         json_object_object_add(reply, "sandboxes", arr);
         connection_send_take(c, reply);
         return 0;

@@ -9,6 +9,7 @@
 #define ENVELOPE { "id", FIELD_ID, true }, { "op", FIELD_STRING, true }
 
 static const FieldSpec no_fields[] = { ENVELOPE, {} };
+static const FieldSpec list_fields[] = { ENVELOPE, { "usage", FIELD_BOOL }, {} };
 static const FieldSpec sandbox_fields[] = { ENVELOPE, { "sandbox", FIELD_STRING, true }, {} };
 static const FieldSpec create_fields[] = {
         ENVELOPE,
@@ -111,7 +112,7 @@ static const Op ops[] = {
         { "hello", op_hello, no_fields },
         { "health", op_health, no_fields },
         { "create", op_create, create_fields },
-        { "list", op_list, no_fields },
+        { "list", op_list, list_fields },
         { "inspect", op_inspect, sandbox_fields },
         { "destroy", op_destroy, sandbox_fields },
         { "run", op_run, run_fields },

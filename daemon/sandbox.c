@@ -791,19 +791,20 @@ static const char *state_name(SandboxState st) {
         return "unknown";
 }
 
-static json_object *json_u64_or_null(int r, uint64_t v) {
-        return r < 0 ? NULL : json_object_new_int64((int64_t) v);
+static json_object *json_usage_or_null(uint64_t v) {
+        return v == CG_USAGE_UNKNOWN ? NULL : json_object_new_int64((int64_t) v);
 }
 
 static json_object *sandbox_usage_json(Sandbox *s) {
         json_object *u = json_object_new_object();
-        uint64_t mem = 0, pids = 0, usec = 0;
-        int rm = s->enforced & CG_MEMORY ? cg_read_u64(s->cg_fd, "memory.current", &mem) : -ENODATA;
-        int rp = s->enforced & CG_PIDS ? cg_read_u64(s->cg_fd, "pids.current", &pids) : -ENODATA;
-        int rc = cg_read_keyed(s->cg_fd, "cpu.stat", "usage_usec", &usec);
-        json_object_object_add(u, "memory_bytes", json_u64_or_null(rm, mem));
-        json_object_object_add(u, "pids", json_u64_or_null(rp, pids));
-        json_object_object_add(u, "cpu_s", rc < 0 ? NULL : json_object_new_double((double) usec / 1e6));
+        CgUsage usage;
+
+        cg_read_usage(s->cg_fd, s->enforced, &usage);
+        json_object_object_add(u, "memory_bytes", json_usage_or_null(usage.memory_bytes));
+        json_object_object_add(u, "pids", json_usage_or_null(usage.pids));
+        json_object_object_add(u, "cpu_s", usage.cpu_usec == CG_USAGE_UNKNOWN
+                                                   ? NULL
+                                                   : json_object_new_double((double) usage.cpu_usec / 1e6));
         return u;
 }
 

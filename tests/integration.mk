@@ -6,6 +6,8 @@ INTEGRATION_TESTS = \
 	tests/t-access.sh \
 	tests/t-activation.sh \
 	tests/t-durability.sh \
+	tests/t-conf.sh \
+	tests/t-doctor.sh \
 	tests/t-leak.sh \
 	tests/t-protocol.sh \
 	tests/t-pty.sh \
@@ -15,6 +17,7 @@ INTEGRATION_TESTS = \
 	tests/t-snapshot.sh \
 	tests/t-stream.sh \
 	tests/t-sweep.sh \
+	tests/t-top.sh \
 	tests/t-v1.sh
 TESTS += $(INTEGRATION_TESTS)
 EXTRA_DIST += $(INTEGRATION_TESTS) tests/lib.sh tests/client.py tests/ptyclient.py

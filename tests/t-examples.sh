@@ -2,7 +2,9 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 # The examples (examples/c/run-command.c on libsandbox, examples/python/run_command.py on the
 # standard library) against a private daemon: each creates a sandbox, prints the "started" event
-# before the result, runs `echo hello`, passes a failing exit code on, destroys its sandbox, and
+# before the result, runs `echo hello` with its output streamed (a command that waits for the test
+# to see its first line proves the output arrives while it runs), passes a failing exit code on,
+# destroys its sandbox, and
 # reports daemon errors (an unreachable socket, limit_unenforceable) with a non-zero status.
 # best_effort is asked for through SANDBOX_BEST_EFFORT=1 or --best-effort: this kind of host
 # offers no cgroup v2 controller.
@@ -42,8 +44,8 @@ check_hello() {
         like "$id" '^sbx-[0-9a-f]{12}$' "$name: prints the id of the sandbox it created"
         started=$(grep -n '^started: ' "$T/out")
         like "$started" "^[0-9]+:started: run run-[0-9a-f]+ in $id\$" "$name: prints the started event, naming the run and the sandbox"
-        like "$out" $'started: [^\n]*\nexit_code: 0\nreason: exited\nstdout: hello\n' \
-                "$name: the started event comes before the result: exit code 0, reason exited, stdout hello"
+        like "$out" $'started: [^\n]*\nhello\nexit_code: 0\nreason: exited\n' \
+                "$name: the started event, then the streamed output hello, then the result: exit code 0, reason exited"
         like "$out" $'\ndestroyed: '"$id"'$' "$name: destroys the sandbox last"
         is "$(jget "$(rpc "{\"id\":1,\"op\":\"inspect\",\"sandbox\":\"$id\"}")" .error.code)" not_found \
                 "$name: inspect of the destroyed sandbox is not_found"
@@ -57,6 +59,33 @@ check_failure() {
         like "$out" $'\nexit_code: 3\nreason: exited\n' "$name: prints exit_code 3, reason exited"
         like "$out" $'\ndestroyed: sbx-' "$name: destroys the sandbox after a failing command too"
         no_sandbox_left "$name (failing command)"
+}
+
+# check_streaming NAME: the command prints "one", then waits until /work/go exists, which the
+# test creates only once the example has printed "one": without streaming it would never end.
+check_streaming() {
+        local name=$1 pid id
+        case $name in
+        c) set -- "$C_EXAMPLE" ;;
+        python) set -- python3 "$PY_EXAMPLE" ;;
+        esac
+        rm -f "$T/stream.out"
+        SANDBOXD_SOCKET=$SOCK SANDBOX_BEST_EFFORT=1 timeout -k 5 90 "$@" \
+                sh -c 'echo one; while [ ! -e /work/go ]; do sleep 0.1; done; echo two' >"$T/stream.out" 2>"$T/err" &
+        pid=$!
+        _first_line_out() { grep -qx one "$T/stream.out" 2>/dev/null; }
+        if wait_until 60 _first_line_out; then
+                ok "$name: the first line is printed while the command still runs"
+        else
+                nok "$name: the first line is printed while the command still runs"
+        fi
+        id=$(sed -n 's/^created: //p' "$T/stream.out")
+        [ -n "$id" ] && [ -d "$T/state/sandboxes/$id/work" ] && touch "$T/state/sandboxes/$id/work/go"
+        wait "$pid"
+        rc=$?
+        is "$rc" 0 "$name: once let go, the command ends and the example exits 0"
+        like "$(cat "$T/stream.out")" $'started: [^\n]*\none\ntwo\nexit_code: 0\n' "$name: both lines came through, in order, before the result"
+        no_sandbox_left "$name (streamed)"
 }
 
 isnt_zero() {
@@ -80,6 +109,12 @@ for name in c python; do
 
         SANDBOX_BEST_EFFORT=1 example "$name" sh -c 'echo out; exit 3'
         check_failure "$name"
+
+        check_streaming "$name"
+
+        example "$name" --best-effort printf 'a\377b\n'
+        is "$(sed -n '3p' "$T/out" | od -An -tx1 | tr -d ' ')" 61ff620a \
+                "$name: output that is not UTF-8 (streamed as base64) comes out as the same bytes"
 
         if [ "$ENFORCES_ALL" = false ]; then
                 example "$name"

@@ -4,3 +4,7 @@ dist_man_MANS = \
 	docs/man/sandboxctl.1 \
 	docs/man/sandboxd.conf.5 \
 	docs/man/sandboxd-protocol.7
+
+## Every verb, daemon option and operation has its place in the pages, and they render cleanly.
+TESTS += tests/t-docs.sh
+EXTRA_DIST += tests/t-docs.sh

@@ -3,8 +3,9 @@
  *
  *     SANDBOXD_SOCKET=/run/sandboxd/sandboxd.sock ./run-command [--best-effort] [CMD [ARG...]]
  *
- * Creates a sandbox, runs CMD in it (default: echo hello), prints the "started" event as it
- * arrives, then the result (exit code, reason, stdout), and destroys the sandbox. Exits 0 only
+ * Creates a sandbox, runs CMD in it (default: echo hello) with its output streamed: the "started"
+ * event, then what the command writes, passed on as it arrives (stdout to stdout, stderr to
+ * stderr), then the result (exit code, reason), and destroys the sandbox. Exits 0 only
  * when every step succeeded and the command exited 0. best_effort (accept limits the host cannot
  * enforce) is on with --best-effort or SANDBOX_BEST_EFFORT=1: hosts without delegated cgroup v2
  * controllers refuse the default limits otherwise.
@@ -48,6 +49,47 @@ static const char *str_member(json_object *o, const char *key) {
         return json_object_get_string(v);
 }
 
+/* Output events carry text, or base64 when the bytes were not UTF-8 (decoded here by hand to
+ * keep the example free of other libraries). */
+static size_t base64_decode(const char *in, unsigned char *out) {
+        static const char alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+        unsigned bits = 0, nbits = 0;
+        size_t n = 0;
+
+        for (; *in && *in != '='; in++) {
+                const char *p = strchr(alphabet, *in);
+                if (!p)
+                        continue;
+                bits = (bits << 6) | (unsigned) (p - alphabet);
+                nbits += 6;
+                if (nbits >= 8) {
+                        nbits -= 8;
+                        out[n++] = (unsigned char) (bits >> nbits);
+                }
+        }
+        return n;
+}
+
+static void write_output(const char *kind, json_object *event) {
+        FILE *to = strcmp(kind, "stdout") == 0 ? stdout : stderr;
+        const char *data = str_member(event, "data") ?: "", *enc = str_member(event, "data_encoding");
+        unsigned char *buf;
+        size_t n;
+
+        if (!enc || strcmp(enc, "base64") != 0) {
+                fputs(data, to);
+                fflush(to);
+                return;
+        }
+        buf = malloc(strlen(data) + 1);
+        if (!buf)
+                return;
+        n = base64_decode(data, buf);
+        fwrite(buf, 1, n, to);
+        fflush(to);
+        free(buf);
+}
+
 static int on_event(json_object *event, void *userdata) {
         const char *kind = str_member(event, "event");
 
@@ -55,6 +97,8 @@ static int on_event(json_object *event, void *userdata) {
         if (kind && strcmp(kind, "started") == 0)
                 printf("started: run %s in %s\n", str_member(event, "run_id") ?: "?",
                        str_member(event, "sandbox") ?: "?");
+        else if (kind && (strcmp(kind, "stdout") == 0 || strcmp(kind, "stderr") == 0))
+                write_output(kind, event);
         else
                 printf("event: %s\n", json_object_to_json_string(event));
         fflush(stdout);
@@ -97,21 +141,16 @@ static json_object *argv_array(int argc, char **argv) {
         return a;
 }
 
+/* The reply repeats the output (capped by output_bytes): it was streamed already. */
 static void print_result(json_object *reply) {
         json_object *v;
-        const char *enc = str_member(reply, "stdout_encoding");
 
         json_object_object_get_ex(reply, "exit_code", &v);
         printf("exit_code: %d\n", json_object_get_int(v));
         printf("reason: %s\n", str_member(reply, "reason") ?: "?");
-        printf("stdout%s: %s", enc && strcmp(enc, "base64") == 0 ? " (base64)" : "",
-               str_member(reply, "stdout") ?: "");
-        json_object_object_get_ex(reply, "stdout_truncated", &v);
-        if (json_object_get_boolean(v))
-                printf("\n(stdout was truncated)\n");
 }
 
-/* run {"sandbox":id,"argv":[...]}; returns the command's exit code, or -1. */
+/* run {"sandbox":id,"argv":[...],"stream":true}; returns the command's exit code, or -1. */
 static int run_command(SbxClient *c, const char *id, int argc, char **argv) {
         json_object *req = json_object_new_object(), *reply = NULL, *v;
         int r;
@@ -119,6 +158,7 @@ static int run_command(SbxClient *c, const char *id, int argc, char **argv) {
         json_object_object_add(req, "op", json_object_new_string("run"));
         json_object_object_add(req, "sandbox", json_object_new_string(id));
         json_object_object_add(req, "argv", argv_array(argc, argv));
+        json_object_object_add(req, "stream", json_object_new_boolean(1));
         r = sbx_client_call(c, req, on_event, NULL, &reply);
         if (r < 0 || !sbx_reply_ok(reply)) {
                 report("run", r, reply);

@@ -4,8 +4,9 @@
 
     SANDBOXD_SOCKET=/run/sandboxd/sandboxd.sock python3 run_command.py [--best-effort] [CMD ARG...]
 
-Creates a sandbox, runs CMD in it (default: echo hello), prints the "started" event as it
-arrives, then the result (exit code, reason, stdout), and destroys the sandbox. Exits 0 only when
+Creates a sandbox, runs CMD in it (default: echo hello) with its output streamed: the "started"
+event, then what the command writes, passed on as it arrives (stdout to stdout, stderr to
+stderr), then the result (exit code, reason), and destroys the sandbox. Exits 0 only when
 every step succeeded and the command exited 0. --best-effort (or SANDBOX_BEST_EFFORT=1) accepts
 limits the host cannot enforce.
 
@@ -70,21 +71,25 @@ class Client:
 
 
 def print_event(event):
-    if event["event"] == "started":
+    kind = event["event"]
+    if kind == "started":
         print(f"started: run {event.get('run_id')} in {event.get('sandbox')}", flush=True)
+    elif kind in ("stdout", "stderr"):
+        # Output as the command wrote it: text, or base64 when it was not UTF-8.
+        data = event.get("data", "")
+        raw = base64.b64decode(data) if event.get("data_encoding") == "base64" else data.encode()
+        stream = sys.stdout if kind == "stdout" else sys.stderr
+        stream.flush()
+        stream.buffer.write(raw)
+        stream.buffer.flush()
     else:
         print(f"event: {json.dumps(event)}", flush=True)
 
 
 def print_result(reply):
-    out = reply.get("stdout", "")
-    if reply.get("stdout_encoding") == "base64":
-        out = base64.b64decode(out).decode("utf-8", "backslashreplace")
+    # The reply repeats the output (capped by output_bytes): it was streamed already.
     print(f"exit_code: {reply['exit_code']}")
     print(f"reason: {reply['reason']}")
-    print(f"stdout: {out}", end="")
-    if reply.get("stdout_truncated"):
-        print("\n(stdout was truncated)")
     sys.stdout.flush()
 
 
@@ -105,7 +110,7 @@ def main(argv):
         sandbox = client.call("create", best_effort=best_effort)["sandbox"]["id"]
         print(f"created: {sandbox}", flush=True)
         try:
-            reply = client.call("run", on_event=print_event, sandbox=sandbox, argv=command)
+            reply = client.call("run", on_event=print_event, sandbox=sandbox, argv=command, stream=True)
             print_result(reply)
             code = 0 if reply["exit_code"] == 0 else 1
         finally:

@@ -1,0 +1,41 @@
+#!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# The manual pages in docs/man/ are the sources `make install` installs: every sandboxctl verb
+# has its section in sandboxctl(1), every option of sandboxd is in sandboxd(8), every operation
+# of the daemon's table is in sandboxd-protocol(7) and docs/protocol.md, and each page is roff
+# that man(1) renders without a warning. Needs no daemon; prints TAP, exits 0.
+: "${top_srcdir:=$(cd "$(dirname "$0")/.." && pwd)}"
+: "${top_builddir:=$top_srcdir}"
+SANDBOXCTL=$top_builddir/ctl/sandboxctl
+SANDBOXD=$top_builddir/daemon/sandboxd
+[ -x "$SANDBOXCTL" ] || { SANDBOXCTL=$top_srcdir/build/ctl/sandboxctl; SANDBOXD=$top_srcdir/build/daemon/sandboxd; }
+MAN=$top_srcdir/docs/man
+
+n=0
+ok() { n=$((n + 1)); echo "ok $n - $*"; }
+nok() { n=$((n + 1)); echo "not ok $n - $*"; }
+check() { local d=$1; shift; if "$@"; then ok "$d"; else nok "$d"; fi; }
+trap 'echo "1..$n"; exit 0' EXIT
+
+verbs=$("$SANDBOXCTL" --help | awk '/^Verbs:/ { v = 1; next } v && /^  [a-z]/ { print $1 } v && /^$/ { exit }')
+check "sandboxctl --help lists verbs" test -n "$verbs"
+for v in $verbs; do
+        check "sandboxctl(1) has a section for $v" grep -qx "\\.SS $v" "$MAN/sandboxctl.1"
+done
+
+for o in $("$SANDBOXD" --help | grep -oE -- '--[a-z][a-z-]*' | sort -u); do
+        check "sandboxd(8) documents $o" grep -q -- "$(printf '%s' "$o" | sed 's/-/\\\\-/g')" "$MAN/sandboxd.8"
+done
+
+for op in $(sed -n 's/^ *{ "\([a-z_]*\)", op_.*/\1/p' "$top_srcdir/daemon/ops.c"); do
+        check "sandboxd-protocol(7) documents the $op operation" grep -qx "\\.B $op" "$MAN/sandboxd-protocol.7"
+        check "docs/protocol.md documents the $op operation" grep -q "^### \`$op\`" "$top_srcdir/docs/protocol.md"
+done
+
+if command -v man >/dev/null; then
+        for page in "$MAN"/*.[1-8]; do
+                warnings=$(LC_ALL=C.UTF-8 MANWIDTH=80 man --warnings -l "$page" 2>&1 >/dev/null)
+                check "$(basename "$page") renders without warnings" test -z "$warnings"
+                [ -z "$warnings" ] || printf '# %s\n' "$warnings"
+        done
+fi
