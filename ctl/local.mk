@@ -10,6 +10,7 @@ ctl_sandboxctl_SOURCES = \
 	ctl/verb-pty.c \
 	ctl/verb-run.c \
 	ctl/verb-sandbox.c \
+	ctl/verb-snapshot.c \
 	ctl/verb-sweep.c \
 	ctl/verb-top.c \
 	ctl/verb-doctor.c ctl/doctor-checks.c ctl/doctor.h

@@ -22,6 +22,7 @@ static const Verb verb_help_entry = {
 static const Verb *const verbs[] = {
         &verb_status, &verb_create,  &verb_run,   &verb_list,  &verb_inspect,
         &verb_destroy, &verb_kill,   &verb_shell, &verb_exec,   &verb_attach,
+        &verb_snapshot, &verb_snapshots, &verb_restore, &verb_snapshot_delete,
         &verb_sweep,   &verb_top,    &verb_doctor, &verb_hello, &verb_health, &verb_help_entry,
 };
 
@@ -37,7 +38,7 @@ static void help(void) {
                "Create sandboxes and run commands in them through sandboxd.\n\n"
                "Verbs:\n");
         for (size_t i = 0; i < ELEMENTSOF(verbs); i++)
-                printf("  %-10s %s\n", verbs[i]->name, verbs[i]->summary);
+                printf("  %-15s %s\n", verbs[i]->name, verbs[i]->summary);
         printf("\nOptions:\n"
                "  -h --help          Show this help\n"
                "     --version       Show the version\n"

@@ -26,6 +26,8 @@ const Verb verb_create = {
                 "     --best-effort       Accept limits this host cannot enforce\n"
                 "  -u --user USER         Who runs run as inside: \"sandbox\" (uid 1000, the default)\n"
                 "                         or \"root\" (root of the sandbox's user namespace)\n"
+                "     --from-snapshot SNAP  Start with a copy of a snapshot's tree: SANDBOX/SNAPSHOT\n"
+                "                         or a snapshot id alone (see 'sandboxctl snapshots')\n"
                 "  -v --verbose           Also print the limits and what is enforced, on stderr\n"
                 "\nPrints only the id on stdout. Defaults and maximums come from sandboxd's\n"
                 "configuration; see 'sandboxctl status' for what this host can enforce.\n",
@@ -44,6 +46,7 @@ enum {
         ARG_DISK,
         ARG_TTL,
         ARG_IDLE,
+        ARG_FROM_SNAPSHOT,
 };
 
 typedef struct CreateArgs {
@@ -86,6 +89,8 @@ static int create_option(CreateArgs *a, int c, const char *value) {
                 return 0;
         case 'u':
                 return add_string(a->request, "user", value);
+        case ARG_FROM_SNAPSHOT:
+                return add_string(a->request, "from_snapshot", value);
         case 'v':
                 a->verbose = true;
                 return 0;
@@ -111,6 +116,7 @@ static int create_parse(CreateArgs *a, int argc, char *argv[]) {
                 { "ttl", required_argument, NULL, ARG_TTL },
                 { "idle", required_argument, NULL, ARG_IDLE },
                 { "user", required_argument, NULL, 'u' },
+                { "from-snapshot", required_argument, NULL, ARG_FROM_SNAPSHOT },
                 { "verbose", no_argument, NULL, 'v' },
                 {},
         };

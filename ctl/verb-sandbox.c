@@ -162,6 +162,21 @@ static void print_usage(json_object *usage) {
         print_kv("cpu time", "%s", fmt_seconds(buf, usage, "cpu_s"));
 }
 
+static void print_snapshots(json_object *snaps) {
+        size_t n;
+        json_object *last;
+
+        if (!json_object_is_type(snaps, json_type_array))
+                return;
+        n = json_object_array_length(snaps);
+        if (n == 0) {
+                print_kv("snapshots", "none");
+                return;
+        }
+        last = json_object_array_get_idx(snaps, n - 1);
+        print_kv("snapshots", "%zu (latest %s, %s)", n, json_str(last, "id") ?: "-", json_str(last, "created_at") ?: "-");
+}
+
 static void print_sandbox(json_object *sbx) {
         static const char *const plain[][2] = {
                 { "id", "id" },           { "name", "name" },       { "state", "state" },
@@ -182,6 +197,7 @@ static void print_sandbox(json_object *sbx) {
         if (json_child(sbx, "runs_in_flight"))
                 print_kv("runs in flight", "%s", fmt_value(buf, sbx, "runs_in_flight"));
         print_usage(json_child(sbx, "usage"));
+        print_snapshots(json_child(sbx, "snapshots"));
 }
 
 static int verb_inspect_run(int argc, char *argv[]) {

@@ -43,7 +43,7 @@ static bool manager_is_idle(Manager *m) {
         if (m->n_connections > 0 || m->n_runs > 0 || m->n_sweeps > 0)
                 return false;
         for (Sandbox *s = m->sandboxes; s; s = s->next)
-                if (s->state == SANDBOX_CREATING || s->state == SANDBOX_DESTROYING || s->pending_runs ||
+                if (s->state == SANDBOX_CREATING || s->state == SANDBOX_DESTROYING || s->pending_runs || s->job ||
                     sandbox_has_user_processes(s))
                         return false;
         return true;

@@ -7,7 +7,7 @@ daemon_sandboxd_SOURCES = \
 	daemon/manager.c daemon/manager.h \
 	daemon/connection.c daemon/connection.h \
 	daemon/ops.c daemon/ops.h \
-	daemon/op-hello.c daemon/op-sandbox.c daemon/op-run.c daemon/op-pty.c \
+	daemon/op-hello.c daemon/op-sandbox.c daemon/op-run.c daemon/op-pty.c daemon/op-snapshot.c \
 	daemon/cgroup.c daemon/cgroup.h daemon/cgroup-limits.c \
 	daemon/sandbox.c daemon/sandbox.h \
 	daemon/sandbox-setup.c \
@@ -25,7 +25,10 @@ daemon_sandboxd_SOURCES = \
 	daemon/run-record.c daemon/run-record.h \
 	daemon/disk-usage.c daemon/disk-usage.h \
 	daemon/sweep.c daemon/sweep.h daemon/sweep-walk.c daemon/sweep-walk.h daemon/op-sweep.c \
-	daemon/idle-exit.c daemon/idle-exit.h
+	daemon/idle-exit.c daemon/idle-exit.h \
+	daemon/copy-tree.c daemon/copy-tree.h \
+	daemon/snapshot.c daemon/snapshot.h \
+	daemon/snapshot-job.c daemon/snapshot-job.h
 daemon_sandboxd_CFLAGS = $(AM_CFLAGS) $(SYSTEMD_CFLAGS) $(JSONC_CFLAGS) $(CGROUP_CFLAGS) $(SECCOMP_CFLAGS)
 daemon_sandboxd_LDADD = lib/libsbxcommon.la $(SYSTEMD_LIBS) $(JSONC_LIBS) $(CGROUP_LIBS) $(SECCOMP_LIBS)
 

@@ -26,6 +26,7 @@
 #include "run-exec.h"
 #include "run.h"
 #include "sandbox.h"
+#include "snapshot.h"
 #include "spawn.h"
 #include "state.h"
 #include "sweep.h"
@@ -381,9 +382,11 @@ int manager_setup(Manager *m) {
 
 /* On stop, every sandbox's processes are killed and its cgroups removed; workspaces stay. */
 static void manager_kill_all(Manager *m) {
-        for (Sandbox *s = m->sandboxes; s; s = s->next)
+        for (Sandbox *s = m->sandboxes; s; s = s->next) {
+                snapshot_job_abort(s); /* its copy killed, its sandbox thawed */
                 if (s->cg_fd >= 0)
                         (void) cg_kill(s->cg_fd);
+        }
         for (int tries = 0; tries < 200; tries++) {
                 bool busy = false;
                 for (Sandbox *s = m->sandboxes; s; s = s->next)

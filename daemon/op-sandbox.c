@@ -6,10 +6,15 @@
 #include "manager.h"
 #include "ops.h"
 #include "sandbox.h"
+#include "snapshot.h"
 
 int op_create(Connection *c, json_object *id, json_object *req, ProtoError *err) {
         Sandbox *s;
-        int r = sandbox_create(c->manager, req, c->peer.uid, false, &s, err);
+        int r;
+
+        if (json_object_object_get_ex(req, "from_snapshot", NULL))
+                return op_create_from_snapshot(c, id, req, err);
+        r = sandbox_create(c->manager, req, c->peer.uid, false, &s, err);
         if (r < 0)
                 return r;
         /* Answered when the sandbox's init reports ready (or failed). */
@@ -32,12 +37,14 @@ int op_list(Connection *c, json_object *id, json_object *req, ProtoError *err) {
 
 int op_inspect(Connection *c, json_object *id, json_object *req, ProtoError *err) {
         Sandbox *s;
-        json_object *reply;
+        json_object *reply, *sj;
         int r = ops_lookup_sandbox(c, req, &s, err);
         if (r < 0)
                 return r;
         reply = proto_reply_ok(id);
-        json_object_object_add(reply, "sandbox", sandbox_to_json(s, true));
+        sj = sandbox_to_json(s, true);
+        json_object_object_add(sj, "snapshots", snapshot_list_json(s));
+        json_object_object_add(reply, "sandbox", sj);
         connection_send_take(c, reply);
         return 0;
 }

@@ -21,6 +21,7 @@ static const FieldSpec create_fields[] = {
         { "ttl", FIELD_DURATION },
         { "idle", FIELD_DURATION },
         { "user", FIELD_STRING },
+        { "from_snapshot", FIELD_STRING },
         {},
 };
 static const FieldSpec sweep_fields[] = { ENVELOPE, { "dry_run", FIELD_BOOL }, {} };
@@ -94,6 +95,18 @@ static const FieldSpec pty_attach_fields[] = {
         { "from_seq", FIELD_INT },
         {},
 };
+static const FieldSpec snapshot_fields[] = {
+        ENVELOPE,
+        { "sandbox", FIELD_STRING, true },
+        { "label", FIELD_STRING },
+        {},
+};
+static const FieldSpec snapshot_one_fields[] = {
+        ENVELOPE,
+        { "sandbox", FIELD_STRING, true },
+        { "snapshot", FIELD_STRING, true },
+        {},
+};
 
 static const Op ops[] = {
         { "hello", op_hello, no_fields },
@@ -112,6 +125,10 @@ static const Op ops[] = {
         { "pty.close", op_pty_close, session_fields },
         { "pty.attach", op_pty_attach, pty_attach_fields },
         { "pty.detach", op_pty_detach, session_fields },
+        { "snapshot", op_snapshot, snapshot_fields },
+        { "snapshot.list", op_snapshot_list, sandbox_fields },
+        { "snapshot.restore", op_snapshot_restore, snapshot_one_fields },
+        { "snapshot.delete", op_snapshot_delete, snapshot_one_fields },
 };
 
 void ops_dispatch(Connection *c, json_object *id, const char *name, json_object *req) {

@@ -28,6 +28,12 @@ int op_inspect(Connection *c, json_object *id, json_object *req, ProtoError *err
 int op_destroy(Connection *c, json_object *id, json_object *req, ProtoError *err);
 int op_run(Connection *c, json_object *id, json_object *req, ProtoError *err);
 int op_kill(Connection *c, json_object *id, json_object *req, ProtoError *err);
+int op_snapshot(Connection *c, json_object *id, json_object *req, ProtoError *err);
+int op_snapshot_list(Connection *c, json_object *id, json_object *req, ProtoError *err);
+int op_snapshot_restore(Connection *c, json_object *id, json_object *req, ProtoError *err);
+int op_snapshot_delete(Connection *c, json_object *id, json_object *req, ProtoError *err);
+/* create with from_snapshot (op-snapshot.c). */
+int op_create_from_snapshot(Connection *c, json_object *id, json_object *req, ProtoError *err);
 int op_sweep(Connection *c, json_object *id, json_object *req, ProtoError *err);
 int op_pty_open(Connection *c, json_object *id, json_object *req, ProtoError *err);
 int op_pty_write(Connection *c, json_object *id, json_object *req, ProtoError *err);

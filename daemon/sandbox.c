@@ -27,6 +27,7 @@
 #include "run.h"
 #include "pty.h"
 #include "sandbox.h"
+#include "snapshot.h"
 #include "spawn.h"
 #include "run-record.h"
 #include "state.h"
@@ -478,6 +479,8 @@ static int sandbox_clear_old_cgroup(Sandbox *s) {
 
         if (fd < 0)
                 return errno == ENOENT ? 0 : -errno;
+        /* It may have been frozen for a snapshot when the daemon died. */
+        (void) cg_write(fd, "cgroup.freeze", "0");
         for (int i = 0; i < 1000 && cg_populated(fd) > 0; i++) {
                 (void) cg_kill(fd);
                 usleep(1000);
@@ -602,12 +605,25 @@ static void waiters_answer(Waiter **list, json_object *extra_key_value_src, cons
         }
 }
 
+static void sandbox_restart_finish(Sandbox *s, int error) {
+        SandboxRestart *rs = s->restart;
+        if (!rs)
+                return;
+        s->restart = NULL;
+        sd_event_source_disable_unref(rs->timer);
+        rs->done(s, error, rs->userdata);
+        free(rs);
+}
+
 static void sandbox_fail(Sandbox *s, const ProtoError *err) {
+        sandbox_restart_finish(s, -EIO);
         s->failure = *err;
         s->state = SANDBOX_FAILED;
         waiters_answer(&s->create_waiters, NULL, NULL, err);
         sandbox_destroy(s, "setup failed");
 }
+
+static void sandbox_go_ready(Sandbox *s);
 
 static void sandbox_ready(Sandbox *s) {
         _cleanup_close_ int init_cg = -EBADF;
@@ -631,7 +647,14 @@ static void sandbox_ready(Sandbox *s) {
                 sandbox_fail(s, &err);
                 return;
         }
+        s->init_ready = true;
+        if (s->ready_holds == 0)
+                sandbox_go_ready(s);
+}
+
+static void sandbox_go_ready(Sandbox *s) {
         s->state = SANDBOX_READY;
+        sandbox_restart_finish(s, 0);
         if (s->create_waiters) {
                 _cleanup_json_ json_object *j = sandbox_to_json(s, false);
                 waiters_answer(&s->create_waiters, j, "sandbox", NULL);
@@ -848,6 +871,8 @@ void sandbox_destroy(Sandbox *s, const char *reason) {
         if (s->state == SANDBOX_DESTROYING)
                 return;
         log_debug("destroying sandbox %s (%s)", s->id, reason);
+        snapshot_job_abort(s); /* also cancels its restart */
+        sandbox_restart_cancel(s);
         s->state = SANDBOX_DESTROYING;
         /* An init still to arrive is awaited on the setup socket, to be killed and reaped. */
         if (!s->init_pending) {
@@ -883,6 +908,8 @@ Sandbox *sandbox_free(Sandbox *s) {
                 s->manager->n_pooled--;
                 pool_schedule_refill(s->manager);
         }
+        snapshot_job_abort(s);
+        sandbox_restart_cancel(s);
         sd_event_source_disable_unref(s->setup_source);
         sd_event_source_disable_unref(s->init_exit_source);
         sd_event_source_disable_unref(s->teardown_timer);
@@ -994,4 +1021,113 @@ void sandbox_run_finished(Sandbox *s, Run *r) {
                 sandbox_destroy(s, "throwaway run finished");
         else if (s->state == SANDBOX_DESTROYING)
                 sandbox_teardown_step(s);
+}
+
+void sandbox_release_hold(Sandbox *s, const ProtoError *err) {
+        if (s->state != SANDBOX_CREATING || s->ready_holds == 0)
+                return;
+        s->ready_holds--;
+        if (err)
+                sandbox_fail(s, err);
+        else if (s->ready_holds == 0 && s->init_ready)
+                sandbox_go_ready(s);
+}
+
+void sandbox_restart_cancel(Sandbox *s) {
+        if (!s->restart)
+                return;
+        sd_event_source_disable_unref(s->restart->timer);
+        free(TAKE_PTR(s->restart));
+}
+
+/* A new cgroup, as a new sandbox gets: a cgroup once killed through cgroup.kill may kill what
+ * is later cloned into it (seen on 6.18: the new init died of SIGKILL at birth). */
+static int sandbox_renew_cgroup(Sandbox *s) {
+        s->cg_fd = safe_close(s->cg_fd);
+        free(s->cg_rel);
+        s->cg_rel = NULL;
+        int r = cg_remove_tree(s->manager->cg.sandboxes_fd, s->id);
+        if (r < 0)
+                return r;
+        return sandbox_make_cgroup(s);
+}
+
+/* Everything is gone: swap, then a new init as for a new sandbox. */
+static void sandbox_restart_respawn(Sandbox *s) {
+        _cleanup_close_ int dfd = -EBADF;
+        SandboxRestart *rs = s->restart;
+        int r = rs->swap(s, rs->userdata), k;
+
+        if (r < 0)
+                log_warning("sandbox %s: the workspace was not replaced: %s", s->id, strerror(-r));
+        /* The workspace may be another inode now. */
+        dfd = openat(s->manager->state_fd, s->id, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (dfd >= 0) {
+                safe_close(s->workdir_fd);
+                s->workdir_fd = openat(dfd, "work", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        }
+        s->init_ready = false;
+        k = sandbox_renew_cgroup(s);
+        if (k >= 0)
+                k = sandbox_spawn_init(s);
+        if (k < 0) {
+                ProtoError err;
+                proto_error_set(&err, SBX_E_SPAWN_FAILED, NULL, "cannot start the sandbox's new init: %s", strerror(-k));
+                sandbox_fail(s, &err);
+        } else if (r < 0 && s->restart) {
+                /* Tell the owner now; the sandbox still comes back with its old workspace. */
+                SandboxRestart *keep = TAKE_PTR(s->restart);
+                sd_event_source_disable_unref(keep->timer);
+                keep->done(s, r, keep->userdata);
+                free(keep);
+        }
+}
+
+static int on_restart_timer(sd_event_source *src, uint64_t usec, void *userdata);
+
+static void sandbox_restart_step(Sandbox *s) {
+        SandboxRestart *rs = s->restart;
+        int populated = cg_populated(s->cg_fd);
+        uint64_t delay;
+
+        if (populated <= 0 && s->init_pidfd < 0 && !s->runs && !s->sessions) {
+                rs->timer = sd_event_source_disable_unref(rs->timer);
+                sandbox_restart_respawn(s);
+                return;
+        }
+        if (populated > 0)
+                (void) cg_kill(s->cg_fd);
+        delay = (uint64_t) 1000 << (rs->tries < 7 ? rs->tries : 7);
+        rs->tries++;
+        if (rs->timer) {
+                (void) sd_event_source_set_time_relative(rs->timer, delay);
+                (void) sd_event_source_set_enabled(rs->timer, SD_EVENT_ONESHOT);
+        } else
+                (void) sd_event_add_time_relative(s->manager->event, &rs->timer, CLOCK_MONOTONIC, delay, 0,
+                                                  on_restart_timer, s);
+}
+
+static int on_restart_timer(sd_event_source *src, uint64_t usec, void *userdata) {
+        sandbox_restart_step(userdata);
+        return 0;
+}
+
+int sandbox_restart(Sandbox *s, int (*swap)(Sandbox *s, void *userdata),
+                    void (*done)(Sandbox *s, int error, void *userdata), void *userdata) {
+        int killed = (int) s->n_runs;
+
+        if (s->state != SANDBOX_READY || s->restart)
+                return -EBUSY;
+        s->restart = calloc(1, sizeof(*s->restart));
+        if (!s->restart)
+                return -ENOMEM;
+        *s->restart = (SandboxRestart) { .swap = swap, .done = done, .userdata = userdata };
+        /* Runs asked for meanwhile wait for the new init, as they do for a new sandbox. */
+        s->state = SANDBOX_CREATING;
+        for (Run *r = s->runs; r; r = r->next)
+                run_kill(r, SIGKILL, REASON_KILLED);
+        pty_sandbox_destroying(s); /* sessions end as when the sandbox goes */
+        (void) cg_kill(s->cg_fd);
+        sandbox_restart_step(s);
+        return killed;
 }

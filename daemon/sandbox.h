@@ -40,6 +40,18 @@ typedef struct Waiter {
         struct Waiter *next;
 } Waiter;
 
+typedef struct SnapshotJob SnapshotJob;
+
+/* A restart of a ready sandbox's processes (snapshot.restore): everything is stopped, swap runs
+ * while nothing lives inside, then a new init is made; done tells how it went. */
+typedef struct SandboxRestart {
+        int (*swap)(Sandbox *s, void *userdata);
+        void (*done)(Sandbox *s, int error, void *userdata);
+        void *userdata;
+        sd_event_source *timer;
+        unsigned tries;
+} SandboxRestart;
+
 typedef struct Sandbox {
         Manager *manager;
         char id[24];
@@ -77,6 +89,10 @@ typedef struct Sandbox {
         Run *pending_runs; /* waiting for the sandbox to be ready */
         Session *sessions; /* interactive sessions (pty.c) */
         ProtoError failure;
+        SnapshotJob *job;      /* a snapshot, restore or fork copy in flight (snapshot-job.c) */
+        unsigned ready_holds;  /* work that must end before a new sandbox is ready (a fork's copy) */
+        bool init_ready;       /* its init is set up, waiting for the holds */
+        SandboxRestart *restart;
         /* Expiry and disk (sweep.c), interrupted runs (run-record.c). */
         uint64_t ttl_usec, idle_usec;  /* 0: never expires */
         uint64_t last_active_usec;     /* CLOCK_MONOTONIC: made, restored, a run started or ended */
@@ -113,5 +129,13 @@ unsigned sandbox_count_owned(Manager *m, uid_t uid);
 const char *sandbox_workdir_path(Sandbox *s, char *buf, size_t len);
 /* Checks a client's environment object: names without '=', string values, at most 1024. */
 int sandbox_env_check(json_object *env, ProtoError *err);
+/* A fork's copy is done (err NULL) or failed: the sandbox becomes ready, or fails, when nothing
+ * else holds it. */
+void sandbox_release_hold(Sandbox *s, const ProtoError *err);
+/* Starts a restart (see SandboxRestart); returns how many runs in flight it kills. */
+int sandbox_restart(Sandbox *s, int (*swap)(Sandbox *s, void *userdata),
+                    void (*done)(Sandbox *s, int error, void *userdata), void *userdata);
+/* Forgets a restart in progress without calling its done (its owner is going away). */
+void sandbox_restart_cancel(Sandbox *s);
 /* Called when a run of this sandbox ends (frees ephemeral sandboxes). */
 void sandbox_run_finished(Sandbox *s, Run *r);

@@ -16,6 +16,7 @@
 #include "rm-rf.h"
 #include "run-record.h"
 #include "sandbox.h"
+#include "snapshot.h"
 #include "state.h"
 #include "sweep.h"
 #include "util.h"
@@ -110,7 +111,11 @@ static void restore_entry(Manager *m, const char *name) {
         Sandbox *s;
         int r;
 
-        if (is_sandbox_id(name) && read_meta(m->state_fd, name, &meta) >= 0) {
+        bool unfinished_fork = is_sandbox_id(name) && snapshot_cleanup_partial(m->state_fd, name) == -ESTALE;
+
+        if (unfinished_fork)
+                snapshot_discard_cgroup(m, name);
+        if (is_sandbox_id(name) && !unfinished_fork && read_meta(m->state_fd, name, &meta) >= 0) {
                 r = sandbox_restore(m, meta, &s);
                 if (r < 0)
                         log_warning("sandbox %s: cannot restore it: %s; its workspace stays in place", name, strerror(-r));

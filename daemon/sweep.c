@@ -221,6 +221,8 @@ int sweep_snapshot_delete(Sandbox *s, const char *snap_id) {
 
         if (!*snap_id || snap_id[0] == '.' || strchr(snap_id, '/'))
                 return -EINVAL;
+        if (s->job) /* a snapshot, restore or fork of it is in flight (snapshot-job.c): next sweep */
+                return -EBUSY;
         snprintf(from, sizeof(from), "%s/snapshots/%s", s->id, snap_id);
         snprintf(trash, sizeof(trash), ".trash-%s-%s", s->id, snap_id);
         /* Gone from the listing at once, atomically; the bytes go in the background. */

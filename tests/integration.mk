@@ -14,6 +14,7 @@ INTEGRATION_TESTS = \
 	tests/t-restart.sh \
 	tests/t-run.sh \
 	tests/t-shell.sh \
+	tests/t-snapshot.sh \
 	tests/t-stream.sh \
 	tests/t-sweep.sh \
 	tests/t-top.sh \

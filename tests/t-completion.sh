@@ -33,9 +33,9 @@ comp() {
         printf '%s\n' "${COMPREPLY[@]}" | sort | tr '\n' ' ' | sed 's/ $//'
 }
 
-is "$(comp sandboxctl r)" "run" "sandboxctl r<TAB> -> run"
+is "$(comp sandboxctl r)" "restore run" "sandboxctl r<TAB> -> restore run"
 is "$(comp sandboxctl run --ti)" "--timeout" "sandboxctl run --ti<TAB> -> --timeout"
-is "$(comp sandboxctl '')" "attach create destroy doctor exec health hello help inspect kill list run shell status sweep top" "sandboxctl <TAB> -> every verb"
+is "$(comp sandboxctl '')" "attach create destroy doctor exec health hello help inspect kill list restore run shell snapshot snapshot-delete snapshots status sweep top" "sandboxctl <TAB> -> every verb"
 is "$(comp sandboxctl exec -i)" "-i" "sandboxctl exec -i<TAB> -> -i"
 is "$(comp sandboxctl shell --be)" "--best-effort" "sandboxctl shell --be<TAB> -> --best-effort"
 is "$(comp sandboxctl --v)" "--version" "sandboxctl --v<TAB> -> --version"
@@ -66,6 +66,7 @@ case "$*" in
 *"--json list") printf '%s\n' '{"id":1,"ok":true,"sandboxes":[{"id":"sbx-0123456789ab","name":"build","state":"ready"},' \
         ' {"id":"sbx-ba9876543210", "name": "web.1", "state":"ready"},{"id":"sbx-aaaaaaaaaaaa","name":null}]}' ;;
 *"list -q") printf '%s\n' sbx-0123456789ab sbx-ba9876543210 sbx-aaaaaaaaaaaa ;;
+*"snapshots -q build") printf '%s\n' snap-000000000001 snap-000000000002 ;;
 *) exit 1 ;;
 esac
 FAKE
@@ -78,6 +79,13 @@ is "$(fake sandboxctl destroy build w)" "web.1" "destroy completes more than one
 is "$(fake sandboxctl inspect build '')" "" "inspect takes one sandbox"
 is "$(fake sandboxctl run --sandbox b)" "build" "run --sandbox b<TAB> -> build"
 is "$(fake sandboxctl run -s '')" "$all" "run -s <TAB> -> ids and names"
+is "$(fake sandboxctl snapshot b)" "build" "snapshot b<TAB> -> build"
+is "$(fake sandboxctl restore build snap-)" "snap-000000000001 snap-000000000002" "restore build snap-<TAB> -> its snapshots"
+is "$(fake sandboxctl restore build snap-000000000001 '')" "" "restore takes one snapshot"
+is "$(fake sandboxctl snapshot-delete build snap-000000000001 snap-)" "snap-000000000001 snap-000000000002" \
+        "snapshot-delete completes more than one snapshot"
+is "$(fake sandboxctl snapshots build --delete '')" "snap-000000000001 snap-000000000002" "snapshots build --delete <TAB>"
+is "$(comp sandboxctl snapshot --la)" "--label" "snapshot --la<TAB> -> --label"
 rm -f "$T/calls"
 fake sandboxctl --socket /x/s.sock destroy '' >/dev/null
 is "$(cat "$T/calls" 2>/dev/null | tr '\n' '|')" "--socket /x/s.sock list -q|--socket /x/s.sock --json list|" \

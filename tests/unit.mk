@@ -50,3 +50,10 @@ TESTS += tests/test-ring
 tests_test_ring_SOURCES = tests/test-ring.c tests/tap.h daemon/ring.c daemon/ring.h
 tests_test_ring_CFLAGS = $(UNIT_CFLAGS) -I$(srcdir)/daemon
 tests_test_ring_LDADD = $(UNIT_LDADD)
+
+## copy_tree() of the daemon, on a hostile tree (root only; skipped otherwise).
+check_PROGRAMS += tests/test-copy-tree
+TESTS += tests/test-copy-tree
+tests_test_copy_tree_SOURCES = tests/test-copy-tree.c tests/tap.h daemon/copy-tree.c daemon/copy-tree.h
+tests_test_copy_tree_CFLAGS = $(UNIT_CFLAGS) -I$(srcdir)/daemon
+tests_test_copy_tree_LDADD = $(UNIT_LDADD)

@@ -1,0 +1,173 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* snapshot, snapshot.list, snapshot.restore, snapshot.delete, and create with from_snapshot. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "connection.h"
+#include "manager.h"
+#include "ops.h"
+#include "sandbox.h"
+#include "snapshot-job.h"
+#include "snapshot.h"
+
+static const char *state_word(const Sandbox *s) {
+        switch (s->state) {
+        case SANDBOX_CREATING: return "not ready yet";
+        case SANDBOX_DESTROYING: return "being destroyed";
+        case SANDBOX_FAILED: return "broken (its init died)";
+        default: return "ready";
+        }
+}
+
+/* The caller's ready, persistent sandbox with no copy in flight. */
+static int lookup_for_job(Connection *c, json_object *req, Sandbox **ret, ProtoError *err) {
+        Sandbox *s;
+        int r = ops_lookup_sandbox(c, req, &s, err);
+        if (r < 0)
+                return r;
+        if (s->ephemeral)
+                return proto_error_set(err, SBX_E_CONFLICT, "sandbox", "sandbox %s is a throwaway one (made for one run)",
+                                       s->id);
+        if (s->state != SANDBOX_READY)
+                return proto_error_set(err, SBX_E_CONFLICT, "sandbox", "sandbox %s is %s", s->id, state_word(s));
+        if (s->job)
+                return proto_error_set(err, SBX_E_CONFLICT, "sandbox",
+                                       "sandbox %s is busy with another snapshot, restore or fork", s->id);
+        *ret = s;
+        return 0;
+}
+
+static int get_snapshot_arg(json_object *req, Sandbox *s, SnapshotInfo *ret, ProtoError *err) {
+        const char *snap = NULL;
+        int r = proto_get_string(req, "snapshot", 64, &snap, err);
+        if (r < 0)
+                return r;
+        if (!snap || snapshot_get(s, snap, ret) < 0)
+                return proto_error_set(err, SBX_E_NOT_FOUND, "snapshot", "sandbox %s has no snapshot '%.64s'", s->id,
+                                       snap ? snap : "");
+        return 0;
+}
+
+static int check_label(const char *label, ProtoError *err) {
+        if (strlen(label) > SNAPSHOT_LABEL_MAX)
+                return proto_error_set(err, SBX_E_INVALID_REQUEST, "label", "'label' is longer than %d bytes",
+                                       SNAPSHOT_LABEL_MAX);
+        for (const unsigned char *p = (const unsigned char *) label; *p; p++)
+                if (*p < 0x20 || *p == 0x7f)
+                        return proto_error_set(err, SBX_E_INVALID_REQUEST, "label",
+                                               "'label' must not contain control characters");
+        return 0;
+}
+
+int op_snapshot(Connection *c, json_object *id, json_object *req, ProtoError *err) {
+        const char *label = NULL;
+        SnapshotInfo *list = NULL;
+        size_t n = 0;
+        Sandbox *s;
+        int r = lookup_for_job(c, req, &s, err);
+
+        if (r < 0)
+                return r;
+        if ((r = proto_get_string(req, "label", 4096, &label, err)) < 0 || (label && (r = check_label(label, err)) < 0))
+                return r;
+        if (snapshot_list(s, &list, &n) < 0)
+                return proto_error_set(err, SBX_E_INTERNAL, NULL, "cannot read the sandbox's snapshots");
+        free(list);
+        if (n >= SNAPSHOT_MAX_PER_SANDBOX)
+                return proto_error_set(err, SBX_E_RESOURCE_EXHAUSTED, "sandbox",
+                                       "sandbox %s has its maximum of %d snapshots; delete one first", s->id,
+                                       SNAPSHOT_MAX_PER_SANDBOX);
+        return snapshot_job_snapshot(s, c, id, label, err);
+}
+
+int op_snapshot_list(Connection *c, json_object *id, json_object *req, ProtoError *err) {
+        json_object *reply;
+        Sandbox *s;
+        int r = ops_lookup_sandbox(c, req, &s, err);
+        if (r < 0)
+                return r;
+        reply = proto_reply_ok(id);
+        json_object_object_add(reply, "sandbox", json_object_new_string(s->id));
+        json_object_object_add(reply, "snapshots", snapshot_list_json(s));
+        connection_send_take(c, reply);
+        return 0;
+}
+
+int op_snapshot_restore(Connection *c, json_object *id, json_object *req, ProtoError *err) {
+        SnapshotInfo info;
+        Sandbox *s;
+        int r = lookup_for_job(c, req, &s, err);
+        if (r < 0 || (r = get_snapshot_arg(req, s, &info, err)) < 0)
+                return r;
+        return snapshot_job_restore(s, c, id, &info, err);
+}
+
+int op_snapshot_delete(Connection *c, json_object *id, json_object *req, ProtoError *err) {
+        SnapshotInfo info;
+        json_object *reply;
+        Sandbox *s;
+        int r = ops_lookup_sandbox(c, req, &s, err);
+
+        if (r < 0 || (r = get_snapshot_arg(req, s, &info, err)) < 0)
+                return r;
+        r = snapshot_delete(s, info.id);
+        if (r == -EBUSY)
+                return proto_error_set(err, SBX_E_CONFLICT, "sandbox",
+                                       "sandbox %s is busy with a snapshot, restore or fork", s->id);
+        if (r == -ENOENT)
+                return proto_error_set(err, SBX_E_NOT_FOUND, "snapshot", "sandbox %s has no snapshot '%s'", s->id, info.id);
+        if (r < 0)
+                return proto_error_set(err, SBX_E_INTERNAL, NULL, "cannot delete snapshot %s: %s", info.id, strerror(-r));
+        reply = proto_reply_ok(id);
+        json_object_object_add(reply, "deleted", json_object_new_string(info.id));
+        connection_send_take(c, reply);
+        return 0;
+}
+
+/* "<sandbox>/<snap-id>" (the sandbox by id or name), or "<snap-id>" alone: snapshot ids are
+ * unique, so it is looked for among the caller's sandboxes. */
+static int find_source(Connection *c, const char *spec, Sandbox **ret_src, SnapshotInfo *ret_info, ProtoError *err) {
+        const char *slash = strchr(spec, '/');
+        const char *snap = slash ? slash + 1 : spec;
+        char key[SBX_MAX_ID_LEN + 1];
+
+        if (slash) {
+                Sandbox *s;
+                snprintf(key, sizeof(key), "%.*s", (int) (slash - spec), spec);
+                s = manager_find_sandbox(c->manager, key);
+                if (s && sandbox_visible_to(s, c) && s->state != SANDBOX_DESTROYING && snapshot_get(s, snap, ret_info) >= 0) {
+                        *ret_src = s;
+                        return 0;
+                }
+        } else if (snapshot_id_valid(snap))
+                for (Sandbox *s = c->manager->sandboxes; s; s = s->next)
+                        if (sandbox_visible_to(s, c) && s->state != SANDBOX_DESTROYING &&
+                            snapshot_get(s, snap, ret_info) >= 0) {
+                                *ret_src = s;
+                                return 0;
+                        }
+        return proto_error_set(err, SBX_E_NOT_FOUND, "from_snapshot", "no snapshot '%.100s'", spec);
+}
+
+int op_create_from_snapshot(Connection *c, json_object *id, json_object *req, ProtoError *err) {
+        const char *spec = NULL;
+        SnapshotInfo info;
+        Sandbox *src = NULL, *s;
+        int r = proto_get_string(req, "from_snapshot", 200, &spec, err);
+
+        if (r < 0 || (r = find_source(c, spec ? spec : "", &src, &info, err)) < 0)
+                return r;
+        r = sandbox_create(c->manager, req, c->peer.uid, false, &s, err);
+        if (r < 0)
+                return r;
+        r = snapshot_job_fork(s, src, info.id, err);
+        if (r < 0) {
+                sandbox_destroy(s, "fork failed");
+                return r;
+        }
+        /* Answered when the init is ready and the copy is done. */
+        sandbox_add_waiter(&s->create_waiters, c, id);
+        return 0;
+}

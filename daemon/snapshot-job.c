@@ -1,0 +1,677 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The copies behind snapshot, snapshot.restore and create from_snapshot. Each runs in a child
+ * process (copy_tree blocks for as long as the tree is big) that tells the daemon over a pipe:
+ *
+ *   progress BYTES FILES               now and then while copying
+ *   copied BYTES FILES SKIPPED         the copy is complete (a snapshot's sandbox is thawed here)
+ *   done                               synced and renamed into place
+ *   error STEP ERRNO                   and it exits non-zero, having removed what it made
+ *
+ * A snapshot freezes the sandbox's cgroup first (cgroup.freeze, then cgroup.events "frozen 1")
+ * and thaws it on every path: copied, failed, timed out, sandbox destroyed, daemon stopping. */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cgroup.h"
+#include "connection.h"
+#include "copy-tree.h"
+#include "log.h"
+#include "macro.h"
+#include "manager.h"
+#include "rm-rf.h"
+#include "sandbox.h"
+#include "snapshot-job.h"
+#include "snapshot.h"
+#include "spawn.h"
+#include "util.h"
+
+#define FREEZE_TIMEOUT_USEC (10 * USEC_PER_SEC)
+#define PROGRESS_USEC (200 * USEC_PER_MSEC)
+
+typedef enum JobKind {
+        JOB_SNAPSHOT,
+        JOB_RESTORE,
+        JOB_FORK,
+} JobKind;
+
+struct SnapshotJob {
+        JobKind kind;
+        Sandbox *sandbox;          /* the one it works for (the new one for a fork) */
+        Connection *conn;          /* who gets the reply; NULL for a fork (create answers) */
+        json_object *req_id;
+        char snap_id[SNAPSHOT_ID_LEN + 1];
+        char label[SNAPSHOT_LABEL_MAX + 1];
+        char src_sandbox[24];      /* fork: the sandbox the snapshot belongs to */
+        uid_t src_host_uid;        /* fork: its uid range */
+        char work_new[32];         /* restore: work.new-<rand> */
+        uint64_t created_usec;
+        uint64_t total_bytes, total_files; /* restore: the snapshot's, for a progress bar */
+        uint64_t freeze_start;
+        bool frozen, copied, done;
+        unsigned freeze_polls;
+        pid_t pid;
+        int pidfd, pipe_fd;
+        sd_event_source *child_source, *pipe_source, *freeze_timer;
+        char buf[512];
+        size_t len;
+        CopyStats stats;
+        char fail_step[16];
+        int fail_errno;
+        int runs_killed;
+};
+
+/* ---- The child ----------------------------------------------------------------------------- */
+
+_printf_(2, 3) static void child_say(int fd, const char *fmt, ...) {
+        char line[256];
+        va_list ap;
+        int n;
+        va_start(ap, fmt);
+        n = vsnprintf(line, sizeof(line), fmt, ap);
+        va_end(ap);
+        if (n > 0)
+                (void) write_all(fd, line, (size_t) n < sizeof(line) ? (size_t) n : sizeof(line) - 1);
+}
+
+_Noreturn static void child_fail(int fd, const char *step, int err) {
+        child_say(fd, "error %s %d\n", step, err < 0 ? -err : err);
+        _exit(1);
+}
+
+static int child_progress(const CopyStats *st, void *userdata) {
+        child_say(*(int *) userdata, "progress %" PRIu64 " %" PRIu64 "\n", st->bytes, st->files);
+        return 0;
+}
+
+static int open_dir_at(int dir, const char *name) {
+        int fd = openat(dir, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        return fd < 0 ? -errno : fd;
+}
+
+static int mkdir_open(int dir, const char *name, bool existing_ok) {
+        if (mkdirat(dir, name, 0700) < 0 && !(existing_ok && errno == EEXIST))
+                return -errno;
+        return open_dir_at(dir, name);
+}
+
+static int write_meta(int dir, const SnapshotJob *j, const CopyStats *st) {
+        _cleanup_json_ json_object *o = json_object_new_object();
+        _cleanup_free_ char *text = NULL;
+        _cleanup_close_ int fd = -EBADF;
+        char ts[32];
+        size_t n;
+        int r;
+
+        json_object_object_add(o, "version", json_object_new_int(1));
+        json_object_object_add(o, "id", json_object_new_string(j->snap_id));
+        json_object_object_add(o, "label", j->label[0] ? json_object_new_string(j->label) : NULL);
+        json_object_object_add(o, "sandbox", json_object_new_string(j->sandbox->id));
+        json_object_object_add(o, "created_at",
+                               json_object_new_string(snapshot_format_time(ts, sizeof(ts), j->created_usec)));
+        json_object_object_add(o, "created_usec", json_object_new_int64((int64_t) j->created_usec));
+        json_object_object_add(o, "bytes", json_object_new_int64((int64_t) st->bytes));
+        json_object_object_add(o, "files", json_object_new_int64((int64_t) st->files));
+        json_object_object_add(o, "skipped", json_object_new_int64((int64_t) st->skipped));
+        text = proto_serialize(o, &n);
+        if (!text)
+                return -ENOMEM;
+        fd = openat(dir, "meta.json", O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (fd < 0)
+                return -errno;
+        if ((r = write_all(fd, text, n)) < 0)
+                return r;
+        return fsync(fd) < 0 ? -errno : 0;
+}
+
+static int child_copy(int out, int src, int dst, const CopyOptions *base, CopyStats *st) {
+        CopyOptions o = *base;
+        int r;
+        o.progress = child_progress;
+        o.userdata = &out;
+        o.progress_usec = PROGRESS_USEC;
+        r = copy_tree(src, dst, &o, st);
+        if (r >= 0)
+                child_say(out, "copied %" PRIu64 " %" PRIu64 " %" PRIu64 "\n", st->bytes, st->files, st->skipped);
+        return r;
+}
+
+/* <sandbox>/work -> <sandbox>/snapshots/.tmp-<id>/tree, then meta.json, then renamed. */
+_Noreturn static void child_snapshot(const SnapshotJob *j, int state_fd, int out) {
+        _cleanup_close_ int sdir = open_dir_at(state_fd, j->sandbox->id);
+        _cleanup_close_ int snaps = -EBADF, tmp = -EBADF, tree = -EBADF, src = -EBADF;
+        char tmp_name[8 + SNAPSHOT_ID_LEN];
+        CopyStats st;
+        int r;
+
+        snprintf(tmp_name, sizeof(tmp_name), ".tmp-%s", j->snap_id);
+        if (sdir < 0 || (snaps = mkdir_open(sdir, "snapshots", true)) < 0)
+                child_fail(out, "open", sdir < 0 ? sdir : snaps);
+        if ((tmp = mkdir_open(snaps, tmp_name, false)) < 0 || (tree = mkdir_open(tmp, "tree", false)) < 0 ||
+            (src = open_dir_at(sdir, "work")) < 0) {
+                r = tmp < 0 ? tmp : tree < 0 ? tree : src;
+                (void) rm_rf_at(snaps, tmp_name);
+                child_fail(out, "open", r);
+        }
+        r = child_copy(out, src, tree, &(CopyOptions) {}, &st);
+        if (r < 0) {
+                (void) rm_rf_at(snaps, tmp_name);
+                child_fail(out, "copy", r);
+        }
+        /* Data, then the metadata, then the name: a snapshot in place is a whole one. */
+        if (syncfs(tree) < 0 || (r = write_meta(tmp, j, &st)) < 0 || fsync(tmp) < 0 ||
+            renameat(snaps, tmp_name, snaps, j->snap_id) < 0 || fsync(snaps) < 0) {
+                r = r < 0 ? r : -errno;
+                (void) rm_rf_at(snaps, tmp_name);
+                child_fail(out, "sync", r);
+        }
+        child_say(out, "done\n");
+        _exit(0);
+}
+
+/* <sandbox>/snapshots/<id>/tree -> <sandbox>/work.new-<rand>; the daemon swaps it in. */
+_Noreturn static void child_restore(const SnapshotJob *j, int state_fd, int out) {
+        _cleanup_close_ int sdir = open_dir_at(state_fd, j->sandbox->id);
+        _cleanup_close_ int snaps = -EBADF, snap = -EBADF, src = -EBADF, dst = -EBADF;
+        CopyStats st;
+        int r;
+
+        if (sdir < 0 || (snaps = open_dir_at(sdir, "snapshots")) < 0 || (snap = open_dir_at(snaps, j->snap_id)) < 0 ||
+            (src = open_dir_at(snap, "tree")) < 0)
+                child_fail(out, "open", sdir < 0 ? sdir : snaps < 0 ? snaps : snap < 0 ? snap : src);
+        if ((dst = mkdir_open(sdir, j->work_new, false)) < 0)
+                child_fail(out, "open", dst);
+        r = child_copy(out, src, dst, &(CopyOptions) {}, &st);
+        if (r >= 0 && (syncfs(dst) < 0 || fsync(sdir) < 0))
+                r = -errno;
+        if (r < 0) {
+                (void) rm_rf_at(sdir, j->work_new);
+                child_fail(out, "copy", r);
+        }
+        child_say(out, "done\n");
+        _exit(0);
+}
+
+static bool same_inode(int dir, const char *path, const struct stat *want) {
+        struct stat st;
+        return fstatat(dir, path, &st, AT_SYMLINK_NOFOLLOW) == 0 && st.st_ino == want->st_ino &&
+               st.st_dev == want->st_dev;
+}
+
+/* <other>/snapshots/<id>/tree -> <new sandbox>/work, owners moved into the new uid range. */
+_Noreturn static void child_fork(const SnapshotJob *j, int state_fd, int out) {
+        const Manager *m = j->sandbox->manager;
+        _cleanup_close_ int sdir = open_dir_at(state_fd, j->sandbox->id);
+        _cleanup_close_ int from = open_dir_at(state_fd, j->src_sandbox);
+        _cleanup_close_ int snaps = -EBADF, snap = -EBADF, src = -EBADF, dst = -EBADF;
+        CopyOptions o = { .shift_ids = true,
+                          .id_from = j->src_host_uid,
+                          .id_to = j->sandbox->host_uid,
+                          .id_count = m->config.uid_range };
+        char path[64];
+        struct stat st_snap;
+        CopyStats st;
+        int r;
+
+        if (sdir < 0 || from < 0 || (snaps = open_dir_at(from, "snapshots")) < 0 ||
+            (snap = open_dir_at(snaps, j->snap_id)) < 0 || fstat(snap, &st_snap) < 0 ||
+            (src = open_dir_at(snap, "tree")) < 0 || (dst = open_dir_at(sdir, "work")) < 0)
+                child_fail(out, "open", -ENOENT);
+        r = child_copy(out, src, dst, &o, &st);
+        if (r < 0)
+                child_fail(out, "copy", r);
+        /* Deleting a snapshot or destroying its sandbox renames it away before removing
+         * anything: if it is still in place, the copy saw all of it. */
+        snprintf(path, sizeof(path), "%s/snapshots/%s", j->src_sandbox, j->snap_id);
+        if (!same_inode(state_fd, path, &st_snap))
+                child_fail(out, "source", ESTALE);
+        if (syncfs(dst) < 0 || unlinkat(sdir, FORK_MARKER, 0) < 0 || fsync(sdir) < 0)
+                child_fail(out, "sync", errno);
+        child_say(out, "done\n");
+        _exit(0);
+}
+
+_Noreturn static void child_main(const SnapshotJob *j, pid_t parent, int state_fd, int out) {
+        int keep[] = { 2, state_fd, out };
+        close_all_fds_except(keep, ELEMENTSOF(keep));
+        /* A copy nobody waits for is pointless: it dies with the daemon. */
+        (void) prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != parent)
+                _exit(1);
+        (void) prctl(PR_SET_NAME, "sandboxd-copy");
+        (void) prctl(PR_SET_DUMPABLE, 0);
+        switch (j->kind) {
+        case JOB_SNAPSHOT:
+                child_snapshot(j, state_fd, out);
+        case JOB_RESTORE:
+                child_restore(j, state_fd, out);
+        case JOB_FORK:
+                child_fork(j, state_fd, out);
+        }
+        _exit(1);
+}
+
+/* ---- The daemon's side --------------------------------------------------------------------- */
+
+static void job_thaw(SnapshotJob *j) {
+        int r;
+        if (!j->frozen)
+                return;
+        j->frozen = false;
+        r = cg_write(j->sandbox->cg_fd, "cgroup.freeze", "0");
+        if (r < 0)
+                log_warning("sandbox %s: cannot thaw it: %s", j->sandbox->id, strerror(-r));
+}
+
+static SnapshotJob *job_free(SnapshotJob *j) {
+        if (!j)
+                return NULL;
+        if (j->sandbox && j->sandbox->job == j)
+                j->sandbox->job = NULL;
+        job_thaw(j);
+        sd_event_source_disable_unref(j->child_source);
+        sd_event_source_disable_unref(j->pipe_source);
+        sd_event_source_disable_unref(j->freeze_timer);
+        safe_close(j->pidfd);
+        safe_close(j->pipe_fd);
+        if (j->conn)
+                connection_unref(j->conn);
+        json_object_put(j->req_id);
+        free(j);
+        return NULL;
+}
+
+static void job_reply_error(SnapshotJob *j, const ProtoError *err) {
+        if (j->conn)
+                connection_reply_error(j->conn, j->req_id, err);
+}
+
+static void job_error_from_child(SnapshotJob *j, ProtoError *err) {
+        const char *what = j->kind == JOB_SNAPSHOT ? "the snapshot" : j->kind == JOB_RESTORE ? "the restore" : "the fork";
+        if (!j->fail_step[0])
+                proto_error_set(err, SBX_E_INTERNAL, NULL, "%s's copy process died", what);
+        else if (j->fail_errno == ENOSPC || j->fail_errno == EDQUOT)
+                proto_error_set(err, SBX_E_RESOURCE_EXHAUSTED, NULL, "%s failed at step '%s': %s", what, j->fail_step,
+                                strerror(j->fail_errno));
+        else if (strcmp(j->fail_step, "source") == 0)
+                proto_error_set(err, SBX_E_CONFLICT, "from_snapshot", "the snapshot was deleted while it was copied");
+        else
+                proto_error_set(err, SBX_E_INTERNAL, NULL, "%s failed at step '%s': %s", what, j->fail_step,
+                                strerror(j->fail_errno));
+}
+
+static void job_send_progress(SnapshotJob *j) {
+        json_object *ev;
+        if (!j->conn)
+                return;
+        ev = proto_event(j->req_id, "progress");
+        json_object_object_add(ev, "bytes", json_object_new_int64((int64_t) j->stats.bytes));
+        json_object_object_add(ev, "files", json_object_new_int64((int64_t) j->stats.files));
+        if (j->kind == JOB_RESTORE) {
+                json_object_object_add(ev, "total_bytes", json_object_new_int64((int64_t) j->total_bytes));
+                json_object_object_add(ev, "total_files", json_object_new_int64((int64_t) j->total_files));
+        }
+        connection_send_take(j->conn, ev);
+}
+
+static void job_line(SnapshotJob *j, char *line) {
+        CopyStats *st = &j->stats;
+        if (sscanf(line, "progress %" SCNu64 " %" SCNu64, &st->bytes, &st->files) == 2)
+                job_send_progress(j);
+        else if (sscanf(line, "copied %" SCNu64 " %" SCNu64 " %" SCNu64, &st->bytes, &st->files, &st->skipped) == 3) {
+                j->copied = true;
+                job_thaw(j); /* syncing and renaming need no frozen sandbox */
+        } else if (strcmp(line, "done") == 0)
+                j->done = true;
+        else if (sscanf(line, "error %15s %d", j->fail_step, &j->fail_errno) != 2)
+                log_warning("sandbox %s: unexpected line from the copy process", j->sandbox->id);
+}
+
+/* Reads what is there; false at EOF or on an error. */
+static bool job_read(SnapshotJob *j) {
+        for (;;) {
+                ssize_t n = read(j->pipe_fd, j->buf + j->len, sizeof(j->buf) - 1 - j->len);
+                char *nl;
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n < 0 && errno == EAGAIN)
+                        return true;
+                if (n <= 0)
+                        return false;
+                j->len += (size_t) n;
+                j->buf[j->len] = '\0';
+                while ((nl = strchr(j->buf, '\n'))) {
+                        *nl = '\0';
+                        job_line(j, j->buf);
+                        j->len -= (size_t) (nl + 1 - j->buf);
+                        memmove(j->buf, nl + 1, j->len);
+                        j->buf[j->len] = '\0';
+                }
+                if (j->len == sizeof(j->buf) - 1)
+                        j->len = 0; /* no line is that long: drop it */
+        }
+}
+
+static int on_pipe(sd_event_source *src, int fd, uint32_t revents, void *userdata) {
+        SnapshotJob *j = userdata;
+        if (!job_read(j))
+                j->pipe_source = sd_event_source_disable_unref(j->pipe_source);
+        return 0;
+}
+
+static void job_finish_snapshot(SnapshotJob *j) {
+        json_object *reply = proto_reply_ok(j->req_id);
+        SnapshotInfo i = { .created_usec = j->created_usec, .bytes = j->stats.bytes, .files = j->stats.files };
+
+        snprintf(i.id, sizeof(i.id), "%s", j->snap_id);
+        snprintf(i.label, sizeof(i.label), "%s", j->label);
+        json_object_object_add(reply, "snapshot", snapshot_info_to_json(&i));
+        json_object_object_add(reply, "skipped", json_object_new_int64((int64_t) j->stats.skipped));
+        json_object_object_add(reply, "frozen", json_object_new_boolean(j->freeze_start != 0));
+        log_info("sandbox %s: snapshot %s made (%" PRIu64 " bytes, %" PRIu64 " files)", j->sandbox->id, j->snap_id,
+                 j->stats.bytes, j->stats.files);
+        connection_send_take(j->conn, reply);
+        job_free(j);
+}
+
+static int restore_swap(Sandbox *s, void *userdata) {
+        SnapshotJob *j = userdata;
+        _cleanup_close_ int dfd = open_dir_at(s->manager->state_fd, s->id);
+        if (dfd < 0)
+                return dfd;
+        /* One step: whoever looks (or a crash) finds the old tree or the new one at "work". */
+        if (syscall(SYS_renameat2, dfd, j->work_new, dfd, "work", RENAME_EXCHANGE) < 0)
+                return -errno;
+        return fsync(dfd) < 0 ? -errno : 0;
+}
+
+static void restore_done(Sandbox *s, int error, void *userdata) {
+        SnapshotJob *j = userdata;
+        _cleanup_close_ int dfd = open_dir_at(s->manager->state_fd, s->id);
+        ProtoError err;
+
+        /* Either the old tree (swapped out) or the unused new one is left at work.new-*. */
+        if (dfd >= 0)
+                snapshot_remove_async(s->manager, dfd, j->work_new);
+        if (error < 0) {
+                proto_error_set(&err, SBX_E_INTERNAL, NULL, "the workspace could not be replaced: %s", strerror(-error));
+                job_reply_error(j, &err);
+        } else {
+                json_object *reply = proto_reply_ok(j->req_id);
+                json_object_object_add(reply, "sandbox", json_object_new_string(s->id));
+                json_object_object_add(reply, "snapshot", json_object_new_string(j->snap_id));
+                json_object_object_add(reply, "bytes", json_object_new_int64((int64_t) j->stats.bytes));
+                json_object_object_add(reply, "files", json_object_new_int64((int64_t) j->stats.files));
+                json_object_object_add(reply, "runs_killed", json_object_new_int(j->runs_killed));
+                json_object_object_add(reply, "processes", json_object_new_string("restarted"));
+                log_info("sandbox %s: workspace restored from %s", s->id, j->snap_id);
+                connection_send_take(j->conn, reply);
+        }
+        job_free(j);
+}
+
+static void job_finish_restore(SnapshotJob *j) {
+        Sandbox *s = j->sandbox;
+        _cleanup_close_ int dfd = -EBADF;
+        ProtoError err;
+        int r = sandbox_restart(s, restore_swap, restore_done, j);
+
+        if (r >= 0) {
+                j->runs_killed = r; /* the reply comes from restore_done */
+                return;
+        }
+        dfd = open_dir_at(s->manager->state_fd, s->id);
+        if (dfd >= 0)
+                snapshot_remove_async(s->manager, dfd, j->work_new);
+        proto_error_set(&err, SBX_E_CONFLICT, "sandbox", "sandbox %s is not ready (%s)", s->id,
+                        s->state == SANDBOX_FAILED ? "broken" : "busy");
+        job_reply_error(j, &err);
+        job_free(j);
+}
+
+static void job_finish(SnapshotJob *j) {
+        Sandbox *s = j->sandbox;
+        ProtoError err;
+
+        job_thaw(j);
+        if (j->done && j->kind == JOB_SNAPSHOT)
+                return job_finish_snapshot(j);
+        if (j->done && j->kind == JOB_RESTORE)
+                return job_finish_restore(j);
+        if (j->kind == JOB_FORK) {
+                bool ok = j->done;
+                job_error_from_child(j, &err);
+                job_free(j);
+                sandbox_release_hold(s, ok ? NULL : &err);
+                return;
+        }
+        job_error_from_child(j, &err);
+        log_warning("sandbox %s: %s", s->id, err.message);
+        job_reply_error(j, &err);
+        job_free(j);
+}
+
+static int on_child_exit(sd_event_source *src, const siginfo_t *si, void *userdata) {
+        SnapshotJob *j = userdata;
+        j->child_source = sd_event_source_disable_unref(j->child_source);
+        j->pidfd = safe_close(j->pidfd);
+        j->pid = 0;
+        if (j->pipe_fd >= 0)
+                (void) job_read(j);
+        if (si->si_code != CLD_EXITED || si->si_status != 0)
+                j->done = false;
+        job_finish(j);
+        return 0;
+}
+
+static int job_start_child(SnapshotJob *j) {
+        Manager *m = j->sandbox->manager;
+        int p[2], r;
+        pid_t parent = getpid(), pid;
+
+        if (pipe2(p, O_CLOEXEC) < 0)
+                return -errno;
+        pid = clone3_pidfd(0, -1, &j->pidfd);
+        if (pid == 0) {
+                close(p[0]);
+                child_main(j, parent, m->state_fd, p[1]);
+        }
+        close(p[1]);
+        j->pipe_fd = p[0];
+        if (pid < 0)
+                return pid;
+        j->pid = pid;
+        (void) fcntl(j->pipe_fd, F_SETFL, O_NONBLOCK);
+        r = sd_event_add_io(m->event, &j->pipe_source, j->pipe_fd, EPOLLIN, on_pipe, j);
+        if (r >= 0)
+                r = sd_event_add_child_pidfd(m->event, &j->child_source, j->pidfd, WEXITED, on_child_exit, j);
+        if (r < 0) {
+                (void) syscall(SYS_pidfd_send_signal, j->pidfd, SIGKILL, NULL, 0);
+                (void) waitid(P_PIDFD, (id_t) j->pidfd, &(siginfo_t) {}, WEXITED);
+                j->pid = 0;
+        }
+        return r;
+}
+
+/* ---- Freezing ------------------------------------------------------------------------------ */
+
+static void job_fail_now(SnapshotJob *j, const ProtoError *err) {
+        job_thaw(j);
+        job_reply_error(j, err);
+        job_free(j);
+}
+
+static int job_copy_or_fail(SnapshotJob *j) {
+        ProtoError err;
+        int r = job_start_child(j);
+        if (r < 0) {
+                proto_error_set(&err, SBX_E_INTERNAL, NULL, "cannot start the copy process: %s", strerror(-r));
+                job_fail_now(j, &err);
+        }
+        return r;
+}
+
+static int on_freeze_timer(sd_event_source *src, uint64_t usec, void *userdata) {
+        SnapshotJob *j = userdata;
+        uint64_t frozen = 0;
+        ProtoError err;
+
+        (void) cg_read_keyed(j->sandbox->cg_fd, "cgroup.events", "frozen", &frozen);
+        if (frozen) {
+                j->freeze_timer = sd_event_source_disable_unref(j->freeze_timer);
+                j->created_usec = now_usec(CLOCK_REALTIME); /* the point in time it shows */
+                (void) job_copy_or_fail(j);
+                return 0;
+        }
+        if (now_usec(CLOCK_MONOTONIC) - j->freeze_start > FREEZE_TIMEOUT_USEC) {
+                proto_error_set(&err, SBX_E_CONFLICT, "sandbox", "the sandbox's processes could not be frozen within %us",
+                                (unsigned) (FREEZE_TIMEOUT_USEC / USEC_PER_SEC));
+                job_fail_now(j, &err);
+                return 0;
+        }
+        /* 1 ms, doubling up to 64 ms: freezing "may take some time" (cgroup-v2.rst). */
+        j->freeze_polls++;
+        (void) sd_event_source_set_time_relative(src, (uint64_t) 1000 << (j->freeze_polls < 6 ? j->freeze_polls : 6));
+        (void) sd_event_source_set_enabled(src, SD_EVENT_ONESHOT);
+        return 0;
+}
+
+/* Freezes, and copies once frozen. Without cgroup.freeze (before 5.2) the copy runs anyway
+ * (it is safe against a live tree, only not a consistent point in time) and the reply says so. */
+static int job_freeze_then_copy(SnapshotJob *j) {
+        Sandbox *s = j->sandbox;
+        int r = cg_write(s->cg_fd, "cgroup.freeze", "1");
+
+        if (r < 0) {
+                log_warning("sandbox %s: cannot freeze it (%s); the snapshot is taken live", s->id, strerror(-r));
+                return job_copy_or_fail(j);
+        }
+        j->frozen = true;
+        j->freeze_start = now_usec(CLOCK_MONOTONIC);
+        r = sd_event_add_time_relative(s->manager->event, &j->freeze_timer, CLOCK_MONOTONIC, 0, 0, on_freeze_timer, j);
+        if (r < 0) {
+                ProtoError err;
+                proto_error_set(&err, SBX_E_INTERNAL, NULL, "out of memory");
+                job_fail_now(j, &err);
+        }
+        return r;
+}
+
+/* ---- Entry points -------------------------------------------------------------------------- */
+
+static SnapshotJob *job_new(JobKind kind, Sandbox *s, Connection *c, json_object *id) {
+        SnapshotJob *j = calloc(1, sizeof(*j));
+        if (!j)
+                return NULL;
+        j->kind = kind;
+        j->sandbox = s;
+        j->conn = c ? connection_ref(c) : NULL;
+        j->req_id = id ? json_object_get(id) : NULL;
+        j->pidfd = j->pipe_fd = -EBADF;
+        s->job = j;
+        return j;
+}
+
+static int oom(ProtoError *err) {
+        return proto_error_set(err, SBX_E_INTERNAL, NULL, "out of memory");
+}
+
+int snapshot_job_snapshot(Sandbox *s, Connection *c, json_object *id, const char *label, ProtoError *err) {
+        SnapshotJob *j = job_new(JOB_SNAPSHOT, s, c, id);
+        if (!j)
+                return oom(err);
+        if (snapshot_new_id(j->snap_id) < 0) {
+                job_free(j);
+                return oom(err);
+        }
+        snprintf(j->label, sizeof(j->label), "%s", label ? label : "");
+        j->created_usec = now_usec(CLOCK_REALTIME);
+        (void) job_freeze_then_copy(j); /* answers on failure */
+        return 0;
+}
+
+int snapshot_job_restore(Sandbox *s, Connection *c, json_object *id, const SnapshotInfo *snap, ProtoError *err) {
+        SnapshotJob *j = job_new(JOB_RESTORE, s, c, id);
+        uint8_t b[6];
+        if (!j)
+                return oom(err);
+        if (getrandom(b, sizeof(b), 0) != sizeof(b)) {
+                job_free(j);
+                return oom(err);
+        }
+        snprintf(j->snap_id, sizeof(j->snap_id), "%s", snap->id);
+        j->total_bytes = snap->bytes;
+        j->total_files = snap->files;
+        snprintf(j->work_new, sizeof(j->work_new), "work.new-%02x%02x%02x%02x%02x%02x", b[0], b[1], b[2], b[3], b[4],
+                 b[5]);
+        (void) job_copy_or_fail(j);
+        return 0;
+}
+
+static int write_fork_marker(Sandbox *s) {
+        _cleanup_close_ int dfd = open_dir_at(s->manager->state_fd, s->id);
+        _cleanup_close_ int fd = -EBADF;
+        if (dfd < 0)
+                return dfd;
+        fd = openat(dfd, FORK_MARKER, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (fd < 0)
+                return -errno;
+        return fsync(fd) < 0 || fsync(dfd) < 0 ? -errno : 0;
+}
+
+int snapshot_job_fork(Sandbox *s, Sandbox *src, const char *snap_id, ProtoError *err) {
+        SnapshotJob *j;
+        int r = write_fork_marker(s);
+
+        if (r < 0)
+                return proto_error_set(err, SBX_E_INTERNAL, NULL, "cannot mark the fork in the state directory: %s",
+                                       strerror(-r));
+        j = job_new(JOB_FORK, s, NULL, NULL);
+        if (!j)
+                return oom(err);
+        snprintf(j->snap_id, sizeof(j->snap_id), "%s", snap_id);
+        snprintf(j->src_sandbox, sizeof(j->src_sandbox), "%s", src->id);
+        j->src_host_uid = src->host_uid;
+        s->ready_holds++;
+        r = job_start_child(j);
+        if (r < 0) {
+                job_free(j);
+                s->ready_holds--;
+                return proto_error_set(err, SBX_E_INTERNAL, NULL, "cannot start the copy process: %s", strerror(-r));
+        }
+        return 0;
+}
+
+void snapshot_job_abort(Sandbox *s) {
+        SnapshotJob *j = s->job;
+        ProtoError err;
+
+        if (!j)
+                return;
+        s->job = NULL;
+        sandbox_restart_cancel(s);
+        if (j->pid > 0) {
+                /* Killed and reaped here: a SIGKILLed copy is gone in moments, and a job must
+                 * not outlive its sandbox (nor the daemon's loop, when it is stopping). */
+                (void) syscall(SYS_pidfd_send_signal, j->pidfd, SIGKILL, NULL, 0);
+                (void) sd_event_source_set_child_process_own(j->child_source, false);
+                (void) waitid(P_PIDFD, (id_t) j->pidfd, &(siginfo_t) {}, WEXITED);
+                j->pid = 0;
+        }
+        job_thaw(j);
+        proto_error_set(&err, SBX_E_CONFLICT, "sandbox", "the sandbox went away while its workspace was copied");
+        job_reply_error(j, &err);
+        job_free(j);
+}
