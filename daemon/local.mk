@@ -20,7 +20,7 @@ daemon_sandboxd_SOURCES = \
 	daemon/output.c daemon/output.h \
 	daemon/pty.c daemon/pty.h \
 	daemon/ring.c daemon/ring.h \
-	daemon/rm-rf.c daemon/rm-rf.h \
+	daemon/rm-rf.c daemon/rm-rf.h daemon/remove-async.c daemon/remove-async.h \
 	daemon/state.c daemon/state.h \
 	daemon/run-record.c daemon/run-record.h \
 	daemon/disk-usage.c daemon/disk-usage.h \

@@ -22,6 +22,7 @@
 #include "macro.h"
 #include "manager.h"
 #include "pool.h"
+#include "remove-async.h"
 #include "rm-rf.h"
 #include "run-exec.h"
 #include "run.h"
@@ -755,15 +756,6 @@ static int on_init_exit(sd_event_source *src, const siginfo_t *si, void *userdat
         return 0;
 }
 
-/* Moves the workspace aside atomically, then removes it in a child process so that a huge tree
- * never blocks the event loop. */
-static int on_remover_exit(sd_event_source *src, const siginfo_t *si, void *userdata) {
-        if (si->si_code != CLD_EXITED || si->si_status != 0)
-                log_warning("workspace removal %s did not complete (status %d)", (char *) userdata, si->si_status);
-        free(userdata);
-        sd_event_source_disable_unref(src);
-        return 0;
-}
 
 /* Most throwaway workspaces are left empty: a few unlinks then, and no child process. Anything
  * more is a tree walk, which the remover does (ENOTEMPTY). */
@@ -779,13 +771,11 @@ static int remove_if_empty(int dir_fd, const char *name) {
         return unlinkat(dir_fd, name, AT_REMOVEDIR) < 0 ? -errno : 0;
 }
 
+/* Moves the workspace aside atomically, then removes it in a child process so that a huge tree
+ * never blocks the event loop. */
 static void sandbox_remove_workspace(Sandbox *s) {
         Manager *m = s->manager;
         char trash[64];
-        char *tag;
-        pid_t pid;
-        int pidfd = -1;
-        sd_event_source *src = NULL;
 
         if (s->keep_workspace)
                 return;
@@ -797,25 +787,7 @@ static void sandbox_remove_workspace(Sandbox *s) {
         }
         if (remove_if_empty(m->state_fd, trash) == 0)
                 return;
-        pid = m->run_helper_fd >= 0 ? run_exec_rm(m->run_helper_fd, m->state_fd, trash, &pidfd) : clone3_pidfd(0, -1, &pidfd);
-        if (pid == 0) {
-                int keep[] = { 2, m->state_fd };
-                close_all_fds_except(keep, ELEMENTSOF(keep));
-                (void) prctl(PR_SET_NAME, "sandboxd-rm");
-                _exit(rm_rf_at(m->state_fd, trash) < 0 ? 1 : 0);
-        }
-        if (pid < 0) {
-                log_warning("sandbox %s: cannot fork the workspace remover: %s", s->id, strerror(-pid));
-                return;
-        }
-        tag = strdup(trash);
-        if (sd_event_add_child_pidfd(m->event, &src, pidfd, WEXITED, on_remover_exit, tag) < 0) {
-                free(tag);
-                close(pidfd);
-                return;
-        }
-        (void) sd_event_source_set_child_pidfd_own(src, true);
-        (void) sd_event_source_set_child_process_own(src, true);
+        (void) remove_async(m, m->state_fd, trash);
 }
 
 static void sandbox_finish_destroy(Sandbox *s) {

@@ -33,6 +33,7 @@
 #include "manager.h"
 #include "rm-rf.h"
 #include "sandbox.h"
+#include "remove-async.h"
 #include "snapshot-job.h"
 #include "snapshot.h"
 #include "spawn.h"
@@ -404,7 +405,7 @@ static void restore_done(Sandbox *s, int error, void *userdata) {
 
         /* Either the old tree (swapped out) or the unused new one is left at work.new-*. */
         if (dfd >= 0)
-                snapshot_remove_async(s->manager, dfd, j->work_new);
+                (void) remove_async(s->manager, dfd, j->work_new);
         if (error < 0) {
                 proto_error_set(&err, SBX_E_INTERNAL, NULL, "the workspace could not be replaced: %s", strerror(-error));
                 job_reply_error(j, &err);
@@ -434,7 +435,7 @@ static void job_finish_restore(SnapshotJob *j) {
         }
         dfd = open_dir_at(s->manager->state_fd, s->id);
         if (dfd >= 0)
-                snapshot_remove_async(s->manager, dfd, j->work_new);
+                (void) remove_async(s->manager, dfd, j->work_new);
         proto_error_set(&err, SBX_E_CONFLICT, "sandbox", "sandbox %s is not ready (%s)", s->id,
                         s->state == SANDBOX_FAILED ? "broken" : "busy");
         job_reply_error(j, &err);

@@ -20,6 +20,7 @@
 #include "proto.h"
 #include "rm-rf.h"
 #include "sandbox.h"
+#include "remove-async.h"
 #include "snapshot.h"
 #include "spawn.h"
 #include "util.h"
@@ -201,39 +202,7 @@ json_object *snapshot_list_json(Sandbox *s) {
 
 /* ---- Removing ---------------------------------------------------------------------------- */
 
-static int on_remover_exit(sd_event_source *src, const siginfo_t *si, void *userdata) {
-        if (si->si_code != CLD_EXITED || si->si_status != 0)
-                log_warning("removal of %s did not complete (status %d)", (char *) userdata, si->si_status);
-        free(userdata);
-        sd_event_source_disable_unref(src);
-        return 0;
-}
 
-void snapshot_remove_async(Manager *m, int dir_fd, const char *name) {
-        sd_event_source *src = NULL;
-        int pidfd = -EBADF;
-        char *tag;
-        pid_t pid = clone3_pidfd(0, -1, &pidfd);
-
-        if (pid == 0) {
-                int keep[] = { 2, dir_fd };
-                close_all_fds_except(keep, ELEMENTSOF(keep));
-                (void) prctl(PR_SET_NAME, "sandboxd-rm");
-                _exit(rm_rf_at(dir_fd, name) < 0 ? 1 : 0);
-        }
-        if (pid < 0) {
-                log_warning("cannot fork a remover for %s: %s", name, strerror(-pid));
-                return;
-        }
-        tag = strdup(name);
-        if (sd_event_add_child_pidfd(m->event, &src, pidfd, WEXITED, on_remover_exit, tag) < 0) {
-                free(tag);
-                close(pidfd);
-                return;
-        }
-        (void) sd_event_source_set_child_pidfd_own(src, true);
-        (void) sd_event_source_set_child_process_own(src, true);
-}
 
 int snapshot_delete(Sandbox *s, const char *snap_id) {
         _cleanup_close_ int fd = -EBADF;
@@ -250,7 +219,7 @@ int snapshot_delete(Sandbox *s, const char *snap_id) {
         if (renameat(fd, snap_id, fd, tmp) < 0)
                 return -errno;
         (void) fsync(fd);
-        snapshot_remove_async(s->manager, fd, tmp);
+        (void) remove_async(s->manager, fd, tmp);
         return 0;
 }
 

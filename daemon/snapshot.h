@@ -69,7 +69,6 @@ int snapshot_cleanup_partial(int state_fd, const char *sandbox_id);
 void snapshot_discard_cgroup(Manager *m, const char *sandbox_id);
 
 /* Removes dir_fd/name in a child process (the loop never waits for a big tree). */
-void snapshot_remove_async(Manager *m, int dir_fd, const char *name);
 
 /* ---- snapshot-job.c ---------------------------------------------------------------------- */
 

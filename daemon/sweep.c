@@ -20,6 +20,7 @@
 #include "sandbox.h"
 #include "spawn.h"
 #include "sweep-walk.h"
+#include "remove-async.h"
 #include "sweep.h"
 #include "util.h"
 
@@ -178,42 +179,7 @@ int sweep_meta_restore(Sandbox *s, json_object *meta) {
 
 /* ---- Removing a snapshot ----------------------------------------------------------------- */
 
-static int on_remover_exit(sd_event_source *src, const siginfo_t *si, void *userdata) {
-        if (si->si_code != CLD_EXITED || si->si_status != 0)
-                log_warning("removal of %s did not complete (status %d); retried at the next start", (char *) userdata,
-                            si->si_status);
-        free(userdata);
-        sd_event_source_disable_unref(src);
-        return 0;
-}
 
-/* Removes <state>/sandboxes/<name> in a child process. A crash in between leaves a .trash-*
- * entry, which the next start removes (state.c). */
-static int remove_in_child(Manager *m, const char *name) {
-        sd_event_source *src = NULL;
-        char *tag;
-        int pidfd = -1, r;
-        pid_t pid = clone3_pidfd(0, -1, &pidfd);
-
-        if (pid == 0) {
-                int keep[] = { 2, m->state_fd };
-                close_all_fds_except(keep, ELEMENTSOF(keep));
-                (void) prctl(PR_SET_NAME, "sandboxd-rm");
-                _exit(rm_rf_at(m->state_fd, name) < 0 ? 1 : 0);
-        }
-        if (pid < 0)
-                return pid;
-        tag = strdup(name);
-        r = sd_event_add_child_pidfd(m->event, &src, pidfd, WEXITED, on_remover_exit, tag);
-        if (r < 0) {
-                free(tag);
-                close(pidfd);
-                return r;
-        }
-        (void) sd_event_source_set_child_pidfd_own(src, true);
-        (void) sd_event_source_set_child_process_own(src, true);
-        return 0;
-}
 
 int sweep_snapshot_delete(Sandbox *s, const char *snap_id) {
         Manager *m = s->manager;
@@ -228,7 +194,7 @@ int sweep_snapshot_delete(Sandbox *s, const char *snap_id) {
         /* Gone from the listing at once, atomically; the bytes go in the background. */
         if (renameat(m->state_fd, from, m->state_fd, trash) < 0)
                 return -errno;
-        return remove_in_child(m, trash);
+        return remove_async(m, m->state_fd, trash);
 }
 
 /* ---- Deciding ---------------------------------------------------------------------------- */
