@@ -211,3 +211,19 @@ void table_print(const Table *t) {
                         printf("%-*s  ", (int) widths[c], t->cells[i]);
         }
 }
+
+/* "\r[#########.....]  60%  TEXT" on stderr, redrawn in place. */
+void progress_bar(int64_t done, int64_t total, const char *text) {
+        char bar[31];
+        int width = (int) sizeof(bar) - 1, filled = total > 0 ? (int) (done * width / total) : 0;
+        if (filled > width)
+                filled = width;
+        memset(bar, '#', (size_t) filled);
+        memset(bar + filled, '.', (size_t) (width - filled));
+        bar[width] = '\0';
+        fprintf(stderr, "\r[%s] %3d%%  %s   ", bar, total > 0 ? (int) (done * 100 / total) : 0, text);
+}
+
+void progress_clear(void) {
+        fprintf(stderr, "\r\033[K");
+}

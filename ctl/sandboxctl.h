@@ -125,6 +125,9 @@ const char *fmt_enforced(char buf[static FIELD_BUF], json_object *enforced);
 
 /* "key:            value" lines. */
 void print_kv(const char *key, const char *fmt, ...) _printf_(2, 3);
+/* A progress bar on stderr (a terminal), and its removal once done. */
+void progress_bar(int64_t done, int64_t total, const char *text);
+void progress_clear(void);
 /* Every scalar member as "a.b.c: value", objects flattened; skips the envelope (id, ok). */
 void print_flat(json_object *o, const char *prefix);
 

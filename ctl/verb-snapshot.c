@@ -61,17 +61,6 @@ typedef struct Progress {
         bool shown;
 } Progress;
 
-static void progress_bar(int64_t done, int64_t total, const char *size) {
-        char bar[31];
-        int width = (int) sizeof(bar) - 1, filled = total > 0 ? (int) (done * width / total) : 0;
-        if (filled > width)
-                filled = width;
-        memset(bar, '#', (size_t) filled);
-        memset(bar + filled, '.', (size_t) (width - filled));
-        bar[width] = '\0';
-        fprintf(stderr, "\r[%s] %3d%%  %s   ", bar, total > 0 ? (int) (done * 100 / total) : 0, size);
-}
-
 static int on_progress(json_object *ev, void *userdata) {
         Progress *p = userdata;
         char size[FIELD_BUF];
@@ -97,7 +86,7 @@ static int request_with_progress(json_object *req, json_object **ret_reply) {
         bool tty = !arg.json && isatty(STDERR_FILENO);
         int r = daemon_request_events(req, tty ? on_progress : NULL, &p, ret_reply);
         if (p.shown)
-                fprintf(stderr, "\r\033[K");
+                progress_clear();
         return r;
 }
 

@@ -3,6 +3,8 @@
  * did about quotas, the budget and expiry. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 #include "sandboxctl.h"
 
@@ -90,6 +92,25 @@ static int sweep_print(json_object *reply) {
         return 0;
 }
 
+/* "[#####.....]  40%  2/5 sandboxes, 1.2G in 3400 files" while the walk goes on. */
+static int on_sweep_progress(json_object *ev, void *userdata) {
+        bool *shown = userdata;
+        int64_t done = 0, total = 0, files = 0;
+        char size[FIELD_BUF], text[3 * FIELD_BUF];
+        const char *what = json_str(ev, "event");
+
+        if (!what || strcmp(what, "progress") != 0)
+                return 0;
+        (void) json_int(ev, "sandboxes_done", &done);
+        (void) json_int(ev, "sandboxes_total", &total);
+        (void) json_int(ev, "files", &files);
+        snprintf(text, sizeof(text), "%lld/%lld sandboxes, %s in %lld files", (long long) done, (long long) total,
+                 fmt_size(size, ev, "bytes"), (long long) files);
+        progress_bar(done, total, text);
+        *shown = true;
+        return 0;
+}
+
 static int verb_sweep_run(int argc, char *argv[]) {
         static const struct option options[] = {
                 COMMON_OPTIONS,
@@ -116,7 +137,10 @@ static int verb_sweep_run(int argc, char *argv[]) {
                 json_object_put(request);
                 return r;
         }
-        r = daemon_request(request, &reply);
+        bool shown = false;
+        r = daemon_request_events(request, !arg.json && isatty(STDERR_FILENO) ? on_sweep_progress : NULL, &shown, &reply);
+        if (shown)
+                progress_clear();
         if (r < 0 || arg.json)
                 return r;
         return sweep_print(reply);

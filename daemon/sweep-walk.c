@@ -168,7 +168,14 @@ static void walk_read(SweepWalk *w) {
 }
 
 static int on_walk_io(sd_event_source *src, int fd, uint32_t revents, void *userdata) {
-        walk_read(userdata);
+        SweepWalk *w = userdata;
+        uint64_t now;
+
+        walk_read(w);
+        if (w->progress && (now = now_usec(CLOCK_MONOTONIC)) - w->progress_usec >= 200 * USEC_PER_MSEC) {
+                w->progress_usec = now;
+                w->progress(w, w->userdata);
+        }
         return 0;
 }
 
@@ -191,6 +198,9 @@ static int on_walk_exit(sd_event_source *src, const siginfo_t *si, void *userdat
                 r = w->timeout_source ? -EIO : -ETIME;
         if (w->len % sizeof(SweepRecord) != 0)
                 r = -EBADMSG;
+        /* The last progress is the whole walk: a client always sees where it ended. */
+        if (r == 0 && w->progress)
+                w->progress(w, w->userdata);
         walk_done(w, r);
         return 0;
 }

@@ -33,6 +33,8 @@ typedef struct SweepRecord {
 typedef struct SweepWalk SweepWalk;
 /* Called once: r < 0 when the walk failed or timed out, else the records are complete. */
 typedef void (*sweep_walk_done_t)(SweepWalk *w, int r, void *userdata);
+/* Called as records arrive, at most every 200 ms, and once more when the walk is complete. */
+typedef void (*sweep_walk_progress_t)(SweepWalk *w, void *userdata);
 
 struct SweepWalk {
         Manager *manager;
@@ -42,6 +44,8 @@ struct SweepWalk {
         char *buf;              /* records as read from the pipe */
         size_t len, alloc;
         sweep_walk_done_t done;
+        sweep_walk_progress_t progress; /* optional; set after start */
+        uint64_t progress_usec;         /* when it was last called */
         void *userdata;
 };
 

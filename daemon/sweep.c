@@ -527,6 +527,30 @@ out:
         sweep_free(sw);
 }
 
+/* Sandboxes measured so far (their workspace record came: their snapshots follow it), and the
+ * bytes and files counted. */
+static void on_walk_progress(SweepWalk *w, void *userdata) {
+        Sweep *sw = userdata;
+        size_t n;
+        const SweepRecord *recs = sweep_walk_records(w, &n);
+        uint64_t bytes = 0, files = 0, done = 0;
+        json_object *ev;
+
+        if (!sw->conn)
+                return;
+        for (size_t i = 0; i < n; i++) {
+                done += recs[i].kind == SWEEP_WORK;
+                bytes += recs[i].bytes;
+                files += recs[i].files;
+        }
+        ev = proto_event(sw->req_id, "progress");
+        json_object_object_add(ev, "sandboxes_done", json_object_new_int64((int64_t) done));
+        json_object_object_add(ev, "sandboxes_total", json_object_new_int64((int64_t) sw->n_ids));
+        json_object_object_add(ev, "bytes", json_object_new_int64((int64_t) bytes));
+        json_object_object_add(ev, "files", json_object_new_int64((int64_t) files));
+        connection_send_take(sw->conn, ev);
+}
+
 /* ---- Starting ---------------------------------------------------------------------------- */
 
 static int sweep_list(Sweep *sw) {
@@ -567,6 +591,8 @@ int sweep_start(Manager *m, Connection *conn, json_object *id, bool dry_run, Pro
                 sweep_free(sw);
                 return proto_error_set(err, SBX_E_INTERNAL, NULL, "cannot start the disk walk: %s", strerror(-r));
         }
+        sw->walk->progress = on_walk_progress;
+        sw->walk->progress_usec = now_usec(CLOCK_MONOTONIC);
         return 0;
 }
 

@@ -74,8 +74,31 @@ check "the mount inside is not crossed (du without -x counts 4M more)" [ "$du_cr
 check "the mounted file is still there (the walk opened nothing)" [ -s "$wd/mnt/big" ]
 is "$(jget "$h" .snapshots)" "[]" "no snapshots yet"
 is "$(jget "$r" .totals.bytes)" "$(jget "$r" '[.sandboxes[].bytes] | add')" "totals.bytes is the sum over the sandboxes"
+run_py "sweep-progress" 120 <<'EOF'
+import os
+from client import Conn, check, is_
+c = Conn(os.environ["SOCK"], 120)
+c.send({"id": "p", "op": "sweep", "dry_run": True})
+events, reply = [], None
+while reply is None:
+    m = c.recv_json(120)
+    if m is None:
+        break
+    if m.get("event") == "progress":
+        events.append(m)
+    elif m.get("id") == "p":
+        reply = m
+check(reply and reply.get("ok") and events, "a sweep sends progress events before its reply", (len(events), reply and reply.get("error")))
+last = events[-1] if events else {}
+n = len(reply.get("sandboxes", [])) if reply else -1
+is_((last.get("sandboxes_done"), last.get("sandboxes_total")), (n, n), "the last progress event: every sandbox measured")
+is_((last.get("bytes"), last.get("files")), (reply["totals"]["bytes"], reply["totals"]["files"]) if reply else None,
+    "and its bytes and files are the totals")
+check(all(a["sandboxes_done"] <= b["sandboxes_done"] and a["bytes"] <= b["bytes"] for a, b in zip(events, events[1:])),
+      "progress only goes forward", events)
+EOF
 umount "$wd/mnt"
-# The tree's depth is the test's business, not the daemon's remover's.
+# Later sweeps need not walk these again.
 rm -rf "$wd/deep" "$wd/links"
 
 # A directory swapped for a symlink to / in a loop while sweeps walk the tree: nothing outside
@@ -173,6 +196,11 @@ out=$(ctl sweep --dry-run)
 like "$out" 'SANDBOX +NAME +WORKSPACE +SNAPSHOTS +N +TOTAL +FILES +LIMIT +STATE' "sandboxctl sweep prints a table"
 like "$out" 'quota +[0-9.]+[KM]' "with sizes in human units"
 is "$(ctl --json sweep --dry-run | jq -r .dry_run)" true "sandboxctl --json sweep --dry-run"
+# On a terminal (script(1) gives it one) a progress bar is drawn on stderr, then erased.
+tty_out=$(script -qec "$SANDBOXCTL --socket $SOCK sweep --dry-run" /dev/null)
+like "$tty_out" $'\r\[#+\] 100%  3/3 sandboxes, ' "on a terminal, sandboxctl sweep draws a progress bar that reaches 3/3"
+like "$tty_out" $'\r\033\\[K' "and erases it before the table"
+check "without a terminal there is no bar" bash -c '! grep -q "sandboxes, " <<<"$1"' _ "$out"
 out=$(ctl create --best-effort --name viactl --disk 64M --ttl 1h --idle 30m)
 r=$(rpc '{"op":"inspect","sandbox":"viactl"}')
 is "$(jget "$r" '[.sandbox.limits.disk, .sandbox.ttl_s, .sandbox.idle_s] | map(tostring) | join(",")')" "67108864,3600,1800" \

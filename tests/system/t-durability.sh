@@ -1,6 +1,7 @@
 #!/bin/bash
 # sandboxd under a real systemd, dying and idling: SIGKILLed in the middle of a run, it comes
 # back on the next connection with every sandbox and file, and reports the interrupted run;
+# SIGKILLed in the middle of a snapshot, it keeps the finished snapshots and discards the cut one;
 # with idle_exit_s it exits by itself once idle (a clean stop, not a failure) and the next
 # connection starts it again through the socket, everything where it was.
 source "$(dirname "$0")/lib.sh"
@@ -45,6 +46,41 @@ ok $? "the workspace is intact; the interrupted run's process is gone"
 base=/sys/fs/cgroup/system.slice/sandboxd.service/sandboxes
 [ "$(find "$base" -mindepth 1 -maxdepth 1 -type d | wc -l)" = 1 ]
 ok $? "one sandbox cgroup: the earlier daemon's was replaced, not left behind"
+
+# -- SIGKILL in the middle of a snapshot ----------------------------------------------------------
+r=$(call '{"op":"snapshot","sandbox":"durable","label":"before"}')
+snap1=$(jqr .snapshot.id "$r")
+[ "$(jqr .ok "$r")" = true ]
+ok $? "a finished snapshot ($snap1)"
+call '{"op":"run","sandbox":"durable","timeout_s":600,"command":"mkdir -p /work/many && cd /work/many && seq 40000 | xargs touch && echo made"}' >/dev/null
+python3 - >/tmp/snap.out 2>&1 <<'PY' &
+import json, os, socket
+s = socket.socket(socket.AF_UNIX); s.connect(os.environ["SANDBOXD_SOCKET"]); f = s.makefile("rwb")
+f.write(b'{"id":1,"op":"snapshot","sandbox":"durable","label":"cut"}\n'); f.flush()
+for line in f:
+    print(line.decode().strip(), flush=True)
+PY
+client=$!
+for _ in $(seq 300); do grep -q '"progress"' /tmp/snap.out && break; sleep 0.1; done
+grep -q '"progress"' /tmp/snap.out && ! grep -q '"ok"' /tmp/snap.out
+ok $? "a snapshot of 40,000 files is in flight (progress events, no reply yet)"
+old=$(systemctl show -p MainPID --value sandboxd.service)
+systemctl kill -s KILL sandboxd.service
+for _ in $(seq 100); do [ "$(systemctl show -p MainPID --value sandboxd.service)" != "$old" ] && break; sleep 0.1; done
+wait "$client" 2>/dev/null
+r=$(call '{"op":"snapshot.list","sandbox":"durable"}')
+diag "after SIGKILL mid-snapshot: $(jq -c '[.snapshots[] | {id, label}]' <<<"$r")"
+[ "$(jqr '[.snapshots[].id] | join(",")' "$r")" = "$snap1" ]
+ok $? "the next daemon lists the finished snapshot, and only it (the cut one is discarded)"
+sdir=$(dirname "$(jqr .sandbox.workdir "$(call '{"op":"inspect","sandbox":"durable"}')")")
+[ -z "$(find "$sdir/snapshots" -mindepth 1 -maxdepth 1 -name '.tmp-*' 2>/dev/null)" ]
+ok $? "no half-made snapshot is left on disk"
+r=$(call '{"op":"run","sandbox":"durable","command":"cat /work/d/file; ls /work/many | wc -l"}')
+[ "$(jqr .stdout "$r")" = $'precious\n40000' ]
+ok $? "the sandbox runs again (thawed, new init) with every file in place"
+r=$(call '{"op":"snapshot.restore","sandbox":"durable","snapshot":"'"$snap1"'"}')
+[ "$(jqr .ok "$r")" = true ] && [ "$(jqr .stdout "$(call '{"op":"run","sandbox":"durable","command":"cat /work/d/file; ls /work/many 2>/dev/null | wc -l"}')")" = $'precious\n0' ]
+ok $? "the finished snapshot restores whole"
 
 # -- idle exit, and the socket brings it back ---------------------------------------------------
 systemctl stop sandboxd.service
