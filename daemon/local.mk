@@ -58,8 +58,16 @@ daemon_sandboxd_run_helper_SOURCES = \
 	daemon/identity.c daemon/identity.h \
 	daemon/sandbox-setup.c \
 	daemon/rm-rf.c daemon/rm-rf.h \
-	daemon/spawn.c daemon/spawn.h daemon/syscall-filter.h
-daemon_sandboxd_run_helper_CPPFLAGS = $(AM_CPPFLAGS) -DLIBEXECDIR=\"$(libexecdir)\"
+	daemon/spawn.c daemon/spawn.h daemon/syscall-filter.h daemon/mount-compat.h
 daemon_sandboxd_run_helper_LDFLAGS = $(AM_LDFLAGS) $(HELPER_LDFLAGS)
+if HELPER_MUSL
+# Built with musl (configure.ac says why): GNU make target variables for the helper and its
+# objects (named through a variable, so that automake keeps its own link rule).
+daemon_sandboxd_run_helper_CPPFLAGS = $(AM_CPPFLAGS) -DLIBEXECDIR=\"$(libexecdir)\" $(MUSL_HELPER_CPPFLAGS)
+musl_helper_targets = daemon/sandboxd-run-helper$(EXEEXT) $(daemon_sandboxd_run_helper_OBJECTS)
+$(musl_helper_targets): CC = $(MUSL_GCC)
+else
+daemon_sandboxd_run_helper_CPPFLAGS = $(AM_CPPFLAGS) -DLIBEXECDIR=\"$(libexecdir)\"
+endif
 daemon_sandboxd_CPPFLAGS = $(AM_CPPFLAGS) -DLIBEXECDIR=\"$(libexecdir)\"
 daemon_sandboxd_LDFLAGS = $(AM_LDFLAGS) $(DAEMON_LDFLAGS)

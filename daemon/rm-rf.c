@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "macro.h"
+#include "mount-compat.h"
 #include "rm-rf.h"
 
 /* At most this many directories of one descent are open at once. A subtree found deeper is

@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "macro.h"
+#include "mount-compat.h"
 #include "spawn.h"
 
 /* The new root is assembled on a private tmpfs mounted over /tmp in our own mount namespace;
@@ -235,7 +236,7 @@ static int open_beneath(int dir_fd, const char *name, long magic) {
         int fd = openat(dir_fd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
         if (fd < 0)
                 return -1;
-        if (fstatfs(fd, &sfs) < 0 || sfs.f_type != magic) {
+        if (fstatfs(fd, &sfs) < 0 || (unsigned long) sfs.f_type != (unsigned long) magic) {
                 close(fd);
                 errno = EXDEV;
                 return -1;

@@ -7,6 +7,8 @@ packages=(
 	# build
 	build-essential autoconf automake libtool autoconf-archive pkgconf clang
 	libsystemd-dev libjson-c-dev libcgroup-dev libseccomp-dev
+	# the run helper is built with musl where it is installed (configure.ac says why)
+	musl-tools
 	# tests
 	systemd jq python3 procps psmisc util-linux tmux
 	# the real-systemd VM: qemu (TCG), a Debian kernel and busybox for the initramfs
