@@ -330,6 +330,8 @@ static int manager_prepare_runs(Manager *m) {
         if (m->run_helper_fd < 0)
                 log_info("no %s (%s): runs' helpers are clones of the daemon", RUN_HELPER_NAME,
                          strerror(-m->run_helper_fd));
+        else if ((r = run_exec_reserve_slots()) < 0)
+                log_info("no fd slots for the run helper (%s): each start copies the whole fd table", strerror(-r));
         return 0;
 }
 

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <linux/close_range.h>
 #include <linux/sched.h>
 #include <sched.h>
 #include <stdbool.h>
@@ -22,6 +24,59 @@
 /* The vfork child runs here while the daemon waits in clone(); one at a time, so one stack. */
 #define HELPER_STACK_SIZE (64 * 1024)
 static char helper_stack[HELPER_STACK_SIZE] __attribute__((aligned(64)));
+
+/* The fds a helper gets travel through a few reserved slots just above every fd the daemon had
+ * at start. The vfork child shares the daemon's fd table (CLONE_FILES) and its first act is
+ * close_range(slots_end, ~0, CLOSE_RANGE_UNSHARE): the kernel then copies only the fds below
+ * slots_end into the child's own table. Without that, the child would copy the whole table, and
+ * its exec would close every copy again: thousands of fds with a thousand sandboxes alive, the
+ * largest cost of a run at that scale (docs/performance.md). */
+#define N_SLOTS (RUN_PARAMS_FDS + 1) /* the helper binary too */
+static int slots_base = -1, slots_null = -1;
+
+int run_exec_reserve_slots(void) {
+        DIR *d = opendir("/proc/self/fd");
+        struct dirent *de;
+        int max = 2, null;
+
+        if (!d)
+                return -errno;
+        while ((de = readdir(d)))
+                if (de->d_name[0] != '.' && atoi(de->d_name) > max)
+                        max = atoi(de->d_name);
+        closedir(d); /* its own fd was counted: one slot of room */
+        /* close_range(CLOSE_RANGE_UNSHARE) is Linux 5.9: probe it on a range that holds nothing. */
+        if (syscall(SYS_close_range, ~0U - 1, ~0U, CLOSE_RANGE_UNSHARE) < 0)
+                return -errno;
+        null = open("/dev/null", O_RDONLY | O_CLOEXEC);
+        if (null < 0)
+                return -errno;
+        for (int i = 0; i < N_SLOTS; i++)
+                if (fcntl(null, F_DUPFD_CLOEXEC, max + 2 + i) != max + 2 + i) {
+                        for (int j = 0; j <= i; j++)
+                                (void) close(max + 2 + j);
+                        close(null);
+                        return -EBUSY;
+                }
+        slots_null = null;
+        slots_base = max + 2;
+        return 0;
+}
+
+/* Puts fds[i] into slot i (returned in slot[i]; -1 stays -1). */
+static void slots_fill(const int *fds, size_t n, int *slot) {
+        for (size_t i = 0; i < n; i++) {
+                slot[i] = fds[i] < 0 ? fds[i] : slots_base + (int) i;
+                if (fds[i] >= 0)
+                        (void) dup3(fds[i], slot[i], O_CLOEXEC);
+        }
+}
+
+/* The slots hold /dev/null again: nothing of a run stays open in the daemon through them. */
+static void slots_clear(void) {
+        for (int i = 0; i < N_SLOTS; i++)
+                (void) dup3(slots_null, slots_base + i, O_CLOEXEC);
+}
 
 static int open_exec(const char *path) {
         int fd = open(path, O_PATH | O_CLOEXEC);
@@ -100,6 +155,7 @@ typedef struct HelperExec {
         int fds[RUN_PARAMS_FDS];
         size_t n_fds;
         int report_fd;
+        int unshare_from;   /* >= 0: shares our table; keeps only the fds below this (the slots) */
         sigset_t mask; /* the daemon's, restored for the helper */
 } HelperExec;
 
@@ -110,6 +166,8 @@ __attribute__((no_sanitize("address", "undefined"))) static int helper_exec_chil
         const HelperExec *h = userdata;
         SpawnReport r = { .kind = REPORT_FAILED, .step = STEP_FORK };
 
+        if (h->unshare_from >= 0 && syscall(SYS_close_range, (unsigned) h->unshare_from, ~0U, CLOSE_RANGE_UNSHARE) < 0)
+                syscall(SYS_exit, 127); /* the table is still the daemon's: not even a report */
         for (size_t i = 0; i < h->n_fds; i++)
                 if (h->fds[i] >= 0 && syscall(SYS_fcntl, h->fds[i], F_SETFD, 0) < 0)
                         goto fail;
@@ -204,7 +262,8 @@ static pid_t vfork_exec(HelperExec *h, int cgroup_fd, int *ret_pidfd) {
         (void) sigprocmask(SIG_SETMASK, &all, &h->mask);
 #if HAVE_CLONE3_CALL
         struct clone_args args = {
-                .flags = CLONE_VM | CLONE_VFORK | CLONE_PIDFD | (cgroup_fd >= 0 ? CLONE_INTO_CGROUP : 0),
+                .flags = CLONE_VM | CLONE_VFORK | CLONE_PIDFD | (cgroup_fd >= 0 ? CLONE_INTO_CGROUP : 0) |
+                         (h->unshare_from >= 0 ? CLONE_FILES : 0),
                 .pidfd = (uint64_t) (uintptr_t) &pidfd,
                 .exit_signal = SIGCHLD,
                 .stack = (uint64_t) (uintptr_t) helper_stack,
@@ -214,8 +273,8 @@ static pid_t vfork_exec(HelperExec *h, int cgroup_fd, int *ret_pidfd) {
         pid = (pid_t) clone3_call(&args, helper_exec_child, h);
 #else
         (void) cgroup_fd;
-        pid = clone(helper_exec_child, helper_stack + sizeof(helper_stack), CLONE_VM | CLONE_VFORK | CLONE_PIDFD | SIGCHLD,
-                    h, &pidfd);
+        pid = clone(helper_exec_child, helper_stack + sizeof(helper_stack),
+                    CLONE_VM | CLONE_VFORK | CLONE_PIDFD | SIGCHLD | (h->unshare_from >= 0 ? CLONE_FILES : 0), h, &pidfd);
         if (pid < 0)
                 pid = -errno;
 #endif
@@ -225,15 +284,55 @@ static pid_t vfork_exec(HelperExec *h, int cgroup_fd, int *ret_pidfd) {
         return pid;
 }
 
+/* vfork_exec with h's fds, its report fd and the helper binary moved into the slots first (where
+ * there are slots), and the slots cleared after. to_slot(fd) gives the slot an fd of h goes to,
+ * for argv built before: slot i is h->fds[i], the report fd is among them, the helper is last. */
+static int to_slot(const HelperExec *h, int fd) {
+        if (slots_base < 0 || fd < 0)
+                return fd;
+        for (size_t i = 0; i < h->n_fds; i++)
+                if (h->fds[i] == fd)
+                        return slots_base + (int) i;
+        return fd;
+}
+
+static pid_t vfork_exec_slots(HelperExec *h, int cgroup_fd, int *ret_pidfd) {
+        HelperExec s = *h;
+        pid_t pid;
+
+        if (slots_base < 0) {
+                h->unshare_from = -1;
+                return vfork_exec(h, cgroup_fd, ret_pidfd);
+        }
+        slots_fill(h->fds, h->n_fds, s.fds);
+        s.report_fd = to_slot(h, h->report_fd);
+        s.helper_fd = slots_base + N_SLOTS - 1;
+        (void) dup3(h->helper_fd, s.helper_fd, O_CLOEXEC);
+        s.unshare_from = slots_base + N_SLOTS;
+        pid = vfork_exec(&s, cgroup_fd, ret_pidfd);
+        slots_clear();
+        return pid;
+}
+
 pid_t run_exec_helper(int helper_fd, const RunParams *p, int cgroup_fd, int *ret_pidfd) {
         HelperExec h = { .helper_fd = helper_fd, .envp = p->envp, .report_fd = p->report_fd };
         pid_t pid;
 
-        h.argv = helper_argv(p);
+        RunParams q = *p;
+
+        h.n_fds = run_params_fds(p, h.fds);
+        /* The helper reads its fds' numbers from the params: the slots' numbers. */
+        if (slots_base >= 0) {
+                q.init_pidfd = to_slot(&h, p->init_pidfd);
+                q.cgroup_fd = to_slot(&h, p->cgroup_fd);
+                q.report_fd = to_slot(&h, p->report_fd);
+                for (int i = 0; i < 3; i++)
+                        q.stdio[i] = to_slot(&h, p->stdio[i]);
+        }
+        h.argv = helper_argv(&q);
         if (!h.argv)
                 return -ENOMEM;
-        h.n_fds = run_params_fds(p, h.fds);
-        pid = vfork_exec(&h, cgroup_fd, ret_pidfd);
+        pid = vfork_exec_slots(&h, cgroup_fd, ret_pidfd);
         helper_argv_free(h.argv);
         return pid;
 }
@@ -247,14 +346,14 @@ pid_t run_exec_init(int helper_fd, const InitParams *p, int cgroup_fd, int leaf_
                          .fds = { p->sync_fd, leaf_fd >= 0 ? leaf_fd : cgroup_fd }, .n_fds = 2, .report_fd = p->sync_fd };
         size_t n = 7;
 
-        snprintf(fd, sizeof(fd), "%d", p->sync_fd);
-        snprintf(cg, sizeof(cg), "%d", leaf_fd >= 0 ? leaf_fd : cgroup_fd);
+        snprintf(fd, sizeof(fd), "%d", to_slot(&h, p->sync_fd));
+        snprintf(cg, sizeof(cg), "%d", to_slot(&h, leaf_fd >= 0 ? leaf_fd : cgroup_fd));
         for (const char *const *m = p->mask_paths; m && *m; m++) {
                 if (n >= ELEMENTSOF(argv) - 1)
                         return -E2BIG;
                 argv[n++] = (char *) *m;
         }
-        return vfork_exec(&h, leaf_fd >= 0 ? cgroup_fd : -1, ret_pidfd);
+        return vfork_exec_slots(&h, leaf_fd >= 0 ? cgroup_fd : -1, ret_pidfd);
 }
 
 pid_t run_exec_rm(int helper_fd, int dir_fd, const char *name, int *ret_pidfd) {
@@ -264,6 +363,6 @@ pid_t run_exec_rm(int helper_fd, int dir_fd, const char *name, int *ret_pidfd) {
         HelperExec h = { .helper_fd = helper_fd, .argv = argv, .envp = envp, .fds = { dir_fd }, .n_fds = 1,
                          .report_fd = -1 };
 
-        snprintf(fd, sizeof(fd), "%d", dir_fd);
-        return vfork_exec(&h, -1, ret_pidfd);
+        snprintf(fd, sizeof(fd), "%d", to_slot(&h, dir_fd));
+        return vfork_exec_slots(&h, -1, ret_pidfd);
 }

@@ -22,6 +22,10 @@
  * daemon, as before; for measurements). Returns an O_PATH fd, or -errno. */
 int run_exec_open_helper(void);
 
+/* Reserves the fd slots through which helpers get their fds (run-exec.c says why), just above
+ * every fd open now: called once at start. Without them (-errno) helpers copy the whole table. */
+int run_exec_reserve_slots(void);
+
 /* Whether run_exec_helper() can have the helper born in a cgroup (x86_64: clone3 with a stack of
  * its own); elsewhere the helper moves itself there (p->cgroup_fd). */
 bool run_exec_into_cgroup(void);
