@@ -1,7 +1,8 @@
 #!/bin/bash
 # SPDX-License-Identifier: LGPL-2.1-or-later
 # Who may do what: a sandbox belongs to the uid that created it (SO_PEERCRED). Another user can
-# neither list, inspect, run in nor destroy it, and learns nothing: not_found, as for an id that
+# neither list, inspect, run in, kill, snapshot, restore, fork from nor destroy it, and learns
+# nothing: not_found, as for an id that
 # does not exist. Root and members of admin_group see everything. Per-uid caps hold.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
 
@@ -60,8 +61,20 @@ r=$(rpc_as $A "{\"op\":\"kill\",\"run_id\":\"$run_id\"}")
 is "$(jget "$r" .ok)" true "A may kill it"
 wait "$bg"
 is "$(jget "$(sed -n 2p "$T/bg.out")" .reason)" killed "A's run ends killed (by A)"
-# TODO(snapshot): once the snapshot operations are merged, B's snapshot, snapshot listing and
-# restore of a1 must be not_found here too, like inspect, run, kill and destroy above.
+# Snapshots of A's sandbox: B can neither take, list, restore, delete nor fork from them.
+r=$(rpc_as $A '{"op":"snapshot","sandbox":"a1","label":"mine"}')
+snap=$(jget "$r" .snapshot.id)
+is "$(jget "$r" .ok)" true "A snapshots a1 ($snap)"
+for req in '{"op":"snapshot","sandbox":"a1"}' '{"op":"snapshot.list","sandbox":"a1"}' \
+	"{\"op\":\"snapshot.restore\",\"sandbox\":\"a1\",\"snapshot\":\"$snap\"}" \
+	"{\"op\":\"snapshot.delete\",\"sandbox\":\"a1\",\"snapshot\":\"$snap\"}"; do
+	r=$(rpc_as $B "$req")
+	is "$(jget "$r" .error.code)" not_found "user B: $(jget "$req" .op) of A's sandbox is not_found"
+done
+r=$(rpc_as $B "{\"op\":\"create\",\"best_effort\":true,\"from_snapshot\":\"$snap\"}")
+is "$(jget "$r" .error.code)" not_found "user B: a fork from A's snapshot is not_found"
+is "$(jget "$(rpc_as $A '{"op":"snapshot.list","sandbox":"a1"}')" '[.snapshots[].id] | join(",")')" "$snap" \
+	"A's snapshot is still there, alone"
 b_reads() { as $B -- cat "$wd/s" 2>/dev/null; }
 check "A's file is there on the host" test -f "$wd/s"
 if b_reads >/dev/null; then nok "user B cannot read A's workspace on the host"; else ok "user B cannot read A's workspace on the host"; fi
