@@ -813,9 +813,24 @@ static int on_teardown_timer(sd_event_source *src, uint64_t usec, void *userdata
 
 /* Waits, with a growing interval, until init and every run helper have been reaped and the
  * cgroup is empty; cgroup.kill is repeated in case something forked in the meantime. */
+/* Kills what is left in the sandbox's cgroup, then looks again after 1 ms, 2 ms, ... up to 128 ms:
+ * the kernel empties a killed cgroup asynchronously. */
+static void kill_and_retry(Sandbox *s, int populated, sd_event_source **timer, unsigned *tries,
+                           sd_event_time_handler_t handler) {
+        uint64_t delay = (uint64_t) 1000 << (*tries < 7 ? *tries : 7);
+
+        if (populated > 0)
+                (void) cg_kill(s->cg_fd);
+        (*tries)++;
+        if (*timer) {
+                (void) sd_event_source_set_time_relative(*timer, delay);
+                (void) sd_event_source_set_enabled(*timer, SD_EVENT_ONESHOT);
+        } else
+                (void) sd_event_add_time_relative(s->manager->event, timer, CLOCK_MONOTONIC, delay, 0, handler, s);
+}
+
 static void sandbox_teardown_step(Sandbox *s) {
         int populated = s->cg_fd >= 0 ? cg_populated(s->cg_fd) : 0;
-        uint64_t delay;
 
         /* Unknown (out of fds, say) is not empty: the sandbox is kept, and tried again. */
         if (populated < 0 && populated != -ENOENT)
@@ -825,16 +840,7 @@ static void sandbox_teardown_step(Sandbox *s) {
                 sandbox_finish_destroy(s);
                 return;
         }
-        if (populated > 0)
-                (void) cg_kill(s->cg_fd);
-        delay = (uint64_t) 1000 << (s->teardown_tries < 7 ? s->teardown_tries : 7);
-        s->teardown_tries++;
-        if (s->teardown_timer) {
-                (void) sd_event_source_set_time_relative(s->teardown_timer, delay);
-                (void) sd_event_source_set_enabled(s->teardown_timer, SD_EVENT_ONESHOT);
-        } else
-                (void) sd_event_add_time_relative(s->manager->event, &s->teardown_timer, CLOCK_MONOTONIC, delay, 0,
-                                                  on_teardown_timer, s);
+        kill_and_retry(s, populated, &s->teardown_timer, &s->teardown_tries, on_teardown_timer);
 }
 
 void sandbox_destroy(Sandbox *s, const char *reason) {
@@ -1060,23 +1066,13 @@ static int on_restart_timer(sd_event_source *src, uint64_t usec, void *userdata)
 static void sandbox_restart_step(Sandbox *s) {
         SandboxRestart *rs = s->restart;
         int populated = cg_populated(s->cg_fd);
-        uint64_t delay;
 
         if (populated <= 0 && s->init_pidfd < 0 && !s->runs && !s->sessions) {
                 rs->timer = sd_event_source_disable_unref(rs->timer);
                 sandbox_restart_respawn(s);
                 return;
         }
-        if (populated > 0)
-                (void) cg_kill(s->cg_fd);
-        delay = (uint64_t) 1000 << (rs->tries < 7 ? rs->tries : 7);
-        rs->tries++;
-        if (rs->timer) {
-                (void) sd_event_source_set_time_relative(rs->timer, delay);
-                (void) sd_event_source_set_enabled(rs->timer, SD_EVENT_ONESHOT);
-        } else
-                (void) sd_event_add_time_relative(s->manager->event, &rs->timer, CLOCK_MONOTONIC, delay, 0,
-                                                  on_restart_timer, s);
+        kill_and_retry(s, populated, &rs->timer, &rs->tries, on_restart_timer);
 }
 
 static int on_restart_timer(sd_event_source *src, uint64_t usec, void *userdata) {
