@@ -81,17 +81,38 @@ int check_arg_count(const Verb *v, int argc, char *argv[], int min_args, int max
         return 1;
 }
 
-int parse_common_only(const Verb *v, int argc, char *argv[], int min_args, int max_args) {
-        static const struct option options[] = { COMMON_OPTIONS, {} };
+int parse_verb_options(const Verb *v, int argc, char *argv[], const char *shortopts, const VerbOption *extra,
+                       int min_args, int max_args) {
+        static const struct option common[] = { COMMON_OPTIONS };
+        struct option options[ELEMENTSOF(common) + VERB_OPTIONS_MAX + 1] = {};
+        size_t n = 0;
         int c, r;
 
+        memcpy(options, common, sizeof(common));
+        for (const VerbOption *e = extra; e && e->name && n < VERB_OPTIONS_MAX; e++, n++)
+                options[ELEMENTSOF(common) + n] = (struct option) { e->name, e->value ? required_argument : no_argument,
+                                                                     NULL, e->val };
         optind = 0;
-        while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0) {
+        while ((c = getopt_long(argc, argv, shortopts, options, NULL)) >= 0) {
+                const VerbOption *e = extra;
+                while (e && e->name && e->val != c)
+                        e++;
+                if (e && e->name) {
+                        if (e->value)
+                                *e->value = optarg;
+                        else
+                                *e->flag = true;
+                        continue;
+                }
                 r = common_option(v, c);
                 if (r <= 0)
                         return r;
         }
         return check_arg_count(v, argc, argv, min_args, max_args);
+}
+
+int parse_common_only(const Verb *v, int argc, char *argv[], int min_args, int max_args) {
+        return parse_verb_options(v, argc, argv, "h", NULL, min_args, max_args);
 }
 
 int add_size(json_object *obj, const char *key, const char *opt, const char *value) {

@@ -68,6 +68,17 @@ static inline bool is_common_option(int c) {
 /* For verbs without options of their own: parses argv and checks the number of positional
  * arguments (left from optind). Same return convention as common_option(). */
 int parse_common_only(const Verb *v, int argc, char *argv[], int min_args, int max_args);
+/* The same for verbs with a few simple options of their own: a flag (no argument) sets *flag,
+ * an option with an argument stores it in *value. extra ends with a zeroed entry. */
+#define VERB_OPTIONS_MAX 8
+typedef struct VerbOption {
+        const char *name;   /* the long name */
+        int val;            /* the short letter, or a value from ARG_VERB_FIRST */
+        const char **value; /* set for an option with an argument */
+        bool *flag;         /* set for a flag */
+} VerbOption;
+int parse_verb_options(const Verb *v, int argc, char *argv[], const char *shortopts, const VerbOption *extra,
+                       int min_args, int max_args);
 int check_arg_count(const Verb *v, int argc, char *argv[], int min_args, int max_args);
 
 /* Values given on the command line, validated here and added to obj as the protocol wants them.

@@ -305,26 +305,12 @@ static void print_report_json(const Doctor *d, CheckImpact verdict) {
 
 static int doctor_parse(int argc, char *argv[], const char **state_dir) {
         enum { ARG_STATE_DIR = ARG_VERB_FIRST };
-        static const struct option options[] = {
-                COMMON_OPTIONS,
-                { "state-dir", required_argument, NULL, ARG_STATE_DIR },
-                {},
-        };
-        int c, r;
+        const VerbOption options[] = { { "state-dir", ARG_STATE_DIR, .value = state_dir }, {} };
+        int r = parse_verb_options(&verb_doctor, argc, argv, "h", options, 0, 0);
 
-        optind = 0;
-        while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0) {
-                if (c == ARG_STATE_DIR) {
-                        if (optarg[0] != '/')
-                                return log_error("--state-dir needs an absolute path, not '%s'", optarg);
-                        *state_dir = optarg;
-                        continue;
-                }
-                r = common_option(&verb_doctor, c);
-                if (r <= 0)
-                        return r;
-        }
-        return check_arg_count(&verb_doctor, argc, argv, 0, 0);
+        if (r > 0 && *state_dir && (*state_dir)[0] != '/')
+                return log_error("--state-dir needs an absolute path, not '%s'", *state_dir);
+        return r;
 }
 
 static void doctor_run_checks(Doctor *d, bool state_dir_given) {

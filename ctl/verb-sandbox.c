@@ -87,24 +87,8 @@ static void list_print_ids(json_object *sandboxes) {
 }
 
 static int list_parse(int argc, char *argv[], bool *quiet) {
-        static const struct option options[] = {
-                COMMON_OPTIONS,
-                { "quiet", no_argument, NULL, 'q' },
-                {},
-        };
-        int c, r;
-
-        optind = 0;
-        while ((c = getopt_long(argc, argv, "hq", options, NULL)) >= 0) {
-                if (c == 'q') {
-                        *quiet = true;
-                        continue;
-                }
-                r = common_option(&verb_list, c);
-                if (r <= 0)
-                        return r;
-        }
-        return check_arg_count(&verb_list, argc, argv, 0, 0);
+        const VerbOption options[] = { { "quiet", 'q', .flag = quiet }, {} };
+        return parse_verb_options(&verb_list, argc, argv, "hq", options, 0, 0);
 }
 
 static int verb_list_run(int argc, char *argv[]) {

@@ -93,24 +93,8 @@ static int request_with_progress(json_object *req, json_object **ret_reply) {
 /* ---- snapshot ---------------------------------------------------------------------------- */
 
 static int snapshot_parse(int argc, char *argv[], const char **label) {
-        static const struct option options[] = {
-                COMMON_OPTIONS,
-                { "label", required_argument, NULL, 'l' },
-                {},
-        };
-        int c, r;
-
-        optind = 0;
-        while ((c = getopt_long(argc, argv, "hl:", options, NULL)) >= 0) {
-                if (c == 'l') {
-                        *label = optarg;
-                        continue;
-                }
-                r = common_option(&verb_snapshot, c);
-                if (r <= 0)
-                        return r;
-        }
-        return check_arg_count(&verb_snapshot, argc, argv, 1, 1);
+        const VerbOption options[] = { { "label", 'l', .value = label }, {} };
+        return parse_verb_options(&verb_snapshot, argc, argv, "hl:", options, 1, 1);
 }
 
 static int verb_snapshot_run(int argc, char *argv[]) {
@@ -198,29 +182,8 @@ static int delete_many(const char *sandbox, char **snapshots, int n) {
 
 static int snapshots_parse(int argc, char *argv[], bool *quiet, const char **del) {
         enum { ARG_DELETE = ARG_VERB_FIRST };
-        static const struct option options[] = {
-                COMMON_OPTIONS,
-                { "quiet", no_argument, NULL, 'q' },
-                { "delete", required_argument, NULL, ARG_DELETE },
-                {},
-        };
-        int c, r;
-
-        optind = 0;
-        while ((c = getopt_long(argc, argv, "hq", options, NULL)) >= 0) {
-                if (c == 'q') {
-                        *quiet = true;
-                        continue;
-                }
-                if (c == ARG_DELETE) {
-                        *del = optarg;
-                        continue;
-                }
-                r = common_option(&verb_snapshots, c);
-                if (r <= 0)
-                        return r;
-        }
-        return check_arg_count(&verb_snapshots, argc, argv, 1, 1);
+        const VerbOption options[] = { { "quiet", 'q', .flag = quiet }, { "delete", ARG_DELETE, .value = del }, {} };
+        return parse_verb_options(&verb_snapshots, argc, argv, "hq", options, 1, 1);
 }
 
 static int verb_snapshots_run(int argc, char *argv[]) {

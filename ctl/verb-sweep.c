@@ -112,32 +112,17 @@ static int on_sweep_progress(json_object *ev, void *userdata) {
 }
 
 static int verb_sweep_run(int argc, char *argv[]) {
-        static const struct option options[] = {
-                COMMON_OPTIONS,
-                { "dry-run", no_argument, NULL, 'n' },
-                {},
-        };
         _cleanup_json_ json_object *reply = NULL;
-        json_object *request = request_new("sweep");
-        int c, r;
+        bool dry_run = false, shown = false;
+        const VerbOption options[] = { { "dry-run", 'n', .flag = &dry_run }, {} };
+        json_object *request;
+        int r = parse_verb_options(&verb_sweep, argc, argv, "hn", options, 0, 0);
 
-        optind = 0;
-        while ((c = getopt_long(argc, argv, "hn", options, NULL)) >= 0) {
-                if (c == 'n') {
-                        json_object_object_add(request, "dry_run", json_object_new_boolean(1));
-                        continue;
-                }
-                r = common_option(&verb_sweep, c);
-                if (r <= 0) {
-                        json_object_put(request);
-                        return r;
-                }
-        }
-        if ((r = check_arg_count(&verb_sweep, argc, argv, 0, 0)) <= 0) {
-                json_object_put(request);
+        if (r <= 0)
                 return r;
-        }
-        bool shown = false;
+        request = request_new("sweep");
+        if (dry_run)
+                json_object_object_add(request, "dry_run", json_object_new_boolean(1));
         r = daemon_request_events(request, !arg.json && isatty(STDERR_FILENO) ? on_sweep_progress : NULL, &shown, &reply);
         if (shown)
                 progress_clear();
