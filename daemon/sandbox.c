@@ -306,29 +306,21 @@ static int on_helper_exit(sd_event_source *src, const siginfo_t *si, void *userd
  * init straight into its leaf, with the sandbox's cgroup namespace rooted there: moving a process
  * between cgroups waits for an RCU grace period (cgroup_threadgroup_rwsem), about 9 ms each time
  * here, and was the largest part of making a sandbox. */
-static int sandbox_exec_init(Sandbox *s, int sp[2]) {
+static int sandbox_exec_init(Sandbox *s, int sp[2], InitParams *p) {
         Manager *m = s->manager;
         _cleanup_close_ int leaf = -EBADF;
-        char workdir[4096];
-        InitParams p = {
-                .sync_fd = sp[1],
-                .workdir = sandbox_workdir_path(s, workdir, sizeof(workdir)),
-                .root_dir = m->config.root_dir,
-                .hostname = "sandbox",
-                .mask_paths = sandbox_mask_paths(m),
-        };
         int pidfd = -1, r;
         pid_t pid;
 
         if (run_exec_into_cgroup() && cg_create(s->cg_fd, "init", &leaf) >= 0)
-                p.cgroupns_ready = true;
-        pid = run_exec_init(m->run_helper_fd, &p, s->cg_fd, p.cgroupns_ready ? leaf : -1, &pidfd);
+                p->cgroupns_ready = true;
+        pid = run_exec_init(m->run_helper_fd, p, s->cg_fd, p->cgroupns_ready ? leaf : -1, &pidfd);
         close(sp[1]);
         s->setup_fd = sp[0];
         if (pid < 0)
                 return pid;
         s->init_pending = true;
-        s->init_in_leaf = p.cgroupns_ready;
+        s->init_in_leaf = p->cgroupns_ready;
         /* Reaped when it is done; the sandbox is not ready before (it is in its cgroup). */
         r = sd_event_add_child_pidfd(m->event, &s->setup_helper, pidfd, WEXITED, on_helper_exit, s);
         if (r < 0) {
@@ -344,25 +336,25 @@ static int sandbox_exec_init(Sandbox *s, int sp[2]) {
 
 static int sandbox_spawn_init(Sandbox *s) {
         Manager *m = s->manager;
+        char workdir[4096];
+        InitParams p = {
+                .workdir = sandbox_workdir_path(s, workdir, sizeof(workdir)),
+                .root_dir = m->config.root_dir,
+                .hostname = "sandbox",
+                .mask_paths = sandbox_mask_paths(m),
+        };
         int sp[2];
         pid_t pid;
 
         if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0)
                 return -errno;
+        p.sync_fd = sp[1];
         if (m->run_helper_fd >= 0)
-                return sandbox_exec_init(s, sp);
+                return sandbox_exec_init(s, sp, &p);
         pid = clone3_pidfd(SANDBOX_NS_FLAGS, s->cg_fd, &s->init_pidfd);
         if (pid == 0) {
                 int keep[] = { 2, sp[1] };
-                char workdir[4096];
                 close_all_fds_except(keep, ELEMENTSOF(keep));
-                InitParams p = {
-                        .sync_fd = sp[1],
-                        .workdir = sandbox_workdir_path(s, workdir, sizeof(workdir)),
-                        .root_dir = m->config.root_dir,
-                        .hostname = "sandbox",
-                        .mask_paths = sandbox_mask_paths(m),
-                };
                 close(sp[0]);
                 sandbox_init_main(&p);
         }
