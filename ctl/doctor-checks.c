@@ -117,25 +117,13 @@ static int read_long(const char *path, long *ret) {
 
 /* The cgroup2 mount point, and whether cgroup v1 hierarchies are mounted beside it. */
 static int find_cgroup_mounts(char **ret_v2, bool *ret_v1) {
-        _cleanup_free_ char *line = NULL;
-        size_t alloc = 0;
-        FILE *f = fopen("/proc/self/mountinfo", "re");
+        int r = mountinfo_find("cgroup2", ret_v2);
 
-        if (!f)
-                return -errno;
-        *ret_v2 = NULL;
-        *ret_v1 = false;
-        while (getline(&line, &alloc, f) >= 0) {
-                char mnt[PATH_MAX], fstype[64];
-                const char *sep = strstr(line, " - ");
-                if (!sep || sscanf(line, "%*s %*s %*s %*s %4095s", mnt) != 1 || sscanf(sep + 3, "%63s", fstype) != 1)
-                        continue;
-                if (strcmp(fstype, "cgroup") == 0)
-                        *ret_v1 = true;
-                else if (strcmp(fstype, "cgroup2") == 0 && !*ret_v2)
-                        *ret_v2 = strdup(mnt);
-        }
-        fclose(f);
+        if (r == -ENOENT)
+                *ret_v2 = NULL;
+        else if (r < 0)
+                return r;
+        *ret_v1 = mountinfo_find("cgroup", NULL) == 0;
         return 0;
 }
 

@@ -13,29 +13,10 @@
 
 #include "cgroup.h"
 #include "macro.h"
+#include "util.h"
 
 int cg_find_mount(char **ret) {
-        _cleanup_free_ char *line = NULL;
-        size_t alloc = 0;
-        FILE *f = fopen("/proc/self/mountinfo", "re");
-        int r = -ENOENT;
-
-        if (!f)
-                return -errno;
-        /* "36 25 0:31 / /sys/fs/cgroup rw,... - cgroup2 cgroup2 rw": match the fs type after " - ". */
-        while (getline(&line, &alloc, f) >= 0) {
-                char mnt[PATH_MAX], fstype[64];
-                const char *sep = strstr(line, " - ");
-                if (!sep || sscanf(line, "%*s %*s %*s %*s %4095s", mnt) != 1 || sscanf(sep + 3, "%63s", fstype) != 1)
-                        continue;
-                if (strcmp(fstype, "cgroup2") != 0)
-                        continue;
-                *ret = strdup(mnt);
-                r = *ret ? 0 : -ENOMEM;
-                break;
-        }
-        fclose(f);
-        return r;
+        return mountinfo_find("cgroup2", ret);
 }
 
 int cg_self_path(char **ret) {

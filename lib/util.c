@@ -3,6 +3,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -342,4 +343,28 @@ int write_all(int fd, const void *data, size_t len) {
                 len -= (size_t) k;
         }
         return 0;
+}
+
+int mountinfo_find(const char *fstype, char **ret_mountpoint) {
+        _cleanup_free_ char *line = NULL;
+        size_t alloc = 0;
+        FILE *f = fopen("/proc/self/mountinfo", "re");
+        int r = -ENOENT;
+
+        if (!f)
+                return -errno;
+        /* "36 25 0:31 / /sys/fs/cgroup rw,... - cgroup2 cgroup2 rw": match the fs type after " - ". */
+        while (getline(&line, &alloc, f) >= 0) {
+                char mnt[PATH_MAX], type[64];
+                const char *sep = strstr(line, " - ");
+                if (!sep || sscanf(line, "%*s %*s %*s %*s %4095s", mnt) != 1 || sscanf(sep + 3, "%63s", type) != 1 ||
+                    strcmp(type, fstype) != 0)
+                        continue;
+                r = 0;
+                if (ret_mountpoint && !(*ret_mountpoint = strdup(mnt)))
+                        r = -ENOMEM;
+                break;
+        }
+        fclose(f);
+        return r;
 }

@@ -42,3 +42,7 @@ uint64_t now_usec(int clock);
 
 /* write() until all of data is out, retrying on EINTR; -errno on failure. */
 int write_all(int fd, const void *data, size_t len);
+
+/* The first mount of this filesystem type in /proc/self/mountinfo: 0 and its mount point (when
+ * ret_mountpoint is not NULL), or -ENOENT. */
+int mountinfo_find(const char *fstype, char **ret_mountpoint);

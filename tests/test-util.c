@@ -463,6 +463,18 @@ static void test_now(void) {
            "now_usec(CLOCK_REALTIME) agrees with time()");
 }
 
+static void test_mountinfo_find(void) {
+        char *mnt = NULL;
+
+        is_int(mountinfo_find("proc", &mnt), 0, "mountinfo_find(proc) finds procfs");
+        is_str(mnt, "/proc", "mounted at /proc");
+        free(mnt);
+        is_int(mountinfo_find("proc", NULL), 0, "mountinfo_find without a mount point to return");
+        mnt = NULL;
+        is_int(mountinfo_find("no-such-fs", &mnt), -ENOENT, "an absent filesystem type is -ENOENT");
+        ok(!mnt, "and nothing is returned");
+}
+
 int main(void) {
         test_parse_size_suffixes();
         test_parse_size_fractions();
@@ -478,5 +490,6 @@ int main(void) {
         test_base64_decode_errors();
         test_signals();
         test_now();
+        test_mountinfo_find();
         return done_testing();
 }
