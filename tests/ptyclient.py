@@ -88,21 +88,22 @@ class Session:
         return self.out[stream].decode("utf-8", "replace")
 
 
-def open_session(conn, sandbox, **fields):
-    """pty.open; returns (reply, Session or None)."""
-    req = dict(fields, op="pty.open", sandbox=sandbox)
-    req["id"] = "open-%d" % conn.next_id
+def _follow(conn, prefix, req):
+    """Sends a request whose events follow its reply; returns (reply, Session or None)."""
+    req["id"] = "%s-%d" % (prefix, conn.next_id)
     conn.next_id += 1
     r = conn.call(req, 60)
     return r, (Session(conn, r, req["id"]) if r.get("ok") else None)
+
+
+def open_session(conn, sandbox, **fields):
+    """pty.open; returns (reply, Session or None)."""
+    return _follow(conn, "open", dict(fields, op="pty.open", sandbox=sandbox))
 
 
 def attach(conn, session, **fields):
-    req = dict(fields, op="pty.attach", session=session)
-    req["id"] = "attach-%d" % conn.next_id
-    conn.next_id += 1
-    r = conn.call(req, 60)
-    return r, (Session(conn, r, req["id"]) if r.get("ok") else None)
+    """pty.attach; returns (reply, Session or None)."""
+    return _follow(conn, "attach", dict(fields, op="pty.attach", session=session))
 
 
 def err_code(reply):
