@@ -22,6 +22,7 @@
 #include "log.h"
 #include "macro.h"
 #include "manager.h"
+#include "run-record.h"
 #include "pool.h"
 #include "run-exec.h"
 #include "run.h"
@@ -40,7 +41,7 @@ int manager_new(Manager **ret, Config *config) {
                 return -ENOMEM;
         m->config = *config;
         *config = (Config) {};
-        m->state_fd = m->run_helper_fd = m->self_pidns_fd = -EBADF;
+        m->state_fd = m->run_helper_fd = m->self_pidns_fd = m->run_log_fd = -EBADF;
         m->cg = (CgroupRoot) { .base_fd = -EBADF, .sandboxes_fd = -EBADF };
         m->start_usec = now_usec(CLOCK_MONOTONIC);
         m->uid_slots = calloc(m->config.max_sandboxes + m->config.pool_size, 1);
@@ -83,6 +84,7 @@ Manager *manager_free(Manager *m) {
         cg_root_done(&m->cg);
         config_done(&m->config);
         free(m->uid_slots);
+        safe_close(m->run_log_fd);
         free(m->tombstones);
         sd_event_unref(m->event);
         free(m);
@@ -374,6 +376,10 @@ int manager_setup(Manager *m) {
         r = state_restore_all(m);
         if (r < 0)
                 log_warning("cannot read the state directory: %s", strerror(-r));
+        r = run_log_open(m);
+        if (r < 0)
+                log_warning("cannot open %s/runs.log: %s; runs in flight will not be reported after a crash",
+                            m->config.state_dir, strerror(-r));
         if ((r = sweep_setup_timer(m)) < 0 || (r = idle_exit_setup(m)) < 0)
                 return r;
         log_info("cgroup subtree %s; enforceable: memory=%s pids=%s cpu=%s", m->cg.base,

@@ -30,6 +30,7 @@ typedef struct Manager {
         CgroupRoot cg;
         HostFeatures features;
         int state_fd;      /* <state_dir>/sandboxes */
+        int run_log_fd;    /* <state_dir>/runs.log (run-record.h) */
         int listen_fds[MANAGER_MAX_LISTEN];
         char *listen_paths[MANAGER_MAX_LISTEN]; /* masked inside every sandbox */
         unsigned n_listen;

@@ -24,8 +24,14 @@
 #define INTERRUPTED_KEEP 32
 #define REASON "daemon restarted"
 
-static void note_path(const Run *r, char buf[static 96]) {
-        snprintf(buf, 96, "%s/runs/%s.json", r->sandbox->id, r->id);
+/* Rewritten with only the runs in flight once it has grown past this. */
+#define LOG_COMPACT_BYTES (64u << 10)
+#define LOG_READ_MAX (16u << 20)
+#define LOG_NAME "runs.log"
+#define LOG_TMP_NAME "runs.log.tmp"
+
+static int state_dir_fd(Manager *m) {
+        return openat(m->state_fd, "..", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 }
 
 static json_object *note_json(Run *r) {
@@ -40,6 +46,7 @@ static json_object *note_json(Run *r) {
                                                                        (int) strnlen(r->spec.argv[i], NOTE_ARG_BYTES)));
         gmtime_r(&t, &tm);
         strftime(ts, sizeof(ts), "%Y-%m-%dT%H:%M:%SZ", &tm);
+        json_object_object_add(o, "sandbox", json_object_new_string(r->sandbox->id));
         json_object_object_add(o, "id", json_object_new_string(r->id));
         json_object_object_add(o, "argv", argv);
         json_object_object_add(o, "argv_truncated", json_object_new_boolean(r->spec.argv && r->spec.argv[i]));
@@ -47,41 +54,81 @@ static json_object *note_json(Run *r) {
         return o;
 }
 
-void run_record_start(Run *r) {
-        Sandbox *s = r->sandbox;
-        _cleanup_json_ json_object *o = NULL;
+/* One line, in one write where it fits (a line a dying daemon cut short is skipped when the log
+ * is read back). */
+static int log_append(int fd, const char *line, size_t n) {
+        if (fd < 0)
+                return -EBADF;
+        return write_all(fd, line, n) < 0 ? -errno : 0;
+}
+
+static int log_note(int fd, Run *r) {
+        _cleanup_json_ json_object *o = note_json(r);
         _cleanup_free_ char *text = NULL;
-        _cleanup_close_ int fd = -EBADF;
-        char path[96], dir[48];
         size_t n;
 
-        s->last_active_usec = now_usec(CLOCK_MONOTONIC);
-        if (s->ephemeral)
+        text = proto_serialize(o, &n); /* one line, with its newline */
+        return text ? log_append(fd, text, n) : -ENOMEM;
+}
+
+/* Past LOG_COMPACT_BYTES: emptied when nothing is in flight, else rewritten aside with the notes
+ * of the runs in flight and renamed over the log (a crash in between leaves the old log). */
+static void log_compact(Manager *m, const Run *ending) {
+        _cleanup_close_ int dir = -EBADF, fd = -EBADF;
+        struct stat st;
+        bool busy = false;
+
+        if (m->run_log_fd < 0 || fstat(m->run_log_fd, &st) < 0 || (uint64_t) st.st_size <= LOG_COMPACT_BYTES)
                 return;
-        o = note_json(r);
-        text = proto_serialize(o, &n);
-        if (!text)
+        /* The run that is ending is still linked; its end is in the log already. */
+        for (Sandbox *s = m->sandboxes; s && !busy; s = s->next)
+                for (Run *r = s->ephemeral ? NULL : s->runs; r && !busy; r = r->next)
+                        busy = r != ending;
+        if (!busy) {
+                if (ftruncate(m->run_log_fd, 0) < 0)
+                        log_warning("cannot empty %s: %m", LOG_NAME);
                 return;
-        note_path(r, path);
-        fd = openat(s->manager->state_fd, path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-        if (fd < 0 && errno == ENOENT) {
-                snprintf(dir, sizeof(dir), "%s/runs", s->id);
-                (void) mkdirat(s->manager->state_fd, dir, 0700);
-                fd = openat(s->manager->state_fd, path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
         }
-        if (fd < 0 || write_all(fd, text, n) < 0)
+        dir = state_dir_fd(m);
+        fd = dir < 0 ? -EBADF : openat(dir, LOG_TMP_NAME, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (fd < 0) {
+                log_warning("cannot compact %s: %m", LOG_NAME);
+                return;
+        }
+        for (Sandbox *s = m->sandboxes; s; s = s->next)
+                for (Run *r = s->ephemeral ? NULL : s->runs; r; r = r->next)
+                        if (r != ending && log_note(fd, r) < 0) {
+                                log_warning("cannot compact %s: %m", LOG_NAME);
+                                return;
+                        }
+        if (renameat(dir, LOG_TMP_NAME, dir, LOG_NAME) < 0) {
+                log_warning("cannot compact %s: %m", LOG_NAME);
+                return;
+        }
+        safe_close(m->run_log_fd);
+        m->run_log_fd = TAKE_FD(fd);
+}
+
+void run_record_start(Run *r) {
+        Sandbox *s = r->sandbox;
+
+        s->last_active_usec = now_usec(CLOCK_MONOTONIC);
+        if (!s->ephemeral && log_note(s->manager->run_log_fd, r) < 0)
                 log_warning("run %s: cannot record it in the state directory: %m", r->id);
 }
 
 void run_record_end(Run *r) {
-        char path[96];
+        Sandbox *s = r->sandbox;
+        char line[128];
+        int n;
 
-        r->sandbox->last_active_usec = now_usec(CLOCK_MONOTONIC);
-        if (r->sandbox->ephemeral)
+        s->last_active_usec = now_usec(CLOCK_MONOTONIC);
+        if (s->ephemeral)
                 return;
-        note_path(r, path);
-        if (unlinkat(r->sandbox->manager->state_fd, path, 0) < 0 && errno != ENOENT)
-                log_warning("run %s: cannot remove its note from the state directory: %m", r->id);
+        n = snprintf(line, sizeof(line), "{\"sandbox\":\"%s\",\"end\":\"%s\"}\n", s->id, r->id);
+        if (log_append(s->manager->run_log_fd, line, (size_t) n) < 0)
+                log_warning("run %s: cannot record its end in the state directory: %m", r->id);
+        log_compact(s->manager, r);
 }
 
 static bool interrupted_has(Sandbox *s, const char *id) {
@@ -134,12 +181,93 @@ static int sort_by_started(const void *a, const void *b) {
         return strcmp(json_object_get_string(vx) ?: "", json_object_get_string(vy) ?: "");
 }
 
-int run_records_collect(Sandbox *s) {
+/* Parses the log: every start without an end becomes its sandbox's interrupted run. */
+static void log_recover(Manager *m, char *buf, size_t n) {
+        _cleanup_json_ json_object *ended = json_object_new_object();
+        char key[64];
+
+        /* Two passes: the ends first, then the starts that have none. */
+        for (int pass = 0; pass < 2; pass++)
+                for (char *line = buf, *nl; line < buf + n; line = nl + 1) {
+                        json_object *o, *sb, *v;
+                        Sandbox *s;
+                        char saved;
+
+                        nl = strchrnul(line, '\n');
+                        saved = *nl;
+                        *nl = '\0';
+                        o = json_tokener_parse(line);
+                        *nl = saved;
+                        if (o && json_object_object_get_ex(o, "sandbox", &sb) && json_object_is_type(sb, json_type_string)) {
+                                bool end = json_object_object_get_ex(o, "end", &v);
+                                if (!end)
+                                        json_object_object_get_ex(o, "id", &v);
+                                if (json_object_is_type(v, json_type_string)) {
+                                        snprintf(key, sizeof(key), "%s/%s", json_object_get_string(sb), json_object_get_string(v));
+                                        if (pass == 0 && end)
+                                                json_object_object_add(ended, key, NULL);
+                                        else if (pass == 1 && !end && !json_object_object_get_ex(ended, key, NULL) &&
+                                                 json_object_object_get_ex(o, "argv", NULL) &&
+                                                 json_object_object_get_ex(o, "started_at", NULL) &&
+                                                 (s = manager_find_sandbox(m, json_object_get_string(sb))) &&
+                                                 strcmp(s->id, json_object_get_string(sb)) == 0 &&
+                                                 !interrupted_has(s, json_object_get_string(v))) {
+                                                log_warning("sandbox %s: run %s was interrupted: the daemon restarted", s->id,
+                                                            json_object_get_string(v));
+                                                json_object_object_del(o, "sandbox");
+                                                json_object_object_add(o, "reason", json_object_new_string(REASON));
+                                                interrupted_add(s, TAKE_PTR(o));
+                                                s->interrupted_changed = true;
+                                        }
+                                }
+                        }
+                        json_object_put(o);
+                        if (!*nl)
+                                break;
+                }
+}
+
+int run_log_open(Manager *m) {
+        _cleanup_close_ int dir = state_dir_fd(m), fd = -EBADF;
+        _cleanup_free_ char *buf = NULL;
+        bool all_saved = true;
+        ssize_t n;
+
+        if (dir < 0)
+                return -errno;
+        (void) unlinkat(dir, LOG_TMP_NAME, 0);
+        fd = openat(dir, LOG_NAME, O_RDWR | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (fd < 0)
+                return -errno;
+        if (!(buf = malloc(LOG_READ_MAX + 1)))
+                return -ENOMEM;
+        n = pread(fd, buf, LOG_READ_MAX, 0);
+        if (n < 0)
+                return -errno;
+        buf[n] = '\0';
+        log_recover(m, buf, (size_t) n);
+        /* The log is emptied only once meta.json holds what it said. */
+        for (Sandbox *s = m->sandboxes; s; s = s->next)
+                if (s->interrupted_changed) {
+                        int r = state_save(s);
+                        if (r < 0) {
+                                log_warning("sandbox %s: cannot record its interrupted runs: %s", s->id, strerror(-r));
+                                all_saved = false;
+                        }
+                        s->interrupted_changed = false;
+                }
+        if (all_saved && ftruncate(fd, 0) < 0)
+                return -errno;
+        m->run_log_fd = TAKE_FD(fd);
+        return 0;
+}
+
+/* The one-file-per-run notes of earlier versions (<id>/runs/<run-id>.json). */
+static int collect_dir(Sandbox *s, json_object *found, DIR **ret) {
         char dir[48];
-        int fd, r;
+        int fd;
         DIR *d;
         struct dirent *de;
-        bool found = false;
 
         snprintf(dir, sizeof(dir), "%s/runs", s->id);
         fd = openat(s->manager->state_fd, dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -149,36 +277,42 @@ int run_records_collect(Sandbox *s) {
                 close(fd);
                 return -errno;
         }
-        {
-                json_object *found_arr = json_object_new_array();
-                while ((de = readdir(d))) {
-                        json_object *rec, *id;
-                        if (de->d_name[0] == '.' || !(rec = note_read(fd, de->d_name)))
-                                continue;
-                        json_object_object_get_ex(rec, "id", &id);
-                        if (interrupted_has(s, json_object_get_string(id)))
-                                json_object_put(rec);
-                        else
-                                json_object_array_add(found_arr, rec);
-                        found = true;
-                }
-                json_object_array_sort(found_arr, sort_by_started);
-                for (size_t i = 0; i < json_object_array_length(found_arr); i++) {
-                        json_object *rec = json_object_get(json_object_array_get_idx(found_arr, i)), *id;
-                        json_object_object_get_ex(rec, "id", &id);
-                        log_warning("sandbox %s: run %s was interrupted: the daemon restarted", s->id,
-                                    json_object_get_string(id));
-                        interrupted_add(s, rec);
-                }
-                json_object_put(found_arr);
+        while ((de = readdir(d))) {
+                json_object *rec, *id;
+                if (de->d_name[0] == '.' || !(rec = note_read(fd, de->d_name)))
+                        continue;
+                json_object_object_get_ex(rec, "id", &id);
+                if (interrupted_has(s, json_object_get_string(id)))
+                        json_object_put(rec);
+                else
+                        json_object_array_add(found, rec);
+        }
+        json_object_array_sort(found, sort_by_started);
+        *ret = d;
+        return 0;
+}
+
+int run_records_collect(Sandbox *s) {
+        _cleanup_json_ json_object *found = json_object_new_array();
+        DIR *d = NULL;
+        struct dirent *de;
+        int r;
+
+        if ((r = collect_dir(s, found, &d)) < 0 || !d)
+                return r;
+        for (size_t i = 0; i < json_object_array_length(found); i++) {
+                json_object *rec = json_object_get(json_object_array_get_idx(found, i)), *id;
+                json_object_object_get_ex(rec, "id", &id);
+                log_warning("sandbox %s: run %s was interrupted: the daemon restarted", s->id, json_object_get_string(id));
+                interrupted_add(s, rec);
         }
         /* The notes go only once meta.json holds what they said. */
-        r = found ? state_save(s) : 0;
+        r = json_object_array_length(found) ? state_save(s) : 0;
         if (r >= 0) {
                 rewinddir(d);
                 while ((de = readdir(d)))
                         if (de->d_name[0] != '.')
-                                (void) unlinkat(fd, de->d_name, 0);
+                                (void) unlinkat(dirfd(d), de->d_name, 0);
         } else
                 log_warning("sandbox %s: cannot record its interrupted runs: %s", s->id, strerror(-r));
         closedir(d);

@@ -100,6 +100,7 @@ typedef struct Sandbox {
         bool disk_measured;
         uint64_t disk_bytes;           /* workspace + snapshots at the last sweep */
         json_object *interrupted_runs; /* runs a restart cut short, reported by inspect */
+        bool interrupted_changed;      /* run_log_open() added to them: to be saved */
         struct Sandbox *next, *prev;
 } Sandbox;
 

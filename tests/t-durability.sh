@@ -40,7 +40,8 @@ _started() { [ "$(wc -l <"$T/started")" = 2 ]; }
 check "two runs are in flight" wait_until 30 _started
 read -r run_id _ < <(sed -n 1p "$T/started")
 read -r _ eph < <(sed -n 2p "$T/started")
-check "the run left a note in the state directory" [ -s "$T/state/sandboxes/$id/runs/$run_id.json" ]
+check "the run left a note in the state directory" grep -q "\"id\":\"$run_id\"" "$T/state/runs.log"
+check "one file for all runs: no file per run" [ ! -e "$T/state/sandboxes/$id/runs" ]
 check "the throwaway sandbox has its cgroup" [ -d "$CG/sandboxes/$eph" ]
 kill -KILL "$DAEMON_PID"
 wait "$DAEMON_PID" 2>/dev/null
@@ -56,17 +57,47 @@ is "$(jget "$r" '.sandbox.interrupted_runs | length')" 1 "the restored sandbox r
 is "$(jget "$r" '.sandbox.interrupted_runs[0] | [.id, (.argv | join(" ")), .reason] | join("|")')" \
 	"$run_id|sleep 1000|daemon restarted" "with its id, argv and the reason"
 like "$(jget "$r" '.sandbox.interrupted_runs[0].started_at')" '^20[0-9-]+T[0-9:]+Z$' "and when it started"
-check "the note is gone once meta.json holds it" [ ! -e "$T/state/sandboxes/$id/runs/$run_id.json" ]
+check "the note is gone once meta.json holds it" [ ! -s "$T/state/runs.log" ]
 is "$(jget "$(rpc '{"op":"run","sandbox":"dur","argv":["cat","/work/kept"]}')" .stdout)" kept "the workspace is intact"
 _stale_gone() { [ ! -d "$CG/sandboxes/$eph" ]; }
 check "the throwaway sandbox's stale cgroup (and its sleep) was removed" wait_until 10 _stale_gone
 check "its workspace too" [ ! -e "$T/state/sandboxes/$eph" ]
 is "$(jget "$(rpc '{"op":"list"}')" '[.sandboxes[].id] | join(",")')" "$id" "only the recorded sandbox is listed"
+# The run log is compacted as it grows, keeping the runs still in flight: a long run, then 600
+# short ones, then SIGKILL: the long one (and only it) is reported.
+PYTHONPATH=$TESTS_DIR python3 - "$SOCK" >"$T/many" <<'EOF' &
+import sys, time
+from client import Conn
+long = Conn(sys.argv[1])
+long.send({"id": 1, "op": "run", "sandbox": "dur", "argv": ["sleep", "1000"]})
+m = long.recv_json(30)
+print(m.get("run_id") if m and m.get("event") == "started" else "-", flush=True)
+c = Conn(sys.argv[1])
+print(sum(1 for i in range(600) if c.call({"op": "run", "sandbox": "dur", "argv": ["true", "%0100d" % i]}).get("ok")), flush=True)
+time.sleep(1000)
+EOF
+client=$!
+_many_done() { [ "$(wc -l <"$T/many")" = 2 ]; }
+check "a long run, then 600 short ones in the same sandbox" wait_until 120 _many_done
+read -r long_id < <(sed -n 1p "$T/many")
+is "$(sed -n 2p "$T/many")" 600 "all 600 short runs succeeded"
+size=$(stat -c %s "$T/state/runs.log")
+check "runs.log was compacted on the way: $size bytes (< 65 KiB; 600 notes are about 150 KiB)" [ "$size" -lt 66560 ]
+check "the long run's note survived the compaction" grep -q "\"id\":\"$long_id\"" "$T/state/runs.log"
+kill -KILL "$DAEMON_PID"
+wait "$DAEMON_PID" 2>/dev/null
+kill "$client" 2>/dev/null
+wait "$client" 2>/dev/null
+DAEMON_PID=
+start_daemon --config "$T/plain.conf" || exit 0
+r=$(rpc '{"op":"inspect","sandbox":"dur"}')
+is "$(jget "$r" '[.sandbox.interrupted_runs[].id] | join(",")')" "$run_id,$long_id" \
+	"after the second SIGKILL, the long run is reported too, and none of the 600"
 stop_daemon
 start_daemon --config "$T/plain.conf" || exit 0
 r=$(rpc '{"op":"inspect","sandbox":"dur"}')
-is "$(jget "$r" '[.sandbox.interrupted_runs[].id] | join(",")')" "$run_id" \
-	"after another (clean) restart the interrupted run is still reported, once"
+is "$(jget "$r" '[.sandbox.interrupted_runs[].id] | join(",")')" "$run_id,$long_id" \
+	"after another (clean) restart the interrupted runs are still reported, once each"
 stop_daemon
 
 # -- idle exit ---------------------------------------------------------------------------------
@@ -99,6 +130,6 @@ DAEMON_PID=
 start_daemon_activated --config "$T/plain.conf" || exit 0
 r=$(rpc '{"op":"run","sandbox":"dur","argv":["cat","/work/kept"]}')
 is "$(jget "$r" .stdout)" kept "started again, it has the sandbox and its files"
-is "$(jget "$(rpc '{"op":"inspect","sandbox":"dur"}')" '.sandbox.interrupted_runs | length')" 1 \
-	"an idle exit interrupts no run"
+is "$(jget "$(rpc '{"op":"inspect","sandbox":"dur"}')" '.sandbox.interrupted_runs | length')" 2 \
+	"an idle exit interrupts no run (the two from before, no more)"
 stop_daemon
