@@ -11,6 +11,7 @@ daemon_sandboxd_SOURCES = \
 	daemon/cgroup.c daemon/cgroup.h daemon/cgroup-limits.c \
 	daemon/sandbox.c daemon/sandbox.h \
 	daemon/sandbox-setup.c \
+	daemon/dev-template.c daemon/dev-template.h \
 	daemon/spawn.c daemon/spawn.h \
 	daemon/identity.c daemon/identity.h \
 	daemon/syscall-filter.c daemon/syscall-filter.h \

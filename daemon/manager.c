@@ -21,6 +21,7 @@
 #include "idle-exit.h"
 #include "log.h"
 #include "macro.h"
+#include "dev-template.h"
 #include "manager.h"
 #include "run-record.h"
 #include "pool.h"
@@ -84,6 +85,7 @@ Manager *manager_free(Manager *m) {
         cg_root_done(&m->cg);
         config_done(&m->config);
         free(m->uid_slots);
+        free(m->dev_dir);
         safe_close(m->run_log_fd);
         free(m->tombstones);
         sd_event_unref(m->event);
@@ -373,6 +375,10 @@ int manager_setup(Manager *m) {
                 return r;
         }
         manager_probe_features(m);
+        r = dev_template_prepare(m->config.state_dir, &m->dev_dir);
+        if (r < 0)
+                log_warning("cannot prepare %s/dev (%s): each sandbox binds the host's device nodes instead, which is slower",
+                            m->config.state_dir, strerror(-r));
         r = state_restore_all(m);
         if (r < 0)
                 log_warning("cannot read the state directory: %s", strerror(-r));

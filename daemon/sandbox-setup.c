@@ -6,7 +6,11 @@
  *   private propagation -> a tmpfs root holding read-only binds of the host root's directories ->
  *   a fresh /sys with our own cgroup2 -> /proc, /dev, /proc masks -> /tmp, /run, /work -> masks
  *   -> pivot_root -> hostname -> loopback up -> into a child user and mount namespace, which
- *   locks every mount made above. */
+ *   locks every mount made above.
+ * What a sandbox costs is mostly the kernel's work for its namespaces and mounts, so this makes
+ * as few filesystems and mounts as it can: /tmp, /run and /dev/shm are directories of the root
+ * tmpfs, one empty tmpfs serves every directory mask, /dev is one bind of the daemon's template,
+ * and nothing here allocates (see setup_root). */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -66,42 +70,73 @@ static int bind_readonly(const char *src, const char *dst) {
         return make_readonly(dst, true);
 }
 
-/* Every directory of the host root is bound read-only; symlinks (/bin -> usr/bin) are copied. */
-static int setup_root(const char *root_dir) {
-        _cleanup_(freep) char *src = NULL;
-        DIR *d = opendir(root_dir);
-        struct dirent *de;
-        char dst[4096], target[4096];
-
-        if (!d)
+/* The writable places of the sandbox (/tmp, /run with /run/shm, which /dev/shm links to) are
+ * directories of its root tmpfs, each bound onto itself with its own flags: one filesystem
+ * instead of four, since making and tearing down a superblock is a good part of what a sandbox
+ * costs. The root itself is remounted read-only (setup_pivot). */
+static int bind_self(const char *path, uint64_t set, uint64_t clear) {
+        struct mount_attr attr = { .attr_set = set, .attr_clr = clear };
+        if (mount(path, path, NULL, MS_BIND, NULL) < 0)
                 return -1;
-        while ((de = readdir(d))) {
-                struct stat st;
-                if (de->d_name[0] == '.' && (!de->d_name[1] || (de->d_name[1] == '.' && !de->d_name[2])))
-                        continue;
-                if (listed(root_skip, de->d_name) || fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-                        continue;
-                snprintf(dst, sizeof(dst), NEWROOT "/%s", de->d_name);
-                free(src);
-                if (asprintf(&src, "%s/%s", strcmp(root_dir, "/") == 0 ? "" : root_dir, de->d_name) < 0)
-                        goto fail;
-                if (S_ISLNK(st.st_mode)) {
-                        ssize_t n = readlinkat(dirfd(d), de->d_name, target, sizeof(target) - 1);
-                        if (n < 0)
+        return mount_setattr(AT_FDCWD, path, 0, &attr, sizeof(attr));
+}
+
+/* mkdir with the mode as given, whatever the umask. */
+static int make_dir(const char *path, mode_t mode) {
+        if (mkdir(path, mode) < 0)
+                return -1;
+        return chmod(path, mode);
+}
+
+/* Every directory of the host root is bound read-only; symlinks (/bin -> usr/bin) are copied.
+ * No allocation here or anywhere in the init's setup: musl returns freed memory to the kernel at
+ * once, and page faults and munmaps were a tenth of the init's time. */
+static int setup_root_entry(int dir_fd, const char *root_dir, const char *name, unsigned char type) {
+        char src[4096], dst[4096], target[4096];
+        struct stat st;
+
+        if (type == DT_UNKNOWN) {
+                if (fstatat(dir_fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+                        return 0;
+                type = S_ISLNK(st.st_mode) ? DT_LNK : S_ISDIR(st.st_mode) ? DT_DIR : DT_REG;
+        }
+        if (snprintf(dst, sizeof(dst), NEWROOT "/%s", name) >= (int) sizeof(dst) ||
+            snprintf(src, sizeof(src), "%s/%s", strcmp(root_dir, "/") == 0 ? "" : root_dir, name) >= (int) sizeof(src)) {
+                errno = ENAMETOOLONG;
+                return -1;
+        }
+        if (type == DT_LNK) {
+                ssize_t n = readlinkat(dir_fd, name, target, sizeof(target) - 1);
+                if (n < 0)
+                        return 0;
+                target[n] = '\0';
+                return symlink(target, dst);
+        }
+        if (type == DT_DIR)
+                return mkdir(dst, 0755) < 0 || (!listed(root_empty, name) && bind_readonly(src, dst) < 0) ? -1 : 0;
+        return 0;
+}
+
+static int setup_root(const char *root_dir) {
+        _cleanup_close_ int fd = open(root_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        char buf[8192] __attribute__((aligned(8)));
+
+        if (fd < 0)
+                return -1;
+        for (;;) {
+                ssize_t n = syscall(SYS_getdents64, fd, buf, sizeof(buf));
+                if (n <= 0)
+                        return (int) n;
+                for (ssize_t off = 0; off < n;) {
+                        struct dirent64 *de = (struct dirent64 *) (buf + off);
+                        const char *name = de->d_name;
+                        off += de->d_reclen;
+                        if ((name[0] == '.' && (!name[1] || (name[1] == '.' && !name[2]))) || listed(root_skip, name))
                                 continue;
-                        target[n] = '\0';
-                        if (symlink(target, dst) < 0)
-                                goto fail;
-                } else if (S_ISDIR(st.st_mode)) {
-                        if (mkdir(dst, 0755) < 0 || (!listed(root_empty, de->d_name) && bind_readonly(src, dst) < 0))
-                                goto fail;
+                        if (setup_root_entry(fd, root_dir, name, de->d_type) < 0)
+                                return -1;
                 }
         }
-        closedir(d);
-        return 0;
-fail:
-        closedir(d);
-        return -1;
 }
 
 static int bind_dev_node(const char *name) {
@@ -116,16 +151,20 @@ static int bind_dev_node(const char *name) {
         return mount(src, dst, NULL, MS_BIND, NULL);
 }
 
-/* A minimal /dev: the harmless nodes, a private devpts for terminals, /dev/shm. */
-static int setup_dev(void) {
+/* A minimal /dev, read-only: the harmless nodes, links, a private devpts for terminals, and
+ * /dev/shm a link to /run/shm (a directory of the sandbox's own tmpfs), as Debian had it once. The
+ * daemon's template (dev-template.h) has the nodes and links already: one bind. Without it, the
+ * host's nodes are bound one by one into a directory of the root tmpfs. */
+static int setup_dev_nodes(void) {
         static const char *const nodes[] = { "null", "zero", "full", "random", "urandom", "tty", NULL };
         static const char *const links[][2] = {
                 { "/proc/self/fd", "fd" },       { "/proc/self/fd/0", "stdin" }, { "/proc/self/fd/1", "stdout" },
-                { "/proc/self/fd/2", "stderr" }, { "pts/ptmx", "ptmx" },
+                { "/proc/self/fd/2", "stderr" }, { "pts/ptmx", "ptmx" },         { "/run/shm", "shm" },
         };
+        struct mount_attr ro = { .attr_set = MOUNT_ATTR_RDONLY };
         char path[64];
 
-        if (mount("tmpfs", NEWROOT "/dev", "tmpfs", MS_NOSUID | MS_NOEXEC, "mode=0755,size=64k") < 0)
+        if (bind_self(NEWROOT "/dev", MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC, 0) < 0)
                 return -1;
         for (const char *const *n = nodes; *n; n++)
                 if (bind_dev_node(*n) < 0)
@@ -135,14 +174,24 @@ static int setup_dev(void) {
                 if (symlink(links[i][0], path) < 0)
                         return -1;
         }
-        if (mkdir(NEWROOT "/dev/pts", 0755) < 0 || mkdir(NEWROOT "/dev/shm", 01777) < 0)
+        if (mkdir(NEWROOT "/dev/pts", 0755) < 0)
                 return -1;
-        if (mount("devpts", NEWROOT "/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC,
-                  "newinstance,ptmxmode=0666,mode=0620") < 0)
+        return mount_setattr(AT_FDCWD, NEWROOT "/dev", 0, &ro, sizeof(ro));
+}
+
+static int setup_dev_template(int dev_fd) {
+        struct mount_attr attr = { .attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC };
+        _cleanup_close_ int tree = open_tree(dev_fd, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH);
+
+        if (tree < 0 || mount_setattr(tree, "", AT_EMPTY_PATH, &attr, sizeof(attr)) < 0)
                 return -1;
-        if (mount("tmpfs", NEWROOT "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, "mode=01777") < 0)
+        return move_mount(tree, "", AT_FDCWD, NEWROOT "/dev", MOVE_MOUNT_F_EMPTY_PATH);
+}
+
+static int setup_dev(int dev_fd) {
+        if ((dev_fd >= 0 ? setup_dev_template(dev_fd) : setup_dev_nodes()) < 0 || make_dir(NEWROOT "/run/shm", 01777) < 0)
                 return -1;
-        return 0;
+        return mount("devpts", NEWROOT "/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC, "newinstance,ptmxmode=0666,mode=0620");
 }
 
 /* The workspace arrives as an fd: its host path may be closed to the sandbox's uids. */
@@ -159,6 +208,8 @@ static int setup_work(int workdir_fd) {
 /* Host paths that must not be reachable from inside: the state directory (other sandboxes'
  * workspaces) and the control sockets. A directory gets an empty read-only tmpfs, a file or
  * socket gets /dev/null bound over it. */
+static int mask_dir(int target_fd);
+
 static int setup_masks(const char *const *paths) {
         char dst[4096];
         struct stat st;
@@ -168,7 +219,8 @@ static int setup_masks(const char *const *paths) {
                 if (lstat(dst, &st) < 0)
                         continue; /* not visible inside anyway */
                 if (S_ISDIR(st.st_mode)) {
-                        if (mount("tmpfs", dst, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=4k,mode=0755") < 0)
+                        _cleanup_close_ int fd = open(dst, O_PATH | O_NOFOLLOW | O_DIRECTORY | O_CLOEXEC);
+                        if (fd < 0 || mask_dir(fd) < 0)
                                 return -1;
                 } else if (mount("/dev/null", dst, NULL, MS_BIND, NULL) < 0)
                         return -1;
@@ -269,10 +321,18 @@ static int mask_file(int target_fd, int null_fd) {
         return move_onto(tree, target_fd);
 }
 
-/* An empty read-only tmpfs, built detached and moved onto the fd. */
+/* An empty read-only tmpfs: made once (the first mask), then bound again for every other. */
+static int empty_fs = -EBADF;
+
 static int mask_dir(int target_fd) {
         _cleanup_close_ int tree = -EBADF;
-        _cleanup_close_ int fs = fsopen("tmpfs", FSOPEN_CLOEXEC);
+        _cleanup_close_ int fs = -EBADF;
+
+        if (empty_fs >= 0) {
+                tree = open_tree(empty_fs, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH);
+                return tree < 0 ? -1 : move_onto(tree, target_fd);
+        }
+        fs = fsopen("tmpfs", FSOPEN_CLOEXEC);
         if (fs < 0)
                 return -1;
         if (fsconfig(fs, FSCONFIG_SET_STRING, "size", "4k", 0) < 0 ||
@@ -280,9 +340,11 @@ static int mask_dir(int target_fd) {
             fsconfig(fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0)
                 return -1;
         tree = fsmount(fs, FSMOUNT_CLOEXEC, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC);
-        if (tree < 0)
+        if (tree < 0 || move_onto(tree, target_fd) < 0)
                 return -1;
-        return move_onto(tree, target_fd);
+        /* Attached now: the fd is a mount of our namespace, which open_tree can clone. */
+        empty_fs = TAKE_FD(tree);
+        return 0;
 }
 
 /* A read-only bind of the entry onto itself. */
@@ -388,10 +450,10 @@ static int setup_loopback(void) {
         return ioctl(fd, SIOCSIFFLAGS, &ifr);
 }
 
-static int setup_mounts(const InitParams *p, int workdir_fd) {
+static int setup_mounts(const InitParams *p, int workdir_fd, int dev_fd) {
         if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
                 return STEP_MOUNT_PRIVATE;
-        if (mount("tmpfs", NEWROOT, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=1m") < 0 ||
+        if (mount("tmpfs", NEWROOT, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755") < 0 ||
             setup_root(p->root_dir) < 0)
                 return STEP_ROOT;
         for (const char *const *d = (const char *const[]) { "proc", "dev", "tmp", "run", "work", "sys", NULL }; *d; d++) {
@@ -404,12 +466,12 @@ static int setup_mounts(const InitParams *p, int workdir_fd) {
                 return STEP_ROOT;
         if (mount("proc", NEWROOT "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
                 return STEP_PROC;
-        if (setup_dev() < 0)
+        if (setup_dev(dev_fd) < 0)
                 return STEP_DEV;
         if (setup_kernel_masks() < 0)
                 return STEP_MASK;
-        if (mount("tmpfs", NEWROOT "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "mode=01777") < 0 ||
-            mount("tmpfs", NEWROOT "/run", "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755") < 0)
+        if (chmod(NEWROOT "/tmp", 01777) < 0 || bind_self(NEWROOT "/tmp", MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, 0) < 0 ||
+            bind_self(NEWROOT "/run", MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, 0) < 0)
                 return STEP_TMP;
         if (setup_work(workdir_fd) < 0)
                 return STEP_WORK;
@@ -422,14 +484,14 @@ static int setup_mounts(const InitParams *p, int workdir_fd) {
 
 static int read_map_count(const char *file, unsigned *ret) {
         unsigned inside, outside, count;
-        FILE *f = fopen(file, "re");
-        int n;
+        char buf[128];
+        ssize_t n;
+        _cleanup_close_ int fd = open(file, O_RDONLY | O_CLOEXEC);
 
-        if (!f)
+        if (fd < 0 || (n = read(fd, buf, sizeof(buf) - 1)) < 0)
                 return -1;
-        n = fscanf(f, "%u %u %u", &inside, &outside, &count);
-        fclose(f);
-        if (n != 3 || inside != 0) {
+        buf[n] = '\0';
+        if (sscanf(buf, "%u %u %u", &inside, &outside, &count) != 3 || inside != 0) {
                 errno = EBADMSG;
                 return -1;
         }
@@ -445,19 +507,29 @@ static int write_file(const char *path, const char *text) {
 }
 
 /* The child that stays in the outer user namespace, where CAP_SETUID over the inner one is held,
- * and maps the inner one's ids 1:1 onto the outer ones once the init has made it. */
-_Noreturn static void map_writer(int go_fd, unsigned count) {
+ * and maps the inner one's ids 1:1 onto the outer ones once the init has made it. It shares our
+ * memory (CLONE_VM, on a stack of its own): no page table is copied and no copy-on-write fault
+ * follows, which a fork here cost. It touches nothing of ours but its arguments; errno it sets
+ * only on its failure paths, after which the init fails with EPERM whatever errno says. */
+typedef struct MapWriter {
+        int go_fd;
+        pid_t parent;
+        unsigned count;
+} MapWriter;
+
+static int map_writer(void *userdata) {
+        const MapWriter *w = userdata;
         char path[64], map[64];
         char c;
 
-        if (read(go_fd, &c, 1) != 1)
-                _exit(1);
-        snprintf(map, sizeof(map), "0 0 %u\n", count);
-        snprintf(path, sizeof(path), "/proc/%d/uid_map", (int) getppid());
+        if (read(w->go_fd, &c, 1) != 1)
+                return 1;
+        snprintf(map, sizeof(map), "0 0 %u\n", w->count);
+        snprintf(path, sizeof(path), "/proc/%d/uid_map", (int) w->parent);
         if (write_file(path, map) < 0)
-                _exit(1);
-        snprintf(path, sizeof(path), "/proc/%d/gid_map", (int) getppid());
-        _exit(write_file(path, map) < 0 ? 1 : 0);
+                return 1;
+        snprintf(path, sizeof(path), "/proc/%d/gid_map", (int) w->parent);
+        return write_file(path, map) < 0 ? 1 : 0;
 }
 
 /* Mounts made in a mount namespace are not locked for whoever owns it: root of the sandbox
@@ -470,20 +542,18 @@ _Noreturn static void map_writer(int go_fd, unsigned count) {
  * cannot change the hostname or the network, or mount a procfs or sysfs, even in a nested
  * mount namespace. setgroups stays denied (inherited). */
 static int lock_mounts(void) {
+        char stack[8192] __attribute__((aligned(16))); /* the setup above has touched these pages already */
         int go[2], status = 0;
-        unsigned count;
+        MapWriter w = { .parent = getpid() };
         pid_t pid;
 
-        if (read_map_count("/proc/self/uid_map", &count) < 0 || pipe2(go, O_CLOEXEC) < 0)
+        if (read_map_count("/proc/self/uid_map", &w.count) < 0 || pipe2(go, O_CLOEXEC) < 0)
                 return -1;
+        w.go_fd = go[0];
         /* The writer (our uid) must be able to open our /proc files: nothing else of the
          * sandbox exists yet to take advantage of it. */
         (void) prctl(PR_SET_DUMPABLE, 1);
-        pid = fork();
-        if (pid == 0) {
-                close(go[1]);
-                map_writer(go[0], count);
-        }
+        pid = clone(map_writer, stack + sizeof(stack), CLONE_VM | SIGCHLD, &w);
         close(go[0]);
         if (pid < 0 || unshare(CLONE_NEWUSER | CLONE_NEWNS) < 0) {
                 int saved = errno;
@@ -523,7 +593,7 @@ _Noreturn static void reap_forever(void) {
 
 _Noreturn void sandbox_init_main(const InitParams *p) {
         SpawnReport r = { .kind = REPORT_READY };
-        int step, workdir_fd;
+        int step, workdir_fd, dev_fd;
         char c;
 
         /* Not dumpable: nothing in the sandbox may ptrace us or open our /proc/1/exe. No parent-
@@ -537,13 +607,18 @@ _Noreturn void sandbox_init_main(const InitParams *p) {
         workdir_fd = open(p->workdir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (workdir_fd < 0)
                 init_fail(p->sync_fd, STEP_WORK);
+        /* Likewise the /dev template, which the new root's tmpfs may hide (a state directory
+         * below /tmp). */
+        dev_fd = p->dev_dir ? open(p->dev_dir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : -EBADF;
+        if (p->dev_dir && dev_fd < 0)
+                init_fail(p->sync_fd, STEP_DEV);
         if (setresgid(0, 0, 0) < 0 || setresuid(0, 0, 0) < 0)
                 init_fail(p->sync_fd, STEP_SETUID);
         /* Our own cgroup namespace, rooted at the sandbox's cgroup (clone3 would root it at the
          * daemon's). */
         if (!p->cgroupns_ready && unshare(CLONE_NEWCGROUP) < 0)
                 init_fail(p->sync_fd, STEP_CGROUPNS);
-        step = setup_mounts(p, workdir_fd);
+        step = setup_mounts(p, workdir_fd, dev_fd);
         if (step != STEP_NONE)
                 init_fail(p->sync_fd, step);
         if (sethostname(p->hostname, strlen(p->hostname)) < 0)

@@ -341,6 +341,7 @@ static int sandbox_spawn_init(Sandbox *s) {
                 .workdir = sandbox_workdir_path(s, workdir, sizeof(workdir)),
                 .root_dir = m->config.root_dir,
                 .hostname = "sandbox",
+                .dev_dir = m->dev_dir,
                 .mask_paths = sandbox_mask_paths(m),
         };
         int sp[2];

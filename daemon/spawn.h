@@ -72,6 +72,7 @@ typedef struct InitParams {
         const char *workdir; /* host path of the workspace */
         const char *root_dir;
         const char *hostname;
+        const char *dev_dir; /* bound as /dev (dev-template.h); NULL: the host's nodes one by one */
         const char *const *mask_paths; /* hidden inside (state dir, control sockets) */
         bool cgroupns_ready; /* born in the sandbox's own cgroup namespace: no unshare */
 } InitParams;

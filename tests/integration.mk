@@ -7,6 +7,7 @@ INTEGRATION_TESTS = \
 	tests/t-activation.sh \
 	tests/t-durability.sh \
 	tests/t-conf.sh \
+	tests/t-dev.sh \
 	tests/t-doctor.sh \
 	tests/t-leak.sh \
 	tests/t-protocol.sh \

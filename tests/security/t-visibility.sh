@@ -43,7 +43,9 @@ for name in ("kcore", "keys", "timer_list", "sched_debug"):
     code, out, err = sh("[ -e /proc/%s ] || { echo absent; exit 0; }; head -c 4096 /proc/%s | wc -c" % (name, name))
     check(out.strip() in ("0", "absent"), "/proc/%s reads back nothing" % name, code, out, err)
 code, out, err = sh("ls -A /run /tmp | grep -v '^/\\|^$'")
-is_(out.strip(), "", "/run and /tmp inside start empty")
+is_(out.strip(), "shm", "/run and /tmp inside start empty but for /run/shm (the sandbox's own /dev/shm)")
+code, out, err = sh("readlink /dev/shm; stat -f -c %T /dev/shm/; ls -A /run/shm | wc -l")
+is_(out.split(), ["/run/shm", "tmpfs", "0"], "/dev/shm is the sandbox's /run/shm: tmpfs, empty")
 code, out, err = sh("echo h > /proc/sysrq-trigger")
 if os.path.exists("/proc/sysrq-trigger"):
     check(code != 0 and re.search(r"Read-only|Permission denied|Operation not permitted", err),
