@@ -44,7 +44,7 @@ typedef struct Manager {
         Sandbox *sandboxes;
         unsigned n_sandboxes; /* pooled ones included */
         unsigned n_pooled;
-        sd_event_source *pool_refill, *pool_retry;
+        sd_event_source *pool_refill, *pool_retry, *pool_taken;
         unsigned n_runs;
         uint8_t *uid_slots; /* one byte per uid range: in use or not */
         char (*tombstones)[24]; /* ids of destroyed sandboxes, a ring */

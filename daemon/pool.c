@@ -10,6 +10,7 @@
 #include "util.h"
 
 #define POOL_RETRY_USEC (1 * USEC_PER_SEC)
+#define POOL_TAKEN_REFILL_USEC (50 * USEC_PER_MSEC)
 
 static int on_pool_refill(sd_event_source *src, void *userdata);
 
@@ -36,6 +37,26 @@ static int on_pool_retry(sd_event_source *src, uint64_t usec, void *userdata) {
         m->pool_retry = sd_event_source_disable_unref(m->pool_retry);
         pool_schedule_refill(m);
         return 0;
+}
+
+static int on_pool_taken(sd_event_source *src, uint64_t usec, void *userdata) {
+        pool_taken_done(userdata);
+        return 0;
+}
+
+void pool_taken_done(Manager *m) {
+        m->pool_taken = sd_event_source_disable_unref(m->pool_taken);
+        pool_schedule_refill(m);
+}
+
+/* The refill after a take waits for the taken sandbox's end, or POOL_TAKEN_REFILL_USEC. */
+static void pool_schedule_refill_after_take(Manager *m) {
+        if (m->pool_taken) {
+                (void) sd_event_source_set_time_relative(m->pool_taken, POOL_TAKEN_REFILL_USEC);
+                (void) sd_event_source_set_enabled(m->pool_taken, SD_EVENT_ONESHOT);
+        } else if (sd_event_add_time_relative(m->event, &m->pool_taken, CLOCK_MONOTONIC, POOL_TAKEN_REFILL_USEC,
+                                              USEC_PER_MSEC, on_pool_taken, m) < 0)
+                pool_schedule_refill(m);
 }
 
 static int pool_add_one(Manager *m) {
@@ -109,12 +130,17 @@ int pool_take(Manager *m, json_object *req, uid_t owner, Sandbox **ret, ProtoErr
                 return 0;
         }
         s->pooled = false;
+        s->from_pool = true;
         m->n_pooled--;
         s->owner_uid = owner;
         s->best_effort = want.best_effort;
         s->env = TAKE_PTR(want.env);
         sandbox_request_done(&want);
-        pool_schedule_refill(m);
+        /* With none left, the next throwaway would wait for a new one: make it now. */
+        if (m->n_pooled == 0)
+                pool_schedule_refill(m);
+        else
+                pool_schedule_refill_after_take(m);
         *ret = s;
         return 1;
 }
@@ -122,4 +148,5 @@ int pool_take(Manager *m, json_object *req, uid_t owner, Sandbox **ret, ProtoErr
 void pool_done(Manager *m) {
         m->pool_refill = sd_event_source_disable_unref(m->pool_refill);
         m->pool_retry = sd_event_source_disable_unref(m->pool_retry);
+        m->pool_taken = sd_event_source_disable_unref(m->pool_taken);
 }

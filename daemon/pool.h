@@ -17,6 +17,12 @@ typedef struct Sandbox Sandbox;
 /* Starts (or continues) filling the pool; cheap to call often. */
 void pool_schedule_refill(Manager *m);
 
+/* A sandbox taken from the pool is gone (destroyed): its place is refilled now.
+ * Until then (or POOL_TAKEN_REFILL_USEC after it was taken, for a long run), making its successor
+ * would compete for the CPUs with the very run it was taken for, unless the take left the pool
+ * empty: then the refill starts at once. */
+void pool_taken_done(Manager *m);
+
 /* A pooled sandbox (ready, else the one closest to it) that fits a throwaway run's request, now
  * the owner's and ephemeral:
  * 1 with *ret set, 0 when none fits (the caller makes one), or < 0 with err set when the request

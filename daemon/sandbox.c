@@ -772,6 +772,10 @@ static void sandbox_remove_workspace(Sandbox *s) {
 
         if (s->keep_workspace)
                 return;
+        /* A throwaway has no record to lose half-way, and its workspace is mostly empty: if a
+         * crash interrupts this, the next start removes what is left (state.c). */
+        if (s->ephemeral && remove_if_empty(m->state_fd, s->id) == 0)
+                return;
         snprintf(trash, sizeof(trash), ".trash-%s", s->id);
         if (renameat(m->state_fd, s->id, m->state_fd, trash) < 0) {
                 if (errno != ENOENT)
@@ -785,7 +789,11 @@ static void sandbox_remove_workspace(Sandbox *s) {
 
 static void sandbox_finish_destroy(Sandbox *s) {
         Manager *m = s->manager;
-        int r = cg_remove_tree(m->cg.sandboxes_fd, s->id);
+        int r;
+
+        if (s->cg_fd >= 0)
+                (void) unlinkat(s->cg_fd, "init", AT_REMOVEDIR);
+        r = cg_remove_tree(m->cg.sandboxes_fd, s->id);
         if (r < 0)
                 log_warning("sandbox %s: cannot remove its cgroup: %s", s->id, strerror(-r));
         sandbox_remove_workspace(s);
@@ -879,6 +887,9 @@ Sandbox *sandbox_free(Sandbox *s) {
                 s->manager->n_pooled--;
                 pool_schedule_refill(s->manager);
         }
+        /* Refilled once the taken one is gone: its teardown is the kernel's busiest moment. */
+        if (s->from_pool)
+                pool_taken_done(s->manager);
         snapshot_job_abort(s);
         sandbox_restart_cancel(s);
         sd_event_source_disable_unref(s->setup_source);

@@ -66,6 +66,7 @@ typedef struct Sandbox {
         bool ephemeral;    /* made for one run, destroyed after it */
         SandboxUser user;  /* its runs' default: "sandbox" (uid 1000) unless "user":"root" */
         bool pooled;       /* waiting in the pool (pool.h): no one's, invisible, not counted */
+        bool from_pool;    /* taken from it: its end refills the pool (pool_taken_done) */
         json_object *env;  /* default environment for runs, or NULL */
         uint64_t created_usec; /* CLOCK_REALTIME */
         uint64_t restored_usec; /* when a restarted daemon brought it back, or 0 */
