@@ -60,6 +60,20 @@ int bench_daemon_reset_hwm(Bench *b);
 int bench_inits_kb(Bench *b, unsigned *ret_n, long *ret_pss, long *ret_private);
 /* The host's MemAvailable (everything the sandboxes cost, the kernel's share included). */
 long bench_mem_available_kb(void);
+/* The whole machine's busy CPU time (every CPU, the kernel's threads included, from /proc/stat at
+ * the clock tick's resolution) since bench_cpu_start(): what a scenario costs in CPU, which is
+ * what bounds its rate on a machine with few CPUs. -1 when /proc/stat cannot be read. */
+typedef struct CpuMeter {
+        unsigned long long busy, total;
+} CpuMeter;
+void bench_cpu_start(CpuMeter *m);
+double bench_cpu_busy_ms(const CpuMeter *m);
+
+/* Waits until the machine is quiet (under 10% busy over two 250 ms windows in a row), at most
+ * max_s seconds: what a burst of creations or destructions leaves to the kernel (RCU callbacks,
+ * namespace cleanup in kworkers) is not measured as the cost of what comes next. Returns the
+ * seconds waited. */
+double bench_settle(double max_s);
 int bench_find_daemon(Bench *b, SbxClient *c);
 
 void bench_row(Bench *b, const char *scenario, Samples *s, double runs_per_s, const char *fmt, ...)

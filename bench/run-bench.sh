@@ -4,10 +4,12 @@
 # directory and cgroup2 directory, runs sandboxd-bench against it, then stops the daemon and
 # removes everything it made (cgroup directories bottom-up with rmdir, the temp dir).
 # Env: SANDBOXD, BENCH (the binaries; `make bench` sets both), BENCH_KEEP_LOG=1 keeps the log,
-#   POOL_SIZE=N sets the daemon's pool_size.
+#   POOL_SIZE=N sets the daemon's pool_size. SANDBOXCTL=PATH: the sandboxctl of the anchors rows
+#   (default: the build tree's).
 #   ANCHORS=.../anchors/run.sh: afterwards, runs that peers' harness (its own env knobs: QUICK,
 #   OUT, ...) with two EXTRA_ROWS that go through sandboxctl to this same daemon: a throwaway run
-#   and a run in an existing sandbox. BUILDDIR locates sandboxctl (the real binary in ctl/.libs,
+#   and a run in an existing sandbox; then the same two and bwrap 30 ms apart (spaced_rows).
+#   BUILDDIR locates sandboxctl (the real binary in ctl/.libs,
 #   not libtool's wrapper script, which costs ~50 ms per start).
 # Never touches cgroup v1 hierarchies: the cgroup2 mount is found by fs type in mountinfo.
 set -u
@@ -43,9 +45,16 @@ cleanup() {
 	fi
 }
 
-# Sets CTL (and LD_LIBRARY_PATH for a libtool build tree's uninstalled binary).
+# Sets CTL: $SANDBOXCTL when set (an installed sandboxctl, which finds libsandbox through
+# ld.so.cache as an installed bwrap finds its libraries: the fair comparison), else the build
+# tree's, with LD_LIBRARY_PATH (exported to every row, peers included: the loader then looks for
+# each library in a dozen subdirectories of it first, about 0.1 ms a start for everyone).
 find_sandboxctl() {
 	local b=${BUILDDIR:-.}
+	if [[ -n ${SANDBOXCTL:-} ]]; then
+		CTL=$SANDBOXCTL
+		return
+	fi
 	CTL=$b/ctl/sandboxctl
 	if [[ -x $b/ctl/.libs/sandboxctl ]]; then
 		CTL=$b/ctl/.libs/sandboxctl
@@ -62,8 +71,39 @@ run_anchors() {
 	EXTRA_ROWS="sandboxd|throwaway run (sandboxctl)|$ctl --socket $T/sock run ${BEST_EFFORT:-} --
 sandboxd|run in an existing sandbox (sandboxctl)|$ctl --socket $T/sock run --sandbox $id --" bash "$ANCHORS"
 	local rc=$?
+	spaced_rows "$ctl" "$id" || rc=1
 	"$ctl" --socket "$T/sock" destroy "$id" >/dev/null || rc=1
 	return $rc
+}
+
+# The anchors' rows run back to back, which keeps two CPUs busy with making and destroying
+# sandboxes: the pool is empty then. These rows run the same commands 30 ms apart (hyperfine
+# --prepare 'sleep 0.03', not timed), as requests of an agent arrive, so that a throwaway run
+# finds the pool refilled; bwrap gets the same spacing.
+spaced_rows() {
+	local ctl=$1 id=$2 j=$T/spaced.json bw
+	command -v hyperfine >/dev/null || return 0
+	bw=$(command -v bwrap) || return 0
+	echo
+	echo "# spaced: each run 30 ms after the previous one ended; ${RUNS:-40} runs after ${WARMUP:-5} warm-up"
+	hyperfine -N --style none --warmup "${WARMUP:-5}" --runs "${RUNS:-40}" --prepare 'sleep 0.03' --export-json "$j" \
+		"$bw --unshare-all --ro-bind / / --dev /dev --proc /proc /bin/true" \
+		"$ctl --socket $T/sock run ${BEST_EFFORT:-} -- /bin/true" \
+		"$ctl --socket $T/sock run --sandbox $id -- /bin/true" >/dev/null 2>"$T/spaced.err" ||
+		{ cat "$T/spaced.err" >&2; return 1; }
+	python3 - "$j" <<'EOF'
+import json, sys
+rows = ["bwrap --unshare-all --ro-bind / / --dev /dev --proc /proc", "sandboxctl throwaway run",
+        "sandboxctl run in an existing sandbox"]
+res = json.load(open(sys.argv[1]))["results"]
+bw = sorted(res[0]["times"])[len(res[0]["times"]) // 2]
+print("| spaced 30 ms | /bin/true median ms | p99 ms | ratio to bwrap |")
+print("|---|---:|---:|---:|")
+for name, r in zip(rows, res):
+    t = sorted(r["times"])
+    med, p99 = t[len(t) // 2], t[min(len(t) - 1, int(len(t) * 0.99))]
+    print("| %s | %.3f | %.3f | %.2f |" % (name, med * 1e3, p99 * 1e3, med / bw))
+EOF
 }
 
 [[ $(id -u) == 0 ]] || die "must run as root (sandboxd creates user namespaces and cgroups)"

@@ -89,9 +89,14 @@ static int concurrent_rows(Bench *b, const char *what, worker_fn fn, const char 
         for (size_t i = 0; i < b->n_clients; i++) {
                 unsigned k = b->clients[i];
                 Samples s = {}, st = {};
-                double wall;
+                double wall, cpu;
                 char name[128];
-                int r = bench_concurrent(b, fn, sandbox, connect, k, b->runs, &s, &st, &wall);
+                CpuMeter m;
+                int r;
+
+                bench_cpu_start(&m);
+                r = bench_concurrent(b, fn, sandbox, connect, k, b->runs, &s, &st, &wall);
+                cpu = bench_cpu_busy_ms(&m);
 
                 if (r < 0) {
                         samples_done(&s);
@@ -101,9 +106,11 @@ static int concurrent_rows(Bench *b, const char *what, worker_fn fn, const char 
                 snprintf(name, sizeof(name), "%s, %u client%s", what, k, k == 1 ? "" : "s");
                 if (st.n)
                         bench_row(b, name, &s, (double) s.n * 1e3 / wall,
-                                  "%zu runs; `started` event after %.3f ms (median)", s.n, samples_quantile(&st, 0.5));
+                                  "%zu runs; `started` event after %.3f ms (median); machine CPU %.2f ms per run", s.n,
+                                  samples_quantile(&st, 0.5), s.n ? cpu / (double) s.n : 0.0);
                 else
-                        bench_row(b, name, &s, (double) s.n * 1e3 / wall, "%zu runs", s.n);
+                        bench_row(b, name, &s, (double) s.n * 1e3 / wall, "%zu runs; machine CPU %.2f ms per run", s.n,
+                                  s.n ? cpu / (double) s.n : 0.0);
                 samples_done(&s);
                 samples_done(&st);
         }
@@ -158,17 +165,22 @@ int scenario_create(Bench *b) {
         Samples cre = {}, des = {}, both = {};
         SbxClient *c = NULL;
         struct timespec t0, t1;
+        CpuMeter m;
+        double cpu;
         int r = bench_connect(b, &c);
 
         for (unsigned i = 0; r >= 0 && i < b->runs / 10 + 3; i++)
                 r = create_destroy_once(b, c, NULL, NULL, NULL);
+        bench_cpu_start(&m);
         t0 = now_mono();
         for (unsigned i = 0; r >= 0 && i < b->runs; i++)
                 r = create_destroy_once(b, c, &cre, &des, &both);
         t1 = now_mono();
+        cpu = bench_cpu_busy_ms(&m);
         if (r >= 0) {
                 double rate = (double) both.n * 1e3 / ts_ms(&t0, &t1);
-                bench_row(b, "create + destroy a persistent sandbox", &both, rate, "pairs/s; %zu pairs", both.n);
+                bench_row(b, "create + destroy a persistent sandbox", &both, rate, "pairs/s; %zu pairs; machine CPU %.2f ms per pair",
+                          both.n, both.n ? cpu / (double) both.n : 0.0);
                 bench_row(b, "  create alone", &cre, 0, "same loop");
                 bench_row(b, "  destroy alone", &des, 0, "same loop");
         }
@@ -197,16 +209,17 @@ static int many_create(Bench *b, SbxClient *c, char **ids, Samples *s, double *r
 }
 
 /* Runs round-robin over all the sandboxes, so every one of them is touched. */
-static int many_runs(Bench *b, SbxClient *c, char **ids, Samples *s, double *ret_wall) {
+/* Runs round-robin over ids[0..n). */
+static int many_runs(Bench *b, SbxClient *c, char **ids, unsigned n, Samples *s, double *ret_wall) {
         struct timespec t0, t1;
         int r = 0;
 
         for (unsigned i = 0; r >= 0 && i < b->runs / 10 + 3; i++)
-                r = run_checked(c, run_req(b, ids[i % b->sandboxes], argv_true), NULL);
+                r = run_checked(c, run_req(b, ids[i % n], argv_true), NULL);
         t0 = now_mono();
         for (unsigned i = 0; r >= 0 && i < b->runs; i++) {
                 struct timespec a = now_mono(), z;
-                r = run_checked(c, run_req(b, ids[i % b->sandboxes], argv_true), NULL);
+                r = run_checked(c, run_req(b, ids[i % n], argv_true), NULL);
                 z = now_mono();
                 samples_add(s, ts_ms(&a, &z));
         }
@@ -215,11 +228,12 @@ static int many_runs(Bench *b, SbxClient *c, char **ids, Samples *s, double *ret
         return r;
 }
 
-static int many_destroy(Bench *b, SbxClient *c, char **ids, Samples *s, double *ret_wall) {
+/* ids[from..] */
+static int many_destroy(Bench *b, SbxClient *c, char **ids, unsigned from, Samples *s, double *ret_wall) {
         struct timespec t0 = now_mono(), t1;
         int r = 0;
 
-        for (unsigned i = 0; i < b->sandboxes && ids[i]; i++) {
+        for (unsigned i = from; i < b->sandboxes && ids[i]; i++) {
                 struct timespec a = now_mono(), z;
                 int q = bench_destroy(c, ids[i]);
                 z = now_mono();
@@ -232,11 +246,16 @@ static int many_destroy(Bench *b, SbxClient *c, char **ids, Samples *s, double *
         return r;
 }
 
+/* Creates b->sandboxes sandboxes and keeps them; runs round-robin over all of them; destroys all
+ * but the first; runs in that one alone. Both run rows come after the machine has settled
+ * (bench_settle), in the same scenario, so that their ratio is what having the others alive
+ * costs, not what the kernel still owes for making or destroying them. */
 int scenario_many(Bench *b) {
-        Samples cre = {}, run = {}, des = {};
+        Samples cre = {}, run = {}, one = {}, des = {};
         char **ids = calloc(b->sandboxes, sizeof(char *));
+        char *first = NULL;
         SbxClient *c = NULL;
-        double w_cre = 0, w_run = 0, w_des = 0;
+        double w_cre = 0, w_run = 0, w_one = 0, w_des = 0, settle_many = 0, settle_one = 0;
         long rss0, rss1, rss2, avail0, avail1, pss = 0, priv = 0;
         unsigned n_inits = 0;
         char name[128];
@@ -252,13 +271,23 @@ int scenario_many(Bench *b) {
         rss1 = bench_daemon_kb(b, "VmRSS");
         avail1 = bench_mem_available_kb();
         (void) bench_inits_kb(b, &n_inits, &pss, &priv);
-        if (r >= 0)
-                r = many_runs(b, c, ids, &run, &w_run);
-        int q = many_destroy(b, c, ids, &des, &w_des);
+        if (r >= 0) {
+                settle_many = bench_settle(30);
+                r = many_runs(b, c, ids, b->sandboxes, &run, &w_run);
+        }
+        int q = many_destroy(b, c, ids, 1, &des, &w_des);
         rss2 = bench_daemon_kb(b, "VmRSS");
         if (r >= 0)
                 r = q;
+        if (r >= 0 && ids[0]) {
+                settle_one = bench_settle(30);
+                r = many_runs(b, c, ids, 1, &one, &w_one);
+        }
+        first = ids[0];
+        if (first && (q = bench_destroy(c, first)) < 0 && r >= 0)
+                r = q;
         if (r >= 0) {
+                double m_many = samples_quantile(&run, 0.5), m_one = samples_quantile(&one, 0.5);
                 snprintf(name, sizeof(name), "create %u sandboxes, kept alive", b->sandboxes);
                 bench_row(b, name, &cre, (double) cre.n * 1e3 / w_cre,
                           "all %u in %.0f ms; daemon RSS %ld -> %ld KiB = %.1f KiB per sandbox; %u inits: Pss %.0f KiB, "
@@ -267,16 +296,21 @@ int scenario_many(Bench *b) {
                           n_inits ? (double) pss / n_inits : 0.0, n_inits ? (double) priv / n_inits : 0.0,
                           (double) (avail0 - avail1) / b->sandboxes);
                 snprintf(name, sizeof(name), "run /bin/true with %u sandboxes alive, 1 client", b->sandboxes);
-                bench_row(b, name, &run, (double) run.n * 1e3 / w_run, "round-robin over the %u", b->sandboxes);
-                snprintf(name, sizeof(name), "destroy the %u sandboxes", b->sandboxes);
-                bench_row(b, name, &des, (double) des.n * 1e3 / w_des, "all in %.0f ms; daemon RSS after: %ld KiB",
-                          w_des, rss2);
+                bench_row(b, name, &run, (double) run.n * 1e3 / w_run,
+                          "round-robin over the %u, after %.1f s for the machine to settle; %.2fx the row below", b->sandboxes,
+                          settle_many, m_one > 0 ? m_many / m_one : 0.0);
+                snprintf(name, sizeof(name), "destroy %u of them", b->sandboxes - 1);
+                bench_row(b, name, &des, (double) des.n * 1e3 / w_des, "all in %.0f ms; daemon RSS after: %ld KiB", w_des,
+                          rss2);
+                bench_row(b, "run /bin/true in the one left alive, 1 client", &one, (double) one.n * 1e3 / w_one,
+                          "after %.1f s for the machine to settle", settle_one);
         }
         for (unsigned i = 0; i < b->sandboxes; i++)
                 free(ids[i]);
         free(ids);
         samples_done(&cre);
         samples_done(&run);
+        samples_done(&one);
         samples_done(&des);
         sbx_client_free(c);
         return r;

@@ -291,6 +291,54 @@ int bench_inits_kb(Bench *b, unsigned *ret_n, long *ret_pss, long *ret_private) 
         return 0;
 }
 
+/* The machine's busy time and total time so far, in clock ticks (the first line of /proc/stat). */
+static int cpu_ticks(unsigned long long *busy, unsigned long long *total) {
+        unsigned long long v[8] = {};
+        FILE *f = fopen("/proc/stat", "re");
+        int n;
+
+        if (!f)
+                return -errno;
+        n = fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6],
+                   &v[7]);
+        fclose(f);
+        if (n != 8)
+                return -EBADMSG;
+        *busy = v[0] + v[1] + v[2] + v[5] + v[6] + v[7];
+        *total = *busy + v[3] + v[4];
+        return 0;
+}
+
+void bench_cpu_start(CpuMeter *m) {
+        if (cpu_ticks(&m->busy, &m->total) < 0)
+                m->busy = m->total = 0;
+}
+
+double bench_cpu_busy_ms(const CpuMeter *m) {
+        unsigned long long busy, total;
+        if (!m->total || cpu_ticks(&busy, &total) < 0)
+                return -1;
+        return (double) (busy - m->busy) * 1e3 / (double) sysconf(_SC_CLK_TCK);
+}
+
+double bench_settle(double max_s) {
+        struct timespec t0 = now_mono(), t;
+        unsigned quiet = 0;
+
+        for (;;) {
+                unsigned long long b0, t0_, b1, t1_;
+                if (cpu_ticks(&b0, &t0_) < 0)
+                        return -1;
+                (void) nanosleep(&(struct timespec) { .tv_nsec = 250 * 1000 * 1000 }, NULL);
+                if (cpu_ticks(&b1, &t1_) < 0)
+                        return -1;
+                quiet = t1_ > t0_ && (double) (b1 - b0) / (double) (t1_ - t0_) < 0.10 ? quiet + 1 : 0;
+                t = now_mono();
+                if (quiet >= 2 || ts_ms(&t0, &t) > max_s * 1e3)
+                        return ts_ms(&t0, &t) / 1e3;
+        }
+}
+
 long bench_mem_available_kb(void) {
         char line[256];
         long kb = -1;
