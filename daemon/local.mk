@@ -6,7 +6,7 @@ daemon_sandboxd_SOURCES = \
 	daemon/log.c daemon/log.h \
 	daemon/manager.c daemon/manager.h \
 	daemon/connection.c daemon/connection.h \
-	daemon/ops.c daemon/ops.h \
+	daemon/ops.c daemon/ops.h daemon/request-fields.c daemon/request-fields.h \
 	daemon/op-hello.c daemon/op-sandbox.c daemon/op-run.c daemon/op-pty.c daemon/op-snapshot.c \
 	daemon/cgroup.c daemon/cgroup.h daemon/cgroup-limits.c \
 	daemon/sandbox.c daemon/sandbox.h \

@@ -4,9 +4,10 @@
 #include "connection.h"
 #include "manager.h"
 #include "ops.h"
+#include "request-fields.h"
 #include "sandbox.h"
 
-#define ENVELOPE { "id", FIELD_ID, true }, { "op", FIELD_STRING, true }
+#define ENVELOPE REQUEST_ENVELOPE
 
 static const FieldSpec no_fields[] = { ENVELOPE, {} };
 static const FieldSpec list_fields[] = { ENVELOPE, { "usage", FIELD_BOOL }, {} };
@@ -25,28 +26,6 @@ static const FieldSpec create_fields[] = {
         {},
 };
 static const FieldSpec sweep_fields[] = { ENVELOPE, { "dry_run", FIELD_BOOL }, {} };
-static const FieldSpec run_fields[] = {
-        ENVELOPE,
-        { "sandbox", FIELD_STRING },
-        { "argv", FIELD_ARRAY },
-        { "command", FIELD_STRING },
-        { "env", FIELD_OBJECT },
-        { "cwd", FIELD_STRING },
-        { "stdin", FIELD_STRING },
-        { "stdin_encoding", FIELD_STRING },
-        { "timeout_s", FIELD_DURATION },
-        { "cpu_s", FIELD_DURATION },
-        { "output_bytes", FIELD_SIZE },
-        { "memory", FIELD_SIZE },
-        { "pids", FIELD_INT },
-        { "stream", FIELD_BOOL },
-        { "user", FIELD_STRING },
-        /* For a throwaway sandbox only. */
-        { "limits", FIELD_OBJECT },
-        { "network", FIELD_STRING },
-        { "best_effort", FIELD_BOOL },
-        {},
-};
 static const FieldSpec kill_fields[] = {
         ENVELOPE,
         { "run_id", FIELD_STRING, true },
@@ -115,7 +94,7 @@ static const Op ops[] = {
         { "list", op_list, list_fields },
         { "inspect", op_inspect, sandbox_fields },
         { "destroy", op_destroy, sandbox_fields },
-        { "run", op_run, run_fields },
+        { "run", op_run, request_run_fields },
         { "kill", op_kill, kill_fields },
         { "sweep", op_sweep, sweep_fields },
         { "pty.open", op_pty_open, pty_open_fields },

@@ -27,6 +27,7 @@
 #include "run-exec.h"
 #include "run.h"
 #include "pty.h"
+#include "request-fields.h"
 #include "sandbox.h"
 #include "snapshot.h"
 #include "spawn.h"
@@ -71,12 +72,6 @@ int sandbox_env_check(json_object *env, ProtoError *err) {
         return parse_env_object(env, err);
 }
 
-static const FieldSpec limits_fields[] = {
-        { "memory", FIELD_SIZE },       { "pids", FIELD_INT },          { "cpus", FIELD_DECIMAL },
-        { "timeout_s", FIELD_DURATION }, { "output_bytes", FIELD_SIZE }, { "disk", FIELD_SIZE },
-        {},
-};
-
 static int limit_over(const char *field, ProtoError *err, uint64_t max) {
         return proto_error_set(err, SBX_E_INVALID_REQUEST, field, "'%s' exceeds the configured maximum (%" PRIu64 ")",
                                field, max);
@@ -91,7 +86,7 @@ static int parse_limits(Manager *m, json_object *limits, SandboxLimits *l, Proto
                                c->default_output_bytes, c->default_disk };
         if (!limits)
                 return 0;
-        r = proto_check_fields(limits, limits_fields, "limits.", err);
+        r = proto_check_fields(limits, request_limits_fields, "limits.", err);
         if (r < 0)
                 return r;
         if ((r = proto_get_size(limits, "memory", &l->memory, err)) < 0 ||

@@ -18,7 +18,9 @@ tests_test_proto_LDADD = $(UNIT_LDADD)
 ## The corpus replay: the target compiled normally, one TAP line per corpus file.
 check_PROGRAMS += tests/fuzz/fuzz-request-replay
 TESTS += tests/fuzz/replay-request.sh
-tests_fuzz_fuzz_request_replay_SOURCES = tests/fuzz/fuzz-replay.c tests/fuzz/fuzz-request.c tests/fuzz/fuzz.h
+tests_fuzz_fuzz_request_replay_SOURCES = tests/fuzz/fuzz-replay.c tests/fuzz/fuzz-request.c tests/fuzz/fuzz.h \
+	daemon/request-fields.c daemon/request-fields.h
+tests_fuzz_fuzz_request_replay_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/daemon
 tests_fuzz_fuzz_request_replay_CFLAGS = $(UNIT_CFLAGS)
 tests_fuzz_fuzz_request_replay_LDADD = $(UNIT_LDADD)
 EXTRA_DIST += tests/fuzz/replay-request.sh tests/fuzz/corpus
@@ -30,7 +32,8 @@ FUZZ_TIME = 60
 FUZZ_ARGS =
 noinst_PROGRAMS += tests/fuzz/fuzz-request
 tests_fuzz_fuzz_request_SOURCES = tests/fuzz/fuzz-request.c tests/fuzz/fuzz.h \
-	lib/util.c lib/json-check.c lib/proto.c
+	lib/util.c lib/json-check.c lib/proto.c daemon/request-fields.c daemon/request-fields.h
+tests_fuzz_fuzz_request_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/daemon
 tests_fuzz_fuzz_request_CFLAGS = $(UNIT_CFLAGS) $(FUZZ_FLAGS)
 tests_fuzz_fuzz_request_LDFLAGS = $(AM_LDFLAGS) $(FUZZ_FLAGS)
 tests_fuzz_fuzz_request_LDADD = $(JSONC_LIBS)

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Fuzz target for what sandboxd does with the bytes a client sends, up to dispatch: framing
- * through a LineBuffer in chunks of varying size, strict decoding, the envelope, the field table
- * of "run" (the largest) and its typed getters, and the reply.
+ * through a LineBuffer in chunks of varying size, strict decoding, the envelope, the daemon's own
+ * field table of "run" (the largest; daemon/request-fields.c) and its typed getters, and the reply.
  *
  * Beyond "no crash, no leak", it checks three properties and aborts when one breaks:
  *  - the LineBuffer yields the same lines as a plain split on '\n' would, whatever the chunking;
@@ -15,44 +15,11 @@
 #include "fuzz.h"
 #include "macro.h"
 #include "proto.h"
+#include "request-fields.h"
 #include "util.h"
 
 /* Small, so that short inputs reach the over-long line paths. */
 #define FUZZ_MAX_LINE 512
-
-static const FieldSpec run_fields[] = {
-        { "id", FIELD_ID, true },
-        { "op", FIELD_STRING, true },
-        { "sandbox", FIELD_STRING },
-        { "argv", FIELD_ARRAY },
-        { "command", FIELD_STRING },
-        { "env", FIELD_OBJECT },
-        { "cwd", FIELD_STRING },
-        { "stdin", FIELD_STRING },
-        { "stdin_encoding", FIELD_STRING },
-        { "timeout_s", FIELD_DURATION },
-        { "cpu_s", FIELD_DURATION },
-        { "output_bytes", FIELD_SIZE },
-        { "memory", FIELD_SIZE },
-        { "pids", FIELD_INT },
-        { "limits", FIELD_OBJECT },
-        { "network", FIELD_STRING },
-        { "best_effort", FIELD_BOOL },
-        { "user", FIELD_STRING },
-        { "signal", FIELD_STRING },
-        { "files", FIELD_STRING_OR_ARRAY },
-        { "cpus", FIELD_NUMBER },
-        {}
-};
-
-static const FieldSpec limits_fields[] = {
-        { "memory", FIELD_SIZE },
-        { "pids", FIELD_INT },
-        { "cpus", FIELD_NUMBER },
-        { "timeout_s", FIELD_DURATION },
-        { "output_bytes", FIELD_SIZE },
-        {}
-};
 
 static void check(bool cond, const char *what) {
         if (!cond) {
@@ -69,10 +36,10 @@ static int check_limits(json_object *req, ProtoError *err) {
 
         if (!json_object_object_get_ex(req, "limits", &limits) || json_object_is_type(limits, json_type_null))
                 return 0;
-        if (proto_check_fields(limits, limits_fields, "limits.", err) < 0 ||
-            proto_get_size(limits, "memory", &u, err) < 0 || proto_get_uint(limits, "pids", 1, 4194304, &u, err) < 0 ||
+        if (proto_check_fields(limits, request_limits_fields, "limits.", err) < 0 ||
+            proto_get_size(limits, "memory", &u, err) < 0 || proto_get_uint(limits, "pids", 1, UINT32_MAX, &u, err) < 0 ||
             proto_get_cpus(limits, "cpus", &u, err) < 0 || proto_get_duration(limits, "timeout_s", &u, err) < 0 ||
-            proto_get_size(limits, "output_bytes", &u, err) < 0)
+            proto_get_size(limits, "output_bytes", &u, err) < 0 || proto_get_size(limits, "disk", &u, err) < 0)
                 return -EINVAL;
         return 0;
 }
@@ -99,7 +66,7 @@ static int check_stdin(json_object *req, ProtoError *err) {
 
 static int check_values(json_object *req, ProtoError *err) {
         _cleanup_free_ const char **argv = NULL;
-        const char *s, *sig = NULL;
+        const char *s;
         uint64_t u;
         bool b;
 
@@ -108,11 +75,10 @@ static int check_values(json_object *req, ProtoError *err) {
             proto_get_strv(req, "argv", 4096, 1 << 16, &argv, NULL, err) < 0 ||
             proto_get_duration(req, "timeout_s", &u, err) < 0 || proto_get_duration(req, "cpu_s", &u, err) < 0 ||
             proto_get_size(req, "output_bytes", &u, err) < 0 || proto_get_size(req, "memory", &u, err) < 0 ||
-            proto_get_uint(req, "pids", 1, UINT64_MAX, &u, err) < 0 || proto_get_cpus(req, "cpus", &u, err) < 0 ||
-            proto_get_bool(req, "best_effort", &b, err) < 0 || proto_get_string(req, "signal", 16, &sig, err) < 0)
+            proto_get_uint(req, "pids", 1, UINT64_MAX, &u, err) < 0 || proto_get_bool(req, "stream", &b, err) < 0 ||
+            proto_get_string(req, "user", 16, &s, err) < 0 || proto_get_string(req, "network", 16, &s, err) < 0 ||
+            proto_get_bool(req, "best_effort", &b, err) < 0)
                 return -EINVAL;
-        if (sig && signal_from_string(sig) < 0)
-                return proto_error_set(err, SBX_E_INVALID_REQUEST, "signal", "unknown signal '%s'", sig);
         if (check_limits(req, err) < 0 || check_stdin(req, err) < 0)
                 return -EINVAL;
         return 0;
@@ -153,7 +119,7 @@ static void handle_line(const char *line, size_t len) {
         } else {
                 request_must_round_trip(req);
                 if (proto_request_envelope(req, &id, &op, &err) < 0 ||
-                    proto_check_fields(req, run_fields, NULL, &err) < 0 || check_values(req, &err) < 0) {
+                    proto_check_fields(req, request_run_fields, NULL, &err) < 0 || check_values(req, &err) < 0) {
                         check(err.code == SBX_E_INVALID_REQUEST && err.message[0], "a refused request has no reason");
                         reply = proto_reply_error(id, &err);
                 } else

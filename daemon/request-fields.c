@@ -1,0 +1,31 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include "request-fields.h"
+
+const FieldSpec request_run_fields[] = {
+        REQUEST_ENVELOPE,
+        { "sandbox", FIELD_STRING },
+        { "argv", FIELD_ARRAY },
+        { "command", FIELD_STRING },
+        { "env", FIELD_OBJECT },
+        { "cwd", FIELD_STRING },
+        { "stdin", FIELD_STRING },
+        { "stdin_encoding", FIELD_STRING },
+        { "timeout_s", FIELD_DURATION },
+        { "cpu_s", FIELD_DURATION },
+        { "output_bytes", FIELD_SIZE },
+        { "memory", FIELD_SIZE },
+        { "pids", FIELD_INT },
+        { "stream", FIELD_BOOL },
+        { "user", FIELD_STRING },
+        /* For a throwaway sandbox only. */
+        { "limits", FIELD_OBJECT },
+        { "network", FIELD_STRING },
+        { "best_effort", FIELD_BOOL },
+        {},
+};
+
+const FieldSpec request_limits_fields[] = {
+        { "memory", FIELD_SIZE },       { "pids", FIELD_INT },          { "cpus", FIELD_DECIMAL },
+        { "timeout_s", FIELD_DURATION }, { "output_bytes", FIELD_SIZE }, { "disk", FIELD_SIZE },
+        {},
+};

@@ -1,0 +1,14 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The field tables of the largest requests, shared by the daemon (ops.c, sandbox.c) and the
+ * request fuzz target (tests/fuzz/fuzz-request.c), so that what is fuzzed is what is served. */
+#pragma once
+
+#include "proto.h"
+
+/* Every request's envelope. */
+#define REQUEST_ENVELOPE { "id", FIELD_ID, true }, { "op", FIELD_STRING, true }
+
+/* "run" (docs/protocol.md). */
+extern const FieldSpec request_run_fields[];
+/* "limits" of create and of a throwaway run; messages name them "limits.X". */
+extern const FieldSpec request_limits_fields[];
