@@ -36,16 +36,13 @@ static int state_dir_fd(Manager *m) {
 
 static json_object *note_json(Run *r) {
         json_object *o = json_object_new_object(), *argv = json_object_new_array();
-        char ts[32];
-        time_t t = time(NULL);
-        struct tm tm;
+        char ts[UTC_TIME_MAX];
         size_t i;
 
         for (i = 0; r->spec.argv && r->spec.argv[i] && i < NOTE_ARGS_MAX; i++)
                 json_object_array_add(argv, json_object_new_string_len(r->spec.argv[i],
                                                                        (int) strnlen(r->spec.argv[i], NOTE_ARG_BYTES)));
-        gmtime_r(&t, &tm);
-        strftime(ts, sizeof(ts), "%Y-%m-%dT%H:%M:%SZ", &tm);
+        format_utc(ts, now_usec(CLOCK_REALTIME));
         json_object_object_add(o, "sandbox", json_object_new_string(r->sandbox->id));
         json_object_object_add(o, "id", json_object_new_string(r->id));
         json_object_object_add(o, "argv", argv);

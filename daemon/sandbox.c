@@ -948,14 +948,6 @@ static json_object *sandbox_usage_json(Sandbox *s) {
         return u;
 }
 
-static const char *format_utc(char *buf, size_t len, uint64_t usec) {
-        time_t t = (time_t) (usec / USEC_PER_SEC);
-        struct tm tm;
-        gmtime_r(&t, &tm);
-        strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm);
-        return buf;
-}
-
 json_object *sandbox_to_json(Sandbox *s, bool with_usage) {
         json_object *o = json_object_new_object(), *l = json_object_new_object(), *e = json_object_new_object();
         char buf[4096], ts[32];
@@ -980,8 +972,8 @@ json_object *sandbox_to_json(Sandbox *s, bool with_usage) {
         json_object_object_add(o, "best_effort", json_object_new_boolean(s->best_effort));
         json_object_object_add(o, "network", json_object_new_string("none"));
         json_object_object_add(o, "user", json_object_new_string(sandbox_user_to_string(s->user)));
-        json_object_object_add(o, "created", json_object_new_string(format_utc(ts, sizeof(ts), s->created_usec)));
-        json_object_object_add(o, "restarted_at", s->restored_usec ? json_object_new_string(format_utc(ts, sizeof(ts),
+        json_object_object_add(o, "created", json_object_new_string(format_utc(ts, s->created_usec)));
+        json_object_object_add(o, "restarted_at", s->restored_usec ? json_object_new_string(format_utc(ts,
                                                                                                      s->restored_usec))
                                                                    : NULL);
         sweep_sandbox_json(s, o);

@@ -112,7 +112,7 @@ static int write_meta(int dir, const SnapshotJob *j, const CopyStats *st) {
         _cleanup_json_ json_object *o = json_object_new_object();
         _cleanup_free_ char *text = NULL;
         _cleanup_close_ int fd = -EBADF;
-        char ts[32];
+        char ts[UTC_TIME_MAX];
         size_t n;
         int r;
 
@@ -121,7 +121,7 @@ static int write_meta(int dir, const SnapshotJob *j, const CopyStats *st) {
         json_object_object_add(o, "label", j->label[0] ? json_object_new_string(j->label) : NULL);
         json_object_object_add(o, "sandbox", json_object_new_string(j->sandbox->id));
         json_object_object_add(o, "created_at",
-                               json_object_new_string(snapshot_format_time(ts, sizeof(ts), j->created_usec)));
+                               json_object_new_string(format_utc(ts, j->created_usec)));
         json_object_object_add(o, "created_usec", json_object_new_int64((int64_t) j->created_usec));
         json_object_object_add(o, "bytes", json_object_new_int64((int64_t) st->bytes));
         json_object_object_add(o, "files", json_object_new_int64((int64_t) st->files));

@@ -38,14 +38,6 @@ int snapshot_new_id(char ret[static SNAPSHOT_ID_LEN + 1]) {
         return 0;
 }
 
-const char *snapshot_format_time(char *buf, size_t len, uint64_t usec) {
-        time_t t = (time_t) (usec / USEC_PER_SEC);
-        struct tm tm;
-        gmtime_r(&t, &tm);
-        strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm);
-        return buf;
-}
-
 static int open_snapshots_dir(Sandbox *s) {
         _cleanup_close_ int dfd = openat(s->manager->state_fd, s->id, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         int fd;
@@ -177,11 +169,11 @@ int snapshot_list(Sandbox *s, SnapshotInfo **ret, size_t *ret_n) {
 
 json_object *snapshot_info_to_json(const SnapshotInfo *i) {
         json_object *o = json_object_new_object();
-        char ts[32];
+        char ts[UTC_TIME_MAX];
         json_object_object_add(o, "id", json_object_new_string(i->id));
         json_object_object_add(o, "label", i->label[0] ? json_object_new_string(i->label) : NULL);
         json_object_object_add(o, "created_at",
-                               json_object_new_string(snapshot_format_time(ts, sizeof(ts), i->created_usec)));
+                               json_object_new_string(format_utc(ts, i->created_usec)));
         json_object_object_add(o, "bytes", json_object_new_int64((int64_t) i->bytes));
         json_object_object_add(o, "files", json_object_new_int64((int64_t) i->files));
         return o;

@@ -58,7 +58,6 @@ int snapshot_delete(Sandbox *s, const char *snap_id);
 json_object *snapshot_info_to_json(const SnapshotInfo *i);
 /* The array for snapshot.list and inspect (an empty array when it cannot be read). */
 json_object *snapshot_list_json(Sandbox *s);
-const char *snapshot_format_time(char *buf, size_t len, uint64_t usec);
 
 /* At start, before the sandbox in <state>/sandboxes/<sandbox_id> is restored: removes half-made
  * snapshots and workspaces. -ESTALE when the sandbox is an unfinished fork and must go. */

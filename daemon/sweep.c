@@ -59,14 +59,6 @@ typedef struct Plan {
         uint64_t now_real, now_mono;
 } Plan;
 
-static const char *format_utc(char buf[static 32], uint64_t usec) {
-        time_t t = (time_t) (usec / USEC_PER_SEC);
-        struct tm tm;
-        gmtime_r(&t, &tm);
-        strftime(buf, 32, "%Y-%m-%dT%H:%M:%SZ", &tm);
-        return buf;
-}
-
 static const char *human(char buf[static 32], uint64_t bytes) {
         return format_size(buf, 32, bytes);
 }
@@ -134,7 +126,7 @@ static json_object *seconds_or_null(uint64_t usec) {
 
 void sweep_sandbox_json(Sandbox *s, json_object *o) {
         json_object *l;
-        char ts[32];
+        char ts[UTC_TIME_MAX];
 
         if (json_object_object_get_ex(o, "limits", &l))
                 json_object_object_add(l, "disk", s->limits.disk ? json_object_new_int64((int64_t) s->limits.disk) : NULL);
@@ -279,7 +271,7 @@ static void evict(Plan *p, size_t i, const char *why) {
         const SweepRecord *r = &p->recs[i];
         Tally *t = &p->t[r->sandbox];
         json_object *a = json_object_new_object();
-        char ts[32];
+        char ts[UTC_TIME_MAX];
 
         p->evicted[i] = true;
         t->left -= r->bytes < t->left ? r->bytes : t->left;
@@ -354,7 +346,7 @@ static json_object *usage_json(uint64_t bytes, uint64_t apparent, uint64_t files
 
 static json_object *snapshots_json(Plan *p, size_t index) {
         json_object *arr = json_object_new_array();
-        char ts[32];
+        char ts[UTC_TIME_MAX];
         for (size_t i = 0; i < p->n_recs; i++) {
                 const SweepRecord *r = &p->recs[i];
                 json_object *o;

@@ -305,6 +305,14 @@ uint64_t now_usec(int clock) {
         return (uint64_t) ts.tv_sec * USEC_PER_SEC + (uint64_t) ts.tv_nsec / 1000;
 }
 
+const char *format_utc(char buf[static UTC_TIME_MAX], uint64_t usec) {
+        time_t t = (time_t) (usec / USEC_PER_SEC);
+        struct tm tm;
+        if (!gmtime_r(&t, &tm) || strftime(buf, UTC_TIME_MAX, "%Y-%m-%dT%H:%M:%SZ", &tm) == 0)
+                buf[0] = '\0';
+        return buf;
+}
+
 size_t utf8_incomplete_tail(const char *buf, size_t n) {
         for (size_t k = 1; k <= 3 && k <= n; k++) {
                 unsigned char c = (unsigned char) buf[n - k];

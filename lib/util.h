@@ -40,6 +40,10 @@ int signal_from_string(const char *s);
 
 uint64_t now_usec(int clock);
 
+/* A CLOCK_REALTIME time in µs as "2026-11-30T12:00:00Z" (UTC, whole seconds) in buf. */
+#define UTC_TIME_MAX 32
+const char *format_utc(char buf[static UTC_TIME_MAX], uint64_t usec);
+
 /* write() until all of data is out, retrying on EINTR; -errno on failure. */
 int write_all(int fd, const void *data, size_t len);
 
