@@ -23,7 +23,7 @@ const Verb verb_list = {
 const Verb verb_inspect = {
         .name = "inspect",
         .args = "SANDBOX",
-        .summary = "Show a sandbox (by id or name): limits, what is enforced, usage",
+        .summary = "Show a sandbox (by id or name): limits, what is enforced, usage, sessions",
         .help = "",
         .failure_status = EXIT_FAILURE,
         .run = verb_inspect_run,
@@ -161,6 +161,36 @@ static void print_snapshots(json_object *snaps) {
         print_kv("snapshots", "%zu (latest %s, %s)", n, json_str(last, "id") ?: "-", json_str(last, "created_at") ?: "-");
 }
 
+/* One line a session: "pty-ID running, 1 attached: sh -l". */
+static void print_sessions(json_object *sessions) {
+        const char *key = "sessions";
+        size_t n;
+
+        if (!json_object_is_type(sessions, json_type_array))
+                return;
+        n = json_object_array_length(sessions);
+        if (n == 0) {
+                print_kv(key, "none");
+                return;
+        }
+        for (size_t i = 0; i < n; i++) {
+                json_object *p = json_object_array_get_idx(sessions, i), *argv = json_child(p, "argv");
+                char cmd[256] = "";
+                size_t len = 0;
+
+                for (size_t k = 0; json_object_is_type(argv, json_type_array) && k < json_object_array_length(argv); k++) {
+                        int w = snprintf(cmd + len, sizeof(cmd) - len, "%s%s", k ? " " : "",
+                                         json_object_get_string(json_object_array_get_idx(argv, k)));
+                        if (w < 0 || (size_t) w >= sizeof(cmd) - len)
+                                break;
+                        len += (size_t) w;
+                }
+                print_kv(key, "%s %s, %d attached: %s", json_str(p, "id") ?: "-", json_str(p, "state") ?: "-",
+                         json_object_get_int(json_child(p, "attached")), cmd);
+                key = "";
+        }
+}
+
 static void print_sandbox(json_object *sbx) {
         static const char *const plain[][2] = {
                 { "id", "id" },           { "name", "name" },       { "state", "state" },
@@ -182,6 +212,7 @@ static void print_sandbox(json_object *sbx) {
                 print_kv("runs in flight", "%s", fmt_value(buf, sbx, "runs_in_flight"));
         print_usage(json_child(sbx, "usage"));
         print_snapshots(json_child(sbx, "snapshots"));
+        print_sessions(json_child(sbx, "sessions"));
 }
 
 static int verb_inspect_run(int argc, char *argv[]) {

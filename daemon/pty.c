@@ -82,6 +82,7 @@ int pty_new(Sandbox *s, Connection *c, json_object *id, RunSpec *spec, bool pty,
         p->out_fd[0] = p->out_fd[1] = -EBADF;
         p->opener = connection_ref(c);
         p->open_id = json_object_get(id);
+        p->created_usec = now_usec(CLOCK_REALTIME);
         pty_link(s, p);
         *ret = p;
         return 0;
@@ -154,6 +155,29 @@ Session *pty_find(Manager *m, const char *id) {
                         if (strcmp(p->id, id) == 0)
                                 return p;
         return NULL;
+}
+
+json_object *pty_sessions_json(Sandbox *s) {
+        json_object *arr = json_object_new_array();
+        char ts[UTC_TIME_MAX];
+
+        for (Session *p = s->sessions; p; p = p->next) {
+                json_object *o = json_object_new_object(), *argv = json_object_new_array();
+                for (char **a = p->spec.argv; a && *a; a++)
+                        json_object_array_add(argv, json_object_new_string(*a));
+                json_object_object_add(o, "id", json_object_new_string(p->id));
+                json_object_object_add(o, "argv", argv);
+                json_object_object_add(o, "pty", json_object_new_boolean(p->pty));
+                json_object_object_add(o, "rows", p->pty ? json_object_new_int((int) p->rows) : NULL);
+                json_object_object_add(o, "cols", p->pty ? json_object_new_int((int) p->cols) : NULL);
+                json_object_object_add(o, "state",
+                                       json_object_new_string(!p->started ? "starting" : p->procs_gone ? "exited" : "running"));
+                json_object_object_add(o, "attached", json_object_new_int((int) p->n_subs));
+                json_object_object_add(o, "output_seq", json_object_new_int64((int64_t) p->ring.end));
+                json_object_object_add(o, "created", json_object_new_string(format_utc(ts, p->created_usec)));
+                json_object_array_add(arr, o);
+        }
+        return arr;
 }
 
 unsigned pty_count_owned(Manager *m, uid_t uid) {

@@ -79,6 +79,7 @@ typedef struct Session {
         json_object *open_id;
         bool started, helper_exited, procs_gone, output_done, free_when_done;
         SessionReason forced;
+        uint64_t created_usec;  /* CLOCK_REALTIME, for inspect */
         int wait_code, wait_status;
         int fail_step, fail_errno;
         struct Session *next, *prev;
@@ -89,6 +90,9 @@ int pty_new(Sandbox *s, Connection *c, json_object *id, RunSpec *spec, bool pty,
 /* Starts the program; the pty.open reply comes once it was exec'd (or could not be). */
 void pty_start(Session *p);
 Session *pty_find(Manager *m, const char *id);
+/* The sandbox's sessions for inspect: [{id, argv, pty, rows, cols, state, attached, output_seq,
+ * created}] (an empty array when there are none). */
+json_object *pty_sessions_json(Sandbox *s);
 unsigned pty_count_owned(Manager *m, uid_t uid);
 
 int pty_attach(Session *p, Connection *c, json_object *id, uint64_t from_seq, bool from_given, ProtoError *err);

@@ -11,7 +11,7 @@ session_idle_timeout = 6s
 EOF
 start_daemon --config "$T/sandboxd.conf" || exit 0
 sbx=$(jget "$(rpc '{"op":"create","best_effort":true}')" .sandbox.id)
-export SBX=$sbx CGS=$CG/sandboxes/$sbx
+export SBX=$sbx CGS=$CG/sandboxes/$sbx SANDBOXCTL
 
 run_py "terminal" 180 <<'PYEOF'
 import os, time
@@ -113,7 +113,7 @@ is_((e.get("code"), e.get("errno")), ("spawn_failed", "EACCES"), "a file that is
 PYEOF
 
 run_py "pipes, close, reattach" 240 <<'PYEOF'
-import os, time
+import os, re, subprocess, time
 from client import Conn, check, is_, wait_for
 from ptyclient import open_session, attach, err_code
 sbx, cgs = os.environ["SBX"], os.environ["CGS"]
@@ -208,11 +208,21 @@ r = b.call({"op": "pty.attach", "session": s.id, "from_seq": r["next_seq"] + 10 
 is_(err_code(r), "invalid_request", "from_seq beyond the output: invalid_request")
 r, s3 = attach(b, s.id)
 check(r.get("ok") and r.get("first_seq") == 0 and s3.wait_for("one-1"), "attach without from_seq replays the ring", r)
+def inspected(conn):
+    return [x for x in conn.call({"op": "inspect", "sandbox": sbx})["sandbox"]["sessions"] if x["id"] == s.id]
+i = inspected(b)
+check(len(i) == 1 and i[0]["state"] == "running" and i[0]["attached"] == 1 and i[0]["output_seq"] == r["next_seq"]
+      and isinstance(i[0]["argv"], list) and re.match(r"^20[0-9-]+T[0-9:]+Z$", i[0]["created"]),
+      "inspect lists the session: running, one client attached, its output so far, when it was opened", i)
+out = subprocess.run([os.environ["SANDBOXCTL"], "--socket", sock, "inspect", sbx], capture_output=True, text=True).stdout
+check(re.search(r"sessions: +%s running, 1 attached: " % s.id, out), "sandboxctl inspect shows the session", out)
 r = b.call({"op": "pty.detach", "session": s.id})
 is_(r.get("ok"), True, "pty.detach")
+is_([x["attached"] for x in inspected(b)], [0], "inspect: nobody attached after pty.detach")
 r = b.call({"op": "pty.detach", "session": s.id})
 is_(err_code(r), "conflict", "a second pty.detach: conflict (not attached)")
 b.call({"op": "pty.close", "session": s.id})
+is_(inspected(b), [], "inspect: the session is gone once pty.close answered")
 
 # Exact drop count: a detached session writes past its 256K ring.
 d = Conn(sock, 60)
