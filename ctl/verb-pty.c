@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* sandboxctl shell, exec, attach: interactive sessions. The local terminal goes raw (restored on
  * every way out), keys travel as bytes (Ctrl-C, Ctrl-Z included), the window size follows, and
- * the remote program's exit status becomes ours. Ctrl-] detaches. */
+ * the remote program's exit status becomes ours. Ctrl-] (or --detach-key) detaches. */
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -10,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/ioctl.h>
 #include <termios.h>
 #include <unistd.h>
@@ -17,16 +19,21 @@
 #include "sandboxctl.h"
 #include "util.h"
 
-#define DETACH_KEY 0x1d /* Ctrl-] */
+/* The byte that detaches (Ctrl-] by default; --detach-key), or -1 for none. */
+static int detach_key = 0x1d;
 
 static int verb_shell_run(int argc, char *argv[]);
 static int verb_exec_run(int argc, char *argv[]);
 static int verb_attach_run(int argc, char *argv[]);
 
+#define DETACH_KEY_OPTION                                                                         \
+        "     --detach-key KEY    The key that detaches: ctrl-X (X one of @, A-Z, [, \\, ], ^,\n"  \
+        "                         _; default ctrl-]), or none: every byte goes to the program\n"
+
 #define SESSION_NOTES                                                                             \
         "\nThe local terminal is put in raw mode while attached: every key, Ctrl-C and Ctrl-Z\n"  \
         "included, goes to the program, and the window size follows the local one. Ctrl-]\n"     \
-        "detaches (the session goes on; come back with 'sandboxctl attach SESSION'). The\n"      \
+        "(or --detach-key) detaches (the session goes on; come back with 'sandboxctl attach SESSION'). The\n"      \
         "session id is printed on stderr when it starts.\n"                                        \
         "\nExit status: the program's own (128+N for a signal N); 0 after a detach; 125 when\n" \
         "sandboxctl or sandboxd failed (e.g. spawn_failed: the program could not start).\n"
@@ -39,6 +46,7 @@ const Verb verb_shell = {
                 "  -e --env NAME=VALUE    Environment (repeatable); replaces the sandbox's default\n"
                 "  -w --cwd DIR           Working directory, /work or beneath it (default /work)\n"
                 "     --best-effort       Without SANDBOX: accept limits this host cannot enforce\n"
+                DETACH_KEY_OPTION
                 "\nWithout SANDBOX a throwaway sandbox is created for the shell and destroyed when\n"
                 "the shell ends (kept, and named, when you detach). The shell is $SHELL of the\n"
                 "session's environment when given as -e SHELL=/path, else /bin/sh, started as a\n"
@@ -56,6 +64,7 @@ const Verb verb_exec = {
                 "  -i --interactive       Send sandboxctl's standard input to the command\n"
                 "  -e --env NAME=VALUE    Environment (repeatable); replaces the sandbox's default\n"
                 "  -w --cwd DIR           Working directory, /work or beneath it (default /work)\n"
+                DETACH_KEY_OPTION
                 "\nWithout -t the command gets pipes: its stdout and stderr come out apart on\n"
                 "sandboxctl's, and its stdin is sandboxctl's with -i (until end of file), else empty.\n"
                 "With -t its output is the terminal's; -t without -i still forwards the keys of a\n"
@@ -70,12 +79,29 @@ const Verb verb_attach = {
         .summary = "Attach to a session again (its missed output first)",
         .help = "Options:\n"
                 "     --from-seq N        Replay the output from byte N on (default: all that the\n"
-                "                         session's ring still holds); what is gone is reported\n" SESSION_NOTES,
+                "                         session's ring still holds); what is gone is reported\n"
+                DETACH_KEY_OPTION SESSION_NOTES,
         .failure_status = EXIT_RUNNER_FAILED,
         .run = verb_attach_run,
 };
 
-enum { ARG_BEST_EFFORT = ARG_VERB_FIRST, ARG_FROM_SEQ };
+enum { ARG_BEST_EFFORT = ARG_VERB_FIRST, ARG_FROM_SEQ, ARG_DETACH_KEY };
+
+/* "ctrl-]" and the like (case-insensitive), or "none". */
+static int parse_detach_key(const char *s) {
+        if (strcasecmp(s, "none") == 0) {
+                detach_key = -1;
+                return 0;
+        }
+        if (strncasecmp(s, "ctrl-", 5) == 0 && s[5] && !s[6]) {
+                int c = toupper((unsigned char) s[5]);
+                if (c >= '@' && c <= '_') {
+                        detach_key = c - '@';
+                        return 0;
+                }
+        }
+        return log_error("--detach-key: '%s' is not ctrl-X (X one of @, A-Z, [, \\, ], ^, _) or none", s);
+}
 
 /* ---- The local terminal ------------------------------------------------------------------ */
 
@@ -199,7 +225,7 @@ static int on_stdin(Interact *it) {
                 it->stdin_done = true;
                 return it->pipe_eof ? send_input(it, NULL, 0, true) : 0;
         }
-        esc = termios_saved ? memchr(buf, DETACH_KEY, (size_t) n) : NULL;
+        esc = termios_saved && detach_key >= 0 ? memchr(buf, detach_key, (size_t) n) : NULL;
         if (esc) {
                 it->detached = true;
                 n = esc - buf;
@@ -330,8 +356,12 @@ static int session_run(json_object *request, bool tty, bool forward_stdin, bool 
         if (!it.session)
                 return log_error("sandboxd answered without a session id");
         *ret_session = strdup(it.session);
-        if (!arg.json && isatty(STDERR_FILENO))
-                fprintf(stderr, "sandboxctl: session %s (Ctrl-] detaches)\n", it.session);
+        if (!arg.json && isatty(STDERR_FILENO)) {
+                if (detach_key >= 0)
+                        fprintf(stderr, "sandboxctl: session %s (Ctrl-%c detaches)\n", it.session, detach_key + '@');
+                else
+                        fprintf(stderr, "sandboxctl: session %s (no detach key)\n", it.session);
+        }
         if ((r = signals_setup()) < 0)
                 return r;
         if (tty && forward_stdin)
@@ -364,6 +394,7 @@ static int pty_parse(const Verb *v, PtyArgs *a, int argc, char *argv[], const ch
                 { "interactive", no_argument, NULL, 'i' },
                 { "best-effort", no_argument, NULL, ARG_BEST_EFFORT },
                 { "from-seq", required_argument, NULL, ARG_FROM_SEQ },
+                { "detach-key", required_argument, NULL, ARG_DETACH_KEY },
                 {},
         };
         int c, r;
@@ -378,6 +409,7 @@ static int pty_parse(const Verb *v, PtyArgs *a, int argc, char *argv[], const ch
                 case 'i': a->interactive = true, r = 0; break;
                 case ARG_BEST_EFFORT: a->best_effort = true, r = 0; break;
                 case ARG_FROM_SEQ: a->from_seq = optarg, r = 0; break;
+                case ARG_DETACH_KEY: r = parse_detach_key(optarg); break;
                 default:
                         if (!is_common_option(c))
                                 return log_error("see 'sandboxctl %s --help'", v->name);

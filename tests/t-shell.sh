@@ -1,7 +1,8 @@
 #!/bin/bash
 # SPDX-License-Identifier: LGPL-2.1-or-later
 # sandboxctl shell / attach driven like a person would, inside tmux: type a command, resize the
-# window and see it inside, interrupt sleep 1000 with Ctrl-C, detach with Ctrl-], attach again,
+# window and see it inside, interrupt sleep 1000 with Ctrl-C, detach with Ctrl-] (or the key of
+# --detach-key), attach again,
 # exit with a code that becomes sandboxctl's, and find the local terminal as it was.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
 
@@ -71,6 +72,20 @@ check "sandboxctl attach replays the output so far" wait_until 20 screen_has 'fi
 type_line 'exit 4'
 check "the attached shell exits" wait_until 20 test -s "$T/status3"
 is "$(cat "$T/status3" 2>/dev/null)" "STATUS=4 SAME=yes" "sandboxctl attach exits with the shell's status 4"
+
+# Another detach key: Ctrl-] then reaches the program, Ctrl-Q detaches.
+tm_new "$(pane_cmd "shell --detach-key ctrl-q $sbx" "$T/status4")"
+check "a shell with --detach-key ctrl-q" wait_until 20 screen_has '\$$'
+type_line 'cat -v'
+$TM send-keys -t t C-] Enter
+check "Ctrl-] goes to the program (cat -v shows ^])" wait_until 20 screen_has '^\^]$'
+$TM send-keys -t t C-c
+$TM send-keys -t t C-q
+check "Ctrl-Q detaches" wait_until 20 test -s "$T/status4"
+is "$(cat "$T/status4" 2>/dev/null)" "STATUS=0 SAME=yes" "the detach exits 0 with the terminal restored"
+ctl shell --detach-key ctrl-1 "$sbx" </dev/null 2>"$T/err"
+is "$?" 125 "--detach-key ctrl-1: refused (status 125)"
+like "$(cat "$T/err")" "not ctrl-X" "with a message saying what a key is"
 $TM kill-server 2>/dev/null
 
 # exec: -it like shell; without -t pipes, with stdin, stdout and stderr apart.
