@@ -23,6 +23,7 @@
 #include "run-exec.h"
 #include "run.h"
 #include "sandbox.h"
+#include "snapshot-job.h"
 #include "spawn.h"
 #include "util.h"
 
@@ -679,6 +680,35 @@ static int on_timeout(sd_event_source *src, uint64_t usec, void *userdata) {
         return 0;
 }
 
+static void run_timeout_pause(Run *r, uint64_t now) {
+        uint64_t t;
+        int enabled = SD_EVENT_OFF;
+
+        if (r->timeout_paused || !r->timeout_source || sd_event_source_get_enabled(r->timeout_source, &enabled) < 0 ||
+            enabled == SD_EVENT_OFF || sd_event_source_get_time(r->timeout_source, &t) < 0)
+                return;
+        r->timeout_left = t > now ? t - now : 0;
+        r->timeout_paused = sd_event_source_set_enabled(r->timeout_source, SD_EVENT_OFF) >= 0;
+}
+
+void run_timeouts_pause(Sandbox *s) {
+        uint64_t now = now_usec(CLOCK_MONOTONIC);
+        for (Run *r = s->runs; r; r = r->next)
+                run_timeout_pause(r, now);
+}
+
+void run_timeouts_resume(Sandbox *s) {
+        uint64_t now = now_usec(CLOCK_MONOTONIC);
+        for (Run *r = s->runs; r; r = r->next) {
+                if (!r->timeout_paused)
+                        continue;
+                r->timeout_paused = false;
+                if (sd_event_source_set_time(r->timeout_source, now + r->timeout_left) < 0 ||
+                    sd_event_source_set_enabled(r->timeout_source, SD_EVENT_ONESHOT) < 0)
+                        run_kill(r, SIGKILL, REASON_TIMEOUT); /* a timeout that cannot be kept is over */
+        }
+}
+
 static int on_cpu_check(sd_event_source *src, uint64_t usec, void *userdata) {
         Run *r = userdata;
         uint64_t used = 0, left, next;
@@ -860,6 +890,9 @@ static int run_watch(Run *r, RunFds *f) {
         if ((k = sd_event_add_time_relative(e, &r->timeout_source, CLOCK_MONOTONIC, r->spec.timeout_usec, 1000,
                                             on_timeout, r)) < 0)
                 return k;
+        /* Started while its sandbox is frozen for a snapshot: the clock starts at the thaw. */
+        if (snapshot_job_frozen(r->sandbox))
+                run_timeout_pause(r, now_usec(CLOCK_MONOTONIC));
         if (r->spec.cpu_usec &&
             (k = sd_event_add_time_relative(e, &r->cpu_source, CLOCK_MONOTONIC, 10 * USEC_PER_MSEC, 1000, on_cpu_check, r)) < 0)
                 return k;

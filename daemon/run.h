@@ -71,6 +71,8 @@ typedef struct Run {
         bool paused;            /* not reading its pipes until the client catches up */
         sd_event_source *child_source, *report_source, *out_source[2], *stdin_source;
         sd_event_source *timeout_source, *cpu_source;
+        uint64_t timeout_left;  /* while its sandbox is frozen: what was left of the timeout */
+        bool timeout_paused;
         uint64_t start_usec;
         RunReason forced;       /* what we did to it: timeout, cpu_limit, killed, destroyed */
         bool in_flight, started, exited, finished;
@@ -91,6 +93,11 @@ int run_spec_resolve(RunSpec *spec, Sandbox *s, ProtoError *err);
 int run_new(Sandbox *s, Connection *c, json_object *id, RunSpec *spec, Run **ret);
 /* Starts a run whose sandbox is ready; on failure the reply has been sent. */
 void run_start(Run *r);
+
+/* A sandbox frozen for a snapshot: nothing of its runs can run, so their wall-clock timeouts stop
+ * while it is frozen and go on from where they were when it is thawed. */
+void run_timeouts_pause(Sandbox *s);
+void run_timeouts_resume(Sandbox *s);
 
 /* The second guard (rlimits where a cgroup controller is missing), the signals to reset and the
  * seccomp filter of a command started in s; pids/memory 0: the sandbox's limits. */

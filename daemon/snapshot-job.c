@@ -32,6 +32,7 @@
 #include "macro.h"
 #include "manager.h"
 #include "rm-rf.h"
+#include "run.h"
 #include "sandbox.h"
 #include "remove-async.h"
 #include "snapshot-job.h"
@@ -274,6 +275,11 @@ static void job_thaw(SnapshotJob *j) {
         r = cg_write(j->sandbox->cg_fd, "cgroup.freeze", "0");
         if (r < 0)
                 log_warning("sandbox %s: cannot thaw it: %s", j->sandbox->id, strerror(-r));
+        run_timeouts_resume(j->sandbox);
+}
+
+bool snapshot_job_frozen(Sandbox *s) {
+        return s->job && s->job->frozen;
 }
 
 static SnapshotJob *job_free(SnapshotJob *j) {
@@ -561,6 +567,7 @@ static int job_freeze_then_copy(SnapshotJob *j) {
         }
         j->frozen = true;
         j->freeze_start = now_usec(CLOCK_MONOTONIC);
+        run_timeouts_pause(s);
         r = sd_event_add_time_relative(s->manager->event, &j->freeze_timer, CLOCK_MONOTONIC, 0, 0, on_freeze_timer, j);
         if (r < 0) {
                 ProtoError err;
