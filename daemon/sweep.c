@@ -15,12 +15,11 @@
 #include "log.h"
 #include "macro.h"
 #include "manager.h"
-#include "rm-rf.h"
 #include "run.h"
 #include "sandbox.h"
+#include "snapshot.h"
 #include "spawn.h"
 #include "sweep-walk.h"
-#include "remove-async.h"
 #include "sweep.h"
 #include "util.h"
 
@@ -167,26 +166,6 @@ int sweep_meta_restore(Sandbox *s, json_object *meta) {
         /* The idle clock starts again: the daemon does not know what happened while it was gone. */
         s->last_active_usec = now_usec(CLOCK_MONOTONIC);
         return 0;
-}
-
-/* ---- Removing a snapshot ----------------------------------------------------------------- */
-
-
-
-int sweep_snapshot_delete(Sandbox *s, const char *snap_id) {
-        Manager *m = s->manager;
-        char from[160], trash[160];
-
-        if (!*snap_id || snap_id[0] == '.' || strchr(snap_id, '/'))
-                return -EINVAL;
-        if (s->job) /* a snapshot, restore or fork of it is in flight (snapshot-job.c): next sweep */
-                return -EBUSY;
-        snprintf(from, sizeof(from), "%s/snapshots/%s", s->id, snap_id);
-        snprintf(trash, sizeof(trash), ".trash-%s-%s", s->id, snap_id);
-        /* Gone from the listing at once, atomically; the bytes go in the background. */
-        if (renameat(m->state_fd, from, m->state_fd, trash) < 0)
-                return -errno;
-        return remove_async(m, m->state_fd, trash);
 }
 
 /* ---- Deciding ---------------------------------------------------------------------------- */
@@ -422,7 +401,7 @@ static void carry_out(Plan *p, bool budget_over) {
 
         for (size_t i = 0; i < p->n_recs; i++)
                 if (p->evicted[i]) {
-                        int r = sweep_snapshot_delete(p->t[p->recs[i].sandbox].s, p->recs[i].snap);
+                        int r = snapshot_delete(p->t[p->recs[i].sandbox].s, p->recs[i].snap);
                         if (r < 0 && r != -ENOENT)
                                 log_warning("disk sweep: cannot remove snapshot %s of %s: %s", p->recs[i].snap,
                                             p->sw->ids[p->recs[i].sandbox], strerror(-r));

@@ -36,6 +36,3 @@ void sweep_sandbox_json(Sandbox *s, json_object *o);
 void sweep_meta_save(Sandbox *s, json_object *meta);
 int sweep_meta_restore(Sandbox *s, json_object *meta);
 
-/* Removes <state>/sandboxes/<id>/snapshots/<snap_id> (moved aside at once, removed in a child);
- * until snapshot.h's snapshot_delete() takes over. -ENOENT when it is gone already. */
-int sweep_snapshot_delete(Sandbox *s, const char *snap_id);

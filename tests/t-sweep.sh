@@ -125,15 +125,15 @@ r=$(rpc '{"op":"run","sandbox":"quota","command":"head -c 300000 /dev/urandom > 
 is "$(jget "$r" .exit_code)" 0 "300K written in the workspace"
 snaps=$T/state/sandboxes/$qid/snapshots
 # Three snapshots in the shared layout (snapshots/<id>/{meta.json,tree/}); names do not sort by
-# age, created_at does: snap-b (Jan 1) is the oldest, then snap-c, then snap-a.
+# age, created_at does: ...0b (Jan 1) is the oldest, then ...0c, then ...0a.
 mksnap() { # ID CREATED_AT
 	mkdir -p "$snaps/$1/tree"
 	printf '{"id":"%s","label":"l-%s","created_at":"%s","bytes":409600,"files":1}\n' "$1" "$1" "$2" >"$snaps/$1/meta.json"
 	head -c 409600 /dev/urandom >"$snaps/$1/tree/file"
 }
-mksnap snap-a 2026-01-03T00:00:00Z
-mksnap snap-b 2026-01-01T00:00:00Z
-mksnap snap-c 2026-01-02T00:00:00Z
+mksnap snap-00000000000a 2026-01-03T00:00:00Z
+mksnap snap-00000000000b 2026-01-01T00:00:00Z
+mksnap snap-00000000000c 2026-01-02T00:00:00Z
 mkdir -p "$snaps/.tmp-half" && head -c 8192 /dev/urandom >"$snaps/.tmp-half/x"
 
 r=$(rpc '{"op":"sweep","dry_run":true}')
@@ -141,18 +141,18 @@ q=$(sandbox_of "$r" "$qid")
 is "$(jget "$q" '.snapshots | map(select(.partial | not)) | length')" 3 "dry run: three snapshots measured"
 is "$(jget "$q" '[.snapshots[] | select(.partial)] | length')" 1 "the half-made snapshot is counted, as partial"
 is "$(jget "$r" "[.actions[] | select(.sandbox == \"$qid\" and .action == \"evict_snapshot\") | .snapshot] | join(\",\")")" \
-	"snap-b,snap-c" "dry run: over 1M, the two oldest snapshots would go, oldest first"
-check "dry run: nothing was removed" test -d "$snaps/snap-b" -a -d "$snaps/snap-c"
+	"snap-00000000000b,snap-00000000000c" "dry run: over 1M, the two oldest snapshots would go, oldest first"
+check "dry run: nothing was removed" test -d "$snaps/snap-00000000000b" -a -d "$snaps/snap-00000000000c"
 du_q=$(du -x -B1 -s "$T/state/sandboxes/$qid/work" "$snaps"/* "$snaps"/.tmp-half | awk '{ s += $1 } END { print s }')
 is "$(jget "$q" .bytes)" "$du_q" "a sandbox's bytes = du of its workspace plus its snapshots"
 
 r=$(rpc '{"op":"sweep"}')
 is "$(jget "$r" "[.actions[] | select(.sandbox == \"$qid\") | .action + \":\" + (.snapshot // \"\")] | join(\",\")")" \
-	"evict_snapshot:snap-b,evict_snapshot:snap-c" "sweep: the two oldest snapshots are evicted, in order"
-check "snap-b and snap-c are gone, snap-a (newest) and the half-made one stay" \
-	eval "[ ! -e '$snaps/snap-b' ] && [ ! -e '$snaps/snap-c' ] && [ -d '$snaps/snap-a' ] && [ -d '$snaps/.tmp-half' ]"
-_no_trash() { ! ls -a "$T/state/sandboxes" | grep -q '^\.trash-'; }
-check "the evicted snapshots' bytes are removed in the background" wait_until 10 _no_trash
+	"evict_snapshot:snap-00000000000b,evict_snapshot:snap-00000000000c" "sweep: the two oldest snapshots are evicted, in order"
+check "snap-00000000000b and snap-00000000000c are gone, snap-00000000000a (newest) and the half-made one stay" \
+	eval "[ ! -e '$snaps/snap-00000000000b' ] && [ ! -e '$snaps/snap-00000000000c' ] && [ -d '$snaps/snap-00000000000a' ] && [ -d '$snaps/.tmp-half' ]"
+_no_removing() { ! ls -a "$snaps" | grep -q '^\.tmp-snap-'; }
+check "the evicted snapshots' bytes are removed in the background (as snapshot.delete does)" wait_until 10 _no_removing
 is "$(jget "$(sandbox_of "$r" "$qid")" .runs_refused)" false "back under its limit: runs are accepted"
 
 # -- still over without snapshots: runs refused until back under -----------------------------
