@@ -33,4 +33,13 @@ out=$(as_nobody --groups="$gid" "$ctl" run --user root -- python3 -c "$umount_py
 diag "$out"
 [ "$(echo $out)" = "EINVAL EINVAL" ]
 ok $? "root of the sandbox's user namespace cannot unmount /proc/sys or /proc: the mounts are locked"
+# The daemon's /dev template under the packaged unit (StateDirectory=sandboxd, ProtectSystem=full):
+# made, and what every sandbox sees as its /dev, read-only, with working nodes.
+[ -c /var/lib/sandboxd/dev/null ] && [ "$(stat -c %t:%T /var/lib/sandboxd/dev/urandom)" = 1:9 ] &&
+	! journalctl -u sandboxd --no-pager 2>/dev/null | grep -q "cannot prepare"
+ok $? "the unit's daemon made /var/lib/sandboxd/dev (no fallback to binding the host's nodes)"
+out=$(as_nobody --groups="$gid" "$ctl" run -- sh -c 'echo x >/dev/null && head -c 4 /dev/urandom | wc -c; touch /dev/x 2>/dev/null || echo ro; readlink /dev/shm; awk "\$5 ~ \"^/dev/[a-z]+\$\" {n++} END {print n+0}" /proc/self/mountinfo' 2>&1)
+diag "$out"
+[ "$(echo $out)" = "4 ro /run/shm 1" ]
+ok $? "a sandbox's /dev is the template: nodes work, read-only, /dev/shm -> /run/shm, only pts mounted below"
 done_testing
