@@ -90,22 +90,9 @@ unsigned doctor_parse_controllers(const char *list) {
         return mask;
 }
 
-static int read_file(const char *path, char *buf, size_t size) {
-        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
-        ssize_t k;
-
-        if (fd < 0)
-                return -errno;
-        k = read(fd, buf, size - 1);
-        if (k < 0)
-                return -errno;
-        buf[k] = '\0';
-        return 0;
-}
-
 static int read_long(const char *path, long *ret) {
         char buf[64];
-        int r = read_file(path, buf, sizeof(buf));
+        int r = read_small_file(AT_FDCWD, path, false, buf, sizeof(buf));
 
         if (r < 0)
                 return r;
@@ -138,7 +125,7 @@ void doctor_check_cgroup2(Doctor *d) {
                 return;
         }
         snprintf(path, sizeof(path), "%s/cgroup.controllers", d->cg_mount);
-        if (read_file(path, buf, sizeof(buf)) == 0)
+        if (read_small_file(AT_FDCWD, path, false, buf, sizeof(buf)) >= 0)
                 d->v2_controllers = doctor_parse_controllers(buf);
         if (!v1) {
                 doctor_add(d, "cgroup2", CHECK_OK, IMPACT_NONE, "cgroup v2 at %s (unified hierarchy)", d->cg_mount);

@@ -75,15 +75,7 @@ int cg_apply_limits_at(int dir_fd, const CgroupRoot *root, const CgLimits *l, un
 }
 
 int cg_read(int dir_fd, const char *file, char *buf, size_t size) {
-        _cleanup_close_ int fd = openat(dir_fd, file, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-        ssize_t k;
-        if (fd < 0)
-                return -errno;
-        k = read(fd, buf, size - 1);
-        if (k < 0)
-                return -errno;
-        buf[k] = '\0';
-        return (int) k;
+        return read_small_file(dir_fd, file, true, buf, size);
 }
 
 int cg_read_keyed(int dir_fd, const char *file, const char *key, uint64_t *ret) {

@@ -2,6 +2,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <math.h>
@@ -297,6 +298,19 @@ int signal_from_string(const char *s) {
                 if (signal_names[i] && strcasecmp(s, signal_names[i]) == 0)
                         return (int) i;
         return -EINVAL;
+}
+
+int read_small_file(int dir_fd, const char *path, bool nofollow, char *buf, size_t size) {
+        _cleanup_close_ int fd = openat(dir_fd, path, O_RDONLY | O_CLOEXEC | (nofollow ? O_NOFOLLOW : 0));
+        ssize_t k;
+
+        if (fd < 0)
+                return -errno;
+        k = read(fd, buf, size - 1);
+        if (k < 0)
+                return -errno;
+        buf[k] = '\0';
+        return (int) k;
 }
 
 uint64_t now_usec(int clock) {

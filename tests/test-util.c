@@ -2,8 +2,13 @@
 /* Unit tests for lib/util.c: sizes, durations, CPUs, UTF-8, base64, signal names. */
 
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "tap.h"
 #include "util.h"
@@ -475,6 +480,35 @@ static void test_mountinfo_find(void) {
         ok(!mnt, "and nothing is returned");
 }
 
+static void test_read_small_file(void) {
+        char dir[] = "/tmp/test-util-XXXXXX", path[64], buf[8];
+        int dfd;
+        FILE *f;
+
+        if (!mkdtemp(dir)) {
+                ok(false, "mkdtemp: %s", strerror(errno));
+                return;
+        }
+        snprintf(path, sizeof(path), "%s/f", dir);
+        f = fopen(path, "we");
+        fputs("0123456789", f);
+        fclose(f);
+        snprintf(path, sizeof(path), "%s/l", dir);
+        ok(symlink("f", path) == 0, "a symlink to the file");
+        dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        is_int(read_small_file(dfd, "f", true, buf, sizeof(buf)), 7, "read_small_file reads at most size-1 bytes");
+        is_str(buf, "0123456", "and ends them with a NUL");
+        is_int(read_small_file(dfd, "l", true, buf, sizeof(buf)), -ELOOP, "nofollow refuses a symlink (-ELOOP)");
+        is_int(read_small_file(dfd, "l", false, buf, sizeof(buf)), 7, "without nofollow it is followed");
+        is_int(read_small_file(AT_FDCWD, path, false, buf, sizeof(buf)), 7, "an absolute path ignores dir_fd");
+        is_int(read_small_file(dfd, "missing", false, buf, sizeof(buf)), -ENOENT, "a missing file is -ENOENT");
+        close(dfd);
+        unlinkat(AT_FDCWD, path, 0);
+        snprintf(path, sizeof(path), "%s/f", dir);
+        unlink(path);
+        rmdir(dir);
+}
+
 int main(void) {
         test_parse_size_suffixes();
         test_parse_size_fractions();
@@ -491,5 +525,6 @@ int main(void) {
         test_signals();
         test_now();
         test_mountinfo_find();
+        test_read_small_file();
         return done_testing();
 }
