@@ -31,6 +31,7 @@ typedef struct Manager {
         HostFeatures features;
         int state_fd;      /* <state_dir>/sandboxes */
         int run_log_fd;    /* <state_dir>/runs.log (run-record.h) */
+        uint64_t run_log_bytes; /* its size, counted as it is written (no fstat per run) */
         char *dev_dir;     /* <state_dir>/dev, every sandbox's /dev (dev-template.h); NULL: none */
         int listen_fds[MANAGER_MAX_LISTEN];
         char *listen_paths[MANAGER_MAX_LISTEN]; /* masked inside every sandbox */

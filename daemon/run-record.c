@@ -53,29 +53,32 @@ static json_object *note_json(Run *r) {
 
 /* One line, in one write where it fits (a line a dying daemon cut short is skipped when the log
  * is read back). */
-static int log_append(int fd, const char *line, size_t n) {
+static int log_append(int fd, const char *line, size_t n, uint64_t *bytes) {
         if (fd < 0)
                 return -EBADF;
-        return write_all(fd, line, n) < 0 ? -errno : 0;
+        if (write_all(fd, line, n) < 0)
+                return -errno;
+        *bytes += n;
+        return 0;
 }
 
-static int log_note(int fd, Run *r) {
+static int log_note(int fd, Run *r, uint64_t *bytes) {
         _cleanup_json_ json_object *o = note_json(r);
         _cleanup_free_ char *text = NULL;
         size_t n;
 
         text = proto_serialize(o, &n); /* one line, with its newline */
-        return text ? log_append(fd, text, n) : -ENOMEM;
+        return text ? log_append(fd, text, n, bytes) : -ENOMEM;
 }
 
 /* Past LOG_COMPACT_BYTES: emptied when nothing is in flight, else rewritten aside with the notes
  * of the runs in flight and renamed over the log (a crash in between leaves the old log). */
 static void log_compact(Manager *m, const Run *ending) {
         _cleanup_close_ int dir = -EBADF, fd = -EBADF;
-        struct stat st;
+        uint64_t bytes = 0;
         bool busy = false;
 
-        if (m->run_log_fd < 0 || fstat(m->run_log_fd, &st) < 0 || (uint64_t) st.st_size <= LOG_COMPACT_BYTES)
+        if (m->run_log_fd < 0 || m->run_log_bytes <= LOG_COMPACT_BYTES)
                 return;
         /* The run that is ending is still linked; its end is in the log already. */
         for (Sandbox *s = m->sandboxes; s && !busy; s = s->next)
@@ -84,6 +87,8 @@ static void log_compact(Manager *m, const Run *ending) {
         if (!busy) {
                 if (ftruncate(m->run_log_fd, 0) < 0)
                         log_warning("cannot empty %s: %m", LOG_NAME);
+                else
+                        m->run_log_bytes = 0;
                 return;
         }
         dir = state_dir_fd(m);
@@ -94,7 +99,7 @@ static void log_compact(Manager *m, const Run *ending) {
         }
         for (Sandbox *s = m->sandboxes; s; s = s->next)
                 for (Run *r = s->ephemeral ? NULL : s->runs; r; r = r->next)
-                        if (r != ending && log_note(fd, r) < 0) {
+                        if (r != ending && log_note(fd, r, &bytes) < 0) {
                                 log_warning("cannot compact %s: %m", LOG_NAME);
                                 return;
                         }
@@ -104,13 +109,14 @@ static void log_compact(Manager *m, const Run *ending) {
         }
         safe_close(m->run_log_fd);
         m->run_log_fd = TAKE_FD(fd);
+        m->run_log_bytes = bytes;
 }
 
 void run_record_start(Run *r) {
         Sandbox *s = r->sandbox;
 
         s->last_active_usec = now_usec(CLOCK_MONOTONIC);
-        if (!s->ephemeral && log_note(s->manager->run_log_fd, r) < 0)
+        if (!s->ephemeral && log_note(s->manager->run_log_fd, r, &s->manager->run_log_bytes) < 0)
                 log_warning("run %s: cannot record it in the state directory: %m", r->id);
 }
 
@@ -123,7 +129,7 @@ void run_record_end(Run *r) {
         if (s->ephemeral)
                 return;
         n = snprintf(line, sizeof(line), "{\"sandbox\":\"%s\",\"end\":\"%s\"}\n", s->id, r->id);
-        if (log_append(s->manager->run_log_fd, line, (size_t) n) < 0)
+        if (log_append(s->manager->run_log_fd, line, (size_t) n, &s->manager->run_log_bytes) < 0)
                 log_warning("run %s: cannot record its end in the state directory: %m", r->id);
         log_compact(s->manager, r);
 }
@@ -255,6 +261,7 @@ int run_log_open(Manager *m) {
                 }
         if (all_saved && ftruncate(fd, 0) < 0)
                 return -errno;
+        m->run_log_bytes = all_saved ? 0 : (uint64_t) n;
         m->run_log_fd = TAKE_FD(fd);
         return 0;
 }
