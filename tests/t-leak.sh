@@ -47,11 +47,5 @@ is "$(daemon_fds)" "$fds0" "the daemon's fd count is back to its baseline ($fds0
 is "$(wc -l <"/proc/$DAEMON_PID/mountinfo")" "$mounts0" "the daemon's mount table is unchanged"
 rss1=$(daemon_rss_kb)
 diag "daemon RSS: ${rss0} kB before, ${rss1} kB after"
-# ASan keeps freed memory in quarantine, so RSS says nothing there; the gcc build checks it
-# (and LeakSanitizer checks the sanitizer build at exit).
-if grep -q __asan_init "$SANDBOXD" 2>/dev/null; then
-	ok "the daemon's RSS grew by less than 8 MiB # SKIP an ASan build holds freed memory in quarantine"
-else
-	check "the daemon's RSS grew by less than 8 MiB" [ $((rss1 - rss0)) -lt 8192 ]
-fi
+check_rss_within "$rss0" "$rss1" 8192 "the daemon's RSS grew by less than 8 MiB"
 stop_daemon

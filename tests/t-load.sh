@@ -171,12 +171,8 @@ wait_fds "$fds0"
 is "$(daemon_fds)" "$fds0" "the daemon's fd count is back to its baseline ($fds0)"
 # Freed heap goes back to the kernel a second after the last connection closed (malloc_trim).
 _rss_back() { [ $(($(daemon_rss_kb) - rss0)) -lt 4096 ]; }
-grep -q __asan_init "$SANDBOXD" 2>/dev/null || wait_until 10 _rss_back
+daemon_is_asan || wait_until 10 _rss_back
 rss1=$(daemon_rss_kb)
 diag "daemon RSS: ${rss0} kB before, ${rss1} kB after, $(awk '/^VmHWM/ { print $2 }' /proc/$DAEMON_PID/status) kB at the peak; fds ${fds0} before"
-if grep -q __asan_init "$SANDBOXD" 2>/dev/null; then
-	ok "the daemon's RSS came back to within 4 MiB of its baseline # SKIP an ASan build holds freed memory in quarantine"
-else
-	check "the daemon's RSS came back to within 4 MiB of its baseline" [ $((rss1 - rss0)) -lt 4096 ]
-fi
+check_rss_within "$rss0" "$rss1" 4096 "the daemon's RSS came back to within 4 MiB of its baseline"
 stop_daemon
