@@ -14,6 +14,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <linux/magic.h>
 #include <net/if.h>
 #include <sched.h>
@@ -450,11 +451,25 @@ static int setup_loopback(void) {
         return ioctl(fd, SIOCSIFFLAGS, &ifr);
 }
 
+/* The root tmpfs holds what the sandbox writes outside /work (/tmp, /run, /dev/shm): its size
+ * and inode count are capped, so that filling it is ENOSPC for the sandbox rather than an OOM
+ * kill (tmpfs pages are charged to its cgroup and cannot be reclaimed) or, where the memory
+ * controller is missing, the host's memory. One inode per page of its size. */
+static int mount_root_tmpfs(uint64_t size) {
+        char opts[96];
+        uint64_t pages = (size + 4095) / 4096;
+
+        if (size == 0)
+                return mount("tmpfs", NEWROOT, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755");
+        snprintf(opts, sizeof(opts), "mode=0755,size=%" PRIu64 ",nr_inodes=%" PRIu64, pages * 4096,
+                 pages < 1024 ? 1024 : pages);
+        return mount("tmpfs", NEWROOT, "tmpfs", MS_NOSUID | MS_NODEV, opts);
+}
+
 static int setup_mounts(const InitParams *p, int workdir_fd, int dev_fd) {
         if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
                 return STEP_MOUNT_PRIVATE;
-        if (mount("tmpfs", NEWROOT, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755") < 0 ||
-            setup_root(p->root_dir) < 0)
+        if (mount_root_tmpfs(p->tmpfs_size) < 0 || setup_root(p->root_dir) < 0)
                 return STEP_ROOT;
         for (const char *const *d = (const char *const[]) { "proc", "dev", "tmp", "run", "work", "sys", NULL }; *d; d++) {
                 char path[64];

@@ -264,6 +264,13 @@ static int sandbox_write_maps(Sandbox *s) {
         return 0;
 }
 
+/* Half the memory limit: well below memory.max, so that a full /tmp is ENOSPC and the sandbox's
+ * processes keep the other half (THREATS RES-03). The same bound where the memory controller is
+ * missing, where it is all that keeps a sandbox's /tmp from the host's memory. */
+static uint64_t sandbox_tmpfs_size(const Sandbox *s) {
+        return s->limits.memory / 2;
+}
+
 static const char **sandbox_mask_paths(Manager *m) {
         static const char *paths[MANAGER_MAX_LISTEN + 2];
         size_t n = 0;
@@ -337,6 +344,7 @@ static int sandbox_spawn_init(Sandbox *s) {
                 .root_dir = m->config.root_dir,
                 .hostname = "sandbox",
                 .dev_dir = m->dev_dir,
+                .tmpfs_size = sandbox_tmpfs_size(s),
                 .mask_paths = sandbox_mask_paths(m),
         };
         int sp[2];

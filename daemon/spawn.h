@@ -73,6 +73,9 @@ typedef struct InitParams {
         const char *root_dir;
         const char *hostname;
         const char *dev_dir; /* bound as /dev (dev-template.h); NULL: the host's nodes one by one */
+        /* size= of the sandbox's own tmpfs (its root, holding /tmp, /run and /dev/shm): a write
+         * past it is ENOSPC, never an OOM kill or the host's memory (sandbox_tmpfs_size()) */
+        uint64_t tmpfs_size;
         const char *const *mask_paths; /* hidden inside (state dir, control sockets) */
         bool cgroupns_ready; /* born in the sandbox's own cgroup namespace: no unshare */
 } InitParams;

@@ -346,6 +346,40 @@ b.call({"op": "destroy", "sandbox": "keeper"})
 b.close()
 EOF
 
+# ---- the sandbox's own tmpfs: capped (THREATS RES-03) -----------------------------------
+run_py "tmpfs cap" 90 <<'EOF'
+import os
+from client import Conn, check, is_
+c = Conn(os.environ["SOCK"], 60)
+r = c.call({"op": "create", "best_effort": True, "name": "tmpcap", "limits": {"memory": "64M"}})
+is_(r.get("ok"), True, "create with a 64M memory limit")
+sizes = "for d in /tmp /run /dev/shm; do stat -f -c '%S %b %c' $d/; done"
+r = c.call({"op": "run", "sandbox": "tmpcap", "command": sizes})
+fs = [tuple(int(x) for x in l.split()) for l in r.get("stdout", "").splitlines()]
+is_([f[0] * f[1] for f in fs], [32 << 20] * 3, "/tmp, /run and /dev/shm: a tmpfs of half the memory limit (32M)")
+is_([f[2] for f in fs], [8192] * 3, "... with one inode per page of it (8192)")
+# Twice the limit, as the sandbox's user and as its root: the writer gets ENOSPC, nothing more.
+for user in ("sandbox", "root"):
+    r = c.call({"op": "run", "sandbox": "tmpcap", "user": user,
+                "command": "head -c 128M /dev/zero > /tmp/big; echo rc=$?; stat -c %s /tmp/big; rm /tmp/big"}, 60)
+    out = r.get("stdout", "").split()
+    check(r.get("ok") is True and out[:1] == ["rc=1"] and "No space left on device" in r.get("stderr", ""),
+          "as %s: 128M into /tmp fails with ENOSPC" % user, r)
+    check(len(out) == 2 and 31 << 20 <= int(out[1]) <= 32 << 20, "as %s: the file stopped at the cap (%s bytes)" % (user, out[1:]), r)
+r = c.call({"op": "run", "sandbox": "tmpcap",
+            "command": "head -c 20M /dev/zero > /tmp/a; head -c 20M /dev/zero > /dev/shm/b; echo rc=$?; rm -f /tmp/a /dev/shm/b"}, 60)
+is_(r.get("stdout"), "rc=1\n", "/tmp and /dev/shm share the one cap: 20M + 20M does not fit in 32M")
+r = c.call({"op": "run", "sandbox": "tmpcap", "command": "i=0; while [ $i -lt 9000 ] && touch /tmp/f$i 2>/dev/null; do i=$((i+1)); done; echo $i; rm -f /tmp/f*"}, 60)
+n = int(r.get("stdout", "0").strip() or 0)
+check(8000 < n < 8192, "empty files in /tmp stop at the inode cap (%d made)" % n, r)
+r = c.call({"op": "run", "sandbox": "tmpcap", "command": "head -c 48M /dev/zero > /work/big && stat -c %s /work/big && rm /work/big"}, 60)
+is_(r.get("stdout"), "%d\n" % (48 << 20), "/work is not that tmpfs: 48M into /work succeed")
+r = c.call({"op": "run", "best_effort": True, "command": "stat -f -c '%S %b' /tmp/"})
+is_(r.get("stdout"), "4096 %d\n" % ((256 << 20) // 4096), "a throwaway sandbox with the default 512M gets a 256M tmpfs")
+c.call({"op": "destroy", "sandbox": "tmpcap"})
+c.close()
+EOF
+
 # ---- throwaway cleanup ------------------------------------------------------------------
 FD0=$(daemon_fd_baseline)
 INIT0=$(daemon_children_named sandbox-init)

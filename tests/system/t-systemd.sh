@@ -61,10 +61,21 @@ r=$(call "{\"op\":\"run\",\"sandbox\":\"$other\",\"argv\":[\"echo\",\"fine\"]}")
 ok $? "another sandbox is untouched by it"
 call "{\"op\":\"destroy\",\"sandbox\":\"$other\"}" >/dev/null
 
-r=$(call "{\"op\":\"run\",\"sandbox\":\"$sid\",\"command\":\"dd if=/dev/zero of=/tmp/fill bs=1M count=200 2>/dev/null; echo done\",\"timeout_s\":60}")
-diag "tmpfs fill: $(jqr '{reason,oom_killed,stdout}' "$r" | tr -d '\n ')"
-[ "$(jqr .reason "$r")" = oom ]
-ok $? "writing 200M to /tmp counts against the 64M memory limit"
+# THREATS RES-03: tmpfs pages are charged to the cgroup and cannot be reclaimed, so a /tmp as large
+# as memory.max would end in an OOM kill. The sandbox's tmpfs holds half of it: ENOSPC instead.
+kills0=$(sed -n 's/^oom_kill //p' "$scg/memory.events")
+r=$(call "{\"op\":\"run\",\"sandbox\":\"$sid\",\"command\":\"dd if=/dev/zero of=/tmp/fill bs=1M count=200; echo rc=\$?; stat -c %s /tmp/fill; rm /tmp/fill\",\"timeout_s\":60}")
+diag "tmpfs fill: $(jqr '{reason,oom_killed,stdout,stderr}' "$r" | tr -d '\n')"
+[ "$(jqr .reason "$r")" = exited ] && [ "$(jqr .oom_killed "$r")" = false ] && jqr .stderr "$r" | grep -q 'No space left on device'
+ok $? "writing 200M to /tmp of a 64M sandbox: ENOSPC for the writer, no OOM kill"
+size=$(jqr .stdout "$r" | sed -n 2p)
+[ "$size" -gt $((31 << 20)) ] && [ "$size" -le $((32 << 20)) ]
+ok $? "the file stopped at the tmpfs's 32M, half the memory limit ($size bytes)"
+[ "$(sed -n 's/^oom_kill //p' "$scg/memory.events")" = "$kills0" ]
+ok $? "memory.events counts no new OOM kill"
+r=$(call "{\"op\":\"run\",\"sandbox\":\"$sid\",\"command\":\"dd if=/dev/zero of=/dev/shm/a bs=1M count=20 2>/dev/null && python3 -c 'b=bytearray(24<<20); print(len(b))'; rm -f /dev/shm/a\",\"timeout_s\":60}")
+[ "$(jqr .stdout "$r")" = $((24 << 20)) ] && [ "$(jqr .oom_killed "$r")" = false ]
+ok $? "with 20M in /dev/shm, a process still gets 24M of the other half"
 
 # A process bomb is held at pids.max while another client is answered. Its own sandbox has room
 # in memory for 32 python processes, so that pids.max, not memory.max, is what stops it.
