@@ -45,6 +45,7 @@ typedef struct Manager {
         Sandbox *sandboxes;
         unsigned n_sandboxes; /* pooled ones included */
         unsigned n_pooled;
+        unsigned n_quarantined; /* sandboxes set aside at start: their record was unreadable (state.h) */
         sd_event_source *pool_refill, *pool_retry, *pool_taken;
         unsigned n_runs;
         uint8_t *uid_slots; /* one byte per uid range: in use or not */

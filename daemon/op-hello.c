@@ -50,6 +50,7 @@ int op_health(Connection *c, json_object *id, json_object *req, ProtoError *err)
         json_object_object_add(reply, "sandboxes", json_object_new_int((int) (m->n_sandboxes - m->n_pooled)));
         json_object_object_add(reply, "runs", json_object_new_int((int) m->n_runs));
         json_object_object_add(reply, "connections", json_object_new_int((int) m->n_connections));
+        json_object_object_add(reply, "quarantined", json_object_new_int((int) m->n_quarantined));
         connection_send_take(c, reply);
         return 0;
 }

@@ -53,7 +53,13 @@ static bool name_valid(const char *n) {
         return strspn(n, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") == len;
 }
 
+/* An environment of at most this many bytes ("NAME=value\0" each): what the kernel's exec takes
+ * with room to spare, and a sandbox's record (meta.json, state.c) stays far below its cap. */
+#define ENV_MAX_BYTES (128u * 1024)
+
 static int parse_env_object(json_object *env, ProtoError *err) {
+        size_t bytes = 0;
+
         if (!env)
                 return 0;
         if (json_object_object_length(env) > 1024)
@@ -64,7 +70,11 @@ static int parse_env_object(json_object *env, ProtoError *err) {
                                                "environment variable names must be non-empty, without '='");
                 if (!json_object_is_type(v, json_type_string))
                         return proto_error_set(err, SBX_E_INVALID_REQUEST, "env", "environment values must be strings");
+                bytes += strlen(k) + 1 + (size_t) json_object_get_string_len(v) + 1;
         }
+        if (bytes > ENV_MAX_BYTES)
+                return proto_error_set(err, SBX_E_INVALID_REQUEST, "env", "field 'env' has %zu bytes, more than %u",
+                                       bytes, ENV_MAX_BYTES);
         return 0;
 }
 

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -56,6 +57,9 @@ int state_save(Sandbox *s) {
         int r;
 
         text = proto_serialize(o, &n);
+        /* Never a record the next start could not read back (read_meta): the old one stays. */
+        if (text && n > META_MAX)
+                return -EFBIG;
         if (!text)
                 return -ENOMEM;
         dfd = openat(s->manager->state_fd, s->id, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -88,12 +92,15 @@ static int read_meta(int state_fd, const char *id, json_object **ret) {
         fd = openat(dfd, META, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
         if (fd < 0)
                 return -errno;
-        buf = malloc(META_MAX + 1);
+        buf = malloc(META_MAX + 2);
         if (!buf)
                 return -ENOMEM;
-        n = read(fd, buf, META_MAX);
+        /* One byte more than a record may have: a longer file is refused whole, never parsed cut. */
+        n = read_full(fd, buf, META_MAX + 1);
         if (n < 0)
-                return -errno;
+                return (int) n;
+        if ((size_t) n > META_MAX)
+                return -EFBIG;
         while (n > 0 && buf[n - 1] == '\n')
                 n--;
         buf[n] = '\0';
@@ -104,8 +111,30 @@ static bool is_sandbox_id(const char *name) {
         return strncmp(name, "sbx-", 4) == 0 && strlen(name) == 16 && strspn(name + 4, "0123456789abcdef") == 12;
 }
 
-/* One entry of <state>/sandboxes: a recorded sandbox comes back; anything else is what a crash
- * interrupted (a workspace being removed, a sandbox never recorded) and goes. */
+/* A sandbox whose record cannot be read (torn by a disk fault, edited by hand, too large) keeps
+ * everything it has: renamed to .quarantine-<id>, which no start touches again, and counted in
+ * health. Its workspace and snapshots are the user's; only a person can tell what went wrong. */
+static void quarantine(Manager *m, const char *name, int why) {
+        char to[NAME_MAX + 32];
+
+        snprintf(to, sizeof(to), QUARANTINE_PREFIX "%s", name);
+        for (unsigned i = 1; renameat2(m->state_fd, name, m->state_fd, to, RENAME_NOREPLACE) < 0; i++) {
+                if (errno != EEXIST || i > 100) {
+                        log_error("sandbox %s: its record is unreadable (%s) and it cannot be set aside: %m; "
+                                  "left in place", name, strerror(-why));
+                        return;
+                }
+                snprintf(to, sizeof(to), QUARANTINE_PREFIX "%s.%u", name, i);
+        }
+        log_error("sandbox %s: its record (meta.json) is unreadable: %s; its workspace and snapshots are kept "
+                  "in %s for a person to look at",
+                  name, strerror(-why), to);
+        m->n_quarantined++;
+}
+
+/* One entry of <state>/sandboxes: a recorded sandbox comes back; a sandbox never recorded (no
+ * meta.json: a throwaway one, a create cut short) or a workspace being removed is what a crash
+ * interrupted, and goes; a record that cannot be read is set aside, never removed. */
 static void restore_entry(Manager *m, const char *name) {
         _cleanup_json_ json_object *meta = NULL;
         Sandbox *s;
@@ -115,7 +144,16 @@ static void restore_entry(Manager *m, const char *name) {
 
         if (unfinished_fork)
                 snapshot_discard_cgroup(m, name);
-        if (is_sandbox_id(name) && !unfinished_fork && read_meta(m->state_fd, name, &meta) >= 0) {
+        r = is_sandbox_id(name) && !unfinished_fork ? read_meta(m->state_fd, name, &meta) : -ENOENT;
+        if (r == -ENOMEM) {
+                log_error("sandbox %s: no memory to read its record; left as it is for the next start", name);
+                return;
+        }
+        if (r < 0 && r != -ENOENT) {
+                quarantine(m, name, r);
+                return;
+        }
+        if (r >= 0) {
                 r = sandbox_restore(m, meta, &s);
                 if (r < 0)
                         log_warning("sandbox %s: cannot restore it: %s; its workspace stays in place", name, strerror(-r));
@@ -127,8 +165,11 @@ static void restore_entry(Manager *m, const char *name) {
                 }
                 return;
         }
-        if (name[0] == '.' && strncmp(name, ".trash-", 7) != 0)
+        if (name[0] == '.' && strncmp(name, ".trash-", 7) != 0) {
+                if (strncmp(name, QUARANTINE_PREFIX, strlen(QUARANTINE_PREFIX)) == 0)
+                        m->n_quarantined++;
                 return;
+        }
         log_info("removing %s, left half-done by an earlier run", name);
         r = rm_rf_at(m->state_fd, name);
         if (r < 0)

@@ -8,7 +8,11 @@
 typedef struct Manager Manager;
 typedef struct Sandbox Sandbox;
 
+/* Where a sandbox whose record cannot be read is set aside, whole, at start. */
+#define QUARANTINE_PREFIX ".quarantine-"
+
 int state_save(Sandbox *s);
-/* At start: removes what a crash left half-done (trash, workspaces without metadata) and brings
- * every recorded sandbox back with a new init. */
+/* At start: removes what a crash left half-done (trash, workspaces without metadata), brings
+ * every recorded sandbox back with a new init, and quarantines the ones whose record is
+ * unreadable (counted in m->n_quarantined). */
 int state_restore_all(Manager *m);

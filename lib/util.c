@@ -351,6 +351,23 @@ size_t utf8_valid_prefix(const char *s, size_t len) {
         return good;
 }
 
+ssize_t read_full(int fd, void *buf, size_t size) {
+        size_t n = 0;
+
+        while (n < size) {
+                ssize_t k = read(fd, (char *) buf + n, size - n);
+                if (k < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return -errno;
+                }
+                if (k == 0)
+                        break;
+                n += (size_t) k;
+        }
+        return (ssize_t) n;
+}
+
 int write_all(int fd, const void *data, size_t len) {
         const char *p = data;
 

@@ -5,6 +5,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #define USEC_PER_SEC UINT64_C(1000000)
 #define USEC_PER_MSEC UINT64_C(1000)
@@ -51,6 +52,8 @@ const char *format_utc(char buf[static UTC_TIME_MAX], uint64_t usec);
 
 /* write() until all of data is out, retrying on EINTR; -errno on failure. */
 int write_all(int fd, const void *data, size_t len);
+/* read() until size bytes are in or the end of the file; the count, or -errno. */
+ssize_t read_full(int fd, void *buf, size_t size);
 
 /* The first mount of this filesystem type in /proc/self/mountinfo: 0 and its mount point (when
  * ret_mountpoint is not NULL), or -ENOENT. */

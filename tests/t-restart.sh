@@ -51,3 +51,61 @@ stop_daemon
 start_daemon || exit 0
 is "$(jget "$(rpc '{"op":"list"}')" '.sandboxes | length')" 0 "a destroyed sandbox stays destroyed across a restart"
 stop_daemon
+
+# ---- a record that cannot be read: set aside whole, never removed (THREATS DMN-02) --------
+start_daemon || exit 0
+r=$(rpc '{"op":"create","best_effort":true,"name":"torn"}')
+torn=$(jget "$r" .sandbox.id)
+rpc '{"op":"run","sandbox":"torn","command":"echo mine > /work/file"}' >/dev/null
+r=$(rpc '{"op":"snapshot","sandbox":"torn"}' 60)
+snap=$(jget "$r" .snapshot.id)
+like "$snap" '^snap-' "a sandbox 'torn' with a file and a snapshot"
+r=$(rpc '{"op":"create","best_effort":true,"name":"fat"}')
+fat=$(jget "$r" .sandbox.id)
+r=$(rpc '{"op":"create","best_effort":true,"name":"fine"}')
+fine=$(jget "$r" .sandbox.id)
+stop_daemon
+S=$T/state/sandboxes
+cp "$S/$torn/meta.json" "$T/torn-meta.json"
+# Torn in the middle by a disk fault; and a valid record grown past the 1 MiB a record may have.
+head -c 40 "$T/torn-meta.json" > "$S/$torn/meta.json"
+python3 -c 'import json, sys; m = json.load(open(sys.argv[1])); m["pad"] = "x" * (1 << 20); json.dump(m, open(sys.argv[1], "w"))' "$S/$fat/meta.json"
+start_daemon || exit 0
+is "$(jget "$(rpc '{"op":"list"}')" '[.sandboxes[].name] | join(",")')" fine "the next start brings back the sandbox whose record is sound"
+is "$(jget "$(rpc '{"op":"health"}')" .quarantined)" 2 "health counts the two it set aside"
+check "the torn one's directory is kept as .quarantine-<id>" [ -d "$S/.quarantine-$torn" ] && [ ! -e "$S/$torn" ]
+is "$(cat "$S/.quarantine-$torn/work/file" 2>/dev/null)" mine "its workspace file is intact"
+check "its snapshot is intact" [ -d "$S/.quarantine-$torn/snapshots/$snap" ]
+check "the oversized record's sandbox is kept too" [ -s "$S/.quarantine-$fat/meta.json" ]
+like "$(cat "$T/daemon.log")" "sandbox $torn: its record \\(meta.json\\) is unreadable" "the daemon's log says which and why"
+stop_daemon
+start_daemon || exit 0
+check "another start leaves the quarantined directories alone" [ -d "$S/.quarantine-$torn/work" ] && [ -d "$S/.quarantine-$fat/work" ]
+is "$(jget "$(rpc '{"op":"health"}')" .quarantined)" 2 "and still counts them"
+stop_daemon
+# What docs/protocol.md tells a person to do: mend the record, move the directory back.
+cp "$T/torn-meta.json" "$S/.quarantine-$torn/meta.json" && mv "$S/.quarantine-$torn" "$S/$torn"
+start_daemon || exit 0
+r=$(rpc '{"op":"run","sandbox":"torn","argv":["cat","/work/file"]}')
+is "$(jget "$r" .stdout)" mine "with its record mended and moved back, the sandbox returns with its file"
+is "$(jget "$(rpc '{"op":"snapshot.list","sandbox":"torn"}')" '[.snapshots[].id] | join(",")')" "$snap" "and its snapshot"
+is "$(jget "$(rpc '{"op":"health"}')" .quarantined)" 1 "one left set aside"
+# The environment a record holds is capped, so that create can never write one too large.
+run_py "env cap" 60 <<'EOF'
+import os
+from client import Conn, check, is_
+c = Conn(os.environ["SOCK"], 30)
+big = "x" * (160 * 1024)
+r = c.call({"op": "create", "best_effort": True, "env": {"BIG": big}})
+is_((r.get("ok"), r.get("error", {}).get("code"), r.get("error", {}).get("field")), (False, "invalid_request", "env"),
+    "create with 160K of environment: invalid_request, field env")
+r = c.call({"op": "run", "sandbox": "fine", "env": {"BIG": big}, "argv": ["true"]})
+is_((r.get("ok"), r.get("error", {}).get("code"), r.get("error", {}).get("field")), (False, "invalid_request", "env"),
+    "a run with 160K of environment: the same")
+r = c.call({"op": "run", "sandbox": "fine", "env": {"BIG": big[:100000]}, "command": "echo ${#BIG}"})
+is_(r.get("stdout"), "100000\n", "100K of environment is fine")
+c.close()
+EOF
+rpc "{\"op\":\"destroy\",\"sandbox\":\"torn\"}" >/dev/null
+rpc "{\"op\":\"destroy\",\"sandbox\":\"fine\"}" >/dev/null
+stop_daemon

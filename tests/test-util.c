@@ -509,6 +509,25 @@ static void test_read_small_file(void) {
         rmdir(dir);
 }
 
+/* Through a pipe, where one read() returns what one write() put in: read_full goes on. */
+static void test_read_full(void) {
+        char buf[16] = "";
+        int p[2];
+
+        if (pipe(p) < 0) {
+                ok(false, "pipe: %s", strerror(errno));
+                return;
+        }
+        ok(write(p[1], "abc", 3) == 3 && write(p[1], "defgh", 5) == 5, "two writes into a pipe");
+        is_int((int) read_full(p[0], buf, 6), 6, "read_full reads across them, up to its size");
+        is_str(buf, "abcdef", "in order");
+        close(p[1]);
+        is_int((int) read_full(p[0], buf, sizeof(buf)), 2, "then what is left, up to the end of the file");
+        is_int((int) read_full(p[0], buf, sizeof(buf)), 0, "and 0 at the end");
+        close(p[0]);
+        is_int((int) read_full(p[0], buf, sizeof(buf)), -EBADF, "a closed fd is -EBADF");
+}
+
 int main(void) {
         test_parse_size_suffixes();
         test_parse_size_fractions();
@@ -526,5 +545,6 @@ int main(void) {
         test_now();
         test_mountinfo_find();
         test_read_small_file();
+        test_read_full();
         return done_testing();
 }
