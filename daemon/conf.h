@@ -12,6 +12,7 @@ typedef struct Config {
         char *root_dir;             /* the read-only view each sandbox sees */
         uint64_t max_line_bytes;
         uint64_t max_connections;
+        uint64_t max_connections_per_uid; /* root's are not counted */
         uint64_t max_connection_output;
         uint64_t request_timeout_usec;
         uint64_t max_sandboxes;

@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <inttypes.h>
 #include <malloc.h>
 #include <linux/sched.h>
 #include <signal.h>
@@ -159,9 +160,37 @@ static void manager_pause_accept(Manager *m) {
                 on_accept_resume(NULL, 0, m);
 }
 
+static unsigned connections_of_uid(Manager *m, uid_t uid) {
+        unsigned n = 0;
+        for (Connection *c = m->connections; c; c = c->next)
+                n += c->peer.uid == uid;
+        return n;
+}
+
+static void refuse(int cfd, const char *message) {
+        char line[256];
+        int n = snprintf(line, sizeof(line),
+                         "{\"id\":null,\"ok\":false,\"error\":{\"code\":\"resource_exhausted\",\"message\":\"%s\"}}\n",
+                         message);
+        (void) !send(cfd, line, (size_t) n, MSG_NOSIGNAL | MSG_DONTWAIT);
+        close(cfd);
+}
+
+/* One uid may not take every connection: the others could not even ask (THREATS PRO-07). */
+static bool uid_over_cap(Manager *m, int cfd, uid_t *ret_uid) {
+        struct ucred cred;
+        socklen_t len = sizeof(cred);
+
+        if (getsockopt(cfd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 || cred.uid == 0)
+                return false;
+        *ret_uid = cred.uid;
+        return connections_of_uid(m, cred.uid) >= m->config.max_connections_per_uid;
+}
+
 static int on_accept(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
         Manager *m = userdata;
         Connection *c;
+        uid_t uid;
 
         for (int i = 0; i < 64; i++) {
                 int cfd = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
@@ -173,10 +202,14 @@ static int on_accept(sd_event_source *s, int fd, uint32_t revents, void *userdat
                         return 0;
                 }
                 if (m->n_connections >= m->config.max_connections || m->stopping) {
-                        static const char busy[] = "{\"id\":null,\"ok\":false,\"error\":{\"code\":\"resource_exhausted\","
-                                                   "\"message\":\"too many connections\"}}\n";
-                        (void) !send(cfd, busy, sizeof(busy) - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
-                        close(cfd);
+                        refuse(cfd, "too many connections");
+                        continue;
+                }
+                if (uid_over_cap(m, cfd, &uid)) {
+                        char message[128];
+                        snprintf(message, sizeof(message), "uid %u has its maximum of %" PRIu64
+                                 " connections (max_connections_per_uid)", (unsigned) uid, m->config.max_connections_per_uid);
+                        refuse(cfd, message);
                         continue;
                 }
                 if (connection_new(m, cfd, &c) < 0)

@@ -8,7 +8,7 @@
 
 A=65534 B=65533 ADMIN=65532 ADMIN_GROUP=users
 mkdir -p "$T"
-printf 'admin_group = %s\nmax_sandboxes_per_uid = 2\n' "$ADMIN_GROUP" >"$T/sandboxd.conf"
+printf 'admin_group = %s\nmax_sandboxes_per_uid = 2\nmax_connections_per_uid = 4\n' "$ADMIN_GROUP" >"$T/sandboxd.conf"
 start_daemon --config "$T/sandboxd.conf" || exit 0
 # Let other users reach the test socket (the packaged socket unit uses group sandboxd instead).
 chmod 0755 "$T" && chmod 0666 "$SOCK"
@@ -91,6 +91,49 @@ r=$(rpc_as $A '{"op":"create","best_effort":true}')
 is "$(jget "$r" .error.code)" resource_exhausted "a third is refused: max_sandboxes_per_uid = 2"
 r=$(rpc_as $B '{"op":"create","best_effort":true}')
 is "$(jget "$r" .ok)" true "the cap is per uid: B may still create"
+
+# One uid holding its max_connections_per_uid (4) cannot lock the others out (THREATS PRO-07).
+mkdir -m 1777 "$T/conncap"
+as $A -- timeout 60 python3 - "$SOCK" "$T/conncap" 2>"$T/conncap/err" <<'EOF' &
+import json, os, socket, sys, time
+conns = []
+for i in range(4):
+    s = socket.socket(socket.AF_UNIX)
+    s.connect(sys.argv[1])
+    s.sendall(b'{"id":1,"op":"health"}\n')
+    conns.append(s.makefile("rb"))
+answered = [json.loads(f.readline()).get("ok") for f in conns]
+open(os.path.join(sys.argv[2], "held"), "w").write(json.dumps(answered))
+for _ in range(300):
+    if os.path.exists(os.path.join(sys.argv[2], "release")):
+        break
+    time.sleep(0.1)
+EOF
+holder=$!
+wait_until 10 test -s "$T/conncap/held" || diag "$(cat "$T/conncap/err")"
+is "$(cat "$T/conncap/held")" "[true, true, true, true]" "uid A holds four connections, each answered"
+first_line_as() { # UID: the first line the daemon sends a new connection of UID, and whether it then closes it
+	as "$1" -- timeout 20 python3 -c 'import socket, sys
+s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); s.settimeout(5)
+try: s.sendall(b"{\"id\":7,\"op\":\"health\"}\n")
+except OSError: pass  # a refused connection may be closed already
+f = s.makefile("rb"); line = f.readline().decode().strip()
+print(line)
+def rest():
+    try: return f.readline()
+    except ConnectionResetError: return b""  # closed with our request unread
+if "\"ok\":false" in line: print("closed" if rest() == b"" else "open")' "$SOCK"
+}
+out=$(first_line_as $A)
+is "$(jget "$(head -1 <<<"$out")" '.error.code')" resource_exhausted "a fifth connection of A: resource_exhausted"
+is "$(jget "$(head -1 <<<"$out")" '.error.message')" "uid $A has its maximum of 4 connections (max_connections_per_uid)" \
+	"the message names the uid and the setting"
+is "$(tail -1 <<<"$out")" closed "and the connection is closed"
+is "$(jget "$(first_line_as $B | head -1)" .ok)" true "meanwhile uid B is answered"
+is "$(jget "$(rpc '{"op":"health"}')" .ok)" true "and root"
+touch "$T/conncap/release"
+wait "$holder"
+is "$(jget "$(first_line_as $A | head -1)" .ok)" true "once A's connections are closed, A connects again"
 r=$(rpc_as $A "{\"op\":\"destroy\",\"sandbox\":\"$a1\"}")
 is "$(jget "$r" .destroyed)" true "A destroys a1"
 
