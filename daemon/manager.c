@@ -354,6 +354,13 @@ static uint64_t ignored_signals(void) {
         return mask;
 }
 
+/* The unit protects the daemon from the OOM killer (OOMScoreAdjust=); its runs inherit that
+ * unless the helper resets it (THREATS RES-11). */
+static bool oom_score_negative(void) {
+        char buf[32];
+        return read_small_file(AT_FDCWD, "/proc/self/oom_score_adj", false, buf, sizeof(buf)) > 0 && buf[0] == '-';
+}
+
 /* What every run needs and is the same for all: the compiled filter, the helper binary. */
 static int manager_prepare_runs(Manager *m) {
         int r = seccomp_prepare(&m->filter);
@@ -362,6 +369,7 @@ static int manager_prepare_runs(Manager *m) {
                 return r;
         }
         m->ignored_signals = ignored_signals();
+        m->oom_score_negative = oom_score_negative();
         m->run_helper_fd = run_exec_open_helper();
         m->self_pidns_fd = open("/proc/self/ns/pid", O_RDONLY | O_CLOEXEC);
         if (m->run_helper_fd < 0)

@@ -67,6 +67,7 @@ typedef struct Manager {
         uint64_t idle_since_usec;
         SeccompProgram filter;     /* every run's, compiled once */
         uint64_t ignored_signals;  /* SIG_IGN here, so reset in every command (bit n-1: signal n) */
+        bool oom_score_negative;   /* our oom_score_adj (OOMScoreAdjust=) is < 0: reset in every run */
         int run_helper_fd;         /* sandboxd-run-helper (run-exec.h), or -1: clone the daemon */
         int self_pidns_fd;         /* our pid namespace, to come back to after a direct run's clone */
 } Manager;

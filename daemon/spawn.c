@@ -34,6 +34,7 @@ static const char *const step_names[_STEP_MAX] = {
         [STEP_FORK] = "fork",       [STEP_SETSID] = "setsid",      [STEP_STDIO] = "stdio",
         [STEP_CWD] = "cwd",         [STEP_RLIMIT] = "rlimit",      [STEP_SIGNALS] = "signals",
         [STEP_EXEC] = "exec",       [STEP_SECCOMP] = "seccomp",     [STEP_TTY] = "tty",
+        [STEP_OOM_SCORE] = "oom-score",
 };
 
 const char *spawn_step_to_string(int step) {
@@ -311,6 +312,24 @@ size_t run_params_fds(const RunParams *p, int ret[static RUN_PARAMS_FDS]) {
         return n;
 }
 
+/* The daemon may be shielded from the OOM killer (the unit's OOMScoreAdjust=); a sandbox's
+ * processes must not be (THREATS RES-11). Written as host root: with CAP_SYS_RESOURCE that also
+ * makes 0 the least the sandbox may set again. A host that refuses it refuses every run. */
+static int helper_reset_oom_score(const RunParams *p) {
+        int fd;
+        if (!p->reset_oom_score)
+                return 0;
+        fd = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
+        if (fd < 0)
+                return -1;
+        if (write(fd, "0", 1) != 1) {
+                safe_close(fd);
+                return -1;
+        }
+        safe_close(fd);
+        return 0;
+}
+
 /* A helper exec'd by the daemon's vfork child starts in the daemon's cgroup: it moves itself
  * (the kernel's clone3(CLONE_INTO_CGROUP) cannot be had without copying the daemon's memory). */
 static int helper_enter_cgroup(int cgroup_fd) {
@@ -346,6 +365,8 @@ _Noreturn void run_helper_main(const RunParams *p) {
                 helper_fail(p->report_fd, STEP_SETUID);
         if (helper_enter_cgroup(p->cgroup_fd) < 0)
                 helper_fail(p->report_fd, STEP_FORK);
+        if (helper_reset_oom_score(p) < 0)
+                helper_fail(p->report_fd, STEP_OOM_SCORE);
         if (helper_join(p->init_pidfd) < 0)
                 helper_fail(p->report_fd, STEP_SETNS);
         if (setresgid(0, 0, 0) < 0 || setresuid(0, 0, 0) < 0)

@@ -38,6 +38,7 @@ typedef enum SpawnStep {
         STEP_EXEC,
         STEP_SECCOMP,
         STEP_TTY,
+        STEP_OOM_SCORE,
         _STEP_MAX,
 } SpawnStep;
 
@@ -104,6 +105,7 @@ typedef struct RunParams {
         struct rlimit rl_cpu, rl_nproc, rl_as, rl_nofile;
         bool rl_cpu_set, rl_nproc_set, rl_as_set, rl_nofile_set;
         uint64_t reset_signals; /* bit n-1: signal n is ignored in the daemon; the command resets it */
+        bool reset_oom_score;   /* the daemon's oom_score_adj is negative: the helper sets 0 */
         bool direct;        /* the helper is in the sandbox's pid namespace and becomes the command */
         const SeccompProgram *filter; /* compiled once by the daemon */
 } RunParams;

@@ -28,6 +28,22 @@ grep -qw memory "$base/sandboxes/cgroup.subtree_control" 2>/dev/null &&
 	grep -qw pids "$base/sandboxes/cgroup.subtree_control" && grep -qw cpu "$base/sandboxes/cgroup.subtree_control"
 ok $? "memory, pids and cpu are enabled for the sandboxes"
 
+# -- THREATS RES-11: the unit shields the daemon from the OOM killer, never a sandbox ------------
+[ "$(cat "/proc/$pid/oom_score_adj")" = -900 ]
+ok $? "the daemon runs with the unit's OOMScoreAdjust=-900"
+r=$(call '{"op":"run","user":"root","command":"cat /proc/self/oom_score_adj; echo -500 > /proc/self/oom_score_adj; echo rc=$?; cat /proc/self/oom_score_adj"}')
+diag "oom score in a run: $(jqr .stdout "$r" | tr '\n' ' ')$(jqr .stderr "$r" | tr '\n' ' ')"
+[ "$(jqr .stdout "$r" | sed -n 1p)" = 0 ]
+ok $? "a run's oom_score_adj is 0, not the daemon's -900"
+[ "$(jqr .stdout "$r" | sed -n '2,3p' | tr '\n' ' ')" = "rc=1 0 " ]
+ok $? "the sandbox's root cannot lower it again (-500 refused)"
+r=$(call '{"op":"create"}')
+osid=$(jqr .sandbox.id "$r")
+r=$(call "{\"op\":\"run\",\"sandbox\":\"$osid\",\"command\":\"sleep 30 & cat /proc/\$!/oom_score_adj\"}")
+[ "$(jqr .stdout "$r")" = 0 ]
+ok $? "nor does anything the run starts in the background inherit the daemon's score"
+call "{\"op\":\"destroy\",\"sandbox\":\"$osid\"}" >/dev/null
+
 # -- authoritative limits ----------------------------------------------------------------------
 r=$(call '{"op":"create","limits":{"memory":"64M","pids":32,"cpus":0.5}}')
 [ "$(jqr .ok "$r")" = true ]
