@@ -97,6 +97,7 @@ typedef struct Sandbox {
         /* Expiry and disk (sweep.c), interrupted runs (run-record.c). */
         uint64_t ttl_usec, idle_usec;  /* 0: never expires */
         uint64_t last_active_usec;     /* CLOCK_MONOTONIC: made, restored, a run started or ended */
+        uint64_t ttl_deadline_usec;    /* CLOCK_MONOTONIC: when ttl_usec runs out (sweep.c) */
         bool disk_refused;             /* over limits.disk after eviction: runs are refused */
         bool disk_measured;
         uint64_t disk_bytes;           /* workspace + snapshots at the last sweep */

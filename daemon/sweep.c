@@ -55,7 +55,7 @@ typedef struct Plan {
         Tally *t;
         bool *evicted; /* per record */
         json_object *actions;
-        uint64_t now_real, now_mono;
+        uint64_t now_mono;
 } Plan;
 
 static const char *human(char buf[static 32], uint64_t bytes) {
@@ -116,6 +116,7 @@ int sweep_parse_create(Manager *m, Sandbox *s, json_object *req, ProtoError *err
                                        "'limits.disk' must be set and at most the configured maximum (%" PRIu64 ")",
                                        m->config.max_disk);
         s->last_active_usec = now_usec(CLOCK_MONOTONIC);
+        s->ttl_deadline_usec = s->ttl_usec ? s->last_active_usec + s->ttl_usec : 0;
         return 0;
 }
 
@@ -165,6 +166,13 @@ int sweep_meta_restore(Sandbox *s, json_object *meta) {
         s->idle_usec = meta_u64(meta, "idle_usec");
         /* The idle clock starts again: the daemon does not know what happened while it was gone. */
         s->last_active_usec = now_usec(CLOCK_MONOTONIC);
+        /* What is left of the ttl comes from the wall clock, the only one that spans the time the
+         * daemon was gone (and a reboot); from here on, the monotonic clock counts it down, so
+         * that a step of the wall clock while the daemon runs expires nothing (THREATS DMN-09). */
+        if (s->ttl_usec) {
+                uint64_t end = s->created_usec + s->ttl_usec, now = now_usec(CLOCK_REALTIME);
+                s->ttl_deadline_usec = s->last_active_usec + (end > now ? end - now : 0);
+        }
         return 0;
 }
 
@@ -208,7 +216,7 @@ static void expire(Plan *p) {
                 json_object *a;
                 if (!s || s->ephemeral || s->state == SANDBOX_CREATING)
                         continue;
-                if (s->ttl_usec && p->now_real >= s->created_usec + s->ttl_usec)
+                if (s->ttl_usec && p->now_mono >= s->ttl_deadline_usec)
                         t->expired = "ttl";
                 else if (s->idle_usec && !s->runs && !s->pending_runs && p->now_mono >= s->last_active_usec + s->idle_usec)
                         t->expired = "idle";
@@ -458,7 +466,7 @@ static void sweep_fail(Sweep *sw, int r) {
 static void on_walk_done(SweepWalk *w, int r, void *userdata) {
         Sweep *sw = userdata;
         Manager *m = sw->manager;
-        Plan p = { .sw = sw, .now_real = now_usec(CLOCK_REALTIME), .now_mono = now_usec(CLOCK_MONOTONIC) };
+        Plan p = { .sw = sw, .now_mono = now_usec(CLOCK_MONOTONIC) };
         json_object *reply;
         bool over;
 

@@ -138,6 +138,30 @@ ok $? "inspect reports that the sandbox was brought back after a restart"
 [ "$(cat "$scg/memory.max")" = 67108864 ]
 ok $? "its memory.max holds the same limit in its new cgroup"
 
+# -- THREATS DMN-09: a step of the wall clock expires nothing and stretches no timeout ------------
+trap 'date -s "@$(($(date +%s) - shift))" >/dev/null' EXIT
+shift=0
+r=$(call '{"op":"create","name":"clock","ttl":"1h"}')
+[ "$(jqr .ok "$r")" = true ]
+ok $? "a sandbox with a ttl of 1h"
+date -s '+2 hours' >/dev/null && shift=7200
+r=$(call '{"op":"sweep"}')
+diag "sweep after the clock jumped 2h ahead: $(jqr '[.actions[] | .action + " " + (.sandbox // "")]' "$r" | tr -d '\n ')"
+[ "$(jqr '[.actions[] | select(.action == "destroy")] | length' "$r")" = 0 ] && [ "$(jqr .sandbox.state "$(call '{"op":"inspect","sandbox":"clock"}')")" = ready ]
+ok $? "the clock jumps 2 hours ahead: the sweep destroys nothing, the sandbox is still there"
+call '{"op":"run","sandbox":"clock","argv":["sleep","10"],"timeout_s":2}' >/tmp/clock-run.json &
+crun=$!
+sleep 0.5
+date -s '-3 hours' >/dev/null && shift=-3600
+wait "$crun"
+r=$(cat /tmp/clock-run.json)
+diag "run across a 3 hour step back: $(jqr '{reason,duration_s}' "$r" | tr -d '\n ')"
+[ "$(jqr .reason "$r")" = timeout ] && jqr '.duration_s < 5' "$r" | grep -qx true
+ok $? "a run with a 2 s timeout, the clock stepped 3 hours back: timed out after about 2 s"
+date -s '+1 hour' >/dev/null && shift=0
+trap - EXIT
+call '{"op":"destroy","sandbox":"clock"}' >/dev/null
+
 r=$(call "{\"op\":\"destroy\",\"sandbox\":\"$sid\"}")
 [ "$(jqr .destroyed "$r")" = true ] && [ ! -d "$scg" ]
 ok $? "destroy removes the sandbox's cgroup"
