@@ -450,6 +450,24 @@ static bool run_oom_killed(Run *r) {
                kills > 0;
 }
 
+/* A fork refused by a pids limit while the run ran, from pids.events "max": counted in the run's
+ * cgroup (the forker's, before Linux 6.11; its own limit's, since) or, since 6.11, in the
+ * sandbox's when the sandbox's limit was hit. Null where pids is not enforced. */
+static void run_add_pids_limit_hit(Run *r, json_object *o) {
+        uint64_t run_max = 0, sandbox_max = 0;
+        int k;
+
+        if (!(r->sandbox->enforced & CG_PIDS)) {
+                json_object_object_add(o, "pids_limit_hit", NULL);
+                return;
+        }
+        k = cg_read_keyed(r->cg_fd, "pids.events", "max", &run_max);
+        if (k >= 0)
+                k = cg_read_keyed(r->sandbox->cg_fd, "pids.events", "max", &sandbox_max);
+        json_object_object_add(o, "pids_limit_hit",
+                               k < 0 ? NULL : json_object_new_boolean(run_max > 0 || sandbox_max > r->sandbox_pids_max_events));
+}
+
 static void run_add_stats(Run *r, json_object *o) {
         CgroupRoot *cg = &r->sandbox->manager->cg;
         uint64_t user = 0, sys = 0, peak = 0, pids = 0;
@@ -466,6 +484,7 @@ static void run_add_stats(Run *r, json_object *o) {
         json_object_object_add(o, "cpu_system_s", rs < 0 ? NULL : json_object_new_double((double) sys / 1e6));
         add_u64_or_null(o, "memory_peak_bytes", rm, peak);
         add_u64_or_null(o, "pids_peak", rp, pids);
+        run_add_pids_limit_hit(r, o);
 }
 
 /* How it ended: what we did to it first, then the kernel's OOM account, then the wait status. */
@@ -926,6 +945,8 @@ void run_start(Run *r) {
         r->start_usec = now_usec(CLOCK_MONOTONIC);
         if ((k = run_make_cgroup(r)) < 0)
                 return run_fail_start(r, "cannot create the run's cgroup", k);
+        if (r->sandbox->enforced & CG_PIDS)
+                (void) cg_read_keyed(r->sandbox->cg_fd, "pids.events", "max", &r->sandbox_pids_max_events);
         if ((k = run_fds_open(&f)) < 0) {
                 run_fds_close_child(&f);
                 return run_fail_start(r, "cannot create pipes", k);

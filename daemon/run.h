@@ -74,6 +74,7 @@ typedef struct Run {
         uint64_t timeout_left;  /* while its sandbox is frozen: what was left of the timeout */
         bool timeout_paused;
         uint64_t start_usec;
+        uint64_t sandbox_pids_max_events; /* the sandbox's pids.events "max" when it started */
         RunReason forced;       /* what we did to it: timeout, cpu_limit, killed, destroyed */
         bool in_flight, started, exited, finished;
         bool direct;            /* the helper becomes the command (RunParams.direct) */

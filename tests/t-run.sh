@@ -140,6 +140,8 @@ check(re.fullmatch(r"run-[0-9a-f]{12}", r.get("run_id", "")), "a run id run-<12 
 is_(r.get("sandbox"), S, "the reply names the sandbox")
 check(isinstance(r.get("duration_s"), float) and r["duration_s"] >= 0, "duration_s is a number", r.get("duration_s"))
 check("memory_peak_bytes" in r and "pids_peak" in r, "memory_peak_bytes and pids_peak are present (null when unknown)")
+is_(r.get("pids_limit_hit", "absent"), None if not sb["enforced"]["pids"] else False,
+    "pids_limit_hit: null where pids is not enforced, else false for true")
 r = run(command="exit 3")
 is_((r.get("exit_code"), r.get("reason")), (3, "exited"), "exit 3: exit_code 3")
 r = run(command="echo hi; echo err >&2")

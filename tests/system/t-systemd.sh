@@ -111,12 +111,20 @@ diag "pids.current during the bomb: $cur; pids.events: $(tr '\n' ' ' <"$bcg/pids
 ok $? "the process bomb fills the sandbox up to pids.max and no further"
 wait $bomb
 r=$(cat /tmp/bomb.json)
-diag "bomb: $(jqr '{reason,exit_code,oom_killed,pids_peak}' "$r" | tr -d '\n ')"
+diag "bomb: $(jqr '{reason,exit_code,oom_killed,pids_peak,pids_limit_hit}' "$r" | tr -d '\n ')"
 [ "$(jqr .reason "$r")" = timeout ] && [ "$(jqr .pids_peak "$r")" -le 32 ]
 ok $? "the process bomb run ends at its timeout, its pids peak within the limit"
+[ "$(jqr .pids_limit_hit "$r")" = true ]
+ok $? "its result says pids_limit_hit (the sandbox's pids.events max)"
 r=$(call "{\"op\":\"run\",\"sandbox\":\"$bsid\",\"argv\":[\"true\"]}")
 [ "$(jqr .exit_code "$r")" = 0 ]
 ok $? "the sandbox runs commands again after the bomb (its processes were killed)"
+[ "$(jqr .pids_limit_hit "$r")" = false ]
+ok $? "a run that forks within the limit: pids_limit_hit false"
+r=$(call "{\"op\":\"run\",\"sandbox\":\"$bsid\",\"pids\":4,\"command\":\"for i in 1 2 3 4 5 6; do sleep 5 & done 2>/dev/null; echo started\"}")
+diag "a run over its own pids limit of 4: $(jqr '{stdout,pids_limit_hit}' "$r" | tr -d '\n ')"
+[ "$(jqr .pids_limit_hit "$r")" = true ]
+ok $? "a run over its own pids limit (4, the sandbox's 32 not reached): pids_limit_hit true"
 call "{\"op\":\"destroy\",\"sandbox\":\"$bsid\"}" >/dev/null
 
 # -- the daemon is SIGKILLed: systemd restarts it, and the sandbox comes back --------------------
