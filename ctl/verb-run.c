@@ -345,15 +345,16 @@ static const char *fmt_cpu(char buf[static FIELD_BUF], json_object *reply) {
         return format_duration(buf, FIELD_BUF, (uint64_t) ((user + sys) * (double) USEC_PER_SEC + 0.5));
 }
 
-/* reason=exited exit=0 time=0.012s cpu=0.004s peak_mem=1.2M pids_peak=1 run=run-.. sandbox=sbx-.. */
+/* reason=exited exit=0 [signal=KILL] [oom_killed=yes] [pids_limit_hit=yes] time=0.012s cpu=0.004s peak_mem=1.2M pids_peak=1 run=run-.. sandbox=sbx-.. */
 static void log_run_account(json_object *reply) {
         char e[FIELD_BUF], t[FIELD_BUF], c[FIELD_BUF], m[FIELD_BUF], p[FIELD_BUF], s[FIELD_BUF + 16] = "";
 
         if (json_str(reply, "signal"))
                 snprintf(s, sizeof(s), " signal=%s", json_str(reply, "signal"));
-        log_info("reason=%s exit=%s%s%s time=%s cpu=%s peak_mem=%s pids_peak=%s run=%s sandbox=%s",
+        log_info("reason=%s exit=%s%s%s%s time=%s cpu=%s peak_mem=%s pids_peak=%s run=%s sandbox=%s",
                  json_str(reply, "reason") ?: "-", fmt_value(e, reply, "exit_code"), s,
-                 json_true(reply, "oom_killed") ? " oom_killed=yes" : "", fmt_seconds(t, reply, "duration_s"),
+                 json_true(reply, "oom_killed") ? " oom_killed=yes" : "",
+                 json_true(reply, "pids_limit_hit") ? " pids_limit_hit=yes" : "", fmt_seconds(t, reply, "duration_s"),
                  fmt_cpu(c, reply), fmt_size(m, reply, "memory_peak_bytes"), fmt_value(p, reply, "pids_peak"),
                  json_str(reply, "run_id") ?: "-", json_str(reply, "sandbox") ?: "-");
 }

@@ -125,6 +125,10 @@ r=$(call "{\"op\":\"run\",\"sandbox\":\"$bsid\",\"pids\":4,\"command\":\"for i i
 diag "a run over its own pids limit of 4: $(jqr '{stdout,pids_limit_hit}' "$r" | tr -d '\n ')"
 [ "$(jqr .pids_limit_hit "$r")" = true ]
 ok $? "a run over its own pids limit (4, the sandbox's 32 not reached): pids_limit_hit true"
+out=$(sandboxctl run --sandbox "$bsid" --pids 4 -v -- sh -c 'for i in 1 2 3 4 5 6; do sleep 5 & done' 2>&1 >/dev/null)
+diag "sandboxctl run -v: $out"
+grep -q ' pids_limit_hit=yes ' <<<"$out"
+ok $? "sandboxctl run -v says pids_limit_hit=yes"
 call "{\"op\":\"destroy\",\"sandbox\":\"$bsid\"}" >/dev/null
 
 # -- the daemon is SIGKILLed: systemd restarts it, and the sandbox comes back --------------------
