@@ -4,10 +4,13 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/types.h>
 #include <unistd.h>
 
@@ -158,8 +161,88 @@ int cg_enable_controllers(int dir_fd, unsigned mask) {
         return cg_write(dir_fd, "cgroup.subtree_control", buf);
 }
 
+/* Set when the kernel has no cgroup.kill (before Linux 5.14), or a test asks for the fallback. */
+static bool kill_by_pidfd;
+
+#define KILL_MAX_DEPTH 8
+#define KILL_MAX_PIDS 4096
+
+/* The pids in dir_fd/cgroup.procs and below, at most max of them; how many, or -errno. */
+static int list_procs(int dir_fd, unsigned depth, pid_t *pids, int n, int max) {
+        _cleanup_close_ int fd = openat(dir_fd, "cgroup.procs", O_RDONLY | O_CLOEXEC);
+        FILE *f = fd >= 0 ? fdopen(fd, "re") : NULL;
+        long pid;
+        DIR *d;
+        struct dirent *de;
+
+        if (!f)
+                return -errno;
+        fd = -EBADF; /* the FILE has it */
+        while (n < max && fscanf(f, "%ld", &pid) == 1)
+                if (pid > 0)
+                        pids[n++] = (pid_t) pid;
+        fclose(f);
+        if (depth >= KILL_MAX_DEPTH || (fd = openat(dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0 ||
+            !(d = fdopendir(fd)))
+                return n;
+        fd = -EBADF;
+        while (n < max && (de = readdir(d))) {
+                int sub;
+                if (de->d_type != DT_DIR || de->d_name[0] == '.')
+                        continue;
+                sub = openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                if (sub < 0)
+                        continue;
+                int k = list_procs(sub, depth + 1, pids, n, max);
+                close(sub);
+                if (k > n)
+                        n = k;
+        }
+        closedir(d);
+        return n;
+}
+
+static bool listed(const pid_t *pids, int n, pid_t pid) {
+        for (int i = 0; i < n; i++)
+                if (pids[i] == pid)
+                        return true;
+        return false;
+}
+
+/* What cgroup.kill does, the way it was done before it (THREATS DMN-07): freeze the subtree, so
+ * that nothing in it forks or exits on its own; open a pidfd for every process listed in it and
+ * below; list them again and SIGKILL, through its pidfd, each that is still listed (a pidfd
+ * taken for a pid that meanwhile went to a process elsewhere finds it no longer listed; SIGKILL
+ * reaches frozen tasks); thaw. Whatever forked before the freeze took hold is killed by the
+ * callers' next round (teardown and restart kill until the cgroup is empty). */
+static int cg_kill_fallback(int dir_fd) {
+        static pid_t before[KILL_MAX_PIDS], after[KILL_MAX_PIDS];
+        static int pidfds[KILL_MAX_PIDS];
+        int n, m, r = 0;
+
+        (void) cg_write(dir_fd, "cgroup.freeze", "1");
+        n = list_procs(dir_fd, 0, before, 0, KILL_MAX_PIDS);
+        if (n < 0) {
+                (void) cg_write(dir_fd, "cgroup.freeze", "0");
+                return n;
+        }
+        for (int i = 0; i < n; i++)
+                pidfds[i] = (int) syscall(SYS_pidfd_open, before[i], 0);
+        m = list_procs(dir_fd, 0, after, 0, KILL_MAX_PIDS);
+        for (int i = 0; i < n; i++) {
+                if (pidfds[i] < 0)
+                        continue;
+                if (m >= 0 && listed(after, m, before[i]) &&
+                    syscall(SYS_pidfd_send_signal, pidfds[i], SIGKILL, NULL, 0) < 0 && errno != ESRCH)
+                        r = -errno;
+                close(pidfds[i]);
+        }
+        (void) cg_write(dir_fd, "cgroup.freeze", "0");
+        return r;
+}
+
 int cg_kill(int dir_fd) {
-        return cg_write(dir_fd, "cgroup.kill", "1");
+        return kill_by_pidfd ? cg_kill_fallback(dir_fd) : cg_write(dir_fd, "cgroup.kill", "1");
 }
 
 void cg_read_usage(int dir_fd, unsigned mask, CgUsage *ret) {
@@ -254,7 +337,9 @@ static int mkdir_p(const char *path) {
 
 static void cg_probe_features(CgroupRoot *root) {
         struct stat st;
-        root->has_kill = fstatat(root->base_fd, "cgroup.kill", &st, 0) == 0;
+        /* SANDBOXD_TEST_NO_CGROUP_KILL: the tests' way to the fallback on a kernel that has it. */
+        root->has_kill = fstatat(root->base_fd, "cgroup.kill", &st, 0) == 0 && !getenv("SANDBOXD_TEST_NO_CGROUP_KILL");
+        kill_by_pidfd = !root->has_kill;
         root->has_memory_peak = (root->enforceable & CG_MEMORY) &&
                                 fstatat(root->sandboxes_fd, "memory.peak", &st, 0) == 0;
         root->has_pids_peak = (root->enforceable & CG_PIDS) && fstatat(root->sandboxes_fd, "pids.peak", &st, 0) == 0;
