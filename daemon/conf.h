@@ -13,6 +13,7 @@ typedef struct Config {
         uint64_t max_line_bytes;
         uint64_t max_connections;
         uint64_t max_connections_per_uid; /* root's are not counted */
+        uint64_t max_buffered_per_uid;    /* run output held and replies unread, per uid (not root) */
         uint64_t max_connection_output;
         uint64_t request_timeout_usec;
         uint64_t max_sandboxes;

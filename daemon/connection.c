@@ -153,6 +153,17 @@ static int out_append(Connection *c, const char *data, size_t n) {
         return 0;
 }
 
+uint64_t connection_uid_held(Manager *m, uid_t uid) {
+        uint64_t n = 0;
+        for (Connection *c = m->connections; c; c = c->next)
+                if (c->peer.uid == uid)
+                        n += c->run_reserved + connection_backlog(c);
+        return n;
+}
+
+/* A backlog below this never makes us count the uid's whole (a client reading normally). */
+#define UID_CHECK_BACKLOG (1u << 20)
+
 /* Queues a serialized line; with take, msg is put first: a big reply (a run's output) is then
  * held twice at most (line and queue), not four times (and its JSON strings). */
 static void connection_send_line(Connection *c, json_object *msg, bool take) {
@@ -175,6 +186,14 @@ static void connection_send_line(Connection *c, json_object *msg, bool take) {
         if (c->out_len - c->out_off > c->manager->config.max_connection_output) {
                 log_notice("connection from pid %d: %zu bytes of unread replies, closing", (int) c->peer.pid,
                            c->out_len - c->out_off);
+                connection_close(c);
+                return;
+        }
+        if (c->peer.uid != 0 && connection_backlog(c) > UID_CHECK_BACKLOG &&
+            connection_uid_held(c->manager, c->peer.uid) > c->manager->config.max_buffered_per_uid) {
+                log_notice("connection from pid %d: uid %u holds more than max_buffered_per_uid with this one's %zu "
+                           "bytes of unread replies, closing it",
+                           (int) c->peer.pid, (unsigned) c->peer.uid, connection_backlog(c));
                 connection_close(c);
                 return;
         }

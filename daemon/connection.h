@@ -24,6 +24,7 @@ typedef struct Connection {
         char *out;
         size_t out_len, out_off, out_alloc;
         unsigned n_runs;   /* runs in flight started by this connection */
+        uint64_t run_reserved; /* what its runs' output (2 x output_bytes) and stdin may hold */
         bool dead;         /* fd closed; replies are dropped */
         struct Connection *next, *prev;
 } Connection;
@@ -35,6 +36,10 @@ typedef struct Connection {
 static inline size_t connection_backlog(const Connection *c) {
         return c->out_len - c->out_off;
 }
+
+/* What the daemon holds for uid: its runs' reservations and its connections' unread replies
+ * (max_buffered_per_uid). */
+uint64_t connection_uid_held(Manager *m, uid_t uid);
 
 int connection_new(Manager *m, int fd, Connection **ret);
 Connection *connection_ref(Connection *c);

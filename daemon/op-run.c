@@ -38,6 +38,25 @@ static unsigned runs_of_uid(Manager *m, uid_t uid) {
         return n;
 }
 
+/* A uid's runs in flight and unread replies may not hold more than max_buffered_per_uid of the
+ * daemon's memory (THREATS RES-06, PRO-02): one user cannot take it all. */
+static int check_buffered(Connection *c, const RunSpec *spec, ProtoError *err) {
+        Manager *m = c->manager;
+        uint64_t held, need = run_spec_held(spec);
+        char a[32], b[32], d[32];
+
+        if (c->peer.uid == 0)
+                return 0;
+        held = connection_uid_held(m, c->peer.uid);
+        if (held + need <= m->config.max_buffered_per_uid)
+                return 0;
+        return proto_error_set(err, SBX_E_RESOURCE_EXHAUSTED, "output_bytes",
+                               "uid %u holds %s of run output and unread replies; this run's %s more would pass "
+                               "max_buffered_per_uid (%s)",
+                               (unsigned) c->peer.uid, format_size(a, sizeof(a), held), format_size(b, sizeof(b), need),
+                               format_size(d, sizeof(d), m->config.max_buffered_per_uid));
+}
+
 int op_run(Connection *c, json_object *id, json_object *req, ProtoError *err) {
         RunSpec spec;
         Sandbox *s = NULL;
@@ -64,6 +83,8 @@ int op_run(Connection *c, json_object *id, json_object *req, ProtoError *err) {
         if ((k = sweep_check_run(s, err)) < 0)
                 goto fail_sandbox;
         k = run_spec_resolve(&spec, s, err);
+        if (k >= 0 && (k = check_buffered(c, &spec, err)) < 0)
+                goto fail_sandbox;
         if (k < 0 || (k = run_new(s, c, id, &spec, &r)) < 0) {
                 if (k != -EINVAL)
                         proto_error_set(err, SBX_E_INTERNAL, NULL, "out of memory");

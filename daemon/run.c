@@ -249,6 +249,10 @@ int run_spec_resolve(RunSpec *spec, Sandbox *s, ProtoError *err) {
         return 0;
 }
 
+uint64_t run_spec_held(const RunSpec *spec) {
+        return 2 * spec->output_bytes + spec->stdin_len;
+}
+
 void run_spec_done(RunSpec *spec) {
         strv_free(spec->argv);
         strv_free(spec->envp);
@@ -303,6 +307,8 @@ int run_new(Sandbox *s, Connection *c, json_object *id, RunSpec *spec, Run **ret
         r->sandbox = s;
         r->conn = connection_ref(c);
         r->conn->n_runs++;
+        r->reserved = run_spec_held(spec);
+        r->conn->run_reserved += r->reserved;
         r->req_id = json_object_get(id);
         r->spec = *spec;
         *spec = (RunSpec) {};
@@ -350,6 +356,7 @@ Run *run_free(Run *r) {
         safe_close(r->cg_fd);
         if (r->conn) {
                 r->conn->n_runs--;
+                r->conn->run_reserved -= r->reserved;
                 connection_unref(r->conn);
         }
         json_object_put(r->req_id);

@@ -8,7 +8,7 @@
 
 A=65534 B=65533 ADMIN=65532 ADMIN_GROUP=users
 mkdir -p "$T"
-printf 'admin_group = %s\nmax_sandboxes_per_uid = 2\nmax_connections_per_uid = 4\n' "$ADMIN_GROUP" >"$T/sandboxd.conf"
+printf 'admin_group = %s\nmax_sandboxes_per_uid = 2\nmax_connections_per_uid = 4\nmax_buffered_per_uid = 8M\n' "$ADMIN_GROUP" >"$T/sandboxd.conf"
 start_daemon --config "$T/sandboxd.conf" || exit 0
 # Let other users reach the test socket (the packaged socket unit uses group sandboxd instead).
 chmod 0755 "$T" && chmod 0666 "$SOCK"
@@ -134,6 +134,75 @@ is "$(jget "$(rpc '{"op":"health"}')" .ok)" true "and root"
 touch "$T/conncap/release"
 wait "$holder"
 is "$(jget "$(first_line_as $A | head -1)" .ok)" true "once A's connections are closed, A connects again"
+
+# What the daemon holds for one uid is capped at max_buffered_per_uid (8M here; RES-06, PRO-02):
+# run output it may keep (2 x output_bytes + stdin per run in flight) and unread replies.
+mkdir -m 1777 "$T/bufcap"
+r=$(as $A -- timeout 60 python3 - "$SOCK" 2>"$T/bufcap/err" <<'EOF'
+import json, socket, sys, time
+sys.path.insert(0, "/nonexistent")
+def conn():
+    s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); s.settimeout(30)
+    return s, s.makefile("rb")
+def call(c, req):
+    c[0].sendall(json.dumps(req).encode() + b"\n")
+    while True:
+        m = json.loads(c[1].readline())
+        if "event" not in m:
+            return m
+out = {}
+a = conn()
+# 3M of output per stream reserves 6M: a second such run of the same uid does not fit in 8M.
+a[0].sendall(json.dumps({"id": 1, "op": "run", "sandbox": "a1", "command": "sleep 3", "output_bytes": "3M"}).encode() + b"\n")
+while True:
+    m = json.loads(a[1].readline())
+    if m.get("event") == "started":
+        break
+    if "event" not in m:
+        raise SystemExit("the first run did not start: %s" % m)
+r = call(conn(), {"id": 2, "op": "run", "sandbox": "a1", "argv": ["true"], "output_bytes": "3M"})
+out["second"] = [r.get("error", {}).get("code"), r.get("error", {}).get("field"), r.get("error", {}).get("message")]
+r = call(conn(), {"id": 3, "op": "run", "sandbox": "a1", "argv": ["true"], "output_bytes": "512K"})
+out["small"] = r.get("ok")
+out["first"] = json.loads(a[1].readline()).get("reason")
+r = call(conn(), {"id": 4, "op": "run", "sandbox": "a1", "argv": ["true"], "output_bytes": "3M"})
+out["after"] = r.get("ok")
+# A client that never reads (on a1, which A may use as it likes): four runs of 1M of binary output on both streams (2M reserved
+# each, about 2.7M of base64 in each reply). Their replies pass 8M unread: closed.
+b = conn()
+cmd = "head -c 1000000 /dev/urandom; head -c 1000000 /dev/urandom >&2"
+for i in range(4):
+    b[0].sendall(json.dumps({"id": 10 + i, "op": "run", "sandbox": "a1", "command": cmd, "output_bytes": "1M"}).encode() + b"\n")
+time.sleep(4)
+lines = []
+try:
+    while True:
+        l = b[1].readline()
+        if not l:
+            break
+        lines.append(json.loads(l))
+    out["closed"] = True
+except (socket.timeout, ConnectionResetError):
+    out["closed"] = False
+out["unread_replies"] = len([m for m in lines if "event" not in m])
+r = call(conn(), {"id": 20, "op": "run", "sandbox": "a1", "command": "echo fine", "output_bytes": "3M"})
+out["later"] = r.get("stdout")
+print(json.dumps(out))
+EOF
+)
+[ -n "$r" ] || diag "$(cat "$T/bufcap/err")"
+is "$(jget "$r" '.second[0:2] | join(" ")')" "resource_exhausted output_bytes" \
+	"uid A with a 3M-output run in flight: a second one (6M more) is refused, field output_bytes"
+like "$(jget "$r" '.second[2]')" "^uid $A holds .* of run output and unread replies; this run's 6M more would pass max_buffered_per_uid \(8M\)$" \
+	"the message says what the uid holds and names the setting"
+is "$(jget "$r" .small)" true "a run that fits in what is left (2 x 512K) is accepted"
+is "$(jget "$r" '"\(.first) \(.after)"')" "exited true" "once the first has ended, the 3M run is accepted"
+is "$(jget "$r" .closed)" true "a connection that never reads is closed once its unread replies pass 8M"
+check "it had fewer than its four replies queued ($(jget "$r" .unread_replies))" [ "$(jget "$r" .unread_replies)" -lt 4 ]
+like "$(cat "$T/daemon.log")" "uid $A holds more than max_buffered_per_uid" "the daemon's log says why"
+is "$(jget "$r" .later)" fine "and the uid's next run is accepted: nothing stays counted"
+r=$(rpc_as $B '{"op":"run","best_effort":true,"argv":["true"],"output_bytes":"3M"}')
+is "$(jget "$r" .ok)" true "the cap is per uid: B runs with 3M"
 r=$(rpc_as $A "{\"op\":\"destroy\",\"sandbox\":\"$a1\"}")
 is "$(jget "$r" .destroyed)" true "A destroys a1"
 
