@@ -11,10 +11,12 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/xattr.h>
 #include <sys/types.h>
 #include <unistd.h>
 
 #include "cgroup.h"
+#include "log.h"
 #include "macro.h"
 #include "util.h"
 
@@ -318,6 +320,31 @@ static int cg_pick_base(const char *override, const char *mount, char **ret) {
         return asprintf(ret, "%s%s", mount, self) < 0 ? -ENOMEM : 0;
 }
 
+/* Started by systemd (INVOCATION_ID), we may only create cgroups below our unit's if systemd
+ * delegated it to us: it marks such a cgroup with trusted.delegate (or user.delegate, for a user
+ * manager) since systemd 251. Without Delegate=yes the cgroup stays systemd's, which may move or
+ * remove what we put there at its next reload; that is no ground for authoritative limits (THREATS
+ * DMN-04). --cgroup-root names a directory of one's own and skips this. */
+static int cg_check_delegated(const char *base) {
+        char v[8];
+
+        if (!getenv("INVOCATION_ID"))
+                return 0;
+        for (const char *const *x = (const char *const[]) { "trusted.delegate", "user.delegate", NULL }; *x; x++) {
+                ssize_t n = getxattr(base, *x, v, sizeof(v) - 1);
+                if (n > 0) {
+                        v[n] = '\0';
+                        if (strcmp(v, "1") == 0)
+                                return 0;
+                }
+        }
+        log_error("the cgroup %s was not delegated to sandboxd: its unit has no Delegate=yes, so systemd owns it "
+                  "and may undo what sandboxd does there. Add Delegate=yes to the unit (the packaged sandboxd.service "
+                  "has it), or give sandboxd a cgroup of its own with --cgroup-root (cgroup_root in sandboxd.conf)",
+                  base);
+        return -EPERM;
+}
+
 static int mkdir_p(const char *path) {
         _cleanup_free_ char *p = strdup(path);
         if (!p)
@@ -356,6 +383,8 @@ int cg_setup(const char *override, CgroupRoot *ret) {
                 goto fail;
         r = cg_pick_base(override, root.mount, &root.base);
         if (r < 0)
+                goto fail;
+        if (!override && (r = cg_check_delegated(root.base)) < 0)
                 goto fail;
         r = mkdir_p(root.base);
         if (r < 0)

@@ -44,6 +44,28 @@ r=$(call "{\"op\":\"run\",\"sandbox\":\"$osid\",\"command\":\"sleep 30 & cat /pr
 ok $? "nor does anything the run starts in the background inherit the daemon's score"
 call "{\"op\":\"destroy\",\"sandbox\":\"$osid\"}" >/dev/null
 
+# -- THREATS DMN-04: without Delegate=yes the daemon does not touch systemd's cgroup ------------
+exe=$(systemctl show -p ExecStart --value sandboxd.service | sed -n 's/.*path=\([^ ;]*\).*/\1/p')
+diag "sandboxd binary: $exe"
+timeout 30 systemd-run --unit sbx-nodelegate --wait --quiet -p StateDirectory=sbx-nodelegate \
+	"$exe" --listen /run/sbx-nodelegate.sock --state-dir /var/lib/sbx-nodelegate >/dev/null 2>&1
+rc=$?
+systemctl stop sbx-nodelegate.service 2>/dev/null
+msg=$(journalctl -u sbx-nodelegate.service -o cat --no-pager 2>/dev/null | grep 'was not delegated')
+diag "without Delegate=yes: status $rc; $msg"
+[ "$rc" != 0 ] && [ -n "$msg" ]
+ok $? "started by systemd without Delegate=yes, sandboxd refuses to start and says why"
+grep -q 'Add Delegate=yes to the unit' <<<"$msg"
+ok $? "the message tells what to add"
+systemd-run --unit sbx-delegate --quiet -p Delegate=yes -p StateDirectory=sbx-delegate \
+	"$exe" --listen /run/sbx-delegate.sock --state-dir /var/lib/sbx-delegate
+for _ in $(seq 50); do [ -S /run/sbx-delegate.sock ] && break; sleep 0.1; done
+r=$(SANDBOXD_SOCKET=/run/sbx-delegate.sock call '{"op":"hello"}')
+[ "$(jqr '.capabilities.cgroup | .memory and .pids and .cpu' "$r")" = true ] &&
+	[ "$(jqr .capabilities.cgroup_root "$r")" = /sys/fs/cgroup/system.slice/sbx-delegate.service ]
+ok $? "the same unit with Delegate=yes starts, in its own cgroup, with every limit enforceable"
+systemctl stop sbx-delegate.service
+
 # -- authoritative limits ----------------------------------------------------------------------
 r=$(call '{"op":"create","limits":{"memory":"64M","pids":32,"cpus":0.5}}')
 [ "$(jqr .ok "$r")" = true ]
