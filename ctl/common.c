@@ -351,15 +351,13 @@ int read_all(int fd, char **ret, size_t *ret_len) {
                         buf = p;
                         alloc = n;
                 }
-                ssize_t k = read(fd, buf + len, alloc - len);
-                if (k < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        return -errno;
-                }
-                if (k == 0)
-                        break;
+                size_t want = alloc - len;
+                ssize_t k = read_full(fd, buf + len, want);
+                if (k < 0)
+                        return (int) k;
                 len += (size_t) k;
+                if ((size_t) k < want)
+                        break; /* the end of the input */
         }
         buf[len] = '\0';
         *ret = TAKE_PTR(buf);

@@ -315,11 +315,8 @@ size_t run_params_fds(const RunParams *p, int ret[static RUN_PARAMS_FDS]) {
 /* The daemon may be shielded from the OOM killer (the unit's OOMScoreAdjust=); a sandbox's
  * processes must not be (THREATS RES-11). Written as host root: with CAP_SYS_RESOURCE that also
  * makes 0 the least the sandbox may set again. A host that refuses it refuses every run. */
-static int helper_reset_oom_score(const RunParams *p) {
-        int fd;
-        if (!p->reset_oom_score)
-                return 0;
-        fd = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
+static int write_zero(int dir_fd, const char *path) {
+        int fd = openat(dir_fd, path, O_WRONLY | O_CLOEXEC);
         if (fd < 0)
                 return -1;
         if (write(fd, "0", 1) != 1) {
@@ -330,21 +327,14 @@ static int helper_reset_oom_score(const RunParams *p) {
         return 0;
 }
 
+static int helper_reset_oom_score(const RunParams *p) {
+        return p->reset_oom_score ? write_zero(AT_FDCWD, "/proc/self/oom_score_adj") : 0;
+}
+
 /* A helper exec'd by the daemon's vfork child starts in the daemon's cgroup: it moves itself
  * (the kernel's clone3(CLONE_INTO_CGROUP) cannot be had without copying the daemon's memory). */
 static int helper_enter_cgroup(int cgroup_fd) {
-        int fd;
-        if (cgroup_fd < 0)
-                return 0;
-        fd = openat(cgroup_fd, "cgroup.procs", O_WRONLY | O_CLOEXEC);
-        if (fd < 0)
-                return -1;
-        if (write(fd, "0", 1) != 1) {
-                safe_close(fd);
-                return -1;
-        }
-        safe_close(fd);
-        return 0;
+        return cgroup_fd >= 0 ? write_zero(cgroup_fd, "cgroup.procs") : 0;
 }
 
 _Noreturn void run_helper_main(const RunParams *p) {
