@@ -11,6 +11,7 @@
 #include "manager.h"
 #include "ops.h"
 #include "pty.h"
+#include "run-record.h"
 #include "sandbox.h"
 #include "util.h"
 
@@ -157,6 +158,22 @@ int op_pty_open(Connection *c, json_object *id, json_object *req, ProtoError *er
         return 0;
 }
 
+/* A session of one of the caller's sandboxes that the daemon's death ended (run-record.h):
+ * session_lost, saying when; any other unknown id is not_found. */
+static int session_gone(Connection *c, const char *key, ProtoError *err) {
+        for (Sandbox *s = c->manager->sandboxes; s; s = s->next) {
+                json_object *e, *at;
+                if (!sandbox_visible_to(s, c) || !(e = run_records_lost_session(s, key)))
+                        continue;
+                return proto_error_set(err, SBX_E_SESSION_LOST, "session",
+                                       "session %s of sandbox %s ended when the daemon restarted (it had started at %s); "
+                                       "its processes and output are gone",
+                                       key, s->id,
+                                       json_object_object_get_ex(e, "started_at", &at) ? json_object_get_string(at) : "?");
+        }
+        return proto_error_set(err, SBX_E_NOT_FOUND, "session", "no session '%.64s'", key);
+}
+
 /* The caller's session; not_found for others' (no oracle), as for sandboxes. */
 static int lookup_session(Connection *c, json_object *req, Session **ret, ProtoError *err) {
         const char *key = NULL;
@@ -167,7 +184,8 @@ static int lookup_session(Connection *c, json_object *req, Session **ret, ProtoE
                 return r;
         p = key ? pty_find(c->manager, key) : NULL;
         if (!p || !sandbox_visible_to(p->sandbox, c) || p->free_when_done)
-                return proto_error_set(err, SBX_E_NOT_FOUND, "session", "no session '%.64s'", key ? key : "");
+                return key ? session_gone(c, key, err)
+                           : proto_error_set(err, SBX_E_NOT_FOUND, "session", "no session ''");
         *ret = p;
         return 0;
 }

@@ -19,6 +19,7 @@
 #include "macro.h"
 #include "manager.h"
 #include "pty.h"
+#include "run-record.h"
 #include "sandbox.h"
 #include "spawn.h"
 #include "util.h"
@@ -136,9 +137,12 @@ static void pty_destroy(Session *p) {
         free(p);
 }
 
-/* A sandbox being destroyed waits for its sessions as for its runs. */
+/* A sandbox being destroyed waits for its sessions as for its runs. A session ends here (its end
+ * noted); pty_free_all() at the daemon's stop does not end it: a client that comes back after
+ * the restart is told session_lost. */
 static void pty_free(Session *p) {
         Sandbox *s = p->sandbox;
+        session_record_end(p);
         pty_destroy(p);
         if (s->state == SANDBOX_DESTROYING)
                 sandbox_run_finished(s, NULL);
@@ -1051,6 +1055,7 @@ void pty_start(Session *p) {
         SessionFds f;
         int k;
 
+        session_record_start(p);
         if ((k = pty_make_cgroup(p)) < 0)
                 return pty_fail_start(p, "cannot create the session's cgroup", k);
         if ((k = pty_open_fds(p, &f)) >= 0 && (k = pty_spawn(p, &f)) >= 0) {

@@ -11,6 +11,7 @@
 
 #include "log.h"
 #include "macro.h"
+#include "pty.h"
 #include "manager.h"
 #include "run-record.h"
 #include "run.h"
@@ -34,19 +35,21 @@ static int state_dir_fd(Manager *m) {
         return openat(m->state_fd, "..", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 }
 
-static json_object *note_json(Run *r) {
+/* The start note of a run, or of a session ("session": true). */
+static json_object *note_json(const Sandbox *s, const char *id, char *const *args, bool session) {
         json_object *o = json_object_new_object(), *argv = json_object_new_array();
         char ts[UTC_TIME_MAX];
         size_t i;
 
-        for (i = 0; r->spec.argv && r->spec.argv[i] && i < NOTE_ARGS_MAX; i++)
-                json_object_array_add(argv, json_object_new_string_len(r->spec.argv[i],
-                                                                       (int) strnlen(r->spec.argv[i], NOTE_ARG_BYTES)));
+        for (i = 0; args && args[i] && i < NOTE_ARGS_MAX; i++)
+                json_object_array_add(argv, json_object_new_string_len(args[i], (int) strnlen(args[i], NOTE_ARG_BYTES)));
         format_utc(ts, now_usec(CLOCK_REALTIME));
-        json_object_object_add(o, "sandbox", json_object_new_string(r->sandbox->id));
-        json_object_object_add(o, "id", json_object_new_string(r->id));
+        json_object_object_add(o, "sandbox", json_object_new_string(s->id));
+        json_object_object_add(o, "id", json_object_new_string(id));
+        if (session)
+                json_object_object_add(o, "session", json_object_new_boolean(true));
         json_object_object_add(o, "argv", argv);
-        json_object_object_add(o, "argv_truncated", json_object_new_boolean(r->spec.argv && r->spec.argv[i]));
+        json_object_object_add(o, "argv_truncated", json_object_new_boolean(args && args[i]));
         json_object_object_add(o, "started_at", json_object_new_string(ts));
         return o;
 }
@@ -62,8 +65,8 @@ static int log_append(int fd, const char *line, size_t n, uint64_t *bytes) {
         return 0;
 }
 
-static int log_note(int fd, Run *r, uint64_t *bytes) {
-        _cleanup_json_ json_object *o = note_json(r);
+static int log_note(int fd, const Sandbox *s, const char *id, char *const *argv, bool session, uint64_t *bytes) {
+        _cleanup_json_ json_object *o = note_json(s, id, argv, session);
         _cleanup_free_ char *text = NULL;
         size_t n;
 
@@ -72,18 +75,21 @@ static int log_note(int fd, Run *r, uint64_t *bytes) {
 }
 
 /* Past LOG_COMPACT_BYTES: emptied when nothing is in flight, else rewritten aside with the notes
- * of the runs in flight and renamed over the log (a crash in between leaves the old log). */
-static void log_compact(Manager *m, const Run *ending) {
+ * of the runs and sessions in flight and renamed over the log (a crash in between leaves the old
+ * log). ending: the run or session whose end was just written, still linked. */
+static void log_compact(Manager *m, const void *ending) {
         _cleanup_close_ int dir = -EBADF, fd = -EBADF;
         uint64_t bytes = 0;
         bool busy = false;
 
         if (m->run_log_fd < 0 || m->run_log_bytes <= LOG_COMPACT_BYTES)
                 return;
-        /* The run that is ending is still linked; its end is in the log already. */
-        for (Sandbox *s = m->sandboxes; s && !busy; s = s->next)
+        for (Sandbox *s = m->sandboxes; s && !busy; s = s->next) {
                 for (Run *r = s->ephemeral ? NULL : s->runs; r && !busy; r = r->next)
-                        busy = r != ending;
+                        busy = (const void *) r != ending;
+                for (Session *p = s->ephemeral ? NULL : s->sessions; p && !busy; p = p->next)
+                        busy = (const void *) p != ending;
+        }
         if (!busy) {
                 if (ftruncate(m->run_log_fd, 0) < 0)
                         log_warning("cannot empty %s: %m", LOG_NAME);
@@ -97,12 +103,18 @@ static void log_compact(Manager *m, const Run *ending) {
                 log_warning("cannot compact %s: %m", LOG_NAME);
                 return;
         }
-        for (Sandbox *s = m->sandboxes; s; s = s->next)
+        for (Sandbox *s = m->sandboxes; s; s = s->next) {
                 for (Run *r = s->ephemeral ? NULL : s->runs; r; r = r->next)
-                        if (r != ending && log_note(fd, r, &bytes) < 0) {
+                        if ((const void *) r != ending && log_note(fd, s, r->id, r->spec.argv, false, &bytes) < 0) {
                                 log_warning("cannot compact %s: %m", LOG_NAME);
                                 return;
                         }
+                for (Session *p = s->ephemeral ? NULL : s->sessions; p; p = p->next)
+                        if ((const void *) p != ending && log_note(fd, s, p->id, p->spec.argv, true, &bytes) < 0) {
+                                log_warning("cannot compact %s: %m", LOG_NAME);
+                                return;
+                        }
+        }
         if (renameat(dir, LOG_TMP_NAME, dir, LOG_NAME) < 0) {
                 log_warning("cannot compact %s: %m", LOG_NAME);
                 return;
@@ -112,26 +124,50 @@ static void log_compact(Manager *m, const Run *ending) {
         m->run_log_bytes = bytes;
 }
 
-void run_record_start(Run *r) {
-        Sandbox *s = r->sandbox;
-
-        s->last_active_usec = now_usec(CLOCK_MONOTONIC);
-        if (!s->ephemeral && log_note(s->manager->run_log_fd, r, &s->manager->run_log_bytes) < 0)
-                log_warning("run %s: cannot record it in the state directory: %m", r->id);
+static void record_start(Sandbox *s, const char *id, char *const *argv, bool session) {
+        if (!s->ephemeral && log_note(s->manager->run_log_fd, s, id, argv, session, &s->manager->run_log_bytes) < 0)
+                log_warning("%s %s: cannot record it in the state directory: %m", session ? "session" : "run", id);
 }
 
-void run_record_end(Run *r) {
-        Sandbox *s = r->sandbox;
+static void record_end(Sandbox *s, const char *id, const void *ending) {
         char line[128];
         int n;
 
-        s->last_active_usec = now_usec(CLOCK_MONOTONIC);
         if (s->ephemeral)
                 return;
-        n = snprintf(line, sizeof(line), "{\"sandbox\":\"%s\",\"end\":\"%s\"}\n", s->id, r->id);
+        n = snprintf(line, sizeof(line), "{\"sandbox\":\"%s\",\"end\":\"%s\"}\n", s->id, id);
         if (log_append(s->manager->run_log_fd, line, (size_t) n, &s->manager->run_log_bytes) < 0)
-                log_warning("run %s: cannot record its end in the state directory: %m", r->id);
-        log_compact(s->manager, r);
+                log_warning("%s: cannot record its end in the state directory: %m", id);
+        log_compact(s->manager, ending);
+}
+
+void run_record_start(Run *r) {
+        r->sandbox->last_active_usec = now_usec(CLOCK_MONOTONIC);
+        record_start(r->sandbox, r->id, r->spec.argv, false);
+}
+
+void run_record_end(Run *r) {
+        r->sandbox->last_active_usec = now_usec(CLOCK_MONOTONIC);
+        record_end(r->sandbox, r->id, r);
+}
+
+void session_record_start(Session *p) {
+        record_start(p->sandbox, p->id, p->spec.argv, true);
+}
+
+void session_record_end(Session *p) {
+        record_end(p->sandbox, p->id, p);
+}
+
+json_object *run_records_lost_session(Sandbox *s, const char *id) {
+        size_t n = s->interrupted_runs ? json_object_array_length(s->interrupted_runs) : 0;
+        for (size_t i = 0; i < n; i++) {
+                json_object *e = json_object_array_get_idx(s->interrupted_runs, i), *v;
+                if (json_object_object_get_ex(e, "session", &v) && json_object_get_boolean(v) &&
+                    json_object_object_get_ex(e, "id", &v) && strcmp(json_object_get_string(v), id) == 0)
+                        return e;
+        }
+        return NULL;
 }
 
 static bool interrupted_has(Sandbox *s, const char *id) {

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* Runs in flight leave a note in the state directory, so that a daemon that died under them
+/* Runs in flight (and sessions, below) leave a note in the state directory, so that a daemon that died under them
  * (crash, SIGKILL, or a stop while they ran) is never silent about them: a line {sandbox, id,
  * argv, started_at} is appended to <state>/runs.log when a run starts, and a line {sandbox,
  * "end": id} when it ends. Past 64 KiB the log is emptied (nothing in flight) or rewritten with
@@ -16,10 +16,17 @@
 #include <json-c/json.h>
 
 typedef struct Run Run;
+typedef struct Session Session;
 typedef struct Sandbox Sandbox;
 
 void run_record_start(Run *r);
 void run_record_end(Run *r);
+/* Sessions are noted alike ("session": true): one the daemon's death ended is in
+ * interrupted_runs afterwards, and a client that comes back for it is told session_lost. */
+void session_record_start(Session *p);
+void session_record_end(Session *p);
+/* The interrupted_runs entry of a session of s that the daemon's death ended, or NULL. */
+json_object *run_records_lost_session(Sandbox *s, const char *id);
 /* At restore: notes of earlier versions left by the previous daemon into s->interrupted_runs,
  * saved in meta.json, then the notes go. */
 int run_records_collect(Sandbox *s);

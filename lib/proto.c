@@ -23,6 +23,7 @@ static const char *const error_codes[_SBX_E_MAX] = {
         [SBX_E_SPAWN_FAILED] = "spawn_failed",
         [SBX_E_CONFLICT] = "conflict",
         [SBX_E_INTERNAL] = "internal",
+        [SBX_E_SESSION_LOST] = "session_lost",
 };
 
 const char *sbx_error_code_to_string(SbxErrorCode code) {

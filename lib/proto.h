@@ -28,6 +28,7 @@ typedef enum SbxErrorCode {
         SBX_E_SPAWN_FAILED,
         SBX_E_CONFLICT,
         SBX_E_INTERNAL,
+        SBX_E_SESSION_LOST,
         _SBX_E_MAX,
 } SbxErrorCode;
 

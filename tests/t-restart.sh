@@ -52,6 +52,72 @@ start_daemon || exit 0
 is "$(jget "$(rpc '{"op":"list"}')" '.sandboxes | length')" 0 "a destroyed sandbox stays destroyed across a restart"
 stop_daemon
 
+# ---- sessions end with the daemon; a client that comes back is told so (THREATS DMN-12) -----
+start_daemon || exit 0
+r=$(rpc '{"op":"create","best_effort":true,"name":"ses"}')
+ses_cg=$(jget "$r" .sandbox.cgroup)
+run_py "open sessions" 60 <<'EOF'
+import json, os
+from client import Conn, check, is_
+c = Conn(os.environ["SOCK"], 30)
+ids = []
+for i in range(4):
+    r = c.call({"op": "pty.open", "sandbox": "ses", "argv": ["sh", "-c", "sleep 1000"], "pty": i % 2 == 0})
+    ids.append(r.get("session"))
+check(all(i and i.startswith("pty-") for i in ids), "four sessions opened", ids)
+r = c.call({"op": "pty.close", "session": ids[3]})
+check(r.get("ok") is True, "the fourth is closed before the daemon dies", r)
+open(os.path.join(os.environ["T"], "sessions"), "w").write(json.dumps(ids))
+c.close()
+EOF
+n=$(cg_procs "$ses_cg" | wc -l)
+check "the three open sessions' processes are in the sandbox besides its init ($n)" [ "$n" -ge 4 ]
+kill -KILL "$DAEMON_PID"
+wait "$DAEMON_PID" 2>/dev/null
+DAEMON_PID=
+start_daemon || exit 0
+_ses_rest() { [ "$(cg_procs "$ses_cg" | wc -l)" = 1 ]; }
+check "after SIGKILL and a new start, no session process is left: only the new init" wait_until 10 _ses_rest
+run_py "lost sessions" 60 <<'EOF'
+import json, os
+from client import Conn, check, is_
+c = Conn(os.environ["SOCK"], 30)
+ids = json.load(open(os.path.join(os.environ["T"], "sessions")))
+for op in ("pty.attach", "pty.write", "pty.close"):
+    req = {"op": op, "session": ids[0]}
+    if op == "pty.write":
+        req["data"] = "x"
+    r = c.call(req)
+    e = r.get("error", {})
+    is_((e.get("code"), e.get("field")), ("session_lost", "session"), "%s of a session the daemon's death ended: session_lost" % op)
+check("ended when the daemon restarted" in r.get("error", {}).get("message", ""), "the message says why", r)
+codes = [c.call({"op": "pty.attach", "session": i}).get("error", {}).get("code") for i in ids]
+is_(codes, ["session_lost"] * 3 + ["not_found"], "all three open ones are lost; the one closed before is not_found")
+is_(c.call({"op": "pty.attach", "session": "pty-000000000000"}).get("error", {}).get("code"), "not_found",
+    "an id that never was: not_found")
+sb = c.call({"op": "inspect", "sandbox": "ses"})["sandbox"]
+lost = sorted(e["id"] for e in sb.get("interrupted_runs", []) if e.get("session") is True)
+is_(lost, sorted(ids[:3]), "inspect lists them in interrupted_runs, with session true")
+r = c.call({"op": "pty.open", "sandbox": "ses", "argv": ["true"]})
+check(r.get("ok") is True, "the sandbox opens new sessions", r)
+c.close()
+EOF
+# A stop (SIGTERM) ends them the same way.
+run_py "a session at a stop" 60 <<'EOF'
+import os
+from client import Conn, check
+c = Conn(os.environ["SOCK"], 30)
+r = c.call({"op": "pty.open", "sandbox": "ses", "argv": ["sleep", "1000"]})
+check(r.get("ok") is True, "a session open when the daemon is stopped", r)
+open(os.path.join(os.environ["T"], "session"), "w").write(r["session"])
+EOF
+stop_daemon
+start_daemon || exit 0
+r=$(rpc "{\"op\":\"pty.attach\",\"session\":\"$(cat "$T/session")\"}")
+is "$(jget "$r" .error.code)" session_lost "after a stop and a start, it is session_lost too"
+rpc '{"op":"destroy","sandbox":"ses"}' >/dev/null
+stop_daemon
+
 # ---- a record that cannot be read: set aside whole, never removed (THREATS DMN-02) --------
 start_daemon || exit 0
 r=$(rpc '{"op":"create","best_effort":true,"name":"torn"}')
