@@ -153,16 +153,33 @@ static int out_append(Connection *c, const char *data, size_t n) {
         return 0;
 }
 
+static size_t partial_bytes(const Connection *c) {
+        return c->in.len - c->in.start;
+}
+
 uint64_t connection_uid_held(Manager *m, uid_t uid) {
         uint64_t n = 0;
         for (Connection *c = m->connections; c; c = c->next)
                 if (c->peer.uid == uid)
-                        n += c->run_reserved + connection_backlog(c);
+                        n += c->run_reserved + connection_backlog(c) + partial_bytes(c);
         return n;
 }
 
-/* A backlog below this never makes us count the uid's whole (a client reading normally). */
+/* A backlog or a partial request below this never makes us count the uid's whole (a client
+ * reading and writing normally). */
 #define UID_CHECK_BACKLOG (1u << 20)
+
+/* Whether c's uid holds more than max_buffered_per_uid, counted only once c itself holds more
+ * than UID_CHECK_BACKLOG in the buffer at hand; logs which and closes nothing. */
+static bool uid_over_budget(Connection *c, size_t here, const char *what) {
+        if (c->peer.uid == 0 || here <= UID_CHECK_BACKLOG ||
+            connection_uid_held(c->manager, c->peer.uid) <= c->manager->config.max_buffered_per_uid)
+                return false;
+        log_notice("connection from pid %d: uid %u holds more than max_buffered_per_uid with this one's %zu bytes of %s, "
+                   "closing it",
+                   (int) c->peer.pid, (unsigned) c->peer.uid, here, what);
+        return true;
+}
 
 /* Queues a serialized line; with take, msg is put first: a big reply (a run's output) is then
  * held twice at most (line and queue), not four times (and its JSON strings). */
@@ -189,11 +206,7 @@ static void connection_send_line(Connection *c, json_object *msg, bool take) {
                 connection_close(c);
                 return;
         }
-        if (c->peer.uid != 0 && connection_backlog(c) > UID_CHECK_BACKLOG &&
-            connection_uid_held(c->manager, c->peer.uid) > c->manager->config.max_buffered_per_uid) {
-                log_notice("connection from pid %d: uid %u holds more than max_buffered_per_uid with this one's %zu "
-                           "bytes of unread replies, closing it",
-                           (int) c->peer.pid, (unsigned) c->peer.uid, connection_backlog(c));
+        if (uid_over_budget(c, connection_backlog(c), "unread replies")) {
                 connection_close(c);
                 return;
         }
@@ -316,7 +329,9 @@ static int on_io(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
                         connection_close(c);
                 else {
                         connection_process_lines(c);
-                        if (!c->dead)
+                        if (!c->dead && uid_over_budget(c, partial_bytes(c), "a request not yet ended"))
+                                connection_close(c);
+                        else if (!c->dead)
                                 connection_arm_partial_timer(c);
                 }
         }

@@ -37,8 +37,8 @@ static inline size_t connection_backlog(const Connection *c) {
         return c->out_len - c->out_off;
 }
 
-/* What the daemon holds for uid: its runs' reservations and its connections' unread replies
- * (max_buffered_per_uid). */
+/* What the daemon holds for uid: its runs' reservations, its connections' unread replies and
+ * the requests they have not ended yet (max_buffered_per_uid). */
 uint64_t connection_uid_held(Manager *m, uid_t uid);
 
 int connection_new(Manager *m, int fd, Connection **ret);

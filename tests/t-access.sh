@@ -201,6 +201,41 @@ is "$(jget "$r" .closed)" true "a connection that never reads is closed once its
 check "it had fewer than its four replies queued ($(jget "$r" .unread_replies))" [ "$(jget "$r" .unread_replies)" -lt 4 ]
 like "$(cat "$T/daemon.log")" "uid $A holds more than max_buffered_per_uid" "the daemon's log says why"
 is "$(jget "$r" .later)" fine "and the uid's next run is accepted: nothing stays counted"
+# Requests not yet ended count too: three connections of A each hold 3M of a line without its
+# newline; the third passes 8M and is closed, the first two live on.
+r=$(as $A -- timeout 60 python3 - "$SOCK" 2>"$T/bufcap/err2" <<'EOF'
+import json, socket, sys, time
+conns = []
+for i in range(3):
+    s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); s.settimeout(10)
+    try:
+        s.sendall(b'{"id":%d,"op":"health","pad":"' % i + b"x" * (3 << 20))
+    except (BrokenPipeError, ConnectionResetError):
+        pass  # closed while it was still sending: what is looked at below
+    conns.append(s)
+    time.sleep(0.5)
+def closed(s):
+    s.settimeout(0.5)
+    try:
+        return s.recv(1) == b""
+    except socket.timeout:
+        return False
+    except ConnectionResetError:
+        return True
+state = [closed(s) for s in conns]
+replies = []
+for s in conns[:2]:
+    s.settimeout(10)
+    s.sendall(b'"}\n')
+    replies.append(json.loads(s.makefile("rb").readline()).get("error", {}).get("field"))
+print(json.dumps({"closed": state, "replies": replies}))
+EOF
+)
+[ -n "$r" ] || diag "$(cat "$T/bufcap/err2")"
+is "$(jget "$r" '.closed | map(tostring) | join(",")')" "false,false,true" \
+	"three unended 3M requests of one uid: the one that passes 8M is closed, the first two are not"
+is "$(jget "$r" '.replies | join(",")')" "pad,pad" "the first two, ended, are answered (an unknown field 'pad')"
+like "$(cat "$T/daemon.log")" "bytes of a request not yet ended, closing it" "the daemon's log says why"
 r=$(rpc_as $B '{"op":"run","best_effort":true,"argv":["true"],"output_bytes":"3M"}')
 is "$(jget "$r" .ok)" true "the cap is per uid: B runs with 3M"
 r=$(rpc_as $A "{\"op\":\"destroy\",\"sandbox\":\"$a1\"}")
