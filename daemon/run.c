@@ -808,6 +808,7 @@ void run_params_guard(Sandbox *s, uint64_t pids, uint64_t memory, RunParams *p) 
         /* Signals the daemon ignores stay ignored across exec unless the command resets them. */
         p->reset_signals = s->manager->ignored_signals;
         p->reset_oom_score = s->manager->oom_score_negative;
+        p->parent = getpid();
         p->filter = &s->manager->filter;
 }
 

@@ -15,6 +15,14 @@ tests_test_proto_SOURCES = tests/test-proto.c tests/tap.h
 tests_test_proto_CFLAGS = $(UNIT_CFLAGS)
 tests_test_proto_LDADD = $(UNIT_LDADD)
 
+## The run helper's parent check, with the daemon's spawn code compiled in.
+check_PROGRAMS += tests/test-spawn
+TESTS += tests/test-spawn
+tests_test_spawn_SOURCES = tests/test-spawn.c tests/tap.h daemon/spawn.c daemon/identity.c
+tests_test_spawn_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/daemon
+tests_test_spawn_CFLAGS = $(UNIT_CFLAGS)
+tests_test_spawn_LDADD = $(UNIT_LDADD)
+
 ## The corpus replay: the target compiled normally, one TAP line per corpus file.
 check_PROGRAMS += tests/fuzz/fuzz-request-replay
 TESTS += tests/fuzz/replay-request.sh
