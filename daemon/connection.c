@@ -157,23 +157,34 @@ static size_t partial_bytes(const Connection *c) {
         return c->in.len - c->in.start;
 }
 
-uint64_t connection_uid_held(Manager *m, uid_t uid) {
+static uint64_t uid_sum(Manager *m, uid_t uid, bool reserved) {
         uint64_t n = 0;
         for (Connection *c = m->connections; c; c = c->next)
                 if (c->peer.uid == uid)
-                        n += c->run_reserved + connection_backlog(c) + partial_bytes(c);
+                        n += (reserved ? c->run_reserved : 0) + connection_backlog(c) + partial_bytes(c);
         return n;
 }
 
-/* A backlog or a partial request below this never makes us count the uid's whole (a client
- * reading and writing normally). */
-#define UID_CHECK_BACKLOG (1u << 20)
+uint64_t connection_uid_held(Manager *m, uid_t uid) {
+        return uid_sum(m, uid, true);
+}
 
-/* Whether c's uid holds more than max_buffered_per_uid, counted only once c itself holds more
- * than UID_CHECK_BACKLOG in the buffer at hand; logs which and closes nothing. */
+/* A backlog or a partial request below this never makes us count the uid's whole (a client
+ * reading and writing normally): at most 1 MiB, and no more than the uid's share per
+ * connection, so that its connections together stay within the budget all the same. */
+static size_t uid_check_threshold(const Manager *m) {
+        uint64_t share = m->config.max_buffered_per_uid / m->config.max_connections_per_uid;
+        return share < (1u << 20) ? (size_t) share : (1u << 20);
+}
+
+/* Whether c's uid has more than max_buffered_per_uid of replies its connections have not read
+ * and requests they have not ended: bytes the daemon holds now, not the reservations of runs in
+ * flight (which admission counts: op-run.c), so that a client that reads is never closed for
+ * what its runs may still write. Counted only once c itself holds more than the threshold in the
+ * buffer at hand; logs which and closes nothing. */
 static bool uid_over_budget(Connection *c, size_t here, const char *what) {
-        if (c->peer.uid == 0 || here <= UID_CHECK_BACKLOG ||
-            connection_uid_held(c->manager, c->peer.uid) <= c->manager->config.max_buffered_per_uid)
+        if (c->peer.uid == 0 || here <= uid_check_threshold(c->manager) ||
+            uid_sum(c->manager, c->peer.uid, false) <= c->manager->config.max_buffered_per_uid)
                 return false;
         log_notice("connection from pid %d: uid %u holds more than max_buffered_per_uid with this one's %zu bytes of %s, "
                    "closing it",
@@ -206,11 +217,12 @@ static void connection_send_line(Connection *c, json_object *msg, bool take) {
                 connection_close(c);
                 return;
         }
-        if (uid_over_budget(c, connection_backlog(c), "unread replies")) {
+        if (connection_flush(c) < 0) {
                 connection_close(c);
                 return;
         }
-        if (connection_flush(c) < 0) {
+        /* What the client could not take at once, after the flush. */
+        if (uid_over_budget(c, connection_backlog(c), "unread replies")) {
                 connection_close(c);
                 return;
         }

@@ -249,8 +249,10 @@ int run_spec_resolve(RunSpec *spec, Sandbox *s, ProtoError *err) {
         return 0;
 }
 
+/* The most its reply can take: both streams at their cap, as base64 (output that is not UTF-8),
+ * with room for the JSON around them; and its stdin until written. */
 uint64_t run_spec_held(const RunSpec *spec) {
-        return 2 * spec->output_bytes + spec->stdin_len;
+        return 2 * (4 * ((spec->output_bytes + 2) / 3) + 256) + spec->stdin_len;
 }
 
 void run_spec_done(RunSpec *spec) {
@@ -565,6 +567,9 @@ static void run_finish(Run *r) {
         if (r->finished)
                 return;
         r->finished = true;
+        /* Its output is about to become its reply: counted once, as unread reply bytes. */
+        r->conn->run_reserved -= r->reserved;
+        r->reserved = 0;
         run_collect_reports(r);
         drain_fd(r, 0);
         drain_fd(r, 1);

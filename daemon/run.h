@@ -75,7 +75,7 @@ typedef struct Run {
         bool timeout_paused;
         uint64_t start_usec;
         uint64_t sandbox_pids_max_events; /* the sandbox's pids.events "max" when it started */
-        uint64_t reserved;      /* in conn->run_reserved: 2 x output_bytes + stdin */
+        uint64_t reserved;      /* in conn->run_reserved until it ends: run_spec_held() */
         RunReason forced;       /* what we did to it: timeout, cpu_limit, killed, destroyed */
         bool in_flight, started, exited, finished;
         bool direct;            /* the helper becomes the command (RunParams.direct) */
@@ -89,7 +89,8 @@ int sandbox_user_parse(json_object *req, SandboxUser *ret, ProtoError *err);
 /* Parses a run request into spec (sandbox-independent checks). */
 int run_spec_parse(json_object *req, uint64_t max_stdin, RunSpec *spec, ProtoError *err);
 void run_spec_done(RunSpec *spec);
-/* What a run's output (head and tail of both streams) and stdin may hold in the daemon. */
+/* What a run's output may take in the daemon, up to its reply (both streams at their cap, as
+ * base64), and its stdin. */
 uint64_t run_spec_held(const RunSpec *spec);
 /* Fills sandbox defaults and checks against sandbox limits. */
 int run_spec_resolve(RunSpec *spec, Sandbox *s, ProtoError *err);

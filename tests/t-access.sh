@@ -136,71 +136,70 @@ wait "$holder"
 is "$(jget "$(first_line_as $A | head -1)" .ok)" true "once A's connections are closed, A connects again"
 
 # What the daemon holds for one uid is capped at max_buffered_per_uid (8M here; RES-06, PRO-02):
-# run output it may keep (2 x output_bytes + stdin per run in flight) and unread replies.
+# what the replies of its runs in flight may take (both streams at output_bytes, as base64:
+# 2 x 4/3 x output_bytes), their stdin, its unread replies and its unended requests.
 mkdir -m 1777 "$T/bufcap"
 r=$(as $A -- timeout 60 python3 - "$SOCK" 2>"$T/bufcap/err" <<'EOF'
 import json, socket, sys, time
-sys.path.insert(0, "/nonexistent")
 def conn():
     s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); s.settimeout(30)
     return s, s.makefile("rb")
-def call(c, req):
+def send(c, req):
     c[0].sendall(json.dumps(req).encode() + b"\n")
+def final(c):
     while True:
         m = json.loads(c[1].readline())
         if "event" not in m:
             return m
+def call(c, req):
+    send(c, req)
+    return final(c)
+def code(m):
+    return m.get("error", {}).get("code") if not m.get("ok") else "ok"
 out = {}
 a = conn()
-# 3M of output per stream reserves 6M: a second such run of the same uid does not fit in 8M.
-a[0].sendall(json.dumps({"id": 1, "op": "run", "sandbox": "a1", "command": "sleep 3", "output_bytes": "3M"}).encode() + b"\n")
+# 2M of output per stream may take 5.3M of reply: a second such run of the same uid does not fit.
+send(a, {"id": 1, "op": "run", "sandbox": "a1", "command": "sleep 3", "output_bytes": "2M"})
 while True:
     m = json.loads(a[1].readline())
     if m.get("event") == "started":
         break
     if "event" not in m:
         raise SystemExit("the first run did not start: %s" % m)
-r = call(conn(), {"id": 2, "op": "run", "sandbox": "a1", "argv": ["true"], "output_bytes": "3M"})
+r = call(conn(), {"id": 2, "op": "run", "sandbox": "a1", "argv": ["true"], "output_bytes": "2M"})
 out["second"] = [r.get("error", {}).get("code"), r.get("error", {}).get("field"), r.get("error", {}).get("message")]
-r = call(conn(), {"id": 3, "op": "run", "sandbox": "a1", "argv": ["true"], "output_bytes": "512K"})
-out["small"] = r.get("ok")
-out["first"] = json.loads(a[1].readline()).get("reason")
-r = call(conn(), {"id": 4, "op": "run", "sandbox": "a1", "argv": ["true"], "output_bytes": "3M"})
-out["after"] = r.get("ok")
-# A client that never reads (on a1, which A may use as it likes): four runs of 1M of binary output on both streams (2M reserved
-# each, about 2.7M of base64 in each reply). Their replies pass 8M unread: closed.
-b = conn()
+out["small"] = code(call(conn(), {"id": 3, "op": "run", "sandbox": "a1", "argv": ["true"], "output_bytes": "512K"}))
+out["first"] = final(a).get("reason")
+out["after"] = code(call(conn(), {"id": 4, "op": "run", "sandbox": "a1", "argv": ["true"], "output_bytes": "2M"}))
+# Runs of 1M of binary output on both streams (a reply of 2.7M each). A client that reads as
+# they come gets both of two.
 cmd = "head -c 1000000 /dev/urandom; head -c 1000000 /dev/urandom >&2"
+d = conn()
+for i in range(2):
+    send(d, {"id": 30 + i, "op": "run", "sandbox": "a1", "command": cmd, "output_bytes": "1M"})
+out["reader"] = [code(final(d)) for i in range(2)]
+# A client that never reads: of four sent at once, two fit; the others are refused, and the two
+# replies wait unread within the budget. Once read, the uid's next run fits again.
+b = conn()
 for i in range(4):
-    b[0].sendall(json.dumps({"id": 10 + i, "op": "run", "sandbox": "a1", "command": cmd, "output_bytes": "1M"}).encode() + b"\n")
+    send(b, {"id": 10 + i, "op": "run", "sandbox": "a1", "command": cmd, "output_bytes": "1M"})
 time.sleep(4)
-lines = []
-try:
-    while True:
-        l = b[1].readline()
-        if not l:
-            break
-        lines.append(json.loads(l))
-    out["closed"] = True
-except (socket.timeout, ConnectionResetError):
-    out["closed"] = False
-out["unread_replies"] = len([m for m in lines if "event" not in m])
-r = call(conn(), {"id": 20, "op": "run", "sandbox": "a1", "command": "echo fine", "output_bytes": "3M"})
-out["later"] = r.get("stdout")
+out["pipelined"] = sorted(code(final(b)) for i in range(4))
+out["later"] = call(conn(), {"id": 20, "op": "run", "sandbox": "a1", "command": "echo fine", "output_bytes": "2M"}).get("stdout")
 print(json.dumps(out))
 EOF
 )
 [ -n "$r" ] || diag "$(cat "$T/bufcap/err")"
 is "$(jget "$r" '.second[0:2] | join(" ")')" "resource_exhausted output_bytes" \
-	"uid A with a 3M-output run in flight: a second one (6M more) is refused, field output_bytes"
-like "$(jget "$r" '.second[2]')" "^uid $A holds .* of run output and unread replies; this run's 6M more would pass max_buffered_per_uid \(8M\)$" \
+	"uid A with a 2M-output run in flight: a second one (5.3M more) is refused, field output_bytes"
+like "$(jget "$r" '.second[2]')" "^uid $A holds 5.3M of run output and unread replies; this run's 5.3M more would pass max_buffered_per_uid \\(8M\\)$" \
 	"the message says what the uid holds and names the setting"
-is "$(jget "$r" .small)" true "a run that fits in what is left (2 x 512K) is accepted"
-is "$(jget "$r" '"\(.first) \(.after)"')" "exited true" "once the first has ended, the 3M run is accepted"
-is "$(jget "$r" .closed)" true "a connection that never reads is closed once its unread replies pass 8M"
-check "it had fewer than its four replies queued ($(jget "$r" .unread_replies))" [ "$(jget "$r" .unread_replies)" -lt 4 ]
-like "$(cat "$T/daemon.log")" "uid $A holds more than max_buffered_per_uid" "the daemon's log says why"
-is "$(jget "$r" .later)" fine "and the uid's next run is accepted: nothing stays counted"
+is "$(jget "$r" .small)" ok "a run that fits in what is left (512K of output) is accepted"
+is "$(jget "$r" '"\(.first) \(.after)"')" "exited ok" "once the first has ended, the 2M run is accepted"
+is "$(jget "$r" '.reader | join(",")')" "ok,ok" "a client that reads gets the replies of its two runs of 2.7M each"
+is "$(jget "$r" '.pipelined | join(",")')" "ok,ok,resource_exhausted,resource_exhausted" \
+	"a client that never reads: two of four runs fit, the others are refused"
+is "$(jget "$r" .later)" fine "once it has read them, the uid's next run is accepted: nothing stays counted"
 # Requests not yet ended count too: three connections of A each hold 3M of a line without its
 # newline; the third passes 8M and is closed, the first two live on.
 r=$(as $A -- timeout 60 python3 - "$SOCK" 2>"$T/bufcap/err2" <<'EOF'
@@ -236,8 +235,8 @@ is "$(jget "$r" '.closed | map(tostring) | join(",")')" "false,false,true" \
 	"three unended 3M requests of one uid: the one that passes 8M is closed, the first two are not"
 is "$(jget "$r" '.replies | join(",")')" "pad,pad" "the first two, ended, are answered (an unknown field 'pad')"
 like "$(cat "$T/daemon.log")" "bytes of a request not yet ended, closing it" "the daemon's log says why"
-r=$(rpc_as $B '{"op":"run","best_effort":true,"argv":["true"],"output_bytes":"3M"}')
-is "$(jget "$r" .ok)" true "the cap is per uid: B runs with 3M"
+r=$(rpc_as $B '{"op":"run","best_effort":true,"argv":["true"],"output_bytes":"2M"}')
+is "$(jget "$r" .ok)" true "the cap is per uid: B runs with 2M of output"
 r=$(rpc_as $A "{\"op\":\"destroy\",\"sandbox\":\"$a1\"}")
 is "$(jget "$r" .destroyed)" true "A destroys a1"
 
