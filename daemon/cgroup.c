@@ -211,33 +211,68 @@ static bool listed(const pid_t *pids, int n, pid_t pid) {
         return false;
 }
 
-/* What cgroup.kill does, the way it was done before it (THREATS DMN-07): freeze the subtree, so
- * that nothing in it forks or exits on its own; open a pidfd for every process listed in it and
- * below; list them again and SIGKILL, through its pidfd, each that is still listed (a pidfd
- * taken for a pid that meanwhile went to a process elsewhere finds it no longer listed; SIGKILL
- * reaches frozen tasks); thaw. Whatever forked before the freeze took hold is killed by the
- * callers' next round (teardown and restart kill until the cgroup is empty). */
+/* Up to 100 ms for a freeze to take hold (cgroup.events "frozen 1"): from then on nothing in the
+ * cgroup forks or exits on its own. */
+static void wait_frozen(int dir_fd) {
+        for (int i = 0; i < 100; i++) {
+                uint64_t frozen = 0;
+                if (cg_read_keyed(dir_fd, "cgroup.events", "frozen", &frozen) < 0 || frozen)
+                        return;
+                usleep(1000);
+        }
+}
+
+#define KILL_BATCH 64
+
+/* SIGKILL through a pidfd each of pids[0..n) that is still in the cgroup once its pidfd is open:
+ * a pid that meanwhile went to a process elsewhere is no longer listed. At most KILL_BATCH
+ * pidfds at once, so that a daemon short of fds still kills. */
+static int kill_listed(int dir_fd, const pid_t *pids, int n) {
+        static pid_t now[KILL_MAX_PIDS];
+        int fds[KILL_BATCH], r = 0;
+
+        for (int b = 0; b < n; b += KILL_BATCH) {
+                int k = n - b < KILL_BATCH ? n - b : KILL_BATCH, m;
+                for (int i = 0; i < k; i++) {
+                        fds[i] = (int) syscall(SYS_pidfd_open, pids[b + i], 0);
+                        if (fds[i] < 0 && errno != ESRCH)
+                                r = -errno;
+                }
+                m = list_procs(dir_fd, 0, now, 0, KILL_MAX_PIDS);
+                if (m < 0)
+                        r = m;
+                for (int i = 0; i < k; i++) {
+                        if (fds[i] < 0)
+                                continue;
+                        if (m >= 0 && listed(now, m, pids[b + i]) &&
+                            syscall(SYS_pidfd_send_signal, fds[i], SIGKILL, NULL, 0) < 0 && errno != ESRCH)
+                                r = -errno;
+                        close(fds[i]);
+                }
+        }
+        return r;
+}
+
+/* What cgroup.kill does, the way it was done before it (THREATS DMN-07): freeze the subtree and
+ * wait for the freeze to take hold, so that nothing in it forks or exits on its own; SIGKILL every
+ * process listed in it and below (kill_listed; SIGKILL reaches frozen tasks); list again, as a
+ * freeze that did not take hold in time may have let a fork through, until nothing is left or
+ * four rounds are done; thaw. Callers that must see the cgroup empty (teardown, restart) kill
+ * again until it is. */
 static int cg_kill_fallback(int dir_fd) {
-        static pid_t before[KILL_MAX_PIDS], after[KILL_MAX_PIDS];
-        static int pidfds[KILL_MAX_PIDS];
-        int n, m, r = 0;
+        static pid_t pids[KILL_MAX_PIDS];
+        int n, r = 0;
 
         (void) cg_write(dir_fd, "cgroup.freeze", "1");
-        n = list_procs(dir_fd, 0, before, 0, KILL_MAX_PIDS);
-        if (n < 0) {
-                (void) cg_write(dir_fd, "cgroup.freeze", "0");
-                return n;
-        }
-        for (int i = 0; i < n; i++)
-                pidfds[i] = (int) syscall(SYS_pidfd_open, before[i], 0);
-        m = list_procs(dir_fd, 0, after, 0, KILL_MAX_PIDS);
-        for (int i = 0; i < n; i++) {
-                if (pidfds[i] < 0)
-                        continue;
-                if (m >= 0 && listed(after, m, before[i]) &&
-                    syscall(SYS_pidfd_send_signal, pidfds[i], SIGKILL, NULL, 0) < 0 && errno != ESRCH)
-                        r = -errno;
-                close(pidfds[i]);
+        wait_frozen(dir_fd);
+        for (int round = 0; round < 4; round++) {
+                n = list_procs(dir_fd, 0, pids, 0, KILL_MAX_PIDS);
+                if (n <= 0) {
+                        if (n < 0)
+                                r = n;
+                        break;
+                }
+                r = kill_listed(dir_fd, pids, n);
         }
         (void) cg_write(dir_fd, "cgroup.freeze", "0");
         return r;

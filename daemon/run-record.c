@@ -22,6 +22,9 @@
 #define NOTE_MAX (256u << 10)
 #define NOTE_ARGS_MAX 64
 #define NOTE_ARG_BYTES 1024
+/* All of a note's argv: 32 interrupted runs stay under 400 KiB of meta.json even when JSON
+ * escapes every byte (6 for 1), beside an env of at most 64 KiB (sandbox.c). */
+#define NOTE_ARGV_BYTES 2048
 #define INTERRUPTED_KEEP 32
 #define REASON "daemon restarted"
 
@@ -39,17 +42,22 @@ static int state_dir_fd(Manager *m) {
 static json_object *note_json(const Sandbox *s, const char *id, char *const *args, bool session) {
         json_object *o = json_object_new_object(), *argv = json_object_new_array();
         char ts[UTC_TIME_MAX];
-        size_t i;
+        size_t i, left = NOTE_ARGV_BYTES;
+        bool cut = false;
 
-        for (i = 0; args && args[i] && i < NOTE_ARGS_MAX; i++)
-                json_object_array_add(argv, json_object_new_string_len(args[i], (int) strnlen(args[i], NOTE_ARG_BYTES)));
+        for (i = 0; args && args[i] && i < NOTE_ARGS_MAX && left > 0; i++) {
+                size_t n = strnlen(args[i], NOTE_ARG_BYTES < left ? NOTE_ARG_BYTES : left);
+                cut = cut || args[i][n] != '\0';
+                json_object_array_add(argv, json_object_new_string_len(args[i], (int) n));
+                left -= n;
+        }
         format_utc(ts, now_usec(CLOCK_REALTIME));
         json_object_object_add(o, "sandbox", json_object_new_string(s->id));
         json_object_object_add(o, "id", json_object_new_string(id));
         if (session)
                 json_object_object_add(o, "session", json_object_new_boolean(true));
         json_object_object_add(o, "argv", argv);
-        json_object_object_add(o, "argv_truncated", json_object_new_boolean(args && args[i]));
+        json_object_object_add(o, "argv_truncated", json_object_new_boolean(cut || (args && args[i])));
         json_object_object_add(o, "started_at", json_object_new_string(ts));
         return o;
 }

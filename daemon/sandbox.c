@@ -54,8 +54,9 @@ static bool name_valid(const char *n) {
 }
 
 /* An environment of at most this many bytes ("NAME=value\0" each): what the kernel's exec takes
- * with room to spare, and a sandbox's record (meta.json, state.c) stays far below its cap. */
-#define ENV_MAX_BYTES (128u * 1024)
+ * with room to spare, and a sandbox's record (meta.json, state.c) stays below its 1 MiB even
+ * when JSON escapes every byte (6 for 1: 384 KiB) beside its interrupted runs (run-record.c). */
+#define ENV_MAX_BYTES (64u * 1024)
 
 static int parse_env_object(json_object *env, ProtoError *err) {
         size_t bytes = 0;

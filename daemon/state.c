@@ -129,7 +129,6 @@ static void quarantine(Manager *m, const char *name, int why) {
         log_error("sandbox %s: its record (meta.json) is unreadable: %s; its workspace and snapshots are kept "
                   "in %s for a person to look at",
                   name, strerror(-why), to);
-        m->n_quarantined++;
 }
 
 /* One entry of <state>/sandboxes: a recorded sandbox comes back; a sandbox never recorded (no
@@ -165,11 +164,8 @@ static void restore_entry(Manager *m, const char *name) {
                 }
                 return;
         }
-        if (name[0] == '.' && strncmp(name, ".trash-", 7) != 0) {
-                if (strncmp(name, QUARANTINE_PREFIX, strlen(QUARANTINE_PREFIX)) == 0)
-                        m->n_quarantined++;
+        if (name[0] == '.' && strncmp(name, ".trash-", 7) != 0)
                 return;
-        }
         log_info("removing %s, left half-done by an earlier run", name);
         r = rm_rf_at(m->state_fd, name);
         if (r < 0)
@@ -226,6 +222,13 @@ int state_restore_all(Manager *m) {
         while ((de = readdir(d)))
                 if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0)
                         restore_entry(m, de->d_name);
+        /* Counted once the renames are done: a directory renamed while it is read may be seen
+         * under both names. */
+        rewinddir(d);
+        m->n_quarantined = 0;
+        while ((de = readdir(d)))
+                if (strncmp(de->d_name, QUARANTINE_PREFIX, strlen(QUARANTINE_PREFIX)) == 0)
+                        m->n_quarantined++;
         closedir(d);
         remove_stale_cgroups(m);
         return 0;

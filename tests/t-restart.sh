@@ -161,17 +161,51 @@ run_py "env cap" 60 <<'EOF'
 import os
 from client import Conn, check, is_
 c = Conn(os.environ["SOCK"], 30)
-big = "x" * (160 * 1024)
+big = "x" * (80 * 1024)
 r = c.call({"op": "create", "best_effort": True, "env": {"BIG": big}})
 is_((r.get("ok"), r.get("error", {}).get("code"), r.get("error", {}).get("field")), (False, "invalid_request", "env"),
-    "create with 160K of environment: invalid_request, field env")
+    "create with 80K of environment: invalid_request, field env")
 r = c.call({"op": "run", "sandbox": "fine", "env": {"BIG": big}, "argv": ["true"]})
 is_((r.get("ok"), r.get("error", {}).get("code"), r.get("error", {}).get("field")), (False, "invalid_request", "env"),
-    "a run with 160K of environment: the same")
-r = c.call({"op": "run", "sandbox": "fine", "env": {"BIG": big[:100000]}, "command": "echo ${#BIG}"})
-is_(r.get("stdout"), "100000\n", "100K of environment is fine")
+    "a run with 80K of environment: the same")
+r = c.call({"op": "run", "sandbox": "fine", "env": {"BIG": big[:60000]}, "command": "echo ${#BIG}"})
+is_(r.get("stdout"), "60000\n", "60K of environment is fine")
 c.close()
 EOF
+# The largest record a sandbox can have still fits: 60K of environment and 32 interrupted runs
+# of 64 arguments, all control characters, which JSON writes 6 bytes for 1.
+run_py "worst record" 120 <<'EOF'
+import os
+from client import Conn, check, is_
+c = Conn(os.environ["SOCK"], 60)
+r = c.call({"op": "create", "best_effort": True, "name": "worst", "env": {"E": "\x01" * 60000}})
+is_(r.get("ok"), True, "create with 60K of environment made of control characters")
+args = ["\x02" * 1024] * 64
+for i in range(40):
+    c.send({"id": 100 + i, "op": "run", "sandbox": "worst", "argv": ["sh", "-c", "sleep 1000", "x"] + args})
+runs = 0
+while runs < 40:
+    m = c.recv_json()
+    if m.get("event") == "started":
+        runs += 1
+    elif "event" not in m:
+        check(False, "a run ended early", m)
+        break
+is_(runs, 40, "40 runs in flight, each with 64 arguments of 1K of control characters")
+EOF
+kill -KILL "$DAEMON_PID"
+wait "$DAEMON_PID" 2>/dev/null
+DAEMON_PID=
+start_daemon || exit 0
+r=$(rpc '{"op":"inspect","sandbox":"worst"}')
+is "$(jget "$r" '.sandbox.interrupted_runs | length')" 32 "after SIGKILL, the sandbox is back with its last 32 interrupted runs"
+size=$(stat -c %s "$T/state/sandboxes/$(jget "$r" .sandbox.id)/meta.json")
+check "its record was saved and stays under 1 MiB ($size bytes)" [ "$size" -lt 1048576 ] && [ "$size" -gt 300000 ]
+is "$(stat -c %s "$T/state/runs.log")" 0 "and the run log was emptied: every note reached a record"
+stop_daemon
+start_daemon || exit 0
+is "$(jget "$(rpc '{"op":"inspect","sandbox":"worst"}')" '.sandbox.interrupted_runs | length')" 32 "a further start reads that record back"
 rpc "{\"op\":\"destroy\",\"sandbox\":\"torn\"}" >/dev/null
+rpc "{\"op\":\"destroy\",\"sandbox\":\"worst\"}" >/dev/null
 rpc "{\"op\":\"destroy\",\"sandbox\":\"fine\"}" >/dev/null
 stop_daemon
