@@ -15,6 +15,9 @@
 #include <sys/types.h>
 #include <unistd.h>
 
+#include <systemd/sd-bus.h>
+#include <systemd/sd-login.h>
+
 #include "cgroup.h"
 #include "log.h"
 #include "macro.h"
@@ -360,12 +363,38 @@ static int cg_pick_base(const char *override, const char *mount, char **ret) {
  * manager) since systemd 251. Without Delegate=yes the cgroup stays systemd's, which may move or
  * remove what we put there at its next reload; that is no ground for authoritative limits (THREATS
  * DMN-04). --cgroup-root names a directory of one's own and skips this. */
+/* Before systemd 251 there is no mark: ask systemd (its private socket, root only, no D-Bus
+ * daemon needed) whether our unit has Delegate=yes. 1 yes, 0 no, < 0 cannot tell. */
+static int unit_delegates(void) {
+        _cleanup_free_ char *unit = NULL, *path = NULL;
+        sd_bus_error error = SD_BUS_ERROR_NULL;
+        sd_bus *bus = NULL;
+        const char *iface;
+        int r, delegate = 0;
+
+        if ((r = sd_pid_get_unit(0, &unit)) < 0)
+                return r;
+        iface = strlen(unit) > 6 && strcmp(unit + strlen(unit) - 6, ".scope") == 0 ? "org.freedesktop.systemd1.Scope"
+                                                                                    : "org.freedesktop.systemd1.Service";
+        if ((r = sd_bus_path_encode("/org/freedesktop/systemd1/unit", unit, &path)) < 0 || (r = sd_bus_new(&bus)) < 0)
+                return r;
+        if ((r = sd_bus_set_address(bus, "unix:path=/run/systemd/private")) >= 0 && (r = sd_bus_start(bus)) >= 0)
+                r = sd_bus_get_property_trivial(bus, "org.freedesktop.systemd1", path, iface, "Delegate", &error, 'b',
+                                                &delegate);
+        sd_bus_error_free(&error);
+        sd_bus_flush_close_unref(bus);
+        return r < 0 ? r : delegate != 0;
+}
+
 static int cg_check_delegated(const char *base) {
         char v[8];
+        int r;
 
         if (!getenv("INVOCATION_ID"))
                 return 0;
-        for (const char *const *x = (const char *const[]) { "trusted.delegate", "user.delegate", NULL }; *x; x++) {
+        /* SANDBOXD_TEST_NO_DELEGATE_MARK: the tests' way to the question to systemd. */
+        for (const char *const *x = (const char *const[]) { "trusted.delegate", "user.delegate", NULL };
+             *x && !getenv("SANDBOXD_TEST_NO_DELEGATE_MARK"); x++) {
                 ssize_t n = getxattr(base, *x, v, sizeof(v) - 1);
                 if (n > 0) {
                         v[n] = '\0';
@@ -373,6 +402,12 @@ static int cg_check_delegated(const char *base) {
                                 return 0;
                 }
         }
+        r = unit_delegates();
+        if (r > 0)
+                return 0;
+        if (r < 0)
+                log_error("the cgroup %s has no mark of delegation (trusted.delegate, systemd 251 and later), and "
+                          "systemd could not be asked whether its unit has Delegate=yes: %s", base, strerror(-r));
         log_error("the cgroup %s was not delegated to sandboxd: its unit has no Delegate=yes, so systemd owns it "
                   "and may undo what sandboxd does there. Add Delegate=yes to the unit (the packaged sandboxd.service "
                   "has it), or give sandboxd a cgroup of its own with --cgroup-root (cgroup_root in sandboxd.conf)",

@@ -65,6 +65,20 @@ r=$(SANDBOXD_SOCKET=/run/sbx-delegate.sock call '{"op":"hello"}')
 	[ "$(jqr .capabilities.cgroup_root "$r")" = /sys/fs/cgroup/system.slice/sbx-delegate.service ]
 ok $? "the same unit with Delegate=yes starts, in its own cgroup, with every limit enforceable"
 systemctl stop sbx-delegate.service
+# Before systemd 251 there is no mark on the cgroup: the daemon asks systemd about its unit.
+timeout 30 systemd-run --unit sbx-nomark --wait --quiet -E SANDBOXD_TEST_NO_DELEGATE_MARK=1 \
+	-p StateDirectory=sbx-nomark "$exe" --listen /run/sbx-nomark.sock --state-dir /var/lib/sbx-nomark >/dev/null 2>&1
+rc=$?
+systemctl stop sbx-nomark.service 2>/dev/null
+[ "$rc" != 0 ] && journalctl -u sbx-nomark.service -o cat --no-pager | grep -q 'was not delegated'
+ok $? "without the mark (as before systemd 251), a unit without Delegate=yes is refused too: systemd says so"
+systemd-run --unit sbx-nomark2 --quiet -p Delegate=yes -E SANDBOXD_TEST_NO_DELEGATE_MARK=1 \
+	-p StateDirectory=sbx-nomark2 "$exe" --listen /run/sbx-nomark2.sock --state-dir /var/lib/sbx-nomark2
+for _ in $(seq 50); do [ -S /run/sbx-nomark2.sock ] && break; sleep 0.1; done
+r=$(SANDBOXD_SOCKET=/run/sbx-nomark2.sock call '{"op":"hello"}')
+[ "$(jqr '.capabilities.cgroup | .memory and .pids and .cpu' "$r")" = true ]
+ok $? "and with Delegate=yes it starts: systemd says so"
+systemctl stop sbx-nomark2.service
 
 # -- authoritative limits ----------------------------------------------------------------------
 r=$(call '{"op":"create","limits":{"memory":"64M","pids":32,"cpus":0.5}}')
