@@ -157,16 +157,16 @@ static size_t partial_bytes(const Connection *c) {
         return c->in.len - c->in.start;
 }
 
-static uint64_t uid_sum(Manager *m, uid_t uid, bool reserved) {
-        uint64_t n = 0;
+UidUsage connection_uid_usage(Manager *m, uid_t uid) {
+        UidUsage u = {};
         for (Connection *c = m->connections; c; c = c->next)
-                if (c->peer.uid == uid)
-                        n += (reserved ? c->run_reserved : 0) + connection_backlog(c) + partial_bytes(c);
-        return n;
-}
-
-uint64_t connection_uid_held(Manager *m, uid_t uid) {
-        return uid_sum(m, uid, true);
+                if (c->peer.uid == uid) {
+                        u.connections++;
+                        u.runs += c->n_runs;
+                        u.reserved += c->run_reserved;
+                        u.unread += connection_backlog(c) + partial_bytes(c);
+                }
+        return u;
 }
 
 /* A backlog or a partial request below this never makes us count the uid's whole (a client
@@ -184,7 +184,7 @@ static size_t uid_check_threshold(const Manager *m) {
  * buffer at hand; logs which and closes nothing. */
 static bool uid_over_budget(Connection *c, size_t here, const char *what) {
         if (c->peer.uid == 0 || here <= uid_check_threshold(c->manager) ||
-            uid_sum(c->manager, c->peer.uid, false) <= c->manager->config.max_buffered_per_uid)
+            connection_uid_usage(c->manager, c->peer.uid).unread <= c->manager->config.max_buffered_per_uid)
                 return false;
         log_notice("connection from pid %d: uid %u holds more than max_buffered_per_uid with this one's %zu bytes of %s, "
                    "closing it",
@@ -380,8 +380,7 @@ static bool peer_in_group(int fd, const struct ucred *peer, gid_t gid) {
         return false;
 }
 
-int connection_new(Manager *m, int fd, Connection **ret) {
-        socklen_t len = sizeof(struct ucred);
+int connection_new(Manager *m, int fd, const struct ucred *peer, Connection **ret) {
         Connection *c = calloc(1, sizeof(*c));
         int r;
 
@@ -390,13 +389,8 @@ int connection_new(Manager *m, int fd, Connection **ret) {
         c->n_ref = 1;
         c->manager = m;
         c->fd = fd;
+        c->peer = *peer;
         line_buffer_init(&c->in, m->config.max_line_bytes);
-        if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &c->peer, &len) < 0) {
-                r = -errno;
-                c->fd = -EBADF;
-                connection_unref(c);
-                return r;
-        }
         c->admin = c->peer.uid == 0 || (m->have_admin_gid && peer_in_group(fd, &c->peer, m->admin_gid));
         r = sd_event_add_io(m->event, &c->io, fd, EPOLLIN, on_io, c);
         if (r < 0) {

@@ -37,11 +37,17 @@ static inline size_t connection_backlog(const Connection *c) {
         return c->out_len - c->out_off;
 }
 
-/* What the daemon holds for uid: its runs' reservations, its connections' unread replies and
- * the requests they have not ended yet (max_buffered_per_uid). */
-uint64_t connection_uid_held(Manager *m, uid_t uid);
+/* One uid's share of the daemon, for its caps (max_connections_per_uid, max_runs_per_uid,
+ * max_buffered_per_uid): its connections, their runs in flight, what those runs' replies may
+ * take (reserved) and the replies and requests its connections hold now (unread). */
+typedef struct UidUsage {
+        unsigned connections, runs;
+        uint64_t reserved, unread;
+} UidUsage;
+UidUsage connection_uid_usage(Manager *m, uid_t uid);
 
-int connection_new(Manager *m, int fd, Connection **ret);
+/* A connection on fd, from the peer whose SO_PEERCRED the caller read. */
+int connection_new(Manager *m, int fd, const struct ucred *peer, Connection **ret);
 Connection *connection_ref(Connection *c);
 Connection *connection_unref(Connection *c);
 /* Closes the socket, kills the runs it asked for, and drops it from the manager. */

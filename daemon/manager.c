@@ -160,37 +160,22 @@ static void manager_pause_accept(Manager *m) {
                 on_accept_resume(NULL, 0, m);
 }
 
-static unsigned connections_of_uid(Manager *m, uid_t uid) {
-        unsigned n = 0;
-        for (Connection *c = m->connections; c; c = c->next)
-                n += c->peer.uid == uid;
-        return n;
-}
+/* One line, resource_exhausted, to a connection we do not take; then it is closed. */
+static void refuse(int cfd, const ProtoError *err) {
+        _cleanup_json_ json_object *reply = proto_reply_error(NULL, err);
+        _cleanup_free_ char *line = NULL;
+        size_t n;
 
-static void refuse(int cfd, const char *message) {
-        char line[256];
-        int n = snprintf(line, sizeof(line),
-                         "{\"id\":null,\"ok\":false,\"error\":{\"code\":\"resource_exhausted\",\"message\":\"%s\"}}\n",
-                         message);
-        (void) !send(cfd, line, (size_t) n, MSG_NOSIGNAL | MSG_DONTWAIT);
+        line = proto_serialize(reply, &n);
+        if (line)
+                (void) !send(cfd, line, n, MSG_NOSIGNAL | MSG_DONTWAIT);
         close(cfd);
-}
-
-/* One uid may not take every connection: the others could not even ask (THREATS PRO-07). */
-static bool uid_over_cap(Manager *m, int cfd, uid_t *ret_uid) {
-        struct ucred cred;
-        socklen_t len = sizeof(cred);
-
-        if (getsockopt(cfd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 || cred.uid == 0)
-                return false;
-        *ret_uid = cred.uid;
-        return connections_of_uid(m, cred.uid) >= m->config.max_connections_per_uid;
 }
 
 static int on_accept(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
         Manager *m = userdata;
         Connection *c;
-        uid_t uid;
+        ProtoError err;
 
         for (int i = 0; i < 64; i++) {
                 int cfd = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
@@ -201,18 +186,28 @@ static int on_accept(sd_event_source *s, int fd, uint32_t revents, void *userdat
                                 log_warning("accept: %m");
                         return 0;
                 }
+                struct ucred peer;
+                socklen_t len = sizeof(peer);
+
                 if (m->n_connections >= m->config.max_connections || m->stopping) {
-                        refuse(cfd, "too many connections");
+                        proto_error_set(&err, SBX_E_RESOURCE_EXHAUSTED, NULL, "too many connections");
+                        refuse(cfd, &err);
                         continue;
                 }
-                if (uid_over_cap(m, cfd, &uid)) {
-                        char message[128];
-                        snprintf(message, sizeof(message), "uid %u has its maximum of %" PRIu64
-                                 " connections (max_connections_per_uid)", (unsigned) uid, m->config.max_connections_per_uid);
-                        refuse(cfd, message);
+                if (getsockopt(cfd, SOL_SOCKET, SO_PEERCRED, &peer, &len) < 0) {
+                        close(cfd);
                         continue;
                 }
-                if (connection_new(m, cfd, &c) < 0)
+                /* One uid may not take every connection: the others could not even ask (THREATS
+                 * PRO-07). */
+                if (peer.uid != 0 && connection_uid_usage(m, peer.uid).connections >= m->config.max_connections_per_uid) {
+                        proto_error_set(&err, SBX_E_RESOURCE_EXHAUSTED, NULL,
+                                        "uid %u has its maximum of %" PRIu64 " connections (max_connections_per_uid)",
+                                        (unsigned) peer.uid, m->config.max_connections_per_uid);
+                        refuse(cfd, &err);
+                        continue;
+                }
+                if (connection_new(m, cfd, &peer, &c) < 0)
                         close(cfd);
         }
         return 0;

@@ -30,25 +30,14 @@ static int run_sandbox(Connection *c, json_object *req, Sandbox **ret, ProtoErro
         return ops_lookup_sandbox(c, req, ret, err);
 }
 
-static unsigned runs_of_uid(Manager *m, uid_t uid) {
-        unsigned n = 0;
-        for (Connection *c = m->connections; c; c = c->next)
-                if (c->peer.uid == uid)
-                        n += c->n_runs;
-        return n;
-}
-
 /* A uid's runs in flight and unread replies may not hold more than max_buffered_per_uid of the
  * daemon's memory (THREATS RES-06, PRO-02): one user cannot take it all. */
-static int check_buffered(Connection *c, const RunSpec *spec, ProtoError *err) {
+static int check_buffered(Connection *c, const UidUsage *u, const RunSpec *spec, ProtoError *err) {
         Manager *m = c->manager;
-        uint64_t held, need = run_spec_held(spec);
+        uint64_t held = u->reserved + u->unread, need = run_spec_held(spec);
         char a[32], b[32], d[32];
 
-        if (c->peer.uid == 0)
-                return 0;
-        held = connection_uid_held(m, c->peer.uid);
-        if (held + need <= m->config.max_buffered_per_uid)
+        if (c->peer.uid == 0 || held + need <= m->config.max_buffered_per_uid)
                 return 0;
         return proto_error_set(err, SBX_E_RESOURCE_EXHAUSTED, "output_bytes",
                                "uid %u holds %s of run output and unread replies; this run's %s more would pass "
@@ -61,11 +50,13 @@ int op_run(Connection *c, json_object *id, json_object *req, ProtoError *err) {
         RunSpec spec;
         Sandbox *s = NULL;
         Run *r;
+        /* Root's runs are not counted against the per-uid caps. */
+        UidUsage u = c->peer.uid != 0 ? connection_uid_usage(c->manager, c->peer.uid) : (UidUsage) {};
         int k;
 
         if (c->n_runs >= c->manager->config.max_runs_per_connection)
                 return proto_error_set(err, SBX_E_RESOURCE_EXHAUSTED, NULL, "too many runs in flight on this connection");
-        if (c->peer.uid != 0 && runs_of_uid(c->manager, c->peer.uid) >= c->manager->config.max_runs_per_uid)
+        if (c->peer.uid != 0 && u.runs >= c->manager->config.max_runs_per_uid)
                 return proto_error_set(err, SBX_E_RESOURCE_EXHAUSTED, NULL,
                                        "uid %u has its maximum of %llu runs in flight (max_runs_per_uid)",
                                        (unsigned) c->peer.uid, (unsigned long long) c->manager->config.max_runs_per_uid);
@@ -83,7 +74,7 @@ int op_run(Connection *c, json_object *id, json_object *req, ProtoError *err) {
         if ((k = sweep_check_run(s, err)) < 0)
                 goto fail_sandbox;
         k = run_spec_resolve(&spec, s, err);
-        if (k >= 0 && (k = check_buffered(c, &spec, err)) < 0)
+        if (k >= 0 && (k = check_buffered(c, &u, &spec, err)) < 0)
                 goto fail_sandbox;
         if (k < 0 || (k = run_new(s, c, id, &spec, &r)) < 0) {
                 if (k != -EINVAL)

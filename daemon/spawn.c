@@ -312,9 +312,6 @@ size_t run_params_fds(const RunParams *p, int ret[static RUN_PARAMS_FDS]) {
         return n;
 }
 
-/* The daemon may be shielded from the OOM killer (the unit's OOMScoreAdjust=); a sandbox's
- * processes must not be (THREATS RES-11). Written as host root: with CAP_SYS_RESOURCE that also
- * makes 0 the least the sandbox may set again. A host that refuses it refuses every run. */
 static int write_zero(int dir_fd, const char *path) {
         int fd = openat(dir_fd, path, O_WRONLY | O_CLOEXEC);
         if (fd < 0)
@@ -327,6 +324,9 @@ static int write_zero(int dir_fd, const char *path) {
         return 0;
 }
 
+/* The daemon may be shielded from the OOM killer (the unit's OOMScoreAdjust=); a sandbox's
+ * processes must not be (THREATS RES-11). Written as host root: with CAP_SYS_RESOURCE that also
+ * makes 0 the least the sandbox may set again. A host that refuses it refuses every run. */
 static int helper_reset_oom_score(const RunParams *p) {
         return p->reset_oom_score ? write_zero(AT_FDCWD, "/proc/self/oom_score_adj") : 0;
 }

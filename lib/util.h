@@ -43,7 +43,8 @@ uint64_t now_usec(int clock);
 
 /* Reads at most size-1 bytes of dir_fd/path (an absolute path ignores dir_fd) into buf and ends
  * them with a NUL; with nofollow, a last component that is a symlink is refused. Returns the
- * number of bytes read, or -errno. */
+ * number of bytes read, or -errno. One read(): a small kernel file (cgroup, /proc) comes whole,
+ * and a run reads several, so no second read() for the end of the file (read_full does that). */
 int read_small_file(int dir_fd, const char *path, bool nofollow, char *buf, size_t size);
 
 /* A CLOCK_REALTIME time in µs as "2026-11-30T12:00:00Z" (UTC, whole seconds) in buf. */
