@@ -36,6 +36,8 @@ const Verb verb_run = {
                 "     --stdin             Send sandboxctl's own standard input to the command\n"
                 "     --stdin-file FILE   Send FILE as the command's standard input\n"
                 "     --network MODE      Network of a throwaway sandbox: \"none\" (the default)\n"
+                "     --workspace WHERE   /work of a throwaway sandbox: \"memory\" (the default: its\n"
+                "                         tmpfs, half of --memory with /tmp) or \"disk\" (the state dir)\n"
                 "     --best-effort       Accept limits this host cannot enforce (throwaway only)\n"
                 "  -v --verbose           Print an account of the run on stderr (reason, exit status,\n"
                 "                         time, CPU, peak memory, ids) and note truncated output\n"
@@ -74,6 +76,7 @@ enum {
         ARG_STDIN,
         ARG_STDIN_FILE,
         ARG_NETWORK,
+        ARG_WORKSPACE,
         ARG_BEST_EFFORT,
         ARG_STREAM,
 };
@@ -81,7 +84,7 @@ enum {
 /* Strings as given; validated while the request is built, once all options are known (where
  * memory goes depends on --sandbox). */
 typedef struct RunArgs {
-        const char *sandbox, *command, *cwd, *network, *stdin_file, *user;
+        const char *sandbox, *command, *cwd, *network, *workspace, *stdin_file, *user;
         const char *memory, *pids, *cpus, *timeout, *cpu_time, *output_bytes;
         bool read_stdin, best_effort, verbose, stream;
         json_object *env;
@@ -110,6 +113,7 @@ static int run_option(RunArgs *a, int c, const char *value) {
         case ARG_STDIN: a->read_stdin = true; break;
         case ARG_STDIN_FILE: a->stdin_file = value; break;
         case ARG_NETWORK: a->network = value; break;
+        case ARG_WORKSPACE: a->workspace = value; break;
         case ARG_BEST_EFFORT: a->best_effort = true; break;
         case ARG_STREAM: a->stream = true; break;
         default: return log_error("unhandled option %d", c);
@@ -136,6 +140,7 @@ static int run_parse(RunArgs *a, int argc, char *argv[]) {
                 { "stdin", no_argument, NULL, ARG_STDIN },
                 { "stdin-file", required_argument, NULL, ARG_STDIN_FILE },
                 { "network", required_argument, NULL, ARG_NETWORK },
+                { "workspace", required_argument, NULL, ARG_WORKSPACE },
                 { "best-effort", no_argument, NULL, ARG_BEST_EFFORT },
                 { "stream", no_argument, NULL, ARG_STREAM },
                 {},
@@ -188,6 +193,8 @@ static int run_add_existing_sandbox_limits(json_object *req, const RunArgs *a) {
                                  "or run without --sandbox");
         if (a->network)
                 return log_error("run: --network only applies to a throwaway sandbox (without --sandbox)");
+        if (a->workspace)
+                return log_error("run: --workspace only applies to a throwaway sandbox (without --sandbox)");
         if (a->best_effort)
                 return log_error("run: --best-effort only applies to a throwaway sandbox (without --sandbox)");
         r = add_string(req, "sandbox", a->sandbox);
@@ -210,6 +217,8 @@ static int run_add_throwaway_limits(json_object *req, const RunArgs *a) {
                 r = add_cpus(limits, "cpus", "--cpus", a->cpus);
         if (r >= 0 && a->network)
                 r = add_string(req, "network", a->network);
+        if (r >= 0 && a->workspace)
+                r = add_string(req, "workspace", a->workspace);
         if (r < 0)
                 return r;
         if (a->best_effort)

@@ -15,7 +15,7 @@
 
 static int run_sandbox(Connection *c, json_object *req, Sandbox **ret, ProtoError *err) {
         json_object *v;
-        const char *extra[] = { "limits", "network", "best_effort" };
+        const char *extra[] = { "limits", "network", "best_effort", "workspace" };
 
         if (!json_object_object_get_ex(req, "sandbox", &v) || json_object_is_type(v, json_type_null)) {
                 int k = pool_take(c->manager, req, c->peer.uid, ret, err);

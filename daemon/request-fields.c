@@ -21,6 +21,7 @@ const FieldSpec request_run_fields[] = {
         { "limits", FIELD_OBJECT },
         { "network", FIELD_STRING },
         { "best_effort", FIELD_BOOL },
+        { "workspace", FIELD_STRING },
         {},
 };
 

@@ -38,7 +38,7 @@ static int parse_u64(const char *s, uint64_t *ret) {
         return 0;
 }
 
-/* argv: "init", the sync fd, the sandbox's cgroup fd, workdir, root_dir, hostname, the /dev
+/* argv: "init", the sync fd, the sandbox's cgroup fd, workdir ("" for one in memory), root_dir, hostname, the /dev
  * template ("" for none), the tmpfs size in bytes, the paths to mask. The init is cloned from this small process, not from the daemon (run-exec.h). */
 static int init_main(int argc, char **argv, bool cgns) {
         SpawnReport r = { .kind = REPORT_STARTED };
@@ -50,7 +50,7 @@ static int init_main(int argc, char **argv, bool cgns) {
             parse_u64(argv[8], &p.tmpfs_size) < 0)
                 return 127;
 
-        p.workdir = argv[4];
+        p.workdir = argv[4][0] ? argv[4] : NULL;
         p.root_dir = argv[5];
         p.hostname = argv[6];
         p.dev_dir = argv[7][0] ? argv[7] : NULL;

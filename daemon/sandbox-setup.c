@@ -33,6 +33,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "identity.h"
 #include "macro.h"
 #include "mount-compat.h"
 #include "spawn.h"
@@ -195,10 +196,19 @@ static int setup_dev(int dev_fd) {
         return mount("devpts", NEWROOT "/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC, "newinstance,ptmxmode=0666,mode=0620");
 }
 
-/* The workspace arrives as an fd: its host path may be closed to the sandbox's uids. */
+/* The workspace arrives as an fd: its host path may be closed to the sandbox's uids. Without
+ * one (a throwaway sandbox's), /work is a directory of the root tmpfs like /tmp: nothing on the
+ * host's disk to make or remove, and what the run writes there counts against the tmpfs's size. */
 static int setup_work(int workdir_fd) {
         struct mount_attr attr = { .attr_set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV };
-        _cleanup_close_ int tree = open_tree(workdir_fd, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH);
+        _cleanup_close_ int tree = -EBADF;
+
+        if (workdir_fd < 0) {
+                if (chown(NEWROOT "/work", SANDBOX_USER_UID, SANDBOX_USER_GID) < 0 || chmod(NEWROOT "/work", 0755) < 0)
+                        return -1;
+                return bind_self(NEWROOT "/work", MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, 0);
+        }
+        tree = open_tree(workdir_fd, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH);
         if (tree < 0)
                 return -1;
         if (mount_setattr(tree, "", AT_EMPTY_PATH, &attr, sizeof(attr)) < 0)
@@ -619,8 +629,8 @@ _Noreturn void sandbox_init_main(const InitParams *p) {
                 init_fail(p->sync_fd, STEP_SYNC);
         /* Opened while we are still host uid 0 (the owner of the state directories) and inside
          * our own mount namespace: a mount can only be cloned from the namespace it lives in. */
-        workdir_fd = open(p->workdir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        if (workdir_fd < 0)
+        workdir_fd = p->workdir ? open(p->workdir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : -EBADF;
+        if (p->workdir && workdir_fd < 0)
                 init_fail(p->sync_fd, STEP_WORK);
         /* Likewise the /dev template, which the new root's tmpfs may hide (a state directory
          * below /tmp). */

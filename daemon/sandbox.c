@@ -148,11 +148,12 @@ static int check_enforceable(Manager *m, bool best_effort, unsigned *ret_enforce
 
 static int sandbox_parse(Manager *m, Sandbox *s, json_object *req, ProtoError *err) {
         json_object *limits = NULL, *env = NULL;
-        const char *name = NULL, *network = NULL;
+        const char *name = NULL, *network = NULL, *workspace = NULL;
         int r;
 
         if ((r = proto_get_string(req, "name", SANDBOX_NAME_MAX, &name, err)) < 0 ||
             (r = proto_get_string(req, "network", 16, &network, err)) < 0 ||
+            (r = proto_get_string(req, "workspace", 16, &workspace, err)) < 0 ||
             (r = proto_get_bool(req, "best_effort", &s->best_effort, err)) < 0 ||
             (r = sandbox_user_parse(req, &s->user, err)) < 0)
                 return r;
@@ -164,6 +165,11 @@ static int sandbox_parse(Manager *m, Sandbox *s, json_object *req, ProtoError *e
         if (network && strcmp(network, "none") != 0)
                 return proto_error_set(err, SBX_E_INVALID_REQUEST, "network",
                                        "'network' must be \"none\" (loopback only); no other mode is supported yet");
+        if (workspace && strcmp(workspace, "memory") != 0 && strcmp(workspace, "disk") != 0)
+                return proto_error_set(err, SBX_E_INVALID_REQUEST, "workspace",
+                                       "'workspace' must be \"memory\" (the default) or \"disk\"");
+        /* Only a throwaway run has the field (create's field list refuses it). */
+        s->memory_workspace = s->ephemeral && !(workspace && strcmp(workspace, "disk") == 0);
         (void) json_object_object_get_ex(req, "limits", &limits);
         if (limits && json_object_is_type(limits, json_type_null))
                 limits = NULL;
@@ -185,10 +191,11 @@ static int sandbox_parse(Manager *m, Sandbox *s, json_object *req, ProtoError *e
 }
 
 int sandbox_parse_request(Manager *m, json_object *req, SandboxRequest *ret, ProtoError *err) {
-        Sandbox tmp = { .manager = m };
+        Sandbox tmp = { .manager = m, .ephemeral = true };
         int r = sandbox_parse(m, &tmp, req, err);
 
-        *ret = (SandboxRequest) { .limits = tmp.limits, .best_effort = tmp.best_effort, .name = tmp.name, .env = tmp.env };
+        *ret = (SandboxRequest) { .limits = tmp.limits, .best_effort = tmp.best_effort,
+                                  .disk_workspace = !tmp.memory_workspace, .name = tmp.name, .env = tmp.env };
         if (r < 0)
                 sandbox_request_done(ret);
         return r;
@@ -351,7 +358,7 @@ static int sandbox_spawn_init(Sandbox *s) {
         Manager *m = s->manager;
         char workdir[4096];
         InitParams p = {
-                .workdir = sandbox_workdir_path(s, workdir, sizeof(workdir)),
+                .workdir = s->memory_workspace ? NULL : sandbox_workdir_path(s, workdir, sizeof(workdir)),
                 .root_dir = m->config.root_dir,
                 .hostname = "sandbox",
                 .dev_dir = m->dev_dir,
@@ -457,7 +464,7 @@ int sandbox_create(Manager *m, json_object *req, uid_t owner, bool ephemeral, Sa
                 r = internal_error(err, "cannot create the sandbox's cgroup", r);
                 goto fail_destroy;
         }
-        if ((r = sandbox_make_workspace(s, false)) < 0) {
+        if (!s->memory_workspace && (r = sandbox_make_workspace(s, false)) < 0) {
                 r = internal_error(err, "cannot create the workspace", r);
                 goto fail_destroy;
         }
@@ -784,7 +791,7 @@ static void sandbox_remove_workspace(Sandbox *s) {
         Manager *m = s->manager;
         char trash[64];
 
-        if (s->keep_workspace)
+        if (s->keep_workspace || s->memory_workspace)
                 return;
         /* A throwaway has no record to lose half-way, and its workspace is mostly empty: if a
          * crash interrupts this, the next start removes what is left (state.c). */
@@ -975,7 +982,8 @@ json_object *sandbox_to_json(Sandbox *s, bool with_usage) {
         json_object_object_add(o, "name", s->name ? json_object_new_string(s->name) : NULL);
         json_object_object_add(o, "state", json_object_new_string(state_name(s->state)));
         json_object_object_add(o, "owner_uid", json_object_new_int64(s->owner_uid));
-        json_object_object_add(o, "workdir", json_object_new_string(sandbox_workdir_path(s, buf, sizeof(buf))));
+        json_object_object_add(o, "workdir", s->memory_workspace ? NULL : json_object_new_string(sandbox_workdir_path(s, buf, sizeof(buf))));
+        json_object_object_add(o, "workspace", json_object_new_string(s->memory_workspace ? "memory" : "disk"));
         snprintf(buf, sizeof(buf), "%s/%s", s->manager->cg.base, s->cg_rel ? s->cg_rel : "");
         json_object_object_add(o, "cgroup", json_object_new_string(buf));
         json_object_object_add(l, "memory", json_object_new_int64((int64_t) s->limits.memory));

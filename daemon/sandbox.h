@@ -64,6 +64,9 @@ typedef struct Sandbox {
         unsigned enforced; /* CgController mask */
         bool best_effort;
         bool ephemeral;    /* made for one run, destroyed after it */
+        /* /work is a directory of the sandbox's own tmpfs, not <state>/<id>/work: a throwaway
+         * sandbox's unless its run asks for "workspace":"disk" */
+        bool memory_workspace;
         SandboxUser user;  /* its runs' default: "sandbox" (uid 1000) unless "user":"root" */
         bool pooled;       /* waiting in the pool (pool.h): no one's, invisible, not counted */
         bool from_pool;    /* taken from it: its end refills the pool (pool_taken_done) */
@@ -110,6 +113,7 @@ typedef struct Sandbox {
 typedef struct SandboxRequest {
         SandboxLimits limits;
         bool best_effort;
+        bool disk_workspace; /* a throwaway run's "workspace":"disk" */
         char *name;
         json_object *env;
 } SandboxRequest;

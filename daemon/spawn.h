@@ -70,7 +70,7 @@ int report_recv(int fd, SpawnReport *ret, int *ret_fd);
 
 typedef struct InitParams {
         int sync_fd;        /* the child's end: wait for the id maps, then report */
-        const char *workdir; /* host path of the workspace */
+        const char *workdir; /* host path of the workspace; NULL: a directory of the root tmpfs */
         const char *root_dir;
         const char *hostname;
         const char *dev_dir; /* bound as /dev (dev-template.h); NULL: the host's nodes one by one */

@@ -47,6 +47,7 @@ is "$(comp sandboxctl list -)" "--help --json --quiet --socket -h -q" "list -<TA
 is "$(comp sandboxctl kill -s T)" "TERM" "kill -s T<TAB> -> TERM"
 is "$(comp sandboxctl kill --signal K)" "KILL" "kill --signal K<TAB> -> KILL"
 is "$(comp sandboxctl create --network '')" "none" "create --network <TAB> -> none"
+is "$(comp sandboxctl run --workspace '')" "disk memory" "run --workspace <TAB> -> disk memory"
 is "$(comp sandboxctl run --user '')" "root sandbox" "run --user <TAB> -> root sandbox"
 is "$(comp sandboxctl help de)" "destroy" "help de<TAB> -> destroy"
 is "$(comp sandboxctl top --sort '')" "cpu disk mem name pids" "top --sort <TAB> -> its keys"

@@ -382,6 +382,50 @@ c.call({"op": "destroy", "sandbox": "tmpcap"})
 c.close()
 EOF
 
+# ---- a throwaway sandbox's workspace: in memory unless "workspace":"disk" --------------
+run_py "throwaway workspace" 90 <<'EOF'
+import os
+from client import Conn, check, is_, wait_for
+c = Conn(os.environ["SOCK"], 60)
+state = os.path.join(os.environ["T"], "state", "sandboxes")
+# What backs /work, from the sandbox's own mount table: the filesystem type and the path below it.
+where = ("awk '$5 == \"/work\" {for (i = 7; $i != \"-\"; i++); print $(i + 1), $4}' /proc/self/mountinfo; "
+         "stat -c '%u %a' /work/")
+r = c.call({"op": "run", "best_effort": True, "command": where + "; echo x > /work/f && cat /work/f"})
+out = r.get("stdout", "").splitlines()
+is_(out[:1], ["tmpfs /work"], "a throwaway sandbox's /work is a directory of its own tmpfs")
+is_(out[1:3], ["1000 755", "x"], "... owned by the sandbox's user (uid 1000, 0755), who writes there")
+before = set(os.listdir(state))
+r = c.call({"op": "run", "best_effort": True, "command": "sleep 0.3; ls -A /work | wc -l"})
+is_(r.get("stdout"), "0\n", "the next throwaway sandbox's /work starts empty")
+is_(set(os.listdir(state)), before, "nothing of a throwaway sandbox was made in the state directory")
+r = c.call({"op": "run", "best_effort": True, "limits": {"memory": "64M"},
+            "command": "head -c 20M /dev/zero > /work/a; head -c 20M /dev/zero > /tmp/b; echo rc=$?"}, 60)
+is_((r.get("stdout"), "No space left on device" in r.get("stderr", "")), ("rc=1\n", True),
+    "/work shares the tmpfs's cap (half of limits.memory: 32M) with /tmp: 20M + 20M is ENOSPC")
+r = c.call({"op": "run", "best_effort": True, "workspace": "disk", "limits": {"memory": "64M"},
+            "command": where + "; head -c 48M /dev/zero > /work/big && stat -c %s /work/big"}, 60)
+out = r.get("stdout", "").splitlines()
+sb = r.get("sandbox", "")
+check(len(out) == 3 and out[0].split()[0] != "tmpfs" and out[0].endswith("/sandboxes/%s/work" % sb) and out[1] == "1000 755",
+      "with \"workspace\":\"disk\", /work is <state>/<id>/work on the state directory's filesystem", r)
+is_(out[2:], [str(48 << 20)], "... and holds more than the tmpfs would (48M with a 64M limit)")
+check(wait_for(lambda: not os.path.exists(os.path.join(state, sb)), 10), "... and is removed with the sandbox", sb)
+for req, what in (({"workspace": "tmpfs"}, "a workspace other than memory or disk"),
+                  ({"workspace": 1}, "a workspace that is not a string"),
+                  ({"sandbox": "nope", "workspace": "disk"}, "workspace with 'sandbox'")):
+    req.update({"op": "run", "argv": ["true"]})
+    req.setdefault("best_effort", True) if "sandbox" not in req else None
+    r = c.call(req)
+    e = r.get("error") or {}
+    is_((e.get("code"), e.get("field")), ("invalid_request", "workspace"), "%s: invalid_request naming the field" % what)
+r = c.call({"op": "create", "best_effort": True, "workspace": "memory"})
+e = r.get("error") or {}
+is_((e.get("code"), e.get("field")), ("invalid_request", "workspace"),
+    "create has no workspace field: a sandbox of one's own keeps its workspace on disk")
+c.close()
+EOF
+
 # ---- throwaway cleanup ------------------------------------------------------------------
 FD0=$(daemon_fd_baseline)
 INIT0=$(daemon_children_named sandbox-init)
