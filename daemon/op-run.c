@@ -13,12 +13,17 @@
 #include "sweep.h"
 #include "util.h"
 
-static int run_sandbox(Connection *c, json_object *req, Sandbox **ret, ProtoError *err) {
+/* The sandbox named, or a throwaway one made (or taken from the pool) for this run: *ret_made. */
+static int run_sandbox(Connection *c, json_object *req, Sandbox **ret, bool *ret_made, ProtoError *err) {
         json_object *v;
         const char *extra[] = { "limits", "network", "best_effort", "workspace" };
 
+        *ret_made = false;
         if (!json_object_object_get_ex(req, "sandbox", &v) || json_object_is_type(v, json_type_null)) {
-                int k = pool_take(c->manager, req, c->peer.uid, ret, err);
+                int k;
+
+                *ret_made = true;
+                k = pool_take(c->manager, req, c->peer.uid, ret, err);
                 if (k != 0)
                         return k < 0 ? k : 0;
                 return sandbox_create(c->manager, req, c->peer.uid, true, ret, err);
@@ -49,6 +54,7 @@ static int check_buffered(Connection *c, const UidUsage *u, const RunSpec *spec,
 int op_run(Connection *c, json_object *id, json_object *req, ProtoError *err) {
         RunSpec spec;
         Sandbox *s = NULL;
+        bool made;
         Run *r;
         /* Root's runs are not counted against the per-uid caps. */
         UidUsage u = c->peer.uid != 0 ? connection_uid_usage(c->manager, c->peer.uid) : (UidUsage) {};
@@ -63,7 +69,7 @@ int op_run(Connection *c, json_object *id, json_object *req, ProtoError *err) {
         k = run_spec_parse(req, c->manager->config.max_stdin_bytes, &spec, err);
         if (k < 0)
                 goto fail;
-        k = run_sandbox(c, req, &s, err);
+        k = run_sandbox(c, req, &s, &made, err);
         if (k < 0)
                 goto fail;
         if (s->state == SANDBOX_DESTROYING || s->state == SANDBOX_FAILED) {
@@ -85,7 +91,9 @@ int op_run(Connection *c, json_object *id, json_object *req, ProtoError *err) {
                 run_start(r);
         return 0;
 fail_sandbox:
-        if (s->ephemeral)
+        /* Only the one made for this run: a refused run in someone's in-flight throwaway sandbox
+         * (by its id) leaves it alone. */
+        if (made)
                 sandbox_destroy(s, "run refused");
 fail:
         run_spec_done(&spec);

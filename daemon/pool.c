@@ -123,7 +123,7 @@ int pool_take(Manager *m, json_object *req, uid_t owner, Sandbox **ret, ProtoErr
         r = sandbox_parse_request(m, req, &want, err);
         if (r < 0)
                 return r;
-        if (want.name || want.disk_workspace || !limits_equal(&want.limits, &s->limits) || m->n_sandboxes - m->n_pooled >= m->config.max_sandboxes ||
+        if (want.name || want.disk_workspace || want.root || !limits_equal(&want.limits, &s->limits) || m->n_sandboxes - m->n_pooled >= m->config.max_sandboxes ||
             (owner != 0 && sandbox_count_owned(m, owner) >= m->config.max_sandboxes_per_uid)) {
                 /* Made fresh instead (and refused there, for the caps, with the usual error). */
                 sandbox_request_done(&want);

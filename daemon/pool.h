@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* A pool of ready sandboxes for throwaway runs (pool_size): made with the configured default
  * limits, owned by no one, invisible to every client, and handed out to a throwaway run whose
- * request asks for exactly what they are. Refilled in the background at idle priority. A sandbox
+ * request asks for exactly what they are: the default limits, no name, the default user and its
+ * workspace in memory (so they are made with neither a workspace on disk nor the child user
+ * namespace that locks mounts against root, sandbox.h). Refilled in the background at idle priority. A sandbox
  * leaves the pool once, and is destroyed after its run like any throwaway sandbox: none is ever
  * given to a second run. */
 #pragma once

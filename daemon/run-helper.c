@@ -39,22 +39,23 @@ static int parse_u64(const char *s, uint64_t *ret) {
 }
 
 /* argv: "init", the sync fd, the sandbox's cgroup fd, workdir ("" for one in memory), root_dir, hostname, the /dev
- * template ("" for none), the tmpfs size in bytes, the paths to mask. The init is cloned from this small process, not from the daemon (run-exec.h). */
+ * template ("" for none), the tmpfs size in bytes, "lock" or "nolock" (InitParams.lock_mounts), the paths to mask. The init is cloned from this small process, not from the daemon (run-exec.h). */
 static int init_main(int argc, char **argv, bool cgns) {
         SpawnReport r = { .kind = REPORT_STARTED };
         InitParams p = { .cgroupns_ready = cgns };
         int cg_fd, pidfd = -1;
         pid_t pid;
 
-        if (argc < 9 || (p.sync_fd = parse_fd(argv[2])) < 0 || (cg_fd = parse_fd(argv[3])) < 0 ||
-            parse_u64(argv[8], &p.tmpfs_size) < 0)
+        if (argc < 10 || (p.sync_fd = parse_fd(argv[2])) < 0 || (cg_fd = parse_fd(argv[3])) < 0 ||
+            parse_u64(argv[8], &p.tmpfs_size) < 0 || (strcmp(argv[9], "lock") != 0 && strcmp(argv[9], "nolock") != 0))
                 return 127;
 
         p.workdir = argv[4][0] ? argv[4] : NULL;
         p.root_dir = argv[5];
         p.hostname = argv[6];
         p.dev_dir = argv[7][0] ? argv[7] : NULL;
-        p.mask_paths = (const char *const *) argv + 9;
+        p.lock_mounts = strcmp(argv[9], "lock") == 0;
+        p.mask_paths = (const char *const *) argv + 10;
         /* Born in the sandbox's cgroup ourselves, we make the sandbox's user namespace and its
          * cgroup namespace here: rooted at our cgroup, owned by that user namespace (so that
          * cgroup2 can be mounted inside). The init, born in its leaf (cg_fd), gets the rest new

@@ -230,6 +230,11 @@ int run_spec_resolve(RunSpec *spec, Sandbox *s, ProtoError *err) {
                 spec->timeout_usec = s->limits.timeout_usec;
         if (spec->user == SANDBOX_USER_UNSET)
                 spec->user = s->user;
+        if (spec->user == SANDBOX_USER_ROOT && s->unprivileged_only)
+                return proto_error_set(err, SBX_E_INVALID_REQUEST, "user",
+                                       "sandbox %s is a throwaway sandbox made for a run as \"sandbox\": its mounts are not "
+                                       "locked against root, so \"user\":\"root\" needs a sandbox of its own "
+                                       "(a throwaway run that asks for it, or create)", s->id);
         if (!spec->output_bytes)
                 spec->output_bytes = s->limits.output_bytes;
         if (spec->timeout_usec > c->max_timeout_usec)

@@ -650,7 +650,7 @@ _Noreturn void sandbox_init_main(const InitParams *p) {
                 init_fail(p->sync_fd, STEP_HOSTNAME);
         if (setup_loopback() < 0)
                 init_fail(p->sync_fd, STEP_LOOPBACK);
-        if (lock_mounts() < 0)
+        if (p->lock_mounts && lock_mounts() < 0)
                 init_fail(p->sync_fd, STEP_MASK);
         (void) prctl(PR_SET_NAME, "sandbox-init");
         report_send(p->sync_fd, &r, -1);

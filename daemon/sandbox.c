@@ -170,6 +170,7 @@ static int sandbox_parse(Manager *m, Sandbox *s, json_object *req, ProtoError *e
                                        "'workspace' must be \"memory\" (the default) or \"disk\"");
         /* Only a throwaway run has the field (create's field list refuses it). */
         s->memory_workspace = s->ephemeral && !(workspace && strcmp(workspace, "disk") == 0);
+        s->unprivileged_only = s->ephemeral && s->user != SANDBOX_USER_ROOT;
         (void) json_object_object_get_ex(req, "limits", &limits);
         if (limits && json_object_is_type(limits, json_type_null))
                 limits = NULL;
@@ -195,7 +196,8 @@ int sandbox_parse_request(Manager *m, json_object *req, SandboxRequest *ret, Pro
         int r = sandbox_parse(m, &tmp, req, err);
 
         *ret = (SandboxRequest) { .limits = tmp.limits, .best_effort = tmp.best_effort,
-                                  .disk_workspace = !tmp.memory_workspace, .name = tmp.name, .env = tmp.env };
+                                  .disk_workspace = !tmp.memory_workspace, .root = !tmp.unprivileged_only,
+                                  .name = tmp.name, .env = tmp.env };
         if (r < 0)
                 sandbox_request_done(ret);
         return r;
@@ -364,6 +366,7 @@ static int sandbox_spawn_init(Sandbox *s) {
                 .dev_dir = m->dev_dir,
                 .tmpfs_size = sandbox_tmpfs_size(s),
                 .mask_paths = sandbox_mask_paths(m),
+                .lock_mounts = !s->unprivileged_only,
         };
         int sp[2];
         pid_t pid;

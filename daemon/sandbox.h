@@ -67,6 +67,10 @@ typedef struct Sandbox {
         /* /work is a directory of the sandbox's own tmpfs, not <state>/<id>/work: a throwaway
          * sandbox's unless its run asks for "workspace":"disk" */
         bool memory_workspace;
+        /* A throwaway sandbox whose run is not root: its init skips the child user namespace that
+         * locks the mounts (lock_mounts() in sandbox-setup.c), which only root inside could undo,
+         * and a "user":"root" run in it is refused (run_spec_resolve()). */
+        bool unprivileged_only;
         SandboxUser user;  /* its runs' default: "sandbox" (uid 1000) unless "user":"root" */
         bool pooled;       /* waiting in the pool (pool.h): no one's, invisible, not counted */
         bool from_pool;    /* taken from it: its end refills the pool (pool_taken_done) */
@@ -114,6 +118,7 @@ typedef struct SandboxRequest {
         SandboxLimits limits;
         bool best_effort;
         bool disk_workspace; /* a throwaway run's "workspace":"disk" */
+        bool root;           /* ... and "user":"root" */
         char *name;
         json_object *env;
 } SandboxRequest;

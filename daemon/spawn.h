@@ -79,6 +79,7 @@ typedef struct InitParams {
         uint64_t tmpfs_size;
         const char *const *mask_paths; /* hidden inside (state dir, control sockets) */
         bool cgroupns_ready; /* born in the sandbox's own cgroup namespace: no unshare */
+        bool lock_mounts;    /* end in a child user namespace whose mounts are locked (sandbox-setup.c) */
 } InitParams;
 
 /* The sandbox's pid 1: sets up its view of the world, reports, then reaps orphans forever. */

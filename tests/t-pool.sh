@@ -39,8 +39,11 @@ r=$(rpc '{"op":"run","best_effort":true,"argv":["cat","/proc/self/status"]}')
 s2=$(jget "$r" .sandbox)
 is "$(jget "$r" .exit_code)" 0 "a second throwaway run"
 check "it got another sandbox than the first (none is given twice)" [ "$s2" != "$s1" ]
+Pr=$(wait_until 30 _pool_is 2; pool_ids)
 r=$(rpc '{"op":"run","best_effort":true,"user":"root","argv":["id","-u"]}')
 is "$(jget "$r" .stdout)" "0" "a throwaway run asking for root is root of its user namespace"
+check "it got a fresh sandbox: the pool's are made for the default user (their mounts unlocked)" \
+	bash -c '! grep -qx "$1" <<<"$2"' _ "$(jget "$r" .sandbox)" "$Pr"
 
 P1=$(wait_until 30 _pool_is 2; pool_ids)
 r=$(rpc '{"op":"run","best_effort":true,"limits":{"memory":"64M"},"argv":["true"]}')

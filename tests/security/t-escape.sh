@@ -132,6 +132,48 @@ is_(out.strip(), "0", "ESC-06: %s still reads back nothing afterwards" % mask)
 code, out, err = sh("mkdir -p /tmp/m; mount -t proc proc /tmp/m || mount -t sysfs sysfs /tmp/m || echo refused", user="root")
 check("refused" in out, "ESC-06: root inside cannot mount a fresh procfs or sysfs (their namespaces are not its own)", out, err)
 
+# ---- ESC-06 in a throwaway sandbox made for the default user ------------------------------------
+# Its init skips the child user namespace that locks the mounts (docs/security.md): nothing in it
+# may hold a capability. So the unprivileged user still cannot undo a mask, a root run is refused
+# in it, and a throwaway run as root gets a sandbox whose mounts are locked.
+sys_py = ("python3 -c 'import ctypes, os, sys; l = ctypes.CDLL(None, use_errno=True); "
+          "r = l.umount2(sys.argv[1].encode(), 0) if sys.argv[2] == \"umount\" else "
+          "l.mount(None, sys.argv[1].encode(), None, 0x20 | 0x1000, None); "
+          "print(\"ok\" if r == 0 else os.strerror(ctypes.get_errno()))' ")
+def throwaway(cmd, user=None, **kw):
+    req = {"op": "run", "best_effort": True, "command": cmd}
+    if user:
+        req["user"] = user
+    req.update(kw)
+    return c.call(req, 60)
+r = throwaway("cat /proc/self/uid_map; " + "; ".join(sys_py + "%s umount" % p for p in (mask, "/proc/sys", "/proc")) +
+              "; " + sys_py + "/proc/sys remount")
+out = r.get("stdout", "").splitlines()
+check(len(out) == 5 and out[0].split()[:2] != ["0", "0"],
+      "ESC-06: a throwaway run as the default user is in the outer user namespace (no child one locks its mounts)", r)
+is_(out[1:], ["Operation not permitted"] * 4,
+    "ESC-06: ... and still cannot unmount the mask on %s, /proc/sys or /proc, nor remount /proc/sys (EPERM)" % mask)
+r = throwaway("unshare --user --map-root-user sh -c 'umount %s && echo unmasked'" % mask)
+check(r.get("exit_code") != 0 and "unmasked" not in r.get("stdout", ""),
+      "ESC-06: ... nor become root of a user namespace of its own to try", r)
+r = throwaway("cat /proc/self/uid_map; " + sys_py + "%s umount" % mask, user="root")
+out = r.get("stdout", "").splitlines()
+is_([out[0].split()[:2], out[1:]] if out else r, [["0", "0"], ["Invalid argument"]],
+    "ESC-06: a throwaway run as root gets the child user namespace: the mask is locked (EINVAL)")
+c.send({"id": "slow", "op": "run", "best_effort": True, "command": "sleep 30"})
+ev = c.recv_json(10) or {}
+sb = ev.get("sandbox")
+check(ev.get("event") == "started" and sb, "a throwaway run as the default user started", ev)
+r = c.call({"op": "run", "sandbox": sb, "user": "root", "command": sys_py + "%s umount" % mask})
+e = r.get("error") or {}
+is_((e.get("code"), e.get("field")), ("invalid_request", "user"),
+    "ESC-06: a \"user\":\"root\" run in that in-flight throwaway sandbox (by its id) is refused")
+r = c.call({"op": "run", "sandbox": sb, "command": "id -u"})
+is_(r.get("stdout"), "1000\n", "... while a run as its default user is not")
+c.call({"op": "kill", "run_id": ev.get("run_id")})
+r = c.final("slow", 30)
+is_(r.get("reason"), "killed", "the refused run left that sandbox alone: its own run ends with the kill, not destroyed")
+
 # ---- ESC-08/17: another sandbox's files -------------------------------------------------------
 secret = "secret-%d" % os.getpid()
 sh("echo %s > /work/secret; echo %s > /dev/shm/secret; echo %s > /tmp/secret" % (secret, secret, secret), sb=B)
