@@ -83,6 +83,7 @@ void bench_row(Bench *b, const char *scenario, Samples *s, double runs_per_s, co
 int scenario_floor(Bench *b);
 int scenario_run(Bench *b);
 int scenario_throwaway(Bench *b);
+int scenario_bwrap(Bench *b);
 int scenario_create(Bench *b);
 int scenario_many(Bench *b);
 int scenario_bigout(Bench *b);

@@ -17,6 +17,7 @@ static const struct {
         { "floor", scenario_floor },
         { "run", scenario_run },
         { "throwaway", scenario_throwaway },
+        { "bwrap", scenario_bwrap },
         { "create", scenario_create },
         { "many", scenario_many },
         { "bigout", scenario_bigout },
@@ -30,7 +31,8 @@ static void usage(FILE *f) {
               "  --sandboxes N       sandboxes alive at once in the 'many' scenario (default 200)\n"
               "  --best-effort       create sandboxes with best_effort (hosts without cgroup controllers)\n"
               "  --daemon-pid PID    the daemon, for its RSS (default: the socket's peer, else the only sandboxd)\n"
-              "  --only NAME[,NAME] only these scenarios: floor, run, throwaway, create, many, bigout\n"
+              "  --only NAME[,NAME] only these scenarios: floor, run, throwaway, bwrap, create,\n"
+              "                      many, bigout\n"
               "  --json              print the rows as a JSON array instead of a markdown table\n"
               "  -h, --help          this help\n",
               f);

@@ -84,6 +84,24 @@ static int op_floor(Worker *w) {
         return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -EPROTO;
 }
 
+/* The peer the throwaway target is set against, spawned the way an application would: its own
+ * exec, setup and teardown, beside the throwaway rows in the same program run. */
+static const char *const argv_bwrap[] = { "bwrap", "--unshare-all", "--ro-bind", "/", "/", "--dev", "/dev",
+                                          "--proc", "/proc", "/bin/true", NULL };
+
+static int op_bwrap(Worker *w) {
+        pid_t pid;
+        int st, r;
+
+        (void) w;
+        r = posix_spawnp(&pid, argv_bwrap[0], NULL, NULL, (char *const *) argv_bwrap, environ);
+        if (r != 0)
+                return -r;
+        if (waitpid(pid, &st, 0) < 0)
+                return -errno;
+        return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -EPROTO;
+}
+
 /* One row per client count of --clients. */
 static int concurrent_rows(Bench *b, const char *what, worker_fn fn, const char *sandbox, bool connect) {
         for (size_t i = 0; i < b->n_clients; i++) {
@@ -119,6 +137,18 @@ static int concurrent_rows(Bench *b, const char *what, worker_fn fn, const char 
 
 int scenario_floor(Bench *b) {
         return concurrent_rows(b, "floor: posix_spawn+waitpid /bin/true", op_floor, NULL, false);
+}
+
+/* Skipped (with a line on stderr) where bwrap is not installed or cannot run here. */
+int scenario_bwrap(Bench *b) {
+        Worker w = {};
+
+        if (op_bwrap(&w) < 0) {
+                fprintf(stderr, "sandboxd-bench: bwrap --unshare-all ... /bin/true does not run here; no bwrap rows\n");
+                return 0;
+        }
+        return concurrent_rows(b, "peer: bwrap --unshare-all --ro-bind / / --dev /dev --proc /proc /bin/true", op_bwrap,
+                               NULL, false);
 }
 
 int scenario_run(Bench *b) {
