@@ -191,6 +191,27 @@ static void print_sessions(json_object *sessions) {
         }
 }
 
+/* "teardown stuck  for 12.0 s: pid 4242 cat (D), ..." */
+static void print_teardown_stuck(json_object *t) {
+        json_object *procs = json_child(t, "processes");
+        char buf[512];
+        size_t at = 0;
+
+        if (!t)
+                return;
+        buf[0] = '\0';
+        for (size_t i = 0; procs && i < json_object_array_length(procs) && at < sizeof(buf); i++) {
+                json_object *p = json_object_array_get_idx(procs, i);
+                int w = snprintf(buf + at, sizeof(buf) - at, "%spid %lld %s (%s)", i ? ", " : "",
+                                 (long long) json_object_get_int64(json_child(p, "pid")),
+                                 json_str(p, "comm") ?: "?", json_str(p, "state") ?: "?");
+                if (w < 0)
+                        break;
+                at += (size_t) w;
+        }
+        print_kv("teardown stuck", "for %.1f s: %s", json_object_get_double(json_child(t, "since_s")), buf[0] ? buf : "-");
+}
+
 static void print_sandbox(json_object *sbx) {
         static const char *const plain[][2] = {
                 { "id", "id" },           { "name", "name" },       { "state", "state" },
@@ -213,6 +234,7 @@ static void print_sandbox(json_object *sbx) {
         print_usage(json_child(sbx, "usage"));
         print_snapshots(json_child(sbx, "snapshots"));
         print_sessions(json_child(sbx, "sessions"));
+        print_teardown_stuck(json_child(sbx, "teardown_stuck"));
 }
 
 static int verb_inspect_run(int argc, char *argv[]) {

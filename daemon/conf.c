@@ -70,6 +70,7 @@ static const ConfigKey config_keys[] = {
         KEY("session_idle_timeout", KEY_DURATION, session_idle_timeout_usec),
         KEY("max_sessions_per_uid", KEY_COUNT, max_sessions_per_uid),
         KEY("pool_size", KEY_COUNT, pool_size),
+        KEY("teardown_timeout", KEY_DURATION, teardown_timeout_usec, 1000000),
 };
 
 /* systemd's StateDirectory= tells us where our state lives ($STATE_DIRECTORY, ':'-separated). */
@@ -117,6 +118,7 @@ void config_init_defaults(Config *c) {
                 .session_idle_timeout_usec = 30 * 60 * USEC_PER_SEC,
                 .max_sessions_per_uid = 64,
                 .pool_size = 2,
+                .teardown_timeout_usec = 10 * USEC_PER_SEC,
         };
 }
 

@@ -44,6 +44,7 @@ typedef struct Config {
         uint64_t session_idle_timeout_usec;  /* unattached this long: closed; 0: never */
         uint64_t max_sessions_per_uid;
         uint64_t pool_size;         /* ready sandboxes kept for throwaway runs (pool.h) */
+        uint64_t teardown_timeout_usec; /* a destroy with processes left after this: teardown_stuck */
         uint64_t nofile_soft;       /* RLIMIT_NOFILE's soft limit at start (not a key): for runs */
 } Config;
 

@@ -6,6 +6,7 @@
 #include "connection.h"
 #include "manager.h"
 #include "ops.h"
+#include "sandbox.h"
 #include "util.h"
 
 static json_object *caps_json(Manager *m) {
@@ -51,6 +52,7 @@ int op_health(Connection *c, json_object *id, json_object *req, ProtoError *err)
         json_object_object_add(reply, "runs", json_object_new_int((int) m->n_runs));
         json_object_object_add(reply, "connections", json_object_new_int((int) m->n_connections));
         json_object_object_add(reply, "quarantined", json_object_new_int((int) m->n_quarantined));
+        json_object_object_add(reply, "teardown_stuck", json_object_new_int((int) sandbox_count_stuck(m)));
         connection_send_take(c, reply);
         return 0;
 }

@@ -68,6 +68,9 @@ int op_destroy(Connection *c, json_object *id, json_object *req, ProtoError *err
         int r = ops_lookup_sandbox(c, req, &s, err);
         if (r < 0)
                 return r;
+        /* Its teardown is known to be stuck: said at once rather than some day. */
+        if (s->teardown_stuck)
+                return sandbox_teardown_error(s, err);
         sandbox_add_waiter(&s->destroy_waiters, c, id);
         sandbox_destroy(s, "requested");
         return 0;

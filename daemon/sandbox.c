@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <errno.h>
 #include <fcntl.h>
+#include <dirent.h>
 #include <inttypes.h>
 #include <linux/sched.h>
 #include <signal.h>
@@ -854,6 +855,106 @@ static void kill_and_retry(Sandbox *s, int populated, sd_event_source **timer, u
                 (void) sd_event_add_time_relative(s->manager->event, timer, CLOCK_MONOTONIC, delay, 0, handler, s);
 }
 
+/* What cgroup.procs of one cgroup lists, as {pid, comm, state} from /proc: at most 16 in all. */
+#define STUCK_LISTED_MAX 16
+static void stuck_add_procs(int dir_fd, const char *name, json_object *list) {
+        char buf[4096], path[64], stat[512];
+
+        if (read_small_file(dir_fd, name, true, buf, sizeof(buf)) < 0)
+                return;
+        for (char *p = buf, *end; *p && json_object_array_length(list) < STUCK_LISTED_MAX; p = end) {
+                long pid = strtol(p, &end, 10);
+                char *lp, *rp;
+                json_object *o;
+
+                if (end == p)
+                        break;
+                end += strspn(end, "\n");
+                snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
+                /* "PID (COMM) S ...": the comm may hold ") ", so its end is the last ')'. */
+                if (read_small_file(AT_FDCWD, path, true, stat, sizeof(stat)) < 0 || !(lp = strchr(stat, '(')) ||
+                    !(rp = strrchr(stat, ')')) || rp[1] != ' ' || !rp[2])
+                        continue;
+                *rp = '\0';
+                o = json_object_new_object();
+                json_object_object_add(o, "pid", json_object_new_int64(pid));
+                json_object_object_add(o, "comm", json_object_new_string(lp + 1));
+                json_object_object_add(o, "state", json_object_new_string_len(rp + 2, 1));
+                json_object_array_add(list, o);
+        }
+}
+
+/* The processes left in the sandbox's cgroup and its children (init, run-*; nothing inside can
+ * make cgroups of its own). */
+static json_object *stuck_processes(Sandbox *s) {
+        json_object *list = json_object_new_array();
+        int fd = s->cg_fd >= 0 ? openat(s->cg_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+        DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+        struct dirent *de;
+
+        if (!d) {
+                safe_close(fd);
+                return list;
+        }
+        stuck_add_procs(s->cg_fd, "cgroup.procs", list);
+        while ((de = readdir(d))) {
+                char file[300];
+                if (de->d_type != DT_DIR || de->d_name[0] == '.')
+                        continue;
+                snprintf(file, sizeof(file), "%s/cgroup.procs", de->d_name);
+                stuck_add_procs(s->cg_fd, file, list);
+        }
+        closedir(d);
+        return list;
+}
+
+/* "pid 4242 cat (D), pid ..." into buf. */
+static void stuck_summary(json_object *list, char *buf, size_t len) {
+        size_t n = json_object_array_length(list), at = 0;
+
+        buf[0] = '\0';
+        for (size_t i = 0; i < n && at < len; i++) {
+                json_object *o = json_object_array_get_idx(list, i), *pid, *comm, *state;
+                json_object_object_get_ex(o, "pid", &pid);
+                json_object_object_get_ex(o, "comm", &comm);
+                json_object_object_get_ex(o, "state", &state);
+                int k = snprintf(buf + at, len - at, "%spid %" PRId64 " %s (%s)", i ? ", " : "", json_object_get_int64(pid),
+                                 json_object_get_string(comm), json_object_get_string(state));
+                if (k < 0)
+                        break;
+                at += (size_t) k;
+        }
+}
+
+int sandbox_teardown_error(Sandbox *s, ProtoError *err) {
+        char what[160];
+        size_t n = s->teardown_stuck ? json_object_array_length(s->teardown_stuck) : 0;
+
+        stuck_summary(s->teardown_stuck, what, sizeof(what));
+        return proto_error_set(err, SBX_E_TEARDOWN_STUCK, "sandbox",
+                               "sandbox %s: %s%zu process%s outlived the kill (%s); its teardown goes on, see inspect",
+                               s->id, n >= STUCK_LISTED_MAX ? "at least " : "", n, n == 1 ? "" : "es",
+                               n ? what : "not listed");
+}
+
+/* Past teardown_timeout with processes left: said once in the log and to whoever waits for the
+ * destroy; the sandbox stays (destroying) and is looked at once a second until it is empty. */
+static void sandbox_teardown_stuck(Sandbox *s) {
+        bool first = !s->teardown_stuck;
+        char what[200];
+        ProtoError err;
+
+        json_object_put(s->teardown_stuck);
+        s->teardown_stuck = stuck_processes(s);
+        if (!first)
+                return;
+        stuck_summary(s->teardown_stuck, what, sizeof(what));
+        log_warning("sandbox %s: processes outlived the kill for %" PRIu64 " s: %s; still trying", s->id,
+                    s->manager->config.teardown_timeout_usec / USEC_PER_SEC, what[0] ? what : "none listed");
+        sandbox_teardown_error(s, &err);
+        waiters_answer(&s->destroy_waiters, NULL, NULL, &err);
+}
+
 static void sandbox_teardown_step(Sandbox *s) {
         int populated = s->cg_fd >= 0 ? cg_populated(s->cg_fd) : 0;
 
@@ -862,10 +963,17 @@ static void sandbox_teardown_step(Sandbox *s) {
                 populated = 1;
         if (populated <= 0 && s->init_pidfd < 0 && !s->runs && !s->sessions && !s->init_pending) {
                 s->teardown_timer = sd_event_source_disable_unref(s->teardown_timer);
+                if (s->teardown_stuck)
+                        log_info("sandbox %s: torn down after %.1f s", s->id,
+                                 (double) (now_usec(CLOCK_MONOTONIC) - s->teardown_start_usec) / 1e6);
                 sandbox_finish_destroy(s);
                 return;
         }
+        if (populated > 0 && now_usec(CLOCK_MONOTONIC) - s->teardown_start_usec >= s->manager->config.teardown_timeout_usec)
+                sandbox_teardown_stuck(s);
         kill_and_retry(s, populated, &s->teardown_timer, &s->teardown_tries, on_teardown_timer);
+        if (s->teardown_stuck && s->teardown_timer)
+                (void) sd_event_source_set_time_relative(s->teardown_timer, USEC_PER_SEC);
 }
 
 void sandbox_destroy(Sandbox *s, const char *reason) {
@@ -874,6 +982,7 @@ void sandbox_destroy(Sandbox *s, const char *reason) {
         if (s->state == SANDBOX_DESTROYING)
                 return;
         log_debug("destroying sandbox %s (%s)", s->id, reason);
+        s->teardown_start_usec = now_usec(CLOCK_MONOTONIC);
         snapshot_job_abort(s); /* also cancels its restart */
         sandbox_restart_cancel(s);
         s->state = SANDBOX_DESTROYING;
@@ -927,6 +1036,7 @@ Sandbox *sandbox_free(Sandbox *s) {
                 manager_free_uid_slot(s->manager, s->uid_slot);
         json_object_put(s->env);
         json_object_put(s->interrupted_runs);
+        json_object_put(s->teardown_stuck);
         free(s->name);
         free(s->cg_rel);
         free(s);
@@ -936,6 +1046,13 @@ Sandbox *sandbox_free(Sandbox *s) {
 /* Anyone else gets not_found, not permission_denied: no oracle for other users' sandboxes. */
 bool sandbox_visible_to(Sandbox *s, const Connection *c) {
         return !s->pooled && (c->admin || c->peer.uid == s->owner_uid);
+}
+
+unsigned sandbox_count_stuck(Manager *m) {
+        unsigned n = 0;
+        for (Sandbox *s = m->sandboxes; s; s = s->next)
+                n += !!s->teardown_stuck;
+        return n;
 }
 
 unsigned sandbox_count_owned(Manager *m, uid_t uid) {
@@ -984,6 +1101,14 @@ json_object *sandbox_to_json(Sandbox *s, bool with_usage) {
         json_object_object_add(o, "id", json_object_new_string(s->id));
         json_object_object_add(o, "name", s->name ? json_object_new_string(s->name) : NULL);
         json_object_object_add(o, "state", json_object_new_string(state_name(s->state)));
+        if (s->teardown_stuck) {
+                json_object *t = json_object_new_object();
+                json_object_object_add(t, "since_s", json_object_new_double(
+                                                             (double) (now_usec(CLOCK_MONOTONIC) - s->teardown_start_usec) / 1e6));
+                json_object_object_add(t, "processes", json_object_get(s->teardown_stuck));
+                json_object_object_add(o, "teardown_stuck", t);
+        } else
+                json_object_object_add(o, "teardown_stuck", NULL);
         json_object_object_add(o, "owner_uid", json_object_new_int64(s->owner_uid));
         json_object_object_add(o, "workdir", s->memory_workspace ? NULL : json_object_new_string(sandbox_workdir_path(s, buf, sizeof(buf))));
         json_object_object_add(o, "workspace", json_object_new_string(s->memory_workspace ? "memory" : "disk"));

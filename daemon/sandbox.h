@@ -90,6 +90,11 @@ typedef struct Sandbox {
         sd_event_source *setup_helper; /* that helper, until it is reaped */
         sd_event_source *setup_source, *init_exit_source, *teardown_timer;
         unsigned teardown_tries;
+        uint64_t teardown_start_usec;  /* CLOCK_MONOTONIC: when sandbox_destroy() began */
+        /* Processes outlived the kill for teardown_timeout (THREATS DMN-06: one in state D on a
+         * filesystem that does not answer, say): [{pid, comm, state}], as last looked at; the
+         * teardown goes on, once a second. NULL otherwise. */
+        json_object *teardown_stuck;
         unsigned next_run_no;
         Run *runs;         /* in flight */
         unsigned n_runs;
@@ -132,11 +137,15 @@ int sandbox_create(Manager *m, json_object *req, uid_t owner, bool ephemeral, Sa
 /* Brings back a sandbox recorded by an earlier daemon (state.c) with a new init. */
 int sandbox_restore(Manager *m, json_object *meta, Sandbox **ret);
 void sandbox_destroy(Sandbox *s, const char *reason);
+/* The teardown_stuck error for a sandbox whose teardown is stuck (Sandbox.teardown_stuck). */
+int sandbox_teardown_error(Sandbox *s, ProtoError *err);
 Sandbox *sandbox_free(Sandbox *s);
 
 void sandbox_add_waiter(Waiter **list, Connection *c, json_object *id);
 json_object *sandbox_to_json(Sandbox *s, bool with_usage);
 bool sandbox_visible_to(Sandbox *s, const Connection *c);
+/* Sandboxes whose teardown is stuck (health's teardown_stuck). */
+unsigned sandbox_count_stuck(Manager *m);
 unsigned sandbox_count_owned(Manager *m, uid_t uid);
 const char *sandbox_workdir_path(Sandbox *s, char *buf, size_t len);
 /* Checks a client's environment object: names without '=', string values, at most 1024. */

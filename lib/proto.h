@@ -29,6 +29,7 @@ typedef enum SbxErrorCode {
         SBX_E_CONFLICT,
         SBX_E_INTERNAL,
         SBX_E_SESSION_LOST,
+        SBX_E_TEARDOWN_STUCK,
         _SBX_E_MAX,
 } SbxErrorCode;
 

@@ -19,9 +19,14 @@ INTEGRATION_TESTS = \
 	tests/t-snapshot.sh \
 	tests/t-stream.sh \
 	tests/t-sweep.sh \
+	tests/t-teardown.sh \
 	tests/t-top.sh \
 	tests/t-v1.sh
 TESTS += $(INTEGRATION_TESTS)
+## t-teardown.sh's filesystem that never answers (raw /dev/fuse, no libfuse).
+check_PROGRAMS += tests/fuse-hang
+tests_fuse_hang_SOURCES = tests/fuse-hang.c
+tests_fuse_hang_CFLAGS = $(WARN_CFLAGS)
 EXTRA_DIST += $(INTEGRATION_TESTS) tests/lib.sh tests/client.py tests/ptyclient.py
 
 ## t-v1.sh checks what the others may have done to the cgroup v1 hierarchies: it runs after them,
