@@ -33,6 +33,10 @@ out=$(as_nobody --groups="$gid" "$ctl" run --user root -- python3 -c "$umount_py
 diag "$out"
 [ "$(echo $out)" = "EINVAL EINVAL" ]
 ok $? "root of the sandbox's user namespace cannot unmount /proc/sys or /proc: the mounts are locked"
+out=$(as_nobody --groups="$gid" "$ctl" run -- sh -c "python3 -c '$umount_py'; stat -f -c %T /work" 2>&1)
+diag "$out"
+[ "$(echo $out)" = "EPERM EPERM tmpfs" ]
+ok $? "a throwaway run as the default user (no child user namespace) cannot either (EPERM); its /work is tmpfs"
 # The daemon's /dev template under the packaged unit (StateDirectory=sandboxd, ProtectSystem=full):
 # made, and what every sandbox sees as its /dev, read-only, with working nodes.
 [ -c /var/lib/sandboxd/dev/null ] && [ "$(stat -c %t:%T /var/lib/sandboxd/dev/urandom)" = 1:9 ] &&
