@@ -29,8 +29,8 @@ static const char *sweep_state(json_object *sbx) {
         if (json_str(sbx, "expired"))
                 return json_str(sbx, "expired")[0] == 't' ? "expired (ttl)" : "expired (idle)";
         if (json_true(sbx, "runs_refused"))
-                return "over: runs refused";
-        return "ok";
+                return json_true(sbx, "partial") ? "over: runs refused (at least)" : "over: runs refused";
+        return json_true(sbx, "partial") ? "not measured in full" : "ok";
 }
 
 static int sweep_add_row(Table *t, json_object *sbx) {
@@ -86,6 +86,9 @@ static int sweep_print(json_object *reply) {
                fmt_size(b, tot, "bytes"), fmt_value(f, tot, "files"), n, fmt_size(fr, reply, "free_bytes"),
                fmt_size(bu, reply, "disk_budget"));
         n = json_object_is_type(actions, json_type_array) ? json_object_array_length(actions) : 0;
+        if (json_true(reply, "partial"))
+                printf("The walk was cut short by sweep_timeout: the figures of sandboxes not measured in full are "
+                       "lower bounds.\n");
         printf("%s: %s\n", json_true(reply, "dry_run") ? "Would do (dry run)" : "Done", n ? "" : "nothing");
         for (size_t i = 0; i < n; i++)
                 sweep_print_action(json_object_array_get_idx(actions, i));

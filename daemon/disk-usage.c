@@ -5,11 +5,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "disk-usage.h"
 #include "macro.h"
+#include "util.h"
 
 #define STATX_WANT (STATX_TYPE | STATX_NLINK | STATX_INO | STATX_SIZE | STATX_BLOCKS | STATX_MNT_ID)
 
@@ -95,7 +97,23 @@ typedef struct Walk {
         int top_fd;
         Level *top, *cur;
         int cur_fd;
+        uint64_t deadline_usec; /* CLOCK_MONOTONIC, 0: none */
+        unsigned until_check;   /* entries before the clock is read again */
+        unsigned delay_usec;    /* SANDBOXD_TEST_SWEEP_DELAY_US: a slow disk, for tests */
 } Walk;
+
+/* Past the deadline? The clock is read every 256 entries. */
+static bool walk_expired(Walk *w) {
+        if (w->delay_usec)
+                (void) usleep(w->delay_usec);
+        if (!w->deadline_usec || (w->until_check-- > 0 && !w->delay_usec))
+                return false;
+        w->until_check = 256;
+        if (now_usec(CLOCK_MONOTONIC) < w->deadline_usec)
+                return false;
+        w->u->cut_short = true;
+        return true;
+}
 
 static Level *level_new(const char *name, uint64_t dev, uint64_t ino, Level *up) {
         Level *l = calloc(1, sizeof(*l) + strlen(name) + 1);
@@ -173,6 +191,10 @@ static int read_level(Walk *w, int fd, Level *l) {
                 struct statx sx;
                 if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
                         continue;
+                if (walk_expired(w)) {
+                        r = -ETIME;
+                        break;
+                }
                 if (statx(fd, de->d_name, AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT, STATX_WANT, &sx) < 0) {
                         w->u->skipped++; /* vanished since readdir */
                         continue;
@@ -303,8 +325,10 @@ static int walk_run(Walk *w) {
         return r;
 }
 
-int disk_usage_at(int dir_fd, const char *name, DiskUsage *ret) {
-        Walk w = { .u = ret, .top_fd = -EBADF, .cur_fd = -EBADF };
+int disk_usage_at(int dir_fd, const char *name, uint64_t deadline_usec, DiskUsage *ret) {
+        const char *delay = getenv("SANDBOXD_TEST_SWEEP_DELAY_US");
+        Walk w = { .u = ret, .top_fd = -EBADF, .cur_fd = -EBADF, .deadline_usec = deadline_usec,
+                   .delay_usec = delay ? (unsigned) strtoul(delay, NULL, 10) : 0 };
         struct statx sx;
         int r;
 
@@ -330,5 +354,5 @@ int disk_usage_at(int dir_fd, const char *name, DiskUsage *ret) {
         }
         r = walk_run(&w);
         walk_free(&w);
-        return r < 0 ? r : 0;
+        return r < 0 && r != -ETIME ? r : 0;
 }

@@ -24,11 +24,13 @@ typedef struct DiskUsage {
         uint64_t files;          /* inodes, counted once */
         uint64_t skipped;        /* vanished or swapped under the walk, mount points, unreadable */
         bool links_truncated;    /* the hard-link set was full: some links may count twice */
+        bool cut_short;          /* stopped at the deadline: the figures are lower bounds */
 } DiskUsage;
 
 /* Walks dir_fd/name (a directory, or a single entry of any kind). -ENOENT when it does not
- * exist; other errors only when the top itself cannot be read. */
-int disk_usage_at(int dir_fd, const char *name, DiskUsage *ret);
+ * exist; other errors only when the top itself cannot be read. With deadline_usec (on
+ * CLOCK_MONOTONIC; 0: none), stops once it has passed and says so in cut_short. */
+int disk_usage_at(int dir_fd, const char *name, uint64_t deadline_usec, DiskUsage *ret);
 
 /* For tests: the most distinct multiply-linked inodes remembered per walk. */
 #define DISK_USAGE_MAX_LINKED (UINT64_C(1) << 22)

@@ -112,6 +112,8 @@ typedef struct Sandbox {
         uint64_t ttl_deadline_usec;    /* CLOCK_MONOTONIC: when ttl_usec runs out (sweep.c) */
         bool disk_refused;             /* over limits.disk after eviction: runs are refused */
         bool disk_measured;
+        uint64_t disk_walked_usec;     /* CLOCK_MONOTONIC: the last sweep that walked it (to its end
+                                        * or cut short in it); sweeps walk the least recent first */
         uint64_t disk_bytes;           /* workspace + snapshots at the last sweep */
         json_object *interrupted_runs; /* runs a restart cut short, reported by inspect */
         bool interrupted_changed;      /* run_log_open() added to them: to be saved */

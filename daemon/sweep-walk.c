@@ -81,9 +81,9 @@ static void emit(int out, SweepRecord *rec) {
                 _exit(EXIT_FAILURE);
 }
 
-static void walk_tree(int dir_fd, const char *name, SweepRecord *rec) {
+static void walk_tree(int dir_fd, const char *name, uint64_t deadline, SweepRecord *rec) {
         DiskUsage u;
-        int r = disk_usage_at(dir_fd, name, &u);
+        int r = disk_usage_at(dir_fd, name, deadline, &u);
         if (r < 0 && r != -ENOENT)
                 rec->error = -r;
         rec->bytes = u.bytes;
@@ -91,9 +91,11 @@ static void walk_tree(int dir_fd, const char *name, SweepRecord *rec) {
         rec->files = u.files;
         rec->skipped = u.skipped;
         rec->links_truncated = u.links_truncated;
+        rec->cut_short = u.cut_short;
 }
 
-static void walk_snapshots(int state_fd, const char *id, uint32_t index, int out) {
+/* False once a tree was cut short: its record is the walk's last. */
+static bool walk_snapshots(int state_fd, const char *id, uint32_t index, uint64_t deadline, int out) {
         char path[64];
         int fd;
         DIR *d;
@@ -103,7 +105,7 @@ static void walk_snapshots(int state_fd, const char *id, uint32_t index, int out
         fd = openat(state_fd, path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (fd < 0 || !(d = fdopendir(fd))) {
                 safe_close(fd);
-                return;
+                return true;
         }
         while ((de = readdir(d))) {
                 SweepRecord rec = { .sandbox = index, .kind = SWEEP_SNAPSHOT };
@@ -121,13 +123,20 @@ static void walk_snapshots(int state_fd, const char *id, uint32_t index, int out
                         if (sfd >= 0)
                                 read_snapshot_meta(sfd, &rec);
                 }
-                walk_tree(fd, de->d_name, &rec);
+                walk_tree(fd, de->d_name, deadline, &rec);
                 emit(out, &rec);
+                if (rec.cut_short) {
+                        closedir(d);
+                        return false;
+                }
         }
         closedir(d);
+        return true;
 }
 
-_noreturn_ static void sweep_child(int state_fd, int out, char (*ids)[24], size_t n_ids) {
+/* Stops by itself at deadline (sweep_timeout after the start): the tree it is in is reported
+ * with what was counted so far and cut_short, and nothing after it. */
+_noreturn_ static void sweep_child(int state_fd, int out, char (*ids)[24], size_t n_ids, uint64_t deadline) {
         (void) prctl(PR_SET_NAME, "sandboxd-sweep");
         (void) prctl(PR_SET_PDEATHSIG, SIGKILL);
         /* Measuring is never urgent: the lowest CPU and the idle I/O class. */
@@ -137,9 +146,10 @@ _noreturn_ static void sweep_child(int state_fd, int out, char (*ids)[24], size_
                 SweepRecord rec = { .sandbox = (uint32_t) i, .kind = SWEEP_WORK };
                 char path[64];
                 snprintf(path, sizeof(path), "%s/work", ids[i]);
-                walk_tree(state_fd, path, &rec);
+                walk_tree(state_fd, path, deadline, &rec);
                 emit(out, &rec);
-                walk_snapshots(state_fd, ids[i], (uint32_t) i, out);
+                if (rec.cut_short || !walk_snapshots(state_fd, ids[i], (uint32_t) i, deadline, out))
+                        break;
         }
         _exit(EXIT_SUCCESS);
 }
@@ -199,15 +209,17 @@ static int on_walk_exit(sd_event_source *src, const siginfo_t *si, void *userdat
         if (w->len % sizeof(SweepRecord) != 0)
                 r = -EBADMSG;
         /* The last progress is the whole walk: a client always sees where it ended. */
-        if (r == 0 && w->progress)
+        if ((r == 0 || r == -ETIME) && w->progress)
                 w->progress(w, w->userdata);
         walk_done(w, r);
         return 0;
 }
 
+/* The backstop, for a child stuck in a system call (it stops by itself at sweep_timeout). */
+#define SWEEP_KILL_GRACE_USEC (5 * USEC_PER_SEC)
 static int on_walk_timeout(sd_event_source *src, uint64_t usec, void *userdata) {
         SweepWalk *w = userdata;
-        log_warning("disk sweep: the walk did not finish within sweep_timeout; killing it");
+        log_warning("disk sweep: the walk did not stop at sweep_timeout; killing it");
         w->timeout_source = sd_event_source_disable_unref(w->timeout_source);
         if (w->pidfd >= 0)
                 (void) syscall(SYS_pidfd_send_signal, w->pidfd, SIGKILL, NULL, 0);
@@ -221,13 +233,15 @@ static int walk_watch(SweepWalk *w) {
                 r = sd_event_add_io(m->event, &w->io_source, w->fd, EPOLLIN, on_walk_io, w);
         if (r >= 0)
                 r = sd_event_add_time_relative(m->event, &w->timeout_source, CLOCK_MONOTONIC,
-                                               m->config.sweep_timeout_usec, 0, on_walk_timeout, w);
+                                               m->config.sweep_timeout_usec + SWEEP_KILL_GRACE_USEC, 0,
+                                               on_walk_timeout, w);
         return r;
 }
 
 int sweep_walk_start(Manager *m, char (*ids)[24], size_t n_ids, sweep_walk_done_t done, void *userdata,
                      SweepWalk **ret) {
         SweepWalk *w = calloc(1, sizeof(*w));
+        uint64_t deadline = now_usec(CLOCK_MONOTONIC) + m->config.sweep_timeout_usec;
         int p[2], r;
 
         if (!w)
@@ -241,7 +255,7 @@ int sweep_walk_start(Manager *m, char (*ids)[24], size_t n_ids, sweep_walk_done_
         if (w->pid == 0) {
                 int keep[] = { 2, m->state_fd, p[1] };
                 close_all_fds_except(keep, ELEMENTSOF(keep));
-                sweep_child(m->state_fd, p[1], ids, n_ids);
+                sweep_child(m->state_fd, p[1], ids, n_ids, deadline);
         }
         close(p[1]);
         w->fd = p[0];

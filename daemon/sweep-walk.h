@@ -24,6 +24,8 @@ typedef struct SweepRecord {
         uint32_t kind;          /* SweepKind */
         int32_t error;          /* errno of a tree that could not be walked, else 0 */
         uint32_t links_truncated;
+        uint32_t cut_short;     /* the walk's deadline passed in this tree: the last record */
+        uint32_t reserved;
         uint64_t created_usec;  /* snapshots: created_at of meta.json (else the directory's mtime) */
         uint64_t bytes, apparent_bytes, files, skipped;
         char snap[80];          /* snapshot directory name */
@@ -31,7 +33,9 @@ typedef struct SweepRecord {
 } SweepRecord;
 
 typedef struct SweepWalk SweepWalk;
-/* Called once: r < 0 when the walk failed or timed out, else the records are complete. */
+/* Called once: r < 0 when the walk failed, -ETIME when it was killed past its deadline (the
+ * records read until then are there), else the walk ended: complete, unless its last record is
+ * cut_short (the child stops itself at sweep_timeout and says so). */
 typedef void (*sweep_walk_done_t)(SweepWalk *w, int r, void *userdata);
 /* Called as records arrive, at most every 200 ms, and once more when the walk is complete. */
 typedef void (*sweep_walk_progress_t)(SweepWalk *w, void *userdata);

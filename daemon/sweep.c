@@ -46,6 +46,7 @@ typedef struct Tally {
         uint64_t left;       /* bytes once the evictions are done */
         const char *expired; /* "ttl", "idle" or NULL */
         bool refuse;
+        bool partial;        /* the walk was cut short before it was done with this sandbox */
 } Tally;
 
 typedef struct Plan {
@@ -56,6 +57,7 @@ typedef struct Plan {
         bool *evicted; /* per record */
         json_object *actions;
         uint64_t now_mono;
+        bool cut;            /* the walk stopped at sweep_timeout: some figures are lower bounds */
 } Plan;
 
 static const char *human(char buf[static 32], uint64_t bytes) {
@@ -280,6 +282,9 @@ static void enforce_sandbox_limit(Plan *p, size_t index) {
                 for (size_t k = 0; k < n && t->left > t->s->limits.disk; k++)
                         evict(p, v[k], "limits.disk");
         t->refuse = t->left > t->s->limits.disk;
+        /* A lower bound under the limit proves nothing: as it was. Over it, it is over. */
+        if (t->partial && !t->refuse)
+                t->refuse = t->s->disk_refused;
         if (t->refuse != t->s->disk_refused) {
                 json_object *a = json_object_new_object();
                 json_object_object_add(a, "bytes", json_object_new_int64((int64_t) t->left));
@@ -312,6 +317,8 @@ static bool enforce_budget(Plan *p) {
                         evict(p, v[k], "disk_budget");
                 }
         over = total_left(p) > budget;
+        if (p->cut && !over)
+                over = m->disk_budget_exceeded;
         if (over != m->disk_budget_exceeded) {
                 json_object *a = json_object_new_object();
                 json_object_object_add(a, "bytes", json_object_new_int64((int64_t) total_left(p)));
@@ -365,6 +372,7 @@ static json_object *sandbox_report(Plan *p, size_t index) {
                                                                            : NULL);
         json_object_object_add(o, "runs_refused", json_object_new_boolean(t->refuse));
         json_object_object_add(o, "expired", t->expired ? json_object_new_string(t->expired) : NULL);
+        json_object_object_add(o, "partial", json_object_new_boolean(t->partial));
         return o;
 }
 
@@ -388,6 +396,7 @@ static json_object *sweep_reply(Plan *p, bool budget_over) {
         json_object_object_add(tot, "workspace_bytes", json_object_new_int64((int64_t) wbytes));
         json_object_object_add(tot, "snapshot_bytes", json_object_new_int64((int64_t) sbytes));
         json_object_object_add(reply, "dry_run", json_object_new_boolean(p->sw->dry_run));
+        json_object_object_add(reply, "partial", json_object_new_boolean(p->cut));
         json_object_object_add(reply, "sandboxes", arr);
         json_object_object_add(reply, "totals", tot);
         json_object_object_add(reply, "disk_budget", m->config.disk_budget ? json_object_new_int64((int64_t) m->config.disk_budget)
@@ -418,8 +427,14 @@ static void carry_out(Plan *p, bool budget_over) {
                 Tally *t = &p->t[i];
                 if (!t->s)
                         continue;
-                t->s->disk_bytes = t->left;
-                t->s->disk_measured = true;
+                /* Walked: to its end, or cut short in it (the first of those not whole). */
+                if (!t->partial || (i == 0 || !p->t[i - 1].partial))
+                        t->s->disk_walked_usec = p->sw->start_usec;
+                /* inspect's disk_bytes stays the last whole measurement. */
+                if (!t->partial) {
+                        t->s->disk_bytes = t->left;
+                        t->s->disk_measured = true;
+                }
                 t->s->disk_refused = t->refuse;
         }
         if (p->sw->all)
@@ -470,12 +485,13 @@ static void on_walk_done(SweepWalk *w, int r, void *userdata) {
         json_object *reply;
         bool over;
 
-        if (r < 0) {
+        if (r < 0 && r != -ETIME) {
                 sweep_fail(sw, r);
                 sweep_free(sw);
                 return;
         }
         p.recs = sweep_walk_records(w, &p.n_recs);
+        p.cut = r == -ETIME || (p.n_recs > 0 && p.recs[p.n_recs - 1].cut_short);
         p.t = calloc(sw->n_ids + 1, sizeof(Tally));
         p.evicted = calloc(p.n_recs + 1, sizeof(bool));
         p.actions = json_object_new_array();
@@ -487,6 +503,14 @@ static void on_walk_done(SweepWalk *w, int r, void *userdata) {
                 Sandbox *s = manager_find_sandbox(m, sw->ids[i]);
                 p.t[i].s = s && s->state != SANDBOX_DESTROYING ? s : NULL;
         }
+        /* The walk goes through the sandboxes in order, each one's trees together: those before
+         * the one of its last record are whole. */
+        for (size_t i = 0; p.cut && i < sw->n_ids; i++)
+                p.t[i].partial = p.n_recs == 0 || i >= p.recs[p.n_recs - 1].sandbox;
+        if (p.cut)
+                log_warning("disk sweep: cut short by sweep_timeout with %zu of %zu sandboxes measured in full; "
+                            "the others' figures are lower bounds", p.n_recs ? (size_t) p.recs[p.n_recs - 1].sandbox : 0,
+                            sw->n_ids);
         tally(&p);
         expire(&p);
         for (size_t i = 0; i < sw->n_ids; i++)
@@ -532,14 +556,37 @@ static void on_walk_progress(SweepWalk *w, void *userdata) {
 
 /* ---- Starting ---------------------------------------------------------------------------- */
 
+typedef struct ListEntry {
+        uint64_t walked_usec;
+        size_t order;
+        const char *id;
+} ListEntry;
+
+static int cmp_walked(const void *a, const void *b) {
+        const ListEntry *x = a, *y = b;
+        if (x->walked_usec != y->walked_usec)
+                return x->walked_usec < y->walked_usec ? -1 : 1;
+        return x->order < y->order ? -1 : x->order > y->order;
+}
+
+/* The sandboxes a sweep walked least recently come first (never: first of all, newest first), so
+ * that sweeps cut short by sweep_timeout still get round to every sandbox in turn. */
 static int sweep_list(Sweep *sw) {
         Manager *m = sw->manager;
+        _cleanup_free_ ListEntry *v = calloc(m->n_sandboxes + 1, sizeof(*v));
+        size_t n = 0;
+
         sw->ids = calloc(m->n_sandboxes + 1, sizeof(*sw->ids));
-        if (!sw->ids)
+        if (!sw->ids || !v)
                 return -ENOMEM;
         for (Sandbox *s = m->sandboxes; s; s = s->next)
-                if (s->state != SANDBOX_DESTROYING && !s->pooled && (sw->all || sandbox_visible_to(s, sw->conn)))
-                        memcpy(sw->ids[sw->n_ids++], s->id, sizeof(s->id));
+                if (s->state != SANDBOX_DESTROYING && !s->pooled && (sw->all || sandbox_visible_to(s, sw->conn))) {
+                        v[n] = (ListEntry) { .walked_usec = s->disk_walked_usec, .order = n, .id = s->id };
+                        n++;
+                }
+        qsort(v, n, sizeof(*v), cmp_walked);
+        for (size_t i = 0; i < n; i++)
+                memcpy(sw->ids[sw->n_ids++], v[i].id, sizeof(sw->ids[0]));
         return 0;
 }
 

@@ -3,7 +3,7 @@
 # The disk sweep: figures equal to du's on a hostile tree (FIFOs, symlink loops, 100,000 hard
 # links, 10,000 nested directories, a mount inside), the oldest snapshots evicted first over
 # limits.disk, runs refused while still over and accepted once back under, ttl and idle expiry,
-# and new sandboxes refused below min_free_disk.
+# new sandboxes refused below min_free_disk, and a walk cut short by sweep_timeout (partial).
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
 
 mkdir -p "$T"
@@ -237,4 +237,56 @@ r=$(rpc '{"op":"run","best_effort":true,"argv":["true"]}')
 is "$(jget "$r" .error.code)" resource_exhausted "and so is a throwaway run"
 r=$(rpc '{"op":"run","sandbox":"quota","argv":["echo","still"]}')
 is "$(jget "$r" .stdout)" still "existing sandboxes still run"
+stop_daemon
+
+# -- a walk cut short by sweep_timeout (THREATS RES-08) ----------------------------------------
+# Each entry takes 20 ms (SANDBOXD_TEST_SWEEP_DELAY_US: a slow disk), and sweep_timeout is 1 s: a
+# workspace of 5 files is measured in full, one of 200 is cut short, the one after is not reached.
+printf 'sweep_interval = 0\nsweep_timeout = 1s\n' >"$T/cut.conf"
+SANDBOXD_TEST_SWEEP_DELAY_US=20000 start_daemon --config "$T/cut.conf" || exit 0
+run_py "sweep cut short" 120 <<'EOF'
+import os, time
+from client import Conn, check, is_
+c = Conn(os.environ["SOCK"], 60)
+sb = {}
+# Created last to first: the walk goes through the sandboxes newest first.
+for name, files, disk in (("c3", 5, "4K"), ("c2", 200, "16K"), ("c1", 5, None)):
+    req = {"op": "create", "best_effort": True, "name": name}
+    if disk:
+        req["limits"] = {"disk": disk}
+    sb[name] = c.call(req)["sandbox"]
+    for i in range(files):
+        open(os.path.join(sb[name]["workdir"], "f%d" % i), "w").write("x" * 4096)
+t0 = time.monotonic()
+r = c.call({"op": "sweep"}, 60)
+took = time.monotonic() - t0
+is_(r.get("ok"), True, "a sweep past sweep_timeout still answers ok, with what it measured")
+check(took < 5, "... when the child stopped itself at sweep_timeout, not after the whole walk (%.1f s; 200 entries take 4 s)" % took)
+is_(r.get("partial"), True, "... partial: true")
+order = [s["name"] for s in r.get("sandboxes", [])]
+is_(order[:3], ["c1", "c2", "c3"], "the sandboxes in the order walked (newest first; the earlier parts' ones after them)")
+by = {s["name"]: s for s in r.get("sandboxes", [])}
+is_([by.get(n, {}).get("partial") for n in order], [False] + [True] * (len(order) - 1),
+    "the first sandbox was measured in full, the second cut short, the others not reached")
+is_(by["c1"]["workspace"]["files"], 6, "... the first one's figures are whole (5 files and the top directory)")
+n2 = by["c2"]["workspace"]["files"]
+check(2 <= n2 < 201, "... the second one's are a lower bound (%d of 201 entries)" % n2)
+is_(by["c3"]["workspace"]["files"], 0, "... the third one has none")
+check(by["c2"]["bytes"] > 16384 and by["c2"]["runs_refused"] is True,
+      "a lower bound over a limit is over it: the second one's runs are refused (%d > 16K)" % by["c2"]["bytes"])
+is_(by["c3"]["runs_refused"], False, "a sandbox not measured is not refused for it (its 20K are over its 4K)")
+ins = {n: c.call({"op": "inspect", "sandbox": n})["sandbox"] for n in ("c1", "c2", "c3")}
+check(ins["c1"]["disk_bytes"] and ins["c2"]["disk_bytes"] is None and ins["c3"]["disk_bytes"] is None,
+      "inspect: disk_bytes is set by whole measurements only", [ins[n]["disk_bytes"] for n in ins])
+is_(c.call({"op": "run", "sandbox": "c2", "argv": ["true"]}).get("error", {}).get("field"), "disk",
+    "the second one's runs are refused (field disk)")
+r = c.call({"op": "sweep"}, 60)
+order = [s["name"] for s in r.get("sandboxes", [])]
+by = {s["name"]: s for s in r.get("sandboxes", [])}
+is_((order[:1], order[-2:]), (["c3"], ["c1", "c2"]),
+    "the next sweep walks those the last one did not reach first, and the ones it walked last")
+is_((by["c3"]["partial"], by["c3"]["runs_refused"]), (False, True),
+    "... so the third one is measured in full now, and over its 4K its runs are refused")
+c.close()
+EOF
 stop_daemon
