@@ -186,22 +186,28 @@ print(("PASS" if mono else "FAIL") + " with counts that only grow")
 print(("PASS" if reply and reply["snapshot"]["files"] >= 20000 else "FAIL") + " the reply counts every file")
 EOF
 # ---- timeouts stop while the sandbox is frozen ------------------------------------------------
-# A snapshot of the 20000 files is timed first (T); then a run of sleep T/2 with a timeout of
-# 3T/4 goes on while a second snapshot freezes the sandbox for about T: it ends after more than
-# its timeout in wall-clock time, and still as itself, since frozen time does not count.
+# A snapshot of the 20000 files is timed first (T, the shorter of two: the first may read a cold
+# cache); then a run of sleep T/4 with a timeout of T/2 goes on while a third snapshot freezes
+# the sandbox for about T: it ends after more than its timeout in wall-clock time, and still as
+# itself, since frozen time does not count.
 run_py frozen-timeouts 240 "$SOCK" "$b" <<'EOF'
 import sys, time
 from client import Conn, check, is_
 sock, sbx = sys.argv[1:3]
 c = Conn(sock, timeout=120)
-t0 = time.monotonic()
-r = c.call({"op": "snapshot", "sandbox": sbx}, 110)
-t = time.monotonic() - t0
-check(r.get("ok") and t > 0.2, "a snapshot of the 20000 files takes T = %.2f s (more than 0.2 s)" % t, r)
-c.call({"op": "snapshot.delete", "sandbox": sbx, "snapshot": r["snapshot"]["id"]})
-timeout_ms = int(t * 750)
+times = []
+for _ in range(2):
+    t0 = time.monotonic()
+    r = c.call({"op": "snapshot", "sandbox": sbx}, 110)
+    times.append(time.monotonic() - t0)
+    if r.get("ok"):
+        c.call({"op": "snapshot.delete", "sandbox": sbx, "snapshot": r["snapshot"]["id"]})
+t = min(times)
+check(r.get("ok") and t > 0.2, "a snapshot of the 20000 files takes T = %.2f s (more than 0.2 s; %s)" %
+      (t, ", ".join("%.2f" % x for x in times)), r)
+timeout_ms = int(t * 500)
 a = Conn(sock, timeout=120)
-a.send({"id": 1, "op": "run", "sandbox": sbx, "argv": ["sleep", "%.3f" % (t / 2)], "timeout_s": "%dms" % timeout_ms})
+a.send({"id": 1, "op": "run", "sandbox": sbx, "argv": ["sleep", "%.3f" % (t / 4)], "timeout_s": "%dms" % timeout_ms})
 start = time.monotonic()
 m = a.recv_json(30)
 check(m and m.get("event") == "started", "the run started", m)
