@@ -71,17 +71,21 @@ static int op_run(Worker *w) {
         return run_checked_ev(w->client, run_req(w->bench, w->sandbox, argv_true), on_run_event, w, NULL);
 }
 
-static int op_floor(Worker *w) {
+/* posix_spawnp + waitpid: 0 when it exited 0. */
+static int spawn_wait(const char *const *argv) {
         pid_t pid;
-        int st, r;
+        int st, r = posix_spawnp(&pid, argv[0], NULL, NULL, (char *const *) argv, environ);
 
-        (void) w;
-        r = posix_spawn(&pid, argv_true[0], NULL, NULL, (char *const *) argv_true, environ);
         if (r != 0)
                 return -r;
         if (waitpid(pid, &st, 0) < 0)
                 return -errno;
         return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -EPROTO;
+}
+
+static int op_floor(Worker *w) {
+        (void) w;
+        return spawn_wait(argv_true);
 }
 
 /* The peer the throwaway target is set against, spawned the way an application would: its own
@@ -90,16 +94,8 @@ static const char *const argv_bwrap[] = { "bwrap", "--unshare-all", "--ro-bind",
                                           "--proc", "/proc", "/bin/true", NULL };
 
 static int op_bwrap(Worker *w) {
-        pid_t pid;
-        int st, r;
-
         (void) w;
-        r = posix_spawnp(&pid, argv_bwrap[0], NULL, NULL, (char *const *) argv_bwrap, environ);
-        if (r != 0)
-                return -r;
-        if (waitpid(pid, &st, 0) < 0)
-                return -errno;
-        return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -EPROTO;
+        return spawn_wait(argv_bwrap);
 }
 
 /* One row per client count of --clients. */
