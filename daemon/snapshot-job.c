@@ -62,6 +62,7 @@ struct SnapshotJob {
         uint64_t created_usec;
         uint64_t total_bytes, total_files; /* restore: the snapshot's, for a progress bar */
         uint64_t freeze_start;
+        uint64_t frozen_usec;  /* how long the sandbox was frozen (until job_thaw()) */
         bool frozen, copied, done;
         unsigned freeze_polls;
         pid_t pid;
@@ -272,6 +273,7 @@ static void job_thaw(SnapshotJob *j) {
         if (!j->frozen)
                 return;
         j->frozen = false;
+        j->frozen_usec = now_usec(CLOCK_MONOTONIC) - j->freeze_start;
         r = cg_write(j->sandbox->cg_fd, "cgroup.freeze", "0");
         if (r < 0)
                 log_warning("sandbox %s: cannot thaw it: %s", j->sandbox->id, strerror(-r));
@@ -387,6 +389,7 @@ static void job_finish_snapshot(SnapshotJob *j) {
         json_object_object_add(reply, "snapshot", snapshot_info_to_json(&i));
         json_object_object_add(reply, "skipped", json_object_new_int64((int64_t) j->stats.skipped));
         json_object_object_add(reply, "frozen", json_object_new_boolean(j->freeze_start != 0));
+        json_object_object_add(reply, "frozen_s", json_object_new_double((double) j->frozen_usec / 1e6));
         log_info("sandbox %s: snapshot %s made (%" PRIu64 " bytes, %" PRIu64 " files)", j->sandbox->id, j->snap_id,
                  j->stats.bytes, j->stats.files);
         connection_send_take(j->conn, reply);
