@@ -401,6 +401,8 @@ static void run_send_output(Run *r, int i, const char *data, size_t n, bool last
         json_object *ev;
         size_t len = c->len, keep;
 
+        if (r->answered)
+                return;
         memcpy(buf, c->bytes, c->len);
         memcpy(buf + len, data, n);
         len += n;
@@ -578,7 +580,9 @@ static void run_finish(Run *r) {
         run_collect_reports(r);
         drain_fd(r, 0);
         drain_fd(r, 1);
-        if (!r->started && r->fail_step != STEP_NONE && r->forced == REASON_NONE)
+        if (r->answered)
+                ; /* told teardown_stuck already */
+        else if (!r->started && r->fail_step != STEP_NONE && r->forced == REASON_NONE)
                 run_reply_failure(r);
         else if (!r->started && r->forced == REASON_NONE && !run_oom_killed(r)) {
                 ProtoError err;
@@ -598,7 +602,11 @@ static void run_finish(Run *r) {
 /* Tells the client the run's id while it is in flight, so that it (or another connection of
  * the same user) can kill it. */
 static void run_send_started(Run *r) {
-        json_object *ev = proto_event(r->req_id, "started");
+        json_object *ev;
+
+        if (r->answered)
+                return;
+        ev = proto_event(r->req_id, "started");
         json_object_object_add(ev, "run_id", json_object_new_string(r->id));
         json_object_object_add(ev, "sandbox", json_object_new_string(r->sandbox->id));
         connection_send_take(r->conn, ev);
@@ -761,6 +769,17 @@ static int on_cpu_check(sd_event_source *src, uint64_t usec, void *userdata) {
         (void) sd_event_source_set_time_relative(src, next);
         (void) sd_event_source_set_enabled(src, SD_EVENT_ONESHOT);
         return 0;
+}
+
+void run_answer_stuck(Run *r, const ProtoError *err) {
+        json_object *reply;
+
+        if (r->finished || r->answered)
+                return;
+        reply = proto_reply_error(r->req_id, err);
+        json_object_object_add(reply, "run_id", json_object_new_string(r->id));
+        connection_send_take(r->conn, reply);
+        r->answered = true;
 }
 
 int run_kill(Run *r, int sig, RunReason why) {

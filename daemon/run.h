@@ -78,6 +78,7 @@ typedef struct Run {
         uint64_t reserved;      /* in conn->run_reserved until it ends: run_spec_held() */
         RunReason forced;       /* what we did to it: timeout, cpu_limit, killed, destroyed */
         bool in_flight, started, exited, finished;
+        bool answered;          /* told teardown_stuck already (run_answer_stuck()): nothing more is sent */
         bool direct;            /* the helper becomes the command (RunParams.direct) */
         int wait_code, wait_status; /* siginfo si_code/si_status of the command */
         int fail_step, fail_errno;
@@ -110,6 +111,9 @@ struct RunParams;
 void run_params_guard(Sandbox *s, uint64_t pids, uint64_t memory, struct RunParams *p);
 /* Kills the run's cgroup (reason given) or signals its main process. */
 int run_kill(Run *r, int sig, RunReason why);
+/* Its sandbox's teardown is stuck with its processes (THREATS DMN-06): the client is told now, with
+ * err, rather than when the kernel lets them die; the run itself ends later, silently. */
+void run_answer_stuck(Run *r, const ProtoError *err);
 Run *run_free(Run *r);
 Run *manager_find_run(Manager *m, const char *id);
 /* The connection has room again: streaming runs it paused read their pipes again. */

@@ -953,6 +953,8 @@ static void sandbox_teardown_stuck(Sandbox *s) {
                     s->manager->config.teardown_timeout_usec / USEC_PER_SEC, what[0] ? what : "none listed");
         sandbox_teardown_error(s, &err);
         waiters_answer(&s->destroy_waiters, NULL, NULL, &err);
+        for (Run *r = s->runs; r; r = r->next)
+                run_answer_stuck(r, &err);
 }
 
 static void sandbox_teardown_step(Sandbox *s) {
