@@ -207,6 +207,10 @@ static int list_procs(int dir_fd, unsigned depth, pid_t *pids, int n, int max) {
         return n;
 }
 
+int cg_list_pids(int dir_fd, pid_t *pids, int max) {
+        return list_procs(dir_fd, 0, pids, 0, max);
+}
+
 static bool listed(const pid_t *pids, int n, pid_t pid) {
         for (int i = 0; i < n; i++)
                 if (pids[i] == pid)

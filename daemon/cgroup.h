@@ -6,6 +6,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 typedef enum CgController {
         CG_MEMORY = 1 << 0,
@@ -58,6 +59,9 @@ int cg_read(int dir_fd, const char *file, char *buf, size_t size);
 int cg_read_keyed(int dir_fd, const char *file, const char *key, uint64_t *ret);
 int cg_read_u64(int dir_fd, const char *file, uint64_t *ret);
 int cg_kill(int dir_fd);
+/* The pids in dir_fd's cgroup.procs and in its descendants' (8 levels deep), at most max: how
+ * many, or -errno. */
+int cg_list_pids(int dir_fd, pid_t *pids, int max);
 
 /* What a cgroup uses now; CG_USAGE_UNKNOWN where it cannot be read. memory.current and
  * pids.current exist only where that controller is enabled (mask), while cpu.stat's usage_usec

@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <errno.h>
 #include <fcntl.h>
-#include <dirent.h>
 #include <inttypes.h>
 #include <linux/sched.h>
 #include <signal.h>
@@ -855,56 +854,34 @@ static void kill_and_retry(Sandbox *s, int populated, sd_event_source **timer, u
                 (void) sd_event_add_time_relative(s->manager->event, timer, CLOCK_MONOTONIC, delay, 0, handler, s);
 }
 
-/* What cgroup.procs of one cgroup lists, as {pid, comm, state} from /proc: at most 16 in all. */
-#define STUCK_LISTED_MAX 16
-static void stuck_add_procs(int dir_fd, const char *name, json_object *list) {
-        char buf[4096], path[64], stat[512];
+/* A process as {pid, comm, state} from /proc/PID/stat; nothing when it is gone. */
+static void stuck_add_proc(pid_t pid, json_object *list) {
+        char path[64], stat[512], *lp, *rp;
+        json_object *o;
 
-        if (read_small_file(dir_fd, name, true, buf, sizeof(buf)) < 0)
+        snprintf(path, sizeof(path), "/proc/%d/stat", (int) pid);
+        /* "PID (COMM) S ...": the comm may hold ") ", so its end is the last ')'. */
+        if (read_small_file(AT_FDCWD, path, true, stat, sizeof(stat)) < 0 || !(lp = strchr(stat, '(')) ||
+            !(rp = strrchr(stat, ')')) || rp[1] != ' ' || !rp[2])
                 return;
-        for (char *p = buf, *end; *p && json_object_array_length(list) < STUCK_LISTED_MAX; p = end) {
-                long pid = strtol(p, &end, 10);
-                char *lp, *rp;
-                json_object *o;
-
-                if (end == p)
-                        break;
-                end += strspn(end, "\n");
-                snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
-                /* "PID (COMM) S ...": the comm may hold ") ", so its end is the last ')'. */
-                if (read_small_file(AT_FDCWD, path, true, stat, sizeof(stat)) < 0 || !(lp = strchr(stat, '(')) ||
-                    !(rp = strrchr(stat, ')')) || rp[1] != ' ' || !rp[2])
-                        continue;
-                *rp = '\0';
-                o = json_object_new_object();
-                json_object_object_add(o, "pid", json_object_new_int64(pid));
-                json_object_object_add(o, "comm", json_object_new_string(lp + 1));
-                json_object_object_add(o, "state", json_object_new_string_len(rp + 2, 1));
-                json_object_array_add(list, o);
-        }
+        *rp = '\0';
+        o = json_object_new_object();
+        json_object_object_add(o, "pid", json_object_new_int64(pid));
+        json_object_object_add(o, "comm", json_object_new_string(lp + 1));
+        json_object_object_add(o, "state", json_object_new_string_len(rp + 2, 1));
+        json_object_array_add(list, o);
 }
 
-/* The processes left in the sandbox's cgroup and its children (init, run-*; nothing inside can
- * make cgroups of its own). */
+/* The processes left in the sandbox's cgroup and below (init, run-*; nothing inside can make
+ * cgroups of its own): at most 16. */
+#define STUCK_LISTED_MAX 16
 static json_object *stuck_processes(Sandbox *s) {
         json_object *list = json_object_new_array();
-        int fd = s->cg_fd >= 0 ? openat(s->cg_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
-        DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
-        struct dirent *de;
+        pid_t pids[STUCK_LISTED_MAX];
+        int n = s->cg_fd >= 0 ? cg_list_pids(s->cg_fd, pids, STUCK_LISTED_MAX) : 0;
 
-        if (!d) {
-                safe_close(fd);
-                return list;
-        }
-        stuck_add_procs(s->cg_fd, "cgroup.procs", list);
-        while ((de = readdir(d))) {
-                char file[300];
-                if (de->d_type != DT_DIR || de->d_name[0] == '.')
-                        continue;
-                snprintf(file, sizeof(file), "%s/cgroup.procs", de->d_name);
-                stuck_add_procs(s->cg_fd, file, list);
-        }
-        closedir(d);
+        for (int i = 0; i < n; i++)
+                stuck_add_proc(pids[i], list);
         return list;
 }
 
