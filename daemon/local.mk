@@ -18,6 +18,7 @@ daemon_sandboxd_SOURCES = \
 	daemon/run.c daemon/run.h \
 	daemon/run-exec.c daemon/run-exec.h \
 	daemon/pool.c daemon/pool.h \
+	daemon/netns-pool.c daemon/netns-pool.h \
 	daemon/output.c daemon/output.h \
 	daemon/pty.c daemon/pty.h \
 	daemon/ring.c daemon/ring.h \

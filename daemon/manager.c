@@ -44,6 +44,7 @@ int manager_new(Manager **ret, Config *config) {
         m->config = *config;
         *config = (Config) {};
         m->state_fd = m->run_helper_fd = m->self_pidns_fd = m->run_log_fd = -EBADF;
+        m->netns.host_fd = -EBADF;
         m->cg = (CgroupRoot) { .base_fd = -EBADF, .sandboxes_fd = -EBADF };
         m->start_usec = now_usec(CLOCK_MONOTONIC);
         m->uid_slots = calloc(m->config.max_sandboxes + m->config.pool_size, 1);
@@ -82,6 +83,7 @@ Manager *manager_free(Manager *m) {
         safe_close(m->state_fd);
         safe_close(m->run_helper_fd);
         safe_close(m->self_pidns_fd);
+        netns_pool_done(&m->netns);
         free(m->filter.insns);
         cg_root_done(&m->cg);
         config_done(&m->config);
@@ -372,6 +374,10 @@ static int manager_prepare_runs(Manager *m) {
                          strerror(-m->run_helper_fd));
         else if ((r = run_exec_reserve_slots()) < 0)
                 log_info("no fd slots for the run helper (%s): each start copies the whole fd table", strerror(-r));
+        /* The helper joins the namespace it is given; a clone of the daemon makes its own. */
+        r = netns_pool_init(&m->netns, m->run_helper_fd >= 0 ? NETNS_IDLE_MAX : 0);
+        if (r < 0)
+                log_info("no network namespaces used again (%s): each sandbox makes its own", strerror(-r));
         return 0;
 }
 

@@ -10,6 +10,7 @@
 
 #include "cgroup.h"
 #include "conf.h"
+#include "netns-pool.h"
 #include "syscall-filter.h"
 
 typedef struct Connection Connection;
@@ -70,6 +71,7 @@ typedef struct Manager {
         bool oom_score_negative;   /* our oom_score_adj (OOMScoreAdjust=) is < 0: reset in every run */
         int run_helper_fd;         /* sandboxd-run-helper (run-exec.h), or -1: clone the daemon */
         int self_pidns_fd;         /* our pid namespace, to come back to after a direct run's clone */
+        NetnsPool netns;           /* the sandboxes' network namespaces (netns-pool.h) */
 } Manager;
 
 int manager_new(Manager **ret, Config *config);

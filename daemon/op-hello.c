@@ -41,6 +41,20 @@ int op_hello(Connection *c, json_object *id, json_object *req, ProtoError *err) 
         return 0;
 }
 
+/* The network namespaces of the pool (netns-pool.h): null where each sandbox makes its own. */
+static json_object *netns_json(const NetnsPool *p) {
+        json_object *o;
+
+        if (p->host_fd < 0)
+                return NULL;
+        o = json_object_new_object();
+        json_object_object_add(o, "idle", json_object_new_int64((int64_t) p->n_idle));
+        json_object_object_add(o, "made", json_object_new_int64((int64_t) p->made));
+        json_object_object_add(o, "reused", json_object_new_int64((int64_t) p->reused));
+        json_object_object_add(o, "discarded", json_object_new_int64((int64_t) p->discarded));
+        return o;
+}
+
 int op_health(Connection *c, json_object *id, json_object *req, ProtoError *err) {
         Manager *m = c->manager;
         json_object *reply = proto_reply_ok(id);
@@ -53,6 +67,7 @@ int op_health(Connection *c, json_object *id, json_object *req, ProtoError *err)
         json_object_object_add(reply, "connections", json_object_new_int((int) m->n_connections));
         json_object_object_add(reply, "quarantined", json_object_new_int((int) m->n_quarantined));
         json_object_object_add(reply, "teardown_stuck", json_object_new_int((int) sandbox_count_stuck(m)));
+        json_object_object_add(reply, "netns", netns_json(&m->netns));
         connection_send_take(c, reply);
         return 0;
 }

@@ -340,17 +340,21 @@ pid_t run_exec_helper(int helper_fd, const RunParams *p, int cgroup_fd, int *ret
 
 pid_t run_exec_init(int helper_fd, const InitParams *p, int cgroup_fd, int leaf_fd, int *ret_pidfd) {
         char *const envp[] = { NULL };
-        char fd[16], cg[16], size[24];
-        char *argv[10 + 16] = { (char *) "sandboxd-run-helper", (char *) (leaf_fd >= 0 ? RUN_HELPER_INIT_CGNS : RUN_HELPER_INIT),
+        char fd[16], cg[16], size[24], net[16] = "-";
+        char *argv[11 + 16] = { (char *) "sandboxd-run-helper", (char *) (leaf_fd >= 0 ? RUN_HELPER_INIT_CGNS : RUN_HELPER_INIT),
                                 fd, cg, (char *) (p->workdir ? p->workdir : ""), (char *) p->root_dir, (char *) p->hostname,
-                                (char *) (p->dev_dir ? p->dev_dir : ""), size, (char *) (p->lock_mounts ? "lock" : "nolock") };
+                                (char *) (p->dev_dir ? p->dev_dir : ""), size, (char *) (p->lock_mounts ? "lock" : "nolock"),
+                                net };
         HelperExec h = { .helper_fd = helper_fd, .argv = argv, .envp = envp,
-                         .fds = { p->sync_fd, leaf_fd >= 0 ? leaf_fd : cgroup_fd }, .n_fds = 2, .report_fd = p->sync_fd };
-        size_t n = 10;
+                         .fds = { p->sync_fd, leaf_fd >= 0 ? leaf_fd : cgroup_fd, p->netns_fd },
+                         .n_fds = p->netns_fd >= 0 ? 3 : 2, .report_fd = p->sync_fd };
+        size_t n = 11;
 
         snprintf(size, sizeof(size), "%" PRIu64, p->tmpfs_size);
         snprintf(fd, sizeof(fd), "%d", to_slot(&h, p->sync_fd));
         snprintf(cg, sizeof(cg), "%d", to_slot(&h, leaf_fd >= 0 ? leaf_fd : cgroup_fd));
+        if (p->netns_fd >= 0)
+                snprintf(net, sizeof(net), "%d", to_slot(&h, p->netns_fd));
         for (const char *const *m = p->mask_paths; m && *m; m++) {
                 if (n >= ELEMENTSOF(argv) - 1)
                         return -E2BIG;

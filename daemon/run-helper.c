@@ -12,8 +12,12 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <fcntl.h>
+#include <linux/mount.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 
+#include "mount-compat.h"
 #include "rm-rf.h"
 #include "run-exec.h"
 #include "spawn.h"
@@ -38,16 +42,38 @@ static int parse_u64(const char *s, uint64_t *ret) {
         return 0;
 }
 
+/* The network namespace the daemon gave (netns-pool.h), joined while we are still host root,
+ * and a sysfs of it for the init's /sys: mounted here, detached, because no process in the
+ * sandbox's user namespace may mount a sysfs of a network namespace that namespace does not own. */
+static int join_netns(InitParams *p) {
+        int fs;
+
+        if (setns(p->netns_fd, CLONE_NEWNET) < 0)
+                return -1;
+        fs = fsopen("sysfs", FSOPEN_CLOEXEC);
+        if (fs < 0)
+                return -1;
+        if (fsconfig(fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) == 0)
+                p->sysfs_fd = fsmount(fs, FSMOUNT_CLOEXEC,
+                                      MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC);
+        close(fs);
+        return p->sysfs_fd < 0 ? -1 : 0;
+}
+
 /* argv: "init", the sync fd, the sandbox's cgroup fd, workdir ("" for one in memory), root_dir, hostname, the /dev
- * template ("" for none), the tmpfs size in bytes, "lock" or "nolock" (InitParams.lock_mounts), the paths to mask. The init is cloned from this small process, not from the daemon (run-exec.h). */
+ * template ("" for none), the tmpfs size in bytes, "lock" or "nolock" (InitParams.lock_mounts), the network
+ * namespace's fd ("-" for a new one), the paths to mask. The init is cloned from this small process, not from the
+ * daemon (run-exec.h). */
 static int init_main(int argc, char **argv, bool cgns) {
         SpawnReport r = { .kind = REPORT_STARTED };
-        InitParams p = { .cgroupns_ready = cgns };
+        InitParams p = { .cgroupns_ready = cgns, .netns_fd = -1, .sysfs_fd = -1 };
+        uint64_t flags = cgns ? SANDBOX_NS_FLAGS & ~(uint64_t) CLONE_NEWUSER : SANDBOX_NS_FLAGS;
         int cg_fd, pidfd = -1;
         pid_t pid;
 
-        if (argc < 10 || (p.sync_fd = parse_fd(argv[2])) < 0 || (cg_fd = parse_fd(argv[3])) < 0 ||
-            parse_u64(argv[8], &p.tmpfs_size) < 0 || (strcmp(argv[9], "lock") != 0 && strcmp(argv[9], "nolock") != 0))
+        if (argc < 11 || (p.sync_fd = parse_fd(argv[2])) < 0 || (cg_fd = parse_fd(argv[3])) < 0 ||
+            parse_u64(argv[8], &p.tmpfs_size) < 0 || (strcmp(argv[9], "lock") != 0 && strcmp(argv[9], "nolock") != 0) ||
+            (strcmp(argv[10], "-") != 0 && (p.netns_fd = parse_fd(argv[10])) < 0))
                 return 127;
 
         p.workdir = argv[4][0] ? argv[4] : NULL;
@@ -55,7 +81,16 @@ static int init_main(int argc, char **argv, bool cgns) {
         p.hostname = argv[6];
         p.dev_dir = argv[7][0] ? argv[7] : NULL;
         p.lock_mounts = strcmp(argv[9], "lock") == 0;
-        p.mask_paths = (const char *const *) argv + 10;
+        p.mask_paths = (const char *const *) argv + 11;
+        if (p.netns_fd >= 0) {
+                if (join_netns(&p) < 0) {
+                        r = (SpawnReport) { .kind = REPORT_FAILED, .step = STEP_SETNS, .err = errno };
+                        report_send(p.sync_fd, &r, -1);
+                        return 1;
+                }
+                close(p.netns_fd);
+                flags &= ~(uint64_t) CLONE_NEWNET;
+        }
         /* Born in the sandbox's cgroup ourselves, we make the sandbox's user namespace and its
          * cgroup namespace here: rooted at our cgroup, owned by that user namespace (so that
          * cgroup2 can be mounted inside). The init, born in its leaf (cg_fd), gets the rest new
@@ -66,8 +101,7 @@ static int init_main(int argc, char **argv, bool cgns) {
                 report_send(p.sync_fd, &r, -1);
                 return 1;
         }
-        pid = clone3_pidfd((cgns ? SANDBOX_NS_FLAGS & ~(uint64_t) CLONE_NEWUSER : SANDBOX_NS_FLAGS) | CLONE_PARENT, cg_fd,
-                           &pidfd);
+        pid = clone3_pidfd(flags | CLONE_PARENT, cg_fd, &pidfd);
         if (pid == 0) {
                 close(cg_fd);
                 sandbox_init_main(&p);

@@ -272,14 +272,18 @@ static int setup_accounts(void) {
 
 /* The host's /sys would show the host's whole cgroup tree (other sandboxes' cgroups, and the
  * machine's cgroup v1 hierarchies) and its devices. A fresh sysfs shows the devices of our own
- * network namespace (which our user namespace owns, so the kernel lets us mount it); on top of
- * it, a cgroup2 mount is rooted at our cgroup namespace: the sandbox sees its own subtree only.
- * The kernel refuses a new sysfs unless an unmasked one is visible in this mount namespace: the
- * host's /sys still is (the old root), so this runs before pivot_root. */
-static int setup_sys(void) {
+ * network namespace; on top of it, a cgroup2 mount is rooted at our cgroup namespace: the sandbox
+ * sees its own subtree only. A namespace from the daemon's pool (netns-pool.h) is the host's, so
+ * the helper mounted its sysfs (sysfs_fd) and it is moved here; one of our own we mount
+ * ourselves. The kernel refuses a new sysfs unless an unmasked one is visible in this mount
+ * namespace: the host's /sys still is (the old root), so this runs before pivot_root. */
+static int setup_sys(int sysfs_fd) {
         const unsigned long flags = MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC;
 
-        if (mount("sysfs", NEWROOT "/sys", "sysfs", flags, NULL) < 0) {
+        if (sysfs_fd >= 0) {
+                if (move_mount(sysfs_fd, "", AT_FDCWD, NEWROOT "/sys", MOVE_MOUNT_F_EMPTY_PATH) < 0)
+                        return -1;
+        } else if (mount("sysfs", NEWROOT "/sys", "sysfs", flags, NULL) < 0) {
                 if (errno != EPERM)
                         return -1;
                 /* Nothing of the host rather than the host's: an empty read-only /sys. */
@@ -487,7 +491,7 @@ static int setup_mounts(const InitParams *p, int workdir_fd, int dev_fd) {
                 if (mkdir(path, 0755) < 0)
                         return STEP_ROOT;
         }
-        if (setup_sys() < 0)
+        if (setup_sys(p->sysfs_fd) < 0)
                 return STEP_ROOT;
         if (mount("proc", NEWROOT "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
                 return STEP_PROC;
@@ -648,7 +652,8 @@ _Noreturn void sandbox_init_main(const InitParams *p) {
                 init_fail(p->sync_fd, step);
         if (sethostname(p->hostname, strlen(p->hostname)) < 0)
                 init_fail(p->sync_fd, STEP_HOSTNAME);
-        if (setup_loopback() < 0)
+        /* A namespace from the pool came with its loopback up (and is not ours to change). */
+        if (p->sysfs_fd < 0 && setup_loopback() < 0)
                 init_fail(p->sync_fd, STEP_LOOPBACK);
         if (p->lock_mounts && lock_mounts() < 0)
                 init_fail(p->sync_fd, STEP_MASK);

@@ -214,7 +214,7 @@ static Sandbox *sandbox_alloc(Manager *m) {
         if (!s)
                 return NULL;
         s->manager = m;
-        s->cg_fd = s->workdir_fd = s->init_pidfd = s->setup_fd = -EBADF;
+        s->cg_fd = s->workdir_fd = s->init_pidfd = s->setup_fd = s->netns_fd = -EBADF;
         s->uid_slot = UINT32_MAX;
         s->user = SANDBOX_USER_SANDBOX;
         s->created_usec = now_usec(CLOCK_REALTIME);
@@ -367,6 +367,8 @@ static int sandbox_spawn_init(Sandbox *s) {
                 .tmpfs_size = sandbox_tmpfs_size(s),
                 .mask_paths = sandbox_mask_paths(m),
                 .lock_mounts = !s->unprivileged_only,
+                .netns_fd = -EBADF,
+                .sysfs_fd = -EBADF,
         };
         int sp[2];
         pid_t pid;
@@ -374,8 +376,14 @@ static int sandbox_spawn_init(Sandbox *s) {
         if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0)
                 return -errno;
         p.sync_fd = sp[1];
-        if (m->run_helper_fd >= 0)
+        if (m->run_helper_fd >= 0) {
+                /* A new init (a restore's) gets a namespace as a new sandbox does: every process
+                 * of the last one is gone. */
+                netns_pool_put(&m->netns, TAKE_FD(s->netns_fd));
+                s->netns_fd = netns_pool_get(&m->netns);
+                p.netns_fd = s->netns_fd;
                 return sandbox_exec_init(s, sp, &p);
+        }
         pid = clone3_pidfd(SANDBOX_NS_FLAGS, s->cg_fd, &s->init_pidfd);
         if (pid == 0) {
                 int keep[] = { 2, sp[1] };
@@ -820,6 +828,8 @@ static void sandbox_finish_destroy(Sandbox *s) {
         r = cg_remove_tree(m->cg.sandboxes_fd, s->id);
         if (r < 0)
                 log_warning("sandbox %s: cannot remove its cgroup: %s", s->id, strerror(-r));
+        /* Its cgroup was empty: none of its processes is left to hold a socket. */
+        netns_pool_put(&m->netns, TAKE_FD(s->netns_fd));
         sandbox_remove_workspace(s);
         if (!s->keep_workspace)
                 manager_add_tombstone(m, s->id);
@@ -1009,6 +1019,7 @@ Sandbox *sandbox_free(Sandbox *s) {
         sd_event_source_disable_unref(s->teardown_timer);
         safe_close(s->setup_fd);
         safe_close(s->init_pidfd);
+        safe_close(s->netns_fd);
         safe_close(s->cg_fd);
         safe_close(s->workdir_fd);
         if (s->uid_slot != UINT32_MAX)

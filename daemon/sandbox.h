@@ -84,6 +84,7 @@ typedef struct Sandbox {
         pid_t init_pid;
         int init_pidfd;
         int setup_fd;      /* the init's setup report */
+        int netns_fd;      /* its network namespace, from the pool (netns-pool.h), or -1: its own */
         bool init_pending; /* the helper that clones the init has yet to send its pidfd */
         bool init_in_leaf; /* ... and clones it into <cgroup>/init, in the sandbox's cgroup namespace */
         bool ready_deferred; /* the init is ready, the helper not gone yet */

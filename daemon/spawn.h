@@ -80,6 +80,13 @@ typedef struct InitParams {
         const char *const *mask_paths; /* hidden inside (state dir, control sockets) */
         bool cgroupns_ready; /* born in the sandbox's own cgroup namespace: no unshare */
         bool lock_mounts;    /* end in a child user namespace whose mounts are locked (sandbox-setup.c) */
+        /* >= 0: the network namespace to join (netns-pool.h), for the helper that clones the
+         * init; -1: the init gets a new one of its own */
+        int netns_fd;
+        /* >= 0: the init's /sys, a sysfs of that namespace the helper mounted (detached) before
+         * leaving the host's user namespace: a sandbox may not mount one of a namespace it does
+         * not own. -1: the init mounts its own, and brings its own loopback up. */
+        int sysfs_fd;
 } InitParams;
 
 /* The sandbox's pid 1: sets up its view of the world, reports, then reaps orphans forever. */

@@ -7,6 +7,7 @@ INTEGRATION_TESTS = \
 	tests/t-activation.sh \
 	tests/t-durability.sh \
 	tests/t-kill-fallback.sh \
+	tests/t-netns.sh \
 	tests/t-conf.sh \
 	tests/t-dev.sh \
 	tests/t-doctor.sh \

@@ -46,4 +46,24 @@ out=$(as_nobody --groups="$gid" "$ctl" run -- sh -c 'echo x >/dev/null && head -
 diag "$out"
 [ "$(echo $out)" = "4 ro /run/shm 1" ]
 ok $? "a sandbox's /dev is the template: nodes work, read-only, /dev/shm -> /run/shm, only pts mounted below"
+# Network namespaces from the daemon's pool (daemon/netns-pool.h) on Debian's kernel: the helper's
+# sysfs moved in shows lo and, under it, the sandbox's own cgroup with its memory limit; root of
+# the sandbox cannot bring lo down; later sandboxes get namespaces used before.
+out=$(as_nobody --groups="$gid" "$ctl" run --memory 96M -- sh -c "ls /sys/class/net; cat /sys/fs/cgroup/memory.max" 2>&1)
+diag "$out"
+[ "$(echo "$out" | head -n 2 | tr '\n' ' ')" = "lo 100663296 " ]
+ok $? "a sandbox's /sys shows its namespace's lo and its own cgroup (memory.max 96M)"
+out=$(as_nobody --groups="$gid" "$ctl" run --user root -- python3 -c 'import fcntl, socket, struct
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+try:
+    fcntl.ioctl(s, 0x8914, struct.pack("16sH22x", b"lo", 0)); print("allowed")
+except PermissionError:
+    print("EPERM")' 2>&1)
+diag "$out"
+[ "$out" = EPERM ]
+ok $? "root of a sandbox cannot bring its lo down: the namespace is the host's"
+out=$("$ctl" health 2>&1 | grep -E '^netns.(made|reused)')
+diag "$out"
+[[ $out =~ netns.reused:\ *[1-9] ]]
+ok $? "later sandboxes got namespaces used before (health: netns.reused)"
 done_testing

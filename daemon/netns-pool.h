@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Network namespaces for sandboxes, made by the daemon and used again.
+ *
+ * Making a network namespace and tearing it down (the kernel's cleanup_net) was the largest
+ * single cost of a throwaway run: about 0.8 ms of CPU of some 4 ms (docs/performance.md). So the
+ * daemon makes them itself, owned by the host's user namespace, with the loopback up, and a
+ * sandbox's init joins one instead of making its own. Owned by the host, not by the sandbox's
+ * user namespace: nothing in any sandbox, root included, holds a capability over it, so no
+ * sandbox can change its interfaces, addresses, routes, firewall or sysctls (nor reach the
+ * kernel code behind them). What a sandbox can leave in it are sockets; when its last process is
+ * gone, netns_pool_put() looks: a namespace with no socket left (none in use, none in TIME_WAIT)
+ * goes back to the pool, any other is closed and the kernel frees it. See docs/security.md
+ * ("Network namespaces used again") for what is shared and what is not. */
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Clean namespaces kept at most: enough for the sandboxes made and destroyed at once under a
+ * steady load (each is about 200 KiB of the kernel's memory, so some 6 MiB in all). */
+#define NETNS_IDLE_MAX 32
+
+typedef struct NetnsPool {
+        int host_fd;      /* our own network namespace, to come back to; -1: pool off */
+        int *idle;        /* clean namespaces, the most recently returned last */
+        size_t n_idle, max_idle;
+        uint64_t made, reused, discarded;
+} NetnsPool;
+
+/* max_idle clean namespaces are kept at most; 0 turns the pool off (netns_pool_get() says
+ * -EOPNOTSUPP, and each sandbox makes its own namespace as before). */
+int netns_pool_init(NetnsPool *p, size_t max_idle);
+
+/* A network namespace for a new sandbox (an fd, the caller's): a clean one from the pool, else a
+ * new one. < 0: none (the sandbox makes its own). */
+int netns_pool_get(NetnsPool *p);
+
+/* The sandbox that had fd is gone, every process of it: fd is kept for the next sandbox when
+ * nothing of the last one is left in it, else closed. Takes fd. */
+void netns_pool_put(NetnsPool *p, int fd);
+
+void netns_pool_done(NetnsPool *p);
