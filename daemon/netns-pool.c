@@ -109,12 +109,32 @@ int netns_pool_get(NetnsPool *p) {
         return fd;
 }
 
+/* A file of /proc/thread-self/net (the namespace we are in), whole: a seq_file gives a page per
+ * read() at most. One that does not fit is an error (the namespace is then not kept). */
+static int read_proc_net(const char *name, char *buf, size_t size) {
+        char path[64];
+        _cleanup_close_ int fd = -EBADF;
+        ssize_t n;
+
+        snprintf(path, sizeof(path), "/proc/thread-self/net/%s", name);
+        fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        n = read_full(fd, buf, size - 1);
+        if (n < 0)
+                return (int) n;
+        if ((size_t) n == size - 1)
+                return -EFBIG;
+        buf[n] = '\0';
+        return 0;
+}
+
 /* The sockets in use in the namespace we are in, of every protocol: the third column of
  * /proc/net/protocols, counted for the namespace that reads it. */
 static int count_sockets(unsigned long *ret) {
-        char buf[8192], *line, *save = NULL;
+        char buf[16384], *line, *save = NULL;
         unsigned long total = 0;
-        int r = read_small_file(AT_FDCWD, "/proc/thread-self/net/protocols", false, buf, sizeof(buf));
+        int r = read_proc_net("protocols", buf, sizeof(buf));
 
         if (r < 0)
                 return r;
@@ -133,7 +153,7 @@ static int count_sockets(unsigned long *ret) {
 static int count_time_wait(unsigned long *ret) {
         char buf[1024];
         const char *tcp;
-        int r = read_small_file(AT_FDCWD, "/proc/thread-self/net/sockstat", false, buf, sizeof(buf));
+        int r = read_proc_net("sockstat", buf, sizeof(buf));
 
         if (r < 0)
                 return r;
