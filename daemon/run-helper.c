@@ -4,6 +4,7 @@
  * sandbox, forks the command, reports its start and its end. A small, separate process, so
  * that the fork of the command copies almost nothing. */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <sched.h>
 #include <stdbool.h>
@@ -12,8 +13,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <fcntl.h>
-#include <linux/mount.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
 
