@@ -289,6 +289,21 @@ int cg_kill(int dir_fd) {
         return kill_by_pidfd ? cg_kill_fallback(dir_fd) : cg_write(dir_fd, "cgroup.kill", "1");
 }
 
+int cg_open_kill(int dir_fd) {
+        int fd;
+
+        if (kill_by_pidfd)
+                return -ENOENT;
+        fd = openat(dir_fd, "cgroup.kill", O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
+        return fd < 0 ? -errno : fd;
+}
+
+int cg_kill_at(int kill_fd, int dir_fd) {
+        if (kill_fd < 0)
+                return cg_kill(dir_fd);
+        return write(kill_fd, "1", 1) == 1 ? 0 : -errno;
+}
+
 void cg_read_usage(int dir_fd, unsigned mask, CgUsage *ret) {
         *ret = (CgUsage) { CG_USAGE_UNKNOWN, CG_USAGE_UNKNOWN, CG_USAGE_UNKNOWN };
         if ((mask & CG_MEMORY) && cg_read_u64(dir_fd, "memory.current", &ret->memory_bytes) < 0)

@@ -59,6 +59,12 @@ int cg_read(int dir_fd, const char *file, char *buf, size_t size);
 int cg_read_keyed(int dir_fd, const char *file, const char *key, uint64_t *ret);
 int cg_read_u64(int dir_fd, const char *file, uint64_t *ret);
 int cg_kill(int dir_fd);
+/* dir_fd's cgroup.kill, opened ahead for a kill that must not need a new fd (a run's timeout
+ * when the daemon is out of fds, THREATS DMN-10): the fd, -ENOENT where the kernel has no
+ * cgroup.kill (the fallback of cg_kill() is used then), or -errno. */
+int cg_open_kill(int dir_fd);
+/* Kills dir_fd's cgroup through kill_fd when there is one (no fd needed), else as cg_kill(). */
+int cg_kill_at(int kill_fd, int dir_fd);
 /* The pids in dir_fd's cgroup.procs and in its descendants' (8 levels deep), at most max: how
  * many, or -errno. */
 int cg_list_pids(int dir_fd, pid_t *pids, int max);

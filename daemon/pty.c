@@ -79,7 +79,7 @@ int pty_new(Sandbox *s, Connection *c, json_object *id, RunSpec *spec, bool pty,
         p->pty = pty;
         p->rows = rows;
         p->cols = cols;
-        p->cg_fd = p->pidfd = p->main_pidfd = p->report_fd = p->in_fd = -EBADF;
+        p->cg_fd = p->kill_fd = p->pidfd = p->main_pidfd = p->report_fd = p->in_fd = -EBADF;
         p->out_fd[0] = p->out_fd[1] = -EBADF;
         p->opener = connection_ref(c);
         p->open_id = json_object_get(id);
@@ -121,6 +121,7 @@ static void pty_destroy(Session *p) {
         safe_close(p->report_fd);
         safe_close(p->main_pidfd);
         safe_close(p->pidfd);
+        safe_close(p->kill_fd);
         safe_close(p->cg_fd);
         while (p->subs) {
                 Subscriber *sub = p->subs;
@@ -592,7 +593,7 @@ int pty_signal(Session *p, int sig, unsigned *ret_count, ProtoError *err) {
 static int on_kill_timer(sd_event_source *src, uint64_t usec, void *userdata) {
         Session *p = userdata;
         if (p->cg_fd >= 0)
-                (void) cg_kill(p->cg_fd);
+                (void) cg_kill_at(p->kill_fd, p->cg_fd);
         return 0;
 }
 
@@ -808,7 +809,7 @@ static void pty_end_processes(Session *p) {
                 pty_pump(p);
                 return;
         }
-        (void) cg_kill(p->cg_fd);
+        (void) cg_kill_at(p->kill_fd, p->cg_fd);
         delay = (uint64_t) 1000 << (p->reap_tries < 7 ? p->reap_tries : 7);
         p->reap_tries++;
         if (p->reap_timer) {
@@ -884,7 +885,7 @@ static void pty_take_terminal(Session *p, int master) {
                 if (p->in_fd != in)
                         safe_close(in);
                 if (p->cg_fd >= 0)
-                        (void) cg_kill(p->cg_fd);
+                        (void) cg_kill_at(p->kill_fd, p->cg_fd);
         }
 }
 
@@ -963,6 +964,10 @@ static int pty_make_cgroup(Session *p) {
         k = cg_create(s->cg_fd, p->cg_name, &p->cg_fd);
         if (k < 0)
                 return k;
+        k = cg_open_kill(p->cg_fd);
+        if (k < 0 && k != -ENOENT)
+                return k;
+        p->kill_fd = k;
         if (asprintf(&rel, "%s/%s", s->cg_rel, p->cg_name) < 0)
                 return -ENOMEM;
         return cg_apply_limits(&m->cg, rel, &l, s->enforced);
@@ -1043,7 +1048,7 @@ static void pty_fail_start(Session *p, const char *what, int k) {
         connection_reply_error(p->opener, p->open_id, &err);
         if (p->pid > 0) {
                 /* The helper is ours and unreaped: kill the session's cgroup, then wait for it. */
-                (void) cg_kill(p->cg_fd);
+                (void) cg_kill_at(p->kill_fd, p->cg_fd);
                 (void) waitid(P_PIDFD, (id_t) p->pidfd, &(siginfo_t) {}, WEXITED);
         }
         if (p->cg_fd >= 0)

@@ -55,6 +55,7 @@ typedef struct Session {
         bool pty;
         unsigned rows, cols;
         int cg_fd;
+        int kill_fd;            /* its cgroup.kill, open from the start (as a run's) */
         pid_t pid;              /* the helper */
         int pidfd;
         int main_pidfd;

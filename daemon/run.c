@@ -319,7 +319,7 @@ int run_new(Sandbox *s, Connection *c, json_object *id, RunSpec *spec, Run **ret
         r->req_id = json_object_get(id);
         r->spec = *spec;
         *spec = (RunSpec) {};
-        r->cg_fd = r->pidfd = r->main_pidfd = r->report_fd = r->stdin_fd = -EBADF;
+        r->cg_fd = r->kill_fd = r->pidfd = r->main_pidfd = r->report_fd = r->stdin_fd = -EBADF;
         r->out_fd[0] = r->out_fd[1] = -EBADF;
         output_init(&r->out[0], r->spec.output_bytes);
         output_init(&r->out[1], r->spec.output_bytes);
@@ -360,6 +360,7 @@ Run *run_free(Run *r) {
         r->child_source = sd_event_source_disable_unref(r->child_source);
         safe_close(r->pidfd);
         safe_close(r->main_pidfd);
+        safe_close(r->kill_fd);
         safe_close(r->cg_fd);
         if (r->conn) {
                 r->conn->n_runs--;
@@ -788,7 +789,7 @@ int run_kill(Run *r, int sig, RunReason why) {
         if (sig == SIGKILL) {
                 if (r->forced == REASON_NONE)
                         r->forced = why;
-                return r->cg_fd >= 0 ? cg_kill(r->cg_fd) : 0;
+                return r->cg_fd >= 0 ? cg_kill_at(r->kill_fd, r->cg_fd) : 0;
         }
         if (r->main_pidfd < 0)
                 return -ESRCH;
@@ -812,6 +813,12 @@ static int run_make_cgroup(Run *r) {
         k = cg_create(s->cg_fd, r->cg_name, &r->cg_fd);
         if (k < 0)
                 return k;
+        /* A run that could not be killed later (its timeout, say, with the daemon out of fds)
+         * does not start. */
+        k = cg_open_kill(r->cg_fd);
+        if (k < 0 && k != -ENOENT)
+                return k;
+        r->kill_fd = k;
         return cg_apply_limits_at(r->cg_fd, &m->cg, &l, s->enforced);
 }
 
@@ -857,10 +864,18 @@ typedef struct RunFds {
 } RunFds;
 
 static void run_fds_close_child(RunFds *f) {
-        safe_close(f->in[0]);
-        safe_close(f->out[1]);
-        safe_close(f->err[1]);
-        safe_close(f->rep[1]);
+        f->in[0] = safe_close(f->in[0]);
+        f->out[1] = safe_close(f->out[1]);
+        f->err[1] = safe_close(f->err[1]);
+        f->rep[1] = safe_close(f->rep[1]);
+}
+
+static void run_fds_close_all(RunFds *f) {
+        run_fds_close_child(f);
+        f->in[1] = safe_close(f->in[1]);
+        f->out[0] = safe_close(f->out[0]);
+        f->err[0] = safe_close(f->err[0]);
+        f->rep[0] = safe_close(f->rep[0]);
 }
 
 static int run_fds_open(RunFds *f) {
@@ -964,7 +979,7 @@ static void run_fail_start(Run *r, const char *what, int k) {
         connection_reply_error(r->conn, r->req_id, &err);
         if (r->pid > 0) {
                 /* The helper is ours and unreaped: kill the run's cgroup, then wait for it. */
-                (void) cg_kill(r->cg_fd);
+                (void) cg_kill_at(r->kill_fd, r->cg_fd);
                 (void) waitid(P_PIDFD, (id_t) r->pidfd, &(siginfo_t) {}, WEXITED);
         }
         if (r->cg_fd >= 0)
@@ -985,17 +1000,14 @@ void run_start(Run *r) {
         if (r->sandbox->enforced & CG_PIDS)
                 (void) cg_read_keyed(r->sandbox->cg_fd, "pids.events", "max", &r->sandbox_pids_max_events);
         if ((k = run_fds_open(&f)) < 0) {
-                run_fds_close_child(&f);
+                run_fds_close_all(&f); /* some may have been made before the fds ran out */
                 return run_fail_start(r, "cannot create pipes", k);
         }
         k = run_spawn(r, &f);
         run_fds_close_child(&f);
         if (k >= 0)
                 k = run_watch(r, &f);
-        safe_close(f.in[1]);
-        safe_close(f.out[0]);
-        safe_close(f.err[0]);
-        safe_close(f.rep[0]);
+        run_fds_close_all(&f); /* what run_watch() did not take */
         if (k < 0)
                 return run_fail_start(r, "cannot start the run", k);
 }

@@ -58,6 +58,7 @@ typedef struct Run {
         char cg_name[32];
         RunSpec spec;
         int cg_fd;
+        int kill_fd;            /* its cgroup.kill, open from the start: a kill needs no new fd */
         pid_t pid;              /* the helper that joins the sandbox */
         int pidfd;
         int main_pidfd;         /* the command itself, once started */

@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 # A daemon out of file descriptors (its RLIMIT_NOFILE lowered by prlimit to what it holds plus
 # a few, then more connections than that): it does not spin on the readable listening socket
-# (accept pauses), a run it cannot give pipes to is refused cleanly, a sandbox destroyed
+# (accept pauses), a run whose timeout comes meanwhile is killed (its cgroup.kill was opened when
+# it started) and answered, a run it cannot give pipes to is refused cleanly, a sandbox destroyed
 # meanwhile still has its processes killed, and once fds come back the destroy completes, new
 # clients are answered and the fd count returns to its baseline.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
@@ -32,6 +33,11 @@ c1 = Conn(sock, 60)
 c1.send({"id": 1, "op": "run", "sandbox": sb, "argv": ["sleep", "1000"]})
 ev = c1.recv_json(30)
 is_(ev and ev.get("event"), "started", "a long run in the sandbox started")
+# Its timeout (8 s) comes while the daemon is out of fds; a process it left in the background goes too.
+c1.send({"id": 2, "op": "run", "sandbox": sb, "timeout_s": 8, "command": "sleep 1001 & sleep 1002"})
+ev = c1.recv_json(30)
+is_(ev and ev.get("event"), "started", "a run with a timeout of 8 s started")
+t_started = time.monotonic()
 c2 = Conn(sock, 60)
 orig = subprocess.run(["prlimit", "--pid", str(pid), "--nofile", "--raw", "--noheadings", "-o", "SOFT,HARD"],
                       capture_output=True, text=True).stdout.split()
@@ -50,6 +56,13 @@ t0 = cpu_ticks()
 time.sleep(3)
 used = (cpu_ticks() - t0) / os.sysconf("SC_CLK_TCK")
 check(used < 0.6, "out of fds, the daemon does not spin: %.2f s of CPU in 3 s" % used)
+
+time.sleep(max(0.0, t_started + 7 - time.monotonic()))
+check(nfds() >= limit, "1 s before that run's timeout the daemon is still out of fds (%d)" % nfds())
+r = c1.final(2, 20)
+is_((r.get("reason"), r.get("exit_code")), ("timeout", 124), "out of fds, the run's timeout still ends it (reason timeout)")
+check(wait_for(lambda: subprocess.run(["pgrep", "-f", "^sleep 100[12]$"], capture_output=True).returncode == 1, 5),
+      "... and neither of its processes is left (nor the one in the background)")
 
 r = c2.call({"op": "run", "sandbox": sb, "argv": ["true"]}, 30)
 is_(r and r.get("error", {}).get("code"), "spawn_failed", "a run that cannot get its pipes is refused (spawn_failed)")
@@ -74,4 +87,5 @@ c2.close()
 PYEOF
 wait_fds "$fds0"
 is "$(daemon_fds)" "$fds0" "the daemon's fd count is back to its baseline ($fds0)"
+[ "$(daemon_fds)" = "$fds0" ] || diag "$(ls -l /proc/$DAEMON_PID/fd 2>/dev/null)"
 stop_daemon
