@@ -218,8 +218,16 @@ int run_spec_parse(json_object *req, uint64_t max_stdin, RunSpec *spec, ProtoErr
             (r = proto_get_bool(req, "stream", &spec->stream, err)) < 0 ||
             (r = sandbox_user_parse(req, &spec->user, err)) < 0)
                 return r;
+        /* Absent means the sandbox's value (no CPU limit for cpu_s); 0 given is no limit either
+         * way, and refused as create refuses it (THREATS PRO-03). */
         if (json_object_object_get_ex(req, "timeout_s", NULL) && spec->timeout_usec == 0)
                 return proto_error_set(err, SBX_E_INVALID_REQUEST, "timeout_s", "'timeout_s' must be positive");
+        if (json_object_object_get_ex(req, "cpu_s", NULL) && spec->cpu_usec == 0)
+                return proto_error_set(err, SBX_E_INVALID_REQUEST, "cpu_s", "'cpu_s' must be positive");
+        if (json_object_object_get_ex(req, "output_bytes", NULL) && spec->output_bytes == 0)
+                return proto_error_set(err, SBX_E_INVALID_REQUEST, "output_bytes", "'output_bytes' must be at least 2");
+        if (json_object_object_get_ex(req, "memory", NULL) && spec->memory == 0)
+                return proto_error_set(err, SBX_E_INVALID_REQUEST, "memory", "'memory' must be at least 1M");
         return 0;
 }
 
