@@ -178,6 +178,12 @@ is_((r.get("stdout_bytes"), r.get("stdout_truncated")), (100000, True), "100 KB 
 is_(r.get("stdout"), exp, "head and tail kept, joined by [... 99000 bytes dropped ...]")
 is_((r.get("stderr_bytes"), r.get("stderr_truncated")), (3000, True), "stderr counted and capped on its own")
 is_(r.get("stderr"), "e" * 500 + "\n[... 2000 bytes dropped ...]\n" + "e" * 500, "stderr: head, marker, tail")
+# A cut through a character: the stream is no longer UTF-8, so it comes back base64, marker and all.
+r = run(output_bytes=10, command="printf '\\303\\251%.0s' $(seq 20)")
+raw = "\u00e9".encode() * 20
+is_((r.get("stdout_encoding"), base64.b64decode(r.get("stdout", "")), r.get("stdout_truncated")),
+    ("base64", raw[:5] + b"\n[... 30 bytes dropped ...]\n" + raw[-5:], True),
+    "a cap that cuts through a character: base64, head and tail bytes exact, the marker between")
 r = run(output_bytes=1000, command="printf 'x%.0s' $(seq 1000)")
 is_((r.get("stdout_bytes"), r.get("stdout_truncated"), len(r.get("stdout", ""))), (1000, False, 1000), "exactly output_bytes is not truncated")
 
