@@ -973,28 +973,10 @@ static int pty_make_cgroup(Session *p) {
         return cg_apply_limits(&m->cg, rel, &l, s->enforced);
 }
 
-/* rlimits are the second guard where the kernel's cgroup limit is not available (as for runs). */
-typedef struct SessionFds {
-        int in[2], out[2], err[2], rep[2];
-} SessionFds;
-
-static void fds_close_child(SessionFds *f) {
-        f->in[0] = safe_close(f->in[0]);
-        f->out[1] = safe_close(f->out[1]);
-        f->err[1] = safe_close(f->err[1]);
-        f->rep[1] = safe_close(f->rep[1]);
-}
-
-static void fds_close_all(SessionFds *f) {
-        fds_close_child(f);
-        safe_close(f->in[1]);
-        safe_close(f->out[0]);
-        safe_close(f->err[0]);
-        safe_close(f->rep[0]);
-}
-
-static int pty_open_fds(Session *p, SessionFds *f) {
-        *f = (SessionFds) { { -1, -1 }, { -1, -1 }, { -1, -1 }, { -1, -1 } };
+/* The report socket, and the pipes of a session without a terminal (one with a terminal gets its
+ * stdio from the terminal the helper opens inside). */
+static int pty_open_fds(Session *p, RunFds *f) {
+        *f = RUN_FDS_NONE;
         if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, f->rep) < 0)
                 return -errno;
         if (!p->pty && (pipe2(f->in, O_CLOEXEC) < 0 || pipe2(f->out, O_CLOEXEC) < 0 || pipe2(f->err, O_CLOEXEC) < 0))
@@ -1002,7 +984,7 @@ static int pty_open_fds(Session *p, SessionFds *f) {
         return 0;
 }
 
-static int pty_spawn(Session *p, SessionFds *f) {
+static int pty_spawn(Session *p, RunFds *f) {
         RunParams rp = {
                 .init_pidfd = p->sandbox->init_pidfd,
                 .cgroup_fd = -1, /* born in it */
@@ -1028,7 +1010,7 @@ static int pty_spawn(Session *p, SessionFds *f) {
         return 0;
 }
 
-static int pty_watch(Session *p, SessionFds *f) {
+static int pty_watch(Session *p, RunFds *f) {
         sd_event *e = p->sandbox->manager->event;
         int k;
 
@@ -1057,17 +1039,17 @@ static void pty_fail_start(Session *p, const char *what, int k) {
 }
 
 void pty_start(Session *p) {
-        SessionFds f;
+        RunFds f;
         int k;
 
         session_record_start(p);
         if ((k = pty_make_cgroup(p)) < 0)
                 return pty_fail_start(p, "cannot create the session's cgroup", k);
         if ((k = pty_open_fds(p, &f)) >= 0 && (k = pty_spawn(p, &f)) >= 0) {
-                fds_close_child(&f);
+                run_fds_close_child(&f);
                 k = pty_watch(p, &f);
         }
-        fds_close_all(&f);
+        run_fds_close_all(&f);
         if (k < 0)
                 return pty_fail_start(p, "cannot start the session", k);
 }

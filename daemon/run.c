@@ -867,18 +867,14 @@ static void run_rlimits(Run *r, RunParams *p) {
 
 #define RUN_PIPE_SIZE (1 << 20)
 
-typedef struct RunFds {
-        int in[2], out[2], err[2], rep[2];
-} RunFds;
-
-static void run_fds_close_child(RunFds *f) {
+void run_fds_close_child(RunFds *f) {
         f->in[0] = safe_close(f->in[0]);
         f->out[1] = safe_close(f->out[1]);
         f->err[1] = safe_close(f->err[1]);
         f->rep[1] = safe_close(f->rep[1]);
 }
 
-static void run_fds_close_all(RunFds *f) {
+void run_fds_close_all(RunFds *f) {
         run_fds_close_child(f);
         f->in[1] = safe_close(f->in[1]);
         f->out[0] = safe_close(f->out[0]);
@@ -887,7 +883,7 @@ static void run_fds_close_all(RunFds *f) {
 }
 
 static int run_fds_open(RunFds *f) {
-        *f = (RunFds) { { -1, -1 }, { -1, -1 }, { -1, -1 }, { -1, -1 } };
+        *f = RUN_FDS_NONE;
         if (pipe2(f->in, O_CLOEXEC) < 0 || pipe2(f->out, O_CLOEXEC) < 0 || pipe2(f->err, O_CLOEXEC) < 0 ||
             socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, f->rep) < 0)
                 return -errno;
