@@ -126,18 +126,19 @@ int op_snapshot_delete(Connection *c, json_object *id, json_object *req, ProtoEr
         return 0;
 }
 
-/* "<sandbox>/<snap-id>" (the sandbox by id or name), or "<snap-id>" alone: snapshot ids are
- * unique, so it is looked for among the caller's sandboxes. */
+/* "<sandbox>/<snap-id>" (the sandbox by id, name or "UID/NAME": the snapshot id follows the
+ * last slash), or "<snap-id>" alone: snapshot ids are unique, so it is looked for among the
+ * caller's sandboxes. */
 static int find_source(Connection *c, const char *spec, Sandbox **ret_src, SnapshotInfo *ret_info, ProtoError *err) {
-        const char *slash = strchr(spec, '/');
+        const char *slash = strrchr(spec, '/');
         const char *snap = slash ? slash + 1 : spec;
         char key[SBX_MAX_ID_LEN + 1];
 
         if (slash) {
                 Sandbox *s;
                 snprintf(key, sizeof(key), "%.*s", (int) (slash - spec), spec);
-                s = manager_find_sandbox(c->manager, key);
-                if (s && sandbox_visible_to(s, c) && s->state != SANDBOX_DESTROYING && snapshot_get(s, snap, ret_info) >= 0) {
+                s = ops_resolve_sandbox(c, key);
+                if (s && s->state != SANDBOX_DESTROYING && snapshot_get(s, snap, ret_info) >= 0) {
                         *ret_src = s;
                         return 0;
                 }
