@@ -153,6 +153,12 @@ r=$(rpc_as $B '{"op":"health"}')
 is "$(jget "$r" '"\(.scope) \(.sandboxes) \(.runs) \(.quarantined) \(.netns)"')" "caller 1 0 null null" \
 	"health for B: its own sandbox only (scope caller), no daemon-wide figures"
 is "$(jget "$r" .connections)" 1 "health for B: its own connection"
+if as $B -- "$SANDBOXCTL" --version >/dev/null 2>&1; then
+	like "$(as $B -- timeout 30 "$SANDBOXCTL" --socket "$SOCK" status 2>&1)" "sandboxes: +1 \(yours\)" \
+		"sandboxctl status for B says the count is its own"
+else
+	ok "sandboxctl status as B # SKIP uid $B cannot run $SANDBOXCTL here"
+fi
 r=$(rpc '{"op":"health"}')
 is "$(jget "$r" '"\(.scope) \(.sandboxes)"')" "all 2" "health for root: every sandbox (scope all)"
 is "$(jget "$(rpc_as $ADMIN $ADMIN_GROUP '{"op":"health"}')" '"\(.scope) \(.sandboxes)"')" "all 2" \
