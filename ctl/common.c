@@ -16,6 +16,17 @@ GlobalArgs arg = {};
 
 /* ---- Logging ----------------------------------------------------------------------------- */
 
+/* Messages carry names, paths and words of the daemon's: escaped whole (format.c). */
+static void log_message(const char *fmt, va_list ap) {
+        _cleanup_free_ char *text = NULL;
+
+        fputs("sandboxctl: ", stderr);
+        if (vasprintf(&text, fmt, ap) < 0)
+                text = NULL;
+        fputs(text ? esc(text) : "(out of memory)", stderr);
+        fputc('\n', stderr);
+}
+
 int log_error_errno(int error, const char *fmt, ...) {
         va_list ap;
 
@@ -24,23 +35,19 @@ int log_error_errno(int error, const char *fmt, ...) {
         if (error > 0)
                 error = -error;
         fflush(stdout);
-        fputs("sandboxctl: ", stderr);
         errno = -error; /* for %m */
         va_start(ap, fmt);
-        vfprintf(stderr, fmt, ap);
+        log_message(fmt, ap);
         va_end(ap);
-        fputc('\n', stderr);
         return error;
 }
 
 void log_info(const char *fmt, ...) {
         va_list ap;
 
-        fputs("sandboxctl: ", stderr);
         va_start(ap, fmt);
-        vfprintf(stderr, fmt, ap);
+        log_message(fmt, ap);
         va_end(ap);
-        fputc('\n', stderr);
 }
 
 /* ---- Options ----------------------------------------------------------------------------- */
@@ -330,11 +337,12 @@ int reply_check(json_object *reply) {
         step = json_str(e, "step");
         err = json_str(e, "errno");
         fflush(stdout);
-        fprintf(stderr, "sandboxctl: %s: %s", code, message);
+        /* The message may hold a name or a path a client gave. */
+        fprintf(stderr, "sandboxctl: %s: %s", esc(code), esc(message));
         if (field)
-                fprintf(stderr, " (field: %s)", field);
+                fprintf(stderr, " (field: %s)", esc(field));
         if (step || err)
-                fprintf(stderr, " (step: %s, errno: %s)", step ?: "-", err ?: "-");
+                fprintf(stderr, " (step: %s, errno: %s)", esc(step ?: "-"), esc(err ?: "-"));
         fputc('\n', stderr);
         return -EREMOTEIO;
 }

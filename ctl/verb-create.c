@@ -167,7 +167,7 @@ static int verb_create_run(int argc, char *argv[]) {
         sbx = json_child(reply, "sandbox");
         if (!json_str(sbx, "id"))
                 return log_error("the reply to create names no sandbox id");
-        printf("%s\n", json_str(sbx, "id"));
+        printf("%s\n", esc(json_str(sbx, "id")));
         if (a.verbose)
                 log_sandbox_summary(sbx);
         return 0;

@@ -54,8 +54,9 @@ static int check_label(const char *label, ProtoError *err) {
         if (strlen(label) > SNAPSHOT_LABEL_MAX)
                 return proto_error_set(err, SBX_E_INVALID_REQUEST, "label", "'label' is longer than %d bytes",
                                        SNAPSHOT_LABEL_MAX);
+        /* C1 controls too (U+0080-U+009F, 0xc2 0x80-0x9f in UTF-8): some terminals act on them. */
         for (const unsigned char *p = (const unsigned char *) label; *p; p++)
-                if (*p < 0x20 || *p == 0x7f)
+                if (*p < 0x20 || *p == 0x7f || (p[0] == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f))
                         return proto_error_set(err, SBX_E_INVALID_REQUEST, "label",
                                                "'label' must not contain control characters");
         return 0;

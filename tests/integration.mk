@@ -10,6 +10,7 @@ INTEGRATION_TESTS = \
 	tests/t-netns.sh \
 	tests/t-oracle.sh \
 	tests/t-conf.sh \
+	tests/t-ctl-escapes.sh \
 	tests/t-dev.sh \
 	tests/t-doctor.sh \
 	tests/t-leak.sh \
