@@ -2,6 +2,7 @@
 /* sandboxctl: logging, option helpers and the conversation with sandboxd that every verb shares. */
 #include <errno.h>
 #include <inttypes.h>
+#include <pwd.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +16,17 @@ GlobalArgs arg = {};
 
 /* ---- Logging ----------------------------------------------------------------------------- */
 
+/* Messages carry names, paths and words of the daemon's: escaped whole (format.c). */
+static void log_message(const char *fmt, va_list ap) {
+        _cleanup_free_ char *text = NULL;
+
+        fputs("sandboxctl: ", stderr);
+        if (vasprintf(&text, fmt, ap) < 0)
+                text = NULL;
+        fputs(text ? esc(text) : "(out of memory)", stderr);
+        fputc('\n', stderr);
+}
+
 int log_error_errno(int error, const char *fmt, ...) {
         va_list ap;
 
@@ -23,23 +35,19 @@ int log_error_errno(int error, const char *fmt, ...) {
         if (error > 0)
                 error = -error;
         fflush(stdout);
-        fputs("sandboxctl: ", stderr);
         errno = -error; /* for %m */
         va_start(ap, fmt);
-        vfprintf(stderr, fmt, ap);
+        log_message(fmt, ap);
         va_end(ap);
-        fputc('\n', stderr);
         return error;
 }
 
 void log_info(const char *fmt, ...) {
         va_list ap;
 
-        fputs("sandboxctl: ", stderr);
         va_start(ap, fmt);
-        vfprintf(stderr, fmt, ap);
+        log_message(fmt, ap);
         va_end(ap);
-        fputc('\n', stderr);
 }
 
 /* ---- Options ----------------------------------------------------------------------------- */
@@ -256,11 +264,43 @@ static bool message_answers(json_object *msg, long long id) {
         return json_object_is_type(v, json_type_int) && json_object_get_int64(v) == id;
 }
 
+/* The daemon takes another owner's sandbox as "UID/NAME" (it asks no user database in its event
+ * loop): "USER/NAME" in req[key] becomes that. skip is 1 for from_snapshot, whose last part is
+ * the snapshot ("USER/NAME/SNAPSHOT"). Ids, names and uids go as they are. */
+static int owner_to_uid(json_object *req, const char *key, int skip) {
+        const char *v = json_str(req, key), *slash = v ? strchr(v, '/') : NULL, *p = slash;
+        _cleanup_free_ char *user = NULL, *out = NULL;
+        int slashes = 0;
+        struct passwd *pw;
+
+        for (; p; p = strchr(p + 1, '/'))
+                slashes++;
+        if (!slash || slashes != 1 + skip || strspn(v, "0123456789") == (size_t) (slash - v) ||
+            strncmp(v, "sbx-", 4) == 0)
+                return 0;
+        user = strndup(v, (size_t) (slash - v));
+        if (!user)
+                return log_error_errno(-ENOMEM, "%m");
+        errno = 0;
+        pw = getpwnam(user);
+        if (!pw)
+                return log_error_errno(errno ? -errno : -ENOENT, "%s: no user '%s'", v, user);
+        if (asprintf(&out, "%u%s", (unsigned) pw->pw_uid, slash) < 0)
+                return log_error_errno(-ENOMEM, "%m");
+        json_object_object_add(req, key, json_object_new_string(out));
+        return 0;
+}
+
 int daemon_call_events(SbxClient *c, json_object *request, event_fn on_event, void *userdata,
                        json_object **ret_reply) {
         long long id;
-        int r = sbx_client_send(c, request, &id);
+        int r;
 
+        if ((r = owner_to_uid(request, "sandbox", 0)) < 0 || (r = owner_to_uid(request, "from_snapshot", 1)) < 0) {
+                json_object_put(request);
+                return r;
+        }
+        r = sbx_client_send(c, request, &id);
         if (r < 0)
                 return log_transport_error(r);
         for (;;) {
@@ -297,11 +337,12 @@ int reply_check(json_object *reply) {
         step = json_str(e, "step");
         err = json_str(e, "errno");
         fflush(stdout);
-        fprintf(stderr, "sandboxctl: %s: %s", code, message);
+        /* The message may hold a name or a path a client gave. */
+        fprintf(stderr, "sandboxctl: %s: %s", esc(code), esc(message));
         if (field)
-                fprintf(stderr, " (field: %s)", field);
+                fprintf(stderr, " (field: %s)", esc(field));
         if (step || err)
-                fprintf(stderr, " (step: %s, errno: %s)", step ?: "-", err ?: "-");
+                fprintf(stderr, " (step: %s, errno: %s)", esc(step ?: "-"), esc(err ?: "-"));
         fputc('\n', stderr);
         return -EREMOTEIO;
 }

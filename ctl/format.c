@@ -50,7 +50,7 @@ bool json_true(json_object *o, const char *key) {
         return json_object_is_type(v, json_type_boolean) && json_object_get_boolean(v);
 }
 
-/* Strings are the daemon's own words ("max", "256M"): show them as they are. */
+/* Strings are shown as they are here; print_kv() and tables escape what they print. */
 static const char *fmt_other(char buf[static FIELD_BUF], json_object *v) {
         if (!v)
                 return "-";
@@ -111,18 +111,93 @@ const char *fmt_enforced(char buf[static FIELD_BUF], json_object *enforced) {
         return n ? buf : "none";
 }
 
+/* ---- Text that came from a sandbox, a client or the daemon ---------------------------------- */
+
+/* Code points a terminal acts on rather than shows: C0 and C1 controls, DEL, and the ones that
+ * reorder or break lines (bidi overrides and isolates, the Unicode line and paragraph separators). */
+static bool codepoint_is_control(uint32_t cp) {
+        return cp < 0x20 || (cp >= 0x7f && cp <= 0x9f) || cp == 0x200e || cp == 0x200f ||
+               (cp >= 0x2028 && cp <= 0x202e) || (cp >= 0x2066 && cp <= 0x2069);
+}
+
+/* The length of the UTF-8 sequence at s (left bytes), with its code point; 0 when invalid. */
+static size_t utf8_sequence(const unsigned char *s, size_t left, uint32_t *ret_cp) {
+        size_t n = s[0] < 0x80 ? 1 : s[0] >= 0xc2 && s[0] <= 0xdf ? 2 : s[0] >= 0xe0 && s[0] <= 0xef ? 3
+                 : s[0] >= 0xf0 && s[0] <= 0xf4 ? 4 : 0;
+        uint32_t cp;
+
+        if (n == 0 || n > left || !utf8_is_valid((const char *) s, n))
+                return 0;
+        cp = n == 1 ? s[0] : s[0] & (0x7f >> n);
+        for (size_t k = 1; k < n; k++)
+                cp = (cp << 6) | (s[k] & 0x3f);
+        *ret_cp = cp;
+        return n;
+}
+
+char *text_escape(const char *text) {
+        const unsigned char *s = (const unsigned char *) text;
+        size_t len = strlen(text), at = 0;
+        /* At worst every byte becomes \xNN. */
+        char *out = malloc(len * 4 + 1);
+
+        if (!out)
+                return NULL;
+        for (size_t i = 0; i < len;) {
+                uint32_t cp = 0;
+                size_t n = utf8_sequence(s + i, len - i, &cp);
+
+                if (n == 0 || codepoint_is_control(cp)) {
+                        /* An invalid byte alone, a control character with all its bytes. */
+                        for (size_t k = 0; k < (n ? n : 1); k++)
+                                at += (size_t) sprintf(out + at, "\\x%02x", s[i + k]);
+                        i += n ? n : 1;
+                        continue;
+                }
+                if (cp == '\\')
+                        out[at++] = '\\';
+                memcpy(out + at, s + i, n);
+                at += n;
+                i += n;
+        }
+        out[at] = '\0';
+        return out;
+}
+
+const char *esc(const char *text) {
+        /* Enough for every string of one printf; each slot is freed when it comes round again. */
+        static char *ring[16];
+        static unsigned next;
+        char *e;
+
+        if (!text)
+                return NULL;
+        e = text_escape(text);
+        if (!e)
+                return "?";
+        free(ring[next]);
+        ring[next] = e;
+        next = (next + 1) % ELEMENTSOF(ring);
+        return e;
+}
+
 void print_kv(const char *key, const char *fmt, ...) {
         int pad = KV_KEY_WIDTH - (int) strlen(key);
+        _cleanup_free_ char *value = NULL;
         va_list ap;
+        int r;
 
+        va_start(ap, fmt);
+        r = vasprintf(&value, fmt, ap);
+        va_end(ap);
+        if (r < 0)
+                value = NULL;
         if (*key) /* an empty key continues the previous line's value */
-                printf("%s:%*s ", key, pad > 0 ? pad : 0, "");
+                printf("%s:%*s ", esc(key), pad > 0 ? pad : 0, "");
         else
                 printf("%*s", KV_KEY_WIDTH + 2, "");
-        va_start(ap, fmt);
-        vprintf(fmt, ap);
-        va_end(ap);
-        putchar('\n');
+        /* Every value goes through esc(): whatever it holds came from elsewhere. */
+        printf("%s\n", value ? esc(value) : "?");
 }
 
 void print_flat(json_object *o, const char *prefix) {
@@ -179,7 +254,7 @@ int table_add_row(Table *t, const char *const *cells) {
                 return -ENOMEM;
         t->cells = p;
         for (size_t i = 0; i < t->n_columns; i++) {
-                p[t->n_cells] = strdup(cells[i] ? cells[i] : "-");
+                p[t->n_cells] = text_escape(cells[i] ? cells[i] : "-");
                 if (!p[t->n_cells])
                         return -ENOMEM;
                 t->n_cells++;
@@ -221,7 +296,7 @@ void progress_bar(int64_t done, int64_t total, const char *text) {
         memset(bar, '#', (size_t) filled);
         memset(bar + filled, '.', (size_t) (width - filled));
         bar[width] = '\0';
-        fprintf(stderr, "\r[%s] %3d%%  %s   ", bar, total > 0 ? (int) (done * 100 / total) : 0, text);
+        fprintf(stderr, "\r[%s] %3d%%  %s   ", bar, total > 0 ? (int) (done * 100 / total) : 0, esc(text));
 }
 
 void progress_clear(void) {

@@ -134,7 +134,14 @@ const char *fmt_value(char buf[static FIELD_BUF], json_object *o, const char *ke
 /* "mem,pids,cpu" from an "enforced" object, "none" when nothing is. */
 const char *fmt_enforced(char buf[static FIELD_BUF], json_object *enforced);
 
-/* "key:            value" lines. */
+/* Text for a person, from a string that came from a sandbox, a client or the daemon: control
+ * characters (C0, DEL, C1 as U+0080-U+009F, bidi and line separators) and invalid UTF-8 as \xNN
+ * for each byte, a backslash doubled. text_escape() returns it malloc'd (NULL: no memory);
+ * esc() keeps it in a ring of 16 (for printf arguments; NULL stays NULL). --json is never escaped. */
+char *text_escape(const char *text);
+const char *esc(const char *text);
+
+/* "key:            value" lines (both escaped). */
 void print_kv(const char *key, const char *fmt, ...) _printf_(2, 3);
 /* A progress bar on stderr (a terminal), and its removal once done. */
 void progress_bar(int64_t done, int64_t total, const char *text);
@@ -145,6 +152,7 @@ void print_flat(json_object *o, const char *prefix);
 typedef struct Table Table;
 Table *table_new(size_t n_columns, const char *const *headers);
 Table *table_free(Table *t);
+/* Cells are escaped (text_escape()). */
 int table_add_row(Table *t, const char *const *cells);
 void table_print(const Table *t);
 static inline void table_freep(Table **t) {

@@ -12,7 +12,7 @@ const Verb verb_create = {
         .args = "[OPTIONS]",
         .summary = "Create a sandbox and print its id",
         .help = "Options:\n"
-                "  -n --name NAME         A unique name (1-64 of A-Z a-z 0-9 . _ -)\n"
+                "  -n --name NAME         A name, unique among yours (1-64 of A-Z a-z 0-9 . _ -)\n"
                 "     --memory SIZE       Memory limit (e.g. 256M, 1.5G)\n"
                 "     --pids N            Most processes at once\n"
                 "     --cpus X            CPU bandwidth in cores (e.g. 0.5)\n"
@@ -167,7 +167,7 @@ static int verb_create_run(int argc, char *argv[]) {
         sbx = json_child(reply, "sandbox");
         if (!json_str(sbx, "id"))
                 return log_error("the reply to create names no sandbox id");
-        printf("%s\n", json_str(sbx, "id"));
+        printf("%s\n", esc(json_str(sbx, "id")));
         if (a.verbose)
                 log_sandbox_summary(sbx);
         return 0;

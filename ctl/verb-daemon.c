@@ -109,13 +109,15 @@ static void print_hello(json_object *hello) {
 }
 
 static void print_health(json_object *health) {
+        /* Anyone but root and admins is told about their own only (scope "caller"). */
+        const char *whose = strcmp(json_str(health, "scope") ?: "", "caller") == 0 ? " (yours)" : "";
         char buf[FIELD_BUF];
 
         print_kv("health", "%s", fmt_value(buf, health, "status"));
         print_kv("uptime", "%s", fmt_seconds(buf, health, "uptime_s"));
-        print_kv("sandboxes", "%s", fmt_value(buf, health, "sandboxes"));
-        print_kv("runs", "%s", fmt_value(buf, health, "runs"));
-        print_kv("connections", "%s", fmt_value(buf, health, "connections"));
+        print_kv("sandboxes", "%s%s", fmt_value(buf, health, "sandboxes"), whose);
+        print_kv("runs", "%s%s", fmt_value(buf, health, "runs"), whose);
+        print_kv("connections", "%s%s", fmt_value(buf, health, "connections"), whose);
 }
 
 static void print_status_json(json_object *hello, json_object *health) {

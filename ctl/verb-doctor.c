@@ -276,9 +276,9 @@ static CheckImpact doctor_verdict(const Doctor *d) {
 static void print_text(const Doctor *d, CheckImpact verdict) {
         for (size_t i = 0; i < d->n_checks; i++) {
                 const Check *c = &d->checks[i];
-                printf("%-5s %-18s %s\n", status_names[c->status], c->name, c->message ?: "");
+                printf("%-5s %-18s %s\n", status_names[c->status], c->name, esc(c->message ?: ""));
                 if (c->fix)
-                        printf("%-5s %-18s fix: %s\n", "", "", c->fix);
+                        printf("%-5s %-18s fix: %s\n", "", "", esc(c->fix));
         }
         printf("\nverdict: %s (%s)\n", verdict_text[verdict], verdict_names[verdict]);
 }

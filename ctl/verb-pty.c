@@ -210,7 +210,7 @@ static int send_resize(Interact *it) {
 static void say(Interact *it, const char *fmt, const char *what) {
         /* In raw mode a newline does not return the carriage. */
         fprintf(stderr, termios_saved ? "\r\nsandboxctl: " : "sandboxctl: ");
-        fprintf(stderr, fmt, what);
+        fprintf(stderr, fmt, esc(what));
         fputs(termios_saved ? "\r\n" : "\n", stderr);
 }
 
@@ -358,9 +358,9 @@ static int session_run(json_object *request, bool tty, bool forward_stdin, bool 
         *ret_session = strdup(it.session);
         if (!arg.json && isatty(STDERR_FILENO)) {
                 if (detach_key >= 0)
-                        fprintf(stderr, "sandboxctl: session %s (Ctrl-%c detaches)\n", it.session, detach_key + '@');
+                        fprintf(stderr, "sandboxctl: session %s (Ctrl-%c detaches)\n", esc(it.session), detach_key + '@');
                 else
-                        fprintf(stderr, "sandboxctl: session %s (no detach key)\n", it.session);
+                        fprintf(stderr, "sandboxctl: session %s (no detach key)\n", esc(it.session));
         }
         if ((r = signals_setup()) < 0)
                 return r;
@@ -486,7 +486,7 @@ static int verb_shell_run(int argc, char *argv[]) {
                 destroy_sandbox(throwaway);
         else if (throwaway)
                 fprintf(stderr, "sandboxctl: sandbox %s is kept for the session; destroy it with 'sandboxctl destroy %s'\n",
-                        throwaway, throwaway);
+                        esc(throwaway), esc(throwaway));
         if (r >= 0)
                 r = status < 0 ? 0 : status;
 out:

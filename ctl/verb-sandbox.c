@@ -82,7 +82,7 @@ static void list_print_ids(json_object *sandboxes) {
         for (size_t i = 0; i < n; i++) {
                 const char *id = json_str(json_object_array_get_idx(sandboxes, i), "id");
                 if (id)
-                        printf("%s\n", id);
+                        printf("%s\n", esc(id));
         }
 }
 
@@ -161,6 +161,21 @@ static void print_snapshots(json_object *snaps) {
         print_kv("snapshots", "%zu (latest %s, %s)", n, json_str(last, "id") ?: "-", json_str(last, "created_at") ?: "-");
 }
 
+/* "sh -l": the words of an argv array, as many as fit (print_kv() escapes them). */
+static const char *join_argv(char *cmd, size_t size, json_object *argv) {
+        size_t len = 0;
+
+        cmd[0] = '\0';
+        for (size_t k = 0; json_object_is_type(argv, json_type_array) && k < json_object_array_length(argv); k++) {
+                int w = snprintf(cmd + len, size - len, "%s%s", k ? " " : "",
+                                 json_object_get_string(json_object_array_get_idx(argv, k)));
+                if (w < 0 || (size_t) w >= size - len)
+                        break;
+                len += (size_t) w;
+        }
+        return cmd;
+}
+
 /* One line a session: "pty-ID running, 1 attached: sh -l". */
 static void print_sessions(json_object *sessions) {
         const char *key = "sessions";
@@ -174,19 +189,25 @@ static void print_sessions(json_object *sessions) {
                 return;
         }
         for (size_t i = 0; i < n; i++) {
-                json_object *p = json_object_array_get_idx(sessions, i), *argv = json_child(p, "argv");
-                char cmd[256] = "";
-                size_t len = 0;
+                json_object *p = json_object_array_get_idx(sessions, i);
+                char cmd[256];
 
-                for (size_t k = 0; json_object_is_type(argv, json_type_array) && k < json_object_array_length(argv); k++) {
-                        int w = snprintf(cmd + len, sizeof(cmd) - len, "%s%s", k ? " " : "",
-                                         json_object_get_string(json_object_array_get_idx(argv, k)));
-                        if (w < 0 || (size_t) w >= sizeof(cmd) - len)
-                                break;
-                        len += (size_t) w;
-                }
                 print_kv(key, "%s %s, %d attached: %s", json_str(p, "id") ?: "-", json_str(p, "state") ?: "-",
-                         json_object_get_int(json_child(p, "attached")), cmd);
+                         json_object_get_int(json_child(p, "attached")), join_argv(cmd, sizeof(cmd), json_child(p, "argv")));
+                key = "";
+        }
+}
+
+/* One line a run or session a daemon's death cut short: "run-ID started 2026-..: sleep 1000". */
+static void print_interrupted(json_object *runs) {
+        const char *key = "interrupted";
+
+        for (size_t i = 0; json_object_is_type(runs, json_type_array) && i < json_object_array_length(runs); i++) {
+                json_object *p = json_object_array_get_idx(runs, i);
+                char cmd[256];
+
+                print_kv(key, "%s started %s (%s): %s", json_str(p, "id") ?: "-", json_str(p, "started_at") ?: "-",
+                         json_str(p, "reason") ?: "-", join_argv(cmd, sizeof(cmd), json_child(p, "argv")));
                 key = "";
         }
 }
@@ -235,6 +256,7 @@ static void print_sandbox(json_object *sbx) {
         print_snapshots(json_child(sbx, "snapshots"));
         print_sessions(json_child(sbx, "sessions"));
         print_teardown_stuck(json_child(sbx, "teardown_stuck"));
+        print_interrupted(json_child(sbx, "interrupted_runs"));
 }
 
 static int verb_inspect_run(int argc, char *argv[]) {
@@ -270,9 +292,9 @@ static int destroy_one(SbxClient *c, const char *sandbox) {
         if (r < 0 || arg.json)
                 return r;
         if (json_true(reply, "destroyed"))
-                printf("destroyed %s\n", sandbox);
+                printf("destroyed %s\n", esc(sandbox));
         else
-                printf("%s was already gone\n", sandbox);
+                printf("%s was already gone\n", esc(sandbox));
         return 0;
 }
 

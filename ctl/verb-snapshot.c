@@ -76,7 +76,7 @@ static int on_progress(json_object *ev, void *userdata) {
                 progress_bar(bytes, total, size); /* a restore knows its snapshot's size */
         else
                 /* A snapshot's total is unknown before its walk ends: a counter that spins. */
-                fprintf(stderr, "\r%c copied %s in %lld files   ", "|/-\\"[files % 4], size, (long long) files);
+                fprintf(stderr, "\r%c copied %s in %lld files   ", "|/-\\"[files % 4], esc(size), (long long) files);
         p->shown = true;
         return 0;
 }
@@ -112,8 +112,8 @@ static int verb_snapshot_run(int argc, char *argv[]) {
         if (r < 0 || arg.json)
                 return r;
         snap = json_child(reply, "snapshot");
-        printf("%s  %s in %s files  %s\n", json_str(snap, "id") ?: "-", fmt_size(size, snap, "bytes"),
-               fmt_value(files, snap, "files"), json_str(snap, "created_at") ?: "-");
+        printf("%s  %s in %s files  %s\n", esc(json_str(snap, "id") ?: "-"), esc(fmt_size(size, snap, "bytes")),
+               esc(fmt_value(files, snap, "files")), esc(json_str(snap, "created_at") ?: "-"));
         return 0;
 }
 
@@ -132,7 +132,7 @@ static int snapshots_print(json_object *list, bool quiet) {
                 const char *row[] = { json_str(s, "id"), fmt_value(l, s, "label"), json_str(s, "created_at"),
                                       fmt_size(b, s, "bytes"), fmt_value(f, s, "files") };
                 if (quiet)
-                        printf("%s\n", json_str(s, "id") ?: "");
+                        printf("%s\n", esc(json_str(s, "id") ?: ""));
                 else if (table_add_row(t, row) < 0)
                         return log_error_errno(-ENOMEM, "%m");
         }
@@ -160,7 +160,7 @@ static int delete_one(SbxClient *c, const char *sandbox, const char *snapshot) {
         r = reply_check(reply);
         if (r < 0 || arg.json)
                 return r;
-        printf("deleted %s\n", snapshot);
+        printf("deleted %s\n", esc(snapshot));
         return 0;
 }
 
@@ -225,8 +225,8 @@ static int verb_restore_run(int argc, char *argv[]) {
         if (r < 0 || arg.json)
                 return r;
         (void) json_int(reply, "runs_killed", &killed);
-        printf("restored %s from %s (%s); processes restarted, %lld runs killed\n", argv[optind], argv[optind + 1],
-               fmt_size(size, reply, "bytes"), (long long) killed);
+        printf("restored %s from %s (%s); processes restarted, %lld runs killed\n", esc(argv[optind]),
+               esc(argv[optind + 1]), esc(fmt_size(size, reply, "bytes")), (long long) killed);
         return 0;
 }
 

@@ -55,13 +55,13 @@ static void sweep_print_action(json_object *a) {
         char b[FIELD_BUF];
         const char *what = json_str(a, "action") ?: "?";
 
-        printf("  %-15s %s", what, json_str(a, "sandbox") ?: "");
+        printf("  %-15s %s", esc(what), esc(json_str(a, "sandbox") ?: ""));
         if (json_str(a, "snapshot"))
-                printf(" snapshot %s (created %s)", json_str(a, "snapshot"), json_str(a, "created_at") ?: "-");
+                printf(" snapshot %s (created %s)", esc(json_str(a, "snapshot")), esc(json_str(a, "created_at") ?: "-"));
         if (json_child(a, "bytes"))
-                printf(" %s", fmt_size(b, a, "bytes"));
+                printf(" %s", esc(fmt_size(b, a, "bytes")));
         if (json_str(a, "reason"))
-                printf(" [%s]", json_str(a, "reason"));
+                printf(" [%s]", esc(json_str(a, "reason")));
         printf("\n");
 }
 
@@ -83,8 +83,8 @@ static int sweep_print(json_object *reply) {
         if (n > 0)
                 table_print(t);
         printf("%sTotal: %s in %s files over %zu sandboxes; %s free; budget %s\n", n > 0 ? "\n" : "",
-               fmt_size(b, tot, "bytes"), fmt_value(f, tot, "files"), n, fmt_size(fr, reply, "free_bytes"),
-               fmt_size(bu, reply, "disk_budget"));
+               esc(fmt_size(b, tot, "bytes")), esc(fmt_value(f, tot, "files")), n, esc(fmt_size(fr, reply, "free_bytes")),
+               esc(fmt_size(bu, reply, "disk_budget")));
         n = json_object_is_type(actions, json_type_array) ? json_object_array_length(actions) : 0;
         if (json_true(reply, "partial"))
                 printf("The walk was cut short by sweep_timeout: the figures of sandboxes not measured in full are "

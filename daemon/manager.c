@@ -96,25 +96,46 @@ Manager *manager_free(Manager *m) {
         return NULL;
 }
 
-Sandbox *manager_find_sandbox(Manager *m, const char *key) {
+/* Both lookups walk the whole list, found or not: a sandbox of someone else's is not told from
+ * one that does not exist by how long the answer takes. */
+Sandbox *manager_find_sandbox(Manager *m, const char *id) {
+        Sandbox *found = NULL;
+
         for (Sandbox *s = m->sandboxes; s; s = s->next)
-                if (strcmp(s->id, key) == 0 || (s->name && strcmp(s->name, key) == 0))
-                        return s;
-        return NULL;
+                if (!found && strcmp(s->id, id) == 0)
+                        found = s;
+        return found;
 }
 
-void manager_add_tombstone(Manager *m, const char *id) {
-        snprintf(m->tombstones[m->tombstone_next], sizeof(m->tombstones[0]), "%s", id);
+Sandbox *manager_find_named(Manager *m, uid_t owner, const char *name) {
+        Sandbox *found = NULL;
+
+        for (Sandbox *s = m->sandboxes; s; s = s->next)
+                if (!found && s->name && s->owner_uid == owner && strcmp(s->name, name) == 0)
+                        found = s;
+        return found;
+}
+
+void manager_add_tombstone(Manager *m, const char *id, uid_t owner) {
+        Tombstone *t = &m->tombstones[m->tombstone_next];
+
+        snprintf(t->id, sizeof(t->id), "%s", id);
+        t->owner_uid = owner;
         m->tombstone_next = (m->tombstone_next + 1) % MANAGER_TOMBSTONES;
         if (m->n_tombstones < MANAGER_TOMBSTONES)
                 m->n_tombstones++;
 }
 
-bool manager_is_tombstone(Manager *m, const char *id) {
+/* The whole ring every time, for the same reason as above. */
+bool manager_find_tombstone(Manager *m, const char *id, uid_t *ret_owner) {
+        const Tombstone *found = NULL;
+
         for (unsigned i = 0; i < m->n_tombstones; i++)
-                if (strcmp(m->tombstones[i], id) == 0)
-                        return true;
-        return false;
+                if (!found && strcmp(m->tombstones[i].id, id) == 0)
+                        found = &m->tombstones[i];
+        if (found)
+                *ret_owner = found->owner_uid;
+        return found;
 }
 
 int manager_alloc_uid_slot(Manager *m, unsigned *ret) {

@@ -17,6 +17,12 @@ typedef struct Connection Connection;
 typedef struct Sandbox Sandbox;
 typedef struct Run Run;
 
+/* A destroyed sandbox's id, for destroy's already_gone (told to its owner and admins only). */
+typedef struct Tombstone {
+        char id[24];
+        uid_t owner_uid;
+} Tombstone;
+
 typedef struct HostFeatures {
         bool clone_into_cgroup;
         bool pidfd;
@@ -50,7 +56,7 @@ typedef struct Manager {
         sd_event_source *pool_refill, *pool_retry, *pool_taken;
         unsigned n_runs;
         uint8_t *uid_slots; /* one byte per uid range: in use or not */
-        char (*tombstones)[24]; /* ids of destroyed sandboxes, a ring */
+        Tombstone *tombstones; /* destroyed sandboxes, a ring */
         unsigned n_tombstones, tombstone_next;
         uint64_t start_usec;
         gid_t admin_gid;
@@ -81,9 +87,12 @@ int manager_add_listener(Manager *m, int fd);
 int manager_setup(Manager *m);
 int manager_run(Manager *m);
 
-Sandbox *manager_find_sandbox(Manager *m, const char *id_or_name);
-void manager_add_tombstone(Manager *m, const char *id);
-bool manager_is_tombstone(Manager *m, const char *id);
+/* By id, whoever owns it (visibility is the caller's business: sandbox_visible_to()). */
+Sandbox *manager_find_sandbox(Manager *m, const char *id);
+/* By name among one owner's sandboxes: names are unique per owner, not across owners. */
+Sandbox *manager_find_named(Manager *m, uid_t owner, const char *name);
+void manager_add_tombstone(Manager *m, const char *id, uid_t owner);
+bool manager_find_tombstone(Manager *m, const char *id, uid_t *ret_owner);
 int manager_alloc_uid_slot(Manager *m, unsigned *ret);
 void manager_free_uid_slot(Manager *m, unsigned slot);
 /* Gives freed heap pages back to the kernel a second from now (once, however often called). */

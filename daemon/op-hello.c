@@ -55,6 +55,38 @@ static json_object *netns_json(const NetnsPool *p) {
         return o;
 }
 
+/* Root and admins see the daemon's counts; anyone else only their own, as other users'
+ * sandboxes and runs do not exist for them (THREATS PRO-09): "scope" says which. */
+static void health_counts(Connection *c, json_object *reply) {
+        Manager *m = c->manager;
+        UidUsage u;
+        unsigned sandboxes = 0, stuck = 0;
+
+        if (c->admin) {
+                json_object_object_add(reply, "scope", json_object_new_string("all"));
+                json_object_object_add(reply, "sandboxes", json_object_new_int((int) (m->n_sandboxes - m->n_pooled)));
+                json_object_object_add(reply, "runs", json_object_new_int((int) m->n_runs));
+                json_object_object_add(reply, "connections", json_object_new_int((int) m->n_connections));
+                json_object_object_add(reply, "quarantined", json_object_new_int((int) m->n_quarantined));
+                json_object_object_add(reply, "teardown_stuck", json_object_new_int((int) sandbox_count_stuck(m)));
+                json_object_object_add(reply, "netns", netns_json(&m->netns));
+                return;
+        }
+        u = connection_uid_usage(m, c->peer.uid);
+        for (Sandbox *s = m->sandboxes; s; s = s->next)
+                if (!s->pooled && s->owner_uid == c->peer.uid) {
+                        sandboxes++;
+                        stuck += !!s->teardown_stuck;
+                }
+        json_object_object_add(reply, "scope", json_object_new_string("caller"));
+        json_object_object_add(reply, "sandboxes", json_object_new_int((int) sandboxes));
+        json_object_object_add(reply, "runs", json_object_new_int((int) u.runs));
+        json_object_object_add(reply, "connections", json_object_new_int((int) u.connections));
+        json_object_object_add(reply, "quarantined", NULL);
+        json_object_object_add(reply, "teardown_stuck", json_object_new_int((int) stuck));
+        json_object_object_add(reply, "netns", NULL);
+}
+
 int op_health(Connection *c, json_object *id, json_object *req, ProtoError *err) {
         Manager *m = c->manager;
         json_object *reply = proto_reply_ok(id);
@@ -62,12 +94,7 @@ int op_health(Connection *c, json_object *id, json_object *req, ProtoError *err)
         json_object_object_add(reply, "status", json_object_new_string("ok"));
         json_object_object_add(reply, "uptime_s",
                                json_object_new_double((double) (now_usec(CLOCK_MONOTONIC) - m->start_usec) / 1e6));
-        json_object_object_add(reply, "sandboxes", json_object_new_int((int) (m->n_sandboxes - m->n_pooled)));
-        json_object_object_add(reply, "runs", json_object_new_int((int) m->n_runs));
-        json_object_object_add(reply, "connections", json_object_new_int((int) m->n_connections));
-        json_object_object_add(reply, "quarantined", json_object_new_int((int) m->n_quarantined));
-        json_object_object_add(reply, "teardown_stuck", json_object_new_int((int) sandbox_count_stuck(m)));
-        json_object_object_add(reply, "netns", netns_json(&m->netns));
+        health_counts(c, reply);
         connection_send_take(c, reply);
         return 0;
 }

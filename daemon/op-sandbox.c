@@ -51,23 +51,32 @@ int op_inspect(Connection *c, json_object *id, json_object *req, ProtoError *err
         return 0;
 }
 
+/* A sandbox destroyed before, by id: ok with already_gone for its owner and for admins (who see
+ * every sandbox anyway); for anyone else it is an id that never existed (THREATS PRO-09). */
+static bool destroyed_before(Connection *c, const char *key) {
+        uid_t owner;
+
+        return manager_find_tombstone(c->manager, key, &owner) && (c->admin || owner == c->peer.uid);
+}
+
 /* Idempotent: a sandbox destroyed before answers ok with already_gone. */
 int op_destroy(Connection *c, json_object *id, json_object *req, ProtoError *err) {
         const char *key = NULL;
         Sandbox *s;
         json_object *reply;
+        int r = ops_lookup_sandbox(c, req, &s, err);
 
-        (void) proto_get_string(req, "sandbox", 128, &key, err);
-        if (key && !manager_find_sandbox(c->manager, key) && manager_is_tombstone(c->manager, key)) {
+        if (r < 0) {
+                /* not_found: the field is a string (ops_lookup_sandbox checked it). */
+                if (err->code != SBX_E_NOT_FOUND || proto_get_string(req, "sandbox", 128, &key, err) <= 0 ||
+                    !destroyed_before(c, key))
+                        return r;
                 reply = proto_reply_ok(id);
                 json_object_object_add(reply, "destroyed", json_object_new_boolean(0));
                 json_object_object_add(reply, "already_gone", json_object_new_boolean(1));
                 connection_send_take(c, reply);
                 return 0;
         }
-        int r = ops_lookup_sandbox(c, req, &s, err);
-        if (r < 0)
-                return r;
         /* Its teardown is known to be stuck: said at once rather than some day. */
         if (s->teardown_stuck)
                 return sandbox_teardown_error(s, err);

@@ -54,8 +54,9 @@ static int check_label(const char *label, ProtoError *err) {
         if (strlen(label) > SNAPSHOT_LABEL_MAX)
                 return proto_error_set(err, SBX_E_INVALID_REQUEST, "label", "'label' is longer than %d bytes",
                                        SNAPSHOT_LABEL_MAX);
+        /* C1 controls too (U+0080-U+009F, 0xc2 0x80-0x9f in UTF-8): some terminals act on them. */
         for (const unsigned char *p = (const unsigned char *) label; *p; p++)
-                if (*p < 0x20 || *p == 0x7f)
+                if (*p < 0x20 || *p == 0x7f || (p[0] == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f))
                         return proto_error_set(err, SBX_E_INVALID_REQUEST, "label",
                                                "'label' must not contain control characters");
         return 0;
@@ -126,18 +127,19 @@ int op_snapshot_delete(Connection *c, json_object *id, json_object *req, ProtoEr
         return 0;
 }
 
-/* "<sandbox>/<snap-id>" (the sandbox by id or name), or "<snap-id>" alone: snapshot ids are
- * unique, so it is looked for among the caller's sandboxes. */
+/* "<sandbox>/<snap-id>" (the sandbox by id, name or "UID/NAME": the snapshot id follows the
+ * last slash), or "<snap-id>" alone: snapshot ids are unique, so it is looked for among the
+ * caller's sandboxes. */
 static int find_source(Connection *c, const char *spec, Sandbox **ret_src, SnapshotInfo *ret_info, ProtoError *err) {
-        const char *slash = strchr(spec, '/');
+        const char *slash = strrchr(spec, '/');
         const char *snap = slash ? slash + 1 : spec;
         char key[SBX_MAX_ID_LEN + 1];
 
         if (slash) {
                 Sandbox *s;
                 snprintf(key, sizeof(key), "%.*s", (int) (slash - spec), spec);
-                s = manager_find_sandbox(c->manager, key);
-                if (s && sandbox_visible_to(s, c) && s->state != SANDBOX_DESTROYING && snapshot_get(s, snap, ret_info) >= 0) {
+                s = ops_resolve_sandbox(c, key);
+                if (s && s->state != SANDBOX_DESTROYING && snapshot_get(s, snap, ret_info) >= 0) {
                         *ret_src = s;
                         return 0;
                 }

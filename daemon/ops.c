@@ -124,6 +124,44 @@ void ops_dispatch(Connection *c, json_object *id, const char *name, json_object 
         connection_reply_error(c, id, &err);
 }
 
+/* "UID/NAME": the uid in decimal, as the daemon has no business asking NSS (which may block
+ * on a directory server) for a user name in its event loop; sandboxctl turns "user/name" into
+ * it. *ret_name points into key. */
+static bool parse_owner_name(const char *key, uid_t *ret_owner, const char **ret_name) {
+        const char *slash = strchr(key, '/');
+        uint64_t v = 0;
+
+        if (!slash || slash == key || slash - key > 10 || (key[0] == '0' && slash - key > 1))
+                return false;
+        for (const char *p = key; p < slash; p++) {
+                if (*p < '0' || *p > '9')
+                        return false;
+                v = v * 10 + (uint64_t) (*p - '0');
+        }
+        if (v >= (uid_t) -1)
+                return false;
+        *ret_owner = (uid_t) v;
+        *ret_name = slash + 1;
+        return true;
+}
+
+/* The sandbox key names for this caller: an id; a name among the caller's own; "UID/NAME"
+ * among that uid's, which only root and admins may give for another uid. NULL when there is
+ * none that the caller may see, whether or not the sandbox exists (no oracle). */
+Sandbox *ops_resolve_sandbox(Connection *c, const char *key) {
+        const char *name = key;
+        uid_t owner = c->peer.uid;
+        Sandbox *s;
+
+        if (strncmp(key, "sbx-", 4) == 0)
+                s = manager_find_sandbox(c->manager, key);
+        else if (strchr(key, '/') && !parse_owner_name(key, &owner, &name))
+                s = NULL;
+        else
+                s = manager_find_named(c->manager, owner, name);
+        return s && sandbox_visible_to(s, c) ? s : NULL;
+}
+
 int ops_lookup_sandbox(Connection *c, json_object *req, Sandbox **ret, ProtoError *err) {
         const char *key = NULL;
         Sandbox *s;
@@ -133,9 +171,14 @@ int ops_lookup_sandbox(Connection *c, json_object *req, Sandbox **ret, ProtoErro
                 return r;
         if (!key || !*key)
                 return proto_error_set(err, SBX_E_INVALID_REQUEST, "sandbox", "missing field 'sandbox'");
-        s = manager_find_sandbox(c->manager, key);
-        if (!s || !sandbox_visible_to(s, c))
-                return proto_error_set(err, SBX_E_NOT_FOUND, "sandbox", "no sandbox '%.64s'", key);
+        s = ops_resolve_sandbox(c, key);
+        if (!s)
+                return ops_sandbox_not_found(key, err);
         *ret = s;
         return 0;
+}
+
+/* The one wording for a sandbox the caller may not see, whether it exists, existed or never did. */
+int ops_sandbox_not_found(const char *key, ProtoError *err) {
+        return proto_error_set(err, SBX_E_NOT_FOUND, "sandbox", "no sandbox '%.64s'", key);
 }

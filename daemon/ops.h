@@ -43,5 +43,7 @@ int op_pty_close(Connection *c, json_object *id, json_object *req, ProtoError *e
 int op_pty_attach(Connection *c, json_object *id, json_object *req, ProtoError *err);
 int op_pty_detach(Connection *c, json_object *id, json_object *req, ProtoError *err);
 
-/* The caller's sandbox by id or name; not_found for others' (no oracle). */
+/* The caller's sandbox by id, name or "UID/NAME" (ops.c); not_found for others' (no oracle). */
+Sandbox *ops_resolve_sandbox(Connection *c, const char *key);
 int ops_lookup_sandbox(Connection *c, json_object *req, Sandbox **ret, ProtoError *err);
+int ops_sandbox_not_found(const char *key, ProtoError *err);

@@ -154,12 +154,15 @@ void pty_free_all(Sandbox *s) {
                 pty_destroy(s->sessions);
 }
 
+/* Every session is looked at, found or not, as in manager_find_sandbox(). */
 Session *pty_find(Manager *m, const char *id) {
+        Session *found = NULL;
+
         for (Sandbox *s = m->sandboxes; s; s = s->next)
                 for (Session *p = s->sessions; p; p = p->next)
-                        if (strcmp(p->id, id) == 0)
-                                return p;
-        return NULL;
+                        if (!found && strcmp(p->id, id) == 0)
+                                found = p;
+        return found;
 }
 
 json_object *pty_sessions_json(Sandbox *s) {

@@ -383,12 +383,15 @@ Run *run_free(Run *r) {
         return NULL;
 }
 
+/* Every run is looked at, found or not, as in manager_find_sandbox(). */
 Run *manager_find_run(Manager *m, const char *id) {
+        Run *found = NULL;
+
         for (Sandbox *s = m->sandboxes; s; s = s->next)
                 for (Run *r = s->runs; r; r = r->next)
-                        if (strcmp(r->id, id) == 0)
-                                return r;
-        return NULL;
+                        if (!found && strcmp(r->id, id) == 0)
+                                found = r;
+        return found;
 }
 
 /* ---- Finishing --------------------------------------------------------------------------- */

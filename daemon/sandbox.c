@@ -160,8 +160,9 @@ static int sandbox_parse(Manager *m, Sandbox *s, json_object *req, ProtoError *e
         if (name && !name_valid(name))
                 return proto_error_set(err, SBX_E_INVALID_REQUEST, "name",
                                        "'name' must be 1-64 of [A-Za-z0-9._-], not starting with 'sbx-', '.' or '-'");
-        if (name && manager_find_sandbox(m, name))
-                return proto_error_set(err, SBX_E_CONFLICT, "name", "a sandbox named '%s' exists already", name);
+        /* Per owner: another user's names are neither told nor taken (THREATS PRO-09). */
+        if (name && manager_find_named(m, s->owner_uid, name))
+                return proto_error_set(err, SBX_E_CONFLICT, "name", "you have a sandbox named '%s' already", name);
         if (network && strcmp(network, "none") != 0)
                 return proto_error_set(err, SBX_E_INVALID_REQUEST, "network",
                                        "'network' must be \"none\" (loopback only); no other mode is supported yet");
@@ -562,7 +563,7 @@ static int sandbox_restore_claim(Sandbox *s, json_object *meta) {
         if (sandbox_restore_fields(s, meta) < 0)
                 return -EBADMSG;
         if (s->uid_slot >= m->config.max_sandboxes + m->config.pool_size || m->uid_slots[s->uid_slot] ||
-            (s->name && manager_find_sandbox(m, s->name)))
+            manager_find_sandbox(m, s->id) || (s->name && manager_find_named(m, s->owner_uid, s->name)))
                 return -EEXIST;
         m->uid_slots[s->uid_slot] = 1;
         s->host_uid = (uid_t) (m->config.uid_base + (uint64_t) s->uid_slot * m->config.uid_range);
@@ -832,7 +833,7 @@ static void sandbox_finish_destroy(Sandbox *s) {
         netns_pool_put(&m->netns, TAKE_FD(s->netns_fd));
         sandbox_remove_workspace(s);
         if (!s->keep_workspace)
-                manager_add_tombstone(m, s->id);
+                manager_add_tombstone(m, s->id, s->owner_uid);
         if (s->destroy_waiters) {
                 _cleanup_json_ json_object *t = json_object_new_boolean(1);
                 waiters_answer(&s->destroy_waiters, t, "destroyed", NULL);

@@ -8,7 +8,9 @@ INTEGRATION_TESTS = \
 	tests/t-durability.sh \
 	tests/t-kill-fallback.sh \
 	tests/t-netns.sh \
+	tests/t-oracle.sh \
 	tests/t-conf.sh \
+	tests/t-ctl-escapes.sh \
 	tests/t-dev.sh \
 	tests/t-doctor.sh \
 	tests/t-leak.sh \

@@ -82,8 +82,8 @@ if b_reads >/dev/null; then nok "user B cannot read A's workspace on the host"; 
 is "$(jget "$(rpc '{"op":"list"}')" '[.sandboxes[].id] | join(",")')" "$a1" "root sees a1"
 is "$(jget "$(rpc_as $ADMIN $ADMIN_GROUP '{"op":"list"}')" '[.sandboxes[].id] | join(",")')" "$a1" \
 	"a member of admin_group ($ADMIN_GROUP) sees a1"
-r=$(rpc_as $ADMIN $ADMIN_GROUP '{"op":"run","sandbox":"a1","argv":["cat","/work/s"]}')
-is "$(jget "$r" .stdout)" secret "the admin can run in a1"
+r=$(rpc_as $ADMIN $ADMIN_GROUP "{\"op\":\"run\",\"sandbox\":\"$A/a1\",\"argv\":[\"cat\",\"/work/s\"]}")
+is "$(jget "$r" .stdout)" secret "the admin can run in a1 (as $A/a1: names are per owner)"
 
 r=$(rpc_as $A '{"op":"create","best_effort":true}')
 is "$(jget "$r" .ok)" true "A creates a second sandbox"
