@@ -119,9 +119,14 @@ static int parse_limits(Manager *m, json_object *limits, SandboxLimits *l, Proto
                 return limit_over("limits.pids", err, c->max_pids);
         if (l->millicpus > c->max_millicpus)
                 return limit_over("limits.cpus", err, c->max_millicpus / 1000);
-        if (l->timeout_usec == 0 || l->timeout_usec > c->max_timeout_usec)
+        if (l->timeout_usec == 0)
+                return proto_error_set(err, SBX_E_INVALID_REQUEST, "limits.timeout_s", "'limits.timeout_s' must be positive");
+        if (l->timeout_usec > c->max_timeout_usec)
                 return limit_over("limits.timeout_s", err, c->max_timeout_usec / USEC_PER_SEC);
-        if (l->output_bytes < 2 || l->output_bytes > c->max_output_bytes)
+        if (l->output_bytes < 2)
+                return proto_error_set(err, SBX_E_INVALID_REQUEST, "limits.output_bytes",
+                                       "'limits.output_bytes' must be at least 2");
+        if (l->output_bytes > c->max_output_bytes)
                 return limit_over("limits.output_bytes", err, c->max_output_bytes);
         return 0;
 }
