@@ -11,6 +11,7 @@ INTEGRATION_TESTS = \
 	tests/t-conf.sh \
 	tests/t-dev.sh \
 	tests/t-doctor.sh \
+	tests/t-inodes.sh \
 	tests/t-leak.sh \
 	tests/t-protocol.sh \
 	tests/t-pty.sh \
