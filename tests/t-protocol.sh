@@ -277,6 +277,16 @@ run({"timeout_s": -0}, "timeout_s", "run timeout_s -0", "must be positive")
 run({"output_bytes": 1.0}, "output_bytes", "run output_bytes 1.0", "between 2")
 run({"output_bytes": -0}, "output_bytes", "run output_bytes -0", "at least 2")
 run({"cpu_s": "9223372036855s"}, "cpu_s", "run cpu_s past INT64_MAX us", "out of range")
+# -0 as written on the wire (Python writes its -0 as 0).
+for line, field, has in ((b'{"id":"z","op":"create","best_effort":true,"limits":{"output_bytes":-0}}', "limits.output_bytes", "at least 2"),
+                         (b'{"id":"z","op":"create","best_effort":true,"limits":{"timeout_s":-0}}', "limits.timeout_s", "must be positive"),
+                         (b'{"id":"z","op":"run","best_effort":true,"argv":["true"],"timeout_s":-0}', "timeout_s", "must be positive"),
+                         (b'{"id":"z","op":"run","best_effort":true,"argv":["true"],"output_bytes":-0}', "output_bytes", "at least 2")):
+    c.send_raw(line + b"\n")
+    r = c.final("z", 10) or {}
+    e = r.get("error") or {}
+    check(e.get("code") == "invalid_request" and e.get("field") == field and has in e.get("message", "")
+          and "exceeds" not in e.get("message", ""), "%s: invalid_request, field %s, '%s'" % (line.decode()[30:], field, has), r)
 run({"memory": "9223372036854775808"}, "memory", "run memory 2^63", "out of range")
 run({"pids": 2.0}, "pids", "run pids 2.0", "integer")
 
