@@ -387,12 +387,11 @@ static uint64_t total_files_left(Plan *p) {
 }
 
 /* Over disk_budget in bytes (1) or over files_budget (2), or neither (0). */
-static int over_budget(Plan *p) {
-        const Config *c = &p->sw->manager->config;
+static int over_budget(const Config *c, uint64_t bytes, uint64_t files) {
         uint64_t fb = files_budget(c);
-        if (c->disk_budget && total_left(p) > c->disk_budget)
+        if (c->disk_budget && bytes > c->disk_budget)
                 return 1;
-        return fb && total_files_left(p) > fb ? 2 : 0;
+        return fb && files > fb ? 2 : 0;
 }
 
 /* Over the global budget: the oldest snapshots of all sandboxes go first; if that is not
@@ -401,6 +400,7 @@ static bool enforce_budget(Plan *p, bool *ret_files_over) {
         Manager *m = p->sw->manager;
         _cleanup_free_ size_t *v = NULL;
         uint64_t budget = m->config.disk_budget, fbudget = files_budget(&m->config);
+        uint64_t sum = total_left(p), fsum = total_files_left(p);
         size_t n = 0;
         int why;
         bool over;
@@ -408,10 +408,14 @@ static bool enforce_budget(Plan *p, bool *ret_files_over) {
         *ret_files_over = false;
         if (!budget && !fbudget)
                 return false;
-        if (over_budget(p) && (v = oldest_first(p, SIZE_MAX, &n)))
-                for (size_t k = 0; k < n && (why = over_budget(p)); k++)
+        if (over_budget(&m->config, sum, fsum) && (v = oldest_first(p, SIZE_MAX, &n)))
+                for (size_t k = 0; k < n && (why = over_budget(&m->config, sum, fsum)); k++) {
+                        const SweepRecord *r = &p->recs[v[k]];
+                        sum -= r->bytes < sum ? r->bytes : sum;
+                        fsum -= r->files < fsum ? r->files : fsum;
                         evict(p, v[k], why == 2 ? "files_budget" : "disk_budget");
-        why = over_budget(p);
+                }
+        why = over_budget(&m->config, total_left(p), total_files_left(p));
         over = why != 0;
         *ret_files_over = why == 2;
         if (p->cut && !over) {

@@ -4,7 +4,8 @@
 # inodes. A sandbox over limits.files has its runs refused by the sweep until it is back under;
 # limits.files defaults to one file per 4 KiB of limits.disk; a workspace that cannot be made
 # because the filesystem has no inode left is resource_exhausted (field disk), never internal;
-# below min_free_files new sandboxes are refused.
+# below min_free_files new sandboxes are refused; over files_budget and disk_budget the oldest
+# snapshots go, then runs are refused.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
 
 mkdir -p "$T/state"
@@ -73,6 +74,13 @@ is_(e.get("runs_refused"), False, "back under limits.files: runs accepted again"
 check(any(x.get("action") == "accept_runs" and x.get("sandbox") == B for x in sw.get("actions", [])), "action accept_runs", sw.get("actions"))
 r = c.call({"op": "run", "sandbox": B, "argv": ["true"]})
 is_(r.get("exit_code"), 0, "and a run in it works")
+# A snapshot doubles the files: over the limit, it is what goes first.
+snap = c.call({"op": "snapshot", "sandbox": B}, 60)
+check(snap.get("ok"), "a snapshot of its 50 files", snap)
+sw = c.call({"op": "sweep"}, 60)
+ev = [x for x in sw.get("actions", []) if x.get("action") == "evict_snapshot" and x.get("sandbox") == B]
+check(len(ev) == 1 and ev[0].get("reason") == "limits.files", "with it the sandbox is over limits.files: the snapshot is evicted", sw.get("actions"))
+is_(entry(sw, B).get("runs_refused"), False, "and that is enough: runs are not refused")
 c.close()
 EOF
 
@@ -122,4 +130,38 @@ is "$(jget "$r" '[.actions[] | select(.action == "refuse_new")][0].files_budget'
 r=$(rpc '{"op":"run","sandbox":"many","argv":["true"]}')
 is "$(jget "$r" .error.code)/$(jget "$r" .error.field)" "resource_exhausted/disk" "over files_budget: a run is refused"
 like "$(jget "$r" .error.message)" "files_budget" "naming files_budget"
+is "$(jget "$(rpc '{"op":"destroy","sandbox":"filler"}' 60)" .ok)" true "the filler is destroyed"
+stop_daemon
+
+# disk_budget in bytes still works beside the files: the oldest snapshot goes first, then new
+# sandboxes and runs are refused.
+printf 'sweep_interval = 0\nmin_free_disk = 0\nmin_free_files = 0\ndisk_budget = 6M\n' >"$T/c.conf"
+start_daemon --config "$T/c.conf" || exit 0
+run_py "disk_budget" 120 <<'EOF'
+import os
+from client import Conn, check, is_
+c = Conn(os.environ["SOCK"], 60)
+# "many" holds 51 files under its limits.files 100: a snapshot of it would be evicted by that.
+is_(c.call({"op": "destroy", "sandbox": "many"}, 60).get("ok"), True, "the sandbox with a file limit is destroyed")
+is_(c.call({"op": "create", "best_effort": True, "name": "many"}).get("ok"), True, "one without limits is made")
+r = c.call({"op": "run", "sandbox": "many", "command": "head -c 4M /dev/zero >/work/big"})
+is_(r.get("exit_code"), 0, "4M written in the sandbox")
+snap = c.call({"op": "snapshot", "sandbox": "many"}, 60)
+check(snap.get("ok"), "a snapshot of it", snap)
+sw = c.call({"op": "sweep"}, 60)
+ev = [a for a in sw.get("actions", []) if a.get("action") == "evict_snapshot"]
+check(len(ev) == 1 and ev[0].get("reason") == "disk_budget" and sw.get("budget_exceeded") is False,
+      "8M over a 6M disk_budget: the snapshot is evicted, and that is enough", sw.get("actions"))
+is_(sw.get("files_budget"), 1536, "files_budget defaults to one per 4 KiB of disk_budget")
+r = c.call({"op": "run", "sandbox": "many", "command": "head -c 4M /dev/zero >/work/big2"})
+is_(r.get("exit_code"), 0, "4M more written")
+sw = c.call({"op": "sweep"}, 60)
+check(sw.get("budget_exceeded") is True and any(a.get("action") == "refuse_new" and a.get("budget") == 6 << 20 for a in sw.get("actions", [])),
+      "over disk_budget without snapshots: refuse_new", sw.get("actions"))
+r = c.call({"op": "run", "sandbox": "many", "argv": ["true"]})
+e = r.get("error") or {}
+check(e.get("code") == "resource_exhausted" and e.get("field") == "disk" and "disk_budget" in e.get("message", ""),
+      "a run is refused, naming disk_budget", r)
+c.close()
+EOF
 stop_daemon
