@@ -189,8 +189,7 @@ void sweep_sandbox_json(Sandbox *s, json_object *o) {
         json_object *l;
         char ts[UTC_TIME_MAX];
 
-        if (json_object_object_get_ex(o, "limits", &l))
-        if (l) {
+        if (json_object_object_get_ex(o, "limits", &l) && l) {
                 json_object_object_add(l, "disk", s->limits.disk ? json_object_new_int64((int64_t) s->limits.disk) : NULL);
                 json_object_object_add(l, "files", s->limits.files ? json_object_new_int64((int64_t) s->limits.files) : NULL);
         }
@@ -223,13 +222,18 @@ static uint64_t meta_u64(json_object *o, const char *key) {
         return (uint64_t) json_object_get_int64(v);
 }
 
-/* Fields an older daemon did not write are absent: no disk limit, no expiry. */
+/* Fields an older daemon did not write are absent: no disk limit, no expiry; the file limit
+ * the disk limit implies. */
 int sweep_meta_restore(Sandbox *s, json_object *meta) {
         json_object *l = NULL;
 
         (void) json_object_object_get_ex(meta, "limits", &l);
         s->limits.disk = meta_u64(l, "disk");
-        s->limits.files = meta_u64(l, "files");
+        /* A sandbox of a daemon before limits.files gets the default a create would give it. */
+        if (l && json_object_object_get_ex(l, "files", NULL))
+                s->limits.files = meta_u64(l, "files");
+        else
+                s->limits.files = s->manager->config.default_files ?: files_for_bytes(s->limits.disk);
         s->ttl_usec = meta_u64(meta, "ttl_usec");
         s->idle_usec = meta_u64(meta, "idle_usec");
         /* The idle clock starts again: the daemon does not know what happened while it was gone. */

@@ -39,7 +39,7 @@ c = Conn(os.environ["SOCK"], 60)
 def entry(sw, sid):
     return next((e for e in sw.get("sandboxes", []) if e.get("id") == sid), {})
 
-a = c.call({"op": "create", "best_effort": True, "limits": {"disk": "1M"}})
+a = c.call({"op": "create", "best_effort": True, "name": "onem", "limits": {"disk": "1M"}})
 is_(((a.get("sandbox") or {}).get("limits") or {}).get("files"), 256, "limits.disk 1M: limits.files defaults to 256 (one per 4 KiB)")
 b = c.call({"op": "create", "best_effort": True, "name": "many", "limits": {"files": 100}})
 B, wd = b["sandbox"]["id"], b["sandbox"]["workdir"]
@@ -118,6 +118,7 @@ EOF
 stop_daemon
 printf 'sweep_interval = 0\nmin_free_disk = 0\nmin_free_files = 1000\nfiles_budget = 1000\n' >"$T/b.conf"
 start_daemon --config "$T/b.conf" || exit 0
+is "$(jget "$(rpc '{"op":"inspect","sandbox":"many"}')" .sandbox.limits.files)" 100 "limits.files is kept across a restart"
 r=$(rpc '{"op":"create","best_effort":true}')
 is "$(jget "$r" .error.code)/$(jget "$r" .error.field)" "resource_exhausted/disk" \
         "below min_free_files: create is resource_exhausted, field disk"
@@ -136,7 +137,22 @@ stop_daemon
 # disk_budget in bytes still works beside the files: the oldest snapshot goes first, then new
 # sandboxes and runs are refused.
 printf 'sweep_interval = 0\nmin_free_disk = 0\nmin_free_files = 0\ndisk_budget = 6M\n' >"$T/c.conf"
+# As an older daemon wrote it: no limits.files in the record of "onem" (limits.disk 1M).
+cat >"$T/strip.py" <<'EOF'
+import glob, json, sys
+found = False
+for p in glob.glob(sys.argv[1] + "/**/meta.json", recursive=True):
+    m = json.load(open(p))
+    if m.get("name") == "onem":
+        del m["limits"]["files"]
+        json.dump(m, open(p, "w"))
+        found = True
+sys.exit(0 if found else 1)
+EOF
+check "the record of onem loses limits.files" python3 "$T/strip.py" "$T/state"
 start_daemon --config "$T/c.conf" || exit 0
+is "$(jget "$(rpc '{"op":"inspect","sandbox":"onem"}')" .sandbox.limits.files)" 256 \
+        "a record without limits.files gets the one its limits.disk implies"
 run_py "disk_budget" 120 <<'EOF'
 import os
 from client import Conn, check, is_
