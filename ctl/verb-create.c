@@ -19,6 +19,8 @@ const Verb verb_create = {
                 "     --timeout DUR       Default wall-clock limit of runs (e.g. 30s, 2m)\n"
                 "     --output-bytes SIZE Default cap per output stream of runs\n"
                 "     --disk SIZE         Disk limit of workspace + snapshots (checked by the sweep)\n"
+                "     --files N           The same in files and directories (default: one per 4K\n"
+                "                         of --disk, or the configured default)\n"
                 "     --ttl DUR           Destroyed by the sweep this long after creation\n"
                 "     --idle DUR          Destroyed by the sweep after this long without runs\n"
                 "  -e --env NAME=VALUE    Default environment of runs (repeatable)\n"
@@ -44,6 +46,7 @@ enum {
         ARG_NETWORK,
         ARG_BEST_EFFORT,
         ARG_DISK,
+        ARG_FILES,
         ARG_TTL,
         ARG_IDLE,
         ARG_FROM_SNAPSHOT,
@@ -68,6 +71,8 @@ static int create_option(CreateArgs *a, int c, const char *value) {
                 return add_size(a->limits, "memory", "--memory", value);
         case ARG_DISK:
                 return add_size(a->limits, "disk", "--disk", value);
+        case ARG_FILES:
+                return add_uint(a->limits, "files", "--files", value);
         case ARG_TTL:
                 return add_duration(a->request, "ttl", "--ttl", value);
         case ARG_IDLE:
@@ -113,6 +118,7 @@ static int create_parse(CreateArgs *a, int argc, char *argv[]) {
                 { "network", required_argument, NULL, ARG_NETWORK },
                 { "best-effort", no_argument, NULL, ARG_BEST_EFFORT },
                 { "disk", required_argument, NULL, ARG_DISK },
+                { "files", required_argument, NULL, ARG_FILES },
                 { "ttl", required_argument, NULL, ARG_TTL },
                 { "idle", required_argument, NULL, ARG_IDLE },
                 { "user", required_argument, NULL, 'u' },

@@ -60,6 +60,8 @@ static void sweep_print_action(json_object *a) {
                 printf(" snapshot %s (created %s)", esc(json_str(a, "snapshot")), esc(json_str(a, "created_at") ?: "-"));
         if (json_child(a, "bytes"))
                 printf(" %s", esc(fmt_size(b, a, "bytes")));
+        if (json_child(a, "files"))
+                printf(" in %s files", esc(fmt_value(b, a, "files")));
         if (json_str(a, "reason"))
                 printf(" [%s]", esc(json_str(a, "reason")));
         printf("\n");
@@ -82,9 +84,14 @@ static int sweep_print(json_object *reply) {
                         return log_error_errno(-ENOMEM, "%m");
         if (n > 0)
                 table_print(t);
-        printf("%sTotal: %s in %s files over %zu sandboxes; %s free; budget %s\n", n > 0 ? "\n" : "",
-               esc(fmt_size(b, tot, "bytes")), esc(fmt_value(f, tot, "files")), n, esc(fmt_size(fr, reply, "free_bytes")),
-               esc(fmt_size(bu, reply, "disk_budget")));
+        printf("%sTotal: %s in %s files over %zu sandboxes; %s free", n > 0 ? "\n" : "", esc(fmt_size(b, tot, "bytes")),
+               esc(fmt_value(f, tot, "files")), n, esc(fmt_size(fr, reply, "free_bytes")));
+        if (json_child(reply, "free_files"))
+                printf(" (%s files)", esc(fmt_value(f, reply, "free_files")));
+        printf("; budget %s", esc(fmt_size(bu, reply, "disk_budget")));
+        if (json_child(reply, "files_budget"))
+                printf(" (%s files)", esc(fmt_value(f, reply, "files_budget")));
+        printf("\n");
         n = json_object_is_type(actions, json_type_array) ? json_object_array_length(actions) : 0;
         if (json_true(reply, "partial"))
                 printf("The walk was cut short by sweep_timeout: the figures of sandboxes not measured in full are "

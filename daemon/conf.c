@@ -65,6 +65,10 @@ static const ConfigKey config_keys[] = {
         KEY("default_ttl", KEY_DURATION, default_ttl_usec),
         KEY("default_idle", KEY_DURATION, default_idle_usec),
         KEY("min_free_disk", KEY_SIZE, min_free_disk),
+        KEY("files_budget", KEY_COUNT, files_budget),
+        KEY("default_files", KEY_COUNT, default_files),
+        KEY("max_files", KEY_COUNT, max_files),
+        KEY("min_free_files", KEY_COUNT, min_free_files),
         KEY("idle_exit_s", KEY_DURATION, idle_exit_usec),
         KEY("session_ring_bytes", KEY_SIZE, session_ring_bytes, 4096),
         KEY("session_idle_timeout", KEY_DURATION, session_idle_timeout_usec),
@@ -114,6 +118,7 @@ void config_init_defaults(Config *c) {
                 .sweep_interval_usec = 5 * 60 * USEC_PER_SEC,
                 .sweep_timeout_usec = 10 * 60 * USEC_PER_SEC,
                 .min_free_disk = 128u << 20,
+                .min_free_files = 32768,
                 .session_ring_bytes = 1u << 20,
                 .session_idle_timeout_usec = 30 * 60 * USEC_PER_SEC,
                 .max_sessions_per_uid = 64,
@@ -172,6 +177,8 @@ static int parse_value(const ConfigKey *k, const char *value, uint64_t *ret) {
         case KEY_COUNT:
                 errno = 0;
                 *ret = strtoull(value, &end, 0);
+                if (!errno && *ret > (uint64_t) INT64_MAX)
+                        errno = ERANGE; /* it goes out as a JSON int64 */
                 return errno || *end || !isdigit((unsigned char) value[0]) ? -EINVAL : 0;
         default:
                 return -EINVAL;
@@ -358,6 +365,8 @@ static int config_check(Config *c, ConfigParse *p) {
                         return r;
         /* max_disk 0 is no maximum. */
         if (c->max_disk && (r = config_check_pair(c, p, "default_disk", "max_disk")) < 0)
+                return r;
+        if (c->max_files && (r = config_check_pair(c, p, "default_files", "max_files")) < 0)
                 return r;
         if (c->session_ring_bytes > (UINT64_C(1) << 30))
                 return config_error(p, "%s:%u: session_ring_bytes must be at most 1G", p->path,

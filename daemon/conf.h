@@ -38,6 +38,9 @@ typedef struct Config {
         uint64_t default_disk, max_disk; /* per sandbox: workspace + snapshots */
         uint64_t default_ttl_usec, default_idle_usec;
         uint64_t min_free_disk;         /* creates refused below this on the state filesystem */
+        /* The same in files (inodes); a file limit left at 0 where the byte one is set is one file
+         * per SWEEP_BYTES_PER_FILE of it (sweep.c). */
+        uint64_t files_budget, default_files, max_files, min_free_files;
         uint64_t idle_exit_usec;        /* socket-activated daemon exits when idle this long */
         /* Interactive sessions (pty.c). */
         uint64_t session_ring_bytes;         /* output kept per session for reattaching */

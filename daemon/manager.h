@@ -67,7 +67,8 @@ typedef struct Manager {
         struct Sweep *sweeps;
         unsigned n_sweeps;
         bool timer_sweep_running;
-        bool disk_budget_exceeded;
+        bool disk_budget_exceeded;  /* over disk_budget or files_budget: creates and runs refused */
+        bool files_budget_exceeded; /* the files_budget part of it, for the message */
         sd_event_source *sweep_timer;
         /* idle-exit.c */
         sd_event_source *idle_timer;

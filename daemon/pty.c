@@ -220,6 +220,7 @@ static bool pty_oom_killed(Session *p) {
 static void pty_add_outcome(Session *p, json_object *o) {
         SessionReason why = p->forced;
         int sig = 0, code = 0;
+        char sigbuf[12];
         bool exited = p->wait_code != 0;
 
         if (exited && p->wait_code == CLD_EXITED)
@@ -233,7 +234,7 @@ static void pty_add_outcome(Session *p, json_object *o) {
         if (sig)
                 code = 128 + sig;
         json_object_object_add(o, "exit_code", json_object_new_int(code));
-        json_object_object_add(o, "signal", sig && signal_to_name(sig) ? json_object_new_string(signal_to_name(sig)) : NULL);
+        json_object_object_add(o, "signal", sig > 0 ? json_object_new_string(signal_to_string(sig, sigbuf)) : NULL);
         json_object_object_add(o, "reason", json_object_new_string(reason_name(why)));
 }
 

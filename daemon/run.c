@@ -62,6 +62,9 @@ static int parse_command(json_object *req, RunSpec *spec, ProtoError *err) {
                 return r;
         if (argv && command)
                 return proto_error_set(err, SBX_E_INVALID_REQUEST, "argv", "give either 'argv' or 'command', not both");
+        /* Blank is refused as an empty argv[0] is: "sh -c ''" would run nothing and exit 0. */
+        if (command && command[strspn(command, " \t\n\r\v\f")] == '\0')
+                return proto_error_set(err, SBX_E_INVALID_REQUEST, "command", "'command' must not be empty or blank");
         if (command) {
                 const char *sh[] = { "/bin/sh", "-c", command };
                 spec->argv = strv_from_borrowed(sh, 3);
@@ -515,13 +518,26 @@ static void run_add_stats(Run *r, json_object *o) {
         run_add_pids_limit_hit(r, o);
 }
 
-/* How it ended: what we did to it first, then the kernel's OOM account, then the wait status. */
+/* The budget ended it whatever came first: the daemon's cgroup.kill is forced already, but the
+ * RLIMIT_CPU guard (SIGXCPU, then SIGKILL), a handler of SIGXCPU that exits, or a shell that
+ * passes on 128+N may beat it. Only a run that exited 0 is not said to have been cut short. */
+static bool run_cpu_spent(Run *r) {
+        uint64_t used = 0;
+        return r->spec.cpu_usec && r->exited && !(r->wait_code == CLD_EXITED && r->wait_status == 0) &&
+               cg_read_keyed(r->cg_fd, "cpu.stat", "usage_usec", &used) >= 0 && used >= r->spec.cpu_usec;
+}
+
+/* How it ended: what we did to it first, then the kernel's OOM account, the CPU budget, then the
+ * wait status. */
 static void run_add_outcome(Run *r, json_object *o, bool oom) {
         RunReason why = r->forced;
+        char sigbuf[12];
         int sig = 0, code = 0;
 
         if (why == REASON_NONE && oom)
                 why = REASON_OOM;
+        if (why == REASON_NONE && run_cpu_spent(r))
+                why = REASON_CPU_LIMIT;
         if (why == REASON_NONE && r->exited && r->wait_code == CLD_EXITED) {
                 why = REASON_EXITED;
                 code = r->wait_status;
@@ -541,7 +557,7 @@ static void run_add_outcome(Run *r, json_object *o, bool oom) {
         if (why == REASON_TIMEOUT)
                 code = 124;
         json_object_object_add(o, "exit_code", json_object_new_int(code));
-        json_object_object_add(o, "signal", sig && signal_to_name(sig) ? json_object_new_string(signal_to_name(sig)) : NULL);
+        json_object_object_add(o, "signal", sig > 0 ? json_object_new_string(signal_to_string(sig, sigbuf)) : NULL);
         json_object_object_add(o, "reason", json_object_new_string(reason_name(why)));
         json_object_object_add(o, "timed_out", json_object_new_boolean(why == REASON_TIMEOUT));
         json_object_object_add(o, "oom_killed", json_object_new_boolean(oom));
@@ -860,8 +876,10 @@ void run_params_guard(Sandbox *s, uint64_t pids, uint64_t memory, RunParams *p) 
 }
 
 static void run_rlimits(Run *r, RunParams *p) {
+        /* A second above the budget, so that the daemon's own check (on_cpu_check) ends the run
+         * first; the rlimit only guards a run the daemon could not watch. */
         if (r->spec.cpu_usec) {
-                rlim_t sec = (rlim_t) ((r->spec.cpu_usec + USEC_PER_SEC - 1) / USEC_PER_SEC);
+                rlim_t sec = (rlim_t) ((r->spec.cpu_usec + USEC_PER_SEC - 1) / USEC_PER_SEC) + 1;
                 p->rl_cpu = (struct rlimit) { sec, sec + 1 };
                 p->rl_cpu_set = true;
         }

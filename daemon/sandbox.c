@@ -105,7 +105,8 @@ static int parse_limits(Manager *m, json_object *limits, SandboxLimits *l, Proto
             (r = proto_get_cpus(limits, "cpus", &l->millicpus, err)) < 0 ||
             (r = proto_get_duration(limits, "timeout_s", &l->timeout_usec, err)) < 0 ||
             (r = proto_get_size(limits, "output_bytes", &l->output_bytes, err)) < 0 ||
-            (r = proto_get_size(limits, "disk", &l->disk, err)) < 0) {
+            (r = proto_get_size(limits, "disk", &l->disk, err)) < 0 ||
+            (r = proto_get_uint(limits, "files", 0, INT64_MAX, &l->files, err)) < 0) {
                 char f[sizeof(err->field)];
                 memcpy(f, err->field, sizeof(f));
                 snprintf(err->field, sizeof(err->field), "limits.%.50s", f);
@@ -119,9 +120,14 @@ static int parse_limits(Manager *m, json_object *limits, SandboxLimits *l, Proto
                 return limit_over("limits.pids", err, c->max_pids);
         if (l->millicpus > c->max_millicpus)
                 return limit_over("limits.cpus", err, c->max_millicpus / 1000);
-        if (l->timeout_usec == 0 || l->timeout_usec > c->max_timeout_usec)
+        if (l->timeout_usec == 0)
+                return proto_error_set(err, SBX_E_INVALID_REQUEST, "limits.timeout_s", "'limits.timeout_s' must be positive");
+        if (l->timeout_usec > c->max_timeout_usec)
                 return limit_over("limits.timeout_s", err, c->max_timeout_usec / USEC_PER_SEC);
-        if (l->output_bytes < 2 || l->output_bytes > c->max_output_bytes)
+        if (l->output_bytes < 2)
+                return proto_error_set(err, SBX_E_INVALID_REQUEST, "limits.output_bytes",
+                                       "'limits.output_bytes' must be at least 2");
+        if (l->output_bytes > c->max_output_bytes)
                 return limit_over("limits.output_bytes", err, c->max_output_bytes);
         return 0;
 }
@@ -477,11 +483,11 @@ int sandbox_create(Manager *m, json_object *req, uid_t owner, bool ephemeral, Sa
                 goto fail_destroy;
         }
         if (!s->memory_workspace && (r = sandbox_make_workspace(s, false)) < 0) {
-                r = internal_error(err, "cannot create the workspace", r);
+                r = sweep_disk_error(err, "cannot create the workspace", r);
                 goto fail_destroy;
         }
         if (!s->ephemeral && (r = state_save(s)) < 0) {
-                r = internal_error(err, "cannot record the sandbox in the state directory", r);
+                r = sweep_disk_error(err, "cannot record the sandbox in the state directory", r);
                 goto fail_destroy;
         }
         if ((r = sandbox_spawn_init(s)) < 0) {

@@ -31,6 +31,7 @@ typedef struct SandboxLimits {
         uint64_t timeout_usec;
         uint64_t output_bytes;
         uint64_t disk;          /* workspace + snapshots, checked by the sweep; 0: none */
+        uint64_t files;         /* the same in files and directories (inodes); 0: none */
 } SandboxLimits;
 
 /* Someone waiting for the sandbox to be ready or gone: a create or destroy reply. */
@@ -116,6 +117,7 @@ typedef struct Sandbox {
         uint64_t disk_walked_usec;     /* CLOCK_MONOTONIC: the last sweep that walked it (to its end
                                         * or cut short in it); sweeps walk the least recent first */
         uint64_t disk_bytes;           /* workspace + snapshots at the last sweep */
+        uint64_t disk_files;           /* and their files */
         json_object *interrupted_runs; /* runs a restart cut short, reported by inspect */
         bool interrupted_changed;      /* run_log_open() added to them: to be saved */
         struct Sandbox *next, *prev;

@@ -38,6 +38,7 @@
 #include "snapshot-job.h"
 #include "snapshot.h"
 #include "spawn.h"
+#include "sweep.h"
 #include "util.h"
 
 #define FREEZE_TIMEOUT_USEC (10 * USEC_PER_SEC)
@@ -312,7 +313,7 @@ static void job_error_from_child(SnapshotJob *j, ProtoError *err) {
         if (!j->fail_step[0])
                 proto_error_set(err, SBX_E_INTERNAL, NULL, "%s's copy process died", what);
         else if (j->fail_errno == ENOSPC || j->fail_errno == EDQUOT)
-                proto_error_set(err, SBX_E_RESOURCE_EXHAUSTED, NULL, "%s failed at step '%s': %s", what, j->fail_step,
+                proto_error_set(err, SBX_E_RESOURCE_EXHAUSTED, "disk", "%s failed at step '%s': %s", what, j->fail_step,
                                 strerror(j->fail_errno));
         else if (strcmp(j->fail_step, "source") == 0)
                 proto_error_set(err, SBX_E_CONFLICT, "from_snapshot", "the snapshot was deleted while it was copied");
@@ -647,8 +648,7 @@ int snapshot_job_fork(Sandbox *s, Sandbox *src, const char *snap_id, ProtoError 
         int r = write_fork_marker(s);
 
         if (r < 0)
-                return proto_error_set(err, SBX_E_INTERNAL, NULL, "cannot mark the fork in the state directory: %s",
-                                       strerror(-r));
+                return sweep_disk_error(err, "cannot mark the fork in the state directory", r);
         j = job_new(JOB_FORK, s, NULL, NULL);
         if (!j)
                 return oom(err);

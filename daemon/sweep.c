@@ -42,8 +42,9 @@ typedef struct Tally {
         Sandbox *s; /* NULL when it went away during the walk */
         uint64_t work_bytes, work_apparent, work_files;
         uint64_t snap_bytes, snap_apparent, snap_files, partial_bytes;
-        uint64_t bytes, skipped;
+        uint64_t bytes, skipped, files;
         uint64_t left;       /* bytes once the evictions are done */
+        uint64_t files_left; /* files (inodes) once the evictions are done */
         const char *expired; /* "ttl", "idle" or NULL */
         bool refuse;
         bool partial;        /* the walk was cut short before it was done with this sandbox */
@@ -66,29 +67,69 @@ static const char *human(char buf[static 32], uint64_t bytes) {
 
 /* ---- Checks made by create and run ------------------------------------------------------- */
 
+/* A byte limit's file limit when none is set: 0 (none) stays 0, a small one is at least 1. */
+static uint64_t files_for_bytes(uint64_t bytes) {
+        return bytes == 0 ? 0 : bytes < SWEEP_BYTES_PER_FILE ? 1 : bytes / SWEEP_BYTES_PER_FILE;
+}
+
+static uint64_t files_budget(const Config *c) {
+        return c->files_budget ?: files_for_bytes(c->disk_budget);
+}
+
+static int budget_error(Manager *m, const char *what, ProtoError *err) {
+        char a[32];
+        if (m->files_budget_exceeded)
+                return proto_error_set(err, SBX_E_RESOURCE_EXHAUSTED, "disk",
+                                       "the sandboxes hold more than files_budget (%" PRIu64 " files) even without "
+                                       "snapshots: %s until some are destroyed",
+                                       files_budget(&m->config), what);
+        return proto_error_set(err, SBX_E_RESOURCE_EXHAUSTED, "disk",
+                               "the sandboxes use more than disk_budget (%s) even without snapshots: %s until some "
+                               "are destroyed",
+                               human(a, m->config.disk_budget), what);
+}
+
 int sweep_check_create(Manager *m, ProtoError *err) {
         struct statvfs sv;
         char a[32], b[32];
 
-        if (m->config.min_free_disk && fstatvfs(m->state_fd, &sv) == 0) {
+        if ((m->config.min_free_disk || m->config.min_free_files) && fstatvfs(m->state_fd, &sv) == 0) {
                 uint64_t avail = (uint64_t) sv.f_bavail * sv.f_frsize;
                 if (avail < m->config.min_free_disk)
                         return proto_error_set(err, SBX_E_RESOURCE_EXHAUSTED, "disk",
                                                "only %s is free on the state directory's filesystem, below "
                                                "min_free_disk (%s): no new sandboxes until space is freed",
                                                human(a, avail), human(b, m->config.min_free_disk));
+                /* f_files 0: a filesystem without an inode count (btrfs): nothing to run out of. */
+                if (sv.f_files > 0 && (uint64_t) sv.f_favail < m->config.min_free_files)
+                        return proto_error_set(err, SBX_E_RESOURCE_EXHAUSTED, "disk",
+                                               "only %" PRIu64 " files (inodes) are free on the state directory's "
+                                               "filesystem, below min_free_files (%" PRIu64 "): no new sandboxes "
+                                               "until some are freed",
+                                               (uint64_t) sv.f_favail, m->config.min_free_files);
         }
         if (m->disk_budget_exceeded)
-                return proto_error_set(err, SBX_E_RESOURCE_EXHAUSTED, "disk",
-                                       "the sandboxes use more than disk_budget (%s) even without snapshots: no new "
-                                       "sandboxes until some are destroyed",
-                                       human(a, m->config.disk_budget));
+                return budget_error(m, "no new sandboxes", err);
         return 0;
+}
+
+int sweep_disk_error(ProtoError *err, const char *what, int r) {
+        if (r == -ENOSPC || r == -EDQUOT)
+                return proto_error_set(err, SBX_E_RESOURCE_EXHAUSTED, "disk",
+                                       "%s: %s (the state directory's filesystem is full, in bytes or in files)",
+                                       what, strerror(-r));
+        return proto_error_set(err, SBX_E_INTERNAL, NULL, "%s: %s", what, strerror(-r));
 }
 
 int sweep_check_run(Sandbox *s, ProtoError *err) {
         char a[32], b[32];
 
+        if (s->disk_refused && s->limits.files && s->disk_files > s->limits.files)
+                return proto_error_set(err, SBX_E_RESOURCE_EXHAUSTED, "disk",
+                                       "sandbox %s holds %" PRIu64 " files, more than its file limit (%" PRIu64 ") even "
+                                       "without its snapshots: runs are refused until it is back under (restore a "
+                                       "smaller snapshot, or destroy it)",
+                                       s->id, s->disk_files, s->limits.files);
         if (s->disk_refused)
                 return proto_error_set(err, SBX_E_RESOURCE_EXHAUSTED, "disk",
                                        "sandbox %s uses %s, more than its disk limit (%s) even without its snapshots: "
@@ -96,14 +137,30 @@ int sweep_check_run(Sandbox *s, ProtoError *err) {
                                        "destroy it)",
                                        s->id, human(a, s->disk_bytes), human(b, s->limits.disk));
         if (s->manager->disk_budget_exceeded)
-                return proto_error_set(err, SBX_E_RESOURCE_EXHAUSTED, "disk",
-                                       "the sandboxes use more than disk_budget (%s) even without snapshots: runs are "
-                                       "refused until some sandboxes are destroyed",
-                                       human(a, s->manager->config.disk_budget));
+                return budget_error(s->manager, "runs are refused", err);
         return 0;
 }
 
 /* ---- ttl, idle, limits.disk in create, replies and meta.json ------------------------------ */
+
+/* limits.files (parsed with the others in sandbox.c) where the request left it out:
+ * default_files, else one file per SWEEP_BYTES_PER_FILE of limits.disk; max_files caps both. */
+static int parse_files_limit(Manager *m, Sandbox *s, json_object *req, ProtoError *err) {
+        json_object *l = NULL, *v = NULL;
+        bool given = json_object_object_get_ex(req, "limits", &l) && json_object_object_get_ex(l, "files", &v) &&
+                     !json_object_is_type(v, json_type_null);
+
+        if (!given)
+                s->limits.files = m->config.default_files ?: files_for_bytes(s->limits.disk);
+        if (m->config.max_files && (s->limits.files == 0 || s->limits.files > m->config.max_files)) {
+                if (given)
+                        return proto_error_set(err, SBX_E_INVALID_REQUEST, "limits.files",
+                                               "'limits.files' must be set and at most the configured maximum (%" PRIu64 ")",
+                                               m->config.max_files);
+                s->limits.files = m->config.max_files;
+        }
+        return 0;
+}
 
 int sweep_parse_create(Manager *m, Sandbox *s, json_object *req, ProtoError *err) {
         int r;
@@ -117,6 +174,8 @@ int sweep_parse_create(Manager *m, Sandbox *s, json_object *req, ProtoError *err
                 return proto_error_set(err, SBX_E_INVALID_REQUEST, "limits.disk",
                                        "'limits.disk' must be set and at most the configured maximum (%" PRIu64 ")",
                                        m->config.max_disk);
+        if ((r = parse_files_limit(m, s, req, err)) < 0)
+                return r;
         s->last_active_usec = now_usec(CLOCK_MONOTONIC);
         s->ttl_deadline_usec = s->ttl_usec ? s->last_active_usec + s->ttl_usec : 0;
         return 0;
@@ -130,22 +189,27 @@ void sweep_sandbox_json(Sandbox *s, json_object *o) {
         json_object *l;
         char ts[UTC_TIME_MAX];
 
-        if (json_object_object_get_ex(o, "limits", &l))
+        if (json_object_object_get_ex(o, "limits", &l) && l) {
                 json_object_object_add(l, "disk", s->limits.disk ? json_object_new_int64((int64_t) s->limits.disk) : NULL);
+                json_object_object_add(l, "files", s->limits.files ? json_object_new_int64((int64_t) s->limits.files) : NULL);
+        }
         json_object_object_add(o, "ttl_s", seconds_or_null(s->ttl_usec));
         json_object_object_add(o, "idle_s", seconds_or_null(s->idle_usec));
         json_object_object_add(o, "expires_at", s->ttl_usec ? json_object_new_string(format_utc(ts, s->created_usec +
                                                                                                       s->ttl_usec))
                                                             : NULL);
         json_object_object_add(o, "disk_bytes", s->disk_measured ? json_object_new_int64((int64_t) s->disk_bytes) : NULL);
+        json_object_object_add(o, "disk_files", s->disk_measured ? json_object_new_int64((int64_t) s->disk_files) : NULL);
         json_object_object_add(o, "disk_refused", json_object_new_boolean(s->disk_refused));
 }
 
 void sweep_meta_save(Sandbox *s, json_object *meta) {
         json_object *l;
 
-        if (json_object_object_get_ex(meta, "limits", &l))
+        if (json_object_object_get_ex(meta, "limits", &l)) {
                 json_object_object_add(l, "disk", json_object_new_int64((int64_t) s->limits.disk));
+                json_object_object_add(l, "files", json_object_new_int64((int64_t) s->limits.files));
+        }
         json_object_object_add(meta, "ttl_usec", json_object_new_int64((int64_t) s->ttl_usec));
         json_object_object_add(meta, "idle_usec", json_object_new_int64((int64_t) s->idle_usec));
 }
@@ -158,12 +222,18 @@ static uint64_t meta_u64(json_object *o, const char *key) {
         return (uint64_t) json_object_get_int64(v);
 }
 
-/* Fields an older daemon did not write are absent: no disk limit, no expiry. */
+/* Fields an older daemon did not write are absent: no disk limit, no expiry; the file limit
+ * the disk limit implies. */
 int sweep_meta_restore(Sandbox *s, json_object *meta) {
         json_object *l = NULL;
 
         (void) json_object_object_get_ex(meta, "limits", &l);
         s->limits.disk = meta_u64(l, "disk");
+        /* A sandbox of a daemon before limits.files gets the default a create would give it. */
+        if (l && json_object_object_get_ex(l, "files", NULL))
+                s->limits.files = meta_u64(l, "files");
+        else
+                s->limits.files = s->manager->config.default_files ?: files_for_bytes(s->limits.disk);
         s->ttl_usec = meta_u64(meta, "ttl_usec");
         s->idle_usec = meta_u64(meta, "idle_usec");
         /* The idle clock starts again: the daemon does not know what happened while it was gone. */
@@ -195,10 +265,13 @@ static void tally(Plan *p) {
                 } else
                         t->partial_bytes += r->bytes;
                 t->bytes += r->bytes;
+                t->files += r->files;
                 t->skipped += r->skipped;
         }
-        for (size_t i = 0; i < p->sw->n_ids; i++)
+        for (size_t i = 0; i < p->sw->n_ids; i++) {
                 p->t[i].left = p->t[i].bytes;
+                p->t[i].files_left = p->t[i].files;
+        }
 }
 
 static void add_action(Plan *p, const char *action, Sandbox *s, json_object *extra) {
@@ -228,7 +301,7 @@ static void expire(Plan *p) {
                 json_object_object_add(a, "reason", json_object_new_string(t->expired));
                 json_object_object_add(a, "bytes", json_object_new_int64((int64_t) t->bytes));
                 add_action(p, "destroy", s, a);
-                t->left = 0;
+                t->left = t->files_left = 0;
         }
 }
 
@@ -264,6 +337,7 @@ static void evict(Plan *p, size_t i, const char *why) {
 
         p->evicted[i] = true;
         t->left -= r->bytes < t->left ? r->bytes : t->left;
+        t->files_left -= r->files < t->files_left ? r->files : t->files_left;
         json_object_object_add(a, "snapshot", json_object_new_string(r->snap));
         json_object_object_add(a, "created_at", json_object_new_string(format_utc(ts, r->created_usec)));
         json_object_object_add(a, "bytes", json_object_new_int64((int64_t) r->bytes));
@@ -271,17 +345,23 @@ static void evict(Plan *p, size_t i, const char *why) {
         add_action(p, "evict_snapshot", t->s, a);
 }
 
+static bool over_sandbox_limit(const Tally *t) {
+        const SandboxLimits *l = &t->s->limits;
+        return (l->disk && t->left > l->disk) || (l->files && t->files_left > l->files);
+}
+
 static void enforce_sandbox_limit(Plan *p, size_t index) {
         Tally *t = &p->t[index];
         _cleanup_free_ size_t *v = NULL;
         size_t n = 0;
 
-        if (!t->s || t->expired || !t->s->limits.disk)
+        if (!t->s || t->expired || (!t->s->limits.disk && !t->s->limits.files))
                 return;
-        if (t->left > t->s->limits.disk && (v = oldest_first(p, index, &n)))
-                for (size_t k = 0; k < n && t->left > t->s->limits.disk; k++)
-                        evict(p, v[k], "limits.disk");
-        t->refuse = t->left > t->s->limits.disk;
+        if (over_sandbox_limit(t) && (v = oldest_first(p, index, &n)))
+                for (size_t k = 0; k < n && over_sandbox_limit(t); k++)
+                        evict(p, v[k], t->s->limits.files && t->files_left > t->s->limits.files ? "limits.files"
+                                                                                                 : "limits.disk");
+        t->refuse = over_sandbox_limit(t);
         /* A lower bound under the limit proves nothing: as it was. Over it, it is over. */
         if (t->partial && !t->refuse)
                 t->refuse = t->s->disk_refused;
@@ -289,6 +369,9 @@ static void enforce_sandbox_limit(Plan *p, size_t index) {
                 json_object *a = json_object_new_object();
                 json_object_object_add(a, "bytes", json_object_new_int64((int64_t) t->left));
                 json_object_object_add(a, "limit", json_object_new_int64((int64_t) t->s->limits.disk));
+                json_object_object_add(a, "files", json_object_new_int64((int64_t) t->files_left));
+                json_object_object_add(a, "files_limit", t->s->limits.files ? json_object_new_int64((int64_t) t->s->limits.files)
+                                                                            : NULL);
                 add_action(p, t->refuse ? "refuse_runs" : "accept_runs", t->s, a);
         }
 }
@@ -300,29 +383,55 @@ static uint64_t total_left(Plan *p) {
         return sum;
 }
 
+static uint64_t total_files_left(Plan *p) {
+        uint64_t sum = 0;
+        for (size_t i = 0; i < p->sw->n_ids; i++)
+                sum += p->t[i].files_left;
+        return sum;
+}
+
+/* Over disk_budget in bytes (1) or over files_budget (2), or neither (0). */
+static int over_budget(const Config *c, uint64_t bytes, uint64_t files) {
+        uint64_t fb = files_budget(c);
+        if (c->disk_budget && bytes > c->disk_budget)
+                return 1;
+        return fb && files > fb ? 2 : 0;
+}
+
 /* Over the global budget: the oldest snapshots of all sandboxes go first; if that is not
  * enough, new sandboxes and runs are refused until the next sweep finds room. */
-static bool enforce_budget(Plan *p) {
+static bool enforce_budget(Plan *p, bool *ret_files_over) {
         Manager *m = p->sw->manager;
         _cleanup_free_ size_t *v = NULL;
-        uint64_t budget = m->config.disk_budget, sum = total_left(p);
+        uint64_t budget = m->config.disk_budget, fbudget = files_budget(&m->config);
+        uint64_t sum = total_left(p), fsum = total_files_left(p);
         size_t n = 0;
+        int why;
         bool over;
 
-        if (!budget)
+        *ret_files_over = false;
+        if (!budget && !fbudget)
                 return false;
-        if (sum > budget && (v = oldest_first(p, SIZE_MAX, &n)))
-                for (size_t k = 0; k < n && sum > budget; k++) {
-                        sum -= p->recs[v[k]].bytes < sum ? p->recs[v[k]].bytes : sum;
-                        evict(p, v[k], "disk_budget");
+        if (over_budget(&m->config, sum, fsum) && (v = oldest_first(p, SIZE_MAX, &n)))
+                for (size_t k = 0; k < n && (why = over_budget(&m->config, sum, fsum)); k++) {
+                        const SweepRecord *r = &p->recs[v[k]];
+                        sum -= r->bytes < sum ? r->bytes : sum;
+                        fsum -= r->files < fsum ? r->files : fsum;
+                        evict(p, v[k], why == 2 ? "files_budget" : "disk_budget");
                 }
-        over = total_left(p) > budget;
-        if (p->cut && !over)
+        why = over_budget(&m->config, total_left(p), total_files_left(p));
+        over = why != 0;
+        *ret_files_over = why == 2;
+        if (p->cut && !over) {
                 over = m->disk_budget_exceeded;
+                *ret_files_over = m->files_budget_exceeded;
+        }
         if (over != m->disk_budget_exceeded) {
                 json_object *a = json_object_new_object();
                 json_object_object_add(a, "bytes", json_object_new_int64((int64_t) total_left(p)));
-                json_object_object_add(a, "budget", json_object_new_int64((int64_t) budget));
+                json_object_object_add(a, "budget", budget ? json_object_new_int64((int64_t) budget) : NULL);
+                json_object_object_add(a, "files", json_object_new_int64((int64_t) total_files_left(p)));
+                json_object_object_add(a, "files_budget", fbudget ? json_object_new_int64((int64_t) fbudget) : NULL);
                 add_action(p, over ? "refuse_new" : "accept_new", NULL, a);
         }
         return over;
@@ -370,6 +479,8 @@ static json_object *sandbox_report(Plan *p, size_t index) {
         json_object_object_add(o, "skipped", json_object_new_int64((int64_t) t->skipped));
         json_object_object_add(o, "disk_limit", t->s && t->s->limits.disk ? json_object_new_int64((int64_t) t->s->limits.disk)
                                                                            : NULL);
+        json_object_object_add(o, "files_limit", t->s && t->s->limits.files ? json_object_new_int64((int64_t) t->s->limits.files)
+                                                                             : NULL);
         json_object_object_add(o, "runs_refused", json_object_new_boolean(t->refuse));
         json_object_object_add(o, "expired", t->expired ? json_object_new_string(t->expired) : NULL);
         json_object_object_add(o, "partial", json_object_new_boolean(t->partial));
@@ -402,9 +513,13 @@ static json_object *sweep_reply(Plan *p, bool budget_over) {
         json_object_object_add(reply, "disk_budget", m->config.disk_budget ? json_object_new_int64((int64_t) m->config.disk_budget)
                                                                            : NULL);
         json_object_object_add(reply, "budget_exceeded", json_object_new_boolean(budget_over));
-        json_object_object_add(reply, "free_bytes", fstatvfs(m->state_fd, &sv) == 0
-                                                            ? json_object_new_int64((int64_t) ((uint64_t) sv.f_bavail * sv.f_frsize))
-                                                            : NULL);
+        json_object_object_add(reply, "files_budget", files_budget(&m->config) ? json_object_new_int64((int64_t) files_budget(&m->config))
+                                                                               : NULL);
+        if (fstatvfs(m->state_fd, &sv) < 0)
+                sv = (struct statvfs) { .f_frsize = 0 };
+        json_object_object_add(reply, "free_bytes", sv.f_frsize ? json_object_new_int64((int64_t) ((uint64_t) sv.f_bavail * sv.f_frsize))
+                                                                : NULL);
+        json_object_object_add(reply, "free_files", sv.f_files ? json_object_new_int64((int64_t) sv.f_favail) : NULL);
         json_object_object_add(reply, "actions", json_object_get(p->actions));
         json_object_object_add(reply, "duration_s",
                                json_object_new_double((double) (now_usec(CLOCK_MONOTONIC) - p->sw->start_usec) / 1e6));
@@ -413,7 +528,7 @@ static json_object *sweep_reply(Plan *p, bool budget_over) {
 
 /* ---- Doing ------------------------------------------------------------------------------- */
 
-static void carry_out(Plan *p, bool budget_over) {
+static void carry_out(Plan *p, bool budget_over, bool files_over) {
         Manager *m = p->sw->manager;
 
         for (size_t i = 0; i < p->n_recs; i++)
@@ -433,12 +548,15 @@ static void carry_out(Plan *p, bool budget_over) {
                 /* inspect's disk_bytes stays the last whole measurement. */
                 if (!t->partial) {
                         t->s->disk_bytes = t->left;
+                        t->s->disk_files = t->files_left;
                         t->s->disk_measured = true;
                 }
                 t->s->disk_refused = t->refuse;
         }
-        if (p->sw->all)
+        if (p->sw->all) {
                 m->disk_budget_exceeded = budget_over;
+                m->files_budget_exceeded = budget_over && files_over;
+        }
         /* Last: a destroyed sandbox may be freed at once. */
         for (size_t i = 0; i < p->sw->n_ids; i++)
                 if (p->t[i].s && p->t[i].expired)
@@ -483,7 +601,7 @@ static void on_walk_done(SweepWalk *w, int r, void *userdata) {
         Manager *m = sw->manager;
         Plan p = { .sw = sw, .now_mono = now_usec(CLOCK_MONOTONIC) };
         json_object *reply;
-        bool over;
+        bool over, files_over;
 
         if (r < 0 && r != -ETIME) {
                 sweep_fail(sw, r);
@@ -515,10 +633,11 @@ static void on_walk_done(SweepWalk *w, int r, void *userdata) {
         expire(&p);
         for (size_t i = 0; i < sw->n_ids; i++)
                 enforce_sandbox_limit(&p, i);
-        over = sw->all ? enforce_budget(&p) : m->disk_budget_exceeded;
+        files_over = m->files_budget_exceeded;
+        over = sw->all ? enforce_budget(&p, &files_over) : m->disk_budget_exceeded;
         reply = sweep_reply(&p, over);
         if (!sw->dry_run)
-                carry_out(&p, over);
+                carry_out(&p, over, files_over);
         if (sw->conn)
                 connection_send_take(sw->conn, reply);
         else

@@ -324,7 +324,7 @@ int proto_get_uint(json_object *obj, const char *name, uint64_t min, uint64_t ma
         uint64_t u = x == INT64_MAX ? json_object_get_uint64(v) : (uint64_t) x;
         if (x < 0 || u < min || u > max)
                 return proto_error_set(err, SBX_E_INVALID_REQUEST, name,
-                                       "field '%s' must be between %llu and %llu", name, (unsigned long long) min,
+                                       "field '%s' is out of range: it must be between %llu and %llu", name, (unsigned long long) min,
                                        (unsigned long long) max);
         *ret = u;
         return 1;
@@ -346,25 +346,31 @@ static int get_unit_value(json_object *obj, const char *name, int (*parse)(const
         json_object *v = get_field(obj, name);
         const char *s;
         char buf[64];
+        int k;
         if (!v)
                 return 0;
         if (is_integer(v)) {
                 int64_t x = json_object_get_int64(v);
-                if (x < 0)
-                        return proto_error_set(err, SBX_E_INVALID_REQUEST, name, "field '%s' must not be negative", name);
+                /* json-c saturates an integer past INT64_MAX to INT64_MAX here. */
+                if (x < 0 || (x == INT64_MAX && json_object_get_uint64(v) > (uint64_t) INT64_MAX))
+                        return proto_error_set(err, SBX_E_INVALID_REQUEST, name, "field '%s' is out of range%s", name,
+                                               x < 0 ? " (negative)" : "");
                 snprintf(buf, sizeof(buf), "%lld", (long long) x);
                 s = buf;
         } else if (json_object_is_type(v, json_type_double)) {
                 double d = json_object_get_double(v);
                 if (!(d >= 0 && d < 1e15))
-                        return proto_error_set(err, SBX_E_INVALID_REQUEST, name, "field '%s' is out of range", name);
-                snprintf(buf, sizeof(buf), "%.6f", d);
+                        return proto_error_set(err, SBX_E_INVALID_REQUEST, name, "field '%s' is out of range%s", name,
+                                               d < 0 ? " (negative)" : "");
+                snprintf(buf, sizeof(buf), "%.6f", d == 0 ? 0.0 : d); /* -0.0 is 0 */
                 s = buf;
         } else if (json_object_is_type(v, json_type_string))
                 s = json_object_get_string(v);
         else
                 return proto_error_set(err, SBX_E_INVALID_REQUEST, name, "field '%s' must be %s", name, what);
-        if (parse(s, ret) < 0)
+        if ((k = parse(s, ret)) == -ERANGE)
+                return proto_error_set(err, SBX_E_INVALID_REQUEST, name, "field '%s' is out of range: '%.32s'", name, s);
+        if (k < 0)
                 return proto_error_set(err, SBX_E_INVALID_REQUEST, name, "field '%s': cannot parse '%.32s' as %s", name,
                                        s, what);
         return 1;

@@ -41,7 +41,9 @@ static int parse_decimal_scaled(const char **p, uint64_t scale, uint64_t *ret) {
                 return -ERANGE;
         /* frac < frac_div <= 1e18 and scale < 2^64: the product fits in 128 bits. */
         uint64_t f = (uint64_t) ((unsigned __int128) frac * scale / frac_div);
-        if (__builtin_add_overflow(r, f, &r))
+        /* Every value goes out again as a JSON int64 (replies, meta.json): past INT64_MAX it
+         * would come back negative, -1 reading as "no limit". */
+        if (__builtin_add_overflow(r, f, &r) || r > (uint64_t) INT64_MAX)
                 return -ERANGE;
         *ret = r;
         *p = s;
@@ -275,29 +277,84 @@ static const char *const signal_names[] = {
         [SIGIO] = "IO",     [SIGPWR] = "PWR",     [SIGSYS] = "SYS",
 };
 
+/* Real-time signals by glibc's numbering, as bash's and procps' `kill -l` print them: SIGRTMIN
+ * is 34 there (the kernel's 32 and 33 are the C library's own, for thread cancellation and
+ * setxid), RTMIN+1..RTMIN+15, then RTMAX-14..RTMAX (64). */
+#define RT_FIRST 34
+#define RT_LAST 64
+static const char *const rt_names[RT_LAST - RT_FIRST + 1] = {
+        "RTMIN",    "RTMIN+1",  "RTMIN+2",  "RTMIN+3",  "RTMIN+4",  "RTMIN+5",  "RTMIN+6",  "RTMIN+7",
+        "RTMIN+8",  "RTMIN+9",  "RTMIN+10", "RTMIN+11", "RTMIN+12", "RTMIN+13", "RTMIN+14", "RTMIN+15",
+        "RTMAX-14", "RTMAX-13", "RTMAX-12", "RTMAX-11", "RTMAX-10", "RTMAX-9",  "RTMAX-8",  "RTMAX-7",
+        "RTMAX-6",  "RTMAX-5",  "RTMAX-4",  "RTMAX-3",  "RTMAX-2",  "RTMAX-1",  "RTMAX",
+};
+
 const char *signal_to_name(int sig) {
+        if (sig >= RT_FIRST && sig <= RT_LAST)
+                return rt_names[sig - RT_FIRST];
         if (sig <= 0 || (size_t) sig >= ELEMENTSOF(signal_names))
                 return NULL;
         return signal_names[sig];
 }
 
+const char *signal_to_string(int sig, char buf[static 12]) {
+        const char *name = signal_to_name(sig);
+        if (name || sig <= 0)
+                return name;
+        snprintf(buf, 12, "%d", sig);
+        return buf;
+}
+
+static bool signal_sendable(long v) {
+        return v > 0 && v <= RT_LAST && (v < RT_FIRST - 2 || v >= RT_FIRST);
+}
+
+static int parse_small_decimal(const char *s, long *ret) {
+        long v = 0;
+        if (!isdigit((unsigned char) *s))
+                return -EINVAL;
+        for (; isdigit((unsigned char) *s); s++)
+                if ((v = v * 10 + (*s - '0')) > 1000)
+                        return -ERANGE;
+        if (*s)
+                return -EINVAL;
+        *ret = v;
+        return 0;
+}
+
+/* "RTMIN", "RTMIN+N", "RTMAX", "RTMAX-N", any N that stays within 34..64. */
+static int signal_rt_from_string(const char *s) {
+        long base, n = 0;
+
+        if (strncasecmp(s, "RTMIN", 5) == 0)
+                base = RT_FIRST;
+        else if (strncasecmp(s, "RTMAX", 5) == 0)
+                base = RT_LAST;
+        else
+                return -EINVAL;
+        s += 5;
+        if (*s) {
+                if ((base == RT_FIRST && *s != '+') || (base == RT_LAST && *s != '-') ||
+                    parse_small_decimal(s + 1, &n) < 0)
+                        return -EINVAL;
+                n = base == RT_FIRST ? n : -n;
+        }
+        return base + n >= RT_FIRST && base + n <= RT_LAST ? (int) (base + n) : -EINVAL;
+}
+
 int signal_from_string(const char *s) {
+        long v;
+
         if (!s || !*s)
                 return -EINVAL;
-        if (isdigit((unsigned char) s[0])) {
-                char *end;
-                errno = 0;
-                long v = strtol(s, &end, 10);
-                if (errno || *end || v <= 0 || v >= NSIG)
-                        return -EINVAL;
-                return (int) v;
-        }
+        if (isdigit((unsigned char) s[0]))
+                return parse_small_decimal(s, &v) == 0 && signal_sendable(v) ? (int) v : -EINVAL;
         if (strncasecmp(s, "SIG", 3) == 0)
                 s += 3;
         for (size_t i = 1; i < ELEMENTSOF(signal_names); i++)
                 if (signal_names[i] && strcasecmp(s, signal_names[i]) == 0)
                         return (int) i;
-        return -EINVAL;
+        return signal_rt_from_string(s);
 }
 
 int read_small_file(int dir_fd, const char *path, bool nofollow, char *buf, size_t size) {

@@ -34,9 +34,12 @@ char *base64_encode(const void *data, size_t len);
 /* Decodes standard base64 (padding required, no whitespace); -EINVAL on bad input. */
 int base64_decode(const char *s, size_t len, void **ret, size_t *ret_len);
 
-/* Signal names without the SIG prefix ("KILL"); NULL when unknown. */
+/* Signal names without the SIG prefix ("KILL", "RTMIN+3", "RTMAX"); NULL when unknown (32 and
+ * 33, glibc's own). */
 const char *signal_to_name(int sig);
-/* Accepts "KILL", "SIGKILL", "9"; -EINVAL otherwise. */
+/* The name, else the number in decimal (in buf); NULL for 0 and below. What a reply reports. */
+const char *signal_to_string(int sig, char buf[static 12]);
+/* Accepts "KILL", "SIGKILL", "9", "RTMIN+2", "SIGRTMAX-1"; -EINVAL otherwise, 32 and 33 included. */
 int signal_from_string(const char *s);
 
 uint64_t now_usec(int clock);

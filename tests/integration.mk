@@ -13,6 +13,7 @@ INTEGRATION_TESTS = \
 	tests/t-ctl-escapes.sh \
 	tests/t-dev.sh \
 	tests/t-doctor.sh \
+	tests/t-inodes.sh \
 	tests/t-leak.sh \
 	tests/t-protocol.sh \
 	tests/t-pty.sh \

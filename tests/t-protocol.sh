@@ -236,6 +236,78 @@ is_((h.get("sandboxes"), h.get("runs")), (0, 0), "no refused request left a sand
 c.close()
 EOF
 
+# ---- numbers out of range, blank commands, signal names (issue 17, 7 and 8) -------------
+run_py "numbers, blank commands and signal names" 60 <<'EOF'
+import os
+from client import Conn, check, is_, wait_for
+c = Conn(os.environ["SOCK"])
+def refused(req, field, what, has=None, hasnt="exceeds"):
+    r = c.call(dict(req, id="n"))
+    e = r.get("error") or {}
+    msg = e.get("message", "")
+    check(r.get("ok") is False and e.get("code") == "invalid_request" and e.get("field") == field
+          and (has is None or has in msg) and (hasnt is None or hasnt not in msg),
+          "%s: invalid_request, field %s%s" % (what, field, ", '%s'" % has if has else ""), r)
+
+def create(limits, field, what, has):
+    refused({"op": "create", "best_effort": True, "limits": limits}, field, what, has)
+
+def run(extra, field, what, has=None):
+    req = {"op": "run", "best_effort": True, "argv": ["true"]}
+    req.update(extra)
+    refused(req, field, what, has)
+
+# Past INT64_MAX a size used to wrap: "18446744073709551615" became -1 (no limit).
+for v in ("18446744073709551615", "9223372036854775808", "8388608T", 18446744073709551615, 9223372036854775808):
+    create({"disk": v}, "limits.disk", "limits.disk %r" % (v,), "out of range")
+create({"memory": 18446744073709551615}, "limits.memory", "limits.memory 2^64-1 as a number", "out of range")
+create({"memory": -1}, "limits.memory", "limits.memory -1", "out of range")
+create({"memory": -0.5}, "limits.memory", "limits.memory -0.5", "out of range")
+create({"timeout_s": "9223372036855"}, "limits.timeout_s", "limits.timeout_s past INT64_MAX us", "out of range")
+create({"pids": 18446744073709551615}, "limits.pids", "limits.pids 2^64-1", "out of range")
+# Below the minimum is never "exceeds the configured maximum".
+create({"output_bytes": 1.0}, "limits.output_bytes", "limits.output_bytes 1.0", "at least 2")
+create({"output_bytes": -0}, "limits.output_bytes", "limits.output_bytes -0", "at least 2")
+create({"output_bytes": -0.0}, "limits.output_bytes", "limits.output_bytes -0.0", "at least 2")
+create({"timeout_s": -0}, "limits.timeout_s", "limits.timeout_s -0", "must be positive")
+create({"timeout_s": 0.0}, "limits.timeout_s", "limits.timeout_s 0.0", "must be positive")
+# Integer fields take integers only: 1.0 is a fraction to them (sizes and durations take it).
+create({"pids": 1.0}, "limits.pids", "limits.pids 1.0", "integer")
+run({"timeout_s": -0}, "timeout_s", "run timeout_s -0", "must be positive")
+run({"output_bytes": 1.0}, "output_bytes", "run output_bytes 1.0", "between 2")
+run({"output_bytes": -0}, "output_bytes", "run output_bytes -0", "at least 2")
+run({"cpu_s": "9223372036855s"}, "cpu_s", "run cpu_s past INT64_MAX us", "out of range")
+# -0 as written on the wire (Python writes its -0 as 0).
+for line, field, has in ((b'{"id":"z","op":"create","best_effort":true,"limits":{"output_bytes":-0}}', "limits.output_bytes", "at least 2"),
+                         (b'{"id":"z","op":"create","best_effort":true,"limits":{"timeout_s":-0}}', "limits.timeout_s", "must be positive"),
+                         (b'{"id":"z","op":"run","best_effort":true,"argv":["true"],"timeout_s":-0}', "timeout_s", "must be positive"),
+                         (b'{"id":"z","op":"run","best_effort":true,"argv":["true"],"output_bytes":-0}', "output_bytes", "at least 2")):
+    c.send_raw(line + b"\n")
+    r = c.final("z", 10) or {}
+    e = r.get("error") or {}
+    check(e.get("code") == "invalid_request" and e.get("field") == field and has in e.get("message", "")
+          and "exceeds" not in e.get("message", ""), "%s: invalid_request, field %s, '%s'" % (line.decode()[30:], field, has), r)
+run({"memory": "9223372036854775808"}, "memory", "run memory 2^63", "out of range")
+run({"pids": 2.0}, "pids", "run pids 2.0", "integer")
+
+# An empty command would be "sh -c ''": nothing run, exit 0.
+for cmd in ("", "   ", "\n\t "):
+    refused({"op": "run", "best_effort": True, "command": cmd}, "command", "command %r" % cmd, "empty")
+
+# One set of names: glibc's real-time numbering (RTMIN 34 .. RTMAX 64); 32 and 33 are glibc's own.
+for sig in ("RTMIN", "SIGRTMIN", "RTMIN+3", "RTMAX", "SIGRTMAX-2", "34", 64):
+    r = c.call({"id": "k", "op": "kill", "run_id": "run-000000000000", "signal": sig})
+    check((r.get("error") or {}).get("code") == "not_found", "kill signal %r is a known name (not_found follows)" % (sig,), r)
+for sig in ("32", 33, "RTMIN-1", "RTMIN+31", "RTMAX+1", "65"):
+    r = c.call({"id": "k", "op": "kill", "run_id": "run-000000000000", "signal": sig})
+    e = r.get("error") or {}
+    check(e.get("code") == "invalid_request" and e.get("field") == "signal", "kill signal %r: invalid_request" % (sig,), r)
+# A throwaway sandbox made before a refusal found in resolving goes away.
+check(wait_for(lambda: (lambda h: (h.get("sandboxes"), h.get("runs")) == (0, 0))(c.call({"id": "h", "op": "health"})), 10),
+      "no refused request left a sandbox or a run behind")
+c.close()
+EOF
+
 # ---- the line cap -----------------------------------------------------------------------
 run_py "oversized lines" 120 <<'EOF'
 import os, time

@@ -316,6 +316,60 @@ check(r.get("ok") is False and r["error"].get("code") == "invalid_request" and r
 c.close()
 EOF
 
+# ---- CPU budgets in whole seconds, real-time signals (issue 17, 7 and 8) -----------------
+run_py "cpu budgets and signal names" 240 <<'EOF'
+import os
+from client import Conn, check, is_
+c = Conn(os.environ["SOCK"], 60)
+S = c.call({"op": "create", "best_effort": True})["sandbox"]["id"]
+def run(**kw):
+    req = {"op": "run", "sandbox": S, "timeout_s": 30}
+    req.update(kw)
+    return c.call(req, 60)
+
+# RLIMIT_CPU used to fire at the budget itself when it was whole seconds: "signaled", XCPU, 152
+# (or "exited" 152 under a shell) instead of cpu_limit.
+for cpu_s, n in ((1, 4), (2, 2)):
+    for i in range(n):
+        r = run(cpu_s=cpu_s, command="while :; do :; done")
+        used = (r.get("cpu_user_s") or 0) + (r.get("cpu_system_s") or 0)
+        check(r.get("reason") == "cpu_limit" and used >= cpu_s,
+              "cpu_s %d, try %d: reason cpu_limit after %.2f s of CPU" % (cpu_s, i + 1, used),
+              {k: r.get(k) for k in ("reason", "signal", "exit_code", "cpu_user_s", "cpu_system_s", "error")})
+for i in range(2):
+    r = run(cpu_s=1, command="sh -c 'while :; do :; done'; exit $?")
+    check(r.get("reason") == "cpu_limit", "cpu_s 1 under a shell, try %d: reason cpu_limit" % (i + 1),
+          {k: r.get(k) for k in ("reason", "signal", "exit_code", "error")})
+# A run that signals itself with XCPU well within its budget is not said to have spent it.
+r = run(cpu_s=10, command="kill -XCPU $$")
+is_((r.get("reason"), r.get("signal"), r.get("exit_code")), ("signaled", "XCPU", 152),
+    "kill -XCPU $$ within the budget: signaled XCPU, 152")
+r = run(cpu_s=10, command="exit 152")
+is_((r.get("reason"), r.get("exit_code")), ("exited", 152), "exit 152 within the budget: exited 152")
+
+# Real-time signals are named as glibc and `kill -l` number them (RTMIN 34); 32 and 33 by number.
+for num, name in ((34, "RTMIN"), (35, "RTMIN+1"), (49, "RTMIN+15"), (50, "RTMAX-14"), (64, "RTMAX"), (32, "32")):
+    r = run(command="kill -%d $$" % num)
+    is_((r.get("reason"), r.get("signal"), r.get("exit_code")), ("signaled", name, 128 + num),
+        "killed by signal %d: signaled, signal %s, exit %d" % (num, name, 128 + num))
+# Sent by name: the program's handler sees the number glibc's SIGRTMIN+2 is.
+c.send({"id": "rt", "op": "run", "sandbox": S, "timeout_s": 30,
+        "command": "trap 'echo got36; exit 0' 36; echo ready; while :; do sleep 0.1; done"})
+ev = c.recv_json(10)
+check(ev and ev.get("event") == "started", "a run trapping signal 36 starts", ev)
+import time
+time.sleep(1)
+k = Conn(os.environ["SOCK"], 30)
+r = k.call({"op": "kill", "run_id": (ev or {}).get("run_id", ""), "signal": "SIGRTMIN+2"})
+is_(r.get("ok"), True, "kill with signal SIGRTMIN+2: ok")
+m = c.final("rt", 20)
+is_((m.get("reason"), m.get("exit_code"), m.get("stdout")), ("exited", 0, "ready\ngot36\n"),
+    "SIGRTMIN+2 arrives as signal 36, which the program trapped")
+k.close()
+c.call({"op": "destroy", "sandbox": S})
+c.close()
+EOF
+
 # ---- runs in flight: destroy and disconnect ---------------------------------------------
 run_py "runs in flight" 60 <<'EOF'
 import os, threading, time

@@ -861,8 +861,30 @@ static void unit_fail(getter_fn get, const char *what, const char *value) {
                 diag("returned %d with %" PRIu64, r, v);
 }
 
+/* Refused as out of range, saying so (issue 17: past INT64_MAX a size went out as -1). */
+static void unit_range(getter_fn get, const char *what, const char *value) {
+        ProtoError e;
+        uint64_t v;
+        int r = get_unit_from(get, value, &v, &e);
+        ok(r < 0 && e.code == SBX_E_INVALID_REQUEST && strcmp(e.field, "v") == 0 && v == SENTINEL &&
+                   strstr(e.message, "out of range"),
+           "%s(%s) is refused as out of range, naming the field", what, Q(value));
+        if (r < 0)
+                diag("message: %s", e.message);
+}
+
 static void test_get_size(void) {
         const char *n = "proto_get_size";
+        unit_ok(proto_get_size, n, "-0", 0);
+        unit_ok(proto_get_size, n, "-0.0", 0);
+        unit_ok(proto_get_size, n, "1.0", 1);
+        unit_range(proto_get_size, n, "9223372036854775808");
+        unit_range(proto_get_size, n, "18446744073709551615");
+        unit_range(proto_get_size, n, "\"9223372036854775808\"");
+        unit_range(proto_get_size, n, "\"18446744073709551615\"");
+        unit_range(proto_get_size, n, "\"8388608T\"");
+        unit_range(proto_get_size, n, "-1");
+        unit_range(proto_get_size, n, "-0.5");
         unit_ok(proto_get_size, n, "1024", 1024);
         unit_ok(proto_get_size, n, "0", 0);
         unit_ok(proto_get_size, n, "\"1K\"", 1024);
@@ -910,6 +932,11 @@ static void test_get_duration(void) {
         unit_fail(proto_get_duration, n, "1e15");
         unit_fail(proto_get_duration, n, "9223372036854775807");
         unit_fail(proto_get_duration, n, "false");
+        unit_ok(proto_get_duration, n, "-0", 0);
+        unit_ok(proto_get_duration, n, "-0.0", 0);
+        unit_range(proto_get_duration, n, "\"9223372036855\"");
+        unit_range(proto_get_duration, n, "\"2562047789h\"");
+        unit_range(proto_get_duration, n, "9223372036855");
 }
 
 static void test_get_cpus(void) {

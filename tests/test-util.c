@@ -76,9 +76,16 @@ static void test_parse_size_fractions(void) {
 }
 
 static void test_parse_size_limits(void) {
-        check_parse_ok(parse_size, "parse_size", "16777215T", UINT64_C(18446742974197923840));
-        check_parse_ok(parse_size, "parse_size", "18446744073709551614", UINT64_MAX - 1);
-        check_parse_ok(parse_size, "parse_size", "18446744073709551615", UINT64_MAX);
+        /* The top is INT64_MAX: every size goes out again as a JSON int64, where more would
+         * wrap negative (-1, "no limit", for UINT64_MAX). */
+        check_parse_ok(parse_size, "parse_size", "8388607T", UINT64_C(9223370937343148032));
+        check_parse_ok(parse_size, "parse_size", "9223372036854775806", (uint64_t) INT64_MAX - 1);
+        check_parse_ok(parse_size, "parse_size", "9223372036854775807", (uint64_t) INT64_MAX);
+        check_parse_fail(parse_size, "parse_size", "9223372036854775808", -ERANGE);
+        check_parse_fail(parse_size, "parse_size", "8388608T", -ERANGE);
+        check_parse_fail(parse_size, "parse_size", "16777215T", -ERANGE);
+        check_parse_fail(parse_size, "parse_size", "18446744073709551614", -ERANGE);
+        check_parse_fail(parse_size, "parse_size", "18446744073709551615", -ERANGE);
         check_parse_fail(parse_size, "parse_size", "18446744073709551616", -ERANGE);
         check_parse_fail(parse_size, "parse_size", "99999999999999999999999", -ERANGE);
         check_parse_fail(parse_size, "parse_size", "16777216T", -ERANGE);
@@ -116,15 +123,16 @@ static void test_parse_duration(void) {
                 { "1.5m", 90 * USEC_PER_SEC },        { "0.000001", 1 },
                 { "0.0000015s", 1 },                  { "1.9us", 1 },
                 { "0.0000001", 0 },
-                { "18446744073709s", UINT64_C(18446744073709000000) },
-                { "18446744073709.551615s", UINT64_MAX },
-                { "5124095576h", UINT64_C(18446744073600000000) },
+                { "9223372036854s", UINT64_C(9223372036854000000) },
+                { "9223372036854.775807s", (uint64_t) INT64_MAX },
+                { "2562047788h", UINT64_C(9223372036800000000) },
         };
         for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
                 check_parse_ok(parse_duration, "parse_duration", cases[i].s, cases[i].v);
 
         static const char *const range[] = {
-                "18446744073709.551616s", "18446744073710s", "18446744073710",
+                "9223372036854.775808s", "9223372036855s", "9223372036855", "2562047789h",
+                "18446744073709.551615s", "18446744073709.551616s", "18446744073710s", "18446744073710",
                 "5124095577h", "307445734562min", "18446744073709551616us", "99999999999999999999999",
         };
         for (size_t i = 0; i < sizeof(range) / sizeof(range[0]); i++)
@@ -424,12 +432,27 @@ static void test_signals(void) {
         is_str(signal_to_name(0), NULL, "signal_to_name(0) is NULL");
         is_str(signal_to_name(-1), NULL, "signal_to_name(-1) is NULL");
         is_str(signal_to_name(-SIGKILL), NULL, "signal_to_name(-9) is NULL");
-        is_str(signal_to_name(SIGRTMAX), NULL, "signal_to_name(SIGRTMAX) is NULL");
+        /* Real-time signals by glibc's numbering (SIGRTMIN 34), as `kill -l` prints them; 32 and
+         * 33 are glibc's own: no name, and not accepted. */
+        is_str(signal_to_name(SIGRTMIN), "RTMIN", "signal_to_name(SIGRTMIN)");
+        is_str(signal_to_name(SIGRTMIN + 1), "RTMIN+1", "signal_to_name(SIGRTMIN+1)");
+        is_str(signal_to_name(SIGRTMIN + 15), "RTMIN+15", "signal_to_name(SIGRTMIN+15)");
+        is_str(signal_to_name(SIGRTMAX - 14), "RTMAX-14", "signal_to_name(SIGRTMAX-14)");
+        is_str(signal_to_name(SIGRTMAX - 1), "RTMAX-1", "signal_to_name(SIGRTMAX-1)");
+        is_str(signal_to_name(SIGRTMAX), "RTMAX", "signal_to_name(SIGRTMAX)");
+        is_str(signal_to_name(32), NULL, "signal_to_name(32) is NULL");
+        is_str(signal_to_name(33), NULL, "signal_to_name(33) is NULL");
+        is_str(signal_to_name(65), NULL, "signal_to_name(65) is NULL");
+        char sb[12];
+        is_str(signal_to_string(32, sb), "32", "signal_to_string(32) is the number");
+        is_str(signal_to_string(SIGRTMAX, sb), "RTMAX", "signal_to_string(SIGRTMAX) is the name");
+        is_str(signal_to_string(SIGKILL, sb), "KILL", "signal_to_string(SIGKILL) is the name");
+        is_str(signal_to_string(0, sb), NULL, "signal_to_string(0) is NULL");
         is_str(signal_to_name(1000), NULL, "signal_to_name(1000) is NULL");
         is_str(signal_to_name(INT32_MIN), NULL, "signal_to_name(INT_MIN) is NULL");
 
         bool all = true;
-        for (int sig = 1; sig < 32; sig++) {
+        for (int sig = 1; sig < 65; sig++) {
                 const char *name = signal_to_name(sig);
                 char prefixed[32];
                 if (!name)
@@ -454,6 +477,13 @@ static void test_signals(void) {
                 { "SIG", -EINVAL },   { "SIGSIGKILL", -EINVAL }, { "FOO", -EINVAL }, { "KIL", -EINVAL },
                 { "KILLL", -EINVAL }, { "SIG9", -EINVAL },  { "99999999999999999999", -EINVAL },
                 { "4294967305", -EINVAL },
+                { "RTMIN", 34 },  { "SIGRTMIN", 34 }, { "rtmin+1", 35 },
+                { "RTMIN+30", 64 }, { "RTMAX", 64 }, { "SIGRTMAX", 64 },
+                { "RTMAX-1", 63 }, { "SIGRTMAX-30", 34 }, { "34", 34 }, { "63", 63 },
+                { "32", -EINVAL },      { "33", -EINVAL },       { "RTMIN-1", -EINVAL }, { "RTMIN+31", -EINVAL },
+                { "RTMAX+1", -EINVAL }, { "RTMAX-31", -EINVAL }, { "RTMIN+", -EINVAL },  { "RTMIN-", -EINVAL },
+                { "RTMIN1", -EINVAL },  { "RTMIN+1x", -EINVAL }, { "RTMIN++1", -EINVAL }, { "RTMIN+-1", -EINVAL },
+                { "RTMIN+99999999999999999999", -EINVAL }, { "RT", -EINVAL }, { "RTMINX", -EINVAL },
         };
         for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
                 is_int(signal_from_string(cases[i].s), cases[i].sig, "signal_from_string(\"%s\")", cases[i].s);
