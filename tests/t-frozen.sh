@@ -71,6 +71,12 @@ early = answered_within(a, "run", 1)
 is_(early, None, "the run is not answered while its sandbox is frozen")
 ok, dt = health()
 check(ok and frozen(fcg), "health still answers, the sandbox still frozen (%.2f s)" % dt)
+# A run whose client leaves before the thaw dies with its connection: it never runs.
+k = Conn(sock, 60)
+k.send({"id": "gone", "op": "run", "sandbox": sbx, "command": "touch /work/ran-after-its-client-left"})
+time.sleep(0.3)
+k.close()
+time.sleep(0.3)
 freeze(fcg, "0")
 r = early or answered_within(a, "run", 30)
 r = r or {}
@@ -83,6 +89,12 @@ if o and o.get("ok"):
     check(s.wait_for("session-by-hand", 30), "... and its output comes", s.out)
     ex = s.wait_exit(30)
     check((ex or {}).get("exit_code") == 0, "... and its exit 0", ex)
+def runs_gone():
+    h = Conn(sock, 10).call({"op": "health"}, 10)
+    return h.get("runs") == 0 and h
+check(wait_for(runs_gone, 10), "no run is left in flight", runs_gone())
+r = Conn(sock, 30).call({"op": "run", "sandbox": sbx, "command": "ls /work/ran-after-its-client-left 2>&1; true"})
+check("No such file" in r.get("stdout", ""), "the run whose client left during the freeze never ran", r)
 
 # Every sandbox frozen (their parent): a new one waits for the thaw too (its init's helper).
 freeze(sbxcg, "1")
