@@ -322,6 +322,14 @@ int cg_populated(int dir_fd) {
         return v ? 1 : 0;
 }
 
+int cg_frozen(int dir_fd) {
+        uint64_t v;
+        int r = cg_read_keyed(dir_fd, "cgroup.events", "frozen", &v);
+        if (r < 0)
+                return r;
+        return v ? 1 : 0;
+}
+
 int cg_move_pid(int dir_fd, int pid) {
         char buf[32];
         snprintf(buf, sizeof(buf), "%d", pid);

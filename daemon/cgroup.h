@@ -81,4 +81,7 @@ typedef struct CgUsage {
 void cg_read_usage(int dir_fd, unsigned mask, CgUsage *ret);
 /* 1 when processes remain in the cgroup or below, 0 when empty. */
 int cg_populated(int dir_fd);
+/* Whether a process born in dir_fd now would be frozen (cgroup.events "frozen": set at once for
+ * an empty cgroup whose own or an ancestor's cgroup.freeze is 1): 1, 0, or -errno. */
+int cg_frozen(int dir_fd);
 int cg_move_pid(int dir_fd, int pid);

@@ -816,6 +816,9 @@ int run_kill(Run *r, int sig, RunReason why) {
         if (sig == SIGKILL) {
                 if (r->forced == REASON_NONE)
                         r->forced = why;
+                /* A helper born outside the run's cgroup (run_cgroup_frozen()) may not be in it yet. */
+                if (!r->started && r->pidfd >= 0)
+                        (void) syscall(SYS_pidfd_send_signal, r->pidfd, SIGKILL, NULL, 0);
                 return r->cg_fd >= 0 ? cg_kill_at(r->kill_fd, r->cg_fd) : 0;
         }
         if (r->main_pidfd < 0)
@@ -911,6 +914,16 @@ static int run_fds_open(RunFds *f) {
         return 0;
 }
 
+/* The helper is a vfork-style child (run-exec.c): we wait in clone3 until it has exec'd. Born in a
+ * frozen cgroup, it would be frozen before it could, and we with it, until a thaw that only we
+ * would do (a snapshot's). So where the run's cgroup is frozen (by the snapshot's freeze of the
+ * sandbox, or by anyone's of the sandbox or above: cgroup.events says so at once for a new empty
+ * cgroup), the helper is born in ours and moves itself (RunParams.cgroup_fd), then waits there for
+ * the thaw while we go on. Unreadable counts as frozen. */
+static bool run_cgroup_frozen(Run *r) {
+        return snapshot_job_frozen(r->sandbox) || cg_frozen(r->cg_fd) != 0;
+}
+
 static int run_spawn(Run *r, RunFds *f) {
         Manager *m = r->sandbox->manager;
         RunParams p = {
@@ -927,14 +940,16 @@ static int run_spawn(Run *r, RunFds *f) {
 
         run_rlimits(r, &p);
         if (m->run_helper_fd >= 0) {
-                if (!run_exec_into_cgroup())
+                bool born_in = run_exec_into_cgroup() && !run_cgroup_frozen(r);
+
+                if (!born_in)
                         p.cgroup_fd = r->cg_fd;
                 /* Born in the sandbox's pid namespace, the helper can become the command itself:
                  * no fork, and no helper waiting for it. setns(CLONE_NEWPID) only sets where our
                  * children are born; we stay where we are, and set it back at once. */
                 else if (m->self_pidns_fd >= 0 && setns(r->sandbox->init_pidfd, CLONE_NEWPID) == 0)
                         p.direct = true;
-                pid = run_exec_helper(m->run_helper_fd, &p, r->cg_fd, &r->pidfd);
+                pid = run_exec_helper(m->run_helper_fd, &p, born_in ? r->cg_fd : -1, &r->pidfd);
                 /* Our later children (other sandboxes' inits among them) must never be born in
                  * this sandbox: there is no way on if we cannot undo it (and the kernel always
                  * allows a return to our own). */
@@ -1003,7 +1018,9 @@ static void run_fail_start(Run *r, const char *what, int k) {
         proto_error_set(&err, SBX_E_SPAWN_FAILED, NULL, "%s: %s", what, strerror(-k));
         connection_reply_error(r->conn, r->req_id, &err);
         if (r->pid > 0) {
-                /* The helper is ours and unreaped: kill the run's cgroup, then wait for it. */
+                /* The helper is ours and unreaped: kill it and the run's cgroup (it may not be in
+                 * it yet), then wait for it (SIGKILL ends a frozen or stopped process too). */
+                (void) syscall(SYS_pidfd_send_signal, r->pidfd, SIGKILL, NULL, 0);
                 (void) cg_kill_at(r->kill_fd, r->cg_fd);
                 (void) waitid(P_PIDFD, (id_t) r->pidfd, &(siginfo_t) {}, WEXITED);
         }

@@ -341,7 +341,9 @@ static int sandbox_exec_init(Sandbox *s, int sp[2], InitParams *p) {
         int pidfd = -1, r;
         pid_t pid;
 
-        if (run_exec_into_cgroup() && cg_create(s->cg_fd, "init", &leaf) >= 0)
+        /* Not into a frozen cgroup (run.c's run_cgroup_frozen() says why): the helper is then born
+         * in ours, and the init it clones (no vfork) waits in the sandbox's for the thaw. */
+        if (run_exec_into_cgroup() && cg_frozen(s->cg_fd) == 0 && cg_create(s->cg_fd, "init", &leaf) >= 0)
                 p->cgroupns_ready = true;
         pid = run_exec_init(m->run_helper_fd, p, s->cg_fd, p->cgroupns_ready ? leaf : -1, &pidfd);
         close(sp[1]);
