@@ -643,19 +643,27 @@ static int netns_make(NetnsPool *p, NetnsState **ret) {
 static void netns_lend(NetnsPool *p, int fd, NetnsState *pristine) {
         struct stat st;
 
+        if (fstat(fd, &st) < 0) {
+                netns_state_unref(pristine); /* not found again: discarded */
+                return;
+        }
+        /* A sandbox freed without netns_pool_put() (one that failed to start) leaves its entry;
+         * its inode number is free again, and when a namespace gets it, the old entry goes. */
+        for (size_t i = 0; i < p->n_lent; i++)
+                if (p->lent[i].ino == (uint64_t) st.st_ino) {
+                        netns_state_unref(p->lent[i].pristine);
+                        p->lent[i] = (NetnsSlot) { .fd = -EBADF, .ino = (uint64_t) st.st_ino, .pristine = pristine };
+                        return;
+                }
         if (p->n_lent == p->n_lent_alloc) {
                 size_t n = p->n_lent_alloc ? p->n_lent_alloc * 2 : 64;
                 NetnsSlot *l = reallocarray(p->lent, n, sizeof(NetnsSlot));
                 if (!l) {
-                        netns_state_unref(pristine); /* not found again: discarded */
+                        netns_state_unref(pristine);
                         return;
                 }
                 p->lent = l;
                 p->n_lent_alloc = n;
-        }
-        if (fstat(fd, &st) < 0) {
-                netns_state_unref(pristine);
-                return;
         }
         p->lent[p->n_lent++] = (NetnsSlot) { .fd = -EBADF, .ino = (uint64_t) st.st_ino, .pristine = pristine };
 }

@@ -144,6 +144,21 @@ for what, prog, want, seen in (("an IPv6 flow label (shared, lingering 150 s)", 
     is_(out.strip(), "0", "... with nothing of the last in it (%s)" % seen)
     destroy(E)
 
+# Unix sockets that only a message in flight holds (each end sent over the pair, both closed):
+# the kernel's garbage collector frees them, or they keep the namespace from the next sandbox.
+# Either way the next sandbox sees none.
+D = create()
+code, out, err = sh(D, "python3 -c 'import socket\n"
+                       "a, b = socket.socketpair()\n"
+                       "socket.send_fds(a, [b\"x\"], [a.fileno(), b.fileno()])\n"
+                       "a.close(); b.close(); print(\"sent\")'")
+is_(out.strip(), "sent", "a sandbox leaves a pair of unix sockets held only by a message in flight")
+destroy(D)
+E = create()
+code, out, err = sh(E, "tail -n +2 /proc/net/unix | wc -l")
+is_(out.strip(), "0", "... the next sandbox sees no unix socket")
+destroy(E)
+
 # A sandbox that used the network and left nothing: its namespace is used again (the pool's
 # point). Netlink, as getaddrinfo() does (its socket is freed an RCU grace period after the
 # close), UDP over both families, ping, a TCP connection closed by a reset, an abstract socket.
