@@ -10,11 +10,11 @@
  * kernel code behind them).
  *
  * What a sandbox can still leave in it (sockets, TIME_WAIT, IPv6 flow labels, TCP metrics, the
- * TCP Fast Open key, ...) is found by comparison, not by a list of known leftovers: when the
- * daemon makes a namespace it records what the namespace shows (every file of /proc/net, the
- * counters' names only; the TCP metrics; the Fast Open key), and when the sandbox's last process
- * is gone netns_pool_put() records the same again. Only a namespace that shows exactly what it
- * showed new goes back to the pool; any other is closed and the kernel frees it. A kind of state
+ * TCP Fast Open key, ...) is found by comparison, not by a list of known leftovers: the daemon
+ * records what a new namespace shows (every entry of /proc/net by name and most files' content;
+ * the TCP metrics; the Fast Open key), and when the sandbox's last process is gone
+ * netns_pool_put() records the same again. Only a namespace that shows exactly what a new one
+ * shows goes back to the pool; any other is closed and the kernel frees it. A kind of state
  * nobody thought of is caught as long as /proc/net shows it. See docs/security.md ("Network
  * namespaces used again") for what is compared, what is shared and what is not. */
 #pragma once
@@ -32,7 +32,7 @@ typedef struct NetnsState NetnsState;
 typedef struct NetnsSlot {
         int fd;                /* an idle namespace; -1 for one lent to a sandbox */
         uint64_t ino;          /* its nsfs inode: how netns_pool_put() finds a lent one */
-        NetnsState *pristine;  /* what it showed new; NULL: unknown, so it is never used again */
+        NetnsState *pristine;  /* what a new namespace showed; NULL: unknown, never used again */
 } NetnsSlot;
 
 typedef struct NetnsPool {
@@ -41,7 +41,8 @@ typedef struct NetnsPool {
         size_t n_idle, max_idle;
         NetnsSlot *lent;       /* the namespaces sandboxes have now */
         size_t n_lent, n_lent_alloc;
-        NetnsState *last;      /* the state the last namespace made showed */
+        NetnsState *last;      /* what the last namespace recorded new showed */
+        uint64_t last_usec;    /* when (CLOCK_MONOTONIC) */
         uint16_t tcp_metrics_family; /* the generic netlink family "tcp_metrics"; 0: unknown */
         uint64_t made, reused, discarded;
         uint64_t checks, check_usec; /* netns_pool_put()'s comparisons, and their time in all */
@@ -56,7 +57,7 @@ int netns_pool_init(NetnsPool *p, size_t max_idle);
 int netns_pool_get(NetnsPool *p);
 
 /* The sandbox that had fd is gone, every process of it: fd is kept for the next sandbox when
- * it shows what it showed new, else closed. Takes fd. */
+ * it shows what a new namespace showed, else closed. Takes fd. */
 void netns_pool_put(NetnsPool *p, int fd);
 
 void netns_pool_done(NetnsPool *p);

@@ -211,11 +211,16 @@ for user in (None, "root"):
                            # rtnetlink: a link, an address, a route, a neighbour, a rule;
                            # nfnetlink: an nftables table, a conntrack entry; xfrm: a state, a policy
                            "print(*[t(p, k) for p, k in ((0, 16), (0, 20), (0, 24), (0, 28), (0, 32), "
-                           "(12, 0xa00), (12, 0x100), (6, 0x10), (6, 0x13))])'", user)
+                           "(12, 0xa00), (12, 0x100), (6, 0x10), (6, 0x13))])\n"
+                           # IPV6_JOIN_ANYCAST on lo: an anycast address (/proc/net/anycast6)
+                           "s = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)\n"
+                           "try: s.setsockopt(41, 27, socket.inet_pton(socket.AF_INET6, \"2001:db8::1\") + struct.pack(\"i\", 1)); print(\"allowed\")\n"
+                           "except OSError as e: print(errno.errorcode[e.errno])'", user)
     words = out.split()
-    check(len(words) == 9 and words[:5] == ["EPERM"] * 5 and all(w in ("EPERM", "EPROTONOSUPPORT") for w in words),
+    check(len(words) == 10 and words[:5] == ["EPERM"] * 5 and words[9] == "EPERM" and
+          all(w in ("EPERM", "EPROTONOSUPPORT") for w in words),
           "as %s: netlink refuses a new link, address, route, neighbour, rule, nftables table, "
-          "conntrack entry, xfrm state and policy" % who, out, err)
+          "conntrack entry, xfrm state and policy; an anycast address is refused" % who, out, err)
 destroy(E)
 EOF
 
