@@ -4,8 +4,12 @@
 # namespace the daemon made, owned by the host's user namespace. Inside, the loopback is up, any
 # user may bind low ports and ping, and /sys shows that namespace's lo; nobody, root included,
 # may change an interface, an address, a route or a sysctl, or open a raw socket. A namespace
-# goes to the next sandbox only when nothing of the last one is left in it: no socket (an
-# abstract name is free again), no TIME_WAIT; one with a TIME_WAIT socket is dropped.
+# goes to the next sandbox only when it shows what a new one shows (daemon/netns-pool.c compares
+# /proc/net, the TCP metrics, two sysctls): one left with a TIME_WAIT socket, an IPv6 flow label
+# or a TCP metrics entry is dropped; one a sandbox used and left nothing in (an abstract listener,
+# netlink, UDP, ping, TCP closed by a reset) is used again. No net sysctl opens for writing, and
+# no interface, address, route, neighbour, rule, nftables table, conntrack entry, xfrm state or
+# anycast address can be made, as either user.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
 
 start_daemon || exit 0
