@@ -7,10 +7,16 @@
  * sandbox's init joins one instead of making its own. Owned by the host, not by the sandbox's
  * user namespace: nothing in any sandbox, root included, holds a capability over it, so no
  * sandbox can change its interfaces, addresses, routes, firewall or sysctls (nor reach the
- * kernel code behind them). What a sandbox can leave in it are sockets; when its last process is
- * gone, netns_pool_put() looks: a namespace with no socket left (none in use, none in TIME_WAIT)
- * goes back to the pool, any other is closed and the kernel frees it. See docs/security.md
- * ("Network namespaces used again") for what is shared and what is not. */
+ * kernel code behind them).
+ *
+ * What a sandbox can still leave in it (sockets, TIME_WAIT, IPv6 flow labels, TCP metrics, the
+ * TCP Fast Open key, ...) is found by comparison, not by a list of known leftovers: the daemon
+ * records what a new namespace shows (every entry of /proc/net by name and most files' content;
+ * the TCP metrics; the Fast Open key), and when the sandbox's last process is gone
+ * netns_pool_put() records the same again. Only a namespace that shows exactly what a new one
+ * shows goes back to the pool; any other is closed and the kernel frees it. A kind of state
+ * nobody thought of is caught as long as /proc/net shows it. See docs/security.md ("Network
+ * namespaces used again") for what is compared, what is shared and what is not. */
 #pragma once
 
 #include <stddef.h>
@@ -20,11 +26,26 @@
  * steady load (each is about 200 KiB of the kernel's memory, so some 6 MiB in all). */
 #define NETNS_IDLE_MAX 32
 
+/* What a namespace showed when it was made; shared by the namespaces that showed the same. */
+typedef struct NetnsState NetnsState;
+
+typedef struct NetnsSlot {
+        int fd;                /* an idle namespace; -1 for one lent to a sandbox */
+        uint64_t ino;          /* its nsfs inode: how netns_pool_put() finds a lent one */
+        NetnsState *pristine;  /* what a new namespace showed; NULL: unknown, never used again */
+} NetnsSlot;
+
 typedef struct NetnsPool {
-        int host_fd;      /* our own network namespace, to come back to; -1: pool off */
-        int *idle;        /* clean namespaces, the most recently returned last */
+        int host_fd;           /* our own network namespace, to come back to; -1: pool off */
+        NetnsSlot *idle;       /* clean namespaces, the most recently returned last */
         size_t n_idle, max_idle;
+        NetnsSlot *lent;       /* the namespaces sandboxes have now */
+        size_t n_lent, n_lent_alloc;
+        NetnsState *last;      /* what the last namespace recorded new showed */
+        uint64_t last_usec;    /* when (CLOCK_MONOTONIC) */
+        uint16_t tcp_metrics_family; /* the generic netlink family "tcp_metrics"; 0: unknown */
         uint64_t made, reused, discarded;
+        uint64_t checks, check_usec; /* netns_pool_put()'s comparisons, and their time in all */
 } NetnsPool;
 
 /* max_idle clean namespaces are kept at most; 0 turns the pool off (netns_pool_get() says
@@ -36,7 +57,7 @@ int netns_pool_init(NetnsPool *p, size_t max_idle);
 int netns_pool_get(NetnsPool *p);
 
 /* The sandbox that had fd is gone, every process of it: fd is kept for the next sandbox when
- * nothing of the last one is left in it, else closed. Takes fd. */
+ * it shows what a new namespace showed, else closed. Takes fd. */
 void netns_pool_put(NetnsPool *p, int fd);
 
 void netns_pool_done(NetnsPool *p);
