@@ -16,15 +16,23 @@ for d in /usr/local /srv /opt; do
 done
 ETCDIR=$(find /etc -mindepth 1 -maxdepth 1 -type d ! -name '.*' ! -name sandboxd | sort | head -n1)
 [ -n "$ETCDIR" ] || skip_all "no directory in /etc"
+# A directory of /usr's own filesystem that nothing here runs from, for a mount made later.
+LATEDIR=
+for d in /usr/src /usr/games /usr/include; do
+        [ -d "$d" ] && [ "$(stat -c %d "$d")" = "$(stat -c %d /usr)" ] && { LATEDIR=$d; break; }
+done
 SANDBOXD_BIN=$SANDBOXD
-export ETCDIR SANDBOXD_BIN
+export ETCDIR LATEDIR SANDBOXD_BIN
 
 cat >"$T/ns-setup.sh" <<'EOF'
 #!/bin/sh
 # In the daemon's private mount namespace: a tmpfs below /usr with a procfs below that, a procfs
 # on a directory of /etc and on /srv, a sysfs on /media, and on /opt a tmpfs holding the
 # root_binds entry sbxt-tools (with a procfs and a tmpfs below it) and a directory beside it.
+# Everything is made shared again within this namespace (new peer groups of its own: nothing
+# reaches the host), so that a mount made later would propagate into a copy that is not private.
 set -e
+mount --make-rshared /
 mount -t tmpfs -o size=1m sbxt-root-usr /usr/local
 echo usr-marker >/usr/local/sbxt-marker
 mkdir /usr/local/proc-below
@@ -100,7 +108,7 @@ HOST_ETCDIR=$(ls -A "$ETCDIR" | tr '\n' ' ')
 export HOST_USR_LOCAL HOST_ETCDIR
 
 run_py "root" 180 <<'PYEOF'
-import os, re
+import os, re, subprocess
 from client import Conn, check, is_
 c = Conn(os.environ["SOCK"], 60)
 etcdir = os.environ["ETCDIR"]
@@ -162,6 +170,18 @@ code, out, err = sh("cat /proc/self/mountinfo")
 e = [l.split() for l in out.splitlines() if l.split()[4] in ("/usr", "/etc", "/opt/sbxt-tools")]
 check(len(e) == 3 and all("ro" in l[5].split(",") and "nosuid" in l[5].split(",") and "nodev" in l[5].split(",") for l in e),
       "/usr, /etc and the root_binds entry are single read-only, nosuid, nodev mounts", e)
+late = os.environ["LATEDIR"]
+if late:
+    subprocess.run(["nsenter", "-t", os.environ["DAEMON_PID"], "-m", "sh", "-c",
+                    "mount -t tmpfs -o size=1m sbxt-root-late %s && echo late > %s/sbxt-late" % (late, late)], check=True)
+    try:
+        for user in (None, "root"):
+            code, out, err = sh("cat %s/sbxt-late 2>&1; grep -c sbxt-root-late /proc/self/mountinfo" % late, user)
+            check("No such file" in out and out.endswith("\n0\n"),
+                  "%s: a mount the host makes on %s after the sandbox started does not propagate into it"
+                  % (user or "sandbox", late), out, err)
+    finally:
+        subprocess.run(["nsenter", "-t", os.environ["DAEMON_PID"], "-m", "umount", late])
 c.call({"op": "destroy", "sandbox": sb["id"]}, 60)
 c.close()
 PYEOF
