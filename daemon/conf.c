@@ -1,24 +1,35 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <linux/openat2.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/statfs.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "conf.h"
 #include "macro.h"
+#include "spawn.h"
 #include "util.h"
+
+static void strv_free(char **v) {
+        for (char **p = v; p && *p; p++)
+                free(*p);
+        free(v);
+}
 
 #define MIN(a, b) ((a) < (b) ? (a) : (b))
 #define MIN3(a, b, c) MIN(MIN(a, b), c)
 #define MAX(a, b) ((a) > (b) ? (a) : (b))
 #define MAX3(a, b, c) MAX(MAX(a, b), c)
 
-typedef enum { KEY_PATH, KEY_NAME, KEY_SIZE, KEY_COUNT, KEY_DURATION, KEY_CPUS } KeyType;
+typedef enum { KEY_PATH, KEY_PATHS, KEY_NAME, KEY_SIZE, KEY_COUNT, KEY_DURATION, KEY_CPUS } KeyType;
 
 typedef struct ConfigKey {
         const char *name;
@@ -32,6 +43,7 @@ static const ConfigKey config_keys[] = {
         KEY("state_dir", KEY_PATH, state_dir),
         KEY("cgroup_root", KEY_PATH, cgroup_root),
         KEY("root_dir", KEY_PATH, root_dir),
+        KEY("root_binds", KEY_PATHS, root_binds),
         KEY("max_line_bytes", KEY_SIZE, max_line_bytes, 1024),
         KEY("max_connections", KEY_COUNT, max_connections, 1),
         KEY("max_connections_per_uid", KEY_COUNT, max_connections_per_uid, 1),
@@ -131,6 +143,7 @@ void config_done(Config *c) {
         free(c->state_dir);
         free(c->cgroup_root);
         free(c->root_dir);
+        strv_free(c->root_binds);
         free(c->admin_group);
         *c = (Config) {};
 }
@@ -187,6 +200,7 @@ static int parse_value(const ConfigKey *k, const char *value, uint64_t *ret) {
 
 static const char *const type_hints[] = {
         [KEY_PATH] = "an absolute path",
+        [KEY_PATHS] = "absolute paths of directories, separated by spaces",
         [KEY_NAME] = "a name",
         [KEY_SIZE] = "a size such as 4096, 64K, 256M, 1.5G",
         [KEY_COUNT] = "a whole number",
@@ -194,9 +208,94 @@ static const char *const type_hints[] = {
         [KEY_CPUS] = "a number of CPUs such as 0.5, 1, 2",
 };
 
+/* Where the sandbox's own filesystems are, or what it has already: no root_bind there. */
+static const char *const binds_refused_below[] = { "/proc", "/dev", "/tmp", "/run", "/work", "/sys", "/var/tmp", "/var/run", NULL };
+static const char *const binds_refused[] = { "/", "/usr", "/etc", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/var", NULL };
+
+static bool path_below(const char *path, const char *dir) {
+        size_t n = strlen(dir);
+        return strncmp(path, dir, n) == 0 && (path[n] == '\0' || path[n] == '/');
+}
+
+/* Absolute and normal: no empty, "." or ".." component, no trailing slash. */
+static bool path_normal(const char *p) {
+        if (p[0] != '/' || strlen(p) >= 1024)
+                return false;
+        for (const char *c = p + 1; *c;) {
+                size_t n = strcspn(c, "/");
+                if (n == 0 || (n == 1 && c[0] == '.') || (n == 2 && c[0] == '.' && c[1] == '.'))
+                        return false;
+                c += n;
+                if (*c == '/' && !*++c)
+                        return false;
+        }
+        return true;
+}
+
+static int bind_valid(const char *p) {
+        if (!path_normal(p))
+                return -EINVAL;
+        for (const char *const *r = binds_refused; *r; r++)
+                if (strcmp(p, *r) == 0)
+                        return -EEXIST;
+        for (const char *const *r = binds_refused_below; *r; r++)
+                if (path_below(p, *r))
+                        return -EEXIST;
+        return 0;
+}
+
+static int cmp_str(const void *a, const void *b) {
+        return strcmp(*(char *const *) a, *(char *const *) b);
+}
+
+/* "a b c": each checked, sorted so that a directory comes before what is bound below it, no
+ * duplicates. Errors: -EINVAL (not a normal absolute path), -EEXIST (the sandbox's own or bound
+ * already), -E2BIG (too many), -ENOMEM. */
+static int parse_paths(const char *value, char ***ret) {
+        char **v = calloc(ROOT_BINDS_MAX + 1, sizeof(char *));
+        size_t n = 0;
+        int r = 0;
+
+        if (!v)
+                return -ENOMEM;
+        for (const char *s = value + strspn(value, " \t"); *s && r == 0; s += strspn(s, " \t")) {
+                size_t len = strcspn(s, " \t");
+                if (n == ROOT_BINDS_MAX)
+                        r = -E2BIG;
+                else if (!(v[n] = strndup(s, len)))
+                        r = -ENOMEM;
+                else
+                        r = bind_valid(v[n++]);
+                s += len;
+        }
+        if (r == 0 && n > 0) {
+                qsort(v, n, sizeof(char *), cmp_str);
+                for (size_t i = 1; i < n; i++)
+                        if (strcmp(v[i - 1], v[i]) == 0)
+                                r = -EEXIST;
+        }
+        if (r < 0 || n == 0) {
+                strv_free(v);
+                v = NULL;
+        }
+        *ret = v;
+        return r;
+}
+
 static int set_key(Config *c, const ConfigKey *k, const char *value) {
         void *field = (char *) c + k->offset;
+        char **paths;
         uint64_t v;
+        int r;
+
+        if (k->type == KEY_PATHS) {
+                r = parse_paths(value, &paths);
+                if (r < 0)
+                        return r;
+                strv_free(*(char ***) field);
+                *(char ***) field = paths;
+                return 0;
+        }
 
         if (k->type == KEY_PATH || k->type == KEY_NAME) {
                 if ((k->type == KEY_PATH && value[0] != '/') || !value[0])
@@ -266,6 +365,14 @@ static int config_unknown_key(ConfigParse *p, unsigned lineno, const char *key) 
 
 static int config_bad_value(ConfigParse *p, unsigned lineno, const ConfigKey *k, const char *value, int r) {
         char min[64];
+
+        if (k->type == KEY_PATHS && r == -EEXIST)
+                return config_error(p, "%s:%u: %s = %s: an entry is given twice, bound already (/usr, /etc, /bin, /sbin, "
+                                    "/lib*), /var (bind what is needed below it), /, or one of the sandbox's own "
+                                    "(/proc, /dev, /tmp, /run, /work, /sys, /var/tmp, /var/run or below)",
+                                    p->path, lineno, k->name, value);
+        if (k->type == KEY_PATHS && r == -E2BIG)
+                return config_error(p, "%s:%u: %s: at most %d directories", p->path, lineno, k->name, ROOT_BINDS_MAX);
 
         if (r == -ERANGE) {
                 if (k->type == KEY_SIZE)
@@ -405,4 +512,41 @@ int config_load(Config *c, const char *path, bool must_exist, char **ret_error) 
         }
         fclose(f);
         return r < 0 ? r : config_check(c, &p);
+}
+
+/* Paths relative to root_dir, symlinks refused anywhere in them: what is checked here is what
+ * root_trees_open() opens for every sandbox. */
+static int config_check_bind(int root_fd, const char *root_dir, const char *bind, char **ret_error) {
+        struct open_how how = {
+                .flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
+                .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
+        };
+        _cleanup_close_ int fd = (int) syscall(SYS_openat2, root_fd, bind + 1, &how, sizeof(how));
+        const char *why;
+        struct statfs sfs;
+
+        if (fd >= 0 && fstatfs(fd, &sfs) == 0 && !root_fs_refused((long) sfs.f_type))
+                return 0;
+        why = fd >= 0 ? "a kernel interface (procfs, sysfs, cgroupfs, ...) is never shown to a sandbox"
+              : errno == ELOOP ? "a symbolic link in its path (give the path it leads to)"
+              : errno == ENOTDIR ? "not a directory"
+              : strerror(errno);
+        return asprintf(ret_error, "root_binds: %s (in root_dir %s): %s", bind, root_dir, why) < 0 ? -ENOMEM : -EINVAL;
+}
+
+int config_check_root(const Config *c, char **ret_error) {
+        _cleanup_close_ int root_fd = open(c->root_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        int r;
+
+        *ret_error = NULL;
+        if (root_fd < 0) {
+                r = -errno;
+                return asprintf(ret_error, "root_dir = %s: %s", c->root_dir, strerror(-r)) < 0 ? -ENOMEM : r;
+        }
+        for (char **b = c->root_binds; b && *b; b++) {
+                r = config_check_bind(root_fd, c->root_dir, *b, ret_error);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
 }

@@ -9,7 +9,8 @@
 typedef struct Config {
         char *state_dir;
         char *cgroup_root;          /* NULL: discover the delegated subtree */
-        char *root_dir;             /* the read-only view each sandbox sees */
+        char *root_dir;             /* the tree a sandbox's /usr, /etc and root_binds come from */
+        char **root_binds;          /* NULL, or more directories of it, absolute, sorted, NULL-ended */
         uint64_t max_line_bytes;
         uint64_t max_connections;
         uint64_t max_connections_per_uid; /* root's are not counted */
@@ -56,3 +57,7 @@ void config_done(Config *c);
 /* Reads path; a missing file is fine when !must_exist. Errors name the key and the line in
  * *ret_error (malloc'ed). */
 int config_load(Config *c, const char *path, bool must_exist, char **ret_error);
+/* Checks root_dir and root_binds on the filesystem, once the command line has had its say: each
+ * bind an existing directory of root_dir, without a symlink in its path, and no kernel interface
+ * (procfs, sysfs, ...). Errors name the key and the entry in *ret_error (malloc'ed). */
+int config_check_root(const Config *c, char **ret_error);

@@ -41,7 +41,7 @@ static void help(void) {
                "  --config FILE        configuration file (default %s)\n"
                "  --cgroup-root DIR    cgroup v2 directory to own (default: the delegated subtree)\n"
                "  --state-dir DIR      where workspaces and metadata live\n"
-               "  --root-dir DIR       the read-only root each sandbox sees (default /)\n"
+               "  --root-dir DIR       where a sandbox's /usr, /etc and root_binds come from (default /)\n"
                "  --max-line-bytes N   longest request line accepted (default 4M)\n"
                "  --check-config       read and check the configuration, then exit\n"
                "  --pool-size N        ready sandboxes kept for throwaway runs (default 2)\n"
@@ -134,6 +134,12 @@ static int load_config(const Args *a, Config *c) {
                 log_error("%s", error ? error : strerror(-r));
         else
                 r = load_config_args(a, c);
+        if (r >= 0) {
+                /* What every sandbox's root is made of: refused now rather than at every create. */
+                r = config_check_root(c, &error);
+                if (r < 0)
+                        log_error("%s", error ? error : strerror(-r));
+        }
         if (r < 0)
                 config_done(c);
         return r;

@@ -338,10 +338,13 @@ pid_t run_exec_helper(int helper_fd, const RunParams *p, int cgroup_fd, int *ret
         return pid;
 }
 
+/* The helper's init argv: 11 fixed, up to 16 masks, "--" and the root_binds, NULL. */
+#define INIT_ARGV_MAX (11 + 16 + 1 + ROOT_BINDS_MAX + 1)
+
 pid_t run_exec_init(int helper_fd, const InitParams *p, int cgroup_fd, int leaf_fd, int *ret_pidfd) {
         char *const envp[] = { NULL };
         char fd[16], cg[16], size[24], net[16] = "-";
-        char *argv[11 + 16] = { (char *) "sandboxd-run-helper", (char *) (leaf_fd >= 0 ? RUN_HELPER_INIT_CGNS : RUN_HELPER_INIT),
+        char *argv[INIT_ARGV_MAX] = { (char *) "sandboxd-run-helper", (char *) (leaf_fd >= 0 ? RUN_HELPER_INIT_CGNS : RUN_HELPER_INIT),
                                 fd, cg, (char *) (p->workdir ? p->workdir : ""), (char *) p->root_dir, (char *) p->hostname,
                                 (char *) (p->dev_dir ? p->dev_dir : ""), size, (char *) (p->lock_mounts ? "lock" : "nolock"),
                                 net };
@@ -359,6 +362,14 @@ pid_t run_exec_init(int helper_fd, const InitParams *p, int cgroup_fd, int leaf_
                 if (n >= ELEMENTSOF(argv) - 1)
                         return -E2BIG;
                 argv[n++] = (char *) *m;
+        }
+        if (p->root_binds && p->root_binds[0]) {
+                argv[n++] = (char *) "--";
+                for (const char *const *b = p->root_binds; *b; b++) {
+                        if (n >= ELEMENTSOF(argv) - 1)
+                                return -E2BIG;
+                        argv[n++] = (char *) *b;
+                }
         }
         return vfork_exec_slots(&h, leaf_fd >= 0 ? cgroup_fd : -1, ret_pidfd);
 }

@@ -59,10 +59,27 @@ static int join_netns(InitParams *p) {
         return p->sysfs_fd < 0 ? -1 : 0;
 }
 
+/* The paths to mask, then "--" and the root_binds: split in place. */
+static void split_paths(InitParams *p, char **paths) {
+        p->mask_paths = (const char *const *) paths;
+        for (; *paths; paths++)
+                if (strcmp(*paths, "--") == 0) {
+                        *paths = NULL;
+                        p->root_binds = (const char *const *) paths + 1;
+                        return;
+                }
+}
+
+static int fail_step(InitParams *p, SpawnStep step) {
+        SpawnReport r = { .kind = REPORT_FAILED, .step = step, .err = errno };
+        report_send(p->sync_fd, &r, -1);
+        return 1;
+}
+
 /* argv: "init", the sync fd, the sandbox's cgroup fd, workdir ("" for one in memory), root_dir, hostname, the /dev
  * template ("" for none), the tmpfs size in bytes, "lock" or "nolock" (InitParams.lock_mounts), the network
- * namespace's fd ("-" for a new one), the paths to mask. The init is cloned from this small process, not from the
- * daemon (run-exec.h). */
+ * namespace's fd ("-" for a new one), the paths to mask, "--" and the root_binds. The init is cloned from this
+ * small process, not from the daemon (run-exec.h). */
 static int init_main(int argc, char **argv, bool cgns) {
         SpawnReport r = { .kind = REPORT_STARTED };
         InitParams p = { .cgroupns_ready = cgns, .netns_fd = -1, .sysfs_fd = -1 };
@@ -80,35 +97,32 @@ static int init_main(int argc, char **argv, bool cgns) {
         p.hostname = argv[6];
         p.dev_dir = argv[7][0] ? argv[7] : NULL;
         p.lock_mounts = strcmp(argv[9], "lock") == 0;
-        p.mask_paths = (const char *const *) argv + 11;
+        split_paths(&p, argv + 11);
         if (p.netns_fd >= 0) {
-                if (join_netns(&p) < 0) {
-                        r = (SpawnReport) { .kind = REPORT_FAILED, .step = STEP_SETNS, .err = errno };
-                        report_send(p.sync_fd, &r, -1);
-                        return 1;
-                }
+                if (join_netns(&p) < 0)
+                        return fail_step(&p, STEP_SETNS);
                 close(p.netns_fd);
                 flags &= ~(uint64_t) CLONE_NEWNET;
         }
+        /* Still host root in the host's user namespace, where the mounts are not locked. */
+        if (root_trees_open(p.root_dir, p.root_binds, &p.trees) < 0)
+                return fail_step(&p, STEP_ROOT);
         /* Born in the sandbox's cgroup ourselves, we make the sandbox's user namespace and its
          * cgroup namespace here: rooted at our cgroup, owned by that user namespace (so that
          * cgroup2 can be mounted inside). The init, born in its leaf (cg_fd), gets the rest new
          * and these two from us. (A cgroup namespace made by the clone itself would be rooted
          * at the leaf.) */
-        if (cgns && unshare(CLONE_NEWUSER | CLONE_NEWCGROUP) < 0) {
-                r = (SpawnReport) { .kind = REPORT_FAILED, .step = STEP_CGROUPNS, .err = errno };
-                report_send(p.sync_fd, &r, -1);
-                return 1;
-        }
+        if (cgns && unshare(CLONE_NEWUSER | CLONE_NEWCGROUP) < 0)
+                return fail_step(&p, STEP_CGROUPNS);
         pid = clone3_pidfd(flags | CLONE_PARENT, cg_fd, &pidfd);
         if (pid == 0) {
                 close(cg_fd);
                 sandbox_init_main(&p);
         }
+        root_trees_close(&p.trees);
         if (pid < 0) {
-                r = (SpawnReport) { .kind = REPORT_FAILED, .step = STEP_FORK, .err = -pid };
-                report_send(p.sync_fd, &r, -1);
-                return 1;
+                errno = -pid;
+                return fail_step(&p, STEP_FORK);
         }
         r.code = pid;
         return report_send(p.sync_fd, &r, pidfd) < 0 ? 1 : 0;

@@ -3,19 +3,20 @@
  * sandbox's view of the world, reports, then reaps orphans until the cgroup is killed.
  * Steps in order (each failure is reported as {step, errno}):
  *   wait for the id maps -> become root of the new user namespace -> own cgroup namespace ->
- *   private propagation -> a tmpfs root holding read-only binds of the host root's directories ->
+ *   private propagation -> a tmpfs root holding the read-only trees of /usr, /etc and root_binds
+ *   that the process cloning us made (root_trees_open) ->
  *   a fresh /sys with our own cgroup2 -> /proc, /dev, /proc masks -> /tmp, /run, /work -> masks
  *   -> pivot_root -> hostname -> loopback up -> into a child user and mount namespace, which
  *   locks every mount made above.
  * What a sandbox costs is mostly the kernel's work for its namespaces and mounts, so this makes
  * as few filesystems and mounts as it can: /tmp, /run and /dev/shm are directories of the root
  * tmpfs, one empty tmpfs serves every directory mask, /dev is one bind of the daemon's template,
- * and nothing here allocates (see setup_root). */
-#include <dirent.h>
+ * and nothing here allocates (see setup_root_links). */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <linux/magic.h>
+#include <linux/openat2.h>
 #include <net/if.h>
 #include <sched.h>
 #include <signal.h>
@@ -42,9 +43,11 @@
  * the host's /tmp is untouched. */
 #define NEWROOT "/tmp"
 
-static const char *const root_skip[] = { "proc", "dev", "tmp", "run", "work", "sys", "lost+found", NULL };
-/* People's homes are no business of a sandbox: these stay empty directories. */
-static const char *const root_empty[] = { "home", "root", NULL };
+/* The names of root_dir a sandbox gets besides the root_binds: /usr and /etc, and the
+ * merged-/usr links (bin -> usr/bin), copied as links, or on a host without merged /usr those
+ * directories, bound. Nothing else of the host: not /home, /root, /var, /srv, /opt, /mnt,
+ * /media, /boot, nor any mount below a bound directory. */
+static const char *const root_base[] = { "usr", "etc", "bin", "sbin", "lib", "lib32", "lib64", "libx32", NULL };
 
 _Noreturn static void init_fail(int fd, SpawnStep step) {
         SpawnReport r = { .kind = REPORT_FAILED, .step = step, .err = errno ? errno : EIO };
@@ -52,24 +55,11 @@ _Noreturn static void init_fail(int fd, SpawnStep step) {
         _exit(1);
 }
 
-static bool listed(const char *const *list, const char *name) {
-        for (const char *const *s = list; *s; s++)
-                if (strcmp(*s, name) == 0)
-                        return true;
-        return false;
-}
-
-static int make_readonly(const char *path, bool recursive) {
+static int make_readonly(const char *path) {
         struct mount_attr attr = {
                 .attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
         };
-        return mount_setattr(AT_FDCWD, path, recursive ? AT_RECURSIVE : 0, &attr, sizeof(attr));
-}
-
-static int bind_readonly(const char *src, const char *dst) {
-        if (mount(src, dst, NULL, MS_BIND | MS_REC, NULL) < 0)
-                return -1;
-        return make_readonly(dst, true);
+        return mount_setattr(AT_FDCWD, path, 0, &attr, sizeof(attr));
 }
 
 /* The writable places of the sandbox (/tmp, /run with /run/shm, which /dev/shm links to) are
@@ -90,55 +80,180 @@ static int make_dir(const char *path, mode_t mode) {
         return chmod(path, mode);
 }
 
-/* Every directory of the host root is bound read-only; symlinks (/bin -> usr/bin) are copied.
- * No allocation here or anywhere in the init's setup: musl returns freed memory to the kernel at
- * once, and page faults and munmaps were a tenth of the init's time. */
-static int setup_root_entry(int dir_fd, const char *root_dir, const char *name, unsigned char type) {
-        char src[4096], dst[4096], target[4096];
-        struct stat st;
+#ifndef CONFIGFS_MAGIC
+#define CONFIGFS_MAGIC 0x62656570
+#endif
+#ifndef FUSECTL_SUPER_MAGIC
+#define FUSECTL_SUPER_MAGIC 0x65735543
+#endif
+#ifndef MQUEUE_MAGIC
+#define MQUEUE_MAGIC 0x19800202
+#endif
 
-        if (type == DT_UNKNOWN) {
-                if (fstatat(dir_fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-                        return 0;
-                type = S_ISLNK(st.st_mode) ? DT_LNK : S_ISDIR(st.st_mode) ? DT_DIR : DT_REG;
-        }
-        if (snprintf(dst, sizeof(dst), NEWROOT "/%s", name) >= (int) sizeof(dst) ||
-            snprintf(src, sizeof(src), "%s/%s", strcmp(root_dir, "/") == 0 ? "" : root_dir, name) >= (int) sizeof(src)) {
-                errno = ENAMETOOLONG;
+bool root_fs_refused(long f_type) {
+        static const unsigned long refused[] = {
+                PROC_SUPER_MAGIC,   SYSFS_MAGIC,    CGROUP_SUPER_MAGIC, CGROUP2_SUPER_MAGIC, DEBUGFS_MAGIC,
+                TRACEFS_MAGIC,      SECURITYFS_MAGIC, SELINUX_MAGIC,    SMACK_MAGIC,         BPF_FS_MAGIC,
+                DEVPTS_SUPER_MAGIC, EFIVARFS_MAGIC, PSTOREFS_MAGIC,     BINFMTFS_MAGIC,      NSFS_MAGIC,
+                CONFIGFS_MAGIC,     FUSECTL_SUPER_MAGIC, MQUEUE_MAGIC,
+        };
+        for (size_t i = 0; i < ELEMENTSOF(refused); i++)
+                if ((unsigned long) f_type == refused[i])
+                        return true;
+        return false;
+}
+
+static int open_no_symlinks(int dir_fd, const char *path, uint64_t resolve) {
+        struct open_how how = {
+                .flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
+                .resolve = resolve | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
+        };
+        return (int) syscall(SYS_openat2, dir_fd, path, &how, sizeof(how));
+}
+
+/* A detached copy of the one mount at path, without AT_RECURSIVE: nothing mounted below it
+ * comes along (a procfs under /etc/x, another container's root under /usr/local/y). Private,
+ * so that no later mount on the host propagates into it. */
+static int root_tree_clone(int root_fd, const char *path) {
+        struct mount_attr attr = {
+                .attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
+                .propagation = MS_PRIVATE,
+        };
+        _cleanup_close_ int dir = open_no_symlinks(root_fd, path, RESOLVE_BENEATH);
+        _cleanup_close_ int tree = -EBADF;
+        struct statfs sfs;
+
+        if (dir < 0)
+                return -1;
+        tree = open_tree(dir, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH);
+        if (tree < 0 || fstatfs(tree, &sfs) < 0)
+                return -1;
+        if (root_fs_refused((long) sfs.f_type)) {
+                errno = EMEDIUMTYPE;
                 return -1;
         }
-        if (type == DT_LNK) {
-                ssize_t n = readlinkat(dir_fd, name, target, sizeof(target) - 1);
-                if (n < 0)
-                        return 0;
-                target[n] = '\0';
-                return symlink(target, dst);
+        if (mount_setattr(tree, "", AT_EMPTY_PATH, &attr, sizeof(attr)) < 0)
+                return -1;
+        return TAKE_FD(tree);
+}
+
+static int root_tree_add(RootTrees *t, int root_fd, const char *path) {
+        int fd;
+
+        if (t->n >= ROOT_TREES_MAX) {
+                errno = E2BIG;
+                return -1;
         }
-        if (type == DT_DIR)
-                return mkdir(dst, 0755) < 0 || (!listed(root_empty, name) && bind_readonly(src, dst) < 0) ? -1 : 0;
+        fd = root_tree_clone(root_fd, path);
+        if (fd < 0)
+                return -1;
+        t->fd[t->n] = fd;
+        t->path[t->n++] = path;
         return 0;
 }
 
-static int setup_root(const char *root_dir) {
-        _cleanup_close_ int fd = open(root_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        char buf[8192] __attribute__((aligned(8)));
+void root_trees_close(RootTrees *t) {
+        for (unsigned i = 0; i < t->n; i++)
+                safe_close(t->fd[i]);
+        t->n = 0;
+}
+
+static int root_trees_add_all(RootTrees *t, int root_fd, const char *const *binds) {
+        struct stat st;
+
+        for (const char *const *name = root_base; *name; name++) {
+                /* Absent, or a link that the init copies. */
+                if (fstatat(root_fd, *name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode))
+                        continue;
+                if (root_tree_add(t, root_fd, *name) < 0)
+                        return -1;
+        }
+        for (; binds && *binds; binds++)
+                if (root_tree_add(t, root_fd, *binds + 1) < 0) /* without its leading '/' */
+                        return -1;
+        return 0;
+}
+
+int root_trees_open(const char *root_dir, const char *const *binds, RootTrees *ret) {
+        _cleanup_close_ int root_fd = open(root_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        int saved;
+
+        *ret = (RootTrees) {};
+        if (root_fd < 0)
+                return -1;
+        if (root_trees_add_all(ret, root_fd, binds) == 0)
+                return 0;
+        saved = errno;
+        root_trees_close(ret);
+        errno = saved;
+        return -1;
+}
+
+/* mkdir -p of a path below the new root; what exists already (a directory of a bound tree) is
+ * fine. The links made on the root tmpfs are not followed when the tree is attached. */
+static int make_dirs(char *path) {
+        for (char *s = path + strlen(NEWROOT) + 1; (s = strchr(s, '/')); s++) {
+                int r;
+                *s = '\0';
+                r = mkdir(path, 0755);
+                *s = '/';
+                if (r < 0 && errno != EEXIST)
+                        return -1;
+        }
+        return mkdir(path, 0755) < 0 && errno != EEXIST ? -1 : 0;
+}
+
+static int move_onto(int tree, int target_fd);
+
+static int attach_tree(int tree, const char *path) {
+        _cleanup_close_ int target = -EBADF;
+        char dst[4096];
+
+        if (snprintf(dst, sizeof(dst), NEWROOT "/%s", path) >= (int) sizeof(dst)) {
+                errno = ENAMETOOLONG;
+                return -1;
+        }
+        if (make_dirs(dst) < 0)
+                return -1;
+        target = open_no_symlinks(AT_FDCWD, dst, 0);
+        if (target < 0)
+                return -1;
+        return move_onto(tree, target);
+}
+
+/* The merged-/usr links as root_dir has them. No allocation here or anywhere in the init's
+ * setup: musl returns freed memory to the kernel at once, and page faults and munmaps were a
+ * tenth of the init's time. */
+static int setup_root_links(const char *root_dir) {
+        _cleanup_close_ int fd = open(root_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        char dst[64], target[4096];
 
         if (fd < 0)
                 return -1;
-        for (;;) {
-                ssize_t n = syscall(SYS_getdents64, fd, buf, sizeof(buf));
-                if (n <= 0)
-                        return (int) n;
-                for (ssize_t off = 0; off < n;) {
-                        struct dirent64 *de = (struct dirent64 *) (buf + off);
-                        const char *name = de->d_name;
-                        off += de->d_reclen;
-                        if ((name[0] == '.' && (!name[1] || (name[1] == '.' && !name[2]))) || listed(root_skip, name))
-                                continue;
-                        if (setup_root_entry(fd, root_dir, name, de->d_type) < 0)
-                                return -1;
-                }
+        for (const char *const *name = root_base; *name; name++) {
+                ssize_t n = readlinkat(fd, *name, target, sizeof(target) - 1);
+                if (n < 0)
+                        continue; /* a directory (a tree of its own) or absent */
+                target[n] = '\0';
+                snprintf(dst, sizeof(dst), NEWROOT "/%s", *name);
+                if (symlink(target, dst) < 0)
+                        return -1;
         }
+        return 0;
+}
+
+/* /home and /root are empty directories; /var is the sandbox's own, empty but for /var/tmp and
+ * /var/run, links to its /tmp and /run (programs that keep temporary files in /var/tmp find a
+ * writable one). A root_bind below /var adds what the host's configuration asks for. */
+static int setup_root(const InitParams *p) {
+        if (setup_root_links(p->root_dir) < 0 || mkdir(NEWROOT "/home", 0755) < 0 || mkdir(NEWROOT "/root", 0755) < 0 ||
+            mkdir(NEWROOT "/var", 0755) < 0 || symlink("/tmp", NEWROOT "/var/tmp") < 0 ||
+            symlink("/run", NEWROOT "/var/run") < 0)
+                return -1;
+        for (unsigned i = 0; i < p->trees.n; i++)
+                if (attach_tree(p->trees.fd[i], p->trees.path[i]) < 0)
+                        return -1;
+        return 0;
 }
 
 static int bind_dev_node(const char *name) {
@@ -257,7 +372,7 @@ static int replace_etc_file(const char *name, const char *text) {
                 return -1;
         n = write(fd, text, strlen(text));
         close(fd);
-        if (n != (ssize_t) strlen(text) || mount(src, dst, NULL, MS_BIND, NULL) < 0 || make_readonly(dst, false) < 0)
+        if (n != (ssize_t) strlen(text) || mount(src, dst, NULL, MS_BIND, NULL) < 0 || make_readonly(dst) < 0)
                 return -1;
         return unlink(src);
 }
@@ -450,7 +565,7 @@ static int setup_pivot(void) {
                 return -1;
         if (chdir("/") < 0)
                 return -1;
-        return make_readonly("/", false);
+        return make_readonly("/");
 }
 
 static int setup_loopback(void) {
@@ -483,7 +598,7 @@ static int mount_root_tmpfs(uint64_t size) {
 static int setup_mounts(const InitParams *p, int workdir_fd, int dev_fd) {
         if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
                 return STEP_MOUNT_PRIVATE;
-        if (mount_root_tmpfs(p->tmpfs_size) < 0 || setup_root(p->root_dir) < 0)
+        if (mount_root_tmpfs(p->tmpfs_size) < 0 || setup_root(p) < 0)
                 return STEP_ROOT;
         for (const char *const *d = (const char *const[]) { "proc", "dev", "tmp", "run", "work", "sys", NULL }; *d; d++) {
                 char path[64];

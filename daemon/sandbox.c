@@ -375,6 +375,7 @@ static int sandbox_spawn_init(Sandbox *s) {
                 .dev_dir = m->dev_dir,
                 .tmpfs_size = sandbox_tmpfs_size(s),
                 .mask_paths = sandbox_mask_paths(m),
+                .root_binds = (const char *const *) m->config.root_binds,
                 .lock_mounts = !s->unprivileged_only,
                 .netns_fd = -EBADF,
                 .sysfs_fd = -EBADF,
@@ -393,13 +394,23 @@ static int sandbox_spawn_init(Sandbox *s) {
                 p.netns_fd = s->netns_fd;
                 return sandbox_exec_init(s, sp, &p);
         }
+        /* Without the helper, the daemon makes the init's trees: in the host's user namespace. */
+        if (root_trees_open(p.root_dir, p.root_binds, &p.trees) < 0) {
+                int r = -errno;
+                close(sp[0]);
+                close(sp[1]);
+                return r;
+        }
         pid = clone3_pidfd(SANDBOX_NS_FLAGS, s->cg_fd, &s->init_pidfd);
         if (pid == 0) {
-                int keep[] = { 2, sp[1] };
-                close_all_fds_except(keep, ELEMENTSOF(keep));
+                int keep[2 + ROOT_TREES_MAX] = { 2, sp[1] };
+                for (unsigned i = 0; i < p.trees.n; i++)
+                        keep[2 + i] = p.trees.fd[i];
+                close_all_fds_except(keep, 2 + p.trees.n);
                 close(sp[0]);
                 sandbox_init_main(&p);
         }
+        root_trees_close(&p.trees);
         close(sp[1]);
         s->setup_fd = sp[0];
         if (pid < 0)

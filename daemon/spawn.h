@@ -68,6 +68,30 @@ int report_send(int fd, const SpawnReport *r, int pass_fd);
 /* Receives one report, and an fd when one was passed (else -1). 0 on EOF. */
 int report_recv(int fd, SpawnReport *ret, int *ret_fd);
 
+/* What a sandbox sees of root_dir (sandbox-setup.c, docs/security.md "What a sandbox sees"):
+ * /usr, /etc and the merged-/usr names (as symlinks where root_dir has them so, else as
+ * directories), and the configured root_binds, each bound read-only without the mounts below it.
+ * The binds are detached copies (open_tree without AT_RECURSIVE) made by a process of the host's
+ * user namespace before it clones the init: in the init's mount namespace, a copy of the host's
+ * owned by the sandbox's user namespace, every mount is locked, and the kernel refuses to bind
+ * one without the locked mounts below it (EINVAL), since that would uncover what they hide. */
+#define ROOT_BINDS_MAX 16
+#define ROOT_TREES_MAX (8 + ROOT_BINDS_MAX)
+typedef struct RootTrees {
+        unsigned n;
+        int fd[ROOT_TREES_MAX];           /* read-only, nosuid, nodev, private */
+        const char *path[ROOT_TREES_MAX]; /* where, relative to the root: "usr", "srv/data" */
+} RootTrees;
+
+/* Opens the trees of root_dir's base directories and of binds (absolute, sorted, checked at
+ * start: conf.h). A bind that is gone, has a symlink in its path or is a kernel interface
+ * (root_fs_refused) fails it, with errno set. Returns 0 or -1; *ret is complete or empty. */
+int root_trees_open(const char *root_dir, const char *const *binds, RootTrees *ret);
+void root_trees_close(RootTrees *t);
+/* A filesystem that is the kernel's interface rather than files (procfs, sysfs, cgroupfs,
+ * debugfs, ...): never bound into a sandbox, wherever the host mounted it. */
+bool root_fs_refused(long f_type);
+
 typedef struct InitParams {
         int sync_fd;        /* the child's end: wait for the id maps, then report */
         const char *workdir; /* host path of the workspace; NULL: a directory of the root tmpfs */
@@ -78,6 +102,8 @@ typedef struct InitParams {
          * past it is ENOSPC, never an OOM kill or the host's memory (sandbox_tmpfs_size()) */
         uint64_t tmpfs_size;
         const char *const *mask_paths; /* hidden inside (state dir, control sockets) */
+        const char *const *root_binds; /* more directories of root_dir, bound read-only (conf.h) */
+        RootTrees trees;     /* made by whoever clones the init, from root_dir and root_binds */
         bool cgroupns_ready; /* born in the sandbox's own cgroup namespace: no unshare */
         bool lock_mounts;    /* end in a child user namespace whose mounts are locked (sandbox-setup.c) */
         /* >= 0: the network namespace to join (netns-pool.h), for the helper that clones the

@@ -24,9 +24,13 @@
         { .syscall = name, .match = what, .error = EPERM, .arg = argi, .mask = m, .datum = d, .why = reason }
 
 /* Default allow: this is a list of kernel attack surface and host-wide knobs, not a whitelist.
- * mount, umount2, pivot_root and setns stay allowed on purpose: the command owns the mount
- * namespace of its sandbox (a user namespace of its own), so they only rearrange its own view;
- * the host's mounts are out of reach whatever it does there. */
+ * mount, umount2, pivot_root and unshare(CLONE_NEWNS) stay allowed on purpose: root of the
+ * sandbox owns its mount namespace (a user namespace of its own), so they only rearrange its own
+ * view; the host's mounts are out of reach whatever it does there. Every other namespace a
+ * command could make would be owned by the sandbox's user namespace and hand root inside the
+ * capabilities over it (CAP_NET_ADMIN and CAP_NET_RAW in a network namespace of its own): one
+ * rule per flag, since a flag set in the argument is what is refused. */
+#define DENY_NS(name, flag, reason) DENY_IF(name, #flag, 0, flag, flag, reason)
 const SeccompRule seccomp_rules[] = {
         DENY("add_key", "kernel keyrings are not namespaced: they hold keys of other users and services, and keyctl has a long CVE history (CVE-2016-0728)"),
         DENY("request_key", "kernel keyrings are not namespaced (as add_key); also calls out to /sbin/request-key on the host"),
@@ -52,9 +56,22 @@ const SeccompRule seccomp_rules[] = {
         DENY("io_uring_setup", "io_uring runs operations from kernel workers that this filter never sees, e.g. AF_VSOCK sockets (ESC-18, isolate 2.6)"),
         DENY("io_uring_enter", "io_uring bypasses the filter (as io_uring_setup)"),
         DENY("io_uring_register", "io_uring bypasses the filter (as io_uring_setup)"),
-        DENY_IF("unshare", "CLONE_NEWUSER", 0, CLONE_NEWUSER, CLONE_NEWUSER,
+        DENY_NS("unshare", CLONE_NEWUSER,
                 "nested user namespaces hand out capabilities over kernel code that is otherwise root-only (CVE-2022-0185, CVE-2022-0492)"),
-        DENY_IF("clone", "CLONE_NEWUSER", 0, CLONE_NEWUSER, CLONE_NEWUSER, "nested user namespaces (as unshare)"),
+        DENY_NS("unshare", CLONE_NEWNET,
+                "a network namespace of its own gives root inside CAP_NET_ADMIN and CAP_NET_RAW: netfilter, netlink, raw and packet sockets, the usual road to a kernel exploit"),
+        DENY_NS("unshare", CLONE_NEWUTS, "root inside would own the hostname; nothing documented needs it"),
+        DENY_NS("unshare", CLONE_NEWIPC, "root inside would own an IPC namespace (mqueue mounts, IPC_OWNER); nothing documented needs it"),
+        DENY_NS("unshare", CLONE_NEWCGROUP, "root inside would own a cgroup namespace and could mount a cgroup2 of its own"),
+        DENY_NS("unshare", CLONE_NEWPID, "root inside would own a pid namespace; nothing documented needs it"),
+        DENY_NS("unshare", CLONE_NEWTIME, "root inside would set the clocks its children see; nothing documented needs it"),
+        DENY_NS("clone", CLONE_NEWUSER, "nested user namespaces (as unshare)"),
+        DENY_NS("clone", CLONE_NEWNET, "a network namespace of its own (as unshare)"),
+        DENY_NS("clone", CLONE_NEWUTS, "a UTS namespace of its own (as unshare)"),
+        DENY_NS("clone", CLONE_NEWIPC, "an IPC namespace of its own (as unshare)"),
+        DENY_NS("clone", CLONE_NEWCGROUP, "a cgroup namespace of its own (as unshare)"),
+        DENY_NS("clone", CLONE_NEWPID, "a pid namespace of its own (as unshare)"),
+        DENY("setns", "from inside, only the sandbox's own namespaces and ones its processes made can be reached; an nsfd with nstype 0 names no type a rule could check, and nothing documented needs it"),
         { .syscall = "clone3", .match = "", .error = ENOSYS, .arg = -1,
           .why = "its flags are in memory, out of seccomp's reach: ENOSYS makes glibc fall back to clone, whose flags are checked (as Docker and crun do)" },
         DENY_IF("ioctl", "TIOCSTI", 1, IOCTL_CMD_MASK, TIOCSTI,

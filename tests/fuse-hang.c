@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* fuse-hang DIR: mounts a FUSE filesystem on DIR that answers the kernel's FUSE_INIT and then
- * reads every request without ever answering it, so that whoever touches DIR waits in the
+/* fuse-hang DIR: mounts a FUSE filesystem on DIR that answers the kernel's FUSE_INIT (and
+ * FUSE_STATFS) and then reads every other request without ever answering it, so that whoever touches DIR waits in the
  * kernel, uninterruptibly (state D), and SIGKILL cannot end it: the process THREATS DMN-06 asks a
  * sandbox's teardown to survive. Prints "ready" once mounted. On SIGTERM or when its stdin
  * closes it closes /dev/fuse, which aborts the connection (the waiters get ENOTCONN and die), and
@@ -32,6 +32,16 @@ static int answer_init(int fd, const struct fuse_in_header *in, const struct fus
                 .o = { .major = FUSE_KERNEL_VERSION, .minor = init->minor < FUSE_KERNEL_MINOR_VERSION ? init->minor : FUSE_KERNEL_MINOR_VERSION,
                        .max_readahead = init->max_readahead, .max_write = 4096 },
         };
+        return write(fd, &out, sizeof(out)) == (ssize_t) sizeof(out) ? 0 : -1;
+}
+
+/* statfs is answered (zeros), so that sandboxd can check what filesystem a root_binds entry is
+ * (its helper calls fstatfs on every tree it binds) and bind this one into a sandbox. */
+static int answer_statfs(int fd, const struct fuse_in_header *in) {
+        struct {
+                struct fuse_out_header h;
+                struct fuse_statfs_out o;
+        } out = { .h = { .len = sizeof(out), .unique = in->unique }, .o = { .st = { .bsize = 4096, .namelen = 255 } } };
         return write(fd, &out, sizeof(out)) == (ssize_t) sizeof(out) ? 0 : -1;
 }
 
@@ -81,6 +91,8 @@ int main(int argc, char **argv) {
                 }
                 if ((size_t) n >= sizeof(*in) && in->opcode == FUSE_INIT &&
                     answer_init(fd, in, (const void *) (buf + sizeof(*in))) < 0)
+                        break;
+                if ((size_t) n >= sizeof(*in) && in->opcode == FUSE_STATFS && answer_statfs(fd, in) < 0)
                         break;
                 /* Anything else is read and never answered. */
         }

@@ -15,9 +15,10 @@ FUSE_HANG=$top_builddir/tests/fuse-hang
 grep -qw fuse /proc/filesystems || modprobe fuse 2>/dev/null
 grep -qw fuse /proc/filesystems || skip_all "no fuse filesystem in this kernel"
 
-# Below /var/tmp: the sandboxes see the host's /var (read-only), not its /tmp. Nothing on the host
-# may look into it while it hangs; it is detached at the end.
-MNT=$(mktemp -d /var/tmp/sbx-fuse.XXXXXX) || skip_all "mktemp in /var/tmp failed"
+# Shown to the sandboxes as a root_binds entry (a sandbox sees nothing of the host's /var by
+# itself), hence not below /tmp or /var/tmp, which are a sandbox's own. Nothing on the host may
+# look into it while it hangs; it is detached at the end.
+MNT=$(mktemp -d /var/lib/sbxt-fuse.XXXXXX) || skip_all "mktemp in /var/lib failed"
 mkfifo "$T/fuse-ctl"
 "$FUSE_HANG" "$MNT" <"$T/fuse-ctl" >"$T/fuse.out" 2>&1 &
 FUSE_PID=$!
@@ -27,7 +28,7 @@ _fuse_ready() { grep -qx ready "$T/fuse.out"; }
 wait_until 10 _fuse_ready || { nok "fuse-hang mounts a filesystem on $MNT"; diag "$(cat "$T/fuse.out")"; exit 0; }
 export MNT FUSE_PID SANDBOXCTL
 
-printf 'teardown_timeout = 2s\n' >"$T/teardown.conf"
+printf 'teardown_timeout = 2s\nroot_binds = %s\n' "$MNT" >"$T/teardown.conf"
 start_daemon --config "$T/teardown.conf" || exit 0
 
 run_py "teardown stuck" 120 <<'EOF'

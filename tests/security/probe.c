@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <linux/bpf.h>
 #include <linux/keyctl.h>
+#include <linux/sched.h>
 #include <sched.h>
 #include <stddef.h>
 #include <signal.h>
@@ -68,6 +69,66 @@ static long try_unshare_user(void) {
 
 static long try_clone_user(void) {
         long pid = syscall(SYS_clone, CLONE_NEWUSER | SIGCHLD, 0, 0, 0, 0);
+        if (pid == 0)
+                _exit(0);
+        if (pid > 0)
+                (void) waitpid((pid_t) pid, NULL, 0);
+        return pid;
+}
+
+/* Namespace flags with a flag unshare(2) does not take (CLONE_VFORK): the kernel says EINVAL
+ * before it looks at privileges or makes anything, so EPERM can only be the filter's, for root of
+ * the sandbox and for the default user alike. */
+static long try_unshare_ns(int flag) {
+        return unshare(flag | CLONE_VFORK);
+}
+static long try_unshare_net(void) { return try_unshare_ns(CLONE_NEWNET); }
+static long try_unshare_uts(void) { return try_unshare_ns(CLONE_NEWUTS); }
+static long try_unshare_ipc(void) { return try_unshare_ns(CLONE_NEWIPC); }
+static long try_unshare_cgroup(void) { return try_unshare_ns(CLONE_NEWCGROUP); }
+static long try_unshare_pid(void) { return try_unshare_ns(CLONE_NEWPID); }
+static long try_unshare_time(void) { return try_unshare_ns(CLONE_NEWTIME); }
+static long try_unshare_mnt(void) { return try_unshare_ns(CLONE_NEWNS); }
+
+/* CLONE_THREAD without CLONE_SIGHAND: the kernel says EINVAL before anything is made. */
+static long try_clone_ns(int flag) {
+        long pid = syscall(SYS_clone, flag | CLONE_THREAD | SIGCHLD, 0, 0, 0, 0);
+        if (pid == 0)
+                _exit(0);
+        return pid;
+}
+static long try_clone_net(void) { return try_clone_ns(CLONE_NEWNET); }
+static long try_clone_uts(void) { return try_clone_ns(CLONE_NEWUTS); }
+static long try_clone_ipc(void) { return try_clone_ns(CLONE_NEWIPC); }
+static long try_clone_cgroup(void) { return try_clone_ns(CLONE_NEWCGROUP); }
+static long try_clone_pid(void) { return try_clone_ns(CLONE_NEWPID); }
+
+/* A bad fd: the kernel says EBADF. */
+static long try_setns(void) {
+        return setns(-1, 0);
+}
+
+/* The real thing, as unshare(1) -n does: for root of the sandbox the kernel would say yes. */
+static long try_unshare_net_real(void) {
+        return unshare(CLONE_NEWNET);
+}
+
+/* Joining the network namespace of our own process through a pidfd, and through an nsfd with
+ * nstype 0 (any type): refused whatever the namespace. */
+static long try_setns_pidfd(void) {
+        int fd = (int) syscall(SYS_pidfd_open, getpid(), 0);
+        return fd < 0 ? -1 : setns(fd, CLONE_NEWNET);
+}
+static long try_setns_nsfd(void) {
+        int fd = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
+        return fd < 0 ? -1 : setns(fd, 0);
+}
+
+/* clone3 asking for a network namespace, with a valid struct: ENOSYS, so that libc falls back to
+ * clone, whose flags the filter reads. */
+static long try_clone3_net(void) {
+        struct clone_args args = { .flags = CLONE_NEWNET, .exit_signal = SIGCHLD };
+        long pid = syscall(SYS_clone3, &args, sizeof(args));
         if (pid == 0)
                 _exit(0);
         if (pid > 0)
@@ -190,6 +251,23 @@ static const struct {
         { "unshare-user", try_unshare_user },
         { "clone-user", try_clone_user },
         { "clone3", try_clone3 },
+        { "clone3-net", try_clone3_net },
+        { "unshare-net", try_unshare_net },
+        { "unshare-uts", try_unshare_uts },
+        { "unshare-ipc", try_unshare_ipc },
+        { "unshare-cgroup", try_unshare_cgroup },
+        { "unshare-pid", try_unshare_pid },
+        { "unshare-time", try_unshare_time },
+        { "unshare-mnt", try_unshare_mnt },
+        { "unshare-net-real", try_unshare_net_real },
+        { "clone-net", try_clone_net },
+        { "clone-uts", try_clone_uts },
+        { "clone-ipc", try_clone_ipc },
+        { "clone-cgroup", try_clone_cgroup },
+        { "clone-pid", try_clone_pid },
+        { "setns", try_setns },
+        { "setns-pidfd", try_setns_pidfd },
+        { "setns-nsfd", try_setns_nsfd },
         { "tiocsti", try_tiocsti },
         { "tiocsti-high", try_tiocsti_high },
         { "tioclinux", try_tioclinux },

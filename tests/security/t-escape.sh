@@ -16,9 +16,10 @@ PROBE=$top_builddir/tests/security/probe
 [ -x "$PROBE" ] || skip_all "no probe at $PROBE (make check builds it)"
 command -v setpriv >/dev/null || skip_all "setpriv is not installed"
 
-# Host canaries, in /var/tmp: the sandbox sees the host's /var (read-only), not its /tmp.
+# Host canaries, in a directory the daemon's configuration shows to every sandbox (root_binds,
+# read-only): a sandbox sees nothing of the host's /var by itself, and /tmp and /var/tmp are its own.
 CANARY_GID=4242
-VARTMP=$(mktemp -d /var/tmp/sbx-escape.XXXXXX) || skip_all "mktemp in /var/tmp failed"
+VARTMP=$(mktemp -d /var/lib/sbxt-escape.XXXXXX) || skip_all "mktemp in /var/lib failed"
 chmod 0755 "$VARTMP"
 trap 'rm -rf --one-file-system "$VARTMP"; _cleanup' EXIT
 echo group-secret >"$VARTMP/group-secret"
@@ -31,7 +32,8 @@ printf '#!/bin/sh\nexec setpriv --groups=%s -- %s "$@"\n' "$CANARY_GID" "$SANDBO
 chmod 0755 "$T/sandboxd-with-group"
 SANDBOXD=$T/sandboxd-with-group
 export PROBE VARTMP CANARY_GID SANDBOXD_BIN
-start_daemon || exit 0
+printf 'root_binds = %s\n' "$VARTMP" >"$T/escape.conf"
+start_daemon --config "$T/escape.conf" || exit 0
 like "$(grep ^Groups: /proc/$DAEMON_PID/status)" "^Groups:[[:space:]]*$" \
 	"the daemon dropped the supplementary group it was started with"
 
@@ -100,14 +102,16 @@ check(out.strip() not in ("", "0"), "ESC-14: root inside cannot create a nested 
 # ---- Writing outside /work --------------------------------------------------------------------
 marker = "sbx-esc-%d" % os.getpid()
 for user in USERS:
-    targets = ["/%s" % marker, "/etc/%s" % marker, "/usr/%s" % marker, "%s/%s" % (vartmp, marker),
-               "/var/tmp/%s" % marker, "%s/dir/file" % vartmp]
+    targets = ["/%s" % marker, "/etc/%s" % marker, "/usr/%s" % marker, "/var/%s" % marker, "%s/%s" % (vartmp, marker),
+               "%s/dir/file" % vartmp]
     code, out, err = sh("for f in %s; do (echo x >> $f) 2>/dev/null && echo wrote $f; done; "
-                        "(echo x > /tmp/%s) && echo tmp-ok" % (" ".join(targets), marker), user=user)
-    check("wrote" not in out and "tmp-ok" in out and not any(os.path.exists(t) for t in targets[:-1])
-          and not os.path.exists("/tmp/" + marker) and open(vartmp + "/dir/file").read() == "canary\n"
-          and sha("/etc/passwd") == host_passwd,
-          "writing outside /work fails as %s (/, /etc, /usr, /var/tmp, a host file); its /tmp is its own" % user, out, err)
+                        "(echo x > /tmp/%s) && echo tmp-ok; (echo y > /var/tmp/%s) && cat /tmp/%s" %
+                        (" ".join(targets), marker, marker, marker), user=user)
+    check("wrote" not in out and "tmp-ok\ny" in out and not any(os.path.exists(t) for t in targets[:-1])
+          and not os.path.exists("/tmp/" + marker) and not os.path.exists("/var/tmp/" + marker)
+          and open(vartmp + "/dir/file").read() == "canary\n" and sha("/etc/passwd") == host_passwd,
+          "writing outside /work fails as %s (/, /etc, /usr, /var, a root_binds directory and a host file in it); "
+          "its /tmp, and /var/tmp which leads to it, are its own" % user, out, err)
 
 # ---- ESC-12: setuid binaries ------------------------------------------------------------------
 code, out, err = sh("cp /usr/bin/id /work/suid-id && chmod 4755 /work/suid-id && stat -c %u:%a /work/suid-id", user="root")

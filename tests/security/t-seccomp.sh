@@ -3,7 +3,7 @@
 # The run filter (daemon/syscall-filter.c, docs/security.md; THREATS.md ESC-04, ESC-14, ESC-18): every
 # refused syscall and ioctl is tried from inside a sandbox by tests/security/probe, which must be
 # told the filter's errno (EPERM, ENOSYS for clone3) where the kernel alone would have said
-# something else; foreign ABIs are killed with SIGSYS; no_new_privs is set; and ordinary
+# something else, namespace flags and setns included (for root of the sandbox too); foreign ABIs are killed with SIGSYS; no_new_privs is set; and ordinary
 # programs (fork, threads, mount namespaces, ioctl) still work.
 . "${top_srcdir:-$(dirname "$0")/../..}/tests/lib.sh"
 
@@ -19,6 +19,16 @@ is "$(host_probe tiocsti-high)" "blocked ENOTTY" "host, no filter: TIOCSTI with 
 is "$(host_probe perf_event_open)" "blocked EFAULT" "host, no filter: perf_event_open(NULL) is EFAULT"
 is "$(host_probe io_uring_setup)" "blocked EFAULT" "host, no filter: io_uring_setup(NULL) is EFAULT"
 like "$(host_probe clone3)" "^blocked E(FAULT|INVAL)$" "host, no filter: clone3(NULL) is EFAULT or EINVAL"
+# The namespace probes pass a flag the call does not take (unshare) or an impossible combination
+# (clone): the kernel says EINVAL before any privilege check, so inside EPERM is the filter's, for
+# the default user as for root.
+NS_PROBES="unshare-net unshare-uts unshare-ipc unshare-cgroup unshare-pid unshare-time unshare-user clone-net clone-uts clone-ipc clone-cgroup clone-pid"
+for p in $NS_PROBES unshare-mnt; do
+        [ "$p" = unshare-user ] && continue
+        is "$(host_probe $p)" "blocked EINVAL" "host, no filter: $p with a flag the kernel refuses is EINVAL"
+done
+is "$(host_probe setns)" "blocked EBADF" "host, no filter: setns(-1, 0) is EBADF"
+export NS_PROBES
 # int 0x80 needs the kernel's ia32 emulation: some kernels (ia32_emulation=0, some VM guests such
 # as this host's) answer it with SIGSEGV before any filter runs. Then SIGSEGV is what the sandbox
 # must show too; the filter's own SIGSYS is only observable where the host probe gets through.
@@ -29,7 +39,7 @@ export INT80_SIGNAL
 
 # docs/security.md documents every rule of the table in daemon/syscall-filter.c.
 undocumented=
-for name in $(sed -n 's/^ *\(DENY\|DENY_IF\)("\([a-z0-9_]*\)".*/\2/p; s/^ *{ \.syscall = "\([a-z0-9_]*\)".*/\1/p' \
+for name in $(sed -n 's/^ *\(DENY\|DENY_IF\|DENY_NS\)("\([a-z0-9_]*\)".*/\2/p; s/^ *{ \.syscall = "\([a-z0-9_]*\)".*/\1/p' \
         "$top_srcdir/daemon/syscall-filter.c"); do
         grep -q "^| \`$name\` |" "$top_srcdir/docs/security.md" || undocumented="$undocumented $name"
 done
@@ -65,6 +75,24 @@ for sub, err in blocked.items():
     r = probe(sub)
     is_((r.get("reason"), r.get("exit_code"), r.get("stdout")), ("exited", 0, "blocked %s\n" % err),
         "%s: refused with %s" % (sub, err))
+# Section 2 of issue 17: no namespace but a mount namespace, for root of the sandbox too.
+for user in ("sandbox", "root"):
+    for sub in os.environ["NS_PROBES"].split() + ["setns", "setns-pidfd", "setns-nsfd"]:
+        r = run(argv=["/work/probe", sub], user=user)
+        is_(r.get("stdout"), "blocked EPERM\n", "as %s: %s refused with EPERM" % (user, sub))
+    r = run(argv=["/work/probe", "clone3-net"], user=user)
+    is_(r.get("stdout"), "blocked ENOSYS\n", "as %s: clone3 with CLONE_NEWNET in its struct is ENOSYS" % user)
+r = run(argv=["/work/probe", "unshare-net-real"], user="root")
+is_(r.get("stdout"), "blocked EPERM\n", "as root: unshare(CLONE_NEWNET) itself is EPERM")
+r = run(argv=["/work/probe", "unshare-mnt"], user="root")
+is_(r.get("stdout"), "blocked EINVAL\n", "as root: unshare(CLONE_NEWNS) reaches the kernel (EINVAL for the bad flag it carries)")
+for opt, what in (("-n", "ip link set lo up"), ("-u", "hostname x"), ("-C", "mount -t cgroup2 none /tmp"),
+                  ("-i", "true"), ("-p -f", "true"), ("-T", "true")):
+    r = run(command="unshare %s %s && echo ran" % (opt, what), user="root")
+    check(r.get("exit_code") != 0 and "ran" not in r.get("stdout", "") and "Operation not permitted" in r.get("stderr", ""),
+          "as root: unshare %s (then %s) fails with EPERM and runs nothing" % (opt, what), r.get("stdout"), r.get("stderr"))
+r = run(command="nsenter -t 1 -n true && echo ran", user="root")
+check("ran" not in r.get("stdout", ""), "as root: nsenter into pid 1's network namespace is refused", r.get("stderr"))
 r = probe("tcgets")
 is_(r.get("stdout"), "blocked ENOTTY\n", "another ioctl on the same fd still reaches the kernel (ENOTTY)")
 for sub, sig in (("int80", os.environ["INT80_SIGNAL"]), ("x32", "SYS")):
