@@ -6,7 +6,7 @@ export SANDBOXD_SOCKET=/run/sandboxd/sandboxd.sock
 # -- socket activation ------------------------------------------------------------------------
 check "sandboxd.socket is listening" systemctl is-active sandboxd.socket
 check "sandboxd.service is not running before the first connection" bash -c '! systemctl is-active sandboxd.service'
-hello=$(call '{"op":"hello"}')
+hello=$(call '{"op":"hello"}') && [ "$(jqr .ok "$hello")" = true ]
 ok $? "the first connection starts the daemon and hello answers"
 check "sandboxd.service is running after it" systemctl is-active sandboxd.service
 diag "hello: $hello"
