@@ -3,16 +3,23 @@
 # (the real-systemd VM tests included). Safe to run again.
 set -euo pipefail
 
+# Checked on a minimal Debian 12 root (mmdebstrap --variant=minbase; .ci/fresh-root does it on
+# every CI run): nothing here may be left to what a developer's machine happens to have.
 packages=(
 	# build
 	build-essential autoconf automake libtool autoconf-archive pkgconf clang
 	libsystemd-dev libjson-c-dev libcgroup-dev libseccomp-dev
+	# the ASan/UBSan build's runtime (clang links libclang_rt.asan*.a from it)
+	libclang-rt-14-dev
 	# the run helper is built with musl where it is installed (configure.ac says why)
 	musl-tools
-	# tests
-	systemd jq python3 procps psmisc util-linux tmux
-	# the real-systemd VM: qemu (TCG), a Debian kernel and busybox for the initramfs
-	qemu-system-x86 busybox-static linux-image-amd64 kmod
+	# tests; man-db and bash-completion for t-docs.sh and t-completion.sh
+	systemd jq python3 procps psmisc util-linux tmux man-db bash-completion
+	# the README's raw protocol example
+	socat
+	# the real-systemd VM: qemu (TCG), a Debian kernel and busybox for the initramfs; the VM
+	# boots this machine's root, so dbus here is the guest's bus (systemd-run --wait needs it)
+	qemu-system-x86 busybox-static linux-image-amd64 kmod dbus
 )
 
 missing=()
@@ -21,6 +28,7 @@ for p in "${packages[@]}"; do
 done
 if [ ${#missing[@]} -gt 0 ]; then
 	export DEBIAN_FRONTEND=noninteractive
-	apt-get update -qq
-	apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+	# Another apt on this machine (a second checkout's CI, an upgrade) holds the lock for a while.
+	apt-get -o DPkg::Lock::Timeout=600 update -qq
+	apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi

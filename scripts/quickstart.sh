@@ -5,6 +5,8 @@
 #   - with systemd as PID 1: enables sandboxd.socket (the daemon starts on first connection);
 #     without it (a container): starts sandboxd by hand on the same socket
 #   - shows what this host can enforce, then runs a memory hog, a process bomb and a timeout
+# Exits non-zero when a step failed or a demo did not show what it is there to show (each demo
+# says what that is: the memory hog is expected to end non-zero, stopped by its limit).
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -48,13 +50,51 @@ start_sandboxd() {
 	exit 1
 }
 
-demo() { # shows a command, runs it, never stops the script
+failed=()
+out=$(mktemp -d "${TMPDIR:-/tmp}/sandboxd-quickstart.XXXXXX")
+trap 'rm -rf "$out"' EXIT
+
+# demo WHAT-IT-SHOWS EXPECTATION COMMAND...: shows the command, runs it (its output is printed
+# when it is done), and judges it by EXPECTATION, a function that reads $rc, $out/stdout and
+# $out/stderr (with sandboxctl -v's "reason=... exit=..." line); never stops the script.
+demo() {
+	local what=$1 expect=$2
+	shift 2
 	printf '\n$ %s\n' "$*"
-	"$@" || true
+	rc=0
+	"$@" >"$out/stdout" 2>"$out/stderr" || rc=$?
+	cat "$out/stdout"
+	cat "$out/stderr" >&2
+	if "$expect"; then
+		printf '\033[1m-> as expected: %s\033[0m\n' "$what"
+	else
+		printf '\033[1m-> FAILED: expected %s (exit status %s)\033[0m\n' "$what" "$rc"
+		failed+=("$what")
+	fi
 }
+verdict() { grep -qE "^sandboxctl: reason=$1 " "$out/stderr"; }
+
+# Enforced: the kernel kills it (reason=oom). Best-effort: RLIMIT_AS makes Python's allocation
+# fail (MemoryError, exit 1). Anything else (its timeout, exit 0, 125) means the limit did not hold.
+hog_stopped() {
+	if [ ${#best[@]} -eq 0 ]; then
+		verdict oom
+	else
+		verdict 'exited exit=1' && grep -q MemoryError "$out/stderr"
+	fi
+}
+# The fork loop hits the 32-process limit (pids.max, or RLIMIT_NPROC best-effort) well before 1000.
+bomb_stopped() {
+	local n
+	n=$(sed -n 's/^started \([0-9]*\) processes, then: .*/\1/p' "$out/stdout")
+	[ "$rc" = 0 ] && verdict 'exited exit=0' && [ -n "$n" ] && [ "$n" -lt 32 ]
+}
+# Killed at its 2 s timeout (exit 124), with its setsid grandchild, not after the sleeps' 100 s.
+timed_out() { [ "$rc" = 124 ] && verdict timeout && grep -qx started "$out/stdout"; }
+ran_fine() { [ "$rc" = 0 ] && grep -q '^hello from ' "$out/stdout" && grep -q '^uid=1000(' "$out/stdout"; }
 
 main_job() {
-	local best=()
+	best=()
 	say "What this host lets sandboxd enforce"
 	sandboxctl status
 	if ! sandboxctl --json hello | jq -e '.capabilities.cgroup | .memory and .pids and .cpu' >/dev/null; then
@@ -64,11 +104,12 @@ main_job() {
 		best=(--best-effort)
 	fi
 	say "A memory hog in a 64M sandbox"
-	demo sandboxctl run "${best[@]}" -v --memory 64M --timeout 20s -- \
-		python3 -c 'b=[]
+	demo "the hog stopped by its memory limit (reason=oom; best-effort: MemoryError, exit 1)" hog_stopped \
+		sandboxctl run "${best[@]}" -v --memory 64M --timeout 20s -- python3 -c 'b=[]
 while True: b.append(bytearray(1 << 20))'
 	say "A process bomb in a sandbox with at most 32 processes"
-	demo sandboxctl run "${best[@]}" -v --pids 32 --timeout 10s -- python3 -c 'import os, time
+	demo "the bomb stopped below 32 processes, then exit 0" bomb_stopped \
+		sandboxctl run "${best[@]}" -v --pids 32 --timeout 10s -- python3 -c 'import os, time
 n = 0
 try:
     while n < 1000:
@@ -79,9 +120,17 @@ try:
 except OSError as e:
     print("started", n, "processes, then:", e)'
 	say "A command that outlives its 2 second timeout, with a grandchild that called setsid"
-	demo sandboxctl run "${best[@]}" -v --timeout 2s -- sh -c 'setsid sleep 100 & echo started; sleep 100'
+	demo "reason=timeout, exit 124" timed_out \
+		sandboxctl run "${best[@]}" -v --timeout 2s -- sh -c 'setsid sleep 100 & echo started; sleep 100'
 	say "An ordinary command, with its account"
-	demo sandboxctl run "${best[@]}" -v --memory 256M --pids 64 --cpus 0.5 -- sh -c 'echo hello from $(hostname); id; ls /work'
+	demo "exit 0, its output, uid 1000 inside" ran_fine \
+		sandboxctl run "${best[@]}" -v --memory 256M --pids 64 --cpus 0.5 -- sh -c 'echo hello from $(hostname); id; ls /work'
+	if [ ${#failed[@]} -gt 0 ]; then
+		say "${#failed[@]} of 4 demos FAILED:"
+		printf '  - %s\n' "${failed[@]}"
+		return 1
+	fi
+	say "All 4 demos showed what they should"
 }
 
 install_sandboxd

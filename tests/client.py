@@ -185,7 +185,7 @@ def main(argv):
     try:
         if verb == "call":
             reply = call(path, json.loads(args[0]), timeout)
-            print(json.dumps(reply, separators=(",", ":")))
+            print(json.dumps(reply, separators=(",", ":")), flush=True)
             return 0
         if verb == "raw":
             c = Conn(path, timeout)
@@ -198,12 +198,15 @@ def main(argv):
                     break
                 if line is None:
                     break
+                # Flushed line by line: a test reads each reply while the others are awaited
+                # (a file or pipe is block-buffered, and no test may rely on PYTHONUNBUFFERED).
                 sys.stdout.write(line.decode("utf-8", "replace") + "\n")
+                sys.stdout.flush()
                 n += 1
             c.close()
             return 0
     except (ClientError, OSError, ValueError) as e:
-        print(json.dumps({"client_error": str(e)}))
+        print(json.dumps({"client_error": str(e)}), flush=True)
         return 1
     sys.stderr.write("unknown verb %r\n" % verb)
     return 2

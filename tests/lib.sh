@@ -15,6 +15,8 @@
 #             "PASS desc"/"FAIL desc" lines become TAP results; see tests/client.py for the
 #             Conn class and the check()/is_() helpers it can import).
 #   CLI:      ctl ARGS... = sandboxctl --socket $SOCK ARGS...
+#   Others:   other_user_files (copies of client.py, sandboxctl, sandboxd that any uid may run:
+#             OTHER_CLIENT, OTHER_SANDBOXCTL, OTHER_SANDBOXD), as_other UID [OPTS] -- CMD...
 #   Probes:   daemon_fds, daemon_rss_kb, daemon_children_named NAME, cg_child_count,
 #             cg_procs, wait_until TIMEOUT CMD...
 # Everything the test made (the daemon, $T, the cgroup directories) is removed by an EXIT trap,
@@ -181,10 +183,51 @@ _setup() {
         T=$(mktemp -d "${TMPDIR:-/tmp}/sbxt-$TEST_NAME.XXXXXX") || skip_all "mktemp failed"
         chmod 0755 "$T"
         SOCK=$T/sock
+        OTHER_DIR=$T/other-user OTHER_CLIENT=$T/other-user/client.py
+        OTHER_SANDBOXCTL=$T/other-user/sandboxctl OTHER_SANDBOXD=$T/other-user/sandboxd
         CG=$CG_MOUNT/sandboxd-test-$TEST_NAME-$$
         export SOCK CG T TESTS_DIR
         trap _cleanup EXIT
         trap 'exit 1' INT TERM HUP
+}
+
+# ---- Another user ------------------------------------------------------------------------
+
+# other_user_files: $T/other-user, readable by every user, holding copies of what a test runs
+# as another uid (client.py, ptyclient.py, sandboxctl, sandboxd and the build's libraries), so
+# that no such test depends on where the checkout is (a checkout under /root, mode 0700, is not
+# readable by uid 65534). The copies are OTHER_CLIENT (client.py), OTHER_SANDBOXCTL and
+# OTHER_SANDBOXD (programs that run the copies), set by _setup; as_other makes them when it is
+# first called. Status 1 when something could not be copied.
+other_user_files() {
+        local d=$OTHER_DIR prog real
+        [ -f "$d/.done" ] && return 0
+        mkdir -p "$d/bin" "$d/lib" || return 1
+        cp "$TESTS_DIR/client.py" "$TESTS_DIR/ptyclient.py" "$d/" || return 1
+        for prog in ctl/sandboxctl daemon/sandboxd; do
+                # A libtool build runs its programs through a wrapper script that sets the library path
+                # to the build tree: copy the real program from .libs/ and the libraries instead.
+                real=$top_builddir/$(dirname "$prog")/.libs/$(basename "$prog")
+                [ -f "$real" ] || real=$top_builddir/$prog
+                cp "$real" "$d/bin/" || return 1
+                printf '#!/bin/sh\nLD_LIBRARY_PATH=%s/lib exec %s/bin/%s "$@"\n' "$d" "$d" "$(basename "$prog")" >"$d/$(basename "$prog")"
+        done
+        for real in "$top_builddir"/lib/.libs/*.so*; do
+                [ -e "$real" ] && { cp -P "$real" "$d/lib/" || return 1; }
+        done
+        chmod -R a+rX "$d" && chmod 0755 "$T" "$d/sandboxctl" "$d/sandboxd" && touch "$d/.done"
+}
+
+# as_other UID [setpriv options...] -- COMMAND...: COMMAND as UID (and gid UID unless the options
+# say otherwise), from a working directory that uid may read.
+as_other() {
+        local uid=$1
+        shift
+        local opts=()
+        while [ $# -gt 0 ] && [ "$1" != -- ]; do opts+=("$1"); shift; done
+        shift
+        other_user_files || { diag "could not copy the test's programs to $T/other-user"; return 125; }
+        (cd "$OTHER_DIR" && setpriv --reuid="$uid" "${opts[@]}" -- "$@")
 }
 
 # ---- Waiting -----------------------------------------------------------------------------

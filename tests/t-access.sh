@@ -13,16 +13,18 @@ start_daemon --config "$T/sandboxd.conf" || exit 0
 # Let other users reach the test socket (the packaged socket unit uses group sandboxd instead).
 chmod 0755 "$T" && chmod 0666 "$SOCK"
 
+# What the other uids run is copied where they may read it (lib.sh: other_user_files).
+check "the client and sandboxctl are copied where other uids may run them" other_user_files
 as() { # UID [GROUP] -- command...
 	local uid=$1 groups=--clear-groups
 	shift
 	[ "$1" != -- ] && groups=--groups=$(getent group "$1" | cut -d: -f3) && shift
 	shift
-	setpriv --reuid="$uid" --regid="$uid" "$groups" "$@"
+	as_other "$uid" --regid="$uid" "$groups" -- "$@"
 }
 rpc_as() { # UID [GROUP] JSON
 	local json=${*: -1}
-	as "${@:1:$#-1}" -- timeout 35 python3 "$TESTS_DIR/client.py" "$SOCK" call "$json" --timeout 30
+	as "${@:1:$#-1}" -- timeout 35 python3 "$OTHER_CLIENT" "$SOCK" call "$json" --timeout 30
 }
 
 r=$(rpc_as $A '{"op":"hello"}')
@@ -48,7 +50,7 @@ is "$(jget "$r" .error.message | sed 's/sbx-[0-9a-f]*//')" \
 r=$(rpc_as $B "{\"op\":\"run\",\"sandbox\":\"$a1\",\"user\":\"root\",\"argv\":[\"cat\",\"/work/s\"]}")
 is "$(jget "$r" .error.code)" not_found "user B: a run as root of A's sandbox is not_found all the same"
 # A run of A's in flight: B cannot kill it, and it goes on.
-as $A -- timeout 60 python3 "$TESTS_DIR/client.py" "$SOCK" raw --count 2 --timeout 40 \
+as $A -- timeout 60 python3 "$OTHER_CLIENT" "$SOCK" raw --count 2 --timeout 40 \
 	<<<'{"id":"bg","op":"run","sandbox":"a1","argv":["sleep","20"]}' >"$T/bg.out" 2>&1 &
 bg=$!
 has_lines() { [ "$(wc -l <"$T/bg.out")" -ge "$1" ]; }
@@ -252,16 +254,16 @@ ctl_as() { # UID [GROUP] -- sandboxctl args...: "STATUS: stderr"
 	printf '%s: %s' "$rc" "$out"
 }
 chmod 0660 "$SOCK" && chgrp "$ADMIN_GROUP" "$SOCK"
-like "$(ctl_as $B -- "$SANDBOXCTL" --socket "$SOCK" list)" \
+like "$(ctl_as $B -- "$OTHER_SANDBOXCTL" --socket "$SOCK" list)" \
 	"^1: sandboxctl: permission denied on $SOCK: only root and members of group 'sandboxd' may use sandboxd; add yourself \(sudo usermod -aG sandboxd \\\$USER\) and log in again$" \
 	"sandboxctl as a uid outside the socket's group: EACCES explained (group sandboxd, usermod -aG, log in again)"
-is "$(ctl_as $ADMIN $ADMIN_GROUP -- "$SANDBOXCTL" --socket "$SOCK" list)" "0: " "a member of the socket's group connects"
+is "$(ctl_as $ADMIN $ADMIN_GROUP -- "$OTHER_SANDBOXCTL" --socket "$SOCK" list)" "0: " "a member of the socket's group connects"
 chmod 0666 "$SOCK"
-like "$(ctl_as $B -- "$SANDBOXCTL" --socket "$T/missing.sock" list)" \
+like "$(ctl_as $B -- "$OTHER_SANDBOXCTL" --socket "$T/missing.sock" list)" \
 	"^1: sandboxctl: no sandboxd socket at $T/missing.sock: start it with 'systemctl enable --now sandboxd.socket'" \
 	"sandboxctl on a missing socket: ENOENT explained (enable sandboxd.socket)"
 python3 -c 'import socket,sys; s=socket.socket(socket.AF_UNIX); s.bind(sys.argv[1])' "$T/stale.sock" && chmod 0666 "$T/stale.sock"
-like "$(ctl_as $B -- "$SANDBOXCTL" --socket "$T/stale.sock" list)" \
+like "$(ctl_as $B -- "$OTHER_SANDBOXCTL" --socket "$T/stale.sock" list)" \
 	"^1: sandboxctl: nothing is listening on $T/stale.sock .*systemctl restart sandboxd.socket" \
 	"sandboxctl on a socket nobody listens on: ECONNREFUSED explained (restart sandboxd.socket)"
 stop_daemon

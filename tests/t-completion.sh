@@ -111,3 +111,22 @@ if [ -x "$SANDBOXCTL" ]; then
 else
         ok "# SKIP no sandboxctl binary at $SANDBOXCTL: options not compared with --help"
 fi
+
+# As installed: bash-completion loads the file on demand from a completions directory the first
+# time sandboxctl is completed, and it works beside bash-completion's own functions.
+bash_completion=/usr/share/bash-completion/bash_completion
+if [ -f "$bash_completion" ]; then
+        mkdir -p "$T/user/completions" && cp "$top_srcdir/contrib/bash-completion/sandboxctl" "$T/user/completions/"
+        got=$(BASH_COMPLETION_USER_DIR=$T/user bash --norc -c '. "$1" || exit 1
+complete -p sandboxctl >/dev/null 2>&1 && { echo "registered before it was loaded"; exit 1; }
+__load_completion sandboxctl || { echo "__load_completion sandboxctl failed"; exit 1; }
+COMP_WORDS=(sandboxctl snapshot-d); COMP_CWORD=1; COMP_LINE="sandboxctl snapshot-d"; COMP_POINT=${#COMP_LINE}
+_sandboxctl sandboxctl snapshot-d sandboxctl
+echo "$(complete -p sandboxctl): ${COMPREPLY[*]}"' _ "$bash_completion" 2>&1)
+        is "$got" "complete -F _sandboxctl sandboxctl: snapshot-delete" \
+                "bash-completion loads it from its completions directory on demand, and it completes"
+elif [ "${SANDBOXD_TEST_MUST_WORK:-0}" = 1 ]; then
+        nok "bash-completion is installed (scripts/deps.sh installs it): loading on demand is not checked"
+else
+        ok "# SKIP bash-completion is not installed (scripts/deps.sh installs it): loading on demand is not checked"
+fi

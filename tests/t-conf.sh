@@ -33,7 +33,7 @@ is "$rc" 0 "the example with every key uncommented is valid"
 [ "$rc" = 0 ] || diag "$out"
 if id nobody >/dev/null 2>&1 && command -v setpriv >/dev/null; then
         cp "$EXAMPLE" "$T/readable.conf" && chmod 0755 "$T" && chmod 0644 "$T/readable.conf"
-        out=$(setpriv --reuid=nobody --regid=nogroup --clear-groups "$SANDBOXD" --config "$T/readable.conf" --check-config 2>&1)
+        out=$(as_other nobody --regid=nogroup --clear-groups -- "$OTHER_SANDBOXD" --config "$T/readable.conf" --check-config 2>&1)
         is "$?" 0 "--check-config needs no root"
 fi
 

@@ -72,8 +72,8 @@ if id nobody >/dev/null 2>&1 && command -v setpriv >/dev/null; then
         python3 -c 'import socket,sys; s=socket.socket(socket.AF_UNIX); s.bind(sys.argv[1])' "$T/priv/s.sock"
         groupadd -f sbxtdoctor 2>/dev/null
         chgrp sbxtdoctor "$T/priv/s.sock" && chmod 0660 "$T/priv/s.sock"
-        setpriv --reuid=nobody --regid=nogroup --clear-groups \
-                "$SANDBOXCTL" --socket "$T/priv/s.sock" doctor --state-dir /tmp >"$T/out" 2>&1
+        as_other nobody --regid=nogroup --clear-groups -- \
+                "$OTHER_SANDBOXCTL" --socket "$T/priv/s.sock" doctor --state-dir /tmp >"$T/out" 2>&1
         rc=$?
         out=$(cat "$T/out")
         groupdel sbxtdoctor 2>/dev/null

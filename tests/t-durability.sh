@@ -123,8 +123,7 @@ rpc '{"op":"run","sandbox":"dur","argv":["pkill","sleep"]}' >/dev/null
 check "once only the inits are left, the daemon exits by itself" wait_until 20 _daemon_gone
 wait "$DAEMON_PID"
 is "$?" 0 "with status 0"
-grep -q "idle for" "$T/daemon.log"
-ok "it says why in its log"
+check "it says why in its log" grep -q "idle for" "$T/daemon.log"
 DAEMON_PID=
 # Started again without idle exit: on a loaded machine a second between two requests would end it.
 start_daemon_activated --config "$T/plain.conf" || exit 0

@@ -131,15 +131,15 @@ for req in '{"op":"snapshot.restore","sandbox":"a","snapshot":"snap-000000000000
 done
 r=$(rpc "{\"op\":\"snapshot\",\"sandbox\":\"a\",\"label\":\"$(printf 'l%.0s' $(seq 129))\"}")
 is "$(jget "$r" .error.code)/$(jget "$r" .error.field)" invalid_request/label "a label over 128 bytes is refused"
-as_other() {
-	setpriv --reuid=65534 --regid=65534 --clear-groups timeout 35 python3 "$TESTS_DIR/client.py" "$SOCK" call "$1" --timeout 30
+rpc_other() { # lib.sh: as_other runs a copy of client.py, whatever the checkout's mode
+	as_other 65534 --regid=65534 --clear-groups -- timeout 35 python3 "$OTHER_CLIENT" "$SOCK" call "$1" --timeout 30
 }
 for req in '{"op":"snapshot","sandbox":"a"}' '{"op":"snapshot.list","sandbox":"a"}' \
 	"{\"op\":\"snapshot.restore\",\"sandbox\":\"a\",\"snapshot\":\"$s1\"}" \
 	"{\"op\":\"snapshot.delete\",\"sandbox\":\"a\",\"snapshot\":\"$s1\"}" \
 	"{\"op\":\"create\",\"best_effort\":true,\"from_snapshot\":\"$a/$s1\"}" \
 	"{\"op\":\"create\",\"best_effort\":true,\"from_snapshot\":\"$s1\"}"; do
-	is "$(jget "$(as_other "$req")" .error.code)" not_found "another user's sandbox is not_found: $req"
+	is "$(jget "$(rpc_other "$req")" .error.code)" not_found "another user's sandbox is not_found: $req"
 done
 
 # ---- freeze observed, progress events, thaw after a failure ----------------------------------

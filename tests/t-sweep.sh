@@ -52,7 +52,14 @@ os.write(fd, b"leaf" * 1000)
 os.close(fd)
 os.mkdir("mnt")
 EOF
-ok "a hostile tree: FIFO, socket, symlink loops, 100,000 hard links, 10,000 nested directories"
+made=$?
+hostile_tree_made() { # the script ran to its end, and what it made is there
+	[ "$made" = 0 ] && [ -p "$wd/fifo" ] && [ -S "$wd/sock" ] && [ -L "$wd/loop" ] && [ -L "$wd/self" ] &&
+		[ "$(find "$wd/links" -mindepth 1 -name 'l[0-9]*' | wc -l)" = 100000 ] &&
+		[ "$(find "$wd/deep" -mindepth 1 -name leaf -size +0 | wc -l)" = 1 ] &&
+		[ "$(find "$wd/deep" -type d | wc -l)" = 10001 ]
+}
+check "a hostile tree: FIFO, socket, symlink loops, 100,000 hard links, 10,000 nested directories" hostile_tree_made
 mount -t tmpfs -o size=16m sbxt-sweep "$wd/mnt" && dd if=/dev/zero of="$wd/mnt/big" bs=1M count=4 status=none
 check "a tmpfs mounted inside the workspace, holding 4M" [ -s "$wd/mnt/big" ]
 
