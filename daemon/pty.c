@@ -333,7 +333,8 @@ static void pty_arm_idle(Session *p) {
 static void pty_sweep_dead(Session *p) {
         for (Subscriber **sp = &p->subs; *sp;) {
                 Subscriber *sub = *sp;
-                if (!sub->conn->dead) {
+                /* A client that asks for nothing more has had all it can get after the exit. */
+                if (!sub->conn->dead && !(sub->exit_sent && connection_input_ended(sub->conn))) {
                         sp = &sub->next;
                         continue;
                 }
