@@ -285,14 +285,31 @@ int daemon_call(SbxClient *c, json_object *request, json_object **ret_reply) {
         return daemon_call_events(c, request, NULL, NULL, ret_reply);
 }
 
+/* The daemon's hint names the protocol field; sandboxctl's user needs its option. NULL when
+ * message has no such hint (or memory ran out: the daemon's words then stand). */
+static char *message_for_cli(const char *code, const char *message) {
+        static const char hint[] = "pass best_effort";
+        const char *at = strstr(message, hint);
+        char *out = NULL;
+
+        if (strcmp(code, "limit_unenforceable") != 0 || !at)
+                return NULL;
+        if (asprintf(&out, "%.*spass --best-effort%s", (int) (at - message), message, at + strlen(hint)) < 0)
+                return NULL;
+        return out;
+}
+
 int reply_check(json_object *reply) {
         json_object *e = json_child(reply, "error");
         const char *code, *message, *field, *step, *err;
+        _cleanup_free_ char *cli_message = NULL;
 
         if (sbx_reply_ok(reply))
                 return 0;
         code = json_str(e, "code") ?: "error";
         message = json_str(e, "message") ?: "(no message)";
+        if ((cli_message = message_for_cli(code, message)))
+                message = cli_message;
         field = json_str(e, "field");
         step = json_str(e, "step");
         err = json_str(e, "errno");

@@ -535,10 +535,24 @@ if [ -x "$SANDBOXCTL" ]; then
         is "$?" 124 "sandboxctl run --timeout 1: exits 124"
         ctl run --best-effort -- /nonexistent >/dev/null 2>&1
         is "$?" 125 "sandboxctl run of a missing program exits 125"
-        ctl run -- true >/dev/null 2>&1
+        ctl run -- true >/dev/null 2>"$T/err"
         rc=$?
         if [ "$(jget "$(rpc '{"id":1,"op":"hello"}')" '.capabilities.cgroup.memory')" = false ]; then
                 is "$rc" 125 "sandboxctl run without --best-effort on this host exits 125 (limit_unenforceable)"
+                # The daemon's hint names the protocol field; sandboxctl's user needs the option.
+                err=$(cat "$T/err")
+                like "$err" "limit_unenforceable: .*pass --best-effort to run anyway" \
+                        "sandboxctl run's refusal names the option to add: --best-effort"
+                check "...and not the protocol field best_effort" [ "${err/pass best_effort/}" = "$err" ]
+                ctl create --memory 64M >/dev/null 2>"$T/err"
+                is "$?" 1 "sandboxctl create --memory 64M on this host fails"
+                like "$(cat "$T/err")" "memory.*pass --best-effort to run anyway" \
+                        "sandboxctl create's refusal names --best-effort too"
+                ctl --json run -- true >"$T/out" 2>/dev/null
+                is "$(jget "$(cat "$T/out")" .error.message | grep -c 'pass best_effort')" 1 \
+                        "sandboxctl --json prints the daemon's reply as it came"
+        else
+                diag "this host enforces memory: the refusal without --best-effort is not seen here"
         fi
         out=$(printf 'piped\n' | ctl run --best-effort --timeout 3 --stdin -- cat)
         is "$?/$out" 0/piped "sandboxctl run --stdin -- cat: the input comes out, cat ends (status 0, not 124)"
