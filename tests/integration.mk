@@ -12,6 +12,7 @@ INTEGRATION_TESTS = \
 	tests/t-dev.sh \
 	tests/t-doctor.sh \
 	tests/t-leak.sh \
+	tests/t-listen.sh \
 	tests/t-protocol.sh \
 	tests/t-pty.sh \
 	tests/t-restart.sh \
