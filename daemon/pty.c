@@ -807,6 +807,8 @@ static void pty_end_processes(Session *p) {
                 p->reap_timer = sd_event_source_disable_unref(p->reap_timer);
                 p->kill_timer = sd_event_source_disable_unref(p->kill_timer);
                 p->procs_gone = true;
+                /* It has ended, whether or not it stays to be read and closed. */
+                session_record_end(p);
                 pty_pump(p);
                 return;
         }
