@@ -564,6 +564,19 @@ if [ -x "$SANDBOXCTL" ]; then
                 "sandboxctl run runs as uid 1000 inside; --user root as root of the sandbox's user namespace"
         like "$(ctl list -q)" "$id" "sandboxctl list -q shows it"
         is "$(jget "$(ctl --json inspect cli-box)" '.sandbox.id // .id')" "$id" "sandboxctl --json inspect"
+        # What the sweep applies is shown, also where the sandbox has none of it.
+        out=$(ctl inspect cli-box)
+        like "$out" $'\n''disk limit: +none'$'\n''disk used: +not measured yet \(the next sweep does\)'$'\n''ttl: +none'$'\n''idle: +none'$'\n' \
+                "sandboxctl inspect shows disk limit, disk used, ttl and idle as none when there are none"
+        sw=$(ctl create --best-effort --disk 2G --ttl 24h --idle 90m)
+        out=$(ctl inspect "$sw")
+        like "$out" $'\n''disk limit: +2G'$'\n' "sandboxctl inspect shows --disk 2G"
+        like "$out" $'\n''ttl: +24h \(expires at 20[0-9-]+T[0-9:]+Z\)'$'\n' "...--ttl 24h with when it expires"
+        like "$out" $'\n''idle: +90m without a run, then destroyed'$'\n' "...and --idle 90m"
+        ctl sweep >/dev/null
+        like "$(ctl inspect "$sw")" $'\n''disk used: +[0-9.]+[KMG]?i?B? \(at the last sweep\)'$'\n' \
+                "after a sweep, inspect shows the disk use it measured"
+        ctl destroy "$sw" >/dev/null
         ctl destroy cli-box >/dev/null
         is "$?" 0 "sandboxctl destroy"
         ctl destroy "$id" >/dev/null 2>&1
