@@ -438,6 +438,20 @@ is_((f.get("b", {}).get("stdout"), f.get("c", {}).get("stdout")), ("b\n", "c\n")
 is_(f.get("e", {}).get("protocol"), 1, "the request without a newline was taken as ended: hello answered")
 c.close()
 
+# A session opened, then SHUT_WR: its output and exit event come, then the daemon closes.
+sb = call(sock, {"id": "mk", "op": "create", "best_effort": True}, 30)["sandbox"]["id"]
+c = Conn(sock)
+c.send({"id": "p", "op": "pty.open", "sandbox": sb, "pty": False, "argv": ["sh", "-c", "sleep 0.5; echo bye"]})
+c.s.shutdown(socket.SHUT_WR)
+got = until_eof(c, 30)
+check(got is not None, "pty.open then SHUT_WR: the daemon closes once the session's exit event is sent", got)
+got = got or []
+is_(finals(got).get("p", {}).get("ok"), True, "the session's open reply came")
+is_("".join(m.get("data", "") for m in got if m.get("event") == "stdout"), "bye\n", "its output came")
+is_([m.get("exit_code") for m in got if m.get("event") == "exit"], [0], "and its exit event, once")
+c.close()
+call(sock, {"id": "rm", "op": "destroy", "sandbox": sb}, 30)
+
 # Half-closed, then closed for good before its run ends: the run dies with the connection.
 c = Conn(sock)
 c.send({"id": "s", "op": "run", "best_effort": True, "argv": ["sleep", "5"]})
