@@ -135,9 +135,10 @@ r=$(call '{"op":"create","limits":{"memory":"1G","pids":32}}')
 bsid=$(jqr .sandbox.id "$r")
 bcg=$(jqr .sandbox.cgroup "$r")
 bomb_py='import os, time\nwhile True:\n    try:\n        if os.fork() == 0:\n            time.sleep(1000)\n            os._exit(0)\n    except OSError:\n        time.sleep(0.01)'
-call "{\"op\":\"run\",\"sandbox\":\"$bsid\",\"argv\":[\"python3\",\"-c\",\"$bomb_py\"],\"timeout_s\":10}" >/tmp/bomb.json &
+# Bounded waits, not a fixed sleep: under TCG on a loaded machine python may take seconds to start.
+call "{\"op\":\"run\",\"sandbox\":\"$bsid\",\"argv\":[\"python3\",\"-c\",\"$bomb_py\"],\"timeout_s\":30}" >/tmp/bomb.json &
 bomb=$!
-sleep 5
+for _ in $(seq 250); do [ "$(cat "$bcg/pids.current")" -ge 30 ] && break; sleep 0.1; done
 h=$(SBX_TIMEOUT=5 call '{"op":"health"}')
 [ "$(jqr .status "$h")" = ok ]
 ok $? "the daemon answers another client during a process bomb"
