@@ -1,12 +1,15 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* sandboxctl: logging, option helpers and the conversation with sandboxd that every verb shares. */
 #include <errno.h>
+#include <grp.h>
 #include <inttypes.h>
 #include <pwd.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "proto.h"
 #include "sandboxctl.h"
@@ -217,15 +220,45 @@ const char *daemon_socket_path(void) {
         return e && *e ? e : SBX_DEFAULT_SOCKET;
 }
 
+static bool user_listed_in(const struct group *gr) {
+        struct passwd *pw = getpwuid(geteuid());
+
+        for (char **m = gr->gr_mem; pw && *m; m++)
+                if (strcmp(*m, pw->pw_name) == 0)
+                        return true;
+        return false;
+}
+
+/* Which group the socket lets in, if any, decides the advice: a member of the group whose login
+ * session predates joining it needs a new session, not to join again. */
+static int log_access_denied(int r, const char *path) {
+        struct stat st;
+        struct group *gr;
+
+        if (stat(path, &st) < 0)
+                return log_error_errno(r, "permission denied on the way to %s: a directory above it is closed to "
+                                       "you", path);
+        if (!(st.st_mode & S_IWGRP) || st.st_gid == 0 || !(gr = getgrgid(st.st_gid)))
+                return log_error_errno(r, "permission denied on %s (mode %04o, uid %u, gid %u): no group of users "
+                                       "may use it, only root (a sandboxd started by hand without a 'sandboxd' "
+                                       "group: its log says so; under systemd, sandboxd.socket gives it the group)",
+                                       path, (unsigned) (st.st_mode & 07777), (unsigned) st.st_uid,
+                                       (unsigned) st.st_gid);
+        if (user_listed_in(gr))
+                return log_error_errno(r, "permission denied on %s: you are in group '%s', but this login session "
+                                       "is not yet: log in again (or run 'newgrp %s')", path, gr->gr_name, gr->gr_name);
+        return log_error_errno(r, "permission denied on %s: only root and members of group '%s' may use sandboxd; "
+                               "add yourself (sudo usermod -aG %s $USER) and log in again", path, gr->gr_name,
+                               gr->gr_name);
+}
+
 int daemon_connect(SbxClient **ret) {
         const char *path = daemon_socket_path();
         int r = sbx_client_connect(path, ret);
 
         /* The three ways a connect fails for a person rather than for a program: say what to do. */
         if (r == -EACCES || r == -EPERM)
-                return log_error_errno(r, "permission denied on %s: only root and members of group 'sandboxd' may "
-                                       "use sandboxd; add yourself (sudo usermod -aG sandboxd $USER) and log in "
-                                       "again", path);
+                return log_access_denied(r, path);
         if (r == -ENOENT)
                 return log_error_errno(r, "no sandboxd socket at %s: start it with 'systemctl enable --now "
                                        "sandboxd.socket' (or point --socket/$%s at the right path)", path,
@@ -325,14 +358,31 @@ int daemon_call(SbxClient *c, json_object *request, json_object **ret_reply) {
         return daemon_call_events(c, request, NULL, NULL, ret_reply);
 }
 
+/* The daemon's hint names the protocol field; sandboxctl's user needs its option. NULL when
+ * message has no such hint (or memory ran out: the daemon's words then stand). */
+static char *message_for_cli(const char *code, const char *message) {
+        static const char hint[] = "pass best_effort";
+        const char *at = strstr(message, hint);
+        char *out = NULL;
+
+        if (strcmp(code, "limit_unenforceable") != 0 || !at)
+                return NULL;
+        if (asprintf(&out, "%.*spass --best-effort%s", (int) (at - message), message, at + strlen(hint)) < 0)
+                return NULL;
+        return out;
+}
+
 int reply_check(json_object *reply) {
         json_object *e = json_child(reply, "error");
         const char *code, *message, *field, *step, *err;
+        _cleanup_free_ char *cli_message = NULL;
 
         if (sbx_reply_ok(reply))
                 return 0;
         code = json_str(e, "code") ?: "error";
         message = json_str(e, "message") ?: "(no message)";
+        if ((cli_message = message_for_cli(code, message)))
+                message = cli_message;
         field = json_str(e, "field");
         step = json_str(e, "step");
         err = json_str(e, "errno");

@@ -233,6 +233,27 @@ static void check_delegation(Doctor *d) {
                      "parent enables them in cgroup.subtree_control");
 }
 
+static bool doctor_has_fix(const Doctor *d, const char *name) {
+        for (size_t i = 0; i < d->n_checks; i++)
+                if (strcmp(d->checks[i].name, name) == 0 && d->checks[i].fix)
+                        return true;
+        return false;
+}
+
+/* Points at the fixes printed above, those only; with none, the daemon has not seen what the
+ * host offers now. */
+static void fix_enforced(const Doctor *d, Check *c) {
+        bool controllers = doctor_has_fix(d, "controllers"), delegation = doctor_has_fix(d, "delegation");
+
+        if (controllers && delegation)
+                check_fix(c, "see the fixes of 'controllers' and 'delegation' above, then restart sandboxd");
+        else if (controllers || delegation)
+                check_fix(c, "see the fix of '%s' above, then restart sandboxd", controllers ? "controllers" : "delegation");
+        else
+                check_fix(c, "sandboxd reads what its cgroup offers when it starts: restart it (sudo systemctl restart "
+                             "sandboxd.service)");
+}
+
 /* What the daemon says it can enforce: the last word on limits. */
 static void check_enforced(Doctor *d) {
         json_object *cg = json_child(json_child(d->hello, "capabilities"), "cgroup");
@@ -248,9 +269,9 @@ static void check_enforced(Doctor *d) {
                 return;
         }
         c = doctor_add(d, "limits", CHECK_WARN, IMPACT_BEST_EFFORT,
-                       "sandboxd cannot enforce %s limits: sandboxes run only with best_effort",
+                       "sandboxd cannot enforce %s limits: sandboxes run only best-effort (--best-effort)",
                        doctor_mask_names(buf, sizeof(buf), DOC_ALL & ~enforced));
-        check_fix(c, "see the fixes of 'controllers' and 'delegation' above, then restart sandboxd");
+        fix_enforced(d, c);
 }
 
 /* ---- The report -------------------------------------------------------------------------- */

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* sandboxctl list, inspect, destroy: the caller's sandboxes. */
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -146,6 +147,47 @@ static void print_usage(json_object *usage) {
         print_kv("cpu time", "%s", fmt_seconds(buf, usage, "cpu_s"));
 }
 
+/* Whole hours, minutes or seconds as one writes them to create ("24h", "90m"); else as
+ * fmt_seconds() has it. */
+static const char *fmt_span(char buf[static FIELD_BUF], json_object *o, const char *key) {
+        static const struct {
+                uint64_t secs;
+                char unit;
+        } units[] = { { 3600, 'h' }, { 60, 'm' }, { 1, 's' } };
+        double d;
+
+        if (!json_number(o, key, &d) || d < 1 || d > 1e15 || d != (double) (uint64_t) d)
+                return fmt_seconds(buf, o, key);
+        for (size_t i = 0; i < ELEMENTSOF(units); i++)
+                if ((uint64_t) d % units[i].secs == 0) {
+                        snprintf(buf, FIELD_BUF, "%" PRIu64 "%c", (uint64_t) d / units[i].secs, units[i].unit);
+                        break;
+                }
+        return buf;
+}
+
+/* What the sweep applies: "disk limit: 2G", "disk used: 1.2M (at the last sweep)", "ttl: 1h
+ * (expires at ...)", "idle: 30m"; "none" where the sandbox has none. */
+static void print_sweep_limits(json_object *sbx) {
+        json_object *limits = json_child(sbx, "limits");
+        char buf[FIELD_BUF];
+
+        print_kv("disk limit", "%s", json_child(limits, "disk") ? fmt_size(buf, limits, "disk") : "none");
+        if (json_child(sbx, "disk_bytes"))
+                print_kv("disk used", "%s (at the last sweep)%s", fmt_size(buf, sbx, "disk_bytes"),
+                         json_true(sbx, "disk_refused") ? "; over the limit: runs are refused" : "");
+        else
+                print_kv("disk used", "not measured yet (the next sweep does)");
+        if (json_child(sbx, "ttl_s"))
+                print_kv("ttl", "%s (expires at %s)", fmt_span(buf, sbx, "ttl_s"), json_str(sbx, "expires_at") ?: "-");
+        else
+                print_kv("ttl", "none");
+        if (json_child(sbx, "idle_s"))
+                print_kv("idle", "%s without a run, then destroyed", fmt_span(buf, sbx, "idle_s"));
+        else
+                print_kv("idle", "none");
+}
+
 static void print_snapshots(json_object *snaps) {
         size_t n;
         json_object *last;
@@ -249,6 +291,7 @@ static void print_sandbox(json_object *sbx) {
         print_limit(sbx, "cpus", "cpu", "cpus limit");
         print_kv("run timeout", "%s", fmt_seconds(buf, limits, "timeout_s"));
         print_kv("run output cap", "%s", fmt_size(buf, limits, "output_bytes"));
+        print_sweep_limits(sbx);
         print_env(json_child(sbx, "env"));
         if (json_child(sbx, "runs_in_flight"))
                 print_kv("runs in flight", "%s", fmt_value(buf, sbx, "runs_in_flight"));

@@ -53,6 +53,7 @@ static const ConfigKey config_keys[] = {
         KEY("max_sandboxes", KEY_COUNT, max_sandboxes, 1),
         KEY("max_runs_per_connection", KEY_COUNT, max_runs_per_connection, 1),
         KEY("admin_group", KEY_NAME, admin_group),
+        KEY("socket_group", KEY_NAME, socket_group),
         KEY("max_sandboxes_per_uid", KEY_COUNT, max_sandboxes_per_uid, 1),
         KEY("max_runs_per_uid", KEY_COUNT, max_runs_per_uid, 1),
         KEY("uid_base", KEY_COUNT, uid_base, 1),
@@ -103,6 +104,7 @@ void config_init_defaults(Config *c) {
         *c = (Config) {
                 .state_dir = default_state_dir(),
                 .root_dir = strdup("/"),
+                .socket_group = strdup("sandboxd"),
                 .max_line_bytes = 4u << 20,
                 .max_connections = 4096,
                 .max_connections_per_uid = 1024,
@@ -145,6 +147,7 @@ void config_done(Config *c) {
         free(c->root_dir);
         strv_free(c->root_binds);
         free(c->admin_group);
+        free(c->socket_group);
         *c = (Config) {};
 }
 

@@ -20,6 +20,7 @@ typedef struct Config {
         uint64_t max_sandboxes;
         uint64_t max_runs_per_connection;
         char *admin_group;          /* members may see and touch every sandbox */
+        char *socket_group;         /* given to the --listen socket, as SocketGroup= does */
         uint64_t max_sandboxes_per_uid;
         uint64_t max_runs_per_uid;  /* runs in flight; root is not capped */
         uint64_t uid_base;          /* first host uid of the sandbox ranges */

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <errno.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -53,8 +54,15 @@ Connection *connection_ref(Connection *c) {
 }
 
 Connection *connection_unref(Connection *c) {
-        if (!c || --c->n_ref > 0)
+        if (!c)
                 return NULL;
+        if (--c->n_ref > 0) {
+                /* Only the manager's reference is left: nothing the client asked for is pending. */
+                if (c->n_ref == 1 && c->finish && !c->dead)
+                        (void) sd_event_source_set_enabled(c->finish, SD_EVENT_ONESHOT);
+                return NULL;
+        }
+        sd_event_source_disable_unref(c->finish);
         sd_event_source_disable_unref(c->io);
         sd_event_source_disable_unref(c->partial_timer);
         safe_close(c->fd);
@@ -89,6 +97,7 @@ void connection_close(Connection *c) {
         c->dead = true;
         c->io = sd_event_source_disable_unref(c->io);
         c->partial_timer = sd_event_source_disable_unref(c->partial_timer);
+        c->finish = sd_event_source_disable_unref(c->finish);
         c->fd = safe_close(c->fd);
         line_buffer_done(&c->in);
         free(c->out);
@@ -304,6 +313,54 @@ static void connection_arm_partial_timer(Connection *c) {
         (void) sd_event_source_set_enabled(c->partial_timer, SD_EVENT_ONESHOT);
 }
 
+/* Once the client has shut down its sending side and everything it asked for has been
+ * answered and sent, the connection closes. */
+static int on_finish(sd_event_source *s, void *userdata) {
+        Connection *c = userdata;
+
+        connection_process_lines(c); /* what a full queue held back */
+        if (c->dead || c->n_ref > 1 || connection_backlog(c) > 0)
+                return 0; /* the last reference dropped or the last flush comes back here */
+        connection_close(c);
+        return 0;
+}
+
+/* recv() returns 0 both when the client shut down only its sending side (shutdown(SHUT_WR), as
+ * socat does at the end of its input) and when it closed the socket; only the latter hangs
+ * the socket up in both directions. */
+static bool peer_gone(int fd) {
+        struct pollfd p = { .fd = fd };
+        return poll(&p, 1, 0) != 0 && (p.revents & (POLLHUP | POLLERR));
+}
+
+/* The client asks for nothing more: its requests are answered as any other's (runs finish,
+ * their replies are sent), and then the connection closes. */
+static int connection_end_input(Connection *c) {
+        char *p;
+        size_t avail;
+        int r;
+
+        c->input_ended = true;
+        /* A last request without its newline is taken as ended; one past the cap stays too long. */
+        if (c->in.len > c->in.start && !c->in.discarding) {
+                r = line_buffer_reserve(&c->in, 1, &p, &avail);
+                if (r < 0)
+                        return r;
+                if (avail > 0) {
+                        *p = '\n';
+                        line_buffer_commit(&c->in, 1);
+                }
+        }
+        if (c->partial_timer)
+                (void) sd_event_source_set_enabled(c->partial_timer, SD_EVENT_OFF);
+        r = sd_event_add_defer(c->manager->event, &c->finish, on_finish, c);
+        if (r < 0)
+                return r;
+        (void) sd_event_source_set_enabled(c->finish, SD_EVENT_OFF);
+        pty_resume_streams(c); /* subscriptions already past their exit end now */
+        return 0;
+}
+
 static int connection_read(Connection *c) {
         char *p;
         size_t avail;
@@ -316,7 +373,7 @@ static int connection_read(Connection *c) {
         if (n < 0)
                 return errno == EAGAIN || errno == EINTR ? 0 : -errno;
         if (n == 0)
-                return -ECONNRESET;
+                return peer_gone(c->fd) ? -ECONNRESET : connection_end_input(c);
         line_buffer_commit(&c->in, (size_t) n);
         return 1;
 }
@@ -335,7 +392,9 @@ static int on_io(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
                                 pty_resume_streams(c);
                 }
         }
-        if (!c->dead && (revents & (EPOLLIN | EPOLLHUP | EPOLLERR))) {
+        if (!c->dead && c->input_ended && (revents & (EPOLLHUP | EPOLLERR)))
+                connection_close(c); /* it closed the socket after all: its runs die with it */
+        else if (!c->dead && !c->input_ended && (revents & (EPOLLIN | EPOLLHUP | EPOLLERR))) {
                 int r = connection_read(c);
                 if (r < 0)
                         connection_close(c);
@@ -343,13 +402,15 @@ static int on_io(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
                         connection_process_lines(c);
                         if (!c->dead && uid_over_budget(c, partial_bytes(c), "a request not yet ended"))
                                 connection_close(c);
-                        else if (!c->dead)
+                        else if (!c->dead && !c->input_ended)
                                 connection_arm_partial_timer(c);
                 }
         }
         if (!c->dead) {
                 connection_shrink(c);
                 connection_update_events(c);
+                if (c->finish)
+                        (void) sd_event_source_set_enabled(c->finish, SD_EVENT_ONESHOT);
         }
         connection_unref(c);
         return 0;
@@ -361,7 +422,8 @@ static void connection_update_events(Connection *c) {
                 return;
         if (c->out_len > c->out_off)
                 ev |= EPOLLOUT;
-        if (c->out_len - c->out_off < OUT_PAUSE_READING)
+        /* At the end of its input a socket is always readable; a hang-up is reported anyway. */
+        if (c->out_len - c->out_off < OUT_PAUSE_READING && !c->input_ended)
                 ev |= EPOLLIN;
         (void) sd_event_source_set_io_events(c->io, ev);
 }

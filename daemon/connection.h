@@ -26,6 +26,8 @@ typedef struct Connection {
         unsigned n_runs;   /* runs in flight started by this connection */
         uint64_t run_reserved; /* what its runs' output (2 x output_bytes) and stdin may hold */
         bool dead;         /* fd closed; replies are dropped */
+        bool input_ended;  /* the client shut down its sending side; it is still answered */
+        sd_event_source *finish; /* after input_ended: closes it once nothing it asked for is left */
         struct Connection *next, *prev;
 } Connection;
 
@@ -52,6 +54,13 @@ Connection *connection_ref(Connection *c);
 Connection *connection_unref(Connection *c);
 /* Closes the socket, kills the runs it asked for, and drops it from the manager. */
 void connection_close(Connection *c);
+
+/* Whether the client has shut down its sending side (shutdown(SHUT_WR)): it asks for nothing
+ * more, and what it asked for is still answered. A subscription (pty.attach) of such a
+ * connection ends with the exit event. */
+static inline bool connection_input_ended(const Connection *c) {
+        return c->input_ended;
+}
 
 /* Queues one message (not consumed). Errors close the connection. */
 void connection_send(Connection *c, json_object *msg);

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* sandboxd: argv, configuration, sockets (systemd socket activation, or --listen), run. */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <grp.h>
 #include <stdio.h>
@@ -145,9 +146,34 @@ static int load_config(const Args *a, Config *c) {
         return r;
 }
 
-static int listen_on(const char *path) {
+/* What sandboxd.socket gives its socket: SocketMode=0660, SocketGroup=sandboxd. */
+#define SOCKET_MODE 0660
+
+/* The group's members use a daemon started by hand as they use the packaged one. Where that
+ * cannot be, the log says why, and who may use the socket instead. */
+static void socket_give_group(const char *path, const char *group) {
+        struct group *gr;
+
+        errno = 0;
+        gr = group ? getgrnam(group) : NULL;
+        if (!gr) {
+                log_notice("%s: group '%s' %s, so the socket keeps the daemon's group (gid %u, mode 0%o): only "
+                           "root and that group may use it (create the group, e.g. with systemd-sysusers, and "
+                           "restart, or set socket_group)",
+                           path, group ?: "", errno ? "cannot be looked up" : "does not exist", (unsigned) getegid(),
+                           SOCKET_MODE);
+                return;
+        }
+        if (fchownat(AT_FDCWD, path, (uid_t) -1, gr->gr_gid, AT_SYMLINK_NOFOLLOW) < 0)
+                log_warning("%s: cannot give the socket to group '%s' (gid %u): %m; only the daemon's user and "
+                            "group may use it",
+                            path, group, (unsigned) gr->gr_gid);
+}
+
+static int listen_on(const char *path, const char *group) {
         struct sockaddr_un sa = { .sun_family = AF_UNIX };
-        int fd;
+        mode_t old_mask;
+        int fd, r = 0;
 
         if (strlen(path) >= sizeof(sa.sun_path))
                 return -ENAMETOOLONG;
@@ -156,11 +182,18 @@ static int listen_on(const char *path) {
         if (fd < 0)
                 return -errno;
         (void) unlink(path);
-        if (bind(fd, (struct sockaddr *) &sa, sizeof(sa)) < 0 || listen(fd, SOMAXCONN) < 0) {
-                int r = -errno;
+        /* bind() makes the inode under the umask: never wider than SOCKET_MODE, not for a moment. */
+        old_mask = umask(0777 & ~SOCKET_MODE);
+        if (bind(fd, (struct sockaddr *) &sa, sizeof(sa)) < 0)
+                r = -errno;
+        umask(old_mask);
+        if (r == 0 && listen(fd, SOMAXCONN) < 0)
+                r = -errno;
+        if (r < 0) {
                 close(fd);
                 return r;
         }
+        socket_give_group(path, group);
         return fd;
 }
 
@@ -175,7 +208,7 @@ static int add_listeners(Manager *m, const Args *a) {
                 if ((r = manager_add_listener(m, SD_LISTEN_FDS_START + i)) < 0)
                         return log_error("cannot use socket fd %d: %s", SD_LISTEN_FDS_START + i, strerror(-r)), r;
         if (a->listen) {
-                int fd = listen_on(a->listen);
+                int fd = listen_on(a->listen, m->config.socket_group);
                 if (fd < 0)
                         return log_error("cannot listen on %s: %s", a->listen, strerror(-fd)), fd;
                 if ((r = manager_add_listener(m, fd)) < 0)

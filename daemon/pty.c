@@ -337,7 +337,8 @@ static void pty_arm_idle(Session *p) {
 static void pty_sweep_dead(Session *p) {
         for (Subscriber **sp = &p->subs; *sp;) {
                 Subscriber *sub = *sp;
-                if (!sub->conn->dead) {
+                /* A client that asks for nothing more has had all it can get after the exit. */
+                if (!sub->conn->dead && !(sub->exit_sent && connection_input_ended(sub->conn))) {
                         sp = &sub->next;
                         continue;
                 }
@@ -810,6 +811,8 @@ static void pty_end_processes(Session *p) {
                 p->reap_timer = sd_event_source_disable_unref(p->reap_timer);
                 p->kill_timer = sd_event_source_disable_unref(p->kill_timer);
                 p->procs_gone = true;
+                /* It has ended, whether or not it stays to be read and closed. */
+                session_record_end(p);
                 pty_pump(p);
                 return;
         }

@@ -79,6 +79,7 @@ typedef struct Session {
         Connection *opener;     /* until the program started */
         json_object *open_id;
         bool started, helper_exited, procs_gone, output_done, free_when_done;
+        bool end_recorded;      /* its end is in runs.log: a restart does not call it interrupted */
         SessionReason forced;
         uint64_t created_usec;  /* CLOCK_REALTIME, for inspect */
         int wait_code, wait_status;

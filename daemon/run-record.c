@@ -96,7 +96,7 @@ static void log_compact(Manager *m, const void *ending) {
                 for (Run *r = s->ephemeral ? NULL : s->runs; r && !busy; r = r->next)
                         busy = (const void *) r != ending;
                 for (Session *p = s->ephemeral ? NULL : s->sessions; p && !busy; p = p->next)
-                        busy = (const void *) p != ending;
+                        busy = (const void *) p != ending && !p->end_recorded;
         }
         if (!busy) {
                 if (ftruncate(m->run_log_fd, 0) < 0)
@@ -118,7 +118,8 @@ static void log_compact(Manager *m, const void *ending) {
                                 return;
                         }
                 for (Session *p = s->ephemeral ? NULL : s->sessions; p; p = p->next)
-                        if ((const void *) p != ending && log_note(fd, s, p->id, p->spec.argv, true, &bytes) < 0) {
+                        if ((const void *) p != ending && !p->end_recorded &&
+                            log_note(fd, s, p->id, p->spec.argv, true, &bytes) < 0) {
                                 log_warning("cannot compact %s: %m", LOG_NAME);
                                 return;
                         }
@@ -163,7 +164,12 @@ void session_record_start(Session *p) {
         record_start(p->sandbox, p->id, p->spec.argv, true);
 }
 
+/* Once: when its processes are gone (an exited session may stay to be read), or when it is
+ * freed without having run. */
 void session_record_end(Session *p) {
+        if (p->end_recorded)
+                return;
+        p->end_recorded = true;
         record_end(p->sandbox, p->id, p);
 }
 

@@ -22,7 +22,9 @@ typedef struct Sandbox Sandbox;
 void run_record_start(Run *r);
 void run_record_end(Run *r);
 /* Sessions are noted alike ("session": true): one the daemon's death ended is in
- * interrupted_runs afterwards, and a client that comes back for it is told session_lost. */
+ * interrupted_runs afterwards, and a client that comes back for it is told session_lost. A
+ * session's end is noted when its processes are gone, not when it is freed: one that exited
+ * and stayed to be read was not ended by the restart. */
 void session_record_start(Session *p);
 void session_record_end(Session *p);
 /* The interrupted_runs entry of a session of s that the daemon's death ended, or NULL. */

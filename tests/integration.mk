@@ -16,6 +16,7 @@ INTEGRATION_TESTS = \
 	tests/t-doctor.sh \
 	tests/t-inodes.sh \
 	tests/t-leak.sh \
+	tests/t-listen.sh \
 	tests/t-protocol.sh \
 	tests/t-pty.sh \
 	tests/t-restart.sh \

@@ -255,8 +255,8 @@ ctl_as() { # UID [GROUP] -- sandboxctl args...: "STATUS: stderr"
 }
 chmod 0660 "$SOCK" && chgrp "$ADMIN_GROUP" "$SOCK"
 like "$(ctl_as $B -- "$OTHER_SANDBOXCTL" --socket "$SOCK" list)" \
-	"^1: sandboxctl: permission denied on $SOCK: only root and members of group 'sandboxd' may use sandboxd; add yourself \(sudo usermod -aG sandboxd \\\$USER\) and log in again$" \
-	"sandboxctl as a uid outside the socket's group: EACCES explained (group sandboxd, usermod -aG, log in again)"
+	"^1: sandboxctl: permission denied on $SOCK: only root and members of group '$ADMIN_GROUP' may use sandboxd; add yourself \(sudo usermod -aG $ADMIN_GROUP \\\$USER\) and log in again$" \
+	"sandboxctl as a uid outside the socket's group: EACCES explained (the socket's group, usermod -aG, log in again)"
 is "$(ctl_as $ADMIN $ADMIN_GROUP -- "$OTHER_SANDBOXCTL" --socket "$SOCK" list)" "0: " "a member of the socket's group connects"
 chmod 0666 "$SOCK"
 like "$(ctl_as $B -- "$OTHER_SANDBOXCTL" --socket "$T/missing.sock" list)" \

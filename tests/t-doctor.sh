@@ -34,6 +34,8 @@ else
                         "the fix says they are bound to cgroup v1 and which boot option frees them"
         fi
         like "$out" 'warn  limits +sandboxd cannot enforce [a-z, ]+ limits' "the daemon's own view of what it enforces is reported"
+        like "$out" "fix: see the fix of 'controllers' above, then restart sandboxd" \
+                "the limits fix points at the one fix above (controllers), not at delegation, which is ok here"
 fi
 like "$out" 'ok    cgroup2 +cgroup v2 at '"$CG_MOUNT" "the cgroup2 mount is found where the tests found it"
 like "$out" 'ok    socket +'"$SOCK"' \(mode 0[0-7]+, root:[a-z0-9]+\) lets uid 0 connect' "the socket, its mode and owner are reported"
@@ -56,6 +58,9 @@ is "$(jq -r '[.checks[] | select(.status != "ok" and .fix == null)] | length' "$
         "every check that is not ok carries a fix"
 is "$(jq -r '[.checks[] | select(.status == "ok" and .fix != null)] | length' "$T/out")" 0 \
         "no check that is ok carries a fix"
+is "$(jq -r '[.checks[] | select(.fix != null) | .name] as $fixed |
+        [.checks[] | select(.name == "limits") | (.fix // "") | scan("\u0027([a-z]+)\u0027") | .[0]] - $fixed | join(" ")' "$T/out")" "" \
+        "the checks whose fixes the limits fix points at all have one"
 
 # ---- without a daemon: cannot run, and how to start it -----------------------------------
 timeout -k 5 60 "$SANDBOXCTL" --socket "$T/none.sock" doctor --state-dir "$T/state" >"$T/out" 2>&1

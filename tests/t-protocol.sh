@@ -452,6 +452,90 @@ is_(alive, [], "no process of the run survived")
 is_(health().get("status"), "ok", "the daemon keeps answering others")
 EOF
 
+# ---- a client that shuts down its sending side ------------------------------------------
+# As socat does at the end of its input: shutdown(SHUT_WR) after the requests. It is answered as
+# any other (its runs finish, their replies come), and then the daemon closes.
+run_py "half-close" 90 <<'EOF'
+import os, socket, time
+from client import Conn, check, is_, call
+sock, cg = os.environ["SOCK"], os.environ["CG"]
+def health():
+    return call(sock, {"id": "h", "op": "health"}, 10)
+def wait_for(pred, limit):
+    end = time.monotonic() + limit
+    while time.monotonic() < end:
+        if pred():
+            return True
+        time.sleep(0.1)
+    return pred()
+def until_eof(c, limit):
+    """Every reply line until the daemon closes; None if it did not close within limit s."""
+    out, end = [], time.monotonic() + limit
+    while time.monotonic() < end:
+        m = c.recv_json(max(0.1, end - time.monotonic()))
+        if m is None:
+            return out
+        out.append(m)
+    return None
+def finals(msgs):
+    return {m["id"]: m for m in msgs if "ok" in m}
+
+# One run, then SHUT_WR: the run outlives the end of the input by a second.
+c = Conn(sock)
+c.send({"id": 1, "op": "run", "best_effort": True, "argv": ["sh", "-c", "sleep 1; echo done"]})
+c.s.shutdown(socket.SHUT_WR)
+got = until_eof(c, 30)
+check(got is not None, "a run then SHUT_WR: the daemon closes the connection once it is answered", got)
+r = finals(got or []).get(1, {})
+is_(r.get("ok"), True, "the run's final reply arrives after the client's half-close")
+is_((r.get("exit_code"), r.get("reason"), r.get("stdout")), (0, "exited", "done\n"),
+    "the run was finished, not killed: exit 0, reason exited, its whole stdout")
+check(any(m.get("event") == "started" for m in got or []), "its started event came first", got)
+c.close()
+
+# Several pipelined requests, the last one without its newline, then SHUT_WR.
+c = Conn(sock)
+c.send_raw(b'{"id":"a","op":"hello"}\n'
+           b'{"id":"b","op":"run","best_effort":true,"argv":["sh","-c","sleep 0.5; echo b"]}\n'
+           b'{"id":"c","op":"run","best_effort":true,"argv":["echo","c"]}\n'
+           b'{"id":"d","op":"health"}\n'
+           b'{"id":"e","op":"hello"}')
+c.s.shutdown(socket.SHUT_WR)
+got = until_eof(c, 30)
+check(got is not None, "five pipelined requests then SHUT_WR: the daemon closes once all are answered", got)
+f = finals(got or [])
+is_(sorted(f), ["a", "b", "c", "d", "e"], "one final reply per request, the unended last one included")
+check(all(m.get("ok") is True for m in f.values()), "all of them ok", f)
+is_((f.get("b", {}).get("stdout"), f.get("c", {}).get("stdout")), ("b\n", "c\n"), "both runs finished with their output")
+is_(f.get("e", {}).get("protocol"), 1, "the request without a newline was taken as ended: hello answered")
+c.close()
+
+# A session opened, then SHUT_WR: its output and exit event come, then the daemon closes.
+sb = call(sock, {"id": "mk", "op": "create", "best_effort": True}, 30)["sandbox"]["id"]
+c = Conn(sock)
+c.send({"id": "p", "op": "pty.open", "sandbox": sb, "pty": False, "argv": ["sh", "-c", "sleep 0.5; echo bye"]})
+c.s.shutdown(socket.SHUT_WR)
+got = until_eof(c, 30)
+check(got is not None, "pty.open then SHUT_WR: the daemon closes once the session's exit event is sent", got)
+got = got or []
+is_(finals(got).get("p", {}).get("ok"), True, "the session's open reply came")
+is_("".join(m.get("data", "") for m in got if m.get("event") == "stdout"), "bye\n", "its output came")
+is_([m.get("exit_code") for m in got if m.get("event") == "exit"], [0], "and its exit event, once")
+c.close()
+call(sock, {"id": "rm", "op": "destroy", "sandbox": sb}, 30)
+
+# Half-closed, then closed for good before its run ends: the run dies with the connection.
+c = Conn(sock)
+c.send({"id": "s", "op": "run", "best_effort": True, "argv": ["sleep", "5"]})
+c.s.shutdown(socket.SHUT_WR)
+check(wait_for(lambda: health().get("runs") == 1, 10), "a half-closed client's run is running", health())
+c.close()
+t0 = time.monotonic()
+check(wait_for(lambda: health().get("runs") == 0 and health().get("sandboxes") == 0, 5) and time.monotonic() - t0 < 4.5,
+      "once it also closes the socket, its run is killed (not left to finish its sleep 5)", health())
+is_(health().get("connections"), 1, "no half-closed connection is left behind (only this health call)")
+EOF
+
 # ---- many connections, a client that never reads ----------------------------------------
 run_py "connection floods" 120 <<'EOF'
 import os, threading, time

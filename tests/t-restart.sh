@@ -115,6 +115,65 @@ stop_daemon
 start_daemon || exit 0
 r=$(rpc "{\"op\":\"pty.attach\",\"session\":\"$(cat "$T/session")\"}")
 is "$(jget "$r" .error.code)" session_lost "after a stop and a start, it is session_lost too"
+# Sessions that had already exited are not what a restart ended: not in interrupted_runs, and
+# not session_lost (not even after the runs log was rewritten past 64 KiB meanwhile).
+run_py "ended sessions" 120 <<'EOF'
+import json, os
+from client import Conn, check, is_, wait_for
+c = Conn(os.environ["SOCK"], 30)
+def states():
+    sb = c.call({"op": "inspect", "sandbox": "ses"})["sandbox"]
+    return {x.get("id"): x.get("state") for x in sb.get("sessions", [])}
+ended = [c.call({"op": "pty.open", "sandbox": "ses", "argv": argv, "pty": pty}).get("session")
+         for argv, pty in ((["true"], True), (["sh", "-c", "exit 3"], False))]
+running = c.call({"op": "pty.open", "sandbox": "ses", "argv": ["sleep", "1000"]}).get("session")
+check(wait_for(lambda: all(states().get(i) == "exited" for i in ended), 10),
+      "two sessions have exited (inspect says exited) and stay to be read", states())
+is_(states().get(running), "running", "a third is still running")
+# Each note holds the run's argv (up to 1 KiB an argument, 2 KiB in all): 40 of 2 KiB pass
+# 64 KiB, and the log is rewritten with what is in flight.
+rs = [c.call({"op": "run", "sandbox": "ses", "argv": ["true", "x" * 1000, "y" * 1000]}).get("ok") for _ in range(40)]
+is_(rs, [True] * 40, "40 runs with long argvs (the runs log is compacted meanwhile)")
+json.dump({"ended": ended, "running": running}, open(os.path.join(os.environ["T"], "ended"), "w"))
+c.close()
+EOF
+ended_check() { # HOW: how the daemon went
+        run_py "ended sessions after $1" 60 "$1" <<'EOF'
+import json, os, sys
+from client import Conn, check, is_
+how = sys.argv[1]
+c = Conn(os.environ["SOCK"], 30)
+d = json.load(open(os.path.join(os.environ["T"], "ended")))
+sb = c.call({"op": "inspect", "sandbox": "ses"})["sandbox"]
+lost = [e.get("id") for e in sb.get("interrupted_runs", []) if e.get("session") is True]
+is_([i for i in d["ended"] if i in lost], [], "after %s: the sessions that had exited are not in interrupted_runs" % how)
+if d["running"]:
+    check(d["running"] in lost, "after %s: the one that was running is" % how, lost)
+codes = [c.call({"op": "pty.attach", "session": i}).get("error", {}).get("code") for i in d["ended"]]
+is_(codes, ["not_found"] * len(d["ended"]), "after %s: an exited session is not_found, not session_lost" % how)
+c.close()
+EOF
+}
+kill -KILL "$DAEMON_PID"
+wait "$DAEMON_PID" 2>/dev/null
+DAEMON_PID=
+start_daemon || exit 0
+ended_check SIGKILL
+run_py "an ended session at a stop" 60 <<'EOF'
+import json, os
+from client import Conn, check, wait_for
+c = Conn(os.environ["SOCK"], 30)
+sid = c.call({"op": "pty.open", "sandbox": "ses", "argv": ["true"]}).get("session")
+def state():
+    sb = c.call({"op": "inspect", "sandbox": "ses"})["sandbox"]
+    return {x.get("id"): x.get("state") for x in sb.get("sessions", [])}.get(sid)
+check(wait_for(lambda: state() == "exited", 10), "a session has exited when the daemon is stopped", state())
+json.dump({"ended": [sid], "running": None}, open(os.path.join(os.environ["T"], "ended"), "w"))
+c.close()
+EOF
+stop_daemon
+start_daemon || exit 0
+ended_check "a stop"
 rpc '{"op":"destroy","sandbox":"ses"}' >/dev/null
 stop_daemon
 

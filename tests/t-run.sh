@@ -589,10 +589,24 @@ if [ -x "$SANDBOXCTL" ]; then
         is "$?" 124 "sandboxctl run --timeout 1: exits 124"
         ctl run --best-effort -- /nonexistent >/dev/null 2>&1
         is "$?" 125 "sandboxctl run of a missing program exits 125"
-        ctl run -- true >/dev/null 2>&1
+        ctl run -- true >/dev/null 2>"$T/err"
         rc=$?
         if [ "$(jget "$(rpc '{"id":1,"op":"hello"}')" '.capabilities.cgroup.memory')" = false ]; then
                 is "$rc" 125 "sandboxctl run without --best-effort on this host exits 125 (limit_unenforceable)"
+                # The daemon's hint names the protocol field; sandboxctl's user needs the option.
+                err=$(cat "$T/err")
+                like "$err" "limit_unenforceable: .*pass --best-effort to run anyway" \
+                        "sandboxctl run's refusal names the option to add: --best-effort"
+                check "...and not the protocol field best_effort" [ "${err/pass best_effort/}" = "$err" ]
+                ctl create --memory 64M >/dev/null 2>"$T/err"
+                is "$?" 1 "sandboxctl create --memory 64M on this host fails"
+                like "$(cat "$T/err")" "memory.*pass --best-effort to run anyway" \
+                        "sandboxctl create's refusal names --best-effort too"
+                ctl --json run -- true >"$T/out" 2>/dev/null
+                is "$(jget "$(cat "$T/out")" .error.message | grep -c 'pass best_effort')" 1 \
+                        "sandboxctl --json prints the daemon's reply as it came"
+        else
+                diag "this host enforces memory: the refusal without --best-effort is not seen here"
         fi
         out=$(printf 'piped\n' | ctl run --best-effort --timeout 3 --stdin -- cat)
         is "$?/$out" 0/piped "sandboxctl run --stdin -- cat: the input comes out, cat ends (status 0, not 124)"
@@ -604,6 +618,19 @@ if [ -x "$SANDBOXCTL" ]; then
                 "sandboxctl run runs as uid 1000 inside; --user root as root of the sandbox's user namespace"
         like "$(ctl list -q)" "$id" "sandboxctl list -q shows it"
         is "$(jget "$(ctl --json inspect cli-box)" '.sandbox.id // .id')" "$id" "sandboxctl --json inspect"
+        # What the sweep applies is shown, also where the sandbox has none of it.
+        out=$(ctl inspect cli-box)
+        like "$out" $'\n''disk limit: +none'$'\n''disk used: +not measured yet \(the next sweep does\)'$'\n''ttl: +none'$'\n''idle: +none'$'\n' \
+                "sandboxctl inspect shows disk limit, disk used, ttl and idle as none when there are none"
+        sw=$(ctl create --best-effort --disk 2G --ttl 24h --idle 90m)
+        out=$(ctl inspect "$sw")
+        like "$out" $'\n''disk limit: +2G'$'\n' "sandboxctl inspect shows --disk 2G"
+        like "$out" $'\n''ttl: +24h \(expires at 20[0-9-]+T[0-9:]+Z\)'$'\n' "...--ttl 24h with when it expires"
+        like "$out" $'\n''idle: +90m without a run, then destroyed'$'\n' "...and --idle 90m"
+        ctl sweep >/dev/null
+        like "$(ctl inspect "$sw")" $'\n''disk used: +[0-9.]+[KMG]?i?B? \(at the last sweep\)'$'\n' \
+                "after a sweep, inspect shows the disk use it measured"
+        ctl destroy "$sw" >/dev/null
         ctl destroy cli-box >/dev/null
         is "$?" 0 "sandboxctl destroy"
         ctl destroy "$id" >/dev/null 2>&1

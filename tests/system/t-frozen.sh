@@ -5,12 +5,13 @@
 # is frozen by hand. Before the fix the daemon sat in vfork for the first run, for good.
 source "$(dirname "$0")/lib.sh"
 export SANDBOXD_SOCKET=/run/sandboxd/sandboxd.sock
+name=frozenvm-$$ # a name of this run's own: what a user made is never touched
 
-r=$(call '{"op":"create","name":"frozenvm","limits":{"memory":"256M","pids":64}}')
+r=$(call '{"op":"create","name":"'"$name"'","limits":{"memory":"256M","pids":64}}')
 [ "$(jqr .ok "$r")" = true ]
 ok $? "a sandbox with enforced limits"
 scg=$(jqr .sandbox.cgroup "$r")
-r=$(SBX_TIMEOUT=250 call '{"op":"run","sandbox":"frozenvm","timeout_s":240,"command":"mkdir /work/many && cd /work/many && python3 -c \"[open(str(i), \\\"w\\\").write(\\\"x\\\") for i in range(8000)]\""}')
+r=$(SBX_TIMEOUT=250 call '{"op":"run","sandbox":"'"$name"'","timeout_s":240,"command":"mkdir /work/many && cd /work/many && python3 -c \"[open(str(i), \\\"w\\\").write(\\\"x\\\") for i in range(8000)]\""}')
 [ "$(jqr .exit_code "$r")" = 0 ]
 ok $? "8000 files in its workspace"
 
@@ -29,7 +30,7 @@ py() { # prints TAP from the PASS/FAIL lines of a Python snippet on stdin
 	[ "$rc" = 0 ] || while IFS= read -r line; do echo "# $line"; done < <(tail -n 20 py.err)
 }
 
-py 200 "$SANDBOXD_SOCKET" frozenvm "$scg" <<'EOF'
+py 200 "$SANDBOXD_SOCKET" "$name" "$scg" <<'EOF'
 import sys, time
 from client import Conn, ClientError, check, wait_for
 from ptyclient import Session
@@ -116,7 +117,7 @@ EOF
 ok $? "the sandbox is thawed at the end"
 systemctl is-active --quiet sandboxd.service
 ok $? "sandboxd.service is still active"
-r=$(call '{"op":"destroy","sandbox":"frozenvm"}')
+r=$(call '{"op":"destroy","sandbox":"'"$name"'"}')
 [ "$(jqr .destroyed "$r")" = true ]
 ok $? "destroy"
 done_testing

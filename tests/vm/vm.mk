@@ -1,9 +1,13 @@
 ## tests/vm: the system tests (tests/system/t-*.sh) inside a real systemd booted in qemu on this
 ## machine's own root filesystem. `make check-vm` installs into a staging tree, boots, and
 ## reports through the TAP driver like any other test (see tests/vm/README.md).
-VM_SYSTEM_TESTS = tests/system/t-systemd.sh tests/system/t-durability.sh tests/system/t-isolation.sh \
+## t-user-state-before.sh runs first and t-user-state-after.sh last: the sandboxes a user made
+## before are neither counted nor touched by the scripts between them.
+VM_SYSTEM_TESTS = tests/system/t-user-state-before.sh \
+	tests/system/t-systemd.sh tests/system/t-durability.sh tests/system/t-isolation.sh \
 	tests/system/t-doctor.sh tests/system/t-top.sh \
-	tests/system/t-snapshot.sh tests/system/t-frozen.sh
+	tests/system/t-snapshot.sh tests/system/t-frozen.sh \
+	tests/system/t-user-state-after.sh
 EXTRA_DIST += tests/vm/run-vm.sh tests/vm/guest-init.sh tests/vm/guest-run.sh tests/vm/vm-check.sh \
 	tests/vm/README.md tests/system/lib.sh tests/system/sbx-call.py tests/system/t-deb.sh $(VM_SYSTEM_TESTS)
 
