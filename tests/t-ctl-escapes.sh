@@ -39,13 +39,14 @@ shows() {
 
 r=$(rpc '{"op":"create","best_effort":true,"name":"esc"}')
 is "$(jget "$r" .ok)" true "a sandbox"
-r=$(rpc "{\"op\":\"pty.open\",\"sandbox\":\"esc\",\"argv\":[\"sleep\",\"300\",\"$EVIL_JSON\"],\"pty\":false}")
-like "$(jget "$r" .session)" '^pty-' "a session whose argv holds them"
+r=$(rpc "{\"op\":\"pty.open\",\"sandbox\":\"esc\",\"argv\":[\"sh\",\"-c\",\"sleep 300\",\"$EVIL_JSON\"],\"pty\":false}")
+like "$(jget "$r" .session)" '^pty-' "a session whose argv holds them (sh -c with them as its $0, so that it keeps running)"
 
 ctl inspect esc >"$T/inspect" 2>&1
-shows "sleep 300 $EVIL_SHOWN" "$T/inspect" "inspect: the session's argv is escaped"
+shows "sh -c sleep 300 $EVIL_SHOWN" "$T/inspect" "inspect: the session's argv is escaped"
 ctl --json inspect esc >"$T/inspect.json"
-is "$(jq -r '.sandbox.sessions[0].argv[2]' "$T/inspect.json")" "$EVIL" "inspect --json: the argv is exact"
+is "$(jq -r '.sandbox.sessions[0].argv[3]' "$T/inspect.json")" "$EVIL" "inspect --json: the argv is exact"
+is "$(jq -r '.sandbox.sessions[0].state' "$T/inspect.json")" running "the session is still running (so that the restart below cuts it short)"
 
 # A label: the daemon refuses C0, DEL and C1 controls in it; a bidi override it keeps, and it
 # is escaped in the table.
@@ -70,9 +71,9 @@ wait "$DAEMON_PID" 2>/dev/null
 DAEMON_PID=
 start_daemon || exit 0
 ctl inspect esc >"$T/inspect2" 2>&1
-shows "sleep 300 $EVIL_SHOWN" "$T/inspect2" "inspect after a restart: the interrupted session's argv is escaped"
+shows "sh -c sleep 300 $EVIL_SHOWN" "$T/inspect2" "inspect after a restart: the interrupted session's argv is escaped"
 grep -q '^interrupted:' "$T/inspect2" || diag "$(cat "$T/inspect2")"
-is "$(ctl --json inspect esc | jq -r '.sandbox.interrupted_runs[0].argv[2]')" "$EVIL" \
+is "$(ctl --json inspect esc | jq -r '.sandbox.interrupted_runs[0].argv[3]')" "$EVIL" \
 	"inspect --json: the interrupted argv is exact"
 ctl destroy esc >/dev/null
 stop_daemon
