@@ -685,8 +685,8 @@ static void netns_lend(NetnsPool *p, int fd, NetnsState *pristine) {
                 netns_state_unref(pristine); /* not found again: discarded */
                 return;
         }
-        /* A sandbox freed without netns_pool_put() (one that failed to start) leaves its entry;
-         * its inode number is free again, and when a namespace gets it, the old entry goes. */
+        /* A sandbox freed without netns_pool_put() drops its entry (netns_pool_drop()); should one
+         * be left anyway, its inode number is free again, and a namespace that gets it replaces it. */
         for (size_t i = 0; i < p->n_lent; i++)
                 if (p->lent[i].ino == (uint64_t) st.st_ino) {
                         netns_state_unref(p->lent[i].pristine);
@@ -758,6 +758,16 @@ void netns_pool_put(NetnsPool *p, int fd) {
         }
         slot.fd = fd;
         p->idle[p->n_idle++] = slot;
+}
+
+void netns_pool_drop(NetnsPool *p, int fd) {
+        NetnsSlot slot = { .fd = -EBADF };
+
+        if (fd < 0)
+                return;
+        if (netns_slot_find(p, fd, &slot))
+                netns_state_unref(slot.pristine);
+        safe_close(fd);
 }
 
 void netns_pool_done(NetnsPool *p) {

@@ -60,4 +60,8 @@ int netns_pool_get(NetnsPool *p);
  * it shows what a new namespace showed, else closed. Takes fd. */
 void netns_pool_put(NetnsPool *p, int fd);
 
+/* fd is not given back (its sandbox is freed before it was empty): closed, and forgotten as lent.
+ * Takes fd. */
+void netns_pool_drop(NetnsPool *p, int fd);
+
 void netns_pool_done(NetnsPool *p);

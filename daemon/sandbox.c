@@ -1039,7 +1039,7 @@ Sandbox *sandbox_free(Sandbox *s) {
         sd_event_source_disable_unref(s->teardown_timer);
         safe_close(s->setup_fd);
         safe_close(s->init_pidfd);
-        safe_close(s->netns_fd);
+        netns_pool_drop(&s->manager->netns, TAKE_FD(s->netns_fd));
         safe_close(s->cg_fd);
         safe_close(s->workdir_fd);
         if (s->uid_slot != UINT32_MAX)
