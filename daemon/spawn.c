@@ -121,15 +121,24 @@ _Noreturn static void child_fail(int fd, SpawnStep step) {
         _exit(127);
 }
 
-/* execve resets caught signals to the default already; only ignored ones survive it, and the
- * daemon tells which those are (one sigaction each instead of one for every signal). */
-static int child_reset_signals(uint64_t ignored) {
-        sigset_t all;
-        struct sigaction dfl = { .sa_handler = SIG_DFL };
+/* Signals a C library keeps for itself (glibc 32 and 33, musl 32 to 34): its sigaction() refuses
+ * them and cannot even say whether they are ignored, yet an ignored one survives execve like any
+ * other (a daemon started where 32 and 33 were ignored gave every command a `kill -32` that did
+ * nothing). They are always reset. */
+#define LIBC_SIGNALS ((UINT64_C(1) << 31) | (UINT64_C(1) << 32) | (UINT64_C(1) << 33))
 
-        for (int sig = 1; sig <= 64 && sig < NSIG; sig++)
+/* execve resets caught signals to the default already; only ignored ones survive it, and the
+ * daemon tells which those are (one call each instead of one for every signal). The kernel's own
+ * rt_sigaction, since libc refuses its signals: all zero is SIG_DFL, no flags and an empty mask
+ * whatever the architecture's layout of the struct. */
+static int child_reset_signals(uint64_t ignored) {
+        static const unsigned long dfl[8] = { 0 };
+        sigset_t all;
+
+        ignored |= LIBC_SIGNALS;
+        for (int sig = 1; sig <= 64; sig++)
                 if ((ignored & (UINT64_C(1) << (sig - 1))) && sig != SIGKILL && sig != SIGSTOP)
-                        (void) sigaction(sig, &dfl, NULL);
+                        (void) syscall(SYS_rt_sigaction, sig, dfl, NULL, _NSIG / 8);
         sigemptyset(&all);
         return sigprocmask(SIG_SETMASK, &all, NULL);
 }

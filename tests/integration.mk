@@ -17,6 +17,7 @@ INTEGRATION_TESTS = \
 	tests/t-inodes.sh \
 	tests/t-leak.sh \
 	tests/t-listen.sh \
+	tests/t-signals.sh \
 	tests/t-protocol.sh \
 	tests/t-pty.sh \
 	tests/t-restart.sh \
