@@ -14,7 +14,7 @@ packages=(
 	# the run helper is built with musl where it is installed (configure.ac says why)
 	musl-tools
 	# tests; man-db and bash-completion for t-docs.sh and t-completion.sh
-	systemd jq python3 procps psmisc util-linux tmux man-db bash-completion
+	systemd jq python3 procps psmisc util-linux iproute2 tmux man-db bash-completion
 	# the README's raw protocol example
 	socat
 	# the real-systemd VM: qemu (TCG), a Debian kernel and busybox for the initramfs; the VM

@@ -14,6 +14,8 @@
 
 start_daemon || exit 0
 
+# TCP metrics are shown by netlink alone: the check reads them inside with iproute2's ip.
+command -v ip >/dev/null || nok "ip (package iproute2, scripts/deps.sh) is installed: the TCP metrics check needs it"
 run_py "netns" 120 <<'EOF'
 import os, subprocess
 from client import Conn, check, is_
@@ -169,7 +171,7 @@ destroy(E)
 CLEAN = ("import socket, struct\n"
          "n = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 0)\n"
          "n.send(struct.pack(\"IHHII\", 20, 18, 0x301, 1, 0) + bytes(4)); n.recv(65536); n.close()\n"
-         "socket.getaddrinfo(\"localhost\", 80, flags=socket.AI_ADDRCONFIG)\n"
+         "socket.getaddrinfo(\"127.0.0.1\", 80, flags=socket.AI_ADDRCONFIG)\n"
          "for fam, addr in ((socket.AF_INET, \"127.0.0.1\"), (socket.AF_INET6, \"::1\")):\n"
          "    u = socket.socket(fam, socket.SOCK_DGRAM); u.bind((addr, 0)); u.sendto(b\"x\", u.getsockname()); u.recv(1); u.close()\n"
          "p = socket.socket(socket.AF_INET, socket.SOCK_DGRAM, socket.IPPROTO_ICMP)\n"
