@@ -17,6 +17,8 @@ packages=(
 	systemd jq python3 procps psmisc util-linux iproute2 tmux man-db bash-completion
 	# the README's raw protocol example
 	socat
+	# the peer that `make bench` measures beside sandboxd (docs/performance.md)
+	bubblewrap
 	# the real-systemd VM: qemu (TCG), a Debian kernel and busybox for the initramfs; the VM
 	# boots this machine's root, so dbus here is the guest's bus (systemd-run --wait needs it)
 	qemu-system-x86 busybox-static linux-image-amd64 kmod dbus
