@@ -30,7 +30,10 @@ for t in threads:
     t.join()
 is_(len(results), 1000, "1000 replies came back")
 good = [r for r in results if r.get("ok") and r.get("exit_code") == 0 and r.get("stdout", "").strip().isdigit()]
+bad = [r for r in results if r not in good]
 is_(len(good), 1000, "every run succeeded and printed its pid")
+for r in bad[:3]:
+    print("# not so: %r" % ({k: r.get(k) for k in ("ok", "error", "exit_code", "reason", "signal", "stdout", "stderr")},))
 is_(len({r.get("sandbox") for r in results}), 1000, "each run had a sandbox of its own")
 PYEOF
 
