@@ -149,9 +149,9 @@ v1_sandbox_dirs() {
         done
 }
 
-_cleanup() {
-        local rc=$?
-        set +e
+# _daemon_end: the daemon, if it still runs, gets SIGTERM, 10 s, then SIGKILL; DAEMON_PID is
+# cleared. For cleanups (stop_daemon is the one that checks how it went).
+_daemon_end() {
         if [ -n "$DAEMON_PID" ] && kill -0 "$DAEMON_PID" 2>/dev/null; then
                 kill -TERM "$DAEMON_PID" 2>/dev/null
                 wait_until 10 _daemon_gone
@@ -159,6 +159,12 @@ _cleanup() {
                 wait "$DAEMON_PID" 2>/dev/null
         fi
         DAEMON_PID=
+}
+
+_cleanup() {
+        local rc=$?
+        set +e
+        _daemon_end
         if [ -n "$CG" ] && [ -d "$CG" ]; then
                 if ! _cg_remove_tree force; then
                         nok "cleanup: remove the test cgroup $CG"

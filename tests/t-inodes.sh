@@ -14,13 +14,7 @@ mount -t tmpfs -o size=64m,nr_inodes=2000,mode=0755 sbxt-inodes "$T/state" 2>/de
 # The daemon goes first, then the mount, then what lib.sh removes.
 _inodes_cleanup() {
         local rc=$?
-        if [ -n "$DAEMON_PID" ] && kill -0 "$DAEMON_PID" 2>/dev/null; then
-                kill -TERM "$DAEMON_PID" 2>/dev/null
-                wait_until 10 _daemon_gone
-                kill -KILL "$DAEMON_PID" 2>/dev/null
-                wait "$DAEMON_PID" 2>/dev/null
-        fi
-        DAEMON_PID=
+        _daemon_end
         umount -l "$T/state" 2>/dev/null
         (exit "$rc")
         _cleanup
