@@ -1,36 +1,47 @@
-## daemon/: sandboxd. One file per concern; one handler file per group of operations.
+## daemon/: sandboxd, in five folders, one per layer (docs/architecture.md, "Module map"). A file
+## includes headers of its own folder and of the folders below it only (scripts/check-layers.sh,
+## run by make check):
+##   exec/     the child side, linked into sandboxd-run-helper: no sd-event, no json-c, no log
+##   core/     daemon services with no kernel mechanism: log, configuration, replies, rings
+##   host/     kernel mechanism on fds and paths: cgroups, namespaces, trees; no Sandbox
+##   sandbox/  the domain: sandboxes, runs, sessions, snapshots, pool, sweep, state
+##   server/   the socket face and the wiring: main, listeners, connections, ops
+## Headers are included by bare name, as systemd's src/basic < src/shared < src/<daemon> are;
+## the daemon's folders come before lib/ (lib/sandbox.h is the client library's header).
+DAEMON_INCLUDES = -I$(top_srcdir)/daemon/server -I$(top_srcdir)/daemon/sandbox \
+	-I$(top_srcdir)/daemon/host -I$(top_srcdir)/daemon/core -I$(top_srcdir)/daemon/exec
 sbin_PROGRAMS += daemon/sandboxd
 daemon_sandboxd_SOURCES = \
-	daemon/main.c \
-	daemon/conf.c daemon/conf.h \
-	daemon/log.c daemon/log.h \
-	daemon/manager.c daemon/manager.h \
-	daemon/connection.c daemon/connection.h \
-	daemon/ops.c daemon/ops.h daemon/request-fields.c daemon/request-fields.h \
-	daemon/op-hello.c daemon/op-sandbox.c daemon/op-run.c daemon/op-pty.c daemon/op-snapshot.c \
-	daemon/cgroup.c daemon/cgroup.h daemon/cgroup-limits.c \
-	daemon/sandbox.c daemon/sandbox.h \
-	daemon/sandbox-setup.c \
-	daemon/dev-template.c daemon/dev-template.h \
-	daemon/spawn.c daemon/spawn.h \
-	daemon/identity.c daemon/identity.h \
-	daemon/syscall-filter.c daemon/syscall-filter.h \
-	daemon/run.c daemon/run.h \
-	daemon/run-exec.c daemon/run-exec.h \
-	daemon/pool.c daemon/pool.h \
-	daemon/netns-pool.c daemon/netns-pool.h \
-	daemon/output.c daemon/output.h \
-	daemon/pty.c daemon/pty.h \
-	daemon/ring.c daemon/ring.h \
-	daemon/rm-rf.c daemon/rm-rf.h daemon/remove-async.c daemon/remove-async.h \
-	daemon/state.c daemon/state.h \
-	daemon/run-record.c daemon/run-record.h \
-	daemon/disk-usage.c daemon/disk-usage.h \
-	daemon/sweep.c daemon/sweep.h daemon/sweep-walk.c daemon/sweep-walk.h daemon/op-sweep.c \
-	daemon/idle-exit.c daemon/idle-exit.h \
-	daemon/copy-tree.c daemon/copy-tree.h \
-	daemon/snapshot.c daemon/snapshot.h \
-	daemon/snapshot-job.c daemon/snapshot-job.h
+	daemon/server/main.c \
+	daemon/core/conf.c daemon/core/conf.h \
+	daemon/core/log.c daemon/core/log.h \
+	daemon/server/manager.c daemon/server/manager.h \
+	daemon/server/connection.c daemon/server/connection.h \
+	daemon/server/ops.c daemon/server/ops.h daemon/core/request-fields.c daemon/core/request-fields.h \
+	daemon/server/op-hello.c daemon/server/op-sandbox.c daemon/server/op-run.c daemon/server/op-pty.c daemon/server/op-snapshot.c \
+	daemon/host/cgroup.c daemon/host/cgroup.h daemon/host/cgroup-limits.c \
+	daemon/sandbox/sandbox.c daemon/sandbox/sandbox.h \
+	daemon/exec/sandbox-setup.c \
+	daemon/host/dev-template.c daemon/host/dev-template.h \
+	daemon/exec/spawn.c daemon/exec/spawn.h \
+	daemon/exec/identity.c daemon/exec/identity.h \
+	daemon/exec/syscall-filter.c daemon/exec/syscall-filter.h \
+	daemon/sandbox/run.c daemon/sandbox/run.h \
+	daemon/exec/run-exec.c daemon/exec/run-exec.h \
+	daemon/sandbox/pool.c daemon/sandbox/pool.h \
+	daemon/host/netns-pool.c daemon/host/netns-pool.h \
+	daemon/core/output.c daemon/core/output.h \
+	daemon/sandbox/pty.c daemon/sandbox/pty.h \
+	daemon/core/ring.c daemon/core/ring.h \
+	daemon/exec/rm-rf.c daemon/exec/rm-rf.h daemon/host/remove-async.c daemon/host/remove-async.h \
+	daemon/sandbox/state.c daemon/sandbox/state.h \
+	daemon/sandbox/run-record.c daemon/sandbox/run-record.h \
+	daemon/host/disk-usage.c daemon/host/disk-usage.h \
+	daemon/sandbox/sweep.c daemon/sandbox/sweep.h daemon/host/sweep-walk.c daemon/host/sweep-walk.h daemon/server/op-sweep.c \
+	daemon/server/idle-exit.c daemon/server/idle-exit.h \
+	daemon/host/copy-tree.c daemon/host/copy-tree.h \
+	daemon/sandbox/snapshot.c daemon/sandbox/snapshot.h \
+	daemon/sandbox/snapshot-job.c daemon/sandbox/snapshot-job.h
 daemon_sandboxd_CFLAGS = $(AM_CFLAGS) $(SYSTEMD_CFLAGS) $(JSONC_CFLAGS) $(CGROUP_CFLAGS) $(SECCOMP_CFLAGS)
 daemon_sandboxd_LDADD = lib/libsbxcommon.la $(SYSTEMD_LIBS) $(JSONC_LIBS) $(CGROUP_LIBS) $(SECCOMP_LIBS)
 
@@ -51,25 +62,25 @@ uninstall-sandboxd-conf:
 	if cmp -s $(srcdir)/daemon/sandboxd.conf '$(DESTDIR)$(sandboxdconfdir)/sandboxd.conf'; then \
 		rm -f '$(DESTDIR)$(sandboxdconfdir)/sandboxd.conf'; fi
 
-# The run helper: exec'd for every run (daemon/run-exec.h). Static where the toolchain allows
+# The run helper: exec'd for every run (daemon/exec/run-exec.h). Static where the toolchain allows
 # (configure's HELPER_LDFLAGS), so that starting it maps no shared library.
 libexec_PROGRAMS += daemon/sandboxd-run-helper
 daemon_sandboxd_run_helper_SOURCES = \
-	daemon/run-helper.c \
-	daemon/run-exec.c daemon/run-exec.h \
-	daemon/identity.c daemon/identity.h \
-	daemon/sandbox-setup.c \
-	daemon/rm-rf.c daemon/rm-rf.h \
-	daemon/spawn.c daemon/spawn.h daemon/syscall-filter.h daemon/mount-compat.h
+	daemon/exec/run-helper.c \
+	daemon/exec/run-exec.c daemon/exec/run-exec.h \
+	daemon/exec/identity.c daemon/exec/identity.h \
+	daemon/exec/sandbox-setup.c \
+	daemon/exec/rm-rf.c daemon/exec/rm-rf.h \
+	daemon/exec/spawn.c daemon/exec/spawn.h daemon/exec/syscall-filter.h daemon/exec/mount-compat.h
 daemon_sandboxd_run_helper_LDFLAGS = $(AM_LDFLAGS) $(HELPER_LDFLAGS)
 if HELPER_MUSL
 # Built with musl (configure.ac says why): GNU make target variables for the helper and its
 # objects (named through a variable, so that automake keeps its own link rule).
-daemon_sandboxd_run_helper_CPPFLAGS = $(AM_CPPFLAGS) -DLIBEXECDIR=\"$(libexecdir)\" $(MUSL_HELPER_CPPFLAGS)
+daemon_sandboxd_run_helper_CPPFLAGS = $(DAEMON_INCLUDES) $(AM_CPPFLAGS) -DLIBEXECDIR=\"$(libexecdir)\" $(MUSL_HELPER_CPPFLAGS)
 musl_helper_targets = daemon/sandboxd-run-helper$(EXEEXT) $(daemon_sandboxd_run_helper_OBJECTS)
 $(musl_helper_targets): CC = $(MUSL_GCC)
 else
-daemon_sandboxd_run_helper_CPPFLAGS = $(AM_CPPFLAGS) -DLIBEXECDIR=\"$(libexecdir)\"
+daemon_sandboxd_run_helper_CPPFLAGS = $(DAEMON_INCLUDES) $(AM_CPPFLAGS) -DLIBEXECDIR=\"$(libexecdir)\"
 endif
-daemon_sandboxd_CPPFLAGS = $(AM_CPPFLAGS) -DLIBEXECDIR=\"$(libexecdir)\"
+daemon_sandboxd_CPPFLAGS = $(DAEMON_INCLUDES) $(AM_CPPFLAGS) -DLIBEXECDIR=\"$(libexecdir)\"
 daemon_sandboxd_LDFLAGS = $(AM_LDFLAGS) $(DAEMON_LDFLAGS)

@@ -383,7 +383,7 @@ _cg_leaf_empty() {
 # ---- Probes ------------------------------------------------------------------------------
 
 # The daemon's fds, less the network namespaces it keeps for the next sandboxes (their number
-# depends on how many sandboxes went, not on a leak: health's netns.idle, daemon/netns-pool.h).
+# depends on how many sandboxes went, not on a leak: health's netns.idle, daemon/host/netns-pool.h).
 daemon_fds() {
         find "/proc/$DAEMON_PID/fd" -mindepth 1 -printf '%l\n' 2>/dev/null | grep -vc '^net:\['
 }

@@ -7,9 +7,9 @@
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
 
 EXAMPLE=$top_srcdir/daemon/sandboxd.conf
-keys=$(sed -n 's/^ *KEY("\([a-z_]*\)".*/\1/p' "$top_srcdir/daemon/conf.c")
+keys=$(sed -n 's/^ *KEY("\([a-z_]*\)".*/\1/p' "$top_srcdir/daemon/core/conf.c")
 n_keys=$(printf '%s\n' "$keys" | wc -l)
-check "the daemon's key table is read from daemon/conf.c ($n_keys keys)" [ "$n_keys" -ge 30 ]
+check "the daemon's key table is read from daemon/core/conf.c ($n_keys keys)" [ "$n_keys" -ge 30 ]
 for k in $keys; do
         missing=
         grep -q "\`$k\`" "$top_srcdir/docs/sandboxd.conf.md" || missing="$missing docs/sandboxd.conf.md"

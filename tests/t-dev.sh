@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: LGPL-2.1-or-later
-# A sandbox's /dev (daemon/dev-template.c, daemon/sandbox-setup.c): the daemon's <state>/dev,
+# A sandbox's /dev (daemon/host/dev-template.c, daemon/exec/sandbox-setup.c): the daemon's <state>/dev,
 # bound read-only, with working nodes, a private devpts and /dev/shm -> /run/shm; a template
 # someone tampered with is not used, and neither is one on a nodev filesystem: the sandboxes
 # then bind the host's nodes one by one, with the same view.

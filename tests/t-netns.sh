@@ -1,10 +1,10 @@
 #!/bin/bash
 # SPDX-License-Identifier: LGPL-2.1-or-later
-# Network namespaces used again (daemon/netns-pool.h, docs/security.md): a sandbox joins a
+# Network namespaces used again (daemon/host/netns-pool.h, docs/security.md): a sandbox joins a
 # namespace the daemon made, owned by the host's user namespace. Inside, the loopback is up, any
 # user may bind low ports and ping, and /sys shows that namespace's lo; nobody, root included,
 # may change an interface, an address, a route or a sysctl, or open a raw socket. A namespace
-# goes to the next sandbox only when it shows what a new one shows (daemon/netns-pool.c compares
+# goes to the next sandbox only when it shows what a new one shows (daemon/host/netns-pool.c compares
 # /proc/net, the TCP metrics, two sysctls): one left with a TIME_WAIT socket, an IPv6 flow label
 # or a TCP metrics entry is dropped; one a sandbox used and left nothing in (an abstract listener,
 # netlink, UDP, ping, TCP closed by a reset) is used again. No net sysctl opens for writing, and

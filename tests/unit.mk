@@ -18,8 +18,8 @@ tests_test_proto_LDADD = $(UNIT_LDADD)
 ## The run helper's parent check, with the daemon's spawn code compiled in.
 check_PROGRAMS += tests/test-spawn
 TESTS += tests/test-spawn
-tests_test_spawn_SOURCES = tests/test-spawn.c tests/tap.h daemon/spawn.c daemon/identity.c
-tests_test_spawn_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/daemon
+tests_test_spawn_SOURCES = tests/test-spawn.c tests/tap.h daemon/exec/spawn.c daemon/exec/identity.c
+tests_test_spawn_CPPFLAGS = $(DAEMON_INCLUDES) $(AM_CPPFLAGS)
 tests_test_spawn_CFLAGS = $(UNIT_CFLAGS)
 tests_test_spawn_LDADD = $(UNIT_LDADD)
 
@@ -27,8 +27,8 @@ tests_test_spawn_LDADD = $(UNIT_LDADD)
 check_PROGRAMS += tests/fuzz/fuzz-request-replay
 TESTS += tests/fuzz/replay-request.sh
 tests_fuzz_fuzz_request_replay_SOURCES = tests/fuzz/fuzz-replay.c tests/fuzz/fuzz-request.c tests/fuzz/fuzz.h \
-	daemon/request-fields.c daemon/request-fields.h
-tests_fuzz_fuzz_request_replay_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/daemon
+	daemon/core/request-fields.c daemon/core/request-fields.h
+tests_fuzz_fuzz_request_replay_CPPFLAGS = $(DAEMON_INCLUDES) $(AM_CPPFLAGS)
 tests_fuzz_fuzz_request_replay_CFLAGS = $(UNIT_CFLAGS)
 tests_fuzz_fuzz_request_replay_LDADD = $(UNIT_LDADD)
 EXTRA_DIST += tests/fuzz/replay-request.sh tests/fuzz/corpus
@@ -40,8 +40,8 @@ FUZZ_TIME = 60
 FUZZ_ARGS =
 noinst_PROGRAMS += tests/fuzz/fuzz-request
 tests_fuzz_fuzz_request_SOURCES = tests/fuzz/fuzz-request.c tests/fuzz/fuzz.h \
-	lib/util.c lib/json-check.c lib/proto.c daemon/request-fields.c daemon/request-fields.h
-tests_fuzz_fuzz_request_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/daemon
+	lib/util.c lib/json-check.c lib/proto.c daemon/core/request-fields.c daemon/core/request-fields.h
+tests_fuzz_fuzz_request_CPPFLAGS = $(DAEMON_INCLUDES) $(AM_CPPFLAGS)
 tests_fuzz_fuzz_request_CFLAGS = $(UNIT_CFLAGS) $(FUZZ_FLAGS)
 tests_fuzz_fuzz_request_LDFLAGS = $(AM_LDFLAGS) $(FUZZ_FLAGS)
 tests_fuzz_fuzz_request_LDADD = $(JSONC_LIBS)
@@ -55,16 +55,18 @@ fuzz: tests/fuzz/fuzz-request
 .PHONY: fuzz check-vm
 endif
 
-## daemon/ring.c is self-contained: compiled into its test directly.
+## daemon/core/ring.c is self-contained: compiled into its test directly.
 check_PROGRAMS += tests/test-ring
 TESTS += tests/test-ring
-tests_test_ring_SOURCES = tests/test-ring.c tests/tap.h daemon/ring.c daemon/ring.h
-tests_test_ring_CFLAGS = $(UNIT_CFLAGS) -I$(srcdir)/daemon
+tests_test_ring_SOURCES = tests/test-ring.c tests/tap.h daemon/core/ring.c daemon/core/ring.h
+tests_test_ring_CPPFLAGS = $(DAEMON_INCLUDES) $(AM_CPPFLAGS)
+tests_test_ring_CFLAGS = $(UNIT_CFLAGS)
 tests_test_ring_LDADD = $(UNIT_LDADD)
 
 ## copy_tree() of the daemon, on a hostile tree (root only; skipped otherwise).
 check_PROGRAMS += tests/test-copy-tree
 TESTS += tests/test-copy-tree
-tests_test_copy_tree_SOURCES = tests/test-copy-tree.c tests/tap.h daemon/copy-tree.c daemon/copy-tree.h
-tests_test_copy_tree_CFLAGS = $(UNIT_CFLAGS) -I$(srcdir)/daemon
+tests_test_copy_tree_SOURCES = tests/test-copy-tree.c tests/tap.h daemon/host/copy-tree.c daemon/host/copy-tree.h
+tests_test_copy_tree_CPPFLAGS = $(DAEMON_INCLUDES) $(AM_CPPFLAGS)
+tests_test_copy_tree_CFLAGS = $(UNIT_CFLAGS)
 tests_test_copy_tree_LDADD = $(UNIT_LDADD)

@@ -1,4 +1,4 @@
-## tests/security/: the run filter (daemon/syscall-filter.c, docs/security.md) tried from inside a
+## tests/security/: the run filter (daemon/exec/syscall-filter.c, docs/security.md) tried from inside a
 ## sandbox. probe is linked statically (without the sanitizers, which cannot be) so that it runs
 ## from the sandbox's workspace whatever the sandbox's library paths are.
 check_PROGRAMS += tests/security/probe

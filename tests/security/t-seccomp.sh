@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: LGPL-2.1-or-later
-# The run filter (daemon/syscall-filter.c, docs/security.md; THREATS.md ESC-04, ESC-14, ESC-18): every
+# The run filter (daemon/exec/syscall-filter.c, docs/security.md; THREATS.md ESC-04, ESC-14, ESC-18): every
 # refused syscall and ioctl is tried from inside a sandbox by tests/security/probe, which must be
 # told the filter's errno (EPERM, ENOSYS for clone3) where the kernel alone would have said
 # something else, namespace flags and setns included (for root of the sandbox too); foreign ABIs are killed with SIGSYS; no_new_privs is set; and ordinary
@@ -37,13 +37,13 @@ host_probe int80 >/dev/null || INT80_SIGNAL=SEGV
 [ "$INT80_SIGNAL" = SYS ] || diag "this kernel does not run int 0x80 syscalls: expecting SIGSEGV from it in the sandbox"
 export INT80_SIGNAL
 
-# docs/security.md documents every rule of the table in daemon/syscall-filter.c.
+# docs/security.md documents every rule of the table in daemon/exec/syscall-filter.c.
 undocumented=
 for name in $(sed -n 's/^ *\(DENY\|DENY_IF\|DENY_NS\)("\([a-z0-9_]*\)".*/\2/p; s/^ *{ \.syscall = "\([a-z0-9_]*\)".*/\1/p' \
-        "$top_srcdir/daemon/syscall-filter.c"); do
+        "$top_srcdir/daemon/exec/syscall-filter.c"); do
         grep -q "^| \`$name\` |" "$top_srcdir/docs/security.md" || undocumented="$undocumented $name"
 done
-is "$undocumented" "" "docs/security.md has a row for every syscall of daemon/syscall-filter.c's table"
+is "$undocumented" "" "docs/security.md has a row for every syscall of daemon/exec/syscall-filter.c's table"
 
 start_daemon || exit 0
 

@@ -46,7 +46,7 @@ out=$(as_nobody --groups="$gid" "$ctl" run -- sh -c 'echo x >/dev/null && head -
 diag "$out"
 [ "$(echo $out)" = "4 ro /run/shm 1" ]
 ok $? "a sandbox's /dev is the template: nodes work, read-only, /dev/shm -> /run/shm, only pts mounted below"
-# Network namespaces from the daemon's pool (daemon/netns-pool.h) on Debian's kernel: the helper's
+# Network namespaces from the daemon's pool (daemon/host/netns-pool.h) on Debian's kernel: the helper's
 # sysfs moved in shows lo and, under it, the sandbox's own cgroup with its memory limit; root of
 # the sandbox cannot bring lo down; later sandboxes get namespaces used before.
 out=$(as_nobody --groups="$gid" "$ctl" run --memory 96M -- sh -c "ls /sys/class/net; cat /sys/fs/cgroup/memory.max" 2>&1)
