@@ -3,6 +3,7 @@
  * (detected from $JOURNAL_STREAM). Only the daemon logs; lib/ never does. */
 #pragma once
 
+#include <errno.h>
 #include <syslog.h>
 
 extern int log_max_level;
@@ -15,3 +16,19 @@ void log_msg(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3
 #define log_notice(...) log_msg(LOG_NOTICE, __VA_ARGS__)
 #define log_warning(...) log_msg(LOG_WARNING, __VA_ARGS__)
 #define log_error(...) log_msg(LOG_ERR, __VA_ARGS__)
+
+/* Logs with %m standing for the error r (a negative errno, or a positive one) and returns it as a
+ * negative errno, as systemd's log_*_errno() do: `return log_error_errno(r, "cannot open %s: %m",
+ * path);` is the log line and the return in one statement. */
+#define log_full_errno(level, r, ...)                          \
+        ({                                                     \
+                int _e = (r) < 0 ? -(r) : (r);                 \
+                errno = _e;                                    \
+                log_msg(level, __VA_ARGS__);                   \
+                -_e;                                           \
+        })
+#define log_debug_errno(r, ...) log_full_errno(LOG_DEBUG, r, __VA_ARGS__)
+#define log_info_errno(r, ...) log_full_errno(LOG_INFO, r, __VA_ARGS__)
+#define log_notice_errno(r, ...) log_full_errno(LOG_NOTICE, r, __VA_ARGS__)
+#define log_warning_errno(r, ...) log_full_errno(LOG_WARNING, r, __VA_ARGS__)
+#define log_error_errno(r, ...) log_full_errno(LOG_ERR, r, __VA_ARGS__)
