@@ -22,7 +22,7 @@ void log_msg(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3
  * path);` is the log line and the return in one statement. */
 #define log_full_errno(level, r, ...)                          \
         ({                                                     \
-                int _e = (r) < 0 ? -(r) : (r);                 \
+                int _r = (r), _e = _r < 0 ? -_r : _r;          \
                 errno = _e;                                    \
                 log_msg(level, __VA_ARGS__);                   \
                 -_e;                                           \
