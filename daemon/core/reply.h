@@ -113,6 +113,8 @@ bool reply_same_peer(const Reply *a, const Reply *b);
 void reply_account(Reply *r, int runs, int64_t bytes);
 unsigned reply_runs(const Reply *r);
 
-/* h runs when the peer goes (once), or each time it has room again; it moves if linked already. */
+/* h runs when the peer goes (once), or each time it has room again; it moves if linked already.
+ * On a sink whose close hooks ran already a close hook never runs: whoever registers late
+ * checks reply_gone() (a session's subscribers are swept by it). */
 void reply_on_close(Reply *r, Hook *h);
 void reply_on_writable(Reply *r, Hook *h);
