@@ -4,7 +4,6 @@
 #pragma once
 
 #include <json-c/json.h>
-
 #include <stdbool.h>
 #include <sys/socket.h>
 
@@ -23,8 +22,9 @@ typedef struct Request {
         bool admin;        /* root, or a member of the configured admin group */
 } Request;
 
-/* A handler either answers (now or later) and returns >= 0, or returns < 0 with err set and the
- * dispatcher answers with it. */
+/* A handler either answers (now or later, through c->reply) and returns >= 0, or returns < 0
+ * with err set and the dispatcher answers with it. c keeps the name the Connection had here, so
+ * that c->manager, c->peer and c->admin read as before. */
 typedef int (*OpHandler)(Request *c, json_object *id, json_object *req, ProtoError *err);
 
 typedef struct Op {
