@@ -15,6 +15,7 @@ daemon_sandboxd_SOURCES = \
 	daemon/server/main.c \
 	daemon/core/conf.c daemon/core/conf.h \
 	daemon/core/log.c daemon/core/log.h \
+	daemon/core/reply.c daemon/core/reply.h \
 	daemon/server/manager.c daemon/server/manager.h \
 	daemon/server/connection.c daemon/server/connection.h \
 	daemon/server/ops.c daemon/server/ops.h daemon/core/request-fields.c daemon/core/request-fields.h \

@@ -70,3 +70,13 @@ tests_test_copy_tree_SOURCES = tests/test-copy-tree.c tests/tap.h daemon/host/co
 tests_test_copy_tree_CPPFLAGS = $(DAEMON_INCLUDES) $(AM_CPPFLAGS)
 tests_test_copy_tree_CFLAGS = $(UNIT_CFLAGS)
 tests_test_copy_tree_LDADD = $(UNIT_LDADD)
+
+## The reply/close rules (daemon/core/reply.h): a fake sink, then a connection on a socketpair
+## with its event loop and nothing else of the daemon.
+check_PROGRAMS += tests/test-reply
+TESTS += tests/test-reply
+tests_test_reply_SOURCES = tests/test-reply.c tests/tap.h daemon/core/reply.c daemon/core/reply.h \
+	daemon/server/connection.c daemon/server/connection.h daemon/core/log.c daemon/core/log.h
+tests_test_reply_CPPFLAGS = $(DAEMON_INCLUDES) $(AM_CPPFLAGS)
+tests_test_reply_CFLAGS = $(UNIT_CFLAGS) $(SYSTEMD_CFLAGS)
+tests_test_reply_LDADD = $(UNIT_LDADD) $(SYSTEMD_LIBS)

@@ -14,7 +14,6 @@
 #include <unistd.h>
 
 #include "cgroup.h"
-#include "connection.h"
 #include "log.h"
 #include "macro.h"
 #include "manager.h"
@@ -55,7 +54,18 @@ static void pty_unlink(Session *p) {
         p->next = p->prev = NULL;
 }
 
-int pty_new(Sandbox *s, Connection *c, json_object *id, RunSpec *spec, bool pty, unsigned rows, unsigned cols,
+static void pty_hang_up(Session *p, SessionReason why);
+
+/* Nobody learnt the id of a session whose pty.open was not answered: it goes with its client
+ * (from the deferred close of the connection). */
+static void on_opener_gone(Hook *h, void *userdata) {
+        Session *p = userdata;
+
+        if (!p->started)
+                pty_hang_up(p, SESSION_REASON_CLOSED);
+}
+
+int pty_new(Sandbox *s, Reply *reply, RunSpec *spec, bool pty, unsigned rows, unsigned cols,
             Session **ret) {
         uint8_t b[6];
         Session *p = calloc(1, sizeof(*p));
@@ -81,8 +91,9 @@ int pty_new(Sandbox *s, Connection *c, json_object *id, RunSpec *spec, bool pty,
         p->cols = cols;
         p->cg_fd = p->kill_fd = p->pidfd = p->main_pidfd = p->report_fd = p->in_fd = -EBADF;
         p->out_fd[0] = p->out_fd[1] = -EBADF;
-        p->opener = connection_ref(c);
-        p->open_id = json_object_get(id);
+        p->opener = reply_ref(reply);
+        hook_init(&p->opener_hook, on_opener_gone, p);
+        reply_on_close(p->opener, &p->opener_hook);
         p->created_usec = now_usec(CLOCK_REALTIME);
         pty_link(s, p);
         *ret = p;
@@ -93,15 +104,15 @@ static void pending_free_all(PendingReply **list) {
         while (*list) {
                 PendingReply *w = *list;
                 *list = w->next;
-                connection_unref(w->conn);
-                json_object_put(w->req_id);
+                reply_unref(w->reply);
                 free(w);
         }
 }
 
 static void subscriber_free(Subscriber *sub) {
-        connection_unref(sub->conn);
-        json_object_put(sub->req_id);
+        hook_remove(&sub->close_hook);
+        hook_remove(&sub->writable_hook);
+        reply_unref(sub->reply);
         free(sub);
 }
 
@@ -130,8 +141,8 @@ static void pty_destroy(Session *p) {
         }
         pending_free_all(&p->writes);
         pending_free_all(&p->closers);
-        connection_unref(p->opener);
-        json_object_put(p->open_id);
+        hook_remove(&p->opener_hook);
+        reply_unref(p->opener);
         ring_done(&p->ring);
         free(p->in_buf);
         run_spec_done(&p->spec);
@@ -241,7 +252,7 @@ static void pty_add_outcome(Session *p, json_object *o) {
 /* ---- Feeding subscribers ----------------------------------------------------------------- */
 
 static json_object *pty_event(Session *p, Subscriber *sub, const char *kind, uint64_t seq) {
-        json_object *ev = proto_event(sub->req_id, kind);
+        json_object *ev = reply_event_new(sub->reply, kind);
         json_object_object_add(ev, "session", json_object_new_string(p->id));
         json_object_object_add(ev, "seq", json_object_new_int64((int64_t) seq));
         return ev;
@@ -251,7 +262,7 @@ static void pty_send_exit(Session *p, Subscriber *sub) {
         json_object *ev = pty_event(p, sub, "exit", p->ring.end);
         pty_add_outcome(p, ev);
         sub->exit_sent = true;
-        connection_send_take(sub->conn, ev);
+        reply_event(sub->reply, ev);
 }
 
 /* One event from the ring: at most PTY_CHUNK bytes of one stream. A UTF-8 character cut at the
@@ -273,26 +284,26 @@ static bool pty_send_chunk(Session *p, Subscriber *sub) {
         json_object_object_add(ev, "bytes", json_object_new_int64((int64_t) n));
         proto_add_bytes(ev, "data", buf, n);
         sub->pos += n;
-        connection_send_take(sub->conn, ev);
+        reply_event(sub->reply, ev);
         return true;
 }
 
 /* Sends what the subscriber's connection has room for (everything when force); bytes the ring
  * lost before it got them are announced by a "dropped" event with their exact count. */
 static void pty_deliver(Session *p, Subscriber *sub, bool force) {
-        while (!sub->conn->dead && sub->pos < p->ring.end &&
-               (force || connection_backlog(sub->conn) < STREAM_PAUSE_BYTES)) {
+        while (!reply_gone(sub->reply) && sub->pos < p->ring.end &&
+               (force || reply_backlog(sub->reply) < STREAM_PAUSE_BYTES)) {
                 if (sub->pos < p->ring.start) {
                         json_object *ev = pty_event(p, sub, "dropped", sub->pos);
                         json_object_object_add(ev, "bytes", json_object_new_int64((int64_t) (p->ring.start - sub->pos)));
                         sub->pos = p->ring.start;
-                        connection_send_take(sub->conn, ev);
+                        reply_event(sub->reply, ev);
                         continue;
                 }
                 if (!pty_send_chunk(p, sub))
                         break;
         }
-        if (p->output_done && sub->pos == p->ring.end && !sub->exit_sent && !sub->conn->dead)
+        if (p->output_done && sub->pos == p->ring.end && !sub->exit_sent && !reply_gone(sub->reply))
                 pty_send_exit(p, sub);
 }
 
@@ -338,7 +349,7 @@ static void pty_sweep_dead(Session *p) {
         for (Subscriber **sp = &p->subs; *sp;) {
                 Subscriber *sub = *sp;
                 /* A client that asks for nothing more has had all it can get after the exit. */
-                if (!sub->conn->dead && !(sub->exit_sent && connection_input_ended(sub->conn))) {
+                if (!reply_gone(sub->reply) && !(sub->exit_sent && reply_input_ended(sub->reply))) {
                         sp = &sub->next;
                         continue;
                 }
@@ -391,7 +402,7 @@ static void pty_finish_output(Session *p);
 static void pty_final_flush(Session *p);
 
 /* Feeds every subscriber; once the processes are gone, reads the rest as room allows and ends
- * the output. Sending can close a connection, which comes back here: the nested call only asks
+ * the output. A hook of a subscriber's client may come back here: the nested call only asks
  * for another round. A session to be freed is freed here, last. */
 static void pty_pump(Session *p) {
         if (p->pumping) {
@@ -444,14 +455,13 @@ static void pty_answer_writes(Session *p, const ProtoError *err) {
                 PendingReply *w = p->writes;
                 p->writes = w->next;
                 if (err)
-                        connection_reply_error(w->conn, w->req_id, err);
+                        reply_error(w->reply, err);
                 else {
-                        json_object *o = proto_reply_ok(w->req_id);
+                        json_object *o = json_object_new_object();
                         json_object_object_add(o, "written", json_object_new_int64((int64_t) w->until));
-                        connection_send_take(w->conn, o);
+                        reply_ok(w->reply, o);
                 }
-                connection_unref(w->conn);
-                json_object_put(w->req_id);
+                reply_unref(w->reply);
                 free(w);
         }
 }
@@ -513,7 +523,7 @@ static int pty_queue_input(Session *p, const char *data, size_t n) {
         return 0;
 }
 
-int pty_write(Session *p, Connection *c, json_object *id, const char *data, size_t n, bool eof, ProtoError *err) {
+int pty_write(Session *p, Reply *reply, const char *data, size_t n, bool eof, ProtoError *err) {
         PendingReply *w, **tail;
 
         if (p->output_done || p->in_fd < 0 || p->in_eof || p->free_when_done)
@@ -531,7 +541,7 @@ int pty_write(Session *p, Connection *c, json_object *id, const char *data, size
                 free(w);
                 return proto_error_set(err, SBX_E_INTERNAL, NULL, "out of memory");
         }
-        *w = (PendingReply) { .conn = connection_ref(c), .req_id = json_object_get(id), .until = p->in_queued };
+        *w = (PendingReply) { .reply = reply_ref(reply), .until = p->in_queued };
         for (tail = &p->writes; *tail; tail = &(*tail)->next)
                 ;
         *tail = w;
@@ -630,22 +640,21 @@ static int on_idle(sd_event_source *src, uint64_t usec, void *userdata) {
 static void pty_answer_closers(Session *p) {
         while (p->closers) {
                 PendingReply *w = p->closers;
-                json_object *o = proto_reply_ok(w->req_id);
+                json_object *o = json_object_new_object();
                 p->closers = w->next;
                 json_object_object_add(o, "session", json_object_new_string(p->id));
                 pty_add_outcome(p, o);
-                connection_send_take(w->conn, o);
-                connection_unref(w->conn);
-                json_object_put(w->req_id);
+                reply_ok(w->reply, o);
+                reply_unref(w->reply);
                 free(w);
         }
 }
 
-void pty_close(Session *p, Connection *c, json_object *id) {
+void pty_close(Session *p, Reply *reply) {
         PendingReply *w = calloc(1, sizeof(*w));
 
         if (w) {
-                *w = (PendingReply) { .conn = connection_ref(c), .req_id = json_object_get(id), .next = p->closers };
+                *w = (PendingReply) { .reply = reply_ref(reply), .next = p->closers };
                 p->closers = w;
         }
         pty_hang_up(p, SESSION_REASON_CLOSED);
@@ -664,11 +673,17 @@ static json_object *pty_describe(Session *p, json_object *o) {
         return o;
 }
 
-static int pty_subscribe(Session *p, Connection *c, json_object *id, uint64_t pos, ProtoError *err) {
+/* Its client went, or has room again: the session sends what it can and lets go of the gone. */
+static void on_subscriber_client(Hook *h, void *userdata) {
+        Subscriber *sub = userdata;
+        pty_pump(sub->session);
+}
+
+static int pty_subscribe(Session *p, Reply *reply, uint64_t pos, ProtoError *err) {
         Subscriber *sub;
 
         for (sub = p->subs; sub; sub = sub->next)
-                if (sub->conn == c)
+                if (reply_same_peer(sub->reply, reply))
                         break;
         if (!sub) {
                 if (p->n_subs >= PTY_MAX_SUBSCRIBERS)
@@ -678,20 +693,25 @@ static int pty_subscribe(Session *p, Connection *c, json_object *id, uint64_t po
                 sub = calloc(1, sizeof(*sub));
                 if (!sub)
                         return proto_error_set(err, SBX_E_INTERNAL, NULL, "out of memory");
-                sub->conn = connection_ref(c);
+                sub->session = p;
+                hook_init(&sub->close_hook, on_subscriber_client, sub);
+                hook_init(&sub->writable_hook, on_subscriber_client, sub);
+                reply_on_close(reply, &sub->close_hook);
+                reply_on_writable(reply, &sub->writable_hook);
                 sub->next = p->subs;
                 p->subs = sub;
                 p->n_subs++;
         }
         /* A second attach from the same connection moves its one subscription. */
-        json_object_put(sub->req_id);
-        sub->req_id = json_object_get(id);
+        reply_ref(reply);
+        reply_unref(sub->reply);
+        sub->reply = reply;
         sub->pos = pos;
         sub->exit_sent = false;
         return 0;
 }
 
-int pty_attach(Session *p, Connection *c, json_object *id, uint64_t from, bool from_given, ProtoError *err) {
+int pty_attach(Session *p, Reply *reply, uint64_t from, bool from_given, ProtoError *err) {
         uint64_t first;
         json_object *o;
         int k;
@@ -704,21 +724,21 @@ int pty_attach(Session *p, Connection *c, json_object *id, uint64_t from, bool f
                 return proto_error_set(err, SBX_E_INVALID_REQUEST, "from_seq",
                                        "'from_seq' is beyond the output so far (%" PRIu64 " bytes)", p->ring.end);
         first = from > p->ring.start ? from : p->ring.start;
-        if ((k = pty_subscribe(p, c, id, first, err)) < 0)
+        if ((k = pty_subscribe(p, reply, first, err)) < 0)
                 return k;
-        o = pty_describe(p, proto_reply_ok(id));
+        o = pty_describe(p, json_object_new_object());
         json_object_object_add(o, "from_seq", json_object_new_int64((int64_t) from));
         json_object_object_add(o, "first_seq", json_object_new_int64((int64_t) first));
         json_object_object_add(o, "dropped", json_object_new_int64((int64_t) (first - from)));
         json_object_object_add(o, "next_seq", json_object_new_int64((int64_t) p->ring.end));
-        connection_send_take(c, o);
+        reply_ok(reply, o);
         pty_pump(p);
         return 0;
 }
 
-int pty_detach(Session *p, Connection *c, ProtoError *err) {
+int pty_detach(Session *p, Reply *reply, ProtoError *err) {
         for (Subscriber **sp = &p->subs; *sp; sp = &(*sp)->next)
-                if ((*sp)->conn == c) {
+                if (reply_same_peer((*sp)->reply, reply)) {
                         Subscriber *sub = *sp;
                         *sp = sub->next;
                         p->n_subs--;
@@ -727,35 +747,6 @@ int pty_detach(Session *p, Connection *c, ProtoError *err) {
                         return 0;
                 }
         return proto_error_set(err, SBX_E_CONFLICT, "session", "this connection is not attached to session %s", p->id);
-}
-
-void pty_resume_streams(Connection *c) {
-        for (Sandbox *s = c->manager->sandboxes; s; s = s->next)
-                for (Session *p = s->sessions, *next; p; p = next) {
-                        next = p->next;
-                        for (Subscriber *sub = p->subs; sub; sub = sub->next)
-                                if (sub->conn == c) {
-                                        pty_pump(p);
-                                        break;
-                                }
-                }
-}
-
-void pty_connection_closed(Connection *c) {
-        for (Sandbox *s = c->manager->sandboxes; s; s = s->next)
-                for (Session *p = s->sessions, *next; p; p = next) {
-                        next = p->next;
-                        /* Nobody learnt the id of a session whose pty.open was not answered. */
-                        if (p->opener == c && !p->started) {
-                                pty_hang_up(p, SESSION_REASON_CLOSED);
-                                continue;
-                        }
-                        for (Subscriber *sub = p->subs; sub; sub = sub->next)
-                                if (sub->conn == c) {
-                                        pty_pump(p);
-                                        break;
-                                }
-                }
 }
 
 /* ---- The end ----------------------------------------------------------------------------- */
@@ -776,7 +767,7 @@ static void pty_finish_output(Session *p) {
  * the exit event, then the pty.close replies. */
 static void pty_final_flush(Session *p) {
         for (Subscriber *sub = p->subs; sub; sub = sub->next)
-                if (!sub->conn->dead)
+                if (!reply_gone(sub->reply))
                         pty_deliver(p, sub, true);
         pty_answer_closers(p);
 }
@@ -794,7 +785,7 @@ static void pty_reply_failure(Session *p) {
                 proto_error_set_spawn(&err, spawn_step_to_string(p->fail_step), p->fail_errno);
         } else
                 proto_error_set(&err, SBX_E_SPAWN_FAILED, NULL, "the session's helper died before the program started");
-        connection_reply_error(p->opener, p->open_id, &err);
+        reply_error(p->opener, &err);
 }
 
 static int on_reap_timer(sd_event_source *src, uint64_t usec, void *userdata) {
@@ -905,14 +896,15 @@ static void pty_started(Session *p, int pidfd) {
         p->main_pid = pidfd_pid(pidfd);
         if (p->free_when_done)
                 return;
-        o = pty_describe(p, proto_reply_ok(p->open_id));
-        if (pty_subscribe(p, p->opener, p->open_id, 0, &err) < 0) {
+        o = pty_describe(p, json_object_new_object());
+        if (pty_subscribe(p, p->opener, 0, &err) < 0) {
                 json_object_put(o);
-                connection_reply_error(p->opener, p->open_id, &err);
+                reply_error(p->opener, &err);
                 return;
         }
-        connection_send_take(p->opener, o);
-        p->opener = connection_unref(p->opener);
+        reply_ok(p->opener, o);
+        hook_remove(&p->opener_hook);
+        p->opener = reply_unref(p->opener);
         pty_pump(p);
 }
 
@@ -1034,7 +1026,7 @@ static void pty_fail_start(Session *p, const char *what, int k) {
         ProtoError err;
 
         proto_error_set(&err, SBX_E_SPAWN_FAILED, NULL, "%s: %s", what, strerror(-k));
-        connection_reply_error(p->opener, p->open_id, &err);
+        reply_error(p->opener, &err);
         if (p->pid > 0) {
                 /* The helper is ours and unreaped: kill the session's cgroup, then wait for it. */
                 (void) cg_kill_at(p->kill_fd, p->cg_fd);
@@ -1067,7 +1059,7 @@ void pty_sandbox_destroying(Sandbox *s) {
                 if (!p->started && !p->free_when_done) {
                         ProtoError err;
                         proto_error_set(&err, SBX_E_CONFLICT, "sandbox", "sandbox %s was destroyed", s->id);
-                        connection_reply_error(p->opener, p->open_id, &err);
+                        reply_error(p->opener, &err);
                 }
                 if (p->forced == SESSION_REASON_NONE && !p->helper_exited)
                         p->forced = SESSION_REASON_DESTROYED;

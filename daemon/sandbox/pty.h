@@ -13,12 +13,12 @@
 #include <systemd/sd-event.h>
 
 #include "proto.h"
+#include "reply.h"
 #include "ring.h"
 #include "run.h"
 
 typedef struct Sandbox Sandbox;
 typedef struct Manager Manager;
-typedef struct Connection Connection;
 
 typedef enum SessionReason {
         SESSION_REASON_NONE,
@@ -32,8 +32,9 @@ typedef enum SessionReason {
 
 /* A client fed from the ring: events carry the id of its pty.open or pty.attach. */
 typedef struct Subscriber {
-        Connection *conn;
-        json_object *req_id;
+        Reply *reply;
+        struct Session *session;
+        Hook close_hook, writable_hook; /* its client went, or has room again: the session pumps */
         uint64_t pos;           /* seq of the next byte to send it */
         bool exit_sent;
         struct Subscriber *next;
@@ -41,8 +42,7 @@ typedef struct Subscriber {
 
 /* A request answered later: a pty.write once its bytes are in, a pty.close once all is gone. */
 typedef struct PendingReply {
-        Connection *conn;
-        json_object *req_id;
+        Reply *reply;
         uint64_t until;         /* pty.write: input offset its last byte ends at */
         struct PendingReply *next;
 } PendingReply;
@@ -76,8 +76,8 @@ typedef struct Session {
         uint64_t in_written, in_queued;
         bool in_eof;            /* close stdin once the queue is out (pipes) */
         PendingReply *writes, *closers;
-        Connection *opener;     /* until the program started */
-        json_object *open_id;
+        Reply *opener;          /* the pty.open, until the program started */
+        Hook opener_hook;       /* its client went before: the session is hung up */
         bool started, helper_exited, procs_gone, output_done, free_when_done;
         bool end_recorded;      /* its end is in runs.log: a restart does not call it interrupted */
         SessionReason forced;
@@ -87,7 +87,7 @@ typedef struct Session {
         struct Session *next, *prev;
 } Session;
 
-int pty_new(Sandbox *s, Connection *c, json_object *id, RunSpec *spec, bool pty, unsigned rows, unsigned cols,
+int pty_new(Sandbox *s, Reply *reply, RunSpec *spec, bool pty, unsigned rows, unsigned cols,
             Session **ret);
 /* Starts the program; the pty.open reply comes once it was exec'd (or could not be). */
 void pty_start(Session *p);
@@ -97,17 +97,16 @@ Session *pty_find(Manager *m, const char *id);
 json_object *pty_sessions_json(Sandbox *s);
 unsigned pty_count_owned(Manager *m, uid_t uid);
 
-int pty_attach(Session *p, Connection *c, json_object *id, uint64_t from_seq, bool from_given, ProtoError *err);
-int pty_detach(Session *p, Connection *c, ProtoError *err);
-int pty_write(Session *p, Connection *c, json_object *id, const char *data, size_t n, bool eof, ProtoError *err);
+int pty_attach(Session *p, Reply *reply, uint64_t from_seq, bool from_given, ProtoError *err);
+/* The subscription of reply's client. */
+int pty_detach(Session *p, Reply *reply, ProtoError *err);
+int pty_write(Session *p, Reply *reply, const char *data, size_t n, bool eof, ProtoError *err);
 int pty_resize(Session *p, unsigned rows, unsigned cols, ProtoError *err);
 /* To the terminal's foreground process group (pipes: the program's process group). */
 int pty_signal(Session *p, int sig, unsigned *ret_count, ProtoError *err);
 /* SIGHUP, a grace, then cgroup.kill; the reply comes once nothing of the session is left. */
-void pty_close(Session *p, Connection *c, json_object *id);
+void pty_close(Session *p, Reply *reply);
 
-/* Hooks: a connection closed, a connection has room again, a sandbox is going, or is freed. */
-void pty_connection_closed(Connection *c);
-void pty_resume_streams(Connection *c);
+/* A sandbox is going, or is freed. */
 void pty_sandbox_destroying(Sandbox *s);
 void pty_free_all(Sandbox *s);

@@ -15,7 +15,6 @@
 #include <unistd.h>
 
 #include "cgroup.h"
-#include "connection.h"
 #include "log.h"
 #include "macro.h"
 #include "manager.h"
@@ -311,7 +310,32 @@ static void run_mark_in_flight(Run *r) {
         r->in_flight = true;
 }
 
-int run_new(Sandbox *s, Connection *c, json_object *id, RunSpec *spec, Run **ret) {
+/* One-shot runs die with the connection that asked for them (docs/protocol.md): called from the
+ * deferred close, never from inside a send. */
+static void on_client_gone(Hook *h, void *userdata) {
+        Run *r = userdata;
+        Sandbox *s = r->sandbox;
+
+        if (r->in_flight) {
+                run_kill(r, SIGKILL, REASON_KILLED);
+                return;
+        }
+        run_free(r);
+        sandbox_run_finished(s, NULL); /* may free s */
+}
+
+static void run_set_reading(Run *r, bool on);
+
+/* The client's backlog is below STREAM_PAUSE_BYTES again (the connection's OUT_PAUSE_READING / 4
+ * of before): a stream it paused reads on. */
+static void on_client_writable(Hook *h, void *userdata) {
+        Run *r = userdata;
+
+        if (r->paused && r->started && r->in_flight && reply_backlog(r->reply) < STREAM_PAUSE_BYTES)
+                run_set_reading(r, true);
+}
+
+int run_new(Sandbox *s, Reply *reply, RunSpec *spec, Run **ret) {
         uint8_t b[6];
         Run *r = calloc(1, sizeof(*r));
 
@@ -323,11 +347,13 @@ int run_new(Sandbox *s, Connection *c, json_object *id, RunSpec *spec, Run **ret
         }
         snprintf(r->id, sizeof(r->id), "run-%02x%02x%02x%02x%02x%02x", b[0], b[1], b[2], b[3], b[4], b[5]);
         r->sandbox = s;
-        r->conn = connection_ref(c);
-        r->conn->n_runs++;
+        r->reply = reply_ref(reply);
         r->reserved = run_spec_held(spec);
-        r->conn->run_reserved += r->reserved;
-        r->req_id = json_object_get(id);
+        reply_account(r->reply, 1, (int64_t) r->reserved);
+        hook_init(&r->close_hook, on_client_gone, r);
+        hook_init(&r->writable_hook, on_client_writable, r);
+        reply_on_close(r->reply, &r->close_hook);
+        reply_on_writable(r->reply, &r->writable_hook);
         r->spec = *spec;
         *spec = (RunSpec) {};
         r->cg_fd = r->kill_fd = r->pidfd = r->main_pidfd = r->report_fd = r->stdin_fd = -EBADF;
@@ -373,12 +399,12 @@ Run *run_free(Run *r) {
         safe_close(r->main_pidfd);
         safe_close(r->kill_fd);
         safe_close(r->cg_fd);
-        if (r->conn) {
-                r->conn->n_runs--;
-                r->conn->run_reserved -= r->reserved;
-                connection_unref(r->conn);
+        hook_remove(&r->close_hook);
+        hook_remove(&r->writable_hook);
+        if (r->reply) {
+                reply_account(r->reply, -1, -(int64_t) r->reserved);
+                reply_unref(r->reply);
         }
-        json_object_put(r->req_id);
         output_done(&r->out[0]);
         output_done(&r->out[1]);
         run_spec_done(&r->spec);
@@ -427,10 +453,10 @@ static void run_send_output(Run *r, int i, const char *data, size_t n, bool last
         len -= keep;
         if (len == 0)
                 return;
-        ev = proto_event(r->req_id, i == 0 ? "stdout" : "stderr");
+        ev = reply_event_new(r->reply, i == 0 ? "stdout" : "stderr");
         json_object_object_add(ev, "seq", json_object_new_int64((int64_t) r->seq++));
         proto_add_bytes(ev, "data", buf, len);
-        connection_send_take(r->conn, ev);
+        reply_event(r->reply, ev);
 }
 
 static void run_set_reading(Run *r, bool on) {
@@ -445,15 +471,8 @@ static void run_output_chunk(Run *r, int i, const char *data, size_t n) {
         if (!r->spec.stream)
                 return;
         run_send_output(r, i, data, n, false);
-        if (!r->conn->dead && connection_backlog(r->conn) > STREAM_PAUSE_BYTES)
+        if (!reply_gone(r->reply) && reply_backlog(r->reply) > STREAM_PAUSE_BYTES)
                 run_set_reading(r, false);
-}
-
-void run_resume_streams(Connection *c) {
-        for (Sandbox *s = c->manager->sandboxes; s; s = s->next)
-                for (Run *r = s->runs; r; r = r->next)
-                        if (r->conn == c && r->paused && r->started)
-                                run_set_reading(r, true);
 }
 
 static void drain_fd(Run *r, int i) {
@@ -576,13 +595,13 @@ static void run_reply_failure(Run *r) {
                                 r->spec.argv[0], strerror(r->fail_errno));
                 proto_error_set_spawn(&err, spawn_step_to_string(r->fail_step), r->fail_errno);
         }
-        reply = proto_reply_error(r->req_id, &err);
+        reply = json_object_new_object();
         json_object_object_add(reply, "run_id", json_object_new_string(r->id));
-        connection_send_take(r->conn, reply);
+        reply_error_extra(r->reply, &err, reply);
 }
 
 static void run_reply(Run *r) {
-        json_object *o = proto_reply_ok(r->req_id);
+        json_object *o = json_object_new_object();
         bool oom = run_oom_killed(r);
 
         json_object_object_add(o, "run_id", json_object_new_string(r->id));
@@ -591,7 +610,7 @@ static void run_reply(Run *r) {
         output_to_json(&r->out[0], o, "stdout");
         output_to_json(&r->out[1], o, "stderr");
         run_add_stats(r, o);
-        connection_send_take(r->conn, o);
+        reply_ok(r->reply, o);
 }
 
 static void run_collect_reports(Run *r);
@@ -603,7 +622,7 @@ static void run_finish(Run *r) {
                 return;
         r->finished = true;
         /* Its output is about to become its reply: counted once, as unread reply bytes. */
-        r->conn->run_reserved -= r->reserved;
+        reply_account(r->reply, 0, -(int64_t) r->reserved);
         r->reserved = 0;
         run_collect_reports(r);
         drain_fd(r, 0);
@@ -615,7 +634,7 @@ static void run_finish(Run *r) {
         else if (!r->started && r->forced == REASON_NONE && !run_oom_killed(r)) {
                 ProtoError err;
                 proto_error_set(&err, SBX_E_SPAWN_FAILED, NULL, "the run's helper died before the command started");
-                connection_reply_error(r->conn, r->req_id, &err);
+                reply_error(r->reply, &err);
         } else
                 run_reply(r);
         /* Background processes keep the run's cgroup until the sandbox goes; an empty one goes now. */
@@ -634,10 +653,10 @@ static void run_send_started(Run *r) {
 
         if (r->answered)
                 return;
-        ev = proto_event(r->req_id, "started");
+        ev = reply_event_new(r->reply, "started");
         json_object_object_add(ev, "run_id", json_object_new_string(r->id));
         json_object_object_add(ev, "sandbox", json_object_new_string(r->sandbox->id));
-        connection_send_take(r->conn, ev);
+        reply_event(r->reply, ev);
 }
 
 static void run_handle_report(Run *r, const SpawnReport *rep, int fd) {
@@ -647,7 +666,7 @@ static void run_handle_report(Run *r, const SpawnReport *rep, int fd) {
                 r->main_pidfd = fd;
                 run_send_started(r);
                 /* Streamed output waited in the pipe so that "started" comes first. */
-                if (r->spec.stream && connection_backlog(r->conn) <= STREAM_PAUSE_BYTES)
+                if (r->spec.stream && reply_backlog(r->reply) <= STREAM_PAUSE_BYTES)
                         run_set_reading(r, true);
                 return;
         case REPORT_EXITED:
@@ -804,9 +823,9 @@ void run_answer_stuck(Run *r, const ProtoError *err) {
 
         if (r->finished || r->answered)
                 return;
-        reply = proto_reply_error(r->req_id, err);
+        reply = json_object_new_object();
         json_object_object_add(reply, "run_id", json_object_new_string(r->id));
-        connection_send_take(r->conn, reply);
+        reply_error_extra(r->reply, err, reply);
         r->answered = true;
 }
 
@@ -1016,7 +1035,7 @@ static void run_fail_start(Run *r, const char *what, int k) {
         Sandbox *s = r->sandbox;
 
         proto_error_set(&err, SBX_E_SPAWN_FAILED, NULL, "%s: %s", what, strerror(-k));
-        connection_reply_error(r->conn, r->req_id, &err);
+        reply_error(r->reply, &err);
         if (r->pid > 0) {
                 /* The helper is ours and unreaped: kill it and the run's cgroup (it may not be in
                  * it yet), then wait for it (SIGKILL ends a frozen or stopped process too). */

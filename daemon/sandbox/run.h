@@ -12,10 +12,10 @@
 #include "identity.h"
 #include "output.h"
 #include "proto.h"
+#include "reply.h"
 
 typedef struct Sandbox Sandbox;
 typedef struct Manager Manager;
-typedef struct Connection Connection;
 
 typedef enum RunReason {
         REASON_NONE,
@@ -52,8 +52,9 @@ typedef struct StreamCarry {
 
 typedef struct Run {
         Sandbox *sandbox;
-        Connection *conn;
-        json_object *req_id;
+        Reply *reply;           /* answers the run request */
+        Hook close_hook;        /* its client went: it is killed (pending: freed) */
+        Hook writable_hook;     /* its client has room again: a paused stream reads on */
         char id[24];
         char cg_name[32];
         RunSpec spec;
@@ -76,7 +77,7 @@ typedef struct Run {
         bool timeout_paused;
         uint64_t start_usec;
         uint64_t sandbox_pids_max_events; /* the sandbox's pids.events "max" when it started */
-        uint64_t reserved;      /* in conn->run_reserved until it ends: run_spec_held() */
+        uint64_t reserved;      /* accounted on its reply until it ends: run_spec_held() */
         RunReason forced;       /* what we did to it: timeout, cpu_limit, killed, destroyed */
         bool in_flight, started, exited, finished;
         bool answered;          /* told teardown_stuck already (run_answer_stuck()): nothing more is sent */
@@ -97,7 +98,7 @@ uint64_t run_spec_held(const RunSpec *spec);
 /* Fills sandbox defaults and checks against sandbox limits. */
 int run_spec_resolve(RunSpec *spec, Sandbox *s, ProtoError *err);
 
-int run_new(Sandbox *s, Connection *c, json_object *id, RunSpec *spec, Run **ret);
+int run_new(Sandbox *s, Reply *reply, RunSpec *spec, Run **ret);
 /* Starts a run whose sandbox is ready; on failure the reply has been sent. */
 void run_start(Run *r);
 
@@ -126,5 +127,3 @@ int run_kill(Run *r, int sig, RunReason why);
 void run_answer_stuck(Run *r, const ProtoError *err);
 Run *run_free(Run *r);
 Run *manager_find_run(Manager *m, const char *id);
-/* The connection has room again: streaming runs it paused read their pipes again. */
-void run_resume_streams(Connection *c);

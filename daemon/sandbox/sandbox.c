@@ -17,7 +17,6 @@
 #include <unistd.h>
 
 #include "cgroup.h"
-#include "connection.h"
 #include "log.h"
 #include "macro.h"
 #include "manager.h"
@@ -616,16 +615,15 @@ int sandbox_restore(Manager *m, json_object *meta, Sandbox **ret) {
         return 0;
 }
 
-void sandbox_add_waiter(Waiter **list, Connection *c, json_object *id) {
+void sandbox_add_waiter(Waiter **list, Reply *reply) {
         Waiter *w = calloc(1, sizeof(*w));
         if (!w) {
                 ProtoError e;
                 proto_error_set(&e, SBX_E_INTERNAL, NULL, "out of memory");
-                connection_reply_error(c, id, &e);
+                reply_error(reply, &e);
                 return;
         }
-        w->conn = connection_ref(c);
-        w->id = json_object_get(id);
+        w->reply = reply_ref(reply);
         w->next = *list;
         *list = w;
 }
@@ -637,15 +635,14 @@ static void waiters_answer(Waiter **list, json_object *extra_key_value_src, cons
         while (w) {
                 Waiter *next = w->next;
                 if (err)
-                        connection_reply_error(w->conn, w->id, err);
+                        reply_error(w->reply, err);
                 else {
-                        json_object *reply = proto_reply_ok(w->id);
+                        json_object *reply = json_object_new_object();
                         if (key && extra_key_value_src)
                                 json_object_object_add(reply, key, json_object_get(extra_key_value_src));
-                        connection_send_take(w->conn, reply);
+                        reply_ok(w->reply, reply);
                 }
-                connection_unref(w->conn);
-                json_object_put(w->id);
+                reply_unref(w->reply);
                 free(w);
                 w = next;
         }
@@ -1004,7 +1001,7 @@ void sandbox_destroy(Sandbox *s, const char *reason) {
         waiters_answer(&s->create_waiters, NULL, NULL, s->failure.code ? &s->failure : &err);
         while (s->pending_runs) {
                 Run *r = s->pending_runs;
-                connection_reply_error(r->conn, r->req_id, s->failure.code ? &s->failure : &err);
+                reply_error(r->reply, s->failure.code ? &s->failure : &err);
                 run_free(r);
         }
         for (Run *r = s->runs; r; r = r->next)
@@ -1054,8 +1051,8 @@ Sandbox *sandbox_free(Sandbox *s) {
 }
 
 /* Anyone else gets not_found, not permission_denied: no oracle for other users' sandboxes. */
-bool sandbox_visible_to(Sandbox *s, const Connection *c) {
-        return !s->pooled && (c->admin || c->peer.uid == s->owner_uid);
+bool sandbox_visible_to(Sandbox *s, const ReplyPeer *peer) {
+        return !s->pooled && (peer->admin || peer->cred.uid == s->owner_uid);
 }
 
 unsigned sandbox_count_stuck(Manager *m) {

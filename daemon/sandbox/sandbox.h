@@ -11,9 +11,9 @@
 
 #include "identity.h"
 #include "proto.h"
+#include "reply.h"
 
 typedef struct Manager Manager;
-typedef struct Connection Connection;
 typedef struct Run Run;
 typedef struct Session Session;
 
@@ -36,8 +36,7 @@ typedef struct SandboxLimits {
 
 /* Someone waiting for the sandbox to be ready or gone: a create or destroy reply. */
 typedef struct Waiter {
-        Connection *conn;
-        json_object *id;
+        Reply *reply;
         struct Waiter *next;
 } Waiter;
 
@@ -146,9 +145,9 @@ void sandbox_destroy(Sandbox *s, const char *reason);
 int sandbox_teardown_error(Sandbox *s, ProtoError *err);
 Sandbox *sandbox_free(Sandbox *s);
 
-void sandbox_add_waiter(Waiter **list, Connection *c, json_object *id);
+void sandbox_add_waiter(Waiter **list, Reply *reply);
 json_object *sandbox_to_json(Sandbox *s, bool with_usage);
-bool sandbox_visible_to(Sandbox *s, const Connection *c);
+bool sandbox_visible_to(Sandbox *s, const ReplyPeer *peer);
 /* Sandboxes whose teardown is stuck (health's teardown_stuck). */
 unsigned sandbox_count_stuck(Manager *m);
 unsigned sandbox_count_owned(Manager *m, uid_t uid);

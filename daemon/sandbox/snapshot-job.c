@@ -26,7 +26,6 @@
 #include <unistd.h>
 
 #include "cgroup.h"
-#include "connection.h"
 #include "copy-tree.h"
 #include "log.h"
 #include "macro.h"
@@ -53,8 +52,7 @@ typedef enum JobKind {
 struct SnapshotJob {
         JobKind kind;
         Sandbox *sandbox;          /* the one it works for (the new one for a fork) */
-        Connection *conn;          /* who gets the reply; NULL for a fork (create answers) */
-        json_object *req_id;
+        Reply *reply;              /* who gets the answer; NULL for a fork (create answers) */
         char snap_id[SNAPSHOT_ID_LEN + 1];
         char label[SNAPSHOT_LABEL_MAX + 1];
         char src_sandbox[24];      /* fork: the sandbox the snapshot belongs to */
@@ -296,16 +294,14 @@ static SnapshotJob *job_free(SnapshotJob *j) {
         sd_event_source_disable_unref(j->freeze_timer);
         safe_close(j->pidfd);
         safe_close(j->pipe_fd);
-        if (j->conn)
-                connection_unref(j->conn);
-        json_object_put(j->req_id);
+        reply_unref(j->reply);
         free(j);
         return NULL;
 }
 
 static void job_reply_error(SnapshotJob *j, const ProtoError *err) {
-        if (j->conn)
-                connection_reply_error(j->conn, j->req_id, err);
+        if (j->reply)
+                reply_error(j->reply, err);
 }
 
 static void job_error_from_child(SnapshotJob *j, ProtoError *err) {
@@ -324,16 +320,16 @@ static void job_error_from_child(SnapshotJob *j, ProtoError *err) {
 
 static void job_send_progress(SnapshotJob *j) {
         json_object *ev;
-        if (!j->conn)
+        if (!j->reply)
                 return;
-        ev = proto_event(j->req_id, "progress");
+        ev = reply_event_new(j->reply, "progress");
         json_object_object_add(ev, "bytes", json_object_new_int64((int64_t) j->stats.bytes));
         json_object_object_add(ev, "files", json_object_new_int64((int64_t) j->stats.files));
         if (j->kind == JOB_RESTORE) {
                 json_object_object_add(ev, "total_bytes", json_object_new_int64((int64_t) j->total_bytes));
                 json_object_object_add(ev, "total_files", json_object_new_int64((int64_t) j->total_files));
         }
-        connection_send_take(j->conn, ev);
+        reply_event(j->reply, ev);
 }
 
 static void job_line(SnapshotJob *j, char *line) {
@@ -382,7 +378,7 @@ static int on_pipe(sd_event_source *src, int fd, uint32_t revents, void *userdat
 }
 
 static void job_finish_snapshot(SnapshotJob *j) {
-        json_object *reply = proto_reply_ok(j->req_id);
+        json_object *reply = json_object_new_object();
         SnapshotInfo i = { .created_usec = j->created_usec, .bytes = j->stats.bytes, .files = j->stats.files };
 
         snprintf(i.id, sizeof(i.id), "%s", j->snap_id);
@@ -393,7 +389,7 @@ static void job_finish_snapshot(SnapshotJob *j) {
         json_object_object_add(reply, "frozen_s", json_object_new_double((double) j->frozen_usec / 1e6));
         log_info("sandbox %s: snapshot %s made (%" PRIu64 " bytes, %" PRIu64 " files)", j->sandbox->id, j->snap_id,
                  j->stats.bytes, j->stats.files);
-        connection_send_take(j->conn, reply);
+        reply_ok(j->reply, reply);
         job_free(j);
 }
 
@@ -420,7 +416,7 @@ static void restore_done(Sandbox *s, int error, void *userdata) {
                 proto_error_set(&err, SBX_E_INTERNAL, NULL, "the workspace could not be replaced: %s", strerror(-error));
                 job_reply_error(j, &err);
         } else {
-                json_object *reply = proto_reply_ok(j->req_id);
+                json_object *reply = json_object_new_object();
                 json_object_object_add(reply, "sandbox", json_object_new_string(s->id));
                 json_object_object_add(reply, "snapshot", json_object_new_string(j->snap_id));
                 json_object_object_add(reply, "bytes", json_object_new_int64((int64_t) j->stats.bytes));
@@ -428,7 +424,7 @@ static void restore_done(Sandbox *s, int error, void *userdata) {
                 json_object_object_add(reply, "runs_killed", json_object_new_int(j->runs_killed));
                 json_object_object_add(reply, "processes", json_object_new_string("restarted"));
                 log_info("sandbox %s: workspace restored from %s", s->id, j->snap_id);
-                connection_send_take(j->conn, reply);
+                reply_ok(j->reply, reply);
         }
         job_free(j);
 }
@@ -583,14 +579,13 @@ static int job_freeze_then_copy(SnapshotJob *j) {
 
 /* ---- Entry points -------------------------------------------------------------------------- */
 
-static SnapshotJob *job_new(JobKind kind, Sandbox *s, Connection *c, json_object *id) {
+static SnapshotJob *job_new(JobKind kind, Sandbox *s, Reply *reply) {
         SnapshotJob *j = calloc(1, sizeof(*j));
         if (!j)
                 return NULL;
         j->kind = kind;
         j->sandbox = s;
-        j->conn = c ? connection_ref(c) : NULL;
-        j->req_id = id ? json_object_get(id) : NULL;
+        j->reply = reply_ref(reply);
         j->pidfd = j->pipe_fd = -EBADF;
         s->job = j;
         return j;
@@ -600,8 +595,8 @@ static int oom(ProtoError *err) {
         return proto_error_set(err, SBX_E_INTERNAL, NULL, "out of memory");
 }
 
-int snapshot_job_snapshot(Sandbox *s, Connection *c, json_object *id, const char *label, ProtoError *err) {
-        SnapshotJob *j = job_new(JOB_SNAPSHOT, s, c, id);
+int snapshot_job_snapshot(Sandbox *s, Reply *reply, const char *label, ProtoError *err) {
+        SnapshotJob *j = job_new(JOB_SNAPSHOT, s, reply);
         if (!j)
                 return oom(err);
         if (snapshot_new_id(j->snap_id) < 0) {
@@ -614,8 +609,8 @@ int snapshot_job_snapshot(Sandbox *s, Connection *c, json_object *id, const char
         return 0;
 }
 
-int snapshot_job_restore(Sandbox *s, Connection *c, json_object *id, const SnapshotInfo *snap, ProtoError *err) {
-        SnapshotJob *j = job_new(JOB_RESTORE, s, c, id);
+int snapshot_job_restore(Sandbox *s, Reply *reply, const SnapshotInfo *snap, ProtoError *err) {
+        SnapshotJob *j = job_new(JOB_RESTORE, s, reply);
         uint8_t b[6];
         if (!j)
                 return oom(err);
@@ -649,7 +644,7 @@ int snapshot_job_fork(Sandbox *s, Sandbox *src, const char *snap_id, ProtoError 
 
         if (r < 0)
                 return sweep_disk_error(err, "cannot mark the fork in the state directory", r);
-        j = job_new(JOB_FORK, s, NULL, NULL);
+        j = job_new(JOB_FORK, s, NULL);
         if (!j)
                 return oom(err);
         snprintf(j->snap_id, sizeof(j->snap_id), "%s", snap_id);

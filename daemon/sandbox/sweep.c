@@ -11,7 +11,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "connection.h"
 #include "log.h"
 #include "macro.h"
 #include "manager.h"
@@ -27,8 +26,7 @@
 
 typedef struct Sweep {
         Manager *manager;
-        Connection *conn; /* NULL for the timer */
-        json_object *req_id;
+        Reply *reply; /* NULL for the timer */
         bool dry_run, all;
         char (*ids)[24];
         size_t n_ids;
@@ -489,7 +487,7 @@ static json_object *sandbox_report(Plan *p, size_t index) {
 
 static json_object *sweep_reply(Plan *p, bool budget_over) {
         Manager *m = p->sw->manager;
-        json_object *reply = proto_reply_ok(p->sw->req_id), *arr = json_object_new_array(), *tot;
+        json_object *reply = json_object_new_object(), *arr = json_object_new_array(), *tot;
         uint64_t bytes = 0, apparent = 0, files = 0, wbytes = 0, sbytes = 0;
         struct statvfs sv;
 
@@ -575,12 +573,10 @@ static Sweep *sweep_free(Sweep *sw) {
         if (sw->next)
                 sw->next->prev = sw->prev;
         m->n_sweeps--;
-        if (!sw->conn)
+        if (!sw->reply)
                 m->timer_sweep_running = false;
         sweep_walk_free(sw->walk);
-        if (sw->conn)
-                connection_unref(sw->conn);
-        json_object_put(sw->req_id);
+        reply_unref(sw->reply);
         free(sw->ids);
         free(sw);
         return NULL;
@@ -590,8 +586,8 @@ static void sweep_fail(Sweep *sw, int r) {
         ProtoError err;
         proto_error_set(&err, SBX_E_INTERNAL, NULL, "the disk walk %s",
                         r == -ETIME ? "did not finish within sweep_timeout" : "failed");
-        if (sw->conn)
-                connection_reply_error(sw->conn, sw->req_id, &err);
+        if (sw->reply)
+                reply_error(sw->reply, &err);
         else
                 log_warning("disk sweep: %s", err.message);
 }
@@ -638,8 +634,8 @@ static void on_walk_done(SweepWalk *w, int r, void *userdata) {
         reply = sweep_reply(&p, over);
         if (!sw->dry_run)
                 carry_out(&p, over, files_over);
-        if (sw->conn)
-                connection_send_take(sw->conn, reply);
+        if (sw->reply)
+                reply_ok(sw->reply, reply);
         else
                 json_object_put(reply);
 out:
@@ -658,19 +654,19 @@ static void on_walk_progress(SweepWalk *w, void *userdata) {
         uint64_t bytes = 0, files = 0, done = 0;
         json_object *ev;
 
-        if (!sw->conn)
+        if (!sw->reply)
                 return;
         for (size_t i = 0; i < n; i++) {
                 done += recs[i].kind == SWEEP_WORK;
                 bytes += recs[i].bytes;
                 files += recs[i].files;
         }
-        ev = proto_event(sw->req_id, "progress");
+        ev = reply_event_new(sw->reply, "progress");
         json_object_object_add(ev, "sandboxes_done", json_object_new_int64((int64_t) done));
         json_object_object_add(ev, "sandboxes_total", json_object_new_int64((int64_t) sw->n_ids));
         json_object_object_add(ev, "bytes", json_object_new_int64((int64_t) bytes));
         json_object_object_add(ev, "files", json_object_new_int64((int64_t) files));
-        connection_send_take(sw->conn, ev);
+        reply_event(sw->reply, ev);
 }
 
 /* ---- Starting ---------------------------------------------------------------------------- */
@@ -699,7 +695,7 @@ static int sweep_list(Sweep *sw) {
         if (!sw->ids || !v)
                 return -ENOMEM;
         for (Sandbox *s = m->sandboxes; s; s = s->next)
-                if (s->state != SANDBOX_DESTROYING && !s->pooled && (sw->all || sandbox_visible_to(s, sw->conn))) {
+                if (s->state != SANDBOX_DESTROYING && !s->pooled && (sw->all || sandbox_visible_to(s, reply_peer(sw->reply)))) {
                         v[n] = (ListEntry) { .walked_usec = s->disk_walked_usec, .order = n, .id = s->id };
                         n++;
                 }
@@ -709,7 +705,7 @@ static int sweep_list(Sweep *sw) {
         return 0;
 }
 
-int sweep_start(Manager *m, Connection *conn, json_object *id, bool dry_run, ProtoError *err) {
+int sweep_start(Manager *m, Reply *reply, bool dry_run, ProtoError *err) {
         Sweep *sw;
         int r;
 
@@ -718,16 +714,15 @@ int sweep_start(Manager *m, Connection *conn, json_object *id, bool dry_run, Pro
         sw = calloc(1, sizeof(*sw));
         if (!sw)
                 return proto_error_set(err, SBX_E_INTERNAL, NULL, "out of memory");
-        *sw = (Sweep) { .manager = m, .dry_run = dry_run, .all = !conn || conn->admin, .start_usec = now_usec(CLOCK_MONOTONIC) };
+        *sw = (Sweep) { .manager = m, .dry_run = dry_run, .all = !reply || reply_peer(reply)->admin, .start_usec = now_usec(CLOCK_MONOTONIC) };
         sw->next = m->sweeps;
         if (m->sweeps)
                 m->sweeps->prev = sw;
         m->sweeps = sw;
         m->n_sweeps++;
-        if (conn) {
-                sw->conn = connection_ref(conn);
-                sw->req_id = json_object_get(id);
-        } else
+        if (reply)
+                sw->reply = reply_ref(reply);
+        else
                 m->timer_sweep_running = true;
         r = sweep_list(sw);
         if (r >= 0)
@@ -751,7 +746,7 @@ static int on_sweep_timer(sd_event_source *src, uint64_t usec, void *userdata) {
         Manager *m = userdata;
         ProtoError err;
 
-        if (!m->timer_sweep_running && m->n_sandboxes > 0 && !m->stopping && sweep_start(m, NULL, NULL, false, &err) < 0)
+        if (!m->timer_sweep_running && m->n_sandboxes > 0 && !m->stopping && sweep_start(m, NULL, false, &err) < 0)
                 log_warning("disk sweep: %s", err.message);
         (void) sd_event_source_set_time_relative(src, m->config.sweep_interval_usec);
         return sd_event_source_set_enabled(src, SD_EVENT_ONESHOT);

@@ -11,14 +11,14 @@
 #include <stdbool.h>
 
 #include "proto.h"
+#include "reply.h"
 
 typedef struct Manager Manager;
 typedef struct Sandbox Sandbox;
-typedef struct Connection Connection;
 
-/* Starts a sweep of the sandboxes conn may see (all of them for the timer, conn NULL); the
- * reply goes to conn when it is done. */
-int sweep_start(Manager *m, Connection *conn, json_object *id, bool dry_run, ProtoError *err);
+/* Starts a sweep of the sandboxes reply's client may see (all of them for the timer, reply
+ * NULL); the answer goes to reply when it is done. */
+int sweep_start(Manager *m, Reply *reply, bool dry_run, ProtoError *err);
 /* Arms the periodic sweep (sweep_interval). */
 int sweep_setup_timer(Manager *m);
 /* At exit: kills the walks in flight and drops their requests. */

@@ -3,6 +3,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -13,10 +14,6 @@
 #include "log.h"
 #include "macro.h"
 #include "manager.h"
-#include "ops.h"
-#include "pty.h"
-#include "run.h"
-#include "sandbox.h"
 #include "util.h"
 
 /* Replies waiting beyond this make us stop reading the client's requests until it catches up. */
@@ -44,7 +41,6 @@ static void conn_unlink(Connection *c) {
         if (c->next)
                 c->next->prev = c->prev;
         c->next = c->prev = NULL;
-        m->n_connections--;
 }
 
 Connection *connection_ref(Connection *c) {
@@ -63,6 +59,7 @@ Connection *connection_unref(Connection *c) {
                 return NULL;
         }
         sd_event_source_disable_unref(c->finish);
+        sd_event_source_disable_unref(c->close_source);
         sd_event_source_disable_unref(c->io);
         sd_event_source_disable_unref(c->partial_timer);
         safe_close(c->fd);
@@ -72,29 +69,30 @@ Connection *connection_unref(Connection *c) {
         return NULL;
 }
 
-/* One-shot runs die with the connection that asked for them (docs/protocol.md). */
-static void connection_kill_runs(Connection *c) {
-        Sandbox *next;
-        for (Sandbox *s = c->manager->sandboxes; s && c->n_runs > 0; s = next) {
-                next = s->next;
-                for (Run *r = s->runs; r; r = r->next)
-                        if (r->conn == c)
-                                run_kill(r, SIGKILL, REASON_KILLED);
-                for (Run *r = s->pending_runs, *rn; r; r = rn) {
-                        rn = r->next;
-                        if (r->conn == c) {
-                                run_free(r);
-                                sandbox_run_finished(s, NULL); /* may free s */
-                                break;
-                        }
-                }
-        }
+/* The deferred part of a close: the close hooks of its replies (one-shot runs die with the
+ * connection that asked for them, docs/protocol.md; sessions outlive it), then the manager's. */
+static void connection_finish_close(Connection *c) {
+        if (!c->close_source)
+                return;
+        c->close_source = sd_event_source_disable_unref(c->close_source);
+        reply_sink_closed(&c->sink);
+        conn_unlink(c);
+        if (c->hooks->closed)
+                c->hooks->closed(c, c->hooks_userdata);
+        connection_unref(c);
+}
+
+static int on_close(sd_event_source *s, void *userdata) {
+        connection_finish_close(userdata);
+        return 0;
 }
 
 void connection_close(Connection *c) {
         if (c->dead)
                 return;
         c->dead = true;
+        c->manager->n_connections--; /* a closed one only waits for its close hooks: not counted */
+        reply_sink_gone(&c->sink);
         c->io = sd_event_source_disable_unref(c->io);
         c->partial_timer = sd_event_source_disable_unref(c->partial_timer);
         c->finish = sd_event_source_disable_unref(c->finish);
@@ -103,11 +101,13 @@ void connection_close(Connection *c) {
         free(c->out);
         c->out = NULL;
         c->out_len = c->out_off = c->out_alloc = 0;
-        connection_kill_runs(c);
-        pty_connection_closed(c); /* sessions outlive it */
-        conn_unlink(c);
-        manager_schedule_trim(c->manager);
-        connection_unref(c);
+        /* Made with the connection: a close never fails for want of memory. */
+        (void) sd_event_source_set_enabled(c->close_source, SD_EVENT_ONESHOT);
+}
+
+void connection_close_now(Connection *c) {
+        connection_close(c);
+        connection_finish_close(c);
 }
 
 /* An idle connection holds no buffer: a thousand of them would otherwise keep 64 KiB of input
@@ -169,10 +169,10 @@ static size_t partial_bytes(const Connection *c) {
 UidUsage connection_uid_usage(Manager *m, uid_t uid) {
         UidUsage u = {};
         for (Connection *c = m->connections; c; c = c->next)
-                if (c->peer.uid == uid) {
+                if (c->peer.uid == uid && !c->dead) { /* as in n_connections */
                         u.connections++;
-                        u.runs += c->n_runs;
-                        u.reserved += c->run_reserved;
+                        u.runs += c->sink.n_runs;
+                        u.reserved += c->sink.run_reserved;
                         u.unread += connection_backlog(c) + partial_bytes(c);
                 }
         return u;
@@ -238,16 +238,49 @@ static void connection_send_line(Connection *c, json_object *msg, bool take) {
         connection_update_events(c);
 }
 
-void connection_send(Connection *c, json_object *msg) {
-        connection_send_line(c, msg, false);
+static void connection_reply_error(Connection *c, json_object *id, const ProtoError *err) {
+        connection_send_line(c, proto_reply_error(id, err), true);
 }
 
-void connection_send_take(Connection *c, json_object *msg) {
-        connection_send_line(c, msg, true);
+/* ---- The sink behind its replies ---------------------------------------------------------- */
+
+static Connection *sink_connection(const ReplySink *sink) {
+        return (Connection *) ((char *) sink - offsetof(Connection, sink));
 }
 
-void connection_reply_error(Connection *c, json_object *id, const ProtoError *err) {
-        connection_send_take(c, proto_reply_error(id, err));
+static void sink_send(ReplySink *sink, json_object *msg) {
+        connection_send_line(sink_connection(sink), msg, true);
+}
+
+static size_t sink_backlog(const ReplySink *sink) {
+        return connection_backlog(sink_connection(sink));
+}
+
+static bool sink_input_ended(const ReplySink *sink) {
+        return connection_input_ended(sink_connection(sink));
+}
+
+static void sink_ref(ReplySink *sink) {
+        connection_ref(sink_connection(sink));
+}
+
+static void sink_unref(ReplySink *sink) {
+        connection_unref(sink_connection(sink));
+}
+
+static const ReplySinkOps connection_sink_ops = {
+        .send = sink_send,
+        .backlog = sink_backlog,
+        .input_ended = sink_input_ended,
+        .ref = sink_ref,
+        .unref = sink_unref,
+};
+
+/* The client has room again (or asks for nothing more): streams it paused go on. */
+static void connection_writable(Connection *c) {
+        reply_sink_writable(&c->sink);
+        if (!c->dead && c->hooks->writable)
+                c->hooks->writable(c, c->hooks_userdata);
 }
 
 static void connection_handle_line(Connection *c, const char *line, size_t len) {
@@ -255,6 +288,7 @@ static void connection_handle_line(Connection *c, const char *line, size_t len) 
         json_object *id = NULL;
         const char *op = NULL;
         ProtoError err = {};
+        Reply *reply;
 
         if (len == 0)
                 return; /* blank lines are keep-alives */
@@ -264,7 +298,13 @@ static void connection_handle_line(Connection *c, const char *line, size_t len) 
                 connection_reply_error(c, err.code == SBX_E_INVALID_JSON ? NULL : id, &err);
                 return;
         }
-        ops_dispatch(c, id, op, req);
+        if (reply_new(&c->sink, id, &reply) < 0) {
+                proto_error_set(&err, SBX_E_INTERNAL, NULL, "out of memory");
+                connection_reply_error(c, id, &err);
+                return;
+        }
+        c->hooks->dispatch(reply, op, req, c->hooks_userdata);
+        reply_unref(reply);
 }
 
 static void connection_process_lines(Connection *c) {
@@ -357,7 +397,7 @@ static int connection_end_input(Connection *c) {
         if (r < 0)
                 return r;
         (void) sd_event_source_set_enabled(c->finish, SD_EVENT_OFF);
-        pty_resume_streams(c); /* subscriptions already past their exit end now */
+        connection_writable(c); /* subscriptions already past their exit end now */
         return 0;
 }
 
@@ -386,10 +426,8 @@ static int on_io(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
                         connection_close(c);
                 else {
                         connection_process_lines(c); /* resume what was paused */
-                        if (!c->dead && c->out_len - c->out_off < OUT_PAUSE_READING / 4)
-                                run_resume_streams(c);
                         if (!c->dead)
-                                pty_resume_streams(c);
+                                connection_writable(c);
                 }
         }
         if (!c->dead && c->input_ended && (revents & (EPOLLHUP | EPOLLERR)))
@@ -442,7 +480,8 @@ static bool peer_in_group(int fd, const struct ucred *peer, gid_t gid) {
         return false;
 }
 
-int connection_new(Manager *m, int fd, const struct ucred *peer, Connection **ret) {
+int connection_new(Manager *m, int fd, const struct ucred *peer, const ConnectionHooks *hooks, void *userdata,
+                   Connection **ret) {
         Connection *c = calloc(1, sizeof(*c));
         int r;
 
@@ -454,7 +493,15 @@ int connection_new(Manager *m, int fd, const struct ucred *peer, Connection **re
         c->peer = *peer;
         line_buffer_init(&c->in, m->config.max_line_bytes);
         c->admin = c->peer.uid == 0 || (m->have_admin_gid && peer_in_group(fd, &c->peer, m->admin_gid));
+        c->hooks = hooks;
+        c->hooks_userdata = userdata;
+        reply_sink_init(&c->sink, &connection_sink_ops, &(ReplyPeer) { .cred = c->peer, .admin = c->admin });
         r = sd_event_add_io(m->event, &c->io, fd, EPOLLIN, on_io, c);
+        if (r >= 0) {
+                r = sd_event_add_defer(m->event, &c->close_source, on_close, c);
+                if (r >= 0)
+                        (void) sd_event_source_set_enabled(c->close_source, SD_EVENT_OFF);
+        }
         if (r < 0) {
                 c->fd = -EBADF;
                 connection_unref(c);

@@ -24,6 +24,7 @@
 #include "macro.h"
 #include "dev-template.h"
 #include "manager.h"
+#include "ops.h"
 #include "run-record.h"
 #include "pool.h"
 #include "run-exec.h"
@@ -70,7 +71,7 @@ Manager *manager_free(Manager *m) {
         sweep_free_all(m);
         m->idle_timer = sd_event_source_disable_unref(m->idle_timer);
         while (m->connections)
-                connection_close(m->connections);
+                connection_close_now(m->connections);
         while (m->sandboxes)
                 sandbox_free(m->sandboxes);
         m->accept_timer = sd_event_source_disable_unref(m->accept_timer);
@@ -195,6 +196,16 @@ static void refuse(int cfd, const ProtoError *err) {
         close(cfd);
 }
 
+static void on_connection_closed(Connection *c, void *userdata) {
+        manager_schedule_trim(userdata);
+}
+
+/* What a connection calls back: requests go to the op table, a close gives the heap back. */
+static const ConnectionHooks connection_hooks = {
+        .dispatch = ops_dispatch,
+        .closed = on_connection_closed,
+};
+
 static int on_accept(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
         Manager *m = userdata;
         Connection *c;
@@ -230,7 +241,7 @@ static int on_accept(sd_event_source *s, int fd, uint32_t revents, void *userdat
                         refuse(cfd, &err);
                         continue;
                 }
-                if (connection_new(m, cfd, &peer, &c) < 0)
+                if (connection_new(m, cfd, &peer, &connection_hooks, m, &c) < 0)
                         close(cfd);
         }
         return 0;

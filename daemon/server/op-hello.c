@@ -27,8 +27,8 @@ static json_object *caps_json(Manager *m) {
         return caps;
 }
 
-int op_hello(Connection *c, json_object *id, json_object *req, ProtoError *err) {
-        json_object *reply = proto_reply_ok(id), *peer = json_object_new_object();
+int op_hello(Request *c, json_object *id, json_object *req, ProtoError *err) {
+        json_object *reply = json_object_new_object(), *peer = json_object_new_object();
 
         json_object_object_add(reply, "protocol", json_object_new_int(SBX_PROTOCOL_VERSION));
         json_object_object_add(reply, "version", json_object_new_string(PACKAGE_VERSION));
@@ -37,7 +37,7 @@ int op_hello(Connection *c, json_object *id, json_object *req, ProtoError *err) 
         json_object_object_add(peer, "gid", json_object_new_int64(c->peer.gid));
         json_object_object_add(peer, "pid", json_object_new_int64(c->peer.pid));
         json_object_object_add(reply, "peer", peer);
-        connection_send_take(c, reply);
+        reply_ok(c->reply, reply);
         return 0;
 }
 
@@ -57,7 +57,7 @@ static json_object *netns_json(const NetnsPool *p) {
 
 /* Root and admins see the daemon's counts; anyone else only their own, as other users'
  * sandboxes and runs do not exist for them (THREATS PRO-09): "scope" says which. */
-static void health_counts(Connection *c, json_object *reply) {
+static void health_counts(Request *c, json_object *reply) {
         Manager *m = c->manager;
         UidUsage u;
         unsigned sandboxes = 0, stuck = 0;
@@ -87,14 +87,14 @@ static void health_counts(Connection *c, json_object *reply) {
         json_object_object_add(reply, "netns", NULL);
 }
 
-int op_health(Connection *c, json_object *id, json_object *req, ProtoError *err) {
+int op_health(Request *c, json_object *id, json_object *req, ProtoError *err) {
         Manager *m = c->manager;
-        json_object *reply = proto_reply_ok(id);
+        json_object *reply = json_object_new_object();
 
         json_object_object_add(reply, "status", json_object_new_string("ok"));
         json_object_object_add(reply, "uptime_s",
                                json_object_new_double((double) (now_usec(CLOCK_MONOTONIC) - m->start_usec) / 1e6));
         health_counts(c, reply);
-        connection_send_take(c, reply);
+        reply_ok(c->reply, reply);
         return 0;
 }

@@ -14,7 +14,7 @@
 #include "util.h"
 
 /* The sandbox named, or a throwaway one made (or taken from the pool) for this run: *ret_made. */
-static int run_sandbox(Connection *c, json_object *req, Sandbox **ret, bool *ret_made, ProtoError *err) {
+static int run_sandbox(Request *c, json_object *req, Sandbox **ret, bool *ret_made, ProtoError *err) {
         json_object *v;
         const char *extra[] = { "limits", "network", "best_effort", "workspace" };
 
@@ -37,7 +37,7 @@ static int run_sandbox(Connection *c, json_object *req, Sandbox **ret, bool *ret
 
 /* A uid's runs in flight and unread replies may not hold more than max_buffered_per_uid of the
  * daemon's memory (THREATS RES-06, PRO-02): one user cannot take it all. */
-static int check_buffered(Connection *c, const UidUsage *u, const RunSpec *spec, ProtoError *err) {
+static int check_buffered(Request *c, const UidUsage *u, const RunSpec *spec, ProtoError *err) {
         Manager *m = c->manager;
         uint64_t held = u->reserved + u->unread, need = run_spec_held(spec);
         char a[32], b[32], d[32];
@@ -51,7 +51,7 @@ static int check_buffered(Connection *c, const UidUsage *u, const RunSpec *spec,
                                format_size(d, sizeof(d), m->config.max_buffered_per_uid));
 }
 
-int op_run(Connection *c, json_object *id, json_object *req, ProtoError *err) {
+int op_run(Request *c, json_object *id, json_object *req, ProtoError *err) {
         RunSpec spec;
         Sandbox *s = NULL;
         bool made;
@@ -60,7 +60,7 @@ int op_run(Connection *c, json_object *id, json_object *req, ProtoError *err) {
         UidUsage u = c->peer.uid != 0 ? connection_uid_usage(c->manager, c->peer.uid) : (UidUsage) {};
         int k;
 
-        if (c->n_runs >= c->manager->config.max_runs_per_connection)
+        if (reply_runs(c->reply) >= c->manager->config.max_runs_per_connection)
                 return proto_error_set(err, SBX_E_RESOURCE_EXHAUSTED, NULL, "too many runs in flight on this connection");
         if (c->peer.uid != 0 && u.runs >= c->manager->config.max_runs_per_uid)
                 return proto_error_set(err, SBX_E_RESOURCE_EXHAUSTED, NULL,
@@ -82,7 +82,7 @@ int op_run(Connection *c, json_object *id, json_object *req, ProtoError *err) {
         k = run_spec_resolve(&spec, s, err);
         if (k >= 0 && (k = check_buffered(c, &u, &spec, err)) < 0)
                 goto fail_sandbox;
-        if (k < 0 || (k = run_new(s, c, id, &spec, &r)) < 0) {
+        if (k < 0 || (k = run_new(s, c->reply, &spec, &r)) < 0) {
                 if (k != -EINVAL)
                         proto_error_set(err, SBX_E_INTERNAL, NULL, "out of memory");
                 goto fail_sandbox;
@@ -100,7 +100,7 @@ fail:
         return k < 0 ? k : -EINVAL;
 }
 
-int op_kill(Connection *c, json_object *id, json_object *req, ProtoError *err) {
+int op_kill(Request *c, json_object *id, json_object *req, ProtoError *err) {
         const char *run_id = NULL;
         json_object *sig_obj;
         int sig = SIGKILL, k;
@@ -114,11 +114,11 @@ int op_kill(Connection *c, json_object *id, json_object *req, ProtoError *err) {
                                                json_object_get_string(sig_obj));
         }
         r = run_id ? manager_find_run(c->manager, run_id) : NULL;
-        if (!r || !sandbox_visible_to(r->sandbox, c))
+        if (!r || !sandbox_visible_to(r->sandbox, reply_peer(c->reply)))
                 return proto_error_set(err, SBX_E_NOT_FOUND, "run_id", "no run '%.64s' in flight", run_id ? run_id : "");
         k = run_kill(r, sig, REASON_KILLED);
         if (k < 0)
                 return proto_error_set(err, SBX_E_CONFLICT, "run_id", "cannot signal run %s: %s", r->id, strerror(-k));
-        connection_send_take(c, proto_reply_ok(id));
+        reply_ok(c->reply, NULL);
         return 0;
 }
