@@ -89,6 +89,13 @@ e = raises(lambda: c.inspect(the_id), NotFound)
 check(e is not None, "leaving the with block destroyed the sandbox (inspect: NotFound)")
 check(owned_client.closed, "...and closed the connection Sandbox.create opened")
 
+x = Client()
+with Sandbox.create(client=x, best_effort=BE) as sb2:
+    lost_id = sb2.id
+    x.close()
+e = raises(lambda: c.inspect(lost_id), NotFound)
+check(e is not None, "a Sandbox whose connection closed inside its with block is destroyed through a new one")
+
 # ---- the sans-io wire (no daemon): framing and routing ----------------------------------
 w = Wire()
 pa, la = w.request("run", {"sandbox": "a", "stream": True, "env": None}, "A")

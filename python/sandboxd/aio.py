@@ -565,9 +565,15 @@ class AsyncSandbox:
     async def __aexit__(self, et: type[BaseException] | None, ev: BaseException | None,
                         tb: TracebackType | None) -> None:
         try:
-            if self._owns_sandbox and not self.client.closed:
+            if self._owns_sandbox:
                 try:
-                    await self.destroy()
+                    if self.client.closed:
+                        # The connection went (the daemon restarted, say): a new one destroys it.
+                        async with await AsyncClient.connect(self.client.path) as c:
+                            await c.destroy(self.id)
+                        self._owns_sandbox = False
+                    else:
+                        await self.destroy()
                 except Error:
                     if et is None:
                         raise

@@ -585,9 +585,15 @@ class Sandbox:
     def __exit__(self, et: type[BaseException] | None, ev: BaseException | None,
                  tb: TracebackType | None) -> None:
         try:
-            if self._owns_sandbox and not self.client.closed:
+            if self._owns_sandbox:
                 try:
-                    self.destroy()
+                    if self.client.closed:
+                        # The connection went (the daemon restarted, say): a new one destroys it.
+                        with Client(self.client.path) as c:
+                            c.destroy(self.id)
+                        self._owns_sandbox = False
+                    else:
+                        self.destroy()
                 except Error:
                     if et is None:
                         raise
