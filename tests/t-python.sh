@@ -34,11 +34,11 @@ fi
 # the tree's) imports, carries py.typed, and answers hello.
 PIP_PY=
 for py in python3 /usr/bin/python3; do
-        "$py" -c 'import pip, setuptools, wheel' 2>/dev/null && { PIP_PY=$py; break; }
+        "$py" -c 'import setuptools, wheel' 2>/dev/null && "$py" -m pip --version >/dev/null 2>&1 && { PIP_PY=$py; break; }
 done
 if [ -n "$PIP_PY" ]; then
         cp -r "$PKG" "$T/pkg-src"
-        if timeout -k 5 300 "$PIP_PY" -m pip install --quiet --no-build-isolation --no-deps --no-index \
+        if timeout -k 5 300 "$PIP_PY" -m pip install --quiet --no-cache-dir --no-build-isolation --no-deps --no-index \
                 --target "$T/pip-target" "$T/pkg-src" >"$T/pip.log" 2>&1; then
                 ok "pip install ./python ($PIP_PY, offline: the build backend is the system's setuptools)"
         else
