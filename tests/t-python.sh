@@ -37,7 +37,7 @@ for py in python3 /usr/bin/python3; do
         "$py" -c 'import setuptools, wheel' 2>/dev/null && "$py" -m pip --version >/dev/null 2>&1 && { PIP_PY=$py; break; }
 done
 if [ -n "$PIP_PY" ]; then
-        cp -r "$PKG" "$T/pkg-src"
+        cp -r "$PKG" "$T/pkg-src" && chmod -R u+w "$T/pkg-src"  # writable even from a read-only tree (distcheck)
         if timeout -k 5 300 "$PIP_PY" -m pip install --quiet --no-cache-dir --no-build-isolation --no-deps --no-index \
                 --target "$T/pip-target" "$T/pkg-src" >"$T/pip.log" 2>&1; then
                 ok "pip install ./python ($PIP_PY, offline: the build backend is the system's setuptools)"
