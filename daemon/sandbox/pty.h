@@ -15,6 +15,7 @@
 #include "proto.h"
 #include "ring.h"
 #include "run.h"
+#include "sandbox.h"
 
 typedef struct Sandbox Sandbox;
 typedef struct Manager Manager;
@@ -49,6 +50,7 @@ typedef struct PendingReply {
 
 typedef struct Session {
         Sandbox *sandbox;
+        SandboxMember member;   /* in sandbox->members from pty_new() to its end */
         char id[24];
         char cg_name[32];
         RunSpec spec;           /* argv, envp, cwd */
@@ -106,8 +108,6 @@ int pty_signal(Session *p, int sig, unsigned *ret_count, ProtoError *err);
 /* SIGHUP, a grace, then cgroup.kill; the reply comes once nothing of the session is left. */
 void pty_close(Session *p, Connection *c, json_object *id);
 
-/* Hooks: a connection closed, a connection has room again, a sandbox is going, or is freed. */
+/* Hooks: a connection closed, a connection has room again. */
 void pty_connection_closed(Connection *c);
 void pty_resume_streams(Connection *c);
-void pty_sandbox_destroying(Sandbox *s);
-void pty_free_all(Sandbox *s);

@@ -23,7 +23,6 @@
 #include "run-exec.h"
 #include "run.h"
 #include "sandbox.h"
-#include "snapshot-job.h"
 #include "spawn.h"
 #include "util.h"
 
@@ -281,6 +280,8 @@ void run_spec_done(RunSpec *spec) {
 
 /* ---- Lifecycle --------------------------------------------------------------------------- */
 
+static const SandboxMemberOps run_member_ops;
+
 static void run_link(Run **list, Run *r) {
         r->prev = NULL;
         r->next = *list;
@@ -334,6 +335,7 @@ int run_new(Sandbox *s, Connection *c, json_object *id, RunSpec *spec, Run **ret
         r->out_fd[0] = r->out_fd[1] = -EBADF;
         output_init(&r->out[0], r->spec.output_bytes);
         output_init(&r->out[1], r->spec.output_bytes);
+        sandbox_member_add(s, &r->member, &run_member_ops);
         if (s->state == SANDBOX_READY)
                 run_mark_in_flight(r);
         else
@@ -355,13 +357,16 @@ static void run_close_io(Run *r) {
         r->cpu_source = sd_event_source_disable_unref(r->cpu_source);
 }
 
-Run *run_free(Run *r) {
+/* record_end false: its end is not recorded (the daemon stops; the next finds it interrupted). */
+static Run *run_free_full(Run *r, bool record_end) {
         Sandbox *s;
         if (!r)
                 return NULL;
         s = r->sandbox;
+        sandbox_member_remove(s, &r->member);
         if (r->in_flight) {
-                run_record_end(r);
+                if (record_end)
+                        run_record_end(r);
                 run_unlink(&s->runs, r);
                 s->n_runs--;
                 s->manager->n_runs--;
@@ -384,6 +389,10 @@ Run *run_free(Run *r) {
         run_spec_done(&r->spec);
         free(r);
         return NULL;
+}
+
+Run *run_free(Run *r) {
+        return run_free_full(r, true);
 }
 
 /* Every run is looked at, found or not, as in manager_find_sandbox(). */
@@ -763,22 +772,13 @@ static void run_timeout_pause(Run *r, uint64_t now) {
         r->timeout_paused = sd_event_source_set_enabled(r->timeout_source, SD_EVENT_OFF) >= 0;
 }
 
-void run_timeouts_pause(Sandbox *s) {
-        uint64_t now = now_usec(CLOCK_MONOTONIC);
-        for (Run *r = s->runs; r; r = r->next)
-                run_timeout_pause(r, now);
-}
-
-void run_timeouts_resume(Sandbox *s) {
-        uint64_t now = now_usec(CLOCK_MONOTONIC);
-        for (Run *r = s->runs; r; r = r->next) {
-                if (!r->timeout_paused)
-                        continue;
-                r->timeout_paused = false;
-                if (sd_event_source_set_time(r->timeout_source, now + r->timeout_left) < 0 ||
-                    sd_event_source_set_enabled(r->timeout_source, SD_EVENT_ONESHOT) < 0)
-                        run_kill(r, SIGKILL, REASON_TIMEOUT); /* a timeout that cannot be kept is over */
-        }
+static void run_timeout_resume(Run *r, uint64_t now) {
+        if (!r->timeout_paused)
+                return;
+        r->timeout_paused = false;
+        if (sd_event_source_set_time(r->timeout_source, now + r->timeout_left) < 0 ||
+            sd_event_source_set_enabled(r->timeout_source, SD_EVENT_ONESHOT) < 0)
+                run_kill(r, SIGKILL, REASON_TIMEOUT); /* a timeout that cannot be kept is over */
 }
 
 static int on_cpu_check(sd_event_source *src, uint64_t usec, void *userdata) {
@@ -921,7 +921,7 @@ static int run_fds_open(RunFds *f) {
  * cgroup), the helper is born in ours and moves itself (RunParams.cgroup_fd), then waits there for
  * the thaw while we go on. Unreadable counts as frozen. */
 static bool run_cgroup_frozen(Run *r) {
-        return snapshot_job_frozen(r->sandbox) || cg_frozen(r->cg_fd) != 0;
+        return r->sandbox->frozen || cg_frozen(r->cg_fd) != 0;
 }
 
 static int run_spawn(Run *r, RunFds *f) {
@@ -1003,7 +1003,7 @@ static int run_watch(Run *r, RunFds *f) {
                                             on_timeout, r)) < 0)
                 return k;
         /* Started while its sandbox is frozen for a snapshot: the clock starts at the thaw. */
-        if (snapshot_job_frozen(r->sandbox))
+        if (r->sandbox->frozen)
                 run_timeout_pause(r, now_usec(CLOCK_MONOTONIC));
         if (r->spec.cpu_usec &&
             (k = sd_event_add_time_relative(e, &r->cpu_source, CLOCK_MONOTONIC, 10 * USEC_PER_MSEC, 1000, on_cpu_check, r)) < 0)
@@ -1053,3 +1053,61 @@ void run_start(Run *r) {
         if (k < 0)
                 return run_fail_start(r, "cannot start the run", k);
 }
+
+/* ---- As a member of its sandbox ---------------------------------------------------------- */
+
+static void run_member_kill(SandboxMember *m, int sig) {
+        Run *r = SANDBOX_MEMBER_OF(m, Run, member);
+        Sandbox *s = r->sandbox;
+        ProtoError err;
+
+        if (r->in_flight) {
+                run_kill(r, sig, s->state == SANDBOX_DESTROYING ? REASON_DESTROYED : REASON_KILLED);
+                return;
+        }
+        /* Waiting for the sandbox: a restart's new init serves it, a destroy answers it. */
+        if (s->state != SANDBOX_DESTROYING)
+                return;
+        sandbox_gone_error(s, &err);
+        connection_reply_error(r->conn, r->req_id, &err);
+        run_free(r);
+}
+
+static void run_member_answer_stuck(SandboxMember *m, const ProtoError *err) {
+        Run *r = SANDBOX_MEMBER_OF(m, Run, member);
+        if (r->in_flight)
+                run_answer_stuck(r, err);
+}
+
+static bool run_member_start(SandboxMember *m) {
+        Run *r = SANDBOX_MEMBER_OF(m, Run, member);
+        if (r->in_flight)
+                return false;
+        run_unlink(&r->sandbox->pending_runs, r);
+        run_start(r);
+        return true;
+}
+
+/* Frozen for a snapshot, nothing of the run can run: its wall-clock timeout stops while the
+ * sandbox is frozen and goes on from where it was when it is thawed. */
+static void run_member_frozen(SandboxMember *m) {
+        Run *r = SANDBOX_MEMBER_OF(m, Run, member);
+        uint64_t now = now_usec(CLOCK_MONOTONIC);
+
+        if (r->sandbox->frozen)
+                run_timeout_pause(r, now);
+        else
+                run_timeout_resume(r, now);
+}
+
+static void run_member_free(SandboxMember *m) {
+        run_free_full(SANDBOX_MEMBER_OF(m, Run, member), false);
+}
+
+static const SandboxMemberOps run_member_ops = {
+        .kill = run_member_kill,
+        .answer_stuck = run_member_answer_stuck,
+        .start = run_member_start,
+        .frozen = run_member_frozen,
+        .free = run_member_free,
+};

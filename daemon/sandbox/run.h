@@ -12,6 +12,7 @@
 #include "identity.h"
 #include "output.h"
 #include "proto.h"
+#include "sandbox.h"
 
 typedef struct Sandbox Sandbox;
 typedef struct Manager Manager;
@@ -52,6 +53,7 @@ typedef struct StreamCarry {
 
 typedef struct Run {
         Sandbox *sandbox;
+        SandboxMember member;   /* in sandbox->members from run_new() to run_free() */
         Connection *conn;
         json_object *req_id;
         char id[24];
@@ -86,8 +88,6 @@ typedef struct Run {
         struct Run *next, *prev;
 } Run;
 
-/* The optional "user" field of a create or run request. Leaves *ret alone when absent. */
-int sandbox_user_parse(json_object *req, SandboxUser *ret, ProtoError *err);
 /* Parses a run request into spec (sandbox-independent checks). */
 int run_spec_parse(json_object *req, uint64_t max_stdin, RunSpec *spec, ProtoError *err);
 void run_spec_done(RunSpec *spec);
@@ -100,11 +100,6 @@ int run_spec_resolve(RunSpec *spec, Sandbox *s, ProtoError *err);
 int run_new(Sandbox *s, Connection *c, json_object *id, RunSpec *spec, Run **ret);
 /* Starts a run whose sandbox is ready; on failure the reply has been sent. */
 void run_start(Run *r);
-
-/* A sandbox frozen for a snapshot: nothing of its runs can run, so their wall-clock timeouts stop
- * while it is frozen and go on from where they were when it is thawed. */
-void run_timeouts_pause(Sandbox *s);
-void run_timeouts_resume(Sandbox *s);
 
 /* A run's (or a session's) pipes and report socket as made for its helper: [0] is the read end,
  * [1] the write end; the child's ends are in[0], out[1], err[1], rep[1]. -1 where not made. */

@@ -25,8 +25,6 @@
 #include "remove-async.h"
 #include "rm-rf.h"
 #include "run-exec.h"
-#include "run.h"
-#include "pty.h"
 #include "request-fields.h"
 #include "sandbox.h"
 #include "snapshot.h"
@@ -698,6 +696,17 @@ static void sandbox_ready(Sandbox *s) {
                 sandbox_go_ready(s);
 }
 
+/* Runs that waited for it start, one by one, from the list's head again after each: a start
+ * that fails may end other members (its reply). */
+static void sandbox_members_start(Sandbox *s) {
+        SandboxMember *m;
+
+        do
+                for (m = s->members; m && !(m->ops->start && m->ops->start(m)); m = m->next)
+                        ;
+        while (m);
+}
+
 static void sandbox_go_ready(Sandbox *s) {
         s->state = SANDBOX_READY;
         sandbox_restart_finish(s, 0);
@@ -705,14 +714,7 @@ static void sandbox_go_ready(Sandbox *s) {
                 _cleanup_json_ json_object *j = sandbox_to_json(s, false);
                 waiters_answer(&s->create_waiters, j, "sandbox", NULL);
         }
-        while (s->pending_runs) {
-                Run *r2 = s->pending_runs;
-                s->pending_runs = r2->next;
-                if (s->pending_runs)
-                        s->pending_runs->prev = NULL;
-                r2->next = r2->prev = NULL;
-                run_start(r2);
-        }
+        sandbox_members_start(s);
 }
 
 static void sandbox_teardown_step(Sandbox *s);
@@ -960,8 +962,11 @@ static void sandbox_teardown_stuck(Sandbox *s) {
                     s->manager->config.teardown_timeout_usec / USEC_PER_SEC, what[0] ? what : "none listed");
         sandbox_teardown_error(s, &err);
         waiters_answer(&s->destroy_waiters, NULL, NULL, &err);
-        for (Run *r = s->runs; r; r = r->next)
-                run_answer_stuck(r, &err);
+        for (SandboxMember *m = s->members, *next; m; m = next) {
+                next = m->next;
+                if (m->ops->answer_stuck)
+                        m->ops->answer_stuck(m, &err);
+        }
 }
 
 static void sandbox_teardown_step(Sandbox *s) {
@@ -985,6 +990,22 @@ static void sandbox_teardown_step(Sandbox *s) {
                 (void) sd_event_source_set_time_relative(s->teardown_timer, USEC_PER_SEC);
 }
 
+/* Its runs killed, its sessions hung up, its snapshot job aborted; pending runs are answered. */
+static void sandbox_members_kill(Sandbox *s) {
+        for (SandboxMember *m = s->members, *next; m; m = next) {
+                next = m->next;
+                if (m->ops->kill)
+                        m->ops->kill(m, SIGKILL);
+        }
+}
+
+void sandbox_gone_error(Sandbox *s, ProtoError *err) {
+        if (s->failure.code)
+                *err = s->failure;
+        else
+                proto_error_set(err, SBX_E_CONFLICT, "sandbox", "the sandbox was destroyed before it was ready");
+}
+
 void sandbox_destroy(Sandbox *s, const char *reason) {
         ProtoError err;
 
@@ -992,24 +1013,16 @@ void sandbox_destroy(Sandbox *s, const char *reason) {
                 return;
         log_debug("destroying sandbox %s (%s)", s->id, reason);
         s->teardown_start_usec = now_usec(CLOCK_MONOTONIC);
-        snapshot_job_abort(s); /* also cancels its restart */
-        sandbox_restart_cancel(s);
+        sandbox_restart_cancel(s); /* its snapshot job is aborted below, with the other members */
         s->state = SANDBOX_DESTROYING;
         /* An init still to arrive is awaited on the setup socket, to be killed and reaped. */
         if (!s->init_pending) {
                 s->setup_source = sd_event_source_disable_unref(s->setup_source);
                 s->setup_fd = safe_close(s->setup_fd);
         }
-        proto_error_set(&err, SBX_E_CONFLICT, "sandbox", "the sandbox was destroyed before it was ready");
-        waiters_answer(&s->create_waiters, NULL, NULL, s->failure.code ? &s->failure : &err);
-        while (s->pending_runs) {
-                Run *r = s->pending_runs;
-                connection_reply_error(r->conn, r->req_id, s->failure.code ? &s->failure : &err);
-                run_free(r);
-        }
-        for (Run *r = s->runs; r; r = r->next)
-                run_kill(r, SIGKILL, REASON_DESTROYED);
-        pty_sandbox_destroying(s);
+        sandbox_gone_error(s, &err);
+        waiters_answer(&s->create_waiters, NULL, NULL, &err);
+        sandbox_members_kill(s);
         /* Killing pid 1 ends its pid namespace, and needs no new fd (cgroup.kill does: a daemon
          * out of fds still kills the sandbox's processes). */
         if (s->init_pidfd >= 0)
@@ -1022,7 +1035,6 @@ void sandbox_destroy(Sandbox *s, const char *reason) {
 Sandbox *sandbox_free(Sandbox *s) {
         if (!s)
                 return NULL;
-        pty_free_all(s);
         sandbox_unlink(s);
         s->setup_helper = sd_event_source_disable_unref(s->setup_helper);
         if (s->pooled) {
@@ -1032,7 +1044,8 @@ Sandbox *sandbox_free(Sandbox *s) {
         /* Refilled once the taken one is gone: its teardown is the kernel's busiest moment. */
         if (s->from_pool)
                 pool_taken_done(s->manager);
-        snapshot_job_abort(s);
+        while (s->members)
+                s->members->ops->free(s->members); /* the snapshot job's also cancels its restart */
         sandbox_restart_cancel(s);
         sd_event_source_disable_unref(s->setup_source);
         sd_event_source_disable_unref(s->init_exit_source);
@@ -1248,10 +1261,38 @@ int sandbox_restart(Sandbox *s, int (*swap)(Sandbox *s, void *userdata),
         *s->restart = (SandboxRestart) { .swap = swap, .done = done, .userdata = userdata };
         /* Runs asked for meanwhile wait for the new init, as they do for a new sandbox. */
         s->state = SANDBOX_CREATING;
-        for (Run *r = s->runs; r; r = r->next)
-                run_kill(r, SIGKILL, REASON_KILLED);
-        pty_sandbox_destroying(s); /* sessions end as when the sandbox goes */
+        sandbox_members_kill(s); /* runs killed, sessions end as when the sandbox goes */
         (void) cg_kill(s->cg_fd);
         sandbox_restart_step(s);
         return killed;
+}
+
+void sandbox_member_add(Sandbox *s, SandboxMember *m, const SandboxMemberOps *ops) {
+        m->ops = ops;
+        m->prev = NULL;
+        m->next = s->members;
+        if (s->members)
+                s->members->prev = m;
+        s->members = m;
+}
+
+void sandbox_member_remove(Sandbox *s, SandboxMember *m) {
+        if (m->prev)
+                m->prev->next = m->next;
+        else if (s->members == m)
+                s->members = m->next;
+        else
+                return;
+        if (m->next)
+                m->next->prev = m->prev;
+        m->next = m->prev = NULL;
+}
+
+void sandbox_set_frozen(Sandbox *s, bool frozen) {
+        s->frozen = frozen;
+        for (SandboxMember *m = s->members, *next; m; m = next) {
+                next = m->next;
+                if (m->ops->frozen)
+                        m->ops->frozen(m);
+        }
 }

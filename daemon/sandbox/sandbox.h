@@ -5,6 +5,7 @@
 
 #include <json-c/json.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 #include <systemd/sd-event.h>
@@ -12,6 +13,7 @@
 #include "identity.h"
 #include "proto.h"
 
+typedef struct Sandbox Sandbox;
 typedef struct Manager Manager;
 typedef struct Connection Connection;
 typedef struct Run Run;
@@ -42,6 +44,33 @@ typedef struct Waiter {
 } Waiter;
 
 typedef struct SnapshotJob SnapshotJob;
+
+/* What a sandbox knows of its runs, sessions and snapshot jobs (run.c, pty.c, snapshot-job.c):
+ * each embeds a member, on s->members from its making to its freeing, and the sandbox asks it
+ * through its ops. An op may be NULL where the member has nothing to do. */
+typedef struct SandboxMember SandboxMember;
+typedef struct SandboxMemberOps {
+        /* The sandbox is destroyed (s->state is SANDBOX_DESTROYING) or restarted: sig to what the
+         * member runs in it. One that waits for the sandbox to be ready is answered
+         * (sandbox_gone_error()) and freed on a destroy, and waits on through a restart. */
+        void (*kill)(SandboxMember *m, int sig);
+        /* Its teardown is stuck with processes left (THREATS DMN-06): the client is told err now. */
+        void (*answer_stuck)(SandboxMember *m, const ProtoError *err);
+        /* The sandbox is ready: a member waiting for that starts, and true is returned. */
+        bool (*start)(SandboxMember *m);
+        /* The sandbox was frozen for a snapshot, or thawed (s->frozen tells which). */
+        void (*frozen)(SandboxMember *m);
+        /* The sandbox is freed (at the daemon's stop): the member goes with it, without ending
+         * what it records (a restarted daemon finds it interrupted). */
+        void (*free)(SandboxMember *m);
+} SandboxMemberOps;
+
+struct SandboxMember {
+        const SandboxMemberOps *ops;
+        SandboxMember *next, *prev;
+};
+
+#define SANDBOX_MEMBER_OF(m, type, field) ((type *) ((char *) (m) - offsetof(type, field)))
 
 /* A restart of a ready sandbox's processes (snapshot.restore): everything is stopped, swap runs
  * while nothing lives inside, then a new init is made; done tells how it went. */
@@ -103,8 +132,10 @@ typedef struct Sandbox {
         Waiter *create_waiters, *destroy_waiters;
         Run *pending_runs; /* waiting for the sandbox to be ready */
         Session *sessions; /* interactive sessions (pty.c) */
+        SandboxMember *members; /* runs (in flight and pending), sessions, its snapshot job */
         ProtoError failure;
         SnapshotJob *job;      /* a snapshot, restore or fork copy in flight (snapshot-job.c) */
+        bool frozen;           /* ... which froze the sandbox's cgroup (sandbox_set_frozen()) */
         unsigned ready_holds;  /* work that must end before a new sandbox is ready (a fork's copy) */
         bool init_ready;       /* its init is set up, waiting for the holds */
         SandboxRestart *restart;
@@ -153,6 +184,8 @@ bool sandbox_visible_to(Sandbox *s, const Connection *c);
 unsigned sandbox_count_stuck(Manager *m);
 unsigned sandbox_count_owned(Manager *m, uid_t uid);
 const char *sandbox_workdir_path(Sandbox *s, char *buf, size_t len);
+/* The optional "user" field of a create or run request. Leaves *ret alone when absent. */
+int sandbox_user_parse(json_object *req, SandboxUser *ret, ProtoError *err);
 /* Checks a client's environment object: names without '=', string values, at most 1024. */
 int sandbox_env_check(json_object *env, ProtoError *err);
 /* A fork's copy is done (err NULL) or failed: the sandbox becomes ready, or fails, when nothing
@@ -163,5 +196,12 @@ int sandbox_restart(Sandbox *s, int (*swap)(Sandbox *s, void *userdata),
                     void (*done)(Sandbox *s, int error, void *userdata), void *userdata);
 /* Forgets a restart in progress without calling its done (its owner is going away). */
 void sandbox_restart_cancel(Sandbox *s);
+/* A run, session or snapshot job becomes a member of s (ops kept), or stops being one. */
+void sandbox_member_add(Sandbox *s, SandboxMember *m, const SandboxMemberOps *ops);
+void sandbox_member_remove(Sandbox *s, SandboxMember *m);
+/* A snapshot job froze the sandbox's cgroup, or thawed it: s->frozen, and every member is told. */
+void sandbox_set_frozen(Sandbox *s, bool frozen);
+/* What a request waiting for the sandbox to be ready is told when it is destroyed instead. */
+void sandbox_gone_error(Sandbox *s, ProtoError *err);
 /* Called when a run of this sandbox ends (frees ephemeral sandboxes). */
 void sandbox_run_finished(Sandbox *s, Run *r);
