@@ -12,6 +12,7 @@
 #include "identity.h"
 #include "output.h"
 #include "proto.h"
+#include "run-spec.h"
 #include "sandbox.h"
 
 typedef struct Sandbox Sandbox;
@@ -28,21 +29,6 @@ typedef enum RunReason {
         REASON_KILLED,
         REASON_DESTROYED,
 } RunReason;
-
-typedef struct RunSpec {
-        char **argv;
-        char **envp;
-        char *cwd;
-        char *stdin_data;
-        size_t stdin_len;
-        uint64_t timeout_usec;
-        uint64_t cpu_usec;      /* 0: none */
-        uint64_t output_bytes;
-        uint64_t memory;        /* 0: the sandbox's */
-        uint64_t pids;          /* 0: the sandbox's */
-        bool stream;            /* output as events while it is produced */
-        SandboxUser user;       /* unset: the sandbox's */
-} RunSpec;
 
 /* A streamed output's trailing bytes that may be the start of a UTF-8 character cut by the
  * read: held back until the next chunk, so that text stays text. */
@@ -87,15 +73,6 @@ typedef struct Run {
         int fail_step, fail_errno;
         struct Run *next, *prev;
 } Run;
-
-/* Parses a run request into spec (sandbox-independent checks). */
-int run_spec_parse(json_object *req, uint64_t max_stdin, RunSpec *spec, ProtoError *err);
-void run_spec_done(RunSpec *spec);
-/* What a run's output may take in the daemon, up to its reply (both streams at their cap, as
- * base64), and its stdin. */
-uint64_t run_spec_held(const RunSpec *spec);
-/* Fills sandbox defaults and checks against sandbox limits. */
-int run_spec_resolve(RunSpec *spec, Sandbox *s, ProtoError *err);
 
 int run_new(Sandbox *s, Connection *c, json_object *id, RunSpec *spec, Run **ret);
 /* Starts a run whose sandbox is ready; on failure the reply has been sent. */

@@ -12,7 +12,7 @@
 #include "macro.h"
 #include "manager.h"
 #include "request-fields.h"
-#include "sandbox-request.h"
+#include "run-spec.h"
 #include "sandbox.h"
 #include "sweep.h"
 #include "util.h"
@@ -24,36 +24,6 @@ static bool name_valid(const char *n) {
         if (len == 0 || len > SANDBOX_NAME_MAX || strncmp(n, "sbx-", 4) == 0 || n[0] == '.' || n[0] == '-')
                 return false;
         return strspn(n, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") == len;
-}
-
-/* An environment of at most this many bytes ("NAME=value\0" each): what the kernel's exec takes
- * with room to spare, and a sandbox's record (meta.json, state.c) stays below its 1 MiB even
- * when JSON escapes every byte (6 for 1: 384 KiB) beside its interrupted runs (run-record.c). */
-#define ENV_MAX_BYTES (64u * 1024)
-
-static int parse_env_object(json_object *env, ProtoError *err) {
-        size_t bytes = 0;
-
-        if (!env)
-                return 0;
-        if (json_object_object_length(env) > 1024)
-                return proto_error_set(err, SBX_E_INVALID_REQUEST, "env", "field 'env' has more than 1024 variables");
-        json_object_object_foreach(env, k, v) {
-                if (!*k || strchr(k, '=') || strlen(k) > 1024)
-                        return proto_error_set(err, SBX_E_INVALID_REQUEST, "env",
-                                               "environment variable names must be non-empty, without '='");
-                if (!json_object_is_type(v, json_type_string))
-                        return proto_error_set(err, SBX_E_INVALID_REQUEST, "env", "environment values must be strings");
-                bytes += strlen(k) + 1 + (size_t) json_object_get_string_len(v) + 1;
-        }
-        if (bytes > ENV_MAX_BYTES)
-                return proto_error_set(err, SBX_E_INVALID_REQUEST, "env", "field 'env' has %zu bytes, more than %u",
-                                       bytes, ENV_MAX_BYTES);
-        return 0;
-}
-
-int sandbox_env_check(json_object *env, ProtoError *err) {
-        return parse_env_object(env, err);
 }
 
 static int limit_over(const char *field, ProtoError *err, uint64_t max) {
@@ -161,7 +131,7 @@ int sandbox_parse(Manager *m, Sandbox *s, json_object *req, ProtoError *err) {
         if (r < 0 || (r = sweep_parse_create(m, s, req, err)) < 0)
                 return r;
         if (json_object_object_get_ex(req, "env", &env) && json_object_is_type(env, json_type_object)) {
-                r = parse_env_object(env, err);
+                r = sandbox_env_check(env, err);
                 if (r < 0)
                         return r;
                 s->env = json_object_get(env);

@@ -20,7 +20,6 @@
 #include "manager.h"
 #include "pool.h"
 #include "sandbox-init.h"
-#include "sandbox-request.h"
 #include "sandbox-teardown.h"
 #include "sandbox.h"
 #include "spawn.h"

@@ -165,6 +165,9 @@ typedef struct SandboxRequest {
 } SandboxRequest;
 
 int sandbox_parse_request(Manager *m, json_object *req, SandboxRequest *ret, ProtoError *err);
+/* The same read into s, which is being made for s->owner_uid (s->ephemeral set): name, limits,
+ * best_effort, user, workspace, env, and the sweep's fields (sandbox-request.c). */
+int sandbox_parse(Manager *m, Sandbox *s, json_object *req, ProtoError *err);
 void sandbox_request_done(SandboxRequest *r);
 
 /* Validates a create request (shared by throwaway runs) into a new sandbox that is being set
@@ -184,10 +187,6 @@ bool sandbox_visible_to(Sandbox *s, const Connection *c);
 unsigned sandbox_count_stuck(Manager *m);
 unsigned sandbox_count_owned(Manager *m, uid_t uid);
 const char *sandbox_workdir_path(Sandbox *s, char *buf, size_t len);
-/* The optional "user" field of a create or run request. Leaves *ret alone when absent. */
-int sandbox_user_parse(json_object *req, SandboxUser *ret, ProtoError *err);
-/* Checks a client's environment object: names without '=', string values, at most 1024. */
-int sandbox_env_check(json_object *env, ProtoError *err);
 /* A fork's copy is done (err NULL) or failed: the sandbox becomes ready, or fails, when nothing
  * else holds it. */
 void sandbox_release_hold(Sandbox *s, const ProtoError *err);
