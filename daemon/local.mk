@@ -22,12 +22,16 @@ daemon_sandboxd_SOURCES = \
 	daemon/server/op-hello.c daemon/server/op-sandbox.c daemon/server/op-run.c daemon/server/op-pty.c daemon/server/op-snapshot.c \
 	daemon/host/cgroup.c daemon/host/cgroup.h daemon/host/cgroup-limits.c \
 	daemon/sandbox/sandbox.c daemon/sandbox/sandbox.h \
+	daemon/sandbox/sandbox-request.c \
+	daemon/sandbox/sandbox-init.c daemon/sandbox/sandbox-init.h \
+	daemon/sandbox/sandbox-teardown.c daemon/sandbox/sandbox-teardown.h \
 	daemon/exec/sandbox-setup.c \
 	daemon/host/dev-template.c daemon/host/dev-template.h \
 	daemon/exec/spawn.c daemon/exec/spawn.h \
 	daemon/exec/identity.c daemon/exec/identity.h \
 	daemon/exec/syscall-filter.c daemon/exec/syscall-filter.h \
 	daemon/sandbox/run.c daemon/sandbox/run.h \
+	daemon/sandbox/run-spec.c daemon/sandbox/run-spec.h \
 	daemon/exec/run-exec.c daemon/exec/run-exec.h \
 	daemon/sandbox/pool.c daemon/sandbox/pool.h \
 	daemon/host/netns-pool.c daemon/host/netns-pool.h \

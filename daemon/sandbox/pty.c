@@ -33,6 +33,7 @@
 static void pty_pump(Session *p);
 static void pty_end_processes(Session *p);
 static int on_idle(sd_event_source *src, uint64_t usec, void *userdata);
+static const SandboxMemberOps pty_member_ops;
 
 /* ---- Lifecycle --------------------------------------------------------------------------- */
 
@@ -96,6 +97,7 @@ int pty_new(Sandbox *s, Reply *reply, RunSpec *spec, bool pty, unsigned rows, un
         reply_on_close(p->opener, &p->opener_hook);
         p->created_usec = now_usec(CLOCK_REALTIME);
         pty_link(s, p);
+        sandbox_member_add(s, &p->member, &pty_member_ops);
         *ret = p;
         return 0;
 }
@@ -117,6 +119,7 @@ static void subscriber_free(Subscriber *sub) {
 }
 
 static void pty_destroy(Session *p) {
+        sandbox_member_remove(p->sandbox, &p->member);
         pty_unlink(p);
         for (int i = 0; i < 2; i++) {
                 sd_event_source_disable_unref(p->out_source[i]);
@@ -150,7 +153,7 @@ static void pty_destroy(Session *p) {
 }
 
 /* A sandbox being destroyed waits for its sessions as for its runs. A session ends here (its end
- * noted); pty_free_all() at the daemon's stop does not end it: a client that comes back after
+ * noted); freed with its sandbox at the daemon's stop (pty_member_free()), it does not end: a client that comes back after
  * the restart is told session_lost. */
 static void pty_free(Session *p) {
         Sandbox *s = p->sandbox;
@@ -158,11 +161,6 @@ static void pty_free(Session *p) {
         pty_destroy(p);
         if (s->state == SANDBOX_DESTROYING)
                 sandbox_run_finished(s, NULL);
-}
-
-void pty_free_all(Sandbox *s) {
-        while (s->sessions)
-                pty_destroy(s->sessions);
 }
 
 /* Every session is looked at, found or not, as in manager_find_sandbox(). */
@@ -1053,17 +1051,29 @@ void pty_start(Session *p) {
                 return pty_fail_start(p, "cannot start the session", k);
 }
 
-void pty_sandbox_destroying(Sandbox *s) {
-        for (Session *p = s->sessions, *next; p; p = next) {
-                next = p->next;
-                if (!p->started && !p->free_when_done) {
-                        ProtoError err;
-                        proto_error_set(&err, SBX_E_CONFLICT, "sandbox", "sandbox %s was destroyed", s->id);
-                        reply_error(p->opener, &err);
-                }
-                if (p->forced == SESSION_REASON_NONE && !p->helper_exited)
-                        p->forced = SESSION_REASON_DESTROYED;
-                p->free_when_done = true;
-                pty_pump(p); /* an exited one goes now */
+/* ---- As a member of its sandbox ---------------------------------------------------------- */
+
+/* Its sandbox is going or restarting: the session ends as with its sandbox. */
+static void pty_member_kill(SandboxMember *m, int sig) {
+        Session *p = SANDBOX_MEMBER_OF(m, Session, member);
+        Sandbox *s = p->sandbox;
+
+        if (!p->started && !p->free_when_done) {
+                ProtoError err;
+                proto_error_set(&err, SBX_E_CONFLICT, "sandbox", "sandbox %s was destroyed", s->id);
+                reply_error(p->opener, &err);
         }
+        if (p->forced == SESSION_REASON_NONE && !p->helper_exited)
+                p->forced = SESSION_REASON_DESTROYED;
+        p->free_when_done = true;
+        pty_pump(p); /* an exited one goes now */
 }
+
+static void pty_member_free(SandboxMember *m) {
+        pty_destroy(SANDBOX_MEMBER_OF(m, Session, member));
+}
+
+static const SandboxMemberOps pty_member_ops = {
+        .kill = pty_member_kill,
+        .free = pty_member_free,
+};

@@ -16,6 +16,7 @@
 #include "reply.h"
 #include "ring.h"
 #include "run.h"
+#include "sandbox.h"
 
 typedef struct Sandbox Sandbox;
 typedef struct Manager Manager;
@@ -49,6 +50,7 @@ typedef struct PendingReply {
 
 typedef struct Session {
         Sandbox *sandbox;
+        SandboxMember member;   /* in sandbox->members from pty_new() to its end */
         char id[24];
         char cg_name[32];
         RunSpec spec;           /* argv, envp, cwd */
@@ -107,6 +109,4 @@ int pty_signal(Session *p, int sig, unsigned *ret_count, ProtoError *err);
 /* SIGHUP, a grace, then cgroup.kill; the reply comes once nothing of the session is left. */
 void pty_close(Session *p, Reply *reply);
 
-/* A sandbox is going, or is freed. */
-void pty_sandbox_destroying(Sandbox *s);
-void pty_free_all(Sandbox *s);
+

@@ -13,6 +13,8 @@
 #include "output.h"
 #include "proto.h"
 #include "reply.h"
+#include "run-spec.h"
+#include "sandbox.h"
 
 typedef struct Sandbox Sandbox;
 typedef struct Manager Manager;
@@ -28,21 +30,6 @@ typedef enum RunReason {
         REASON_DESTROYED,
 } RunReason;
 
-typedef struct RunSpec {
-        char **argv;
-        char **envp;
-        char *cwd;
-        char *stdin_data;
-        size_t stdin_len;
-        uint64_t timeout_usec;
-        uint64_t cpu_usec;      /* 0: none */
-        uint64_t output_bytes;
-        uint64_t memory;        /* 0: the sandbox's */
-        uint64_t pids;          /* 0: the sandbox's */
-        bool stream;            /* output as events while it is produced */
-        SandboxUser user;       /* unset: the sandbox's */
-} RunSpec;
-
 /* A streamed output's trailing bytes that may be the start of a UTF-8 character cut by the
  * read: held back until the next chunk, so that text stays text. */
 typedef struct StreamCarry {
@@ -52,6 +39,7 @@ typedef struct StreamCarry {
 
 typedef struct Run {
         Sandbox *sandbox;
+        SandboxMember member;   /* in sandbox->members from run_new() to run_free() */
         Reply *reply;           /* answers the run request */
         Hook close_hook;        /* its client went: it is killed (pending: freed) */
         Hook writable_hook;     /* its client has room again: a paused stream reads on */
@@ -87,25 +75,9 @@ typedef struct Run {
         struct Run *next, *prev;
 } Run;
 
-/* The optional "user" field of a create or run request. Leaves *ret alone when absent. */
-int sandbox_user_parse(json_object *req, SandboxUser *ret, ProtoError *err);
-/* Parses a run request into spec (sandbox-independent checks). */
-int run_spec_parse(json_object *req, uint64_t max_stdin, RunSpec *spec, ProtoError *err);
-void run_spec_done(RunSpec *spec);
-/* What a run's output may take in the daemon, up to its reply (both streams at their cap, as
- * base64), and its stdin. */
-uint64_t run_spec_held(const RunSpec *spec);
-/* Fills sandbox defaults and checks against sandbox limits. */
-int run_spec_resolve(RunSpec *spec, Sandbox *s, ProtoError *err);
-
 int run_new(Sandbox *s, Reply *reply, RunSpec *spec, Run **ret);
 /* Starts a run whose sandbox is ready; on failure the reply has been sent. */
 void run_start(Run *r);
-
-/* A sandbox frozen for a snapshot: nothing of its runs can run, so their wall-clock timeouts stop
- * while it is frozen and go on from where they were when it is thawed. */
-void run_timeouts_pause(Sandbox *s);
-void run_timeouts_resume(Sandbox *s);
 
 /* A run's (or a session's) pipes and report socket as made for its helper: [0] is the read end,
  * [1] the write end; the child's ends are in[0], out[1], err[1], rep[1]. -1 where not made. */

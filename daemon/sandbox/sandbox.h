@@ -5,6 +5,7 @@
 
 #include <json-c/json.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 #include <systemd/sd-event.h>
@@ -13,6 +14,7 @@
 #include "proto.h"
 #include "reply.h"
 
+typedef struct Sandbox Sandbox;
 typedef struct Manager Manager;
 typedef struct Run Run;
 typedef struct Session Session;
@@ -41,6 +43,33 @@ typedef struct Waiter {
 } Waiter;
 
 typedef struct SnapshotJob SnapshotJob;
+
+/* What a sandbox knows of its runs, sessions and snapshot jobs (run.c, pty.c, snapshot-job.c):
+ * each embeds a member, on s->members from its making to its freeing, and the sandbox asks it
+ * through its ops. An op may be NULL where the member has nothing to do. */
+typedef struct SandboxMember SandboxMember;
+typedef struct SandboxMemberOps {
+        /* The sandbox is destroyed (s->state is SANDBOX_DESTROYING) or restarted: sig to what the
+         * member runs in it. One that waits for the sandbox to be ready is answered
+         * (sandbox_gone_error()) and freed on a destroy, and waits on through a restart. */
+        void (*kill)(SandboxMember *m, int sig);
+        /* Its teardown is stuck with processes left (THREATS DMN-06): the client is told err now. */
+        void (*answer_stuck)(SandboxMember *m, const ProtoError *err);
+        /* The sandbox is ready: a member waiting for that starts, and true is returned. */
+        bool (*start)(SandboxMember *m);
+        /* The sandbox was frozen for a snapshot, or thawed (s->frozen tells which). */
+        void (*frozen)(SandboxMember *m);
+        /* The sandbox is freed (at the daemon's stop): the member goes with it, without ending
+         * what it records (a restarted daemon finds it interrupted). */
+        void (*free)(SandboxMember *m);
+} SandboxMemberOps;
+
+struct SandboxMember {
+        const SandboxMemberOps *ops;
+        SandboxMember *next, *prev;
+};
+
+#define SANDBOX_MEMBER_OF(m, type, field) ((type *) ((char *) (m) - offsetof(type, field)))
 
 /* A restart of a ready sandbox's processes (snapshot.restore): everything is stopped, swap runs
  * while nothing lives inside, then a new init is made; done tells how it went. */
@@ -102,8 +131,10 @@ typedef struct Sandbox {
         Waiter *create_waiters, *destroy_waiters;
         Run *pending_runs; /* waiting for the sandbox to be ready */
         Session *sessions; /* interactive sessions (pty.c) */
+        SandboxMember *members; /* runs (in flight and pending), sessions, its snapshot job */
         ProtoError failure;
         SnapshotJob *job;      /* a snapshot, restore or fork copy in flight (snapshot-job.c) */
+        bool frozen;           /* ... which froze the sandbox's cgroup (sandbox_set_frozen()) */
         unsigned ready_holds;  /* work that must end before a new sandbox is ready (a fork's copy) */
         bool init_ready;       /* its init is set up, waiting for the holds */
         SandboxRestart *restart;
@@ -133,6 +164,9 @@ typedef struct SandboxRequest {
 } SandboxRequest;
 
 int sandbox_parse_request(Manager *m, json_object *req, SandboxRequest *ret, ProtoError *err);
+/* The same read into s, which is being made for s->owner_uid (s->ephemeral set): name, limits,
+ * best_effort, user, workspace, env, and the sweep's fields (sandbox-request.c). */
+int sandbox_parse(Manager *m, Sandbox *s, json_object *req, ProtoError *err);
 void sandbox_request_done(SandboxRequest *r);
 
 /* Validates a create request (shared by throwaway runs) into a new sandbox that is being set
@@ -152,8 +186,6 @@ bool sandbox_visible_to(Sandbox *s, const ReplyPeer *peer);
 unsigned sandbox_count_stuck(Manager *m);
 unsigned sandbox_count_owned(Manager *m, uid_t uid);
 const char *sandbox_workdir_path(Sandbox *s, char *buf, size_t len);
-/* Checks a client's environment object: names without '=', string values, at most 1024. */
-int sandbox_env_check(json_object *env, ProtoError *err);
 /* A fork's copy is done (err NULL) or failed: the sandbox becomes ready, or fails, when nothing
  * else holds it. */
 void sandbox_release_hold(Sandbox *s, const ProtoError *err);
@@ -162,5 +194,12 @@ int sandbox_restart(Sandbox *s, int (*swap)(Sandbox *s, void *userdata),
                     void (*done)(Sandbox *s, int error, void *userdata), void *userdata);
 /* Forgets a restart in progress without calling its done (its owner is going away). */
 void sandbox_restart_cancel(Sandbox *s);
+/* A run, session or snapshot job becomes a member of s (ops kept), or stops being one. */
+void sandbox_member_add(Sandbox *s, SandboxMember *m, const SandboxMemberOps *ops);
+void sandbox_member_remove(Sandbox *s, SandboxMember *m);
+/* A snapshot job froze the sandbox's cgroup, or thawed it: s->frozen, and every member is told. */
+void sandbox_set_frozen(Sandbox *s, bool frozen);
+/* What a request waiting for the sandbox to be ready is told when it is destroyed instead. */
+void sandbox_gone_error(Sandbox *s, ProtoError *err);
 /* Called when a run of this sandbox ends (frees ephemeral sandboxes). */
 void sandbox_run_finished(Sandbox *s, Run *r);

@@ -31,7 +31,6 @@
 #include "macro.h"
 #include "manager.h"
 #include "rm-rf.h"
-#include "run.h"
 #include "sandbox.h"
 #include "remove-async.h"
 #include "snapshot-job.h"
@@ -52,6 +51,7 @@ typedef enum JobKind {
 struct SnapshotJob {
         JobKind kind;
         Sandbox *sandbox;          /* the one it works for (the new one for a fork) */
+        SandboxMember member;      /* in sandbox->members while it is s->job */
         Reply *reply;              /* who gets the answer; NULL for a fork (create answers) */
         char snap_id[SNAPSHOT_ID_LEN + 1];
         char label[SNAPSHOT_LABEL_MAX + 1];
@@ -276,11 +276,7 @@ static void job_thaw(SnapshotJob *j) {
         r = cg_write(j->sandbox->cg_fd, "cgroup.freeze", "0");
         if (r < 0)
                 log_warning("sandbox %s: cannot thaw it: %s", j->sandbox->id, strerror(-r));
-        run_timeouts_resume(j->sandbox);
-}
-
-bool snapshot_job_frozen(Sandbox *s) {
-        return s->job && s->job->frozen;
+        sandbox_set_frozen(j->sandbox, false);
 }
 
 static SnapshotJob *job_free(SnapshotJob *j) {
@@ -288,6 +284,8 @@ static SnapshotJob *job_free(SnapshotJob *j) {
                 return NULL;
         if (j->sandbox && j->sandbox->job == j)
                 j->sandbox->job = NULL;
+        if (j->sandbox)
+                sandbox_member_remove(j->sandbox, &j->member);
         job_thaw(j);
         sd_event_source_disable_unref(j->child_source);
         sd_event_source_disable_unref(j->pipe_source);
@@ -567,7 +565,7 @@ static int job_freeze_then_copy(SnapshotJob *j) {
         }
         j->frozen = true;
         j->freeze_start = now_usec(CLOCK_MONOTONIC);
-        run_timeouts_pause(s);
+        sandbox_set_frozen(s, true);
         r = sd_event_add_time_relative(s->manager->event, &j->freeze_timer, CLOCK_MONOTONIC, 0, 0, on_freeze_timer, j);
         if (r < 0) {
                 ProtoError err;
@@ -579,6 +577,26 @@ static int job_freeze_then_copy(SnapshotJob *j) {
 
 /* ---- Entry points -------------------------------------------------------------------------- */
 
+/* Its sandbox is destroyed: the copy is aborted (a restart is the job's own: it goes on). */
+static void job_member_kill(SandboxMember *m, int sig) {
+        SnapshotJob *j = SANDBOX_MEMBER_OF(m, SnapshotJob, member);
+        if (j->sandbox->state == SANDBOX_DESTROYING)
+                snapshot_job_abort(j->sandbox);
+}
+
+static void job_member_free(SandboxMember *m) {
+        SnapshotJob *j = SANDBOX_MEMBER_OF(m, SnapshotJob, member);
+        if (j->sandbox->job == j)
+                snapshot_job_abort(j->sandbox);
+        else
+                job_free(j);
+}
+
+static const SandboxMemberOps job_member_ops = {
+        .kill = job_member_kill,
+        .free = job_member_free,
+};
+
 static SnapshotJob *job_new(JobKind kind, Sandbox *s, Reply *reply) {
         SnapshotJob *j = calloc(1, sizeof(*j));
         if (!j)
@@ -588,6 +606,7 @@ static SnapshotJob *job_new(JobKind kind, Sandbox *s, Reply *reply) {
         j->reply = reply_ref(reply);
         j->pidfd = j->pipe_fd = -EBADF;
         s->job = j;
+        sandbox_member_add(s, &j->member, &job_member_ops);
         return j;
 }
 

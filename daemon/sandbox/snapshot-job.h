@@ -15,8 +15,6 @@ typedef struct SnapshotInfo SnapshotInfo;
 
 /* Freezes the sandbox, copies its workspace into a new snapshot, thaws it. */
 int snapshot_job_snapshot(Sandbox *s, Reply *reply, const char *label, ProtoError *err);
-/* Whether a job keeps the sandbox frozen now. */
-bool snapshot_job_frozen(Sandbox *s);
 /* Copies the snapshot aside, then restarts the sandbox around an atomic swap of the workspace. */
 int snapshot_job_restore(Sandbox *s, Reply *reply, const SnapshotInfo *snap, ProtoError *err);
 /* Fills the workspace of s (being created; held until the copy is done) from src's snapshot,
