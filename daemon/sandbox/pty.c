@@ -90,7 +90,7 @@ int pty_new(Sandbox *s, Reply *reply, RunSpec *spec, bool pty, unsigned rows, un
         p->pty = pty;
         p->rows = rows;
         p->cols = cols;
-        p->cg_fd = p->kill_fd = p->pidfd = p->main_pidfd = p->report_fd = p->in_fd = -EBADF;
+        p->launch.cg_fd = p->launch.kill_fd = p->launch.pidfd = p->main_pidfd = p->launch.report_fd = p->in_fd = -EBADF;
         p->out_fd[0] = p->out_fd[1] = -EBADF;
         p->opener = reply_ref(reply);
         hook_init(&p->opener_hook, on_opener_gone, p);
@@ -126,17 +126,17 @@ static void pty_destroy(Session *p) {
                 safe_close(p->out_fd[i]);
         }
         sd_event_source_disable_unref(p->in_source);
-        sd_event_source_disable_unref(p->report_source);
-        sd_event_source_disable_unref(p->child_source);
+        sd_event_source_disable_unref(p->launch.report_source);
+        sd_event_source_disable_unref(p->launch.child_source);
         sd_event_source_disable_unref(p->idle_timer);
         sd_event_source_disable_unref(p->kill_timer);
         sd_event_source_disable_unref(p->reap_timer);
         safe_close(p->in_fd);
-        safe_close(p->report_fd);
+        safe_close(p->launch.report_fd);
         safe_close(p->main_pidfd);
-        safe_close(p->pidfd);
-        safe_close(p->kill_fd);
-        safe_close(p->cg_fd);
+        safe_close(p->launch.pidfd);
+        safe_close(p->launch.kill_fd);
+        safe_close(p->launch.cg_fd);
         while (p->subs) {
                 Subscriber *sub = p->subs;
                 p->subs = sub->next;
@@ -220,8 +220,8 @@ static const char *reason_name(SessionReason why) {
 
 static bool pty_oom_killed(Session *p) {
         uint64_t kills = 0;
-        return (p->sandbox->enforced & CG_MEMORY) && p->cg_fd >= 0 &&
-               cg_read_keyed(p->cg_fd, "memory.events", "oom_kill", &kills) >= 0 && kills > 0;
+        return (p->sandbox->enforced & CG_MEMORY) && p->launch.cg_fd >= 0 &&
+               cg_read_keyed(p->launch.cg_fd, "memory.events", "oom_kill", &kills) >= 0 && kills > 0;
 }
 
 /* exit_code, signal, reason: what we did to it first, then the kernel's account, then the wait
@@ -569,7 +569,7 @@ int pty_resize(Session *p, unsigned rows, unsigned cols, ProtoError *err) {
  * 0), each through a pidfd: only processes of this session, never a recycled pid outside it.
  * The helper, which is ours, is spared. */
 static unsigned pty_signal_group(Session *p, pid_t pgid, int sig) {
-        _cleanup_close_ int fd = openat(p->cg_fd, "cgroup.procs", O_RDONLY | O_CLOEXEC);
+        _cleanup_close_ int fd = openat(p->launch.cg_fd, "cgroup.procs", O_RDONLY | O_CLOEXEC);
         FILE *f = fd >= 0 ? fdopen(fd, "re") : NULL;
         unsigned count = 0;
         long pid;
@@ -578,7 +578,7 @@ static unsigned pty_signal_group(Session *p, pid_t pgid, int sig) {
                 return 0;
         fd = -EBADF;
         while (fscanf(f, "%ld", &pid) == 1) {
-                if ((pid_t) pid == p->pid)
+                if ((pid_t) pid == p->launch.pid)
                         continue;
                 _cleanup_close_ int pidfd = (int) syscall(SYS_pidfd_open, (pid_t) pid, 0);
                 if (pidfd < 0 || (pgid != 0 && getpgid((pid_t) pid) != pgid))
@@ -605,8 +605,8 @@ int pty_signal(Session *p, int sig, unsigned *ret_count, ProtoError *err) {
 
 static int on_kill_timer(sd_event_source *src, uint64_t usec, void *userdata) {
         Session *p = userdata;
-        if (p->cg_fd >= 0)
-                (void) cg_kill_at(p->kill_fd, p->cg_fd);
+        if (p->launch.cg_fd >= 0)
+                (void) cg_kill_at(p->launch.kill_fd, p->launch.cg_fd);
         return 0;
 }
 
@@ -618,7 +618,7 @@ static void pty_hang_up(Session *p, SessionReason why) {
         p->free_when_done = true;
         if (p->output_done)
                 return;
-        if (p->started && !p->helper_exited && p->cg_fd >= 0) {
+        if (p->started && !p->helper_exited && p->launch.cg_fd >= 0) {
                 (void) pty_signal_group(p, 0, SIGHUP);
                 (void) pty_signal_group(p, 0, SIGCONT);
         }
@@ -754,7 +754,7 @@ static void pty_finish_output(Session *p) {
 
         p->output_done = true;
         /* The cgroup is empty: it goes now. */
-        if (p->cg_fd >= 0 && unlinkat(p->sandbox->cg_fd, p->cg_name, AT_REMOVEDIR) < 0 && errno != ENOENT)
+        if (p->launch.cg_fd >= 0 && unlinkat(p->sandbox->cg_fd, p->launch.cg_name, AT_REMOVEDIR) < 0 && errno != ENOENT)
                 log_warning("session %s: cannot remove its cgroup: %m", p->id);
         proto_error_set(&err, SBX_E_CONFLICT, "session", "session %s exited before this input was written", p->id);
         pty_answer_writes(p, &err);
@@ -796,7 +796,7 @@ static int on_reap_timer(sd_event_source *src, uint64_t usec, void *userdata) {
 static void pty_end_processes(Session *p) {
         uint64_t delay;
 
-        if (p->cg_fd < 0 || cg_populated(p->cg_fd) <= 0) {
+        if (p->launch.cg_fd < 0 || cg_populated(p->launch.cg_fd) <= 0) {
                 p->reap_timer = sd_event_source_disable_unref(p->reap_timer);
                 p->kill_timer = sd_event_source_disable_unref(p->kill_timer);
                 p->procs_gone = true;
@@ -805,7 +805,7 @@ static void pty_end_processes(Session *p) {
                 pty_pump(p);
                 return;
         }
-        (void) cg_kill_at(p->kill_fd, p->cg_fd);
+        (void) cg_kill_at(p->launch.kill_fd, p->launch.cg_fd);
         delay = (uint64_t) 1000 << (p->reap_tries < 7 ? p->reap_tries : 7);
         p->reap_tries++;
         if (p->reap_timer) {
@@ -821,7 +821,7 @@ static void pty_collect_reports(Session *p);
 static int on_helper_exit(sd_event_source *src, const siginfo_t *si, void *userdata) {
         Session *p = userdata;
 
-        p->child_source = sd_event_source_disable_unref(p->child_source);
+        p->launch.child_source = sd_event_source_disable_unref(p->launch.child_source);
         p->helper_exited = true;
         pty_collect_reports(p);
         if (!p->started) {
@@ -880,8 +880,8 @@ static void pty_take_terminal(Session *p, int master) {
                         safe_close(master);
                 if (p->in_fd != in)
                         safe_close(in);
-                if (p->cg_fd >= 0)
-                        (void) cg_kill_at(p->kill_fd, p->cg_fd);
+                if (p->launch.cg_fd >= 0)
+                        (void) cg_kill_at(p->launch.kill_fd, p->launch.cg_fd);
         }
 }
 
@@ -929,7 +929,7 @@ static void pty_handle_report(Session *p, const SpawnReport *rep, int fd) {
 static void pty_collect_reports(Session *p) {
         SpawnReport rep;
         int fd;
-        while (p->report_fd >= 0 && report_recv(p->report_fd, &rep, &fd) > 0)
+        while (p->launch.report_fd >= 0 && report_recv(p->launch.report_fd, &rep, &fd) > 0)
                 pty_handle_report(p, &rep, fd);
 }
 
@@ -940,7 +940,7 @@ static int on_report(sd_event_source *src, int fd, uint32_t revents, void *userd
         if (k > 0)
                 pty_handle_report(p, &rep, passed);
         else if (k == 0 || (k < 0 && k != -EAGAIN && k != -EINTR))
-                p->report_source = sd_event_source_disable_unref(p->report_source);
+                p->launch.report_source = sd_event_source_disable_unref(p->launch.report_source);
         return 0;
 }
 
@@ -957,15 +957,15 @@ static int pty_make_cgroup(Session *p) {
         };
         int k;
 
-        snprintf(p->cg_name, sizeof(p->cg_name), "pty-%u", ++s->next_run_no);
-        k = cg_create(s->cg_fd, p->cg_name, &p->cg_fd);
+        snprintf(p->launch.cg_name, sizeof(p->launch.cg_name), "pty-%u", ++s->next_run_no);
+        k = cg_create(s->cg_fd, p->launch.cg_name, &p->launch.cg_fd);
         if (k < 0)
                 return k;
-        k = cg_open_kill(p->cg_fd);
+        k = cg_open_kill(p->launch.cg_fd);
         if (k < 0 && k != -ENOENT)
                 return k;
-        p->kill_fd = k;
-        if (asprintf(&rel, "%s/%s", s->cg_rel, p->cg_name) < 0)
+        p->launch.kill_fd = k;
+        if (asprintf(&rel, "%s/%s", s->cg_rel, p->launch.cg_name) < 0)
                 return -ENOMEM;
         return cg_apply_limits(&m->cg, rel, &l, s->enforced);
 }
@@ -998,12 +998,12 @@ static int pty_spawn(Session *p, RunFds *f) {
         pid_t pid;
 
         run_params_guard(p->sandbox, 0, 0, &rp);
-        pid = clone3_pidfd(0, p->cg_fd, &p->pidfd);
+        pid = clone3_pidfd(0, p->launch.cg_fd, &p->launch.pidfd);
         if (pid == 0)
                 run_helper_main(&rp);
         if (pid < 0)
                 return pid;
-        p->pid = pid;
+        p->launch.pid = pid;
         return 0;
 }
 
@@ -1011,13 +1011,13 @@ static int pty_watch(Session *p, RunFds *f) {
         sd_event *e = p->sandbox->manager->event;
         int k;
 
-        p->report_fd = TAKE_FD(f->rep[0]);
-        if ((k = sd_event_add_io(e, &p->report_source, p->report_fd, EPOLLIN, on_report, p)) < 0)
+        p->launch.report_fd = TAKE_FD(f->rep[0]);
+        if ((k = sd_event_add_io(e, &p->launch.report_source, p->launch.report_fd, EPOLLIN, on_report, p)) < 0)
                 return k;
         if (!p->pty && ((k = pty_watch_output(p, 0, TAKE_FD(f->out[0]))) < 0 ||
                         (k = pty_watch_output(p, 1, TAKE_FD(f->err[0]))) < 0 || (k = pty_watch_input(p, TAKE_FD(f->in[1]))) < 0))
                 return k;
-        return sd_event_add_child_pidfd(e, &p->child_source, p->pidfd, WEXITED, on_helper_exit, p);
+        return sd_event_add_child_pidfd(e, &p->launch.child_source, p->launch.pidfd, WEXITED, on_helper_exit, p);
 }
 
 static void pty_fail_start(Session *p, const char *what, int k) {
@@ -1025,13 +1025,13 @@ static void pty_fail_start(Session *p, const char *what, int k) {
 
         proto_error_set(&err, SBX_E_SPAWN_FAILED, NULL, "%s: %s", what, strerror(-k));
         reply_error(p->opener, &err);
-        if (p->pid > 0) {
+        if (p->launch.pid > 0) {
                 /* The helper is ours and unreaped: kill the session's cgroup, then wait for it. */
-                (void) cg_kill_at(p->kill_fd, p->cg_fd);
-                (void) waitid(P_PIDFD, (id_t) p->pidfd, &(siginfo_t) {}, WEXITED);
+                (void) cg_kill_at(p->launch.kill_fd, p->launch.cg_fd);
+                (void) waitid(P_PIDFD, (id_t) p->launch.pidfd, &(siginfo_t) {}, WEXITED);
         }
-        if (p->cg_fd >= 0)
-                (void) unlinkat(p->sandbox->cg_fd, p->cg_name, AT_REMOVEDIR);
+        if (p->launch.cg_fd >= 0)
+                (void) unlinkat(p->sandbox->cg_fd, p->launch.cg_name, AT_REMOVEDIR);
         pty_free(p);
 }
 

@@ -12,6 +12,7 @@
 #include <sys/types.h>
 #include <systemd/sd-event.h>
 
+#include "launch.h"
 #include "proto.h"
 #include "reply.h"
 #include "ring.h"
@@ -52,20 +53,15 @@ typedef struct Session {
         Sandbox *sandbox;
         SandboxMember member;   /* in sandbox->members from pty_new() to its end */
         char id[24];
-        char cg_name[32];
         RunSpec spec;           /* argv, envp, cwd */
         bool pty;
         unsigned rows, cols;
-        int cg_fd;
-        int kill_fd;            /* its cgroup.kill, open from the start (as a run's) */
-        pid_t pid;              /* the helper */
-        int pidfd;
+        Launch launch;          /* its cgroup, its helper, the helper's reports (as a run's) */
         int main_pidfd;
         pid_t main_pid;         /* as the daemon sees it */
-        int report_fd;
         int out_fd[2];          /* pty: [0] is the master; pipes: stdout, stderr */
         int in_fd;              /* pty: a dup of the master; pipes: stdin */
-        sd_event_source *out_source[2], *in_source, *report_source, *child_source;
+        sd_event_source *out_source[2], *in_source;
         sd_event_source *idle_timer, *kill_timer, *reap_timer;
         unsigned reap_tries;
         Ring ring;

@@ -105,7 +105,7 @@ int run_new(Sandbox *s, Reply *reply, RunSpec *spec, Run **ret) {
         reply_on_writable(r->reply, &r->writable_hook);
         r->spec = *spec;
         *spec = (RunSpec) {};
-        r->cg_fd = r->kill_fd = r->pidfd = r->main_pidfd = r->report_fd = r->stdin_fd = -EBADF;
+        r->launch.cg_fd = r->launch.kill_fd = r->launch.pidfd = r->main_pidfd = r->launch.report_fd = r->stdin_fd = -EBADF;
         r->out_fd[0] = r->out_fd[1] = -EBADF;
         output_init(&r->out[0], r->spec.output_bytes);
         output_init(&r->out[1], r->spec.output_bytes);
@@ -125,8 +125,8 @@ static void run_close_io(Run *r) {
         }
         r->stdin_source = sd_event_source_disable_unref(r->stdin_source);
         r->stdin_fd = safe_close(r->stdin_fd);
-        r->report_source = sd_event_source_disable_unref(r->report_source);
-        r->report_fd = safe_close(r->report_fd);
+        r->launch.report_source = sd_event_source_disable_unref(r->launch.report_source);
+        r->launch.report_fd = safe_close(r->launch.report_fd);
         r->timeout_source = sd_event_source_disable_unref(r->timeout_source);
         r->cpu_source = sd_event_source_disable_unref(r->cpu_source);
 }
@@ -147,11 +147,11 @@ static Run *run_free_full(Run *r, bool record_end) {
         } else
                 run_unlink(&s->pending_runs, r);
         run_close_io(r);
-        r->child_source = sd_event_source_disable_unref(r->child_source);
-        safe_close(r->pidfd);
+        r->launch.child_source = sd_event_source_disable_unref(r->launch.child_source);
+        safe_close(r->launch.pidfd);
         safe_close(r->main_pidfd);
-        safe_close(r->kill_fd);
-        safe_close(r->cg_fd);
+        safe_close(r->launch.kill_fd);
+        safe_close(r->launch.cg_fd);
         hook_remove(&r->close_hook);
         hook_remove(&r->writable_hook);
         if (r->reply) {
@@ -253,7 +253,7 @@ static void add_u64_or_null(json_object *o, const char *key, int r, uint64_t v) 
 
 static bool run_oom_killed(Run *r) {
         uint64_t kills = 0;
-        return (r->sandbox->enforced & CG_MEMORY) && cg_read_keyed(r->cg_fd, "memory.events", "oom_kill", &kills) >= 0 &&
+        return (r->sandbox->enforced & CG_MEMORY) && cg_read_keyed(r->launch.cg_fd, "memory.events", "oom_kill", &kills) >= 0 &&
                kills > 0;
 }
 
@@ -268,7 +268,7 @@ static void run_add_pids_limit_hit(Run *r, json_object *o) {
                 json_object_object_add(o, "pids_limit_hit", NULL);
                 return;
         }
-        k = cg_read_keyed(r->cg_fd, "pids.events", "max", &run_max);
+        k = cg_read_keyed(r->launch.cg_fd, "pids.events", "max", &run_max);
         if (k >= 0)
                 k = cg_read_keyed(r->sandbox->cg_fd, "pids.events", "max", &sandbox_max);
         json_object_object_add(o, "pids_limit_hit",
@@ -278,11 +278,11 @@ static void run_add_pids_limit_hit(Run *r, json_object *o) {
 static void run_add_stats(Run *r, json_object *o) {
         CgroupRoot *cg = &r->sandbox->manager->cg;
         uint64_t user = 0, sys = 0, peak = 0, pids = 0;
-        int ru = cg_read_keyed(r->cg_fd, "cpu.stat", "user_usec", &user);
-        int rs = cg_read_keyed(r->cg_fd, "cpu.stat", "system_usec", &sys);
-        int rm = cg->has_memory_peak && (r->sandbox->enforced & CG_MEMORY) ? cg_read_u64(r->cg_fd, "memory.peak", &peak)
+        int ru = cg_read_keyed(r->launch.cg_fd, "cpu.stat", "user_usec", &user);
+        int rs = cg_read_keyed(r->launch.cg_fd, "cpu.stat", "system_usec", &sys);
+        int rm = cg->has_memory_peak && (r->sandbox->enforced & CG_MEMORY) ? cg_read_u64(r->launch.cg_fd, "memory.peak", &peak)
                                                                            : -ENODATA;
-        int rp = cg->has_pids_peak && (r->sandbox->enforced & CG_PIDS) ? cg_read_u64(r->cg_fd, "pids.peak", &pids)
+        int rp = cg->has_pids_peak && (r->sandbox->enforced & CG_PIDS) ? cg_read_u64(r->launch.cg_fd, "pids.peak", &pids)
                                                                        : -ENODATA;
 
         json_object_object_add(o, "duration_s",
@@ -300,7 +300,7 @@ static void run_add_stats(Run *r, json_object *o) {
 static bool run_cpu_spent(Run *r) {
         uint64_t used = 0;
         return r->spec.cpu_usec && r->exited && !(r->wait_code == CLD_EXITED && r->wait_status == 0) &&
-               cg_read_keyed(r->cg_fd, "cpu.stat", "usage_usec", &used) >= 0 && used >= r->spec.cpu_usec;
+               cg_read_keyed(r->launch.cg_fd, "cpu.stat", "usage_usec", &used) >= 0 && used >= r->spec.cpu_usec;
 }
 
 /* How it ended: what we did to it first, then the kernel's OOM account, the CPU budget, then the
@@ -395,8 +395,8 @@ static void run_finish(Run *r) {
         } else
                 run_reply(r);
         /* Background processes keep the run's cgroup until the sandbox goes; an empty one goes now. */
-        if (cg_populated(r->cg_fd) == 0)
-                (void) unlinkat(s->cg_fd, r->cg_name, AT_REMOVEDIR);
+        if (cg_populated(r->launch.cg_fd) == 0)
+                (void) unlinkat(s->cg_fd, r->launch.cg_name, AT_REMOVEDIR);
         run_free(r);
         sandbox_run_finished(s, NULL);
 }
@@ -443,15 +443,15 @@ static void run_handle_report(Run *r, const SpawnReport *rep, int fd) {
  * without a failure reported first, it is started, and it is the process we made. */
 static void run_report_eof(Run *r) {
         SpawnReport rep = { .kind = REPORT_STARTED };
-        if (!r->direct || r->started || r->fail_step != STEP_NONE)
+        if (!r->launch.direct || r->started || r->fail_step != STEP_NONE)
                 return;
-        run_handle_report(r, &rep, fcntl(r->pidfd, F_DUPFD_CLOEXEC, 3));
+        run_handle_report(r, &rep, fcntl(r->launch.pidfd, F_DUPFD_CLOEXEC, 3));
 }
 
 static void run_collect_reports(Run *r) {
         SpawnReport rep;
         int fd, k = -EAGAIN;
-        while (r->report_fd >= 0 && (k = report_recv(r->report_fd, &rep, &fd)) > 0)
+        while (r->launch.report_fd >= 0 && (k = report_recv(r->launch.report_fd, &rep, &fd)) > 0)
                 run_handle_report(r, &rep, fd);
         if (k == 0)
                 run_report_eof(r);
@@ -466,7 +466,7 @@ static int on_report(sd_event_source *src, int fd, uint32_t revents, void *userd
         else if (k == 0 || (k < 0 && k != -EAGAIN && k != -EINTR)) {
                 if (k == 0)
                         run_report_eof(r);
-                r->report_source = sd_event_source_disable_unref(r->report_source);
+                r->launch.report_source = sd_event_source_disable_unref(r->launch.report_source);
         }
         return 0;
 }
@@ -509,8 +509,8 @@ static int on_stdin(sd_event_source *src, int fd, uint32_t revents, void *userda
 
 static int on_helper_exit(sd_event_source *src, const siginfo_t *si, void *userdata) {
         Run *r = userdata;
-        r->child_source = sd_event_source_disable_unref(r->child_source);
-        if (r->direct) {
+        r->launch.child_source = sd_event_source_disable_unref(r->launch.child_source);
+        if (r->launch.direct) {
                 /* Direct, the helper was the command: its end is the run's. */
                 run_collect_reports(r);
                 if (r->started) {
@@ -553,7 +553,7 @@ static int on_cpu_check(sd_event_source *src, uint64_t usec, void *userdata) {
         uint64_t used = 0, left, next;
         long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 
-        if (cg_read_keyed(r->cg_fd, "cpu.stat", "usage_usec", &used) >= 0 && used >= r->spec.cpu_usec) {
+        if (cg_read_keyed(r->launch.cg_fd, "cpu.stat", "usage_usec", &used) >= 0 && used >= r->spec.cpu_usec) {
                 run_kill(r, SIGKILL, REASON_CPU_LIMIT);
                 return 0;
         }
@@ -584,9 +584,9 @@ int run_kill(Run *r, int sig, RunReason why) {
                 if (r->forced == REASON_NONE)
                         r->forced = why;
                 /* A helper born outside the run's cgroup (run_cgroup_frozen()) may not be in it yet. */
-                if (!r->started && r->pidfd >= 0)
-                        (void) syscall(SYS_pidfd_send_signal, r->pidfd, SIGKILL, NULL, 0);
-                return r->cg_fd >= 0 ? cg_kill_at(r->kill_fd, r->cg_fd) : 0;
+                if (!r->started && r->launch.pidfd >= 0)
+                        (void) syscall(SYS_pidfd_send_signal, r->launch.pidfd, SIGKILL, NULL, 0);
+                return r->launch.cg_fd >= 0 ? cg_kill_at(r->launch.kill_fd, r->launch.cg_fd) : 0;
         }
         if (r->main_pidfd < 0)
                 return -ESRCH;
@@ -606,17 +606,17 @@ static int run_make_cgroup(Run *r) {
         };
         int k;
 
-        snprintf(r->cg_name, sizeof(r->cg_name), "run-%u", ++s->next_run_no);
-        k = cg_create(s->cg_fd, r->cg_name, &r->cg_fd);
+        snprintf(r->launch.cg_name, sizeof(r->launch.cg_name), "run-%u", ++s->next_run_no);
+        k = cg_create(s->cg_fd, r->launch.cg_name, &r->launch.cg_fd);
         if (k < 0)
                 return k;
         /* A run that could not be killed later (its timeout, say, with the daemon out of fds)
          * does not start. */
-        k = cg_open_kill(r->cg_fd);
+        k = cg_open_kill(r->launch.cg_fd);
         if (k < 0 && k != -ENOENT)
                 return k;
-        r->kill_fd = k;
-        return cg_apply_limits_at(r->cg_fd, &m->cg, &l, s->enforced);
+        r->launch.kill_fd = k;
+        return cg_apply_limits_at(r->launch.cg_fd, &m->cg, &l, s->enforced);
 }
 
 /* rlimits are the second guard where the kernel's cgroup limit is not available (pids and
@@ -688,7 +688,7 @@ static int run_fds_open(RunFds *f) {
  * cgroup), the helper is born in ours and moves itself (RunParams.cgroup_fd), then waits there for
  * the thaw while we go on. Unreadable counts as frozen. */
 static bool run_cgroup_frozen(Run *r) {
-        return r->sandbox->frozen || cg_frozen(r->cg_fd) != 0;
+        return r->sandbox->frozen || cg_frozen(r->launch.cg_fd) != 0;
 }
 
 static int run_spawn(Run *r, RunFds *f) {
@@ -710,13 +710,13 @@ static int run_spawn(Run *r, RunFds *f) {
                 bool born_in = run_exec_into_cgroup() && !run_cgroup_frozen(r);
 
                 if (!born_in)
-                        p.cgroup_fd = r->cg_fd;
+                        p.cgroup_fd = r->launch.cg_fd;
                 /* Born in the sandbox's pid namespace, the helper can become the command itself:
                  * no fork, and no helper waiting for it. setns(CLONE_NEWPID) only sets where our
                  * children are born; we stay where we are, and set it back at once. */
                 else if (m->self_pidns_fd >= 0 && setns(r->sandbox->init_pidfd, CLONE_NEWPID) == 0)
                         p.direct = true;
-                pid = run_exec_helper(m->run_helper_fd, &p, born_in ? r->cg_fd : -1, &r->pidfd);
+                pid = run_exec_helper(m->run_helper_fd, &p, born_in ? r->launch.cg_fd : -1, &r->launch.pidfd);
                 /* Our later children (other sandboxes' inits among them) must never be born in
                  * this sandbox: there is no way on if we cannot undo it (and the kernel always
                  * allows a return to our own). */
@@ -724,18 +724,18 @@ static int run_spawn(Run *r, RunFds *f) {
                         log_error("cannot set our children's pid namespace back to our own: %m");
                         abort();
                 }
-                r->direct = p.direct;
+                r->launch.direct = p.direct;
                 if (pid < 0)
                         return pid;
-                r->pid = pid;
+                r->launch.pid = pid;
                 return 0;
         }
-        pid = clone3_pidfd(0, r->cg_fd, &r->pidfd);
+        pid = clone3_pidfd(0, r->launch.cg_fd, &r->launch.pidfd);
         if (pid == 0)
                 run_helper_main(&p);
         if (pid < 0)
                 return pid;
-        r->pid = pid;
+        r->launch.pid = pid;
         return 0;
 }
 
@@ -745,7 +745,7 @@ static int run_watch(Run *r, RunFds *f) {
 
         r->out_fd[0] = TAKE_FD(f->out[0]);
         r->out_fd[1] = TAKE_FD(f->err[0]);
-        r->report_fd = TAKE_FD(f->rep[0]);
+        r->launch.report_fd = TAKE_FD(f->rep[0]);
         r->stdin_fd = TAKE_FD(f->in[1]);
         for (int i = 0; i < 2; i++) {
                 (void) fcntl(r->out_fd[i], F_SETFL, O_NONBLOCK);
@@ -755,7 +755,7 @@ static int run_watch(Run *r, RunFds *f) {
                 if ((k = sd_event_add_io(e, &r->out_source[i], r->out_fd[i], EPOLLIN, on_output, r)) < 0)
                         return k;
         }
-        if ((k = sd_event_add_io(e, &r->report_source, r->report_fd, EPOLLIN, on_report, r)) < 0)
+        if ((k = sd_event_add_io(e, &r->launch.report_source, r->launch.report_fd, EPOLLIN, on_report, r)) < 0)
                 return k;
         /* A streaming run's output is not read before its "started" event is out. */
         if (r->spec.stream)
@@ -775,7 +775,7 @@ static int run_watch(Run *r, RunFds *f) {
         if (r->spec.cpu_usec &&
             (k = sd_event_add_time_relative(e, &r->cpu_source, CLOCK_MONOTONIC, 10 * USEC_PER_MSEC, 1000, on_cpu_check, r)) < 0)
                 return k;
-        return sd_event_add_child_pidfd(e, &r->child_source, r->pidfd, WEXITED, on_helper_exit, r);
+        return sd_event_add_child_pidfd(e, &r->launch.child_source, r->launch.pidfd, WEXITED, on_helper_exit, r);
 }
 
 static void run_fail_start(Run *r, const char *what, int k) {
@@ -784,15 +784,15 @@ static void run_fail_start(Run *r, const char *what, int k) {
 
         proto_error_set(&err, SBX_E_SPAWN_FAILED, NULL, "%s: %s", what, strerror(-k));
         reply_error(r->reply, &err);
-        if (r->pid > 0) {
+        if (r->launch.pid > 0) {
                 /* The helper is ours and unreaped: kill it and the run's cgroup (it may not be in
                  * it yet), then wait for it (SIGKILL ends a frozen or stopped process too). */
-                (void) syscall(SYS_pidfd_send_signal, r->pidfd, SIGKILL, NULL, 0);
-                (void) cg_kill_at(r->kill_fd, r->cg_fd);
-                (void) waitid(P_PIDFD, (id_t) r->pidfd, &(siginfo_t) {}, WEXITED);
+                (void) syscall(SYS_pidfd_send_signal, r->launch.pidfd, SIGKILL, NULL, 0);
+                (void) cg_kill_at(r->launch.kill_fd, r->launch.cg_fd);
+                (void) waitid(P_PIDFD, (id_t) r->launch.pidfd, &(siginfo_t) {}, WEXITED);
         }
-        if (r->cg_fd >= 0)
-                (void) unlinkat(s->cg_fd, r->cg_name, AT_REMOVEDIR);
+        if (r->launch.cg_fd >= 0)
+                (void) unlinkat(s->cg_fd, r->launch.cg_name, AT_REMOVEDIR);
         run_free(r);
         sandbox_run_finished(s, NULL);
 }

@@ -10,6 +10,7 @@
 #include <systemd/sd-event.h>
 
 #include "identity.h"
+#include "launch.h"
 #include "output.h"
 #include "proto.h"
 #include "reply.h"
@@ -44,14 +45,9 @@ typedef struct Run {
         Hook close_hook;        /* its client went: it is killed (pending: freed) */
         Hook writable_hook;     /* its client has room again: a paused stream reads on */
         char id[24];
-        char cg_name[32];
         RunSpec spec;
-        int cg_fd;
-        int kill_fd;            /* its cgroup.kill, open from the start: a kill needs no new fd */
-        pid_t pid;              /* the helper that joins the sandbox */
-        int pidfd;
+        Launch launch;          /* its cgroup, its helper, the helper's reports */
         int main_pidfd;         /* the command itself, once started */
-        int report_fd;
         int out_fd[2];
         int stdin_fd;
         size_t stdin_off;
@@ -59,7 +55,7 @@ typedef struct Run {
         StreamCarry carry[2];
         uint64_t seq;           /* of the next output event */
         bool paused;            /* not reading its pipes until the client catches up */
-        sd_event_source *child_source, *report_source, *out_source[2], *stdin_source;
+        sd_event_source *out_source[2], *stdin_source;
         sd_event_source *timeout_source, *cpu_source;
         uint64_t timeout_left;  /* while its sandbox is frozen: what was left of the timeout */
         bool timeout_paused;
@@ -69,7 +65,6 @@ typedef struct Run {
         RunReason forced;       /* what we did to it: timeout, cpu_limit, killed, destroyed */
         bool in_flight, started, exited, finished;
         bool answered;          /* told teardown_stuck already (run_answer_stuck()): nothing more is sent */
-        bool direct;            /* the helper becomes the command (RunParams.direct) */
         int wait_code, wait_status; /* siginfo si_code/si_status of the command */
         int fail_step, fail_errno;
         struct Run *next, *prev;
