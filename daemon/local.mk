@@ -29,7 +29,8 @@ daemon_sandboxd_SOURCES = \
 	daemon/exec/spawn.c daemon/exec/spawn.h \
 	daemon/exec/identity.c daemon/exec/identity.h \
 	daemon/exec/syscall-filter.c daemon/exec/syscall-filter.h \
-	daemon/sandbox/run.c daemon/sandbox/run.h daemon/sandbox/launch.h \
+	daemon/sandbox/run.c daemon/sandbox/run.h \
+	daemon/sandbox/launch.c daemon/sandbox/launch.h \
 	daemon/sandbox/run-spec.c daemon/sandbox/run-spec.h \
 	daemon/exec/run-exec.c daemon/exec/run-exec.h \
 	daemon/sandbox/pool.c daemon/sandbox/pool.h \

@@ -15,7 +15,7 @@
 #include "launch.h"
 #include "proto.h"
 #include "ring.h"
-#include "run.h"
+#include "run-spec.h"
 #include "sandbox.h"
 
 typedef struct Sandbox Sandbox;
