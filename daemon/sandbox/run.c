@@ -534,7 +534,7 @@ int run_kill(Run *r, int sig, RunReason why) {
         if (sig == SIGKILL) {
                 if (r->forced == REASON_NONE)
                         r->forced = why;
-                /* A helper born outside the run's cgroup (run_cgroup_frozen()) may not be in it yet. */
+                /* A helper born outside the run's cgroup (launch_cgroup_frozen()) may not be in it yet. */
                 if (!r->started && r->launch.pidfd >= 0)
                         (void) syscall(SYS_pidfd_send_signal, r->launch.pidfd, SIGKILL, NULL, 0);
                 return r->launch.cg_fd >= 0 ? cg_kill_at(r->launch.kill_fd, r->launch.cg_fd) : 0;
