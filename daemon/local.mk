@@ -36,7 +36,7 @@ daemon_sandboxd_SOURCES = \
 	daemon/sandbox/pool.c daemon/sandbox/pool.h \
 	daemon/host/netns-pool.c daemon/host/netns-pool.h \
 	daemon/core/output.c daemon/core/output.h \
-	daemon/sandbox/pty.c daemon/sandbox/pty.h \
+	daemon/sandbox/session.c daemon/sandbox/session.h \
 	daemon/core/ring.c daemon/core/ring.h \
 	daemon/exec/rm-rf.c daemon/exec/rm-rf.h daemon/host/remove-async.c daemon/host/remove-async.h \
 	daemon/sandbox/state.c daemon/sandbox/state.h \

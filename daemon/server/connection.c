@@ -14,7 +14,7 @@
 #include "macro.h"
 #include "manager.h"
 #include "ops.h"
-#include "pty.h"
+#include "session.h"
 #include "run.h"
 #include "sandbox.h"
 #include "util.h"

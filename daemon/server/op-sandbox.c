@@ -5,7 +5,7 @@
 #include "connection.h"
 #include "manager.h"
 #include "ops.h"
-#include "pty.h"
+#include "session.h"
 #include "sandbox.h"
 #include "snapshot.h"
 

@@ -16,7 +16,7 @@
 #include "log.h"
 #include "macro.h"
 #include "manager.h"
-#include "pty.h"
+#include "session.h"
 #include "run-record.h"
 #include "sandbox.h"
 #include "spawn.h"
