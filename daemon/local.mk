@@ -30,13 +30,14 @@ daemon_sandboxd_SOURCES = \
 	daemon/exec/spawn.c daemon/exec/spawn.h \
 	daemon/exec/identity.c daemon/exec/identity.h \
 	daemon/exec/syscall-filter.c daemon/exec/syscall-filter.h \
-	daemon/sandbox/run.c daemon/sandbox/run.h daemon/sandbox/launch.h \
+	daemon/sandbox/run.c daemon/sandbox/run.h \
+	daemon/sandbox/launch.c daemon/sandbox/launch.h \
 	daemon/sandbox/run-spec.c daemon/sandbox/run-spec.h \
 	daemon/exec/run-exec.c daemon/exec/run-exec.h \
 	daemon/sandbox/pool.c daemon/sandbox/pool.h \
 	daemon/host/netns-pool.c daemon/host/netns-pool.h \
 	daemon/core/output.c daemon/core/output.h \
-	daemon/sandbox/pty.c daemon/sandbox/pty.h \
+	daemon/sandbox/session.c daemon/sandbox/session.h \
 	daemon/core/ring.c daemon/core/ring.h \
 	daemon/exec/rm-rf.c daemon/exec/rm-rf.h daemon/host/remove-async.c daemon/host/remove-async.h \
 	daemon/sandbox/state.c daemon/sandbox/state.h \

@@ -11,7 +11,7 @@
 
 #include "log.h"
 #include "macro.h"
-#include "pty.h"
+#include "session.h"
 #include "manager.h"
 #include "run-record.h"
 #include "run.h"

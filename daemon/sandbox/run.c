@@ -2,15 +2,12 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
-#include <sys/socket.h>
 #include <sys/syscall.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -19,7 +16,6 @@
 #include "macro.h"
 #include "manager.h"
 #include "run-record.h"
-#include "run-exec.h"
 #include "run.h"
 #include "sandbox.h"
 #include "spawn.h"
@@ -28,6 +24,7 @@
 /* ---- Lifecycle --------------------------------------------------------------------------- */
 
 static const SandboxMemberOps run_member_ops;
+static const LaunchOps run_launch_ops;
 
 static void run_link(Run **list, Run *r) {
         r->prev = NULL;
@@ -105,7 +102,8 @@ int run_new(Sandbox *s, Reply *reply, RunSpec *spec, Run **ret) {
         reply_on_writable(r->reply, &r->writable_hook);
         r->spec = *spec;
         *spec = (RunSpec) {};
-        r->launch.cg_fd = r->launch.kill_fd = r->launch.pidfd = r->main_pidfd = r->launch.report_fd = r->stdin_fd = -EBADF;
+        launch_init(&r->launch, s, &run_launch_ops, r);
+        r->main_pidfd = r->stdin_fd = -EBADF;
         r->out_fd[0] = r->out_fd[1] = -EBADF;
         output_init(&r->out[0], r->spec.output_bytes);
         output_init(&r->out[1], r->spec.output_bytes);
@@ -147,11 +145,8 @@ static Run *run_free_full(Run *r, bool record_end) {
         } else
                 run_unlink(&s->pending_runs, r);
         run_close_io(r);
-        r->launch.child_source = sd_event_source_disable_unref(r->launch.child_source);
-        safe_close(r->launch.pidfd);
+        launch_done(&r->launch);
         safe_close(r->main_pidfd);
-        safe_close(r->launch.kill_fd);
-        safe_close(r->launch.cg_fd);
         hook_remove(&r->close_hook);
         hook_remove(&r->writable_hook);
         if (r->reply) {
@@ -370,8 +365,6 @@ static void run_reply(Run *r) {
         reply_ok(r->reply, o);
 }
 
-static void run_collect_reports(Run *r);
-
 static void run_finish(Run *r) {
         Sandbox *s = r->sandbox;
 
@@ -381,7 +374,7 @@ static void run_finish(Run *r) {
         /* Its output is about to become its reply: counted once, as unread reply bytes. */
         reply_account(r->reply, 0, -(int64_t) r->reserved);
         r->reserved = 0;
-        run_collect_reports(r);
+        launch_collect_reports(&r->launch);
         drain_fd(r, 0);
         drain_fd(r, 1);
         if (r->answered)
@@ -416,7 +409,8 @@ static void run_send_started(Run *r) {
         reply_event(r->reply, ev);
 }
 
-static void run_handle_report(Run *r, const SpawnReport *rep, int fd) {
+static void run_handle_report(void *userdata, const SpawnReport *rep, int fd) {
+        Run *r = userdata;
         switch (rep->kind) {
         case REPORT_STARTED:
                 r->started = true;
@@ -441,34 +435,12 @@ static void run_handle_report(Run *r, const SpawnReport *rep, int fd) {
 
 /* Direct: the report socket closes at the command's exec (CLOEXEC), or when it dies; either way,
  * without a failure reported first, it is started, and it is the process we made. */
-static void run_report_eof(Run *r) {
+static void run_report_eof(void *userdata) {
+        Run *r = userdata;
         SpawnReport rep = { .kind = REPORT_STARTED };
         if (!r->launch.direct || r->started || r->fail_step != STEP_NONE)
                 return;
         run_handle_report(r, &rep, fcntl(r->launch.pidfd, F_DUPFD_CLOEXEC, 3));
-}
-
-static void run_collect_reports(Run *r) {
-        SpawnReport rep;
-        int fd, k = -EAGAIN;
-        while (r->launch.report_fd >= 0 && (k = report_recv(r->launch.report_fd, &rep, &fd)) > 0)
-                run_handle_report(r, &rep, fd);
-        if (k == 0)
-                run_report_eof(r);
-}
-
-static int on_report(sd_event_source *src, int fd, uint32_t revents, void *userdata) {
-        Run *r = userdata;
-        SpawnReport rep;
-        int passed, k = report_recv(fd, &rep, &passed);
-        if (k > 0)
-                run_handle_report(r, &rep, passed);
-        else if (k == 0 || (k < 0 && k != -EAGAIN && k != -EINTR)) {
-                if (k == 0)
-                        run_report_eof(r);
-                r->launch.report_source = sd_event_source_disable_unref(r->launch.report_source);
-        }
-        return 0;
 }
 
 static int on_output(sd_event_source *src, int fd, uint32_t revents, void *userdata) {
@@ -507,12 +479,11 @@ static int on_stdin(sd_event_source *src, int fd, uint32_t revents, void *userda
         return 0;
 }
 
-static int on_helper_exit(sd_event_source *src, const siginfo_t *si, void *userdata) {
+static void run_helper_exit(void *userdata, const siginfo_t *si) {
         Run *r = userdata;
-        r->launch.child_source = sd_event_source_disable_unref(r->launch.child_source);
         if (r->launch.direct) {
                 /* Direct, the helper was the command: its end is the run's. */
-                run_collect_reports(r);
+                launch_collect_reports(&r->launch);
                 if (r->started) {
                         r->exited = true;
                         r->wait_code = si->si_code;
@@ -520,7 +491,6 @@ static int on_helper_exit(sd_event_source *src, const siginfo_t *si, void *userd
                 }
         }
         run_finish(r);
-        return 0;
 }
 
 static int on_timeout(sd_event_source *src, uint64_t usec, void *userdata) {
@@ -583,7 +553,7 @@ int run_kill(Run *r, int sig, RunReason why) {
         if (sig == SIGKILL) {
                 if (r->forced == REASON_NONE)
                         r->forced = why;
-                /* A helper born outside the run's cgroup (run_cgroup_frozen()) may not be in it yet. */
+                /* A helper born outside the run's cgroup (launch_cgroup_frozen()) may not be in it yet. */
                 if (!r->started && r->launch.pidfd >= 0)
                         (void) syscall(SYS_pidfd_send_signal, r->launch.pidfd, SIGKILL, NULL, 0);
                 return r->launch.cg_fd >= 0 ? cg_kill_at(r->launch.kill_fd, r->launch.cg_fd) : 0;
@@ -595,57 +565,7 @@ int run_kill(Run *r, int sig, RunReason why) {
 
 /* ---- Starting ---------------------------------------------------------------------------- */
 
-static int run_make_cgroup(Run *r) {
-        Sandbox *s = r->sandbox;
-        Manager *m = s->manager;
-        CgLimits l = {
-                .memory = r->spec.memory ? r->spec.memory : s->limits.memory,
-                .swap = m->config.swap_max,
-                .pids = r->spec.pids,
-                .oom_group = true, /* an OOM kill takes the whole run, never half of it */
-        };
-        int k;
-
-        snprintf(r->launch.cg_name, sizeof(r->launch.cg_name), "run-%u", ++s->next_run_no);
-        k = cg_create(s->cg_fd, r->launch.cg_name, &r->launch.cg_fd);
-        if (k < 0)
-                return k;
-        /* A run that could not be killed later (its timeout, say, with the daemon out of fds)
-         * does not start. */
-        k = cg_open_kill(r->launch.cg_fd);
-        if (k < 0 && k != -ENOENT)
-                return k;
-        r->launch.kill_fd = k;
-        return cg_apply_limits_at(r->launch.cg_fd, &m->cg, &l, s->enforced);
-}
-
-/* rlimits are the second guard where the kernel's cgroup limit is not available (pids and
- * memory: the run's own limits, 0 for the sandbox's). Shared with sessions (pty.c). */
-void run_params_guard(Sandbox *s, uint64_t pids, uint64_t memory, RunParams *p) {
-        if (!(s->enforced & CG_PIDS)) {
-                rlim_t n = (rlim_t) (pids ? pids : s->limits.pids);
-                p->rl_nproc = (struct rlimit) { n, n };
-                p->rl_nproc_set = true;
-        }
-        if (!(s->enforced & CG_MEMORY)) {
-                rlim_t n = (rlim_t) (memory ? memory : s->limits.memory);
-                p->rl_as = (struct rlimit) { n, n };
-                p->rl_as_set = true;
-        }
-        /* The daemon raised its own soft limit (main.c); the command gets the usual one back. */
-        if (s->manager->config.nofile_soft && getrlimit(RLIMIT_NOFILE, &p->rl_nofile) == 0 &&
-            p->rl_nofile.rlim_cur != s->manager->config.nofile_soft) {
-                p->rl_nofile.rlim_cur = (rlim_t) s->manager->config.nofile_soft;
-                p->rl_nofile_set = true;
-        }
-        /* Signals the daemon ignores stay ignored across exec unless the command resets them. */
-        p->reset_signals = s->manager->ignored_signals;
-        p->reset_oom_score = s->manager->oom_score_negative;
-        p->parent = getpid();
-        p->filter = &s->manager->filter;
-}
-
-static void run_rlimits(Run *r, RunParams *p) {
+static void run_rlimit_cpu(Run *r, RunParams *p) {
         /* A second above the budget, so that the daemon's own check (on_cpu_check) ends the run
          * first; the rlimit only guards a run the daemon could not watch. */
         if (r->spec.cpu_usec) {
@@ -653,99 +573,18 @@ static void run_rlimits(Run *r, RunParams *p) {
                 p->rl_cpu = (struct rlimit) { sec, sec + 1 };
                 p->rl_cpu_set = true;
         }
-        run_params_guard(r->sandbox, r->spec.pids, r->spec.memory, p);
 }
 
 #define RUN_PIPE_SIZE (1 << 20)
 
-void run_fds_close_child(RunFds *f) {
-        f->in[0] = safe_close(f->in[0]);
-        f->out[1] = safe_close(f->out[1]);
-        f->err[1] = safe_close(f->err[1]);
-        f->rep[1] = safe_close(f->rep[1]);
-}
-
-void run_fds_close_all(RunFds *f) {
-        run_fds_close_child(f);
-        f->in[1] = safe_close(f->in[1]);
-        f->out[0] = safe_close(f->out[0]);
-        f->err[0] = safe_close(f->err[0]);
-        f->rep[0] = safe_close(f->rep[0]);
-}
-
-static int run_fds_open(RunFds *f) {
-        *f = RUN_FDS_NONE;
-        if (pipe2(f->in, O_CLOEXEC) < 0 || pipe2(f->out, O_CLOEXEC) < 0 || pipe2(f->err, O_CLOEXEC) < 0 ||
-            socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, f->rep) < 0)
-                return -errno;
-        return 0;
-}
-
-/* The helper is a vfork-style child (run-exec.c): we wait in clone3 until it has exec'd. Born in a
- * frozen cgroup, it would be frozen before it could, and we with it, until a thaw that only we
- * would do (a snapshot's). So where the run's cgroup is frozen (by the snapshot's freeze of the
- * sandbox, or by anyone's of the sandbox or above: cgroup.events says so at once for a new empty
- * cgroup), the helper is born in ours and moves itself (RunParams.cgroup_fd), then waits there for
- * the thaw while we go on. Unreadable counts as frozen. */
-static bool run_cgroup_frozen(Run *r) {
-        return r->sandbox->frozen || cg_frozen(r->launch.cg_fd) != 0;
-}
-
-static int run_spawn(Run *r, RunFds *f) {
-        Manager *m = r->sandbox->manager;
-        RunParams p = {
-                .init_pidfd = r->sandbox->init_pidfd,
-                .cgroup_fd = -1,
-                .report_fd = f->rep[1],
-                .stdio = { f->in[0], f->out[1], f->err[1] },
-                .argv = r->spec.argv,
-                .envp = r->spec.envp,
-                .cwd = r->spec.cwd,
-                .user = r->spec.user,
-        };
-        pid_t pid;
-
-        run_rlimits(r, &p);
-        if (m->run_helper_fd >= 0) {
-                bool born_in = run_exec_into_cgroup() && !run_cgroup_frozen(r);
-
-                if (!born_in)
-                        p.cgroup_fd = r->launch.cg_fd;
-                /* Born in the sandbox's pid namespace, the helper can become the command itself:
-                 * no fork, and no helper waiting for it. setns(CLONE_NEWPID) only sets where our
-                 * children are born; we stay where we are, and set it back at once. */
-                else if (m->self_pidns_fd >= 0 && setns(r->sandbox->init_pidfd, CLONE_NEWPID) == 0)
-                        p.direct = true;
-                pid = run_exec_helper(m->run_helper_fd, &p, born_in ? r->launch.cg_fd : -1, &r->launch.pidfd);
-                /* Our later children (other sandboxes' inits among them) must never be born in
-                 * this sandbox: there is no way on if we cannot undo it (and the kernel always
-                 * allows a return to our own). */
-                if (p.direct && setns(m->self_pidns_fd, CLONE_NEWPID) < 0) {
-                        log_error("cannot set our children's pid namespace back to our own: %m");
-                        abort();
-                }
-                r->launch.direct = p.direct;
-                if (pid < 0)
-                        return pid;
-                r->launch.pid = pid;
-                return 0;
-        }
-        pid = clone3_pidfd(0, r->launch.cg_fd, &r->launch.pidfd);
-        if (pid == 0)
-                run_helper_main(&p);
-        if (pid < 0)
-                return pid;
-        r->launch.pid = pid;
-        return 0;
-}
-
-static int run_watch(Run *r, RunFds *f) {
+/* Its pipes: the output read, stdin written; its timeout and CPU budget watched. */
+static int run_watch(void *userdata, LaunchFds *f) {
+        Run *r = userdata;
         sd_event *e = r->sandbox->manager->event;
         int k;
 
         r->out_fd[0] = TAKE_FD(f->out[0]);
         r->out_fd[1] = TAKE_FD(f->err[0]);
-        r->launch.report_fd = TAKE_FD(f->rep[0]);
         r->stdin_fd = TAKE_FD(f->in[1]);
         for (int i = 0; i < 2; i++) {
                 (void) fcntl(r->out_fd[i], F_SETFL, O_NONBLOCK);
@@ -755,8 +594,6 @@ static int run_watch(Run *r, RunFds *f) {
                 if ((k = sd_event_add_io(e, &r->out_source[i], r->out_fd[i], EPOLLIN, on_output, r)) < 0)
                         return k;
         }
-        if ((k = sd_event_add_io(e, &r->launch.report_source, r->launch.report_fd, EPOLLIN, on_report, r)) < 0)
-                return k;
         /* A streaming run's output is not read before its "started" event is out. */
         if (r->spec.stream)
                 run_set_reading(r, false);
@@ -775,50 +612,54 @@ static int run_watch(Run *r, RunFds *f) {
         if (r->spec.cpu_usec &&
             (k = sd_event_add_time_relative(e, &r->cpu_source, CLOCK_MONOTONIC, 10 * USEC_PER_MSEC, 1000, on_cpu_check, r)) < 0)
                 return k;
-        return sd_event_add_child_pidfd(e, &r->launch.child_source, r->launch.pidfd, WEXITED, on_helper_exit, r);
+        return 0;
 }
 
-static void run_fail_start(Run *r, const char *what, int k) {
-        ProtoError err;
+static const LaunchOps run_launch_ops = {
+        .watch = run_watch,
+        .report = run_handle_report,
+        .report_eof = run_report_eof,
+        .helper_exit = run_helper_exit,
+};
+
+static void run_fail_start(Run *r, const ProtoError *e) {
+        ProtoError err = *e;
         Sandbox *s = r->sandbox;
 
-        proto_error_set(&err, SBX_E_SPAWN_FAILED, NULL, "%s: %s", what, strerror(-k));
         reply_error(r->reply, &err);
-        if (r->launch.pid > 0) {
-                /* The helper is ours and unreaped: kill it and the run's cgroup (it may not be in
-                 * it yet), then wait for it (SIGKILL ends a frozen or stopped process too). */
-                (void) syscall(SYS_pidfd_send_signal, r->launch.pidfd, SIGKILL, NULL, 0);
-                (void) cg_kill_at(r->launch.kill_fd, r->launch.cg_fd);
-                (void) waitid(P_PIDFD, (id_t) r->launch.pidfd, &(siginfo_t) {}, WEXITED);
-        }
-        if (r->launch.cg_fd >= 0)
-                (void) unlinkat(s->cg_fd, r->launch.cg_name, AT_REMOVEDIR);
+        launch_abort(&r->launch);
         run_free(r);
         sandbox_run_finished(s, NULL);
 }
 
 void run_start(Run *r) {
-        RunFds f;
-        int k;
+        RunParams p = {
+                .argv = r->spec.argv,
+                .envp = r->spec.envp,
+                .cwd = r->spec.cwd,
+                .user = r->spec.user,
+        };
+        LaunchSpec spec = {
+                .kind = "run",
+                .memory = r->spec.memory,
+                .pids = r->spec.pids,
+                .pipes = true,
+                .via_helper = true,
+                .params = &p,
+                .what_cgroup = "cannot create the run's cgroup",
+                .what_fds = "cannot create pipes",
+                .what_start = "cannot start the run",
+        };
+        ProtoError err;
 
         run_mark_in_flight(r);
         run_record_start(r);
         r->start_usec = now_usec(CLOCK_MONOTONIC);
-        if ((k = run_make_cgroup(r)) < 0)
-                return run_fail_start(r, "cannot create the run's cgroup", k);
         if (r->sandbox->enforced & CG_PIDS)
                 (void) cg_read_keyed(r->sandbox->cg_fd, "pids.events", "max", &r->sandbox_pids_max_events);
-        if ((k = run_fds_open(&f)) < 0) {
-                run_fds_close_all(&f); /* some may have been made before the fds ran out */
-                return run_fail_start(r, "cannot create pipes", k);
-        }
-        k = run_spawn(r, &f);
-        run_fds_close_child(&f);
-        if (k >= 0)
-                k = run_watch(r, &f);
-        run_fds_close_all(&f); /* what run_watch() did not take */
-        if (k < 0)
-                return run_fail_start(r, "cannot start the run", k);
+        run_rlimit_cpu(r, &p);
+        if (launch_start(&r->launch, &spec, &err) < 0)
+                return run_fail_start(r, &err);
 }
 
 /* ---- As a member of its sandbox ---------------------------------------------------------- */

@@ -74,19 +74,6 @@ int run_new(Sandbox *s, Reply *reply, RunSpec *spec, Run **ret);
 /* Starts a run whose sandbox is ready; on failure the reply has been sent. */
 void run_start(Run *r);
 
-/* A run's (or a session's) pipes and report socket as made for its helper: [0] is the read end,
- * [1] the write end; the child's ends are in[0], out[1], err[1], rep[1]. -1 where not made. */
-typedef struct RunFds {
-        int in[2], out[2], err[2], rep[2];
-} RunFds;
-#define RUN_FDS_NONE ((RunFds) { { -1, -1 }, { -1, -1 }, { -1, -1 }, { -1, -1 } })
-void run_fds_close_child(RunFds *f);
-void run_fds_close_all(RunFds *f);
-
-/* The second guard (rlimits where a cgroup controller is missing), the signals to reset and the
- * seccomp filter of a command started in s; pids/memory 0: the sandbox's limits. */
-struct RunParams;
-void run_params_guard(Sandbox *s, uint64_t pids, uint64_t memory, struct RunParams *p);
 /* Kills the run's cgroup (reason given) or signals its main process. */
 int run_kill(Run *r, int sig, RunReason why);
 /* Its sandbox's teardown is stuck with its processes (THREATS DMN-06): the client is told now, with

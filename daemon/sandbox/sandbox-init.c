@@ -117,7 +117,7 @@ static pid_t sandbox_exec_init(Sandbox *s, int sp[2], InitParams *p, int *ret_pi
         _cleanup_close_ int leaf = -EBADF;
         pid_t pid;
 
-        /* Not into a frozen cgroup (run.c's run_cgroup_frozen() says why): the helper is then born
+        /* Not into a frozen cgroup (launch.c's launch_cgroup_frozen() says why): the helper is then born
          * in ours, and the init it clones (no vfork) waits in the sandbox's for the thaw. */
         if (run_exec_into_cgroup() && cg_frozen(s->cg_fd) == 0 && cg_create(s->cg_fd, "init", &leaf) >= 0)
                 p->cgroupns_ready = true;

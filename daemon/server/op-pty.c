@@ -9,7 +9,7 @@
 #include "macro.h"
 #include "manager.h"
 #include "ops.h"
-#include "pty.h"
+#include "session.h"
 #include "run-record.h"
 #include "sandbox.h"
 #include "util.h"

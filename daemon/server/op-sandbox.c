@@ -4,7 +4,7 @@
 
 #include "manager.h"
 #include "ops.h"
-#include "pty.h"
+#include "session.h"
 #include "sandbox.h"
 #include "snapshot.h"
 

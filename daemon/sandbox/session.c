@@ -8,16 +8,14 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/random.h>
-#include <sys/socket.h>
 #include <sys/syscall.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "cgroup.h"
 #include "log.h"
 #include "macro.h"
 #include "manager.h"
-#include "pty.h"
+#include "session.h"
 #include "run-record.h"
 #include "sandbox.h"
 #include "spawn.h"
@@ -34,6 +32,7 @@ static void pty_pump(Session *p);
 static void pty_end_processes(Session *p);
 static int on_idle(sd_event_source *src, uint64_t usec, void *userdata);
 static const SandboxMemberOps pty_member_ops;
+static const LaunchOps pty_launch_ops;
 
 /* ---- Lifecycle --------------------------------------------------------------------------- */
 
@@ -90,7 +89,8 @@ int pty_new(Sandbox *s, Reply *reply, RunSpec *spec, bool pty, unsigned rows, un
         p->pty = pty;
         p->rows = rows;
         p->cols = cols;
-        p->launch.cg_fd = p->launch.kill_fd = p->launch.pidfd = p->main_pidfd = p->launch.report_fd = p->in_fd = -EBADF;
+        launch_init(&p->launch, s, &pty_launch_ops, p);
+        p->main_pidfd = p->in_fd = -EBADF;
         p->out_fd[0] = p->out_fd[1] = -EBADF;
         p->opener = reply_ref(reply);
         hook_init(&p->opener_hook, on_opener_gone, p);
@@ -126,17 +126,12 @@ static void pty_destroy(Session *p) {
                 safe_close(p->out_fd[i]);
         }
         sd_event_source_disable_unref(p->in_source);
-        sd_event_source_disable_unref(p->launch.report_source);
-        sd_event_source_disable_unref(p->launch.child_source);
+        launch_done(&p->launch);
         sd_event_source_disable_unref(p->idle_timer);
         sd_event_source_disable_unref(p->kill_timer);
         sd_event_source_disable_unref(p->reap_timer);
         safe_close(p->in_fd);
-        safe_close(p->launch.report_fd);
         safe_close(p->main_pidfd);
-        safe_close(p->launch.pidfd);
-        safe_close(p->launch.kill_fd);
-        safe_close(p->launch.cg_fd);
         while (p->subs) {
                 Subscriber *sub = p->subs;
                 p->subs = sub->next;
@@ -816,14 +811,11 @@ static void pty_end_processes(Session *p) {
                                                   on_reap_timer, p);
 }
 
-static void pty_collect_reports(Session *p);
-
-static int on_helper_exit(sd_event_source *src, const siginfo_t *si, void *userdata) {
+static void pty_helper_exit(void *userdata, const siginfo_t *si) {
         Session *p = userdata;
 
-        p->launch.child_source = sd_event_source_disable_unref(p->launch.child_source);
         p->helper_exited = true;
-        pty_collect_reports(p);
+        launch_collect_reports(&p->launch);
         if (!p->started) {
                 /* Never visible to anyone: it goes once its cgroup is empty. */
                 if (!p->free_when_done)
@@ -832,7 +824,6 @@ static int on_helper_exit(sd_event_source *src, const siginfo_t *si, void *userd
         }
         /* The session ends with its program: what it left behind is killed. */
         pty_end_processes(p);
-        return 0;
 }
 
 /* ---- Reports from the helper ------------------------------------------------------------- */
@@ -906,7 +897,8 @@ static void pty_started(Session *p, int pidfd) {
         pty_pump(p);
 }
 
-static void pty_handle_report(Session *p, const SpawnReport *rep, int fd) {
+static void pty_handle_report(void *userdata, const SpawnReport *rep, int fd) {
+        Session *p = userdata;
         switch (rep->kind) {
         case REPORT_TERMINAL:
                 pty_take_terminal(p, fd);
@@ -926,67 +918,35 @@ static void pty_handle_report(Session *p, const SpawnReport *rep, int fd) {
         safe_close(fd);
 }
 
-static void pty_collect_reports(Session *p) {
-        SpawnReport rep;
-        int fd;
-        while (p->launch.report_fd >= 0 && report_recv(p->launch.report_fd, &rep, &fd) > 0)
-                pty_handle_report(p, &rep, fd);
-}
-
-static int on_report(sd_event_source *src, int fd, uint32_t revents, void *userdata) {
-        Session *p = userdata;
-        SpawnReport rep;
-        int passed, k = report_recv(fd, &rep, &passed);
-        if (k > 0)
-                pty_handle_report(p, &rep, passed);
-        else if (k == 0 || (k < 0 && k != -EAGAIN && k != -EINTR))
-                p->launch.report_source = sd_event_source_disable_unref(p->launch.report_source);
-        return 0;
-}
-
 /* ---- Starting ---------------------------------------------------------------------------- */
 
-static int pty_make_cgroup(Session *p) {
-        Sandbox *s = p->sandbox;
-        Manager *m = s->manager;
-        _cleanup_free_ char *rel = NULL;
-        CgLimits l = {
-                .memory = s->limits.memory,
-                .swap = m->config.swap_max,
-                .oom_group = true,
-        };
+/* Its pipes (a terminal's come later, from the helper: pty_take_terminal()). */
+static int pty_watch(void *userdata, LaunchFds *f) {
+        Session *p = userdata;
         int k;
 
-        snprintf(p->launch.cg_name, sizeof(p->launch.cg_name), "pty-%u", ++s->next_run_no);
-        k = cg_create(s->cg_fd, p->launch.cg_name, &p->launch.cg_fd);
-        if (k < 0)
+        if (!p->pty && ((k = pty_watch_output(p, 0, TAKE_FD(f->out[0]))) < 0 ||
+                        (k = pty_watch_output(p, 1, TAKE_FD(f->err[0]))) < 0 || (k = pty_watch_input(p, TAKE_FD(f->in[1]))) < 0))
                 return k;
-        k = cg_open_kill(p->launch.cg_fd);
-        if (k < 0 && k != -ENOENT)
-                return k;
-        p->launch.kill_fd = k;
-        if (asprintf(&rel, "%s/%s", s->cg_rel, p->launch.cg_name) < 0)
-                return -ENOMEM;
-        return cg_apply_limits(&m->cg, rel, &l, s->enforced);
-}
-
-/* The report socket, and the pipes of a session without a terminal (one with a terminal gets its
- * stdio from the terminal the helper opens inside). */
-static int pty_open_fds(Session *p, RunFds *f) {
-        *f = RUN_FDS_NONE;
-        if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, f->rep) < 0)
-                return -errno;
-        if (!p->pty && (pipe2(f->in, O_CLOEXEC) < 0 || pipe2(f->out, O_CLOEXEC) < 0 || pipe2(f->err, O_CLOEXEC) < 0))
-                return -errno;
         return 0;
 }
 
-static int pty_spawn(Session *p, RunFds *f) {
+static const LaunchOps pty_launch_ops = {
+        .watch = pty_watch,
+        .report = pty_handle_report,
+        .helper_exit = pty_helper_exit,
+};
+
+static void pty_fail_start(Session *p, const ProtoError *e) {
+        ProtoError err = *e;
+
+        reply_error(p->opener, &err);
+        launch_abort(&p->launch);
+        pty_free(p);
+}
+
+void pty_start(Session *p) {
         RunParams rp = {
-                .init_pidfd = p->sandbox->init_pidfd,
-                .cgroup_fd = -1, /* born in it */
-                .report_fd = f->rep[1],
-                .stdio = { f->in[0], f->out[1], f->err[1] },
                 .argv = p->spec.argv,
                 .envp = p->spec.envp,
                 .cwd = p->spec.cwd,
@@ -995,60 +955,19 @@ static int pty_spawn(Session *p, RunFds *f) {
                 .rows = (unsigned short) p->rows,
                 .cols = (unsigned short) p->cols,
         };
-        pid_t pid;
-
-        run_params_guard(p->sandbox, 0, 0, &rp);
-        pid = clone3_pidfd(0, p->launch.cg_fd, &p->launch.pidfd);
-        if (pid == 0)
-                run_helper_main(&rp);
-        if (pid < 0)
-                return pid;
-        p->launch.pid = pid;
-        return 0;
-}
-
-static int pty_watch(Session *p, RunFds *f) {
-        sd_event *e = p->sandbox->manager->event;
-        int k;
-
-        p->launch.report_fd = TAKE_FD(f->rep[0]);
-        if ((k = sd_event_add_io(e, &p->launch.report_source, p->launch.report_fd, EPOLLIN, on_report, p)) < 0)
-                return k;
-        if (!p->pty && ((k = pty_watch_output(p, 0, TAKE_FD(f->out[0]))) < 0 ||
-                        (k = pty_watch_output(p, 1, TAKE_FD(f->err[0]))) < 0 || (k = pty_watch_input(p, TAKE_FD(f->in[1]))) < 0))
-                return k;
-        return sd_event_add_child_pidfd(e, &p->launch.child_source, p->launch.pidfd, WEXITED, on_helper_exit, p);
-}
-
-static void pty_fail_start(Session *p, const char *what, int k) {
+        LaunchSpec spec = {
+                .kind = "pty",
+                .pipes = !p->pty,
+                .params = &rp, /* cloned, born in its cgroup */
+                .what_cgroup = "cannot create the session's cgroup",
+                .what_fds = "cannot start the session",
+                .what_start = "cannot start the session",
+        };
         ProtoError err;
 
-        proto_error_set(&err, SBX_E_SPAWN_FAILED, NULL, "%s: %s", what, strerror(-k));
-        reply_error(p->opener, &err);
-        if (p->launch.pid > 0) {
-                /* The helper is ours and unreaped: kill the session's cgroup, then wait for it. */
-                (void) cg_kill_at(p->launch.kill_fd, p->launch.cg_fd);
-                (void) waitid(P_PIDFD, (id_t) p->launch.pidfd, &(siginfo_t) {}, WEXITED);
-        }
-        if (p->launch.cg_fd >= 0)
-                (void) unlinkat(p->sandbox->cg_fd, p->launch.cg_name, AT_REMOVEDIR);
-        pty_free(p);
-}
-
-void pty_start(Session *p) {
-        RunFds f;
-        int k;
-
         session_record_start(p);
-        if ((k = pty_make_cgroup(p)) < 0)
-                return pty_fail_start(p, "cannot create the session's cgroup", k);
-        if ((k = pty_open_fds(p, &f)) >= 0 && (k = pty_spawn(p, &f)) >= 0) {
-                run_fds_close_child(&f);
-                k = pty_watch(p, &f);
-        }
-        run_fds_close_all(&f);
-        if (k < 0)
-                return pty_fail_start(p, "cannot start the session", k);
+        if (launch_start(&p->launch, &spec, &err) < 0)
+                return pty_fail_start(p, &err);
 }
 
 /* ---- As a member of its sandbox ---------------------------------------------------------- */

@@ -16,7 +16,7 @@
 #include "proto.h"
 #include "reply.h"
 #include "ring.h"
-#include "run.h"
+#include "run-spec.h"
 #include "sandbox.h"
 
 typedef struct Sandbox Sandbox;
