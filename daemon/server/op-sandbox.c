@@ -44,7 +44,7 @@ int op_inspect(Request *c, json_object *id, json_object *req, ProtoError *err) {
         reply = json_object_new_object();
         sj = sandbox_to_json(s, true);
         json_object_object_add(sj, "snapshots", snapshot_list_json(s));
-        json_object_object_add(sj, "sessions", pty_sessions_json(s));
+        json_object_object_add(sj, "sessions", session_sessions_json(s));
         json_object_object_add(reply, "sandbox", sj);
         reply_ok(c->reply, reply);
         return 0;
