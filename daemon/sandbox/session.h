@@ -51,7 +51,7 @@ typedef struct PendingReply {
 
 typedef struct Session {
         Sandbox *sandbox;
-        SandboxMember member;   /* in sandbox->members from pty_new() to its end */
+        SandboxMember member;   /* in sandbox->members from session_new() to its end */
         char id[24];
         RunSpec spec;           /* argv, envp, cwd */
         bool pty;
@@ -85,25 +85,25 @@ typedef struct Session {
         struct Session *next, *prev;
 } Session;
 
-int pty_new(Sandbox *s, Connection *c, json_object *id, RunSpec *spec, bool pty, unsigned rows, unsigned cols,
+int session_new(Sandbox *s, Connection *c, json_object *id, RunSpec *spec, bool pty, unsigned rows, unsigned cols,
             Session **ret);
 /* Starts the program; the pty.open reply comes once it was exec'd (or could not be). */
-void pty_start(Session *p);
-Session *pty_find(Manager *m, const char *id);
+void session_start(Session *p);
+Session *session_find(Manager *m, const char *id);
 /* The sandbox's sessions for inspect: [{id, argv, pty, rows, cols, state, attached, output_seq,
  * created}] (an empty array when there are none). */
-json_object *pty_sessions_json(Sandbox *s);
-unsigned pty_count_owned(Manager *m, uid_t uid);
+json_object *session_sessions_json(Sandbox *s);
+unsigned session_count_owned(Manager *m, uid_t uid);
 
-int pty_attach(Session *p, Connection *c, json_object *id, uint64_t from_seq, bool from_given, ProtoError *err);
-int pty_detach(Session *p, Connection *c, ProtoError *err);
-int pty_write(Session *p, Connection *c, json_object *id, const char *data, size_t n, bool eof, ProtoError *err);
-int pty_resize(Session *p, unsigned rows, unsigned cols, ProtoError *err);
+int session_attach(Session *p, Connection *c, json_object *id, uint64_t from_seq, bool from_given, ProtoError *err);
+int session_detach(Session *p, Connection *c, ProtoError *err);
+int session_write(Session *p, Connection *c, json_object *id, const char *data, size_t n, bool eof, ProtoError *err);
+int session_resize(Session *p, unsigned rows, unsigned cols, ProtoError *err);
 /* To the terminal's foreground process group (pipes: the program's process group). */
-int pty_signal(Session *p, int sig, unsigned *ret_count, ProtoError *err);
+int session_signal(Session *p, int sig, unsigned *ret_count, ProtoError *err);
 /* SIGHUP, a grace, then cgroup.kill; the reply comes once nothing of the session is left. */
-void pty_close(Session *p, Connection *c, json_object *id);
+void session_close(Session *p, Connection *c, json_object *id);
 
 /* Hooks: a connection closed, a connection has room again. */
-void pty_connection_closed(Connection *c);
-void pty_resume_streams(Connection *c);
+void session_connection_closed(Connection *c);
+void session_resume_streams(Connection *c);

@@ -104,7 +104,7 @@ void connection_close(Connection *c) {
         c->out = NULL;
         c->out_len = c->out_off = c->out_alloc = 0;
         connection_kill_runs(c);
-        pty_connection_closed(c); /* sessions outlive it */
+        session_connection_closed(c); /* sessions outlive it */
         conn_unlink(c);
         manager_schedule_trim(c->manager);
         connection_unref(c);
@@ -357,7 +357,7 @@ static int connection_end_input(Connection *c) {
         if (r < 0)
                 return r;
         (void) sd_event_source_set_enabled(c->finish, SD_EVENT_OFF);
-        pty_resume_streams(c); /* subscriptions already past their exit end now */
+        session_resume_streams(c); /* subscriptions already past their exit end now */
         return 0;
 }
 
@@ -389,7 +389,7 @@ static int on_io(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
                         if (!c->dead && c->out_len - c->out_off < OUT_PAUSE_READING / 4)
                                 run_resume_streams(c);
                         if (!c->dead)
-                                pty_resume_streams(c);
+                                session_resume_streams(c);
                 }
         }
         if (!c->dead && c->input_ended && (revents & (EPOLLHUP | EPOLLERR)))

@@ -126,7 +126,7 @@ static int parse_terminal(json_object *req, RunSpec *spec, bool *ret_pty, uint64
 
 static int check_caps(Connection *c, ProtoError *err) {
         Manager *m = c->manager;
-        if (c->peer.uid != 0 && pty_count_owned(m, c->peer.uid) >= m->config.max_sessions_per_uid)
+        if (c->peer.uid != 0 && session_count_owned(m, c->peer.uid) >= m->config.max_sessions_per_uid)
                 return proto_error_set(err, SBX_E_RESOURCE_EXHAUSTED, NULL,
                                        "uid %u has its maximum of %llu sessions (max_sessions_per_uid)",
                                        (unsigned) c->peer.uid, (unsigned long long) m->config.max_sessions_per_uid);
@@ -151,10 +151,10 @@ int op_pty_open(Connection *c, json_object *id, json_object *req, ProtoError *er
         if ((k = default_argv(req, s, err)) < 0 || (k = run_spec_parse(req, 0, &spec, err)) < 0 ||
             (k = run_spec_resolve(&spec, s, err)) < 0 || (k = parse_terminal(req, &spec, &pty, &rows, &cols, err)) < 0)
                 return k;
-        k = pty_new(s, c, id, &spec, pty, (unsigned) rows, (unsigned) cols, &p);
+        k = session_new(s, c, id, &spec, pty, (unsigned) rows, (unsigned) cols, &p);
         if (k < 0)
                 return proto_error_set(err, SBX_E_INTERNAL, NULL, "cannot make a session: %s", strerror(-k));
-        pty_start(p);
+        session_start(p);
         return 0;
 }
 
@@ -182,7 +182,7 @@ static int lookup_session(Connection *c, json_object *req, Session **ret, ProtoE
 
         if (r < 0)
                 return r;
-        p = key ? pty_find(c->manager, key) : NULL;
+        p = key ? session_find(c->manager, key) : NULL;
         if (!p || !sandbox_visible_to(p->sandbox, c) || p->free_when_done)
                 return key ? session_gone(c, key, err)
                            : proto_error_set(err, SBX_E_NOT_FOUND, "session", "no session ''");
@@ -232,7 +232,7 @@ int op_pty_write(Connection *c, json_object *id, json_object *req, ProtoError *e
                 return k;
         if (!data && !eof)
                 return proto_error_set(err, SBX_E_INVALID_REQUEST, "data", "missing field 'data' (or \"eof\": true)");
-        return pty_write(p, c, id, data, n, eof, err);
+        return session_write(p, c, id, data, n, eof, err);
 }
 
 int op_pty_resize(Connection *c, json_object *id, json_object *req, ProtoError *err) {
@@ -241,7 +241,7 @@ int op_pty_resize(Connection *c, json_object *id, json_object *req, ProtoError *
         int k;
 
         if ((k = lookup_session(c, req, &p, err)) < 0 || (k = parse_winsize(req, true, &rows, &cols, err)) < 0 ||
-            (k = pty_resize(p, (unsigned) rows, (unsigned) cols, err)) < 0)
+            (k = session_resize(p, (unsigned) rows, (unsigned) cols, err)) < 0)
                 return k;
         connection_send_take(c, proto_reply_ok(id));
         return 0;
@@ -259,7 +259,7 @@ int op_pty_signal(Connection *c, json_object *id, json_object *req, ProtoError *
         sig = signal_from_string(json_object_get_string(v));
         if (sig < 0)
                 return proto_error_set(err, SBX_E_INVALID_REQUEST, "signal", "unknown signal '%.32s'", json_object_get_string(v));
-        if ((k = pty_signal(p, sig, &count, err)) < 0)
+        if ((k = session_signal(p, sig, &count, err)) < 0)
                 return k;
         reply = proto_reply_ok(id);
         json_object_object_add(reply, "processes", json_object_new_int((int) count));
@@ -272,7 +272,7 @@ int op_pty_close(Connection *c, json_object *id, json_object *req, ProtoError *e
         int k = lookup_session(c, req, &p, err);
         if (k < 0)
                 return k;
-        pty_close(p, c, id);
+        session_close(p, c, id);
         return 0;
 }
 
@@ -286,14 +286,14 @@ int op_pty_attach(Connection *c, json_object *id, json_object *req, ProtoError *
         given = proto_get_uint(req, "from_seq", 0, INT64_MAX, &from, err);
         if (given < 0)
                 return given;
-        return pty_attach(p, c, id, from, given > 0, err);
+        return session_attach(p, c, id, from, given > 0, err);
 }
 
 int op_pty_detach(Connection *c, json_object *id, json_object *req, ProtoError *err) {
         Session *p;
         int k;
 
-        if ((k = lookup_session(c, req, &p, err)) < 0 || (k = pty_detach(p, c, err)) < 0)
+        if ((k = lookup_session(c, req, &p, err)) < 0 || (k = session_detach(p, c, err)) < 0)
                 return k;
         connection_send_take(c, proto_reply_ok(id));
         return 0;

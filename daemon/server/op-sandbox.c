@@ -45,7 +45,7 @@ int op_inspect(Connection *c, json_object *id, json_object *req, ProtoError *err
         reply = proto_reply_ok(id);
         sj = sandbox_to_json(s, true);
         json_object_object_add(sj, "snapshots", snapshot_list_json(s));
-        json_object_object_add(sj, "sessions", pty_sessions_json(s));
+        json_object_object_add(sj, "sessions", session_sessions_json(s));
         json_object_object_add(reply, "sandbox", sj);
         connection_send_take(c, reply);
         return 0;
