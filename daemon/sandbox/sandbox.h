@@ -45,7 +45,7 @@ typedef struct Waiter {
 
 typedef struct SnapshotJob SnapshotJob;
 
-/* What a sandbox knows of its runs, sessions and snapshot jobs (run.c, pty.c, snapshot-job.c):
+/* What a sandbox knows of its runs, sessions and snapshot jobs (run.c, session.c, snapshot-job.c):
  * each embeds a member, on s->members from its making to its freeing, and the sandbox asks it
  * through its ops. An op may be NULL where the member has nothing to do. */
 typedef struct SandboxMember SandboxMember;
@@ -131,7 +131,7 @@ typedef struct Sandbox {
         unsigned n_runs;
         Waiter *create_waiters, *destroy_waiters;
         Run *pending_runs; /* waiting for the sandbox to be ready */
-        Session *sessions; /* interactive sessions (pty.c) */
+        Session *sessions; /* interactive sessions (session.c) */
         SandboxMember *members; /* runs (in flight and pending), sessions, its snapshot job */
         ProtoError failure;
         SnapshotJob *job;      /* a snapshot, restore or fork copy in flight (snapshot-job.c) */
