@@ -23,8 +23,8 @@ daemon_sandboxd_SOURCES = \
 	daemon/host/cgroup.c daemon/host/cgroup.h daemon/host/cgroup-limits.c \
 	daemon/sandbox/sandbox.c daemon/sandbox/sandbox.h \
 	daemon/sandbox/sandbox-request.c \
-	daemon/sandbox/sandbox-init.c daemon/sandbox/sandbox-init.h \
-	daemon/sandbox/sandbox-teardown.c daemon/sandbox/sandbox-teardown.h \
+	daemon/sandbox/sandbox-init.c \
+	daemon/sandbox/sandbox-teardown.c \
 	daemon/exec/sandbox-setup.c \
 	daemon/host/dev-template.c daemon/host/dev-template.h \
 	daemon/exec/spawn.c daemon/exec/spawn.h \

@@ -44,7 +44,7 @@ typedef struct Config {
          * per SWEEP_BYTES_PER_FILE of it (sweep.c). */
         uint64_t files_budget, default_files, max_files, min_free_files;
         uint64_t idle_exit_usec;        /* socket-activated daemon exits when idle this long */
-        /* Interactive sessions (pty.c). */
+        /* Interactive sessions (session.c). */
         uint64_t session_ring_bytes;         /* output kept per session for reattaching */
         uint64_t session_idle_timeout_usec;  /* unattached this long: closed; 0: never */
         uint64_t max_sessions_per_uid;

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The start of a run or a session: its child cgroup, its pipes and report socket, the helper that
  * joins the sandbox (the exec'd run helper, or a clone of ours), the watch on both, and the
- * failure report. What comes of it is told to the owner (run.c, pty.c) through its LaunchOps. */
+ * failure report. What comes of it is told to the owner (run.c, session.c) through its LaunchOps. */
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>

@@ -18,7 +18,6 @@
 #include "macro.h"
 #include "manager.h"
 #include "run-exec.h"
-#include "sandbox-init.h"
 #include "sandbox.h"
 #include "spawn.h"
 #include "util.h"

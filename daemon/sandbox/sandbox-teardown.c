@@ -14,7 +14,6 @@
 #include "macro.h"
 #include "manager.h"
 #include "remove-async.h"
-#include "sandbox-teardown.h"
 #include "sandbox.h"
 #include "util.h"
 

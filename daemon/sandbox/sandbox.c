@@ -18,8 +18,6 @@
 #include "macro.h"
 #include "manager.h"
 #include "pool.h"
-#include "sandbox-init.h"
-#include "sandbox-teardown.h"
 #include "sandbox.h"
 #include "spawn.h"
 #include "run-record.h"

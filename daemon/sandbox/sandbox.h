@@ -44,7 +44,7 @@ typedef struct Waiter {
 
 typedef struct SnapshotJob SnapshotJob;
 
-/* What a sandbox knows of its runs, sessions and snapshot jobs (run.c, pty.c, snapshot-job.c):
+/* What a sandbox knows of its runs, sessions and snapshot jobs (run.c, session.c, snapshot-job.c):
  * each embeds a member, on s->members from its making to its freeing, and the sandbox asks it
  * through its ops. An op may be NULL where the member has nothing to do. */
 typedef struct SandboxMember SandboxMember;
@@ -130,7 +130,7 @@ typedef struct Sandbox {
         unsigned n_runs;
         Waiter *create_waiters, *destroy_waiters;
         Run *pending_runs; /* waiting for the sandbox to be ready */
-        Session *sessions; /* interactive sessions (pty.c) */
+        Session *sessions; /* interactive sessions (session.c) */
         SandboxMember *members; /* runs (in flight and pending), sessions, its snapshot job */
         ProtoError failure;
         SnapshotJob *job;      /* a snapshot, restore or fork copy in flight (snapshot-job.c) */
@@ -194,6 +194,31 @@ int sandbox_restart(Sandbox *s, int (*swap)(Sandbox *s, void *userdata),
                     void (*done)(Sandbox *s, int error, void *userdata), void *userdata);
 /* Forgets a restart in progress without calling its done (its owner is going away). */
 void sandbox_restart_cancel(Sandbox *s);
+/* Helpers of sandbox.c, which return values and call nothing of its state machine: what a sandbox
+ * is built of (sandbox-init.c; each returns 0 or -errno) ... */
+/* sandboxes/<id> with the sandbox's limits (s->cg_fd, s->cg_rel). */
+int sandbox_make_cgroup(Sandbox *s);
+/* A new one after a cgroup.kill (a restart's): the old one removed. */
+int sandbox_renew_cgroup(Sandbox *s);
+/* An earlier daemon's cgroup of the sandbox, emptied and removed (restore). */
+int sandbox_clear_old_cgroup(Sandbox *s);
+/* <state>/<id>/work (s->workdir_fd); existing: it may be there already (restore). */
+int sandbox_make_workspace(Sandbox *s, bool existing);
+/* The init's uid/gid maps, setgroups denied (s->init_pid, not yet reaped). */
+int sandbox_write_maps(Sandbox *s);
+/* Starts the init: through the exec'd helper where there is one (its pid returned, its pidfd in
+ * *ret_helper_pidfd, s->init_pending), else cloned by the daemon (s->init_pid, its pidfd in
+ * s->init_pidfd). s->setup_fd is the setup socket either way. < 0: nothing was started. */
+pid_t sandbox_start_init(Sandbox *s, int *ret_helper_pidfd);
+/* ... and what its teardown looks at and leaves (sandbox-teardown.c). */
+/* The processes left in the sandbox's cgroup and below: [{pid, comm, state}], at most 16. */
+json_object *sandbox_stuck_processes(Sandbox *s);
+/* "pid 4242 cat (D), pid ..." into buf. */
+void sandbox_stuck_summary(json_object *list, char *buf, size_t len);
+/* Moves the workspace aside and removes it in a child process (nothing for a memory workspace
+ * or one to be kept). */
+void sandbox_remove_workspace(Sandbox *s);
+
 /* A run, session or snapshot job becomes a member of s (ops kept), or stops being one. */
 void sandbox_member_add(Sandbox *s, SandboxMember *m, const SandboxMemberOps *ops);
 void sandbox_member_remove(Sandbox *s, SandboxMember *m);
