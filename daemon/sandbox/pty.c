@@ -17,7 +17,7 @@
 #include "connection.h"
 #include "log.h"
 #include "macro.h"
-#include "manager.h"
+#include "context.h"
 #include "pty.h"
 #include "run-record.h"
 #include "sandbox.h"
@@ -155,10 +155,10 @@ void pty_free_all(Sandbox *s) {
 }
 
 /* Every session is looked at, found or not, as in manager_find_sandbox(). */
-Session *pty_find(Manager *m, const char *id) {
+Session *pty_find(Context *m, const char *id) {
         Session *found = NULL;
 
-        for (Sandbox *s = m->sandboxes; s; s = s->next)
+        for (Sandbox *s = registry_first(m->registry); s; s = registry_next(&s->entry))
                 for (Session *p = s->sessions; p; p = p->next)
                         if (!found && strcmp(p->id, id) == 0)
                                 found = p;
@@ -188,9 +188,9 @@ json_object *pty_sessions_json(Sandbox *s) {
         return arr;
 }
 
-unsigned pty_count_owned(Manager *m, uid_t uid) {
+unsigned pty_count_owned(Context *m, uid_t uid) {
         unsigned n = 0;
-        for (Sandbox *s = m->sandboxes; s; s = s->next)
+        for (Sandbox *s = registry_first(m->registry); s; s = registry_next(&s->entry))
                 if (s->owner_uid == uid)
                         for (Session *p = s->sessions; p; p = p->next)
                                 n++;
@@ -729,8 +729,8 @@ int pty_detach(Session *p, Connection *c, ProtoError *err) {
         return proto_error_set(err, SBX_E_CONFLICT, "session", "this connection is not attached to session %s", p->id);
 }
 
-void pty_resume_streams(Connection *c) {
-        for (Sandbox *s = c->manager->sandboxes; s; s = s->next)
+void pty_resume_streams(Registry *reg, Connection *c) {
+        for (Sandbox *s = registry_first(reg); s; s = registry_next(&s->entry))
                 for (Session *p = s->sessions, *next; p; p = next) {
                         next = p->next;
                         for (Subscriber *sub = p->subs; sub; sub = sub->next)
@@ -741,8 +741,8 @@ void pty_resume_streams(Connection *c) {
                 }
 }
 
-void pty_connection_closed(Connection *c) {
-        for (Sandbox *s = c->manager->sandboxes; s; s = s->next)
+void pty_connection_closed(Registry *reg, Connection *c) {
+        for (Sandbox *s = registry_first(reg); s; s = registry_next(&s->entry))
                 for (Session *p = s->sessions, *next; p; p = next) {
                         next = p->next;
                         /* Nobody learnt the id of a session whose pty.open was not answered. */
@@ -958,7 +958,7 @@ static int on_report(sd_event_source *src, int fd, uint32_t revents, void *userd
 
 static int pty_make_cgroup(Session *p) {
         Sandbox *s = p->sandbox;
-        Manager *m = s->manager;
+        Context *m = s->manager;
         _cleanup_free_ char *rel = NULL;
         CgLimits l = {
                 .memory = s->limits.memory,

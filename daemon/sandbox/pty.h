@@ -17,8 +17,9 @@
 #include "run.h"
 
 typedef struct Sandbox Sandbox;
-typedef struct Manager Manager;
+typedef struct Context Context;
 typedef struct Connection Connection;
+typedef struct Registry Registry;
 
 typedef enum SessionReason {
         SESSION_REASON_NONE,
@@ -91,11 +92,11 @@ int pty_new(Sandbox *s, Connection *c, json_object *id, RunSpec *spec, bool pty,
             Session **ret);
 /* Starts the program; the pty.open reply comes once it was exec'd (or could not be). */
 void pty_start(Session *p);
-Session *pty_find(Manager *m, const char *id);
+Session *pty_find(Context *m, const char *id);
 /* The sandbox's sessions for inspect: [{id, argv, pty, rows, cols, state, attached, output_seq,
  * created}] (an empty array when there are none). */
 json_object *pty_sessions_json(Sandbox *s);
-unsigned pty_count_owned(Manager *m, uid_t uid);
+unsigned pty_count_owned(Context *m, uid_t uid);
 
 int pty_attach(Session *p, Connection *c, json_object *id, uint64_t from_seq, bool from_given, ProtoError *err);
 int pty_detach(Session *p, Connection *c, ProtoError *err);
@@ -107,7 +108,7 @@ int pty_signal(Session *p, int sig, unsigned *ret_count, ProtoError *err);
 void pty_close(Session *p, Connection *c, json_object *id);
 
 /* Hooks: a connection closed, a connection has room again, a sandbox is going, or is freed. */
-void pty_connection_closed(Connection *c);
-void pty_resume_streams(Connection *c);
+void pty_connection_closed(Registry *reg, Connection *c);
+void pty_resume_streams(Registry *reg, Connection *c);
 void pty_sandbox_destroying(Sandbox *s);
 void pty_free_all(Sandbox *s);

@@ -18,7 +18,7 @@
 #include "connection.h"
 #include "log.h"
 #include "macro.h"
-#include "manager.h"
+#include "context.h"
 #include "run-record.h"
 #include "run-exec.h"
 #include "run.h"
@@ -307,7 +307,6 @@ static void run_mark_in_flight(Run *r) {
                 return;
         run_link(&s->runs, r);
         s->n_runs++;
-        s->manager->n_runs++;
         r->in_flight = true;
 }
 
@@ -364,7 +363,6 @@ Run *run_free(Run *r) {
                 run_record_end(r);
                 run_unlink(&s->runs, r);
                 s->n_runs--;
-                s->manager->n_runs--;
         } else
                 run_unlink(&s->pending_runs, r);
         run_close_io(r);
@@ -387,10 +385,10 @@ Run *run_free(Run *r) {
 }
 
 /* Every run is looked at, found or not, as in manager_find_sandbox(). */
-Run *manager_find_run(Manager *m, const char *id) {
+Run *manager_find_run(Context *m, const char *id) {
         Run *found = NULL;
 
-        for (Sandbox *s = m->sandboxes; s; s = s->next)
+        for (Sandbox *s = registry_first(m->registry); s; s = registry_next(&s->entry))
                 for (Run *r = s->runs; r; r = r->next)
                         if (!found && strcmp(r->id, id) == 0)
                                 found = r;
@@ -449,8 +447,8 @@ static void run_output_chunk(Run *r, int i, const char *data, size_t n) {
                 run_set_reading(r, false);
 }
 
-void run_resume_streams(Connection *c) {
-        for (Sandbox *s = c->manager->sandboxes; s; s = s->next)
+void run_resume_streams(Registry *reg, Connection *c) {
+        for (Sandbox *s = registry_first(reg); s; s = registry_next(&s->entry))
                 for (Run *r = s->runs; r; r = r->next)
                         if (r->conn == c && r->paused && r->started)
                                 run_set_reading(r, true);
@@ -830,7 +828,7 @@ int run_kill(Run *r, int sig, RunReason why) {
 
 static int run_make_cgroup(Run *r) {
         Sandbox *s = r->sandbox;
-        Manager *m = s->manager;
+        Context *m = s->manager;
         CgLimits l = {
                 .memory = r->spec.memory ? r->spec.memory : s->limits.memory,
                 .swap = m->config.swap_max,
@@ -925,7 +923,7 @@ static bool run_cgroup_frozen(Run *r) {
 }
 
 static int run_spawn(Run *r, RunFds *f) {
-        Manager *m = r->sandbox->manager;
+        Context *m = r->sandbox->manager;
         RunParams p = {
                 .init_pidfd = r->sandbox->init_pidfd,
                 .cgroup_fd = -1,

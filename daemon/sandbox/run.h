@@ -14,8 +14,9 @@
 #include "proto.h"
 
 typedef struct Sandbox Sandbox;
-typedef struct Manager Manager;
+typedef struct Context Context;
 typedef struct Connection Connection;
+typedef struct Registry Registry;
 
 typedef enum RunReason {
         REASON_NONE,
@@ -125,6 +126,6 @@ int run_kill(Run *r, int sig, RunReason why);
  * err, rather than when the kernel lets them die; the run itself ends later, silently. */
 void run_answer_stuck(Run *r, const ProtoError *err);
 Run *run_free(Run *r);
-Run *manager_find_run(Manager *m, const char *id);
+Run *manager_find_run(Context *m, const char *id);
 /* The connection has room again: streaming runs it paused read their pipes again. */
-void run_resume_streams(Connection *c);
+void run_resume_streams(Registry *reg, Connection *c);

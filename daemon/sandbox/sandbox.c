@@ -20,8 +20,7 @@
 #include "connection.h"
 #include "log.h"
 #include "macro.h"
-#include "manager.h"
-#include "pool.h"
+#include "context.h"
 #include "remove-async.h"
 #include "rm-rf.h"
 #include "run-exec.h"
@@ -32,7 +31,6 @@
 #include "snapshot.h"
 #include "spawn.h"
 #include "run-record.h"
-#include "state.h"
 #include "sweep.h"
 #include "util.h"
 
@@ -89,7 +87,7 @@ static int limit_over(const char *field, ProtoError *err, uint64_t max) {
 }
 
 /* Defaults and maximums from the configuration; messages name "limits.X". */
-static int parse_limits(Manager *m, json_object *limits, SandboxLimits *l, ProtoError *err) {
+static int parse_limits(Context *m, json_object *limits, SandboxLimits *l, ProtoError *err) {
         const Config *c = &m->config;
         int r;
 
@@ -133,7 +131,7 @@ static int parse_limits(Manager *m, json_object *limits, SandboxLimits *l, Proto
 }
 
 /* Honest reporting: a limit this host cannot enforce is refused unless best_effort. */
-static int check_enforceable(Manager *m, bool best_effort, unsigned *ret_enforced, ProtoError *err) {
+static int check_enforceable(Context *m, bool best_effort, unsigned *ret_enforced, ProtoError *err) {
         static const struct {
                 unsigned mask;
                 const char *field, *controller;
@@ -152,7 +150,7 @@ static int check_enforceable(Manager *m, bool best_effort, unsigned *ret_enforce
         return 0;
 }
 
-static int sandbox_parse(Manager *m, Sandbox *s, json_object *req, ProtoError *err) {
+static int sandbox_parse(Context *m, Sandbox *s, json_object *req, ProtoError *err) {
         json_object *limits = NULL, *env = NULL;
         const char *name = NULL, *network = NULL, *workspace = NULL;
         int r;
@@ -167,7 +165,7 @@ static int sandbox_parse(Manager *m, Sandbox *s, json_object *req, ProtoError *e
                 return proto_error_set(err, SBX_E_INVALID_REQUEST, "name",
                                        "'name' must be 1-64 of [A-Za-z0-9._-], not starting with 'sbx-', '.' or '-'");
         /* Per owner: another user's names are neither told nor taken (THREATS PRO-09). */
-        if (name && manager_find_named(m, s->owner_uid, name))
+        if (name && registry_find_named(m->registry, s->owner_uid, name))
                 return proto_error_set(err, SBX_E_CONFLICT, "name", "you have a sandbox named '%s' already", name);
         if (network && strcmp(network, "none") != 0)
                 return proto_error_set(err, SBX_E_INVALID_REQUEST, "network",
@@ -198,7 +196,7 @@ static int sandbox_parse(Manager *m, Sandbox *s, json_object *req, ProtoError *e
         return 0;
 }
 
-int sandbox_parse_request(Manager *m, json_object *req, SandboxRequest *ret, ProtoError *err) {
+int sandbox_parse_request(Context *m, json_object *req, SandboxRequest *ret, ProtoError *err) {
         Sandbox tmp = { .manager = m, .ephemeral = true };
         int r = sandbox_parse(m, &tmp, req, err);
 
@@ -216,7 +214,7 @@ void sandbox_request_done(SandboxRequest *r) {
         *r = (SandboxRequest) {};
 }
 
-static Sandbox *sandbox_alloc(Manager *m) {
+static Sandbox *sandbox_alloc(Context *m) {
         Sandbox *s = calloc(1, sizeof(*s));
         if (!s)
                 return NULL;
@@ -229,7 +227,7 @@ static Sandbox *sandbox_alloc(Manager *m) {
 }
 
 static int sandbox_make_cgroup(Sandbox *s) {
-        Manager *m = s->manager;
+        Context *m = s->manager;
         CgLimits l = {
                 .memory = s->limits.memory,
                 .swap = m->config.swap_max,
@@ -298,13 +296,13 @@ static uint64_t sandbox_tmpfs_size(const Sandbox *s) {
         return s->limits.memory / 2;
 }
 
-static const char **sandbox_mask_paths(Manager *m) {
-        static const char *paths[MANAGER_MAX_LISTEN + 2];
+static const char **sandbox_mask_paths(Context *m) {
+        static const char *paths[CONTEXT_MAX_MASKED + 2];
         size_t n = 0;
         paths[n++] = m->config.state_dir;
-        for (unsigned i = 0; i < m->n_listen; i++)
-                if (m->listen_paths[i])
-                        paths[n++] = m->listen_paths[i];
+        for (unsigned i = 0; i < m->n_masked; i++)
+                if (m->masked_paths[i])
+                        paths[n++] = m->masked_paths[i];
         paths[n] = NULL;
         return paths;
 }
@@ -336,7 +334,7 @@ static int on_helper_exit(sd_event_source *src, const siginfo_t *si, void *userd
  * between cgroups waits for an RCU grace period (cgroup_threadgroup_rwsem), about 9 ms each time
  * here, and was the largest part of making a sandbox. */
 static int sandbox_exec_init(Sandbox *s, int sp[2], InitParams *p) {
-        Manager *m = s->manager;
+        Context *m = s->manager;
         _cleanup_close_ int leaf = -EBADF;
         int pidfd = -1, r;
         pid_t pid;
@@ -366,7 +364,7 @@ static int sandbox_exec_init(Sandbox *s, int sp[2], InitParams *p) {
 }
 
 static int sandbox_spawn_init(Sandbox *s) {
-        Manager *m = s->manager;
+        Context *m = s->manager;
         char workdir[4096];
         InitParams p = {
                 .workdir = s->memory_workspace ? NULL : sandbox_workdir_path(s, workdir, sizeof(workdir)),
@@ -421,7 +419,7 @@ static int sandbox_spawn_init(Sandbox *s) {
 
 /* The init is a child of ours, waiting for its go: watch it, give it its uid/gid maps, go. */
 static int sandbox_init_started(Sandbox *s) {
-        Manager *m = s->manager;
+        Context *m = s->manager;
         int r = sd_event_add_child_pidfd(m->event, &s->init_exit_source, s->init_pidfd, WEXITED, on_init_exit, s);
         if (r < 0) {
                 (void) cg_kill(s->cg_fd);
@@ -437,37 +435,23 @@ static int sandbox_init_started(Sandbox *s) {
         return sd_event_add_io(m->event, &s->setup_source, s->setup_fd, EPOLLIN, on_setup_report, s);
 }
 
-static void sandbox_link(Manager *m, Sandbox *s) {
-        s->next = m->sandboxes;
-        if (m->sandboxes)
-                m->sandboxes->prev = s;
-        m->sandboxes = s;
-        m->n_sandboxes++;
-}
-
-static void sandbox_unlink(Sandbox *s) {
-        Manager *m = s->manager;
-        if (s->prev)
-                s->prev->next = s->next;
-        else if (m->sandboxes == s)
-                m->sandboxes = s->next;
-        else
-                return;
-        if (s->next)
-                s->next->prev = s->prev;
-        s->next = s->prev = NULL;
-        m->n_sandboxes--;
+static void sandbox_link(Context *m, Sandbox *s) {
+        s->entry.id = s->id;
+        s->entry.name = s->name;
+        s->entry.owner = s->owner_uid;
+        s->entry.pooled = s->pooled;
+        registry_add(m->registry, &s->entry, s);
 }
 
 static int internal_error(ProtoError *err, const char *what, int r) {
         return proto_error_set(err, SBX_E_INTERNAL, NULL, "%s: %s", what, strerror(-r));
 }
 
-int sandbox_create(Manager *m, json_object *req, uid_t owner, bool ephemeral, Sandbox **ret, ProtoError *err) {
+int sandbox_create(Context *m, json_object *req, uid_t owner, bool ephemeral, Sandbox **ret, ProtoError *err) {
         Sandbox *s;
         int r;
 
-        if (m->n_sandboxes - m->n_pooled >= m->config.max_sandboxes)
+        if (registry_count(m->registry) - registry_count_pooled(m->registry) >= m->config.max_sandboxes)
                 return proto_error_set(err, SBX_E_RESOURCE_EXHAUSTED, NULL, "the daemon holds its maximum of %" PRIu64
                                        " sandboxes", m->config.max_sandboxes);
         if (owner != 0 && sandbox_count_owned(m, owner) >= m->config.max_sandboxes_per_uid)
@@ -484,7 +468,7 @@ int sandbox_create(Manager *m, json_object *req, uid_t owner, bool ephemeral, Sa
         r = sandbox_parse(m, s, req, err);
         if (r < 0)
                 goto fail;
-        if (sandbox_random_id(s->id, sizeof(s->id), "sbx-") < 0 || manager_alloc_uid_slot(m, &s->uid_slot) < 0) {
+        if (sandbox_random_id(s->id, sizeof(s->id), "sbx-") < 0 || registry_alloc_uid_slot(m->registry, &s->uid_slot) < 0) {
                 r = proto_error_set(err, SBX_E_RESOURCE_EXHAUSTED, NULL, "no free uid range for a new sandbox");
                 goto fail;
         }
@@ -499,7 +483,7 @@ int sandbox_create(Manager *m, json_object *req, uid_t owner, bool ephemeral, Sa
                 r = sweep_disk_error(err, "cannot create the workspace", r);
                 goto fail_destroy;
         }
-        if (!s->ephemeral && (r = state_save(s)) < 0) {
+        if (!s->ephemeral && (r = registry_changed(&s->entry)) < 0) { /* state.c saves it */
                 r = sweep_disk_error(err, "cannot record the sandbox in the state directory", r);
                 goto fail_destroy;
         }
@@ -520,7 +504,7 @@ fail:
 /* A cgroup of an earlier daemon's sandbox: its processes did not survive the restart (the init
  * may have), so it is emptied and removed before the sandbox gets a new one. */
 static int sandbox_clear_old_cgroup(Sandbox *s) {
-        Manager *m = s->manager;
+        Context *m = s->manager;
         _cleanup_close_ int fd = openat(m->cg.sandboxes_fd, s->id, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 
         if (fd < 0)
@@ -573,7 +557,7 @@ static int sandbox_restore_fields(Sandbox *s, json_object *meta) {
 }
 
 static int sandbox_restore_claim(Sandbox *s, json_object *meta) {
-        Manager *m = s->manager;
+        Context *m = s->manager;
         json_object *id;
 
         if (!json_object_object_get_ex(meta, "id", &id) || !json_object_is_type(id, json_type_string))
@@ -581,17 +565,16 @@ static int sandbox_restore_claim(Sandbox *s, json_object *meta) {
         snprintf(s->id, sizeof(s->id), "%s", json_object_get_string(id));
         if (sandbox_restore_fields(s, meta) < 0)
                 return -EBADMSG;
-        if (s->uid_slot >= m->config.max_sandboxes + m->config.pool_size || m->uid_slots[s->uid_slot] ||
-            manager_find_sandbox(m, s->id) || (s->name && manager_find_named(m, s->owner_uid, s->name)))
+        if (registry_find(m->registry, s->id) || (s->name && registry_find_named(m->registry, s->owner_uid, s->name)) ||
+            registry_claim_uid_slot(m->registry, s->uid_slot) < 0)
                 return -EEXIST;
-        m->uid_slots[s->uid_slot] = 1;
         s->host_uid = (uid_t) (m->config.uid_base + (uint64_t) s->uid_slot * m->config.uid_range);
         /* What the host enforces now, which need not be what it enforced before. */
         s->enforced = m->cg.enforceable & (CG_MEMORY | CG_PIDS | CG_CPU);
         return 0;
 }
 
-int sandbox_restore(Manager *m, json_object *meta, Sandbox **ret) {
+int sandbox_restore(Context *m, json_object *meta, Sandbox **ret) {
         Sandbox *s = sandbox_alloc(m);
         int r;
 
@@ -819,7 +802,7 @@ static int remove_if_empty(int dir_fd, const char *name) {
 /* Moves the workspace aside atomically, then removes it in a child process so that a huge tree
  * never blocks the event loop. */
 static void sandbox_remove_workspace(Sandbox *s) {
-        Manager *m = s->manager;
+        Context *m = s->manager;
         char trash[64];
 
         if (s->keep_workspace || s->memory_workspace)
@@ -836,11 +819,11 @@ static void sandbox_remove_workspace(Sandbox *s) {
         }
         if (remove_if_empty(m->state_fd, trash) == 0)
                 return;
-        (void) remove_async(m, m->state_fd, trash);
+        (void) remove_async(m->event, m->run_helper_fd, m->state_fd, trash);
 }
 
 static void sandbox_finish_destroy(Sandbox *s) {
-        Manager *m = s->manager;
+        Context *m = s->manager;
         int r;
 
         if (s->cg_fd >= 0)
@@ -852,7 +835,7 @@ static void sandbox_finish_destroy(Sandbox *s) {
         netns_pool_put(&m->netns, TAKE_FD(s->netns_fd));
         sandbox_remove_workspace(s);
         if (!s->keep_workspace)
-                manager_add_tombstone(m, s->id, s->owner_uid);
+                registry_add_tombstone(m->registry, s->id, s->owner_uid);
         if (s->destroy_waiters) {
                 _cleanup_json_ json_object *t = json_object_new_boolean(1);
                 waiters_answer(&s->destroy_waiters, t, "destroyed", NULL);
@@ -1023,15 +1006,8 @@ Sandbox *sandbox_free(Sandbox *s) {
         if (!s)
                 return NULL;
         pty_free_all(s);
-        sandbox_unlink(s);
+        registry_remove(&s->entry); /* the pool refills (pool.c observes) */
         s->setup_helper = sd_event_source_disable_unref(s->setup_helper);
-        if (s->pooled) {
-                s->manager->n_pooled--;
-                pool_schedule_refill(s->manager);
-        }
-        /* Refilled once the taken one is gone: its teardown is the kernel's busiest moment. */
-        if (s->from_pool)
-                pool_taken_done(s->manager);
         snapshot_job_abort(s);
         sandbox_restart_cancel(s);
         sd_event_source_disable_unref(s->setup_source);
@@ -1043,7 +1019,7 @@ Sandbox *sandbox_free(Sandbox *s) {
         safe_close(s->cg_fd);
         safe_close(s->workdir_fd);
         if (s->uid_slot != UINT32_MAX)
-                manager_free_uid_slot(s->manager, s->uid_slot);
+                registry_free_uid_slot(s->manager->registry, s->uid_slot);
         json_object_put(s->env);
         json_object_put(s->interrupted_runs);
         json_object_put(s->teardown_stuck);
@@ -1058,17 +1034,24 @@ bool sandbox_visible_to(Sandbox *s, const Connection *c) {
         return !s->pooled && (c->admin || c->peer.uid == s->owner_uid);
 }
 
-unsigned sandbox_count_stuck(Manager *m) {
+unsigned sandbox_count_stuck(Context *m) {
         unsigned n = 0;
-        for (Sandbox *s = m->sandboxes; s; s = s->next)
+        for (Sandbox *s = registry_first(m->registry); s; s = registry_next(&s->entry))
                 n += !!s->teardown_stuck;
         return n;
 }
 
-unsigned sandbox_count_owned(Manager *m, uid_t uid) {
+unsigned sandbox_count_owned(Context *m, uid_t uid) {
         unsigned n = 0;
-        for (Sandbox *s = m->sandboxes; s; s = s->next)
+        for (Sandbox *s = registry_first(m->registry); s; s = registry_next(&s->entry))
                 n += s->owner_uid == uid && s->state != SANDBOX_DESTROYING && !s->pooled;
+        return n;
+}
+
+unsigned sandbox_count_runs(Context *m) {
+        unsigned n = 0;
+        for (Sandbox *s = registry_first(m->registry); s; s = registry_next(&s->entry))
+                n += s->n_runs;
         return n;
 }
 

@@ -75,8 +75,8 @@ Connection *connection_unref(Connection *c) {
 /* One-shot runs die with the connection that asked for them (docs/protocol.md). */
 static void connection_kill_runs(Connection *c) {
         Sandbox *next;
-        for (Sandbox *s = c->manager->sandboxes; s && c->n_runs > 0; s = next) {
-                next = s->next;
+        for (Sandbox *s = registry_first(c->manager->registry); s && c->n_runs > 0; s = next) {
+                next = registry_next(&s->entry);
                 for (Run *r = s->runs; r; r = r->next)
                         if (r->conn == c)
                                 run_kill(r, SIGKILL, REASON_KILLED);
@@ -104,7 +104,7 @@ void connection_close(Connection *c) {
         c->out = NULL;
         c->out_len = c->out_off = c->out_alloc = 0;
         connection_kill_runs(c);
-        pty_connection_closed(c); /* sessions outlive it */
+        pty_connection_closed(c->manager->registry, c); /* sessions outlive it */
         conn_unlink(c);
         manager_schedule_trim(c->manager);
         connection_unref(c);
@@ -182,7 +182,7 @@ UidUsage connection_uid_usage(Manager *m, uid_t uid) {
  * reading and writing normally): at most 1 MiB, and no more than the uid's share per
  * connection, so that its connections together stay within the budget all the same. */
 static size_t uid_check_threshold(const Manager *m) {
-        uint64_t share = m->config.max_buffered_per_uid / m->config.max_connections_per_uid;
+        uint64_t share = m->ctx->config.max_buffered_per_uid / m->ctx->config.max_connections_per_uid;
         return share < (1u << 20) ? (size_t) share : (1u << 20);
 }
 
@@ -193,7 +193,7 @@ static size_t uid_check_threshold(const Manager *m) {
  * buffer at hand; logs which and closes nothing. */
 static bool uid_over_budget(Connection *c, size_t here, const char *what) {
         if (c->peer.uid == 0 || here <= uid_check_threshold(c->manager) ||
-            connection_uid_usage(c->manager, c->peer.uid).unread <= c->manager->config.max_buffered_per_uid)
+            connection_uid_usage(c->manager, c->peer.uid).unread <= c->manager->ctx->config.max_buffered_per_uid)
                 return false;
         log_notice("connection from pid %d: uid %u holds more than max_buffered_per_uid with this one's %zu bytes of %s, "
                    "closing it",
@@ -220,7 +220,7 @@ static void connection_send_line(Connection *c, json_object *msg, bool take) {
                 connection_close(c);
                 return;
         }
-        if (c->out_len - c->out_off > c->manager->config.max_connection_output) {
+        if (c->out_len - c->out_off > c->manager->ctx->config.max_connection_output) {
                 log_notice("connection from pid %d: %zu bytes of unread replies, closing", (int) c->peer.pid,
                            c->out_len - c->out_off);
                 connection_close(c);
@@ -304,12 +304,12 @@ static void connection_arm_partial_timer(Connection *c) {
         if (c->partial_timer && sd_event_source_get_enabled(c->partial_timer, NULL) > 0)
                 return; /* the line started earlier; its deadline stands */
         if (!c->partial_timer) {
-                (void) sd_event_add_time_relative(c->manager->event, &c->partial_timer, CLOCK_MONOTONIC,
-                                                  c->manager->config.request_timeout_usec, USEC_PER_SEC,
+                (void) sd_event_add_time_relative(c->manager->ctx->event, &c->partial_timer, CLOCK_MONOTONIC,
+                                                  c->manager->ctx->config.request_timeout_usec, USEC_PER_SEC,
                                                   on_partial_timeout, c);
                 return;
         }
-        (void) sd_event_source_set_time_relative(c->partial_timer, c->manager->config.request_timeout_usec);
+        (void) sd_event_source_set_time_relative(c->partial_timer, c->manager->ctx->config.request_timeout_usec);
         (void) sd_event_source_set_enabled(c->partial_timer, SD_EVENT_ONESHOT);
 }
 
@@ -353,11 +353,11 @@ static int connection_end_input(Connection *c) {
         }
         if (c->partial_timer)
                 (void) sd_event_source_set_enabled(c->partial_timer, SD_EVENT_OFF);
-        r = sd_event_add_defer(c->manager->event, &c->finish, on_finish, c);
+        r = sd_event_add_defer(c->manager->ctx->event, &c->finish, on_finish, c);
         if (r < 0)
                 return r;
         (void) sd_event_source_set_enabled(c->finish, SD_EVENT_OFF);
-        pty_resume_streams(c); /* subscriptions already past their exit end now */
+        pty_resume_streams(c->manager->registry, c); /* subscriptions already past their exit end now */
         return 0;
 }
 
@@ -387,9 +387,9 @@ static int on_io(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
                 else {
                         connection_process_lines(c); /* resume what was paused */
                         if (!c->dead && c->out_len - c->out_off < OUT_PAUSE_READING / 4)
-                                run_resume_streams(c);
+                                run_resume_streams(c->manager->registry, c);
                         if (!c->dead)
-                                pty_resume_streams(c);
+                                pty_resume_streams(c->manager->registry, c);
                 }
         }
         if (!c->dead && c->input_ended && (revents & (EPOLLHUP | EPOLLERR)))
@@ -452,9 +452,9 @@ int connection_new(Manager *m, int fd, const struct ucred *peer, Connection **re
         c->manager = m;
         c->fd = fd;
         c->peer = *peer;
-        line_buffer_init(&c->in, m->config.max_line_bytes);
-        c->admin = c->peer.uid == 0 || (m->have_admin_gid && peer_in_group(fd, &c->peer, m->admin_gid));
-        r = sd_event_add_io(m->event, &c->io, fd, EPOLLIN, on_io, c);
+        line_buffer_init(&c->in, m->ctx->config.max_line_bytes);
+        c->admin = c->peer.uid == 0 || (m->ctx->have_admin_gid && peer_in_group(fd, &c->peer, m->ctx->admin_gid));
+        r = sd_event_add_io(m->ctx->event, &c->io, fd, EPOLLIN, on_io, c);
         if (r < 0) {
                 c->fd = -EBADF;
                 connection_unref(c);
