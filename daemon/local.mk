@@ -10,9 +10,12 @@
 ## the daemon's folders come before lib/ (lib/sandbox.h is the client library's header).
 DAEMON_INCLUDES = -I$(top_srcdir)/daemon/server -I$(top_srcdir)/daemon/sandbox \
 	-I$(top_srcdir)/daemon/host -I$(top_srcdir)/daemon/core -I$(top_srcdir)/daemon/exec
-sbin_PROGRAMS += daemon/sandboxd
-daemon_sandboxd_SOURCES = \
-	daemon/server/main.c \
+## Every daemon source but main.c, built once: sandboxd and the unit tests (tests/unit.mk) link it.
+noinst_LTLIBRARIES += daemon/libsandboxd.la
+daemon_libsandboxd_la_SOURCES = \
+	daemon/sandbox/context.c daemon/sandbox/context.h \
+	daemon/sandbox/registry.c daemon/sandbox/registry.h \
+	daemon/server/lifecycle.c daemon/server/lifecycle.h \
 	daemon/core/conf.c daemon/core/conf.h \
 	daemon/core/log.c daemon/core/log.h \
 	daemon/core/reply.c daemon/core/reply.h \
@@ -48,8 +51,14 @@ daemon_sandboxd_SOURCES = \
 	daemon/host/copy-tree.c daemon/host/copy-tree.h \
 	daemon/sandbox/snapshot.c daemon/sandbox/snapshot.h \
 	daemon/sandbox/snapshot-job.c daemon/sandbox/snapshot-job.h
+daemon_libsandboxd_la_CPPFLAGS = $(DAEMON_INCLUDES) $(AM_CPPFLAGS) -DLIBEXECDIR=\"$(libexecdir)\"
+daemon_libsandboxd_la_CFLAGS = $(AM_CFLAGS) $(SYSTEMD_CFLAGS) $(JSONC_CFLAGS) $(CGROUP_CFLAGS) $(SECCOMP_CFLAGS)
+DAEMON_LIBS = daemon/libsandboxd.la lib/libsbxcommon.la $(SYSTEMD_LIBS) $(JSONC_LIBS) $(CGROUP_LIBS) $(SECCOMP_LIBS)
+
+sbin_PROGRAMS += daemon/sandboxd
+daemon_sandboxd_SOURCES = daemon/server/main.c
 daemon_sandboxd_CFLAGS = $(AM_CFLAGS) $(SYSTEMD_CFLAGS) $(JSONC_CFLAGS) $(CGROUP_CFLAGS) $(SECCOMP_CFLAGS)
-daemon_sandboxd_LDADD = lib/libsbxcommon.la $(SYSTEMD_LIBS) $(JSONC_LIBS) $(CGROUP_LIBS) $(SECCOMP_LIBS)
+daemon_sandboxd_LDADD = $(DAEMON_LIBS)
 
 ## The configuration file, every key commented out at its default (sandboxd.conf(5)). Installed
 ## only where none is: `make install` never replaces an administrator's file, and uninstall

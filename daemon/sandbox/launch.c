@@ -19,7 +19,7 @@
 #include "launch.h"
 #include "log.h"
 #include "macro.h"
-#include "manager.h"
+#include "context.h"
 #include "run-exec.h"
 #include "sandbox.h"
 #include "spawn.h"
@@ -84,7 +84,7 @@ static int on_helper_exit(sd_event_source *src, const siginfo_t *si, void *userd
 
 static int launch_make_cgroup(Launch *l, const LaunchSpec *spec) {
         Sandbox *s = l->sandbox;
-        Manager *m = s->manager;
+        Context *m = s->manager;
         CgLimits lim = {
                 .memory = spec->memory ? spec->memory : s->limits.memory,
                 .swap = m->config.swap_max,
@@ -169,7 +169,7 @@ static bool launch_cgroup_frozen(Launch *l) {
 
 static int launch_spawn(Launch *l, const LaunchSpec *spec, LaunchFds *f) {
         Sandbox *s = l->sandbox;
-        Manager *m = s->manager;
+        Context *m = s->manager;
         RunParams *p = spec->params;
         pid_t pid;
 

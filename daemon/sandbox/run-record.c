@@ -12,7 +12,7 @@
 #include "log.h"
 #include "macro.h"
 #include "session.h"
-#include "manager.h"
+#include "context.h"
 #include "run-record.h"
 #include "run.h"
 #include "sandbox.h"
@@ -34,7 +34,7 @@
 #define LOG_NAME "runs.log"
 #define LOG_TMP_NAME "runs.log.tmp"
 
-static int state_dir_fd(Manager *m) {
+static int state_dir_fd(Context *m) {
         return openat(m->state_fd, "..", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 }
 
@@ -85,24 +85,24 @@ static int log_note(int fd, const Sandbox *s, const char *id, char *const *argv,
 /* Past LOG_COMPACT_BYTES: emptied when nothing is in flight, else rewritten aside with the notes
  * of the runs and sessions in flight and renamed over the log (a crash in between leaves the old
  * log). ending: the run or session whose end was just written, still linked. */
-static void log_compact(Manager *m, const void *ending) {
+static void log_compact(Context *m, const void *ending) {
         _cleanup_close_ int dir = -EBADF, fd = -EBADF;
         uint64_t bytes = 0;
         bool busy = false;
 
-        if (m->run_log_fd < 0 || m->run_log_bytes <= LOG_COMPACT_BYTES)
+        if (m->run_log->fd < 0 || m->run_log->bytes <= LOG_COMPACT_BYTES)
                 return;
-        for (Sandbox *s = m->sandboxes; s && !busy; s = s->next) {
+        for (Sandbox *s = registry_first(m->registry); s && !busy; s = registry_next(&s->entry)) {
                 for (Run *r = s->ephemeral ? NULL : s->runs; r && !busy; r = r->next)
                         busy = (const void *) r != ending;
                 for (Session *p = s->ephemeral ? NULL : s->sessions; p && !busy; p = p->next)
                         busy = (const void *) p != ending && !p->end_recorded;
         }
         if (!busy) {
-                if (ftruncate(m->run_log_fd, 0) < 0)
+                if (ftruncate(m->run_log->fd, 0) < 0)
                         log_warning("cannot empty %s: %m", LOG_NAME);
                 else
-                        m->run_log_bytes = 0;
+                        m->run_log->bytes = 0;
                 return;
         }
         dir = state_dir_fd(m);
@@ -111,7 +111,7 @@ static void log_compact(Manager *m, const void *ending) {
                 log_warning("cannot compact %s: %m", LOG_NAME);
                 return;
         }
-        for (Sandbox *s = m->sandboxes; s; s = s->next) {
+        for (Sandbox *s = registry_first(m->registry); s; s = registry_next(&s->entry)) {
                 for (Run *r = s->ephemeral ? NULL : s->runs; r; r = r->next)
                         if ((const void *) r != ending && log_note(fd, s, r->id, r->spec.argv, false, &bytes) < 0) {
                                 log_warning("cannot compact %s: %m", LOG_NAME);
@@ -128,13 +128,13 @@ static void log_compact(Manager *m, const void *ending) {
                 log_warning("cannot compact %s: %m", LOG_NAME);
                 return;
         }
-        safe_close(m->run_log_fd);
-        m->run_log_fd = TAKE_FD(fd);
-        m->run_log_bytes = bytes;
+        safe_close(m->run_log->fd);
+        m->run_log->fd = TAKE_FD(fd);
+        m->run_log->bytes = bytes;
 }
 
 static void record_start(Sandbox *s, const char *id, char *const *argv, bool session) {
-        if (!s->ephemeral && log_note(s->manager->run_log_fd, s, id, argv, session, &s->manager->run_log_bytes) < 0)
+        if (!s->ephemeral && log_note(s->manager->run_log->fd, s, id, argv, session, &s->manager->run_log->bytes) < 0)
                 log_warning("%s %s: cannot record it in the state directory: %m", session ? "session" : "run", id);
 }
 
@@ -145,7 +145,7 @@ static void record_end(Sandbox *s, const char *id, const void *ending) {
         if (s->ephemeral)
                 return;
         n = snprintf(line, sizeof(line), "{\"sandbox\":\"%s\",\"end\":\"%s\"}\n", s->id, id);
-        if (log_append(s->manager->run_log_fd, line, (size_t) n, &s->manager->run_log_bytes) < 0)
+        if (log_append(s->manager->run_log->fd, line, (size_t) n, &s->manager->run_log->bytes) < 0)
                 log_warning("%s: cannot record its end in the state directory: %m", id);
         log_compact(s->manager, ending);
 }
@@ -235,7 +235,7 @@ static int sort_by_started(const void *a, const void *b) {
 }
 
 /* Parses the log: every start without an end becomes its sandbox's interrupted run. */
-static void log_recover(Manager *m, char *buf, size_t n) {
+static void log_recover(Context *m, char *buf, size_t n) {
         _cleanup_json_ json_object *ended = json_object_new_object();
         char key[64];
 
@@ -262,7 +262,7 @@ static void log_recover(Manager *m, char *buf, size_t n) {
                                         else if (pass == 1 && !end && !json_object_object_get_ex(ended, key, NULL) &&
                                                  json_object_object_get_ex(o, "argv", NULL) &&
                                                  json_object_object_get_ex(o, "started_at", NULL) &&
-                                                 (s = manager_find_sandbox(m, json_object_get_string(sb))) &&
+                                                 (s = registry_find(m->registry, json_object_get_string(sb))) &&
                                                  strcmp(s->id, json_object_get_string(sb)) == 0 &&
                                                  !interrupted_has(s, json_object_get_string(v))) {
                                                 log_warning("sandbox %s: run %s was interrupted: the daemon restarted", s->id,
@@ -280,7 +280,7 @@ static void log_recover(Manager *m, char *buf, size_t n) {
                 }
 }
 
-int run_log_open(Manager *m) {
+int run_log_open(Context *m) {
         _cleanup_close_ int dir = state_dir_fd(m), fd = -EBADF;
         _cleanup_free_ char *buf = NULL;
         bool all_saved = true;
@@ -300,7 +300,7 @@ int run_log_open(Manager *m) {
         buf[n] = '\0';
         log_recover(m, buf, (size_t) n);
         /* The log is emptied only once meta.json holds what it said. */
-        for (Sandbox *s = m->sandboxes; s; s = s->next)
+        for (Sandbox *s = registry_first(m->registry); s; s = registry_next(&s->entry))
                 if (s->interrupted_changed) {
                         int r = state_save(s);
                         if (r < 0) {
@@ -311,8 +311,8 @@ int run_log_open(Manager *m) {
                 }
         if (all_saved && ftruncate(fd, 0) < 0)
                 return -errno;
-        m->run_log_bytes = all_saved ? 0 : (uint64_t) n;
-        m->run_log_fd = TAKE_FD(fd);
+        m->run_log->bytes = all_saved ? 0 : (uint64_t) n;
+        m->run_log->fd = TAKE_FD(fd);
         return 0;
 }
 

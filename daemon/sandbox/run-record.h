@@ -14,10 +14,18 @@
 #pragma once
 
 #include <json-c/json.h>
+#include <stdint.h>
 
+typedef struct Context Context;
 typedef struct Run Run;
 typedef struct Session Session;
 typedef struct Sandbox Sandbox;
+
+/* runs.log, kept open (Context.run_log); fd -1: none, nothing is noted. */
+typedef struct RunLog {
+        int fd;
+        uint64_t bytes; /* its size, counted as it is written (no fstat per run) */
+} RunLog;
 
 void run_record_start(Run *r);
 void run_record_end(Run *r);
@@ -33,8 +41,8 @@ json_object *run_records_lost_session(Sandbox *s, const char *id);
  * saved in meta.json, then the notes go. */
 int run_records_collect(Sandbox *s);
 /* Once every sandbox is restored: reads runs.log into their interrupted_runs, saves them, empties
- * the log and keeps it open (m->run_log_fd) for the runs to come. */
-int run_log_open(Manager *m);
+ * the log and keeps it open (m->run_log->fd) for the runs to come. */
+int run_log_open(Context *m);
 void run_records_meta_save(Sandbox *s, json_object *meta);
 void run_records_meta_restore(Sandbox *s, json_object *meta);
 /* interrupted_runs in list/inspect replies (an empty array when there are none). */

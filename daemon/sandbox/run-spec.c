@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "macro.h"
-#include "manager.h"
+#include "context.h"
 #include "run-spec.h"
 #include "sandbox.h"
 #include "util.h"

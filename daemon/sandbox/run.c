@@ -14,7 +14,7 @@
 #include "cgroup.h"
 #include "log.h"
 #include "macro.h"
-#include "manager.h"
+#include "context.h"
 #include "run-record.h"
 #include "run.h"
 #include "sandbox.h"
@@ -52,7 +52,6 @@ static void run_mark_in_flight(Run *r) {
                 return;
         run_link(&s->runs, r);
         s->n_runs++;
-        s->manager->n_runs++;
         r->in_flight = true;
 }
 
@@ -141,7 +140,6 @@ static Run *run_free_full(Run *r, bool record_end) {
                         run_record_end(r);
                 run_unlink(&s->runs, r);
                 s->n_runs--;
-                s->manager->n_runs--;
         } else
                 run_unlink(&s->pending_runs, r);
         run_close_io(r);
@@ -165,10 +163,10 @@ Run *run_free(Run *r) {
 }
 
 /* Every run is looked at, found or not, as in manager_find_sandbox(). */
-Run *manager_find_run(Manager *m, const char *id) {
+Run *manager_find_run(Context *m, const char *id) {
         Run *found = NULL;
 
-        for (Sandbox *s = m->sandboxes; s; s = s->next)
+        for (Sandbox *s = registry_first(m->registry); s; s = registry_next(&s->entry))
                 for (Run *r = s->runs; r; r = r->next)
                         if (!found && strcmp(r->id, id) == 0)
                                 found = r;

@@ -18,7 +18,8 @@
 #include "sandbox.h"
 
 typedef struct Sandbox Sandbox;
-typedef struct Manager Manager;
+typedef struct Context Context;
+typedef struct Registry Registry;
 
 typedef enum RunReason {
         REASON_NONE,
@@ -80,4 +81,4 @@ int run_kill(Run *r, int sig, RunReason why);
  * err, rather than when the kernel lets them die; the run itself ends later, silently. */
 void run_answer_stuck(Run *r, const ProtoError *err);
 Run *run_free(Run *r);
-Run *manager_find_run(Manager *m, const char *id);
+Run *manager_find_run(Context *m, const char *id);

@@ -16,14 +16,14 @@
 
 #include "cgroup.h"
 #include "macro.h"
-#include "manager.h"
+#include "context.h"
 #include "run-exec.h"
 #include "sandbox.h"
 #include "spawn.h"
 #include "util.h"
 
 int sandbox_make_cgroup(Sandbox *s) {
-        Manager *m = s->manager;
+        Context *m = s->manager;
         CgLimits l = {
                 .memory = s->limits.memory,
                 .swap = m->config.swap_max,
@@ -92,13 +92,13 @@ static uint64_t sandbox_tmpfs_size(const Sandbox *s) {
         return s->limits.memory / 2;
 }
 
-static const char **sandbox_mask_paths(Manager *m) {
-        static const char *paths[MANAGER_MAX_LISTEN + 2];
+static const char **sandbox_mask_paths(Context *m) {
+        static const char *paths[CONTEXT_MAX_MASKED + 2];
         size_t n = 0;
         paths[n++] = m->config.state_dir;
-        for (unsigned i = 0; i < m->n_listen; i++)
-                if (m->listen_paths[i])
-                        paths[n++] = m->listen_paths[i];
+        for (unsigned i = 0; i < m->n_masked; i++)
+                if (m->masked_paths[i])
+                        paths[n++] = m->masked_paths[i];
         paths[n] = NULL;
         return paths;
 }
@@ -112,7 +112,7 @@ static const char **sandbox_mask_paths(Manager *m) {
  * between cgroups waits for an RCU grace period (cgroup_threadgroup_rwsem), about 9 ms each time
  * here, and was the largest part of making a sandbox. */
 static pid_t sandbox_exec_init(Sandbox *s, int sp[2], InitParams *p, int *ret_pidfd) {
-        Manager *m = s->manager;
+        Context *m = s->manager;
         _cleanup_close_ int leaf = -EBADF;
         pid_t pid;
 
@@ -132,7 +132,7 @@ static pid_t sandbox_exec_init(Sandbox *s, int sp[2], InitParams *p, int *ret_pi
 
 /* The init, through the helper or cloned here (sandbox-init.h). */
 pid_t sandbox_start_init(Sandbox *s, int *ret_helper_pidfd) {
-        Manager *m = s->manager;
+        Context *m = s->manager;
         char workdir[4096];
         InitParams p = {
                 .workdir = s->memory_workspace ? NULL : sandbox_workdir_path(s, workdir, sizeof(workdir)),
@@ -188,7 +188,7 @@ pid_t sandbox_start_init(Sandbox *s, int *ret_helper_pidfd) {
 /* A cgroup of an earlier daemon's sandbox: its processes did not survive the restart (the init
  * may have), so it is emptied and removed before the sandbox gets a new one. */
 int sandbox_clear_old_cgroup(Sandbox *s) {
-        Manager *m = s->manager;
+        Context *m = s->manager;
         _cleanup_close_ int fd = openat(m->cg.sandboxes_fd, s->id, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 
         if (fd < 0)

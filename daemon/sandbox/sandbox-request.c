@@ -10,7 +10,7 @@
 
 #include "cgroup.h"
 #include "macro.h"
-#include "manager.h"
+#include "context.h"
 #include "request-fields.h"
 #include "run-spec.h"
 #include "sandbox.h"
@@ -32,7 +32,7 @@ static int limit_over(const char *field, ProtoError *err, uint64_t max) {
 }
 
 /* Defaults and maximums from the configuration; messages name "limits.X". */
-static int parse_limits(Manager *m, json_object *limits, SandboxLimits *l, ProtoError *err) {
+static int parse_limits(Context *m, json_object *limits, SandboxLimits *l, ProtoError *err) {
         const Config *c = &m->config;
         int r;
 
@@ -76,7 +76,7 @@ static int parse_limits(Manager *m, json_object *limits, SandboxLimits *l, Proto
 }
 
 /* Honest reporting: a limit this host cannot enforce is refused unless best_effort. */
-static int check_enforceable(Manager *m, bool best_effort, unsigned *ret_enforced, ProtoError *err) {
+static int check_enforceable(Context *m, bool best_effort, unsigned *ret_enforced, ProtoError *err) {
         static const struct {
                 unsigned mask;
                 const char *field, *controller;
@@ -95,7 +95,7 @@ static int check_enforceable(Manager *m, bool best_effort, unsigned *ret_enforce
         return 0;
 }
 
-int sandbox_parse(Manager *m, Sandbox *s, json_object *req, ProtoError *err) {
+int sandbox_parse(Context *m, Sandbox *s, json_object *req, ProtoError *err) {
         json_object *limits = NULL, *env = NULL;
         const char *name = NULL, *network = NULL, *workspace = NULL;
         int r;
@@ -110,7 +110,7 @@ int sandbox_parse(Manager *m, Sandbox *s, json_object *req, ProtoError *err) {
                 return proto_error_set(err, SBX_E_INVALID_REQUEST, "name",
                                        "'name' must be 1-64 of [A-Za-z0-9._-], not starting with 'sbx-', '.' or '-'");
         /* Per owner: another user's names are neither told nor taken (THREATS PRO-09). */
-        if (name && manager_find_named(m, s->owner_uid, name))
+        if (name && registry_find_named(m->registry, s->owner_uid, name))
                 return proto_error_set(err, SBX_E_CONFLICT, "name", "you have a sandbox named '%s' already", name);
         if (network && strcmp(network, "none") != 0)
                 return proto_error_set(err, SBX_E_INVALID_REQUEST, "network",
@@ -141,7 +141,7 @@ int sandbox_parse(Manager *m, Sandbox *s, json_object *req, ProtoError *err) {
         return 0;
 }
 
-int sandbox_parse_request(Manager *m, json_object *req, SandboxRequest *ret, ProtoError *err) {
+int sandbox_parse_request(Context *m, json_object *req, SandboxRequest *ret, ProtoError *err) {
         Sandbox tmp = { .manager = m, .ephemeral = true };
         int r = sandbox_parse(m, &tmp, req, err);
 

@@ -12,7 +12,7 @@
 #include "cgroup.h"
 #include "log.h"
 #include "macro.h"
-#include "manager.h"
+#include "context.h"
 #include "remove-async.h"
 #include "sandbox.h"
 #include "util.h"
@@ -34,7 +34,7 @@ static int remove_if_empty(int dir_fd, const char *name) {
 /* Moves the workspace aside atomically, then removes it in a child process so that a huge tree
  * never blocks the event loop. */
 void sandbox_remove_workspace(Sandbox *s) {
-        Manager *m = s->manager;
+        Context *m = s->manager;
         char trash[64];
 
         if (s->keep_workspace || s->memory_workspace)
@@ -51,7 +51,7 @@ void sandbox_remove_workspace(Sandbox *s) {
         }
         if (remove_if_empty(m->state_fd, trash) == 0)
                 return;
-        (void) remove_async(m, m->state_fd, trash);
+        (void) remove_async(m->event, m->run_helper_fd, m->state_fd, trash);
 }
 
 /* A process as {pid, comm, state} from /proc/PID/stat; nothing when it is gone. */

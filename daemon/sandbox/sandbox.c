@@ -16,12 +16,10 @@
 #include "cgroup.h"
 #include "log.h"
 #include "macro.h"
-#include "manager.h"
-#include "pool.h"
+#include "context.h"
 #include "sandbox.h"
 #include "spawn.h"
 #include "run-record.h"
-#include "state.h"
 #include "sweep.h"
 #include "util.h"
 
@@ -33,7 +31,7 @@ static int sandbox_random_id(char *buf, size_t len, const char *prefix) {
         return 0;
 }
 
-static Sandbox *sandbox_alloc(Manager *m) {
+static Sandbox *sandbox_alloc(Context *m) {
         Sandbox *s = calloc(1, sizeof(*s));
         if (!s)
                 return NULL;
@@ -66,7 +64,7 @@ static int on_helper_exit(sd_event_source *src, const siginfo_t *si, void *userd
 /* The helper that clones the init (sandbox_start_init()): reaped when it is done; the sandbox is
  * not ready before (it is in its cgroup). The init's pidfd comes on the setup socket. */
 static int sandbox_watch_helper(Sandbox *s, int pidfd) {
-        Manager *m = s->manager;
+        Context *m = s->manager;
         int r = sd_event_add_child_pidfd(m->event, &s->setup_helper, pidfd, WEXITED, on_helper_exit, s);
 
         if (r < 0) {
@@ -93,7 +91,7 @@ static int sandbox_spawn_init(Sandbox *s) {
 
 /* The init is a child of ours, waiting for its go: watch it, give it its uid/gid maps, go. */
 static int sandbox_init_started(Sandbox *s) {
-        Manager *m = s->manager;
+        Context *m = s->manager;
         int r = sd_event_add_child_pidfd(m->event, &s->init_exit_source, s->init_pidfd, WEXITED, on_init_exit, s);
         if (r < 0) {
                 (void) cg_kill(s->cg_fd);
@@ -109,37 +107,23 @@ static int sandbox_init_started(Sandbox *s) {
         return sd_event_add_io(m->event, &s->setup_source, s->setup_fd, EPOLLIN, on_setup_report, s);
 }
 
-static void sandbox_link(Manager *m, Sandbox *s) {
-        s->next = m->sandboxes;
-        if (m->sandboxes)
-                m->sandboxes->prev = s;
-        m->sandboxes = s;
-        m->n_sandboxes++;
-}
-
-static void sandbox_unlink(Sandbox *s) {
-        Manager *m = s->manager;
-        if (s->prev)
-                s->prev->next = s->next;
-        else if (m->sandboxes == s)
-                m->sandboxes = s->next;
-        else
-                return;
-        if (s->next)
-                s->next->prev = s->prev;
-        s->next = s->prev = NULL;
-        m->n_sandboxes--;
+static void sandbox_link(Context *m, Sandbox *s) {
+        s->entry.id = s->id;
+        s->entry.name = s->name;
+        s->entry.owner = s->owner_uid;
+        s->entry.pooled = s->pooled;
+        registry_add(m->registry, &s->entry, s);
 }
 
 static int internal_error(ProtoError *err, const char *what, int r) {
         return proto_error_set(err, SBX_E_INTERNAL, NULL, "%s: %s", what, strerror(-r));
 }
 
-int sandbox_create(Manager *m, json_object *req, uid_t owner, bool ephemeral, Sandbox **ret, ProtoError *err) {
+int sandbox_create(Context *m, json_object *req, uid_t owner, bool ephemeral, Sandbox **ret, ProtoError *err) {
         Sandbox *s;
         int r;
 
-        if (m->n_sandboxes - m->n_pooled >= m->config.max_sandboxes)
+        if (registry_count(m->registry) - registry_count_pooled(m->registry) >= m->config.max_sandboxes)
                 return proto_error_set(err, SBX_E_RESOURCE_EXHAUSTED, NULL, "the daemon holds its maximum of %" PRIu64
                                        " sandboxes", m->config.max_sandboxes);
         if (owner != 0 && sandbox_count_owned(m, owner) >= m->config.max_sandboxes_per_uid)
@@ -156,7 +140,7 @@ int sandbox_create(Manager *m, json_object *req, uid_t owner, bool ephemeral, Sa
         r = sandbox_parse(m, s, req, err);
         if (r < 0)
                 goto fail;
-        if (sandbox_random_id(s->id, sizeof(s->id), "sbx-") < 0 || manager_alloc_uid_slot(m, &s->uid_slot) < 0) {
+        if (sandbox_random_id(s->id, sizeof(s->id), "sbx-") < 0 || registry_alloc_uid_slot(m->registry, &s->uid_slot) < 0) {
                 r = proto_error_set(err, SBX_E_RESOURCE_EXHAUSTED, NULL, "no free uid range for a new sandbox");
                 goto fail;
         }
@@ -171,7 +155,7 @@ int sandbox_create(Manager *m, json_object *req, uid_t owner, bool ephemeral, Sa
                 r = sweep_disk_error(err, "cannot create the workspace", r);
                 goto fail_destroy;
         }
-        if (!s->ephemeral && (r = state_save(s)) < 0) {
+        if (!s->ephemeral && (r = registry_changed(&s->entry)) < 0) { /* state.c saves it */
                 r = sweep_disk_error(err, "cannot record the sandbox in the state directory", r);
                 goto fail_destroy;
         }
@@ -228,7 +212,7 @@ static int sandbox_restore_fields(Sandbox *s, json_object *meta) {
 }
 
 static int sandbox_restore_claim(Sandbox *s, json_object *meta) {
-        Manager *m = s->manager;
+        Context *m = s->manager;
         json_object *id;
 
         if (!json_object_object_get_ex(meta, "id", &id) || !json_object_is_type(id, json_type_string))
@@ -236,17 +220,16 @@ static int sandbox_restore_claim(Sandbox *s, json_object *meta) {
         snprintf(s->id, sizeof(s->id), "%s", json_object_get_string(id));
         if (sandbox_restore_fields(s, meta) < 0)
                 return -EBADMSG;
-        if (s->uid_slot >= m->config.max_sandboxes + m->config.pool_size || m->uid_slots[s->uid_slot] ||
-            manager_find_sandbox(m, s->id) || (s->name && manager_find_named(m, s->owner_uid, s->name)))
+        if (registry_find(m->registry, s->id) || (s->name && registry_find_named(m->registry, s->owner_uid, s->name)) ||
+            registry_claim_uid_slot(m->registry, s->uid_slot) < 0)
                 return -EEXIST;
-        m->uid_slots[s->uid_slot] = 1;
         s->host_uid = (uid_t) (m->config.uid_base + (uint64_t) s->uid_slot * m->config.uid_range);
         /* What the host enforces now, which need not be what it enforced before. */
         s->enforced = m->cg.enforceable & (CG_MEMORY | CG_PIDS | CG_CPU);
         return 0;
 }
 
-int sandbox_restore(Manager *m, json_object *meta, Sandbox **ret) {
+int sandbox_restore(Context *m, json_object *meta, Sandbox **ret) {
         Sandbox *s = sandbox_alloc(m);
         int r;
 
@@ -460,7 +443,7 @@ static int on_init_exit(sd_event_source *src, const siginfo_t *si, void *userdat
 
 
 static void sandbox_finish_destroy(Sandbox *s) {
-        Manager *m = s->manager;
+        Context *m = s->manager;
         int r;
 
         if (s->cg_fd >= 0)
@@ -472,7 +455,7 @@ static void sandbox_finish_destroy(Sandbox *s) {
         netns_pool_put(&m->netns, TAKE_FD(s->netns_fd));
         sandbox_remove_workspace(s);
         if (!s->keep_workspace)
-                manager_add_tombstone(m, s->id, s->owner_uid);
+                registry_add_tombstone(m->registry, s->id, s->owner_uid);
         if (s->destroy_waiters) {
                 _cleanup_json_ json_object *t = json_object_new_boolean(1);
                 waiters_answer(&s->destroy_waiters, t, "destroyed", NULL);
@@ -593,15 +576,8 @@ void sandbox_destroy(Sandbox *s, const char *reason) {
 Sandbox *sandbox_free(Sandbox *s) {
         if (!s)
                 return NULL;
-        sandbox_unlink(s);
+        registry_remove(&s->entry); /* the pool refills (pool.c observes) */
         s->setup_helper = sd_event_source_disable_unref(s->setup_helper);
-        if (s->pooled) {
-                s->manager->n_pooled--;
-                pool_schedule_refill(s->manager);
-        }
-        /* Refilled once the taken one is gone: its teardown is the kernel's busiest moment. */
-        if (s->from_pool)
-                pool_taken_done(s->manager);
         while (s->members)
                 s->members->ops->free(s->members); /* the snapshot job's also cancels its restart */
         sandbox_restart_cancel(s);
@@ -614,7 +590,7 @@ Sandbox *sandbox_free(Sandbox *s) {
         safe_close(s->cg_fd);
         safe_close(s->workdir_fd);
         if (s->uid_slot != UINT32_MAX)
-                manager_free_uid_slot(s->manager, s->uid_slot);
+                registry_free_uid_slot(s->manager->registry, s->uid_slot);
         json_object_put(s->env);
         json_object_put(s->interrupted_runs);
         json_object_put(s->teardown_stuck);
@@ -629,17 +605,24 @@ bool sandbox_visible_to(Sandbox *s, const ReplyPeer *peer) {
         return !s->pooled && (peer->admin || peer->cred.uid == s->owner_uid);
 }
 
-unsigned sandbox_count_stuck(Manager *m) {
+unsigned sandbox_count_stuck(Context *m) {
         unsigned n = 0;
-        for (Sandbox *s = m->sandboxes; s; s = s->next)
+        for (Sandbox *s = registry_first(m->registry); s; s = registry_next(&s->entry))
                 n += !!s->teardown_stuck;
         return n;
 }
 
-unsigned sandbox_count_owned(Manager *m, uid_t uid) {
+unsigned sandbox_count_owned(Context *m, uid_t uid) {
         unsigned n = 0;
-        for (Sandbox *s = m->sandboxes; s; s = s->next)
+        for (Sandbox *s = registry_first(m->registry); s; s = registry_next(&s->entry))
                 n += s->owner_uid == uid && s->state != SANDBOX_DESTROYING && !s->pooled;
+        return n;
+}
+
+unsigned sandbox_count_runs(Context *m) {
+        unsigned n = 0;
+        for (Sandbox *s = registry_first(m->registry); s; s = registry_next(&s->entry))
+                n += s->n_runs;
         return n;
 }
 

@@ -10,12 +10,13 @@
 #include <sys/types.h>
 #include <systemd/sd-event.h>
 
+#include "context.h"
 #include "identity.h"
 #include "proto.h"
+#include "registry.h"
 #include "reply.h"
 
 typedef struct Sandbox Sandbox;
-typedef struct Manager Manager;
 typedef struct Run Run;
 typedef struct Session Session;
 
@@ -82,7 +83,7 @@ typedef struct SandboxRestart {
 } SandboxRestart;
 
 typedef struct Sandbox {
-        Manager *manager;
+        Context *manager;
         char id[24];
         char *name;
         SandboxState state;
@@ -150,7 +151,7 @@ typedef struct Sandbox {
         uint64_t disk_files;           /* and their files */
         json_object *interrupted_runs; /* runs a restart cut short, reported by inspect */
         bool interrupted_changed;      /* run_log_open() added to them: to be saved */
-        struct Sandbox *next, *prev;
+        RegistryEntry entry;           /* in Context.registry (registry.h) */
 } Sandbox;
 
 /* What a create request (or a throwaway run's) asks of its sandbox, validated. */
@@ -163,17 +164,17 @@ typedef struct SandboxRequest {
         json_object *env;
 } SandboxRequest;
 
-int sandbox_parse_request(Manager *m, json_object *req, SandboxRequest *ret, ProtoError *err);
+int sandbox_parse_request(Context *m, json_object *req, SandboxRequest *ret, ProtoError *err);
 /* The same read into s, which is being made for s->owner_uid (s->ephemeral set): name, limits,
  * best_effort, user, workspace, env, and the sweep's fields (sandbox-request.c). */
-int sandbox_parse(Manager *m, Sandbox *s, json_object *req, ProtoError *err);
+int sandbox_parse(Context *m, Sandbox *s, json_object *req, ProtoError *err);
 void sandbox_request_done(SandboxRequest *r);
 
 /* Validates a create request (shared by throwaway runs) into a new sandbox that is being set
  * up; the reply comes later through the waiters or pending runs. */
-int sandbox_create(Manager *m, json_object *req, uid_t owner, bool ephemeral, Sandbox **ret, ProtoError *err);
+int sandbox_create(Context *m, json_object *req, uid_t owner, bool ephemeral, Sandbox **ret, ProtoError *err);
 /* Brings back a sandbox recorded by an earlier daemon (state.c) with a new init. */
-int sandbox_restore(Manager *m, json_object *meta, Sandbox **ret);
+int sandbox_restore(Context *m, json_object *meta, Sandbox **ret);
 void sandbox_destroy(Sandbox *s, const char *reason);
 /* The teardown_stuck error for a sandbox whose teardown is stuck (Sandbox.teardown_stuck). */
 int sandbox_teardown_error(Sandbox *s, ProtoError *err);
@@ -183,8 +184,10 @@ void sandbox_add_waiter(Waiter **list, Reply *reply);
 json_object *sandbox_to_json(Sandbox *s, bool with_usage);
 bool sandbox_visible_to(Sandbox *s, const ReplyPeer *peer);
 /* Sandboxes whose teardown is stuck (health's teardown_stuck). */
-unsigned sandbox_count_stuck(Manager *m);
-unsigned sandbox_count_owned(Manager *m, uid_t uid);
+unsigned sandbox_count_stuck(Context *m);
+unsigned sandbox_count_owned(Context *m, uid_t uid);
+/* Runs in flight in every sandbox. */
+unsigned sandbox_count_runs(Context *m);
 const char *sandbox_workdir_path(Sandbox *s, char *buf, size_t len);
 /* A fork's copy is done (err NULL) or failed: the sandbox becomes ready, or fails, when nothing
  * else holds it. */

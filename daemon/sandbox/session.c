@@ -14,7 +14,7 @@
 #include "cgroup.h"
 #include "log.h"
 #include "macro.h"
-#include "manager.h"
+#include "context.h"
 #include "session.h"
 #include "run-record.h"
 #include "sandbox.h"
@@ -159,10 +159,10 @@ static void session_free(Session *p) {
 }
 
 /* Every session is looked at, found or not, as in manager_find_sandbox(). */
-Session *session_find(Manager *m, const char *id) {
+Session *session_find(Context *m, const char *id) {
         Session *found = NULL;
 
-        for (Sandbox *s = m->sandboxes; s; s = s->next)
+        for (Sandbox *s = registry_first(m->registry); s; s = registry_next(&s->entry))
                 for (Session *p = s->sessions; p; p = p->next)
                         if (!found && strcmp(p->id, id) == 0)
                                 found = p;
@@ -192,9 +192,9 @@ json_object *session_sessions_json(Sandbox *s) {
         return arr;
 }
 
-unsigned session_count_owned(Manager *m, uid_t uid) {
+unsigned session_count_owned(Context *m, uid_t uid) {
         unsigned n = 0;
-        for (Sandbox *s = m->sandboxes; s; s = s->next)
+        for (Sandbox *s = registry_first(m->registry); s; s = registry_next(&s->entry))
                 if (s->owner_uid == uid)
                         for (Session *p = s->sessions; p; p = p->next)
                                 n++;

@@ -20,7 +20,8 @@
 #include "sandbox.h"
 
 typedef struct Sandbox Sandbox;
-typedef struct Manager Manager;
+typedef struct Context Context;
+typedef struct Registry Registry;
 
 typedef enum SessionReason {
         SESSION_REASON_NONE,
@@ -89,11 +90,11 @@ int session_new(Sandbox *s, Reply *reply, RunSpec *spec, bool pty, unsigned rows
             Session **ret);
 /* Starts the program; the pty.open reply comes once it was exec'd (or could not be). */
 void session_start(Session *p);
-Session *session_find(Manager *m, const char *id);
+Session *session_find(Context *m, const char *id);
 /* The sandbox's sessions for inspect: [{id, argv, pty, rows, cols, state, attached, output_seq,
  * created}] (an empty array when there are none). */
 json_object *session_sessions_json(Sandbox *s);
-unsigned session_count_owned(Manager *m, uid_t uid);
+unsigned session_count_owned(Context *m, uid_t uid);
 
 int session_attach(Session *p, Reply *reply, uint64_t from_seq, bool from_given, ProtoError *err);
 /* The subscription of reply's client. */

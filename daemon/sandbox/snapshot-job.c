@@ -29,7 +29,7 @@
 #include "copy-tree.h"
 #include "log.h"
 #include "macro.h"
-#include "manager.h"
+#include "context.h"
 #include "rm-rf.h"
 #include "sandbox.h"
 #include "remove-async.h"
@@ -214,7 +214,7 @@ static bool same_inode(int dir, const char *path, const struct stat *want) {
 
 /* <other>/snapshots/<id>/tree -> <new sandbox>/work, owners moved into the new uid range. */
 _Noreturn static void child_fork(const SnapshotJob *j, int state_fd, int out) {
-        const Manager *m = j->sandbox->manager;
+        const Context *m = j->sandbox->manager;
         _cleanup_close_ int sdir = open_dir_at(state_fd, j->sandbox->id);
         _cleanup_close_ int from = open_dir_at(state_fd, j->src_sandbox);
         _cleanup_close_ int snaps = -EBADF, snap = -EBADF, src = -EBADF, dst = -EBADF;
@@ -409,7 +409,7 @@ static void restore_done(Sandbox *s, int error, void *userdata) {
 
         /* Either the old tree (swapped out) or the unused new one is left at work.new-*. */
         if (dfd >= 0)
-                (void) remove_async(s->manager, dfd, j->work_new);
+                (void) remove_async(s->manager->event, s->manager->run_helper_fd, dfd, j->work_new);
         if (error < 0) {
                 proto_error_set(&err, SBX_E_INTERNAL, NULL, "the workspace could not be replaced: %s", strerror(-error));
                 job_reply_error(j, &err);
@@ -439,7 +439,7 @@ static void job_finish_restore(SnapshotJob *j) {
         }
         dfd = open_dir_at(s->manager->state_fd, s->id);
         if (dfd >= 0)
-                (void) remove_async(s->manager, dfd, j->work_new);
+                (void) remove_async(s->manager->event, s->manager->run_helper_fd, dfd, j->work_new);
         proto_error_set(&err, SBX_E_CONFLICT, "sandbox", "sandbox %s is not ready (%s)", s->id,
                         s->state == SANDBOX_FAILED ? "broken" : "busy");
         job_reply_error(j, &err);
@@ -482,7 +482,7 @@ static int on_child_exit(sd_event_source *src, const siginfo_t *si, void *userda
 }
 
 static int job_start_child(SnapshotJob *j) {
-        Manager *m = j->sandbox->manager;
+        Context *m = j->sandbox->manager;
         int p[2], r;
         pid_t parent = getpid(), pid;
 

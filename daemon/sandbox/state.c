@@ -12,7 +12,7 @@
 #include "cgroup.h"
 #include "log.h"
 #include "macro.h"
-#include "manager.h"
+#include "context.h"
 #include "proto.h"
 #include "rm-rf.h"
 #include "run-record.h"
@@ -114,7 +114,7 @@ static bool is_sandbox_id(const char *name) {
 /* A sandbox whose record cannot be read (torn by a disk fault, edited by hand, too large) keeps
  * everything it has: renamed to .quarantine-<id>, which no start touches again, and counted in
  * health. Its workspace and snapshots are the user's; only a person can tell what went wrong. */
-static void quarantine(Manager *m, const char *name, int why) {
+static void quarantine(Context *m, const char *name, int why) {
         char to[NAME_MAX + 32];
 
         snprintf(to, sizeof(to), QUARANTINE_PREFIX "%s", name);
@@ -134,7 +134,7 @@ static void quarantine(Manager *m, const char *name, int why) {
 /* One entry of <state>/sandboxes: a recorded sandbox comes back; a sandbox never recorded (no
  * meta.json: a throwaway one, a create cut short) or a workspace being removed is what a crash
  * interrupted, and goes; a record that cannot be read is set aside, never removed. */
-static void restore_entry(Manager *m, const char *name) {
+static void restore_entry(Context *m, const char *name) {
         _cleanup_json_ json_object *meta = NULL;
         Sandbox *s;
         int r;
@@ -175,7 +175,7 @@ static void restore_entry(Manager *m, const char *name) {
 /* A cgroup below sandboxes/ that no restored sandbox claims: a throwaway sandbox (never
  * recorded) of a daemon that died, with whatever still runs in it. Its processes are killed and
  * the cgroup removed; recorded sandboxes replaced theirs in sandbox_restore(). */
-static void remove_stale_cgroup(Manager *m, const char *name) {
+static void remove_stale_cgroup(Context *m, const char *name) {
         _cleanup_close_ int fd = openat(m->cg.sandboxes_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         int r;
 
@@ -192,7 +192,7 @@ static void remove_stale_cgroup(Manager *m, const char *name) {
                 log_info("removed the stale cgroup sandboxes/%s of an earlier daemon", name);
 }
 
-static void remove_stale_cgroups(Manager *m) {
+static void remove_stale_cgroups(Context *m) {
         int fd = openat(m->cg.sandboxes_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         DIR *d;
         struct dirent *de;
@@ -202,12 +202,12 @@ static void remove_stale_cgroups(Manager *m) {
                 return;
         }
         while ((de = readdir(d)))
-                if (de->d_type == DT_DIR && is_sandbox_id(de->d_name) && !manager_find_sandbox(m, de->d_name))
+                if (de->d_type == DT_DIR && is_sandbox_id(de->d_name) && !registry_find(m->registry, de->d_name))
                         remove_stale_cgroup(m, de->d_name);
         closedir(d);
 }
 
-int state_restore_all(Manager *m) {
+int state_restore_all(Context *m) {
         int fd = openat(m->state_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         DIR *d;
         struct dirent *de;
@@ -225,10 +225,10 @@ int state_restore_all(Manager *m) {
         /* Counted once the renames are done: a directory renamed while it is read may be seen
          * under both names. */
         rewinddir(d);
-        m->n_quarantined = 0;
+        m->registry->n_quarantined = 0;
         while ((de = readdir(d)))
                 if (strncmp(de->d_name, QUARANTINE_PREFIX, strlen(QUARANTINE_PREFIX)) == 0)
-                        m->n_quarantined++;
+                        m->registry->n_quarantined++;
         closedir(d);
         remove_stale_cgroups(m);
         return 0;

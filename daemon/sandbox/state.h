@@ -5,7 +5,7 @@
 
 #include <json-c/json.h>
 
-typedef struct Manager Manager;
+typedef struct Context Context;
 typedef struct Sandbox Sandbox;
 
 /* Where a sandbox whose record cannot be read is set aside, whole, at start. */
@@ -15,4 +15,4 @@ int state_save(Sandbox *s);
 /* At start: removes what a crash left half-done (trash, workspaces without metadata), brings
  * every recorded sandbox back with a new init, and quarantines the ones whose record is
  * unreadable (counted in m->n_quarantined). */
-int state_restore_all(Manager *m);
+int state_restore_all(Context *m);

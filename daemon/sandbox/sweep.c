@@ -13,7 +13,7 @@
 
 #include "log.h"
 #include "macro.h"
-#include "manager.h"
+#include "context.h"
 #include "run.h"
 #include "sandbox.h"
 #include "snapshot.h"
@@ -25,7 +25,7 @@
 #define SWEEPS_MAX 4
 
 typedef struct Sweep {
-        Manager *manager;
+        Context *manager;
         Reply *reply; /* NULL for the timer */
         bool dry_run, all;
         char (*ids)[24];
@@ -74,9 +74,9 @@ static uint64_t files_budget(const Config *c) {
         return c->files_budget ?: files_for_bytes(c->disk_budget);
 }
 
-static int budget_error(Manager *m, const char *what, ProtoError *err) {
+static int budget_error(Context *m, const char *what, ProtoError *err) {
         char a[32];
-        if (m->files_budget_exceeded)
+        if (m->sweeper->files_budget_exceeded)
                 return proto_error_set(err, SBX_E_RESOURCE_EXHAUSTED, "disk",
                                        "the sandboxes hold more than files_budget (%" PRIu64 " files) even without "
                                        "snapshots: %s until some are destroyed",
@@ -87,7 +87,7 @@ static int budget_error(Manager *m, const char *what, ProtoError *err) {
                                human(a, m->config.disk_budget), what);
 }
 
-int sweep_check_create(Manager *m, ProtoError *err) {
+int sweep_check_create(Context *m, ProtoError *err) {
         struct statvfs sv;
         char a[32], b[32];
 
@@ -106,7 +106,7 @@ int sweep_check_create(Manager *m, ProtoError *err) {
                                                "until some are freed",
                                                (uint64_t) sv.f_favail, m->config.min_free_files);
         }
-        if (m->disk_budget_exceeded)
+        if (m->sweeper->disk_budget_exceeded)
                 return budget_error(m, "no new sandboxes", err);
         return 0;
 }
@@ -134,7 +134,7 @@ int sweep_check_run(Sandbox *s, ProtoError *err) {
                                        "runs are refused until it is back under (restore a smaller snapshot, or "
                                        "destroy it)",
                                        s->id, human(a, s->disk_bytes), human(b, s->limits.disk));
-        if (s->manager->disk_budget_exceeded)
+        if (s->manager->sweeper->disk_budget_exceeded)
                 return budget_error(s->manager, "runs are refused", err);
         return 0;
 }
@@ -143,7 +143,7 @@ int sweep_check_run(Sandbox *s, ProtoError *err) {
 
 /* limits.files (parsed with the others in sandbox.c) where the request left it out:
  * default_files, else one file per SWEEP_BYTES_PER_FILE of limits.disk; max_files caps both. */
-static int parse_files_limit(Manager *m, Sandbox *s, json_object *req, ProtoError *err) {
+static int parse_files_limit(Context *m, Sandbox *s, json_object *req, ProtoError *err) {
         json_object *l = NULL, *v = NULL;
         bool given = json_object_object_get_ex(req, "limits", &l) && json_object_object_get_ex(l, "files", &v) &&
                      !json_object_is_type(v, json_type_null);
@@ -160,7 +160,7 @@ static int parse_files_limit(Manager *m, Sandbox *s, json_object *req, ProtoErro
         return 0;
 }
 
-int sweep_parse_create(Manager *m, Sandbox *s, json_object *req, ProtoError *err) {
+int sweep_parse_create(Context *m, Sandbox *s, json_object *req, ProtoError *err) {
         int r;
 
         s->ttl_usec = m->config.default_ttl_usec;
@@ -399,7 +399,7 @@ static int over_budget(const Config *c, uint64_t bytes, uint64_t files) {
 /* Over the global budget: the oldest snapshots of all sandboxes go first; if that is not
  * enough, new sandboxes and runs are refused until the next sweep finds room. */
 static bool enforce_budget(Plan *p, bool *ret_files_over) {
-        Manager *m = p->sw->manager;
+        Context *m = p->sw->manager;
         _cleanup_free_ size_t *v = NULL;
         uint64_t budget = m->config.disk_budget, fbudget = files_budget(&m->config);
         uint64_t sum = total_left(p), fsum = total_files_left(p);
@@ -421,10 +421,10 @@ static bool enforce_budget(Plan *p, bool *ret_files_over) {
         over = why != 0;
         *ret_files_over = why == 2;
         if (p->cut && !over) {
-                over = m->disk_budget_exceeded;
-                *ret_files_over = m->files_budget_exceeded;
+                over = m->sweeper->disk_budget_exceeded;
+                *ret_files_over = m->sweeper->files_budget_exceeded;
         }
-        if (over != m->disk_budget_exceeded) {
+        if (over != m->sweeper->disk_budget_exceeded) {
                 json_object *a = json_object_new_object();
                 json_object_object_add(a, "bytes", json_object_new_int64((int64_t) total_left(p)));
                 json_object_object_add(a, "budget", budget ? json_object_new_int64((int64_t) budget) : NULL);
@@ -486,7 +486,7 @@ static json_object *sandbox_report(Plan *p, size_t index) {
 }
 
 static json_object *sweep_reply(Plan *p, bool budget_over) {
-        Manager *m = p->sw->manager;
+        Context *m = p->sw->manager;
         json_object *reply = json_object_new_object(), *arr = json_object_new_array(), *tot;
         uint64_t bytes = 0, apparent = 0, files = 0, wbytes = 0, sbytes = 0;
         struct statvfs sv;
@@ -527,7 +527,7 @@ static json_object *sweep_reply(Plan *p, bool budget_over) {
 /* ---- Doing ------------------------------------------------------------------------------- */
 
 static void carry_out(Plan *p, bool budget_over, bool files_over) {
-        Manager *m = p->sw->manager;
+        Context *m = p->sw->manager;
 
         for (size_t i = 0; i < p->n_recs; i++)
                 if (p->evicted[i]) {
@@ -552,8 +552,8 @@ static void carry_out(Plan *p, bool budget_over, bool files_over) {
                 t->s->disk_refused = t->refuse;
         }
         if (p->sw->all) {
-                m->disk_budget_exceeded = budget_over;
-                m->files_budget_exceeded = budget_over && files_over;
+                m->sweeper->disk_budget_exceeded = budget_over;
+                m->sweeper->files_budget_exceeded = budget_over && files_over;
         }
         /* Last: a destroyed sandbox may be freed at once. */
         for (size_t i = 0; i < p->sw->n_ids; i++)
@@ -562,19 +562,19 @@ static void carry_out(Plan *p, bool budget_over, bool files_over) {
 }
 
 static Sweep *sweep_free(Sweep *sw) {
-        Manager *m;
+        Context *m;
         if (!sw)
                 return NULL;
         m = sw->manager;
         if (sw->prev)
                 sw->prev->next = sw->next;
         else
-                m->sweeps = sw->next;
+                m->sweeper->sweeps = sw->next;
         if (sw->next)
                 sw->next->prev = sw->prev;
-        m->n_sweeps--;
+        m->sweeper->n_sweeps--;
         if (!sw->reply)
-                m->timer_sweep_running = false;
+                m->sweeper->timer_sweep_running = false;
         sweep_walk_free(sw->walk);
         reply_unref(sw->reply);
         free(sw->ids);
@@ -594,7 +594,7 @@ static void sweep_fail(Sweep *sw, int r) {
 
 static void on_walk_done(SweepWalk *w, int r, void *userdata) {
         Sweep *sw = userdata;
-        Manager *m = sw->manager;
+        Context *m = sw->manager;
         Plan p = { .sw = sw, .now_mono = now_usec(CLOCK_MONOTONIC) };
         json_object *reply;
         bool over, files_over;
@@ -614,7 +614,7 @@ static void on_walk_done(SweepWalk *w, int r, void *userdata) {
                 goto out;
         }
         for (size_t i = 0; i < sw->n_ids; i++) {
-                Sandbox *s = manager_find_sandbox(m, sw->ids[i]);
+                Sandbox *s = registry_find(m->registry, sw->ids[i]);
                 p.t[i].s = s && s->state != SANDBOX_DESTROYING ? s : NULL;
         }
         /* The walk goes through the sandboxes in order, each one's trees together: those before
@@ -629,8 +629,8 @@ static void on_walk_done(SweepWalk *w, int r, void *userdata) {
         expire(&p);
         for (size_t i = 0; i < sw->n_ids; i++)
                 enforce_sandbox_limit(&p, i);
-        files_over = m->files_budget_exceeded;
-        over = sw->all ? enforce_budget(&p, &files_over) : m->disk_budget_exceeded;
+        files_over = m->sweeper->files_budget_exceeded;
+        over = sw->all ? enforce_budget(&p, &files_over) : m->sweeper->disk_budget_exceeded;
         reply = sweep_reply(&p, over);
         if (!sw->dry_run)
                 carry_out(&p, over, files_over);
@@ -687,14 +687,14 @@ static int cmp_walked(const void *a, const void *b) {
 /* The sandboxes a sweep walked least recently come first (never: first of all, newest first), so
  * that sweeps cut short by sweep_timeout still get round to every sandbox in turn. */
 static int sweep_list(Sweep *sw) {
-        Manager *m = sw->manager;
-        _cleanup_free_ ListEntry *v = calloc(m->n_sandboxes + 1, sizeof(*v));
+        Context *m = sw->manager;
+        _cleanup_free_ ListEntry *v = calloc(registry_count(m->registry) + 1, sizeof(*v));
         size_t n = 0;
 
-        sw->ids = calloc(m->n_sandboxes + 1, sizeof(*sw->ids));
+        sw->ids = calloc(registry_count(m->registry) + 1, sizeof(*sw->ids));
         if (!sw->ids || !v)
                 return -ENOMEM;
-        for (Sandbox *s = m->sandboxes; s; s = s->next)
+        for (Sandbox *s = registry_first(m->registry); s; s = registry_next(&s->entry))
                 if (s->state != SANDBOX_DESTROYING && !s->pooled && (sw->all || sandbox_visible_to(s, reply_peer(sw->reply)))) {
                         v[n] = (ListEntry) { .walked_usec = s->disk_walked_usec, .order = n, .id = s->id };
                         n++;
@@ -705,28 +705,28 @@ static int sweep_list(Sweep *sw) {
         return 0;
 }
 
-int sweep_start(Manager *m, Reply *reply, bool dry_run, ProtoError *err) {
+int sweep_start(Context *m, Reply *reply, bool dry_run, ProtoError *err) {
         Sweep *sw;
         int r;
 
-        if (m->n_sweeps >= SWEEPS_MAX)
+        if (m->sweeper->n_sweeps >= SWEEPS_MAX)
                 return proto_error_set(err, SBX_E_RESOURCE_EXHAUSTED, NULL, "%d sweeps are running already", SWEEPS_MAX);
         sw = calloc(1, sizeof(*sw));
         if (!sw)
                 return proto_error_set(err, SBX_E_INTERNAL, NULL, "out of memory");
         *sw = (Sweep) { .manager = m, .dry_run = dry_run, .all = !reply || reply_peer(reply)->admin, .start_usec = now_usec(CLOCK_MONOTONIC) };
-        sw->next = m->sweeps;
-        if (m->sweeps)
-                m->sweeps->prev = sw;
-        m->sweeps = sw;
-        m->n_sweeps++;
+        sw->next = m->sweeper->sweeps;
+        if (m->sweeper->sweeps)
+                m->sweeper->sweeps->prev = sw;
+        m->sweeper->sweeps = sw;
+        m->sweeper->n_sweeps++;
         if (reply)
                 sw->reply = reply_ref(reply);
         else
-                m->timer_sweep_running = true;
+                m->sweeper->timer_sweep_running = true;
         r = sweep_list(sw);
         if (r >= 0)
-                r = sweep_walk_start(m, sw->ids, sw->n_ids, on_walk_done, sw, &sw->walk);
+                r = sweep_walk_start(m->event, m->state_fd, m->config.sweep_timeout_usec, sw->ids, sw->n_ids, on_walk_done, sw, &sw->walk);
         if (r < 0) {
                 sweep_free(sw);
                 return proto_error_set(err, SBX_E_INTERNAL, NULL, "cannot start the disk walk: %s", strerror(-r));
@@ -736,26 +736,26 @@ int sweep_start(Manager *m, Reply *reply, bool dry_run, ProtoError *err) {
         return 0;
 }
 
-void sweep_free_all(Manager *m) {
-        while (m->sweeps)
-                sweep_free(m->sweeps);
-        m->sweep_timer = sd_event_source_disable_unref(m->sweep_timer);
+void sweep_free_all(Context *m) {
+        while (m->sweeper->sweeps)
+                sweep_free(m->sweeper->sweeps);
+        m->sweeper->sweep_timer = sd_event_source_disable_unref(m->sweeper->sweep_timer);
 }
 
 static int on_sweep_timer(sd_event_source *src, uint64_t usec, void *userdata) {
-        Manager *m = userdata;
+        Context *m = userdata;
         ProtoError err;
 
-        if (!m->timer_sweep_running && m->n_sandboxes > 0 && !m->stopping && sweep_start(m, NULL, false, &err) < 0)
+        if (!m->sweeper->timer_sweep_running && registry_count(m->registry) > 0 && !m->sweeper->stopping && sweep_start(m, NULL, false, &err) < 0)
                 log_warning("disk sweep: %s", err.message);
         (void) sd_event_source_set_time_relative(src, m->config.sweep_interval_usec);
         return sd_event_source_set_enabled(src, SD_EVENT_ONESHOT);
 }
 
-int sweep_setup_timer(Manager *m) {
+int sweep_setup_timer(Context *m) {
         if (!m->config.sweep_interval_usec)
                 return 0;
-        return sd_event_add_time_relative(m->event, &m->sweep_timer, CLOCK_MONOTONIC, m->config.sweep_interval_usec,
+        return sd_event_add_time_relative(m->event, &m->sweeper->sweep_timer, CLOCK_MONOTONIC, m->config.sweep_interval_usec,
                                           USEC_PER_SEC,
                                           on_sweep_timer, m);
 }

@@ -182,7 +182,7 @@ UidUsage connection_uid_usage(Manager *m, uid_t uid) {
  * reading and writing normally): at most 1 MiB, and no more than the uid's share per
  * connection, so that its connections together stay within the budget all the same. */
 static size_t uid_check_threshold(const Manager *m) {
-        uint64_t share = m->config.max_buffered_per_uid / m->config.max_connections_per_uid;
+        uint64_t share = m->ctx->config.max_buffered_per_uid / m->ctx->config.max_connections_per_uid;
         return share < (1u << 20) ? (size_t) share : (1u << 20);
 }
 
@@ -193,7 +193,7 @@ static size_t uid_check_threshold(const Manager *m) {
  * buffer at hand; logs which and closes nothing. */
 static bool uid_over_budget(Connection *c, size_t here, const char *what) {
         if (c->peer.uid == 0 || here <= uid_check_threshold(c->manager) ||
-            connection_uid_usage(c->manager, c->peer.uid).unread <= c->manager->config.max_buffered_per_uid)
+            connection_uid_usage(c->manager, c->peer.uid).unread <= c->manager->ctx->config.max_buffered_per_uid)
                 return false;
         log_notice("connection from pid %d: uid %u holds more than max_buffered_per_uid with this one's %zu bytes of %s, "
                    "closing it",
@@ -220,7 +220,7 @@ static void connection_send_line(Connection *c, json_object *msg, bool take) {
                 connection_close(c);
                 return;
         }
-        if (c->out_len - c->out_off > c->manager->config.max_connection_output) {
+        if (c->out_len - c->out_off > c->manager->ctx->config.max_connection_output) {
                 log_notice("connection from pid %d: %zu bytes of unread replies, closing", (int) c->peer.pid,
                            c->out_len - c->out_off);
                 connection_close(c);
@@ -344,12 +344,12 @@ static void connection_arm_partial_timer(Connection *c) {
         if (c->partial_timer && sd_event_source_get_enabled(c->partial_timer, NULL) > 0)
                 return; /* the line started earlier; its deadline stands */
         if (!c->partial_timer) {
-                (void) sd_event_add_time_relative(c->manager->event, &c->partial_timer, CLOCK_MONOTONIC,
-                                                  c->manager->config.request_timeout_usec, USEC_PER_SEC,
+                (void) sd_event_add_time_relative(c->manager->ctx->event, &c->partial_timer, CLOCK_MONOTONIC,
+                                                  c->manager->ctx->config.request_timeout_usec, USEC_PER_SEC,
                                                   on_partial_timeout, c);
                 return;
         }
-        (void) sd_event_source_set_time_relative(c->partial_timer, c->manager->config.request_timeout_usec);
+        (void) sd_event_source_set_time_relative(c->partial_timer, c->manager->ctx->config.request_timeout_usec);
         (void) sd_event_source_set_enabled(c->partial_timer, SD_EVENT_ONESHOT);
 }
 
@@ -393,7 +393,7 @@ static int connection_end_input(Connection *c) {
         }
         if (c->partial_timer)
                 (void) sd_event_source_set_enabled(c->partial_timer, SD_EVENT_OFF);
-        r = sd_event_add_defer(c->manager->event, &c->finish, on_finish, c);
+        r = sd_event_add_defer(c->manager->ctx->event, &c->finish, on_finish, c);
         if (r < 0)
                 return r;
         (void) sd_event_source_set_enabled(c->finish, SD_EVENT_OFF);
@@ -491,14 +491,14 @@ int connection_new(Manager *m, int fd, const struct ucred *peer, const Connectio
         c->manager = m;
         c->fd = fd;
         c->peer = *peer;
-        line_buffer_init(&c->in, m->config.max_line_bytes);
-        c->admin = c->peer.uid == 0 || (m->have_admin_gid && peer_in_group(fd, &c->peer, m->admin_gid));
+        line_buffer_init(&c->in, m->ctx->config.max_line_bytes);
+        c->admin = c->peer.uid == 0 || (m->ctx->have_admin_gid && peer_in_group(fd, &c->peer, m->ctx->admin_gid));
         c->hooks = hooks;
         c->hooks_userdata = userdata;
         reply_sink_init(&c->sink, &connection_sink_ops, &(ReplyPeer) { .cred = c->peer, .admin = c->admin });
-        r = sd_event_add_io(m->event, &c->io, fd, EPOLLIN, on_io, c);
+        r = sd_event_add_io(m->ctx->event, &c->io, fd, EPOLLIN, on_io, c);
         if (r >= 0) {
-                r = sd_event_add_defer(m->event, &c->close_source, on_close, c);
+                r = sd_event_add_defer(m->ctx->event, &c->close_source, on_close, c);
                 if (r >= 0)
                         (void) sd_event_source_set_enabled(c->close_source, SD_EVENT_OFF);
         }

@@ -9,7 +9,7 @@
 #include "sandbox.h"
 #include "util.h"
 
-static json_object *caps_json(Manager *m) {
+static json_object *caps_json(Context *m) {
         json_object *caps = json_object_new_object(), *cg = json_object_new_object(), *k = json_object_new_object();
 
         json_object_object_add(cg, "memory", json_object_new_boolean(!!(m->cg.enforceable & CG_MEMORY)));
@@ -32,7 +32,7 @@ int op_hello(Request *c, json_object *id, json_object *req, ProtoError *err) {
 
         json_object_object_add(reply, "protocol", json_object_new_int(SBX_PROTOCOL_VERSION));
         json_object_object_add(reply, "version", json_object_new_string(PACKAGE_VERSION));
-        json_object_object_add(reply, "capabilities", caps_json(c->manager));
+        json_object_object_add(reply, "capabilities", caps_json(c->manager->ctx));
         json_object_object_add(peer, "uid", json_object_new_int64(c->peer.uid));
         json_object_object_add(peer, "gid", json_object_new_int64(c->peer.gid));
         json_object_object_add(peer, "pid", json_object_new_int64(c->peer.pid));
@@ -64,16 +64,16 @@ static void health_counts(Request *c, json_object *reply) {
 
         if (c->admin) {
                 json_object_object_add(reply, "scope", json_object_new_string("all"));
-                json_object_object_add(reply, "sandboxes", json_object_new_int((int) (m->n_sandboxes - m->n_pooled)));
-                json_object_object_add(reply, "runs", json_object_new_int((int) m->n_runs));
+                json_object_object_add(reply, "sandboxes", json_object_new_int((int) (registry_count(m->ctx->registry) - registry_count_pooled(m->ctx->registry))));
+                json_object_object_add(reply, "runs", json_object_new_int((int) sandbox_count_runs(m->ctx)));
                 json_object_object_add(reply, "connections", json_object_new_int((int) m->n_connections));
-                json_object_object_add(reply, "quarantined", json_object_new_int((int) m->n_quarantined));
-                json_object_object_add(reply, "teardown_stuck", json_object_new_int((int) sandbox_count_stuck(m)));
-                json_object_object_add(reply, "netns", netns_json(&m->netns));
+                json_object_object_add(reply, "quarantined", json_object_new_int((int) m->ctx->registry->n_quarantined));
+                json_object_object_add(reply, "teardown_stuck", json_object_new_int((int) sandbox_count_stuck(m->ctx)));
+                json_object_object_add(reply, "netns", netns_json(&m->ctx->netns));
                 return;
         }
         u = connection_uid_usage(m, c->peer.uid);
-        for (Sandbox *s = m->sandboxes; s; s = s->next)
+        for (Sandbox *s = registry_first(m->ctx->registry); s; s = registry_next(&s->entry))
                 if (!s->pooled && s->owner_uid == c->peer.uid) {
                         sandboxes++;
                         stuck += !!s->teardown_stuck;
@@ -93,7 +93,7 @@ int op_health(Request *c, json_object *id, json_object *req, ProtoError *err) {
 
         json_object_object_add(reply, "status", json_object_new_string("ok"));
         json_object_object_add(reply, "uptime_s",
-                               json_object_new_double((double) (now_usec(CLOCK_MONOTONIC) - m->start_usec) / 1e6));
+                               json_object_new_double((double) (now_usec(CLOCK_MONOTONIC) - m->ctx->start_usec) / 1e6));
         health_counts(c, reply);
         reply_ok(c->reply, reply);
         return 0;

@@ -125,10 +125,10 @@ static int parse_terminal(json_object *req, RunSpec *spec, bool *ret_pty, uint64
 
 static int check_caps(Request *c, ProtoError *err) {
         Manager *m = c->manager;
-        if (c->peer.uid != 0 && session_count_owned(m, c->peer.uid) >= m->config.max_sessions_per_uid)
+        if (c->peer.uid != 0 && session_count_owned(m->ctx, c->peer.uid) >= m->ctx->config.max_sessions_per_uid)
                 return proto_error_set(err, SBX_E_RESOURCE_EXHAUSTED, NULL,
                                        "uid %u has its maximum of %llu sessions (max_sessions_per_uid)",
-                                       (unsigned) c->peer.uid, (unsigned long long) m->config.max_sessions_per_uid);
+                                       (unsigned) c->peer.uid, (unsigned long long) m->ctx->config.max_sessions_per_uid);
         return 0;
 }
 
@@ -160,7 +160,7 @@ int op_pty_open(Request *c, json_object *id, json_object *req, ProtoError *err) 
 /* A session of one of the caller's sandboxes that the daemon's death ended (run-record.h):
  * session_lost, saying when; any other unknown id is not_found. */
 static int session_gone(Request *c, const char *key, ProtoError *err) {
-        for (Sandbox *s = c->manager->sandboxes; s; s = s->next) {
+        for (Sandbox *s = registry_first(c->manager->ctx->registry); s; s = registry_next(&s->entry)) {
                 json_object *e, *at;
                 if (!sandbox_visible_to(s, reply_peer(c->reply)) || !(e = run_records_lost_session(s, key)))
                         continue;
@@ -181,7 +181,7 @@ static int lookup_session(Request *c, json_object *req, Session **ret, ProtoErro
 
         if (r < 0)
                 return r;
-        p = key ? session_find(c->manager, key) : NULL;
+        p = key ? session_find(c->manager->ctx, key) : NULL;
         if (!p || !sandbox_visible_to(p->sandbox, reply_peer(c->reply)) || p->free_when_done)
                 return key ? session_gone(c, key, err)
                            : proto_error_set(err, SBX_E_NOT_FOUND, "session", "no session ''");

@@ -23,10 +23,10 @@ static int run_sandbox(Request *c, json_object *req, Sandbox **ret, bool *ret_ma
                 int k;
 
                 *ret_made = true;
-                k = pool_take(c->manager, req, c->peer.uid, ret, err);
+                k = pool_take(c->manager->ctx, req, c->peer.uid, ret, err);
                 if (k != 0)
                         return k < 0 ? k : 0;
-                return sandbox_create(c->manager, req, c->peer.uid, true, ret, err);
+                return sandbox_create(c->manager->ctx, req, c->peer.uid, true, ret, err);
         }
         for (size_t i = 0; i < sizeof(extra) / sizeof(extra[0]); i++)
                 if (json_object_object_get_ex(req, extra[i], &v) && !json_object_is_type(v, json_type_null))
@@ -42,13 +42,13 @@ static int check_buffered(Request *c, const UidUsage *u, const RunSpec *spec, Pr
         uint64_t held = u->reserved + u->unread, need = run_spec_held(spec);
         char a[32], b[32], d[32];
 
-        if (c->peer.uid == 0 || held + need <= m->config.max_buffered_per_uid)
+        if (c->peer.uid == 0 || held + need <= m->ctx->config.max_buffered_per_uid)
                 return 0;
         return proto_error_set(err, SBX_E_RESOURCE_EXHAUSTED, "output_bytes",
                                "uid %u holds %s of run output and unread replies; this run's %s more would pass "
                                "max_buffered_per_uid (%s)",
                                (unsigned) c->peer.uid, format_size(a, sizeof(a), held), format_size(b, sizeof(b), need),
-                               format_size(d, sizeof(d), m->config.max_buffered_per_uid));
+                               format_size(d, sizeof(d), m->ctx->config.max_buffered_per_uid));
 }
 
 int op_run(Request *c, json_object *id, json_object *req, ProtoError *err) {
@@ -60,13 +60,13 @@ int op_run(Request *c, json_object *id, json_object *req, ProtoError *err) {
         UidUsage u = c->peer.uid != 0 ? connection_uid_usage(c->manager, c->peer.uid) : (UidUsage) {};
         int k;
 
-        if (reply_runs(c->reply) >= c->manager->config.max_runs_per_connection)
+        if (reply_runs(c->reply) >= c->manager->ctx->config.max_runs_per_connection)
                 return proto_error_set(err, SBX_E_RESOURCE_EXHAUSTED, NULL, "too many runs in flight on this connection");
-        if (c->peer.uid != 0 && u.runs >= c->manager->config.max_runs_per_uid)
+        if (c->peer.uid != 0 && u.runs >= c->manager->ctx->config.max_runs_per_uid)
                 return proto_error_set(err, SBX_E_RESOURCE_EXHAUSTED, NULL,
                                        "uid %u has its maximum of %llu runs in flight (max_runs_per_uid)",
-                                       (unsigned) c->peer.uid, (unsigned long long) c->manager->config.max_runs_per_uid);
-        k = run_spec_parse(req, c->manager->config.max_stdin_bytes, &spec, err);
+                                       (unsigned) c->peer.uid, (unsigned long long) c->manager->ctx->config.max_runs_per_uid);
+        k = run_spec_parse(req, c->manager->ctx->config.max_stdin_bytes, &spec, err);
         if (k < 0)
                 goto fail;
         k = run_sandbox(c, req, &s, &made, err);
@@ -113,7 +113,7 @@ int op_kill(Request *c, json_object *id, json_object *req, ProtoError *err) {
                         return proto_error_set(err, SBX_E_INVALID_REQUEST, "signal", "unknown signal '%.32s'",
                                                json_object_get_string(sig_obj));
         }
-        r = run_id ? manager_find_run(c->manager, run_id) : NULL;
+        r = run_id ? manager_find_run(c->manager->ctx, run_id) : NULL;
         if (!r || !sandbox_visible_to(r->sandbox, reply_peer(c->reply)))
                 return proto_error_set(err, SBX_E_NOT_FOUND, "run_id", "no run '%.64s' in flight", run_id ? run_id : "");
         k = run_kill(r, sig, REASON_KILLED);

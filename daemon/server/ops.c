@@ -156,11 +156,11 @@ Sandbox *ops_resolve_sandbox(Request *c, const char *key) {
         Sandbox *s;
 
         if (strncmp(key, "sbx-", 4) == 0)
-                s = manager_find_sandbox(c->manager, key);
+                s = registry_find(c->manager->ctx->registry, key);
         else if (strchr(key, '/') && !parse_owner_name(key, &owner, &name))
                 s = NULL;
         else
-                s = manager_find_named(c->manager, owner, name);
+                s = registry_find_named(c->manager->ctx->registry, owner, name);
         return s && sandbox_visible_to(s, reply_peer(c->reply)) ? s : NULL;
 }
 
