@@ -11,10 +11,12 @@
 #include "proto.h"
 
 typedef struct Manager Manager;
+typedef struct Context Context;
 
 typedef struct Connection {
         unsigned n_ref;
         Manager *manager;
+        Context *ctx;      /* manager->ctx, for the ops (context.h) */
         int fd;
         struct ucred peer;
         bool admin;        /* root, or a member of the configured admin group */

@@ -38,17 +38,17 @@ static int run_sandbox(Connection *c, json_object *req, Sandbox **ret, bool *ret
 /* A uid's runs in flight and unread replies may not hold more than max_buffered_per_uid of the
  * daemon's memory (THREATS RES-06, PRO-02): one user cannot take it all. */
 static int check_buffered(Connection *c, const UidUsage *u, const RunSpec *spec, ProtoError *err) {
-        Manager *m = c->manager;
+        Context *m = c->ctx;
         uint64_t held = u->reserved + u->unread, need = run_spec_held(spec);
         char a[32], b[32], d[32];
 
-        if (c->peer.uid == 0 || held + need <= m->ctx->config.max_buffered_per_uid)
+        if (c->peer.uid == 0 || held + need <= m->config.max_buffered_per_uid)
                 return 0;
         return proto_error_set(err, SBX_E_RESOURCE_EXHAUSTED, "output_bytes",
                                "uid %u holds %s of run output and unread replies; this run's %s more would pass "
                                "max_buffered_per_uid (%s)",
                                (unsigned) c->peer.uid, format_size(a, sizeof(a), held), format_size(b, sizeof(b), need),
-                               format_size(d, sizeof(d), m->ctx->config.max_buffered_per_uid));
+                               format_size(d, sizeof(d), m->config.max_buffered_per_uid));
 }
 
 int op_run(Connection *c, json_object *id, json_object *req, ProtoError *err) {
