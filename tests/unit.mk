@@ -70,3 +70,15 @@ tests_test_copy_tree_SOURCES = tests/test-copy-tree.c tests/tap.h daemon/host/co
 tests_test_copy_tree_CPPFLAGS = $(DAEMON_INCLUDES) $(AM_CPPFLAGS)
 tests_test_copy_tree_CFLAGS = $(UNIT_CFLAGS)
 tests_test_copy_tree_LDADD = $(UNIT_LDADD)
+
+## The daemon's modules on a Context and a Registry, without sockets: they link
+## daemon/libsandboxd.la, every daemon source but main.c.
+DAEMON_UNIT_CPPFLAGS = $(DAEMON_INCLUDES) $(AM_CPPFLAGS) -DLIBEXECDIR=\"$(libexecdir)\"
+DAEMON_UNIT_CFLAGS = $(AM_CFLAGS) $(SYSTEMD_CFLAGS) $(JSONC_CFLAGS) $(CGROUP_CFLAGS) $(SECCOMP_CFLAGS)
+
+check_PROGRAMS += tests/test-registry
+TESTS += tests/test-registry
+tests_test_registry_SOURCES = tests/test-registry.c tests/tap.h
+tests_test_registry_CPPFLAGS = $(DAEMON_UNIT_CPPFLAGS)
+tests_test_registry_CFLAGS = $(DAEMON_UNIT_CFLAGS)
+tests_test_registry_LDADD = $(DAEMON_LIBS)
