@@ -82,3 +82,17 @@ tests_test_registry_SOURCES = tests/test-registry.c tests/tap.h
 tests_test_registry_CPPFLAGS = $(DAEMON_UNIT_CPPFLAGS)
 tests_test_registry_CFLAGS = $(DAEMON_UNIT_CFLAGS)
 tests_test_registry_LDADD = $(DAEMON_LIBS)
+
+check_PROGRAMS += tests/test-sandbox
+TESTS += tests/test-sandbox
+tests_test_sandbox_SOURCES = tests/test-sandbox.c tests/daemon-fixture.h tests/tap.h
+tests_test_sandbox_CPPFLAGS = $(DAEMON_UNIT_CPPFLAGS)
+tests_test_sandbox_CFLAGS = $(DAEMON_UNIT_CFLAGS)
+tests_test_sandbox_LDADD = $(DAEMON_LIBS)
+
+check_PROGRAMS += tests/test-pool
+TESTS += tests/test-pool
+tests_test_pool_SOURCES = tests/test-pool.c tests/daemon-fixture.h tests/tap.h
+tests_test_pool_CPPFLAGS = $(DAEMON_UNIT_CPPFLAGS)
+tests_test_pool_CFLAGS = $(DAEMON_UNIT_CFLAGS)
+tests_test_pool_LDADD = $(DAEMON_LIBS)
