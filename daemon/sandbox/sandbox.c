@@ -30,8 +30,6 @@
 #include "sandbox.h"
 #include "snapshot.h"
 #include "spawn.h"
-#include "run-record.h"
-#include "sweep.h"
 #include "util.h"
 
 #define SANDBOX_NAME_MAX 64
@@ -150,6 +148,46 @@ static int check_enforceable(Context *m, bool best_effort, unsigned *ret_enforce
         return 0;
 }
 
+/* limits.files (parsed with the others in sandbox.c) where the request left it out:
+ * default_files, else one file per SWEEP_BYTES_PER_FILE of limits.disk; max_files caps both. */
+static int parse_files_limit(Context *m, Sandbox *s, json_object *req, ProtoError *err) {
+        json_object *l = NULL, *v = NULL;
+        bool given = json_object_object_get_ex(req, "limits", &l) && json_object_object_get_ex(l, "files", &v) &&
+                     !json_object_is_type(v, json_type_null);
+
+        if (!given)
+                s->limits.files = m->config.default_files ?: config_files_for_bytes(s->limits.disk);
+        if (m->config.max_files && (s->limits.files == 0 || s->limits.files > m->config.max_files)) {
+                if (given)
+                        return proto_error_set(err, SBX_E_INVALID_REQUEST, "limits.files",
+                                               "'limits.files' must be set and at most the configured maximum (%" PRIu64 ")",
+                                               m->config.max_files);
+                s->limits.files = m->config.max_files;
+        }
+        return 0;
+}
+
+/* ttl and idle (top-level fields) with the configured defaults; limits.disk's maximum, and
+ * limits.files. (The sweep's fields of a create request, which it enforces.) */
+static int parse_sweep_fields(Context *m, Sandbox *s, json_object *req, ProtoError *err) {
+        int r;
+
+        s->ttl_usec = m->config.default_ttl_usec;
+        s->idle_usec = m->config.default_idle_usec;
+        if ((r = proto_get_duration(req, "ttl", &s->ttl_usec, err)) < 0 ||
+            (r = proto_get_duration(req, "idle", &s->idle_usec, err)) < 0)
+                return r;
+        if (m->config.max_disk && (s->limits.disk == 0 || s->limits.disk > m->config.max_disk))
+                return proto_error_set(err, SBX_E_INVALID_REQUEST, "limits.disk",
+                                       "'limits.disk' must be set and at most the configured maximum (%" PRIu64 ")",
+                                       m->config.max_disk);
+        if ((r = parse_files_limit(m, s, req, err)) < 0)
+                return r;
+        s->last_active_usec = now_usec(CLOCK_MONOTONIC);
+        s->ttl_deadline_usec = s->ttl_usec ? s->last_active_usec + s->ttl_usec : 0;
+        return 0;
+}
+
 static int sandbox_parse(Context *m, Sandbox *s, json_object *req, ProtoError *err) {
         json_object *limits = NULL, *env = NULL;
         const char *name = NULL, *network = NULL, *workspace = NULL;
@@ -183,7 +221,7 @@ static int sandbox_parse(Context *m, Sandbox *s, json_object *req, ProtoError *e
         if (r < 0)
                 return r;
         r = check_enforceable(m, s->best_effort, &s->enforced, err);
-        if (r < 0 || (r = sweep_parse_create(m, s, req, err)) < 0)
+        if (r < 0 || (r = parse_sweep_fields(m, s, req, err)) < 0)
                 return r;
         if (json_object_object_get_ex(req, "env", &env) && json_object_is_type(env, json_type_object)) {
                 r = parse_env_object(env, err);
@@ -443,6 +481,14 @@ static void sandbox_link(Context *m, Sandbox *s) {
         registry_add(m->registry, &s->entry, s);
 }
 
+int sandbox_disk_error(ProtoError *err, const char *what, int r) {
+        if (r == -ENOSPC || r == -EDQUOT)
+                return proto_error_set(err, SBX_E_RESOURCE_EXHAUSTED, "disk",
+                                       "%s: %s (the state directory's filesystem is full, in bytes or in files)",
+                                       what, strerror(-r));
+        return proto_error_set(err, SBX_E_INTERNAL, NULL, "%s: %s", what, strerror(-r));
+}
+
 static int internal_error(ProtoError *err, const char *what, int r) {
         return proto_error_set(err, SBX_E_INTERNAL, NULL, "%s: %s", what, strerror(-r));
 }
@@ -458,7 +504,7 @@ int sandbox_create(Context *m, json_object *req, uid_t owner, bool ephemeral, Sa
                 return proto_error_set(err, SBX_E_RESOURCE_EXHAUSTED, NULL,
                                        "uid %u has its maximum of %" PRIu64 " sandboxes (max_sandboxes_per_uid)",
                                        (unsigned) owner, m->config.max_sandboxes_per_uid);
-        if ((r = sweep_check_create(m, err)) < 0)
+        if (m->sandbox_hooks && m->sandbox_hooks->check_create && (r = m->sandbox_hooks->check_create(m, err)) < 0)
                 return r;
         s = sandbox_alloc(m);
         if (!s)
@@ -480,11 +526,11 @@ int sandbox_create(Context *m, json_object *req, uid_t owner, bool ephemeral, Sa
                 goto fail_destroy;
         }
         if (!s->memory_workspace && (r = sandbox_make_workspace(s, false)) < 0) {
-                r = sweep_disk_error(err, "cannot create the workspace", r);
+                r = sandbox_disk_error(err, "cannot create the workspace", r);
                 goto fail_destroy;
         }
         if (!s->ephemeral && (r = registry_changed(&s->entry)) < 0) { /* state.c saves it */
-                r = sweep_disk_error(err, "cannot record the sandbox in the state directory", r);
+                r = sandbox_disk_error(err, "cannot record the sandbox in the state directory", r);
                 goto fail_destroy;
         }
         if ((r = sandbox_spawn_init(s)) < 0) {
@@ -1124,8 +1170,8 @@ json_object *sandbox_to_json(Sandbox *s, bool with_usage) {
         json_object_object_add(o, "restarted_at", s->restored_usec ? json_object_new_string(format_utc(ts,
                                                                                                      s->restored_usec))
                                                                    : NULL);
-        sweep_sandbox_json(s, o);
-        run_records_json(s, o);
+        if (s->manager->sandbox_hooks && s->manager->sandbox_hooks->to_json)
+                s->manager->sandbox_hooks->to_json(s, o);
         if (with_usage) {
                 json_object_object_add(o, "usage", sandbox_usage_json(s));
                 json_object_object_add(o, "runs_in_flight", json_object_new_int((int) s->n_runs));

@@ -113,14 +113,6 @@ int sweep_check_create(Context *m, ProtoError *err) {
         return 0;
 }
 
-int sweep_disk_error(ProtoError *err, const char *what, int r) {
-        if (r == -ENOSPC || r == -EDQUOT)
-                return proto_error_set(err, SBX_E_RESOURCE_EXHAUSTED, "disk",
-                                       "%s: %s (the state directory's filesystem is full, in bytes or in files)",
-                                       what, strerror(-r));
-        return proto_error_set(err, SBX_E_INTERNAL, NULL, "%s: %s", what, strerror(-r));
-}
-
 int sweep_check_run(Sandbox *s, ProtoError *err) {
         char a[32], b[32];
 
@@ -142,44 +134,6 @@ int sweep_check_run(Sandbox *s, ProtoError *err) {
 }
 
 /* ---- ttl, idle, limits.disk in create and replies (meta.json: state.c) -------------------------- */
-
-/* limits.files (parsed with the others in sandbox.c) where the request left it out:
- * default_files, else one file per SWEEP_BYTES_PER_FILE of limits.disk; max_files caps both. */
-static int parse_files_limit(Context *m, Sandbox *s, json_object *req, ProtoError *err) {
-        json_object *l = NULL, *v = NULL;
-        bool given = json_object_object_get_ex(req, "limits", &l) && json_object_object_get_ex(l, "files", &v) &&
-                     !json_object_is_type(v, json_type_null);
-
-        if (!given)
-                s->limits.files = m->config.default_files ?: files_for_bytes(s->limits.disk);
-        if (m->config.max_files && (s->limits.files == 0 || s->limits.files > m->config.max_files)) {
-                if (given)
-                        return proto_error_set(err, SBX_E_INVALID_REQUEST, "limits.files",
-                                               "'limits.files' must be set and at most the configured maximum (%" PRIu64 ")",
-                                               m->config.max_files);
-                s->limits.files = m->config.max_files;
-        }
-        return 0;
-}
-
-int sweep_parse_create(Context *m, Sandbox *s, json_object *req, ProtoError *err) {
-        int r;
-
-        s->ttl_usec = m->config.default_ttl_usec;
-        s->idle_usec = m->config.default_idle_usec;
-        if ((r = proto_get_duration(req, "ttl", &s->ttl_usec, err)) < 0 ||
-            (r = proto_get_duration(req, "idle", &s->idle_usec, err)) < 0)
-                return r;
-        if (m->config.max_disk && (s->limits.disk == 0 || s->limits.disk > m->config.max_disk))
-                return proto_error_set(err, SBX_E_INVALID_REQUEST, "limits.disk",
-                                       "'limits.disk' must be set and at most the configured maximum (%" PRIu64 ")",
-                                       m->config.max_disk);
-        if ((r = parse_files_limit(m, s, req, err)) < 0)
-                return r;
-        s->last_active_usec = now_usec(CLOCK_MONOTONIC);
-        s->ttl_deadline_usec = s->ttl_usec ? s->last_active_usec + s->ttl_usec : 0;
-        return 0;
-}
 
 static json_object *seconds_or_null(uint64_t usec) {
         return usec ? json_object_new_double((double) usec / 1e6) : NULL;

@@ -43,6 +43,16 @@ static int on_registry_changed(Registry *reg, RegistryEvent ev, RegistryEntry *e
         return ev == REGISTRY_CHANGED && !s->ephemeral ? state_save(s) : 0;
 }
 
+static void sandbox_json_others(Sandbox *s, json_object *o) {
+        sweep_sandbox_json(s, o);
+        run_records_json(s, o);
+}
+
+static const SandboxHooks sandbox_hooks = {
+        .check_create = sweep_check_create,
+        .to_json = sandbox_json_others,
+};
+
 int lifecycle_new(Daemon **ret, Config *config) {
         Daemon *d = calloc(1, sizeof(*d));
         int r;
@@ -55,6 +65,7 @@ int lifecycle_new(Daemon **ret, Config *config) {
         d->ctx.pool = &d->pool;
         d->ctx.sweeper = &d->sweeper;
         d->ctx.run_log = &d->run_log;
+        d->ctx.sandbox_hooks = &sandbox_hooks;
         r = registry_init(&d->registry, d->ctx.config.max_sandboxes + d->ctx.config.pool_size);
         if (r >= 0)
                 r = registry_observe(&d->registry, on_registry_changed, d);
