@@ -489,6 +489,11 @@ int sandbox_disk_error(ProtoError *err, const char *what, int r) {
         return proto_error_set(err, SBX_E_INTERNAL, NULL, "%s: %s", what, strerror(-r));
 }
 
+int sandbox_check_run(Sandbox *s, ProtoError *err) {
+        const SandboxHooks *h = s->manager->sandbox_hooks;
+        return h && h->check_run ? h->check_run(s, err) : 0;
+}
+
 static int internal_error(ProtoError *err, const char *what, int r) {
         return proto_error_set(err, SBX_E_INTERNAL, NULL, "%s: %s", what, strerror(-r));
 }

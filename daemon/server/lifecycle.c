@@ -50,6 +50,7 @@ static void sandbox_json_others(Sandbox *s, json_object *o) {
 
 static const SandboxHooks sandbox_hooks = {
         .check_create = sweep_check_create,
+        .check_run = sweep_check_run,
         .to_json = sandbox_json_others,
 };
 

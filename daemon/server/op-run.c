@@ -10,7 +10,6 @@
 #include "pool.h"
 #include "run.h"
 #include "sandbox.h"
-#include "sweep.h"
 #include "util.h"
 
 /* The sandbox named, or a throwaway one made (or taken from the pool) for this run: *ret_made. */
@@ -77,7 +76,7 @@ int op_run(Connection *c, json_object *id, json_object *req, ProtoError *err) {
                                     s->state == SANDBOX_FAILED ? "broken (its init died)" : "being destroyed");
                 goto fail;
         }
-        if ((k = sweep_check_run(s, err)) < 0)
+        if ((k = sandbox_check_run(s, err)) < 0)
                 goto fail_sandbox;
         k = run_spec_resolve(&spec, s, err);
         if (k >= 0 && (k = check_buffered(c, &u, &spec, err)) < 0)
