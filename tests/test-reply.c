@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "connection.h"
+#include "context.h"
 #include "manager.h"
 #include "reply.h"
 #include "tap.h"
@@ -211,6 +212,7 @@ static void test_fake_hooks(void) {
 /* ---- A real connection ----------------------------------------------------------------------- */
 
 typedef struct Server {
+        Context ctx;
         Manager m;
         unsigned dispatched, closed_calls;
         Reply *last;             /* the last request's reply, held */
@@ -251,26 +253,27 @@ static const ConnectionHooks hooks = { .dispatch = dispatch, .closed = closed };
 
 static void server_init(Server *s) {
         *s = (Server) {};
-        (void) sd_event_new(&s->m.event);
-        s->m.config.max_line_bytes = 65536;
-        s->m.config.max_connection_output = 256u << 10;
-        s->m.config.max_buffered_per_uid = 1u << 30;
-        s->m.config.max_connections_per_uid = 16;
-        s->m.config.request_timeout_usec = 10 * USEC_PER_SEC;
+        s->m.ctx = &s->ctx;
+        (void) sd_event_new(&s->ctx.event);
+        s->ctx.config.max_line_bytes = 65536;
+        s->ctx.config.max_connection_output = 256u << 10;
+        s->ctx.config.max_buffered_per_uid = 1u << 30;
+        s->ctx.config.max_connections_per_uid = 16;
+        s->ctx.config.request_timeout_usec = 10 * USEC_PER_SEC;
 }
 
 static void server_done(Server *s) {
         s->last = reply_unref(s->last);
         while (s->m.connections)
                 connection_close_now(s->m.connections);
-        sd_event_unref(s->m.event);
+        sd_event_unref(s->ctx.event);
 }
 
 /* Runs the loop until cond or a bounded number of rounds (a hang is a failure, not a wait). */
 #define RUN_UNTIL(s, cond)                                                  \
         do {                                                                \
                 for (int _i = 0; _i < 200 && !(cond); _i++)                 \
-                        (void) sd_event_run((s)->m.event, 10 * 1000);       \
+                        (void) sd_event_run((s)->ctx.event, 10 * 1000);       \
         } while (0)
 
 static Connection *connect_pair(Server *s, int *ret_client) {
@@ -346,7 +349,7 @@ static void test_connection_close_deferred(void) {
         ok(s.m.connections == NULL, "the connection left the manager's list");
         is_int(c->n_ref, 1, "only the held reply keeps it now");
         is_int(s.on_writable.calls, 0, "no writable hook ran for a dead connection");
-        (void) sd_event_run(s.m.event, 0);
+        (void) sd_event_run(s.ctx.event, 0);
         is_int(s.on_close.calls, 1, "the close hooks never run twice");
         close(client);
         server_done(&s); /* drops the last reply, and with it the connection (ASan: no leak) */
@@ -391,13 +394,13 @@ static void test_connection_writable(void) {
         reply_event(s.last, big_event(s.last, 128u << 10));
         ok(!reply_gone(s.last) && reply_backlog(s.last) > 0, "a reply the client has not read yet is backlog (%zu)",
            reply_backlog(s.last));
-        (void) sd_event_run(s.m.event, 0);
+        (void) sd_event_run(s.ctx.event, 0);
         is_int(s.on_writable.calls, 0, "no writable hook while the backlog stays");
 
         got = 0;
         for (int i = 0; i < 200 && reply_backlog(s.last) > 0; i++) {
                 got += drain(client);
-                (void) sd_event_run(s.m.event, 10 * 1000);
+                (void) sd_event_run(s.ctx.event, 10 * 1000);
         }
         got += drain(client);
         is_int((long long) reply_backlog(s.last), 0, "the backlog drained as the client read (%zu bytes)", got);
@@ -410,7 +413,7 @@ static void test_connection_writable(void) {
                 reply_event(s.last, big_event(s.last, 128u << 10));
                 for (int i = 0; i < 50 && reply_backlog(s.last) > 0; i++) {
                         drain(client);
-                        (void) sd_event_run(s.m.event, 10 * 1000);
+                        (void) sd_event_run(s.ctx.event, 10 * 1000);
                 }
                 is_int(s.on_writable.calls, before, "a removed writable hook does not run again");
         }

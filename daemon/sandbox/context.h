@@ -23,6 +23,7 @@ typedef struct Registry Registry;
 typedef struct Pool Pool;
 typedef struct Sweeper Sweeper;
 typedef struct RunLog RunLog;
+typedef struct SandboxHooks SandboxHooks;
 
 typedef struct HostFeatures {
         bool clone_into_cgroup;
@@ -56,6 +57,7 @@ typedef struct Context {
         Pool *pool;                /* pool.h */
         Sweeper *sweeper;          /* sweep.h */
         RunLog *run_log;           /* run-record.h */
+        const SandboxHooks *sandbox_hooks; /* what sandbox.c asks of others (sandbox.h), or NULL */
 } Context;
 
 /* Takes the configuration (*config is emptied); every fd -1, no event loop yet. */

@@ -373,19 +373,6 @@ int run_records_collect(Sandbox *s) {
         return r;
 }
 
-void run_records_meta_save(Sandbox *s, json_object *meta) {
-        if (s->interrupted_runs)
-                json_object_object_add(meta, "interrupted_runs", json_object_get(s->interrupted_runs));
-}
-
-void run_records_meta_restore(Sandbox *s, json_object *meta) {
-        json_object *v;
-        if (json_object_object_get_ex(meta, "interrupted_runs", &v) && json_object_is_type(v, json_type_array)) {
-                json_object_put(s->interrupted_runs);
-                s->interrupted_runs = json_object_get(v);
-        }
-}
-
 void run_records_json(Sandbox *s, json_object *o) {
         json_object_object_add(o, "interrupted_runs",
                                s->interrupted_runs ? json_object_get(s->interrupted_runs) : json_object_new_array());

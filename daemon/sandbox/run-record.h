@@ -43,7 +43,5 @@ int run_records_collect(Sandbox *s);
 /* Once every sandbox is restored: reads runs.log into their interrupted_runs, saves them, empties
  * the log and keeps it open (m->run_log->fd) for the runs to come. */
 int run_log_open(Context *m);
-void run_records_meta_save(Sandbox *s, json_object *meta);
-void run_records_meta_restore(Sandbox *s, json_object *meta);
 /* interrupted_runs in list/inspect replies (an empty array when there are none). */
 void run_records_json(Sandbox *s, json_object *o);

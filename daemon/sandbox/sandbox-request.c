@@ -14,7 +14,6 @@
 #include "request-fields.h"
 #include "run-spec.h"
 #include "sandbox.h"
-#include "sweep.h"
 #include "util.h"
 
 #define SANDBOX_NAME_MAX 64
@@ -95,6 +94,46 @@ static int check_enforceable(Context *m, bool best_effort, unsigned *ret_enforce
         return 0;
 }
 
+/* limits.files (parsed with the others in sandbox.c) where the request left it out:
+ * default_files, else one file per SWEEP_BYTES_PER_FILE of limits.disk; max_files caps both. */
+static int parse_files_limit(Context *m, Sandbox *s, json_object *req, ProtoError *err) {
+        json_object *l = NULL, *v = NULL;
+        bool given = json_object_object_get_ex(req, "limits", &l) && json_object_object_get_ex(l, "files", &v) &&
+                     !json_object_is_type(v, json_type_null);
+
+        if (!given)
+                s->limits.files = m->config.default_files ?: config_files_for_bytes(s->limits.disk);
+        if (m->config.max_files && (s->limits.files == 0 || s->limits.files > m->config.max_files)) {
+                if (given)
+                        return proto_error_set(err, SBX_E_INVALID_REQUEST, "limits.files",
+                                               "'limits.files' must be set and at most the configured maximum (%" PRIu64 ")",
+                                               m->config.max_files);
+                s->limits.files = m->config.max_files;
+        }
+        return 0;
+}
+
+/* ttl and idle (top-level fields) with the configured defaults; limits.disk's maximum, and
+ * limits.files. (The sweep's fields of a create request, which it enforces.) */
+static int parse_sweep_fields(Context *m, Sandbox *s, json_object *req, ProtoError *err) {
+        int r;
+
+        s->ttl_usec = m->config.default_ttl_usec;
+        s->idle_usec = m->config.default_idle_usec;
+        if ((r = proto_get_duration(req, "ttl", &s->ttl_usec, err)) < 0 ||
+            (r = proto_get_duration(req, "idle", &s->idle_usec, err)) < 0)
+                return r;
+        if (m->config.max_disk && (s->limits.disk == 0 || s->limits.disk > m->config.max_disk))
+                return proto_error_set(err, SBX_E_INVALID_REQUEST, "limits.disk",
+                                       "'limits.disk' must be set and at most the configured maximum (%" PRIu64 ")",
+                                       m->config.max_disk);
+        if ((r = parse_files_limit(m, s, req, err)) < 0)
+                return r;
+        s->last_active_usec = now_usec(CLOCK_MONOTONIC);
+        s->ttl_deadline_usec = s->ttl_usec ? s->last_active_usec + s->ttl_usec : 0;
+        return 0;
+}
+
 int sandbox_parse(Context *m, Sandbox *s, json_object *req, ProtoError *err) {
         json_object *limits = NULL, *env = NULL;
         const char *name = NULL, *network = NULL, *workspace = NULL;
@@ -128,7 +167,7 @@ int sandbox_parse(Context *m, Sandbox *s, json_object *req, ProtoError *err) {
         if (r < 0)
                 return r;
         r = check_enforceable(m, s->best_effort, &s->enforced, err);
-        if (r < 0 || (r = sweep_parse_create(m, s, req, err)) < 0)
+        if (r < 0 || (r = parse_sweep_fields(m, s, req, err)) < 0)
                 return r;
         if (json_object_object_get_ex(req, "env", &env) && json_object_is_type(env, json_type_object)) {
                 r = sandbox_env_check(env, err);

@@ -19,8 +19,6 @@
 #include "context.h"
 #include "sandbox.h"
 #include "spawn.h"
-#include "run-record.h"
-#include "sweep.h"
 #include "util.h"
 
 static int sandbox_random_id(char *buf, size_t len, const char *prefix) {
@@ -115,6 +113,19 @@ static void sandbox_link(Context *m, Sandbox *s) {
         registry_add(m->registry, &s->entry, s);
 }
 
+int sandbox_disk_error(ProtoError *err, const char *what, int r) {
+        if (r == -ENOSPC || r == -EDQUOT)
+                return proto_error_set(err, SBX_E_RESOURCE_EXHAUSTED, "disk",
+                                       "%s: %s (the state directory's filesystem is full, in bytes or in files)",
+                                       what, strerror(-r));
+        return proto_error_set(err, SBX_E_INTERNAL, NULL, "%s: %s", what, strerror(-r));
+}
+
+int sandbox_check_run(Sandbox *s, ProtoError *err) {
+        const SandboxHooks *h = s->manager->sandbox_hooks;
+        return h && h->check_run ? h->check_run(s, err) : 0;
+}
+
 static int internal_error(ProtoError *err, const char *what, int r) {
         return proto_error_set(err, SBX_E_INTERNAL, NULL, "%s: %s", what, strerror(-r));
 }
@@ -130,7 +141,7 @@ int sandbox_create(Context *m, json_object *req, uid_t owner, bool ephemeral, Sa
                 return proto_error_set(err, SBX_E_RESOURCE_EXHAUSTED, NULL,
                                        "uid %u has its maximum of %" PRIu64 " sandboxes (max_sandboxes_per_uid)",
                                        (unsigned) owner, m->config.max_sandboxes_per_uid);
-        if ((r = sweep_check_create(m, err)) < 0)
+        if (m->sandbox_hooks && m->sandbox_hooks->check_create && (r = m->sandbox_hooks->check_create(m, err)) < 0)
                 return r;
         s = sandbox_alloc(m);
         if (!s)
@@ -152,11 +163,11 @@ int sandbox_create(Context *m, json_object *req, uid_t owner, bool ephemeral, Sa
                 goto fail_destroy;
         }
         if (!s->memory_workspace && (r = sandbox_make_workspace(s, false)) < 0) {
-                r = sweep_disk_error(err, "cannot create the workspace", r);
+                r = sandbox_disk_error(err, "cannot create the workspace", r);
                 goto fail_destroy;
         }
         if (!s->ephemeral && (r = registry_changed(&s->entry)) < 0) { /* state.c saves it */
-                r = sweep_disk_error(err, "cannot record the sandbox in the state directory", r);
+                r = sandbox_disk_error(err, "cannot record the sandbox in the state directory", r);
                 goto fail_destroy;
         }
         if ((r = sandbox_spawn_init(s)) < 0) {
@@ -695,8 +706,8 @@ json_object *sandbox_to_json(Sandbox *s, bool with_usage) {
         json_object_object_add(o, "restarted_at", s->restored_usec ? json_object_new_string(format_utc(ts,
                                                                                                      s->restored_usec))
                                                                    : NULL);
-        sweep_sandbox_json(s, o);
-        run_records_json(s, o);
+        if (s->manager->sandbox_hooks && s->manager->sandbox_hooks->to_json)
+                s->manager->sandbox_hooks->to_json(s, o);
         if (with_usage) {
                 json_object_object_add(o, "usage", sandbox_usage_json(s));
                 json_object_object_add(o, "runs_in_flight", json_object_new_int((int) s->n_runs));

@@ -154,6 +154,24 @@ typedef struct Sandbox {
         RegistryEntry entry;           /* in Context.registry (registry.h) */
 } Sandbox;
 
+/* What sandbox.c asks of the modules that observe it, without knowing them: set once by
+ * lifecycle.c (Context.sandbox_hooks); a NULL hook is skipped. */
+struct SandboxHooks {
+        /* create: refused below min_free_disk or min_free_files, or over the budget (sweep.c). */
+        int (*check_create)(Context *ctx, ProtoError *err);
+        /* run: refused while the sandbox is over its disk limit or all are over the budget. */
+        int (*check_run)(Sandbox *s, ProtoError *err);
+        /* Members of other modules in a sandbox's replies: expiry and disk (sweep.c), interrupted
+         * runs (run-record.c). */
+        void (*to_json)(Sandbox *s, json_object *o);
+};
+
+/* A failure to write the state directory (what names it): ENOSPC and EDQUOT are
+ * resource_exhausted, field disk; anything else internal. */
+int sandbox_disk_error(ProtoError *err, const char *what, int r);
+/* Whether s takes a run now (SandboxHooks.check_run): 0, or < 0 with err set. */
+int sandbox_check_run(Sandbox *s, ProtoError *err);
+
 /* What a create request (or a throwaway run's) asks of its sandbox, validated. */
 typedef struct SandboxRequest {
         SandboxLimits limits;

@@ -36,7 +36,6 @@
 #include "snapshot-job.h"
 #include "snapshot.h"
 #include "spawn.h"
-#include "sweep.h"
 #include "util.h"
 
 #define FREEZE_TIMEOUT_USEC (10 * USEC_PER_SEC)
@@ -662,7 +661,7 @@ int snapshot_job_fork(Sandbox *s, Sandbox *src, const char *snap_id, ProtoError 
         int r = write_fork_marker(s);
 
         if (r < 0)
-                return sweep_disk_error(err, "cannot mark the fork in the state directory", r);
+                return sandbox_disk_error(err, "cannot mark the fork in the state directory", r);
         j = job_new(JOB_FORK, s, NULL);
         if (!j)
                 return oom(err);

@@ -67,7 +67,7 @@ static const char *human(char buf[static 32], uint64_t bytes) {
 
 /* A byte limit's file limit when none is set: 0 (none) stays 0, a small one is at least 1. */
 static uint64_t files_for_bytes(uint64_t bytes) {
-        return bytes == 0 ? 0 : bytes < SWEEP_BYTES_PER_FILE ? 1 : bytes / SWEEP_BYTES_PER_FILE;
+        return config_files_for_bytes(bytes);
 }
 
 static uint64_t files_budget(const Config *c) {
@@ -111,14 +111,6 @@ int sweep_check_create(Context *m, ProtoError *err) {
         return 0;
 }
 
-int sweep_disk_error(ProtoError *err, const char *what, int r) {
-        if (r == -ENOSPC || r == -EDQUOT)
-                return proto_error_set(err, SBX_E_RESOURCE_EXHAUSTED, "disk",
-                                       "%s: %s (the state directory's filesystem is full, in bytes or in files)",
-                                       what, strerror(-r));
-        return proto_error_set(err, SBX_E_INTERNAL, NULL, "%s: %s", what, strerror(-r));
-}
-
 int sweep_check_run(Sandbox *s, ProtoError *err) {
         char a[32], b[32];
 
@@ -139,45 +131,7 @@ int sweep_check_run(Sandbox *s, ProtoError *err) {
         return 0;
 }
 
-/* ---- ttl, idle, limits.disk in create, replies and meta.json ------------------------------ */
-
-/* limits.files (parsed with the others in sandbox.c) where the request left it out:
- * default_files, else one file per SWEEP_BYTES_PER_FILE of limits.disk; max_files caps both. */
-static int parse_files_limit(Context *m, Sandbox *s, json_object *req, ProtoError *err) {
-        json_object *l = NULL, *v = NULL;
-        bool given = json_object_object_get_ex(req, "limits", &l) && json_object_object_get_ex(l, "files", &v) &&
-                     !json_object_is_type(v, json_type_null);
-
-        if (!given)
-                s->limits.files = m->config.default_files ?: files_for_bytes(s->limits.disk);
-        if (m->config.max_files && (s->limits.files == 0 || s->limits.files > m->config.max_files)) {
-                if (given)
-                        return proto_error_set(err, SBX_E_INVALID_REQUEST, "limits.files",
-                                               "'limits.files' must be set and at most the configured maximum (%" PRIu64 ")",
-                                               m->config.max_files);
-                s->limits.files = m->config.max_files;
-        }
-        return 0;
-}
-
-int sweep_parse_create(Context *m, Sandbox *s, json_object *req, ProtoError *err) {
-        int r;
-
-        s->ttl_usec = m->config.default_ttl_usec;
-        s->idle_usec = m->config.default_idle_usec;
-        if ((r = proto_get_duration(req, "ttl", &s->ttl_usec, err)) < 0 ||
-            (r = proto_get_duration(req, "idle", &s->idle_usec, err)) < 0)
-                return r;
-        if (m->config.max_disk && (s->limits.disk == 0 || s->limits.disk > m->config.max_disk))
-                return proto_error_set(err, SBX_E_INVALID_REQUEST, "limits.disk",
-                                       "'limits.disk' must be set and at most the configured maximum (%" PRIu64 ")",
-                                       m->config.max_disk);
-        if ((r = parse_files_limit(m, s, req, err)) < 0)
-                return r;
-        s->last_active_usec = now_usec(CLOCK_MONOTONIC);
-        s->ttl_deadline_usec = s->ttl_usec ? s->last_active_usec + s->ttl_usec : 0;
-        return 0;
-}
+/* ---- ttl, idle, limits.disk in create and replies (meta.json: state.c) -------------------------- */
 
 static json_object *seconds_or_null(uint64_t usec) {
         return usec ? json_object_new_double((double) usec / 1e6) : NULL;
@@ -199,51 +153,6 @@ void sweep_sandbox_json(Sandbox *s, json_object *o) {
         json_object_object_add(o, "disk_bytes", s->disk_measured ? json_object_new_int64((int64_t) s->disk_bytes) : NULL);
         json_object_object_add(o, "disk_files", s->disk_measured ? json_object_new_int64((int64_t) s->disk_files) : NULL);
         json_object_object_add(o, "disk_refused", json_object_new_boolean(s->disk_refused));
-}
-
-void sweep_meta_save(Sandbox *s, json_object *meta) {
-        json_object *l;
-
-        if (json_object_object_get_ex(meta, "limits", &l)) {
-                json_object_object_add(l, "disk", json_object_new_int64((int64_t) s->limits.disk));
-                json_object_object_add(l, "files", json_object_new_int64((int64_t) s->limits.files));
-        }
-        json_object_object_add(meta, "ttl_usec", json_object_new_int64((int64_t) s->ttl_usec));
-        json_object_object_add(meta, "idle_usec", json_object_new_int64((int64_t) s->idle_usec));
-}
-
-static uint64_t meta_u64(json_object *o, const char *key) {
-        json_object *v;
-        if (!o || !json_object_object_get_ex(o, key, &v) || !json_object_is_type(v, json_type_int) ||
-            json_object_get_int64(v) < 0)
-                return 0;
-        return (uint64_t) json_object_get_int64(v);
-}
-
-/* Fields an older daemon did not write are absent: no disk limit, no expiry; the file limit
- * the disk limit implies. */
-int sweep_meta_restore(Sandbox *s, json_object *meta) {
-        json_object *l = NULL;
-
-        (void) json_object_object_get_ex(meta, "limits", &l);
-        s->limits.disk = meta_u64(l, "disk");
-        /* A sandbox of a daemon before limits.files gets the default a create would give it. */
-        if (l && json_object_object_get_ex(l, "files", NULL))
-                s->limits.files = meta_u64(l, "files");
-        else
-                s->limits.files = s->manager->config.default_files ?: files_for_bytes(s->limits.disk);
-        s->ttl_usec = meta_u64(meta, "ttl_usec");
-        s->idle_usec = meta_u64(meta, "idle_usec");
-        /* The idle clock starts again: the daemon does not know what happened while it was gone. */
-        s->last_active_usec = now_usec(CLOCK_MONOTONIC);
-        /* What is left of the ttl comes from the wall clock, the only one that spans the time the
-         * daemon was gone (and a reboot); from here on, the monotonic clock counts it down, so
-         * that a step of the wall clock while the daemon runs expires nothing (THREATS DMN-09). */
-        if (s->ttl_usec) {
-                uint64_t end = s->created_usec + s->ttl_usec, now = now_usec(CLOCK_REALTIME);
-                s->ttl_deadline_usec = s->last_active_usec + (end > now ? end - now : 0);
-        }
-        return 0;
 }
 
 /* ---- Deciding ---------------------------------------------------------------------------- */

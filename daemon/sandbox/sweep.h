@@ -38,22 +38,11 @@ int sweep_setup_timer(Context *m);
 /* At exit: kills the walks in flight and drops their requests. */
 void sweep_free_all(Context *m);
 
-/* A file (inode) limit not set where the byte limit is: one file per this many bytes of it. */
-#define SWEEP_BYTES_PER_FILE 4096
-
-/* create: ttl and idle (top-level fields) with the configured defaults; limits.files. */
-int sweep_parse_create(Context *m, Sandbox *s, json_object *req, ProtoError *err);
 /* create: refused below min_free_disk or min_free_files on the state directory's filesystem, or
  * over the budget. */
 int sweep_check_create(Context *m, ProtoError *err);
 /* run: refused while the sandbox is over its disk limit or all are over the budget. */
 int sweep_check_run(Sandbox *s, ProtoError *err);
-/* A failure to write the state directory (what names it): ENOSPC and EDQUOT are
- * resource_exhausted, field disk; anything else internal. */
-int sweep_disk_error(ProtoError *err, const char *what, int r);
 /* The sandbox's disk and expiry members in replies (ttl_s, idle_s, expires_at, disk_refused). */
 void sweep_sandbox_json(Sandbox *s, json_object *o);
-/* Its ttl and idle in meta.json, and back. */
-void sweep_meta_save(Sandbox *s, json_object *meta);
-int sweep_meta_restore(Sandbox *s, json_object *meta);
 

@@ -489,6 +489,7 @@ int connection_new(Manager *m, int fd, const struct ucred *peer, const Connectio
                 return -ENOMEM;
         c->n_ref = 1;
         c->manager = m;
+        c->ctx = m->ctx;
         c->fd = fd;
         c->peer = *peer;
         line_buffer_init(&c->in, m->ctx->config.max_line_bytes);

@@ -13,6 +13,7 @@
 
 typedef struct Manager Manager;
 typedef struct Connection Connection;
+typedef struct Context Context;
 
 /* What the transport knows of the daemon: the callbacks it was given at connection_new(), as
  * sd-varlink's server knows its bind_method and bind_disconnect. dispatch answers through reply
@@ -31,6 +32,7 @@ struct Connection {
         const ConnectionHooks *hooks;
         void *hooks_userdata;
         ReplySink sink;    /* what its requests' replies go to */
+        Context *ctx;      /* manager->ctx, for the ops (context.h) */
         int fd;
         struct ucred peer;
         bool admin;        /* root, or a member of the configured admin group */

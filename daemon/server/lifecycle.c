@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <limits.h>
 #include <linux/sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -19,6 +21,7 @@
 #include "lifecycle.h"
 #include "log.h"
 #include "macro.h"
+#include "rm-rf.h"
 #include "run-exec.h"
 #include "sandbox.h"
 #include "snapshot.h"
@@ -40,6 +43,17 @@ static int on_registry_changed(Registry *reg, RegistryEvent ev, RegistryEntry *e
         return ev == REGISTRY_CHANGED && !s->ephemeral ? state_save(s) : 0;
 }
 
+static void sandbox_json_others(Sandbox *s, json_object *o) {
+        sweep_sandbox_json(s, o);
+        run_records_json(s, o);
+}
+
+static const SandboxHooks sandbox_hooks = {
+        .check_create = sweep_check_create,
+        .check_run = sweep_check_run,
+        .to_json = sandbox_json_others,
+};
+
 int lifecycle_new(Daemon **ret, Config *config) {
         Daemon *d = calloc(1, sizeof(*d));
         int r;
@@ -52,6 +66,7 @@ int lifecycle_new(Daemon **ret, Config *config) {
         d->ctx.pool = &d->pool;
         d->ctx.sweeper = &d->sweeper;
         d->ctx.run_log = &d->run_log;
+        d->ctx.sandbox_hooks = &sandbox_hooks;
         r = registry_init(&d->registry, d->ctx.config.max_sandboxes + d->ctx.config.pool_size);
         if (r >= 0)
                 r = registry_observe(&d->registry, on_registry_changed, d);
@@ -87,6 +102,130 @@ Daemon *lifecycle_free(Daemon *d) {
         registry_done(&d->registry);
         free(d);
         return NULL;
+}
+
+/* ---- Restore at start -------------------------------------------------------------------- */
+
+/* A sandbox whose record cannot be read (torn by a disk fault, edited by hand, too large) keeps
+ * everything it has: renamed to .quarantine-<id>, which no start touches again, and counted in
+ * health. Its workspace and snapshots are the user's; only a person can tell what went wrong. */
+static void quarantine(Context *m, const char *name, int why) {
+        char to[NAME_MAX + 32];
+
+        snprintf(to, sizeof(to), QUARANTINE_PREFIX "%s", name);
+        for (unsigned i = 1; renameat2(m->state_fd, name, m->state_fd, to, RENAME_NOREPLACE) < 0; i++) {
+                if (errno != EEXIST || i > 100) {
+                        log_error("sandbox %s: its record is unreadable (%s) and it cannot be set aside: %m; "
+                                  "left in place", name, strerror(-why));
+                        return;
+                }
+                snprintf(to, sizeof(to), QUARANTINE_PREFIX "%s.%u", name, i);
+        }
+        log_error("sandbox %s: its record (meta.json) is unreadable: %s; its workspace and snapshots are kept "
+                  "in %s for a person to look at",
+                  name, strerror(-why), to);
+}
+
+/* One entry of <state>/sandboxes: a recorded sandbox comes back; a sandbox never recorded (no
+ * meta.json: a throwaway one, a create cut short) or a workspace being removed is what a crash
+ * interrupted, and goes; a record that cannot be read is set aside, never removed. */
+static void restore_entry(Context *m, const char *name) {
+        _cleanup_json_ json_object *meta = NULL;
+        Sandbox *s;
+        int r;
+
+        bool unfinished_fork = state_is_sandbox_id(name) && snapshot_cleanup_partial(m->state_fd, name) == -ESTALE;
+
+        if (unfinished_fork)
+                snapshot_discard_cgroup(m, name);
+        r = state_is_sandbox_id(name) && !unfinished_fork ? state_read(m->state_fd, name, &meta) : -ENOENT;
+        if (r == -ENOMEM) {
+                log_error("sandbox %s: no memory to read its record; left as it is for the next start", name);
+                return;
+        }
+        if (r < 0 && r != -ENOENT) {
+                quarantine(m, name, r);
+                return;
+        }
+        if (r >= 0) {
+                r = sandbox_restore(m, meta, &s);
+                if (r < 0)
+                        log_warning("sandbox %s: cannot restore it: %s; its workspace stays in place", name, strerror(-r));
+                else {
+                        log_info("sandbox %s restored after a restart", name);
+                        state_restore_fields(s, meta);
+                        (void) run_records_collect(s);
+                }
+                return;
+        }
+        if (name[0] == '.' && strncmp(name, ".trash-", 7) != 0)
+                return;
+        log_info("removing %s, left half-done by an earlier run", name);
+        r = rm_rf_at(m->state_fd, name);
+        if (r < 0)
+                log_warning("cannot remove %s: %s", name, strerror(-r));
+}
+
+/* A cgroup below sandboxes/ that no restored sandbox claims: a throwaway sandbox (never
+ * recorded) of a daemon that died, with whatever still runs in it. Its processes are killed and
+ * the cgroup removed; recorded sandboxes replaced theirs in sandbox_restore(). */
+static void remove_stale_cgroup(Context *m, const char *name) {
+        _cleanup_close_ int fd = openat(m->cg.sandboxes_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        int r;
+
+        if (fd < 0)
+                return;
+        for (int i = 0; i < 1000 && cg_populated(fd) > 0; i++) {
+                (void) cg_kill(fd);
+                usleep(1000);
+        }
+        r = cg_remove_tree(m->cg.sandboxes_fd, name);
+        if (r < 0)
+                log_warning("cannot remove the stale cgroup sandboxes/%s: %s", name, strerror(-r));
+        else
+                log_info("removed the stale cgroup sandboxes/%s of an earlier daemon", name);
+}
+
+static void remove_stale_cgroups(Context *m) {
+        int fd = openat(m->cg.sandboxes_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        DIR *d;
+        struct dirent *de;
+
+        if (fd < 0 || !(d = fdopendir(fd))) {
+                safe_close(fd);
+                return;
+        }
+        while ((de = readdir(d)))
+                if (de->d_type == DT_DIR && state_is_sandbox_id(de->d_name) && !registry_find(m->registry, de->d_name))
+                        remove_stale_cgroup(m, de->d_name);
+        closedir(d);
+}
+
+static int restore_all(Context *m) {
+        int fd = openat(m->state_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        DIR *d;
+        struct dirent *de;
+
+        if (fd < 0)
+                return -errno;
+        d = fdopendir(fd);
+        if (!d) {
+                close(fd);
+                return -errno;
+        }
+        while ((de = readdir(d)))
+                if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0)
+                        restore_entry(m, de->d_name);
+        /* Counted once the renames are done: a directory renamed while it is read may be seen
+         * under both names. */
+        rewinddir(d);
+        m->registry->n_quarantined = 0;
+        while ((de = readdir(d)))
+                if (strncmp(de->d_name, QUARANTINE_PREFIX, strlen(QUARANTINE_PREFIX)) == 0)
+                        m->registry->n_quarantined++;
+        closedir(d);
+        remove_stale_cgroups(m);
+        return 0;
 }
 
 /* ---- Setup -------------------------------------------------------------------------------- */
@@ -203,8 +342,7 @@ static int prepare_runs(Context *ctx) {
         return 0;
 }
 
-int lifecycle_setup(Daemon *d) {
-        Context *ctx = &d->ctx;
+int lifecycle_setup_context(Context *ctx) {
         sigset_t mask;
         int r;
 
@@ -221,12 +359,6 @@ int lifecycle_setup(Daemon *d) {
         r = prepare_runs(ctx);
         if (r < 0)
                 return r;
-        r = manager_setup(d->manager);
-        if (r < 0)
-                return r;
-        if ((r = sd_event_add_signal(ctx->event, NULL, SIGTERM, on_signal, d)) < 0 ||
-            (r = sd_event_add_signal(ctx->event, NULL, SIGINT, on_signal, d)) < 0)
-                return r;
         r = cg_setup(ctx->config.cgroup_root, &ctx->cg);
         if (r < 0) {
                 log_error("cannot set up the cgroup subtree: %s", strerror(-r));
@@ -242,7 +374,24 @@ int lifecycle_setup(Daemon *d) {
         if (r < 0)
                 log_warning("cannot prepare %s/dev (%s): each sandbox binds the host's device nodes instead, which is slower",
                             ctx->config.state_dir, strerror(-r));
-        r = state_restore_all(ctx);
+        return 0;
+}
+
+int lifecycle_setup(Daemon *d) {
+        Context *ctx = &d->ctx;
+        int r;
+
+        r = lifecycle_setup_context(ctx);
+        if (r < 0)
+                return r;
+        /* The listeners' paths are masked in every sandbox: known before the first is restored. */
+        r = manager_setup(d->manager);
+        if (r < 0)
+                return r;
+        if ((r = sd_event_add_signal(ctx->event, NULL, SIGTERM, on_signal, d)) < 0 ||
+            (r = sd_event_add_signal(ctx->event, NULL, SIGINT, on_signal, d)) < 0)
+                return r;
+        r = restore_all(ctx);
         if (r < 0)
                 log_warning("cannot read the state directory: %s", strerror(-r));
         r = run_log_open(ctx);

@@ -24,6 +24,10 @@ typedef struct Daemon {
 
 /* Takes the configuration (*config is emptied on success). */
 int lifecycle_new(Daemon **ret, Config *config);
+/* What the Context needs from the host, in this order: admin group, blocked signals, the runs'
+ * filter and helper, the cgroup subtree, the state directory, host features, the /dev template.
+ * lifecycle_setup() starts with it; a unit test calls it alone, on a Context of its own. */
+int lifecycle_setup_context(Context *ctx);
 /* After the listeners were added (manager_add_listener): signals, run prerequisites, cgroups,
  * state directory, host features, /dev template, restore, run log, timers. */
 int lifecycle_setup(Daemon *d);

@@ -124,11 +124,11 @@ static int parse_terminal(json_object *req, RunSpec *spec, bool *ret_pty, uint64
 }
 
 static int check_caps(Request *c, ProtoError *err) {
-        Manager *m = c->manager;
-        if (c->peer.uid != 0 && session_count_owned(m->ctx, c->peer.uid) >= m->ctx->config.max_sessions_per_uid)
+        Context *m = c->manager->ctx;
+        if (c->peer.uid != 0 && session_count_owned(m, c->peer.uid) >= m->config.max_sessions_per_uid)
                 return proto_error_set(err, SBX_E_RESOURCE_EXHAUSTED, NULL,
                                        "uid %u has its maximum of %llu sessions (max_sessions_per_uid)",
-                                       (unsigned) c->peer.uid, (unsigned long long) m->ctx->config.max_sessions_per_uid);
+                                       (unsigned) c->peer.uid, (unsigned long long) m->config.max_sessions_per_uid);
         return 0;
 }
 

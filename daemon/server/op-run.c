@@ -10,7 +10,6 @@
 #include "pool.h"
 #include "run.h"
 #include "sandbox.h"
-#include "sweep.h"
 #include "util.h"
 
 /* The sandbox named, or a throwaway one made (or taken from the pool) for this run: *ret_made. */
@@ -38,17 +37,17 @@ static int run_sandbox(Request *c, json_object *req, Sandbox **ret, bool *ret_ma
 /* A uid's runs in flight and unread replies may not hold more than max_buffered_per_uid of the
  * daemon's memory (THREATS RES-06, PRO-02): one user cannot take it all. */
 static int check_buffered(Request *c, const UidUsage *u, const RunSpec *spec, ProtoError *err) {
-        Manager *m = c->manager;
+        Context *m = c->manager->ctx;
         uint64_t held = u->reserved + u->unread, need = run_spec_held(spec);
         char a[32], b[32], d[32];
 
-        if (c->peer.uid == 0 || held + need <= m->ctx->config.max_buffered_per_uid)
+        if (c->peer.uid == 0 || held + need <= m->config.max_buffered_per_uid)
                 return 0;
         return proto_error_set(err, SBX_E_RESOURCE_EXHAUSTED, "output_bytes",
                                "uid %u holds %s of run output and unread replies; this run's %s more would pass "
                                "max_buffered_per_uid (%s)",
                                (unsigned) c->peer.uid, format_size(a, sizeof(a), held), format_size(b, sizeof(b), need),
-                               format_size(d, sizeof(d), m->ctx->config.max_buffered_per_uid));
+                               format_size(d, sizeof(d), m->config.max_buffered_per_uid));
 }
 
 int op_run(Request *c, json_object *id, json_object *req, ProtoError *err) {
@@ -77,7 +76,7 @@ int op_run(Request *c, json_object *id, json_object *req, ProtoError *err) {
                                     s->state == SANDBOX_FAILED ? "broken (its init died)" : "being destroyed");
                 goto fail;
         }
-        if ((k = sweep_check_run(s, err)) < 0)
+        if ((k = sandbox_check_run(s, err)) < 0)
                 goto fail_sandbox;
         k = run_spec_resolve(&spec, s, err);
         if (k >= 0 && (k = check_buffered(c, &u, &spec, err)) < 0)
