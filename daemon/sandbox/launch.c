@@ -84,7 +84,7 @@ static int on_helper_exit(sd_event_source *src, const siginfo_t *si, void *userd
 
 static int launch_make_cgroup(Launch *l, const LaunchSpec *spec) {
         Sandbox *s = l->sandbox;
-        Context *m = s->manager;
+        Context *m = s->ctx;
         CgLimits lim = {
                 .memory = spec->memory ? spec->memory : s->limits.memory,
                 .swap = m->config.swap_max,
@@ -120,16 +120,16 @@ static void launch_params_guard(Sandbox *s, uint64_t pids, uint64_t memory, RunP
                 p->rl_as_set = true;
         }
         /* The daemon raised its own soft limit (main.c); the command gets the usual one back. */
-        if (s->manager->config.nofile_soft && getrlimit(RLIMIT_NOFILE, &p->rl_nofile) == 0 &&
-            p->rl_nofile.rlim_cur != s->manager->config.nofile_soft) {
-                p->rl_nofile.rlim_cur = (rlim_t) s->manager->config.nofile_soft;
+        if (s->ctx->config.nofile_soft && getrlimit(RLIMIT_NOFILE, &p->rl_nofile) == 0 &&
+            p->rl_nofile.rlim_cur != s->ctx->config.nofile_soft) {
+                p->rl_nofile.rlim_cur = (rlim_t) s->ctx->config.nofile_soft;
                 p->rl_nofile_set = true;
         }
         /* Signals the daemon ignores stay ignored across exec unless the command resets them. */
-        p->reset_signals = s->manager->ignored_signals;
-        p->reset_oom_score = s->manager->oom_score_negative;
+        p->reset_signals = s->ctx->ignored_signals;
+        p->reset_oom_score = s->ctx->oom_score_negative;
         p->parent = getpid();
-        p->filter = &s->manager->filter;
+        p->filter = &s->ctx->filter;
 }
 
 static void launch_fds_close_child(LaunchFds *f) {
@@ -169,7 +169,7 @@ static bool launch_cgroup_frozen(Launch *l) {
 
 static int launch_spawn(Launch *l, const LaunchSpec *spec, LaunchFds *f) {
         Sandbox *s = l->sandbox;
-        Context *m = s->manager;
+        Context *m = s->ctx;
         RunParams *p = spec->params;
         pid_t pid;
 
@@ -214,7 +214,7 @@ static int launch_spawn(Launch *l, const LaunchSpec *spec, LaunchFds *f) {
 }
 
 static int launch_watch(Launch *l, LaunchFds *f) {
-        sd_event *e = l->sandbox->manager->event;
+        sd_event *e = l->sandbox->ctx->event;
         int k;
 
         l->report_fd = TAKE_FD(f->rep[0]);

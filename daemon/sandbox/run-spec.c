@@ -219,7 +219,7 @@ int run_spec_parse(json_object *req, uint64_t max_stdin, RunSpec *spec, ProtoErr
 }
 
 int run_spec_resolve(RunSpec *spec, Sandbox *s, ProtoError *err) {
-        const Config *c = &s->manager->config;
+        const Config *c = &s->ctx->config;
 
         if (!spec->timeout_usec)
                 spec->timeout_usec = s->limits.timeout_usec;

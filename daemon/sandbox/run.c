@@ -269,7 +269,7 @@ static void run_add_pids_limit_hit(Run *r, json_object *o) {
 }
 
 static void run_add_stats(Run *r, json_object *o) {
-        CgroupRoot *cg = &r->sandbox->manager->cg;
+        CgroupRoot *cg = &r->sandbox->ctx->cg;
         uint64_t user = 0, sys = 0, peak = 0, pids = 0;
         int ru = cg_read_keyed(r->launch.cg_fd, "cpu.stat", "user_usec", &user);
         int rs = cg_read_keyed(r->launch.cg_fd, "cpu.stat", "system_usec", &sys);
@@ -578,7 +578,7 @@ static void run_rlimit_cpu(Run *r, RunParams *p) {
 /* Its pipes: the output read, stdin written; its timeout and CPU budget watched. */
 static int run_watch(void *userdata, LaunchFds *f) {
         Run *r = userdata;
-        sd_event *e = r->sandbox->manager->event;
+        sd_event *e = r->sandbox->ctx->event;
         int k;
 
         r->out_fd[0] = TAKE_FD(f->out[0]);

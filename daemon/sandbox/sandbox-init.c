@@ -23,7 +23,7 @@
 #include "util.h"
 
 int sandbox_make_cgroup(Sandbox *s) {
-        Context *m = s->manager;
+        Context *m = s->ctx;
         CgLimits l = {
                 .memory = s->limits.memory,
                 .swap = m->config.swap_max,
@@ -44,7 +44,7 @@ int sandbox_make_cgroup(Sandbox *s) {
  * so the path's own permissions may stay closed to everyone else. */
 int sandbox_make_workspace(Sandbox *s, bool existing) {
         _cleanup_close_ int dfd = -EBADF;
-        int state_fd = s->manager->state_fd;
+        int state_fd = s->ctx->state_fd;
 
         if (mkdirat(state_fd, s->id, 0700) < 0 && (!existing || errno != EEXIST))
                 return -errno;
@@ -75,7 +75,7 @@ static int write_proc_file(pid_t pid, const char *file, const char *text) {
 int sandbox_write_maps(Sandbox *s) {
         char map[64];
         int r;
-        snprintf(map, sizeof(map), "0 %u %" PRIu64 "\n", (unsigned) s->host_uid, s->manager->config.uid_range);
+        snprintf(map, sizeof(map), "0 %u %" PRIu64 "\n", (unsigned) s->host_uid, s->ctx->config.uid_range);
         if ((r = write_proc_file(s->init_pid, "uid_map", map)) < 0 ||
             (r = write_proc_file(s->init_pid, "setgroups", "deny")) < 0 ||
             (r = write_proc_file(s->init_pid, "gid_map", map)) < 0)
@@ -112,7 +112,7 @@ static const char **sandbox_mask_paths(Context *m) {
  * between cgroups waits for an RCU grace period (cgroup_threadgroup_rwsem), about 9 ms each time
  * here, and was the largest part of making a sandbox. */
 static pid_t sandbox_exec_init(Sandbox *s, int sp[2], InitParams *p, int *ret_pidfd) {
-        Context *m = s->manager;
+        Context *m = s->ctx;
         _cleanup_close_ int leaf = -EBADF;
         pid_t pid;
 
@@ -132,7 +132,7 @@ static pid_t sandbox_exec_init(Sandbox *s, int sp[2], InitParams *p, int *ret_pi
 
 /* The init, through the helper or cloned here (sandbox-init.h). */
 pid_t sandbox_start_init(Sandbox *s, int *ret_helper_pidfd) {
-        Context *m = s->manager;
+        Context *m = s->ctx;
         char workdir[4096];
         InitParams p = {
                 .workdir = s->memory_workspace ? NULL : sandbox_workdir_path(s, workdir, sizeof(workdir)),
@@ -188,7 +188,7 @@ pid_t sandbox_start_init(Sandbox *s, int *ret_helper_pidfd) {
 /* A cgroup of an earlier daemon's sandbox: its processes did not survive the restart (the init
  * may have), so it is emptied and removed before the sandbox gets a new one. */
 int sandbox_clear_old_cgroup(Sandbox *s) {
-        Context *m = s->manager;
+        Context *m = s->ctx;
         _cleanup_close_ int fd = openat(m->cg.sandboxes_fd, s->id, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 
         if (fd < 0)
@@ -208,7 +208,7 @@ int sandbox_renew_cgroup(Sandbox *s) {
         s->cg_fd = safe_close(s->cg_fd);
         free(s->cg_rel);
         s->cg_rel = NULL;
-        int r = cg_remove_tree(s->manager->cg.sandboxes_fd, s->id);
+        int r = cg_remove_tree(s->ctx->cg.sandboxes_fd, s->id);
         if (r < 0)
                 return r;
         return sandbox_make_cgroup(s);

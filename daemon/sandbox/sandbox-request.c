@@ -181,7 +181,7 @@ int sandbox_parse(Context *m, Sandbox *s, json_object *req, ProtoError *err) {
 }
 
 int sandbox_parse_request(Context *m, json_object *req, SandboxRequest *ret, ProtoError *err) {
-        Sandbox tmp = { .manager = m, .ephemeral = true };
+        Sandbox tmp = { .ctx = m, .ephemeral = true };
         int r = sandbox_parse(m, &tmp, req, err);
 
         *ret = (SandboxRequest) { .limits = tmp.limits, .best_effort = tmp.best_effort,

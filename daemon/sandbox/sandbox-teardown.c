@@ -34,7 +34,7 @@ static int remove_if_empty(int dir_fd, const char *name) {
 /* Moves the workspace aside atomically, then removes it in a child process so that a huge tree
  * never blocks the event loop. */
 void sandbox_remove_workspace(Sandbox *s) {
-        Context *m = s->manager;
+        Context *m = s->ctx;
         char trash[64];
 
         if (s->keep_workspace || s->memory_workspace)

@@ -33,7 +33,7 @@ static Sandbox *sandbox_alloc(Context *m) {
         Sandbox *s = calloc(1, sizeof(*s));
         if (!s)
                 return NULL;
-        s->manager = m;
+        s->ctx = m;
         s->cg_fd = s->workdir_fd = s->init_pidfd = s->setup_fd = s->netns_fd = -EBADF;
         s->uid_slot = UINT32_MAX;
         s->user = SANDBOX_USER_SANDBOX;
@@ -62,7 +62,7 @@ static int on_helper_exit(sd_event_source *src, const siginfo_t *si, void *userd
 /* The helper that clones the init (sandbox_start_init()): reaped when it is done; the sandbox is
  * not ready before (it is in its cgroup). The init's pidfd comes on the setup socket. */
 static int sandbox_watch_helper(Sandbox *s, int pidfd) {
-        Context *m = s->manager;
+        Context *m = s->ctx;
         int r = sd_event_add_child_pidfd(m->event, &s->setup_helper, pidfd, WEXITED, on_helper_exit, s);
 
         if (r < 0) {
@@ -82,14 +82,14 @@ static int sandbox_spawn_init(Sandbox *s) {
 
         if (pid < 0)
                 return pid;
-        if (s->manager->run_helper_fd >= 0)
+        if (s->ctx->run_helper_fd >= 0)
                 return sandbox_watch_helper(s, helper_pidfd);
         return sandbox_init_started(s);
 }
 
 /* The init is a child of ours, waiting for its go: watch it, give it its uid/gid maps, go. */
 static int sandbox_init_started(Sandbox *s) {
-        Context *m = s->manager;
+        Context *m = s->ctx;
         int r = sd_event_add_child_pidfd(m->event, &s->init_exit_source, s->init_pidfd, WEXITED, on_init_exit, s);
         if (r < 0) {
                 (void) cg_kill(s->cg_fd);
@@ -122,7 +122,7 @@ int sandbox_disk_error(ProtoError *err, const char *what, int r) {
 }
 
 int sandbox_check_run(Sandbox *s, ProtoError *err) {
-        const SandboxHooks *h = s->manager->sandbox_hooks;
+        const SandboxHooks *h = s->ctx->sandbox_hooks;
         return h && h->check_run ? h->check_run(s, err) : 0;
 }
 
@@ -223,7 +223,7 @@ static int sandbox_restore_fields(Sandbox *s, json_object *meta) {
 }
 
 static int sandbox_restore_claim(Sandbox *s, json_object *meta) {
-        Context *m = s->manager;
+        Context *m = s->ctx;
         json_object *id;
 
         if (!json_object_object_get_ex(meta, "id", &id) || !json_object_is_type(id, json_type_string))
@@ -377,7 +377,7 @@ static int sandbox_init_arrived(Sandbox *s, pid_t pid, int pidfd) {
         s->init_pid = pid;
         s->init_pidfd = pidfd;
         if (s->state == SANDBOX_DESTROYING) {
-                r = sd_event_add_child_pidfd(s->manager->event, &s->init_exit_source, s->init_pidfd, WEXITED,
+                r = sd_event_add_child_pidfd(s->ctx->event, &s->init_exit_source, s->init_pidfd, WEXITED,
                                              on_init_exit, s);
                 (void) syscall(SYS_pidfd_send_signal, s->init_pidfd, SIGKILL, NULL, 0);
                 if (r < 0) { /* unwatched: reap it here, it was killed */
@@ -454,7 +454,7 @@ static int on_init_exit(sd_event_source *src, const siginfo_t *si, void *userdat
 
 
 static void sandbox_finish_destroy(Sandbox *s) {
-        Context *m = s->manager;
+        Context *m = s->ctx;
         int r;
 
         if (s->cg_fd >= 0)
@@ -495,7 +495,7 @@ static void kill_and_retry(Sandbox *s, int populated, sd_event_source **timer, u
                 (void) sd_event_source_set_time_relative(*timer, delay);
                 (void) sd_event_source_set_enabled(*timer, SD_EVENT_ONESHOT);
         } else
-                (void) sd_event_add_time_relative(s->manager->event, timer, CLOCK_MONOTONIC, delay, 0, handler, s);
+                (void) sd_event_add_time_relative(s->ctx->event, timer, CLOCK_MONOTONIC, delay, 0, handler, s);
 }
 
 /* Past teardown_timeout with processes left: said once in the log and to whoever waits for the
@@ -511,7 +511,7 @@ static void sandbox_teardown_stuck(Sandbox *s) {
                 return;
         sandbox_stuck_summary(s->teardown_stuck, what, sizeof(what));
         log_warning("sandbox %s: processes outlived the kill for %" PRIu64 " s: %s; still trying", s->id,
-                    s->manager->config.teardown_timeout_usec / USEC_PER_SEC, what[0] ? what : "none listed");
+                    s->ctx->config.teardown_timeout_usec / USEC_PER_SEC, what[0] ? what : "none listed");
         sandbox_teardown_error(s, &err);
         waiters_answer(&s->destroy_waiters, NULL, NULL, &err);
         for (SandboxMember *m = s->members, *next; m; m = next) {
@@ -535,7 +535,7 @@ static void sandbox_teardown_step(Sandbox *s) {
                 sandbox_finish_destroy(s);
                 return;
         }
-        if (populated > 0 && now_usec(CLOCK_MONOTONIC) - s->teardown_start_usec >= s->manager->config.teardown_timeout_usec)
+        if (populated > 0 && now_usec(CLOCK_MONOTONIC) - s->teardown_start_usec >= s->ctx->config.teardown_timeout_usec)
                 sandbox_teardown_stuck(s);
         kill_and_retry(s, populated, &s->teardown_timer, &s->teardown_tries, on_teardown_timer);
         if (s->teardown_stuck && s->teardown_timer)
@@ -597,11 +597,11 @@ Sandbox *sandbox_free(Sandbox *s) {
         sd_event_source_disable_unref(s->teardown_timer);
         safe_close(s->setup_fd);
         safe_close(s->init_pidfd);
-        netns_pool_drop(&s->manager->netns, TAKE_FD(s->netns_fd));
+        netns_pool_drop(&s->ctx->netns, TAKE_FD(s->netns_fd));
         safe_close(s->cg_fd);
         safe_close(s->workdir_fd);
         if (s->uid_slot != UINT32_MAX)
-                registry_free_uid_slot(s->manager->registry, s->uid_slot);
+                registry_free_uid_slot(s->ctx->registry, s->uid_slot);
         json_object_put(s->env);
         json_object_put(s->interrupted_runs);
         json_object_put(s->teardown_stuck);
@@ -638,7 +638,7 @@ unsigned sandbox_count_runs(Context *m) {
 }
 
 const char *sandbox_workdir_path(Sandbox *s, char *buf, size_t len) {
-        snprintf(buf, len, "%s/sandboxes/%s/work", s->manager->config.state_dir, s->id);
+        snprintf(buf, len, "%s/sandboxes/%s/work", s->ctx->config.state_dir, s->id);
         return buf;
 }
 
@@ -687,7 +687,7 @@ json_object *sandbox_to_json(Sandbox *s, bool with_usage) {
         json_object_object_add(o, "owner_uid", json_object_new_int64(s->owner_uid));
         json_object_object_add(o, "workdir", s->memory_workspace ? NULL : json_object_new_string(sandbox_workdir_path(s, buf, sizeof(buf))));
         json_object_object_add(o, "workspace", json_object_new_string(s->memory_workspace ? "memory" : "disk"));
-        snprintf(buf, sizeof(buf), "%s/%s", s->manager->cg.base, s->cg_rel ? s->cg_rel : "");
+        snprintf(buf, sizeof(buf), "%s/%s", s->ctx->cg.base, s->cg_rel ? s->cg_rel : "");
         json_object_object_add(o, "cgroup", json_object_new_string(buf));
         json_object_object_add(l, "memory", json_object_new_int64((int64_t) s->limits.memory));
         json_object_object_add(l, "pids", json_object_new_int64((int64_t) s->limits.pids));
@@ -706,8 +706,8 @@ json_object *sandbox_to_json(Sandbox *s, bool with_usage) {
         json_object_object_add(o, "restarted_at", s->restored_usec ? json_object_new_string(format_utc(ts,
                                                                                                      s->restored_usec))
                                                                    : NULL);
-        if (s->manager->sandbox_hooks && s->manager->sandbox_hooks->to_json)
-                s->manager->sandbox_hooks->to_json(s, o);
+        if (s->ctx->sandbox_hooks && s->ctx->sandbox_hooks->to_json)
+                s->ctx->sandbox_hooks->to_json(s, o);
         if (with_usage) {
                 json_object_object_add(o, "usage", sandbox_usage_json(s));
                 json_object_object_add(o, "runs_in_flight", json_object_new_int((int) s->n_runs));
@@ -748,7 +748,7 @@ static void sandbox_restart_respawn(Sandbox *s) {
         if (r < 0)
                 log_warning("sandbox %s: the workspace was not replaced: %s", s->id, strerror(-r));
         /* The workspace may be another inode now. */
-        dfd = openat(s->manager->state_fd, s->id, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        dfd = openat(s->ctx->state_fd, s->id, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (dfd >= 0) {
                 safe_close(s->workdir_fd);
                 s->workdir_fd = openat(dfd, "work", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);

@@ -83,7 +83,7 @@ typedef struct SandboxRestart {
 } SandboxRestart;
 
 typedef struct Sandbox {
-        Context *manager;
+        Context *ctx;
         char id[24];
         char *name;
         SandboxState state;

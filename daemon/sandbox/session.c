@@ -77,7 +77,7 @@ int session_new(Sandbox *s, Reply *reply, RunSpec *spec, bool pty, unsigned rows
                 free(p);
                 return -EIO;
         }
-        k = ring_init(&p->ring, s->manager->config.session_ring_bytes, PTY_RING_MARKS);
+        k = ring_init(&p->ring, s->ctx->config.session_ring_bytes, PTY_RING_MARKS);
         if (k < 0) {
                 free(p);
                 return k;
@@ -321,7 +321,7 @@ static void session_set_reading(Session *p, bool on) {
 }
 
 static void session_arm_idle(Session *p) {
-        uint64_t t = p->sandbox->manager->config.session_idle_timeout_usec;
+        uint64_t t = p->sandbox->ctx->config.session_idle_timeout_usec;
         if (p->n_subs > 0 || t == 0 || p->free_when_done || !p->started) {
                 if (p->idle_timer)
                         (void) sd_event_source_set_enabled(p->idle_timer, SD_EVENT_OFF);
@@ -330,7 +330,7 @@ static void session_arm_idle(Session *p) {
         if (p->idle_timer && sd_event_source_get_enabled(p->idle_timer, NULL) > 0)
                 return;
         if (!p->idle_timer) {
-                (void) sd_event_add_time_relative(p->sandbox->manager->event, &p->idle_timer, CLOCK_MONOTONIC, t,
+                (void) sd_event_add_time_relative(p->sandbox->ctx->event, &p->idle_timer, CLOCK_MONOTONIC, t,
                                                   USEC_PER_SEC, on_idle, p);
                 return;
         }
@@ -618,7 +618,7 @@ static void session_hang_up(Session *p, SessionReason why) {
                 (void) session_signal_group(p, 0, SIGCONT);
         }
         if (!p->kill_timer)
-                (void) sd_event_add_time_relative(p->sandbox->manager->event, &p->kill_timer, CLOCK_MONOTONIC,
+                (void) sd_event_add_time_relative(p->sandbox->ctx->event, &p->kill_timer, CLOCK_MONOTONIC,
                                                   PTY_CLOSE_GRACE_USEC, 10 * USEC_PER_MSEC, on_kill_timer, p);
 }
 
@@ -807,7 +807,7 @@ static void session_end_processes(Session *p) {
                 (void) sd_event_source_set_time_relative(p->reap_timer, delay);
                 (void) sd_event_source_set_enabled(p->reap_timer, SD_EVENT_ONESHOT);
         } else
-                (void) sd_event_add_time_relative(p->sandbox->manager->event, &p->reap_timer, CLOCK_MONOTONIC, delay, 0,
+                (void) sd_event_add_time_relative(p->sandbox->ctx->event, &p->reap_timer, CLOCK_MONOTONIC, delay, 0,
                                                   on_reap_timer, p);
 }
 
@@ -847,14 +847,14 @@ static pid_t pidfd_pid(int pidfd) {
 static int session_watch_output(Session *p, int i, int fd) {
         (void) fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
         p->out_fd[i] = fd;
-        return sd_event_add_io(p->sandbox->manager->event, &p->out_source[i], fd, EPOLLIN, on_output, p);
+        return sd_event_add_io(p->sandbox->ctx->event, &p->out_source[i], fd, EPOLLIN, on_output, p);
 }
 
 static int session_watch_input(Session *p, int fd) {
         int k;
         (void) fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
         p->in_fd = fd;
-        k = sd_event_add_io(p->sandbox->manager->event, &p->in_source, fd, EPOLLOUT, on_input, p);
+        k = sd_event_add_io(p->sandbox->ctx->event, &p->in_source, fd, EPOLLOUT, on_input, p);
         if (k >= 0)
                 (void) sd_event_source_set_enabled(p->in_source, SD_EVENT_OFF);
         return k;

@@ -124,7 +124,7 @@ static int parse_terminal(json_object *req, RunSpec *spec, bool *ret_pty, uint64
 }
 
 static int check_caps(Request *c, ProtoError *err) {
-        Context *m = c->manager->ctx;
+        Context *m = c->ctx;
         if (c->peer.uid != 0 && session_count_owned(m, c->peer.uid) >= m->config.max_sessions_per_uid)
                 return proto_error_set(err, SBX_E_RESOURCE_EXHAUSTED, NULL,
                                        "uid %u has its maximum of %llu sessions (max_sessions_per_uid)",
@@ -160,7 +160,7 @@ int op_pty_open(Request *c, json_object *id, json_object *req, ProtoError *err) 
 /* A session of one of the caller's sandboxes that the daemon's death ended (run-record.h):
  * session_lost, saying when; any other unknown id is not_found. */
 static int session_gone(Request *c, const char *key, ProtoError *err) {
-        for (Sandbox *s = registry_first(c->manager->ctx->registry); s; s = registry_next(&s->entry)) {
+        for (Sandbox *s = registry_first(c->ctx->registry); s; s = registry_next(&s->entry)) {
                 json_object *e, *at;
                 if (!sandbox_visible_to(s, reply_peer(c->reply)) || !(e = run_records_lost_session(s, key)))
                         continue;
@@ -181,7 +181,7 @@ static int lookup_session(Request *c, json_object *req, Session **ret, ProtoErro
 
         if (r < 0)
                 return r;
-        p = key ? session_find(c->manager->ctx, key) : NULL;
+        p = key ? session_find(c->ctx, key) : NULL;
         if (!p || !sandbox_visible_to(p->sandbox, reply_peer(c->reply)) || p->free_when_done)
                 return key ? session_gone(c, key, err)
                            : proto_error_set(err, SBX_E_NOT_FOUND, "session", "no session ''");

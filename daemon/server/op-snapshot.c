@@ -143,7 +143,7 @@ static int find_source(Request *c, const char *spec, Sandbox **ret_src, Snapshot
                         return 0;
                 }
         } else if (snapshot_id_valid(snap))
-                for (Sandbox *s = registry_first(c->manager->ctx->registry); s; s = registry_next(&s->entry))
+                for (Sandbox *s = registry_first(c->ctx->registry); s; s = registry_next(&s->entry))
                         if (sandbox_visible_to(s, reply_peer(c->reply)) && s->state != SANDBOX_DESTROYING &&
                             snapshot_get(s, snap, ret_info) >= 0) {
                                 *ret_src = s;
@@ -160,7 +160,7 @@ int op_create_from_snapshot(Request *c, json_object *id, json_object *req, Proto
 
         if (r < 0 || (r = find_source(c, spec ? spec : "", &src, &info, err)) < 0)
                 return r;
-        r = sandbox_create(c->manager->ctx, req, c->peer.uid, false, &s, err);
+        r = sandbox_create(c->ctx, req, c->peer.uid, false, &s, err);
         if (r < 0)
                 return r;
         r = snapshot_job_fork(s, src, info.id, err);

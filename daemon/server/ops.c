@@ -111,7 +111,8 @@ static const Op ops[] = {
 
 void ops_dispatch(Reply *reply, const char *name, json_object *req, void *userdata) {
         const ReplyPeer *peer = reply_peer(reply);
-        Request rq = { .manager = userdata, .reply = reply, .peer = peer->cred, .admin = peer->admin };
+        Manager *m = userdata;
+        Request rq = { .manager = m, .ctx = m->ctx, .reply = reply, .peer = peer->cred, .admin = peer->admin };
         json_object *id = json_object_object_get(req, "id");
         ProtoError err = {};
 
@@ -156,11 +157,11 @@ Sandbox *ops_resolve_sandbox(Request *c, const char *key) {
         Sandbox *s;
 
         if (strncmp(key, "sbx-", 4) == 0)
-                s = registry_find(c->manager->ctx->registry, key);
+                s = registry_find(c->ctx->registry, key);
         else if (strchr(key, '/') && !parse_owner_name(key, &owner, &name))
                 s = NULL;
         else
-                s = registry_find_named(c->manager->ctx->registry, owner, name);
+                s = registry_find_named(c->ctx->registry, owner, name);
         return s && sandbox_visible_to(s, reply_peer(c->reply)) ? s : NULL;
 }
 

@@ -10,6 +10,7 @@
 #include "proto.h"
 #include "reply.h"
 
+typedef struct Context Context;
 typedef struct Manager Manager;
 typedef struct Sandbox Sandbox;
 
@@ -17,6 +18,7 @@ typedef struct Sandbox Sandbox;
  * answers it (a handler keeps its own reference, reply_ref(), to answer later). */
 typedef struct Request {
         Manager *manager;
+        Context *ctx;      /* manager->ctx */
         Reply *reply;
         struct ucred peer;
         bool admin;        /* root, or a member of the configured admin group */
