@@ -67,7 +67,7 @@ int pty_new(Sandbox *s, Connection *c, json_object *id, RunSpec *spec, bool pty,
                 free(p);
                 return -EIO;
         }
-        k = ring_init(&p->ring, s->manager->config.session_ring_bytes, PTY_RING_MARKS);
+        k = ring_init(&p->ring, s->ctx->config.session_ring_bytes, PTY_RING_MARKS);
         if (k < 0) {
                 free(p);
                 return k;
@@ -317,7 +317,7 @@ static void pty_set_reading(Session *p, bool on) {
 }
 
 static void pty_arm_idle(Session *p) {
-        uint64_t t = p->sandbox->manager->config.session_idle_timeout_usec;
+        uint64_t t = p->sandbox->ctx->config.session_idle_timeout_usec;
         if (p->n_subs > 0 || t == 0 || p->free_when_done || !p->started) {
                 if (p->idle_timer)
                         (void) sd_event_source_set_enabled(p->idle_timer, SD_EVENT_OFF);
@@ -326,7 +326,7 @@ static void pty_arm_idle(Session *p) {
         if (p->idle_timer && sd_event_source_get_enabled(p->idle_timer, NULL) > 0)
                 return;
         if (!p->idle_timer) {
-                (void) sd_event_add_time_relative(p->sandbox->manager->event, &p->idle_timer, CLOCK_MONOTONIC, t,
+                (void) sd_event_add_time_relative(p->sandbox->ctx->event, &p->idle_timer, CLOCK_MONOTONIC, t,
                                                   USEC_PER_SEC, on_idle, p);
                 return;
         }
@@ -615,7 +615,7 @@ static void pty_hang_up(Session *p, SessionReason why) {
                 (void) pty_signal_group(p, 0, SIGCONT);
         }
         if (!p->kill_timer)
-                (void) sd_event_add_time_relative(p->sandbox->manager->event, &p->kill_timer, CLOCK_MONOTONIC,
+                (void) sd_event_add_time_relative(p->sandbox->ctx->event, &p->kill_timer, CLOCK_MONOTONIC,
                                                   PTY_CLOSE_GRACE_USEC, 10 * USEC_PER_MSEC, on_kill_timer, p);
 }
 
@@ -823,7 +823,7 @@ static void pty_end_processes(Session *p) {
                 (void) sd_event_source_set_time_relative(p->reap_timer, delay);
                 (void) sd_event_source_set_enabled(p->reap_timer, SD_EVENT_ONESHOT);
         } else
-                (void) sd_event_add_time_relative(p->sandbox->manager->event, &p->reap_timer, CLOCK_MONOTONIC, delay, 0,
+                (void) sd_event_add_time_relative(p->sandbox->ctx->event, &p->reap_timer, CLOCK_MONOTONIC, delay, 0,
                                                   on_reap_timer, p);
 }
 
@@ -867,14 +867,14 @@ static pid_t pidfd_pid(int pidfd) {
 static int pty_watch_output(Session *p, int i, int fd) {
         (void) fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
         p->out_fd[i] = fd;
-        return sd_event_add_io(p->sandbox->manager->event, &p->out_source[i], fd, EPOLLIN, on_output, p);
+        return sd_event_add_io(p->sandbox->ctx->event, &p->out_source[i], fd, EPOLLIN, on_output, p);
 }
 
 static int pty_watch_input(Session *p, int fd) {
         int k;
         (void) fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
         p->in_fd = fd;
-        k = sd_event_add_io(p->sandbox->manager->event, &p->in_source, fd, EPOLLOUT, on_input, p);
+        k = sd_event_add_io(p->sandbox->ctx->event, &p->in_source, fd, EPOLLOUT, on_input, p);
         if (k >= 0)
                 (void) sd_event_source_set_enabled(p->in_source, SD_EVENT_OFF);
         return k;
@@ -958,7 +958,7 @@ static int on_report(sd_event_source *src, int fd, uint32_t revents, void *userd
 
 static int pty_make_cgroup(Session *p) {
         Sandbox *s = p->sandbox;
-        Context *m = s->manager;
+        Context *m = s->ctx;
         _cleanup_free_ char *rel = NULL;
         CgLimits l = {
                 .memory = s->limits.memory,
@@ -1018,7 +1018,7 @@ static int pty_spawn(Session *p, RunFds *f) {
 }
 
 static int pty_watch(Session *p, RunFds *f) {
-        sd_event *e = p->sandbox->manager->event;
+        sd_event *e = p->sandbox->ctx->event;
         int k;
 
         p->report_fd = TAKE_FD(f->rep[0]);

@@ -134,7 +134,7 @@ static void log_compact(Context *m, const void *ending) {
 }
 
 static void record_start(Sandbox *s, const char *id, char *const *argv, bool session) {
-        if (!s->ephemeral && log_note(s->manager->run_log->fd, s, id, argv, session, &s->manager->run_log->bytes) < 0)
+        if (!s->ephemeral && log_note(s->ctx->run_log->fd, s, id, argv, session, &s->ctx->run_log->bytes) < 0)
                 log_warning("%s %s: cannot record it in the state directory: %m", session ? "session" : "run", id);
 }
 
@@ -145,9 +145,9 @@ static void record_end(Sandbox *s, const char *id, const void *ending) {
         if (s->ephemeral)
                 return;
         n = snprintf(line, sizeof(line), "{\"sandbox\":\"%s\",\"end\":\"%s\"}\n", s->id, id);
-        if (log_append(s->manager->run_log->fd, line, (size_t) n, &s->manager->run_log->bytes) < 0)
+        if (log_append(s->ctx->run_log->fd, line, (size_t) n, &s->ctx->run_log->bytes) < 0)
                 log_warning("%s: cannot record its end in the state directory: %m", id);
-        log_compact(s->manager, ending);
+        log_compact(s->ctx, ending);
 }
 
 void run_record_start(Run *r) {
@@ -324,7 +324,7 @@ static int collect_dir(Sandbox *s, json_object *found, DIR **ret) {
         struct dirent *de;
 
         snprintf(dir, sizeof(dir), "%s/runs", s->id);
-        fd = openat(s->manager->state_fd, dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        fd = openat(s->ctx->state_fd, dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (fd < 0)
                 return errno == ENOENT ? 0 : -errno;
         if (!(d = fdopendir(fd))) {

@@ -235,7 +235,7 @@ int run_spec_parse(json_object *req, uint64_t max_stdin, RunSpec *spec, ProtoErr
 }
 
 int run_spec_resolve(RunSpec *spec, Sandbox *s, ProtoError *err) {
-        const Config *c = &s->manager->config;
+        const Config *c = &s->ctx->config;
 
         if (!spec->timeout_usec)
                 spec->timeout_usec = s->limits.timeout_usec;
@@ -498,7 +498,7 @@ static void run_add_pids_limit_hit(Run *r, json_object *o) {
 }
 
 static void run_add_stats(Run *r, json_object *o) {
-        CgroupRoot *cg = &r->sandbox->manager->cg;
+        CgroupRoot *cg = &r->sandbox->ctx->cg;
         uint64_t user = 0, sys = 0, peak = 0, pids = 0;
         int ru = cg_read_keyed(r->cg_fd, "cpu.stat", "user_usec", &user);
         int rs = cg_read_keyed(r->cg_fd, "cpu.stat", "system_usec", &sys);
@@ -828,7 +828,7 @@ int run_kill(Run *r, int sig, RunReason why) {
 
 static int run_make_cgroup(Run *r) {
         Sandbox *s = r->sandbox;
-        Context *m = s->manager;
+        Context *m = s->ctx;
         CgLimits l = {
                 .memory = r->spec.memory ? r->spec.memory : s->limits.memory,
                 .swap = m->config.swap_max,
@@ -864,16 +864,16 @@ void run_params_guard(Sandbox *s, uint64_t pids, uint64_t memory, RunParams *p) 
                 p->rl_as_set = true;
         }
         /* The daemon raised its own soft limit (main.c); the command gets the usual one back. */
-        if (s->manager->config.nofile_soft && getrlimit(RLIMIT_NOFILE, &p->rl_nofile) == 0 &&
-            p->rl_nofile.rlim_cur != s->manager->config.nofile_soft) {
-                p->rl_nofile.rlim_cur = (rlim_t) s->manager->config.nofile_soft;
+        if (s->ctx->config.nofile_soft && getrlimit(RLIMIT_NOFILE, &p->rl_nofile) == 0 &&
+            p->rl_nofile.rlim_cur != s->ctx->config.nofile_soft) {
+                p->rl_nofile.rlim_cur = (rlim_t) s->ctx->config.nofile_soft;
                 p->rl_nofile_set = true;
         }
         /* Signals the daemon ignores stay ignored across exec unless the command resets them. */
-        p->reset_signals = s->manager->ignored_signals;
-        p->reset_oom_score = s->manager->oom_score_negative;
+        p->reset_signals = s->ctx->ignored_signals;
+        p->reset_oom_score = s->ctx->oom_score_negative;
         p->parent = getpid();
-        p->filter = &s->manager->filter;
+        p->filter = &s->ctx->filter;
 }
 
 static void run_rlimits(Run *r, RunParams *p) {
@@ -923,7 +923,7 @@ static bool run_cgroup_frozen(Run *r) {
 }
 
 static int run_spawn(Run *r, RunFds *f) {
-        Context *m = r->sandbox->manager;
+        Context *m = r->sandbox->ctx;
         RunParams p = {
                 .init_pidfd = r->sandbox->init_pidfd,
                 .cgroup_fd = -1,
@@ -971,7 +971,7 @@ static int run_spawn(Run *r, RunFds *f) {
 }
 
 static int run_watch(Run *r, RunFds *f) {
-        sd_event *e = r->sandbox->manager->event;
+        sd_event *e = r->sandbox->ctx->event;
         int k;
 
         r->out_fd[0] = TAKE_FD(f->out[0]);

@@ -235,7 +235,7 @@ static int sandbox_parse(Context *m, Sandbox *s, json_object *req, ProtoError *e
 }
 
 int sandbox_parse_request(Context *m, json_object *req, SandboxRequest *ret, ProtoError *err) {
-        Sandbox tmp = { .manager = m, .ephemeral = true };
+        Sandbox tmp = { .ctx = m, .ephemeral = true };
         int r = sandbox_parse(m, &tmp, req, err);
 
         *ret = (SandboxRequest) { .limits = tmp.limits, .best_effort = tmp.best_effort,
@@ -256,7 +256,7 @@ static Sandbox *sandbox_alloc(Context *m) {
         Sandbox *s = calloc(1, sizeof(*s));
         if (!s)
                 return NULL;
-        s->manager = m;
+        s->ctx = m;
         s->cg_fd = s->workdir_fd = s->init_pidfd = s->setup_fd = s->netns_fd = -EBADF;
         s->uid_slot = UINT32_MAX;
         s->user = SANDBOX_USER_SANDBOX;
@@ -265,7 +265,7 @@ static Sandbox *sandbox_alloc(Context *m) {
 }
 
 static int sandbox_make_cgroup(Sandbox *s) {
-        Context *m = s->manager;
+        Context *m = s->ctx;
         CgLimits l = {
                 .memory = s->limits.memory,
                 .swap = m->config.swap_max,
@@ -286,7 +286,7 @@ static int sandbox_make_cgroup(Sandbox *s) {
  * so the path's own permissions may stay closed to everyone else. */
 static int sandbox_make_workspace(Sandbox *s, bool existing) {
         _cleanup_close_ int dfd = -EBADF;
-        int state_fd = s->manager->state_fd;
+        int state_fd = s->ctx->state_fd;
 
         if (mkdirat(state_fd, s->id, 0700) < 0 && (!existing || errno != EEXIST))
                 return -errno;
@@ -317,7 +317,7 @@ static int write_proc_file(pid_t pid, const char *file, const char *text) {
 static int sandbox_write_maps(Sandbox *s) {
         char map[64];
         int r;
-        snprintf(map, sizeof(map), "0 %u %" PRIu64 "\n", (unsigned) s->host_uid, s->manager->config.uid_range);
+        snprintf(map, sizeof(map), "0 %u %" PRIu64 "\n", (unsigned) s->host_uid, s->ctx->config.uid_range);
         if ((r = write_proc_file(s->init_pid, "uid_map", map)) < 0 ||
             (r = write_proc_file(s->init_pid, "setgroups", "deny")) < 0 ||
             (r = write_proc_file(s->init_pid, "gid_map", map)) < 0)
@@ -372,7 +372,7 @@ static int on_helper_exit(sd_event_source *src, const siginfo_t *si, void *userd
  * between cgroups waits for an RCU grace period (cgroup_threadgroup_rwsem), about 9 ms each time
  * here, and was the largest part of making a sandbox. */
 static int sandbox_exec_init(Sandbox *s, int sp[2], InitParams *p) {
-        Context *m = s->manager;
+        Context *m = s->ctx;
         _cleanup_close_ int leaf = -EBADF;
         int pidfd = -1, r;
         pid_t pid;
@@ -402,7 +402,7 @@ static int sandbox_exec_init(Sandbox *s, int sp[2], InitParams *p) {
 }
 
 static int sandbox_spawn_init(Sandbox *s) {
-        Context *m = s->manager;
+        Context *m = s->ctx;
         char workdir[4096];
         InitParams p = {
                 .workdir = s->memory_workspace ? NULL : sandbox_workdir_path(s, workdir, sizeof(workdir)),
@@ -457,7 +457,7 @@ static int sandbox_spawn_init(Sandbox *s) {
 
 /* The init is a child of ours, waiting for its go: watch it, give it its uid/gid maps, go. */
 static int sandbox_init_started(Sandbox *s) {
-        Context *m = s->manager;
+        Context *m = s->ctx;
         int r = sd_event_add_child_pidfd(m->event, &s->init_exit_source, s->init_pidfd, WEXITED, on_init_exit, s);
         if (r < 0) {
                 (void) cg_kill(s->cg_fd);
@@ -490,7 +490,7 @@ int sandbox_disk_error(ProtoError *err, const char *what, int r) {
 }
 
 int sandbox_check_run(Sandbox *s, ProtoError *err) {
-        const SandboxHooks *h = s->manager->sandbox_hooks;
+        const SandboxHooks *h = s->ctx->sandbox_hooks;
         return h && h->check_run ? h->check_run(s, err) : 0;
 }
 
@@ -555,7 +555,7 @@ fail:
 /* A cgroup of an earlier daemon's sandbox: its processes did not survive the restart (the init
  * may have), so it is emptied and removed before the sandbox gets a new one. */
 static int sandbox_clear_old_cgroup(Sandbox *s) {
-        Context *m = s->manager;
+        Context *m = s->ctx;
         _cleanup_close_ int fd = openat(m->cg.sandboxes_fd, s->id, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 
         if (fd < 0)
@@ -608,7 +608,7 @@ static int sandbox_restore_fields(Sandbox *s, json_object *meta) {
 }
 
 static int sandbox_restore_claim(Sandbox *s, json_object *meta) {
-        Context *m = s->manager;
+        Context *m = s->ctx;
         json_object *id;
 
         if (!json_object_object_get_ex(meta, "id", &id) || !json_object_is_type(id, json_type_string))
@@ -760,7 +760,7 @@ static int sandbox_init_arrived(Sandbox *s, pid_t pid, int pidfd) {
         s->init_pid = pid;
         s->init_pidfd = pidfd;
         if (s->state == SANDBOX_DESTROYING) {
-                r = sd_event_add_child_pidfd(s->manager->event, &s->init_exit_source, s->init_pidfd, WEXITED,
+                r = sd_event_add_child_pidfd(s->ctx->event, &s->init_exit_source, s->init_pidfd, WEXITED,
                                              on_init_exit, s);
                 (void) syscall(SYS_pidfd_send_signal, s->init_pidfd, SIGKILL, NULL, 0);
                 if (r < 0) { /* unwatched: reap it here, it was killed */
@@ -853,7 +853,7 @@ static int remove_if_empty(int dir_fd, const char *name) {
 /* Moves the workspace aside atomically, then removes it in a child process so that a huge tree
  * never blocks the event loop. */
 static void sandbox_remove_workspace(Sandbox *s) {
-        Context *m = s->manager;
+        Context *m = s->ctx;
         char trash[64];
 
         if (s->keep_workspace || s->memory_workspace)
@@ -874,7 +874,7 @@ static void sandbox_remove_workspace(Sandbox *s) {
 }
 
 static void sandbox_finish_destroy(Sandbox *s) {
-        Context *m = s->manager;
+        Context *m = s->ctx;
         int r;
 
         if (s->cg_fd >= 0)
@@ -915,7 +915,7 @@ static void kill_and_retry(Sandbox *s, int populated, sd_event_source **timer, u
                 (void) sd_event_source_set_time_relative(*timer, delay);
                 (void) sd_event_source_set_enabled(*timer, SD_EVENT_ONESHOT);
         } else
-                (void) sd_event_add_time_relative(s->manager->event, timer, CLOCK_MONOTONIC, delay, 0, handler, s);
+                (void) sd_event_add_time_relative(s->ctx->event, timer, CLOCK_MONOTONIC, delay, 0, handler, s);
 }
 
 /* A process as {pid, comm, state} from /proc/PID/stat; nothing when it is gone. */
@@ -991,7 +991,7 @@ static void sandbox_teardown_stuck(Sandbox *s) {
                 return;
         stuck_summary(s->teardown_stuck, what, sizeof(what));
         log_warning("sandbox %s: processes outlived the kill for %" PRIu64 " s: %s; still trying", s->id,
-                    s->manager->config.teardown_timeout_usec / USEC_PER_SEC, what[0] ? what : "none listed");
+                    s->ctx->config.teardown_timeout_usec / USEC_PER_SEC, what[0] ? what : "none listed");
         sandbox_teardown_error(s, &err);
         waiters_answer(&s->destroy_waiters, NULL, NULL, &err);
         for (Run *r = s->runs; r; r = r->next)
@@ -1012,7 +1012,7 @@ static void sandbox_teardown_step(Sandbox *s) {
                 sandbox_finish_destroy(s);
                 return;
         }
-        if (populated > 0 && now_usec(CLOCK_MONOTONIC) - s->teardown_start_usec >= s->manager->config.teardown_timeout_usec)
+        if (populated > 0 && now_usec(CLOCK_MONOTONIC) - s->teardown_start_usec >= s->ctx->config.teardown_timeout_usec)
                 sandbox_teardown_stuck(s);
         kill_and_retry(s, populated, &s->teardown_timer, &s->teardown_tries, on_teardown_timer);
         if (s->teardown_stuck && s->teardown_timer)
@@ -1066,11 +1066,11 @@ Sandbox *sandbox_free(Sandbox *s) {
         sd_event_source_disable_unref(s->teardown_timer);
         safe_close(s->setup_fd);
         safe_close(s->init_pidfd);
-        netns_pool_drop(&s->manager->netns, TAKE_FD(s->netns_fd));
+        netns_pool_drop(&s->ctx->netns, TAKE_FD(s->netns_fd));
         safe_close(s->cg_fd);
         safe_close(s->workdir_fd);
         if (s->uid_slot != UINT32_MAX)
-                registry_free_uid_slot(s->manager->registry, s->uid_slot);
+                registry_free_uid_slot(s->ctx->registry, s->uid_slot);
         json_object_put(s->env);
         json_object_put(s->interrupted_runs);
         json_object_put(s->teardown_stuck);
@@ -1107,7 +1107,7 @@ unsigned sandbox_count_runs(Context *m) {
 }
 
 const char *sandbox_workdir_path(Sandbox *s, char *buf, size_t len) {
-        snprintf(buf, len, "%s/sandboxes/%s/work", s->manager->config.state_dir, s->id);
+        snprintf(buf, len, "%s/sandboxes/%s/work", s->ctx->config.state_dir, s->id);
         return buf;
 }
 
@@ -1156,7 +1156,7 @@ json_object *sandbox_to_json(Sandbox *s, bool with_usage) {
         json_object_object_add(o, "owner_uid", json_object_new_int64(s->owner_uid));
         json_object_object_add(o, "workdir", s->memory_workspace ? NULL : json_object_new_string(sandbox_workdir_path(s, buf, sizeof(buf))));
         json_object_object_add(o, "workspace", json_object_new_string(s->memory_workspace ? "memory" : "disk"));
-        snprintf(buf, sizeof(buf), "%s/%s", s->manager->cg.base, s->cg_rel ? s->cg_rel : "");
+        snprintf(buf, sizeof(buf), "%s/%s", s->ctx->cg.base, s->cg_rel ? s->cg_rel : "");
         json_object_object_add(o, "cgroup", json_object_new_string(buf));
         json_object_object_add(l, "memory", json_object_new_int64((int64_t) s->limits.memory));
         json_object_object_add(l, "pids", json_object_new_int64((int64_t) s->limits.pids));
@@ -1175,8 +1175,8 @@ json_object *sandbox_to_json(Sandbox *s, bool with_usage) {
         json_object_object_add(o, "restarted_at", s->restored_usec ? json_object_new_string(format_utc(ts,
                                                                                                      s->restored_usec))
                                                                    : NULL);
-        if (s->manager->sandbox_hooks && s->manager->sandbox_hooks->to_json)
-                s->manager->sandbox_hooks->to_json(s, o);
+        if (s->ctx->sandbox_hooks && s->ctx->sandbox_hooks->to_json)
+                s->ctx->sandbox_hooks->to_json(s, o);
         if (with_usage) {
                 json_object_object_add(o, "usage", sandbox_usage_json(s));
                 json_object_object_add(o, "runs_in_flight", json_object_new_int((int) s->n_runs));
@@ -1214,7 +1214,7 @@ static int sandbox_renew_cgroup(Sandbox *s) {
         s->cg_fd = safe_close(s->cg_fd);
         free(s->cg_rel);
         s->cg_rel = NULL;
-        int r = cg_remove_tree(s->manager->cg.sandboxes_fd, s->id);
+        int r = cg_remove_tree(s->ctx->cg.sandboxes_fd, s->id);
         if (r < 0)
                 return r;
         return sandbox_make_cgroup(s);
@@ -1229,7 +1229,7 @@ static void sandbox_restart_respawn(Sandbox *s) {
         if (r < 0)
                 log_warning("sandbox %s: the workspace was not replaced: %s", s->id, strerror(-r));
         /* The workspace may be another inode now. */
-        dfd = openat(s->manager->state_fd, s->id, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        dfd = openat(s->ctx->state_fd, s->id, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (dfd >= 0) {
                 safe_close(s->workdir_fd);
                 s->workdir_fd = openat(dfd, "work", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);

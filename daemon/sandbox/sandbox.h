@@ -56,7 +56,7 @@ typedef struct SandboxRestart {
 } SandboxRestart;
 
 typedef struct Sandbox {
-        Context *manager;
+        Context *ctx;
         char id[24];
         char *name;
         SandboxState state;

@@ -215,7 +215,7 @@ static bool same_inode(int dir, const char *path, const struct stat *want) {
 
 /* <other>/snapshots/<id>/tree -> <new sandbox>/work, owners moved into the new uid range. */
 _Noreturn static void child_fork(const SnapshotJob *j, int state_fd, int out) {
-        const Context *m = j->sandbox->manager;
+        const Context *m = j->sandbox->ctx;
         _cleanup_close_ int sdir = open_dir_at(state_fd, j->sandbox->id);
         _cleanup_close_ int from = open_dir_at(state_fd, j->src_sandbox);
         _cleanup_close_ int snaps = -EBADF, snap = -EBADF, src = -EBADF, dst = -EBADF;
@@ -398,7 +398,7 @@ static void job_finish_snapshot(SnapshotJob *j) {
 
 static int restore_swap(Sandbox *s, void *userdata) {
         SnapshotJob *j = userdata;
-        _cleanup_close_ int dfd = open_dir_at(s->manager->state_fd, s->id);
+        _cleanup_close_ int dfd = open_dir_at(s->ctx->state_fd, s->id);
         if (dfd < 0)
                 return dfd;
         /* One step: whoever looks (or a crash) finds the old tree or the new one at "work". */
@@ -409,12 +409,12 @@ static int restore_swap(Sandbox *s, void *userdata) {
 
 static void restore_done(Sandbox *s, int error, void *userdata) {
         SnapshotJob *j = userdata;
-        _cleanup_close_ int dfd = open_dir_at(s->manager->state_fd, s->id);
+        _cleanup_close_ int dfd = open_dir_at(s->ctx->state_fd, s->id);
         ProtoError err;
 
         /* Either the old tree (swapped out) or the unused new one is left at work.new-*. */
         if (dfd >= 0)
-                (void) remove_async(s->manager->event, s->manager->run_helper_fd, dfd, j->work_new);
+                (void) remove_async(s->ctx->event, s->ctx->run_helper_fd, dfd, j->work_new);
         if (error < 0) {
                 proto_error_set(&err, SBX_E_INTERNAL, NULL, "the workspace could not be replaced: %s", strerror(-error));
                 job_reply_error(j, &err);
@@ -442,9 +442,9 @@ static void job_finish_restore(SnapshotJob *j) {
                 j->runs_killed = r; /* the reply comes from restore_done */
                 return;
         }
-        dfd = open_dir_at(s->manager->state_fd, s->id);
+        dfd = open_dir_at(s->ctx->state_fd, s->id);
         if (dfd >= 0)
-                (void) remove_async(s->manager->event, s->manager->run_helper_fd, dfd, j->work_new);
+                (void) remove_async(s->ctx->event, s->ctx->run_helper_fd, dfd, j->work_new);
         proto_error_set(&err, SBX_E_CONFLICT, "sandbox", "sandbox %s is not ready (%s)", s->id,
                         s->state == SANDBOX_FAILED ? "broken" : "busy");
         job_reply_error(j, &err);
@@ -487,7 +487,7 @@ static int on_child_exit(sd_event_source *src, const siginfo_t *si, void *userda
 }
 
 static int job_start_child(SnapshotJob *j) {
-        Context *m = j->sandbox->manager;
+        Context *m = j->sandbox->ctx;
         int p[2], r;
         pid_t parent = getpid(), pid;
 
@@ -571,7 +571,7 @@ static int job_freeze_then_copy(SnapshotJob *j) {
         j->frozen = true;
         j->freeze_start = now_usec(CLOCK_MONOTONIC);
         run_timeouts_pause(s);
-        r = sd_event_add_time_relative(s->manager->event, &j->freeze_timer, CLOCK_MONOTONIC, 0, 0, on_freeze_timer, j);
+        r = sd_event_add_time_relative(s->ctx->event, &j->freeze_timer, CLOCK_MONOTONIC, 0, 0, on_freeze_timer, j);
         if (r < 0) {
                 ProtoError err;
                 proto_error_set(&err, SBX_E_INTERNAL, NULL, "out of memory");
@@ -632,7 +632,7 @@ int snapshot_job_restore(Sandbox *s, Connection *c, json_object *id, const Snaps
 }
 
 static int write_fork_marker(Sandbox *s) {
-        _cleanup_close_ int dfd = open_dir_at(s->manager->state_fd, s->id);
+        _cleanup_close_ int dfd = open_dir_at(s->ctx->state_fd, s->id);
         _cleanup_close_ int fd = -EBADF;
         if (dfd < 0)
                 return dfd;

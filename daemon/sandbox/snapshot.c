@@ -39,7 +39,7 @@ int snapshot_new_id(char ret[static SNAPSHOT_ID_LEN + 1]) {
 }
 
 static int open_snapshots_dir(Sandbox *s) {
-        _cleanup_close_ int dfd = openat(s->manager->state_fd, s->id, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        _cleanup_close_ int dfd = openat(s->ctx->state_fd, s->id, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         int fd;
         if (dfd < 0)
                 return -errno;
@@ -211,7 +211,7 @@ int snapshot_delete(Sandbox *s, const char *snap_id) {
         if (renameat(fd, snap_id, fd, tmp) < 0)
                 return -errno;
         (void) fsync(fd);
-        (void) remove_async(s->manager->event, s->manager->run_helper_fd, fd, tmp);
+        (void) remove_async(s->ctx->event, s->ctx->run_helper_fd, fd, tmp);
         return 0;
 }
 

@@ -53,7 +53,7 @@ static int sweep_meta_restore(Sandbox *s, json_object *meta) {
         if (l && json_object_object_get_ex(l, "files", NULL))
                 s->limits.files = meta_u64(l, "files");
         else
-                s->limits.files = s->manager->config.default_files ?: config_files_for_bytes(s->limits.disk);
+                s->limits.files = s->ctx->config.default_files ?: config_files_for_bytes(s->limits.disk);
         s->ttl_usec = meta_u64(meta, "ttl_usec");
         s->idle_usec = meta_u64(meta, "idle_usec");
         /* The idle clock starts again: the daemon does not know what happened while it was gone. */
@@ -121,7 +121,7 @@ int state_save(Sandbox *s) {
                 return -EFBIG;
         if (!text)
                 return -ENOMEM;
-        dfd = openat(s->manager->state_fd, s->id, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        dfd = openat(s->ctx->state_fd, s->id, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (dfd < 0)
                 return -errno;
         fd = openat(dfd, META_TMP, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
@@ -134,7 +134,7 @@ int state_save(Sandbox *s) {
         if (fsync(fd) < 0 || renameat(dfd, META_TMP, dfd, META) < 0 || fsync(dfd) < 0)
                 return -errno;
         /* And the sandbox's own entry in sandboxes/, new at its first save. */
-        if (fsync(s->manager->state_fd) < 0)
+        if (fsync(s->ctx->state_fd) < 0)
                 return -errno;
         return 0;
 }

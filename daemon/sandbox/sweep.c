@@ -26,7 +26,7 @@
 #define SWEEPS_MAX 4
 
 typedef struct Sweep {
-        Context *manager;
+        Context *ctx;
         Connection *conn; /* NULL for the timer */
         json_object *req_id;
         bool dry_run, all;
@@ -128,8 +128,8 @@ int sweep_check_run(Sandbox *s, ProtoError *err) {
                                        "runs are refused until it is back under (restore a smaller snapshot, or "
                                        "destroy it)",
                                        s->id, human(a, s->disk_bytes), human(b, s->limits.disk));
-        if (s->manager->sweeper->disk_budget_exceeded)
-                return budget_error(s->manager, "runs are refused", err);
+        if (s->ctx->sweeper->disk_budget_exceeded)
+                return budget_error(s->ctx, "runs are refused", err);
         return 0;
 }
 
@@ -310,7 +310,7 @@ static int over_budget(const Config *c, uint64_t bytes, uint64_t files) {
 /* Over the global budget: the oldest snapshots of all sandboxes go first; if that is not
  * enough, new sandboxes and runs are refused until the next sweep finds room. */
 static bool enforce_budget(Plan *p, bool *ret_files_over) {
-        Context *m = p->sw->manager;
+        Context *m = p->sw->ctx;
         _cleanup_free_ size_t *v = NULL;
         uint64_t budget = m->config.disk_budget, fbudget = files_budget(&m->config);
         uint64_t sum = total_left(p), fsum = total_files_left(p);
@@ -397,7 +397,7 @@ static json_object *sandbox_report(Plan *p, size_t index) {
 }
 
 static json_object *sweep_reply(Plan *p, bool budget_over) {
-        Context *m = p->sw->manager;
+        Context *m = p->sw->ctx;
         json_object *reply = proto_reply_ok(p->sw->req_id), *arr = json_object_new_array(), *tot;
         uint64_t bytes = 0, apparent = 0, files = 0, wbytes = 0, sbytes = 0;
         struct statvfs sv;
@@ -438,7 +438,7 @@ static json_object *sweep_reply(Plan *p, bool budget_over) {
 /* ---- Doing ------------------------------------------------------------------------------- */
 
 static void carry_out(Plan *p, bool budget_over, bool files_over) {
-        Context *m = p->sw->manager;
+        Context *m = p->sw->ctx;
 
         for (size_t i = 0; i < p->n_recs; i++)
                 if (p->evicted[i]) {
@@ -476,7 +476,7 @@ static Sweep *sweep_free(Sweep *sw) {
         Context *m;
         if (!sw)
                 return NULL;
-        m = sw->manager;
+        m = sw->ctx;
         if (sw->prev)
                 sw->prev->next = sw->next;
         else
@@ -507,7 +507,7 @@ static void sweep_fail(Sweep *sw, int r) {
 
 static void on_walk_done(SweepWalk *w, int r, void *userdata) {
         Sweep *sw = userdata;
-        Context *m = sw->manager;
+        Context *m = sw->ctx;
         Plan p = { .sw = sw, .now_mono = now_usec(CLOCK_MONOTONIC) };
         json_object *reply;
         bool over, files_over;
@@ -600,7 +600,7 @@ static int cmp_walked(const void *a, const void *b) {
 /* The sandboxes a sweep walked least recently come first (never: first of all, newest first), so
  * that sweeps cut short by sweep_timeout still get round to every sandbox in turn. */
 static int sweep_list(Sweep *sw) {
-        Context *m = sw->manager;
+        Context *m = sw->ctx;
         _cleanup_free_ ListEntry *v = calloc(registry_count(m->registry) + 1, sizeof(*v));
         size_t n = 0;
 
@@ -627,7 +627,7 @@ int sweep_start(Context *m, Connection *conn, json_object *id, bool dry_run, Pro
         sw = calloc(1, sizeof(*sw));
         if (!sw)
                 return proto_error_set(err, SBX_E_INTERNAL, NULL, "out of memory");
-        *sw = (Sweep) { .manager = m, .dry_run = dry_run, .all = !conn || conn->admin, .start_usec = now_usec(CLOCK_MONOTONIC) };
+        *sw = (Sweep) { .ctx = m, .dry_run = dry_run, .all = !conn || conn->admin, .start_usec = now_usec(CLOCK_MONOTONIC) };
         sw->next = m->sweeper->sweeps;
         if (m->sweeper->sweeps)
                 m->sweeper->sweeps->prev = sw;
