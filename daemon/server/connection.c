@@ -193,7 +193,7 @@ static size_t uid_check_threshold(const Manager *m) {
  * buffer at hand; logs which and closes nothing. */
 static bool uid_over_budget(Connection *c, size_t here, const char *what) {
         if (c->peer.uid == 0 || here <= uid_check_threshold(c->manager) ||
-            connection_uid_usage(c->manager, c->peer.uid).unread <= c->manager->ctx->config.max_buffered_per_uid)
+            connection_uid_usage(c->manager, c->peer.uid).unread <= c->ctx->config.max_buffered_per_uid)
                 return false;
         log_notice("connection from pid %d: uid %u holds more than max_buffered_per_uid with this one's %zu bytes of %s, "
                    "closing it",
@@ -220,7 +220,7 @@ static void connection_send_line(Connection *c, json_object *msg, bool take) {
                 connection_close(c);
                 return;
         }
-        if (c->out_len - c->out_off > c->manager->ctx->config.max_connection_output) {
+        if (c->out_len - c->out_off > c->ctx->config.max_connection_output) {
                 log_notice("connection from pid %d: %zu bytes of unread replies, closing", (int) c->peer.pid,
                            c->out_len - c->out_off);
                 connection_close(c);
@@ -304,12 +304,12 @@ static void connection_arm_partial_timer(Connection *c) {
         if (c->partial_timer && sd_event_source_get_enabled(c->partial_timer, NULL) > 0)
                 return; /* the line started earlier; its deadline stands */
         if (!c->partial_timer) {
-                (void) sd_event_add_time_relative(c->manager->ctx->event, &c->partial_timer, CLOCK_MONOTONIC,
-                                                  c->manager->ctx->config.request_timeout_usec, USEC_PER_SEC,
+                (void) sd_event_add_time_relative(c->ctx->event, &c->partial_timer, CLOCK_MONOTONIC,
+                                                  c->ctx->config.request_timeout_usec, USEC_PER_SEC,
                                                   on_partial_timeout, c);
                 return;
         }
-        (void) sd_event_source_set_time_relative(c->partial_timer, c->manager->ctx->config.request_timeout_usec);
+        (void) sd_event_source_set_time_relative(c->partial_timer, c->ctx->config.request_timeout_usec);
         (void) sd_event_source_set_enabled(c->partial_timer, SD_EVENT_ONESHOT);
 }
 
@@ -353,7 +353,7 @@ static int connection_end_input(Connection *c) {
         }
         if (c->partial_timer)
                 (void) sd_event_source_set_enabled(c->partial_timer, SD_EVENT_OFF);
-        r = sd_event_add_defer(c->manager->ctx->event, &c->finish, on_finish, c);
+        r = sd_event_add_defer(c->ctx->event, &c->finish, on_finish, c);
         if (r < 0)
                 return r;
         (void) sd_event_source_set_enabled(c->finish, SD_EVENT_OFF);

@@ -32,7 +32,7 @@ int op_hello(Connection *c, json_object *id, json_object *req, ProtoError *err) 
 
         json_object_object_add(reply, "protocol", json_object_new_int(SBX_PROTOCOL_VERSION));
         json_object_object_add(reply, "version", json_object_new_string(PACKAGE_VERSION));
-        json_object_object_add(reply, "capabilities", caps_json(c->manager->ctx));
+        json_object_object_add(reply, "capabilities", caps_json(c->ctx));
         json_object_object_add(peer, "uid", json_object_new_int64(c->peer.uid));
         json_object_object_add(peer, "gid", json_object_new_int64(c->peer.gid));
         json_object_object_add(peer, "pid", json_object_new_int64(c->peer.pid));

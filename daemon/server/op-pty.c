@@ -161,7 +161,7 @@ int op_pty_open(Connection *c, json_object *id, json_object *req, ProtoError *er
 /* A session of one of the caller's sandboxes that the daemon's death ended (run-record.h):
  * session_lost, saying when; any other unknown id is not_found. */
 static int session_gone(Connection *c, const char *key, ProtoError *err) {
-        for (Sandbox *s = registry_first(c->manager->ctx->registry); s; s = registry_next(&s->entry)) {
+        for (Sandbox *s = registry_first(c->ctx->registry); s; s = registry_next(&s->entry)) {
                 json_object *e, *at;
                 if (!sandbox_visible_to(s, c) || !(e = run_records_lost_session(s, key)))
                         continue;
@@ -182,7 +182,7 @@ static int lookup_session(Connection *c, json_object *req, Session **ret, ProtoE
 
         if (r < 0)
                 return r;
-        p = key ? pty_find(c->manager->ctx, key) : NULL;
+        p = key ? pty_find(c->ctx, key) : NULL;
         if (!p || !sandbox_visible_to(p->sandbox, c) || p->free_when_done)
                 return key ? session_gone(c, key, err)
                            : proto_error_set(err, SBX_E_NOT_FOUND, "session", "no session ''");

@@ -22,10 +22,10 @@ static int run_sandbox(Connection *c, json_object *req, Sandbox **ret, bool *ret
                 int k;
 
                 *ret_made = true;
-                k = pool_take(c->manager->ctx, req, c->peer.uid, ret, err);
+                k = pool_take(c->ctx, req, c->peer.uid, ret, err);
                 if (k != 0)
                         return k < 0 ? k : 0;
-                return sandbox_create(c->manager->ctx, req, c->peer.uid, true, ret, err);
+                return sandbox_create(c->ctx, req, c->peer.uid, true, ret, err);
         }
         for (size_t i = 0; i < sizeof(extra) / sizeof(extra[0]); i++)
                 if (json_object_object_get_ex(req, extra[i], &v) && !json_object_is_type(v, json_type_null))
@@ -59,13 +59,13 @@ int op_run(Connection *c, json_object *id, json_object *req, ProtoError *err) {
         UidUsage u = c->peer.uid != 0 ? connection_uid_usage(c->manager, c->peer.uid) : (UidUsage) {};
         int k;
 
-        if (c->n_runs >= c->manager->ctx->config.max_runs_per_connection)
+        if (c->n_runs >= c->ctx->config.max_runs_per_connection)
                 return proto_error_set(err, SBX_E_RESOURCE_EXHAUSTED, NULL, "too many runs in flight on this connection");
-        if (c->peer.uid != 0 && u.runs >= c->manager->ctx->config.max_runs_per_uid)
+        if (c->peer.uid != 0 && u.runs >= c->ctx->config.max_runs_per_uid)
                 return proto_error_set(err, SBX_E_RESOURCE_EXHAUSTED, NULL,
                                        "uid %u has its maximum of %llu runs in flight (max_runs_per_uid)",
-                                       (unsigned) c->peer.uid, (unsigned long long) c->manager->ctx->config.max_runs_per_uid);
-        k = run_spec_parse(req, c->manager->ctx->config.max_stdin_bytes, &spec, err);
+                                       (unsigned) c->peer.uid, (unsigned long long) c->ctx->config.max_runs_per_uid);
+        k = run_spec_parse(req, c->ctx->config.max_stdin_bytes, &spec, err);
         if (k < 0)
                 goto fail;
         k = run_sandbox(c, req, &s, &made, err);
@@ -112,7 +112,7 @@ int op_kill(Connection *c, json_object *id, json_object *req, ProtoError *err) {
                         return proto_error_set(err, SBX_E_INVALID_REQUEST, "signal", "unknown signal '%.32s'",
                                                json_object_get_string(sig_obj));
         }
-        r = run_id ? manager_find_run(c->manager->ctx, run_id) : NULL;
+        r = run_id ? manager_find_run(c->ctx, run_id) : NULL;
         if (!r || !sandbox_visible_to(r->sandbox, c))
                 return proto_error_set(err, SBX_E_NOT_FOUND, "run_id", "no run '%.64s' in flight", run_id ? run_id : "");
         k = run_kill(r, sig, REASON_KILLED);

@@ -15,7 +15,7 @@ int op_create(Connection *c, json_object *id, json_object *req, ProtoError *err)
 
         if (json_object_object_get_ex(req, "from_snapshot", NULL))
                 return op_create_from_snapshot(c, id, req, err);
-        r = sandbox_create(c->manager->ctx, req, c->peer.uid, false, &s, err);
+        r = sandbox_create(c->ctx, req, c->peer.uid, false, &s, err);
         if (r < 0)
                 return r;
         /* Answered when the sandbox's init reports ready (or failed). */
@@ -28,7 +28,7 @@ int op_list(Connection *c, json_object *id, json_object *req, ProtoError *err) {
         /* usage reads three small cgroup files per sandbox: only for those who ask (top). */
         bool usage = json_object_object_get_ex(req, "usage", &v) && json_object_get_boolean(v);
 
-        for (Sandbox *s = registry_first(c->manager->ctx->registry); s; s = registry_next(&s->entry))
+        for (Sandbox *s = registry_first(c->ctx->registry); s; s = registry_next(&s->entry))
                 if (!s->ephemeral && sandbox_visible_to(s, c) && s->state != SANDBOX_DESTROYING)
                         json_object_array_add(arr, sandbox_to_json(s, usage));
         json_object_object_add(reply, "sandboxes", arr);
@@ -56,7 +56,7 @@ int op_inspect(Connection *c, json_object *id, json_object *req, ProtoError *err
 static bool destroyed_before(Connection *c, const char *key) {
         uid_t owner;
 
-        return registry_find_tombstone(c->manager->ctx->registry, key, &owner) && (c->admin || owner == c->peer.uid);
+        return registry_find_tombstone(c->ctx->registry, key, &owner) && (c->admin || owner == c->peer.uid);
 }
 
 /* Idempotent: a sandbox destroyed before answers ok with already_gone. */

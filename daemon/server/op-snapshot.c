@@ -144,7 +144,7 @@ static int find_source(Connection *c, const char *spec, Sandbox **ret_src, Snaps
                         return 0;
                 }
         } else if (snapshot_id_valid(snap))
-                for (Sandbox *s = registry_first(c->manager->ctx->registry); s; s = registry_next(&s->entry))
+                for (Sandbox *s = registry_first(c->ctx->registry); s; s = registry_next(&s->entry))
                         if (sandbox_visible_to(s, c) && s->state != SANDBOX_DESTROYING &&
                             snapshot_get(s, snap, ret_info) >= 0) {
                                 *ret_src = s;
@@ -161,7 +161,7 @@ int op_create_from_snapshot(Connection *c, json_object *id, json_object *req, Pr
 
         if (r < 0 || (r = find_source(c, spec ? spec : "", &src, &info, err)) < 0)
                 return r;
-        r = sandbox_create(c->manager->ctx, req, c->peer.uid, false, &s, err);
+        r = sandbox_create(c->ctx, req, c->peer.uid, false, &s, err);
         if (r < 0)
                 return r;
         r = snapshot_job_fork(s, src, info.id, err);

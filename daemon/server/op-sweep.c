@@ -14,5 +14,5 @@ int op_sweep(Connection *c, json_object *id, json_object *req, ProtoError *err) 
         if (r < 0)
                 return r;
         /* Answered when the walk is done. */
-        return sweep_start(c->manager->ctx, c, id, dry_run, err);
+        return sweep_start(c->ctx, c, id, dry_run, err);
 }

@@ -154,11 +154,11 @@ Sandbox *ops_resolve_sandbox(Connection *c, const char *key) {
         Sandbox *s;
 
         if (strncmp(key, "sbx-", 4) == 0)
-                s = registry_find(c->manager->ctx->registry, key);
+                s = registry_find(c->ctx->registry, key);
         else if (strchr(key, '/') && !parse_owner_name(key, &owner, &name))
                 s = NULL;
         else
-                s = registry_find_named(c->manager->ctx->registry, owner, name);
+                s = registry_find_named(c->ctx->registry, owner, name);
         return s && sandbox_visible_to(s, c) ? s : NULL;
 }
 
