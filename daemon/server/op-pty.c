@@ -8,7 +8,6 @@
 
 #include "connection.h"
 #include "macro.h"
-#include "manager.h"
 #include "ops.h"
 #include "pty.h"
 #include "run-record.h"

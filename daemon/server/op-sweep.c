@@ -2,7 +2,6 @@
 /* sweep: disk usage of the caller's sandboxes (every sandbox for root and admin_group), with the
  * quota, budget and expiry actions that follow (sweep.c). */
 #include "connection.h"
-#include "manager.h"
 #include "sandbox.h"
 #include "ops.h"
 #include "sweep.h"

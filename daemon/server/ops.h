@@ -8,6 +8,8 @@
 #include "connection.h"
 #include "proto.h"
 
+typedef struct Sandbox Sandbox;
+
 /* A handler either answers (now or later) and returns >= 0, or returns < 0 with err set and the
  * dispatcher answers with it. */
 typedef int (*OpHandler)(Connection *c, json_object *id, json_object *req, ProtoError *err);
