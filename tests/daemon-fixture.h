@@ -106,7 +106,9 @@ static inline void fixture_setup(Fixture *f, const char *name, unsigned pool_siz
         fixture_find_helper();
         log_open();
         config_init_defaults(&config);
+        free(config.state_dir);
         config.state_dir = state;
+        free(config.cgroup_root);
         config.cgroup_root = strdup(f->cg_base);
         config.pool_size = pool_size;
         context_init(&f->ctx, &config);

@@ -16,7 +16,6 @@
 #include "run-record.h"
 #include "run.h"
 #include "sandbox.h"
-#include "state.h"
 #include "util.h"
 
 #define NOTE_MAX (256u << 10)
@@ -302,7 +301,7 @@ int run_log_open(Context *m) {
         /* The log is emptied only once meta.json holds what it said. */
         for (Sandbox *s = registry_first(m->registry); s; s = registry_next(&s->entry))
                 if (s->interrupted_changed) {
-                        int r = state_save(s);
+                        int r = registry_changed(&s->entry); /* state.c saves it */
                         if (r < 0) {
                                 log_warning("sandbox %s: cannot record its interrupted runs: %s", s->id, strerror(-r));
                                 all_saved = false;
@@ -361,7 +360,7 @@ int run_records_collect(Sandbox *s) {
                 interrupted_add(s, rec);
         }
         /* The notes go only once meta.json holds what they said. */
-        r = json_object_array_length(found) ? state_save(s) : 0;
+        r = json_object_array_length(found) ? registry_changed(&s->entry) : 0; /* state.c saves it */
         if (r >= 0) {
                 rewinddir(d);
                 while ((de = readdir(d)))

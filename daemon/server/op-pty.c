@@ -7,7 +7,6 @@
 #include <string.h>
 
 #include "macro.h"
-#include "manager.h"
 #include "ops.h"
 #include "session.h"
 #include "run-record.h"

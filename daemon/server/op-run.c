@@ -5,7 +5,6 @@
 #include <string.h>
 
 #include "connection.h"
-#include "manager.h"
 #include "ops.h"
 #include "pool.h"
 #include "run.h"

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* sweep: disk usage of the caller's sandboxes (every sandbox for root and admin_group), with the
  * quota, budget and expiry actions that follow (sweep.c). */
-#include "manager.h"
+
 #include "sandbox.h"
 #include "ops.h"
 #include "sweep.h"
