@@ -141,8 +141,8 @@ static inline void fixture_connect(Fixture *f) {
         struct ucred peer = { .pid = getpid(), .uid = 0, .gid = 0 };
         int sk[2];
 
-        if (manager_new(&f->manager, &f->ctx) < 0 || socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sk) < 0 ||
-            connection_new(f->manager, sk[0], &peer, &fixture_hooks, NULL, &f->conn) < 0) {
+        if (manager_new(&f->manager, &f->ctx, &fixture_hooks) < 0 || socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sk) < 0 ||
+            connection_new(&f->manager->conns, sk[0], &peer, &f->conn) < 0) {
                 ok(false, "a connection for the runs' replies");
                 exit(1);
         }

@@ -260,12 +260,13 @@ static void server_init(Server *s) {
         s->ctx.config.max_buffered_per_uid = 1u << 30;
         s->ctx.config.max_connections_per_uid = 16;
         s->ctx.config.request_timeout_usec = 10 * USEC_PER_SEC;
+        s->m.conns = (ConnectionSet) { .event = s->ctx.event, .config = &s->ctx.config, .hooks = &hooks, .hooks_userdata = s };
 }
 
 static void server_done(Server *s) {
         s->last = reply_unref(s->last);
-        while (s->m.connections)
-                connection_close_now(s->m.connections);
+        while (s->m.conns.head)
+                connection_close_now(s->m.conns.head);
         sd_event_unref(s->ctx.event);
 }
 
@@ -283,7 +284,7 @@ static Connection *connect_pair(Server *s, int *ret_client) {
 
         if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv) < 0)
                 return NULL;
-        if (connection_new(&s->m, sv[0], &peer, &hooks, s, &c) < 0) {
+        if (connection_new(&s->m.conns, sv[0], &peer, &c) < 0) {
                 close(sv[0]);
                 close(sv[1]);
                 return NULL;
@@ -327,7 +328,7 @@ static void test_connection_close_deferred(void) {
         if (!is_int(s.dispatched, 1, "the dispatch hook got it"))
                 return;
         is_int(c->n_ref, 2, "the manager's reference and the held reply's");
-        is_int(s.m.n_connections, 1, "one connection counted");
+        is_int(s.m.conns.n, 1, "one connection counted");
 
         /* Over max_connection_output in one event: the connection dies, its close waits. */
         in_send = true;
@@ -337,7 +338,7 @@ static void test_connection_close_deferred(void) {
         is_int(s.on_close.calls, 0, "its close hook did not run inside the send");
         is_int(s.closed_calls, 0, "nor did the closed hook");
         ok(!s.close_hook_ran_in_send, "no close hook ran while the send was on the stack");
-        is_int(s.m.n_connections, 0, "a dead connection is no longer counted");
+        is_int(s.m.conns.n, 0, "a dead connection is no longer counted");
 
         dropped = c->sink.n_dropped;
         reply_ok(s.last, NULL);
@@ -346,7 +347,7 @@ static void test_connection_close_deferred(void) {
         RUN_UNTIL(&s, s.on_close.calls > 0);
         is_int(s.on_close.calls, 1, "the close hook ran once, from the loop");
         is_int(s.closed_calls, 1, "then the closed hook, once");
-        ok(s.m.connections == NULL, "the connection left the manager's list");
+        ok(s.m.conns.head == NULL, "the connection left the manager's list");
         is_int(c->n_ref, 1, "only the held reply keeps it now");
         is_int(s.on_writable.calls, 0, "no writable hook ran for a dead connection");
         (void) sd_event_run(s.ctx.event, 0);

@@ -11,10 +11,8 @@
 
 #include "log.h"
 #include "macro.h"
-#include "session.h"
 #include "context.h"
 #include "run-record.h"
-#include "run.h"
 #include "sandbox.h"
 #include "util.h"
 
@@ -84,19 +82,16 @@ static int log_note(int fd, const Sandbox *s, const char *id, char *const *argv,
 /* Past LOG_COMPACT_BYTES: emptied when nothing is in flight, else rewritten aside with the notes
  * of the runs and sessions in flight and renamed over the log (a crash in between leaves the old
  * log). ending: the run or session whose end was just written, still linked. */
-static void log_compact(Context *m, const void *ending) {
+static void log_compact(Context *m, const RunNote *ending) {
         _cleanup_close_ int dir = -EBADF, fd = -EBADF;
         uint64_t bytes = 0;
         bool busy = false;
 
         if (m->run_log->fd < 0 || m->run_log->bytes <= LOG_COMPACT_BYTES)
                 return;
-        for (Sandbox *s = registry_first(m->registry); s && !busy; s = registry_next(&s->entry)) {
-                for (Run *r = s->ephemeral ? NULL : s->runs; r && !busy; r = r->next)
-                        busy = (const void *) r != ending;
-                for (Session *p = s->ephemeral ? NULL : s->sessions; p && !busy; p = p->next)
-                        busy = (const void *) p != ending && !p->end_recorded;
-        }
+        for (Sandbox *s = registry_first(m->registry); s && !busy; s = registry_next(&s->entry))
+                for (const RunNote *n = s->notes; n && !busy; n = n->next)
+                        busy = n != ending;
         if (!busy) {
                 if (ftruncate(m->run_log->fd, 0) < 0)
                         log_warning("cannot empty %s: %m", LOG_NAME);
@@ -110,19 +105,12 @@ static void log_compact(Context *m, const void *ending) {
                 log_warning("cannot compact %s: %m", LOG_NAME);
                 return;
         }
-        for (Sandbox *s = registry_first(m->registry); s; s = registry_next(&s->entry)) {
-                for (Run *r = s->ephemeral ? NULL : s->runs; r; r = r->next)
-                        if ((const void *) r != ending && log_note(fd, s, r->id, r->spec.argv, false, &bytes) < 0) {
+        for (Sandbox *s = registry_first(m->registry); s; s = registry_next(&s->entry))
+                for (const RunNote *n = s->notes; n; n = n->next)
+                        if (n != ending && log_note(fd, s, n->id, n->argv, n->session, &bytes) < 0) {
                                 log_warning("cannot compact %s: %m", LOG_NAME);
                                 return;
                         }
-                for (Session *p = s->ephemeral ? NULL : s->sessions; p; p = p->next)
-                        if ((const void *) p != ending && !p->end_recorded &&
-                            log_note(fd, s, p->id, p->spec.argv, true, &bytes) < 0) {
-                                log_warning("cannot compact %s: %m", LOG_NAME);
-                                return;
-                        }
-        }
         if (renameat(dir, LOG_TMP_NAME, dir, LOG_NAME) < 0) {
                 log_warning("cannot compact %s: %m", LOG_NAME);
                 return;
@@ -137,7 +125,7 @@ static void record_start(Sandbox *s, const char *id, char *const *argv, bool ses
                 log_warning("%s %s: cannot record it in the state directory: %m", session ? "session" : "run", id);
 }
 
-static void record_end(Sandbox *s, const char *id, const void *ending) {
+static void record_end(Sandbox *s, const char *id, const RunNote *ending) {
         char line[128];
         int n;
 
@@ -149,27 +137,42 @@ static void record_end(Sandbox *s, const char *id, const void *ending) {
         log_compact(s->ctx, ending);
 }
 
-void run_record_start(Run *r) {
-        r->sandbox->last_active_usec = now_usec(CLOCK_MONOTONIC);
-        record_start(r->sandbox, r->id, r->spec.argv, false);
-}
-
-void run_record_end(Run *r) {
-        r->sandbox->last_active_usec = now_usec(CLOCK_MONOTONIC);
-        record_end(r->sandbox, r->id, r);
-}
-
-void session_record_start(Session *p) {
-        record_start(p->sandbox, p->id, p->spec.argv, true);
-}
-
-/* Once: when its processes are gone (an exited session may stay to be read), or when it is
- * freed without having run. */
-void session_record_end(Session *p) {
-        if (p->end_recorded)
+static void note_unlink(RunNote *n) {
+        Sandbox *s = n->sandbox;
+        if (!n->linked)
                 return;
-        p->end_recorded = true;
-        record_end(p->sandbox, p->id, p);
+        if (n->prev)
+                n->prev->next = n->next;
+        else
+                s->notes = n->next;
+        if (n->next)
+                n->next->prev = n->prev;
+        n->next = n->prev = NULL;
+        n->linked = false;
+}
+
+void run_note_start(RunNote *n, Sandbox *s, const char *id, char *const *argv, bool session) {
+        *n = (RunNote) { .sandbox = s, .id = id, .argv = argv, .session = session };
+        if (s->ephemeral)
+                return;
+        record_start(s, id, argv, session);
+        n->next = s->notes;
+        if (s->notes)
+                s->notes->prev = n;
+        s->notes = n;
+        n->linked = true;
+}
+
+/* The end line is written with n still linked: a compaction it sets off leaves n out. */
+void run_note_end(RunNote *n) {
+        if (!n->linked)
+                return;
+        record_end(n->sandbox, n->id, n);
+        note_unlink(n);
+}
+
+void run_note_forget(RunNote *n) {
+        note_unlink(n);
 }
 
 json_object *run_records_lost_session(Sandbox *s, const char *id) {

@@ -136,8 +136,11 @@ static Run *run_free_full(Run *r, bool record_end) {
         s = r->sandbox;
         sandbox_member_remove(s, &r->member);
         if (r->in_flight) {
-                if (record_end)
-                        run_record_end(r);
+                if (record_end) {
+                        s->last_active_usec = now_usec(CLOCK_MONOTONIC);
+                        run_note_end(&r->note);
+                }
+                run_note_forget(&r->note);
                 run_unlink(&s->runs, r);
                 s->n_runs--;
         } else
@@ -651,7 +654,8 @@ void run_start(Run *r) {
         ProtoError err;
 
         run_mark_in_flight(r);
-        run_record_start(r);
+        r->sandbox->last_active_usec = now_usec(CLOCK_MONOTONIC);
+        run_note_start(&r->note, r->sandbox, r->id, r->spec.argv, false);
         r->start_usec = now_usec(CLOCK_MONOTONIC);
         if (r->sandbox->enforced & CG_PIDS)
                 (void) cg_read_keyed(r->sandbox->cg_fd, "pids.events", "max", &r->sandbox_pids_max_events);

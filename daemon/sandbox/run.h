@@ -14,6 +14,7 @@
 #include "output.h"
 #include "proto.h"
 #include "reply.h"
+#include "run-record.h"
 #include "run-spec.h"
 #include "sandbox.h"
 
@@ -42,6 +43,7 @@ typedef struct StreamCarry {
 typedef struct Run {
         Sandbox *sandbox;
         SandboxMember member;   /* in sandbox->members from run_new() to run_free() */
+        RunNote note;           /* in runs.log while in flight (run-record.h) */
         Reply *reply;           /* answers the run request */
         Hook close_hook;        /* its client went: it is killed (pending: freed) */
         Hook writable_hook;     /* its client has room again: a paused stream reads on */

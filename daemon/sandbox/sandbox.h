@@ -149,6 +149,7 @@ typedef struct Sandbox {
                                         * or cut short in it); sweeps walk the least recent first */
         uint64_t disk_bytes;           /* workspace + snapshots at the last sweep */
         uint64_t disk_files;           /* and their files */
+        struct RunNote *notes;         /* its runs and sessions in flight, as runs.log has them (run-record.h) */
         json_object *interrupted_runs; /* runs a restart cut short, reported by inspect */
         bool interrupted_changed;      /* run_log_open() added to them: to be saved */
         RegistryEntry entry;           /* in Context.registry (registry.h) */

@@ -120,6 +120,7 @@ static void subscriber_free(Subscriber *sub) {
 
 static void session_destroy(Session *p) {
         sandbox_member_remove(p->sandbox, &p->member);
+        run_note_forget(&p->note); /* its end is noted, or the next start finds it interrupted */
         session_unlink(p);
         for (int i = 0; i < 2; i++) {
                 sd_event_source_disable_unref(p->out_source[i]);
@@ -152,7 +153,7 @@ static void session_destroy(Session *p) {
  * the restart is told session_lost. */
 static void session_free(Session *p) {
         Sandbox *s = p->sandbox;
-        session_record_end(p);
+        run_note_end(&p->note);
         session_destroy(p);
         if (s->state == SANDBOX_DESTROYING)
                 sandbox_run_finished(s, NULL);
@@ -796,7 +797,7 @@ static void session_end_processes(Session *p) {
                 p->kill_timer = sd_event_source_disable_unref(p->kill_timer);
                 p->procs_gone = true;
                 /* It has ended, whether or not it stays to be read and closed. */
-                session_record_end(p);
+                run_note_end(&p->note);
                 session_pump(p);
                 return;
         }
@@ -965,7 +966,7 @@ void session_start(Session *p) {
         };
         ProtoError err;
 
-        session_record_start(p);
+        run_note_start(&p->note, p->sandbox, p->id, p->spec.argv, true);
         if (launch_start(&p->launch, &spec, &err) < 0)
                 return session_fail_start(p, &err);
 }

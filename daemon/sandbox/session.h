@@ -15,6 +15,7 @@
 #include "launch.h"
 #include "proto.h"
 #include "reply.h"
+#include "run-record.h"
 #include "ring.h"
 #include "run-spec.h"
 #include "sandbox.h"
@@ -78,7 +79,7 @@ typedef struct Session {
         Reply *opener;          /* the pty.open, until the program started */
         Hook opener_hook;       /* its client went before: the session is hung up */
         bool started, helper_exited, procs_gone, output_done, free_when_done;
-        bool end_recorded;      /* its end is in runs.log: a restart does not call it interrupted */
+        RunNote note;           /* in runs.log from its start to its end (run-record.h) */
         SessionReason forced;
         uint64_t created_usec;  /* CLOCK_REALTIME, for inspect */
         int wait_code, wait_status;

@@ -13,7 +13,6 @@
 #include "connection.h"
 #include "log.h"
 #include "macro.h"
-#include "manager.h"
 #include "util.h"
 
 /* Replies waiting beyond this make us stop reading the client's requests until it catches up. */
@@ -22,20 +21,20 @@
 
 static void connection_update_events(Connection *c);
 
-static void conn_link(Manager *m, Connection *c) {
-        c->next = m->connections;
-        if (m->connections)
-                m->connections->prev = c;
-        m->connections = c;
-        m->n_connections++;
+static void conn_link(ConnectionSet *m, Connection *c) {
+        c->next = m->head;
+        if (m->head)
+                m->head->prev = c;
+        m->head = c;
+        m->n++;
 }
 
 static void conn_unlink(Connection *c) {
-        Manager *m = c->manager;
+        ConnectionSet *m = c->set;
         if (c->prev)
                 c->prev->next = c->next;
-        else if (m->connections == c)
-                m->connections = c->next;
+        else if (m->head == c)
+                m->head = c->next;
         else
                 return;
         if (c->next)
@@ -91,7 +90,7 @@ void connection_close(Connection *c) {
         if (c->dead)
                 return;
         c->dead = true;
-        c->manager->n_connections--; /* a closed one only waits for its close hooks: not counted */
+        c->set->n--; /* a closed one only waits for its close hooks: not counted */
         reply_sink_gone(&c->sink);
         c->io = sd_event_source_disable_unref(c->io);
         c->partial_timer = sd_event_source_disable_unref(c->partial_timer);
@@ -166,9 +165,9 @@ static size_t partial_bytes(const Connection *c) {
         return c->in.len - c->in.start;
 }
 
-UidUsage connection_uid_usage(Manager *m, uid_t uid) {
+UidUsage connection_uid_usage(const ConnectionSet *m, uid_t uid) {
         UidUsage u = {};
-        for (Connection *c = m->connections; c; c = c->next)
+        for (Connection *c = m->head; c; c = c->next)
                 if (c->peer.uid == uid && !c->dead) { /* as in n_connections */
                         u.connections++;
                         u.runs += c->sink.n_runs;
@@ -181,8 +180,8 @@ UidUsage connection_uid_usage(Manager *m, uid_t uid) {
 /* A backlog or a partial request below this never makes us count the uid's whole (a client
  * reading and writing normally): at most 1 MiB, and no more than the uid's share per
  * connection, so that its connections together stay within the budget all the same. */
-static size_t uid_check_threshold(const Manager *m) {
-        uint64_t share = m->ctx->config.max_buffered_per_uid / m->ctx->config.max_connections_per_uid;
+static size_t uid_check_threshold(const ConnectionSet *m) {
+        uint64_t share = m->config->max_buffered_per_uid / m->config->max_connections_per_uid;
         return share < (1u << 20) ? (size_t) share : (1u << 20);
 }
 
@@ -192,8 +191,8 @@ static size_t uid_check_threshold(const Manager *m) {
  * what its runs may still write. Counted only once c itself holds more than the threshold in the
  * buffer at hand; logs which and closes nothing. */
 static bool uid_over_budget(Connection *c, size_t here, const char *what) {
-        if (c->peer.uid == 0 || here <= uid_check_threshold(c->manager) ||
-            connection_uid_usage(c->manager, c->peer.uid).unread <= c->ctx->config.max_buffered_per_uid)
+        if (c->peer.uid == 0 || here <= uid_check_threshold(c->set) ||
+            connection_uid_usage(c->set, c->peer.uid).unread <= c->set->config->max_buffered_per_uid)
                 return false;
         log_notice("connection from pid %d: uid %u holds more than max_buffered_per_uid with this one's %zu bytes of %s, "
                    "closing it",
@@ -220,7 +219,7 @@ static void connection_send_line(Connection *c, json_object *msg, bool take) {
                 connection_close(c);
                 return;
         }
-        if (c->out_len - c->out_off > c->ctx->config.max_connection_output) {
+        if (c->out_len - c->out_off > c->set->config->max_connection_output) {
                 log_notice("connection from pid %d: %zu bytes of unread replies, closing", (int) c->peer.pid,
                            c->out_len - c->out_off);
                 connection_close(c);
@@ -344,12 +343,12 @@ static void connection_arm_partial_timer(Connection *c) {
         if (c->partial_timer && sd_event_source_get_enabled(c->partial_timer, NULL) > 0)
                 return; /* the line started earlier; its deadline stands */
         if (!c->partial_timer) {
-                (void) sd_event_add_time_relative(c->ctx->event, &c->partial_timer, CLOCK_MONOTONIC,
-                                                  c->ctx->config.request_timeout_usec, USEC_PER_SEC,
+                (void) sd_event_add_time_relative(c->set->event, &c->partial_timer, CLOCK_MONOTONIC,
+                                                  c->set->config->request_timeout_usec, USEC_PER_SEC,
                                                   on_partial_timeout, c);
                 return;
         }
-        (void) sd_event_source_set_time_relative(c->partial_timer, c->ctx->config.request_timeout_usec);
+        (void) sd_event_source_set_time_relative(c->partial_timer, c->set->config->request_timeout_usec);
         (void) sd_event_source_set_enabled(c->partial_timer, SD_EVENT_ONESHOT);
 }
 
@@ -393,7 +392,7 @@ static int connection_end_input(Connection *c) {
         }
         if (c->partial_timer)
                 (void) sd_event_source_set_enabled(c->partial_timer, SD_EVENT_OFF);
-        r = sd_event_add_defer(c->ctx->event, &c->finish, on_finish, c);
+        r = sd_event_add_defer(c->set->event, &c->finish, on_finish, c);
         if (r < 0)
                 return r;
         (void) sd_event_source_set_enabled(c->finish, SD_EVENT_OFF);
@@ -480,26 +479,24 @@ static bool peer_in_group(int fd, const struct ucred *peer, gid_t gid) {
         return false;
 }
 
-int connection_new(Manager *m, int fd, const struct ucred *peer, const ConnectionHooks *hooks, void *userdata,
-                   Connection **ret) {
+int connection_new(ConnectionSet *m, int fd, const struct ucred *peer, Connection **ret) {
         Connection *c = calloc(1, sizeof(*c));
         int r;
 
         if (!c)
                 return -ENOMEM;
         c->n_ref = 1;
-        c->manager = m;
-        c->ctx = m->ctx;
+        c->set = m;
         c->fd = fd;
         c->peer = *peer;
-        line_buffer_init(&c->in, m->ctx->config.max_line_bytes);
-        c->admin = c->peer.uid == 0 || (m->ctx->have_admin_gid && peer_in_group(fd, &c->peer, m->ctx->admin_gid));
-        c->hooks = hooks;
-        c->hooks_userdata = userdata;
+        line_buffer_init(&c->in, m->config->max_line_bytes);
+        c->admin = c->peer.uid == 0 || (m->have_admin_gid && peer_in_group(fd, &c->peer, m->admin_gid));
+        c->hooks = m->hooks;
+        c->hooks_userdata = m->hooks_userdata;
         reply_sink_init(&c->sink, &connection_sink_ops, &(ReplyPeer) { .cred = c->peer, .admin = c->admin });
-        r = sd_event_add_io(m->ctx->event, &c->io, fd, EPOLLIN, on_io, c);
+        r = sd_event_add_io(m->event, &c->io, fd, EPOLLIN, on_io, c);
         if (r >= 0) {
-                r = sd_event_add_defer(m->ctx->event, &c->close_source, on_close, c);
+                r = sd_event_add_defer(m->event, &c->close_source, on_close, c);
                 if (r >= 0)
                         (void) sd_event_source_set_enabled(c->close_source, SD_EVENT_OFF);
         }

@@ -8,12 +8,11 @@
 #include <sys/socket.h>
 #include <systemd/sd-event.h>
 
+#include "conf.h"
 #include "proto.h"
 #include "reply.h"
 
-typedef struct Manager Manager;
 typedef struct Connection Connection;
-typedef struct Context Context;
 
 /* What the transport knows of the daemon: the callbacks it was given at connection_new(), as
  * sd-varlink's server knows its bind_method and bind_disconnect. dispatch answers through reply
@@ -26,13 +25,24 @@ typedef struct ConnectionHooks {
         void (*writable)(Connection *c, void *userdata);
 } ConnectionHooks;
 
+/* The connections of one server (Manager.conns): the list, how many are open, what they read. */
+typedef struct ConnectionSet {
+        sd_event *event;
+        const Config *config;
+        gid_t admin_gid;   /* admin_group's: its members' connections are admin (have_admin_gid) */
+        bool have_admin_gid;
+        const ConnectionHooks *hooks; /* given to each new connection, with hooks_userdata */
+        void *hooks_userdata;
+        Connection *head;
+        unsigned n;        /* open ones: a closed one waiting for its close hooks is not counted */
+} ConnectionSet;
+
 struct Connection {
         unsigned n_ref;
-        Manager *manager;
+        ConnectionSet *set;
         const ConnectionHooks *hooks;
         void *hooks_userdata;
         ReplySink sink;    /* what its requests' replies go to */
-        Context *ctx;      /* manager->ctx, for the ops (context.h) */
         int fd;
         struct ucred peer;
         bool admin;        /* root, or a member of the configured admin group */
@@ -59,11 +69,10 @@ typedef struct UidUsage {
         unsigned connections, runs;
         uint64_t reserved, unread;
 } UidUsage;
-UidUsage connection_uid_usage(Manager *m, uid_t uid);
+UidUsage connection_uid_usage(const ConnectionSet *set, uid_t uid);
 
 /* A connection on fd, from the peer whose SO_PEERCRED the caller read. */
-int connection_new(Manager *m, int fd, const struct ucred *peer, const ConnectionHooks *hooks, void *userdata,
-                   Connection **ret);
+int connection_new(ConnectionSet *set, int fd, const struct ucred *peer, Connection **ret);
 Connection *connection_ref(Connection *c);
 Connection *connection_unref(Connection *c);
 /* Closes the socket and drops what it would send; the rest of the close (its replies' close

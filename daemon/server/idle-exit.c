@@ -42,7 +42,7 @@ static bool sandbox_has_user_processes(Sandbox *s) {
 static bool manager_is_idle(IdleExit *ie) {
         Manager *m = ie->manager;
 
-        if (m->n_connections > 0 || (ie->busy && ie->busy(ie->userdata)))
+        if (m->conns.n > 0 || (ie->busy && ie->busy(ie->userdata)))
                 return false;
         for (Sandbox *s = registry_first(m->ctx->registry); s; s = registry_next(&s->entry))
                 if (s->state == SANDBOX_CREATING || s->state == SANDBOX_DESTROYING || s->pending_runs || s->job ||

@@ -21,6 +21,7 @@
 #include "lifecycle.h"
 #include "log.h"
 #include "macro.h"
+#include "ops.h"
 #include "rm-rf.h"
 #include "run-exec.h"
 #include "sandbox.h"
@@ -54,6 +55,16 @@ static const SandboxHooks sandbox_hooks = {
         .to_json = sandbox_json_others,
 };
 
+static void on_connection_closed(Connection *c, void *userdata) {
+        manager_schedule_trim(userdata);
+}
+
+/* What a connection calls back: requests go to the op table, a close gives the heap back. */
+static const ConnectionHooks connection_hooks = {
+        .dispatch = ops_dispatch,
+        .closed = on_connection_closed,
+};
+
 int lifecycle_new(Daemon **ret, Config *config) {
         Daemon *d = calloc(1, sizeof(*d));
         int r;
@@ -75,7 +86,7 @@ int lifecycle_new(Daemon **ret, Config *config) {
         if (r >= 0)
                 r = sd_event_default(&d->ctx.event);
         if (r >= 0)
-                r = manager_new(&d->manager, &d->ctx);
+                r = manager_new(&d->manager, &d->ctx, &connection_hooks);
         if (r < 0) {
                 *config = d->ctx.config; /* the caller's again, as before the call */
                 d->ctx.config = (Config) {};

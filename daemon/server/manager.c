@@ -22,15 +22,15 @@
 #include "log.h"
 #include "macro.h"
 #include "manager.h"
-#include "ops.h"
 #include "util.h"
 
-int manager_new(Manager **ret, Context *ctx) {
+int manager_new(Manager **ret, Context *ctx, const ConnectionHooks *hooks) {
         Manager *m = calloc(1, sizeof(*m));
 
         if (!m)
                 return -ENOMEM;
         m->ctx = ctx;
+        m->conns = (ConnectionSet) { .event = ctx->event, .config = &ctx->config, .hooks = hooks, .hooks_userdata = m };
         m->registry = ctx->registry;
         *ret = m;
         return 0;
@@ -38,8 +38,8 @@ int manager_new(Manager **ret, Context *ctx) {
 
 void manager_close_connections(Manager *m) {
         m->stopping = true;
-        while (m->connections)
-                connection_close_now(m->connections);
+        while (m->conns.head)
+                connection_close_now(m->conns.head);
 }
 
 Manager *manager_free(Manager *m) {
@@ -99,16 +99,6 @@ static void refuse(int cfd, const ProtoError *err) {
         close(cfd);
 }
 
-static void on_connection_closed(Connection *c, void *userdata) {
-        manager_schedule_trim(userdata);
-}
-
-/* What a connection calls back: requests go to the op table, a close gives the heap back. */
-static const ConnectionHooks connection_hooks = {
-        .dispatch = ops_dispatch,
-        .closed = on_connection_closed,
-};
-
 static int on_accept(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
         Manager *m = userdata;
         Connection *c;
@@ -126,7 +116,7 @@ static int on_accept(sd_event_source *s, int fd, uint32_t revents, void *userdat
                 struct ucred peer;
                 socklen_t len = sizeof(peer);
 
-                if (m->n_connections >= m->ctx->config.max_connections || m->stopping) {
+                if (m->conns.n >= m->ctx->config.max_connections || m->stopping) {
                         proto_error_set(&err, SBX_E_RESOURCE_EXHAUSTED, NULL, "too many connections");
                         refuse(cfd, &err);
                         continue;
@@ -137,14 +127,14 @@ static int on_accept(sd_event_source *s, int fd, uint32_t revents, void *userdat
                 }
                 /* One uid may not take every connection: the others could not even ask (THREATS
                  * PRO-07). */
-                if (peer.uid != 0 && connection_uid_usage(m, peer.uid).connections >= m->ctx->config.max_connections_per_uid) {
+                if (peer.uid != 0 && connection_uid_usage(&m->conns, peer.uid).connections >= m->ctx->config.max_connections_per_uid) {
                         proto_error_set(&err, SBX_E_RESOURCE_EXHAUSTED, NULL,
                                         "uid %u has its maximum of %" PRIu64 " connections (max_connections_per_uid)",
                                         (unsigned) peer.uid, m->ctx->config.max_connections_per_uid);
                         refuse(cfd, &err);
                         continue;
                 }
-                if (connection_new(m, cfd, &peer, &connection_hooks, m, &c) < 0)
+                if (connection_new(&m->conns, cfd, &peer, &c) < 0)
                         close(cfd);
         }
         return 0;
@@ -207,6 +197,8 @@ void manager_schedule_trim(Manager *m) {
 int manager_setup(Manager *m) {
         int r;
 
+        m->conns.admin_gid = m->ctx->admin_gid; /* known once the context is set up */
+        m->conns.have_admin_gid = m->ctx->have_admin_gid;
         for (unsigned i = 0; i < m->n_listen && i < CONTEXT_MAX_MASKED; i++)
                 m->ctx->masked_paths[m->ctx->n_masked++] = m->listen_paths[i];
         r = sd_event_add_time_relative(m->ctx->event, &m->accept_timer, CLOCK_MONOTONIC, ACCEPT_PAUSE_USEC,

@@ -9,6 +9,7 @@
 #include <sys/types.h>
 #include <systemd/sd-event.h>
 
+#include "connection.h"
 #include "context.h"
 
 typedef struct Connection Connection;
@@ -26,13 +27,13 @@ typedef struct Manager {
         sd_event_source *accept_timer; /* re-enables them after running out of fds */
         unsigned accept_paused_count;
         sd_event_source *trim_timer;   /* malloc_trim() after connections went (manager_schedule_trim) */
-        Connection *connections;
-        unsigned n_connections;
+        ConnectionSet conns;
         bool stopping;
         bool socket_activated;      /* sd_listen_fds gave us the sockets: we may exit when idle */
 } Manager;
 
-int manager_new(Manager **ret, Context *ctx);
+/* hooks: what its connections call back (lifecycle.c), with the Manager as their userdata. */
+int manager_new(Manager **ret, Context *ctx, const ConnectionHooks *hooks);
 /* Closes every connection (and accepts no more). */
 void manager_close_connections(Manager *m);
 /* ... and every listener. */

@@ -66,13 +66,13 @@ static void health_counts(Request *c, json_object *reply) {
                 json_object_object_add(reply, "scope", json_object_new_string("all"));
                 json_object_object_add(reply, "sandboxes", json_object_new_int((int) (registry_count(m->ctx->registry) - registry_count_pooled(m->ctx->registry))));
                 json_object_object_add(reply, "runs", json_object_new_int((int) sandbox_count_runs(m->ctx)));
-                json_object_object_add(reply, "connections", json_object_new_int((int) m->n_connections));
+                json_object_object_add(reply, "connections", json_object_new_int((int) m->conns.n));
                 json_object_object_add(reply, "quarantined", json_object_new_int((int) m->ctx->registry->n_quarantined));
                 json_object_object_add(reply, "teardown_stuck", json_object_new_int((int) sandbox_count_stuck(m->ctx)));
                 json_object_object_add(reply, "netns", netns_json(&m->ctx->netns));
                 return;
         }
-        u = connection_uid_usage(m, c->peer.uid);
+        u = connection_uid_usage(&m->conns, c->peer.uid);
         for (Sandbox *s = registry_first(m->ctx->registry); s; s = registry_next(&s->entry))
                 if (!s->pooled && s->owner_uid == c->peer.uid) {
                         sandboxes++;

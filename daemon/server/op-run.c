@@ -55,7 +55,7 @@ int op_run(Request *c, json_object *id, json_object *req, ProtoError *err) {
         bool made;
         Run *r;
         /* Root's runs are not counted against the per-uid caps. */
-        UidUsage u = c->peer.uid != 0 ? connection_uid_usage(c->manager, c->peer.uid) : (UidUsage) {};
+        UidUsage u = c->peer.uid != 0 ? connection_uid_usage(c->conns, c->peer.uid) : (UidUsage) {};
         int k;
 
         if (reply_runs(c->reply) >= c->ctx->config.max_runs_per_connection)

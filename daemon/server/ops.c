@@ -112,7 +112,7 @@ static const Op ops[] = {
 void ops_dispatch(Reply *reply, const char *name, json_object *req, void *userdata) {
         const ReplyPeer *peer = reply_peer(reply);
         Manager *m = userdata;
-        Request rq = { .manager = m, .ctx = m->ctx, .reply = reply, .peer = peer->cred, .admin = peer->admin };
+        Request rq = { .manager = m, .ctx = m->ctx, .conns = &m->conns, .reply = reply, .peer = peer->cred, .admin = peer->admin };
         json_object *id = json_object_object_get(req, "id");
         ProtoError err = {};
 

@@ -10,6 +10,7 @@
 #include "proto.h"
 #include "reply.h"
 
+typedef struct ConnectionSet ConnectionSet;
 typedef struct Context Context;
 typedef struct Manager Manager;
 typedef struct Sandbox Sandbox;
@@ -19,6 +20,7 @@ typedef struct Sandbox Sandbox;
 typedef struct Request {
         Manager *manager;
         Context *ctx;      /* manager->ctx */
+        const ConnectionSet *conns; /* manager->conns: the uid's share of them (connection_uid_usage) */
         Reply *reply;
         struct ucred peer;
         bool admin;        /* root, or a member of the configured admin group */
