@@ -433,8 +433,8 @@ static int cg_check_delegated(const char *base) {
         if (r > 0)
                 return 0;
         if (r < 0)
-                log_error("the cgroup %s has no mark of delegation (trusted.delegate, systemd 251 and later), and "
-                          "systemd could not be asked whether its unit has Delegate=yes: %s", base, strerror(-r));
+                log_error_errno(r, "the cgroup %s has no mark of delegation (trusted.delegate, systemd 251 and later), and "
+                                "systemd could not be asked whether its unit has Delegate=yes: %m", base);
         log_error("the cgroup %s was not delegated to sandboxd: its unit has no Delegate=yes, so systemd owns it "
                   "and may undo what sandboxd does there. Add Delegate=yes to the unit (the packaged sandboxd.service "
                   "has it), or give sandboxd a cgroup of its own with --cgroup-root (cgroup_root in sandboxd.conf)",

@@ -643,7 +643,7 @@ static bool netns_clean(NetnsPool *p, int fd, const NetnsState *pristine) {
         p->checks++;
         p->check_usec += now_usec(CLOCK_MONOTONIC) - t0;
         if (r < 0 && r != -ESTALE)
-                log_debug("cannot look into a sandbox's network namespace: %s", strerror(-r));
+                log_debug_errno(r, "cannot look into a sandbox's network namespace: %m");
         else if (!same)
                 log_debug("a sandbox's network namespace is not as it was made: not used again");
         return same;
@@ -722,7 +722,7 @@ int netns_pool_get(NetnsPool *p) {
         if (fd < 0 && fd != -EMFILE && fd != -ENFILE && fd != -ENOMEM) {
                 /* Each sandbox makes its own namespace from now on, as without the pool. (Out of
                  * fds or memory, just this one does.) */
-                log_warning("cannot make a network namespace for sandboxes (%s): each makes its own", strerror(-fd));
+                log_warning_errno(fd, "cannot make a network namespace for sandboxes (%m): each makes its own");
                 p->host_fd = safe_close(p->host_fd);
         }
         if (fd >= 0)

@@ -33,10 +33,8 @@ int remove_async(sd_event *event, int run_helper_fd, int dir_fd, const char *nam
                 (void) prctl(PR_SET_NAME, "sandboxd-rm");
                 _exit(rm_rf_at(dir_fd, name) < 0 ? 1 : 0);
         }
-        if (pid < 0) {
-                log_warning("cannot start a remover for %s: %s", name, strerror(-pid));
-                return pid;
-        }
+        if (pid < 0)
+                return log_warning_errno(pid, "cannot start a remover for %s: %m", name);
         tag = strdup(name);
         r = sd_event_add_child_pidfd(event, &src, pidfd, WEXITED, on_remover_exit, tag);
         if (r < 0) {

@@ -306,7 +306,7 @@ int run_log_open(Context *m) {
                 if (s->interrupted_changed) {
                         int r = registry_changed(&s->entry); /* state.c saves it */
                         if (r < 0) {
-                                log_warning("sandbox %s: cannot record its interrupted runs: %s", s->id, strerror(-r));
+                                log_warning_errno(r, "sandbox %s: cannot record its interrupted runs: %m", s->id);
                                 all_saved = false;
                         }
                         s->interrupted_changed = false;
@@ -370,7 +370,7 @@ int run_records_collect(Sandbox *s) {
                         if (de->d_name[0] != '.')
                                 (void) unlinkat(dirfd(d), de->d_name, 0);
         } else
-                log_warning("sandbox %s: cannot record its interrupted runs: %s", s->id, strerror(-r));
+                log_warning_errno(r, "sandbox %s: cannot record its interrupted runs: %m", s->id);
         closedir(d);
         return r;
 }

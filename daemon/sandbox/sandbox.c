@@ -461,7 +461,7 @@ static void sandbox_finish_destroy(Sandbox *s) {
                 (void) unlinkat(s->cg_fd, "init", AT_REMOVEDIR);
         r = cg_remove_tree(m->cg.sandboxes_fd, s->id);
         if (r < 0)
-                log_warning("sandbox %s: cannot remove its cgroup: %s", s->id, strerror(-r));
+                log_warning_errno(r, "sandbox %s: cannot remove its cgroup: %m", s->id);
         /* Its cgroup was empty: none of its processes is left to hold a socket. */
         netns_pool_put(&m->netns, TAKE_FD(s->netns_fd));
         sandbox_remove_workspace(s);
@@ -746,7 +746,7 @@ static void sandbox_restart_respawn(Sandbox *s) {
         int r = rs->swap(s, rs->userdata), k;
 
         if (r < 0)
-                log_warning("sandbox %s: the workspace was not replaced: %s", s->id, strerror(-r));
+                log_warning_errno(r, "sandbox %s: the workspace was not replaced: %m", s->id);
         /* The workspace may be another inode now. */
         dfd = openat(s->ctx->state_fd, s->id, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (dfd >= 0) {

@@ -274,7 +274,7 @@ static void job_thaw(SnapshotJob *j) {
         j->frozen_usec = now_usec(CLOCK_MONOTONIC) - j->freeze_start;
         r = cg_write(j->sandbox->cg_fd, "cgroup.freeze", "0");
         if (r < 0)
-                log_warning("sandbox %s: cannot thaw it: %s", j->sandbox->id, strerror(-r));
+                log_warning_errno(r, "sandbox %s: cannot thaw it: %m", j->sandbox->id);
         sandbox_set_frozen(j->sandbox, false);
 }
 
@@ -559,7 +559,7 @@ static int job_freeze_then_copy(SnapshotJob *j) {
         int r = cg_write(s->cg_fd, "cgroup.freeze", "1");
 
         if (r < 0) {
-                log_warning("sandbox %s: cannot freeze it (%s); the snapshot is taken live", s->id, strerror(-r));
+                log_warning_errno(r, "sandbox %s: cannot freeze it (%m); the snapshot is taken live", s->id);
                 return job_copy_or_fail(j);
         }
         j->frozen = true;

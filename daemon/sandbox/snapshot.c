@@ -234,7 +234,7 @@ static void remove_matching(int dir_fd, const char *prefix, const char *where) {
                         log_info("%s: removing %s, left half-done by an earlier run", where, de->d_name);
                         int r = rm_rf_at(dirfd(d), de->d_name);
                         if (r < 0)
-                                log_warning("%s: cannot remove %s: %s", where, de->d_name, strerror(-r));
+                                log_warning_errno(r, "%s: cannot remove %s: %m", where, de->d_name);
                 }
         closedir(d);
 }
@@ -270,5 +270,5 @@ void snapshot_discard_cgroup(Context *m, const char *sandbox_id) {
         }
         r = cg_remove_tree(m->cg.sandboxes_fd, sandbox_id);
         if (r < 0)
-                log_warning("sandbox %s: cannot remove its cgroup: %s", sandbox_id, strerror(-r));
+                log_warning_errno(r, "sandbox %s: cannot remove its cgroup: %m", sandbox_id);
 }

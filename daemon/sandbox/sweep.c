@@ -442,8 +442,8 @@ static void carry_out(Plan *p, bool budget_over, bool files_over) {
                 if (p->evicted[i]) {
                         int r = snapshot_delete(p->t[p->recs[i].sandbox].s, p->recs[i].snap);
                         if (r < 0 && r != -ENOENT)
-                                log_warning("disk sweep: cannot remove snapshot %s of %s: %s", p->recs[i].snap,
-                                            p->sw->ids[p->recs[i].sandbox], strerror(-r));
+                                log_warning_errno(r, "disk sweep: cannot remove snapshot %s of %s: %m", p->recs[i].snap,
+                                                  p->sw->ids[p->recs[i].sandbox]);
                 }
         for (size_t i = 0; i < p->sw->n_ids; i++) {
                 Tally *t = &p->t[i];

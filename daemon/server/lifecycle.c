@@ -132,9 +132,9 @@ static void quarantine(Context *m, const char *name, int why) {
                 }
                 snprintf(to, sizeof(to), QUARANTINE_PREFIX "%s.%u", name, i);
         }
-        log_error("sandbox %s: its record (meta.json) is unreadable: %s; its workspace and snapshots are kept "
-                  "in %s for a person to look at",
-                  name, strerror(-why), to);
+        log_error_errno(why, "sandbox %s: its record (meta.json) is unreadable: %m; its workspace and snapshots are kept "
+                        "in %s for a person to look at",
+                        name, to);
 }
 
 /* One entry of <state>/sandboxes: a recorded sandbox comes back; a sandbox never recorded (no
@@ -161,7 +161,7 @@ static void restore_entry(Context *m, const char *name) {
         if (r >= 0) {
                 r = sandbox_restore(m, meta, &s);
                 if (r < 0)
-                        log_warning("sandbox %s: cannot restore it: %s; its workspace stays in place", name, strerror(-r));
+                        log_warning_errno(r, "sandbox %s: cannot restore it: %m; its workspace stays in place", name);
                 else {
                         log_info("sandbox %s restored after a restart", name);
                         state_restore_fields(s, meta);
@@ -174,7 +174,7 @@ static void restore_entry(Context *m, const char *name) {
         log_info("removing %s, left half-done by an earlier run", name);
         r = rm_rf_at(m->state_fd, name);
         if (r < 0)
-                log_warning("cannot remove %s: %s", name, strerror(-r));
+                log_warning_errno(r, "cannot remove %s: %m", name);
 }
 
 /* A cgroup below sandboxes/ that no restored sandbox claims: a throwaway sandbox (never
@@ -192,7 +192,7 @@ static void remove_stale_cgroup(Context *m, const char *name) {
         }
         r = cg_remove_tree(m->cg.sandboxes_fd, name);
         if (r < 0)
-                log_warning("cannot remove the stale cgroup sandboxes/%s: %s", name, strerror(-r));
+                log_warning_errno(r, "cannot remove the stale cgroup sandboxes/%s: %m", name);
         else
                 log_info("removed the stale cgroup sandboxes/%s of an earlier daemon", name);
 }
@@ -333,23 +333,20 @@ static bool oom_score_negative(void) {
 /* What every run needs and is the same for all: the compiled filter, the helper binary. */
 static int prepare_runs(Context *ctx) {
         int r = seccomp_prepare(&ctx->filter);
-        if (r < 0) {
-                log_error("cannot compile the run filter: %s", strerror(-r));
-                return r;
-        }
+        if (r < 0)
+                return log_error_errno(r, "cannot compile the run filter: %m");
         ctx->ignored_signals = ignored_signals();
         ctx->oom_score_negative = oom_score_negative();
         ctx->run_helper_fd = run_exec_open_helper();
         ctx->self_pidns_fd = open("/proc/self/ns/pid", O_RDONLY | O_CLOEXEC);
         if (ctx->run_helper_fd < 0)
-                log_info("no %s (%s): runs' helpers are clones of the daemon", RUN_HELPER_NAME,
-                         strerror(-ctx->run_helper_fd));
+                log_info_errno(ctx->run_helper_fd, "no %s (%m): runs' helpers are clones of the daemon", RUN_HELPER_NAME);
         else if ((r = run_exec_reserve_slots()) < 0)
-                log_info("no fd slots for the run helper (%s): each start copies the whole fd table", strerror(-r));
+                log_info_errno(r, "no fd slots for the run helper (%m): each start copies the whole fd table");
         /* The helper joins the namespace it is given; a clone of the daemon makes its own. */
         r = netns_pool_init(&ctx->netns, ctx->run_helper_fd >= 0 ? NETNS_IDLE_MAX : 0);
         if (r < 0)
-                log_info("no network namespaces used again (%s): each sandbox makes its own", strerror(-r));
+                log_info_errno(r, "no network namespaces used again (%m): each sandbox makes its own");
         return 0;
 }
 
@@ -371,20 +368,16 @@ int lifecycle_setup_context(Context *ctx) {
         if (r < 0)
                 return r;
         r = cg_setup(ctx->config.cgroup_root, &ctx->cg);
-        if (r < 0) {
-                log_error("cannot set up the cgroup subtree: %s", strerror(-r));
-                return r;
-        }
+        if (r < 0)
+                return log_error_errno(r, "cannot set up the cgroup subtree: %m");
         r = open_state(ctx);
-        if (r < 0) {
-                log_error("cannot open the state directory %s: %s", ctx->config.state_dir, strerror(-r));
-                return r;
-        }
+        if (r < 0)
+                return log_error_errno(r, "cannot open the state directory %s: %m", ctx->config.state_dir);
         probe_features(ctx);
         r = dev_template_prepare(ctx->config.state_dir, &ctx->dev_dir);
         if (r < 0)
-                log_warning("cannot prepare %s/dev (%s): each sandbox binds the host's device nodes instead, which is slower",
-                            ctx->config.state_dir, strerror(-r));
+                log_warning_errno(r, "cannot prepare %s/dev (%m): each sandbox binds the host's device nodes instead, which is slower",
+                                  ctx->config.state_dir);
         return 0;
 }
 
@@ -404,11 +397,11 @@ int lifecycle_setup(Daemon *d) {
                 return r;
         r = restore_all(ctx);
         if (r < 0)
-                log_warning("cannot read the state directory: %s", strerror(-r));
+                log_warning_errno(r, "cannot read the state directory: %m");
         r = run_log_open(ctx);
         if (r < 0)
-                log_warning("cannot open %s/runs.log: %s; runs in flight will not be reported after a crash",
-                            ctx->config.state_dir, strerror(-r));
+                log_warning_errno(r, "cannot open %s/runs.log: %m; runs in flight will not be reported after a crash",
+                                  ctx->config.state_dir);
         if ((r = sweep_setup_timer(ctx)) < 0 || (r = idle_exit_setup(&d->idle, d->manager, daemon_busy, d)) < 0)
                 return r;
         log_info("cgroup subtree %s; enforceable: memory=%s pids=%s cpu=%s", ctx->cg.base,

@@ -202,16 +202,16 @@ static int add_listeners(Manager *m, const Args *a) {
         int n = sd_listen_fds(1), r;
 
         if (n < 0)
-                return log_error("sd_listen_fds: %s", strerror(-n)), n;
+                return log_error_errno(n, "sd_listen_fds: %m");
 
         m->socket_activated = n > 0;
         for (int i = 0; i < n; i++)
                 if ((r = manager_add_listener(m, SD_LISTEN_FDS_START + i)) < 0)
-                        return log_error("cannot use socket fd %d: %s", SD_LISTEN_FDS_START + i, strerror(-r)), r;
+                        return log_error_errno(r, "cannot use socket fd %d: %m", SD_LISTEN_FDS_START + i);
         if (a->listen) {
                 int fd = listen_on(a->listen, m->ctx->config.socket_group);
                 if (fd < 0)
-                        return log_error("cannot listen on %s: %s", a->listen, strerror(-fd)), fd;
+                        return log_error_errno(fd, "cannot listen on %s: %m", a->listen);
                 if ((r = manager_add_listener(m, fd)) < 0)
                         return r;
         }
@@ -275,7 +275,7 @@ int main(int argc, char **argv) {
         r = lifecycle_new(&d, &config);
         if (r < 0) {
                 config_done(&config);
-                return log_error("cannot start: %s", strerror(-r)), 1;
+                return log_error_errno(r, "cannot start: %m"), 1;
         }
         r = add_listeners(d->manager, &args);
         if (r >= 0)
