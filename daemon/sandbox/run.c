@@ -165,7 +165,7 @@ Run *run_free(Run *r) {
         return run_free_full(r, true);
 }
 
-/* Every run is looked at, found or not, as in manager_find_sandbox(). */
+/* Every run is looked at, found or not, as in registry_find(). */
 Run *manager_find_run(Context *m, const char *id) {
         Run *found = NULL;
 

@@ -159,7 +159,7 @@ static void session_free(Session *p) {
                 sandbox_run_finished(s, NULL);
 }
 
-/* Every session is looked at, found or not, as in manager_find_sandbox(). */
+/* Every session is looked at, found or not, as in registry_find(). */
 Session *session_find(Context *m, const char *id) {
         Session *found = NULL;
 
