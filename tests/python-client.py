@@ -97,14 +97,14 @@ e = raises(lambda: c.inspect(lost_id), NotFound)
 check(e is not None, "a Sandbox whose connection closed inside its with block is destroyed through a new one")
 
 # ---- every operation of the daemon's table has its request in the package -----------------
-daemon_ops = set(re.findall(r'^\s*\{ "([a-z_.]+)", op_', open(os.path.join(TOP, "daemon/ops.c")).read(), re.M))
+daemon_ops = set(re.findall(r'^\s*\{ "([a-z_.]+)", op_', open(os.path.join(TOP, "daemon/server/ops.c")).read(), re.M))
 built = {k.op for k in (
     _ops.hello(), _ops.health(), _ops.create(), _ops.list_sandboxes(), _ops.inspect("x"), _ops.destroy("x"),
     _ops.run("x"), _ops.kill("r"), _ops.sweep(), _ops.pty_open("x"), _ops.pty_write("s"),
     _ops.pty_resize("s", 1, 1), _ops.pty_signal("s", "INT"), _ops.pty_close("s"), _ops.pty_attach("s"),
     _ops.pty_detach("s"), _ops.snapshot("x"), _ops.snapshot_list("x"), _ops.snapshot_restore("x", "s"),
     _ops.snapshot_delete("x", "s"))}
-check(len(daemon_ops) >= 20 and daemon_ops <= built, "every operation of daemon/ops.c has its request in the package",
+check(len(daemon_ops) >= 20 and daemon_ops <= built, "every operation of daemon/server/ops.c has its request in the package",
       sorted(daemon_ops - built))
 
 # ---- the sans-io wire (no daemon): framing and routing ----------------------------------

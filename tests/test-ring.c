@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* Unit tests for daemon/ring.c: a session's output ring, its sequence numbers and its marks. */
+/* Unit tests for daemon/core/ring.c: a session's output ring, its sequence numbers and its marks. */
 #include "tap.h"
 #include "ring.h"
 

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Fuzz target for what sandboxd does with the bytes a client sends, up to dispatch: framing
  * through a LineBuffer in chunks of varying size, strict decoding, the envelope, the daemon's own
- * field table of "run" (the largest; daemon/request-fields.c) and its typed getters, and the reply.
+ * field table of "run" (the largest; daemon/core/request-fields.c) and its typed getters, and the reply.
  *
  * Beyond "no crash, no leak", it checks three properties and aborts when one breaks:
  *  - the LineBuffer yields the same lines as a plain split on '\n' would, whatever the chunking;

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* Tries one thing that the run filter (daemon/syscall-filter.c) refuses, and prints "blocked ENAME" or
+/* Tries one thing that the run filter (daemon/exec/syscall-filter.c) refuses, and prints "blocked ENAME" or
  * "allowed". Where it can, it calls with arguments the kernel itself would reject with another
  * errno (EFAULT, EINVAL, ENOTTY), so that EPERM can only have come from the filter, as
  * bubblewrap's tests/try-syscall.c does. Linked statically: it runs inside the sandbox. */
