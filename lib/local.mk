@@ -4,7 +4,9 @@ lib_libsbxcommon_la_SOURCES = \
 	lib/macro.h \
 	lib/util.c lib/util.h \
 	lib/json-check.c lib/json-check.h \
-	lib/proto.c lib/proto.h
+	lib/proto.c lib/proto.h \
+	lib/fdpass.c lib/fdpass.h \
+	lib/file-proto.c lib/file-proto.h
 lib_libsbxcommon_la_CFLAGS = $(AM_CFLAGS) $(JSONC_CFLAGS) -fPIC
 lib_libsbxcommon_la_LIBADD = $(JSONC_LIBS)
 

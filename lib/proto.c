@@ -25,6 +25,7 @@ static const char *const error_codes[_SBX_E_MAX] = {
         [SBX_E_INTERNAL] = "internal",
         [SBX_E_SESSION_LOST] = "session_lost",
         [SBX_E_TEARDOWN_STUCK] = "teardown_stuck",
+        [SBX_E_NO_SPACE] = "no_space",
 };
 
 const char *sbx_error_code_to_string(SbxErrorCode code) {

@@ -30,6 +30,7 @@ typedef enum SbxErrorCode {
         SBX_E_INTERNAL,
         SBX_E_SESSION_LOST,
         SBX_E_TEARDOWN_STUCK,
+        SBX_E_NO_SPACE, /* the sandbox's disk is full (ENOSPC, EDQUOT): file operations */
         _SBX_E_MAX,
 } SbxErrorCode;
 

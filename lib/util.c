@@ -230,37 +230,69 @@ char *base64_encode(const void *data, size_t len) {
         return out;
 }
 
-static int b64_value(char c) {
-        const char *p = c ? strchr(b64_alphabet, c) : NULL;
-        return p ? (int) (p - b64_alphabet) : -1;
+/* The value of a byte of the alphabet, -1 for every other byte ('=' included). Arithmetic, not
+ * strchr(): a file transfer decodes megabytes through it, and lib/ keeps no table to set up. */
+static inline int b64_value(unsigned char c) {
+        if (c >= 'A' && c <= 'Z')
+                return c - 'A';
+        if (c >= 'a' && c <= 'z')
+                return c - 'a' + 26;
+        if (c >= '0' && c <= '9')
+                return c - '0' + 52;
+        return c == '+' ? 62 : c == '/' ? 63 : -1;
+}
+
+size_t base64_decoded_max(size_t len) {
+        return len / 4 * 3;
+}
+
+int base64_decode_into(const char *s, size_t len, void *buf, size_t size, size_t *ret_len) {
+        const unsigned char *in = (const unsigned char *) s;
+        unsigned char *out = buf;
+        size_t n = 0;
+
+        if (len % 4 != 0)
+                return -EINVAL;
+        for (size_t i = 0; i < len; i += 4) {
+                int v[4];
+                bool last = i + 4 == len;
+                for (int k = 0; k < 4; k++) {
+                        v[k] = b64_value(in[i + k]);
+                        if (v[k] < 0 && !(last && k >= 2 && in[i + k] == '='))
+                                return -EINVAL;
+                }
+                if (v[2] < 0 && v[3] >= 0)
+                        return -EINVAL;
+                /* Canonical only (RFC 4648 3.5): the bits the padding drops must be zero, so
+                 * that one byte string has one encoding (a chunk cannot smuggle two readings). */
+                if ((v[2] < 0 && (v[1] & 0x0f)) || (v[2] >= 0 && v[3] < 0 && (v[2] & 0x03)))
+                        return -EINVAL;
+                size_t k = v[2] < 0 ? 1 : v[3] < 0 ? 2 : 3;
+                if (n + k > size)
+                        return -ENOBUFS;
+                uint32_t x = (uint32_t) v[0] << 18 | (uint32_t) v[1] << 12 |
+                             (uint32_t) (v[2] < 0 ? 0 : v[2]) << 6 | (uint32_t) (v[3] < 0 ? 0 : v[3]);
+                out[n++] = (unsigned char) (x >> 16);
+                if (k >= 2)
+                        out[n++] = (unsigned char) (x >> 8);
+                if (k == 3)
+                        out[n++] = (unsigned char) x;
+        }
+        *ret_len = n;
+        return 0;
 }
 
 int base64_decode(const char *s, size_t len, void **ret, size_t *ret_len) {
         if (len % 4 != 0)
                 return -EINVAL;
-        _cleanup_free_ unsigned char *out = malloc(len / 4 * 3 + 1);
-        size_t n = 0;
+        _cleanup_free_ unsigned char *out = malloc(base64_decoded_max(len) + 1);
+        size_t n;
 
         if (!out)
                 return -ENOMEM;
-        for (size_t i = 0; i < len; i += 4) {
-                int v[4];
-                bool last = i + 4 == len;
-                for (int k = 0; k < 4; k++) {
-                        v[k] = b64_value(s[i + k]);
-                        if (v[k] < 0 && !(last && k >= 2 && s[i + k] == '='))
-                                return -EINVAL;
-                }
-                if (v[2] < 0 && v[3] >= 0)
-                        return -EINVAL;
-                uint32_t x = (uint32_t) v[0] << 18 | (uint32_t) v[1] << 12 |
-                             (uint32_t) (v[2] < 0 ? 0 : v[2]) << 6 | (uint32_t) (v[3] < 0 ? 0 : v[3]);
-                out[n++] = (unsigned char) (x >> 16);
-                if (v[2] >= 0)
-                        out[n++] = (unsigned char) (x >> 8);
-                if (v[3] >= 0)
-                        out[n++] = (unsigned char) x;
-        }
+        int r = base64_decode_into(s, len, out, base64_decoded_max(len), &n);
+        if (r < 0)
+                return r;
         *ret = TAKE_PTR(out);
         *ret_len = n;
         return 0;

@@ -15,6 +15,16 @@ tests_test_proto_SOURCES = tests/test-proto.c tests/tap.h
 tests_test_proto_CFLAGS = $(UNIT_CFLAGS)
 tests_test_proto_LDADD = $(UNIT_LDADD)
 
+## fd passing and the file transfers' wire format (docs/design/files.md).
+check_PROGRAMS += tests/test-fdpass tests/test-file-proto
+TESTS += tests/test-fdpass tests/test-file-proto
+tests_test_fdpass_SOURCES = tests/test-fdpass.c tests/tap.h
+tests_test_fdpass_CFLAGS = $(UNIT_CFLAGS)
+tests_test_fdpass_LDADD = $(UNIT_LDADD)
+tests_test_file_proto_SOURCES = tests/test-file-proto.c tests/tap.h
+tests_test_file_proto_CFLAGS = $(UNIT_CFLAGS)
+tests_test_file_proto_LDADD = $(UNIT_LDADD)
+
 ## The run helper's parent check, with the daemon's spawn code compiled in.
 check_PROGRAMS += tests/test-spawn
 TESTS += tests/test-spawn

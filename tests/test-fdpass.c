@@ -1,0 +1,219 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Unit tests for lib/fdpass.c: a line and its fds over a socketpair, CLOEXEC on arrival, the
+ * truncated control message closed whole, the per-connection queue, and the type check of every
+ * kind of fd a client could send (docs/design/files.md, section 4). */
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "fdpass.h"
+#include "macro.h"
+#include "tap.h"
+
+/* How many fds this process has open (by /proc/self/fd): a leak shows as a difference. */
+static int count_open_fds(void) {
+        int n = 0;
+        for (int fd = 0; fd < 1024; fd++)
+                if (fcntl(fd, F_GETFD) >= 0)
+                        n++;
+        return n;
+}
+
+static void test_send_recv(void) {
+        int sp[2], p[2], fds[SBX_FDS_PER_MESSAGE];
+        char buf[64];
+        size_t n = 99;
+
+        if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp) < 0 || pipe2(p, O_CLOEXEC) < 0) {
+                ok(false, "socketpair/pipe: %m");
+                return;
+        }
+        const char line[] = "{\"id\":1,\"op\":\"file.write\",\"fds\":1,\"fd\":0}\n";
+        is_int(sbx_fds_send(sp[0], line, strlen(line), &p[0], 1), 0, "sbx_fds_send of a line with one fd");
+        ssize_t k = sbx_fds_recv(sp[1], buf, sizeof(buf), 0, fds, SBX_FDS_PER_MESSAGE, &n);
+        ok(k == (ssize_t) strlen(line) && memcmp(buf, line, (size_t) k) == 0, "the line arrives whole");
+        is_int((long long) n, 1, "with one fd");
+        ok(n == 1 && fcntl(fds[0], F_GETFD) == FD_CLOEXEC, "the received fd is O_CLOEXEC from birth (MSG_CMSG_CLOEXEC)");
+        if (n == 1) {
+                /* It is the pipe's read end: what goes into the write end comes out of it. */
+                ok(write(p[1], "x", 1) == 1 && read(fds[0], buf, 1) == 1 && buf[0] == 'x',
+                   "the received fd is the pipe's read end");
+                safe_close(fds[0]);
+        }
+
+        const char plain[] = "{\"id\":2,\"op\":\"hello\"}\n";
+        n = 99;
+        ok(sbx_fds_send(sp[0], plain, strlen(plain), NULL, 0) == 0 &&
+           sbx_fds_recv(sp[1], buf, sizeof(buf), 0, fds, SBX_FDS_PER_MESSAGE, &n) == (ssize_t) strlen(plain) && n == 0,
+           "a line sent without fds arrives with none");
+        is_int(sbx_fds_send(sp[0], plain, strlen(plain), p, SBX_FDS_PER_MESSAGE + 1), -EINVAL,
+               "sbx_fds_send refuses more than %d fds", SBX_FDS_PER_MESSAGE);
+        is_int(sbx_fds_send(sp[0], "", 0, p, 1), -EINVAL, "sbx_fds_send refuses fds without a byte to carry them");
+        safe_close(p[0]);
+        safe_close(p[1]);
+        safe_close(sp[0]);
+        safe_close(sp[1]);
+}
+
+/* More fds than the receiver's buffer: the kernel sets MSG_CTRUNC and drops the rest; what did
+ * arrive must be closed, not handed out (their pairing with lines is lost). */
+static void test_truncated(void) {
+        int sp[2], many[SBX_FDS_PER_MESSAGE], got[SBX_FDS_PER_MESSAGE];
+        char buf[16];
+        size_t n = 99;
+
+        if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp) < 0) {
+                ok(false, "socketpair: %m");
+                return;
+        }
+        for (int i = 0; i < SBX_FDS_PER_MESSAGE; i++)
+                many[i] = open("/dev/null", O_RDONLY | O_CLOEXEC);
+        int before = count_open_fds();
+        ok(sbx_fds_send(sp[0], "x\n", 2, many, SBX_FDS_PER_MESSAGE) == 0, "8 fds sent with a line");
+        is_int(sbx_fds_recv(sp[1], buf, sizeof(buf), 0, got, 2, &n), -EMSGSIZE,
+               "received with room for 2: -EMSGSIZE (more fds than the receiver takes)");
+        is_int(count_open_fds(), before, "every fd that arrived was closed (the fd count is as before)");
+        is_int((long long) n, 99, "and no count is handed out");
+
+        /* A real MSG_CTRUNC: a control buffer of the kernel's own sizing is bypassed by sending
+         * more fds than SBX_FDS_PER_MESSAGE by hand. */
+        int fds16[16];
+        for (int i = 0; i < 16; i++)
+                fds16[i] = many[i % SBX_FDS_PER_MESSAGE];
+        union {
+                struct cmsghdr align;
+                char b[CMSG_SPACE(sizeof(fds16))];
+        } control = {};
+        struct iovec iov = { .iov_base = (void *) "y\n", .iov_len = 2 };
+        struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = control.b,
+                             .msg_controllen = sizeof(control.b) };
+        struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+        c->cmsg_level = SOL_SOCKET;
+        c->cmsg_type = SCM_RIGHTS;
+        c->cmsg_len = CMSG_LEN(sizeof(fds16));
+        memcpy(CMSG_DATA(c), fds16, sizeof(fds16));
+        ok(sendmsg(sp[0], &mh, MSG_NOSIGNAL) == 2, "16 fds sent in one message by hand");
+        before = count_open_fds();
+        is_int(sbx_fds_recv(sp[1], buf, sizeof(buf), 0, got, SBX_FDS_PER_MESSAGE, &n), -EMSGSIZE,
+               "16 fds into a buffer of 8: MSG_CTRUNC is -EMSGSIZE");
+        is_int(count_open_fds(), before, "the 8 that arrived were closed");
+
+        sbx_fds_close(many, SBX_FDS_PER_MESSAGE);
+        ok(many[0] == -EBADF && many[7] == -EBADF, "sbx_fds_close sets each fd to -EBADF");
+        safe_close(sp[0]);
+        safe_close(sp[1]);
+}
+
+static void test_queue(void) {
+        SbxFdQueue q;
+        int a[3], got[3];
+
+        sbx_fd_queue_init(&q);
+        int before = count_open_fds();
+        for (int i = 0; i < 3; i++)
+                a[i] = open("/dev/null", O_RDONLY | O_CLOEXEC);
+        ok(sbx_fd_queue_push(&q, a, 3) == 0 && q.n == 3, "three fds queued");
+        ok(sbx_fd_queue_take(&q, 2, got) == 0 && got[0] == a[0] && got[1] == a[1] && q.n == 1,
+           "a line claiming 2 takes the oldest two");
+        sbx_fds_close(got, 2);
+        is_int(sbx_fd_queue_take(&q, 2, got), -ENXIO, "a line claiming 2 with 1 queued is -ENXIO");
+        ok(q.n == 0, "... and the queue is emptied");
+        is_int(count_open_fds(), before, "... and the fd it held is closed");
+
+        int many[SBX_FDS_PER_CONNECTION + 1];
+        for (int i = 0; i < SBX_FDS_PER_CONNECTION + 1; i++)
+                many[i] = open("/dev/null", O_RDONLY | O_CLOEXEC);
+        ok(sbx_fd_queue_push(&q, many, SBX_FDS_PER_CONNECTION) == 0, "%d fds fit the queue", SBX_FDS_PER_CONNECTION);
+        is_int(sbx_fd_queue_push(&q, many + SBX_FDS_PER_CONNECTION, 1), -EMFILE, "one more is -EMFILE");
+        ok(q.n == 0 && count_open_fds() == before, "... and the queue and the extra fd are all closed");
+
+        for (int i = 0; i < 2; i++)
+                a[i] = open("/dev/null", O_RDONLY | O_CLOEXEC);
+        (void) sbx_fd_queue_push(&q, a, 2);
+        is_int((long long) sbx_fd_queue_clear(&q), 2, "a line that did not parse: the 2 queued fds are closed");
+        is_int(count_open_fds(), before, "... none left open");
+}
+
+static void check_refused(int fd, unsigned allow, const char *want, const char *what) {
+        const char *reason = NULL;
+        int r = sbx_fd_check(fd, allow, &reason);
+        ok(r < 0 && reason && strcmp(reason, want) == 0, "%s is refused: %s", what, want);
+        if (r >= 0 || !reason || strcmp(reason, want) != 0)
+                diag("got %d, '%s'", r, reason ? reason : "(null)");
+}
+
+static void test_check(void) {
+        char tmpl[] = "/tmp/test-fdpass.XXXXXX";
+        int p[2], sp[2];
+        const char *reason = NULL;
+
+        int file = mkstemp(tmpl);
+        if (file < 0 || pipe2(p, O_CLOEXEC) < 0 || socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp) < 0) {
+                ok(false, "setup: %m");
+                return;
+        }
+        int wronly = open(tmpl, O_WRONLY | O_CLOEXEC);
+        int rdonly = open(tmpl, O_RDONLY | O_CLOEXEC);
+        int opath = open(tmpl, O_PATH | O_CLOEXEC);
+        int dir = open("/tmp", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        int dir_path = open("/tmp", O_PATH | O_DIRECTORY | O_CLOEXEC);
+        int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+        int ns = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
+        int memfd = (int) syscall(SYS_memfd_create, "test-fdpass", MFD_CLOEXEC);
+        unlink(tmpl);
+
+        is_int(sbx_fd_check(file, SBX_FD_FILE_SOURCE, &reason), SBX_FD_REGULAR, "a regular file opened O_RDWR is a source");
+        is_int(sbx_fd_check(file, SBX_FD_FILE_SINK, &reason), SBX_FD_REGULAR, "... and a sink");
+        is_int(sbx_fd_check(rdonly, SBX_FD_FILE_SOURCE, &reason), SBX_FD_REGULAR, "O_RDONLY is a source");
+        check_refused(rdonly, SBX_FD_FILE_SINK, "is not open for writing", "O_RDONLY as a sink");
+        is_int(sbx_fd_check(wronly, SBX_FD_FILE_SINK, &reason), SBX_FD_REGULAR, "O_WRONLY is a sink");
+        check_refused(wronly, SBX_FD_FILE_SOURCE, "is not open for reading", "O_WRONLY as a source");
+        is_int(sbx_fd_check(p[0], SBX_FD_FILE_SOURCE, &reason), SBX_FD_PIPE, "a pipe's read end is a source");
+        is_int(sbx_fd_check(p[1], SBX_FD_FILE_SINK, &reason), SBX_FD_PIPE, "a pipe's write end is a sink");
+        check_refused(p[0], SBX_FD_FILE_SINK, "is not open for writing", "a pipe's read end as a sink");
+        if (memfd >= 0)
+                is_int(sbx_fd_check(memfd, SBX_FD_FILE_SOURCE, &reason), SBX_FD_REGULAR, "a memfd is a regular file");
+        check_refused(opath, SBX_FD_FILE_SOURCE | SBX_FD_SOCKET | SBX_FD_CHAR, "is opened O_PATH", "an O_PATH file");
+        check_refused(dir_path, SBX_FD_FILE_SOURCE, "is opened O_PATH", "an O_PATH directory");
+        check_refused(dir, SBX_FD_FILE_SOURCE | SBX_FD_SOCKET | SBX_FD_CHAR, "is a directory",
+                      "a directory, whatever is allowed");
+        check_refused(sp[0], SBX_FD_FILE_SOURCE, "is a socket", "a socket where none is asked for");
+        is_int(sbx_fd_check(sp[0], SBX_FD_SOCKET | SBX_FD_READ, &reason), SBX_FD_SOCKET,
+               "a socket where the field asks for one (OCI stdio)");
+        check_refused(null, SBX_FD_FILE_SOURCE, "is a character device", "/dev/null for a file op");
+        is_int(sbx_fd_check(null, SBX_FD_CHAR | SBX_FD_WRITE, &reason), SBX_FD_CHAR, "a character device where asked");
+        if (ns >= 0)
+                check_refused(ns, SBX_FD_FILE_SOURCE, "is a namespace, pidfd or other kernel object, not a file",
+                              "a network namespace fd (nsfs, S_IFREG to fstat)");
+        else
+                ok(true, "# SKIP /proc/self/ns/net cannot be opened here");
+        int pidfd = (int) syscall(SYS_pidfd_open, getpid(), 0);
+        if (pidfd >= 0)
+                check_refused(pidfd, SBX_FD_FILE_SOURCE, "is a namespace, pidfd or other kernel object, not a file",
+                              "a pidfd");
+        else
+                ok(true, "# SKIP pidfd_open: %s", strerror(errno));
+        int closed = dup(null);
+        safe_close(closed);
+        check_refused(closed, SBX_FD_FILE_SOURCE, "is not open", "a closed fd");
+
+        int fds[] = { file, wronly, rdonly, opath, dir, dir_path, null, ns, memfd, pidfd, p[0], p[1], sp[0], sp[1] };
+        sbx_fds_close(fds, ELEMENTSOF(fds));
+}
+
+int main(void) {
+        test_send_recv();
+        test_truncated();
+        test_queue();
+        test_check();
+        return done_testing();
+}
