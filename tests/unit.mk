@@ -25,6 +25,13 @@ tests_test_file_proto_SOURCES = tests/test-file-proto.c tests/tap.h
 tests_test_file_proto_CFLAGS = $(UNIT_CFLAGS)
 tests_test_file_proto_LDADD = $(UNIT_LDADD)
 
+## libsandbox's file calls against a stand-in daemon (a forked child speaking the design).
+check_PROGRAMS += tests/test-client-file
+TESTS += tests/test-client-file
+tests_test_client_file_SOURCES = tests/test-client-file.c tests/tap.h
+tests_test_client_file_CFLAGS = $(UNIT_CFLAGS)
+tests_test_client_file_LDADD = lib/libsandbox.la $(UNIT_LDADD)
+
 ## The run helper's parent check, with the daemon's spawn code compiled in.
 check_PROGRAMS += tests/test-spawn
 TESTS += tests/test-spawn
