@@ -33,7 +33,8 @@ const Verb verb_cp = {
                 "  cp ./src SBX:/work/src     a tree in (made when missing, else copied into it)\n"
                 "  cp SBX:/work/out .         a file or tree out, into the current directory\n"
                 "  cp ./src/. SBX:/work/dst   the contents of a directory, not the directory\n"
-                "  tar -c . | cp - SBX:/work/dst    cp SBX:/work/dst - | tar -t\n"
+                "  tar cf - . | sandboxctl cp - SBX:/work/dst     (a tar stream in)\n"
+                "  sandboxctl cp SBX:/work/dst - | tar tf -       (a tar stream out)\n"
                 "A DST that ends in / must be an existing directory. A progress bar is drawn on a\n"
                 "terminal (stderr). Trees go through tar(1) on the host side.\n",
         .failure_status = EXIT_FAILURE,
