@@ -127,31 +127,63 @@ void sbx_fd_queue_init(SbxFdQueue *q) {
 
 size_t sbx_fd_queue_clear(SbxFdQueue *q) {
         size_t n = q->n;
-        sbx_fds_close(q->fds, q->n);
+        for (size_t i = 0; i < q->n; i++)
+                safe_close(q->e[i].fd);
         q->n = 0;
         return n;
 }
 
-int sbx_fd_queue_push(SbxFdQueue *q, const int *fds, size_t n) {
+int sbx_fd_queue_push(SbxFdQueue *q, const int *fds, size_t n, uint64_t at) {
         if (n > SBX_FDS_PER_CONNECTION - q->n) {
                 for (size_t i = 0; i < n; i++)
                         safe_close(fds[i]);
                 sbx_fd_queue_clear(q);
                 return -EMFILE;
         }
-        memcpy(q->fds + q->n, fds, n * sizeof(int));
-        q->n += n;
+        for (size_t i = 0; i < n; i++) {
+                q->e[q->n].fd = fds[i];
+                q->e[q->n].at = at;
+                q->n++;
+        }
         return 0;
 }
 
-int sbx_fd_queue_take(SbxFdQueue *q, size_t n, int *ret) {
-        if (n > q->n) {
-                sbx_fd_queue_clear(q);
-                return -ENXIO;
+/* Entries are in arrival order, so offsets never decrease: the owned ones are a prefix. */
+static size_t owned_prefix(const SbxFdQueue *q, uint64_t end) {
+        size_t k = 0;
+        while (k < q->n && q->e[k].at <= end)
+                k++;
+        return k;
+}
+
+static void queue_remove_prefix(SbxFdQueue *q, size_t k, bool close_them) {
+        for (size_t i = 0; close_them && i < k; i++)
+                safe_close(q->e[i].fd);
+        memmove(q->e, q->e + k, (q->n - k) * sizeof(q->e[0]));
+        q->n -= k;
+}
+
+size_t sbx_fd_queue_drop_until(SbxFdQueue *q, uint64_t end) {
+        size_t k = owned_prefix(q, end);
+        queue_remove_prefix(q, k, true);
+        return k;
+}
+
+int sbx_fd_queue_take_line(SbxFdQueue *q, uint64_t line_end, int *ret, size_t max, size_t *ret_n) {
+        size_t k = owned_prefix(q, line_end);
+
+        if (k > 0 && q->e[0].at != q->e[k - 1].at) {
+                queue_remove_prefix(q, k, true);
+                return -EPROTO;
         }
-        memcpy(ret, q->fds, n * sizeof(int));
-        memmove(q->fds, q->fds + n, (q->n - n) * sizeof(int));
-        q->n -= n;
+        if (k > max) {
+                queue_remove_prefix(q, k, true);
+                return -EMSGSIZE;
+        }
+        for (size_t i = 0; i < k; i++)
+                ret[i] = q->e[i].fd;
+        queue_remove_prefix(q, k, false);
+        *ret_n = k;
         return 0;
 }
 

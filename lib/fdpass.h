@@ -7,6 +7,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 /* What one message may carry (the receiver's control buffer holds this many: more is
@@ -30,22 +31,39 @@ ssize_t sbx_fds_recv(int sock, void *buf, size_t size, int flags, int *fds, size
 /* Closes n fds (those >= 0) and sets each to -EBADF. */
 void sbx_fds_close(int *fds, size_t n);
 
-/* ---- The fds a connection received and no line has claimed yet ------------------------- */
+/* ---- The fds a connection received, until the line they came with is complete ----------
+ *
+ * Which line fds belong to: Linux's stream socket delivers the fds of a sendmsg() with the
+ * bytes of that sendmsg's first buffer, and one recvmsg() that returns them may also return
+ * bytes sent before (by sendmsg()s without fds) but never bytes sent after: it stops there. So
+ * the last byte a recvmsg() returned with fds is a byte of the sendmsg that carried them. A
+ * client sends a line that claims fds in one sendmsg() of that line alone (sbx_fds_send()), so
+ * the fds belong to **the line that holds the last byte received with them**. The queue keeps
+ * each fd with that byte's stream offset (LineBuffer's committed count, less one); a line
+ * ending at offset E owns what arrived at offsets up to E (earlier lines took theirs). */
 
 typedef struct SbxFdQueue {
-        int fds[SBX_FDS_PER_CONNECTION];
+        struct {
+                int fd;
+                uint64_t at; /* stream offset of the last byte received with it */
+        } e[SBX_FDS_PER_CONNECTION];
         size_t n;
 } SbxFdQueue;
 
 void sbx_fd_queue_init(SbxFdQueue *q);
-/* Appends n fds, taking them; -EMFILE when they would pass the cap: then the queue and these fds
- * are all closed (what the design says a connection over its cap gets). */
-int sbx_fd_queue_push(SbxFdQueue *q, const int *fds, size_t n);
-/* Takes the first n fds (oldest first) into ret[]: 0, or -ENXIO when fewer than n are queued,
- * in which case everything queued is closed (the line that claimed them is refused). */
-int sbx_fd_queue_take(SbxFdQueue *q, size_t n, int *ret);
-/* Closes everything queued: a line that did not parse, or one that claimed none while some
- * were queued. Returns how many were closed. */
+/* Queues n fds (taking them) that came with a recvmsg() whose last byte is at stream offset at.
+ * -EMFILE when they would pass the cap: then the queue and these fds are all closed (what the
+ * design says a connection over its cap gets). */
+int sbx_fd_queue_push(SbxFdQueue *q, const int *fds, size_t n, uint64_t at);
+/* Takes the fds owned by the line whose '\n' is at stream offset line_end (LineBuffer's
+ * line_end) into ret[] (room for max): 0 and their count (0 for a line that came without any).
+ * -EPROTO when they came in more than one message (a line's fds come in one sendmsg), -EMSGSIZE
+ * when more than max: both close them. The caller compares the count with the line's "fds". */
+int sbx_fd_queue_take_line(SbxFdQueue *q, uint64_t line_end, int *ret, size_t max, size_t *ret_n);
+/* Closes the fds owned by lines up to offset end (an over-long line skipped: LineBuffer's
+ * discarded_end). Returns how many. */
+size_t sbx_fd_queue_drop_until(SbxFdQueue *q, uint64_t end);
+/* Closes everything queued. Returns how many were closed. */
 size_t sbx_fd_queue_clear(SbxFdQueue *q);
 
 /* ---- The type check ---------------------------------------------------------------------- */

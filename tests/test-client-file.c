@@ -67,9 +67,9 @@ static json_object *fake_line(Fake *f) {
                 ssize_t k = sbx_fds_recv(f->fd, p, avail, 0, fds, SBX_FDS_PER_MESSAGE, &n_fds);
                 if (k <= 0)
                         return NULL;
-                if (sbx_fd_queue_push(&f->fds, fds, n_fds) < 0)
-                        _exit(6);
                 line_buffer_commit(&f->in, (size_t) k);
+                if (n_fds > 0 && sbx_fd_queue_push(&f->fds, fds, n_fds, f->in.committed - 1) < 0)
+                        _exit(6);
         }
 }
 
@@ -145,13 +145,15 @@ static void fake_write_chunks(Fake *f, json_object *req) {
 static void fake_write_fd(Fake *f, json_object *req) {
         json_object *v;
         int fd = -EBADF;
+        size_t n = 0;
         const char *reason = "none";
         unsigned char buf[65536];
         uint64_t h = 1469598103934665603u, total = 0;
 
         if (!json_object_object_get_ex(req, "fds", &v) || json_object_get_int(v) != 1 ||
             !json_object_object_get_ex(req, "fd", &v) || json_object_get_int(v) != 0 ||
-            sbx_fd_queue_take(&f->fds, 1, &fd) < 0 || sbx_fd_check(fd, SBX_FD_FILE_SOURCE, &reason) < 0) {
+            sbx_fd_queue_take_line(&f->fds, f->in.line_end, &fd, 1, &n) < 0 || n != 1 ||
+            sbx_fd_check(fd, SBX_FD_FILE_SOURCE, &reason) < 0) {
                 ProtoError e;
                 proto_error_set(&e, SBX_E_INVALID_REQUEST, "fd", "fd %s", reason);
                 fake_send(f, reply_error(req, &e));

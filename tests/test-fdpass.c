@@ -17,6 +17,7 @@
 
 #include "fdpass.h"
 #include "macro.h"
+#include "proto.h"
 #include "tap.h"
 
 /* How many fds this process has open (by /proc/self/fd): a leak shows as a difference. */
@@ -115,32 +116,105 @@ static void test_truncated(void) {
 
 static void test_queue(void) {
         SbxFdQueue q;
-        int a[3], got[3];
+        int a[3], got[SBX_FDS_PER_MESSAGE];
+        size_t n = 99;
 
         sbx_fd_queue_init(&q);
         int before = count_open_fds();
         for (int i = 0; i < 3; i++)
                 a[i] = open("/dev/null", O_RDONLY | O_CLOEXEC);
-        ok(sbx_fd_queue_push(&q, a, 3) == 0 && q.n == 3, "three fds queued");
-        ok(sbx_fd_queue_take(&q, 2, got) == 0 && got[0] == a[0] && got[1] == a[1] && q.n == 1,
-           "a line claiming 2 takes the oldest two");
-        sbx_fds_close(got, 2);
-        is_int(sbx_fd_queue_take(&q, 2, got), -ENXIO, "a line claiming 2 with 1 queued is -ENXIO");
-        ok(q.n == 0, "... and the queue is emptied");
-        is_int(count_open_fds(), before, "... and the fd it held is closed");
+        ok(sbx_fd_queue_push(&q, a, 2, 40) == 0 && sbx_fd_queue_push(&q, a + 2, 1, 90) == 0 && q.n == 3,
+           "two fds that came with byte 40, one with byte 90");
+        ok(sbx_fd_queue_take_line(&q, 10, got, SBX_FDS_PER_MESSAGE, &n) == 0 && n == 0 && q.n == 3,
+           "a line ending at 10 owns none of them");
+        ok(sbx_fd_queue_take_line(&q, 50, got, SBX_FDS_PER_MESSAGE, &n) == 0 && n == 2 && got[0] == a[0] &&
+           got[1] == a[1] && q.n == 1, "the line ending at 50 (holding byte 40) owns the first two");
+        sbx_fds_close(got, n);
+        ok(sbx_fd_queue_take_line(&q, 90, got, SBX_FDS_PER_MESSAGE, &n) == 0 && n == 1 && got[0] == a[2] && q.n == 0,
+           "a line ending at 90 owns the one that came with byte 90");
+        sbx_fds_close(got, n);
+
+        for (int i = 0; i < 3; i++)
+                a[i] = open("/dev/null", O_RDONLY | O_CLOEXEC);
+        (void) sbx_fd_queue_push(&q, a, 1, 5);
+        (void) sbx_fd_queue_push(&q, a + 1, 2, 8);
+        is_int(sbx_fd_queue_take_line(&q, 20, got, SBX_FDS_PER_MESSAGE, &n), -EPROTO,
+               "a line whose fds came in two messages is -EPROTO");
+        ok(q.n == 0 && count_open_fds() == before, "... and all three are closed");
+        for (int i = 0; i < 3; i++)
+                a[i] = open("/dev/null", O_RDONLY | O_CLOEXEC);
+        (void) sbx_fd_queue_push(&q, a, 3, 5);
+        is_int(sbx_fd_queue_take_line(&q, 20, got, 2, &n), -EMSGSIZE, "3 fds for a line that may take 2: -EMSGSIZE");
+        ok(q.n == 0 && count_open_fds() == before, "... all closed");
 
         int many[SBX_FDS_PER_CONNECTION + 1];
         for (int i = 0; i < SBX_FDS_PER_CONNECTION + 1; i++)
                 many[i] = open("/dev/null", O_RDONLY | O_CLOEXEC);
-        ok(sbx_fd_queue_push(&q, many, SBX_FDS_PER_CONNECTION) == 0, "%d fds fit the queue", SBX_FDS_PER_CONNECTION);
-        is_int(sbx_fd_queue_push(&q, many + SBX_FDS_PER_CONNECTION, 1), -EMFILE, "one more is -EMFILE");
+        ok(sbx_fd_queue_push(&q, many, SBX_FDS_PER_CONNECTION, 1) == 0, "%d fds fit the queue", SBX_FDS_PER_CONNECTION);
+        is_int(sbx_fd_queue_push(&q, many + SBX_FDS_PER_CONNECTION, 1, 2), -EMFILE, "one more is -EMFILE");
         ok(q.n == 0 && count_open_fds() == before, "... and the queue and the extra fd are all closed");
 
-        for (int i = 0; i < 2; i++)
+        for (int i = 0; i < 3; i++)
                 a[i] = open("/dev/null", O_RDONLY | O_CLOEXEC);
-        (void) sbx_fd_queue_push(&q, a, 2);
-        is_int((long long) sbx_fd_queue_clear(&q), 2, "a line that did not parse: the 2 queued fds are closed");
+        (void) sbx_fd_queue_push(&q, a, 2, 30);
+        (void) sbx_fd_queue_push(&q, a + 2, 1, 70);
+        is_int((long long) sbx_fd_queue_drop_until(&q, 60), 2, "an over-long line skipped up to 60: its 2 fds are closed");
+        is_int((long long) sbx_fd_queue_clear(&q), 1, "clear closes the rest");
         is_int(count_open_fds(), before, "... none left open");
+}
+
+/* What the kernel really does with lines sent one sendmsg each, some with fds, read by one
+ * connection as the daemon reads it (a LineBuffer, recvmsg into it): each line gets exactly the
+ * fds of its own sendmsg, although a recvmsg returns the fds together with earlier lines' bytes. */
+static void test_lines_and_fds(void) {
+        static const char *const lines[] = { "{\"a\":1}\n", "{\"b\":2,\"fds\":1}\n", "{\"c\":3}\n",
+                                             "{\"d\":4}\n", "{\"e\":5,\"fds\":2}\n", "{\"f\":6}\n" };
+        static const size_t want[] = { 0, 1, 0, 0, 2, 0 };
+        int sp[2], p[2], got[SBX_FDS_PER_MESSAGE];
+        SbxFdQueue q;
+        LineBuffer b;
+        size_t seen = 0;
+        bool all = true;
+
+        int before = count_open_fds();
+        if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp) < 0 || pipe2(p, O_CLOEXEC) < 0) {
+                ok(false, "socketpair: %m");
+                return;
+        }
+        for (size_t i = 0; i < ELEMENTSOF(lines); i++)
+                (void) sbx_fds_send(sp[0], lines[i], strlen(lines[i]), p, want[i]);
+        safe_close(sp[0]);
+        sbx_fd_queue_init(&q);
+        line_buffer_init(&b, 1024);
+        for (;;) {
+                char *ptr, *line;
+                size_t avail, len, n_fds = 0, n = 0;
+                int fds[SBX_FDS_PER_MESSAGE];
+                if (line_buffer_reserve(&b, 4096, &ptr, &avail) < 0)
+                        break;
+                ssize_t k = sbx_fds_recv(sp[1], ptr, avail, 0, fds, SBX_FDS_PER_MESSAGE, &n_fds);
+                if (k <= 0)
+                        break;
+                line_buffer_commit(&b, (size_t) k);
+                if (n_fds > 0 && sbx_fd_queue_push(&q, fds, n_fds, b.committed - 1) < 0)
+                        all = false;
+                while (line_buffer_next(&b, &line, &len) > 0) {
+                        if (seen >= ELEMENTSOF(lines) ||
+                            sbx_fd_queue_take_line(&q, b.line_end, got, SBX_FDS_PER_MESSAGE, &n) < 0 || n != want[seen]) {
+                                diag("line %zu '%s': %zu fds, want %zu", seen, line, n, seen < ELEMENTSOF(want) ? want[seen] : 0);
+                                all = false;
+                        }
+                        sbx_fds_close(got, n);
+                        seen++;
+                }
+        }
+        ok(all && seen == ELEMENTSOF(lines), "6 lines, each with exactly the fds its own sendmsg carried (0 1 0 0 2 0)");
+        ok(q.n == 0, "none left in the queue");
+        safe_close(sp[1]);
+        line_buffer_done(&b);
+        safe_close(p[0]);
+        safe_close(p[1]);
+        is_int(count_open_fds(), before, "no fd leaked");
 }
 
 static void check_refused(int fd, unsigned allow, const char *want, const char *what) {
@@ -214,6 +288,7 @@ int main(void) {
         test_send_recv();
         test_truncated();
         test_queue();
+        test_lines_and_fds();
         test_check();
         return done_testing();
 }
