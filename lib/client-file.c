@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "client-internal.h"
+#include "fdpass.h"
 #include "file-proto.h"
 #include "macro.h"
 #include "util.h"
@@ -106,6 +107,8 @@ typedef struct ChunkedWrite {
         sbx_event_fn on_event;
         void *userdata;
         bool ready;
+        char *line; /* room for one canonical chunk line */
+        size_t line_size;
 } ChunkedWrite;
 
 /* Reads one line for this write: an event is handled (ready, ack, the rest to on_event), the
@@ -148,16 +151,28 @@ static int chunked_send_one(ChunkedWrite *cw) {
         size_t n = cw->len - cw->sent < cw->chunk_bytes ? cw->len - cw->sent : cw->chunk_bytes;
         bool eof = cw->sent + n == cw->len;
         FileChunk fc = { .seq = cw->w.next_seq, .eof = eof };
-        json_object *line;
+        int r;
 
         if (file_window_take(&cw->w, &fc, n, &err) < 0)
                 return -EPROTO;
-        line = file_chunk_new(cw->id, fc.seq, cw->data + cw->sent, n, 0, eof);
-        if (!line)
-                return -ENOMEM;
-        cw->sent += n;
-        /* The line has the write's id already: client_send_fds() keeps it. */
-        return client_send_fds(cw->c, line, NULL, 0, NULL);
+        if (cw->line && json_object_is_type(cw->id, json_type_int)) {
+                /* The canonical line, written directly (lib/file-proto.h: json-c's serialiser
+                 * is the slow part of a chunk). */
+                size_t k = file_chunk_format(cw->line, cw->line_size, json_object_get_int64(cw->id), fc.seq,
+                                             cw->data + cw->sent, n, eof);
+                if (k == 0)
+                        return -ENOBUFS;
+                r = sbx_fds_send(cw->c->fd, cw->line, k, NULL, 0);
+        } else {
+                json_object *line = file_chunk_new(cw->id, fc.seq, cw->data + cw->sent, n, 0, eof);
+                if (!line)
+                        return -ENOMEM;
+                /* The line has the write's id already: client_send_fds() keeps it. */
+                r = client_send_fds(cw->c, line, NULL, 0, NULL);
+        }
+        if (r >= 0)
+                cw->sent += n;
+        return r;
 }
 
 static int write_chunked(ChunkedWrite *cw, json_object **ret_reply) {
@@ -208,9 +223,11 @@ SBX_CLIENT_EXPORT int sbx_file_write(SbxClient *c, const char *sandbox, const ch
         r = client_send_fds(c, req, NULL, 0, &id);
         if (r < 0)
                 return r;
+        _cleanup_free_ char *line = malloc(file_line_format_max(SBX_FILE_CHUNK_BYTES));
         ChunkedWrite cw = {
                 .c = c, .id = id, .data = data, .len = len, .chunk_bytes = SBX_FILE_CHUNK_BYTES,
                 .on_event = on_event, .userdata = userdata,
+                .line = line, .line_size = line ? file_line_format_max(SBX_FILE_CHUNK_BYTES) : 0,
         };
         file_window_init(&cw.w, SBX_FILE_WINDOW, len);
         return write_chunked(&cw, ret_reply);
@@ -255,21 +272,22 @@ static int write_zeros(int fd, uint64_t n) {
         return 0;
 }
 
-static int sink_data(ReadSink *s, json_object *ev) {
-        ProtoError err;
-        FileData d;
+static int sink_data(ReadSink *s, const FileData *d) {
         size_t n;
 
-        if (file_data_event_parse(ev, &d, &err) < 0 || d.offset < s->start)
+        if (d->offset < s->start)
                 return -EBADMSG;
-        if (base64_decode_into(d.data, d.data_len, s->buf, SBX_FILE_CHUNK_BYTES, &n) < 0)
+        if (base64_decode_into(d->data, d->data_len, s->buf, SBX_FILE_CHUNK_BYTES, &n) < 0)
                 return -EBADMSG;
-        uint64_t at = d.offset - s->start;
+        uint64_t at = d->offset - s->start;
         if (s->seekable) {
                 for (size_t done = 0; done < n;) {
                         ssize_t k = pwrite(s->fd, s->buf + done, n - done, s->base + (off_t) (at + done));
-                        if (k < 0)
-                                return errno == EINTR ? 0 : -errno;
+                        if (k < 0) {
+                                if (errno == EINTR)
+                                        continue;
+                                return -errno;
+                        }
                         done += (size_t) k;
                 }
         } else {
@@ -289,8 +307,13 @@ static int on_read_event(json_object *ev, void *userdata) {
         ReadSink *s = userdata;
         json_object *kind;
 
-        if (json_object_object_get_ex(ev, "event", &kind) && strcmp(json_object_get_string(kind), "data") == 0)
-                return sink_data(s, ev);
+        if (json_object_object_get_ex(ev, "event", &kind) && strcmp(json_object_get_string(kind), "data") == 0) {
+                FileData d;
+                ProtoError err;
+                if (file_data_event_parse(ev, &d, &err) < 0)
+                        return -EBADMSG;
+                return sink_data(s, &d);
+        }
         return s->on_event ? s->on_event(ev, s->userdata) : 0;
 }
 
@@ -310,6 +333,49 @@ static int sink_finish(ReadSink *s, json_object *reply) {
         if (st.st_size < s->base + bytes && ftruncate(s->fd, s->base + bytes) < 0)
                 return -errno;
         return 0;
+}
+
+/* Sends the read and takes its lines: data events in the canonical form are scanned without
+ * json-c (lib/file-proto.h), every other line is parsed as usual. */
+static int read_events(SbxClient *c, json_object *req, ReadSink *s, json_object **ret_reply) {
+        _cleanup_json_ json_object *id = NULL;
+        int r;
+
+        if (!req)
+                return -ENOMEM;
+        r = client_send_fds(c, req, NULL, 0, &id);
+        if (r < 0)
+                return r;
+        bool int_id = json_object_is_type(id, json_type_int);
+        int64_t want = int_id ? json_object_get_int64(id) : 0;
+        for (;;) {
+                _cleanup_json_ json_object *msg = NULL;
+                ProtoError err;
+                char *line;
+                size_t len;
+                int64_t got;
+                FileData d;
+                json_object *ev;
+
+                if ((r = client_read_line(c, &line, &len)) < 0)
+                        return r;
+                if (int_id && file_data_event_scan(line, len, &got, &d) == 1) {
+                        if (got == want && (r = sink_data(s, &d)) < 0)
+                                return r;
+                        continue;
+                }
+                if (proto_parse_line(line, len, 64, &msg, &err) < 0)
+                        return -EBADMSG;
+                if (!client_answers(msg, id))
+                        continue;
+                if (json_object_object_get_ex(msg, "event", &ev)) {
+                        if ((r = on_read_event(msg, s)) < 0)
+                                return r;
+                        continue;
+                }
+                *ret_reply = TAKE_PTR(msg);
+                return 0;
+        }
 }
 
 static json_object *read_request(const char *op, const char *sandbox, const char *path, uint64_t offset,
@@ -340,8 +406,7 @@ SBX_CLIENT_EXPORT int sbx_file_read(SbxClient *c, const char *sandbox, const cha
         s.buf = buf;
         s.base = S_ISREG(st.st_mode) ? lseek(out_fd, 0, SEEK_CUR) : -1;
         s.seekable = s.base >= 0;
-        r = call(c, read_request("file.read", sandbox, path, offset, length, flags), NULL, 0, on_read_event, &s,
-                 ret_reply);
+        r = read_events(c, read_request("file.read", sandbox, path, offset, length, flags), &s, ret_reply);
         if (r < 0)
                 return r;
         r = sink_finish(&s, *ret_reply);

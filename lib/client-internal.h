@@ -24,3 +24,6 @@ int client_send_fds(SbxClient *c, json_object *request, const int *fds, size_t n
 bool client_answers(json_object *msg, json_object *id);
 /* Events to on_event, then the final reply of that request. */
 int client_wait_reply(SbxClient *c, json_object *id, sbx_event_fn on_event, void *userdata, json_object **ret_reply);
+/* The next line from the daemon as it came (valid until the next read), for the lines a fast
+ * path scans without json-c (lib/file-proto.h). */
+int client_read_line(SbxClient *c, char **ret_line, size_t *ret_len);

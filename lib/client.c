@@ -125,22 +125,17 @@ SBX_CLIENT_EXPORT int sbx_client_read_nowait(SbxClient *c, json_object **ret_mes
         return client_next_line(c, ret_message);
 }
 
-SBX_CLIENT_EXPORT int sbx_client_read(SbxClient *c, json_object **ret_message) {
+int client_read_line(SbxClient *c, char **ret_line, size_t *ret_len) {
         for (;;) {
-                char *line, *p;
-                size_t len, avail;
-                ProtoError err;
-                int r = line_buffer_next(&c->in, &line, &len);
+                char *p;
+                size_t avail;
+                int r = line_buffer_next(&c->in, ret_line, ret_len);
                 if (r == -E2BIG)
                         return -EMSGSIZE;
-                if (r > 0) {
-                        json_object *o = NULL;
-                        if (proto_parse_line(line, len, 64, &o, &err) < 0)
-                                return -EBADMSG;
-                        *ret_message = o;
+                if (r > 0)
                         return 0;
-                }
-                r = line_buffer_reserve(&c->in, 65536, &p, &avail);
+                /* Large reads: a file transfer's lines are about 1.4 MB each. */
+                r = line_buffer_reserve(&c->in, 256 * 1024, &p, &avail);
                 if (r < 0)
                         return r;
                 ssize_t k = recv(c->fd, p, avail, 0);
@@ -153,6 +148,21 @@ SBX_CLIENT_EXPORT int sbx_client_read(SbxClient *c, json_object **ret_message) {
                         return -ECONNRESET;
                 line_buffer_commit(&c->in, (size_t) k);
         }
+}
+
+SBX_CLIENT_EXPORT int sbx_client_read(SbxClient *c, json_object **ret_message) {
+        char *line;
+        size_t len;
+        ProtoError err;
+        json_object *o = NULL;
+        int r = client_read_line(c, &line, &len);
+
+        if (r < 0)
+                return r;
+        if (proto_parse_line(line, len, 64, &o, &err) < 0)
+                return -EBADMSG;
+        *ret_message = o;
+        return 0;
 }
 
 /* Ours, or an error the daemon could not tie to any request (invalid_json, too_large): with one

@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -260,4 +261,125 @@ int file_data_event_parse(json_object *event, FileData *ret, ProtoError *err) {
                 return proto_error_set(err, SBX_E_INVALID_REQUEST, "data", "a data event is longer than a chunk");
         *ret = f;
         return 0;
+}
+
+/* ---- The fast path ----------------------------------------------------------------------- */
+
+size_t file_line_format_max(size_t len) {
+        /* the longest fixed text, three 20-digit numbers, the data, the newline */
+        return 64 + 3 * 21 + base64_encoded_len(len) + 16;
+}
+
+static size_t format_line(char *buf, size_t size, size_t head_len, const void *data, size_t len, const char *tail) {
+        size_t tail_len = strlen(tail);
+
+        if (head_len >= size || size - head_len < base64_encoded_len(len) + tail_len)
+                return 0;
+        size_t n = head_len + base64_encode_into(data, len, buf + head_len);
+        memcpy(buf + n, tail, tail_len);
+        return n + tail_len;
+}
+
+size_t file_chunk_format(char *buf, size_t size, int64_t id, uint64_t seq, const void *data, size_t len, bool eof) {
+        int h = snprintf(buf, size, "{\"id\":%" PRId64 ",\"op\":\"file.chunk\",\"seq\":%" PRIu64 ",\"data\":\"", id, seq);
+
+        if (h < 0 || seq > INT64_MAX || len > SBX_FILE_CHUNK_BYTES)
+                return 0;
+        return format_line(buf, size, (size_t) h, data, len, eof ? "\",\"eof\":true}\n" : "\"}\n");
+}
+
+size_t file_data_event_format(char *buf, size_t size, int64_t id, uint64_t seq, uint64_t offset, const void *data,
+                              size_t len) {
+        int h = snprintf(buf, size, "{\"id\":%" PRId64 ",\"event\":\"data\",\"seq\":%" PRIu64 ",\"offset\":%" PRIu64
+                         ",\"data\":\"", id, seq, offset);
+
+        if (h < 0 || seq > INT64_MAX || offset > INT64_MAX || len > SBX_FILE_CHUNK_BYTES)
+                return 0;
+        return format_line(buf, size, (size_t) h, data, len, "\"}\n");
+}
+
+/* A literal at *p. */
+static bool scan_lit(const char **p, const char *end, const char *lit) {
+        size_t n = strlen(lit);
+        if ((size_t) (end - *p) < n || memcmp(*p, lit, n) != 0)
+                return false;
+        *p += n;
+        return true;
+}
+
+/* A JSON integer as json-c reads it into an int64: -?(0|[1-9][0-9]*), no overflow. */
+static bool scan_int(const char **p, const char *end, bool allow_negative, int64_t *ret) {
+        const char *s = *p;
+        bool neg = false;
+        uint64_t v = 0;
+
+        if (allow_negative && s < end && *s == '-') {
+                neg = true;
+                s++;
+        }
+        if (s >= end || *s < '0' || *s > '9' || (*s == '0' && s + 1 < end && s[1] >= '0' && s[1] <= '9'))
+                return false;
+        for (; s < end && *s >= '0' && *s <= '9'; s++) {
+                if (v > (UINT64_C(1) << 63) / 10)
+                        return false;
+                v = v * 10 + (uint64_t) (*s - '0');
+                if (v > (uint64_t) INT64_MAX + (neg ? 1 : 0))
+                        return false;
+        }
+        if (neg && v == 0)
+                return false; /* "-0": leave it to the general path */
+        *ret = neg ? (int64_t) (0 - v) : (int64_t) v;
+        *p = s;
+        return true;
+}
+
+/* "<data>" without an escape, at most a chunk's worth. Its bytes are not checked here: the
+ * base64 decoder refuses anything outside its alphabet, and a line whose data does not decode
+ * is parsed again the general way for its exact error (a raw control byte is invalid_json
+ * there). One memchr() each instead of a test per byte: this is what keeps the scan fast. */
+static bool scan_data(const char **p, const char *end, const char **ret, size_t *ret_len) {
+        const char *s = *p, *q = memchr(s, '"', (size_t) (end - s));
+
+        if (!q || (size_t) (q - s) > CHUNK_BASE64_MAX || memchr(s, '\\', (size_t) (q - s)))
+                return false;
+        *ret = s;
+        *ret_len = (size_t) (q - s);
+        *p = q + 1;
+        return true;
+}
+
+int file_chunk_scan(const char *line, size_t len, int64_t *ret_id, FileChunk *ret) {
+        const char *p = line, *end = line + len;
+        FileChunk c = {};
+        int64_t id, seq;
+
+        if (!scan_lit(&p, end, "{\"id\":") || !scan_int(&p, end, true, &id) ||
+            !scan_lit(&p, end, ",\"op\":\"file.chunk\",\"seq\":") || !scan_int(&p, end, false, &seq) ||
+            !scan_lit(&p, end, ",\"data\":\"") || !scan_data(&p, end, &c.data, &c.data_len))
+                return 0;
+        c.eof = scan_lit(&p, end, ",\"eof\":true");
+        if (!scan_lit(&p, end, "}") || p != end)
+                return 0;
+        c.seq = (uint64_t) seq;
+        *ret_id = id;
+        *ret = c;
+        return 1;
+}
+
+int file_data_event_scan(const char *line, size_t len, int64_t *ret_id, FileData *ret) {
+        const char *p = line, *end = line + len;
+        FileData d = {};
+        int64_t id, seq, offset;
+
+        if (!scan_lit(&p, end, "{\"id\":") || !scan_int(&p, end, true, &id) ||
+            !scan_lit(&p, end, ",\"event\":\"data\",\"seq\":") || !scan_int(&p, end, false, &seq) ||
+            !scan_lit(&p, end, ",\"offset\":") || !scan_int(&p, end, false, &offset) ||
+            !scan_lit(&p, end, ",\"data\":\"") || !scan_data(&p, end, &d.data, &d.data_len) ||
+            !scan_lit(&p, end, "}") || p != end)
+                return 0;
+        d.seq = (uint64_t) seq;
+        d.offset = (uint64_t) offset;
+        *ret_id = id;
+        *ret = d;
+        return 1;
 }

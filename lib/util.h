@@ -31,6 +31,11 @@ size_t utf8_incomplete_tail(const char *s, size_t len);
 
 /* Standard base64 (RFC 4648) with padding; returns a malloc'ed NUL-terminated string. */
 char *base64_encode(const void *data, size_t len);
+/* The same into out (room for base64_encoded_len(len) bytes; no NUL added); returns the length. */
+size_t base64_encode_into(const void *data, size_t len, char *out);
+static inline size_t base64_encoded_len(size_t len) {
+        return (len + 2) / 3 * 4;
+}
 /* Decodes standard base64 (padding required, no whitespace, canonical: the bits padding drops
  * are zero); -EINVAL on bad input. */
 int base64_decode(const char *s, size_t len, void **ret, size_t *ret_len);

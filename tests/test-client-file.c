@@ -32,6 +32,7 @@ typedef struct Fake {
         int fd;
         LineBuffer in;
         SbxFdQueue fds;
+        bool last_canonical; /* the last line was a file.chunk line in the canonical form */
 } Fake;
 
 static uint64_t checksum(const unsigned char *p, size_t n) {
@@ -58,6 +59,9 @@ static json_object *fake_line(Fake *f) {
                 ProtoError err;
                 json_object *o = NULL;
                 if (line_buffer_next(&f->in, &line, &len) > 0) {
+                        int64_t id;
+                        FileChunk c;
+                        f->last_canonical = file_chunk_scan(line, len, &id, &c) == 1;
                         if (proto_parse_line(line, len, SBX_MAX_DEPTH, &o, &err) < 0)
                                 _exit(4);
                         return o;
@@ -88,7 +92,7 @@ static json_object *reply_error(json_object *req, const ProtoError *e) {
 static void fake_write_chunks(Fake *f, json_object *req) {
         json_object *id, *sz;
         unsigned char *buf = malloc(FAKE_CHUNK), *all = NULL;
-        size_t total = 0;
+        size_t total = 0, canonical = 0;
         FileWindow w;
         ProtoError err = {};
 
@@ -113,6 +117,7 @@ static void fake_write_chunks(Fake *f, json_object *req) {
                                 free(all);
                                 return;
                         }
+                        canonical += f->last_canonical;
                         all = realloc(all, total + n + 1);
                         memcpy(all + total, buf, n);
                         total += n;
@@ -137,6 +142,7 @@ static void fake_write_chunks(Fake *f, json_object *req) {
         json_object_object_add(r, "bytes", json_object_new_int64((int64_t) total));
         json_object_object_add(r, "sum", json_object_new_int64((int64_t) checksum(all, total)));
         json_object_object_add(r, "chunks", json_object_new_int64((int64_t) w.next_seq));
+        json_object_object_add(r, "canonical", json_object_new_int64((int64_t) canonical));
         fake_send(f, r);
         free(buf);
         free(all);
@@ -182,7 +188,11 @@ static void fake_read(Fake *f, json_object *req) {
         json_object_object_add(sz, "size", json_object_new_int(100000));
         fake_send(f, sz);
         fake_send(f, file_data_event_new(id, 0, 0, a, sizeof(a)));
-        fake_send(f, file_data_event_new(id, 1, 70000, b, sizeof(b)));
+        /* The second one in the canonical form (the daemon's fast path), the first through json-c. */
+        char line[256];
+        size_t n = file_data_event_format(line, sizeof(line), json_object_get_int64(id), 1, 70000, b, sizeof(b));
+        if (n == 0 || write_all(f->fd, line, n) < 0)
+                _exit(7);
         json_object *r = reply_ok(req);
         json_object_object_add(r, "bytes", json_object_new_int(100000));
         json_object_object_add(r, "changed", json_object_new_boolean(false));
@@ -240,6 +250,7 @@ static void test_write(SbxClient *c) {
         is_int(member_int(reply, "bytes"), (long long) len, "every byte arrived");
         is_int(member_int(reply, "sum"), (int64_t) checksum(data, len), "in order, unchanged");
         is_int(member_int(reply, "chunks"), 6, "in chunks of the daemon's 64 KiB, not the client's 1 MiB");
+        is_int(member_int(reply, "canonical"), 6, "each a line in the canonical form (written without json-c)");
         json_object_put(reply);
         reply = NULL;
 

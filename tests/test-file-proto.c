@@ -208,11 +208,93 @@ static void test_data_events(void) {
         ok(file_data_event_parse(bad, &d, &err) < 0, "a data event without offset is refused");
 }
 
+/* The canonical lines: written directly, scanned back, the same as the general path reads them;
+ * every other form is left to the general path (0), never misread. */
+static void test_fast_path(void) {
+        unsigned char data[3000];
+        size_t size = file_line_format_max(sizeof(data));
+        _cleanup_free_ char *buf = malloc(size);
+        ProtoError err = {};
+        FileChunk c, g;
+        FileData d, gd;
+        int64_t id = 0;
+
+        for (size_t i = 0; i < sizeof(data); i++)
+                data[i] = (unsigned char) (i * 13 + 7);
+        size_t n = file_chunk_format(buf, size, -42, 17, data, sizeof(data), true);
+        ok(n > 0 && buf[n - 1] == '\n', "file_chunk_format writes one line");
+        _cleanup_json_ json_object *parsed = NULL;
+        ok(proto_parse_line(buf, n - 1, SBX_MAX_DEPTH, &parsed, &err) == 0 && file_chunk_parse(parsed, &g, &err) == 0,
+           "it is strict JSON and a valid file.chunk line for the general path");
+        ok(file_chunk_scan(buf, n - 1, &id, &c) == 1 && id == -42 && c.seq == 17 && c.eof && c.data_len == g.data_len &&
+           memcmp(c.data, g.data, g.data_len) == 0 && c.seq == g.seq && c.eof == g.eof,
+           "file_chunk_scan reads it as the general path does (id -42, seq 17, eof, the same data)");
+        unsigned char back[3000];
+        size_t m = 0;
+        ok(file_chunk_decode(&c, back, sizeof(back), &m, &err) == 0 && m == sizeof(data) && memcmp(back, data, m) == 0,
+           "its data decodes to the 3000 bytes");
+        is_int((long long) file_chunk_format(buf, n - 1, -42, 17, data, sizeof(data), true), 0,
+               "a buffer one byte short: 0, nothing claimed written");
+
+        n = file_chunk_format(buf, size, 5, 0, "", 0, false);
+        ok(n > 0 && file_chunk_scan(buf, n - 1, &id, &c) == 1 && c.data_len == 0 && !c.eof,
+           "an empty chunk without eof scans too");
+
+        static const char *const misses[] = {
+                "{\"id\":1,\"op\":\"file.chunk\",\"seq\":0,\"data\":\"Zg==\",\"eof\":false}",
+                "{\"id\": 1,\"op\":\"file.chunk\",\"seq\":0,\"data\":\"Zg==\"}",
+                "{\"op\":\"file.chunk\",\"id\":1,\"seq\":0,\"data\":\"Zg==\"}",
+                "{\"id\":1,\"op\":\"file.chunk\",\"seq\":0,\"data\":\"Z\\/==\"}",
+                "{\"id\":\"a\",\"op\":\"file.chunk\",\"seq\":0,\"data\":\"Zg==\"}",
+                "{\"id\":1,\"op\":\"file.chunk\",\"seq\":01,\"data\":\"Zg==\"}",
+                "{\"id\":-0,\"op\":\"file.chunk\",\"seq\":0,\"data\":\"Zg==\"}",
+                "{\"id\":1,\"op\":\"file.chunk\",\"seq\":0,\"data\":\"Zg==\"} ",
+                "{\"id\":1,\"op\":\"file.chunk\",\"seq\":0,\"data\":\"Zg==\"",
+                "{\"id\":1,\"op\":\"file.chunk\",\"seq\":0,\"data\":\"Zg==\"}}",
+                "{\"id\":1,\"op\":\"file.chunk\",\"seq\":-1,\"data\":\"Zg==\"}",
+                "{\"id\":1,\"op\":\"file.chunk\",\"seq\":9223372036854775808,\"data\":\"Zg==\"}",
+                "{\"id\":99999999999999999999,\"op\":\"file.chunk\",\"seq\":0,\"data\":\"Zg==\"}",
+                "{\"id\":1,\"op\":\"file.chunk\",\"seq\":0,\"data\":\"Zg==\",\"zeros\":4}",
+                "{\"id\":1.0,\"op\":\"file.chunk\",\"seq\":0,\"data\":\"Zg==\"}",
+        };
+        bool all = true;
+        for (size_t i = 0; i < ELEMENTSOF(misses); i++)
+                if (file_chunk_scan(misses[i], strlen(misses[i]), &id, &c) != 0) {
+                        diag("scanned: %s", misses[i]);
+                        all = false;
+                }
+        ok(all, "%zu lines not in the canonical form (eof false, a space, key order, an escape, a string id, "
+                "a leading zero, -0, trailing bytes, a missing brace, negative or too large numbers, "
+                "zeros, 1.0) are left to the general path", ELEMENTSOF(misses));
+        const char *bad = "{\"id\":1,\"op\":\"file.chunk\",\"seq\":0,\"data\":\"Zg\x01=\"}";
+        ok(file_chunk_scan(bad, strlen(bad), &id, &c) == 1 && file_chunk_decode(&c, back, sizeof(back), &m, &err) < 0,
+           "a raw control byte in data scans, and the decoder refuses it (the general path then says invalid_json)");
+        _cleanup_json_ json_object *bad_parsed = NULL;
+        ok(proto_parse_line(bad, strlen(bad), SBX_MAX_DEPTH, &bad_parsed, &err) < 0 && err.code == SBX_E_INVALID_JSON,
+           "... which it does");
+        const char *max = "{\"id\":9223372036854775807,\"op\":\"file.chunk\",\"seq\":9223372036854775807,\"data\":\"\"}";
+        ok(file_chunk_scan(max, strlen(max), &id, &c) == 1 && id == INT64_MAX && c.seq == INT64_MAX,
+           "the largest id and seq scan");
+        const char *min = "{\"id\":-9223372036854775808,\"op\":\"file.chunk\",\"seq\":0,\"data\":\"\"}";
+        ok(file_chunk_scan(min, strlen(min), &id, &c) == 1 && id == INT64_MIN, "the smallest id scans");
+
+        n = file_data_event_format(buf, size, 9, 4, (uint64_t) 1 << 40, data, 100);
+        _cleanup_json_ json_object *ev = NULL;
+        ok(n > 0 && proto_parse_line(buf, n - 1, SBX_MAX_DEPTH, &ev, &err) == 0 && file_data_event_parse(ev, &gd, &err) == 0,
+           "file_data_event_format writes a strict, valid data event");
+        ok(file_data_event_scan(buf, n - 1, &id, &d) == 1 && id == 9 && d.seq == 4 && d.offset == (uint64_t) 1 << 40 &&
+           d.data_len == gd.data_len && memcmp(d.data, gd.data, d.data_len) == 0,
+           "file_data_event_scan reads it as the general path does");
+        const char *ev_miss = "{\"id\":9,\"event\":\"data\",\"offset\":0,\"seq\":4,\"data\":\"\"}";
+        is_int(file_data_event_scan(ev_miss, strlen(ev_miss), &id, &d), 0, "a data event in another key order: 0");
+}
+
 int main(void) {
         test_paths();
         test_modes();
         test_chunks();
         test_window();
         test_data_events();
+        test_fast_path();
         return done_testing();
 }
