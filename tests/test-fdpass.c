@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -276,6 +277,24 @@ static void test_check(void) {
                               "a pidfd");
         else
                 ok(true, "# SKIP pidfd_open: %s", strerror(errno));
+        int ev = eventfd(0, EFD_CLOEXEC);
+        if (ev >= 0)
+                check_refused(ev, SBX_FD_FILE_SOURCE | SBX_FD_SOCKET | SBX_FD_CHAR,
+                              "is a namespace, pidfd or other kernel object, not a file",
+                              "an eventfd (an anon inode without a file type), whatever is allowed");
+        safe_close(ev);
+        char fifo[] = "/tmp/test-fdpass-fifo.XXXXXX";
+        int tmpfd = mkstemp(fifo);
+        safe_close(tmpfd);
+        unlink(fifo);
+        if (mkfifo(fifo, 0600) == 0) {
+                int f = open(fifo, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+                is_int(sbx_fd_check(f, SBX_FD_FILE_SOURCE, &reason), SBX_FD_PIPE, "a FIFO opened by path is a pipe");
+                check_refused(f, SBX_FD_REGULAR | SBX_FD_READ, "is a pipe", "a FIFO where only a regular file is allowed");
+                safe_close(f);
+                unlink(fifo);
+        } else
+                ok(true, "# SKIP mkfifo: %s", strerror(errno));
         int closed = dup(null);
         safe_close(closed);
         check_refused(closed, SBX_FD_FILE_SOURCE, "is not open", "a closed fd");
