@@ -10,28 +10,37 @@
 ## the daemon's folders come before lib/ (lib/sandbox.h is the client library's header).
 DAEMON_INCLUDES = -I$(top_srcdir)/daemon/server -I$(top_srcdir)/daemon/sandbox \
 	-I$(top_srcdir)/daemon/host -I$(top_srcdir)/daemon/core -I$(top_srcdir)/daemon/exec
-sbin_PROGRAMS += daemon/sandboxd
-daemon_sandboxd_SOURCES = \
-	daemon/server/main.c \
+## Every daemon source but main.c, built once: sandboxd and the unit tests (tests/unit.mk) link it.
+noinst_LTLIBRARIES += daemon/libsandboxd.la
+daemon_libsandboxd_la_SOURCES = \
+	daemon/sandbox/context.c daemon/sandbox/context.h \
+	daemon/sandbox/registry.c daemon/sandbox/registry.h \
+	daemon/server/lifecycle.c daemon/server/lifecycle.h \
 	daemon/core/conf.c daemon/core/conf.h \
 	daemon/core/log.c daemon/core/log.h \
+	daemon/core/reply.c daemon/core/reply.h \
 	daemon/server/manager.c daemon/server/manager.h \
 	daemon/server/connection.c daemon/server/connection.h \
 	daemon/server/ops.c daemon/server/ops.h daemon/core/request-fields.c daemon/core/request-fields.h \
 	daemon/server/op-hello.c daemon/server/op-sandbox.c daemon/server/op-run.c daemon/server/op-pty.c daemon/server/op-snapshot.c \
 	daemon/host/cgroup.c daemon/host/cgroup.h daemon/host/cgroup-limits.c \
 	daemon/sandbox/sandbox.c daemon/sandbox/sandbox.h \
+	daemon/sandbox/sandbox-request.c \
+	daemon/sandbox/sandbox-init.c \
+	daemon/sandbox/sandbox-teardown.c \
 	daemon/exec/sandbox-setup.c \
 	daemon/host/dev-template.c daemon/host/dev-template.h \
 	daemon/exec/spawn.c daemon/exec/spawn.h \
 	daemon/exec/identity.c daemon/exec/identity.h \
 	daemon/exec/syscall-filter.c daemon/exec/syscall-filter.h \
 	daemon/sandbox/run.c daemon/sandbox/run.h \
+	daemon/sandbox/launch.c daemon/sandbox/launch.h \
+	daemon/sandbox/run-spec.c daemon/sandbox/run-spec.h \
 	daemon/exec/run-exec.c daemon/exec/run-exec.h \
 	daemon/sandbox/pool.c daemon/sandbox/pool.h \
 	daemon/host/netns-pool.c daemon/host/netns-pool.h \
 	daemon/core/output.c daemon/core/output.h \
-	daemon/sandbox/pty.c daemon/sandbox/pty.h \
+	daemon/sandbox/session.c daemon/sandbox/session.h \
 	daemon/core/ring.c daemon/core/ring.h \
 	daemon/exec/rm-rf.c daemon/exec/rm-rf.h daemon/host/remove-async.c daemon/host/remove-async.h \
 	daemon/sandbox/state.c daemon/sandbox/state.h \
@@ -42,8 +51,14 @@ daemon_sandboxd_SOURCES = \
 	daemon/host/copy-tree.c daemon/host/copy-tree.h \
 	daemon/sandbox/snapshot.c daemon/sandbox/snapshot.h \
 	daemon/sandbox/snapshot-job.c daemon/sandbox/snapshot-job.h
+daemon_libsandboxd_la_CPPFLAGS = $(DAEMON_INCLUDES) $(AM_CPPFLAGS) -DLIBEXECDIR=\"$(libexecdir)\"
+daemon_libsandboxd_la_CFLAGS = $(AM_CFLAGS) $(SYSTEMD_CFLAGS) $(JSONC_CFLAGS) $(CGROUP_CFLAGS) $(SECCOMP_CFLAGS)
+DAEMON_LIBS = daemon/libsandboxd.la lib/libsbxcommon.la $(SYSTEMD_LIBS) $(JSONC_LIBS) $(CGROUP_LIBS) $(SECCOMP_LIBS)
+
+sbin_PROGRAMS += daemon/sandboxd
+daemon_sandboxd_SOURCES = daemon/server/main.c
 daemon_sandboxd_CFLAGS = $(AM_CFLAGS) $(SYSTEMD_CFLAGS) $(JSONC_CFLAGS) $(CGROUP_CFLAGS) $(SECCOMP_CFLAGS)
-daemon_sandboxd_LDADD = lib/libsbxcommon.la $(SYSTEMD_LIBS) $(JSONC_LIBS) $(CGROUP_LIBS) $(SECCOMP_LIBS)
+daemon_sandboxd_LDADD = $(DAEMON_LIBS)
 
 ## The configuration file, every key commented out at its default (sandboxd.conf(5)). Installed
 ## only where none is: `make install` never replaces an administrator's file, and uninstall

@@ -1,6 +1,6 @@
 ## examples/: two small clients of sandboxd, built and run by `make check` (tests/t-examples.sh).
-## run-command.c uses libsandbox; run_command.py speaks the wire protocol with the standard
-## library only. Neither is installed: they are for reading and copying.
+## run-command.c uses libsandbox; run_command.py the sandboxd Python package (python/).
+## Neither is installed: they are for reading and copying.
 check_PROGRAMS += examples/c/run-command
 examples_c_run_command_SOURCES = examples/c/run-command.c
 examples_c_run_command_CFLAGS = $(AM_CFLAGS) $(JSONC_CFLAGS)

@@ -1,7 +1,7 @@
 #!/bin/bash
-# Builds the Debian packages (sandboxd, libsandbox0, libsandbox-dev) from this tree, in a copy
-# made of the files git knows (tracked, and untracked but not ignored: uncommitted edits are in,
-# build directories are out), then runs lintian on them.
+# Builds the Debian packages (sandboxd, libsandbox0, libsandbox-dev, python3-sandboxd) from this
+# tree, in a copy made of the files git knows (tracked, and untracked but not ignored: uncommitted
+# edits are in, build directories are out), then runs lintian on them.
 #
 #   scripts/build-deb.sh [OUTDIR]      (default OUTDIR: ./deb-out)
 #

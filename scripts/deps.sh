@@ -17,6 +17,11 @@ packages=(
 	systemd jq python3 procps psmisc util-linux iproute2 tmux man-db bash-completion
 	# the README's raw protocol example
 	socat
+	# the Python package: mypy for t-python-types.sh; pip, setuptools and wheel for t-python.sh's
+	# `pip install ./python`
+	mypy python3-pip python3-setuptools python3-wheel
+	# the Debian packages (scripts/build-deb.sh), python3-sandboxd with pybuild
+	debhelper dpkg-dev dh-python python3-all pybuild-plugin-pyproject
 	# the peer that `make bench` measures beside sandboxd (docs/performance.md)
 	bubblewrap
 	# the real-systemd VM: qemu (TCG), a Debian kernel and busybox for the initramfs; the VM

@@ -20,6 +20,8 @@ INTEGRATION_TESTS = \
 	tests/t-signals.sh \
 	tests/t-protocol.sh \
 	tests/t-pty.sh \
+	tests/t-python.sh \
+	tests/t-python-types.sh \
 	tests/t-restart.sh \
 	tests/t-run.sh \
 	tests/t-shell.sh \
@@ -34,7 +36,7 @@ TESTS += $(INTEGRATION_TESTS)
 check_PROGRAMS += tests/fuse-hang
 tests_fuse_hang_SOURCES = tests/fuse-hang.c
 tests_fuse_hang_CFLAGS = $(WARN_CFLAGS)
-EXTRA_DIST += $(INTEGRATION_TESTS) tests/lib.sh tests/client.py tests/ptyclient.py
+EXTRA_DIST += $(INTEGRATION_TESTS) tests/lib.sh tests/client.py tests/ptyclient.py tests/python-client.py
 
 ## t-v1.sh checks what the others may have done to the cgroup v1 hierarchies: it runs after them,
 ## also under make -j.

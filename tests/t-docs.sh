@@ -27,7 +27,7 @@ for o in $("$SANDBOXD" --help | grep -oE -- '--[a-z][a-z-]*' | sort -u); do
         check "sandboxd(8) documents $o" grep -q -- "$(printf '%s' "$o" | sed 's/-/\\\\-/g')" "$MAN/sandboxd.8"
 done
 
-for op in $(sed -n 's/^ *{ "\([a-z_]*\)", op_.*/\1/p' "$top_srcdir/daemon/server/ops.c"); do
+for op in $(sed -n 's/^ *{ "\([a-z_.]*\)", op_.*/\1/p' "$top_srcdir/daemon/server/ops.c"); do
         check "sandboxd-protocol(7) documents the $op operation" grep -qx "\\.B $op" "$MAN/sandboxd-protocol.7"
         check "docs/protocol.md documents the $op operation" grep -q "^### \`$op\`" "$top_srcdir/docs/protocol.md"
 done

@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: LGPL-2.1-or-later
 # The examples (examples/c/run-command.c on libsandbox, examples/python/run_command.py on the
-# standard library) against a private daemon: each creates a sandbox, prints the "started" event
+# sandboxd package, python/) against a private daemon: each creates a sandbox, prints the "started" event
 # before the result, runs `echo hello` with its output streamed (a command that waits for the test
 # to see its first line proves the output arrives while it runs), passes a failing exit code on,
 # destroys its sandbox, and

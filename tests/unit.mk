@@ -109,3 +109,38 @@ tests_test_copy_tree_SOURCES = tests/test-copy-tree.c tests/tap.h daemon/host/co
 tests_test_copy_tree_CPPFLAGS = $(DAEMON_INCLUDES) $(AM_CPPFLAGS)
 tests_test_copy_tree_CFLAGS = $(UNIT_CFLAGS)
 tests_test_copy_tree_LDADD = $(UNIT_LDADD)
+
+## The reply/close rules (daemon/core/reply.h): a fake sink, then a connection on a socketpair
+## with its event loop and nothing else of the daemon.
+check_PROGRAMS += tests/test-reply
+TESTS += tests/test-reply
+tests_test_reply_SOURCES = tests/test-reply.c tests/tap.h daemon/core/reply.c daemon/core/reply.h \
+	daemon/server/connection.c daemon/server/connection.h daemon/core/log.c daemon/core/log.h
+tests_test_reply_CPPFLAGS = $(DAEMON_INCLUDES) $(AM_CPPFLAGS)
+tests_test_reply_CFLAGS = $(UNIT_CFLAGS) $(SYSTEMD_CFLAGS)
+tests_test_reply_LDADD = $(UNIT_LDADD) $(SYSTEMD_LIBS)
+## The daemon's modules on a Context and a Registry, without sockets: they link
+## daemon/libsandboxd.la, every daemon source but main.c.
+DAEMON_UNIT_CPPFLAGS = $(DAEMON_INCLUDES) $(AM_CPPFLAGS) -DLIBEXECDIR=\"$(libexecdir)\"
+DAEMON_UNIT_CFLAGS = $(AM_CFLAGS) $(SYSTEMD_CFLAGS) $(JSONC_CFLAGS) $(CGROUP_CFLAGS) $(SECCOMP_CFLAGS)
+
+check_PROGRAMS += tests/test-registry
+TESTS += tests/test-registry
+tests_test_registry_SOURCES = tests/test-registry.c tests/tap.h
+tests_test_registry_CPPFLAGS = $(DAEMON_UNIT_CPPFLAGS)
+tests_test_registry_CFLAGS = $(DAEMON_UNIT_CFLAGS)
+tests_test_registry_LDADD = $(DAEMON_LIBS)
+
+check_PROGRAMS += tests/test-sandbox
+TESTS += tests/test-sandbox
+tests_test_sandbox_SOURCES = tests/test-sandbox.c tests/daemon-fixture.h tests/tap.h
+tests_test_sandbox_CPPFLAGS = $(DAEMON_UNIT_CPPFLAGS)
+tests_test_sandbox_CFLAGS = $(DAEMON_UNIT_CFLAGS)
+tests_test_sandbox_LDADD = $(DAEMON_LIBS)
+
+check_PROGRAMS += tests/test-pool
+TESTS += tests/test-pool
+tests_test_pool_SOURCES = tests/test-pool.c tests/daemon-fixture.h tests/tap.h
+tests_test_pool_CPPFLAGS = $(DAEMON_UNIT_CPPFLAGS)
+tests_test_pool_CFLAGS = $(DAEMON_UNIT_CFLAGS)
+tests_test_pool_LDADD = $(DAEMON_LIBS)

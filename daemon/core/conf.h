@@ -44,7 +44,7 @@ typedef struct Config {
          * per SWEEP_BYTES_PER_FILE of it (sweep.c). */
         uint64_t files_budget, default_files, max_files, min_free_files;
         uint64_t idle_exit_usec;        /* socket-activated daemon exits when idle this long */
-        /* Interactive sessions (pty.c). */
+        /* Interactive sessions (session.c). */
         uint64_t session_ring_bytes;         /* output kept per session for reattaching */
         uint64_t session_idle_timeout_usec;  /* unattached this long: closed; 0: never */
         uint64_t max_sessions_per_uid;
@@ -62,3 +62,11 @@ int config_load(Config *c, const char *path, bool must_exist, char **ret_error);
  * bind an existing directory of root_dir, without a symlink in its path, and no kernel interface
  * (procfs, sysfs, ...). Errors name the key and the entry in *ret_error (malloc'ed). */
 int config_check_root(const Config *c, char **ret_error);
+
+/* A file (inode) limit not set where the byte limit is: one file per this many bytes of it. */
+#define SWEEP_BYTES_PER_FILE 4096
+
+/* A byte limit's file limit when none is set: 0 (none) stays 0, a small one is at least 1. */
+static inline uint64_t config_files_for_bytes(uint64_t bytes) {
+        return bytes == 0 ? 0 : bytes < SWEEP_BYTES_PER_FILE ? 1 : bytes / SWEEP_BYTES_PER_FILE;
+}

@@ -140,7 +140,7 @@ typedef struct RunParams {
         bool rl_cpu_set, rl_nproc_set, rl_as_set, rl_nofile_set;
         uint64_t reset_signals; /* bit n-1: signal n is ignored in the daemon; the command resets it */
         bool reset_oom_score;   /* the daemon's oom_score_adj is negative: the helper sets 0 */
-        pid_t parent;           /* the daemon, whose death must end the helper (run_params_guard) */
+        pid_t parent;           /* the daemon, whose death must end the helper (launch_params_guard) */
         bool direct;        /* the helper is in the sandbox's pid namespace and becomes the command */
         const SeccompProgram *filter; /* compiled once by the daemon */
 } RunParams;

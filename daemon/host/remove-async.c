@@ -7,7 +7,6 @@
 
 #include "log.h"
 #include "macro.h"
-#include "manager.h"
 #include "remove-async.h"
 #include "rm-rf.h"
 #include "run-exec.h"
@@ -22,11 +21,11 @@ static int on_remover_exit(sd_event_source *src, const siginfo_t *si, void *user
         return 0;
 }
 
-int remove_async(Manager *m, int dir_fd, const char *name) {
+int remove_async(sd_event *event, int run_helper_fd, int dir_fd, const char *name) {
         sd_event_source *src = NULL;
         int pidfd = -EBADF, r;
         char *tag;
-        pid_t pid = m->run_helper_fd >= 0 ? run_exec_rm(m->run_helper_fd, dir_fd, name, &pidfd) : clone3_pidfd(0, -1, &pidfd);
+        pid_t pid = run_helper_fd >= 0 ? run_exec_rm(run_helper_fd, dir_fd, name, &pidfd) : clone3_pidfd(0, -1, &pidfd);
 
         if (pid == 0) {
                 int keep[] = { 2, dir_fd };
@@ -39,7 +38,7 @@ int remove_async(Manager *m, int dir_fd, const char *name) {
                 return pid;
         }
         tag = strdup(name);
-        r = sd_event_add_child_pidfd(m->event, &src, pidfd, WEXITED, on_remover_exit, tag);
+        r = sd_event_add_child_pidfd(event, &src, pidfd, WEXITED, on_remover_exit, tag);
         if (r < 0) {
                 free(tag);
                 close(pidfd);

@@ -18,7 +18,6 @@
 #include "disk-usage.h"
 #include "log.h"
 #include "macro.h"
-#include "manager.h"
 #include "spawn.h"
 #include "sweep-walk.h"
 #include "util.h"
@@ -227,35 +226,34 @@ static int on_walk_timeout(sd_event_source *src, uint64_t usec, void *userdata) 
 }
 
 static int walk_watch(SweepWalk *w) {
-        Manager *m = w->manager;
-        int r = sd_event_add_child_pidfd(m->event, &w->child_source, w->pidfd, WEXITED, on_walk_exit, w);
+        int r = sd_event_add_child_pidfd(w->event, &w->child_source, w->pidfd, WEXITED, on_walk_exit, w);
         if (r >= 0)
-                r = sd_event_add_io(m->event, &w->io_source, w->fd, EPOLLIN, on_walk_io, w);
+                r = sd_event_add_io(w->event, &w->io_source, w->fd, EPOLLIN, on_walk_io, w);
         if (r >= 0)
-                r = sd_event_add_time_relative(m->event, &w->timeout_source, CLOCK_MONOTONIC,
-                                               m->config.sweep_timeout_usec + SWEEP_KILL_GRACE_USEC, 0,
+                r = sd_event_add_time_relative(w->event, &w->timeout_source, CLOCK_MONOTONIC,
+                                               w->timeout_usec + SWEEP_KILL_GRACE_USEC, 0,
                                                on_walk_timeout, w);
         return r;
 }
 
-int sweep_walk_start(Manager *m, char (*ids)[24], size_t n_ids, sweep_walk_done_t done, void *userdata,
+int sweep_walk_start(sd_event *event, int state_fd, uint64_t timeout_usec, char (*ids)[24], size_t n_ids, sweep_walk_done_t done, void *userdata,
                      SweepWalk **ret) {
         SweepWalk *w = calloc(1, sizeof(*w));
-        uint64_t deadline = now_usec(CLOCK_MONOTONIC) + m->config.sweep_timeout_usec;
+        uint64_t deadline = now_usec(CLOCK_MONOTONIC) + timeout_usec;
         int p[2], r;
 
         if (!w)
                 return -ENOMEM;
-        *w = (SweepWalk) { .manager = m, .pidfd = -EBADF, .fd = -EBADF, .done = done, .userdata = userdata };
+        *w = (SweepWalk) { .event = event, .timeout_usec = timeout_usec, .pidfd = -EBADF, .fd = -EBADF, .done = done, .userdata = userdata };
         if (pipe2(p, O_CLOEXEC) < 0) {
                 free(w);
                 return -errno;
         }
         w->pid = clone3_pidfd(0, -1, &w->pidfd);
         if (w->pid == 0) {
-                int keep[] = { 2, m->state_fd, p[1] };
+                int keep[] = { 2, state_fd, p[1] };
                 close_all_fds_except(keep, ELEMENTSOF(keep));
-                sweep_child(m->state_fd, p[1], ids, n_ids, deadline);
+                sweep_child(state_fd, p[1], ids, n_ids, deadline);
         }
         close(p[1]);
         w->fd = p[0];

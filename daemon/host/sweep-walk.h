@@ -11,7 +11,6 @@
 #include <sys/types.h>
 #include <systemd/sd-event.h>
 
-typedef struct Manager Manager;
 
 typedef enum SweepKind {
         SWEEP_WORK,     /* <id>/work */
@@ -41,7 +40,8 @@ typedef void (*sweep_walk_done_t)(SweepWalk *w, int r, void *userdata);
 typedef void (*sweep_walk_progress_t)(SweepWalk *w, void *userdata);
 
 struct SweepWalk {
-        Manager *manager;
+        sd_event *event;
+        uint64_t timeout_usec;  /* sweep_timeout */
         pid_t pid;
         int pidfd, fd;
         sd_event_source *child_source, *io_source, *timeout_source;
@@ -53,7 +53,8 @@ struct SweepWalk {
         void *userdata;
 };
 
-int sweep_walk_start(Manager *m, char (*ids)[24], size_t n_ids, sweep_walk_done_t done, void *userdata,
+/* Walks state_fd/<id> for each of ids in a child that stops itself after timeout_usec. */
+int sweep_walk_start(sd_event *event, int state_fd, uint64_t timeout_usec, char (*ids)[24], size_t n_ids, sweep_walk_done_t done, void *userdata,
                      SweepWalk **ret);
 /* Kills the child if it still runs. */
 SweepWalk *sweep_walk_free(SweepWalk *w);

@@ -9,27 +9,40 @@
 #pragma once
 
 #include <json-c/json.h>
+#include <stdbool.h>
 #include <sys/types.h>
+#include <systemd/sd-event.h>
 
 #include "proto.h"
 
-typedef struct Manager Manager;
+typedef struct Context Context;
 typedef struct Sandbox Sandbox;
 
+/* The pool's own state (Context.pool). */
+typedef struct Pool {
+        Context *ctx;
+        sd_event_source *refill, *retry, *taken;
+        bool stopping;
+} Pool;
+
+/* Observes ctx->registry: a pooled sandbox freed is refilled, a taken one's end refills. */
+int pool_init(Pool *p, Context *ctx);
+
 /* Starts (or continues) filling the pool; cheap to call often. */
-void pool_schedule_refill(Manager *m);
+void pool_schedule_refill(Context *m);
 
 /* A sandbox taken from the pool is gone (destroyed): its place is refilled now.
  * Until then (or POOL_TAKEN_REFILL_USEC after it was taken, for a long run), making its successor
  * would compete for the CPUs with the very run it was taken for, unless the take left the pool
  * empty: then the refill starts at once. */
-void pool_taken_done(Manager *m);
+void pool_taken_done(Context *m);
 
 /* A pooled sandbox (ready, else the one closest to it) that fits a throwaway run's request, now
  * the owner's and ephemeral:
  * 1 with *ret set, 0 when none fits (the caller makes one), or < 0 with err set when the request
  * itself is invalid (as sandbox_create would say). */
-int pool_take(Manager *m, json_object *req, uid_t owner, Sandbox **ret, ProtoError *err);
+int pool_take(Context *m, json_object *req, uid_t owner, Sandbox **ret, ProtoError *err);
 
-/* The pool's event sources go (the sandboxes are the manager's, like any other). */
-void pool_done(Manager *m);
+/* The pool's event sources go, and it refills no more (the sandboxes are the registry's, like any
+ * other). */
+void pool_done(Context *m);

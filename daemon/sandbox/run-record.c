@@ -11,12 +11,9 @@
 
 #include "log.h"
 #include "macro.h"
-#include "pty.h"
-#include "manager.h"
+#include "context.h"
 #include "run-record.h"
-#include "run.h"
 #include "sandbox.h"
-#include "state.h"
 #include "util.h"
 
 #define NOTE_MAX (256u << 10)
@@ -34,7 +31,7 @@
 #define LOG_NAME "runs.log"
 #define LOG_TMP_NAME "runs.log.tmp"
 
-static int state_dir_fd(Manager *m) {
+static int state_dir_fd(Context *m) {
         return openat(m->state_fd, "..", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 }
 
@@ -85,24 +82,21 @@ static int log_note(int fd, const Sandbox *s, const char *id, char *const *argv,
 /* Past LOG_COMPACT_BYTES: emptied when nothing is in flight, else rewritten aside with the notes
  * of the runs and sessions in flight and renamed over the log (a crash in between leaves the old
  * log). ending: the run or session whose end was just written, still linked. */
-static void log_compact(Manager *m, const void *ending) {
+static void log_compact(Context *m, const RunNote *ending) {
         _cleanup_close_ int dir = -EBADF, fd = -EBADF;
         uint64_t bytes = 0;
         bool busy = false;
 
-        if (m->run_log_fd < 0 || m->run_log_bytes <= LOG_COMPACT_BYTES)
+        if (m->run_log->fd < 0 || m->run_log->bytes <= LOG_COMPACT_BYTES)
                 return;
-        for (Sandbox *s = m->sandboxes; s && !busy; s = s->next) {
-                for (Run *r = s->ephemeral ? NULL : s->runs; r && !busy; r = r->next)
-                        busy = (const void *) r != ending;
-                for (Session *p = s->ephemeral ? NULL : s->sessions; p && !busy; p = p->next)
-                        busy = (const void *) p != ending && !p->end_recorded;
-        }
+        for (Sandbox *s = registry_first(m->registry); s && !busy; s = registry_next(&s->entry))
+                for (const RunNote *n = s->notes; n && !busy; n = n->next)
+                        busy = n != ending;
         if (!busy) {
-                if (ftruncate(m->run_log_fd, 0) < 0)
+                if (ftruncate(m->run_log->fd, 0) < 0)
                         log_warning("cannot empty %s: %m", LOG_NAME);
                 else
-                        m->run_log_bytes = 0;
+                        m->run_log->bytes = 0;
                 return;
         }
         dir = state_dir_fd(m);
@@ -111,66 +105,74 @@ static void log_compact(Manager *m, const void *ending) {
                 log_warning("cannot compact %s: %m", LOG_NAME);
                 return;
         }
-        for (Sandbox *s = m->sandboxes; s; s = s->next) {
-                for (Run *r = s->ephemeral ? NULL : s->runs; r; r = r->next)
-                        if ((const void *) r != ending && log_note(fd, s, r->id, r->spec.argv, false, &bytes) < 0) {
+        for (Sandbox *s = registry_first(m->registry); s; s = registry_next(&s->entry))
+                for (const RunNote *n = s->notes; n; n = n->next)
+                        if (n != ending && log_note(fd, s, n->id, n->argv, n->session, &bytes) < 0) {
                                 log_warning("cannot compact %s: %m", LOG_NAME);
                                 return;
                         }
-                for (Session *p = s->ephemeral ? NULL : s->sessions; p; p = p->next)
-                        if ((const void *) p != ending && !p->end_recorded &&
-                            log_note(fd, s, p->id, p->spec.argv, true, &bytes) < 0) {
-                                log_warning("cannot compact %s: %m", LOG_NAME);
-                                return;
-                        }
-        }
         if (renameat(dir, LOG_TMP_NAME, dir, LOG_NAME) < 0) {
                 log_warning("cannot compact %s: %m", LOG_NAME);
                 return;
         }
-        safe_close(m->run_log_fd);
-        m->run_log_fd = TAKE_FD(fd);
-        m->run_log_bytes = bytes;
+        safe_close(m->run_log->fd);
+        m->run_log->fd = TAKE_FD(fd);
+        m->run_log->bytes = bytes;
 }
 
 static void record_start(Sandbox *s, const char *id, char *const *argv, bool session) {
-        if (!s->ephemeral && log_note(s->manager->run_log_fd, s, id, argv, session, &s->manager->run_log_bytes) < 0)
+        if (!s->ephemeral && log_note(s->ctx->run_log->fd, s, id, argv, session, &s->ctx->run_log->bytes) < 0)
                 log_warning("%s %s: cannot record it in the state directory: %m", session ? "session" : "run", id);
 }
 
-static void record_end(Sandbox *s, const char *id, const void *ending) {
+static void record_end(Sandbox *s, const char *id, const RunNote *ending) {
         char line[128];
         int n;
 
         if (s->ephemeral)
                 return;
         n = snprintf(line, sizeof(line), "{\"sandbox\":\"%s\",\"end\":\"%s\"}\n", s->id, id);
-        if (log_append(s->manager->run_log_fd, line, (size_t) n, &s->manager->run_log_bytes) < 0)
+        if (log_append(s->ctx->run_log->fd, line, (size_t) n, &s->ctx->run_log->bytes) < 0)
                 log_warning("%s: cannot record its end in the state directory: %m", id);
-        log_compact(s->manager, ending);
+        log_compact(s->ctx, ending);
 }
 
-void run_record_start(Run *r) {
-        r->sandbox->last_active_usec = now_usec(CLOCK_MONOTONIC);
-        record_start(r->sandbox, r->id, r->spec.argv, false);
-}
-
-void run_record_end(Run *r) {
-        r->sandbox->last_active_usec = now_usec(CLOCK_MONOTONIC);
-        record_end(r->sandbox, r->id, r);
-}
-
-void session_record_start(Session *p) {
-        record_start(p->sandbox, p->id, p->spec.argv, true);
-}
-
-/* Once: when its processes are gone (an exited session may stay to be read), or when it is
- * freed without having run. */
-void session_record_end(Session *p) {
-        if (p->end_recorded)
+static void note_unlink(RunNote *n) {
+        Sandbox *s = n->sandbox;
+        if (!n->linked)
                 return;
-        p->end_recorded = true;
-        record_end(p->sandbox, p->id, p);
+        if (n->prev)
+                n->prev->next = n->next;
+        else
+                s->notes = n->next;
+        if (n->next)
+                n->next->prev = n->prev;
+        n->next = n->prev = NULL;
+        n->linked = false;
+}
+
+void run_note_start(RunNote *n, Sandbox *s, const char *id, char *const *argv, bool session) {
+        *n = (RunNote) { .sandbox = s, .id = id, .argv = argv, .session = session };
+        if (s->ephemeral)
+                return;
+        record_start(s, id, argv, session);
+        n->next = s->notes;
+        if (s->notes)
+                s->notes->prev = n;
+        s->notes = n;
+        n->linked = true;
+}
+
+/* The end line is written with n still linked: a compaction it sets off leaves n out. */
+void run_note_end(RunNote *n) {
+        if (!n->linked)
+                return;
+        record_end(n->sandbox, n->id, n);
+        note_unlink(n);
+}
+
+void run_note_forget(RunNote *n) {
+        note_unlink(n);
 }
 
 json_object *run_records_lost_session(Sandbox *s, const char *id) {
@@ -235,7 +237,7 @@ static int sort_by_started(const void *a, const void *b) {
 }
 
 /* Parses the log: every start without an end becomes its sandbox's interrupted run. */
-static void log_recover(Manager *m, char *buf, size_t n) {
+static void log_recover(Context *m, char *buf, size_t n) {
         _cleanup_json_ json_object *ended = json_object_new_object();
         char key[64];
 
@@ -262,7 +264,7 @@ static void log_recover(Manager *m, char *buf, size_t n) {
                                         else if (pass == 1 && !end && !json_object_object_get_ex(ended, key, NULL) &&
                                                  json_object_object_get_ex(o, "argv", NULL) &&
                                                  json_object_object_get_ex(o, "started_at", NULL) &&
-                                                 (s = manager_find_sandbox(m, json_object_get_string(sb))) &&
+                                                 (s = registry_find(m->registry, json_object_get_string(sb))) &&
                                                  strcmp(s->id, json_object_get_string(sb)) == 0 &&
                                                  !interrupted_has(s, json_object_get_string(v))) {
                                                 log_warning("sandbox %s: run %s was interrupted: the daemon restarted", s->id,
@@ -280,7 +282,7 @@ static void log_recover(Manager *m, char *buf, size_t n) {
                 }
 }
 
-int run_log_open(Manager *m) {
+int run_log_open(Context *m) {
         _cleanup_close_ int dir = state_dir_fd(m), fd = -EBADF;
         _cleanup_free_ char *buf = NULL;
         bool all_saved = true;
@@ -300,9 +302,9 @@ int run_log_open(Manager *m) {
         buf[n] = '\0';
         log_recover(m, buf, (size_t) n);
         /* The log is emptied only once meta.json holds what it said. */
-        for (Sandbox *s = m->sandboxes; s; s = s->next)
+        for (Sandbox *s = registry_first(m->registry); s; s = registry_next(&s->entry))
                 if (s->interrupted_changed) {
-                        int r = state_save(s);
+                        int r = registry_changed(&s->entry); /* state.c saves it */
                         if (r < 0) {
                                 log_warning("sandbox %s: cannot record its interrupted runs: %s", s->id, strerror(-r));
                                 all_saved = false;
@@ -311,8 +313,8 @@ int run_log_open(Manager *m) {
                 }
         if (all_saved && ftruncate(fd, 0) < 0)
                 return -errno;
-        m->run_log_bytes = all_saved ? 0 : (uint64_t) n;
-        m->run_log_fd = TAKE_FD(fd);
+        m->run_log->bytes = all_saved ? 0 : (uint64_t) n;
+        m->run_log->fd = TAKE_FD(fd);
         return 0;
 }
 
@@ -324,7 +326,7 @@ static int collect_dir(Sandbox *s, json_object *found, DIR **ret) {
         struct dirent *de;
 
         snprintf(dir, sizeof(dir), "%s/runs", s->id);
-        fd = openat(s->manager->state_fd, dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        fd = openat(s->ctx->state_fd, dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (fd < 0)
                 return errno == ENOENT ? 0 : -errno;
         if (!(d = fdopendir(fd))) {
@@ -361,7 +363,7 @@ int run_records_collect(Sandbox *s) {
                 interrupted_add(s, rec);
         }
         /* The notes go only once meta.json holds what they said. */
-        r = json_object_array_length(found) ? state_save(s) : 0;
+        r = json_object_array_length(found) ? registry_changed(&s->entry) : 0; /* state.c saves it */
         if (r >= 0) {
                 rewinddir(d);
                 while ((de = readdir(d)))
@@ -371,19 +373,6 @@ int run_records_collect(Sandbox *s) {
                 log_warning("sandbox %s: cannot record its interrupted runs: %s", s->id, strerror(-r));
         closedir(d);
         return r;
-}
-
-void run_records_meta_save(Sandbox *s, json_object *meta) {
-        if (s->interrupted_runs)
-                json_object_object_add(meta, "interrupted_runs", json_object_get(s->interrupted_runs));
-}
-
-void run_records_meta_restore(Sandbox *s, json_object *meta) {
-        json_object *v;
-        if (json_object_object_get_ex(meta, "interrupted_runs", &v) && json_object_is_type(v, json_type_array)) {
-                json_object_put(s->interrupted_runs);
-                s->interrupted_runs = json_object_get(v);
-        }
 }
 
 void run_records_json(Sandbox *s, json_object *o) {

@@ -14,28 +14,47 @@
 #pragma once
 
 #include <json-c/json.h>
+#include <stdbool.h>
+#include <stdint.h>
 
-typedef struct Run Run;
-typedef struct Session Session;
+typedef struct Context Context;
 typedef struct Sandbox Sandbox;
 
-void run_record_start(Run *r);
-void run_record_end(Run *r);
-/* Sessions are noted alike ("session": true): one the daemon's death ended is in
- * interrupted_runs afterwards, and a client that comes back for it is told session_lost. A
- * session's end is noted when its processes are gone, not when it is freed: one that exited
- * and stayed to be read was not ended by the restart. */
-void session_record_start(Session *p);
-void session_record_end(Session *p);
+/* runs.log, kept open (Context.run_log); fd -1: none, nothing is noted. */
+typedef struct RunLog {
+        int fd;
+        uint64_t bytes; /* its size, counted as it is written (no fstat per run) */
+} RunLog;
+
+/* The note of one run or session in flight, embedded in it (Run.note, Session.note): linked in
+ * its sandbox's notes from its start line to its end line, which is what a compaction of the log
+ * writes again. run-record.c knows runs and sessions only by their notes. */
+typedef struct RunNote {
+        Sandbox *sandbox;
+        const char *id;
+        char *const *argv;
+        bool session;
+        bool linked;
+        struct RunNote *next, *prev;
+} RunNote;
+
+/* Its start line (a throwaway sandbox's runs are not noted), and n linked in s->notes. */
+void run_note_start(RunNote *n, Sandbox *s, const char *id, char *const *argv, bool session);
+/* Its end line, once; nothing for a note never started. Sessions are noted alike ("session":
+ * true): one the daemon's death ended is in interrupted_runs afterwards, and a client that comes
+ * back for it is told session_lost. A session's end is noted when its processes are gone, not
+ * when it is freed: one that exited and stayed to be read was not ended by the restart. */
+void run_note_end(RunNote *n);
+/* Unlinked without an end line (freed with the daemon's stop: the next start finds it
+ * interrupted). */
+void run_note_forget(RunNote *n);
 /* The interrupted_runs entry of a session of s that the daemon's death ended, or NULL. */
 json_object *run_records_lost_session(Sandbox *s, const char *id);
 /* At restore: notes of earlier versions left by the previous daemon into s->interrupted_runs,
  * saved in meta.json, then the notes go. */
 int run_records_collect(Sandbox *s);
 /* Once every sandbox is restored: reads runs.log into their interrupted_runs, saves them, empties
- * the log and keeps it open (m->run_log_fd) for the runs to come. */
-int run_log_open(Manager *m);
-void run_records_meta_save(Sandbox *s, json_object *meta);
-void run_records_meta_restore(Sandbox *s, json_object *meta);
+ * the log and keeps it open (m->run_log->fd) for the runs to come. */
+int run_log_open(Context *m);
 /* interrupted_runs in list/inspect replies (an empty array when there are none). */
 void run_records_json(Sandbox *s, json_object *o);

@@ -2,41 +2,24 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <linux/sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/random.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "cgroup.h"
-#include "connection.h"
 #include "log.h"
 #include "macro.h"
-#include "manager.h"
-#include "pool.h"
-#include "remove-async.h"
-#include "rm-rf.h"
-#include "run-exec.h"
-#include "run.h"
-#include "pty.h"
-#include "request-fields.h"
+#include "context.h"
 #include "sandbox.h"
-#include "snapshot.h"
 #include "spawn.h"
-#include "run-record.h"
-#include "state.h"
-#include "sweep.h"
 #include "util.h"
-
-#define SANDBOX_NAME_MAX 64
 
 static int sandbox_random_id(char *buf, size_t len, const char *prefix) {
         uint8_t b[6];
@@ -46,267 +29,16 @@ static int sandbox_random_id(char *buf, size_t len, const char *prefix) {
         return 0;
 }
 
-static bool name_valid(const char *n) {
-        size_t len = strlen(n);
-        if (len == 0 || len > SANDBOX_NAME_MAX || strncmp(n, "sbx-", 4) == 0 || n[0] == '.' || n[0] == '-')
-                return false;
-        return strspn(n, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") == len;
-}
-
-/* An environment of at most this many bytes ("NAME=value\0" each): what the kernel's exec takes
- * with room to spare, and a sandbox's record (meta.json, state.c) stays below its 1 MiB even
- * when JSON escapes every byte (6 for 1: 384 KiB) beside its interrupted runs (run-record.c). */
-#define ENV_MAX_BYTES (64u * 1024)
-
-static int parse_env_object(json_object *env, ProtoError *err) {
-        size_t bytes = 0;
-
-        if (!env)
-                return 0;
-        if (json_object_object_length(env) > 1024)
-                return proto_error_set(err, SBX_E_INVALID_REQUEST, "env", "field 'env' has more than 1024 variables");
-        json_object_object_foreach(env, k, v) {
-                if (!*k || strchr(k, '=') || strlen(k) > 1024)
-                        return proto_error_set(err, SBX_E_INVALID_REQUEST, "env",
-                                               "environment variable names must be non-empty, without '='");
-                if (!json_object_is_type(v, json_type_string))
-                        return proto_error_set(err, SBX_E_INVALID_REQUEST, "env", "environment values must be strings");
-                bytes += strlen(k) + 1 + (size_t) json_object_get_string_len(v) + 1;
-        }
-        if (bytes > ENV_MAX_BYTES)
-                return proto_error_set(err, SBX_E_INVALID_REQUEST, "env", "field 'env' has %zu bytes, more than %u",
-                                       bytes, ENV_MAX_BYTES);
-        return 0;
-}
-
-int sandbox_env_check(json_object *env, ProtoError *err) {
-        return parse_env_object(env, err);
-}
-
-static int limit_over(const char *field, ProtoError *err, uint64_t max) {
-        return proto_error_set(err, SBX_E_INVALID_REQUEST, field, "'%s' exceeds the configured maximum (%" PRIu64 ")",
-                               field, max);
-}
-
-/* Defaults and maximums from the configuration; messages name "limits.X". */
-static int parse_limits(Manager *m, json_object *limits, SandboxLimits *l, ProtoError *err) {
-        const Config *c = &m->config;
-        int r;
-
-        *l = (SandboxLimits) { c->default_memory, c->default_pids, c->default_millicpus, c->default_timeout_usec,
-                               c->default_output_bytes, c->default_disk };
-        if (!limits)
-                return 0;
-        r = proto_check_fields(limits, request_limits_fields, "limits.", err);
-        if (r < 0)
-                return r;
-        if ((r = proto_get_size(limits, "memory", &l->memory, err)) < 0 ||
-            (r = proto_get_uint(limits, "pids", 1, UINT32_MAX, &l->pids, err)) < 0 ||
-            (r = proto_get_cpus(limits, "cpus", &l->millicpus, err)) < 0 ||
-            (r = proto_get_duration(limits, "timeout_s", &l->timeout_usec, err)) < 0 ||
-            (r = proto_get_size(limits, "output_bytes", &l->output_bytes, err)) < 0 ||
-            (r = proto_get_size(limits, "disk", &l->disk, err)) < 0 ||
-            (r = proto_get_uint(limits, "files", 0, INT64_MAX, &l->files, err)) < 0) {
-                char f[sizeof(err->field)];
-                memcpy(f, err->field, sizeof(f));
-                snprintf(err->field, sizeof(err->field), "limits.%.50s", f);
-                return r;
-        }
-        if (l->memory < (1u << 20))
-                return proto_error_set(err, SBX_E_INVALID_REQUEST, "limits.memory", "'limits.memory' must be at least 1M");
-        if (l->memory > c->max_memory)
-                return limit_over("limits.memory", err, c->max_memory);
-        if (l->pids > c->max_pids)
-                return limit_over("limits.pids", err, c->max_pids);
-        if (l->millicpus > c->max_millicpus)
-                return limit_over("limits.cpus", err, c->max_millicpus / 1000);
-        if (l->timeout_usec == 0)
-                return proto_error_set(err, SBX_E_INVALID_REQUEST, "limits.timeout_s", "'limits.timeout_s' must be positive");
-        if (l->timeout_usec > c->max_timeout_usec)
-                return limit_over("limits.timeout_s", err, c->max_timeout_usec / USEC_PER_SEC);
-        if (l->output_bytes < 2)
-                return proto_error_set(err, SBX_E_INVALID_REQUEST, "limits.output_bytes",
-                                       "'limits.output_bytes' must be at least 2");
-        if (l->output_bytes > c->max_output_bytes)
-                return limit_over("limits.output_bytes", err, c->max_output_bytes);
-        return 0;
-}
-
-/* Honest reporting: a limit this host cannot enforce is refused unless best_effort. */
-static int check_enforceable(Manager *m, bool best_effort, unsigned *ret_enforced, ProtoError *err) {
-        static const struct {
-                unsigned mask;
-                const char *field, *controller;
-        } need[] = {
-                { CG_MEMORY, "limits.memory", "memory" },
-                { CG_PIDS, "limits.pids", "pids" },
-                { CG_CPU, "limits.cpus", "cpu" },
-        };
-        for (size_t i = 0; i < ELEMENTSOF(need); i++)
-                if (!(m->cg.enforceable & need[i].mask) && !best_effort)
-                        return proto_error_set(err, SBX_E_LIMIT_UNENFORCEABLE, need[i].field,
-                                               "the cgroup v2 '%s' controller is not available to sandboxd on this host, "
-                                               "so '%s' cannot be enforced; pass best_effort to run anyway",
-                                               need[i].controller, need[i].field);
-        *ret_enforced = m->cg.enforceable & (CG_MEMORY | CG_PIDS | CG_CPU);
-        return 0;
-}
-
-static int sandbox_parse(Manager *m, Sandbox *s, json_object *req, ProtoError *err) {
-        json_object *limits = NULL, *env = NULL;
-        const char *name = NULL, *network = NULL, *workspace = NULL;
-        int r;
-
-        if ((r = proto_get_string(req, "name", SANDBOX_NAME_MAX, &name, err)) < 0 ||
-            (r = proto_get_string(req, "network", 16, &network, err)) < 0 ||
-            (r = proto_get_string(req, "workspace", 16, &workspace, err)) < 0 ||
-            (r = proto_get_bool(req, "best_effort", &s->best_effort, err)) < 0 ||
-            (r = sandbox_user_parse(req, &s->user, err)) < 0)
-                return r;
-        if (name && !name_valid(name))
-                return proto_error_set(err, SBX_E_INVALID_REQUEST, "name",
-                                       "'name' must be 1-64 of [A-Za-z0-9._-], not starting with 'sbx-', '.' or '-'");
-        /* Per owner: another user's names are neither told nor taken (THREATS PRO-09). */
-        if (name && manager_find_named(m, s->owner_uid, name))
-                return proto_error_set(err, SBX_E_CONFLICT, "name", "you have a sandbox named '%s' already", name);
-        if (network && strcmp(network, "none") != 0)
-                return proto_error_set(err, SBX_E_INVALID_REQUEST, "network",
-                                       "'network' must be \"none\" (loopback only); no other mode is supported yet");
-        if (workspace && strcmp(workspace, "memory") != 0 && strcmp(workspace, "disk") != 0)
-                return proto_error_set(err, SBX_E_INVALID_REQUEST, "workspace",
-                                       "'workspace' must be \"memory\" (the default) or \"disk\"");
-        /* Only a throwaway run has the field (create's field list refuses it). */
-        s->memory_workspace = s->ephemeral && !(workspace && strcmp(workspace, "disk") == 0);
-        s->unprivileged_only = s->ephemeral && s->user != SANDBOX_USER_ROOT;
-        (void) json_object_object_get_ex(req, "limits", &limits);
-        if (limits && json_object_is_type(limits, json_type_null))
-                limits = NULL;
-        r = parse_limits(m, limits, &s->limits, err);
-        if (r < 0)
-                return r;
-        r = check_enforceable(m, s->best_effort, &s->enforced, err);
-        if (r < 0 || (r = sweep_parse_create(m, s, req, err)) < 0)
-                return r;
-        if (json_object_object_get_ex(req, "env", &env) && json_object_is_type(env, json_type_object)) {
-                r = parse_env_object(env, err);
-                if (r < 0)
-                        return r;
-                s->env = json_object_get(env);
-        }
-        if (name && !(s->name = strdup(name)))
-                return proto_error_set(err, SBX_E_INTERNAL, NULL, "out of memory");
-        return 0;
-}
-
-int sandbox_parse_request(Manager *m, json_object *req, SandboxRequest *ret, ProtoError *err) {
-        Sandbox tmp = { .manager = m, .ephemeral = true };
-        int r = sandbox_parse(m, &tmp, req, err);
-
-        *ret = (SandboxRequest) { .limits = tmp.limits, .best_effort = tmp.best_effort,
-                                  .disk_workspace = !tmp.memory_workspace, .root = !tmp.unprivileged_only,
-                                  .name = tmp.name, .env = tmp.env };
-        if (r < 0)
-                sandbox_request_done(ret);
-        return r;
-}
-
-void sandbox_request_done(SandboxRequest *r) {
-        free(r->name);
-        json_object_put(r->env);
-        *r = (SandboxRequest) {};
-}
-
-static Sandbox *sandbox_alloc(Manager *m) {
+static Sandbox *sandbox_alloc(Context *m) {
         Sandbox *s = calloc(1, sizeof(*s));
         if (!s)
                 return NULL;
-        s->manager = m;
+        s->ctx = m;
         s->cg_fd = s->workdir_fd = s->init_pidfd = s->setup_fd = s->netns_fd = -EBADF;
         s->uid_slot = UINT32_MAX;
         s->user = SANDBOX_USER_SANDBOX;
         s->created_usec = now_usec(CLOCK_REALTIME);
         return s;
-}
-
-static int sandbox_make_cgroup(Sandbox *s) {
-        Manager *m = s->manager;
-        CgLimits l = {
-                .memory = s->limits.memory,
-                .swap = m->config.swap_max,
-                .pids = s->limits.pids,
-                .millicpus = s->limits.millicpus,
-                .oom_group = false, /* an OOM kills one run's group, never the whole sandbox */
-        };
-        int r = cg_create(m->cg.sandboxes_fd, s->id, &s->cg_fd);
-        if (r < 0)
-                return r;
-        if (asprintf(&s->cg_rel, "sandboxes/%s", s->id) < 0)
-                return -ENOMEM;
-        return cg_apply_limits(&m->cg, s->cg_rel, &l, s->enforced);
-}
-
-/* <state>/<id>/work, owned by the sandbox's unprivileged user (uid 1000 inside, host_uid + 1000
- * outside), so that runs write there without being root. The sandbox reaches it through an fd,
- * so the path's own permissions may stay closed to everyone else. */
-static int sandbox_make_workspace(Sandbox *s, bool existing) {
-        _cleanup_close_ int dfd = -EBADF;
-        int state_fd = s->manager->state_fd;
-
-        if (mkdirat(state_fd, s->id, 0700) < 0 && (!existing || errno != EEXIST))
-                return -errno;
-        dfd = openat(state_fd, s->id, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        if (dfd < 0)
-                return -errno;
-        if (mkdirat(dfd, "work", 0755) < 0 && errno != EEXIST)
-                return -errno;
-        if (fchownat(dfd, "work", s->host_uid + SANDBOX_USER_UID, s->host_uid + SANDBOX_USER_GID, AT_SYMLINK_NOFOLLOW) < 0)
-                return -errno;
-        s->workdir_fd = openat(dfd, "work", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        return s->workdir_fd < 0 ? -errno : 0;
-}
-
-static int write_proc_file(pid_t pid, const char *file, const char *text) {
-        char path[64];
-        _cleanup_close_ int fd = -EBADF;
-        snprintf(path, sizeof(path), "/proc/%d/%s", (int) pid, file);
-        fd = open(path, O_WRONLY | O_CLOEXEC);
-        if (fd < 0)
-                return -errno;
-        return write(fd, text, strlen(text)) < 0 ? -errno : 0;
-}
-
-/* uid/gid 0..range-1 inside map to host_uid.. outside; setgroups is denied so that no one inside
- * can drop a group to gain access (CVE-2014-8989). The init is our unreaped child, so its pid
- * cannot have been reused. */
-static int sandbox_write_maps(Sandbox *s) {
-        char map[64];
-        int r;
-        snprintf(map, sizeof(map), "0 %u %" PRIu64 "\n", (unsigned) s->host_uid, s->manager->config.uid_range);
-        if ((r = write_proc_file(s->init_pid, "uid_map", map)) < 0 ||
-            (r = write_proc_file(s->init_pid, "setgroups", "deny")) < 0 ||
-            (r = write_proc_file(s->init_pid, "gid_map", map)) < 0)
-                return r;
-        /* The reaper must outlive any memory hog of the sandbox. */
-        (void) write_proc_file(s->init_pid, "oom_score_adj", "-1000");
-        return 0;
-}
-
-/* Half the memory limit: well below memory.max, so that a full /tmp is ENOSPC and the sandbox's
- * processes keep the other half (THREATS RES-03). The same bound where the memory controller is
- * missing, where it is all that keeps a sandbox's /tmp from the host's memory. */
-static uint64_t sandbox_tmpfs_size(const Sandbox *s) {
-        return s->limits.memory / 2;
-}
-
-static const char **sandbox_mask_paths(Manager *m) {
-        static const char *paths[MANAGER_MAX_LISTEN + 2];
-        size_t n = 0;
-        paths[n++] = m->config.state_dir;
-        for (unsigned i = 0; i < m->n_listen; i++)
-                if (m->listen_paths[i])
-                        paths[n++] = m->listen_paths[i];
-        paths[n] = NULL;
-        return paths;
 }
 
 static int on_setup_report(sd_event_source *src, int fd, uint32_t revents, void *userdata);
@@ -327,33 +59,12 @@ static int on_helper_exit(sd_event_source *src, const siginfo_t *si, void *userd
         return 0;
 }
 
-/* The init cloned by the exec'd helper (run-exec.h): nothing of the daemon is copied, and the
- * init stays a small process whatever the daemon's heap holds. Its pidfd arrives later, on the
- * setup socket (on_setup_report).
- *
- * Where the helper can be born in the sandbox's cgroup (run_exec_into_cgroup()), it clones the
- * init straight into its leaf, with the sandbox's cgroup namespace rooted there: moving a process
- * between cgroups waits for an RCU grace period (cgroup_threadgroup_rwsem), about 9 ms each time
- * here, and was the largest part of making a sandbox. */
-static int sandbox_exec_init(Sandbox *s, int sp[2], InitParams *p) {
-        Manager *m = s->manager;
-        _cleanup_close_ int leaf = -EBADF;
-        int pidfd = -1, r;
-        pid_t pid;
+/* The helper that clones the init (sandbox_start_init()): reaped when it is done; the sandbox is
+ * not ready before (it is in its cgroup). The init's pidfd comes on the setup socket. */
+static int sandbox_watch_helper(Sandbox *s, int pidfd) {
+        Context *m = s->ctx;
+        int r = sd_event_add_child_pidfd(m->event, &s->setup_helper, pidfd, WEXITED, on_helper_exit, s);
 
-        /* Not into a frozen cgroup (run.c's run_cgroup_frozen() says why): the helper is then born
-         * in ours, and the init it clones (no vfork) waits in the sandbox's for the thaw. */
-        if (run_exec_into_cgroup() && cg_frozen(s->cg_fd) == 0 && cg_create(s->cg_fd, "init", &leaf) >= 0)
-                p->cgroupns_ready = true;
-        pid = run_exec_init(m->run_helper_fd, p, s->cg_fd, p->cgroupns_ready ? leaf : -1, &pidfd);
-        close(sp[1]);
-        s->setup_fd = sp[0];
-        if (pid < 0)
-                return pid;
-        s->init_pending = true;
-        s->init_in_leaf = p->cgroupns_ready;
-        /* Reaped when it is done; the sandbox is not ready before (it is in its cgroup). */
-        r = sd_event_add_child_pidfd(m->event, &s->setup_helper, pidfd, WEXITED, on_helper_exit, s);
         if (r < 0) {
                 (void) syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
                 (void) waitid(P_PIDFD, (id_t) pidfd, &(siginfo_t) {}, WEXITED);
@@ -366,62 +77,19 @@ static int sandbox_exec_init(Sandbox *s, int sp[2], InitParams *p) {
 }
 
 static int sandbox_spawn_init(Sandbox *s) {
-        Manager *m = s->manager;
-        char workdir[4096];
-        InitParams p = {
-                .workdir = s->memory_workspace ? NULL : sandbox_workdir_path(s, workdir, sizeof(workdir)),
-                .root_dir = m->config.root_dir,
-                .hostname = "sandbox",
-                .dev_dir = m->dev_dir,
-                .tmpfs_size = sandbox_tmpfs_size(s),
-                .mask_paths = sandbox_mask_paths(m),
-                .root_binds = (const char *const *) m->config.root_binds,
-                .lock_mounts = !s->unprivileged_only,
-                .netns_fd = -EBADF,
-                .sysfs_fd = -EBADF,
-        };
-        int sp[2];
-        pid_t pid;
+        int helper_pidfd = -1;
+        pid_t pid = sandbox_start_init(s, &helper_pidfd);
 
-        if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0)
-                return -errno;
-        p.sync_fd = sp[1];
-        if (m->run_helper_fd >= 0) {
-                /* A new init (a restore's) gets a namespace as a new sandbox does: every process
-                 * of the last one is gone. */
-                netns_pool_put(&m->netns, TAKE_FD(s->netns_fd));
-                s->netns_fd = netns_pool_get(&m->netns);
-                p.netns_fd = s->netns_fd;
-                return sandbox_exec_init(s, sp, &p);
-        }
-        /* Without the helper, the daemon makes the init's trees: in the host's user namespace. */
-        if (root_trees_open(p.root_dir, p.root_binds, &p.trees) < 0) {
-                int r = -errno;
-                close(sp[0]);
-                close(sp[1]);
-                return r;
-        }
-        pid = clone3_pidfd(SANDBOX_NS_FLAGS, s->cg_fd, &s->init_pidfd);
-        if (pid == 0) {
-                int keep[2 + ROOT_TREES_MAX] = { 2, sp[1] };
-                for (unsigned i = 0; i < p.trees.n; i++)
-                        keep[2 + i] = p.trees.fd[i];
-                close_all_fds_except(keep, 2 + p.trees.n);
-                close(sp[0]);
-                sandbox_init_main(&p);
-        }
-        root_trees_close(&p.trees);
-        close(sp[1]);
-        s->setup_fd = sp[0];
         if (pid < 0)
                 return pid;
-        s->init_pid = pid;
+        if (s->ctx->run_helper_fd >= 0)
+                return sandbox_watch_helper(s, helper_pidfd);
         return sandbox_init_started(s);
 }
 
 /* The init is a child of ours, waiting for its go: watch it, give it its uid/gid maps, go. */
 static int sandbox_init_started(Sandbox *s) {
-        Manager *m = s->manager;
+        Context *m = s->ctx;
         int r = sd_event_add_child_pidfd(m->event, &s->init_exit_source, s->init_pidfd, WEXITED, on_init_exit, s);
         if (r < 0) {
                 (void) cg_kill(s->cg_fd);
@@ -437,44 +105,43 @@ static int sandbox_init_started(Sandbox *s) {
         return sd_event_add_io(m->event, &s->setup_source, s->setup_fd, EPOLLIN, on_setup_report, s);
 }
 
-static void sandbox_link(Manager *m, Sandbox *s) {
-        s->next = m->sandboxes;
-        if (m->sandboxes)
-                m->sandboxes->prev = s;
-        m->sandboxes = s;
-        m->n_sandboxes++;
+static void sandbox_link(Context *m, Sandbox *s) {
+        s->entry.id = s->id;
+        s->entry.name = s->name;
+        s->entry.owner = s->owner_uid;
+        s->entry.pooled = s->pooled;
+        registry_add(m->registry, &s->entry, s);
 }
 
-static void sandbox_unlink(Sandbox *s) {
-        Manager *m = s->manager;
-        if (s->prev)
-                s->prev->next = s->next;
-        else if (m->sandboxes == s)
-                m->sandboxes = s->next;
-        else
-                return;
-        if (s->next)
-                s->next->prev = s->prev;
-        s->next = s->prev = NULL;
-        m->n_sandboxes--;
+int sandbox_disk_error(ProtoError *err, const char *what, int r) {
+        if (r == -ENOSPC || r == -EDQUOT)
+                return proto_error_set(err, SBX_E_RESOURCE_EXHAUSTED, "disk",
+                                       "%s: %s (the state directory's filesystem is full, in bytes or in files)",
+                                       what, strerror(-r));
+        return proto_error_set(err, SBX_E_INTERNAL, NULL, "%s: %s", what, strerror(-r));
+}
+
+int sandbox_check_run(Sandbox *s, ProtoError *err) {
+        const SandboxHooks *h = s->ctx->sandbox_hooks;
+        return h && h->check_run ? h->check_run(s, err) : 0;
 }
 
 static int internal_error(ProtoError *err, const char *what, int r) {
         return proto_error_set(err, SBX_E_INTERNAL, NULL, "%s: %s", what, strerror(-r));
 }
 
-int sandbox_create(Manager *m, json_object *req, uid_t owner, bool ephemeral, Sandbox **ret, ProtoError *err) {
+int sandbox_create(Context *m, json_object *req, uid_t owner, bool ephemeral, Sandbox **ret, ProtoError *err) {
         Sandbox *s;
         int r;
 
-        if (m->n_sandboxes - m->n_pooled >= m->config.max_sandboxes)
+        if (registry_count(m->registry) - registry_count_pooled(m->registry) >= m->config.max_sandboxes)
                 return proto_error_set(err, SBX_E_RESOURCE_EXHAUSTED, NULL, "the daemon holds its maximum of %" PRIu64
                                        " sandboxes", m->config.max_sandboxes);
         if (owner != 0 && sandbox_count_owned(m, owner) >= m->config.max_sandboxes_per_uid)
                 return proto_error_set(err, SBX_E_RESOURCE_EXHAUSTED, NULL,
                                        "uid %u has its maximum of %" PRIu64 " sandboxes (max_sandboxes_per_uid)",
                                        (unsigned) owner, m->config.max_sandboxes_per_uid);
-        if ((r = sweep_check_create(m, err)) < 0)
+        if (m->sandbox_hooks && m->sandbox_hooks->check_create && (r = m->sandbox_hooks->check_create(m, err)) < 0)
                 return r;
         s = sandbox_alloc(m);
         if (!s)
@@ -484,7 +151,7 @@ int sandbox_create(Manager *m, json_object *req, uid_t owner, bool ephemeral, Sa
         r = sandbox_parse(m, s, req, err);
         if (r < 0)
                 goto fail;
-        if (sandbox_random_id(s->id, sizeof(s->id), "sbx-") < 0 || manager_alloc_uid_slot(m, &s->uid_slot) < 0) {
+        if (sandbox_random_id(s->id, sizeof(s->id), "sbx-") < 0 || registry_alloc_uid_slot(m->registry, &s->uid_slot) < 0) {
                 r = proto_error_set(err, SBX_E_RESOURCE_EXHAUSTED, NULL, "no free uid range for a new sandbox");
                 goto fail;
         }
@@ -496,11 +163,11 @@ int sandbox_create(Manager *m, json_object *req, uid_t owner, bool ephemeral, Sa
                 goto fail_destroy;
         }
         if (!s->memory_workspace && (r = sandbox_make_workspace(s, false)) < 0) {
-                r = sweep_disk_error(err, "cannot create the workspace", r);
+                r = sandbox_disk_error(err, "cannot create the workspace", r);
                 goto fail_destroy;
         }
-        if (!s->ephemeral && (r = state_save(s)) < 0) {
-                r = sweep_disk_error(err, "cannot record the sandbox in the state directory", r);
+        if (!s->ephemeral && (r = registry_changed(&s->entry)) < 0) { /* state.c saves it */
+                r = sandbox_disk_error(err, "cannot record the sandbox in the state directory", r);
                 goto fail_destroy;
         }
         if ((r = sandbox_spawn_init(s)) < 0) {
@@ -515,23 +182,6 @@ fail_destroy:
 fail:
         sandbox_free(s);
         return r;
-}
-
-/* A cgroup of an earlier daemon's sandbox: its processes did not survive the restart (the init
- * may have), so it is emptied and removed before the sandbox gets a new one. */
-static int sandbox_clear_old_cgroup(Sandbox *s) {
-        Manager *m = s->manager;
-        _cleanup_close_ int fd = openat(m->cg.sandboxes_fd, s->id, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-
-        if (fd < 0)
-                return errno == ENOENT ? 0 : -errno;
-        /* It may have been frozen for a snapshot when the daemon died. */
-        (void) cg_write(fd, "cgroup.freeze", "0");
-        for (int i = 0; i < 1000 && cg_populated(fd) > 0; i++) {
-                (void) cg_kill(fd);
-                usleep(1000);
-        }
-        return cg_remove_tree(m->cg.sandboxes_fd, s->id);
 }
 
 static int restore_u64(json_object *o, const char *key, uint64_t *ret) {
@@ -573,7 +223,7 @@ static int sandbox_restore_fields(Sandbox *s, json_object *meta) {
 }
 
 static int sandbox_restore_claim(Sandbox *s, json_object *meta) {
-        Manager *m = s->manager;
+        Context *m = s->ctx;
         json_object *id;
 
         if (!json_object_object_get_ex(meta, "id", &id) || !json_object_is_type(id, json_type_string))
@@ -581,17 +231,16 @@ static int sandbox_restore_claim(Sandbox *s, json_object *meta) {
         snprintf(s->id, sizeof(s->id), "%s", json_object_get_string(id));
         if (sandbox_restore_fields(s, meta) < 0)
                 return -EBADMSG;
-        if (s->uid_slot >= m->config.max_sandboxes + m->config.pool_size || m->uid_slots[s->uid_slot] ||
-            manager_find_sandbox(m, s->id) || (s->name && manager_find_named(m, s->owner_uid, s->name)))
+        if (registry_find(m->registry, s->id) || (s->name && registry_find_named(m->registry, s->owner_uid, s->name)) ||
+            registry_claim_uid_slot(m->registry, s->uid_slot) < 0)
                 return -EEXIST;
-        m->uid_slots[s->uid_slot] = 1;
         s->host_uid = (uid_t) (m->config.uid_base + (uint64_t) s->uid_slot * m->config.uid_range);
         /* What the host enforces now, which need not be what it enforced before. */
         s->enforced = m->cg.enforceable & (CG_MEMORY | CG_PIDS | CG_CPU);
         return 0;
 }
 
-int sandbox_restore(Manager *m, json_object *meta, Sandbox **ret) {
+int sandbox_restore(Context *m, json_object *meta, Sandbox **ret) {
         Sandbox *s = sandbox_alloc(m);
         int r;
 
@@ -616,16 +265,15 @@ int sandbox_restore(Manager *m, json_object *meta, Sandbox **ret) {
         return 0;
 }
 
-void sandbox_add_waiter(Waiter **list, Connection *c, json_object *id) {
+void sandbox_add_waiter(Waiter **list, Reply *reply) {
         Waiter *w = calloc(1, sizeof(*w));
         if (!w) {
                 ProtoError e;
                 proto_error_set(&e, SBX_E_INTERNAL, NULL, "out of memory");
-                connection_reply_error(c, id, &e);
+                reply_error(reply, &e);
                 return;
         }
-        w->conn = connection_ref(c);
-        w->id = json_object_get(id);
+        w->reply = reply_ref(reply);
         w->next = *list;
         *list = w;
 }
@@ -637,15 +285,14 @@ static void waiters_answer(Waiter **list, json_object *extra_key_value_src, cons
         while (w) {
                 Waiter *next = w->next;
                 if (err)
-                        connection_reply_error(w->conn, w->id, err);
+                        reply_error(w->reply, err);
                 else {
-                        json_object *reply = proto_reply_ok(w->id);
+                        json_object *reply = json_object_new_object();
                         if (key && extra_key_value_src)
                                 json_object_object_add(reply, key, json_object_get(extra_key_value_src));
-                        connection_send_take(w->conn, reply);
+                        reply_ok(w->reply, reply);
                 }
-                connection_unref(w->conn);
-                json_object_put(w->id);
+                reply_unref(w->reply);
                 free(w);
                 w = next;
         }
@@ -698,6 +345,17 @@ static void sandbox_ready(Sandbox *s) {
                 sandbox_go_ready(s);
 }
 
+/* Runs that waited for it start, one by one, from the list's head again after each: a start
+ * that fails may end other members (its reply). */
+static void sandbox_members_start(Sandbox *s) {
+        SandboxMember *m;
+
+        do
+                for (m = s->members; m && !(m->ops->start && m->ops->start(m)); m = m->next)
+                        ;
+        while (m);
+}
+
 static void sandbox_go_ready(Sandbox *s) {
         s->state = SANDBOX_READY;
         sandbox_restart_finish(s, 0);
@@ -705,14 +363,7 @@ static void sandbox_go_ready(Sandbox *s) {
                 _cleanup_json_ json_object *j = sandbox_to_json(s, false);
                 waiters_answer(&s->create_waiters, j, "sandbox", NULL);
         }
-        while (s->pending_runs) {
-                Run *r2 = s->pending_runs;
-                s->pending_runs = r2->next;
-                if (s->pending_runs)
-                        s->pending_runs->prev = NULL;
-                r2->next = r2->prev = NULL;
-                run_start(r2);
-        }
+        sandbox_members_start(s);
 }
 
 static void sandbox_teardown_step(Sandbox *s);
@@ -726,7 +377,7 @@ static int sandbox_init_arrived(Sandbox *s, pid_t pid, int pidfd) {
         s->init_pid = pid;
         s->init_pidfd = pidfd;
         if (s->state == SANDBOX_DESTROYING) {
-                r = sd_event_add_child_pidfd(s->manager->event, &s->init_exit_source, s->init_pidfd, WEXITED,
+                r = sd_event_add_child_pidfd(s->ctx->event, &s->init_exit_source, s->init_pidfd, WEXITED,
                                              on_init_exit, s);
                 (void) syscall(SYS_pidfd_send_signal, s->init_pidfd, SIGKILL, NULL, 0);
                 if (r < 0) { /* unwatched: reap it here, it was killed */
@@ -802,45 +453,8 @@ static int on_init_exit(sd_event_source *src, const siginfo_t *si, void *userdat
 }
 
 
-/* Most throwaway workspaces are left empty: a few unlinks then, and no child process. Anything
- * more is a tree walk, which the remover does (ENOTEMPTY). */
-static int remove_if_empty(int dir_fd, const char *name) {
-        _cleanup_close_ int fd = openat(dir_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-
-        if (fd < 0)
-                return -errno;
-        if (unlinkat(fd, "meta.json", 0) < 0 && errno != ENOENT)
-                return -errno;
-        if (unlinkat(fd, "work", AT_REMOVEDIR) < 0 && errno != ENOENT)
-                return -errno;
-        return unlinkat(dir_fd, name, AT_REMOVEDIR) < 0 ? -errno : 0;
-}
-
-/* Moves the workspace aside atomically, then removes it in a child process so that a huge tree
- * never blocks the event loop. */
-static void sandbox_remove_workspace(Sandbox *s) {
-        Manager *m = s->manager;
-        char trash[64];
-
-        if (s->keep_workspace || s->memory_workspace)
-                return;
-        /* A throwaway has no record to lose half-way, and its workspace is mostly empty: if a
-         * crash interrupts this, the next start removes what is left (state.c). */
-        if (s->ephemeral && remove_if_empty(m->state_fd, s->id) == 0)
-                return;
-        snprintf(trash, sizeof(trash), ".trash-%s", s->id);
-        if (renameat(m->state_fd, s->id, m->state_fd, trash) < 0) {
-                if (errno != ENOENT)
-                        log_warning("sandbox %s: cannot move the workspace aside: %m", s->id);
-                return;
-        }
-        if (remove_if_empty(m->state_fd, trash) == 0)
-                return;
-        (void) remove_async(m, m->state_fd, trash);
-}
-
 static void sandbox_finish_destroy(Sandbox *s) {
-        Manager *m = s->manager;
+        Context *m = s->ctx;
         int r;
 
         if (s->cg_fd >= 0)
@@ -852,7 +466,7 @@ static void sandbox_finish_destroy(Sandbox *s) {
         netns_pool_put(&m->netns, TAKE_FD(s->netns_fd));
         sandbox_remove_workspace(s);
         if (!s->keep_workspace)
-                manager_add_tombstone(m, s->id, s->owner_uid);
+                registry_add_tombstone(m->registry, s->id, s->owner_uid);
         if (s->destroy_waiters) {
                 _cleanup_json_ json_object *t = json_object_new_boolean(1);
                 waiters_answer(&s->destroy_waiters, t, "destroyed", NULL);
@@ -881,67 +495,7 @@ static void kill_and_retry(Sandbox *s, int populated, sd_event_source **timer, u
                 (void) sd_event_source_set_time_relative(*timer, delay);
                 (void) sd_event_source_set_enabled(*timer, SD_EVENT_ONESHOT);
         } else
-                (void) sd_event_add_time_relative(s->manager->event, timer, CLOCK_MONOTONIC, delay, 0, handler, s);
-}
-
-/* A process as {pid, comm, state} from /proc/PID/stat; nothing when it is gone. */
-static void stuck_add_proc(pid_t pid, json_object *list) {
-        char path[64], stat[512], *lp, *rp;
-        json_object *o;
-
-        snprintf(path, sizeof(path), "/proc/%d/stat", (int) pid);
-        /* "PID (COMM) S ...": the comm may hold ") ", so its end is the last ')'. */
-        if (read_small_file(AT_FDCWD, path, true, stat, sizeof(stat)) < 0 || !(lp = strchr(stat, '(')) ||
-            !(rp = strrchr(stat, ')')) || rp[1] != ' ' || !rp[2])
-                return;
-        *rp = '\0';
-        o = json_object_new_object();
-        json_object_object_add(o, "pid", json_object_new_int64(pid));
-        json_object_object_add(o, "comm", json_object_new_string(lp + 1));
-        json_object_object_add(o, "state", json_object_new_string_len(rp + 2, 1));
-        json_object_array_add(list, o);
-}
-
-/* The processes left in the sandbox's cgroup and below (init, run-*; nothing inside can make
- * cgroups of its own): at most 16. */
-#define STUCK_LISTED_MAX 16
-static json_object *stuck_processes(Sandbox *s) {
-        json_object *list = json_object_new_array();
-        pid_t pids[STUCK_LISTED_MAX];
-        int n = s->cg_fd >= 0 ? cg_list_pids(s->cg_fd, pids, STUCK_LISTED_MAX) : 0;
-
-        for (int i = 0; i < n; i++)
-                stuck_add_proc(pids[i], list);
-        return list;
-}
-
-/* "pid 4242 cat (D), pid ..." into buf. */
-static void stuck_summary(json_object *list, char *buf, size_t len) {
-        size_t n = json_object_array_length(list), at = 0;
-
-        buf[0] = '\0';
-        for (size_t i = 0; i < n && at < len; i++) {
-                json_object *o = json_object_array_get_idx(list, i), *pid, *comm, *state;
-                json_object_object_get_ex(o, "pid", &pid);
-                json_object_object_get_ex(o, "comm", &comm);
-                json_object_object_get_ex(o, "state", &state);
-                int k = snprintf(buf + at, len - at, "%spid %" PRId64 " %s (%s)", i ? ", " : "", json_object_get_int64(pid),
-                                 json_object_get_string(comm), json_object_get_string(state));
-                if (k < 0)
-                        break;
-                at += (size_t) k;
-        }
-}
-
-int sandbox_teardown_error(Sandbox *s, ProtoError *err) {
-        char what[160];
-        size_t n = s->teardown_stuck ? json_object_array_length(s->teardown_stuck) : 0;
-
-        stuck_summary(s->teardown_stuck, what, sizeof(what));
-        return proto_error_set(err, SBX_E_TEARDOWN_STUCK, "sandbox",
-                               "sandbox %s: %s%zu process%s outlived the kill (%s); its teardown goes on, see inspect",
-                               s->id, n >= STUCK_LISTED_MAX ? "at least " : "", n, n == 1 ? "" : "es",
-                               n ? what : "not listed");
+                (void) sd_event_add_time_relative(s->ctx->event, timer, CLOCK_MONOTONIC, delay, 0, handler, s);
 }
 
 /* Past teardown_timeout with processes left: said once in the log and to whoever waits for the
@@ -952,16 +506,19 @@ static void sandbox_teardown_stuck(Sandbox *s) {
         ProtoError err;
 
         json_object_put(s->teardown_stuck);
-        s->teardown_stuck = stuck_processes(s);
+        s->teardown_stuck = sandbox_stuck_processes(s);
         if (!first)
                 return;
-        stuck_summary(s->teardown_stuck, what, sizeof(what));
+        sandbox_stuck_summary(s->teardown_stuck, what, sizeof(what));
         log_warning("sandbox %s: processes outlived the kill for %" PRIu64 " s: %s; still trying", s->id,
-                    s->manager->config.teardown_timeout_usec / USEC_PER_SEC, what[0] ? what : "none listed");
+                    s->ctx->config.teardown_timeout_usec / USEC_PER_SEC, what[0] ? what : "none listed");
         sandbox_teardown_error(s, &err);
         waiters_answer(&s->destroy_waiters, NULL, NULL, &err);
-        for (Run *r = s->runs; r; r = r->next)
-                run_answer_stuck(r, &err);
+        for (SandboxMember *m = s->members, *next; m; m = next) {
+                next = m->next;
+                if (m->ops->answer_stuck)
+                        m->ops->answer_stuck(m, &err);
+        }
 }
 
 static void sandbox_teardown_step(Sandbox *s) {
@@ -978,11 +535,27 @@ static void sandbox_teardown_step(Sandbox *s) {
                 sandbox_finish_destroy(s);
                 return;
         }
-        if (populated > 0 && now_usec(CLOCK_MONOTONIC) - s->teardown_start_usec >= s->manager->config.teardown_timeout_usec)
+        if (populated > 0 && now_usec(CLOCK_MONOTONIC) - s->teardown_start_usec >= s->ctx->config.teardown_timeout_usec)
                 sandbox_teardown_stuck(s);
         kill_and_retry(s, populated, &s->teardown_timer, &s->teardown_tries, on_teardown_timer);
         if (s->teardown_stuck && s->teardown_timer)
                 (void) sd_event_source_set_time_relative(s->teardown_timer, USEC_PER_SEC);
+}
+
+/* Its runs killed, its sessions hung up, its snapshot job aborted; pending runs are answered. */
+static void sandbox_members_kill(Sandbox *s) {
+        for (SandboxMember *m = s->members, *next; m; m = next) {
+                next = m->next;
+                if (m->ops->kill)
+                        m->ops->kill(m, SIGKILL);
+        }
+}
+
+void sandbox_gone_error(Sandbox *s, ProtoError *err) {
+        if (s->failure.code)
+                *err = s->failure;
+        else
+                proto_error_set(err, SBX_E_CONFLICT, "sandbox", "the sandbox was destroyed before it was ready");
 }
 
 void sandbox_destroy(Sandbox *s, const char *reason) {
@@ -992,24 +565,16 @@ void sandbox_destroy(Sandbox *s, const char *reason) {
                 return;
         log_debug("destroying sandbox %s (%s)", s->id, reason);
         s->teardown_start_usec = now_usec(CLOCK_MONOTONIC);
-        snapshot_job_abort(s); /* also cancels its restart */
-        sandbox_restart_cancel(s);
+        sandbox_restart_cancel(s); /* its snapshot job is aborted below, with the other members */
         s->state = SANDBOX_DESTROYING;
         /* An init still to arrive is awaited on the setup socket, to be killed and reaped. */
         if (!s->init_pending) {
                 s->setup_source = sd_event_source_disable_unref(s->setup_source);
                 s->setup_fd = safe_close(s->setup_fd);
         }
-        proto_error_set(&err, SBX_E_CONFLICT, "sandbox", "the sandbox was destroyed before it was ready");
-        waiters_answer(&s->create_waiters, NULL, NULL, s->failure.code ? &s->failure : &err);
-        while (s->pending_runs) {
-                Run *r = s->pending_runs;
-                connection_reply_error(r->conn, r->req_id, s->failure.code ? &s->failure : &err);
-                run_free(r);
-        }
-        for (Run *r = s->runs; r; r = r->next)
-                run_kill(r, SIGKILL, REASON_DESTROYED);
-        pty_sandbox_destroying(s);
+        sandbox_gone_error(s, &err);
+        waiters_answer(&s->create_waiters, NULL, NULL, &err);
+        sandbox_members_kill(s);
         /* Killing pid 1 ends its pid namespace, and needs no new fd (cgroup.kill does: a daemon
          * out of fds still kills the sandbox's processes). */
         if (s->init_pidfd >= 0)
@@ -1022,28 +587,21 @@ void sandbox_destroy(Sandbox *s, const char *reason) {
 Sandbox *sandbox_free(Sandbox *s) {
         if (!s)
                 return NULL;
-        pty_free_all(s);
-        sandbox_unlink(s);
+        registry_remove(&s->entry); /* the pool refills (pool.c observes) */
         s->setup_helper = sd_event_source_disable_unref(s->setup_helper);
-        if (s->pooled) {
-                s->manager->n_pooled--;
-                pool_schedule_refill(s->manager);
-        }
-        /* Refilled once the taken one is gone: its teardown is the kernel's busiest moment. */
-        if (s->from_pool)
-                pool_taken_done(s->manager);
-        snapshot_job_abort(s);
+        while (s->members)
+                s->members->ops->free(s->members); /* the snapshot job's also cancels its restart */
         sandbox_restart_cancel(s);
         sd_event_source_disable_unref(s->setup_source);
         sd_event_source_disable_unref(s->init_exit_source);
         sd_event_source_disable_unref(s->teardown_timer);
         safe_close(s->setup_fd);
         safe_close(s->init_pidfd);
-        netns_pool_drop(&s->manager->netns, TAKE_FD(s->netns_fd));
+        netns_pool_drop(&s->ctx->netns, TAKE_FD(s->netns_fd));
         safe_close(s->cg_fd);
         safe_close(s->workdir_fd);
         if (s->uid_slot != UINT32_MAX)
-                manager_free_uid_slot(s->manager, s->uid_slot);
+                registry_free_uid_slot(s->ctx->registry, s->uid_slot);
         json_object_put(s->env);
         json_object_put(s->interrupted_runs);
         json_object_put(s->teardown_stuck);
@@ -1054,26 +612,33 @@ Sandbox *sandbox_free(Sandbox *s) {
 }
 
 /* Anyone else gets not_found, not permission_denied: no oracle for other users' sandboxes. */
-bool sandbox_visible_to(Sandbox *s, const Connection *c) {
-        return !s->pooled && (c->admin || c->peer.uid == s->owner_uid);
+bool sandbox_visible_to(Sandbox *s, const ReplyPeer *peer) {
+        return !s->pooled && (peer->admin || peer->cred.uid == s->owner_uid);
 }
 
-unsigned sandbox_count_stuck(Manager *m) {
+unsigned sandbox_count_stuck(Context *m) {
         unsigned n = 0;
-        for (Sandbox *s = m->sandboxes; s; s = s->next)
+        for (Sandbox *s = registry_first(m->registry); s; s = registry_next(&s->entry))
                 n += !!s->teardown_stuck;
         return n;
 }
 
-unsigned sandbox_count_owned(Manager *m, uid_t uid) {
+unsigned sandbox_count_owned(Context *m, uid_t uid) {
         unsigned n = 0;
-        for (Sandbox *s = m->sandboxes; s; s = s->next)
+        for (Sandbox *s = registry_first(m->registry); s; s = registry_next(&s->entry))
                 n += s->owner_uid == uid && s->state != SANDBOX_DESTROYING && !s->pooled;
         return n;
 }
 
+unsigned sandbox_count_runs(Context *m) {
+        unsigned n = 0;
+        for (Sandbox *s = registry_first(m->registry); s; s = registry_next(&s->entry))
+                n += s->n_runs;
+        return n;
+}
+
 const char *sandbox_workdir_path(Sandbox *s, char *buf, size_t len) {
-        snprintf(buf, len, "%s/sandboxes/%s/work", s->manager->config.state_dir, s->id);
+        snprintf(buf, len, "%s/sandboxes/%s/work", s->ctx->config.state_dir, s->id);
         return buf;
 }
 
@@ -1122,7 +687,7 @@ json_object *sandbox_to_json(Sandbox *s, bool with_usage) {
         json_object_object_add(o, "owner_uid", json_object_new_int64(s->owner_uid));
         json_object_object_add(o, "workdir", s->memory_workspace ? NULL : json_object_new_string(sandbox_workdir_path(s, buf, sizeof(buf))));
         json_object_object_add(o, "workspace", json_object_new_string(s->memory_workspace ? "memory" : "disk"));
-        snprintf(buf, sizeof(buf), "%s/%s", s->manager->cg.base, s->cg_rel ? s->cg_rel : "");
+        snprintf(buf, sizeof(buf), "%s/%s", s->ctx->cg.base, s->cg_rel ? s->cg_rel : "");
         json_object_object_add(o, "cgroup", json_object_new_string(buf));
         json_object_object_add(l, "memory", json_object_new_int64((int64_t) s->limits.memory));
         json_object_object_add(l, "pids", json_object_new_int64((int64_t) s->limits.pids));
@@ -1141,8 +706,8 @@ json_object *sandbox_to_json(Sandbox *s, bool with_usage) {
         json_object_object_add(o, "restarted_at", s->restored_usec ? json_object_new_string(format_utc(ts,
                                                                                                      s->restored_usec))
                                                                    : NULL);
-        sweep_sandbox_json(s, o);
-        run_records_json(s, o);
+        if (s->ctx->sandbox_hooks && s->ctx->sandbox_hooks->to_json)
+                s->ctx->sandbox_hooks->to_json(s, o);
         if (with_usage) {
                 json_object_object_add(o, "usage", sandbox_usage_json(s));
                 json_object_object_add(o, "runs_in_flight", json_object_new_int((int) s->n_runs));
@@ -1174,18 +739,6 @@ void sandbox_restart_cancel(Sandbox *s) {
         free(TAKE_PTR(s->restart));
 }
 
-/* A new cgroup, as a new sandbox gets: a cgroup once killed through cgroup.kill may kill what
- * is later cloned into it (seen on 6.18: the new init died of SIGKILL at birth). */
-static int sandbox_renew_cgroup(Sandbox *s) {
-        s->cg_fd = safe_close(s->cg_fd);
-        free(s->cg_rel);
-        s->cg_rel = NULL;
-        int r = cg_remove_tree(s->manager->cg.sandboxes_fd, s->id);
-        if (r < 0)
-                return r;
-        return sandbox_make_cgroup(s);
-}
-
 /* Everything is gone: swap, then a new init as for a new sandbox. */
 static void sandbox_restart_respawn(Sandbox *s) {
         _cleanup_close_ int dfd = -EBADF;
@@ -1195,7 +748,7 @@ static void sandbox_restart_respawn(Sandbox *s) {
         if (r < 0)
                 log_warning("sandbox %s: the workspace was not replaced: %s", s->id, strerror(-r));
         /* The workspace may be another inode now. */
-        dfd = openat(s->manager->state_fd, s->id, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        dfd = openat(s->ctx->state_fd, s->id, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (dfd >= 0) {
                 safe_close(s->workdir_fd);
                 s->workdir_fd = openat(dfd, "work", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -1248,10 +801,38 @@ int sandbox_restart(Sandbox *s, int (*swap)(Sandbox *s, void *userdata),
         *s->restart = (SandboxRestart) { .swap = swap, .done = done, .userdata = userdata };
         /* Runs asked for meanwhile wait for the new init, as they do for a new sandbox. */
         s->state = SANDBOX_CREATING;
-        for (Run *r = s->runs; r; r = r->next)
-                run_kill(r, SIGKILL, REASON_KILLED);
-        pty_sandbox_destroying(s); /* sessions end as when the sandbox goes */
+        sandbox_members_kill(s); /* runs killed, sessions end as when the sandbox goes */
         (void) cg_kill(s->cg_fd);
         sandbox_restart_step(s);
         return killed;
+}
+
+void sandbox_member_add(Sandbox *s, SandboxMember *m, const SandboxMemberOps *ops) {
+        m->ops = ops;
+        m->prev = NULL;
+        m->next = s->members;
+        if (s->members)
+                s->members->prev = m;
+        s->members = m;
+}
+
+void sandbox_member_remove(Sandbox *s, SandboxMember *m) {
+        if (m->prev)
+                m->prev->next = m->next;
+        else if (s->members == m)
+                s->members = m->next;
+        else
+                return;
+        if (m->next)
+                m->next->prev = m->prev;
+        m->next = m->prev = NULL;
+}
+
+void sandbox_set_frozen(Sandbox *s, bool frozen) {
+        s->frozen = frozen;
+        for (SandboxMember *m = s->members, *next; m; m = next) {
+                next = m->next;
+                if (m->ops->frozen)
+                        m->ops->frozen(m);
+        }
 }

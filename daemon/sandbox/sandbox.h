@@ -5,15 +5,18 @@
 
 #include <json-c/json.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 #include <systemd/sd-event.h>
 
+#include "context.h"
 #include "identity.h"
 #include "proto.h"
+#include "registry.h"
+#include "reply.h"
 
-typedef struct Manager Manager;
-typedef struct Connection Connection;
+typedef struct Sandbox Sandbox;
 typedef struct Run Run;
 typedef struct Session Session;
 
@@ -36,12 +39,38 @@ typedef struct SandboxLimits {
 
 /* Someone waiting for the sandbox to be ready or gone: a create or destroy reply. */
 typedef struct Waiter {
-        Connection *conn;
-        json_object *id;
+        Reply *reply;
         struct Waiter *next;
 } Waiter;
 
 typedef struct SnapshotJob SnapshotJob;
+
+/* What a sandbox knows of its runs, sessions and snapshot jobs (run.c, session.c, snapshot-job.c):
+ * each embeds a member, on s->members from its making to its freeing, and the sandbox asks it
+ * through its ops. An op may be NULL where the member has nothing to do. */
+typedef struct SandboxMember SandboxMember;
+typedef struct SandboxMemberOps {
+        /* The sandbox is destroyed (s->state is SANDBOX_DESTROYING) or restarted: sig to what the
+         * member runs in it. One that waits for the sandbox to be ready is answered
+         * (sandbox_gone_error()) and freed on a destroy, and waits on through a restart. */
+        void (*kill)(SandboxMember *m, int sig);
+        /* Its teardown is stuck with processes left (THREATS DMN-06): the client is told err now. */
+        void (*answer_stuck)(SandboxMember *m, const ProtoError *err);
+        /* The sandbox is ready: a member waiting for that starts, and true is returned. */
+        bool (*start)(SandboxMember *m);
+        /* The sandbox was frozen for a snapshot, or thawed (s->frozen tells which). */
+        void (*frozen)(SandboxMember *m);
+        /* The sandbox is freed (at the daemon's stop): the member goes with it, without ending
+         * what it records (a restarted daemon finds it interrupted). */
+        void (*free)(SandboxMember *m);
+} SandboxMemberOps;
+
+struct SandboxMember {
+        const SandboxMemberOps *ops;
+        SandboxMember *next, *prev;
+};
+
+#define SANDBOX_MEMBER_OF(m, type, field) ((type *) ((char *) (m) - offsetof(type, field)))
 
 /* A restart of a ready sandbox's processes (snapshot.restore): everything is stopped, swap runs
  * while nothing lives inside, then a new init is made; done tells how it went. */
@@ -54,7 +83,7 @@ typedef struct SandboxRestart {
 } SandboxRestart;
 
 typedef struct Sandbox {
-        Manager *manager;
+        Context *ctx;
         char id[24];
         char *name;
         SandboxState state;
@@ -102,9 +131,11 @@ typedef struct Sandbox {
         unsigned n_runs;
         Waiter *create_waiters, *destroy_waiters;
         Run *pending_runs; /* waiting for the sandbox to be ready */
-        Session *sessions; /* interactive sessions (pty.c) */
+        Session *sessions; /* interactive sessions (session.c) */
+        SandboxMember *members; /* runs (in flight and pending), sessions, its snapshot job */
         ProtoError failure;
         SnapshotJob *job;      /* a snapshot, restore or fork copy in flight (snapshot-job.c) */
+        bool frozen;           /* ... which froze the sandbox's cgroup (sandbox_set_frozen()) */
         unsigned ready_holds;  /* work that must end before a new sandbox is ready (a fork's copy) */
         bool init_ready;       /* its init is set up, waiting for the holds */
         SandboxRestart *restart;
@@ -118,10 +149,29 @@ typedef struct Sandbox {
                                         * or cut short in it); sweeps walk the least recent first */
         uint64_t disk_bytes;           /* workspace + snapshots at the last sweep */
         uint64_t disk_files;           /* and their files */
+        struct RunNote *notes;         /* its runs and sessions in flight, as runs.log has them (run-record.h) */
         json_object *interrupted_runs; /* runs a restart cut short, reported by inspect */
         bool interrupted_changed;      /* run_log_open() added to them: to be saved */
-        struct Sandbox *next, *prev;
+        RegistryEntry entry;           /* in Context.registry (registry.h) */
 } Sandbox;
+
+/* What sandbox.c asks of the modules that observe it, without knowing them: set once by
+ * lifecycle.c (Context.sandbox_hooks); a NULL hook is skipped. */
+struct SandboxHooks {
+        /* create: refused below min_free_disk or min_free_files, or over the budget (sweep.c). */
+        int (*check_create)(Context *ctx, ProtoError *err);
+        /* run: refused while the sandbox is over its disk limit or all are over the budget. */
+        int (*check_run)(Sandbox *s, ProtoError *err);
+        /* Members of other modules in a sandbox's replies: expiry and disk (sweep.c), interrupted
+         * runs (run-record.c). */
+        void (*to_json)(Sandbox *s, json_object *o);
+};
+
+/* A failure to write the state directory (what names it): ENOSPC and EDQUOT are
+ * resource_exhausted, field disk; anything else internal. */
+int sandbox_disk_error(ProtoError *err, const char *what, int r);
+/* Whether s takes a run now (SandboxHooks.check_run): 0, or < 0 with err set. */
+int sandbox_check_run(Sandbox *s, ProtoError *err);
 
 /* What a create request (or a throwaway run's) asks of its sandbox, validated. */
 typedef struct SandboxRequest {
@@ -133,28 +183,31 @@ typedef struct SandboxRequest {
         json_object *env;
 } SandboxRequest;
 
-int sandbox_parse_request(Manager *m, json_object *req, SandboxRequest *ret, ProtoError *err);
+int sandbox_parse_request(Context *m, json_object *req, SandboxRequest *ret, ProtoError *err);
+/* The same read into s, which is being made for s->owner_uid (s->ephemeral set): name, limits,
+ * best_effort, user, workspace, env, and the sweep's fields (sandbox-request.c). */
+int sandbox_parse(Context *m, Sandbox *s, json_object *req, ProtoError *err);
 void sandbox_request_done(SandboxRequest *r);
 
 /* Validates a create request (shared by throwaway runs) into a new sandbox that is being set
  * up; the reply comes later through the waiters or pending runs. */
-int sandbox_create(Manager *m, json_object *req, uid_t owner, bool ephemeral, Sandbox **ret, ProtoError *err);
+int sandbox_create(Context *m, json_object *req, uid_t owner, bool ephemeral, Sandbox **ret, ProtoError *err);
 /* Brings back a sandbox recorded by an earlier daemon (state.c) with a new init. */
-int sandbox_restore(Manager *m, json_object *meta, Sandbox **ret);
+int sandbox_restore(Context *m, json_object *meta, Sandbox **ret);
 void sandbox_destroy(Sandbox *s, const char *reason);
 /* The teardown_stuck error for a sandbox whose teardown is stuck (Sandbox.teardown_stuck). */
 int sandbox_teardown_error(Sandbox *s, ProtoError *err);
 Sandbox *sandbox_free(Sandbox *s);
 
-void sandbox_add_waiter(Waiter **list, Connection *c, json_object *id);
+void sandbox_add_waiter(Waiter **list, Reply *reply);
 json_object *sandbox_to_json(Sandbox *s, bool with_usage);
-bool sandbox_visible_to(Sandbox *s, const Connection *c);
+bool sandbox_visible_to(Sandbox *s, const ReplyPeer *peer);
 /* Sandboxes whose teardown is stuck (health's teardown_stuck). */
-unsigned sandbox_count_stuck(Manager *m);
-unsigned sandbox_count_owned(Manager *m, uid_t uid);
+unsigned sandbox_count_stuck(Context *m);
+unsigned sandbox_count_owned(Context *m, uid_t uid);
+/* Runs in flight in every sandbox. */
+unsigned sandbox_count_runs(Context *m);
 const char *sandbox_workdir_path(Sandbox *s, char *buf, size_t len);
-/* Checks a client's environment object: names without '=', string values, at most 1024. */
-int sandbox_env_check(json_object *env, ProtoError *err);
 /* A fork's copy is done (err NULL) or failed: the sandbox becomes ready, or fails, when nothing
  * else holds it. */
 void sandbox_release_hold(Sandbox *s, const ProtoError *err);
@@ -163,5 +216,37 @@ int sandbox_restart(Sandbox *s, int (*swap)(Sandbox *s, void *userdata),
                     void (*done)(Sandbox *s, int error, void *userdata), void *userdata);
 /* Forgets a restart in progress without calling its done (its owner is going away). */
 void sandbox_restart_cancel(Sandbox *s);
+/* Helpers of sandbox.c, which return values and call nothing of its state machine: what a sandbox
+ * is built of (sandbox-init.c; each returns 0 or -errno) ... */
+/* sandboxes/<id> with the sandbox's limits (s->cg_fd, s->cg_rel). */
+int sandbox_make_cgroup(Sandbox *s);
+/* A new one after a cgroup.kill (a restart's): the old one removed. */
+int sandbox_renew_cgroup(Sandbox *s);
+/* An earlier daemon's cgroup of the sandbox, emptied and removed (restore). */
+int sandbox_clear_old_cgroup(Sandbox *s);
+/* <state>/<id>/work (s->workdir_fd); existing: it may be there already (restore). */
+int sandbox_make_workspace(Sandbox *s, bool existing);
+/* The init's uid/gid maps, setgroups denied (s->init_pid, not yet reaped). */
+int sandbox_write_maps(Sandbox *s);
+/* Starts the init: through the exec'd helper where there is one (its pid returned, its pidfd in
+ * *ret_helper_pidfd, s->init_pending), else cloned by the daemon (s->init_pid, its pidfd in
+ * s->init_pidfd). s->setup_fd is the setup socket either way. < 0: nothing was started. */
+pid_t sandbox_start_init(Sandbox *s, int *ret_helper_pidfd);
+/* ... and what its teardown looks at and leaves (sandbox-teardown.c). */
+/* The processes left in the sandbox's cgroup and below: [{pid, comm, state}], at most 16. */
+json_object *sandbox_stuck_processes(Sandbox *s);
+/* "pid 4242 cat (D), pid ..." into buf. */
+void sandbox_stuck_summary(json_object *list, char *buf, size_t len);
+/* Moves the workspace aside and removes it in a child process (nothing for a memory workspace
+ * or one to be kept). */
+void sandbox_remove_workspace(Sandbox *s);
+
+/* A run, session or snapshot job becomes a member of s (ops kept), or stops being one. */
+void sandbox_member_add(Sandbox *s, SandboxMember *m, const SandboxMemberOps *ops);
+void sandbox_member_remove(Sandbox *s, SandboxMember *m);
+/* A snapshot job froze the sandbox's cgroup, or thawed it: s->frozen, and every member is told. */
+void sandbox_set_frozen(Sandbox *s, bool frozen);
+/* What a request waiting for the sandbox to be ready is told when it is destroyed instead. */
+void sandbox_gone_error(Sandbox *s, ProtoError *err);
 /* Called when a run of this sandbox ends (frees ephemeral sandboxes). */
 void sandbox_run_finished(Sandbox *s, Run *r);

@@ -26,19 +26,16 @@
 #include <unistd.h>
 
 #include "cgroup.h"
-#include "connection.h"
 #include "copy-tree.h"
 #include "log.h"
 #include "macro.h"
-#include "manager.h"
+#include "context.h"
 #include "rm-rf.h"
-#include "run.h"
 #include "sandbox.h"
 #include "remove-async.h"
 #include "snapshot-job.h"
 #include "snapshot.h"
 #include "spawn.h"
-#include "sweep.h"
 #include "util.h"
 
 #define FREEZE_TIMEOUT_USEC (10 * USEC_PER_SEC)
@@ -53,8 +50,8 @@ typedef enum JobKind {
 struct SnapshotJob {
         JobKind kind;
         Sandbox *sandbox;          /* the one it works for (the new one for a fork) */
-        Connection *conn;          /* who gets the reply; NULL for a fork (create answers) */
-        json_object *req_id;
+        SandboxMember member;      /* in sandbox->members while it is s->job */
+        Reply *reply;              /* who gets the answer; NULL for a fork (create answers) */
         char snap_id[SNAPSHOT_ID_LEN + 1];
         char label[SNAPSHOT_LABEL_MAX + 1];
         char src_sandbox[24];      /* fork: the sandbox the snapshot belongs to */
@@ -216,7 +213,7 @@ static bool same_inode(int dir, const char *path, const struct stat *want) {
 
 /* <other>/snapshots/<id>/tree -> <new sandbox>/work, owners moved into the new uid range. */
 _Noreturn static void child_fork(const SnapshotJob *j, int state_fd, int out) {
-        const Manager *m = j->sandbox->manager;
+        const Context *m = j->sandbox->ctx;
         _cleanup_close_ int sdir = open_dir_at(state_fd, j->sandbox->id);
         _cleanup_close_ int from = open_dir_at(state_fd, j->src_sandbox);
         _cleanup_close_ int snaps = -EBADF, snap = -EBADF, src = -EBADF, dst = -EBADF;
@@ -278,11 +275,7 @@ static void job_thaw(SnapshotJob *j) {
         r = cg_write(j->sandbox->cg_fd, "cgroup.freeze", "0");
         if (r < 0)
                 log_warning("sandbox %s: cannot thaw it: %s", j->sandbox->id, strerror(-r));
-        run_timeouts_resume(j->sandbox);
-}
-
-bool snapshot_job_frozen(Sandbox *s) {
-        return s->job && s->job->frozen;
+        sandbox_set_frozen(j->sandbox, false);
 }
 
 static SnapshotJob *job_free(SnapshotJob *j) {
@@ -290,22 +283,22 @@ static SnapshotJob *job_free(SnapshotJob *j) {
                 return NULL;
         if (j->sandbox && j->sandbox->job == j)
                 j->sandbox->job = NULL;
+        if (j->sandbox)
+                sandbox_member_remove(j->sandbox, &j->member);
         job_thaw(j);
         sd_event_source_disable_unref(j->child_source);
         sd_event_source_disable_unref(j->pipe_source);
         sd_event_source_disable_unref(j->freeze_timer);
         safe_close(j->pidfd);
         safe_close(j->pipe_fd);
-        if (j->conn)
-                connection_unref(j->conn);
-        json_object_put(j->req_id);
+        reply_unref(j->reply);
         free(j);
         return NULL;
 }
 
 static void job_reply_error(SnapshotJob *j, const ProtoError *err) {
-        if (j->conn)
-                connection_reply_error(j->conn, j->req_id, err);
+        if (j->reply)
+                reply_error(j->reply, err);
 }
 
 static void job_error_from_child(SnapshotJob *j, ProtoError *err) {
@@ -324,16 +317,16 @@ static void job_error_from_child(SnapshotJob *j, ProtoError *err) {
 
 static void job_send_progress(SnapshotJob *j) {
         json_object *ev;
-        if (!j->conn)
+        if (!j->reply)
                 return;
-        ev = proto_event(j->req_id, "progress");
+        ev = reply_event_new(j->reply, "progress");
         json_object_object_add(ev, "bytes", json_object_new_int64((int64_t) j->stats.bytes));
         json_object_object_add(ev, "files", json_object_new_int64((int64_t) j->stats.files));
         if (j->kind == JOB_RESTORE) {
                 json_object_object_add(ev, "total_bytes", json_object_new_int64((int64_t) j->total_bytes));
                 json_object_object_add(ev, "total_files", json_object_new_int64((int64_t) j->total_files));
         }
-        connection_send_take(j->conn, ev);
+        reply_event(j->reply, ev);
 }
 
 static void job_line(SnapshotJob *j, char *line) {
@@ -382,7 +375,7 @@ static int on_pipe(sd_event_source *src, int fd, uint32_t revents, void *userdat
 }
 
 static void job_finish_snapshot(SnapshotJob *j) {
-        json_object *reply = proto_reply_ok(j->req_id);
+        json_object *reply = json_object_new_object();
         SnapshotInfo i = { .created_usec = j->created_usec, .bytes = j->stats.bytes, .files = j->stats.files };
 
         snprintf(i.id, sizeof(i.id), "%s", j->snap_id);
@@ -393,13 +386,13 @@ static void job_finish_snapshot(SnapshotJob *j) {
         json_object_object_add(reply, "frozen_s", json_object_new_double((double) j->frozen_usec / 1e6));
         log_info("sandbox %s: snapshot %s made (%" PRIu64 " bytes, %" PRIu64 " files)", j->sandbox->id, j->snap_id,
                  j->stats.bytes, j->stats.files);
-        connection_send_take(j->conn, reply);
+        reply_ok(j->reply, reply);
         job_free(j);
 }
 
 static int restore_swap(Sandbox *s, void *userdata) {
         SnapshotJob *j = userdata;
-        _cleanup_close_ int dfd = open_dir_at(s->manager->state_fd, s->id);
+        _cleanup_close_ int dfd = open_dir_at(s->ctx->state_fd, s->id);
         if (dfd < 0)
                 return dfd;
         /* One step: whoever looks (or a crash) finds the old tree or the new one at "work". */
@@ -410,17 +403,17 @@ static int restore_swap(Sandbox *s, void *userdata) {
 
 static void restore_done(Sandbox *s, int error, void *userdata) {
         SnapshotJob *j = userdata;
-        _cleanup_close_ int dfd = open_dir_at(s->manager->state_fd, s->id);
+        _cleanup_close_ int dfd = open_dir_at(s->ctx->state_fd, s->id);
         ProtoError err;
 
         /* Either the old tree (swapped out) or the unused new one is left at work.new-*. */
         if (dfd >= 0)
-                (void) remove_async(s->manager, dfd, j->work_new);
+                (void) remove_async(s->ctx->event, s->ctx->run_helper_fd, dfd, j->work_new);
         if (error < 0) {
                 proto_error_set(&err, SBX_E_INTERNAL, NULL, "the workspace could not be replaced: %s", strerror(-error));
                 job_reply_error(j, &err);
         } else {
-                json_object *reply = proto_reply_ok(j->req_id);
+                json_object *reply = json_object_new_object();
                 json_object_object_add(reply, "sandbox", json_object_new_string(s->id));
                 json_object_object_add(reply, "snapshot", json_object_new_string(j->snap_id));
                 json_object_object_add(reply, "bytes", json_object_new_int64((int64_t) j->stats.bytes));
@@ -428,7 +421,7 @@ static void restore_done(Sandbox *s, int error, void *userdata) {
                 json_object_object_add(reply, "runs_killed", json_object_new_int(j->runs_killed));
                 json_object_object_add(reply, "processes", json_object_new_string("restarted"));
                 log_info("sandbox %s: workspace restored from %s", s->id, j->snap_id);
-                connection_send_take(j->conn, reply);
+                reply_ok(j->reply, reply);
         }
         job_free(j);
 }
@@ -443,9 +436,9 @@ static void job_finish_restore(SnapshotJob *j) {
                 j->runs_killed = r; /* the reply comes from restore_done */
                 return;
         }
-        dfd = open_dir_at(s->manager->state_fd, s->id);
+        dfd = open_dir_at(s->ctx->state_fd, s->id);
         if (dfd >= 0)
-                (void) remove_async(s->manager, dfd, j->work_new);
+                (void) remove_async(s->ctx->event, s->ctx->run_helper_fd, dfd, j->work_new);
         proto_error_set(&err, SBX_E_CONFLICT, "sandbox", "sandbox %s is not ready (%s)", s->id,
                         s->state == SANDBOX_FAILED ? "broken" : "busy");
         job_reply_error(j, &err);
@@ -488,7 +481,7 @@ static int on_child_exit(sd_event_source *src, const siginfo_t *si, void *userda
 }
 
 static int job_start_child(SnapshotJob *j) {
-        Manager *m = j->sandbox->manager;
+        Context *m = j->sandbox->ctx;
         int p[2], r;
         pid_t parent = getpid(), pid;
 
@@ -571,8 +564,8 @@ static int job_freeze_then_copy(SnapshotJob *j) {
         }
         j->frozen = true;
         j->freeze_start = now_usec(CLOCK_MONOTONIC);
-        run_timeouts_pause(s);
-        r = sd_event_add_time_relative(s->manager->event, &j->freeze_timer, CLOCK_MONOTONIC, 0, 0, on_freeze_timer, j);
+        sandbox_set_frozen(s, true);
+        r = sd_event_add_time_relative(s->ctx->event, &j->freeze_timer, CLOCK_MONOTONIC, 0, 0, on_freeze_timer, j);
         if (r < 0) {
                 ProtoError err;
                 proto_error_set(&err, SBX_E_INTERNAL, NULL, "out of memory");
@@ -583,16 +576,36 @@ static int job_freeze_then_copy(SnapshotJob *j) {
 
 /* ---- Entry points -------------------------------------------------------------------------- */
 
-static SnapshotJob *job_new(JobKind kind, Sandbox *s, Connection *c, json_object *id) {
+/* Its sandbox is destroyed: the copy is aborted (a restart is the job's own: it goes on). */
+static void job_member_kill(SandboxMember *m, int sig) {
+        SnapshotJob *j = SANDBOX_MEMBER_OF(m, SnapshotJob, member);
+        if (j->sandbox->state == SANDBOX_DESTROYING)
+                snapshot_job_abort(j->sandbox);
+}
+
+static void job_member_free(SandboxMember *m) {
+        SnapshotJob *j = SANDBOX_MEMBER_OF(m, SnapshotJob, member);
+        if (j->sandbox->job == j)
+                snapshot_job_abort(j->sandbox);
+        else
+                job_free(j);
+}
+
+static const SandboxMemberOps job_member_ops = {
+        .kill = job_member_kill,
+        .free = job_member_free,
+};
+
+static SnapshotJob *job_new(JobKind kind, Sandbox *s, Reply *reply) {
         SnapshotJob *j = calloc(1, sizeof(*j));
         if (!j)
                 return NULL;
         j->kind = kind;
         j->sandbox = s;
-        j->conn = c ? connection_ref(c) : NULL;
-        j->req_id = id ? json_object_get(id) : NULL;
+        j->reply = reply_ref(reply);
         j->pidfd = j->pipe_fd = -EBADF;
         s->job = j;
+        sandbox_member_add(s, &j->member, &job_member_ops);
         return j;
 }
 
@@ -600,8 +613,8 @@ static int oom(ProtoError *err) {
         return proto_error_set(err, SBX_E_INTERNAL, NULL, "out of memory");
 }
 
-int snapshot_job_snapshot(Sandbox *s, Connection *c, json_object *id, const char *label, ProtoError *err) {
-        SnapshotJob *j = job_new(JOB_SNAPSHOT, s, c, id);
+int snapshot_job_snapshot(Sandbox *s, Reply *reply, const char *label, ProtoError *err) {
+        SnapshotJob *j = job_new(JOB_SNAPSHOT, s, reply);
         if (!j)
                 return oom(err);
         if (snapshot_new_id(j->snap_id) < 0) {
@@ -614,8 +627,8 @@ int snapshot_job_snapshot(Sandbox *s, Connection *c, json_object *id, const char
         return 0;
 }
 
-int snapshot_job_restore(Sandbox *s, Connection *c, json_object *id, const SnapshotInfo *snap, ProtoError *err) {
-        SnapshotJob *j = job_new(JOB_RESTORE, s, c, id);
+int snapshot_job_restore(Sandbox *s, Reply *reply, const SnapshotInfo *snap, ProtoError *err) {
+        SnapshotJob *j = job_new(JOB_RESTORE, s, reply);
         uint8_t b[6];
         if (!j)
                 return oom(err);
@@ -633,7 +646,7 @@ int snapshot_job_restore(Sandbox *s, Connection *c, json_object *id, const Snaps
 }
 
 static int write_fork_marker(Sandbox *s) {
-        _cleanup_close_ int dfd = open_dir_at(s->manager->state_fd, s->id);
+        _cleanup_close_ int dfd = open_dir_at(s->ctx->state_fd, s->id);
         _cleanup_close_ int fd = -EBADF;
         if (dfd < 0)
                 return dfd;
@@ -648,8 +661,8 @@ int snapshot_job_fork(Sandbox *s, Sandbox *src, const char *snap_id, ProtoError 
         int r = write_fork_marker(s);
 
         if (r < 0)
-                return sweep_disk_error(err, "cannot mark the fork in the state directory", r);
-        j = job_new(JOB_FORK, s, NULL, NULL);
+                return sandbox_disk_error(err, "cannot mark the fork in the state directory", r);
+        j = job_new(JOB_FORK, s, NULL);
         if (!j)
                 return oom(err);
         snprintf(j->snap_id, sizeof(j->snap_id), "%s", snap_id);

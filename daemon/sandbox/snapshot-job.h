@@ -8,17 +8,15 @@
 #include <stdbool.h>
 
 #include "proto.h"
+#include "reply.h"
 
 typedef struct Sandbox Sandbox;
-typedef struct Connection Connection;
 typedef struct SnapshotInfo SnapshotInfo;
 
 /* Freezes the sandbox, copies its workspace into a new snapshot, thaws it. */
-int snapshot_job_snapshot(Sandbox *s, Connection *c, json_object *id, const char *label, ProtoError *err);
-/* Whether a job keeps the sandbox frozen now. */
-bool snapshot_job_frozen(Sandbox *s);
+int snapshot_job_snapshot(Sandbox *s, Reply *reply, const char *label, ProtoError *err);
 /* Copies the snapshot aside, then restarts the sandbox around an atomic swap of the workspace. */
-int snapshot_job_restore(Sandbox *s, Connection *c, json_object *id, const SnapshotInfo *snap, ProtoError *err);
+int snapshot_job_restore(Sandbox *s, Reply *reply, const SnapshotInfo *snap, ProtoError *err);
 /* Fills the workspace of s (being created; held until the copy is done) from src's snapshot,
  * with owners moved from src's uid range into s's. */
 int snapshot_job_fork(Sandbox *s, Sandbox *src, const char *snap_id, ProtoError *err);

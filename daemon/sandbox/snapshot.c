@@ -16,7 +16,7 @@
 #include "cgroup.h"
 #include "log.h"
 #include "macro.h"
-#include "manager.h"
+#include "context.h"
 #include "proto.h"
 #include "rm-rf.h"
 #include "sandbox.h"
@@ -39,7 +39,7 @@ int snapshot_new_id(char ret[static SNAPSHOT_ID_LEN + 1]) {
 }
 
 static int open_snapshots_dir(Sandbox *s) {
-        _cleanup_close_ int dfd = openat(s->manager->state_fd, s->id, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        _cleanup_close_ int dfd = openat(s->ctx->state_fd, s->id, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         int fd;
         if (dfd < 0)
                 return -errno;
@@ -211,7 +211,7 @@ int snapshot_delete(Sandbox *s, const char *snap_id) {
         if (renameat(fd, snap_id, fd, tmp) < 0)
                 return -errno;
         (void) fsync(fd);
-        (void) remove_async(s->manager, fd, tmp);
+        (void) remove_async(s->ctx->event, s->ctx->run_helper_fd, fd, tmp);
         return 0;
 }
 
@@ -257,7 +257,7 @@ int snapshot_cleanup_partial(int state_fd, const char *sandbox_id) {
         return 0;
 }
 
-void snapshot_discard_cgroup(Manager *m, const char *sandbox_id) {
+void snapshot_discard_cgroup(Context *m, const char *sandbox_id) {
         _cleanup_close_ int fd = openat(m->cg.sandboxes_fd, sandbox_id, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         int r;
 

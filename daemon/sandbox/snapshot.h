@@ -25,7 +25,7 @@
 #include <stdint.h>
 
 typedef struct Sandbox Sandbox;
-typedef struct Manager Manager;
+typedef struct Context Context;
 
 #define SNAPSHOT_ID_LEN 17 /* "snap-" + 12 hex */
 #define SNAPSHOT_LABEL_MAX 128
@@ -65,7 +65,7 @@ int snapshot_cleanup_partial(int state_fd, const char *sandbox_id);
 
 /* An unfinished fork is not restored: the processes an earlier daemon left in its cgroup are
  * killed and the cgroup removed (blocks for at most about a second, at start only). */
-void snapshot_discard_cgroup(Manager *m, const char *sandbox_id);
+void snapshot_discard_cgroup(Context *m, const char *sandbox_id);
 
 /* Removes dir_fd/name in a child process (the loop never waits for a big tree). */
 

@@ -9,22 +9,81 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "cgroup.h"
 #include "log.h"
 #include "macro.h"
-#include "manager.h"
+#include "context.h"
 #include "proto.h"
-#include "rm-rf.h"
-#include "run-record.h"
 #include "sandbox.h"
-#include "snapshot.h"
 #include "state.h"
-#include "sweep.h"
 #include "util.h"
 
 #define META "meta.json"
 #define META_TMP "meta.json.tmp"
 #define META_MAX (1u << 20)
+
+/* ---- sweep.c's fields: ttl, idle, limits.disk and limits.files ------------------------------ */
+
+static void sweep_meta_save(Sandbox *s, json_object *meta) {
+        json_object *l;
+
+        if (json_object_object_get_ex(meta, "limits", &l)) {
+                json_object_object_add(l, "disk", json_object_new_int64((int64_t) s->limits.disk));
+                json_object_object_add(l, "files", json_object_new_int64((int64_t) s->limits.files));
+        }
+        json_object_object_add(meta, "ttl_usec", json_object_new_int64((int64_t) s->ttl_usec));
+        json_object_object_add(meta, "idle_usec", json_object_new_int64((int64_t) s->idle_usec));
+}
+
+static uint64_t meta_u64(json_object *o, const char *key) {
+        json_object *v;
+        if (!o || !json_object_object_get_ex(o, key, &v) || !json_object_is_type(v, json_type_int) ||
+            json_object_get_int64(v) < 0)
+                return 0;
+        return (uint64_t) json_object_get_int64(v);
+}
+
+/* Fields an older daemon did not write are absent: no disk limit, no expiry; the file limit
+ * the disk limit implies. */
+static int sweep_meta_restore(Sandbox *s, json_object *meta) {
+        json_object *l = NULL;
+
+        (void) json_object_object_get_ex(meta, "limits", &l);
+        s->limits.disk = meta_u64(l, "disk");
+        /* A sandbox of a daemon before limits.files gets the default a create would give it. */
+        if (l && json_object_object_get_ex(l, "files", NULL))
+                s->limits.files = meta_u64(l, "files");
+        else
+                s->limits.files = s->ctx->config.default_files ?: config_files_for_bytes(s->limits.disk);
+        s->ttl_usec = meta_u64(meta, "ttl_usec");
+        s->idle_usec = meta_u64(meta, "idle_usec");
+        /* The idle clock starts again: the daemon does not know what happened while it was gone. */
+        s->last_active_usec = now_usec(CLOCK_MONOTONIC);
+        /* What is left of the ttl comes from the wall clock, the only one that spans the time the
+         * daemon was gone (and a reboot); from here on, the monotonic clock counts it down, so
+         * that a step of the wall clock while the daemon runs expires nothing (THREATS DMN-09). */
+        if (s->ttl_usec) {
+                uint64_t end = s->created_usec + s->ttl_usec, now = now_usec(CLOCK_REALTIME);
+                s->ttl_deadline_usec = s->last_active_usec + (end > now ? end - now : 0);
+        }
+        return 0;
+}
+
+/* ---- run-record.c's: the runs a restart cut short ------------------------------------------ */
+
+static void run_records_meta_save(Sandbox *s, json_object *meta) {
+        if (s->interrupted_runs)
+                json_object_object_add(meta, "interrupted_runs", json_object_get(s->interrupted_runs));
+}
+
+static void run_records_meta_restore(Sandbox *s, json_object *meta) {
+        json_object *v;
+        if (json_object_object_get_ex(meta, "interrupted_runs", &v) && json_object_is_type(v, json_type_array)) {
+                json_object_put(s->interrupted_runs);
+                s->interrupted_runs = json_object_get(v);
+        }
+}
+
+/* ---- The record ----------------------------------------------------------------------------- */
 
 static json_object *state_to_json(Sandbox *s) {
         json_object *o = json_object_new_object(), *l = json_object_new_object();
@@ -57,12 +116,12 @@ int state_save(Sandbox *s) {
         int r;
 
         text = proto_serialize(o, &n);
-        /* Never a record the next start could not read back (read_meta): the old one stays. */
+        /* Never a record the next start could not read back (state_read): the old one stays. */
         if (text && n > META_MAX)
                 return -EFBIG;
         if (!text)
                 return -ENOMEM;
-        dfd = openat(s->manager->state_fd, s->id, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        dfd = openat(s->ctx->state_fd, s->id, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (dfd < 0)
                 return -errno;
         fd = openat(dfd, META_TMP, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
@@ -75,12 +134,12 @@ int state_save(Sandbox *s) {
         if (fsync(fd) < 0 || renameat(dfd, META_TMP, dfd, META) < 0 || fsync(dfd) < 0)
                 return -errno;
         /* And the sandbox's own entry in sandboxes/, new at its first save. */
-        if (fsync(s->manager->state_fd) < 0)
+        if (fsync(s->ctx->state_fd) < 0)
                 return -errno;
         return 0;
 }
 
-static int read_meta(int state_fd, const char *id, json_object **ret) {
+int state_read(int state_fd, const char *id, json_object **ret) {
         _cleanup_close_ int dfd = openat(state_fd, id, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         _cleanup_close_ int fd = -EBADF;
         _cleanup_free_ char *buf = NULL;
@@ -107,129 +166,12 @@ static int read_meta(int state_fd, const char *id, json_object **ret) {
         return proto_parse_line(buf, (size_t) n, SBX_MAX_DEPTH, ret, &err) < 0 ? -EBADMSG : 0;
 }
 
-static bool is_sandbox_id(const char *name) {
+bool state_is_sandbox_id(const char *name) {
         return strncmp(name, "sbx-", 4) == 0 && strlen(name) == 16 && strspn(name + 4, "0123456789abcdef") == 12;
 }
 
-/* A sandbox whose record cannot be read (torn by a disk fault, edited by hand, too large) keeps
- * everything it has: renamed to .quarantine-<id>, which no start touches again, and counted in
- * health. Its workspace and snapshots are the user's; only a person can tell what went wrong. */
-static void quarantine(Manager *m, const char *name, int why) {
-        char to[NAME_MAX + 32];
-
-        snprintf(to, sizeof(to), QUARANTINE_PREFIX "%s", name);
-        for (unsigned i = 1; renameat2(m->state_fd, name, m->state_fd, to, RENAME_NOREPLACE) < 0; i++) {
-                if (errno != EEXIST || i > 100) {
-                        log_error("sandbox %s: its record is unreadable (%s) and it cannot be set aside: %m; "
-                                  "left in place", name, strerror(-why));
-                        return;
-                }
-                snprintf(to, sizeof(to), QUARANTINE_PREFIX "%s.%u", name, i);
-        }
-        log_error("sandbox %s: its record (meta.json) is unreadable: %s; its workspace and snapshots are kept "
-                  "in %s for a person to look at",
-                  name, strerror(-why), to);
-}
-
-/* One entry of <state>/sandboxes: a recorded sandbox comes back; a sandbox never recorded (no
- * meta.json: a throwaway one, a create cut short) or a workspace being removed is what a crash
- * interrupted, and goes; a record that cannot be read is set aside, never removed. */
-static void restore_entry(Manager *m, const char *name) {
-        _cleanup_json_ json_object *meta = NULL;
-        Sandbox *s;
-        int r;
-
-        bool unfinished_fork = is_sandbox_id(name) && snapshot_cleanup_partial(m->state_fd, name) == -ESTALE;
-
-        if (unfinished_fork)
-                snapshot_discard_cgroup(m, name);
-        r = is_sandbox_id(name) && !unfinished_fork ? read_meta(m->state_fd, name, &meta) : -ENOENT;
-        if (r == -ENOMEM) {
-                log_error("sandbox %s: no memory to read its record; left as it is for the next start", name);
-                return;
-        }
-        if (r < 0 && r != -ENOENT) {
-                quarantine(m, name, r);
-                return;
-        }
-        if (r >= 0) {
-                r = sandbox_restore(m, meta, &s);
-                if (r < 0)
-                        log_warning("sandbox %s: cannot restore it: %s; its workspace stays in place", name, strerror(-r));
-                else {
-                        log_info("sandbox %s restored after a restart", name);
-                        sweep_meta_restore(s, meta);
-                        run_records_meta_restore(s, meta);
-                        (void) run_records_collect(s);
-                }
-                return;
-        }
-        if (name[0] == '.' && strncmp(name, ".trash-", 7) != 0)
-                return;
-        log_info("removing %s, left half-done by an earlier run", name);
-        r = rm_rf_at(m->state_fd, name);
-        if (r < 0)
-                log_warning("cannot remove %s: %s", name, strerror(-r));
-}
-
-/* A cgroup below sandboxes/ that no restored sandbox claims: a throwaway sandbox (never
- * recorded) of a daemon that died, with whatever still runs in it. Its processes are killed and
- * the cgroup removed; recorded sandboxes replaced theirs in sandbox_restore(). */
-static void remove_stale_cgroup(Manager *m, const char *name) {
-        _cleanup_close_ int fd = openat(m->cg.sandboxes_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        int r;
-
-        if (fd < 0)
-                return;
-        for (int i = 0; i < 1000 && cg_populated(fd) > 0; i++) {
-                (void) cg_kill(fd);
-                usleep(1000);
-        }
-        r = cg_remove_tree(m->cg.sandboxes_fd, name);
-        if (r < 0)
-                log_warning("cannot remove the stale cgroup sandboxes/%s: %s", name, strerror(-r));
-        else
-                log_info("removed the stale cgroup sandboxes/%s of an earlier daemon", name);
-}
-
-static void remove_stale_cgroups(Manager *m) {
-        int fd = openat(m->cg.sandboxes_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        DIR *d;
-        struct dirent *de;
-
-        if (fd < 0 || !(d = fdopendir(fd))) {
-                safe_close(fd);
-                return;
-        }
-        while ((de = readdir(d)))
-                if (de->d_type == DT_DIR && is_sandbox_id(de->d_name) && !manager_find_sandbox(m, de->d_name))
-                        remove_stale_cgroup(m, de->d_name);
-        closedir(d);
-}
-
-int state_restore_all(Manager *m) {
-        int fd = openat(m->state_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        DIR *d;
-        struct dirent *de;
-
-        if (fd < 0)
-                return -errno;
-        d = fdopendir(fd);
-        if (!d) {
-                close(fd);
-                return -errno;
-        }
-        while ((de = readdir(d)))
-                if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0)
-                        restore_entry(m, de->d_name);
-        /* Counted once the renames are done: a directory renamed while it is read may be seen
-         * under both names. */
-        rewinddir(d);
-        m->n_quarantined = 0;
-        while ((de = readdir(d)))
-                if (strncmp(de->d_name, QUARANTINE_PREFIX, strlen(QUARANTINE_PREFIX)) == 0)
-                        m->n_quarantined++;
-        closedir(d);
-        remove_stale_cgroups(m);
-        return 0;
+/* What state.c keeps of the other modules' fields, back into a restored sandbox. */
+void state_restore_fields(Sandbox *s, json_object *meta) {
+        sweep_meta_restore(s, meta);
+        run_records_meta_restore(s, meta);
 }

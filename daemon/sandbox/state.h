@@ -4,15 +4,21 @@
 #pragma once
 
 #include <json-c/json.h>
+#include <stdbool.h>
 
-typedef struct Manager Manager;
+typedef struct Context Context;
 typedef struct Sandbox Sandbox;
 
 /* Where a sandbox whose record cannot be read is set aside, whole, at start. */
 #define QUARANTINE_PREFIX ".quarantine-"
 
+/* The whole meta.json: the sandbox's own fields and the sweep's (ttl, idle, limits.disk and
+ * limits.files) and run-record's (interrupted_runs). The walk over <state>/sandboxes at start
+ * (restore, quarantine, stale cgroups) is lifecycle.c's. */
 int state_save(Sandbox *s);
-/* At start: removes what a crash left half-done (trash, workspaces without metadata), brings
- * every recorded sandbox back with a new init, and quarantines the ones whose record is
- * unreadable (counted in m->n_quarantined). */
-int state_restore_all(Manager *m);
+/* <state_fd>/<id>/meta.json, parsed: -EFBIG past its size limit, -EBADMSG when unreadable. */
+int state_read(int state_fd, const char *id, json_object **ret);
+/* The fields of other modules that state_save() wrote, into a sandbox sandbox_restore() made. */
+void state_restore_fields(Sandbox *s, json_object *meta);
+/* sbx- and 12 hex digits. */
+bool state_is_sandbox_id(const char *name);

@@ -11,10 +11,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "connection.h"
 #include "log.h"
 #include "macro.h"
-#include "manager.h"
+#include "context.h"
 #include "run.h"
 #include "sandbox.h"
 #include "snapshot.h"
@@ -26,9 +25,8 @@
 #define SWEEPS_MAX 4
 
 typedef struct Sweep {
-        Manager *manager;
-        Connection *conn; /* NULL for the timer */
-        json_object *req_id;
+        Context *ctx;
+        Reply *reply; /* NULL for the timer */
         bool dry_run, all;
         char (*ids)[24];
         size_t n_ids;
@@ -69,16 +67,16 @@ static const char *human(char buf[static 32], uint64_t bytes) {
 
 /* A byte limit's file limit when none is set: 0 (none) stays 0, a small one is at least 1. */
 static uint64_t files_for_bytes(uint64_t bytes) {
-        return bytes == 0 ? 0 : bytes < SWEEP_BYTES_PER_FILE ? 1 : bytes / SWEEP_BYTES_PER_FILE;
+        return config_files_for_bytes(bytes);
 }
 
 static uint64_t files_budget(const Config *c) {
         return c->files_budget ?: files_for_bytes(c->disk_budget);
 }
 
-static int budget_error(Manager *m, const char *what, ProtoError *err) {
+static int budget_error(Context *m, const char *what, ProtoError *err) {
         char a[32];
-        if (m->files_budget_exceeded)
+        if (m->sweeper->files_budget_exceeded)
                 return proto_error_set(err, SBX_E_RESOURCE_EXHAUSTED, "disk",
                                        "the sandboxes hold more than files_budget (%" PRIu64 " files) even without "
                                        "snapshots: %s until some are destroyed",
@@ -89,7 +87,7 @@ static int budget_error(Manager *m, const char *what, ProtoError *err) {
                                human(a, m->config.disk_budget), what);
 }
 
-int sweep_check_create(Manager *m, ProtoError *err) {
+int sweep_check_create(Context *m, ProtoError *err) {
         struct statvfs sv;
         char a[32], b[32];
 
@@ -108,17 +106,9 @@ int sweep_check_create(Manager *m, ProtoError *err) {
                                                "until some are freed",
                                                (uint64_t) sv.f_favail, m->config.min_free_files);
         }
-        if (m->disk_budget_exceeded)
+        if (m->sweeper->disk_budget_exceeded)
                 return budget_error(m, "no new sandboxes", err);
         return 0;
-}
-
-int sweep_disk_error(ProtoError *err, const char *what, int r) {
-        if (r == -ENOSPC || r == -EDQUOT)
-                return proto_error_set(err, SBX_E_RESOURCE_EXHAUSTED, "disk",
-                                       "%s: %s (the state directory's filesystem is full, in bytes or in files)",
-                                       what, strerror(-r));
-        return proto_error_set(err, SBX_E_INTERNAL, NULL, "%s: %s", what, strerror(-r));
 }
 
 int sweep_check_run(Sandbox *s, ProtoError *err) {
@@ -136,50 +126,12 @@ int sweep_check_run(Sandbox *s, ProtoError *err) {
                                        "runs are refused until it is back under (restore a smaller snapshot, or "
                                        "destroy it)",
                                        s->id, human(a, s->disk_bytes), human(b, s->limits.disk));
-        if (s->manager->disk_budget_exceeded)
-                return budget_error(s->manager, "runs are refused", err);
+        if (s->ctx->sweeper->disk_budget_exceeded)
+                return budget_error(s->ctx, "runs are refused", err);
         return 0;
 }
 
-/* ---- ttl, idle, limits.disk in create, replies and meta.json ------------------------------ */
-
-/* limits.files (parsed with the others in sandbox.c) where the request left it out:
- * default_files, else one file per SWEEP_BYTES_PER_FILE of limits.disk; max_files caps both. */
-static int parse_files_limit(Manager *m, Sandbox *s, json_object *req, ProtoError *err) {
-        json_object *l = NULL, *v = NULL;
-        bool given = json_object_object_get_ex(req, "limits", &l) && json_object_object_get_ex(l, "files", &v) &&
-                     !json_object_is_type(v, json_type_null);
-
-        if (!given)
-                s->limits.files = m->config.default_files ?: files_for_bytes(s->limits.disk);
-        if (m->config.max_files && (s->limits.files == 0 || s->limits.files > m->config.max_files)) {
-                if (given)
-                        return proto_error_set(err, SBX_E_INVALID_REQUEST, "limits.files",
-                                               "'limits.files' must be set and at most the configured maximum (%" PRIu64 ")",
-                                               m->config.max_files);
-                s->limits.files = m->config.max_files;
-        }
-        return 0;
-}
-
-int sweep_parse_create(Manager *m, Sandbox *s, json_object *req, ProtoError *err) {
-        int r;
-
-        s->ttl_usec = m->config.default_ttl_usec;
-        s->idle_usec = m->config.default_idle_usec;
-        if ((r = proto_get_duration(req, "ttl", &s->ttl_usec, err)) < 0 ||
-            (r = proto_get_duration(req, "idle", &s->idle_usec, err)) < 0)
-                return r;
-        if (m->config.max_disk && (s->limits.disk == 0 || s->limits.disk > m->config.max_disk))
-                return proto_error_set(err, SBX_E_INVALID_REQUEST, "limits.disk",
-                                       "'limits.disk' must be set and at most the configured maximum (%" PRIu64 ")",
-                                       m->config.max_disk);
-        if ((r = parse_files_limit(m, s, req, err)) < 0)
-                return r;
-        s->last_active_usec = now_usec(CLOCK_MONOTONIC);
-        s->ttl_deadline_usec = s->ttl_usec ? s->last_active_usec + s->ttl_usec : 0;
-        return 0;
-}
+/* ---- ttl, idle, limits.disk in create and replies (meta.json: state.c) -------------------------- */
 
 static json_object *seconds_or_null(uint64_t usec) {
         return usec ? json_object_new_double((double) usec / 1e6) : NULL;
@@ -201,51 +153,6 @@ void sweep_sandbox_json(Sandbox *s, json_object *o) {
         json_object_object_add(o, "disk_bytes", s->disk_measured ? json_object_new_int64((int64_t) s->disk_bytes) : NULL);
         json_object_object_add(o, "disk_files", s->disk_measured ? json_object_new_int64((int64_t) s->disk_files) : NULL);
         json_object_object_add(o, "disk_refused", json_object_new_boolean(s->disk_refused));
-}
-
-void sweep_meta_save(Sandbox *s, json_object *meta) {
-        json_object *l;
-
-        if (json_object_object_get_ex(meta, "limits", &l)) {
-                json_object_object_add(l, "disk", json_object_new_int64((int64_t) s->limits.disk));
-                json_object_object_add(l, "files", json_object_new_int64((int64_t) s->limits.files));
-        }
-        json_object_object_add(meta, "ttl_usec", json_object_new_int64((int64_t) s->ttl_usec));
-        json_object_object_add(meta, "idle_usec", json_object_new_int64((int64_t) s->idle_usec));
-}
-
-static uint64_t meta_u64(json_object *o, const char *key) {
-        json_object *v;
-        if (!o || !json_object_object_get_ex(o, key, &v) || !json_object_is_type(v, json_type_int) ||
-            json_object_get_int64(v) < 0)
-                return 0;
-        return (uint64_t) json_object_get_int64(v);
-}
-
-/* Fields an older daemon did not write are absent: no disk limit, no expiry; the file limit
- * the disk limit implies. */
-int sweep_meta_restore(Sandbox *s, json_object *meta) {
-        json_object *l = NULL;
-
-        (void) json_object_object_get_ex(meta, "limits", &l);
-        s->limits.disk = meta_u64(l, "disk");
-        /* A sandbox of a daemon before limits.files gets the default a create would give it. */
-        if (l && json_object_object_get_ex(l, "files", NULL))
-                s->limits.files = meta_u64(l, "files");
-        else
-                s->limits.files = s->manager->config.default_files ?: files_for_bytes(s->limits.disk);
-        s->ttl_usec = meta_u64(meta, "ttl_usec");
-        s->idle_usec = meta_u64(meta, "idle_usec");
-        /* The idle clock starts again: the daemon does not know what happened while it was gone. */
-        s->last_active_usec = now_usec(CLOCK_MONOTONIC);
-        /* What is left of the ttl comes from the wall clock, the only one that spans the time the
-         * daemon was gone (and a reboot); from here on, the monotonic clock counts it down, so
-         * that a step of the wall clock while the daemon runs expires nothing (THREATS DMN-09). */
-        if (s->ttl_usec) {
-                uint64_t end = s->created_usec + s->ttl_usec, now = now_usec(CLOCK_REALTIME);
-                s->ttl_deadline_usec = s->last_active_usec + (end > now ? end - now : 0);
-        }
-        return 0;
 }
 
 /* ---- Deciding ---------------------------------------------------------------------------- */
@@ -401,7 +308,7 @@ static int over_budget(const Config *c, uint64_t bytes, uint64_t files) {
 /* Over the global budget: the oldest snapshots of all sandboxes go first; if that is not
  * enough, new sandboxes and runs are refused until the next sweep finds room. */
 static bool enforce_budget(Plan *p, bool *ret_files_over) {
-        Manager *m = p->sw->manager;
+        Context *m = p->sw->ctx;
         _cleanup_free_ size_t *v = NULL;
         uint64_t budget = m->config.disk_budget, fbudget = files_budget(&m->config);
         uint64_t sum = total_left(p), fsum = total_files_left(p);
@@ -423,10 +330,10 @@ static bool enforce_budget(Plan *p, bool *ret_files_over) {
         over = why != 0;
         *ret_files_over = why == 2;
         if (p->cut && !over) {
-                over = m->disk_budget_exceeded;
-                *ret_files_over = m->files_budget_exceeded;
+                over = m->sweeper->disk_budget_exceeded;
+                *ret_files_over = m->sweeper->files_budget_exceeded;
         }
-        if (over != m->disk_budget_exceeded) {
+        if (over != m->sweeper->disk_budget_exceeded) {
                 json_object *a = json_object_new_object();
                 json_object_object_add(a, "bytes", json_object_new_int64((int64_t) total_left(p)));
                 json_object_object_add(a, "budget", budget ? json_object_new_int64((int64_t) budget) : NULL);
@@ -488,8 +395,8 @@ static json_object *sandbox_report(Plan *p, size_t index) {
 }
 
 static json_object *sweep_reply(Plan *p, bool budget_over) {
-        Manager *m = p->sw->manager;
-        json_object *reply = proto_reply_ok(p->sw->req_id), *arr = json_object_new_array(), *tot;
+        Context *m = p->sw->ctx;
+        json_object *reply = json_object_new_object(), *arr = json_object_new_array(), *tot;
         uint64_t bytes = 0, apparent = 0, files = 0, wbytes = 0, sbytes = 0;
         struct statvfs sv;
 
@@ -529,7 +436,7 @@ static json_object *sweep_reply(Plan *p, bool budget_over) {
 /* ---- Doing ------------------------------------------------------------------------------- */
 
 static void carry_out(Plan *p, bool budget_over, bool files_over) {
-        Manager *m = p->sw->manager;
+        Context *m = p->sw->ctx;
 
         for (size_t i = 0; i < p->n_recs; i++)
                 if (p->evicted[i]) {
@@ -554,8 +461,8 @@ static void carry_out(Plan *p, bool budget_over, bool files_over) {
                 t->s->disk_refused = t->refuse;
         }
         if (p->sw->all) {
-                m->disk_budget_exceeded = budget_over;
-                m->files_budget_exceeded = budget_over && files_over;
+                m->sweeper->disk_budget_exceeded = budget_over;
+                m->sweeper->files_budget_exceeded = budget_over && files_over;
         }
         /* Last: a destroyed sandbox may be freed at once. */
         for (size_t i = 0; i < p->sw->n_ids; i++)
@@ -564,23 +471,21 @@ static void carry_out(Plan *p, bool budget_over, bool files_over) {
 }
 
 static Sweep *sweep_free(Sweep *sw) {
-        Manager *m;
+        Context *m;
         if (!sw)
                 return NULL;
-        m = sw->manager;
+        m = sw->ctx;
         if (sw->prev)
                 sw->prev->next = sw->next;
         else
-                m->sweeps = sw->next;
+                m->sweeper->sweeps = sw->next;
         if (sw->next)
                 sw->next->prev = sw->prev;
-        m->n_sweeps--;
-        if (!sw->conn)
-                m->timer_sweep_running = false;
+        m->sweeper->n_sweeps--;
+        if (!sw->reply)
+                m->sweeper->timer_sweep_running = false;
         sweep_walk_free(sw->walk);
-        if (sw->conn)
-                connection_unref(sw->conn);
-        json_object_put(sw->req_id);
+        reply_unref(sw->reply);
         free(sw->ids);
         free(sw);
         return NULL;
@@ -590,15 +495,15 @@ static void sweep_fail(Sweep *sw, int r) {
         ProtoError err;
         proto_error_set(&err, SBX_E_INTERNAL, NULL, "the disk walk %s",
                         r == -ETIME ? "did not finish within sweep_timeout" : "failed");
-        if (sw->conn)
-                connection_reply_error(sw->conn, sw->req_id, &err);
+        if (sw->reply)
+                reply_error(sw->reply, &err);
         else
                 log_warning("disk sweep: %s", err.message);
 }
 
 static void on_walk_done(SweepWalk *w, int r, void *userdata) {
         Sweep *sw = userdata;
-        Manager *m = sw->manager;
+        Context *m = sw->ctx;
         Plan p = { .sw = sw, .now_mono = now_usec(CLOCK_MONOTONIC) };
         json_object *reply;
         bool over, files_over;
@@ -618,7 +523,7 @@ static void on_walk_done(SweepWalk *w, int r, void *userdata) {
                 goto out;
         }
         for (size_t i = 0; i < sw->n_ids; i++) {
-                Sandbox *s = manager_find_sandbox(m, sw->ids[i]);
+                Sandbox *s = registry_find(m->registry, sw->ids[i]);
                 p.t[i].s = s && s->state != SANDBOX_DESTROYING ? s : NULL;
         }
         /* The walk goes through the sandboxes in order, each one's trees together: those before
@@ -633,13 +538,13 @@ static void on_walk_done(SweepWalk *w, int r, void *userdata) {
         expire(&p);
         for (size_t i = 0; i < sw->n_ids; i++)
                 enforce_sandbox_limit(&p, i);
-        files_over = m->files_budget_exceeded;
-        over = sw->all ? enforce_budget(&p, &files_over) : m->disk_budget_exceeded;
+        files_over = m->sweeper->files_budget_exceeded;
+        over = sw->all ? enforce_budget(&p, &files_over) : m->sweeper->disk_budget_exceeded;
         reply = sweep_reply(&p, over);
         if (!sw->dry_run)
                 carry_out(&p, over, files_over);
-        if (sw->conn)
-                connection_send_take(sw->conn, reply);
+        if (sw->reply)
+                reply_ok(sw->reply, reply);
         else
                 json_object_put(reply);
 out:
@@ -658,19 +563,19 @@ static void on_walk_progress(SweepWalk *w, void *userdata) {
         uint64_t bytes = 0, files = 0, done = 0;
         json_object *ev;
 
-        if (!sw->conn)
+        if (!sw->reply)
                 return;
         for (size_t i = 0; i < n; i++) {
                 done += recs[i].kind == SWEEP_WORK;
                 bytes += recs[i].bytes;
                 files += recs[i].files;
         }
-        ev = proto_event(sw->req_id, "progress");
+        ev = reply_event_new(sw->reply, "progress");
         json_object_object_add(ev, "sandboxes_done", json_object_new_int64((int64_t) done));
         json_object_object_add(ev, "sandboxes_total", json_object_new_int64((int64_t) sw->n_ids));
         json_object_object_add(ev, "bytes", json_object_new_int64((int64_t) bytes));
         json_object_object_add(ev, "files", json_object_new_int64((int64_t) files));
-        connection_send_take(sw->conn, ev);
+        reply_event(sw->reply, ev);
 }
 
 /* ---- Starting ---------------------------------------------------------------------------- */
@@ -691,15 +596,15 @@ static int cmp_walked(const void *a, const void *b) {
 /* The sandboxes a sweep walked least recently come first (never: first of all, newest first), so
  * that sweeps cut short by sweep_timeout still get round to every sandbox in turn. */
 static int sweep_list(Sweep *sw) {
-        Manager *m = sw->manager;
-        _cleanup_free_ ListEntry *v = calloc(m->n_sandboxes + 1, sizeof(*v));
+        Context *m = sw->ctx;
+        _cleanup_free_ ListEntry *v = calloc(registry_count(m->registry) + 1, sizeof(*v));
         size_t n = 0;
 
-        sw->ids = calloc(m->n_sandboxes + 1, sizeof(*sw->ids));
+        sw->ids = calloc(registry_count(m->registry) + 1, sizeof(*sw->ids));
         if (!sw->ids || !v)
                 return -ENOMEM;
-        for (Sandbox *s = m->sandboxes; s; s = s->next)
-                if (s->state != SANDBOX_DESTROYING && !s->pooled && (sw->all || sandbox_visible_to(s, sw->conn))) {
+        for (Sandbox *s = registry_first(m->registry); s; s = registry_next(&s->entry))
+                if (s->state != SANDBOX_DESTROYING && !s->pooled && (sw->all || sandbox_visible_to(s, reply_peer(sw->reply)))) {
                         v[n] = (ListEntry) { .walked_usec = s->disk_walked_usec, .order = n, .id = s->id };
                         n++;
                 }
@@ -709,29 +614,28 @@ static int sweep_list(Sweep *sw) {
         return 0;
 }
 
-int sweep_start(Manager *m, Connection *conn, json_object *id, bool dry_run, ProtoError *err) {
+int sweep_start(Context *m, Reply *reply, bool dry_run, ProtoError *err) {
         Sweep *sw;
         int r;
 
-        if (m->n_sweeps >= SWEEPS_MAX)
+        if (m->sweeper->n_sweeps >= SWEEPS_MAX)
                 return proto_error_set(err, SBX_E_RESOURCE_EXHAUSTED, NULL, "%d sweeps are running already", SWEEPS_MAX);
         sw = calloc(1, sizeof(*sw));
         if (!sw)
                 return proto_error_set(err, SBX_E_INTERNAL, NULL, "out of memory");
-        *sw = (Sweep) { .manager = m, .dry_run = dry_run, .all = !conn || conn->admin, .start_usec = now_usec(CLOCK_MONOTONIC) };
-        sw->next = m->sweeps;
-        if (m->sweeps)
-                m->sweeps->prev = sw;
-        m->sweeps = sw;
-        m->n_sweeps++;
-        if (conn) {
-                sw->conn = connection_ref(conn);
-                sw->req_id = json_object_get(id);
-        } else
-                m->timer_sweep_running = true;
+        *sw = (Sweep) { .ctx = m, .dry_run = dry_run, .all = !reply || reply_peer(reply)->admin, .start_usec = now_usec(CLOCK_MONOTONIC) };
+        sw->next = m->sweeper->sweeps;
+        if (m->sweeper->sweeps)
+                m->sweeper->sweeps->prev = sw;
+        m->sweeper->sweeps = sw;
+        m->sweeper->n_sweeps++;
+        if (reply)
+                sw->reply = reply_ref(reply);
+        else
+                m->sweeper->timer_sweep_running = true;
         r = sweep_list(sw);
         if (r >= 0)
-                r = sweep_walk_start(m, sw->ids, sw->n_ids, on_walk_done, sw, &sw->walk);
+                r = sweep_walk_start(m->event, m->state_fd, m->config.sweep_timeout_usec, sw->ids, sw->n_ids, on_walk_done, sw, &sw->walk);
         if (r < 0) {
                 sweep_free(sw);
                 return proto_error_set(err, SBX_E_INTERNAL, NULL, "cannot start the disk walk: %s", strerror(-r));
@@ -741,26 +645,26 @@ int sweep_start(Manager *m, Connection *conn, json_object *id, bool dry_run, Pro
         return 0;
 }
 
-void sweep_free_all(Manager *m) {
-        while (m->sweeps)
-                sweep_free(m->sweeps);
-        m->sweep_timer = sd_event_source_disable_unref(m->sweep_timer);
+void sweep_free_all(Context *m) {
+        while (m->sweeper->sweeps)
+                sweep_free(m->sweeper->sweeps);
+        m->sweeper->sweep_timer = sd_event_source_disable_unref(m->sweeper->sweep_timer);
 }
 
 static int on_sweep_timer(sd_event_source *src, uint64_t usec, void *userdata) {
-        Manager *m = userdata;
+        Context *m = userdata;
         ProtoError err;
 
-        if (!m->timer_sweep_running && m->n_sandboxes > 0 && !m->stopping && sweep_start(m, NULL, NULL, false, &err) < 0)
+        if (!m->sweeper->timer_sweep_running && registry_count(m->registry) > 0 && !m->sweeper->stopping && sweep_start(m, NULL, false, &err) < 0)
                 log_warning("disk sweep: %s", err.message);
         (void) sd_event_source_set_time_relative(src, m->config.sweep_interval_usec);
         return sd_event_source_set_enabled(src, SD_EVENT_ONESHOT);
 }
 
-int sweep_setup_timer(Manager *m) {
+int sweep_setup_timer(Context *m) {
         if (!m->config.sweep_interval_usec)
                 return 0;
-        return sd_event_add_time_relative(m->event, &m->sweep_timer, CLOCK_MONOTONIC, m->config.sweep_interval_usec,
+        return sd_event_add_time_relative(m->event, &m->sweeper->sweep_timer, CLOCK_MONOTONIC, m->config.sweep_interval_usec,
                                           USEC_PER_SEC,
                                           on_sweep_timer, m);
 }

@@ -9,37 +9,40 @@
 
 #include <json-c/json.h>
 #include <stdbool.h>
+#include <systemd/sd-event.h>
 
 #include "proto.h"
+#include "reply.h"
 
-typedef struct Manager Manager;
+typedef struct Context Context;
 typedef struct Sandbox Sandbox;
-typedef struct Connection Connection;
+typedef struct Sweep Sweep;
 
-/* Starts a sweep of the sandboxes conn may see (all of them for the timer, conn NULL); the
- * reply goes to conn when it is done. */
-int sweep_start(Manager *m, Connection *conn, json_object *id, bool dry_run, ProtoError *err);
+/* The sweep's own state (Context.sweeper): sweeps in flight, the periodic timer, the global disk
+ * budget's verdict. */
+typedef struct Sweeper {
+        Sweep *sweeps;
+        unsigned n_sweeps;
+        bool timer_sweep_running;
+        bool disk_budget_exceeded;  /* over disk_budget or files_budget: creates and runs refused */
+        bool files_budget_exceeded; /* the files_budget part of it, for the message */
+        bool stopping;              /* the daemon stops: no timer sweep starts */
+        sd_event_source *sweep_timer;
+} Sweeper;
+
+/* Starts a sweep of the sandboxes reply's client may see (all of them for the timer, reply
+ * NULL); the answer goes to reply when it is done. */
+int sweep_start(Context *m, Reply *reply, bool dry_run, ProtoError *err);
 /* Arms the periodic sweep (sweep_interval). */
-int sweep_setup_timer(Manager *m);
+int sweep_setup_timer(Context *m);
 /* At exit: kills the walks in flight and drops their requests. */
-void sweep_free_all(Manager *m);
+void sweep_free_all(Context *m);
 
-/* A file (inode) limit not set where the byte limit is: one file per this many bytes of it. */
-#define SWEEP_BYTES_PER_FILE 4096
-
-/* create: ttl and idle (top-level fields) with the configured defaults; limits.files. */
-int sweep_parse_create(Manager *m, Sandbox *s, json_object *req, ProtoError *err);
 /* create: refused below min_free_disk or min_free_files on the state directory's filesystem, or
  * over the budget. */
-int sweep_check_create(Manager *m, ProtoError *err);
+int sweep_check_create(Context *m, ProtoError *err);
 /* run: refused while the sandbox is over its disk limit or all are over the budget. */
 int sweep_check_run(Sandbox *s, ProtoError *err);
-/* A failure to write the state directory (what names it): ENOSPC and EDQUOT are
- * resource_exhausted, field disk; anything else internal. */
-int sweep_disk_error(ProtoError *err, const char *what, int r);
 /* The sandbox's disk and expiry members in replies (ttl_s, idle_s, expires_at, disk_refused). */
 void sweep_sandbox_json(Sandbox *s, json_object *o);
-/* Its ttl and idle in meta.json, and back. */
-void sweep_meta_save(Sandbox *s, json_object *meta);
-int sweep_meta_restore(Sandbox *s, json_object *meta);
 

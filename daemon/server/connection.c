@@ -3,6 +3,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -12,11 +13,6 @@
 #include "connection.h"
 #include "log.h"
 #include "macro.h"
-#include "manager.h"
-#include "ops.h"
-#include "pty.h"
-#include "run.h"
-#include "sandbox.h"
 #include "util.h"
 
 /* Replies waiting beyond this make us stop reading the client's requests until it catches up. */
@@ -25,26 +21,25 @@
 
 static void connection_update_events(Connection *c);
 
-static void conn_link(Manager *m, Connection *c) {
-        c->next = m->connections;
-        if (m->connections)
-                m->connections->prev = c;
-        m->connections = c;
-        m->n_connections++;
+static void conn_link(ConnectionSet *m, Connection *c) {
+        c->next = m->head;
+        if (m->head)
+                m->head->prev = c;
+        m->head = c;
+        m->n++;
 }
 
 static void conn_unlink(Connection *c) {
-        Manager *m = c->manager;
+        ConnectionSet *m = c->set;
         if (c->prev)
                 c->prev->next = c->next;
-        else if (m->connections == c)
-                m->connections = c->next;
+        else if (m->head == c)
+                m->head = c->next;
         else
                 return;
         if (c->next)
                 c->next->prev = c->prev;
         c->next = c->prev = NULL;
-        m->n_connections--;
 }
 
 Connection *connection_ref(Connection *c) {
@@ -63,6 +58,7 @@ Connection *connection_unref(Connection *c) {
                 return NULL;
         }
         sd_event_source_disable_unref(c->finish);
+        sd_event_source_disable_unref(c->close_source);
         sd_event_source_disable_unref(c->io);
         sd_event_source_disable_unref(c->partial_timer);
         safe_close(c->fd);
@@ -72,29 +68,30 @@ Connection *connection_unref(Connection *c) {
         return NULL;
 }
 
-/* One-shot runs die with the connection that asked for them (docs/protocol.md). */
-static void connection_kill_runs(Connection *c) {
-        Sandbox *next;
-        for (Sandbox *s = c->manager->sandboxes; s && c->n_runs > 0; s = next) {
-                next = s->next;
-                for (Run *r = s->runs; r; r = r->next)
-                        if (r->conn == c)
-                                run_kill(r, SIGKILL, REASON_KILLED);
-                for (Run *r = s->pending_runs, *rn; r; r = rn) {
-                        rn = r->next;
-                        if (r->conn == c) {
-                                run_free(r);
-                                sandbox_run_finished(s, NULL); /* may free s */
-                                break;
-                        }
-                }
-        }
+/* The deferred part of a close: the close hooks of its replies (one-shot runs die with the
+ * connection that asked for them, docs/protocol.md; sessions outlive it), then the manager's. */
+static void connection_finish_close(Connection *c) {
+        if (!c->close_source)
+                return;
+        c->close_source = sd_event_source_disable_unref(c->close_source);
+        reply_sink_closed(&c->sink);
+        conn_unlink(c);
+        if (c->hooks->closed)
+                c->hooks->closed(c, c->hooks_userdata);
+        connection_unref(c);
+}
+
+static int on_close(sd_event_source *s, void *userdata) {
+        connection_finish_close(userdata);
+        return 0;
 }
 
 void connection_close(Connection *c) {
         if (c->dead)
                 return;
         c->dead = true;
+        c->set->n--; /* a closed one only waits for its close hooks: not counted */
+        reply_sink_gone(&c->sink);
         c->io = sd_event_source_disable_unref(c->io);
         c->partial_timer = sd_event_source_disable_unref(c->partial_timer);
         c->finish = sd_event_source_disable_unref(c->finish);
@@ -103,11 +100,13 @@ void connection_close(Connection *c) {
         free(c->out);
         c->out = NULL;
         c->out_len = c->out_off = c->out_alloc = 0;
-        connection_kill_runs(c);
-        pty_connection_closed(c); /* sessions outlive it */
-        conn_unlink(c);
-        manager_schedule_trim(c->manager);
-        connection_unref(c);
+        /* Made with the connection: a close never fails for want of memory. */
+        (void) sd_event_source_set_enabled(c->close_source, SD_EVENT_ONESHOT);
+}
+
+void connection_close_now(Connection *c) {
+        connection_close(c);
+        connection_finish_close(c);
 }
 
 /* An idle connection holds no buffer: a thousand of them would otherwise keep 64 KiB of input
@@ -166,13 +165,13 @@ static size_t partial_bytes(const Connection *c) {
         return c->in.len - c->in.start;
 }
 
-UidUsage connection_uid_usage(Manager *m, uid_t uid) {
+UidUsage connection_uid_usage(const ConnectionSet *m, uid_t uid) {
         UidUsage u = {};
-        for (Connection *c = m->connections; c; c = c->next)
-                if (c->peer.uid == uid) {
+        for (Connection *c = m->head; c; c = c->next)
+                if (c->peer.uid == uid && !c->dead) { /* as in n_connections */
                         u.connections++;
-                        u.runs += c->n_runs;
-                        u.reserved += c->run_reserved;
+                        u.runs += c->sink.n_runs;
+                        u.reserved += c->sink.run_reserved;
                         u.unread += connection_backlog(c) + partial_bytes(c);
                 }
         return u;
@@ -181,8 +180,8 @@ UidUsage connection_uid_usage(Manager *m, uid_t uid) {
 /* A backlog or a partial request below this never makes us count the uid's whole (a client
  * reading and writing normally): at most 1 MiB, and no more than the uid's share per
  * connection, so that its connections together stay within the budget all the same. */
-static size_t uid_check_threshold(const Manager *m) {
-        uint64_t share = m->config.max_buffered_per_uid / m->config.max_connections_per_uid;
+static size_t uid_check_threshold(const ConnectionSet *m) {
+        uint64_t share = m->config->max_buffered_per_uid / m->config->max_connections_per_uid;
         return share < (1u << 20) ? (size_t) share : (1u << 20);
 }
 
@@ -192,8 +191,8 @@ static size_t uid_check_threshold(const Manager *m) {
  * what its runs may still write. Counted only once c itself holds more than the threshold in the
  * buffer at hand; logs which and closes nothing. */
 static bool uid_over_budget(Connection *c, size_t here, const char *what) {
-        if (c->peer.uid == 0 || here <= uid_check_threshold(c->manager) ||
-            connection_uid_usage(c->manager, c->peer.uid).unread <= c->manager->config.max_buffered_per_uid)
+        if (c->peer.uid == 0 || here <= uid_check_threshold(c->set) ||
+            connection_uid_usage(c->set, c->peer.uid).unread <= c->set->config->max_buffered_per_uid)
                 return false;
         log_notice("connection from pid %d: uid %u holds more than max_buffered_per_uid with this one's %zu bytes of %s, "
                    "closing it",
@@ -220,7 +219,7 @@ static void connection_send_line(Connection *c, json_object *msg, bool take) {
                 connection_close(c);
                 return;
         }
-        if (c->out_len - c->out_off > c->manager->config.max_connection_output) {
+        if (c->out_len - c->out_off > c->set->config->max_connection_output) {
                 log_notice("connection from pid %d: %zu bytes of unread replies, closing", (int) c->peer.pid,
                            c->out_len - c->out_off);
                 connection_close(c);
@@ -238,16 +237,49 @@ static void connection_send_line(Connection *c, json_object *msg, bool take) {
         connection_update_events(c);
 }
 
-void connection_send(Connection *c, json_object *msg) {
-        connection_send_line(c, msg, false);
+static void connection_reply_error(Connection *c, json_object *id, const ProtoError *err) {
+        connection_send_line(c, proto_reply_error(id, err), true);
 }
 
-void connection_send_take(Connection *c, json_object *msg) {
-        connection_send_line(c, msg, true);
+/* ---- The sink behind its replies ---------------------------------------------------------- */
+
+static Connection *sink_connection(const ReplySink *sink) {
+        return (Connection *) ((char *) sink - offsetof(Connection, sink));
 }
 
-void connection_reply_error(Connection *c, json_object *id, const ProtoError *err) {
-        connection_send_take(c, proto_reply_error(id, err));
+static void sink_send(ReplySink *sink, json_object *msg) {
+        connection_send_line(sink_connection(sink), msg, true);
+}
+
+static size_t sink_backlog(const ReplySink *sink) {
+        return connection_backlog(sink_connection(sink));
+}
+
+static bool sink_input_ended(const ReplySink *sink) {
+        return connection_input_ended(sink_connection(sink));
+}
+
+static void sink_ref(ReplySink *sink) {
+        connection_ref(sink_connection(sink));
+}
+
+static void sink_unref(ReplySink *sink) {
+        connection_unref(sink_connection(sink));
+}
+
+static const ReplySinkOps connection_sink_ops = {
+        .send = sink_send,
+        .backlog = sink_backlog,
+        .input_ended = sink_input_ended,
+        .ref = sink_ref,
+        .unref = sink_unref,
+};
+
+/* The client has room again (or asks for nothing more): streams it paused go on. */
+static void connection_writable(Connection *c) {
+        reply_sink_writable(&c->sink);
+        if (!c->dead && c->hooks->writable)
+                c->hooks->writable(c, c->hooks_userdata);
 }
 
 static void connection_handle_line(Connection *c, const char *line, size_t len) {
@@ -255,6 +287,7 @@ static void connection_handle_line(Connection *c, const char *line, size_t len) 
         json_object *id = NULL;
         const char *op = NULL;
         ProtoError err = {};
+        Reply *reply;
 
         if (len == 0)
                 return; /* blank lines are keep-alives */
@@ -264,7 +297,13 @@ static void connection_handle_line(Connection *c, const char *line, size_t len) 
                 connection_reply_error(c, err.code == SBX_E_INVALID_JSON ? NULL : id, &err);
                 return;
         }
-        ops_dispatch(c, id, op, req);
+        if (reply_new(&c->sink, id, &reply) < 0) {
+                proto_error_set(&err, SBX_E_INTERNAL, NULL, "out of memory");
+                connection_reply_error(c, id, &err);
+                return;
+        }
+        c->hooks->dispatch(reply, op, req, c->hooks_userdata);
+        reply_unref(reply);
 }
 
 static void connection_process_lines(Connection *c) {
@@ -304,12 +343,12 @@ static void connection_arm_partial_timer(Connection *c) {
         if (c->partial_timer && sd_event_source_get_enabled(c->partial_timer, NULL) > 0)
                 return; /* the line started earlier; its deadline stands */
         if (!c->partial_timer) {
-                (void) sd_event_add_time_relative(c->manager->event, &c->partial_timer, CLOCK_MONOTONIC,
-                                                  c->manager->config.request_timeout_usec, USEC_PER_SEC,
+                (void) sd_event_add_time_relative(c->set->event, &c->partial_timer, CLOCK_MONOTONIC,
+                                                  c->set->config->request_timeout_usec, USEC_PER_SEC,
                                                   on_partial_timeout, c);
                 return;
         }
-        (void) sd_event_source_set_time_relative(c->partial_timer, c->manager->config.request_timeout_usec);
+        (void) sd_event_source_set_time_relative(c->partial_timer, c->set->config->request_timeout_usec);
         (void) sd_event_source_set_enabled(c->partial_timer, SD_EVENT_ONESHOT);
 }
 
@@ -353,11 +392,11 @@ static int connection_end_input(Connection *c) {
         }
         if (c->partial_timer)
                 (void) sd_event_source_set_enabled(c->partial_timer, SD_EVENT_OFF);
-        r = sd_event_add_defer(c->manager->event, &c->finish, on_finish, c);
+        r = sd_event_add_defer(c->set->event, &c->finish, on_finish, c);
         if (r < 0)
                 return r;
         (void) sd_event_source_set_enabled(c->finish, SD_EVENT_OFF);
-        pty_resume_streams(c); /* subscriptions already past their exit end now */
+        connection_writable(c); /* subscriptions already past their exit end now */
         return 0;
 }
 
@@ -386,10 +425,8 @@ static int on_io(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
                         connection_close(c);
                 else {
                         connection_process_lines(c); /* resume what was paused */
-                        if (!c->dead && c->out_len - c->out_off < OUT_PAUSE_READING / 4)
-                                run_resume_streams(c);
                         if (!c->dead)
-                                pty_resume_streams(c);
+                                connection_writable(c);
                 }
         }
         if (!c->dead && c->input_ended && (revents & (EPOLLHUP | EPOLLERR)))
@@ -442,19 +479,27 @@ static bool peer_in_group(int fd, const struct ucred *peer, gid_t gid) {
         return false;
 }
 
-int connection_new(Manager *m, int fd, const struct ucred *peer, Connection **ret) {
+int connection_new(ConnectionSet *m, int fd, const struct ucred *peer, Connection **ret) {
         Connection *c = calloc(1, sizeof(*c));
         int r;
 
         if (!c)
                 return -ENOMEM;
         c->n_ref = 1;
-        c->manager = m;
+        c->set = m;
         c->fd = fd;
         c->peer = *peer;
-        line_buffer_init(&c->in, m->config.max_line_bytes);
+        line_buffer_init(&c->in, m->config->max_line_bytes);
         c->admin = c->peer.uid == 0 || (m->have_admin_gid && peer_in_group(fd, &c->peer, m->admin_gid));
+        c->hooks = m->hooks;
+        c->hooks_userdata = m->hooks_userdata;
+        reply_sink_init(&c->sink, &connection_sink_ops, &(ReplyPeer) { .cred = c->peer, .admin = c->admin });
         r = sd_event_add_io(m->event, &c->io, fd, EPOLLIN, on_io, c);
+        if (r >= 0) {
+                r = sd_event_add_defer(m->event, &c->close_source, on_close, c);
+                if (r >= 0)
+                        (void) sd_event_source_set_enabled(c->close_source, SD_EVENT_OFF);
+        }
         if (r < 0) {
                 c->fd = -EBADF;
                 connection_unref(c);

@@ -8,13 +8,41 @@
 #include <sys/socket.h>
 #include <systemd/sd-event.h>
 
+#include "conf.h"
 #include "proto.h"
+#include "reply.h"
 
-typedef struct Manager Manager;
+typedef struct Connection Connection;
 
-typedef struct Connection {
+/* What the transport knows of the daemon: the callbacks it was given at connection_new(), as
+ * sd-varlink's server knows its bind_method and bind_disconnect. dispatch answers through reply
+ * (it takes its own reference to answer later); closed runs from the deferred close, after the
+ * close hooks of the replies; writable (optional) when the client has room again, after their
+ * writable hooks. */
+typedef struct ConnectionHooks {
+        void (*dispatch)(Reply *reply, const char *op, json_object *req, void *userdata);
+        void (*closed)(Connection *c, void *userdata);
+        void (*writable)(Connection *c, void *userdata);
+} ConnectionHooks;
+
+/* The connections of one server (Manager.conns): the list, how many are open, what they read. */
+typedef struct ConnectionSet {
+        sd_event *event;
+        const Config *config;
+        gid_t admin_gid;   /* admin_group's: its members' connections are admin (have_admin_gid) */
+        bool have_admin_gid;
+        const ConnectionHooks *hooks; /* given to each new connection, with hooks_userdata */
+        void *hooks_userdata;
+        Connection *head;
+        unsigned n;        /* open ones: a closed one waiting for its close hooks is not counted */
+} ConnectionSet;
+
+struct Connection {
         unsigned n_ref;
-        Manager *manager;
+        ConnectionSet *set;
+        const ConnectionHooks *hooks;
+        void *hooks_userdata;
+        ReplySink sink;    /* what its requests' replies go to */
         int fd;
         struct ucred peer;
         bool admin;        /* root, or a member of the configured admin group */
@@ -23,17 +51,12 @@ typedef struct Connection {
         LineBuffer in;
         char *out;
         size_t out_len, out_off, out_alloc;
-        unsigned n_runs;   /* runs in flight started by this connection */
-        uint64_t run_reserved; /* what its runs' output (2 x output_bytes) and stdin may hold */
-        bool dead;         /* fd closed; replies are dropped */
+        bool dead;         /* fd closed; replies are dropped; the close is deferred to close_source */
+        sd_event_source *close_source; /* runs the close hooks and drops it from the manager */
         bool input_ended;  /* the client shut down its sending side; it is still answered */
         sd_event_source *finish; /* after input_ended: closes it once nothing it asked for is left */
         struct Connection *next, *prev;
-} Connection;
-
-/* Unread replies beyond this pause a stream's source (a run's pipes, a session's terminal): the
- * program blocks on write until the client reads again. */
-#define STREAM_PAUSE_BYTES (256u * 1024)
+};
 
 static inline size_t connection_backlog(const Connection *c) {
         return c->out_len - c->out_off;
@@ -46,14 +69,18 @@ typedef struct UidUsage {
         unsigned connections, runs;
         uint64_t reserved, unread;
 } UidUsage;
-UidUsage connection_uid_usage(Manager *m, uid_t uid);
+UidUsage connection_uid_usage(const ConnectionSet *set, uid_t uid);
 
 /* A connection on fd, from the peer whose SO_PEERCRED the caller read. */
-int connection_new(Manager *m, int fd, const struct ucred *peer, Connection **ret);
+int connection_new(ConnectionSet *set, int fd, const struct ucred *peer, Connection **ret);
 Connection *connection_ref(Connection *c);
 Connection *connection_unref(Connection *c);
-/* Closes the socket, kills the runs it asked for, and drops it from the manager. */
+/* Closes the socket and drops what it would send; the rest of the close (its replies' close
+ * hooks: runs killed, sessions told; hooks.closed; leaving the manager's list) runs from the
+ * event loop, never from inside the call that found the connection dead (a send over a cap). */
 void connection_close(Connection *c);
+/* The same, all of it now (the manager's teardown, when no loop runs any more). */
+void connection_close_now(Connection *c);
 
 /* Whether the client has shut down its sending side (shutdown(SHUT_WR)): it asks for nothing
  * more, and what it asked for is still answered. A subscription (pty.attach) of such a
@@ -61,9 +88,3 @@ void connection_close(Connection *c);
 static inline bool connection_input_ended(const Connection *c) {
         return c->input_ended;
 }
-
-/* Queues one message (not consumed). Errors close the connection. */
-void connection_send(Connection *c, json_object *msg);
-/* Sends and puts msg. */
-void connection_send_take(Connection *c, json_object *msg);
-void connection_reply_error(Connection *c, json_object *id, const ProtoError *err);

@@ -39,10 +39,12 @@ static bool sandbox_has_user_processes(Sandbox *s) {
         return busy;
 }
 
-static bool manager_is_idle(Manager *m) {
-        if (m->n_connections > 0 || m->n_runs > 0 || m->n_sweeps > 0)
+static bool manager_is_idle(IdleExit *ie) {
+        Manager *m = ie->manager;
+
+        if (m->conns.n > 0 || (ie->busy && ie->busy(ie->userdata)))
                 return false;
-        for (Sandbox *s = m->sandboxes; s; s = s->next)
+        for (Sandbox *s = registry_first(m->ctx->registry); s; s = registry_next(&s->entry))
                 if (s->state == SANDBOX_CREATING || s->state == SANDBOX_DESTROYING || s->pending_runs || s->job ||
                     sandbox_has_user_processes(s))
                         return false;
@@ -50,36 +52,42 @@ static bool manager_is_idle(Manager *m) {
 }
 
 static uint64_t check_interval(Manager *m) {
-        uint64_t i = m->config.idle_exit_usec / 10;
+        uint64_t i = m->ctx->config.idle_exit_usec / 10;
         return i < 100 * USEC_PER_MSEC ? 100 * USEC_PER_MSEC : i > 5 * USEC_PER_SEC ? 5 * USEC_PER_SEC : i;
 }
 
 static int on_idle_check(sd_event_source *src, uint64_t usec, void *userdata) {
-        Manager *m = userdata;
+        IdleExit *ie = userdata;
+        Manager *m = ie->manager;
         uint64_t now = now_usec(CLOCK_MONOTONIC);
 
-        if (!manager_is_idle(m))
-                m->idle_since_usec = 0;
-        else if (!m->idle_since_usec)
-                m->idle_since_usec = now;
-        else if (now - m->idle_since_usec >= m->config.idle_exit_usec) {
+        if (!manager_is_idle(ie))
+                ie->idle_since_usec = 0;
+        else if (!ie->idle_since_usec)
+                ie->idle_since_usec = now;
+        else if (now - ie->idle_since_usec >= m->ctx->config.idle_exit_usec) {
                 log_info("idle for %.1f s: exiting; the next connection starts sandboxd again",
-                         (double) (now - m->idle_since_usec) / 1e6);
+                         (double) (now - ie->idle_since_usec) / 1e6);
                 m->stopping = true;
                 (void) sd_notify(0, "STOPPING=1\nSTATUS=Idle, exiting");
-                return sd_event_exit(m->event, 0);
+                return sd_event_exit(m->ctx->event, 0);
         }
         (void) sd_event_source_set_time_relative(src, check_interval(m));
         return sd_event_source_set_enabled(src, SD_EVENT_ONESHOT);
 }
 
-int idle_exit_setup(Manager *m) {
-        if (!m->config.idle_exit_usec)
+int idle_exit_setup(IdleExit *ie, Manager *m, bool (*busy)(void *userdata), void *userdata) {
+        *ie = (IdleExit) { .manager = m, .busy = busy, .userdata = userdata };
+        if (!m->ctx->config.idle_exit_usec)
                 return 0;
         if (!m->socket_activated) {
                 log_info("idle_exit_s is ignored: sandboxd was not socket-activated, nothing would start it again");
                 return 0;
         }
-        return sd_event_add_time_relative(m->event, &m->idle_timer, CLOCK_MONOTONIC, check_interval(m), 0,
-                                          on_idle_check, m);
+        return sd_event_add_time_relative(m->ctx->event, &ie->timer, CLOCK_MONOTONIC, check_interval(m), 0,
+                                          on_idle_check, ie);
+}
+
+void idle_exit_done(IdleExit *ie) {
+        ie->timer = sd_event_source_disable_unref(ie->timer);
 }

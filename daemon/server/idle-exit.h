@@ -6,6 +6,20 @@
  * socket, and it brings every sandbox back from the state directory with a new init. */
 #pragma once
 
+#include <stdbool.h>
+#include <stdint.h>
+#include <systemd/sd-event.h>
+
 typedef struct Manager Manager;
 
-int idle_exit_setup(Manager *m);
+/* Its own state; busy tells of work that is not a connection or a sandbox (runs, sweeps). */
+typedef struct IdleExit {
+        Manager *manager;
+        bool (*busy)(void *userdata);
+        void *userdata;
+        sd_event_source *timer;
+        uint64_t idle_since_usec;
+} IdleExit;
+
+int idle_exit_setup(IdleExit *ie, Manager *m, bool (*busy)(void *userdata), void *userdata);
+void idle_exit_done(IdleExit *ie);

@@ -18,6 +18,7 @@
 #include "conf.h"
 #include "log.h"
 #include "macro.h"
+#include "lifecycle.h"
 #include "manager.h"
 #include "util.h"
 
@@ -208,7 +209,7 @@ static int add_listeners(Manager *m, const Args *a) {
                 if ((r = manager_add_listener(m, SD_LISTEN_FDS_START + i)) < 0)
                         return log_error("cannot use socket fd %d: %s", SD_LISTEN_FDS_START + i, strerror(-r)), r;
         if (a->listen) {
-                int fd = listen_on(a->listen, m->config.socket_group);
+                int fd = listen_on(a->listen, m->ctx->config.socket_group);
                 if (fd < 0)
                         return log_error("cannot listen on %s: %s", a->listen, strerror(-fd)), fd;
                 if ((r = manager_add_listener(m, fd)) < 0)
@@ -243,7 +244,7 @@ static void close_inherited_fds(void) {
 }
 
 int main(int argc, char **argv) {
-        Manager *m = NULL;
+        Daemon *d = NULL;
         Config config;
         Args args;
         int r;
@@ -271,17 +272,17 @@ int main(int argc, char **argv) {
         if (load_config(&args, &config) < 0)
                 return 1;
         raise_nofile(&config);
-        r = manager_new(&m, &config);
+        r = lifecycle_new(&d, &config);
         if (r < 0) {
                 config_done(&config);
                 return log_error("cannot start: %s", strerror(-r)), 1;
         }
-        r = add_listeners(m, &args);
+        r = add_listeners(d->manager, &args);
         if (r >= 0)
-                r = manager_setup(m);
+                r = lifecycle_setup(d);
         if (r >= 0)
-                r = manager_run(m);
-        manager_free(m);
+                r = lifecycle_run(d);
+        lifecycle_free(d);
         if (r < 0) {
                 (void) sd_notifyf(0, "STATUS=Failed: %s\nERRNO=%d", strerror(-r), -r);
                 return 1;

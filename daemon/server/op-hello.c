@@ -9,7 +9,7 @@
 #include "sandbox.h"
 #include "util.h"
 
-static json_object *caps_json(Manager *m) {
+static json_object *caps_json(Context *m) {
         json_object *caps = json_object_new_object(), *cg = json_object_new_object(), *k = json_object_new_object();
 
         json_object_object_add(cg, "memory", json_object_new_boolean(!!(m->cg.enforceable & CG_MEMORY)));
@@ -27,17 +27,17 @@ static json_object *caps_json(Manager *m) {
         return caps;
 }
 
-int op_hello(Connection *c, json_object *id, json_object *req, ProtoError *err) {
-        json_object *reply = proto_reply_ok(id), *peer = json_object_new_object();
+int op_hello(Request *c, json_object *id, json_object *req, ProtoError *err) {
+        json_object *reply = json_object_new_object(), *peer = json_object_new_object();
 
         json_object_object_add(reply, "protocol", json_object_new_int(SBX_PROTOCOL_VERSION));
         json_object_object_add(reply, "version", json_object_new_string(PACKAGE_VERSION));
-        json_object_object_add(reply, "capabilities", caps_json(c->manager));
+        json_object_object_add(reply, "capabilities", caps_json(c->ctx));
         json_object_object_add(peer, "uid", json_object_new_int64(c->peer.uid));
         json_object_object_add(peer, "gid", json_object_new_int64(c->peer.gid));
         json_object_object_add(peer, "pid", json_object_new_int64(c->peer.pid));
         json_object_object_add(reply, "peer", peer);
-        connection_send_take(c, reply);
+        reply_ok(c->reply, reply);
         return 0;
 }
 
@@ -57,23 +57,23 @@ static json_object *netns_json(const NetnsPool *p) {
 
 /* Root and admins see the daemon's counts; anyone else only their own, as other users'
  * sandboxes and runs do not exist for them (THREATS PRO-09): "scope" says which. */
-static void health_counts(Connection *c, json_object *reply) {
+static void health_counts(Request *c, json_object *reply) {
         Manager *m = c->manager;
         UidUsage u;
         unsigned sandboxes = 0, stuck = 0;
 
         if (c->admin) {
                 json_object_object_add(reply, "scope", json_object_new_string("all"));
-                json_object_object_add(reply, "sandboxes", json_object_new_int((int) (m->n_sandboxes - m->n_pooled)));
-                json_object_object_add(reply, "runs", json_object_new_int((int) m->n_runs));
-                json_object_object_add(reply, "connections", json_object_new_int((int) m->n_connections));
-                json_object_object_add(reply, "quarantined", json_object_new_int((int) m->n_quarantined));
-                json_object_object_add(reply, "teardown_stuck", json_object_new_int((int) sandbox_count_stuck(m)));
-                json_object_object_add(reply, "netns", netns_json(&m->netns));
+                json_object_object_add(reply, "sandboxes", json_object_new_int((int) (registry_count(m->ctx->registry) - registry_count_pooled(m->ctx->registry))));
+                json_object_object_add(reply, "runs", json_object_new_int((int) sandbox_count_runs(m->ctx)));
+                json_object_object_add(reply, "connections", json_object_new_int((int) m->conns.n));
+                json_object_object_add(reply, "quarantined", json_object_new_int((int) m->ctx->registry->n_quarantined));
+                json_object_object_add(reply, "teardown_stuck", json_object_new_int((int) sandbox_count_stuck(m->ctx)));
+                json_object_object_add(reply, "netns", netns_json(&m->ctx->netns));
                 return;
         }
-        u = connection_uid_usage(m, c->peer.uid);
-        for (Sandbox *s = m->sandboxes; s; s = s->next)
+        u = connection_uid_usage(&m->conns, c->peer.uid);
+        for (Sandbox *s = registry_first(m->ctx->registry); s; s = registry_next(&s->entry))
                 if (!s->pooled && s->owner_uid == c->peer.uid) {
                         sandboxes++;
                         stuck += !!s->teardown_stuck;
@@ -87,14 +87,14 @@ static void health_counts(Connection *c, json_object *reply) {
         json_object_object_add(reply, "netns", NULL);
 }
 
-int op_health(Connection *c, json_object *id, json_object *req, ProtoError *err) {
+int op_health(Request *c, json_object *id, json_object *req, ProtoError *err) {
         Manager *m = c->manager;
-        json_object *reply = proto_reply_ok(id);
+        json_object *reply = json_object_new_object();
 
         json_object_object_add(reply, "status", json_object_new_string("ok"));
         json_object_object_add(reply, "uptime_s",
-                               json_object_new_double((double) (now_usec(CLOCK_MONOTONIC) - m->start_usec) / 1e6));
+                               json_object_new_double((double) (now_usec(CLOCK_MONOTONIC) - m->ctx->start_usec) / 1e6));
         health_counts(c, reply);
-        connection_send_take(c, reply);
+        reply_ok(c->reply, reply);
         return 0;
 }

@@ -6,11 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "connection.h"
 #include "macro.h"
-#include "manager.h"
 #include "ops.h"
-#include "pty.h"
+#include "session.h"
 #include "run-record.h"
 #include "sandbox.h"
 #include "util.h"
@@ -124,16 +122,16 @@ static int parse_terminal(json_object *req, RunSpec *spec, bool *ret_pty, uint64
         return 0;
 }
 
-static int check_caps(Connection *c, ProtoError *err) {
-        Manager *m = c->manager;
-        if (c->peer.uid != 0 && pty_count_owned(m, c->peer.uid) >= m->config.max_sessions_per_uid)
+static int check_caps(Request *c, ProtoError *err) {
+        Context *m = c->ctx;
+        if (c->peer.uid != 0 && session_count_owned(m, c->peer.uid) >= m->config.max_sessions_per_uid)
                 return proto_error_set(err, SBX_E_RESOURCE_EXHAUSTED, NULL,
                                        "uid %u has its maximum of %llu sessions (max_sessions_per_uid)",
                                        (unsigned) c->peer.uid, (unsigned long long) m->config.max_sessions_per_uid);
         return 0;
 }
 
-int op_pty_open(Connection *c, json_object *id, json_object *req, ProtoError *err) {
+int op_pty_open(Request *c, json_object *id, json_object *req, ProtoError *err) {
         _cleanup_(run_spec_done) RunSpec spec = {};
         uint64_t rows = PTY_DEFAULT_ROWS, cols = PTY_DEFAULT_COLS;
         Sandbox *s;
@@ -151,19 +149,19 @@ int op_pty_open(Connection *c, json_object *id, json_object *req, ProtoError *er
         if ((k = default_argv(req, s, err)) < 0 || (k = run_spec_parse(req, 0, &spec, err)) < 0 ||
             (k = run_spec_resolve(&spec, s, err)) < 0 || (k = parse_terminal(req, &spec, &pty, &rows, &cols, err)) < 0)
                 return k;
-        k = pty_new(s, c, id, &spec, pty, (unsigned) rows, (unsigned) cols, &p);
+        k = session_new(s, c->reply, &spec, pty, (unsigned) rows, (unsigned) cols, &p);
         if (k < 0)
                 return proto_error_set(err, SBX_E_INTERNAL, NULL, "cannot make a session: %s", strerror(-k));
-        pty_start(p);
+        session_start(p);
         return 0;
 }
 
 /* A session of one of the caller's sandboxes that the daemon's death ended (run-record.h):
  * session_lost, saying when; any other unknown id is not_found. */
-static int session_gone(Connection *c, const char *key, ProtoError *err) {
-        for (Sandbox *s = c->manager->sandboxes; s; s = s->next) {
+static int session_gone(Request *c, const char *key, ProtoError *err) {
+        for (Sandbox *s = registry_first(c->ctx->registry); s; s = registry_next(&s->entry)) {
                 json_object *e, *at;
-                if (!sandbox_visible_to(s, c) || !(e = run_records_lost_session(s, key)))
+                if (!sandbox_visible_to(s, reply_peer(c->reply)) || !(e = run_records_lost_session(s, key)))
                         continue;
                 return proto_error_set(err, SBX_E_SESSION_LOST, "session",
                                        "session %s of sandbox %s ended when the daemon restarted (it had started at %s); "
@@ -175,15 +173,15 @@ static int session_gone(Connection *c, const char *key, ProtoError *err) {
 }
 
 /* The caller's session; not_found for others' (no oracle), as for sandboxes. */
-static int lookup_session(Connection *c, json_object *req, Session **ret, ProtoError *err) {
+static int lookup_session(Request *c, json_object *req, Session **ret, ProtoError *err) {
         const char *key = NULL;
         Session *p;
         int r = proto_get_string(req, "session", 64, &key, err);
 
         if (r < 0)
                 return r;
-        p = key ? pty_find(c->manager, key) : NULL;
-        if (!p || !sandbox_visible_to(p->sandbox, c) || p->free_when_done)
+        p = key ? session_find(c->ctx, key) : NULL;
+        if (!p || !sandbox_visible_to(p->sandbox, reply_peer(c->reply)) || p->free_when_done)
                 return key ? session_gone(c, key, err)
                            : proto_error_set(err, SBX_E_NOT_FOUND, "session", "no session ''");
         *ret = p;
@@ -220,7 +218,7 @@ static int decode_data(json_object *req, char **ret, size_t *ret_len, ProtoError
         return 0;
 }
 
-int op_pty_write(Connection *c, json_object *id, json_object *req, ProtoError *err) {
+int op_pty_write(Request *c, json_object *id, json_object *req, ProtoError *err) {
         _cleanup_free_ char *data = NULL;
         size_t n = 0;
         bool eof = false;
@@ -232,22 +230,22 @@ int op_pty_write(Connection *c, json_object *id, json_object *req, ProtoError *e
                 return k;
         if (!data && !eof)
                 return proto_error_set(err, SBX_E_INVALID_REQUEST, "data", "missing field 'data' (or \"eof\": true)");
-        return pty_write(p, c, id, data, n, eof, err);
+        return session_write(p, c->reply, data, n, eof, err);
 }
 
-int op_pty_resize(Connection *c, json_object *id, json_object *req, ProtoError *err) {
+int op_pty_resize(Request *c, json_object *id, json_object *req, ProtoError *err) {
         uint64_t rows = 0, cols = 0;
         Session *p;
         int k;
 
         if ((k = lookup_session(c, req, &p, err)) < 0 || (k = parse_winsize(req, true, &rows, &cols, err)) < 0 ||
-            (k = pty_resize(p, (unsigned) rows, (unsigned) cols, err)) < 0)
+            (k = session_resize(p, (unsigned) rows, (unsigned) cols, err)) < 0)
                 return k;
-        connection_send_take(c, proto_reply_ok(id));
+        reply_ok(c->reply, NULL);
         return 0;
 }
 
-int op_pty_signal(Connection *c, json_object *id, json_object *req, ProtoError *err) {
+int op_pty_signal(Request *c, json_object *id, json_object *req, ProtoError *err) {
         json_object *v, *reply;
         unsigned count = 0;
         Session *p;
@@ -259,24 +257,24 @@ int op_pty_signal(Connection *c, json_object *id, json_object *req, ProtoError *
         sig = signal_from_string(json_object_get_string(v));
         if (sig < 0)
                 return proto_error_set(err, SBX_E_INVALID_REQUEST, "signal", "unknown signal '%.32s'", json_object_get_string(v));
-        if ((k = pty_signal(p, sig, &count, err)) < 0)
+        if ((k = session_signal(p, sig, &count, err)) < 0)
                 return k;
-        reply = proto_reply_ok(id);
+        reply = json_object_new_object();
         json_object_object_add(reply, "processes", json_object_new_int((int) count));
-        connection_send_take(c, reply);
+        reply_ok(c->reply, reply);
         return 0;
 }
 
-int op_pty_close(Connection *c, json_object *id, json_object *req, ProtoError *err) {
+int op_pty_close(Request *c, json_object *id, json_object *req, ProtoError *err) {
         Session *p;
         int k = lookup_session(c, req, &p, err);
         if (k < 0)
                 return k;
-        pty_close(p, c, id);
+        session_close(p, c->reply);
         return 0;
 }
 
-int op_pty_attach(Connection *c, json_object *id, json_object *req, ProtoError *err) {
+int op_pty_attach(Request *c, json_object *id, json_object *req, ProtoError *err) {
         uint64_t from = 0;
         Session *p;
         int k, given;
@@ -286,15 +284,15 @@ int op_pty_attach(Connection *c, json_object *id, json_object *req, ProtoError *
         given = proto_get_uint(req, "from_seq", 0, INT64_MAX, &from, err);
         if (given < 0)
                 return given;
-        return pty_attach(p, c, id, from, given > 0, err);
+        return session_attach(p, c->reply, from, given > 0, err);
 }
 
-int op_pty_detach(Connection *c, json_object *id, json_object *req, ProtoError *err) {
+int op_pty_detach(Request *c, json_object *id, json_object *req, ProtoError *err) {
         Session *p;
         int k;
 
-        if ((k = lookup_session(c, req, &p, err)) < 0 || (k = pty_detach(p, c, err)) < 0)
+        if ((k = lookup_session(c, req, &p, err)) < 0 || (k = session_detach(p, c->reply, err)) < 0)
                 return k;
-        connection_send_take(c, proto_reply_ok(id));
+        reply_ok(c->reply, NULL);
         return 0;
 }

@@ -5,16 +5,14 @@
 #include <string.h>
 
 #include "connection.h"
-#include "manager.h"
 #include "ops.h"
 #include "pool.h"
 #include "run.h"
 #include "sandbox.h"
-#include "sweep.h"
 #include "util.h"
 
 /* The sandbox named, or a throwaway one made (or taken from the pool) for this run: *ret_made. */
-static int run_sandbox(Connection *c, json_object *req, Sandbox **ret, bool *ret_made, ProtoError *err) {
+static int run_sandbox(Request *c, json_object *req, Sandbox **ret, bool *ret_made, ProtoError *err) {
         json_object *v;
         const char *extra[] = { "limits", "network", "best_effort", "workspace" };
 
@@ -23,10 +21,10 @@ static int run_sandbox(Connection *c, json_object *req, Sandbox **ret, bool *ret
                 int k;
 
                 *ret_made = true;
-                k = pool_take(c->manager, req, c->peer.uid, ret, err);
+                k = pool_take(c->ctx, req, c->peer.uid, ret, err);
                 if (k != 0)
                         return k < 0 ? k : 0;
-                return sandbox_create(c->manager, req, c->peer.uid, true, ret, err);
+                return sandbox_create(c->ctx, req, c->peer.uid, true, ret, err);
         }
         for (size_t i = 0; i < sizeof(extra) / sizeof(extra[0]); i++)
                 if (json_object_object_get_ex(req, extra[i], &v) && !json_object_is_type(v, json_type_null))
@@ -37,8 +35,8 @@ static int run_sandbox(Connection *c, json_object *req, Sandbox **ret, bool *ret
 
 /* A uid's runs in flight and unread replies may not hold more than max_buffered_per_uid of the
  * daemon's memory (THREATS RES-06, PRO-02): one user cannot take it all. */
-static int check_buffered(Connection *c, const UidUsage *u, const RunSpec *spec, ProtoError *err) {
-        Manager *m = c->manager;
+static int check_buffered(Request *c, const UidUsage *u, const RunSpec *spec, ProtoError *err) {
+        Context *m = c->ctx;
         uint64_t held = u->reserved + u->unread, need = run_spec_held(spec);
         char a[32], b[32], d[32];
 
@@ -51,22 +49,22 @@ static int check_buffered(Connection *c, const UidUsage *u, const RunSpec *spec,
                                format_size(d, sizeof(d), m->config.max_buffered_per_uid));
 }
 
-int op_run(Connection *c, json_object *id, json_object *req, ProtoError *err) {
+int op_run(Request *c, json_object *id, json_object *req, ProtoError *err) {
         RunSpec spec;
         Sandbox *s = NULL;
         bool made;
         Run *r;
         /* Root's runs are not counted against the per-uid caps. */
-        UidUsage u = c->peer.uid != 0 ? connection_uid_usage(c->manager, c->peer.uid) : (UidUsage) {};
+        UidUsage u = c->peer.uid != 0 ? connection_uid_usage(c->conns, c->peer.uid) : (UidUsage) {};
         int k;
 
-        if (c->n_runs >= c->manager->config.max_runs_per_connection)
+        if (reply_runs(c->reply) >= c->ctx->config.max_runs_per_connection)
                 return proto_error_set(err, SBX_E_RESOURCE_EXHAUSTED, NULL, "too many runs in flight on this connection");
-        if (c->peer.uid != 0 && u.runs >= c->manager->config.max_runs_per_uid)
+        if (c->peer.uid != 0 && u.runs >= c->ctx->config.max_runs_per_uid)
                 return proto_error_set(err, SBX_E_RESOURCE_EXHAUSTED, NULL,
                                        "uid %u has its maximum of %llu runs in flight (max_runs_per_uid)",
-                                       (unsigned) c->peer.uid, (unsigned long long) c->manager->config.max_runs_per_uid);
-        k = run_spec_parse(req, c->manager->config.max_stdin_bytes, &spec, err);
+                                       (unsigned) c->peer.uid, (unsigned long long) c->ctx->config.max_runs_per_uid);
+        k = run_spec_parse(req, c->ctx->config.max_stdin_bytes, &spec, err);
         if (k < 0)
                 goto fail;
         k = run_sandbox(c, req, &s, &made, err);
@@ -77,12 +75,12 @@ int op_run(Connection *c, json_object *id, json_object *req, ProtoError *err) {
                                     s->state == SANDBOX_FAILED ? "broken (its init died)" : "being destroyed");
                 goto fail;
         }
-        if ((k = sweep_check_run(s, err)) < 0)
+        if ((k = sandbox_check_run(s, err)) < 0)
                 goto fail_sandbox;
         k = run_spec_resolve(&spec, s, err);
         if (k >= 0 && (k = check_buffered(c, &u, &spec, err)) < 0)
                 goto fail_sandbox;
-        if (k < 0 || (k = run_new(s, c, id, &spec, &r)) < 0) {
+        if (k < 0 || (k = run_new(s, c->reply, &spec, &r)) < 0) {
                 if (k != -EINVAL)
                         proto_error_set(err, SBX_E_INTERNAL, NULL, "out of memory");
                 goto fail_sandbox;
@@ -100,7 +98,7 @@ fail:
         return k < 0 ? k : -EINVAL;
 }
 
-int op_kill(Connection *c, json_object *id, json_object *req, ProtoError *err) {
+int op_kill(Request *c, json_object *id, json_object *req, ProtoError *err) {
         const char *run_id = NULL;
         json_object *sig_obj;
         int sig = SIGKILL, k;
@@ -113,12 +111,12 @@ int op_kill(Connection *c, json_object *id, json_object *req, ProtoError *err) {
                         return proto_error_set(err, SBX_E_INVALID_REQUEST, "signal", "unknown signal '%.32s'",
                                                json_object_get_string(sig_obj));
         }
-        r = run_id ? manager_find_run(c->manager, run_id) : NULL;
-        if (!r || !sandbox_visible_to(r->sandbox, c))
+        r = run_id ? manager_find_run(c->ctx, run_id) : NULL;
+        if (!r || !sandbox_visible_to(r->sandbox, reply_peer(c->reply)))
                 return proto_error_set(err, SBX_E_NOT_FOUND, "run_id", "no run '%.64s' in flight", run_id ? run_id : "");
         k = run_kill(r, sig, REASON_KILLED);
         if (k < 0)
                 return proto_error_set(err, SBX_E_CONFLICT, "run_id", "cannot signal run %s: %s", r->id, strerror(-k));
-        connection_send_take(c, proto_reply_ok(id));
+        reply_ok(c->reply, NULL);
         return 0;
 }

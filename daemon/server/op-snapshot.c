@@ -5,7 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "connection.h"
 #include "manager.h"
 #include "ops.h"
 #include "sandbox.h"
@@ -22,7 +21,7 @@ static const char *state_word(const Sandbox *s) {
 }
 
 /* The caller's ready, persistent sandbox with no copy in flight. */
-static int lookup_for_job(Connection *c, json_object *req, Sandbox **ret, ProtoError *err) {
+static int lookup_for_job(Request *c, json_object *req, Sandbox **ret, ProtoError *err) {
         Sandbox *s;
         int r = ops_lookup_sandbox(c, req, &s, err);
         if (r < 0)
@@ -62,7 +61,7 @@ static int check_label(const char *label, ProtoError *err) {
         return 0;
 }
 
-int op_snapshot(Connection *c, json_object *id, json_object *req, ProtoError *err) {
+int op_snapshot(Request *c, json_object *id, json_object *req, ProtoError *err) {
         const char *label = NULL;
         SnapshotInfo *list = NULL;
         size_t n = 0;
@@ -80,32 +79,32 @@ int op_snapshot(Connection *c, json_object *id, json_object *req, ProtoError *er
                 return proto_error_set(err, SBX_E_RESOURCE_EXHAUSTED, "sandbox",
                                        "sandbox %s has its maximum of %d snapshots; delete one first", s->id,
                                        SNAPSHOT_MAX_PER_SANDBOX);
-        return snapshot_job_snapshot(s, c, id, label, err);
+        return snapshot_job_snapshot(s, c->reply, label, err);
 }
 
-int op_snapshot_list(Connection *c, json_object *id, json_object *req, ProtoError *err) {
+int op_snapshot_list(Request *c, json_object *id, json_object *req, ProtoError *err) {
         json_object *reply;
         Sandbox *s;
         int r = ops_lookup_sandbox(c, req, &s, err);
         if (r < 0)
                 return r;
-        reply = proto_reply_ok(id);
+        reply = json_object_new_object();
         json_object_object_add(reply, "sandbox", json_object_new_string(s->id));
         json_object_object_add(reply, "snapshots", snapshot_list_json(s));
-        connection_send_take(c, reply);
+        reply_ok(c->reply, reply);
         return 0;
 }
 
-int op_snapshot_restore(Connection *c, json_object *id, json_object *req, ProtoError *err) {
+int op_snapshot_restore(Request *c, json_object *id, json_object *req, ProtoError *err) {
         SnapshotInfo info;
         Sandbox *s;
         int r = lookup_for_job(c, req, &s, err);
         if (r < 0 || (r = get_snapshot_arg(req, s, &info, err)) < 0)
                 return r;
-        return snapshot_job_restore(s, c, id, &info, err);
+        return snapshot_job_restore(s, c->reply, &info, err);
 }
 
-int op_snapshot_delete(Connection *c, json_object *id, json_object *req, ProtoError *err) {
+int op_snapshot_delete(Request *c, json_object *id, json_object *req, ProtoError *err) {
         SnapshotInfo info;
         json_object *reply;
         Sandbox *s;
@@ -121,16 +120,16 @@ int op_snapshot_delete(Connection *c, json_object *id, json_object *req, ProtoEr
                 return proto_error_set(err, SBX_E_NOT_FOUND, "snapshot", "sandbox %s has no snapshot '%s'", s->id, info.id);
         if (r < 0)
                 return proto_error_set(err, SBX_E_INTERNAL, NULL, "cannot delete snapshot %s: %s", info.id, strerror(-r));
-        reply = proto_reply_ok(id);
+        reply = json_object_new_object();
         json_object_object_add(reply, "deleted", json_object_new_string(info.id));
-        connection_send_take(c, reply);
+        reply_ok(c->reply, reply);
         return 0;
 }
 
 /* "<sandbox>/<snap-id>" (the sandbox by id, name or "UID/NAME": the snapshot id follows the
  * last slash), or "<snap-id>" alone: snapshot ids are unique, so it is looked for among the
  * caller's sandboxes. */
-static int find_source(Connection *c, const char *spec, Sandbox **ret_src, SnapshotInfo *ret_info, ProtoError *err) {
+static int find_source(Request *c, const char *spec, Sandbox **ret_src, SnapshotInfo *ret_info, ProtoError *err) {
         const char *slash = strrchr(spec, '/');
         const char *snap = slash ? slash + 1 : spec;
         char key[SBX_MAX_ID_LEN + 1];
@@ -144,8 +143,8 @@ static int find_source(Connection *c, const char *spec, Sandbox **ret_src, Snaps
                         return 0;
                 }
         } else if (snapshot_id_valid(snap))
-                for (Sandbox *s = c->manager->sandboxes; s; s = s->next)
-                        if (sandbox_visible_to(s, c) && s->state != SANDBOX_DESTROYING &&
+                for (Sandbox *s = registry_first(c->ctx->registry); s; s = registry_next(&s->entry))
+                        if (sandbox_visible_to(s, reply_peer(c->reply)) && s->state != SANDBOX_DESTROYING &&
                             snapshot_get(s, snap, ret_info) >= 0) {
                                 *ret_src = s;
                                 return 0;
@@ -153,7 +152,7 @@ static int find_source(Connection *c, const char *spec, Sandbox **ret_src, Snaps
         return proto_error_set(err, SBX_E_NOT_FOUND, "from_snapshot", "no snapshot '%.100s'", spec);
 }
 
-int op_create_from_snapshot(Connection *c, json_object *id, json_object *req, ProtoError *err) {
+int op_create_from_snapshot(Request *c, json_object *id, json_object *req, ProtoError *err) {
         const char *spec = NULL;
         SnapshotInfo info;
         Sandbox *src = NULL, *s;
@@ -161,7 +160,7 @@ int op_create_from_snapshot(Connection *c, json_object *id, json_object *req, Pr
 
         if (r < 0 || (r = find_source(c, spec ? spec : "", &src, &info, err)) < 0)
                 return r;
-        r = sandbox_create(c->manager, req, c->peer.uid, false, &s, err);
+        r = sandbox_create(c->ctx, req, c->peer.uid, false, &s, err);
         if (r < 0)
                 return r;
         r = snapshot_job_fork(s, src, info.id, err);
@@ -170,6 +169,6 @@ int op_create_from_snapshot(Connection *c, json_object *id, json_object *req, Pr
                 return r;
         }
         /* Answered when the init is ready and the copy is done. */
-        sandbox_add_waiter(&s->create_waiters, c, id);
+        sandbox_add_waiter(&s->create_waiters, c->reply);
         return 0;
 }

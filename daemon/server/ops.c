@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <string.h>
 
-#include "connection.h"
 #include "manager.h"
 #include "ops.h"
 #include "request-fields.h"
@@ -110,18 +109,22 @@ static const Op ops[] = {
         { "snapshot.delete", op_snapshot_delete, snapshot_one_fields },
 };
 
-void ops_dispatch(Connection *c, json_object *id, const char *name, json_object *req) {
+void ops_dispatch(Reply *reply, const char *name, json_object *req, void *userdata) {
+        const ReplyPeer *peer = reply_peer(reply);
+        Manager *m = userdata;
+        Request rq = { .manager = m, .ctx = m->ctx, .conns = &m->conns, .reply = reply, .peer = peer->cred, .admin = peer->admin };
+        json_object *id = json_object_object_get(req, "id");
         ProtoError err = {};
 
         for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++) {
                 if (strcmp(ops[i].name, name) != 0)
                         continue;
-                if (proto_check_fields(req, ops[i].fields, NULL, &err) < 0 || ops[i].handler(c, id, req, &err) < 0)
-                        connection_reply_error(c, id, &err);
+                if (proto_check_fields(req, ops[i].fields, NULL, &err) < 0 || ops[i].handler(&rq, id, req, &err) < 0)
+                        reply_error(reply, &err);
                 return;
         }
         proto_error_set(&err, SBX_E_UNKNOWN_OP, "op", "unknown operation '%.64s'", name);
-        connection_reply_error(c, id, &err);
+        reply_error(reply, &err);
 }
 
 /* "UID/NAME": the uid in decimal, as the daemon has no business asking NSS (which may block
@@ -148,21 +151,21 @@ static bool parse_owner_name(const char *key, uid_t *ret_owner, const char **ret
 /* The sandbox key names for this caller: an id; a name among the caller's own; "UID/NAME"
  * among that uid's, which only root and admins may give for another uid. NULL when there is
  * none that the caller may see, whether or not the sandbox exists (no oracle). */
-Sandbox *ops_resolve_sandbox(Connection *c, const char *key) {
+Sandbox *ops_resolve_sandbox(Request *c, const char *key) {
         const char *name = key;
         uid_t owner = c->peer.uid;
         Sandbox *s;
 
         if (strncmp(key, "sbx-", 4) == 0)
-                s = manager_find_sandbox(c->manager, key);
+                s = registry_find(c->ctx->registry, key);
         else if (strchr(key, '/') && !parse_owner_name(key, &owner, &name))
                 s = NULL;
         else
-                s = manager_find_named(c->manager, owner, name);
-        return s && sandbox_visible_to(s, c) ? s : NULL;
+                s = registry_find_named(c->ctx->registry, owner, name);
+        return s && sandbox_visible_to(s, reply_peer(c->reply)) ? s : NULL;
 }
 
-int ops_lookup_sandbox(Connection *c, json_object *req, Sandbox **ret, ProtoError *err) {
+int ops_lookup_sandbox(Request *c, json_object *req, Sandbox **ret, ProtoError *err) {
         const char *key = NULL;
         Sandbox *s;
         int r = proto_get_string(req, "sandbox", 128, &key, err);

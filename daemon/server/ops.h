@@ -4,13 +4,32 @@
 #pragma once
 
 #include <json-c/json.h>
+#include <stdbool.h>
+#include <sys/socket.h>
 
-#include "connection.h"
 #include "proto.h"
+#include "reply.h"
 
-/* A handler either answers (now or later) and returns >= 0, or returns < 0 with err set and the
- * dispatcher answers with it. */
-typedef int (*OpHandler)(Connection *c, json_object *id, json_object *req, ProtoError *err);
+typedef struct ConnectionSet ConnectionSet;
+typedef struct Context Context;
+typedef struct Manager Manager;
+typedef struct Sandbox Sandbox;
+
+/* One request as its handler sees it: who asked (peer, admin), the daemon, and the reply that
+ * answers it (a handler keeps its own reference, reply_ref(), to answer later). */
+typedef struct Request {
+        Manager *manager;
+        Context *ctx;      /* manager->ctx */
+        const ConnectionSet *conns; /* manager->conns: the uid's share of them (connection_uid_usage) */
+        Reply *reply;
+        struct ucred peer;
+        bool admin;        /* root, or a member of the configured admin group */
+} Request;
+
+/* A handler either answers (now or later, through c->reply) and returns >= 0, or returns < 0
+ * with err set and the dispatcher answers with it. c keeps the name the Connection had here, so
+ * that c->manager, c->peer and c->admin read as before. */
+typedef int (*OpHandler)(Request *c, json_object *id, json_object *req, ProtoError *err);
 
 typedef struct Op {
         const char *name;
@@ -18,32 +37,33 @@ typedef struct Op {
         const FieldSpec *fields; /* besides "id" and "op" */
 } Op;
 
-void ops_dispatch(Connection *c, json_object *id, const char *op, json_object *req);
+/* The connections' dispatch hook (ConnectionHooks.dispatch); userdata is the Manager. */
+void ops_dispatch(Reply *reply, const char *op, json_object *req, void *userdata);
 
-int op_hello(Connection *c, json_object *id, json_object *req, ProtoError *err);
-int op_health(Connection *c, json_object *id, json_object *req, ProtoError *err);
-int op_create(Connection *c, json_object *id, json_object *req, ProtoError *err);
-int op_list(Connection *c, json_object *id, json_object *req, ProtoError *err);
-int op_inspect(Connection *c, json_object *id, json_object *req, ProtoError *err);
-int op_destroy(Connection *c, json_object *id, json_object *req, ProtoError *err);
-int op_run(Connection *c, json_object *id, json_object *req, ProtoError *err);
-int op_kill(Connection *c, json_object *id, json_object *req, ProtoError *err);
-int op_snapshot(Connection *c, json_object *id, json_object *req, ProtoError *err);
-int op_snapshot_list(Connection *c, json_object *id, json_object *req, ProtoError *err);
-int op_snapshot_restore(Connection *c, json_object *id, json_object *req, ProtoError *err);
-int op_snapshot_delete(Connection *c, json_object *id, json_object *req, ProtoError *err);
+int op_hello(Request *c, json_object *id, json_object *req, ProtoError *err);
+int op_health(Request *c, json_object *id, json_object *req, ProtoError *err);
+int op_create(Request *c, json_object *id, json_object *req, ProtoError *err);
+int op_list(Request *c, json_object *id, json_object *req, ProtoError *err);
+int op_inspect(Request *c, json_object *id, json_object *req, ProtoError *err);
+int op_destroy(Request *c, json_object *id, json_object *req, ProtoError *err);
+int op_run(Request *c, json_object *id, json_object *req, ProtoError *err);
+int op_kill(Request *c, json_object *id, json_object *req, ProtoError *err);
+int op_snapshot(Request *c, json_object *id, json_object *req, ProtoError *err);
+int op_snapshot_list(Request *c, json_object *id, json_object *req, ProtoError *err);
+int op_snapshot_restore(Request *c, json_object *id, json_object *req, ProtoError *err);
+int op_snapshot_delete(Request *c, json_object *id, json_object *req, ProtoError *err);
 /* create with from_snapshot (op-snapshot.c). */
-int op_create_from_snapshot(Connection *c, json_object *id, json_object *req, ProtoError *err);
-int op_sweep(Connection *c, json_object *id, json_object *req, ProtoError *err);
-int op_pty_open(Connection *c, json_object *id, json_object *req, ProtoError *err);
-int op_pty_write(Connection *c, json_object *id, json_object *req, ProtoError *err);
-int op_pty_resize(Connection *c, json_object *id, json_object *req, ProtoError *err);
-int op_pty_signal(Connection *c, json_object *id, json_object *req, ProtoError *err);
-int op_pty_close(Connection *c, json_object *id, json_object *req, ProtoError *err);
-int op_pty_attach(Connection *c, json_object *id, json_object *req, ProtoError *err);
-int op_pty_detach(Connection *c, json_object *id, json_object *req, ProtoError *err);
+int op_create_from_snapshot(Request *c, json_object *id, json_object *req, ProtoError *err);
+int op_sweep(Request *c, json_object *id, json_object *req, ProtoError *err);
+int op_pty_open(Request *c, json_object *id, json_object *req, ProtoError *err);
+int op_pty_write(Request *c, json_object *id, json_object *req, ProtoError *err);
+int op_pty_resize(Request *c, json_object *id, json_object *req, ProtoError *err);
+int op_pty_signal(Request *c, json_object *id, json_object *req, ProtoError *err);
+int op_pty_close(Request *c, json_object *id, json_object *req, ProtoError *err);
+int op_pty_attach(Request *c, json_object *id, json_object *req, ProtoError *err);
+int op_pty_detach(Request *c, json_object *id, json_object *req, ProtoError *err);
 
 /* The caller's sandbox by id, name or "UID/NAME" (ops.c); not_found for others' (no oracle). */
-Sandbox *ops_resolve_sandbox(Connection *c, const char *key);
-int ops_lookup_sandbox(Connection *c, json_object *req, Sandbox **ret, ProtoError *err);
+Sandbox *ops_resolve_sandbox(Request *c, const char *key);
+int ops_lookup_sandbox(Request *c, json_object *req, Sandbox **ret, ProtoError *err);
 int ops_sandbox_not_found(const char *key, ProtoError *err);

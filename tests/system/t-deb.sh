@@ -1,13 +1,14 @@
 #!/bin/bash
 # The Debian packages under a real systemd: dpkg -i creates the sandboxd group, enables and starts
 # sandboxd.socket only, the first connection starts the service, sandboxctl from /usr/bin runs a
-# command and doctor finds everything enforced; dpkg --purge takes it all away again.
+# command and doctor finds everything enforced, python3-sandboxd's module runs one too; dpkg --purge
+# takes it all away again.
 # Not part of `make check-vm` (the packages are built separately):
 #   scripts/build-deb.sh && tests/vm/run-vm.sh "$(mktemp -d)" "$PWD/tests/system/t-deb.sh"
 source "$(dirname "$0")/lib.sh"
 DEB_DIR=${DEB_DIR:-$here/../../deb-out}
-debs=("$DEB_DIR"/libsandbox0_*.deb "$DEB_DIR"/sandboxd_*.deb)
-if [ ! -e "${debs[0]}" ] || [ ! -e "${debs[1]}" ]; then
+debs=("$DEB_DIR"/libsandbox0_*.deb "$DEB_DIR"/sandboxd_*.deb "$DEB_DIR"/python3-sandboxd_*.deb)
+if [ ! -e "${debs[0]}" ] || [ ! -e "${debs[1]}" ] || [ ! -e "${debs[2]}" ]; then
 	echo "1..0 # SKIP no packages in $DEB_DIR (scripts/build-deb.sh makes them)"
 	exit 0
 fi
@@ -28,7 +29,7 @@ rm -f /var/lib/man-db/auto-update
 # start anything. A systemd host has none; neither has this guest from here on.
 rm -f /usr/sbin/policy-rc.d
 out=$(timeout 240 dpkg -i "${debs[@]}" 2>&1)
-ok $? "dpkg -i libsandbox0 sandboxd"
+ok $? "dpkg -i libsandbox0 sandboxd python3-sandboxd"
 diag "$(tail -n 5 <<<"$out")"
 getent group sandboxd >/dev/null
 ok $? "the sandboxd group exists"
@@ -51,6 +52,8 @@ ok $? "the shipped /etc/sandboxd/sandboxd.conf is valid"
 ok $? "/usr/bin/sandboxctl runs a command through the packaged daemon"
 systemctl is-active --quiet sandboxd.service
 ok $? "the first connection started sandboxd.service"
+[ "$(cd / && timeout 120 /usr/bin/python3 -c 'import sandboxd; print(sandboxd.Client().run("echo py").stdout, end="")' 2>&1)" = py ]
+ok $? "python3-sandboxd: the installed package runs a command through the packaged daemon's socket"
 timeout 120 /usr/bin/sandboxctl doctor >/dev/null 2>&1
 ok $? "sandboxctl doctor exits 0: every limit enforced"
 man -w sandboxctl sandboxd sandboxd.conf sandboxd-protocol >/dev/null 2>&1
@@ -58,8 +61,8 @@ ok $? "the four man pages are found by man"
 [ -f /usr/share/bash-completion/completions/sandboxctl ]
 ok $? "the bash completion is installed"
 
-out=$(timeout 240 dpkg --purge sandboxd libsandbox0 2>&1)
-ok $? "dpkg --purge sandboxd libsandbox0"
+out=$(timeout 240 dpkg --purge python3-sandboxd sandboxd libsandbox0 2>&1)
+ok $? "dpkg --purge python3-sandboxd sandboxd libsandbox0"
 ! systemctl is-active --quiet sandboxd.socket && ! systemctl is-active --quiet sandboxd.service
 ok $? "the socket and the service are stopped"
 [ ! -e /lib/systemd/system/sandboxd.socket ] && [ ! -e /etc/systemd/system/sockets.target.wants/sandboxd.socket ]

@@ -12,13 +12,17 @@
 #include <sys/types.h>
 #include <systemd/sd-event.h>
 
+#include "launch.h"
 #include "proto.h"
+#include "reply.h"
+#include "run-record.h"
 #include "ring.h"
-#include "run.h"
+#include "run-spec.h"
+#include "sandbox.h"
 
 typedef struct Sandbox Sandbox;
-typedef struct Manager Manager;
-typedef struct Connection Connection;
+typedef struct Context Context;
+typedef struct Registry Registry;
 
 typedef enum SessionReason {
         SESSION_REASON_NONE,
@@ -32,8 +36,9 @@ typedef enum SessionReason {
 
 /* A client fed from the ring: events carry the id of its pty.open or pty.attach. */
 typedef struct Subscriber {
-        Connection *conn;
-        json_object *req_id;
+        Reply *reply;
+        struct Session *session;
+        Hook close_hook, writable_hook; /* its client went, or has room again: the session pumps */
         uint64_t pos;           /* seq of the next byte to send it */
         bool exit_sent;
         struct Subscriber *next;
@@ -41,29 +46,24 @@ typedef struct Subscriber {
 
 /* A request answered later: a pty.write once its bytes are in, a pty.close once all is gone. */
 typedef struct PendingReply {
-        Connection *conn;
-        json_object *req_id;
+        Reply *reply;
         uint64_t until;         /* pty.write: input offset its last byte ends at */
         struct PendingReply *next;
 } PendingReply;
 
 typedef struct Session {
         Sandbox *sandbox;
+        SandboxMember member;   /* in sandbox->members from session_new() to its end */
         char id[24];
-        char cg_name[32];
         RunSpec spec;           /* argv, envp, cwd */
         bool pty;
         unsigned rows, cols;
-        int cg_fd;
-        int kill_fd;            /* its cgroup.kill, open from the start (as a run's) */
-        pid_t pid;              /* the helper */
-        int pidfd;
+        Launch launch;          /* its cgroup, its helper, the helper's reports (as a run's) */
         int main_pidfd;
         pid_t main_pid;         /* as the daemon sees it */
-        int report_fd;
         int out_fd[2];          /* pty: [0] is the master; pipes: stdout, stderr */
         int in_fd;              /* pty: a dup of the master; pipes: stdin */
-        sd_event_source *out_source[2], *in_source, *report_source, *child_source;
+        sd_event_source *out_source[2], *in_source;
         sd_event_source *idle_timer, *kill_timer, *reap_timer;
         unsigned reap_tries;
         Ring ring;
@@ -76,10 +76,10 @@ typedef struct Session {
         uint64_t in_written, in_queued;
         bool in_eof;            /* close stdin once the queue is out (pipes) */
         PendingReply *writes, *closers;
-        Connection *opener;     /* until the program started */
-        json_object *open_id;
+        Reply *opener;          /* the pty.open, until the program started */
+        Hook opener_hook;       /* its client went before: the session is hung up */
         bool started, helper_exited, procs_gone, output_done, free_when_done;
-        bool end_recorded;      /* its end is in runs.log: a restart does not call it interrupted */
+        RunNote note;           /* in runs.log from its start to its end (run-record.h) */
         SessionReason forced;
         uint64_t created_usec;  /* CLOCK_REALTIME, for inspect */
         int wait_code, wait_status;
@@ -87,27 +87,24 @@ typedef struct Session {
         struct Session *next, *prev;
 } Session;
 
-int pty_new(Sandbox *s, Connection *c, json_object *id, RunSpec *spec, bool pty, unsigned rows, unsigned cols,
+int session_new(Sandbox *s, Reply *reply, RunSpec *spec, bool pty, unsigned rows, unsigned cols,
             Session **ret);
 /* Starts the program; the pty.open reply comes once it was exec'd (or could not be). */
-void pty_start(Session *p);
-Session *pty_find(Manager *m, const char *id);
+void session_start(Session *p);
+Session *session_find(Context *m, const char *id);
 /* The sandbox's sessions for inspect: [{id, argv, pty, rows, cols, state, attached, output_seq,
  * created}] (an empty array when there are none). */
-json_object *pty_sessions_json(Sandbox *s);
-unsigned pty_count_owned(Manager *m, uid_t uid);
+json_object *session_sessions_json(Sandbox *s);
+unsigned session_count_owned(Context *m, uid_t uid);
 
-int pty_attach(Session *p, Connection *c, json_object *id, uint64_t from_seq, bool from_given, ProtoError *err);
-int pty_detach(Session *p, Connection *c, ProtoError *err);
-int pty_write(Session *p, Connection *c, json_object *id, const char *data, size_t n, bool eof, ProtoError *err);
-int pty_resize(Session *p, unsigned rows, unsigned cols, ProtoError *err);
+int session_attach(Session *p, Reply *reply, uint64_t from_seq, bool from_given, ProtoError *err);
+/* The subscription of reply's client. */
+int session_detach(Session *p, Reply *reply, ProtoError *err);
+int session_write(Session *p, Reply *reply, const char *data, size_t n, bool eof, ProtoError *err);
+int session_resize(Session *p, unsigned rows, unsigned cols, ProtoError *err);
 /* To the terminal's foreground process group (pipes: the program's process group). */
-int pty_signal(Session *p, int sig, unsigned *ret_count, ProtoError *err);
+int session_signal(Session *p, int sig, unsigned *ret_count, ProtoError *err);
 /* SIGHUP, a grace, then cgroup.kill; the reply comes once nothing of the session is left. */
-void pty_close(Session *p, Connection *c, json_object *id);
+void session_close(Session *p, Reply *reply);
 
-/* Hooks: a connection closed, a connection has room again, a sandbox is going, or is freed. */
-void pty_connection_closed(Connection *c);
-void pty_resume_streams(Connection *c);
-void pty_sandbox_destroying(Sandbox *s);
-void pty_free_all(Sandbox *s);
+

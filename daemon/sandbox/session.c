@@ -8,17 +8,14 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/random.h>
-#include <sys/socket.h>
 #include <sys/syscall.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "cgroup.h"
-#include "connection.h"
 #include "log.h"
 #include "macro.h"
-#include "manager.h"
-#include "pty.h"
+#include "context.h"
+#include "session.h"
 #include "run-record.h"
 #include "sandbox.h"
 #include "spawn.h"
@@ -31,20 +28,22 @@
 #define PTY_CLOSE_GRACE_USEC (2 * USEC_PER_SEC)
 #define PTY_RING_MARKS 4096
 
-static void pty_pump(Session *p);
-static void pty_end_processes(Session *p);
+static void session_pump(Session *p);
+static void session_end_processes(Session *p);
 static int on_idle(sd_event_source *src, uint64_t usec, void *userdata);
+static const SandboxMemberOps session_member_ops;
+static const LaunchOps session_launch_ops;
 
 /* ---- Lifecycle --------------------------------------------------------------------------- */
 
-static void pty_link(Sandbox *s, Session *p) {
+static void session_link(Sandbox *s, Session *p) {
         p->next = s->sessions;
         if (s->sessions)
                 s->sessions->prev = p;
         s->sessions = p;
 }
 
-static void pty_unlink(Session *p) {
+static void session_unlink(Session *p) {
         Sandbox *s = p->sandbox;
         if (p->prev)
                 p->prev->next = p->next;
@@ -55,7 +54,18 @@ static void pty_unlink(Session *p) {
         p->next = p->prev = NULL;
 }
 
-int pty_new(Sandbox *s, Connection *c, json_object *id, RunSpec *spec, bool pty, unsigned rows, unsigned cols,
+static void session_hang_up(Session *p, SessionReason why);
+
+/* Nobody learnt the id of a session whose pty.open was not answered: it goes with its client
+ * (from the deferred close of the connection). */
+static void on_opener_gone(Hook *h, void *userdata) {
+        Session *p = userdata;
+
+        if (!p->started)
+                session_hang_up(p, SESSION_REASON_CLOSED);
+}
+
+int session_new(Sandbox *s, Reply *reply, RunSpec *spec, bool pty, unsigned rows, unsigned cols,
             Session **ret) {
         uint8_t b[6];
         Session *p = calloc(1, sizeof(*p));
@@ -67,7 +77,7 @@ int pty_new(Sandbox *s, Connection *c, json_object *id, RunSpec *spec, bool pty,
                 free(p);
                 return -EIO;
         }
-        k = ring_init(&p->ring, s->manager->config.session_ring_bytes, PTY_RING_MARKS);
+        k = ring_init(&p->ring, s->ctx->config.session_ring_bytes, PTY_RING_MARKS);
         if (k < 0) {
                 free(p);
                 return k;
@@ -79,12 +89,15 @@ int pty_new(Sandbox *s, Connection *c, json_object *id, RunSpec *spec, bool pty,
         p->pty = pty;
         p->rows = rows;
         p->cols = cols;
-        p->cg_fd = p->kill_fd = p->pidfd = p->main_pidfd = p->report_fd = p->in_fd = -EBADF;
+        launch_init(&p->launch, s, &session_launch_ops, p);
+        p->main_pidfd = p->in_fd = -EBADF;
         p->out_fd[0] = p->out_fd[1] = -EBADF;
-        p->opener = connection_ref(c);
-        p->open_id = json_object_get(id);
+        p->opener = reply_ref(reply);
+        hook_init(&p->opener_hook, on_opener_gone, p);
+        reply_on_close(p->opener, &p->opener_hook);
         p->created_usec = now_usec(CLOCK_REALTIME);
-        pty_link(s, p);
+        session_link(s, p);
+        sandbox_member_add(s, &p->member, &session_member_ops);
         *ret = p;
         return 0;
 }
@@ -93,36 +106,33 @@ static void pending_free_all(PendingReply **list) {
         while (*list) {
                 PendingReply *w = *list;
                 *list = w->next;
-                connection_unref(w->conn);
-                json_object_put(w->req_id);
+                reply_unref(w->reply);
                 free(w);
         }
 }
 
 static void subscriber_free(Subscriber *sub) {
-        connection_unref(sub->conn);
-        json_object_put(sub->req_id);
+        hook_remove(&sub->close_hook);
+        hook_remove(&sub->writable_hook);
+        reply_unref(sub->reply);
         free(sub);
 }
 
-static void pty_destroy(Session *p) {
-        pty_unlink(p);
+static void session_destroy(Session *p) {
+        sandbox_member_remove(p->sandbox, &p->member);
+        run_note_forget(&p->note); /* its end is noted, or the next start finds it interrupted */
+        session_unlink(p);
         for (int i = 0; i < 2; i++) {
                 sd_event_source_disable_unref(p->out_source[i]);
                 safe_close(p->out_fd[i]);
         }
         sd_event_source_disable_unref(p->in_source);
-        sd_event_source_disable_unref(p->report_source);
-        sd_event_source_disable_unref(p->child_source);
+        launch_done(&p->launch);
         sd_event_source_disable_unref(p->idle_timer);
         sd_event_source_disable_unref(p->kill_timer);
         sd_event_source_disable_unref(p->reap_timer);
         safe_close(p->in_fd);
-        safe_close(p->report_fd);
         safe_close(p->main_pidfd);
-        safe_close(p->pidfd);
-        safe_close(p->kill_fd);
-        safe_close(p->cg_fd);
         while (p->subs) {
                 Subscriber *sub = p->subs;
                 p->subs = sub->next;
@@ -130,8 +140,8 @@ static void pty_destroy(Session *p) {
         }
         pending_free_all(&p->writes);
         pending_free_all(&p->closers);
-        connection_unref(p->opener);
-        json_object_put(p->open_id);
+        hook_remove(&p->opener_hook);
+        reply_unref(p->opener);
         ring_done(&p->ring);
         free(p->in_buf);
         run_spec_done(&p->spec);
@@ -139,33 +149,28 @@ static void pty_destroy(Session *p) {
 }
 
 /* A sandbox being destroyed waits for its sessions as for its runs. A session ends here (its end
- * noted); pty_free_all() at the daemon's stop does not end it: a client that comes back after
+ * noted); freed with its sandbox at the daemon's stop (session_member_free()), it does not end: a client that comes back after
  * the restart is told session_lost. */
-static void pty_free(Session *p) {
+static void session_free(Session *p) {
         Sandbox *s = p->sandbox;
-        session_record_end(p);
-        pty_destroy(p);
+        run_note_end(&p->note);
+        session_destroy(p);
         if (s->state == SANDBOX_DESTROYING)
                 sandbox_run_finished(s, NULL);
 }
 
-void pty_free_all(Sandbox *s) {
-        while (s->sessions)
-                pty_destroy(s->sessions);
-}
-
 /* Every session is looked at, found or not, as in manager_find_sandbox(). */
-Session *pty_find(Manager *m, const char *id) {
+Session *session_find(Context *m, const char *id) {
         Session *found = NULL;
 
-        for (Sandbox *s = m->sandboxes; s; s = s->next)
+        for (Sandbox *s = registry_first(m->registry); s; s = registry_next(&s->entry))
                 for (Session *p = s->sessions; p; p = p->next)
                         if (!found && strcmp(p->id, id) == 0)
                                 found = p;
         return found;
 }
 
-json_object *pty_sessions_json(Sandbox *s) {
+json_object *session_sessions_json(Sandbox *s) {
         json_object *arr = json_object_new_array();
         char ts[UTC_TIME_MAX];
 
@@ -188,9 +193,9 @@ json_object *pty_sessions_json(Sandbox *s) {
         return arr;
 }
 
-unsigned pty_count_owned(Manager *m, uid_t uid) {
+unsigned session_count_owned(Context *m, uid_t uid) {
         unsigned n = 0;
-        for (Sandbox *s = m->sandboxes; s; s = s->next)
+        for (Sandbox *s = registry_first(m->registry); s; s = registry_next(&s->entry))
                 if (s->owner_uid == uid)
                         for (Session *p = s->sessions; p; p = p->next)
                                 n++;
@@ -209,15 +214,15 @@ static const char *reason_name(SessionReason why) {
         return names[why];
 }
 
-static bool pty_oom_killed(Session *p) {
+static bool session_oom_killed(Session *p) {
         uint64_t kills = 0;
-        return (p->sandbox->enforced & CG_MEMORY) && p->cg_fd >= 0 &&
-               cg_read_keyed(p->cg_fd, "memory.events", "oom_kill", &kills) >= 0 && kills > 0;
+        return (p->sandbox->enforced & CG_MEMORY) && p->launch.cg_fd >= 0 &&
+               cg_read_keyed(p->launch.cg_fd, "memory.events", "oom_kill", &kills) >= 0 && kills > 0;
 }
 
 /* exit_code, signal, reason: what we did to it first, then the kernel's account, then the wait
  * status; shell-style codes as for runs. */
-static void pty_add_outcome(Session *p, json_object *o) {
+static void session_add_outcome(Session *p, json_object *o) {
         SessionReason why = p->forced;
         int sig = 0, code = 0;
         char sigbuf[12];
@@ -230,7 +235,7 @@ static void pty_add_outcome(Session *p, json_object *o) {
         else
                 sig = SIGKILL;
         if (why == SESSION_REASON_NONE)
-                why = pty_oom_killed(p) ? SESSION_REASON_OOM : sig ? SESSION_REASON_SIGNALED : SESSION_REASON_EXITED;
+                why = session_oom_killed(p) ? SESSION_REASON_OOM : sig ? SESSION_REASON_SIGNALED : SESSION_REASON_EXITED;
         if (sig)
                 code = 128 + sig;
         json_object_object_add(o, "exit_code", json_object_new_int(code));
@@ -240,24 +245,24 @@ static void pty_add_outcome(Session *p, json_object *o) {
 
 /* ---- Feeding subscribers ----------------------------------------------------------------- */
 
-static json_object *pty_event(Session *p, Subscriber *sub, const char *kind, uint64_t seq) {
-        json_object *ev = proto_event(sub->req_id, kind);
+static json_object *session_event(Session *p, Subscriber *sub, const char *kind, uint64_t seq) {
+        json_object *ev = reply_event_new(sub->reply, kind);
         json_object_object_add(ev, "session", json_object_new_string(p->id));
         json_object_object_add(ev, "seq", json_object_new_int64((int64_t) seq));
         return ev;
 }
 
-static void pty_send_exit(Session *p, Subscriber *sub) {
-        json_object *ev = pty_event(p, sub, "exit", p->ring.end);
-        pty_add_outcome(p, ev);
+static void session_send_exit(Session *p, Subscriber *sub) {
+        json_object *ev = session_event(p, sub, "exit", p->ring.end);
+        session_add_outcome(p, ev);
         sub->exit_sent = true;
-        connection_send_take(sub->conn, ev);
+        reply_event(sub->reply, ev);
 }
 
 /* One event from the ring: at most PTY_CHUNK bytes of one stream. A UTF-8 character cut at the
  * end of what is there so far waits for its rest, so that text stays text. Returns false when
  * nothing could be sent yet. */
-static bool pty_send_chunk(Session *p, Subscriber *sub) {
+static bool session_send_chunk(Session *p, Subscriber *sub) {
         char buf[PTY_CHUNK];
         int stream = 0;
         size_t n = ring_copy(&p->ring, sub->pos, buf, sizeof(buf), &stream);
@@ -269,36 +274,36 @@ static bool pty_send_chunk(Session *p, Subscriber *sub) {
                         return false;
                 n -= keep;
         }
-        ev = pty_event(p, sub, stream == 0 ? "stdout" : "stderr", sub->pos);
+        ev = session_event(p, sub, stream == 0 ? "stdout" : "stderr", sub->pos);
         json_object_object_add(ev, "bytes", json_object_new_int64((int64_t) n));
         proto_add_bytes(ev, "data", buf, n);
         sub->pos += n;
-        connection_send_take(sub->conn, ev);
+        reply_event(sub->reply, ev);
         return true;
 }
 
 /* Sends what the subscriber's connection has room for (everything when force); bytes the ring
  * lost before it got them are announced by a "dropped" event with their exact count. */
-static void pty_deliver(Session *p, Subscriber *sub, bool force) {
-        while (!sub->conn->dead && sub->pos < p->ring.end &&
-               (force || connection_backlog(sub->conn) < STREAM_PAUSE_BYTES)) {
+static void session_deliver(Session *p, Subscriber *sub, bool force) {
+        while (!reply_gone(sub->reply) && sub->pos < p->ring.end &&
+               (force || reply_backlog(sub->reply) < STREAM_PAUSE_BYTES)) {
                 if (sub->pos < p->ring.start) {
-                        json_object *ev = pty_event(p, sub, "dropped", sub->pos);
+                        json_object *ev = session_event(p, sub, "dropped", sub->pos);
                         json_object_object_add(ev, "bytes", json_object_new_int64((int64_t) (p->ring.start - sub->pos)));
                         sub->pos = p->ring.start;
-                        connection_send_take(sub->conn, ev);
+                        reply_event(sub->reply, ev);
                         continue;
                 }
-                if (!pty_send_chunk(p, sub))
+                if (!session_send_chunk(p, sub))
                         break;
         }
-        if (p->output_done && sub->pos == p->ring.end && !sub->exit_sent && !sub->conn->dead)
-                pty_send_exit(p, sub);
+        if (p->output_done && sub->pos == p->ring.end && !sub->exit_sent && !reply_gone(sub->reply))
+                session_send_exit(p, sub);
 }
 
 /* How many bytes may be read now without overwriting what the most advanced attached client
  * has not been sent yet (unbounded when nobody is attached: the ring then keeps the latest). */
-static size_t pty_room(Session *p) {
+static size_t session_room(Session *p) {
         uint64_t best = 0;
         if (p->n_subs == 0)
                 return PTY_CHUNK;
@@ -310,14 +315,14 @@ static size_t pty_room(Session *p) {
         return room > PTY_CHUNK ? PTY_CHUNK : (size_t) room;
 }
 
-static void pty_set_reading(Session *p, bool on) {
+static void session_set_reading(Session *p, bool on) {
         for (int i = 0; i < 2; i++)
                 if (p->out_source[i])
                         (void) sd_event_source_set_enabled(p->out_source[i], on ? SD_EVENT_ON : SD_EVENT_OFF);
 }
 
-static void pty_arm_idle(Session *p) {
-        uint64_t t = p->sandbox->manager->config.session_idle_timeout_usec;
+static void session_arm_idle(Session *p) {
+        uint64_t t = p->sandbox->ctx->config.session_idle_timeout_usec;
         if (p->n_subs > 0 || t == 0 || p->free_when_done || !p->started) {
                 if (p->idle_timer)
                         (void) sd_event_source_set_enabled(p->idle_timer, SD_EVENT_OFF);
@@ -326,7 +331,7 @@ static void pty_arm_idle(Session *p) {
         if (p->idle_timer && sd_event_source_get_enabled(p->idle_timer, NULL) > 0)
                 return;
         if (!p->idle_timer) {
-                (void) sd_event_add_time_relative(p->sandbox->manager->event, &p->idle_timer, CLOCK_MONOTONIC, t,
+                (void) sd_event_add_time_relative(p->sandbox->ctx->event, &p->idle_timer, CLOCK_MONOTONIC, t,
                                                   USEC_PER_SEC, on_idle, p);
                 return;
         }
@@ -334,11 +339,11 @@ static void pty_arm_idle(Session *p) {
         (void) sd_event_source_set_enabled(p->idle_timer, SD_EVENT_ONESHOT);
 }
 
-static void pty_sweep_dead(Session *p) {
+static void session_sweep_dead(Session *p) {
         for (Subscriber **sp = &p->subs; *sp;) {
                 Subscriber *sub = *sp;
                 /* A client that asks for nothing more has had all it can get after the exit. */
-                if (!sub->conn->dead && !(sub->exit_sent && connection_input_ended(sub->conn))) {
+                if (!reply_gone(sub->reply) && !(sub->exit_sent && reply_input_ended(sub->reply))) {
                         sp = &sub->next;
                         continue;
                 }
@@ -350,15 +355,15 @@ static void pty_sweep_dead(Session *p) {
 
 /* ---- Reading ----------------------------------------------------------------------------- */
 
-static void pty_close_out(Session *p, int i) {
+static void session_close_out(Session *p, int i) {
         p->out_source[i] = sd_event_source_disable_unref(p->out_source[i]);
         p->out_fd[i] = safe_close(p->out_fd[i]);
 }
 
 /* One read of stream i; > 0 when bytes came, 0 when there is nothing (more) to read now. */
-static int pty_read(Session *p, int i) {
+static int session_read(Session *p, int i) {
         char buf[PTY_CHUNK];
-        size_t room = pty_room(p);
+        size_t room = session_room(p);
         ssize_t n;
 
         if (room == 0)
@@ -373,27 +378,27 @@ static int pty_read(Session *p, int i) {
         /* EIO: the terminal's last other end is closed. After the processes are gone, "nothing
          * now" is the end too: a descendant may have passed the terminal out of the session. */
         if (n == 0 || errno != EAGAIN || p->procs_gone)
-                pty_close_out(p, i);
+                session_close_out(p, i);
         return 0;
 }
 
 /* After the processes are gone: reads what is left, as far as the subscribers let us. True when
  * bytes came. */
-static bool pty_drain(Session *p) {
+static bool session_drain(Session *p) {
         bool got = false;
         for (int i = 0; i < 2; i++)
-                while (p->out_fd[i] >= 0 && pty_read(p, i) > 0)
+                while (p->out_fd[i] >= 0 && session_read(p, i) > 0)
                         got = true;
         return got;
 }
 
-static void pty_finish_output(Session *p);
-static void pty_final_flush(Session *p);
+static void session_finish_output(Session *p);
+static void session_final_flush(Session *p);
 
 /* Feeds every subscriber; once the processes are gone, reads the rest as room allows and ends
- * the output. Sending can close a connection, which comes back here: the nested call only asks
+ * the output. A hook of a subscriber's client may come back here: the nested call only asks
  * for another round. A session to be freed is freed here, last. */
-static void pty_pump(Session *p) {
+static void session_pump(Session *p) {
         if (p->pumping) {
                 p->pump_again = true;
                 return;
@@ -402,12 +407,12 @@ static void pty_pump(Session *p) {
         for (;;) {
                 p->pump_again = false;
                 for (Subscriber *sub = p->subs; sub; sub = sub->next)
-                        pty_deliver(p, sub, false);
-                pty_sweep_dead(p);
-                if (!p->output_done && p->procs_gone && pty_room(p) > 0) {
-                        bool got = pty_drain(p);
+                        session_deliver(p, sub, false);
+                session_sweep_dead(p);
+                if (!p->output_done && p->procs_gone && session_room(p) > 0) {
+                        bool got = session_drain(p);
                         if (p->out_fd[0] < 0 && p->out_fd[1] < 0) {
-                                pty_finish_output(p);
+                                session_finish_output(p);
                                 p->pump_again = true; /* the exit events */
                         } else if (got)
                                 p->pump_again = true;
@@ -416,52 +421,51 @@ static void pty_pump(Session *p) {
                         break;
         }
         if (p->output_done && p->free_when_done) {
-                pty_final_flush(p);
-                pty_free(p);
+                session_final_flush(p);
+                session_free(p);
                 return;
         }
         p->pumping = false;
-        pty_arm_idle(p);
+        session_arm_idle(p);
         if (!p->output_done)
-                pty_set_reading(p, pty_room(p) > 0);
+                session_set_reading(p, session_room(p) > 0);
 }
 
 static int on_output(sd_event_source *src, int fd, uint32_t revents, void *userdata) {
         Session *p = userdata;
         int i = fd == p->out_fd[0] ? 0 : 1;
 
-        if (pty_read(p, i) > 0 || p->out_fd[i] < 0)
-                pty_pump(p);
-        else if (pty_room(p) == 0)
-                pty_set_reading(p, false);
+        if (session_read(p, i) > 0 || p->out_fd[i] < 0)
+                session_pump(p);
+        else if (session_room(p) == 0)
+                session_set_reading(p, false);
         return 0;
 }
 
 /* ---- Input ------------------------------------------------------------------------------- */
 
-static void pty_answer_writes(Session *p, const ProtoError *err) {
+static void session_answer_writes(Session *p, const ProtoError *err) {
         while (p->writes && (err || p->writes->until <= p->in_written)) {
                 PendingReply *w = p->writes;
                 p->writes = w->next;
                 if (err)
-                        connection_reply_error(w->conn, w->req_id, err);
+                        reply_error(w->reply, err);
                 else {
-                        json_object *o = proto_reply_ok(w->req_id);
+                        json_object *o = json_object_new_object();
                         json_object_object_add(o, "written", json_object_new_int64((int64_t) w->until));
-                        connection_send_take(w->conn, o);
+                        reply_ok(w->reply, o);
                 }
-                connection_unref(w->conn);
-                json_object_put(w->req_id);
+                reply_unref(w->reply);
                 free(w);
         }
 }
 
-static void pty_stop_input(Session *p) {
+static void session_stop_input(Session *p) {
         p->in_source = sd_event_source_disable_unref(p->in_source);
         p->in_fd = safe_close(p->in_fd);
 }
 
-static void pty_flush_input(Session *p) {
+static void session_flush_input(Session *p) {
         while (p->in_fd >= 0 && p->in_off < p->in_len) {
                 ssize_t n = write(p->in_fd, p->in_buf + p->in_off, p->in_len - p->in_off);
                 if (n < 0 && errno == EINTR)
@@ -472,10 +476,10 @@ static void pty_flush_input(Session *p) {
                         ProtoError err;
                         proto_error_set(&err, SBX_E_CONFLICT, "session", "the program does not take input any more: %s",
                                         strerror(errno));
-                        pty_answer_writes(p, &err);
+                        session_answer_writes(p, &err);
                         p->in_off = p->in_len = 0;
                         if (!p->pty)
-                                pty_stop_input(p);
+                                session_stop_input(p);
                         return;
                 }
                 p->in_off += (size_t) n;
@@ -483,19 +487,19 @@ static void pty_flush_input(Session *p) {
         }
         if (p->in_off == p->in_len)
                 p->in_off = p->in_len = 0;
-        pty_answer_writes(p, NULL);
+        session_answer_writes(p, NULL);
         if (p->in_len == 0 && p->in_eof && !p->pty)
-                pty_stop_input(p);
+                session_stop_input(p);
         if (p->in_source)
                 (void) sd_event_source_set_enabled(p->in_source, p->in_len > 0 ? SD_EVENT_ON : SD_EVENT_OFF);
 }
 
 static int on_input(sd_event_source *src, int fd, uint32_t revents, void *userdata) {
-        pty_flush_input(userdata);
+        session_flush_input(userdata);
         return 0;
 }
 
-static int pty_queue_input(Session *p, const char *data, size_t n) {
+static int session_queue_input(Session *p, const char *data, size_t n) {
         if (n > 0 && p->in_off > 0) {
                 memmove(p->in_buf, p->in_buf + p->in_off, p->in_len - p->in_off);
                 p->in_len -= p->in_off;
@@ -513,7 +517,7 @@ static int pty_queue_input(Session *p, const char *data, size_t n) {
         return 0;
 }
 
-int pty_write(Session *p, Connection *c, json_object *id, const char *data, size_t n, bool eof, ProtoError *err) {
+int session_write(Session *p, Reply *reply, const char *data, size_t n, bool eof, ProtoError *err) {
         PendingReply *w, **tail;
 
         if (p->output_done || p->in_fd < 0 || p->in_eof || p->free_when_done)
@@ -527,22 +531,22 @@ int pty_write(Session *p, Connection *c, json_object *id, const char *data, size
                                        "more than %u bytes of input would be waiting; wait for earlier writes",
                                        PTY_MAX_PENDING_INPUT);
         w = calloc(1, sizeof(*w));
-        if (!w || pty_queue_input(p, data, n) < 0) {
+        if (!w || session_queue_input(p, data, n) < 0) {
                 free(w);
                 return proto_error_set(err, SBX_E_INTERNAL, NULL, "out of memory");
         }
-        *w = (PendingReply) { .conn = connection_ref(c), .req_id = json_object_get(id), .until = p->in_queued };
+        *w = (PendingReply) { .reply = reply_ref(reply), .until = p->in_queued };
         for (tail = &p->writes; *tail; tail = &(*tail)->next)
                 ;
         *tail = w;
         p->in_eof = eof;
-        pty_flush_input(p);
+        session_flush_input(p);
         return 0;
 }
 
 /* ---- Control ----------------------------------------------------------------------------- */
 
-int pty_resize(Session *p, unsigned rows, unsigned cols, ProtoError *err) {
+int session_resize(Session *p, unsigned rows, unsigned cols, ProtoError *err) {
         struct winsize ws = { .ws_row = (unsigned short) rows, .ws_col = (unsigned short) cols };
 
         if (!p->pty)
@@ -560,8 +564,8 @@ int pty_resize(Session *p, unsigned rows, unsigned cols, ProtoError *err) {
 /* Signals the processes of the session's cgroup in process group pgid (every one when pgid is
  * 0), each through a pidfd: only processes of this session, never a recycled pid outside it.
  * The helper, which is ours, is spared. */
-static unsigned pty_signal_group(Session *p, pid_t pgid, int sig) {
-        _cleanup_close_ int fd = openat(p->cg_fd, "cgroup.procs", O_RDONLY | O_CLOEXEC);
+static unsigned session_signal_group(Session *p, pid_t pgid, int sig) {
+        _cleanup_close_ int fd = openat(p->launch.cg_fd, "cgroup.procs", O_RDONLY | O_CLOEXEC);
         FILE *f = fd >= 0 ? fdopen(fd, "re") : NULL;
         unsigned count = 0;
         long pid;
@@ -570,7 +574,7 @@ static unsigned pty_signal_group(Session *p, pid_t pgid, int sig) {
                 return 0;
         fd = -EBADF;
         while (fscanf(f, "%ld", &pid) == 1) {
-                if ((pid_t) pid == p->pid)
+                if ((pid_t) pid == p->launch.pid)
                         continue;
                 _cleanup_close_ int pidfd = (int) syscall(SYS_pidfd_open, (pid_t) pid, 0);
                 if (pidfd < 0 || (pgid != 0 && getpgid((pid_t) pid) != pgid))
@@ -582,7 +586,7 @@ static unsigned pty_signal_group(Session *p, pid_t pgid, int sig) {
         return count;
 }
 
-int pty_signal(Session *p, int sig, unsigned *ret_count, ProtoError *err) {
+int session_signal(Session *p, int sig, unsigned *ret_count, ProtoError *err) {
         pid_t pgid = p->main_pid;
 
         if (p->output_done || p->procs_gone || !p->started)
@@ -591,70 +595,69 @@ int pty_signal(Session *p, int sig, unsigned *ret_count, ProtoError *err) {
         if (p->pty && (p->in_fd < 0 || ioctl(p->in_fd, TIOCGPGRP, &pgid) < 0))
                 return proto_error_set(err, SBX_E_CONFLICT, "session", "session %s has no foreground process group: %s",
                                        p->id, strerror(errno));
-        *ret_count = pty_signal_group(p, pgid, sig);
+        *ret_count = session_signal_group(p, pgid, sig);
         return 0;
 }
 
 static int on_kill_timer(sd_event_source *src, uint64_t usec, void *userdata) {
         Session *p = userdata;
-        if (p->cg_fd >= 0)
-                (void) cg_kill_at(p->kill_fd, p->cg_fd);
+        if (p->launch.cg_fd >= 0)
+                (void) cg_kill_at(p->launch.kill_fd, p->launch.cg_fd);
         return 0;
 }
 
 /* Ends the session: SIGHUP to all its processes (a hung-up terminal), and cgroup.kill for
  * whatever is left after the grace. */
-static void pty_hang_up(Session *p, SessionReason why) {
+static void session_hang_up(Session *p, SessionReason why) {
         if (p->forced == SESSION_REASON_NONE && !p->helper_exited)
                 p->forced = why;
         p->free_when_done = true;
         if (p->output_done)
                 return;
-        if (p->started && !p->helper_exited && p->cg_fd >= 0) {
-                (void) pty_signal_group(p, 0, SIGHUP);
-                (void) pty_signal_group(p, 0, SIGCONT);
+        if (p->started && !p->helper_exited && p->launch.cg_fd >= 0) {
+                (void) session_signal_group(p, 0, SIGHUP);
+                (void) session_signal_group(p, 0, SIGCONT);
         }
         if (!p->kill_timer)
-                (void) sd_event_add_time_relative(p->sandbox->manager->event, &p->kill_timer, CLOCK_MONOTONIC,
+                (void) sd_event_add_time_relative(p->sandbox->ctx->event, &p->kill_timer, CLOCK_MONOTONIC,
                                                   PTY_CLOSE_GRACE_USEC, 10 * USEC_PER_MSEC, on_kill_timer, p);
 }
 
 static int on_idle(sd_event_source *src, uint64_t usec, void *userdata) {
         Session *p = userdata;
         log_debug("session %s: nobody attached for the idle timeout, closing", p->id);
-        pty_hang_up(p, SESSION_REASON_IDLE);
-        pty_pump(p);
+        session_hang_up(p, SESSION_REASON_IDLE);
+        session_pump(p);
         return 0;
 }
 
-static void pty_answer_closers(Session *p) {
+static void session_answer_closers(Session *p) {
         while (p->closers) {
                 PendingReply *w = p->closers;
-                json_object *o = proto_reply_ok(w->req_id);
+                json_object *o = json_object_new_object();
                 p->closers = w->next;
                 json_object_object_add(o, "session", json_object_new_string(p->id));
-                pty_add_outcome(p, o);
-                connection_send_take(w->conn, o);
-                connection_unref(w->conn);
-                json_object_put(w->req_id);
+                session_add_outcome(p, o);
+                reply_ok(w->reply, o);
+                reply_unref(w->reply);
                 free(w);
         }
 }
 
-void pty_close(Session *p, Connection *c, json_object *id) {
+void session_close(Session *p, Reply *reply) {
         PendingReply *w = calloc(1, sizeof(*w));
 
         if (w) {
-                *w = (PendingReply) { .conn = connection_ref(c), .req_id = json_object_get(id), .next = p->closers };
+                *w = (PendingReply) { .reply = reply_ref(reply), .next = p->closers };
                 p->closers = w;
         }
-        pty_hang_up(p, SESSION_REASON_CLOSED);
-        pty_pump(p);
+        session_hang_up(p, SESSION_REASON_CLOSED);
+        session_pump(p);
 }
 
 /* ---- Attaching --------------------------------------------------------------------------- */
 
-static json_object *pty_describe(Session *p, json_object *o) {
+static json_object *session_describe(Session *p, json_object *o) {
         json_object_object_add(o, "session", json_object_new_string(p->id));
         json_object_object_add(o, "sandbox", json_object_new_string(p->sandbox->id));
         json_object_object_add(o, "pty", json_object_new_boolean(p->pty));
@@ -664,11 +667,17 @@ static json_object *pty_describe(Session *p, json_object *o) {
         return o;
 }
 
-static int pty_subscribe(Session *p, Connection *c, json_object *id, uint64_t pos, ProtoError *err) {
+/* Its client went, or has room again: the session sends what it can and lets go of the gone. */
+static void on_subscriber_client(Hook *h, void *userdata) {
+        Subscriber *sub = userdata;
+        session_pump(sub->session);
+}
+
+static int session_subscribe(Session *p, Reply *reply, uint64_t pos, ProtoError *err) {
         Subscriber *sub;
 
         for (sub = p->subs; sub; sub = sub->next)
-                if (sub->conn == c)
+                if (reply_same_peer(sub->reply, reply))
                         break;
         if (!sub) {
                 if (p->n_subs >= PTY_MAX_SUBSCRIBERS)
@@ -678,20 +687,25 @@ static int pty_subscribe(Session *p, Connection *c, json_object *id, uint64_t po
                 sub = calloc(1, sizeof(*sub));
                 if (!sub)
                         return proto_error_set(err, SBX_E_INTERNAL, NULL, "out of memory");
-                sub->conn = connection_ref(c);
+                sub->session = p;
+                hook_init(&sub->close_hook, on_subscriber_client, sub);
+                hook_init(&sub->writable_hook, on_subscriber_client, sub);
+                reply_on_close(reply, &sub->close_hook);
+                reply_on_writable(reply, &sub->writable_hook);
                 sub->next = p->subs;
                 p->subs = sub;
                 p->n_subs++;
         }
         /* A second attach from the same connection moves its one subscription. */
-        json_object_put(sub->req_id);
-        sub->req_id = json_object_get(id);
+        reply_ref(reply);
+        reply_unref(sub->reply);
+        sub->reply = reply;
         sub->pos = pos;
         sub->exit_sent = false;
         return 0;
 }
 
-int pty_attach(Session *p, Connection *c, json_object *id, uint64_t from, bool from_given, ProtoError *err) {
+int session_attach(Session *p, Reply *reply, uint64_t from, bool from_given, ProtoError *err) {
         uint64_t first;
         json_object *o;
         int k;
@@ -704,84 +718,55 @@ int pty_attach(Session *p, Connection *c, json_object *id, uint64_t from, bool f
                 return proto_error_set(err, SBX_E_INVALID_REQUEST, "from_seq",
                                        "'from_seq' is beyond the output so far (%" PRIu64 " bytes)", p->ring.end);
         first = from > p->ring.start ? from : p->ring.start;
-        if ((k = pty_subscribe(p, c, id, first, err)) < 0)
+        if ((k = session_subscribe(p, reply, first, err)) < 0)
                 return k;
-        o = pty_describe(p, proto_reply_ok(id));
+        o = session_describe(p, json_object_new_object());
         json_object_object_add(o, "from_seq", json_object_new_int64((int64_t) from));
         json_object_object_add(o, "first_seq", json_object_new_int64((int64_t) first));
         json_object_object_add(o, "dropped", json_object_new_int64((int64_t) (first - from)));
         json_object_object_add(o, "next_seq", json_object_new_int64((int64_t) p->ring.end));
-        connection_send_take(c, o);
-        pty_pump(p);
+        reply_ok(reply, o);
+        session_pump(p);
         return 0;
 }
 
-int pty_detach(Session *p, Connection *c, ProtoError *err) {
+int session_detach(Session *p, Reply *reply, ProtoError *err) {
         for (Subscriber **sp = &p->subs; *sp; sp = &(*sp)->next)
-                if ((*sp)->conn == c) {
+                if (reply_same_peer((*sp)->reply, reply)) {
                         Subscriber *sub = *sp;
                         *sp = sub->next;
                         p->n_subs--;
                         subscriber_free(sub);
-                        pty_pump(p);
+                        session_pump(p);
                         return 0;
                 }
         return proto_error_set(err, SBX_E_CONFLICT, "session", "this connection is not attached to session %s", p->id);
 }
 
-void pty_resume_streams(Connection *c) {
-        for (Sandbox *s = c->manager->sandboxes; s; s = s->next)
-                for (Session *p = s->sessions, *next; p; p = next) {
-                        next = p->next;
-                        for (Subscriber *sub = p->subs; sub; sub = sub->next)
-                                if (sub->conn == c) {
-                                        pty_pump(p);
-                                        break;
-                                }
-                }
-}
-
-void pty_connection_closed(Connection *c) {
-        for (Sandbox *s = c->manager->sandboxes; s; s = s->next)
-                for (Session *p = s->sessions, *next; p; p = next) {
-                        next = p->next;
-                        /* Nobody learnt the id of a session whose pty.open was not answered. */
-                        if (p->opener == c && !p->started) {
-                                pty_hang_up(p, SESSION_REASON_CLOSED);
-                                continue;
-                        }
-                        for (Subscriber *sub = p->subs; sub; sub = sub->next)
-                                if (sub->conn == c) {
-                                        pty_pump(p);
-                                        break;
-                                }
-                }
-}
-
 /* ---- The end ----------------------------------------------------------------------------- */
 
-static void pty_finish_output(Session *p) {
+static void session_finish_output(Session *p) {
         ProtoError err;
 
         p->output_done = true;
         /* The cgroup is empty: it goes now. */
-        if (p->cg_fd >= 0 && unlinkat(p->sandbox->cg_fd, p->cg_name, AT_REMOVEDIR) < 0 && errno != ENOENT)
+        if (p->launch.cg_fd >= 0 && unlinkat(p->sandbox->cg_fd, p->launch.cg_name, AT_REMOVEDIR) < 0 && errno != ENOENT)
                 log_warning("session %s: cannot remove its cgroup: %m", p->id);
         proto_error_set(&err, SBX_E_CONFLICT, "session", "session %s exited before this input was written", p->id);
-        pty_answer_writes(p, &err);
-        pty_stop_input(p);
+        session_answer_writes(p, &err);
+        session_stop_input(p);
 }
 
 /* The session goes: everything left goes to the subscribers now (bounded by the ring), then
  * the exit event, then the pty.close replies. */
-static void pty_final_flush(Session *p) {
+static void session_final_flush(Session *p) {
         for (Subscriber *sub = p->subs; sub; sub = sub->next)
-                if (!sub->conn->dead)
-                        pty_deliver(p, sub, true);
-        pty_answer_closers(p);
+                if (!reply_gone(sub->reply))
+                        session_deliver(p, sub, true);
+        session_answer_closers(p);
 }
 
-static void pty_reply_failure(Session *p) {
+static void session_reply_failure(Session *p) {
         ProtoError err;
 
         if (p->fail_step == STEP_CWD && (p->fail_errno == EXDEV || p->fail_errno == ENOENT || p->fail_errno == ENOTDIR ||
@@ -794,56 +779,52 @@ static void pty_reply_failure(Session *p) {
                 proto_error_set_spawn(&err, spawn_step_to_string(p->fail_step), p->fail_errno);
         } else
                 proto_error_set(&err, SBX_E_SPAWN_FAILED, NULL, "the session's helper died before the program started");
-        connection_reply_error(p->opener, p->open_id, &err);
+        reply_error(p->opener, &err);
 }
 
 static int on_reap_timer(sd_event_source *src, uint64_t usec, void *userdata) {
-        pty_end_processes(userdata);
+        session_end_processes(userdata);
         return 0;
 }
 
 /* Kills the session's cgroup until it is empty (something may fork meanwhile), then finishes
  * the output. */
-static void pty_end_processes(Session *p) {
+static void session_end_processes(Session *p) {
         uint64_t delay;
 
-        if (p->cg_fd < 0 || cg_populated(p->cg_fd) <= 0) {
+        if (p->launch.cg_fd < 0 || cg_populated(p->launch.cg_fd) <= 0) {
                 p->reap_timer = sd_event_source_disable_unref(p->reap_timer);
                 p->kill_timer = sd_event_source_disable_unref(p->kill_timer);
                 p->procs_gone = true;
                 /* It has ended, whether or not it stays to be read and closed. */
-                session_record_end(p);
-                pty_pump(p);
+                run_note_end(&p->note);
+                session_pump(p);
                 return;
         }
-        (void) cg_kill_at(p->kill_fd, p->cg_fd);
+        (void) cg_kill_at(p->launch.kill_fd, p->launch.cg_fd);
         delay = (uint64_t) 1000 << (p->reap_tries < 7 ? p->reap_tries : 7);
         p->reap_tries++;
         if (p->reap_timer) {
                 (void) sd_event_source_set_time_relative(p->reap_timer, delay);
                 (void) sd_event_source_set_enabled(p->reap_timer, SD_EVENT_ONESHOT);
         } else
-                (void) sd_event_add_time_relative(p->sandbox->manager->event, &p->reap_timer, CLOCK_MONOTONIC, delay, 0,
+                (void) sd_event_add_time_relative(p->sandbox->ctx->event, &p->reap_timer, CLOCK_MONOTONIC, delay, 0,
                                                   on_reap_timer, p);
 }
 
-static void pty_collect_reports(Session *p);
-
-static int on_helper_exit(sd_event_source *src, const siginfo_t *si, void *userdata) {
+static void session_helper_exit(void *userdata, const siginfo_t *si) {
         Session *p = userdata;
 
-        p->child_source = sd_event_source_disable_unref(p->child_source);
         p->helper_exited = true;
-        pty_collect_reports(p);
+        launch_collect_reports(&p->launch);
         if (!p->started) {
                 /* Never visible to anyone: it goes once its cgroup is empty. */
                 if (!p->free_when_done)
-                        pty_reply_failure(p);
+                        session_reply_failure(p);
                 p->free_when_done = true;
         }
         /* The session ends with its program: what it left behind is killed. */
-        pty_end_processes(p);
-        return 0;
+        session_end_processes(p);
 }
 
 /* ---- Reports from the helper ------------------------------------------------------------- */
@@ -864,17 +845,17 @@ static pid_t pidfd_pid(int pidfd) {
         return pid;
 }
 
-static int pty_watch_output(Session *p, int i, int fd) {
+static int session_watch_output(Session *p, int i, int fd) {
         (void) fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
         p->out_fd[i] = fd;
-        return sd_event_add_io(p->sandbox->manager->event, &p->out_source[i], fd, EPOLLIN, on_output, p);
+        return sd_event_add_io(p->sandbox->ctx->event, &p->out_source[i], fd, EPOLLIN, on_output, p);
 }
 
-static int pty_watch_input(Session *p, int fd) {
+static int session_watch_input(Session *p, int fd) {
         int k;
         (void) fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
         p->in_fd = fd;
-        k = sd_event_add_io(p->sandbox->manager->event, &p->in_source, fd, EPOLLOUT, on_input, p);
+        k = sd_event_add_io(p->sandbox->ctx->event, &p->in_source, fd, EPOLLOUT, on_input, p);
         if (k >= 0)
                 (void) sd_event_source_set_enabled(p->in_source, SD_EVENT_OFF);
         return k;
@@ -882,21 +863,21 @@ static int pty_watch_input(Session *p, int fd) {
 
 /* The master arrives from inside the sandbox; a second fd of it takes the input, so that
  * reading and writing are watched apart. */
-static void pty_take_terminal(Session *p, int master) {
+static void session_take_terminal(Session *p, int master) {
         int in = fcntl(master, F_DUPFD_CLOEXEC, 3);
 
-        if (p->out_fd[0] >= 0 || in < 0 || pty_watch_output(p, 0, master) < 0 || pty_watch_input(p, in) < 0) {
+        if (p->out_fd[0] >= 0 || in < 0 || session_watch_output(p, 0, master) < 0 || session_watch_input(p, in) < 0) {
                 log_warning("session %s: cannot watch its terminal", p->id);
                 if (p->out_fd[0] != master)
                         safe_close(master);
                 if (p->in_fd != in)
                         safe_close(in);
-                if (p->cg_fd >= 0)
-                        (void) cg_kill_at(p->kill_fd, p->cg_fd);
+                if (p->launch.cg_fd >= 0)
+                        (void) cg_kill_at(p->launch.kill_fd, p->launch.cg_fd);
         }
 }
 
-static void pty_started(Session *p, int pidfd) {
+static void session_started(Session *p, int pidfd) {
         json_object *o;
         ProtoError err;
 
@@ -905,24 +886,26 @@ static void pty_started(Session *p, int pidfd) {
         p->main_pid = pidfd_pid(pidfd);
         if (p->free_when_done)
                 return;
-        o = pty_describe(p, proto_reply_ok(p->open_id));
-        if (pty_subscribe(p, p->opener, p->open_id, 0, &err) < 0) {
+        o = session_describe(p, json_object_new_object());
+        if (session_subscribe(p, p->opener, 0, &err) < 0) {
                 json_object_put(o);
-                connection_reply_error(p->opener, p->open_id, &err);
+                reply_error(p->opener, &err);
                 return;
         }
-        connection_send_take(p->opener, o);
-        p->opener = connection_unref(p->opener);
-        pty_pump(p);
+        reply_ok(p->opener, o);
+        hook_remove(&p->opener_hook);
+        p->opener = reply_unref(p->opener);
+        session_pump(p);
 }
 
-static void pty_handle_report(Session *p, const SpawnReport *rep, int fd) {
+static void session_handle_report(void *userdata, const SpawnReport *rep, int fd) {
+        Session *p = userdata;
         switch (rep->kind) {
         case REPORT_TERMINAL:
-                pty_take_terminal(p, fd);
+                session_take_terminal(p, fd);
                 return;
         case REPORT_STARTED:
-                pty_started(p, fd);
+                session_started(p, fd);
                 return;
         case REPORT_EXITED:
                 p->wait_code = rep->code;
@@ -936,67 +919,35 @@ static void pty_handle_report(Session *p, const SpawnReport *rep, int fd) {
         safe_close(fd);
 }
 
-static void pty_collect_reports(Session *p) {
-        SpawnReport rep;
-        int fd;
-        while (p->report_fd >= 0 && report_recv(p->report_fd, &rep, &fd) > 0)
-                pty_handle_report(p, &rep, fd);
-}
-
-static int on_report(sd_event_source *src, int fd, uint32_t revents, void *userdata) {
-        Session *p = userdata;
-        SpawnReport rep;
-        int passed, k = report_recv(fd, &rep, &passed);
-        if (k > 0)
-                pty_handle_report(p, &rep, passed);
-        else if (k == 0 || (k < 0 && k != -EAGAIN && k != -EINTR))
-                p->report_source = sd_event_source_disable_unref(p->report_source);
-        return 0;
-}
-
 /* ---- Starting ---------------------------------------------------------------------------- */
 
-static int pty_make_cgroup(Session *p) {
-        Sandbox *s = p->sandbox;
-        Manager *m = s->manager;
-        _cleanup_free_ char *rel = NULL;
-        CgLimits l = {
-                .memory = s->limits.memory,
-                .swap = m->config.swap_max,
-                .oom_group = true,
-        };
+/* Its pipes (a terminal's come later, from the helper: session_take_terminal()). */
+static int session_watch(void *userdata, LaunchFds *f) {
+        Session *p = userdata;
         int k;
 
-        snprintf(p->cg_name, sizeof(p->cg_name), "pty-%u", ++s->next_run_no);
-        k = cg_create(s->cg_fd, p->cg_name, &p->cg_fd);
-        if (k < 0)
+        if (!p->pty && ((k = session_watch_output(p, 0, TAKE_FD(f->out[0]))) < 0 ||
+                        (k = session_watch_output(p, 1, TAKE_FD(f->err[0]))) < 0 || (k = session_watch_input(p, TAKE_FD(f->in[1]))) < 0))
                 return k;
-        k = cg_open_kill(p->cg_fd);
-        if (k < 0 && k != -ENOENT)
-                return k;
-        p->kill_fd = k;
-        if (asprintf(&rel, "%s/%s", s->cg_rel, p->cg_name) < 0)
-                return -ENOMEM;
-        return cg_apply_limits(&m->cg, rel, &l, s->enforced);
-}
-
-/* The report socket, and the pipes of a session without a terminal (one with a terminal gets its
- * stdio from the terminal the helper opens inside). */
-static int pty_open_fds(Session *p, RunFds *f) {
-        *f = RUN_FDS_NONE;
-        if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, f->rep) < 0)
-                return -errno;
-        if (!p->pty && (pipe2(f->in, O_CLOEXEC) < 0 || pipe2(f->out, O_CLOEXEC) < 0 || pipe2(f->err, O_CLOEXEC) < 0))
-                return -errno;
         return 0;
 }
 
-static int pty_spawn(Session *p, RunFds *f) {
+static const LaunchOps session_launch_ops = {
+        .watch = session_watch,
+        .report = session_handle_report,
+        .helper_exit = session_helper_exit,
+};
+
+static void session_fail_start(Session *p, const ProtoError *e) {
+        ProtoError err = *e;
+
+        reply_error(p->opener, &err);
+        launch_abort(&p->launch);
+        session_free(p);
+}
+
+void session_start(Session *p) {
         RunParams rp = {
-                .init_pidfd = p->sandbox->init_pidfd,
-                .cgroup_fd = -1, /* born in it */
-                .report_fd = f->rep[1],
-                .stdio = { f->in[0], f->out[1], f->err[1] },
                 .argv = p->spec.argv,
                 .envp = p->spec.envp,
                 .cwd = p->spec.cwd,
@@ -1005,73 +956,44 @@ static int pty_spawn(Session *p, RunFds *f) {
                 .rows = (unsigned short) p->rows,
                 .cols = (unsigned short) p->cols,
         };
-        pid_t pid;
-
-        run_params_guard(p->sandbox, 0, 0, &rp);
-        pid = clone3_pidfd(0, p->cg_fd, &p->pidfd);
-        if (pid == 0)
-                run_helper_main(&rp);
-        if (pid < 0)
-                return pid;
-        p->pid = pid;
-        return 0;
-}
-
-static int pty_watch(Session *p, RunFds *f) {
-        sd_event *e = p->sandbox->manager->event;
-        int k;
-
-        p->report_fd = TAKE_FD(f->rep[0]);
-        if ((k = sd_event_add_io(e, &p->report_source, p->report_fd, EPOLLIN, on_report, p)) < 0)
-                return k;
-        if (!p->pty && ((k = pty_watch_output(p, 0, TAKE_FD(f->out[0]))) < 0 ||
-                        (k = pty_watch_output(p, 1, TAKE_FD(f->err[0]))) < 0 || (k = pty_watch_input(p, TAKE_FD(f->in[1]))) < 0))
-                return k;
-        return sd_event_add_child_pidfd(e, &p->child_source, p->pidfd, WEXITED, on_helper_exit, p);
-}
-
-static void pty_fail_start(Session *p, const char *what, int k) {
+        LaunchSpec spec = {
+                .kind = "pty",
+                .pipes = !p->pty,
+                .params = &rp, /* cloned, born in its cgroup */
+                .what_cgroup = "cannot create the session's cgroup",
+                .what_fds = "cannot start the session",
+                .what_start = "cannot start the session",
+        };
         ProtoError err;
 
-        proto_error_set(&err, SBX_E_SPAWN_FAILED, NULL, "%s: %s", what, strerror(-k));
-        connection_reply_error(p->opener, p->open_id, &err);
-        if (p->pid > 0) {
-                /* The helper is ours and unreaped: kill the session's cgroup, then wait for it. */
-                (void) cg_kill_at(p->kill_fd, p->cg_fd);
-                (void) waitid(P_PIDFD, (id_t) p->pidfd, &(siginfo_t) {}, WEXITED);
-        }
-        if (p->cg_fd >= 0)
-                (void) unlinkat(p->sandbox->cg_fd, p->cg_name, AT_REMOVEDIR);
-        pty_free(p);
+        run_note_start(&p->note, p->sandbox, p->id, p->spec.argv, true);
+        if (launch_start(&p->launch, &spec, &err) < 0)
+                return session_fail_start(p, &err);
 }
 
-void pty_start(Session *p) {
-        RunFds f;
-        int k;
+/* ---- As a member of its sandbox ---------------------------------------------------------- */
 
-        session_record_start(p);
-        if ((k = pty_make_cgroup(p)) < 0)
-                return pty_fail_start(p, "cannot create the session's cgroup", k);
-        if ((k = pty_open_fds(p, &f)) >= 0 && (k = pty_spawn(p, &f)) >= 0) {
-                run_fds_close_child(&f);
-                k = pty_watch(p, &f);
+/* Its sandbox is going or restarting: the session ends as with its sandbox. */
+static void session_member_kill(SandboxMember *m, int sig) {
+        Session *p = SANDBOX_MEMBER_OF(m, Session, member);
+        Sandbox *s = p->sandbox;
+
+        if (!p->started && !p->free_when_done) {
+                ProtoError err;
+                proto_error_set(&err, SBX_E_CONFLICT, "sandbox", "sandbox %s was destroyed", s->id);
+                reply_error(p->opener, &err);
         }
-        run_fds_close_all(&f);
-        if (k < 0)
-                return pty_fail_start(p, "cannot start the session", k);
+        if (p->forced == SESSION_REASON_NONE && !p->helper_exited)
+                p->forced = SESSION_REASON_DESTROYED;
+        p->free_when_done = true;
+        session_pump(p); /* an exited one goes now */
 }
 
-void pty_sandbox_destroying(Sandbox *s) {
-        for (Session *p = s->sessions, *next; p; p = next) {
-                next = p->next;
-                if (!p->started && !p->free_when_done) {
-                        ProtoError err;
-                        proto_error_set(&err, SBX_E_CONFLICT, "sandbox", "sandbox %s was destroyed", s->id);
-                        connection_reply_error(p->opener, p->open_id, &err);
-                }
-                if (p->forced == SESSION_REASON_NONE && !p->helper_exited)
-                        p->forced = SESSION_REASON_DESTROYED;
-                p->free_when_done = true;
-                pty_pump(p); /* an exited one goes now */
-        }
+static void session_member_free(SandboxMember *m) {
+        session_destroy(SANDBOX_MEMBER_OF(m, Session, member));
 }
+
+static const SandboxMemberOps session_member_ops = {
+        .kill = session_member_kill,
+        .free = session_member_free,
+};

@@ -1,0 +1,180 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "reply.h"
+
+struct Reply {
+        unsigned n_ref;
+        ReplySink *sink;
+        json_object *id;
+};
+
+void hook_init(Hook *h, HookFn fn, void *userdata) {
+        *h = (Hook) { .fn = fn, .userdata = userdata };
+}
+
+void hook_remove(Hook *h) {
+        if (!h->list)
+                return;
+        if (h->prev)
+                h->prev->next = h->next;
+        else
+                *h->list = h->next;
+        if (h->next)
+                h->next->prev = h->prev;
+        h->list = NULL;
+        h->next = h->prev = NULL;
+}
+
+static void hook_push(Hook **list, Hook *h) {
+        hook_remove(h);
+        h->list = list;
+        h->prev = NULL;
+        h->next = *list;
+        if (*list)
+                (*list)->prev = h;
+        *list = h;
+}
+
+void reply_sink_init(ReplySink *sink, const ReplySinkOps *ops, const ReplyPeer *peer) {
+        *sink = (ReplySink) { .ops = ops, .peer = *peer };
+}
+
+void reply_sink_gone(ReplySink *sink) {
+        sink->gone = true;
+}
+
+/* Each hook is unlinked before it runs: it may free its owner, and with it other hooks of this
+ * list, which then unlink themselves from it. */
+void reply_sink_closed(ReplySink *sink) {
+        Hook *h;
+
+        sink->gone = sink->closed = true;
+        while ((h = sink->close_hooks)) {
+                hook_remove(h);
+                h->fn(h, h->userdata);
+        }
+}
+
+/* The list moves aside (in the order of registration), and each hook goes back onto the sink's
+ * list before it runs: one may remove itself or others (wherever they are), or free its owner;
+ * hooks linked meanwhile wait for the next time. */
+void reply_sink_writable(ReplySink *sink) {
+        Hook *pending = NULL, *h;
+
+        if (sink->gone)
+                return;
+        while ((h = sink->writable_hooks))
+                hook_push(&pending, h);
+        while ((h = pending)) {
+                hook_push(&sink->writable_hooks, h);
+                if (!sink->gone)
+                        h->fn(h, h->userdata);
+        }
+}
+
+int reply_new(ReplySink *sink, json_object *id, Reply **ret) {
+        Reply *r = calloc(1, sizeof(*r));
+
+        if (!r)
+                return -ENOMEM;
+        r->n_ref = 1;
+        r->sink = sink;
+        sink->ops->ref(sink);
+        r->id = id ? json_object_get(id) : NULL;
+        *ret = r;
+        return 0;
+}
+
+Reply *reply_ref(Reply *r) {
+        if (r)
+                r->n_ref++;
+        return r;
+}
+
+Reply *reply_unref(Reply *r) {
+        if (!r || --r->n_ref > 0)
+                return NULL;
+        json_object_put(r->id);
+        r->sink->ops->unref(r->sink);
+        free(r);
+        return NULL;
+}
+
+static void reply_send(Reply *r, json_object *msg) {
+        ReplySink *sink = r->sink;
+
+        if (sink->gone) {
+                sink->n_dropped++;
+                json_object_put(msg);
+                return;
+        }
+        sink->ops->send(sink, msg);
+}
+
+static json_object *merge(json_object *msg, json_object *extra) {
+        if (!extra)
+                return msg;
+        json_object_object_foreach(extra, key, value)
+                json_object_object_add(msg, key, json_object_get(value));
+        json_object_put(extra);
+        return msg;
+}
+
+void reply_ok(Reply *r, json_object *extra) {
+        reply_send(r, merge(proto_reply_ok(r->id), extra));
+}
+
+void reply_error(Reply *r, const ProtoError *err) {
+        reply_send(r, proto_reply_error(r->id, err));
+}
+
+void reply_error_extra(Reply *r, const ProtoError *err, json_object *extra) {
+        reply_send(r, merge(proto_reply_error(r->id, err), extra));
+}
+
+json_object *reply_event_new(const Reply *r, const char *kind) {
+        return proto_event(r->id, kind);
+}
+
+void reply_event(Reply *r, json_object *ev) {
+        reply_send(r, ev);
+}
+
+size_t reply_backlog(const Reply *r) {
+        return r->sink->gone ? 0 : r->sink->ops->backlog(r->sink);
+}
+
+bool reply_gone(const Reply *r) {
+        return r->sink->gone;
+}
+
+bool reply_input_ended(const Reply *r) {
+        return r->sink->ops->input_ended(r->sink);
+}
+
+const ReplyPeer *reply_peer(const Reply *r) {
+        return &r->sink->peer;
+}
+
+bool reply_same_peer(const Reply *a, const Reply *b) {
+        return a->sink == b->sink;
+}
+
+void reply_account(Reply *r, int runs, int64_t bytes) {
+        r->sink->n_runs += runs;
+        r->sink->run_reserved += bytes;
+}
+
+unsigned reply_runs(const Reply *r) {
+        return r->sink->n_runs;
+}
+
+void reply_on_close(Reply *r, Hook *h) {
+        hook_push(&r->sink->close_hooks, h);
+}
+
+void reply_on_writable(Reply *r, Hook *h) {
+        hook_push(&r->sink->writable_hooks, h);
+}

@@ -1,0 +1,120 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* A Reply: the pending answer to one request, and the only way the domain (runs, sessions,
+ * waiters, snapshot jobs, sweeps) talks to a client. It is an id and a sink: the sink is what
+ * the answer goes to (a connection, or a test's fake), behind an ops table as crun's
+ * libcrun_cgroup_manager is; this file knows no Connection.
+ *
+ * The rules (tests/test-reply.c checks them):
+ *  - sending never closes anything synchronously: a sink that cannot take an answer (out of
+ *    memory, backlog or uid over its cap) marks itself gone and closes later, from its event loop;
+ *  - an answer to a sink that is gone is dropped and counted (ReplySink.n_dropped);
+ *  - close hooks run once, from that later close, never from inside a send; writable hooks run
+ *    each time the sink has room again (or its input ended); a hook removed before runs never;
+ *  - a Reply holds a reference on its sink; hooks hold none. */
+#pragma once
+
+#include <json-c/json.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include "proto.h"
+
+/* Unread answers beyond this pause a stream's source (a run's pipes, a session's terminal): the
+ * program blocks on write until the client reads again. */
+#define STREAM_PAUSE_BYTES (256u * 1024)
+
+typedef struct ReplySink ReplySink;
+typedef struct Reply Reply;
+
+/* A callback on a sink's close or writable list: embedded in its owner, linked by
+ * reply_on_close()/reply_on_writable(), unlinked by hook_remove() (or just before it runs, for a
+ * close hook). */
+typedef struct Hook Hook;
+typedef void (*HookFn)(Hook *h, void *userdata);
+struct Hook {
+        HookFn fn;
+        void *userdata;
+        Hook **list;            /* the list it is on; NULL: none */
+        Hook *next, *prev;
+};
+void hook_init(Hook *h, HookFn fn, void *userdata);
+static inline bool hook_linked(const Hook *h) {
+        return h->list != NULL;
+}
+/* Unlinks it; nothing when it is not linked. */
+void hook_remove(Hook *h);
+
+/* Who asked, for ownership and caps. */
+typedef struct ReplyPeer {
+        struct ucred cred;
+        bool admin;             /* root, or a member of the configured admin group */
+} ReplyPeer;
+
+typedef struct ReplySinkOps {
+        /* Queues msg (taken); a failure marks the sink gone and defers its close. */
+        void (*send)(ReplySink *sink, json_object *msg);
+        /* Bytes queued that the peer has not read yet. */
+        size_t (*backlog)(const ReplySink *sink);
+        /* Whether the peer shut down its sending side: it asks nothing more, and is still answered. */
+        bool (*input_ended)(const ReplySink *sink);
+        void (*ref)(ReplySink *sink);
+        void (*unref)(ReplySink *sink);
+} ReplySinkOps;
+
+/* Embedded in what it stands for (a Connection); filled by its owner. */
+struct ReplySink {
+        const ReplySinkOps *ops;
+        ReplyPeer peer;
+        bool gone;              /* answers are dropped; the close hooks run (or ran) from the loop */
+        bool closed;            /* the close hooks ran */
+        uint64_t n_dropped;     /* answers dropped because the peer was gone */
+        /* Runs in flight that its requests started, and what their answers (2 x output_bytes)
+         * and stdin may hold: the per-connection and per-uid caps count them (reply_account()). */
+        unsigned n_runs;
+        uint64_t run_reserved;
+        Hook *close_hooks, *writable_hooks;
+};
+
+/* The sink's side: init, and the two notifications its owner gives from its event loop. */
+void reply_sink_init(ReplySink *sink, const ReplySinkOps *ops, const ReplyPeer *peer);
+/* The peer is gone: answers are dropped from now on (the owner defers reply_sink_closed()). */
+void reply_sink_gone(ReplySink *sink);
+/* Runs (and unlinks) every close hook; called once, from the event loop, never from a send. */
+void reply_sink_closed(ReplySink *sink);
+/* Runs every writable hook; they stay linked. Not while the sink is gone. */
+void reply_sink_writable(ReplySink *sink);
+
+/* A pending answer to the request with this id (may be NULL) on sink; one reference. */
+int reply_new(ReplySink *sink, json_object *id, Reply **ret);
+Reply *reply_ref(Reply *r);
+Reply *reply_unref(Reply *r);
+
+/* The answer: {"id", "ok": true} and then extra's members (taken; NULL: none). */
+void reply_ok(Reply *r, json_object *extra);
+/* The answer, an error; extra's members follow "error" (taken; NULL: none). */
+void reply_error(Reply *r, const ProtoError *err);
+void reply_error_extra(Reply *r, const ProtoError *err, json_object *extra);
+/* An event of this request, made with its id ({"id", "event": kind}) for the caller to fill... */
+json_object *reply_event_new(const Reply *r, const char *kind);
+/* ...and sent (taken); the request stays pending. */
+void reply_event(Reply *r, json_object *ev);
+
+/* Unread bytes of the peer (for STREAM_PAUSE_BYTES); 0 once it is gone. */
+size_t reply_backlog(const Reply *r);
+bool reply_gone(const Reply *r);
+bool reply_input_ended(const Reply *r);
+const ReplyPeer *reply_peer(const Reply *r);
+/* Whether two replies go to the same peer (one connection). */
+bool reply_same_peer(const Reply *a, const Reply *b);
+/* Runs in flight and bytes reserved on the sink (ReplySink.n_runs, run_reserved): added, or
+ * taken back when negative. */
+void reply_account(Reply *r, int runs, int64_t bytes);
+unsigned reply_runs(const Reply *r);
+
+/* h runs when the peer goes (once), or each time it has room again; it moves if linked already.
+ * On a sink whose close hooks ran already a close hook never runs: whoever registers late
+ * checks reply_gone() (a session's subscribers are swept by it). */
+void reply_on_close(Reply *r, Hook *h);
+void reply_on_writable(Reply *r, Hook *h);

@@ -1,0 +1,66 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* What every part of the daemon reads: the event loop, the configuration, the cgroup root, the
+ * state directory, what the host can do, and what every run shares. Filled once by lifecycle.c
+ * (lifecycle_setup()) before the first request, read-only afterwards: no module writes a field
+ * of it after setup. Modules keep their own state in their own structs (Pool, Sweeper, RunLog,
+ * the server's Manager); the pointers to them here are set at setup and never change.
+ *
+ * It lives in sandbox/, not core/: it aggregates host/ and exec/ types (CgroupRoot, NetnsPool,
+ * SeccompProgram), which core/ is below. */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <systemd/sd-event.h>
+
+#include "cgroup.h"
+#include "conf.h"
+#include "netns-pool.h"
+#include "syscall-filter.h"
+
+typedef struct Registry Registry;
+typedef struct Pool Pool;
+typedef struct Sweeper Sweeper;
+typedef struct RunLog RunLog;
+typedef struct SandboxHooks SandboxHooks;
+
+typedef struct HostFeatures {
+        bool clone_into_cgroup;
+        bool pidfd;
+} HostFeatures;
+
+#define CONTEXT_MAX_MASKED 8
+
+typedef struct Context {
+        sd_event *event;
+        Config config;
+        CgroupRoot cg;
+        HostFeatures features;
+        int state_fd;      /* <state_dir>/sandboxes */
+        char *dev_dir;     /* <state_dir>/dev, every sandbox's /dev (dev-template.h); NULL: none */
+        /* The listening sockets' paths, masked inside every sandbox (the server's). */
+        const char *masked_paths[CONTEXT_MAX_MASKED];
+        unsigned n_masked;
+        uint64_t start_usec;
+        gid_t admin_gid;
+        bool have_admin_gid;
+        SeccompProgram filter;     /* every run's, compiled once */
+        uint64_t ignored_signals;  /* SIG_IGN here, so reset in every command (bit n-1: signal n) */
+        bool oom_score_negative;   /* our oom_score_adj (OOMScoreAdjust=) is < 0: reset in every run */
+        int run_helper_fd;         /* sandboxd-run-helper (run-exec.h), or -1: clone the daemon */
+        int self_pidns_fd;         /* our pid namespace, to come back to after a direct run's clone */
+        NetnsPool netns;           /* the sandboxes' network namespaces (netns-pool.h): its own state */
+        /* The modules' own state, each behind its header; NULL where a module is not wired (a
+         * unit test's Context). */
+        Registry *registry;        /* the sandboxes (registry.h) */
+        Pool *pool;                /* pool.h */
+        Sweeper *sweeper;          /* sweep.h */
+        RunLog *run_log;           /* run-record.h */
+        const SandboxHooks *sandbox_hooks; /* what sandbox.c asks of others (sandbox.h), or NULL */
+} Context;
+
+/* Takes the configuration (*config is emptied); every fd -1, no event loop yet. */
+void context_init(Context *ctx, Config *config);
+/* Closes and frees what the context holds (not the modules it points to). */
+void context_done(Context *ctx);

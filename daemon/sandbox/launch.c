@@ -1,0 +1,262 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The start of a run or a session: its child cgroup, its pipes and report socket, the helper that
+ * joins the sandbox (the exec'd run helper, or a clone of ours), the watch on both, and the
+ * failure report. What comes of it is told to the owner (run.c, session.c) through its LaunchOps. */
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cgroup.h"
+#include "launch.h"
+#include "log.h"
+#include "macro.h"
+#include "context.h"
+#include "run-exec.h"
+#include "sandbox.h"
+#include "spawn.h"
+#include "util.h"
+
+#define LAUNCH_FDS_NONE ((LaunchFds) { { -1, -1 }, { -1, -1 }, { -1, -1 }, { -1, -1 } })
+
+void launch_init(Launch *l, Sandbox *s, const LaunchOps *ops, void *userdata) {
+        *l = (Launch) {
+                .sandbox = s,
+                .ops = ops,
+                .userdata = userdata,
+                .cg_fd = -EBADF,
+                .kill_fd = -EBADF,
+                .pidfd = -EBADF,
+                .report_fd = -EBADF,
+        };
+}
+
+void launch_done(Launch *l) {
+        l->report_source = sd_event_source_disable_unref(l->report_source);
+        l->report_fd = safe_close(l->report_fd);
+        l->child_source = sd_event_source_disable_unref(l->child_source);
+        l->pidfd = safe_close(l->pidfd);
+        l->kill_fd = safe_close(l->kill_fd);
+        l->cg_fd = safe_close(l->cg_fd);
+}
+
+/* ---- Reports and the helper's end ---------------------------------------------------------- */
+
+void launch_collect_reports(Launch *l) {
+        SpawnReport rep;
+        int fd, k = -EAGAIN;
+        while (l->report_fd >= 0 && (k = report_recv(l->report_fd, &rep, &fd)) > 0)
+                l->ops->report(l->userdata, &rep, fd);
+        if (k == 0 && l->ops->report_eof)
+                l->ops->report_eof(l->userdata);
+}
+
+static int on_report(sd_event_source *src, int fd, uint32_t revents, void *userdata) {
+        Launch *l = userdata;
+        SpawnReport rep;
+        int passed, k = report_recv(fd, &rep, &passed);
+        if (k > 0)
+                l->ops->report(l->userdata, &rep, passed);
+        else if (k == 0 || (k < 0 && k != -EAGAIN && k != -EINTR)) {
+                if (k == 0 && l->ops->report_eof)
+                        l->ops->report_eof(l->userdata);
+                l->report_source = sd_event_source_disable_unref(l->report_source);
+        }
+        return 0;
+}
+
+static int on_helper_exit(sd_event_source *src, const siginfo_t *si, void *userdata) {
+        Launch *l = userdata;
+        l->child_source = sd_event_source_disable_unref(l->child_source);
+        l->ops->helper_exit(l->userdata, si);
+        return 0;
+}
+
+/* ---- Starting ---------------------------------------------------------------------------- */
+
+static int launch_make_cgroup(Launch *l, const LaunchSpec *spec) {
+        Sandbox *s = l->sandbox;
+        Context *m = s->ctx;
+        CgLimits lim = {
+                .memory = spec->memory ? spec->memory : s->limits.memory,
+                .swap = m->config.swap_max,
+                .pids = spec->pids,
+                .oom_group = true, /* an OOM kill takes the whole run, never half of it */
+        };
+        int k;
+
+        snprintf(l->cg_name, sizeof(l->cg_name), "%s-%u", spec->kind, ++s->next_run_no);
+        k = cg_create(s->cg_fd, l->cg_name, &l->cg_fd);
+        if (k < 0)
+                return k;
+        /* A run that could not be killed later (its timeout, say, with the daemon out of fds)
+         * does not start. */
+        k = cg_open_kill(l->cg_fd);
+        if (k < 0 && k != -ENOENT)
+                return k;
+        l->kill_fd = k;
+        return cg_apply_limits_at(l->cg_fd, &m->cg, &lim, s->enforced);
+}
+
+/* rlimits are the second guard where the kernel's cgroup limit is not available (pids and
+ * memory: the command's own limits, 0 for the sandbox's). */
+static void launch_params_guard(Sandbox *s, uint64_t pids, uint64_t memory, RunParams *p) {
+        if (!(s->enforced & CG_PIDS)) {
+                rlim_t n = (rlim_t) (pids ? pids : s->limits.pids);
+                p->rl_nproc = (struct rlimit) { n, n };
+                p->rl_nproc_set = true;
+        }
+        if (!(s->enforced & CG_MEMORY)) {
+                rlim_t n = (rlim_t) (memory ? memory : s->limits.memory);
+                p->rl_as = (struct rlimit) { n, n };
+                p->rl_as_set = true;
+        }
+        /* The daemon raised its own soft limit (main.c); the command gets the usual one back. */
+        if (s->ctx->config.nofile_soft && getrlimit(RLIMIT_NOFILE, &p->rl_nofile) == 0 &&
+            p->rl_nofile.rlim_cur != s->ctx->config.nofile_soft) {
+                p->rl_nofile.rlim_cur = (rlim_t) s->ctx->config.nofile_soft;
+                p->rl_nofile_set = true;
+        }
+        /* Signals the daemon ignores stay ignored across exec unless the command resets them. */
+        p->reset_signals = s->ctx->ignored_signals;
+        p->reset_oom_score = s->ctx->oom_score_negative;
+        p->parent = getpid();
+        p->filter = &s->ctx->filter;
+}
+
+static void launch_fds_close_child(LaunchFds *f) {
+        f->in[0] = safe_close(f->in[0]);
+        f->out[1] = safe_close(f->out[1]);
+        f->err[1] = safe_close(f->err[1]);
+        f->rep[1] = safe_close(f->rep[1]);
+}
+
+static void launch_fds_close_all(LaunchFds *f) {
+        launch_fds_close_child(f);
+        f->in[1] = safe_close(f->in[1]);
+        f->out[0] = safe_close(f->out[0]);
+        f->err[0] = safe_close(f->err[0]);
+        f->rep[0] = safe_close(f->rep[0]);
+}
+
+/* The report socket, and the pipes unless the helper opens a terminal inside (whose stdio it is). */
+static int launch_fds_open(LaunchFds *f, bool pipes) {
+        *f = LAUNCH_FDS_NONE;
+        if (pipes && (pipe2(f->in, O_CLOEXEC) < 0 || pipe2(f->out, O_CLOEXEC) < 0 || pipe2(f->err, O_CLOEXEC) < 0))
+                return -errno;
+        if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, f->rep) < 0)
+                return -errno;
+        return 0;
+}
+
+/* The helper is a vfork-style child (run-exec.c): we wait in clone3 until it has exec'd. Born in a
+ * frozen cgroup, it would be frozen before it could, and we with it, until a thaw that only we
+ * would do (a snapshot's). So where the command's cgroup is frozen (by the snapshot's freeze of the
+ * sandbox, or by anyone's of the sandbox or above: cgroup.events says so at once for a new empty
+ * cgroup), the helper is born in ours and moves itself (RunParams.cgroup_fd), then waits there for
+ * the thaw while we go on. Unreadable counts as frozen. */
+static bool launch_cgroup_frozen(Launch *l) {
+        return l->sandbox->frozen || cg_frozen(l->cg_fd) != 0;
+}
+
+static int launch_spawn(Launch *l, const LaunchSpec *spec, LaunchFds *f) {
+        Sandbox *s = l->sandbox;
+        Context *m = s->ctx;
+        RunParams *p = spec->params;
+        pid_t pid;
+
+        p->init_pidfd = s->init_pidfd;
+        p->cgroup_fd = -1;
+        p->report_fd = f->rep[1];
+        p->stdio[0] = f->in[0];
+        p->stdio[1] = f->out[1];
+        p->stdio[2] = f->err[1];
+        launch_params_guard(s, spec->pids, spec->memory, p);
+        if (spec->via_helper && m->run_helper_fd >= 0) {
+                bool born_in = run_exec_into_cgroup() && !launch_cgroup_frozen(l);
+
+                if (!born_in)
+                        p->cgroup_fd = l->cg_fd;
+                /* Born in the sandbox's pid namespace, the helper can become the command itself:
+                 * no fork, and no helper waiting for it. setns(CLONE_NEWPID) only sets where our
+                 * children are born; we stay where we are, and set it back at once. */
+                else if (m->self_pidns_fd >= 0 && setns(s->init_pidfd, CLONE_NEWPID) == 0)
+                        p->direct = true;
+                pid = run_exec_helper(m->run_helper_fd, p, born_in ? l->cg_fd : -1, &l->pidfd);
+                /* Our later children (other sandboxes' inits among them) must never be born in
+                 * this sandbox: there is no way on if we cannot undo it (and the kernel always
+                 * allows a return to our own). */
+                if (p->direct && setns(m->self_pidns_fd, CLONE_NEWPID) < 0) {
+                        log_error("cannot set our children's pid namespace back to our own: %m");
+                        abort();
+                }
+                l->direct = p->direct;
+                if (pid < 0)
+                        return pid;
+                l->pid = pid;
+                return 0;
+        }
+        pid = clone3_pidfd(0, l->cg_fd, &l->pidfd);
+        if (pid == 0)
+                run_helper_main(p);
+        if (pid < 0)
+                return pid;
+        l->pid = pid;
+        return 0;
+}
+
+static int launch_watch(Launch *l, LaunchFds *f) {
+        sd_event *e = l->sandbox->ctx->event;
+        int k;
+
+        l->report_fd = TAKE_FD(f->rep[0]);
+        if ((k = l->ops->watch(l->userdata, f)) < 0)
+                return k;
+        if ((k = sd_event_add_io(e, &l->report_source, l->report_fd, EPOLLIN, on_report, l)) < 0)
+                return k;
+        return sd_event_add_child_pidfd(e, &l->child_source, l->pidfd, WEXITED, on_helper_exit, l);
+}
+
+static int launch_error(ProtoError *err, const char *what, int k) {
+        return proto_error_set(err, SBX_E_SPAWN_FAILED, NULL, "%s: %s", what, strerror(-k));
+}
+
+int launch_start(Launch *l, const LaunchSpec *spec, ProtoError *err) {
+        LaunchFds f;
+        int k;
+
+        if ((k = launch_make_cgroup(l, spec)) < 0)
+                return launch_error(err, spec->what_cgroup, k);
+        if ((k = launch_fds_open(&f, spec->pipes)) < 0) {
+                launch_fds_close_all(&f); /* some may have been made before the fds ran out */
+                return launch_error(err, spec->what_fds, k);
+        }
+        k = launch_spawn(l, spec, &f);
+        launch_fds_close_child(&f);
+        if (k >= 0)
+                k = launch_watch(l, &f);
+        launch_fds_close_all(&f); /* what the watch did not take */
+        if (k < 0)
+                return launch_error(err, spec->what_start, k);
+        return 0;
+}
+
+void launch_abort(Launch *l) {
+        if (l->pid > 0) {
+                /* The helper is ours and unreaped: kill it and the cgroup (it may not be in it
+                 * yet), then wait for it (SIGKILL ends a frozen or stopped process too). */
+                (void) syscall(SYS_pidfd_send_signal, l->pidfd, SIGKILL, NULL, 0);
+                (void) cg_kill_at(l->kill_fd, l->cg_fd);
+                (void) waitid(P_PIDFD, (id_t) l->pidfd, &(siginfo_t) {}, WEXITED);
+        }
+        if (l->cg_fd >= 0)
+                (void) unlinkat(l->sandbox->cg_fd, l->cg_name, AT_REMOVEDIR);
+}

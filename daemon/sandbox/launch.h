@@ -1,0 +1,72 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The one start path of runs and sessions (launch.c): the child cgroup, the fds, the helper, the
+ * watch on the helper and on its report socket, and the failure report. A Run or a Session embeds
+ * a Launch and is told what happens through its LaunchOps. */
+#pragma once
+
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <systemd/sd-event.h>
+
+#include "proto.h"
+#include "spawn.h"
+
+typedef struct Sandbox Sandbox;
+
+/* The pipes and report socket made for the helper: [0] is the read end, [1] the write end; the
+ * child's ends are in[0], out[1], err[1], rep[1]. -1 where not made. */
+typedef struct LaunchFds {
+        int in[2], out[2], err[2], rep[2];
+} LaunchFds;
+
+/* What the owner is told; userdata is the one given to launch_init(). */
+typedef struct LaunchOps {
+        /* The helper is spawned: the owner takes the ends it watches from f (TAKE_FD: output,
+         * input) and adds its own sources; what it leaves is closed. */
+        int (*watch)(void *userdata, LaunchFds *f);
+        /* A report of the helper (spawn.h); fd came with it (or -1): the owner's, to keep or close. */
+        void (*report)(void *userdata, const SpawnReport *rep, int fd);
+        /* The report socket is at its end, no failure said (a direct helper exec'd). May be NULL. */
+        void (*report_eof)(void *userdata);
+        /* The helper was reaped (child_source is gone). */
+        void (*helper_exit)(void *userdata, const siginfo_t *si);
+} LaunchOps;
+
+typedef struct Launch {
+        Sandbox *sandbox;
+        const LaunchOps *ops;
+        void *userdata;
+        char cg_name[32];       /* <kind>-<n> below the sandbox's cgroup */
+        int cg_fd;
+        int kill_fd;            /* its cgroup.kill, open from the start: a kill needs no new fd */
+        pid_t pid;              /* the helper that joins the sandbox */
+        int pidfd;
+        int report_fd;          /* the helper's reports (spawn.h) */
+        sd_event_source *report_source, *child_source;
+        bool direct;            /* the helper becomes the command (RunParams.direct) */
+} Launch;
+
+/* What to start. */
+typedef struct LaunchSpec {
+        const char *kind;       /* "run", "pty": the cgroup is named <kind>-<n> */
+        uint64_t memory, pids;  /* the command's limits; 0: the sandbox's (pids: none on its cgroup) */
+        bool pipes;             /* stdin, stdout and stderr on pipes (else a terminal, the helper's) */
+        bool via_helper;        /* through the exec'd run helper where the daemon has one; else a clone */
+        RunParams *params;      /* the owner's part (argv, envp, cwd, user, terminal, rl_cpu); the rest
+                                 * (fds, cgroup, rlimit guards, signals, filter) is filled here */
+        /* What the failure report says first: the cgroup, the fds, the rest could not be made. */
+        const char *what_cgroup, *what_fds, *what_start;
+} LaunchSpec;
+
+void launch_init(Launch *l, Sandbox *s, const LaunchOps *ops, void *userdata);
+/* The cgroup, the fds, the helper, the watches. < 0 with err set (SBX_E_SPAWN_FAILED): the owner
+ * answers with it, then calls launch_abort(). */
+int launch_start(Launch *l, const LaunchSpec *spec, ProtoError *err);
+/* After a failed start: the helper (ours, unreaped) killed and waited for, the cgroup removed. */
+void launch_abort(Launch *l);
+/* Reads the reports the helper left (ops->report, then ops->report_eof at the end). */
+void launch_collect_reports(Launch *l);
+/* Its fds and sources closed (the cgroup stays). */
+void launch_done(Launch *l);

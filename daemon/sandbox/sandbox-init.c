@@ -1,0 +1,215 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* What a sandbox is built of: its cgroup, its workspace, its init's uid/gid maps, the paths its
+ * init masks, and the start of the init itself. Helpers of sandbox.c: they return values and
+ * call nothing of its state machine (which watches what they start). */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <linux/sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cgroup.h"
+#include "macro.h"
+#include "context.h"
+#include "run-exec.h"
+#include "sandbox.h"
+#include "spawn.h"
+#include "util.h"
+
+int sandbox_make_cgroup(Sandbox *s) {
+        Context *m = s->ctx;
+        CgLimits l = {
+                .memory = s->limits.memory,
+                .swap = m->config.swap_max,
+                .pids = s->limits.pids,
+                .millicpus = s->limits.millicpus,
+                .oom_group = false, /* an OOM kills one run's group, never the whole sandbox */
+        };
+        int r = cg_create(m->cg.sandboxes_fd, s->id, &s->cg_fd);
+        if (r < 0)
+                return r;
+        if (asprintf(&s->cg_rel, "sandboxes/%s", s->id) < 0)
+                return -ENOMEM;
+        return cg_apply_limits(&m->cg, s->cg_rel, &l, s->enforced);
+}
+
+/* <state>/<id>/work, owned by the sandbox's unprivileged user (uid 1000 inside, host_uid + 1000
+ * outside), so that runs write there without being root. The sandbox reaches it through an fd,
+ * so the path's own permissions may stay closed to everyone else. */
+int sandbox_make_workspace(Sandbox *s, bool existing) {
+        _cleanup_close_ int dfd = -EBADF;
+        int state_fd = s->ctx->state_fd;
+
+        if (mkdirat(state_fd, s->id, 0700) < 0 && (!existing || errno != EEXIST))
+                return -errno;
+        dfd = openat(state_fd, s->id, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (dfd < 0)
+                return -errno;
+        if (mkdirat(dfd, "work", 0755) < 0 && errno != EEXIST)
+                return -errno;
+        if (fchownat(dfd, "work", s->host_uid + SANDBOX_USER_UID, s->host_uid + SANDBOX_USER_GID, AT_SYMLINK_NOFOLLOW) < 0)
+                return -errno;
+        s->workdir_fd = openat(dfd, "work", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        return s->workdir_fd < 0 ? -errno : 0;
+}
+
+static int write_proc_file(pid_t pid, const char *file, const char *text) {
+        char path[64];
+        _cleanup_close_ int fd = -EBADF;
+        snprintf(path, sizeof(path), "/proc/%d/%s", (int) pid, file);
+        fd = open(path, O_WRONLY | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        return write(fd, text, strlen(text)) < 0 ? -errno : 0;
+}
+
+/* uid/gid 0..range-1 inside map to host_uid.. outside; setgroups is denied so that no one inside
+ * can drop a group to gain access (CVE-2014-8989). The init is our unreaped child, so its pid
+ * cannot have been reused. */
+int sandbox_write_maps(Sandbox *s) {
+        char map[64];
+        int r;
+        snprintf(map, sizeof(map), "0 %u %" PRIu64 "\n", (unsigned) s->host_uid, s->ctx->config.uid_range);
+        if ((r = write_proc_file(s->init_pid, "uid_map", map)) < 0 ||
+            (r = write_proc_file(s->init_pid, "setgroups", "deny")) < 0 ||
+            (r = write_proc_file(s->init_pid, "gid_map", map)) < 0)
+                return r;
+        /* The reaper must outlive any memory hog of the sandbox. */
+        (void) write_proc_file(s->init_pid, "oom_score_adj", "-1000");
+        return 0;
+}
+
+/* Half the memory limit: well below memory.max, so that a full /tmp is ENOSPC and the sandbox's
+ * processes keep the other half (THREATS RES-03). The same bound where the memory controller is
+ * missing, where it is all that keeps a sandbox's /tmp from the host's memory. */
+static uint64_t sandbox_tmpfs_size(const Sandbox *s) {
+        return s->limits.memory / 2;
+}
+
+static const char **sandbox_mask_paths(Context *m) {
+        static const char *paths[CONTEXT_MAX_MASKED + 2];
+        size_t n = 0;
+        paths[n++] = m->config.state_dir;
+        for (unsigned i = 0; i < m->n_masked; i++)
+                if (m->masked_paths[i])
+                        paths[n++] = m->masked_paths[i];
+        paths[n] = NULL;
+        return paths;
+}
+
+/* The init cloned by the exec'd helper (run-exec.h): nothing of the daemon is copied, and the
+ * init stays a small process whatever the daemon's heap holds. Its pidfd arrives later, on the
+ * setup socket (on_setup_report).
+ *
+ * Where the helper can be born in the sandbox's cgroup (run_exec_into_cgroup()), it clones the
+ * init straight into its leaf, with the sandbox's cgroup namespace rooted there: moving a process
+ * between cgroups waits for an RCU grace period (cgroup_threadgroup_rwsem), about 9 ms each time
+ * here, and was the largest part of making a sandbox. */
+static pid_t sandbox_exec_init(Sandbox *s, int sp[2], InitParams *p, int *ret_pidfd) {
+        Context *m = s->ctx;
+        _cleanup_close_ int leaf = -EBADF;
+        pid_t pid;
+
+        /* Not into a frozen cgroup (launch.c's launch_cgroup_frozen() says why): the helper is then born
+         * in ours, and the init it clones (no vfork) waits in the sandbox's for the thaw. */
+        if (run_exec_into_cgroup() && cg_frozen(s->cg_fd) == 0 && cg_create(s->cg_fd, "init", &leaf) >= 0)
+                p->cgroupns_ready = true;
+        pid = run_exec_init(m->run_helper_fd, p, s->cg_fd, p->cgroupns_ready ? leaf : -1, ret_pidfd);
+        close(sp[1]);
+        s->setup_fd = sp[0];
+        if (pid < 0)
+                return pid;
+        s->init_pending = true;
+        s->init_in_leaf = p->cgroupns_ready;
+        return pid;
+}
+
+/* The init, through the helper or cloned here (sandbox-init.h). */
+pid_t sandbox_start_init(Sandbox *s, int *ret_helper_pidfd) {
+        Context *m = s->ctx;
+        char workdir[4096];
+        InitParams p = {
+                .workdir = s->memory_workspace ? NULL : sandbox_workdir_path(s, workdir, sizeof(workdir)),
+                .root_dir = m->config.root_dir,
+                .hostname = "sandbox",
+                .dev_dir = m->dev_dir,
+                .tmpfs_size = sandbox_tmpfs_size(s),
+                .mask_paths = sandbox_mask_paths(m),
+                .root_binds = (const char *const *) m->config.root_binds,
+                .lock_mounts = !s->unprivileged_only,
+                .netns_fd = -EBADF,
+                .sysfs_fd = -EBADF,
+        };
+        int sp[2];
+        pid_t pid;
+
+        if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0)
+                return -errno;
+        p.sync_fd = sp[1];
+        if (m->run_helper_fd >= 0) {
+                /* A new init (a restore's) gets a namespace as a new sandbox does: every process
+                 * of the last one is gone. */
+                netns_pool_put(&m->netns, TAKE_FD(s->netns_fd));
+                s->netns_fd = netns_pool_get(&m->netns);
+                p.netns_fd = s->netns_fd;
+                return sandbox_exec_init(s, sp, &p, ret_helper_pidfd);
+        }
+        /* Without the helper, the daemon makes the init's trees: in the host's user namespace. */
+        if (root_trees_open(p.root_dir, p.root_binds, &p.trees) < 0) {
+                int r = -errno;
+                close(sp[0]);
+                close(sp[1]);
+                return r;
+        }
+        pid = clone3_pidfd(SANDBOX_NS_FLAGS, s->cg_fd, &s->init_pidfd);
+        if (pid == 0) {
+                int keep[2 + ROOT_TREES_MAX] = { 2, sp[1] };
+                for (unsigned i = 0; i < p.trees.n; i++)
+                        keep[2 + i] = p.trees.fd[i];
+                close_all_fds_except(keep, 2 + p.trees.n);
+                close(sp[0]);
+                sandbox_init_main(&p);
+        }
+        root_trees_close(&p.trees);
+        close(sp[1]);
+        s->setup_fd = sp[0];
+        if (pid < 0)
+                return pid;
+        s->init_pid = pid;
+        return pid;
+}
+
+/* A cgroup of an earlier daemon's sandbox: its processes did not survive the restart (the init
+ * may have), so it is emptied and removed before the sandbox gets a new one. */
+int sandbox_clear_old_cgroup(Sandbox *s) {
+        Context *m = s->ctx;
+        _cleanup_close_ int fd = openat(m->cg.sandboxes_fd, s->id, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+        if (fd < 0)
+                return errno == ENOENT ? 0 : -errno;
+        /* It may have been frozen for a snapshot when the daemon died. */
+        (void) cg_write(fd, "cgroup.freeze", "0");
+        for (int i = 0; i < 1000 && cg_populated(fd) > 0; i++) {
+                (void) cg_kill(fd);
+                usleep(1000);
+        }
+        return cg_remove_tree(m->cg.sandboxes_fd, s->id);
+}
+
+/* A new cgroup, as a new sandbox gets: a cgroup once killed through cgroup.kill may kill what
+ * is later cloned into it (seen on 6.18: the new init died of SIGKILL at birth). */
+int sandbox_renew_cgroup(Sandbox *s) {
+        s->cg_fd = safe_close(s->cg_fd);
+        free(s->cg_rel);
+        s->cg_rel = NULL;
+        int r = cg_remove_tree(s->ctx->cg.sandboxes_fd, s->id);
+        if (r < 0)
+                return r;
+        return sandbox_make_cgroup(s);
+}

@@ -1,0 +1,199 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* A create request (or a throwaway run's) read into a sandbox: its name, limits, environment,
+ * user, workspace and what the host can enforce of them. Helpers of sandbox.c: they return
+ * values and call nothing of its state machine. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cgroup.h"
+#include "macro.h"
+#include "context.h"
+#include "request-fields.h"
+#include "run-spec.h"
+#include "sandbox.h"
+#include "util.h"
+
+#define SANDBOX_NAME_MAX 64
+
+static bool name_valid(const char *n) {
+        size_t len = strlen(n);
+        if (len == 0 || len > SANDBOX_NAME_MAX || strncmp(n, "sbx-", 4) == 0 || n[0] == '.' || n[0] == '-')
+                return false;
+        return strspn(n, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") == len;
+}
+
+static int limit_over(const char *field, ProtoError *err, uint64_t max) {
+        return proto_error_set(err, SBX_E_INVALID_REQUEST, field, "'%s' exceeds the configured maximum (%" PRIu64 ")",
+                               field, max);
+}
+
+/* Defaults and maximums from the configuration; messages name "limits.X". */
+static int parse_limits(Context *m, json_object *limits, SandboxLimits *l, ProtoError *err) {
+        const Config *c = &m->config;
+        int r;
+
+        *l = (SandboxLimits) { c->default_memory, c->default_pids, c->default_millicpus, c->default_timeout_usec,
+                               c->default_output_bytes, c->default_disk };
+        if (!limits)
+                return 0;
+        r = proto_check_fields(limits, request_limits_fields, "limits.", err);
+        if (r < 0)
+                return r;
+        if ((r = proto_get_size(limits, "memory", &l->memory, err)) < 0 ||
+            (r = proto_get_uint(limits, "pids", 1, UINT32_MAX, &l->pids, err)) < 0 ||
+            (r = proto_get_cpus(limits, "cpus", &l->millicpus, err)) < 0 ||
+            (r = proto_get_duration(limits, "timeout_s", &l->timeout_usec, err)) < 0 ||
+            (r = proto_get_size(limits, "output_bytes", &l->output_bytes, err)) < 0 ||
+            (r = proto_get_size(limits, "disk", &l->disk, err)) < 0 ||
+            (r = proto_get_uint(limits, "files", 0, INT64_MAX, &l->files, err)) < 0) {
+                char f[sizeof(err->field)];
+                memcpy(f, err->field, sizeof(f));
+                snprintf(err->field, sizeof(err->field), "limits.%.50s", f);
+                return r;
+        }
+        if (l->memory < (1u << 20))
+                return proto_error_set(err, SBX_E_INVALID_REQUEST, "limits.memory", "'limits.memory' must be at least 1M");
+        if (l->memory > c->max_memory)
+                return limit_over("limits.memory", err, c->max_memory);
+        if (l->pids > c->max_pids)
+                return limit_over("limits.pids", err, c->max_pids);
+        if (l->millicpus > c->max_millicpus)
+                return limit_over("limits.cpus", err, c->max_millicpus / 1000);
+        if (l->timeout_usec == 0)
+                return proto_error_set(err, SBX_E_INVALID_REQUEST, "limits.timeout_s", "'limits.timeout_s' must be positive");
+        if (l->timeout_usec > c->max_timeout_usec)
+                return limit_over("limits.timeout_s", err, c->max_timeout_usec / USEC_PER_SEC);
+        if (l->output_bytes < 2)
+                return proto_error_set(err, SBX_E_INVALID_REQUEST, "limits.output_bytes",
+                                       "'limits.output_bytes' must be at least 2");
+        if (l->output_bytes > c->max_output_bytes)
+                return limit_over("limits.output_bytes", err, c->max_output_bytes);
+        return 0;
+}
+
+/* Honest reporting: a limit this host cannot enforce is refused unless best_effort. */
+static int check_enforceable(Context *m, bool best_effort, unsigned *ret_enforced, ProtoError *err) {
+        static const struct {
+                unsigned mask;
+                const char *field, *controller;
+        } need[] = {
+                { CG_MEMORY, "limits.memory", "memory" },
+                { CG_PIDS, "limits.pids", "pids" },
+                { CG_CPU, "limits.cpus", "cpu" },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(need); i++)
+                if (!(m->cg.enforceable & need[i].mask) && !best_effort)
+                        return proto_error_set(err, SBX_E_LIMIT_UNENFORCEABLE, need[i].field,
+                                               "the cgroup v2 '%s' controller is not available to sandboxd on this host, "
+                                               "so '%s' cannot be enforced; pass best_effort to run anyway",
+                                               need[i].controller, need[i].field);
+        *ret_enforced = m->cg.enforceable & (CG_MEMORY | CG_PIDS | CG_CPU);
+        return 0;
+}
+
+/* limits.files (parsed with the others in sandbox.c) where the request left it out:
+ * default_files, else one file per SWEEP_BYTES_PER_FILE of limits.disk; max_files caps both. */
+static int parse_files_limit(Context *m, Sandbox *s, json_object *req, ProtoError *err) {
+        json_object *l = NULL, *v = NULL;
+        bool given = json_object_object_get_ex(req, "limits", &l) && json_object_object_get_ex(l, "files", &v) &&
+                     !json_object_is_type(v, json_type_null);
+
+        if (!given)
+                s->limits.files = m->config.default_files ?: config_files_for_bytes(s->limits.disk);
+        if (m->config.max_files && (s->limits.files == 0 || s->limits.files > m->config.max_files)) {
+                if (given)
+                        return proto_error_set(err, SBX_E_INVALID_REQUEST, "limits.files",
+                                               "'limits.files' must be set and at most the configured maximum (%" PRIu64 ")",
+                                               m->config.max_files);
+                s->limits.files = m->config.max_files;
+        }
+        return 0;
+}
+
+/* ttl and idle (top-level fields) with the configured defaults; limits.disk's maximum, and
+ * limits.files. (The sweep's fields of a create request, which it enforces.) */
+static int parse_sweep_fields(Context *m, Sandbox *s, json_object *req, ProtoError *err) {
+        int r;
+
+        s->ttl_usec = m->config.default_ttl_usec;
+        s->idle_usec = m->config.default_idle_usec;
+        if ((r = proto_get_duration(req, "ttl", &s->ttl_usec, err)) < 0 ||
+            (r = proto_get_duration(req, "idle", &s->idle_usec, err)) < 0)
+                return r;
+        if (m->config.max_disk && (s->limits.disk == 0 || s->limits.disk > m->config.max_disk))
+                return proto_error_set(err, SBX_E_INVALID_REQUEST, "limits.disk",
+                                       "'limits.disk' must be set and at most the configured maximum (%" PRIu64 ")",
+                                       m->config.max_disk);
+        if ((r = parse_files_limit(m, s, req, err)) < 0)
+                return r;
+        s->last_active_usec = now_usec(CLOCK_MONOTONIC);
+        s->ttl_deadline_usec = s->ttl_usec ? s->last_active_usec + s->ttl_usec : 0;
+        return 0;
+}
+
+int sandbox_parse(Context *m, Sandbox *s, json_object *req, ProtoError *err) {
+        json_object *limits = NULL, *env = NULL;
+        const char *name = NULL, *network = NULL, *workspace = NULL;
+        int r;
+
+        if ((r = proto_get_string(req, "name", SANDBOX_NAME_MAX, &name, err)) < 0 ||
+            (r = proto_get_string(req, "network", 16, &network, err)) < 0 ||
+            (r = proto_get_string(req, "workspace", 16, &workspace, err)) < 0 ||
+            (r = proto_get_bool(req, "best_effort", &s->best_effort, err)) < 0 ||
+            (r = sandbox_user_parse(req, &s->user, err)) < 0)
+                return r;
+        if (name && !name_valid(name))
+                return proto_error_set(err, SBX_E_INVALID_REQUEST, "name",
+                                       "'name' must be 1-64 of [A-Za-z0-9._-], not starting with 'sbx-', '.' or '-'");
+        /* Per owner: another user's names are neither told nor taken (THREATS PRO-09). */
+        if (name && registry_find_named(m->registry, s->owner_uid, name))
+                return proto_error_set(err, SBX_E_CONFLICT, "name", "you have a sandbox named '%s' already", name);
+        if (network && strcmp(network, "none") != 0)
+                return proto_error_set(err, SBX_E_INVALID_REQUEST, "network",
+                                       "'network' must be \"none\" (loopback only); no other mode is supported yet");
+        if (workspace && strcmp(workspace, "memory") != 0 && strcmp(workspace, "disk") != 0)
+                return proto_error_set(err, SBX_E_INVALID_REQUEST, "workspace",
+                                       "'workspace' must be \"memory\" (the default) or \"disk\"");
+        /* Only a throwaway run has the field (create's field list refuses it). */
+        s->memory_workspace = s->ephemeral && !(workspace && strcmp(workspace, "disk") == 0);
+        s->unprivileged_only = s->ephemeral && s->user != SANDBOX_USER_ROOT;
+        (void) json_object_object_get_ex(req, "limits", &limits);
+        if (limits && json_object_is_type(limits, json_type_null))
+                limits = NULL;
+        r = parse_limits(m, limits, &s->limits, err);
+        if (r < 0)
+                return r;
+        r = check_enforceable(m, s->best_effort, &s->enforced, err);
+        if (r < 0 || (r = parse_sweep_fields(m, s, req, err)) < 0)
+                return r;
+        if (json_object_object_get_ex(req, "env", &env) && json_object_is_type(env, json_type_object)) {
+                r = sandbox_env_check(env, err);
+                if (r < 0)
+                        return r;
+                s->env = json_object_get(env);
+        }
+        if (name && !(s->name = strdup(name)))
+                return proto_error_set(err, SBX_E_INTERNAL, NULL, "out of memory");
+        return 0;
+}
+
+int sandbox_parse_request(Context *m, json_object *req, SandboxRequest *ret, ProtoError *err) {
+        Sandbox tmp = { .ctx = m, .ephemeral = true };
+        int r = sandbox_parse(m, &tmp, req, err);
+
+        *ret = (SandboxRequest) { .limits = tmp.limits, .best_effort = tmp.best_effort,
+                                  .disk_workspace = !tmp.memory_workspace, .root = !tmp.unprivileged_only,
+                                  .name = tmp.name, .env = tmp.env };
+        if (r < 0)
+                sandbox_request_done(ret);
+        return r;
+}
+
+void sandbox_request_done(SandboxRequest *r) {
+        free(r->name);
+        json_object_put(r->env);
+        *r = (SandboxRequest) {};
+}

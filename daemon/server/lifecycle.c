@@ -1,0 +1,459 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <limits.h>
+#include <linux/sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <systemd/sd-daemon.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "connection.h"
+#include "dev-template.h"
+#include "lifecycle.h"
+#include "log.h"
+#include "macro.h"
+#include "ops.h"
+#include "rm-rf.h"
+#include "run-exec.h"
+#include "sandbox.h"
+#include "snapshot.h"
+#include "spawn.h"
+#include "state.h"
+#include "util.h"
+
+/* ---- Making and freeing, in this order ---------------------------------------------------- */
+
+/* Work the idle exit does not see as connections or sandboxes. */
+static bool daemon_busy(void *userdata) {
+        Daemon *d = userdata;
+        return sandbox_count_runs(&d->ctx) > 0 || d->sweeper.n_sweeps > 0;
+}
+
+/* state.c keeps meta.json as the sandbox changes (sandbox_create's registry_changed()). */
+static int on_registry_changed(Registry *reg, RegistryEvent ev, RegistryEntry *e, void *userdata) {
+        Sandbox *s = e->data;
+        return ev == REGISTRY_CHANGED && !s->ephemeral ? state_save(s) : 0;
+}
+
+static void sandbox_json_others(Sandbox *s, json_object *o) {
+        sweep_sandbox_json(s, o);
+        run_records_json(s, o);
+}
+
+static const SandboxHooks sandbox_hooks = {
+        .check_create = sweep_check_create,
+        .check_run = sweep_check_run,
+        .to_json = sandbox_json_others,
+};
+
+static void on_connection_closed(Connection *c, void *userdata) {
+        manager_schedule_trim(userdata);
+}
+
+/* What a connection calls back: requests go to the op table, a close gives the heap back. */
+static const ConnectionHooks connection_hooks = {
+        .dispatch = ops_dispatch,
+        .closed = on_connection_closed,
+};
+
+int lifecycle_new(Daemon **ret, Config *config) {
+        Daemon *d = calloc(1, sizeof(*d));
+        int r;
+
+        if (!d)
+                return -ENOMEM;
+        context_init(&d->ctx, config);
+        d->run_log = (RunLog) { .fd = -EBADF };
+        d->ctx.registry = &d->registry;
+        d->ctx.pool = &d->pool;
+        d->ctx.sweeper = &d->sweeper;
+        d->ctx.run_log = &d->run_log;
+        d->ctx.sandbox_hooks = &sandbox_hooks;
+        r = registry_init(&d->registry, d->ctx.config.max_sandboxes + d->ctx.config.pool_size);
+        if (r >= 0)
+                r = registry_observe(&d->registry, on_registry_changed, d);
+        if (r >= 0)
+                r = pool_init(&d->pool, &d->ctx);
+        if (r >= 0)
+                r = sd_event_default(&d->ctx.event);
+        if (r >= 0)
+                r = manager_new(&d->manager, &d->ctx, &connection_hooks);
+        if (r < 0) {
+                *config = d->ctx.config; /* the caller's again, as before the call */
+                d->ctx.config = (Config) {};
+                lifecycle_free(d);
+                return r;
+        }
+        *ret = d;
+        return 0;
+}
+
+Daemon *lifecycle_free(Daemon *d) {
+        if (!d)
+                return NULL;
+        pool_done(&d->ctx); /* nothing refills the pool from here */
+        sweep_free_all(&d->ctx);
+        idle_exit_done(&d->idle);
+        if (d->manager)
+                manager_close_connections(d->manager);
+        while (registry_first(&d->registry))
+                sandbox_free(registry_first(&d->registry));
+        d->manager = manager_free(d->manager);
+        safe_close(d->run_log.fd);
+        context_done(&d->ctx);
+        registry_done(&d->registry);
+        free(d);
+        return NULL;
+}
+
+/* ---- Restore at start -------------------------------------------------------------------- */
+
+/* A sandbox whose record cannot be read (torn by a disk fault, edited by hand, too large) keeps
+ * everything it has: renamed to .quarantine-<id>, which no start touches again, and counted in
+ * health. Its workspace and snapshots are the user's; only a person can tell what went wrong. */
+static void quarantine(Context *m, const char *name, int why) {
+        char to[NAME_MAX + 32];
+
+        snprintf(to, sizeof(to), QUARANTINE_PREFIX "%s", name);
+        for (unsigned i = 1; renameat2(m->state_fd, name, m->state_fd, to, RENAME_NOREPLACE) < 0; i++) {
+                if (errno != EEXIST || i > 100) {
+                        log_error("sandbox %s: its record is unreadable (%s) and it cannot be set aside: %m; "
+                                  "left in place", name, strerror(-why));
+                        return;
+                }
+                snprintf(to, sizeof(to), QUARANTINE_PREFIX "%s.%u", name, i);
+        }
+        log_error("sandbox %s: its record (meta.json) is unreadable: %s; its workspace and snapshots are kept "
+                  "in %s for a person to look at",
+                  name, strerror(-why), to);
+}
+
+/* One entry of <state>/sandboxes: a recorded sandbox comes back; a sandbox never recorded (no
+ * meta.json: a throwaway one, a create cut short) or a workspace being removed is what a crash
+ * interrupted, and goes; a record that cannot be read is set aside, never removed. */
+static void restore_entry(Context *m, const char *name) {
+        _cleanup_json_ json_object *meta = NULL;
+        Sandbox *s;
+        int r;
+
+        bool unfinished_fork = state_is_sandbox_id(name) && snapshot_cleanup_partial(m->state_fd, name) == -ESTALE;
+
+        if (unfinished_fork)
+                snapshot_discard_cgroup(m, name);
+        r = state_is_sandbox_id(name) && !unfinished_fork ? state_read(m->state_fd, name, &meta) : -ENOENT;
+        if (r == -ENOMEM) {
+                log_error("sandbox %s: no memory to read its record; left as it is for the next start", name);
+                return;
+        }
+        if (r < 0 && r != -ENOENT) {
+                quarantine(m, name, r);
+                return;
+        }
+        if (r >= 0) {
+                r = sandbox_restore(m, meta, &s);
+                if (r < 0)
+                        log_warning("sandbox %s: cannot restore it: %s; its workspace stays in place", name, strerror(-r));
+                else {
+                        log_info("sandbox %s restored after a restart", name);
+                        state_restore_fields(s, meta);
+                        (void) run_records_collect(s);
+                }
+                return;
+        }
+        if (name[0] == '.' && strncmp(name, ".trash-", 7) != 0)
+                return;
+        log_info("removing %s, left half-done by an earlier run", name);
+        r = rm_rf_at(m->state_fd, name);
+        if (r < 0)
+                log_warning("cannot remove %s: %s", name, strerror(-r));
+}
+
+/* A cgroup below sandboxes/ that no restored sandbox claims: a throwaway sandbox (never
+ * recorded) of a daemon that died, with whatever still runs in it. Its processes are killed and
+ * the cgroup removed; recorded sandboxes replaced theirs in sandbox_restore(). */
+static void remove_stale_cgroup(Context *m, const char *name) {
+        _cleanup_close_ int fd = openat(m->cg.sandboxes_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        int r;
+
+        if (fd < 0)
+                return;
+        for (int i = 0; i < 1000 && cg_populated(fd) > 0; i++) {
+                (void) cg_kill(fd);
+                usleep(1000);
+        }
+        r = cg_remove_tree(m->cg.sandboxes_fd, name);
+        if (r < 0)
+                log_warning("cannot remove the stale cgroup sandboxes/%s: %s", name, strerror(-r));
+        else
+                log_info("removed the stale cgroup sandboxes/%s of an earlier daemon", name);
+}
+
+static void remove_stale_cgroups(Context *m) {
+        int fd = openat(m->cg.sandboxes_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        DIR *d;
+        struct dirent *de;
+
+        if (fd < 0 || !(d = fdopendir(fd))) {
+                safe_close(fd);
+                return;
+        }
+        while ((de = readdir(d)))
+                if (de->d_type == DT_DIR && state_is_sandbox_id(de->d_name) && !registry_find(m->registry, de->d_name))
+                        remove_stale_cgroup(m, de->d_name);
+        closedir(d);
+}
+
+static int restore_all(Context *m) {
+        int fd = openat(m->state_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        DIR *d;
+        struct dirent *de;
+
+        if (fd < 0)
+                return -errno;
+        d = fdopendir(fd);
+        if (!d) {
+                close(fd);
+                return -errno;
+        }
+        while ((de = readdir(d)))
+                if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0)
+                        restore_entry(m, de->d_name);
+        /* Counted once the renames are done: a directory renamed while it is read may be seen
+         * under both names. */
+        rewinddir(d);
+        m->registry->n_quarantined = 0;
+        while ((de = readdir(d)))
+                if (strncmp(de->d_name, QUARANTINE_PREFIX, strlen(QUARANTINE_PREFIX)) == 0)
+                        m->registry->n_quarantined++;
+        closedir(d);
+        remove_stale_cgroups(m);
+        return 0;
+}
+
+/* ---- Setup -------------------------------------------------------------------------------- */
+
+static int mkdir_parents_and(const char *path, mode_t mode) {
+        _cleanup_free_ char *p = strdup(path);
+        if (!p)
+                return -ENOMEM;
+        for (char *s = p + 1; *s; s++)
+                if (*s == '/') {
+                        *s = '\0';
+                        (void) mkdir(p, 0755);
+                        *s = '/';
+                }
+        if (mkdir(p, mode) < 0 && errno != EEXIST)
+                return -errno;
+        return 0;
+}
+
+static int open_state(Context *ctx) {
+        _cleanup_free_ char *dir = NULL;
+        int r;
+
+        if (asprintf(&dir, "%s/sandboxes", ctx->config.state_dir) < 0)
+                return -ENOMEM;
+        r = mkdir_parents_and(dir, 0711);
+        if (r < 0)
+                return r;
+        ctx->state_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        return ctx->state_fd < 0 ? -errno : 0;
+}
+
+/* A tiny clone3(CLONE_INTO_CGROUP) of a child that exits at once tells whether the kernel
+ * places children at birth (5.7+). */
+static void probe_features(Context *ctx) {
+        /* Our own leaf: the only cgroup of ours without children's controllers enabled. */
+        _cleanup_close_ int leaf = openat(ctx->cg.base_fd, "daemon", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        int pidfd = -1;
+        pid_t pid = clone3_pidfd(0, leaf, &pidfd);
+
+        if (pid == 0)
+                _exit(0);
+        if (pid > 0 && leaf >= 0) {
+                siginfo_t si;
+                (void) waitid(P_PIDFD, (id_t) pidfd, &si, WEXITED);
+                close(pidfd);
+                ctx->features.clone_into_cgroup = true;
+        }
+        pidfd = (int) syscall(SYS_pidfd_open, getpid(), 0);
+        ctx->features.pidfd = pidfd >= 0;
+        safe_close(pidfd);
+}
+
+static int on_signal(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata) {
+        Daemon *d = userdata;
+        log_info("received SIG%s, stopping", si->ssi_signo == SIGTERM ? "TERM" : "INT");
+        d->manager->stopping = true;
+        (void) sd_notify(0, "STOPPING=1\nSTATUS=Stopping");
+        return sd_event_exit(d->ctx.event, 0);
+}
+
+static int resolve_admin_group(Context *ctx) {
+        struct group *g;
+        if (!ctx->config.admin_group)
+                return 0;
+        errno = 0;
+        g = getgrnam(ctx->config.admin_group);
+        if (!g) {
+                log_error("configuration: admin_group '%s' is not a group on this host", ctx->config.admin_group);
+                return errno ? -errno : -ENOENT;
+        }
+        ctx->admin_gid = g->gr_gid;
+        ctx->have_admin_gid = true;
+        return 0;
+}
+
+static uint64_t ignored_signals(void) {
+        uint64_t mask = 0;
+        for (int sig = 1; sig <= 64 && sig < NSIG; sig++) {
+                struct sigaction sa;
+                if (sigaction(sig, NULL, &sa) == 0 && sa.sa_handler == SIG_IGN)
+                        mask |= UINT64_C(1) << (sig - 1);
+        }
+        return mask;
+}
+
+/* The unit protects the daemon from the OOM killer (OOMScoreAdjust=); its runs inherit that
+ * unless the helper resets it (THREATS RES-11). */
+static bool oom_score_negative(void) {
+        char buf[32];
+        return read_small_file(AT_FDCWD, "/proc/self/oom_score_adj", false, buf, sizeof(buf)) > 0 && buf[0] == '-';
+}
+
+/* What every run needs and is the same for all: the compiled filter, the helper binary. */
+static int prepare_runs(Context *ctx) {
+        int r = seccomp_prepare(&ctx->filter);
+        if (r < 0) {
+                log_error("cannot compile the run filter: %s", strerror(-r));
+                return r;
+        }
+        ctx->ignored_signals = ignored_signals();
+        ctx->oom_score_negative = oom_score_negative();
+        ctx->run_helper_fd = run_exec_open_helper();
+        ctx->self_pidns_fd = open("/proc/self/ns/pid", O_RDONLY | O_CLOEXEC);
+        if (ctx->run_helper_fd < 0)
+                log_info("no %s (%s): runs' helpers are clones of the daemon", RUN_HELPER_NAME,
+                         strerror(-ctx->run_helper_fd));
+        else if ((r = run_exec_reserve_slots()) < 0)
+                log_info("no fd slots for the run helper (%s): each start copies the whole fd table", strerror(-r));
+        /* The helper joins the namespace it is given; a clone of the daemon makes its own. */
+        r = netns_pool_init(&ctx->netns, ctx->run_helper_fd >= 0 ? NETNS_IDLE_MAX : 0);
+        if (r < 0)
+                log_info("no network namespaces used again (%s): each sandbox makes its own", strerror(-r));
+        return 0;
+}
+
+int lifecycle_setup_context(Context *ctx) {
+        sigset_t mask;
+        int r;
+
+        r = resolve_admin_group(ctx);
+        if (r < 0)
+                return r;
+        sigemptyset(&mask);
+        sigaddset(&mask, SIGCHLD);
+        sigaddset(&mask, SIGTERM);
+        sigaddset(&mask, SIGINT);
+        if (sigprocmask(SIG_BLOCK, &mask, NULL) < 0)
+                return -errno;
+        (void) signal(SIGPIPE, SIG_IGN);
+        r = prepare_runs(ctx);
+        if (r < 0)
+                return r;
+        r = cg_setup(ctx->config.cgroup_root, &ctx->cg);
+        if (r < 0) {
+                log_error("cannot set up the cgroup subtree: %s", strerror(-r));
+                return r;
+        }
+        r = open_state(ctx);
+        if (r < 0) {
+                log_error("cannot open the state directory %s: %s", ctx->config.state_dir, strerror(-r));
+                return r;
+        }
+        probe_features(ctx);
+        r = dev_template_prepare(ctx->config.state_dir, &ctx->dev_dir);
+        if (r < 0)
+                log_warning("cannot prepare %s/dev (%s): each sandbox binds the host's device nodes instead, which is slower",
+                            ctx->config.state_dir, strerror(-r));
+        return 0;
+}
+
+int lifecycle_setup(Daemon *d) {
+        Context *ctx = &d->ctx;
+        int r;
+
+        r = lifecycle_setup_context(ctx);
+        if (r < 0)
+                return r;
+        /* The listeners' paths are masked in every sandbox: known before the first is restored. */
+        r = manager_setup(d->manager);
+        if (r < 0)
+                return r;
+        if ((r = sd_event_add_signal(ctx->event, NULL, SIGTERM, on_signal, d)) < 0 ||
+            (r = sd_event_add_signal(ctx->event, NULL, SIGINT, on_signal, d)) < 0)
+                return r;
+        r = restore_all(ctx);
+        if (r < 0)
+                log_warning("cannot read the state directory: %s", strerror(-r));
+        r = run_log_open(ctx);
+        if (r < 0)
+                log_warning("cannot open %s/runs.log: %s; runs in flight will not be reported after a crash",
+                            ctx->config.state_dir, strerror(-r));
+        if ((r = sweep_setup_timer(ctx)) < 0 || (r = idle_exit_setup(&d->idle, d->manager, daemon_busy, d)) < 0)
+                return r;
+        log_info("cgroup subtree %s; enforceable: memory=%s pids=%s cpu=%s", ctx->cg.base,
+                 ctx->cg.enforceable & CG_MEMORY ? "yes" : "no", ctx->cg.enforceable & CG_PIDS ? "yes" : "no",
+                 ctx->cg.enforceable & CG_CPU ? "yes" : "no");
+        return 0;
+}
+
+/* ---- Stopping ----------------------------------------------------------------------------- */
+
+/* On stop, every sandbox's processes are killed and its cgroups removed; workspaces stay. */
+static void kill_all(Daemon *d) {
+        Registry *reg = &d->registry;
+
+        for (Sandbox *s = registry_first(reg); s; s = registry_next(&s->entry)) {
+                snapshot_job_abort(s); /* its copy killed, its sandbox thawed */
+                if (s->cg_fd >= 0)
+                        (void) cg_kill(s->cg_fd);
+        }
+        for (int tries = 0; tries < 200; tries++) {
+                bool busy = false;
+                for (Sandbox *s = registry_first(reg); s; s = registry_next(&s->entry))
+                        if (s->cg_fd >= 0 && cg_populated(s->cg_fd) > 0)
+                                busy = true;
+                while (waitpid(-1, NULL, WNOHANG) > 0)
+                        ;
+                if (!busy)
+                        break;
+                usleep(10000);
+        }
+        for (Sandbox *s = registry_first(reg); s; s = registry_next(&s->entry))
+                (void) cg_remove_tree(d->ctx.cg.sandboxes_fd, s->id);
+}
+
+int lifecycle_run(Daemon *d) {
+        Context *ctx = &d->ctx;
+        int r;
+
+        (void) sd_notifyf(0, "READY=1\nSTATUS=Listening; cgroup memory=%s pids=%s cpu=%s",
+                          ctx->cg.enforceable & CG_MEMORY ? "enforced" : "unavailable",
+                          ctx->cg.enforceable & CG_PIDS ? "enforced" : "unavailable",
+                          ctx->cg.enforceable & CG_CPU ? "enforced" : "unavailable");
+        pool_schedule_refill(ctx);
+        r = sd_event_loop(ctx->event);
+        d->pool.stopping = d->sweeper.stopping = true; /* nothing refills or sweeps from here */
+        kill_all(d);
+        return r;
+}

@@ -1,0 +1,16 @@
+## python/: the sandboxd Python package (docs/python.md), standard library only. Not built or
+## installed by make: `pip install ./python`, or the python3-sandboxd Debian package (debian/).
+## Tested by tests/t-python.sh (against a daemon) and tests/t-python-types.sh (mypy --strict).
+EXTRA_DIST += \
+	python/pyproject.toml \
+	python/README.md \
+	python/sandboxd/__init__.py \
+	python/sandboxd/_common.py \
+	python/sandboxd/_ops.py \
+	python/sandboxd/_wire.py \
+	python/sandboxd/aio.py \
+	python/sandboxd/client.py \
+	python/sandboxd/errors.py \
+	python/sandboxd/py.typed \
+	python/sandboxd/replies.py \
+	python/sandboxd/sidecar.py

@@ -1,0 +1,39 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""sandboxd: the client of the local sandbox supervisor (docs/python.md).
+
+    from sandboxd import Sandbox
+    with Sandbox.create(memory="256M") as sb:
+        r = sb.run("make test", timeout=60)
+
+Blocking: Client, Sandbox, RunStream, Session. asyncio: AsyncClient, AsyncSandbox,
+AsyncRunStream, AsyncSession. Replies are dataclasses (sandboxd.replies); every error code of
+the protocol is an exception class (sandboxd.errors). There is no file API yet (the protocol has
+none): files go in and out through runs, or sandboxctl."""
+from ._common import DEFAULT_SOCKET, SOCKET_ENV, socket_path
+from .aio import AsyncClient, AsyncRunStream, AsyncSandbox, AsyncSession
+from .client import Client, RunStream, Sandbox, Session
+from .errors import (
+    Conflict, ConnectionLost, Error, Internal, InvalidJson, InvalidRequest, LimitUnenforceable,
+    NotFound, PermissionDenied, ProtocolViolation, ResourceExhausted, SandboxdError,
+    SessionLost, SpawnFailed, TeardownStuck, TooLarge, UnknownOp,
+)
+from .replies import (
+    DestroyResult, Dropped, Event, Health, Hello, Output, Progress, RestoreResult, RunResult,
+    SandboxInfo, SessionExit, SessionInfo, SessionSummary, Snapshot, SnapshotResult, Started,
+    SweepResult,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "DEFAULT_SOCKET", "SOCKET_ENV", "socket_path",
+    "Client", "Sandbox", "RunStream", "Session",
+    "AsyncClient", "AsyncSandbox", "AsyncRunStream", "AsyncSession",
+    "Error", "SandboxdError", "ConnectionLost", "ProtocolViolation",
+    "InvalidJson", "InvalidRequest", "UnknownOp", "TooLarge", "NotFound", "PermissionDenied",
+    "LimitUnenforceable", "ResourceExhausted", "SpawnFailed", "Conflict", "Internal",
+    "SessionLost", "TeardownStuck",
+    "Hello", "Health", "SandboxInfo", "SessionSummary", "DestroyResult", "RunResult", "Started",
+    "Output", "Progress", "Dropped", "SessionExit", "Event", "Snapshot", "SnapshotResult",
+    "RestoreResult", "SweepResult", "SessionInfo",
+]

@@ -1,0 +1,40 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""What both faces share besides the wire: the default socket and the event filters."""
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import Any
+
+from .replies import Dropped, Event, Output, Progress, SessionExit, Started, decode_event
+
+#: The socket sandboxctl uses when neither --socket nor $SANDBOXD_SOCKET says otherwise.
+DEFAULT_SOCKET = "/run/sandboxd/sandboxd.sock"
+#: The environment variable sandboxctl (and libsandbox) read the socket's path from.
+SOCKET_ENV = "SANDBOXD_SOCKET"
+
+
+def socket_path(path: str | os.PathLike[str] | None = None) -> str:
+    """PATH, else $SANDBOXD_SOCKET when set and not empty, else DEFAULT_SOCKET."""
+    if path is not None:
+        return os.fspath(path)
+    env = os.environ.get(SOCKET_ENV)
+    return env if env else DEFAULT_SOCKET
+
+
+RUN_EVENT_TYPES = (Started, Output, Event)
+SESSION_EVENT_TYPES = (Output, Dropped, SessionExit, Event)
+
+
+def progress_hook(cb: Callable[[Progress], None] | None
+                  ) -> Callable[[dict[str, Any]], None] | None:
+    """An event hook that passes ``progress`` events, decoded, to cb."""
+    if cb is None:
+        return None
+    callback: Callable[[Progress], None] = cb
+
+    def on_event(msg: dict[str, Any]) -> None:
+        ev = decode_event(msg)
+        if isinstance(ev, Progress):
+            callback(ev)
+    return on_event

@@ -1,0 +1,533 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""The sandboxd Python package (python/sandboxd) against a real daemon: run by t-python.sh with
+the package and tests/ on sys.path, $SOCK the daemon's socket. Prints "PASS desc"/"FAIL desc"
+lines (client.check), which t-python.sh turns into TAP. Each check names one outcome and
+depends on it."""
+import asyncio
+import http.client
+import json
+import os
+import re
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+from client import check, is_
+
+import sandboxd
+from sandboxd import (
+    AsyncClient, AsyncSandbox, Client, Conflict, ConnectionLost, InvalidRequest,
+    LimitUnenforceable, NotFound, Output, ResourceExhausted, Sandbox, SandboxdError,
+    SpawnFailed, Started, TooLarge, UnknownOp, errors,
+)
+from sandboxd import sidecar
+from sandboxd._wire import Wire
+from sandboxd import _ops
+
+SOCK = os.environ["SOCK"]
+TOP = os.environ["top_srcdir"]
+RUNS_PER_CONN = int(os.environ["RUNS_PER_CONN"])
+os.environ["SANDBOXD_SOCKET"] = SOCK  # the default socket of every Client below
+
+
+def raises(fn, cls):
+    """The exception fn raised if it is a cls, else None (printed)."""
+    try:
+        fn()
+    except cls as e:
+        return e
+    except BaseException as e:  # noqa: B902 - reported
+        print(f"# raised {type(e).__name__}: {e}")
+        return None
+    print("# raised nothing")
+    return None
+
+
+def until(session, needle, timeout=20):
+    """Session.read_until, or b"" (printed) when it did not come."""
+    try:
+        return session.read_until(needle, timeout)
+    except (TimeoutError, EOFError) as ex:
+        print(f"# {ex}")
+        return b""
+
+
+c = Client()
+hello = c.hello()
+is_(hello.protocol, 1, "hello: protocol 1, as a Hello dataclass")
+is_(hello.peer.get("uid"), 0, "hello: peer.uid is this process's (root)")
+ENFORCES = all(hello.capabilities.get("cgroup", {}).get(k) for k in ("memory", "pids", "cpu"))
+BE = None if ENFORCES else True
+h = c.health()
+is_((h.status, h.sandboxes, h.scope), ("ok", 0, "all"), "health: status ok, 0 sandboxes, scope all (root)")
+
+# ---- the default socket is sandboxctl's ------------------------------------------------
+is_(sandboxd.DEFAULT_SOCKET, "/run/sandboxd/sandboxd.sock", "DEFAULT_SOCKET is sandboxctl's default")
+is_(sandboxd.socket_path(), SOCK, "socket_path(): $SANDBOXD_SOCKET when set")
+saved = os.environ.pop("SANDBOXD_SOCKET")
+is_(sandboxd.socket_path(), "/run/sandboxd/sandboxd.sock", "socket_path(): the default without $SANDBOXD_SOCKET")
+os.environ["SANDBOXD_SOCKET"] = saved
+
+# ---- the one-liner of the issue ---------------------------------------------------------
+if not ENFORCES:
+    e = raises(lambda: Sandbox.create(memory="256M"), LimitUnenforceable)
+    check(e is not None and e.code == "limit_unenforceable" and (e.field or "").startswith("limits")
+          and e.message, "Sandbox.create(memory=\"256M\") on a host without the memory controller: "
+          "LimitUnenforceable with code, field and message", repr(e))
+    is_(len(c.list()), 0, "...and no sandbox was left by the refused create")
+with Sandbox.create(memory="256M", best_effort=BE) as sb:
+    r = sb.run("echo hi; echo err >&2; exit 3", timeout=60)
+    the_id = sb.id
+    is_((r.exit_code, r.reason, r.stdout, r.stderr, r.timed_out), (3, "exited", "hi\n", "err\n", False),
+        "with Sandbox.create(memory=\"256M\") as sb: sb.run(..., timeout=60): exit 3, both streams")
+    check(r.run_id.startswith("run-") and r.sandbox == the_id, "RunResult names its run and sandbox", r)
+    is_(sb.info.limits.get("memory"), 256 << 20, "the sandbox's limits.memory is 256M")
+    owned_client = sb.client
+e = raises(lambda: c.inspect(the_id), NotFound)
+check(e is not None, "leaving the with block destroyed the sandbox (inspect: NotFound)")
+check(owned_client.closed, "...and closed the connection Sandbox.create opened")
+
+x = Client()
+with Sandbox.create(client=x, best_effort=BE) as sb2:
+    lost_id = sb2.id
+    x.close()
+e = raises(lambda: c.inspect(lost_id), NotFound)
+check(e is not None, "a Sandbox whose connection closed inside its with block is destroyed through a new one")
+
+# ---- every operation of the daemon's table has its request in the package -----------------
+daemon_ops = set(re.findall(r'^\s*\{ "([a-z_.]+)", op_', open(os.path.join(TOP, "daemon/ops.c")).read(), re.M))
+built = {k.op for k in (
+    _ops.hello(), _ops.health(), _ops.create(), _ops.list_sandboxes(), _ops.inspect("x"), _ops.destroy("x"),
+    _ops.run("x"), _ops.kill("r"), _ops.sweep(), _ops.pty_open("x"), _ops.pty_write("s"),
+    _ops.pty_resize("s", 1, 1), _ops.pty_signal("s", "INT"), _ops.pty_close("s"), _ops.pty_attach("s"),
+    _ops.pty_detach("s"), _ops.snapshot("x"), _ops.snapshot_list("x"), _ops.snapshot_restore("x", "s"),
+    _ops.snapshot_delete("x", "s"))}
+check(len(daemon_ops) >= 20 and daemon_ops <= built, "every operation of daemon/ops.c has its request in the package",
+      sorted(daemon_ops - built))
+
+# ---- the sans-io wire (no daemon): framing and routing ----------------------------------
+w = Wire()
+pa, la = w.request("run", {"sandbox": "a", "stream": True, "env": None}, "A")
+pb, lb = w.request("pty.open", {"sandbox": "a"}, "B")
+is_(json.loads(la), {"id": pa.id, "op": "run", "sandbox": "a", "stream": True}, "Wire: a request line, None fields left out")
+stream = (b'{"id":%d,"event":"started","run_id":"run-1"}\r\n{"id":%d,"ok":true,"session":"pty-1"}\n'
+          b'{"id":99,"ok":true}\n{"id":%d,"event":"stdout","seq":0,"data":"x"}\n{"id":%d,"ok":true}\n'
+          b'{"id":%d,"event":"exit","session":"pty-1","seq":1}\n' % (pa.id, pb.id, pb.id, pa.id, pb.id))
+routed = []
+for i in range(len(stream)):  # one byte at a time: lines are whole only at their newline
+    routed += [(p.sink, m.get("event") or m.get("ok")) for p, m in w.feed(stream[i:i + 1])]
+is_(routed, [("A", "started"), ("B", True), ("B", "stdout"), ("A", True), ("B", "exit")],
+    "Wire: lines fed byte by byte are routed by id, another id's dropped, a \\r\\n tolerated")
+is_(w.in_flight(), 0, "Wire: a run ends at its reply, a session subscription at its exit event")
+p1, _ = w.request("pty.attach", {"session": "pty-2"}, "1")
+w.feed(b'{"id":%d,"ok":true,"session":"pty-2"}\n' % p1.id)
+p2, _ = w.request("pty.attach", {"session": "pty-2"}, "2")
+moved = [(p.sink, m.get("event") or m.get("ok")) for p, m in w.feed(b'{"id":%d,"ok":true,"session":"pty-2"}\n' % p2.id)]
+is_(moved, [("2", True), ("1", "detached")], "Wire: a second attach of a session on one connection ends the first subscription")
+pd, _ = w.request("pty.detach", {"session": "pty-2"}, "d")
+ended = [(p.sink, m.get("event") or m.get("ok")) for p, m in w.feed(b'{"id":%d,"ok":true}\n' % pd.id)]
+is_((ended, w.in_flight()), ([("d", True), ("2", "detached")], 0), "Wire: pty.detach's ok ends the subscription")
+e = raises(lambda: w.feed(b'[1]\n'), errors.ProtocolViolation)
+check(e is not None, "Wire: a line that is not a JSON object is a ProtocolViolation")
+
+# ---- error mapping: one class per code, with code, field and message --------------------
+table = open(os.path.join(TOP, "docs/protocol.md")).read().split("## Error codes", 1)[1].split("\n## ", 1)[0]
+codes = re.findall(r"^\| `([a-z_]+)` \|", table, re.M)
+check(len(codes) >= 13, "docs/protocol.md's error table lists the codes", codes)
+missing = [k for k in codes if k not in errors.ERRORS]
+is_(missing, [], "every error code of docs/protocol.md has its exception class")
+w = Wire()
+bad = []
+for k in codes:
+    p, _ = w.request("inspect", {"sandbox": "x"}, None)
+    [(q, msg)] = w.feed(json.dumps({"id": p.id, "ok": False, "error": {"code": k, "message": "m " + k,
+                                                                        "field": "f"}}).encode() + b"\n")
+    try:
+        _ops.inspect("x").finish(msg)
+        bad.append((k, "nothing raised"))
+    except SandboxdError as ex:
+        if type(ex) is not errors.ERRORS[k] or (ex.code, ex.field, ex.message) != (k, "f", "m " + k):
+            bad.append((k, type(ex).__name__, ex.code, ex.field, ex.message))
+is_(bad, [], "each code's reply raises its own class carrying code, field and message")
+e = raises(lambda: c.inspect("sbx-000000000000"), NotFound)
+check(e is not None and e.field == "sandbox" and "sbx-000000000000" in e.message,
+      "inspect of an unknown id: NotFound, field sandbox, the message names it", repr(e))
+e = raises(lambda: c.call("no.such.op"), UnknownOp)
+check(e is not None and e.field == "op", "an unknown op: UnknownOp, field op", repr(e))
+e = raises(lambda: c.create(limits={"bogus": 1}, best_effort=BE), InvalidRequest)
+check(e is not None and (e.field or "").startswith("limits"), "an unknown limit: InvalidRequest naming it", repr(e))
+e = raises(lambda: c.run(argv=["/nonexistent/prog"], best_effort=BE), SpawnFailed)
+check(e is not None and (e.step, e.errno_name) == ("exec", "ENOENT"),
+      "a program that does not exist: SpawnFailed with step exec, errno ENOENT", repr(e))
+e = raises(lambda: c.run("cat", stdin="x" * (80 << 10), best_effort=BE), TooLarge)
+check(e is not None and e.field == "stdin", "stdin over max_stdin_bytes (64K here): TooLarge, field stdin", repr(e))
+small = Client(max_line_bytes=1000)
+e = raises(lambda: small.run("cat", stdin="x" * 2000), TooLarge)
+check(e is not None and e.field is None, "a request over the client's line cap: TooLarge before sending", repr(e))
+small.close()
+big = Client(max_line_bytes=16 << 20)
+e = raises(lambda: big.call("health", pad="y" * (5 << 20)), TooLarge)
+check(e is not None, "a line over the daemon's 4M cap: its too_large reply (null id) reaches the request", repr(e))
+is_(big.health().status, "ok", "...and the connection goes on")
+big.close()
+
+# ---- sandboxes: create, list, inspect, destroy -----------------------------------------
+info = c.create(name="py-a", best_effort=BE, env={"GREETING": "hey"}, pids=64)
+is_((info.name, info.state, info.limits.get("pids")), ("py-a", "ready", 64), "create: SandboxInfo with name, state ready, limits")
+e = raises(lambda: c.create(name="py-a", best_effort=BE), Conflict)
+check(e is not None and e.field == "name", "a second create of the name: Conflict, field name", repr(e))
+names = [s.name for s in c.list()]
+is_(names, ["py-a"], "list: the one sandbox")
+u = c.list(usage=True)
+check(len(u) == 1 and u[0].usage is not None and u[0].runs_in_flight == 0, "list(usage=True): usage and runs_in_flight", u)
+sb = c.sandbox("py-a")
+is_((sb.id, sb.name), (info.id, "py-a"), "Client.sandbox(name): a handle on the existing sandbox")
+ins = sb.inspect()
+check(ins.usage is not None and ins.snapshots == [] and ins.sessions == [], "inspect: usage, no snapshots, no sessions", ins)
+
+# ---- runs -------------------------------------------------------------------------------
+r = sb.run(["sh", "-c", 'echo "$GREETING $X"; pwd; cat'], env={"GREETING": "hi", "X": "y"}, stdin=b"in\xff")
+is_((r.stdout_data, r.exit_code), (b"hi y\n/work\nin\xff", 0), "run: argv, env, stdin as bytes (base64), output bytes as written")
+r = sb.run('echo "$GREETING"')
+is_(r.stdout, "hey\n", "run: the sandbox's env from create")
+r = sb.run("mkdir -p d && cd d && pwd")
+r = sb.run("pwd", cwd="/work/d")
+is_(r.stdout, "/work/d\n", "run: cwd")
+r = sb.run("sleep 10", timeout=0.5)
+is_((r.reason, r.exit_code, r.timed_out), ("timeout", 124, True), "run: timeout: reason timeout, exit 124, timed_out")
+r = sb.run("head -c 10000 /dev/zero | tr '\\0' a; printf END", output_bytes=100)
+check(r.stdout_truncated and r.stdout_bytes == 10003 and r.stdout.startswith("a") and r.stdout.endswith("END")
+      and "bytes dropped" in r.stdout, "run: output over output_bytes keeps head and tail", r.stdout)
+r = c.run("echo throwaway", best_effort=BE)
+check(r.stdout == "throwaway\n" and r.sandbox != sb.id, "Client.run without a sandbox: a throwaway one", r)
+
+# ---- streaming --------------------------------------------------------------------------
+st = sb.stream("echo one; while [ ! -e /work/go ]; do sleep 0.05; done; echo two >&2")
+evs = []
+for ev in st:
+    evs.append(ev)
+    if isinstance(ev, Output) and ev.data == b"one\n":
+        sb.run("touch /work/go")  # a second run on the same connection, while this one streams
+check(isinstance(evs[0], Started) and evs[0].run_id.startswith("run-"), "stream: the started event first, with the run id", evs[:1])
+outs = [(e.stream, e.data) for e in evs if isinstance(e, Output)]
+is_(outs, [("stdout", b"one\n"), ("stderr", b"two\n")], "stream: output events while the run goes on (it waits for a run that "
+    "is sent only once 'one' came), in order")
+check(st.result is not None and st.result.exit_code == 0 and st.run_id == evs[0].run_id, "stream: result set at the end", st.result)
+with sb.stream("echo x; sleep 100") as st:
+    for ev in st:
+        if isinstance(ev, Output):
+            st.kill()
+is_(st.result.reason if st.result else None, "killed", "RunStream.kill: the run ends with reason killed")
+st = sb.stream("sleep 100")
+st.kill("TERM")
+r = st.wait(10)
+is_((r.reason, r.signal), ("signaled", "TERM"), "RunStream.kill(\"TERM\"): the run ends signaled TERM")
+with sb.stream("sleep 100") as st:
+    next(iter(st))
+is_(st.result.reason if st.result else None, "killed", "leaving a RunStream's with block early kills its run")
+
+# ---- many runs in flight on one connection: threads and the runs-per-connection cap ----
+N = 8
+results = {}
+
+
+def worker(i):
+    try:
+        results[i] = sb.run(f"touch /work/t{i}; while [ $(ls /work | grep -c '^t[0-9]') -lt {N} ]; do sleep 0.05; done; echo {i}",
+                            timeout=30)
+    except Exception as ex:  # reported below
+        results[i] = ex
+
+
+threads = [threading.Thread(target=worker, args=(i,)) for i in range(N)]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join(60)
+got = {i: (getattr(v, "stdout", repr(v)), getattr(v, "reason", None)) for i, v in results.items()}
+is_(got, {i: (f"{i}\n", "exited") for i in range(N)}, f"{N} threads, one Client: {N} runs in flight at once (each waits for "
+    "all to have started), each gets its own reply")
+sb.run("rm -f /work/t*")
+streams = [sb.stream("sleep 100") for _ in range(RUNS_PER_CONN)]
+for s in streams:
+    s.next_event(20)
+e = raises(lambda: sb.run("true"), ResourceExhausted)
+check(e is not None, f"run {RUNS_PER_CONN + 1} on a connection with {RUNS_PER_CONN} in flight (max_runs_per_connection): "
+      "ResourceExhausted", repr(e))
+for s in streams:
+    s.kill()
+check(all(s.wait(20).reason == "killed" for s in streams), f"the {RUNS_PER_CONN} runs were killed, each answered")
+
+# ---- snapshots, restore, fork ------------------------------------------------------------
+sb.run("echo v1 > /work/f")
+prog = []
+snap = sb.snapshot("first", on_progress=prog.append)
+nfiles = int(sb.run("find /work ! -type d | wc -l").stdout)
+check(snap.id.startswith("snap-") and snap.label == "first" and snap.files == nfiles and nfiles >= 1,
+      "snapshot: a Snapshot with id, label, files (as many as the workspace has)", snap, nfiles)
+is_([s.id for s in sb.snapshots()], [snap.id], "snapshots(): the snapshot")
+sb.run("echo v2 > /work/f")
+rr = sb.restore()
+is_((rr.snapshot, sb.run("cat /work/f").stdout), (snap.id, "v1\n"), "restore() with no argument: the newest snapshot is back")
+with Sandbox.fork(snap, client=c, name="py-fork", best_effort=BE) as fk:
+    is_(fk.run("cat /work/f").stdout, "v1\n", "Sandbox.fork(snapshot): the new sandbox starts with the snapshot's tree")
+    fork_id = fk.id
+check(fork_id not in [s.id for s in c.list()], "the fork's with block destroyed the fork")
+check(not c.closed, "...and left the Client it was given open")
+is_(sb.delete_snapshot(snap), snap.id, "delete_snapshot: the id deleted")
+is_(sb.snapshots(), [], "...and snapshots() is empty")
+e = raises(lambda: sb.restore(), NotFound)
+check(e is not None and e.field == "snapshot", "restore() without any snapshot: NotFound, field snapshot", repr(e))
+
+# ---- sweep ------------------------------------------------------------------------------
+sw = c.sweep(dry_run=True)
+check(sw.dry_run and sb.id in [s.get("id") for s in sw.sandboxes], "sweep(dry_run=True): a SweepResult measuring the sandbox", sw)
+sw = c.sweep()
+check(not sw.dry_run and sw.totals.get("sandboxes") == 1, "sweep(): done, totals", sw.totals)
+
+# ---- sessions ---------------------------------------------------------------------------
+with sb.session("sh", rows=24, cols=80) as s:
+    check(s.id.startswith("pty-") and s.info.pty and s.info.state == "running", "session(): a Session on a terminal, running", s.info)
+    s.write("echo hel''lo\n")
+    check(b"hello\r\n" in until(s, "hello\r\n"), "Session.write, then its output carries the command's")
+    s.resize(30, 100)
+    s.write("stty size\n")
+    check(b"30 100" in until(s, "30 100"), "Session.resize: stty size says 30 100")
+    s.write("sleep 100\n")
+    time.sleep(0.5)
+    n = s.signal("INT")
+    s.write("echo after-$?\n")
+    check(n >= 1 and b"after-130" in until(s, "after-130"), "Session.signal(INT): the foreground sleep got it (status 130)", n)
+    before = s.next_seq
+    info2 = s.attach(0)
+    is_((info2.from_seq, info2.first_seq, info2.dropped), (0, 0, 0), "Session.attach(0): replay from seq 0, nothing dropped")
+    replay = until(s, "after-130")
+    check(b"hello" in replay and s.next_seq >= before, "...the replay has the output from the start")
+    s.detach()
+    check(list(s) == [], "Session.detach: the subscription ends (iteration stops)")
+    with Client() as other:
+        s2 = other.attach_session(s.id, before)
+        check(s2.info.state == "running" and s2.info.from_seq == before, "attach_session from another connection at a seq")
+        s2.write("echo second\n")
+        check(b"second" in until(s2, "second"), "...which writes and reads the same session")
+    sess = [x.id for x in sb.inspect().sessions]
+    is_(sess, [s.id], "inspect lists the session after its clients went")
+    ex = s.close()
+    is_((ex.reason, ex.signal), ("closed", "HUP"), "Session.close: reason closed, signal HUP")
+e = raises(lambda: c.pty_write(s.id, "x"), NotFound)
+check(e is not None, "after close the session is gone (pty.write: NotFound)")
+with sb.session(argv=["sh", "-c", "cat; exit 5"], pty=False) as p:
+    p.write("abc")
+    p.write("def", eof=True)
+    data = b"".join(ev.data for ev in p if isinstance(ev, Output))
+    is_((data, p.exit.exit_code if p.exit else None), (b"abcdef", 5), "a pipe session: write(eof=True), iteration to the exit event")
+e = raises(lambda: p.resize(10, 10), (Conflict, NotFound))
+check(e is not None, "resize of a pipe session that exited: refused")
+e = raises(lambda: sb.session(argv=["/nonexistent"]), SpawnFailed)
+check(e is not None and e.step == "exec", "a session whose program does not exist: SpawnFailed (exec)", repr(e))
+
+# ---- disconnect mid-stream ---------------------------------------------------------------
+a = Client()
+st = a.stream("echo started; sleep 100", sandbox=sb.id)
+first = [ev for ev in (st.next_event(20), st.next_event(20))]
+a.close()
+e = raises(lambda: st.next_event(10), ConnectionLost)
+check(e is not None, "the client closes mid-stream: the stream raises ConnectionLost", first)
+def _idle():
+    return c.inspect(sb.id).runs_in_flight == 0
+deadline = time.monotonic() + 10
+while not _idle() and time.monotonic() < deadline:
+    time.sleep(0.1)
+check(_idle(), "...and the daemon killed the run of the closed connection")
+e = raises(lambda: a.health(), ConnectionLost)
+check(e is not None, "a call on a closed Client: ConnectionLost")
+
+# The daemon's side going away mid-stream: a socket that answers a stream's started event and
+# one line of output, then closes.
+fake_path = os.path.join(os.environ["T"], "fake.sock")
+srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+srv.bind(fake_path)
+srv.listen(1)
+
+
+def fake():
+    conn, _ = srv.accept()
+    buf = b""
+    while buf.count(b"\n") < 2:
+        buf += conn.recv(4096)
+    ids = [json.loads(line)["id"] for line in buf.splitlines()]
+    conn.sendall(json.dumps({"id": ids[0], "event": "started", "run_id": "run-1", "sandbox": "sbx-1"}).encode() + b"\n")
+    conn.sendall(json.dumps({"id": ids[0], "event": "stdout", "seq": 0, "data": "part", "data_encoding": "utf-8"}).encode() + b"\n{\"id\":")
+    time.sleep(0.2)
+    conn.close()
+
+
+ft = threading.Thread(target=fake)
+ft.start()
+fc = Client(fake_path)
+st = fc.stream("x", sandbox="sbx-1")
+other_result = []
+ot = threading.Thread(target=lambda: other_result.append(raises(lambda: fc.call("health"), ConnectionLost)))
+ot.start()
+got = []
+e = raises(lambda: [got.append(ev) for ev in st], ConnectionLost)
+ot.join(10)
+ft.join(10)
+check(e is not None and [type(x).__name__ for x in got] == ["Started", "Output"],
+      "the daemon's side closes mid-stream: the events that came, then ConnectionLost", got)
+check(other_result and other_result[0] is not None, "...and another thread's request in flight gets ConnectionLost too")
+fc.close()
+srv.close()
+
+# ---- asyncio -----------------------------------------------------------------------------
+
+
+async def async_checks():
+    async with AsyncSandbox.create(memory="256M", best_effort=BE, name="py-async") as asb:
+        r = await asb.run("echo async", timeout=60)
+        is_(r.stdout, "async\n", "async with AsyncSandbox.create(...) as sb: await sb.run(...)")
+        aid = asb.id
+        cl = asb.client
+
+        async def one(i):
+            return await asb.run(f"touch /work/a{i}; while [ $(ls /work | grep -c '^a[0-9]') -lt {N} ]; do sleep 0.05; done; echo {i}",
+                                 timeout=30)
+        rs = await asyncio.gather(*(one(i) for i in range(N)))
+        is_([x.stdout for x in rs], [f"{i}\n" for i in range(N)], f"{N} asyncio tasks, one AsyncClient: {N} runs in flight at once")
+        evs = [ev async for ev in asb.stream("echo a; echo b >&2")]
+        is_([(type(e).__name__, getattr(e, "data", None)) for e in evs],
+            [("Started", None), ("Output", b"a\n"), ("Output", b"b\n")], "async for ev in sb.stream(...): started, then the output")
+        snap = await asb.snapshot("s")
+        await asb.run("rm -f /work/a*; echo changed > /work/g")
+        await asb.restore(snap)
+        is_((await asb.run("ls /work | wc -l")).stdout.strip(), str(N), "await sb.snapshot(), sb.restore(snap)")
+        fork = await AsyncSandbox.fork(snap, client=cl, best_effort=BE)
+        is_((await fork.run("ls /work | wc -l")).stdout.strip(), str(N), "await AsyncSandbox.fork(snapshot)")
+        is_((await fork.destroy()).destroyed, True, "await sb.destroy()")
+        s = await asb.session(argv=["cat"], pty=False)
+        await s.write("ping", eof=True)
+        out = b"".join([ev.data async for ev in s if isinstance(ev, Output)])
+        is_((out, s.exit.reason if s.exit else None), (b"ping", "exited"), "AsyncSession: write, async iteration to its exit")
+        await s.close()
+        try:
+            await cl.inspect("sbx-000000000000")
+            check(False, "async: NotFound for an unknown id")
+        except NotFound as ex:
+            check(ex.field == "sandbox", "async: NotFound for an unknown id, field sandbox")
+        h = await cl.health()
+        is_(h.status, "ok", "AsyncClient.health")
+    try:
+        await c2.inspect(aid)
+        check(False, "async with destroyed the sandbox")
+    except NotFound:
+        check(True, "async with destroyed the sandbox")
+    check(cl.closed, "...and closed the connection it opened")
+    # the daemon's side gone mid-stream, asyncio: a client whose connection is closed
+    ac = await AsyncClient.connect()
+    st = ac.stream("echo x; sleep 100", sandbox=sb.id)
+    ev = await st.next_event(20)
+    await st.next_event(20)  # x: the run goes on
+    await ac.close()
+    try:
+        got = await st.next_event(10)
+        check(False, "async: the client closes mid-stream: ConnectionLost", f"got {got!r}")
+    except ConnectionLost:
+        check(isinstance(ev, Started), "async: the client closes mid-stream: ConnectionLost", f"first event {ev!r}")
+
+
+async def async_main():
+    global c2
+    c2 = await AsyncClient.connect()
+    await async_checks()
+    await c2.close()
+
+c2 = None
+asyncio.run(asyncio.wait_for(async_main(), 120))
+
+# ---- the sidecar adapter -----------------------------------------------------------------
+cfg = sidecar.Config(SOCK, best_effort=not ENFORCES)
+server = sidecar.make_server("127.0.0.1", 0, cfg)
+sidecar.serve_in_thread(server)
+PORT = server.server_address[1]
+
+
+def post(body, raw=None, headers=None):
+    hc = http.client.HTTPConnection("127.0.0.1", PORT, timeout=60)
+    data = raw if raw is not None else json.dumps(body).encode()
+    hc.request("POST", "/exec", data, headers or {"Content-Type": "application/json"})
+    resp = hc.getresponse()
+    out = resp.status, json.loads(resp.read() or b"{}")
+    hc.close()
+    return out
+
+
+hc = http.client.HTTPConnection("127.0.0.1", PORT, timeout=30)
+hc.request("GET", "/health")
+resp = hc.getresponse()
+hbody = json.loads(resp.read())
+is_((resp.status, hbody.get("status")), (200, "ok"), "sidecar GET /health: 200, status ok")
+hc.close()
+st, b = post({"command": "echo out; echo err >&2; exit 3"})
+is_((st, b["stdout"], b["stderr"], b["exit_code"], b["timed_out"], b["error"]), (200, "out\n", "err\n", 3, False, None),
+    "sidecar /exec: stdout, stderr, exit_code 3, timed_out false, error null (a failing command is no runner failure)")
+st, b = post({"command": ["sh", "-c", 'pwd; echo "$FOO"'], "workdir": "/work", "env": {"FOO": "bar"}})
+is_((st, b["stdout"], b["error"]), (200, "/work\nbar\n", None), "sidecar /exec: command as argv, workdir, env")
+st, b = post({"command": "sleep 10; echo late", "limits": {"timeout": 0.5}})
+is_((st, b["exit_code"], b["timed_out"], b["error"], b["stdout"]), (200, 124, True, None, ""),
+    "sidecar /exec: a timeout is exit_code 124 and timed_out true, error null")
+st, b = post({"command": "head -c 100000 /dev/zero | tr '\\0' a; printf END", "limits": {"output_bytes": 1000}})
+check(st == 200 and b["stdout"].startswith("aaa") and b["stdout"].endswith("END") and "[... " in b["stdout"]
+      and len(b["stdout"]) < 1100 and b["stdout_truncated"], "sidecar /exec: output over the cap keeps its head and tail", b.get("stdout", "")[-80:])
+st, b = post({"command": "true", "mounts": [{"source": "/srv/data", "target": "/data"}]})
+check(st == 400 and b["exit_code"] is None and "mounts are not supported" in (b["error"] or ""),
+      "sidecar /exec with mounts: 400 and an error saying so, never run without them", b)
+st, b = post({"command": "true", "workdir": "/etc"})
+check(st == 400 and "workdir" in (b["error"] or ""), "sidecar /exec with a workdir outside /work: 400", b)
+st, b = post({"command": "true", "limits": {"gpus": 1}})
+check(st == 400 and "gpus" in (b["error"] or ""), "sidecar /exec with an unknown limit: 400 naming it", b)
+st, b = post(None, raw=b"{not json")
+check(st == 400 and b["error"], "sidecar /exec with a body that is not JSON: 400", b)
+st, b = post({"command": ["/nonexistent/prog"]})
+check(st == 500 and b["exit_code"] is None and "could not be started" in (b["error"] or ""),
+      "sidecar /exec of a program that does not exist: a runner failure, error set, no exit code", b)
+pad = b'{"command":"echo edge"}'
+exact = pad + b" " * (sidecar.MAX_REQUEST_BYTES - len(pad))
+st, b = post(None, raw=exact)
+is_((st, b.get("stdout")), (200, "edge\n"), "sidecar /exec of exactly 4 MiB: run")
+st, b = post(None, raw=exact + b" ")
+check(st == 413 and b["error"], "sidecar /exec of 4 MiB + 1 byte: 413", (st, b))
+raw = socket.create_connection(("127.0.0.1", PORT), timeout=30)
+raw.sendall(b"POST /exec HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n" % (64 << 20))
+answer = raw.recv(4096)
+raw.close()
+check(answer.startswith(b"HTTP/1.0 413") or answer.startswith(b"HTTP/1.1 413"),
+      "sidecar: a Content-Length of 64 MiB is answered 413 before the body is read", answer[:60])
+server.shutdown()
+server.server_close()
+down = sidecar.Config(os.path.join(os.environ["T"], "nonexistent.sock"))
+code, b = sidecar.execute({"command": "true"}, down)
+check(code == 500 and "unreachable" in (b["error"] or ""), "sidecar with sandboxd unreachable: /exec is a runner failure (500, error)", b)
+code, b = sidecar.health(down)
+is_((code, b.get("status")), (503, "error"), "sidecar with sandboxd unreachable: /health 503")
+# python3 -m sandboxd.sidecar, as a program
+proc = subprocess.Popen([sys.executable, "-m", "sandboxd.sidecar", "--port", "0", "--socket", SOCK]
+                        + ([] if ENFORCES else ["--best-effort"]), stderr=subprocess.PIPE, text=True)
+line = proc.stderr.readline()
+m = re.search(r"http://127\.0\.0\.1:(\d+)", line)
+PORT = int(m.group(1)) if m else 0
+try:
+    st, b = post({"command": "echo prog"})
+    is_((st, b.get("stdout")), (200, "prog\n"), "python3 -m sandboxd.sidecar serves /exec")
+finally:
+    proc.terminate()
+    proc.wait(10)
+
+# ---- the end: the sandbox and the connection ---------------------------------------------
+d = sb.destroy()
+is_((d.destroyed, d.already_gone), (True, False), "destroy: destroyed")
+d = c.destroy(sb.id)
+is_((d.destroyed, d.already_gone), (False, True), "destroy again: already_gone")
+is_(c.list(), [], "no sandbox left")
+c.close()
