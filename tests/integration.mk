@@ -26,6 +26,7 @@ INTEGRATION_TESTS = \
 	tests/t-run.sh \
 	tests/t-shell.sh \
 	tests/t-snapshot.sh \
+	tests/t-socket-fds.sh \
 	tests/t-stream.sh \
 	tests/t-sweep.sh \
 	tests/t-teardown.sh \

@@ -109,17 +109,22 @@ static const Op ops[] = {
         { "snapshot.delete", op_snapshot_delete, snapshot_one_fields },
 };
 
-void ops_dispatch(Reply *reply, const char *name, json_object *req, void *userdata) {
+void ops_dispatch(Reply *reply, const char *name, json_object *req, int *fds, size_t n_fds, void *userdata) {
         const ReplyPeer *peer = reply_peer(reply);
         Manager *m = userdata;
-        Request rq = { .manager = m, .ctx = m->ctx, .conns = &m->conns, .reply = reply, .peer = peer->cred, .admin = peer->admin };
+        Request rq = { .manager = m, .ctx = m->ctx, .conns = &m->conns, .reply = reply, .peer = peer->cred, .admin = peer->admin,
+                       .fds = fds, .n_fds = n_fds };
         json_object *id = json_object_object_get(req, "id");
         ProtoError err = {};
 
         for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++) {
                 if (strcmp(ops[i].name, name) != 0)
                         continue;
-                if (proto_check_fields(req, ops[i].fields, NULL, &err) < 0 || ops[i].handler(&rq, id, req, &err) < 0)
+                if (n_fds > 0 && !ops[i].takes_fds)
+                        proto_error_set(&err, SBX_E_INVALID_REQUEST, "fds",
+                                        "%zu file descriptors came with this request, which takes none", n_fds);
+                if (err.code || proto_check_fields(req, ops[i].fields, NULL, &err) < 0 ||
+                    ops[i].handler(&rq, id, req, &err) < 0)
                         reply_error(reply, &err);
                 return;
         }

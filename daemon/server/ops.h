@@ -24,6 +24,8 @@ typedef struct Request {
         Reply *reply;
         struct ucred peer;
         bool admin;        /* root, or a member of the configured admin group */
+        int *fds;          /* the fds that came with the line (n_fds); a handler takes one by setting it to -1 */
+        size_t n_fds;
 } Request;
 
 /* A handler either answers (now or later, through c->reply) and returns >= 0, or returns < 0
@@ -35,10 +37,11 @@ typedef struct Op {
         const char *name;
         OpHandler handler;
         const FieldSpec *fields; /* besides "id" and "op" */
+        bool takes_fds;          /* a field names fds of the line ("fd"); else a line with fds is refused */
 } Op;
 
 /* The connections' dispatch hook (ConnectionHooks.dispatch); userdata is the Manager. */
-void ops_dispatch(Reply *reply, const char *op, json_object *req, void *userdata);
+void ops_dispatch(Reply *reply, const char *op, json_object *req, int *fds, size_t n_fds, void *userdata);
 
 int op_hello(Request *c, json_object *id, json_object *req, ProtoError *err);
 int op_health(Request *c, json_object *id, json_object *req, ProtoError *err);
