@@ -6,6 +6,7 @@ INTEGRATION_TESTS = \
 	tests/t-access.sh \
 	tests/t-activation.sh \
 	tests/t-durability.sh \
+	tests/t-files.sh \
 	tests/t-frozen.sh \
 	tests/t-kill-fallback.sh \
 	tests/t-netns.sh \

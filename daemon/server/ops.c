@@ -86,6 +86,18 @@ static const FieldSpec snapshot_one_fields[] = {
         {},
 };
 
+/* The file operations (op-file.c). */
+#define FILE_FIELDS { "sandbox", FIELD_STRING, true }, { "path", FIELD_STRING, true }, { "path_encoding", FIELD_STRING }, \
+                    { "user", FIELD_STRING }
+static const FieldSpec file_stat_fields[] = { ENVELOPE, FILE_FIELDS, { "follow", FIELD_BOOL }, {} };
+static const FieldSpec file_list_fields[] = {
+        ENVELOPE, FILE_FIELDS, { "recursive", FIELD_BOOL }, { "max_entries", FIELD_INT }, { "max_depth", FIELD_INT }, {},
+};
+static const FieldSpec file_mkdir_fields[] = { ENVELOPE, FILE_FIELDS, { "mode", FIELD_ID }, { "parents", FIELD_BOOL }, {} };
+static const FieldSpec file_remove_fields[] = {
+        ENVELOPE, FILE_FIELDS, { "recursive", FIELD_BOOL }, { "missing_ok", FIELD_BOOL }, {},
+};
+
 static const Op ops[] = {
         { "hello", op_hello, no_fields },
         { "health", op_health, no_fields },
@@ -107,6 +119,10 @@ static const Op ops[] = {
         { "snapshot.list", op_snapshot_list, sandbox_fields },
         { "snapshot.restore", op_snapshot_restore, snapshot_one_fields },
         { "snapshot.delete", op_snapshot_delete, snapshot_one_fields },
+        { "file.stat", op_file_stat, file_stat_fields },
+        { "file.list", op_file_list, file_list_fields },
+        { "file.mkdir", op_file_mkdir, file_mkdir_fields },
+        { "file.remove", op_file_remove, file_remove_fields },
 };
 
 void ops_dispatch(Reply *reply, const char *name, json_object *req, int *fds, size_t n_fds, void *userdata) {

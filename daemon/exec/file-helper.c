@@ -1,0 +1,493 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* sandboxd-file-helper: exec'd by sandboxd for a file operation (file-helper.h), never by hand.
+ * Its argv is the run helper's (RunParams and the filter as hex, the cwd) and then the op. It
+ * enters the sandbox exactly as a run's command does (helper_enter_sandbox(): cgroup, namespaces,
+ * the request's user), takes the runs' seccomp filter with no_new_privs, and resolves every path
+ * inside, from the sandbox's root, with openat2(RESOLVE_IN_ROOT|RESOLVE_NO_MAGICLINKS) and O_PATH
+ * first: a FIFO or a device is never opened, a symlink is followed only inside the sandbox.
+ * What it finds goes to stdout as FileRecords. It never execs. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/openat2.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "file-helper.h"
+#include "macro.h"
+#include "rm-rf.h"
+#include "run-exec.h"
+#include "spawn.h"
+
+#define LIST_MAX_ENTRIES 100000u
+
+typedef struct FileArgs {
+        const char *op;
+        char path[FILE_RECORD_TEXT_MAX + 1];
+        bool follow, recursive, parents, missing_ok;
+        unsigned mode, max_depth;
+        uint64_t max_entries;
+} FileArgs;
+
+static int out_fd = 1;
+
+static int write_all(const void *data, size_t n) {
+        const char *p = data;
+        while (n > 0) {
+                ssize_t k = write(out_fd, p, n);
+                if (k < 0 && errno == EINTR)
+                        continue;
+                if (k <= 0)
+                        return -1;
+                p += k;
+                n -= (size_t) k;
+        }
+        return 0;
+}
+
+static int record_send(FileRecord *r, const char *path, const char *target) {
+        r->path_len = path ? (uint32_t) strlen(path) : 0;
+        r->target_len = target ? (uint32_t) strlen(target) : 0;
+        if (write_all(r, sizeof(*r)) < 0 || write_all(path, r->path_len) < 0 || write_all(target, r->target_len) < 0)
+                return -1;
+        return 0;
+}
+
+_Noreturn static void fail(int err, FileReason reason) {
+        FileRecord r = { .kind = FILE_RECORD_ERROR, .err = err ? err : EIO, .reason = reason };
+        (void) record_send(&r, NULL, NULL);
+        _exit(0);
+}
+
+_Noreturn static void done(uint64_t count, bool truncated) {
+        FileRecord r = { .kind = FILE_RECORD_DONE, .count = count, .truncated = truncated };
+        (void) record_send(&r, NULL, NULL);
+        _exit(0);
+}
+
+/* ---- Resolution inside the sandbox ------------------------------------------------------- */
+
+static int root_fd = -1;
+
+/* openat2 with RESOLVE_IN_ROOT or RESOLVE_BENEATH fails with EAGAIN when a rename or a mount
+ * anywhere on the host raced with a ".." of the walk (the kernel cannot prove the walk stayed
+ * inside): tried again, a bounded number of times. */
+static int openat2_retry(int dir_fd, const char *path, struct open_how *how) {
+        int fd = -1;
+        for (int i = 0; i < 64; i++) {
+                fd = (int) syscall(SYS_openat2, dir_fd, path, how, sizeof(*how));
+                if (fd >= 0 || errno != EAGAIN)
+                        break;
+        }
+        return fd;
+}
+
+/* path from the sandbox's root; ELOOP/EXDEV from a magic link say so. */
+static int resolve(const char *path, int flags) {
+        struct open_how how = {
+                .flags = (uint64_t) (flags | O_CLOEXEC),
+                .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS,
+        };
+        int fd = openat2_retry(root_fd, path, &how);
+        if (fd < 0 && errno == EXDEV)
+                fail(EXDEV, FILE_REASON_MAGICLINK);
+        return fd;
+}
+
+/* Splits path (absolute) into its parent, opened O_PATH|O_DIRECTORY, and its last component
+ * (trailing slashes dropped; "." and ".." refused: there is no name to act on). */
+static int resolve_parent(char *path, const char **ret_name) {
+        size_t n = strlen(path);
+        char *slash;
+        int fd;
+
+        while (n > 1 && path[n - 1] == '/')
+                path[--n] = '\0';
+        slash = strrchr(path, '/');
+        if (!slash || !slash[1])
+                fail(EINVAL, FILE_REASON_PROTECTED); /* "/" itself */
+        if (strcmp(slash + 1, ".") == 0 || strcmp(slash + 1, "..") == 0)
+                fail(EINVAL, FILE_REASON_DOT);
+        *ret_name = slash + 1;
+        if (slash == path)
+                return resolve("/", O_PATH | O_DIRECTORY);
+        *slash = '\0';
+        fd = resolve(path, O_PATH | O_DIRECTORY);
+        *slash = '/';
+        return fd;
+}
+
+static FileType type_of(mode_t m) {
+        switch (m & S_IFMT) {
+        case S_IFDIR: return FILE_TYPE_DIR;
+        case S_IFLNK: return FILE_TYPE_SYMLINK;
+        case S_IFIFO: return FILE_TYPE_FIFO;
+        case S_IFSOCK: return FILE_TYPE_SOCKET;
+        case S_IFCHR: return FILE_TYPE_CHAR;
+        case S_IFBLK: return FILE_TYPE_BLOCK;
+        default: return FILE_TYPE_FILE;
+        }
+}
+
+/* The entry dir_fd/name (name "" for dir_fd itself), never followed, as a record. */
+static int entry_send(int dir_fd, const char *name, const char *path, dev_t parent_dev) {
+        char target[FILE_RECORD_TEXT_MAX];
+        FileRecord r = { .kind = FILE_RECORD_ENTRY };
+        struct stat st;
+        ssize_t n = -1;
+
+        if (fstatat(dir_fd, name, &st, AT_SYMLINK_NOFOLLOW | (name[0] ? 0 : AT_EMPTY_PATH)) < 0)
+                return -errno;
+        r.type = type_of(st.st_mode);
+        r.mode = st.st_mode & 07777;
+        r.uid = st.st_uid;
+        r.gid = st.st_gid;
+        r.size = (uint64_t) st.st_size;
+        r.nlink = st.st_nlink;
+        r.blocks_bytes = (uint64_t) st.st_blocks * 512;
+        r.mtime_ns = (int64_t) st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+        if (parent_dev && st.st_dev != parent_dev)
+                r.flags |= FILE_RECORD_MOUNT;
+        if (S_ISLNK(st.st_mode)) {
+                n = readlinkat(dir_fd, name, target, sizeof(target) - 1);
+                if (n < 0)
+                        return -errno;
+                target[n] = '\0';
+        }
+        return record_send(&r, path, n >= 0 ? target : NULL) < 0 ? -EPIPE : 0;
+}
+
+/* ---- The ops ------------------------------------------------------------------------------ */
+
+static void op_stat(FileArgs *a) {
+        int fd = resolve(a->path, O_PATH | (a->follow ? 0 : O_NOFOLLOW));
+        if (fd < 0)
+                fail(errno, FILE_REASON_NONE);
+        if (entry_send(fd, "", a->path, 0) < 0)
+                fail(errno, FILE_REASON_NONE);
+        done(1, false);
+}
+
+static int cmp_names(const void *a, const void *b) {
+        return strcmp(*(char *const *) a, *(char *const *) b);
+}
+
+/* The names of a directory (not . and ..), sorted: a client can diff two listings. */
+static char **dir_names(int dir_fd, size_t *ret_n) {
+        int fd = openat(dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+        char **names = NULL;
+        size_t n = 0, alloc = 0;
+        struct dirent *de;
+
+        if (!d) {
+                safe_close(fd);
+                return NULL;
+        }
+        while ((de = readdir(d))) {
+                if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+                        continue;
+                if (n == alloc) {
+                        char **p = realloc(names, (alloc = alloc ? 2 * alloc : 64) * sizeof(char *));
+                        if (!p)
+                                fail(ENOMEM, FILE_REASON_NONE);
+                        names = p;
+                }
+                if (!(names[n++] = strdup(de->d_name)))
+                        fail(ENOMEM, FILE_REASON_NONE);
+        }
+        closedir(d);
+        if (n)
+                qsort(names, n, sizeof(char *), cmp_names);
+        *ret_n = n;
+        return names ? names : calloc(1, sizeof(char *));
+}
+
+typedef struct ListState {
+        uint64_t entries, max_entries;
+        unsigned max_depth;
+        bool recursive, truncated;
+} ListState;
+
+/* Below the listed path nothing is followed: each directory is opened beneath its parent with
+ * no symlink and no magic link allowed, so one swapped for a symlink is refused, never entered;
+ * a mount point is reported, not entered. */
+static int open_beneath(int dir_fd, const char *name) {
+        struct open_how how = {
+                .flags = O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC,
+                .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV,
+        };
+        return openat2_retry(dir_fd, name, &how);
+}
+
+static void list_dir(ListState *ls, int dir_fd, const char *path, unsigned depth) {
+        struct stat self;
+        size_t n = 0;
+        char **names;
+        char sub[FILE_RECORD_TEXT_MAX + 1];
+
+        if (fstat(dir_fd, &self) < 0 || !(names = dir_names(dir_fd, &n)))
+                return;
+        for (size_t i = 0; i < n; i++) {
+                int k = snprintf(sub, sizeof(sub), "%s%s%s", path, strcmp(path, "/") == 0 ? "" : "/", names[i]);
+                struct stat st;
+
+                if (ls->entries >= ls->max_entries) {
+                        ls->truncated = true;
+                        break;
+                }
+                if (k < 0 || (size_t) k >= sizeof(sub))
+                        continue; /* deeper than PATH_MAX: not reported */
+                if (entry_send(dir_fd, names[i], sub, self.st_dev) == -EPIPE)
+                        _exit(1);
+                ls->entries++;
+                if (ls->recursive && depth < ls->max_depth && fstatat(dir_fd, names[i], &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+                    S_ISDIR(st.st_mode) && st.st_dev == self.st_dev) {
+                        int fd = open_beneath(dir_fd, names[i]);
+                        if (fd >= 0) {
+                                list_dir(ls, fd, sub, depth + 1);
+                                safe_close(fd);
+                        }
+                }
+        }
+        for (size_t i = 0; i < n; i++)
+                free(names[i]);
+        free(names);
+}
+
+static void op_list(FileArgs *a) {
+        ListState ls = { .max_entries = a->max_entries, .max_depth = a->max_depth, .recursive = a->recursive };
+        struct stat st;
+        int fd = resolve(a->path, O_PATH);
+
+        if (fd < 0)
+                fail(errno, FILE_REASON_NONE);
+        if (fstat(fd, &st) < 0)
+                fail(errno, FILE_REASON_NONE);
+        if (!S_ISDIR(st.st_mode))
+                fail(ENOTDIR, FILE_REASON_NOT_DIR);
+        list_dir(&ls, fd, a->path, 1);
+        done(ls.entries, ls.truncated);
+}
+
+/* mkdir -p: each missing component made beneath its parent's fd and then opened O_NOFOLLOW (a
+ * symlink raced into its place is refused, never followed); existing ones are resolved as the
+ * sandbox sees them. */
+static void op_mkdir_parents(FileArgs *a) {
+        char *p = a->path, *slash;
+        uint64_t created = 0;
+        int dir = resolve("/", O_PATH | O_DIRECTORY);
+
+        for (slash = strchr(p + 1, '/');; slash = strchr(slash + 1, '/')) {
+                char *name;
+                int fd;
+
+                if (slash)
+                        *slash = '\0';
+                name = strrchr(p, '/') + 1;
+                fd = resolve(p, O_PATH | O_DIRECTORY);
+                if (fd < 0 && errno == ENOENT && *name && strcmp(name, ".") != 0 && strcmp(name, "..") != 0) {
+                        if (mkdirat(dir, name, slash ? 0755 : a->mode) < 0 && errno != EEXIST)
+                                fail(errno, FILE_REASON_NONE);
+                        created++;
+                        fd = openat(dir, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                }
+                if (fd < 0)
+                        fail(errno, errno == ENOTDIR ? FILE_REASON_NOT_DIR : FILE_REASON_NONE);
+                safe_close(dir);
+                dir = fd;
+                if (!slash || !slash[1])
+                        break;
+                *slash = '/';
+        }
+        done(created, false);
+}
+
+static void op_mkdir(FileArgs *a) {
+        const char *name;
+        int dir;
+
+        if (a->parents)
+                op_mkdir_parents(a);
+        dir = resolve_parent(a->path, &name);
+        if (dir < 0)
+                fail(errno, FILE_REASON_NONE);
+        if (mkdirat(dir, name, a->mode) < 0)
+                fail(errno, errno == EEXIST ? FILE_REASON_EXISTS : FILE_REASON_NONE);
+        done(1, false);
+}
+
+/* Counts what a recursive remove takes, for its reply (the tree is walked once more by rm_rf_at,
+ * which never follows a symlink and never crosses a mount). */
+static uint64_t count_tree(int dir_fd, const char *name) {
+        struct stat st;
+        uint64_t n = 1;
+        size_t k = 0;
+        char **names;
+        int fd;
+
+        if (fstatat(dir_fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode))
+                return 1;
+        fd = open_beneath(dir_fd, name);
+        if (fd < 0)
+                return 1;
+        names = dir_names(fd, &k);
+        for (size_t i = 0; names && i < k; i++) {
+                n += count_tree(fd, names[i]);
+                free(names[i]);
+        }
+        free(names);
+        safe_close(fd);
+        return n;
+}
+
+/* / and /work themselves are never removed, by whatever path they are named. */
+static bool protected_dir(int dir, const char *name) {
+        struct stat st, root, work;
+        if (fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode))
+                return false;
+        if (fstat(root_fd, &root) == 0 && root.st_dev == st.st_dev && root.st_ino == st.st_ino)
+                return true;
+        return fstatat(root_fd, "work", &work, AT_SYMLINK_NOFOLLOW) == 0 && work.st_dev == st.st_dev &&
+               work.st_ino == st.st_ino;
+}
+
+static void op_remove(FileArgs *a) {
+        const char *name;
+        uint64_t n;
+        int dir = resolve_parent(a->path, &name);
+
+        if (dir < 0 && errno == ENOENT && a->missing_ok)
+                done(0, false);
+        if (dir < 0)
+                fail(errno, FILE_REASON_NONE);
+        if (protected_dir(dir, name))
+                fail(EINVAL, FILE_REASON_PROTECTED);
+        if (unlinkat(dir, name, 0) == 0)
+                done(1, false);
+        if (errno == ENOENT && a->missing_ok)
+                done(0, false);
+        if (errno != EISDIR && errno != EPERM)
+                fail(errno, FILE_REASON_NONE);
+        if (!a->recursive) {
+                if (unlinkat(dir, name, AT_REMOVEDIR) < 0)
+                        fail(errno, errno == ENOTEMPTY || errno == EEXIST ? FILE_REASON_NOT_EMPTY : FILE_REASON_NONE);
+                done(1, false);
+        }
+        n = count_tree(dir, name);
+        if (rm_rf_at(dir, name) < 0)
+                fail(errno, FILE_REASON_NONE);
+        done(n, false);
+}
+
+/* ---- Arguments ---------------------------------------------------------------------------- */
+
+static int parse_args(char **argv, FileArgs *a) {
+        const char *hex;
+
+        if (!argv[0] || !argv[1])
+                return -1;
+        a->op = argv[0];
+        hex = argv[1];
+        if (strlen(hex) % 2 || strlen(hex) / 2 > FILE_RECORD_TEXT_MAX || strlen(hex) == 0 ||
+            run_exec_unhex(hex, a->path, strlen(hex) / 2) < 0)
+                return -1;
+        a->path[strlen(hex) / 2] = '\0';
+        if (strlen(a->path) != strlen(hex) / 2 || a->path[0] != '/')
+                return -1; /* a NUL inside, or not absolute: the daemon never sends one */
+        a->mode = 0755;
+        a->max_entries = 10000;
+        a->max_depth = 64;
+        for (char **w = argv + 2; *w; w++) {
+                char *eq = strchr(*w, '=');
+                unsigned long long v;
+                if (!eq)
+                        return -1;
+                v = strtoull(eq + 1, NULL, 10);
+                if (strncmp(*w, "follow=", 7) == 0)
+                        a->follow = v;
+                else if (strncmp(*w, "recursive=", 10) == 0)
+                        a->recursive = v;
+                else if (strncmp(*w, "parents=", 8) == 0)
+                        a->parents = v;
+                else if (strncmp(*w, "missing_ok=", 11) == 0)
+                        a->missing_ok = v;
+                else if (strncmp(*w, "mode=", 5) == 0 && v <= 0777)
+                        a->mode = (unsigned) v;
+                else if (strncmp(*w, "max_entries=", 12) == 0 && v <= LIST_MAX_ENTRIES)
+                        a->max_entries = v;
+                else if (strncmp(*w, "max_depth=", 10) == 0 && v <= 64)
+                        a->max_depth = (unsigned) v;
+                else
+                        return -1;
+        }
+        return 0;
+}
+
+static void run_op(FileArgs *a) {
+        if (strcmp(a->op, FILE_OP_STAT) == 0)
+                op_stat(a);
+        if (strcmp(a->op, FILE_OP_LIST) == 0)
+                op_list(a);
+        if (strcmp(a->op, FILE_OP_MKDIR) == 0)
+                op_mkdir(a);
+        if (strcmp(a->op, FILE_OP_REMOVE) == 0)
+                op_remove(a);
+        fail(EINVAL, FILE_REASON_NONE);
+}
+
+_Noreturn static void setup_fail(int report_fd, SpawnStep step) {
+        SpawnReport r = { .kind = REPORT_FAILED, .step = step, .err = errno ? errno : EIO };
+        report_send(report_fd, &r, -1);
+        _exit(0);
+}
+
+int main(int argc, char **argv) {
+        static struct sock_filter insns[BPF_MAXINSNS];
+        SeccompProgram filter = { .insns = insns };
+        FileArgs a = {};
+        SpawnStep step;
+        RunParams p;
+        size_t len;
+        int keep[RUN_PARAMS_FDS + 3] = { 0, 1, 2 };
+
+        if (argc < 6 || run_exec_unhex(argv[1], &p, sizeof(p)) < 0 || parse_args(argv + 4, &a) < 0) {
+                fprintf(stderr, "%s: started by sandboxd only\n", FILE_HELPER_NAME);
+                return 127;
+        }
+        len = strlen(argv[2]) / 2;
+        if (len == 0 || len % sizeof(struct sock_filter) != 0 || len > sizeof(insns) ||
+            run_exec_unhex(argv[2], insns, len) < 0)
+                return 127;
+        filter.len = (unsigned short) (len / sizeof(struct sock_filter));
+        (void) prctl(PR_SET_NAME, FILE_HELPER_NAME);
+        /* The sandbox must not ptrace us or reach our fds through /proc (CVE-2019-5736). */
+        (void) prctl(PR_SET_DUMPABLE, 0);
+        (void) prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != (p.direct ? 0 : p.parent))
+                _exit(1);
+        close_all_fds_except(keep, 3 + run_params_fds(&p, keep + 3));
+        out_fd = p.stdio[1];
+        if (helper_enter_sandbox(&p, &step) < 0)
+                setup_fail(p.report_fd, step);
+        /* Modes are applied as given (docs/protocol.md); at most a few fds are ever needed. */
+        umask(0);
+        if (setrlimit(RLIMIT_NOFILE, &(struct rlimit) { 256, 256 }) < 0)
+                setup_fail(p.report_fd, STEP_RLIMIT);
+        root_fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (root_fd < 0)
+                setup_fail(p.report_fd, STEP_ROOT);
+        if (seccomp_apply(&filter) < 0)
+                setup_fail(p.report_fd, STEP_SECCOMP);
+        safe_close(p.report_fd); /* EOF there: setup done */
+        run_op(&a);
+}

@@ -1,0 +1,189 @@
+#!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# The file operations against the real daemon (docs/protocol.md "Files"): file.stat, file.list,
+# file.mkdir, file.remove, done inside the sandbox by sandboxd-file-helper as the sandbox's user.
+# What each finds is checked against what a run in the same sandbox sees; paths that try to leave
+# the sandbox (.., a symlink, a /proc magic link, a host path) reach only the sandbox's own view;
+# FIFOs and devices never block; bad input gets its code and field before any helper; another
+# uid's client gets exactly what an unknown sandbox gets; no helper and no file-N cgroup is left.
+. "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
+
+start_daemon || exit 0
+chmod 0755 "$T" && chmod 0666 "$SOCK"
+r=$(rpc '{"op":"create","best_effort":true}')
+SB=$(jget "$r" .sandbox.id)
+like "$SB" '^sbx-' "a sandbox"
+WORK=$(jget "$r" .sandbox.workdir)
+CGS=$(jget "$r" .sandbox.cgroup)
+echo "host canary $$" >"$T/canary"
+export SB WORK CGS
+
+run_py "file operations" 240 <<'PYEOF'
+import base64, json, os, time
+from client import Conn, check, is_
+
+sock, sb, T = os.environ["SOCK"], os.environ["SB"], os.environ["T"]
+c = Conn(sock, 30)
+
+def call(op, **kw):
+    req = {"op": op, "sandbox": sb}
+    req.update(kw)
+    return c.call(req, 30) or {}
+
+def run(script, user=None):
+    req = {"argv": ["sh", "-c", script]}
+    if user:
+        req["user"] = user
+    r = call("run", **req)
+    return r.get("stdout", "")
+
+def err(r):
+    return (r.get("error") or {}).get("code"), (r.get("error") or {}).get("field")
+
+run("mkdir -p /work/d/e /work/keep && printf 'hi\\n' > /work/d/a.txt && echo k > /work/keep/k && "
+    "ln -s /etc /work/d/l && ln -s /work/keep /work/lnk && ln -s /nowhere /work/d/dangling && "
+    "mkfifo /work/d/f && : > /work/d/b && mkdir /work/d/e/deep")
+
+# ---- file.stat
+r = call("file.stat", path="/work/d/a.txt")
+st = r.get("stat") or {}
+check(r.get("ok"), "file.stat of a file: ok", r)
+is_((st.get("type"), st.get("size"), st.get("mode"), st.get("uid"), st.get("nlink")), ("file", 3, 0o644, 1000, 1),
+    "... type, size, mode, owner (1000 inside) and nlink as written")
+is_(st.get("mtime_ns") // 10**9, int(run("stat -c %Y /work/d/a.txt").strip() or 0), "... mtime as a run sees it")
+r = call("file.stat", path="d/a.txt")
+is_((r.get("stat") or {}).get("path"), "/work/d/a.txt", "a relative path is relative to /work")
+r = call("file.stat", path="/work/d/l")
+is_(((r.get("stat") or {}).get("type"), (r.get("stat") or {}).get("target")), ("symlink", "/etc"),
+    "a symlink is reported as one, with its target")
+r = call("file.stat", path="/work/d/l", follow=True)
+is_((r.get("stat") or {}).get("type"), "dir", "... and followed (inside the sandbox) with follow")
+is_(err(call("file.stat", path="/work/nope")), ("not_found", "path"), "a missing path: not_found, field path")
+is_(err(call("file.stat", path="/work/d/a.txt/x")), ("not_found", "path"), "a file used as a directory: not_found")
+r = call("file.stat", path="/dev/null")
+is_((r.get("stat") or {}).get("type"), "char", "a device node is stat'ed (type char), never opened")
+t0 = time.monotonic()
+r = call("file.stat", path="/work/d/f")
+is_((r.get("stat") or {}).get("type"), "fifo", "a FIFO is stat'ed (type fifo)")
+check(time.monotonic() - t0 < 5, "... without blocking")
+
+# ---- escapes: everything resolves inside the sandbox
+r = call("file.stat", path="/../../../../work/d/a.txt")
+is_((r.get("stat") or {}).get("size"), 3, ".. at / stays at /: /../../../../work/d/a.txt is the sandbox's file")
+is_(err(call("file.stat", path=T + "/canary")), ("not_found", "path"), "a host path (the test's canary) is not found inside")
+run("ln -s %s/canary /work/hostlink && ln -s ../../../../../../%s/canary /work/hostlink2" % (T, T))
+is_(err(call("file.stat", path="/work/hostlink", follow=True)), ("not_found", "path"),
+    "a symlink to the host's canary, followed: not found (followed inside the sandbox)")
+r = call("file.stat", path="/work/hostlink2", follow=True)
+check(err(r) == ("not_found", "path"), "... nor with ../ in it", r)
+for p in ("/proc/self/root/etc", "/proc/self/cwd/x", "/proc/self/fd/0"):
+    is_(err(call("file.stat", path=p, follow=True)), ("invalid_request", "path"),
+        "%s (through a /proc magic link) is refused, field path" % p)
+
+# ---- file.list
+def listing(rid, **kw):
+    req = {"id": rid, "op": "file.list", "sandbox": sb}
+    req.update(kw)
+    c.send(req)
+    entries, final = [], None
+    while final is None:
+        m = c.recv_json(30)
+        if m is None:
+            break
+        if m.get("event") == "entries":
+            entries += m["entries"]
+        elif m.get("id") == rid:
+            final = m
+    return entries, final or {}
+
+entries, final = listing(100, path="/work/d")
+names = [e["name"] for e in entries]
+is_(names, sorted(run("ls -A /work/d").split()), "file.list: the names a run's ls sees, sorted")
+is_(final.get("entries"), len(names), "... the final reply counts them")
+types = {e["name"]: e["type"] for e in entries}
+is_((types.get("f"), types.get("l"), types.get("e"), types.get("b")), ("fifo", "symlink", "dir", "file"), "... with their types")
+is_({e["name"]: e.get("target") for e in entries if e["type"] == "symlink"}, {"l": "/etc", "dangling": "/nowhere"},
+    "... and the symlinks' targets (a dangling one too)")
+entries, final = listing(101, path="/work", recursive=True)
+paths = [e["path"] for e in entries]
+check("/work/d/e/deep" in paths and "/work/keep/k" in paths, "a recursive list walks the tree", paths)
+check(not any(p.startswith("/work/d/l/") or p.startswith("/work/lnk/") for p in paths),
+      "... and never through a symlink (to /etc, to /work/keep)")
+r = call("file.list", path="/work/d", max_entries=2)
+is_((r.get("entries"), r.get("truncated")), (2, True), "max_entries 2: two entries, truncated")
+entries, final = listing(102, path="/")
+mounts = {e["name"]: e.get("mount", False) for e in entries}
+check(mounts.get("proc") is True, "a mount below the listed directory is marked (proc)", mounts)
+is_(err(call("file.list", path="/work/d/a.txt")), ("invalid_request", "path"), "file.list of a file: invalid_request")
+is_(err(call("file.list", path="/work/d", max_entries=0)), ("invalid_request", "max_entries"), "max_entries 0 refused")
+
+# ---- file.mkdir
+r = call("file.mkdir", path="/work/m/n/o", parents=True, mode=0o700)
+is_(r.get("created"), 3, "file.mkdir with parents: three directories made")
+is_(run("stat -c '%a %u' /work/m /work/m/n/o").split("\n")[:2], ["755 1000", "700 1000"],
+    "... parents 0755, the last with its mode, all the sandbox user's (as a run sees them)")
+is_(call("file.mkdir", path="/work/m/n/o", parents=True).get("created"), 0, "... again: ok, nothing made")
+is_(err(call("file.mkdir", path="/work/m")), ("conflict", "path"), "without parents, an existing path: conflict")
+is_(err(call("file.mkdir", path="/work/zz/y")), ("not_found", "path"), "without parents, a missing parent: not_found")
+is_(err(call("file.mkdir", path="/work/q", mode=0o4755)), ("invalid_request", "mode"), "a setuid mode: invalid_request")
+is_(err(call("file.mkdir", path="/etc/x")), ("permission_denied", "path"), "in /etc (read-only inside): permission_denied")
+r = call("file.mkdir", path="/work/byroot", user="root")
+check(r.get("ok"), "as root of the sandbox", r)
+is_(run("stat -c %u /work/byroot").strip(), "0", "... owned by root inside")
+
+# ---- file.remove
+is_(call("file.remove", path="/work/d/b").get("removed"), 1, "file.remove of a file")
+is_(call("file.remove", path="/work/lnk", recursive=True).get("removed"), 1, "of a symlink to a directory, recursive: the link")
+is_(run("cat /work/keep/k; test -e /work/lnk || echo gone").split(), ["k", "gone"], "... its target untouched")
+is_(err(call("file.remove", path="/work/d/e")), ("conflict", "path"), "a directory that is not empty: conflict")
+is_(call("file.remove", path="/work/d/e", recursive=True).get("removed"), 2, "... recursive: the tree (2)")
+is_(err(call("file.remove", path="/work/d/e")), ("not_found", "path"), "missing: not_found")
+is_(call("file.remove", path="/work/d/e", missing_ok=True).get("removed"), 0, "... missing_ok: removed 0")
+for p in ("/", "/work", "/work/", "/work/d/..", "/work/.", "/../work"):
+    is_(err(call("file.remove", path=p, recursive=True))[0], "invalid_request", "%s is never removed" % p)
+is_(run("test -f /work/keep/k && echo here").strip(), "here", "... and the workspace is all there")
+is_(err(call("file.remove", path="/usr/bin/env")), ("permission_denied", "path"), "/usr/bin/env: permission_denied")
+
+# ---- bad input, refused before any helper
+is_(err(call("file.stat", path="")), ("invalid_request", "path"), "an empty path: invalid_request")
+is_(err(call("file.stat", path="/" + "a/" * 2048)), ("invalid_request", "path"), "a path over PATH_MAX")
+is_(err(call("file.stat", path="/work/" + "n" * 256)), ("invalid_request", "path"), "a component over NAME_MAX")
+is_(err(call("file.stat", path=base64.b64encode(b"/work/a\0b").decode(), path_encoding="base64")),
+    ("invalid_request", "path"), "a NUL in a base64 path")
+c.send_raw(b'{"id":200,"op":"file.stat","sandbox":"%s","path":"/work/a\\u0000b"}\n' % sb.encode())
+is_(err(c.recv_json(10) or {})[0], "invalid_json", "\\u0000 in a path: invalid_json")
+is_(err(call("file.stat", path="/work", follow="yes")), ("invalid_request", "follow"), "follow not a bool")
+is_(err(call("file.stat", path="/work", user="nobody")), ("invalid_request", "user"), "an unknown user")
+r = call("file.stat", path=base64.b64encode("/work/d/a.txt".encode()).decode(), path_encoding="base64")
+is_((r.get("stat") or {}).get("size"), 3, "a base64 path")
+c.close()
+PYEOF
+
+# sandboxctl ls end to end (file.list through libsandbox).
+ctl_run() { rpc '{"op":"run","sandbox":"'"$SB"'","argv":["sh","-c","'"$1"'"]}' | jq -r .stdout; }
+is "$(ctl ls "$SB" /work/keep)" "k" "sandboxctl ls SBX /work/keep lists its file"
+is "$(ctl ls "$SB" keep)" "k" "... a relative path is beneath /work"
+like "$(ctl ls -l "$SB" /work/d)" 'l.* l -> /etc' "sandboxctl ls -l shows a symlink with its target"
+is "$(ctl ls -R "$SB" /work/m | sort)" "$(printf '/work/m/n\n/work/m/n/o')" "sandboxctl ls -R walks the tree"
+ctl ls "$SB" /work/nope >/dev/null 2>"$T/ls.err"
+rc=$?
+ok_if() { if [ "$1" != 0 ]; then ok "$2"; else nok "$2"; fi; }
+ok_if "$rc" "sandboxctl ls of a missing path fails (status $rc)"
+like "$(cat "$T/ls.err")" 'not_found|No such' "... saying not found"
+
+# Another uid's client: the same bytes as for a sandbox that never existed.
+other_stat() {
+	printf '{"id":1,"op":"file.stat","sandbox":"%s","path":"/work"}\n' "$1" |
+		as_other 65534 --regid=65534 --clear-groups -- timeout 35 python3 "$OTHER_CLIENT" "$SOCK" raw --count 1 --timeout 30
+}
+unknown=sbx-000000000000
+a=$(other_stat "$SB")
+b=$(other_stat "$unknown")
+is "${a//$SB/@}" "${b//$unknown/@}" "another uid's file.stat gets what an unknown sandbox gets"
+like "$a" '"not_found"' "... not_found"
+
+is "$(find "$CGS" -mindepth 1 -maxdepth 1 -name 'file-*' -type d | wc -l)" 0 "no file-N cgroup left in the sandbox"
+# (comm holds 15 bytes: sandboxd-file-helper is "sandboxd-file-h" there)
+is "$(daemon_children_named sandboxd-file-h)" 0 "no file helper left"
+rpc '{"op":"destroy","sandbox":"'"$SB"'"}' >/dev/null
+stop_daemon
