@@ -18,12 +18,13 @@ CGS=$(jget "$r" .sandbox.cgroup)
 echo "host canary $$" >"$T/canary"
 export SB WORK CGS
 
-run_py "file operations" 240 <<'PYEOF'
+run_py "file operations" 400 <<'PYEOF'
 import base64, json, os, time
 from client import Conn, check, is_
 
 sock, sb, T = os.environ["SOCK"], os.environ["SB"], os.environ["T"]
 c = Conn(sock, 30)
+c.next_id = 10**6  # call()'s ids; the explicit ids below stay under them
 
 def call(op, **kw):
     req = {"op": op, "sandbox": sb}
@@ -144,6 +145,158 @@ for p in ("/", "/work", "/work/", "/work/d/..", "/work/.", "/../work"):
 is_(run("test -f /work/keep/k && echo here").strip(), "here", "... and the workspace is all there")
 is_(err(call("file.remove", path="/usr/bin/env")), ("permission_denied", "path"), "/usr/bin/env: permission_denied")
 
+# ---- file.read
+run("printf 'hello, world\\n' > /work/t.txt && : > /work/empty && "
+    "python3 -c 'import sys; sys.stdout.buffer.write(bytes(range(256)) * 4099)' > /work/bin.dat && "
+    "truncate -s 5M /work/sparse && printf X | dd of=/work/sparse bs=1 seek=3M conv=notrunc 2>/dev/null")
+
+def read(rid, path, **kw):
+    """The bytes of a file.read by events (holes as zeros), its size event and final reply."""
+    req = {"id": rid, "op": "file.read", "sandbox": sb, "path": path}
+    req.update(kw)
+    c.send(req)
+    size, final, out, start = None, None, bytearray(), None
+    while final is None:
+        m = c.recv_json(60)
+        if m is None:
+            break
+        if m.get("event") == "size":
+            size = m
+            start = m["offset"]
+        elif m.get("event") == "data":
+            d = base64.b64decode(m["data"])
+            rel = m["offset"] - (start or 0)
+            if rel > len(out):
+                out += b"\0" * (rel - len(out))
+            out += d
+        elif m.get("id") == rid:
+            final = m
+    if final and final.get("ok") and final["bytes"] > len(out):
+        out += b"\0" * (final["bytes"] - len(out))
+    return bytes(out), size or {}, final or {}
+
+def sha_in(path):
+    return run("sha256sum %s" % path).split()[0]
+
+import hashlib
+data, size, final = read(300, "/work/t.txt")
+is_(data, b"hello, world\n", "file.read of a text file: its bytes")
+is_((size.get("size"), size.get("offset"), size.get("length")), (13, 0, 13), "... the size event first")
+is_((final.get("bytes"), final.get("changed")), (13, False), "... and the reply: bytes, changed false")
+data, size, final = read(301, "/work/bin.dat")
+is_(hashlib.sha256(data).hexdigest(), sha_in("/work/bin.dat"), "a binary file (every byte value, 1 MiB + 1 KiB: two events) reads back exactly")
+data, size, final = read(302, "/work/empty")
+is_((data, size.get("length"), final.get("bytes")), (b"", 0, 0), "an empty file: length 0, no data, bytes 0")
+data, size, final = read(303, "/work/sparse")
+is_(hashlib.sha256(data).hexdigest(), sha_in("/work/sparse"), "a sparse file reads back exactly")
+data, size, final = read(304, "/work/bin.dat", offset=1000, length=300)
+is_(data, (bytes(range(256)) * 4099)[1000:1300], "offset 1000, length 300: those bytes")
+data, size, final = read(305, "/work/t.txt", offset=100)
+is_((size.get("length"), final.get("bytes")), (0, 0), "an offset past the end: length 0, bytes 0")
+is_(err(call("file.read", path="/work/d/l", nofollow=True)), ("invalid_request", "path"), "nofollow on a symlink: invalid_request")
+t0 = time.monotonic()
+is_(err(call("file.read", path="/work/d/f")), ("invalid_request", "path"), "a FIFO: invalid_request (never opened)")
+is_(err(call("file.read", path="/dev/zero")), ("invalid_request", "path"), "/dev/zero: invalid_request (never opened)")
+check(time.monotonic() - t0 < 10, "... neither blocks")
+is_(err(call("file.read", path="/work/d")), ("invalid_request", "path"), "a directory: invalid_request")
+is_(err(call("file.read", path="/work/t.txt", offset=-1)), ("invalid_request", "offset"), "a negative offset")
+
+# into a passed fd: the daemon hands it to the helper, which writes it
+import array, socket, subprocess
+def read_fd(rid, path, fd, **kw):
+    req = {"id": rid, "op": "file.read", "sandbox": sb, "path": path, "fd": 0, "fds": 1}
+    req.update(kw)
+    line = json.dumps(req).encode() + b"\n"
+    c.s.sendmsg([line], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [fd]))])
+    return c.final(rid, 60) or {}
+out = os.path.join(T, "out.sparse")
+fd = os.open(out, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+r = read_fd(310, "/work/sparse", fd)
+os.close(fd)
+is_(r.get("bytes"), 5 << 20, "file.read into a passed regular fd: ok, bytes")
+is_(hashlib.sha256(open(out, "rb").read()).hexdigest(), sha_in("/work/sparse"), "... the same bytes")
+check(os.stat(out).st_blocks * 512 <= 64 << 10, "... and it stays sparse (%d bytes allocated)" % (os.stat(out).st_blocks * 512))
+rp, wp = os.pipe()
+r = read_fd(311, "/work/t.txt", wp)
+os.close(wp)
+is_(os.read(rp, 100), b"hello, world\n", "into a passed pipe: the bytes")
+os.close(rp)
+dfd = os.open(T, os.O_RDONLY | os.O_DIRECTORY)
+r = read_fd(312, "/work/t.txt", dfd)
+is_(err(r), ("invalid_request", "fd"), "a directory fd: invalid_request, field fd")
+check("directory" in (r.get("error") or {}).get("message", ""), "... saying it is a directory", r)
+os.close(dfd)
+pfd = os.open(out, os.O_PATH)
+is_(err(read_fd(313, "/work/t.txt", pfd)), ("invalid_request", "fd"), "an O_PATH fd: refused")
+os.close(pfd)
+rfd = os.open(out, os.O_RDONLY)
+is_(err(read_fd(314, "/work/t.txt", rfd)), ("invalid_request", "fd"), "an fd open only for reading, as a sink: refused")
+os.close(rfd)
+s1, s2 = socket.socketpair()
+is_(err(read_fd(315, "/work/t.txt", s1.fileno())), ("invalid_request", "fd"), "a socket: refused")
+s1.close(); s2.close()
+
+# 64 MiB: by events, the daemon's memory stays bounded; by fd, no byte passes through it
+def hwm():
+    for l in open("/proc/%s/status" % os.environ["DAEMON_PID"]):
+        if l.startswith("VmRSS:"):
+            return int(l.split()[1])
+run("head -c 64M /dev/urandom > /work/big")
+big_sha = sha_in("/work/big")
+rss0 = hwm()
+peak = rss0
+c.send({"id": 320, "op": "file.read", "sandbox": sb, "path": "/work/big"})
+h = hashlib.sha256()
+final = None
+while final is None:
+    m = c.recv_json(120)
+    if m is None:
+        break
+    if m.get("event") == "data":
+        h.update(base64.b64decode(m["data"]))
+        peak = max(peak, hwm())
+    elif m.get("id") == 320 and "ok" in m:
+        final = m
+is_(h.hexdigest(), big_sha, "64 MiB by events: the same bytes")
+check(peak - rss0 < 16 << 10, "... the daemon's RSS grew by %d KiB at most (< 16 MiB)" % (peak - rss0))
+fd = os.open(os.path.join(T, "big"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+r = read_fd(321, "/work/big", fd)
+os.close(fd)
+is_(hashlib.sha256(open(os.path.join(T, "big"), "rb").read()).hexdigest(), big_sha, "64 MiB into a passed fd: the same bytes")
+os.unlink(os.path.join(T, "big"))
+
+# a client that goes away mid-read: its helper is killed, the daemon goes on
+c2 = Conn(sock, 30)
+c2.send({"id": 1, "op": "file.read", "sandbox": sb, "path": "/work/big"})
+while True:
+    m = c2.recv_json(30)
+    if m is None or m.get("event") == "data":
+        break
+c2.close()
+r = call("file.stat", path="/work/big")
+is_((r.get("stat") or {}).get("size"), 64 << 20, "a client gone mid-read: the daemon answers, the file is intact")
+
+# an attacker swapping a directory for a symlink to a host path while reads run
+run("mkdir -p /work/sw && echo inside > /work/sw/canary")
+c3 = Conn(sock, 120)
+c3.send({"id": 1, "op": "run", "sandbox": sb, "argv": ["sh", "-c",
+         "end=$(($(date +%%s) + 8)); while [ $(date +%%s) -lt $end ]; do mv /work/sw /work/sw.d; ln -s %s /work/sw; rm /work/sw; mv /work/sw.d /work/sw; done" % T]})
+host = open(os.path.join(T, "canary"), "rb").read()
+seen, errors = set(), set()
+t_end = time.monotonic() + 6
+while time.monotonic() < t_end:
+    data, size, final = read(400, "/work/sw/canary")
+    if final.get("ok"):
+        seen.add(data)
+    else:
+        errors.add((final.get("error") or {}).get("code"))
+check(host not in seen, "racing swaps of /work/sw for a symlink to the host's directory: the host canary is never read")
+check(seen <= {b"inside\n"}, "... every ok read is the sandbox's own file", seen)
+check(errors <= {"not_found"}, "... and every failure a clean not_found", errors)
+c3.final(1, 60)
+c3.close()
+is_(call("file.remove", path="/work/big").get("removed"), 1, "file.remove of the 64 MiB file")
+
 # ---- bad input, refused before any helper
 is_(err(call("file.stat", path="")), ("invalid_request", "path"), "an empty path: invalid_request")
 is_(err(call("file.stat", path="/" + "a/" * 2048)), ("invalid_request", "path"), "a path over PATH_MAX")
@@ -159,6 +312,8 @@ is_((r.get("stat") or {}).get("size"), 3, "a base64 path")
 c.close()
 PYEOF
 
+ok_if() { if [ "$1" != 0 ]; then ok "$2"; else nok "$2"; fi; } # status $1 is not 0
+
 # sandboxctl ls end to end (file.list through libsandbox).
 ctl_run() { rpc '{"op":"run","sandbox":"'"$SB"'","argv":["sh","-c","'"$1"'"]}' | jq -r .stdout; }
 is "$(ctl ls "$SB" /work/keep)" "k" "sandboxctl ls SBX /work/keep lists its file"
@@ -167,9 +322,23 @@ like "$(ctl ls -l "$SB" /work/d)" 'l.* l -> /etc' "sandboxctl ls -l shows a syml
 is "$(ctl ls -R "$SB" /work/m | sort)" "$(printf '/work/m/n\n/work/m/n/o')" "sandboxctl ls -R walks the tree"
 ctl ls "$SB" /work/nope >/dev/null 2>"$T/ls.err"
 rc=$?
-ok_if() { if [ "$1" != 0 ]; then ok "$2"; else nok "$2"; fi; }
 ok_if "$rc" "sandboxctl ls of a missing path fails (status $rc)"
 like "$(cat "$T/ls.err")" 'not_found|No such' "... saying not found"
+
+# sandboxctl cat and cp out of the sandbox, end to end (file.read into the fd sandboxctl passes).
+want=$(rpc '{"op":"run","sandbox":"'"$SB"'","argv":["sha256sum","/work/bin.dat"]}' | jq -r .stdout | cut -d' ' -f1)
+is "$(ctl cat "$SB" /work/bin.dat | sha256sum | cut -d' ' -f1)" "$want" "sandboxctl cat SBX /work/bin.dat | ...: the same bytes (a pipe)"
+ctl cat "$SB" /work/bin.dat >"$T/cat.out"
+is "$(sha256sum <"$T/cat.out" | cut -d' ' -f1)" "$want" "sandboxctl cat > file: the same bytes (a regular file)"
+ctl cp "$SB:/work/sparse" "$T/cp.sparse" 2>"$T/cp.err"
+is "$(sha256sum <"$T/cp.sparse" | cut -d' ' -f1)" \
+	"$(rpc '{"op":"run","sandbox":"'"$SB"'","argv":["sha256sum","/work/sparse"]}' | jq -r .stdout | cut -d' ' -f1)" \
+	"sandboxctl cp SBX:/work/sparse LOCAL: the same bytes"
+[ -s "$T/cp.err" ] && diag "$(cat "$T/cp.err")"
+ok_if "$([ "$(du -k "$T/cp.sparse" | cut -f1)" -le 64 ] && echo 1 || echo 0)" "... and the copy stays sparse ($(du -k "$T/cp.sparse" | cut -f1) KiB)"
+ctl cat "$SB" /work/d/f >/dev/null 2>"$T/cat.err"
+ok_if "$?" "sandboxctl cat of a FIFO fails at once"
+like "$(cat "$T/cat.err")" 'FIFO' "... saying it is a FIFO"
 
 # Another uid's client: the same bytes as for a sandbox that never existed.
 other_stat() {

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -33,12 +34,13 @@
 typedef struct FileArgs {
         const char *op;
         char path[FILE_RECORD_TEXT_MAX + 1];
-        bool follow, recursive, parents, missing_ok;
+        bool follow, recursive, parents, missing_ok, nofollow, sink;
         unsigned mode, max_depth;
-        uint64_t max_entries;
+        uint64_t max_entries, offset, length;
 } FileArgs;
 
 static int out_fd = 1;
+static int sink_fd = -1; /* file.read into the client's fd: its fd 2 (file-op.c) */
 
 static int write_all(const void *data, size_t n) {
         const char *p = data;
@@ -389,6 +391,156 @@ static void op_remove(FileArgs *a) {
         done(n, false);
 }
 
+/* Only a regular file is opened for its data: a FIFO would block, a device is no file. */
+static void need_regular(const struct stat *st) {
+        if (S_ISREG(st->st_mode))
+                return;
+        if (S_ISDIR(st->st_mode))
+                fail(EISDIR, FILE_REASON_IS_DIR);
+        if (S_ISLNK(st->st_mode))
+                fail(ELOOP, FILE_REASON_SYMLINK);
+        if (S_ISFIFO(st->st_mode))
+                fail(EINVAL, FILE_REASON_FIFO);
+        if (S_ISSOCK(st->st_mode))
+                fail(EINVAL, FILE_REASON_SOCKET);
+        fail(EINVAL, FILE_REASON_DEVICE);
+}
+
+/* The file's data, opened only once its O_PATH handle showed a regular file, then checked to be
+ * that same inode (a swap between the two is refused, never read). */
+static int open_regular(FileArgs *a, struct stat *ret) {
+        int nofollow = a->nofollow ? O_NOFOLLOW : 0;
+        int pfd = resolve(a->path, O_PATH | nofollow), fd;
+        struct stat st;
+
+        if (pfd < 0 || fstat(pfd, &st) < 0)
+                fail(errno, FILE_REASON_NONE);
+        need_regular(&st);
+        fd = resolve(a->path, O_RDONLY | O_NOCTTY | O_NONBLOCK | nofollow);
+        if (fd < 0 || fstat(fd, ret) < 0)
+                fail(errno, FILE_REASON_NONE);
+        if (ret->st_dev != st.st_dev || ret->st_ino != st.st_ino)
+                fail(EBUSY, FILE_REASON_SWAPPED);
+        safe_close(pfd);
+        return fd;
+}
+
+/* The client's fd: written in order from its own position (holes skipped with lseek where it
+ * is a regular file, zeros into a pipe); its flags are never changed (shared with the client). */
+static int sink_write(const char *p, size_t n) {
+        while (n > 0) {
+                ssize_t k = write(sink_fd, p, n);
+                if (k < 0 && errno == EAGAIN) {
+                        struct pollfd pfd = { .fd = sink_fd, .events = POLLOUT };
+                        (void) poll(&pfd, 1, -1);
+                        continue;
+                }
+                if (k < 0 && errno == EINTR)
+                        continue;
+                if (k <= 0)
+                        return -1;
+                p += k;
+                n -= (size_t) k;
+        }
+        return 0;
+}
+
+static bool sink_seekable;
+
+static void sink_hole(uint64_t n) {
+        static const char zeros[65536];
+        if (sink_seekable) {
+                if (lseek(sink_fd, (off_t) n, SEEK_CUR) < 0)
+                        fail(errno, FILE_REASON_NONE);
+                return;
+        }
+        while (n > 0) {
+                size_t k = n < sizeof(zeros) ? (size_t) n : sizeof(zeros);
+                if (sink_write(zeros, k) < 0)
+                        fail(errno, FILE_REASON_NONE);
+                n -= k;
+        }
+}
+
+/* A regular file ending in a hole: its length is made by ftruncate, as cp does. */
+static void sink_finish(void) {
+        struct stat st;
+        off_t pos;
+        if (!sink_seekable || (pos = lseek(sink_fd, 0, SEEK_CUR)) < 0 || fstat(sink_fd, &st) < 0 || st.st_size >= pos)
+                return;
+        if (ftruncate(sink_fd, pos) < 0)
+                fail(errno, FILE_REASON_NONE);
+}
+
+static void data_send(uint64_t offset, const void *data, size_t n) {
+        FileRecord r = { .kind = FILE_RECORD_DATA, .offset = offset, .length = n };
+        if (write_all(&r, sizeof(r)) < 0 || write_all(data, n) < 0)
+                _exit(1);
+}
+
+/* The next byte of data at or after pos, and where that data ends (holes are not sent: the
+ * next DATA record's offset jumps). Without SEEK_DATA, everything is data. */
+static uint64_t next_data(int fd, uint64_t pos, uint64_t end, uint64_t *ret_data_end) {
+        off_t d = lseek(fd, (off_t) pos, SEEK_DATA), h;
+
+        if (d < 0)
+                d = errno == ENXIO ? (off_t) end : (off_t) pos;
+        if ((uint64_t) d >= end)
+                return end;
+        h = lseek(fd, d, SEEK_HOLE);
+        *ret_data_end = h < 0 || (uint64_t) h > end ? end : (uint64_t) h;
+        return (uint64_t) d;
+}
+
+static void op_read(FileArgs *a) {
+        static char buf[FILE_DATA_MAX];
+        FileRecord sz = { .kind = FILE_RECORD_SIZE };
+        struct stat st, after;
+        uint64_t pos, end, size;
+        int fd = open_regular(a, &st);
+        struct stat sst;
+
+        sink_seekable = a->sink && fstat(sink_fd, &sst) == 0 && S_ISREG(sst.st_mode) && lseek(sink_fd, 0, SEEK_CUR) >= 0;
+        size = (uint64_t) st.st_size;
+        pos = a->offset < size ? a->offset : size;
+        end = a->length < size - pos ? pos + a->length : size;
+        sz.size = size;
+        sz.offset = pos;
+        sz.length = end - pos;
+        if (record_send(&sz, NULL, NULL) < 0)
+                _exit(1);
+        while (pos < end) {
+                uint64_t data_end = end, d = next_data(fd, pos, end, &data_end);
+                ssize_t k;
+
+                if (d >= end) {
+                        if (a->sink)
+                                sink_hole(end - pos);
+                        pos = end; /* a hole to the end: the client makes it */
+                        break;
+                }
+                if (a->sink && d > pos)
+                        sink_hole(d - pos);
+                pos = d;
+                k = pread(fd, buf, data_end - pos < sizeof(buf) ? data_end - pos : sizeof(buf), (off_t) pos);
+                if (k < 0 && errno == EINTR)
+                        continue;
+                if (k < 0)
+                        fail(errno, FILE_REASON_NONE);
+                if (k == 0)
+                        break; /* it shrank: ends early */
+                if (a->sink && sink_write(buf, (size_t) k) < 0)
+                        fail(errno, FILE_REASON_NONE);
+                if (!a->sink)
+                        data_send(pos, buf, (size_t) k);
+                pos += (uint64_t) k;
+        }
+        if (a->sink)
+                sink_finish();
+        done(pos - sz.offset, fstat(fd, &after) < 0 || after.st_size != st.st_size ||
+                                      after.st_mtim.tv_sec != st.st_mtim.tv_sec || after.st_mtim.tv_nsec != st.st_mtim.tv_nsec);
+}
+
 /* ---- Arguments ---------------------------------------------------------------------------- */
 
 static int parse_args(char **argv, FileArgs *a) {
@@ -407,6 +559,7 @@ static int parse_args(char **argv, FileArgs *a) {
         a->mode = 0755;
         a->max_entries = 10000;
         a->max_depth = 64;
+        a->length = UINT64_MAX;
         for (char **w = argv + 2; *w; w++) {
                 char *eq = strchr(*w, '=');
                 unsigned long long v;
@@ -421,6 +574,14 @@ static int parse_args(char **argv, FileArgs *a) {
                         a->parents = v;
                 else if (strncmp(*w, "missing_ok=", 11) == 0)
                         a->missing_ok = v;
+                else if (strncmp(*w, "sink=", 5) == 0)
+                        a->sink = v;
+                else if (strncmp(*w, "nofollow=", 9) == 0)
+                        a->nofollow = v;
+                else if (strncmp(*w, "offset=", 7) == 0)
+                        a->offset = v;
+                else if (strncmp(*w, "length=", 7) == 0)
+                        a->length = v;
                 else if (strncmp(*w, "mode=", 5) == 0 && v <= 0777)
                         a->mode = (unsigned) v;
                 else if (strncmp(*w, "max_entries=", 12) == 0 && v <= LIST_MAX_ENTRIES)
@@ -442,6 +603,8 @@ static void run_op(FileArgs *a) {
                 op_mkdir(a);
         if (strcmp(a->op, FILE_OP_REMOVE) == 0)
                 op_remove(a);
+        if (strcmp(a->op, FILE_OP_READ) == 0)
+                op_read(a);
         fail(EINVAL, FILE_REASON_NONE);
 }
 
@@ -477,8 +640,11 @@ int main(int argc, char **argv) {
                 _exit(1);
         close_all_fds_except(keep, 3 + run_params_fds(&p, keep + 3));
         out_fd = p.stdio[1];
+        sink_fd = p.stdio[2];
         if (helper_enter_sandbox(&p, &step) < 0)
                 setup_fail(p.report_fd, step);
+        /* A client that closes its pipe gets EPIPE reported, not a helper killed by SIGPIPE. */
+        (void) signal(SIGPIPE, SIG_IGN);
         /* Modes are applied as given (docs/protocol.md); at most a few fds are ever needed. */
         umask(0);
         if (setrlimit(RLIMIT_NOFILE, &(struct rlimit) { 256, 256 }) < 0)

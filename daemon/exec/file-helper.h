@@ -16,11 +16,14 @@
 #define FILE_OP_LIST "list"
 #define FILE_OP_MKDIR "mkdir"
 #define FILE_OP_REMOVE "remove"
+#define FILE_OP_READ "read"
 
 typedef enum FileRecordKind {
         FILE_RECORD_ENTRY = 1, /* one file: stat's answer, one entry of a list */
         FILE_RECORD_DONE,      /* the op ended well: count (created, removed, entries), truncated */
         FILE_RECORD_ERROR,     /* it failed: err (errno), reason */
+        FILE_RECORD_SIZE,      /* file.read: the file's size, and the offset and length it sends */
+        FILE_RECORD_DATA,      /* file.read: length bytes at offset follow (at most FILE_DATA_MAX) */
 } FileRecordKind;
 
 /* What an error is about, where errno alone does not say it. */
@@ -33,6 +36,11 @@ typedef enum FileReason {
         FILE_REASON_DOT,        /* ends in . or .. */
         FILE_REASON_EXISTS,
         FILE_REASON_NOT_EMPTY,
+        FILE_REASON_FIFO,       /* not a regular file where one is needed */
+        FILE_REASON_DEVICE,
+        FILE_REASON_SOCKET,
+        FILE_REASON_SYMLINK,    /* nofollow, and it is one */
+        FILE_REASON_SWAPPED,    /* replaced between its check and its open */
 } FileReason;
 
 typedef enum FileType {
@@ -58,6 +66,7 @@ typedef struct FileRecord {
         uint32_t uid, gid;
         uint32_t flags;
         uint64_t size, nlink, blocks_bytes, count;
+        uint64_t offset, length; /* SIZE and DATA */
         int64_t mtime_ns;
         uint32_t path_len, target_len;
         uint32_t truncated;
@@ -65,3 +74,4 @@ typedef struct FileRecord {
 } FileRecord;
 
 #define FILE_RECORD_TEXT_MAX 4096 /* path_len and target_len: at most PATH_MAX */
+#define FILE_DATA_MAX (1024u * 1024) /* a DATA record's bytes: SBX_FILE_CHUNK_BYTES */

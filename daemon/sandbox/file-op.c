@@ -33,8 +33,10 @@ typedef struct FileOp {
         char op[16];
         int out_fd;
         sd_event_source *out_source;
-        char buf[RECORD_MAX];
-        size_t len;
+        char *buf;              /* what the helper sent, up to one record (a DATA record: 1 MiB) */
+        size_t len, buf_size;
+        bool sized;             /* file.read: its SIZE came */
+        uint64_t data_next, data_end, seq; /* file.read: where the next DATA may start, the end */
         json_object *batch;     /* file.list: entries not yet sent */
         json_object *stat;      /* file.stat: the one entry */
         uint64_t n_entries;
@@ -117,10 +119,50 @@ static void flush_batch(FileOp *f) {
         reply_event(f->reply, ev);
 }
 
+static bool is_read(const FileOp *f) {
+        return strcmp(f->op, FILE_OP_READ) == 0;
+}
+
+/* file.read's records: one SIZE first, then DATA in order within what it announced. */
+static int take_read_record(FileOp *f, const FileRecord *r, const char *data) {
+        json_object *ev;
+        char *b64;
+
+        if (r->kind == FILE_RECORD_SIZE) {
+                if (f->sized || r->offset > r->size || r->length > r->size - r->offset)
+                        return -EPROTO;
+                f->sized = true;
+                f->data_next = r->offset;
+                f->data_end = r->offset + r->length;
+                ev = reply_event_new(f->reply, "size");
+                json_object_object_add(ev, "size", json_object_new_uint64(r->size));
+                json_object_object_add(ev, "offset", json_object_new_uint64(r->offset));
+                json_object_object_add(ev, "length", json_object_new_uint64(r->length));
+                reply_event(f->reply, ev);
+                return 0;
+        }
+        if (!f->sized || r->length == 0 || r->offset < f->data_next || r->offset > f->data_end ||
+            r->length > f->data_end - r->offset)
+                return -EPROTO;
+        f->data_next = r->offset + r->length;
+        b64 = base64_encode(data, r->length);
+        if (!b64)
+                return -ENOMEM;
+        ev = reply_event_new(f->reply, "data");
+        json_object_object_add(ev, "seq", json_object_new_uint64(f->seq++));
+        json_object_object_add(ev, "offset", json_object_new_uint64(r->offset));
+        json_object_object_add(ev, "data", json_object_new_string_len(b64, (int) base64_encoded_len(r->length)));
+        free(b64);
+        reply_event(f->reply, ev);
+        return 0;
+}
+
 /* One record from the helper, its text checked (lengths, type, kind, nothing after the end). */
 static int take_record(FileOp *f, const FileRecord *r, const char *text) {
         if (f->ended || r->path_len > FILE_RECORD_TEXT_MAX || r->target_len > FILE_RECORD_TEXT_MAX)
                 return -EPROTO;
+        if (r->kind == FILE_RECORD_SIZE || r->kind == FILE_RECORD_DATA)
+                return is_read(f) ? take_read_record(f, r, text) : -EPROTO;
         if (r->kind == FILE_RECORD_DONE || r->kind == FILE_RECORD_ERROR) {
                 f->end = *r;
                 f->ended = true;
@@ -148,14 +190,17 @@ static int parse_records(FileOp *f) {
 
         while (f->len - off >= sizeof(FileRecord)) {
                 FileRecord r;
+                size_t body;
                 memcpy(&r, f->buf + off, sizeof(r));
-                if (r.path_len > FILE_RECORD_TEXT_MAX || r.target_len > FILE_RECORD_TEXT_MAX)
+                if (r.path_len > FILE_RECORD_TEXT_MAX || r.target_len > FILE_RECORD_TEXT_MAX ||
+                    (r.kind == FILE_RECORD_DATA && r.length > FILE_DATA_MAX))
                         return -EPROTO;
-                if (f->len - off < sizeof(r) + r.path_len + r.target_len)
+                body = r.kind == FILE_RECORD_DATA ? (size_t) r.length : (size_t) r.path_len + r.target_len;
+                if (f->len - off < sizeof(r) + body)
                         break;
                 if (take_record(f, &r, f->buf + off + sizeof(r)) < 0)
                         return -EPROTO;
-                off += sizeof(r) + r.path_len + r.target_len;
+                off += sizeof(r) + body;
         }
         memmove(f->buf, f->buf + off, f->len - off);
         f->len -= off;
@@ -166,9 +211,9 @@ static int parse_records(FileOp *f) {
 static int read_out(FileOp *f) {
         for (;;) {
                 ssize_t n;
-                if (f->len == sizeof(f->buf))
+                if (f->len == f->buf_size)
                         return -EPROTO;
-                n = read(f->out_fd, f->buf + f->len, sizeof(f->buf) - f->len);
+                n = read(f->out_fd, f->buf + f->len, f->buf_size - f->len);
                 if (n < 0)
                         return errno == EAGAIN || errno == EINTR ? 1 : -errno;
                 if (n == 0)
@@ -236,7 +281,12 @@ static const char *reason_words(int err, FileReason reason) {
         case FILE_REASON_DOT: return "ends in . or ..";
         case FILE_REASON_EXISTS: return "exists already";
         case FILE_REASON_NOT_EMPTY: return "is a directory that is not empty (\"recursive\": true removes a tree)";
-        default: return strerror(err);
+        case FILE_REASON_FIFO: return "is a FIFO";
+        case FILE_REASON_DEVICE: return "is a device";
+        case FILE_REASON_SOCKET: return "is a socket";
+        case FILE_REASON_SYMLINK: return "is a symlink (and nofollow was asked)";
+        case FILE_REASON_SWAPPED: return "was replaced while it was opened";
+        default: return err == ELOOP ? "goes through a /proc magic link, or through too many symlinks" : strerror(err);
         }
 }
 
@@ -265,6 +315,9 @@ static void reply_done(FileOp *f) {
                 flush_batch(f);
                 json_object_object_add(o, "entries", json_object_new_uint64(f->n_entries));
                 json_object_object_add(o, "truncated", json_object_new_boolean(f->end.truncated != 0));
+        } else if (is_read(f)) {
+                json_object_object_add(o, "bytes", json_object_new_uint64(f->end.count));
+                json_object_object_add(o, "changed", json_object_new_boolean(f->end.truncated != 0));
         } else if (count)
                 json_object_object_add(o, count, json_object_new_uint64(f->end.count));
         reply_ok(f->reply, o);
@@ -280,6 +333,7 @@ static void file_op_free(FileOp *f) {
         reply_unref(f->reply);
         json_object_put(f->batch);
         json_object_put(f->stat);
+        free(f->buf);
         free(f);
 }
 
@@ -406,10 +460,16 @@ int file_op_start(Sandbox *s, const FileOpSpec *spec, Reply *reply, ProtoError *
                 return proto_error_set(err, SBX_E_CONFLICT, "sandbox", "the sandbox is frozen for a snapshot; try again");
         argv = helper_argv(spec);
         f = calloc(1, sizeof(*f));
-        if (!argv || !f) {
+        if (f) {
+                f->buf_size = strcmp(spec->op, FILE_OP_READ) == 0 ? sizeof(FileRecord) + FILE_DATA_MAX : RECORD_MAX;
+                f->buf = malloc(f->buf_size);
+        }
+        if (!argv || !f || !f->buf) {
                 if (argv)
                         free(argv[1]);
                 free(argv);
+                if (f)
+                        free(f->buf);
                 free(f);
                 return proto_error_set(err, SBX_E_INTERNAL, NULL, "out of memory");
         }
@@ -428,6 +488,7 @@ int file_op_start(Sandbox *s, const FileOpSpec *spec, Reply *reply, ProtoError *
                 .what_cgroup = "cannot create the file helper's cgroup",
                 .what_fds = "cannot create pipes",
                 .what_start = "cannot start the file helper",
+                .stderr_fd = spec->sink_fd >= 0 ? &spec->sink_fd : NULL,
         };
         f->sandbox = s;
         f->out_fd = -EBADF;

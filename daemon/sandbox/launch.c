@@ -178,7 +178,7 @@ static int launch_spawn(Launch *l, const LaunchSpec *spec, LaunchFds *f) {
         p->report_fd = f->rep[1];
         p->stdio[0] = f->in[0];
         p->stdio[1] = f->out[1];
-        p->stdio[2] = f->err[1];
+        p->stdio[2] = spec->stderr_fd ? *spec->stderr_fd : f->err[1];
         launch_params_guard(s, spec->pids, spec->memory, p);
         if (spec->file_helper || (spec->via_helper && m->run_helper_fd >= 0)) {
                 int helper_fd = spec->file_helper ? m->file_helper_fd : m->run_helper_fd;

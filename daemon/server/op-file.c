@@ -2,11 +2,13 @@
 /* file.stat, file.list, file.mkdir, file.remove: the request's fields checked here, the work
  * done inside the sandbox by the file helper (file-op.c, docs/protocol.md "Files"). */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "file-helper.h"
+#include "fdpass.h"
 #include "file-op.h"
 #include "file-proto.h"
 #include "macro.h"
@@ -46,10 +48,29 @@ static int get_flag(json_object *req, const char *name, char *buf, size_t size, 
         return 0;
 }
 
-/* The common part: sandbox, path, user; then the helper with options. */
-static int file_op(Request *c, json_object *req, const char *op, const char *const *options, ProtoError *err) {
+/* "fd": the index of one of the line's fds, type-checked against what the op does with it; the
+ * daemon never reads or writes it (the helper does). 0 when absent. */
+static int get_fd(Request *c, json_object *req, unsigned allow, int *ret, ProtoError *err) {
+        const char *reason = NULL;
+        uint64_t i;
+        int r = proto_get_uint(req, "fd", 0, SBX_FDS_PER_MESSAGE - 1, &i, err);
+
+        if (r <= 0)
+                return r;
+        if (i >= c->n_fds)
+                return proto_error_set(err, SBX_E_INVALID_REQUEST, "fd", "fd %" PRIu64 " did not come with this request (%zu did)",
+                                       i, c->n_fds);
+        if (sbx_fd_check(c->fds[i], allow, &reason) < 0)
+                return proto_error_set(err, SBX_E_INVALID_REQUEST, "fd", "fd %" PRIu64 " %s", i, reason ? reason : "is refused");
+        *ret = c->fds[i];
+        return 1;
+}
+
+/* The common part: sandbox, path, user; then the helper with options (and sink_fd, or -1). */
+static int file_op_fd(Request *c, json_object *req, const char *op, const char *const *options, int sink_fd,
+                      ProtoError *err) {
         _cleanup_free_ char *path = NULL;
-        FileOpSpec spec = { .op = op, .options = options };
+        FileOpSpec spec = { .op = op, .options = options, .sink_fd = sink_fd };
         Sandbox *s;
         int r;
 
@@ -58,6 +79,10 @@ static int file_op(Request *c, json_object *req, const char *op, const char *con
                 return r;
         spec.path = path;
         return file_op_start(s, &spec, c->reply, err);
+}
+
+static int file_op(Request *c, json_object *req, const char *op, const char *const *options, ProtoError *err) {
+        return file_op_fd(c, req, op, options, -1, err);
 }
 
 int op_file_stat(Request *c, json_object *id, json_object *req, ProtoError *err) {
@@ -93,6 +118,23 @@ int op_file_mkdir(Request *c, json_object *id, json_object *req, ProtoError *err
                 return r;
         snprintf(mode_opt, sizeof(mode_opt), "mode=%u", mode);
         return file_op(c, req, FILE_OP_MKDIR, options, err);
+}
+
+int op_file_read(Request *c, json_object *id, json_object *req, ProtoError *err) {
+        char nofollow[16], offset_opt[40], length_opt[40];
+        const char *options[] = { nofollow, offset_opt, length_opt, NULL, NULL };
+        uint64_t offset = 0, length = UINT64_MAX;
+        int r, sink = -1;
+
+        if ((r = get_flag(req, "nofollow", nofollow, sizeof(nofollow), err)) < 0 ||
+            (r = proto_get_size(req, "offset", &offset, err)) < 0 || (r = proto_get_size(req, "length", &length, err)) < 0 ||
+            (r = get_fd(c, req, SBX_FD_FILE_SINK, &sink, err)) < 0)
+                return r;
+        snprintf(offset_opt, sizeof(offset_opt), "offset=%" PRIu64, offset);
+        snprintf(length_opt, sizeof(length_opt), "length=%" PRIu64, length);
+        if (sink >= 0)
+                options[3] = "sink=1";
+        return file_op_fd(c, req, FILE_OP_READ, options, sink, err);
 }
 
 int op_file_remove(Request *c, json_object *id, json_object *req, ProtoError *err) {

@@ -94,6 +94,10 @@ static const FieldSpec file_list_fields[] = {
         ENVELOPE, FILE_FIELDS, { "recursive", FIELD_BOOL }, { "max_entries", FIELD_INT }, { "max_depth", FIELD_INT }, {},
 };
 static const FieldSpec file_mkdir_fields[] = { ENVELOPE, FILE_FIELDS, { "mode", FIELD_ID }, { "parents", FIELD_BOOL }, {} };
+static const FieldSpec file_read_fields[] = {
+        ENVELOPE, FILE_FIELDS, { "offset", FIELD_SIZE }, { "length", FIELD_SIZE }, { "nofollow", FIELD_BOOL },
+        { "fd", FIELD_INT }, {},
+};
 static const FieldSpec file_remove_fields[] = {
         ENVELOPE, FILE_FIELDS, { "recursive", FIELD_BOOL }, { "missing_ok", FIELD_BOOL }, {},
 };
@@ -123,6 +127,7 @@ static const Op ops[] = {
         { "file.list", op_file_list, file_list_fields },
         { "file.mkdir", op_file_mkdir, file_mkdir_fields },
         { "file.remove", op_file_remove, file_remove_fields },
+        { "file.read", op_file_read, file_read_fields, .takes_fds = true },
 };
 
 void ops_dispatch(Reply *reply, const char *name, json_object *req, int *fds, size_t n_fds, void *userdata) {
