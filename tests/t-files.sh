@@ -16,7 +16,9 @@ like "$SB" '^sbx-' "a sandbox"
 WORK=$(jget "$r" .sandbox.workdir)
 CGS=$(jget "$r" .sandbox.cgroup)
 echo "host canary $$" >"$T/canary"
-export SB WORK CGS
+# A second sandbox whose own tmpfs (/tmp) is small: 64M of memory gives it 32M (sandbox_tmpfs_size()).
+SB2=$(jget "$(rpc '{"op":"create","best_effort":true,"limits":{"memory":"64M"}}')" .sandbox.id)
+export SB WORK CGS SB2
 
 run_py "file operations" 400 <<'PYEOF'
 import base64, json, os, time
@@ -297,6 +299,123 @@ c3.final(1, 60)
 c3.close()
 is_(call("file.remove", path="/work/big").get("removed"), 1, "file.remove of the 64 MiB file")
 
+# ---- file.write
+def write_fd(rid, path, fd, conn=None, **kw):
+    conn = conn or c
+    req = {"id": rid, "op": "file.write", "sandbox": sb, "path": path, "fd": 0, "fds": 1}
+    req.update(kw)
+    conn.s.sendmsg([json.dumps(req).encode() + b"\n"], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [fd]))])
+    return conn.final(rid, 120) or {}
+
+r = call("file.write", path="/work/w/t.txt", data="hello, file\n", parents=True)
+is_((r.get("ok"), r.get("bytes"), r.get("created"), r.get("path")), (True, 12, True, "/work/w/t.txt"),
+    "file.write of inline text with parents: ok, bytes, created")
+is_(run("cat /work/w/t.txt; stat -c '%a %u' /work/w/t.txt /work/w"), "hello, file\n644 1000\n755 1000\n",
+    "... the content, 0644 and 0755, the sandbox user's")
+allbytes = bytes(range(256)) * 64
+r = call("file.write", path="/work/w/bin", data=base64.b64encode(allbytes).decode(), encoding="base64", mode=0o600)
+is_(sha_in("/work/w/bin"), hashlib.sha256(allbytes).hexdigest(), "inline base64: every byte value as sent")
+is_(run("stat -c %a /work/w/bin").strip(), "600", "... with its mode")
+r = call("file.write", path="/work/w/bin", data="new")
+is_((r.get("created"), run("cat /work/w/bin; stat -c ' %a' /work/w/bin")), (False, "new 600\n"),
+    "replacing a file: created false, the old file's mode kept")
+is_(call("file.write", path="/work/w/empty", data="").get("bytes"), 0, "an empty file")
+is_(run("stat -c %s /work/w/empty").strip(), "0", "... is empty")
+is_(err(call("file.write", path="/work/w/t.txt", data="x", exclusive=True)), ("conflict", "path"), "exclusive over an existing file: conflict")
+r = call("file.write", path="/work/w/t.txt", data="J", atomic=False, offset=7)
+is_(run("cat /work/w/t.txt"), "hello, Jile\n", "atomic false with offset 7: written in place")
+is_(err(call("file.write", path="/work/w/t.txt", data="x", size=5)), ("invalid_request", "size"), "size not matching data")
+is_(err(call("file.write", path="/work/w/t.txt", data="!!", encoding="base64")), ("invalid_request", "data"), "bad base64")
+is_(err(call("file.write", path="/work/w/t.txt", data="x", mode=0o2755)), ("invalid_request", "mode"), "a setgid mode")
+is_(err(call("file.write", path="/work/w/t.txt")), ("invalid_request", "data"), "neither data nor fd")
+is_(err(call("file.write", path="/work/w", data="x")), ("invalid_request", "path"), "over a directory: invalid_request")
+is_(err(call("file.write", path="/etc/passwd", data="x")), ("permission_denied", "path"), "/etc/passwd: permission_denied")
+is_(run("cat /work/w/t.txt"), "hello, Jile\n", "... every refused write left the file as it was")
+
+# by fd: a sparse file, a pipe, 64 MiB
+src = os.path.join(T, "src.sparse")
+with open(src, "wb") as fh:
+    fh.truncate(6 << 20)
+    fh.seek(4 << 20)
+    fh.write(b"Y" * 100)
+fd = os.open(src, os.O_RDONLY)
+r = write_fd(500, "/work/w/sparse", fd)
+os.close(fd)
+is_(sha_in("/work/w/sparse"), hashlib.sha256(open(src, "rb").read()).hexdigest(), "file.write from a passed sparse file: the same bytes")
+check(int(run("du -k /work/w/sparse").split()[0]) <= 64, "... and it stays sparse inside", run("du -k /work/w/sparse"))
+rp, wp = os.pipe()
+os.write(wp, b"through a pipe\n")
+os.close(wp)
+r = write_fd(501, "/work/w/pipe", rp)
+os.close(rp)
+is_(run("cat /work/w/pipe"), "through a pipe\n", "from a passed pipe: its bytes")
+dfd = os.open(T, os.O_RDONLY | os.O_DIRECTORY)
+is_(err(write_fd(502, "/work/w/x", dfd)), ("invalid_request", "fd"), "a directory fd as the source: refused")
+os.close(dfd)
+wfd = os.open(src, os.O_WRONLY)
+is_(err(write_fd(503, "/work/w/x", wfd)), ("invalid_request", "fd"), "an fd open only for writing, as a source: refused")
+os.close(wfd)
+fd = os.open(src, os.O_RDONLY)
+is_(err(write_fd(504, "/work/w/huge", fd, size="100T")), ("no_space", "size"), "a size larger than the free space: no_space before any data")
+os.close(fd)
+big = os.path.join(T, "big.src")
+with open(big, "wb") as fh:
+    for i in range(64):
+        fh.write(os.urandom(1 << 20))
+want = hashlib.sha256(open(big, "rb").read()).hexdigest()
+rss0 = hwm()
+fd = os.open(big, os.O_RDONLY)
+r = write_fd(505, "/work/w/big", fd, size=64 << 20)
+os.close(fd)
+is_((r.get("bytes"), sha_in("/work/w/big")), (64 << 20, want), "64 MiB from a passed fd: the same bytes")
+check(hwm() - rss0 < 16 << 10, "... the daemon's RSS grew by %d KiB (< 16 MiB)" % (hwm() - rss0))
+fd = os.open(src, os.O_RDONLY)
+is_(err(write_fd(506, "/work/w/t.txt", fd, size=10 << 20)), ("invalid_request", "size"), "a source shorter than size: invalid_request, field size")
+os.close(fd)
+is_(run("cat /work/w/t.txt"), "hello, Jile\n", "... the old file as it was")
+
+# a full disk: a sandbox's small tmpfs (/tmp); the old file stays
+sb2 = os.environ["SB2"]
+c.call({"op": "file.write", "sandbox": sb2, "path": "/tmp/full", "data": "old\n"})
+fd = os.open(big, os.O_RDONLY)
+req = {"id": 507, "op": "file.write", "sandbox": sb2, "path": "/tmp/full", "fd": 0, "fds": 1}
+c.s.sendmsg([json.dumps(req).encode() + b"\n"], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [fd]))])
+r = c.final(507, 120) or {}
+os.close(fd)
+check(err(r) == ("no_space", "data"), "64 MiB into a sandbox's 32M tmpfs: no_space, field data", r)
+r = c.call({"op": "run", "sandbox": sb2, "argv": ["sh", "-c", "cat /tmp/full; ls -A /tmp | grep -c sbx-"]})
+is_(r.get("stdout"), "old\n0\n", "... the old file intact, no temporary name left")
+os.unlink(big)
+
+# a client that goes away mid-write: the helper is killed, the old file stays, nothing is left
+c4 = Conn(sock, 30)
+rp, wp = os.pipe()
+os.write(wp, b"partial " * 1000)
+c4.s.sendmsg([json.dumps({"id": 1, "op": "file.write", "sandbox": sb, "path": "/work/w/t.txt", "fd": 0, "fds": 1}).encode() + b"\n"],
+             [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [rp]))])
+os.close(rp)
+time.sleep(1)
+c4.close()
+time.sleep(1)
+os.close(wp)
+is_(run("cat /work/w/t.txt; ls -A /work/w | grep -c sbx-"), "hello, Jile\n0\n", "a client gone mid-write: the old file intact, no temporary name")
+
+# an attacker swapping the target's directory for a symlink to a host directory during writes
+run("mkdir -p /work/sw2")
+c5 = Conn(sock, 120)
+c5.send({"id": 1, "op": "run", "sandbox": sb, "argv": ["sh", "-c",
+         "end=$(($(date +%%s) + 8)); while [ $(date +%%s) -lt $end ]; do mv /work/sw2 /work/sw2.d; ln -s %s /work/sw2; rm /work/sw2; mv /work/sw2.d /work/sw2; done" % T]})
+codes = set()
+t_end = time.monotonic() + 6
+while time.monotonic() < t_end:
+    r = call("file.write", path="/work/sw2/out", data="x")
+    codes.add("ok" if r.get("ok") else (r.get("error") or {}).get("code"))
+c5.final(1, 60)
+c5.close()
+check(not os.path.exists(os.path.join(T, "out")), "racing swaps for a symlink to the host's directory: nothing written on the host")
+check(codes <= {"ok", "not_found"}, "... every write ok or a clean not_found", codes)
+is_(run("ls -A /work/sw2 /work | grep -c sbx-"), "0\n", "... and no temporary name left")
+
 # ---- bad input, refused before any helper
 is_(err(call("file.stat", path="")), ("invalid_request", "path"), "an empty path: invalid_request")
 is_(err(call("file.stat", path="/" + "a/" * 2048)), ("invalid_request", "path"), "a path over PATH_MAX")
@@ -355,4 +474,5 @@ is "$(find "$CGS" -mindepth 1 -maxdepth 1 -name 'file-*' -type d | wc -l)" 0 "no
 # (comm holds 15 bytes: sandboxd-file-helper is "sandboxd-file-h" there)
 is "$(daemon_children_named sandboxd-file-h)" 0 "no file helper left"
 rpc '{"op":"destroy","sandbox":"'"$SB"'"}' >/dev/null
+rpc '{"op":"destroy","sandbox":"'"$SB2"'"}' >/dev/null
 stop_daemon

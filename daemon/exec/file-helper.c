@@ -18,6 +18,7 @@
 #include <string.h>
 #include <poll.h>
 #include <sys/prctl.h>
+#include <sys/statvfs.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -34,13 +35,13 @@
 typedef struct FileArgs {
         const char *op;
         char path[FILE_RECORD_TEXT_MAX + 1];
-        bool follow, recursive, parents, missing_ok, nofollow, sink;
+        bool follow, recursive, parents, missing_ok, nofollow, sink, exclusive, in_place, sync, has_mode, has_size;
         unsigned mode, max_depth;
-        uint64_t max_entries, offset, length;
+        uint64_t max_entries, offset, length, size;
 } FileArgs;
 
 static int out_fd = 1;
-static int sink_fd = -1; /* file.read into the client's fd: its fd 2 (file-op.c) */
+static int data_fd = -1; /* file.read into the client's fd: its fd 2 (file-op.c) */
 
 static int write_all(const void *data, size_t n) {
         const char *p = data;
@@ -284,8 +285,8 @@ static void op_list(FileArgs *a) {
 /* mkdir -p: each missing component made beneath its parent's fd and then opened O_NOFOLLOW (a
  * symlink raced into its place is refused, never followed); existing ones are resolved as the
  * sandbox sees them. */
-static void op_mkdir_parents(FileArgs *a) {
-        char *p = a->path, *slash;
+static uint64_t make_parents(char *p, unsigned mode) {
+        char *slash;
         uint64_t created = 0;
         int dir = resolve("/", O_PATH | O_DIRECTORY);
 
@@ -298,7 +299,7 @@ static void op_mkdir_parents(FileArgs *a) {
                 name = strrchr(p, '/') + 1;
                 fd = resolve(p, O_PATH | O_DIRECTORY);
                 if (fd < 0 && errno == ENOENT && *name && strcmp(name, ".") != 0 && strcmp(name, "..") != 0) {
-                        if (mkdirat(dir, name, slash ? 0755 : a->mode) < 0 && errno != EEXIST)
+                        if (mkdirat(dir, name, slash ? 0755 : mode) < 0 && errno != EEXIST)
                                 fail(errno, FILE_REASON_NONE);
                         created++;
                         fd = openat(dir, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -311,7 +312,14 @@ static void op_mkdir_parents(FileArgs *a) {
                         break;
                 *slash = '/';
         }
-        done(created, false);
+        if (slash)
+                *slash = '/';
+        safe_close(dir);
+        return created;
+}
+
+static void op_mkdir_parents(FileArgs *a) {
+        done(make_parents(a->path, a->mode), false);
 }
 
 static void op_mkdir(FileArgs *a) {
@@ -429,9 +437,9 @@ static int open_regular(FileArgs *a, struct stat *ret) {
  * is a regular file, zeros into a pipe); its flags are never changed (shared with the client). */
 static int sink_write(const char *p, size_t n) {
         while (n > 0) {
-                ssize_t k = write(sink_fd, p, n);
+                ssize_t k = write(data_fd, p, n);
                 if (k < 0 && errno == EAGAIN) {
-                        struct pollfd pfd = { .fd = sink_fd, .events = POLLOUT };
+                        struct pollfd pfd = { .fd = data_fd, .events = POLLOUT };
                         (void) poll(&pfd, 1, -1);
                         continue;
                 }
@@ -450,7 +458,7 @@ static bool sink_seekable;
 static void sink_hole(uint64_t n) {
         static const char zeros[65536];
         if (sink_seekable) {
-                if (lseek(sink_fd, (off_t) n, SEEK_CUR) < 0)
+                if (lseek(data_fd, (off_t) n, SEEK_CUR) < 0)
                         fail(errno, FILE_REASON_NONE);
                 return;
         }
@@ -466,9 +474,9 @@ static void sink_hole(uint64_t n) {
 static void sink_finish(void) {
         struct stat st;
         off_t pos;
-        if (!sink_seekable || (pos = lseek(sink_fd, 0, SEEK_CUR)) < 0 || fstat(sink_fd, &st) < 0 || st.st_size >= pos)
+        if (!sink_seekable || (pos = lseek(data_fd, 0, SEEK_CUR)) < 0 || fstat(data_fd, &st) < 0 || st.st_size >= pos)
                 return;
-        if (ftruncate(sink_fd, pos) < 0)
+        if (ftruncate(data_fd, pos) < 0)
                 fail(errno, FILE_REASON_NONE);
 }
 
@@ -500,7 +508,7 @@ static void op_read(FileArgs *a) {
         int fd = open_regular(a, &st);
         struct stat sst;
 
-        sink_seekable = a->sink && fstat(sink_fd, &sst) == 0 && S_ISREG(sst.st_mode) && lseek(sink_fd, 0, SEEK_CUR) >= 0;
+        sink_seekable = a->sink && fstat(data_fd, &sst) == 0 && S_ISREG(sst.st_mode) && lseek(data_fd, 0, SEEK_CUR) >= 0;
         size = (uint64_t) st.st_size;
         pos = a->offset < size ? a->offset : size;
         end = a->length < size - pos ? pos + a->length : size;
@@ -541,6 +549,219 @@ static void op_read(FileArgs *a) {
                                       after.st_mtim.tv_sec != st.st_mtim.tv_sec || after.st_mtim.tv_nsec != st.st_mtim.tv_nsec);
 }
 
+/* ---- file.write ---------------------------------------------------------------------------- */
+
+_Noreturn static void fail_count(int err, FileReason reason, uint64_t count) {
+        FileRecord r = { .kind = FILE_RECORD_ERROR, .err = err, .reason = reason, .count = count };
+        (void) record_send(&r, NULL, NULL);
+        _exit(0);
+}
+
+/* All of n bytes at off: a short write (the disk filling up) is retried, so that the error
+ * that stops it is the kernel's own (ENOSPC, EFBIG). */
+static int pwrite_all(int fd, const char *p, size_t n, off_t off) {
+        while (n > 0) {
+                ssize_t k = pwrite(fd, p, n, off);
+                if (k < 0 && errno == EINTR)
+                        continue;
+                if (k < 0)
+                        return -1;
+                if (k == 0) {
+                        errno = EIO;
+                        return -1;
+                }
+                p += k;
+                n -= (size_t) k;
+                off += k;
+        }
+        return 0;
+}
+
+/* The source (the client's fd, or the daemon's memfd of inline data: our fd 2) into dst from
+ * its offset 0: data ranges of a regular source by copy_file_range (else pread/pwrite), its
+ * holes left as holes; a pipe read to its end. At most max bytes. Returns the count. */
+static uint64_t copy_in(int dst, uint64_t max) {
+        static char buf[FILE_DATA_MAX];
+        struct stat st;
+        uint64_t pos = 0, src_base = 0;
+        bool regular = fstat(data_fd, &st) == 0 && S_ISREG(st.st_mode);
+        off_t cur = regular ? lseek(data_fd, 0, SEEK_CUR) : -1;
+
+        regular = regular && cur >= 0;
+        src_base = regular ? (uint64_t) cur : 0;
+        if (regular && max > (uint64_t) st.st_size - (src_base < (uint64_t) st.st_size ? src_base : (uint64_t) st.st_size))
+                max = (uint64_t) st.st_size > src_base ? (uint64_t) st.st_size - src_base : 0;
+        while (pos < max) {
+                uint64_t data_end = max, want;
+                ssize_t k;
+
+                if (regular) {
+                        uint64_t d = next_data(data_fd, src_base + pos, src_base + max, &data_end);
+                        if (d >= src_base + max) {
+                                pos = max;
+                                break;
+                        }
+                        pos = d - src_base;
+                        data_end -= src_base;
+                }
+                want = data_end - pos < sizeof(buf) ? data_end - pos : sizeof(buf);
+                if (regular) {
+                        loff_t in = (loff_t) (src_base + pos), out = (loff_t) pos;
+                        k = copy_file_range(data_fd, &in, dst, &out, want, 0);
+                        if (k < 0 && (errno == EXDEV || errno == EINVAL || errno == ENOSYS || errno == EOPNOTSUPP)) {
+                                k = pread(data_fd, buf, want, (off_t) (src_base + pos));
+                                if (k > 0 && pwrite_all(dst, buf, (size_t) k, (off_t) pos) < 0)
+                                        fail_count(errno, FILE_REASON_NONE, pos);
+                        }
+                } else {
+                        k = read(data_fd, buf, want);
+                        if (k > 0 && pwrite_all(dst, buf, (size_t) k, (off_t) pos) < 0)
+                                fail_count(errno, FILE_REASON_NONE, pos);
+                }
+                if (k < 0 && errno == EINTR)
+                        continue;
+                if (k < 0)
+                        fail_count(errno, FILE_REASON_NONE, pos);
+                if (k == 0)
+                        break;
+                pos += (uint64_t) k;
+        }
+        /* A file ending in a hole: its length. */
+        if (ftruncate(dst, (off_t) pos) < 0)
+                fail_count(errno, FILE_REASON_NONE, pos);
+        return pos;
+}
+
+/* The new inode: O_TMPFILE in the target's directory (it vanishes with us on any failure, a
+ * client gone or a kill included), linked in by its /proc/self/fd name under a temporary name
+ * and renamed over the target. Where O_TMPFILE or our /proc/self is not there, a named
+ * temporary file, removed on every failure path we live through. */
+static int tmp_open(int dir, const char *name, unsigned mode, char *tmpname, size_t size, bool *ret_named) {
+        int fd = openat(dir, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, mode);
+
+        *ret_named = false;
+        if (fd >= 0)
+                return fd;
+        for (int i = 0; i < 16; i++) {
+                snprintf(tmpname, size, ".%.200s.sbx-%08x", name, (unsigned) random());
+                fd = openat(dir, tmpname, O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, mode);
+                if (fd >= 0 || errno != EEXIST)
+                        break;
+        }
+        *ret_named = fd >= 0;
+        return fd;
+}
+
+static int tmp_link(int fd, int dir, const char *name, char *tmpname, size_t size) {
+        char proc[64];
+        snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+        for (int i = 0; i < 16; i++) {
+                snprintf(tmpname, size, ".%.200s.sbx-%08x", name, (unsigned) random());
+                if (linkat(AT_FDCWD, proc, dir, tmpname, AT_SYMLINK_FOLLOW) == 0)
+                        return 0;
+                if (errno != EEXIST)
+                        return -1;
+        }
+        return -1;
+}
+
+static int dir_free_check(int dir, uint64_t size) {
+        struct statvfs vfs;
+        if (fstatvfs(dir, &vfs) < 0)
+                return 0;
+        return (uint64_t) vfs.f_bavail * vfs.f_frsize < size ? -1 : 0;
+}
+
+static void write_in_place(FileArgs *a, int dir, const char *name) {
+        struct open_how how = { .flags = O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC,
+                                .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS };
+        struct stat st;
+        int pfd = openat(dir, name, O_PATH | O_NOFOLLOW | O_CLOEXEC), fd;
+        uint64_t n;
+
+        if (pfd < 0 || fstat(pfd, &st) < 0)
+                fail(errno, FILE_REASON_NONE);
+        need_regular(&st);
+        fd = openat2_retry(dir, name, &how);
+        if (fd < 0)
+                fail(errno, FILE_REASON_NONE);
+        {
+                static char buf[FILE_DATA_MAX];
+                uint64_t pos = 0, max = a->has_size ? a->size : UINT64_MAX;
+                for (;;) {
+                        ssize_t k = read(data_fd, buf, max - pos < sizeof(buf) ? max - pos : sizeof(buf));
+                        if (k < 0 && errno == EINTR)
+                                continue;
+                        if (k < 0)
+                                fail_count(errno, FILE_REASON_NONE, pos);
+                        if (k == 0)
+                                break;
+                        if (pwrite_all(fd, buf, (size_t) k, (off_t) (a->offset + pos)) < 0)
+                                fail_count(errno, FILE_REASON_NONE, pos);
+                        pos += (uint64_t) k;
+                        if (pos == max)
+                                break;
+                }
+                n = pos;
+        }
+        if (a->has_size && n != a->size)
+                fail_count(EINVAL, FILE_REASON_SHORT, n);
+        if (a->sync && fsync(fd) < 0)
+                fail(errno, FILE_REASON_NONE);
+        done(n, false);
+}
+
+static void op_write(FileArgs *a) {
+        char tmpname[NAME_MAX + 1];
+        const char *name;
+        struct stat st;
+        bool exists, named;
+        unsigned mode;
+        uint64_t n;
+        int dir, fd;
+
+        if (a->parents) {
+                char *slash = strrchr(a->path, '/');
+                if (slash && slash != a->path) {
+                        *slash = '\0';
+                        (void) make_parents(a->path, 0755);
+                        *slash = '/';
+                }
+        }
+        dir = resolve_parent(a->path, &name);
+        if (dir < 0)
+                fail(errno, errno == ENOTDIR ? FILE_REASON_NONE : FILE_REASON_NONE);
+        exists = fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) == 0;
+        if (exists && S_ISDIR(st.st_mode))
+                fail(EISDIR, FILE_REASON_IS_DIR);
+        if (exists && a->exclusive)
+                fail(EEXIST, FILE_REASON_EXISTS);
+        if (a->in_place) {
+                if (!exists)
+                        fail(ENOENT, FILE_REASON_NONE);
+                write_in_place(a, dir, name);
+        }
+        mode = a->has_mode ? a->mode : exists && S_ISREG(st.st_mode) ? (unsigned) (st.st_mode & 0777) : 0644;
+        if (a->has_size && dir_free_check(dir, a->size) < 0)
+                fail(ENOSPC, FILE_REASON_SPACE);
+        fd = tmp_open(dir, name, mode, tmpname, sizeof(tmpname), &named);
+        if (fd < 0)
+                fail(errno, FILE_REASON_NONE);
+        n = copy_in(fd, a->has_size ? a->size : UINT64_MAX);
+        if ((a->has_size && n != a->size && (errno = EINVAL, 1)) || fchmod(fd, mode) < 0 || (a->sync && fsync(fd) < 0) ||
+            (!named && tmp_link(fd, dir, name, tmpname, sizeof(tmpname)) < 0) ||
+            renameat2(dir, tmpname, dir, name, a->exclusive ? RENAME_NOREPLACE : 0) < 0) {
+                int e = errno;
+                bool short_ = a->has_size && n != a->size;
+                if (named || tmpname[0])
+                        (void) unlinkat(dir, tmpname, 0);
+                fail_count(short_ ? EINVAL : e, short_ ? FILE_REASON_SHORT : e == EEXIST ? FILE_REASON_EXISTS : FILE_REASON_NONE, n);
+        }
+        if (a->sync)
+                (void) fsync(dir);
+        done(n, !exists);
+}
+
 /* ---- Arguments ---------------------------------------------------------------------------- */
 
 static int parse_args(char **argv, FileArgs *a) {
@@ -574,6 +795,16 @@ static int parse_args(char **argv, FileArgs *a) {
                         a->parents = v;
                 else if (strncmp(*w, "missing_ok=", 11) == 0)
                         a->missing_ok = v;
+                else if (strncmp(*w, "exclusive=", 10) == 0)
+                        a->exclusive = v;
+                else if (strncmp(*w, "in_place=", 9) == 0)
+                        a->in_place = v;
+                else if (strncmp(*w, "sync=", 5) == 0)
+                        a->sync = v;
+                else if (strncmp(*w, "size=", 5) == 0)
+                        a->size = v, a->has_size = true;
+                else if (strncmp(*w, "new_mode=", 9) == 0 && v <= 0777)
+                        a->mode = (unsigned) v, a->has_mode = true;
                 else if (strncmp(*w, "sink=", 5) == 0)
                         a->sink = v;
                 else if (strncmp(*w, "nofollow=", 9) == 0)
@@ -605,6 +836,8 @@ static void run_op(FileArgs *a) {
                 op_remove(a);
         if (strcmp(a->op, FILE_OP_READ) == 0)
                 op_read(a);
+        if (strcmp(a->op, FILE_OP_WRITE) == 0)
+                op_write(a);
         fail(EINVAL, FILE_REASON_NONE);
 }
 
@@ -640,7 +873,7 @@ int main(int argc, char **argv) {
                 _exit(1);
         close_all_fds_except(keep, 3 + run_params_fds(&p, keep + 3));
         out_fd = p.stdio[1];
-        sink_fd = p.stdio[2];
+        data_fd = p.stdio[2];
         if (helper_enter_sandbox(&p, &step) < 0)
                 setup_fail(p.report_fd, step);
         /* A client that closes its pipe gets EPIPE reported, not a helper killed by SIGPIPE. */

@@ -17,6 +17,7 @@
 #define FILE_OP_MKDIR "mkdir"
 #define FILE_OP_REMOVE "remove"
 #define FILE_OP_READ "read"
+#define FILE_OP_WRITE "write"
 
 typedef enum FileRecordKind {
         FILE_RECORD_ENTRY = 1, /* one file: stat's answer, one entry of a list */
@@ -41,6 +42,8 @@ typedef enum FileReason {
         FILE_REASON_SOCKET,
         FILE_REASON_SYMLINK,    /* nofollow, and it is one */
         FILE_REASON_SWAPPED,    /* replaced between its check and its open */
+        FILE_REASON_SHORT,      /* file.write: the source ended before size (count: what came) */
+        FILE_REASON_SPACE,      /* file.write: size is more than the free space */
 } FileReason;
 
 typedef enum FileType {

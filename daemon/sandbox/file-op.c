@@ -31,6 +31,7 @@ typedef struct FileOp {
         Reply *reply;
         Hook close_hook, writable_hook;
         char op[16];
+        char *path;             /* file.write's, for its reply */
         int out_fd;
         sd_event_source *out_source;
         char *buf;              /* what the helper sent, up to one record (a DATA record: 1 MiB) */
@@ -286,6 +287,8 @@ static const char *reason_words(int err, FileReason reason) {
         case FILE_REASON_SOCKET: return "is a socket";
         case FILE_REASON_SYMLINK: return "is a symlink (and nofollow was asked)";
         case FILE_REASON_SWAPPED: return "was replaced while it was opened";
+        case FILE_REASON_SHORT: return "the data ended short of size";
+        case FILE_REASON_SPACE: return "does not fit in the free space of its filesystem";
         default: return err == ELOOP ? "goes through a /proc magic link, or through too many symlinks" : strerror(err);
         }
 }
@@ -298,6 +301,13 @@ static void reply_helper_error(FileOp *f) {
 
         if (e == ENOTDIR && reason == FILE_REASON_NONE)
                 proto_error_set(&err, code, "path", "no such file or directory (a component is not a directory)");
+        else if (reason == FILE_REASON_SHORT)
+                proto_error_set(&err, code, "size", "the data ended after %" PRIu64 " bytes, short of size; the old file is as it was",
+                                f->end.count);
+        else if (reason == FILE_REASON_SPACE || e == EFBIG)
+                proto_error_set(&err, code, "size", "%s", e == EFBIG ? "larger than the sandbox's file size limit" : reason_words(e, reason));
+        else if (code == SBX_E_NO_SPACE)
+                proto_error_set(&err, code, "data", "the sandbox's disk is full (%s); the old file is as it was", strerror(e));
         else
                 proto_error_set(&err, code, code == SBX_E_INTERNAL ? NULL : code == SBX_E_NO_SPACE ? "data" : "path",
                                 "%s", reason_words(e, reason));
@@ -315,6 +325,10 @@ static void reply_done(FileOp *f) {
                 flush_batch(f);
                 json_object_object_add(o, "entries", json_object_new_uint64(f->n_entries));
                 json_object_object_add(o, "truncated", json_object_new_boolean(f->end.truncated != 0));
+        } else if (strcmp(f->op, FILE_OP_WRITE) == 0) {
+                json_object_object_add(o, "path", json_object_new_string(f->path ? f->path : ""));
+                json_object_object_add(o, "bytes", json_object_new_uint64(f->end.count));
+                json_object_object_add(o, "created", json_object_new_boolean(f->end.truncated != 0));
         } else if (is_read(f)) {
                 json_object_object_add(o, "bytes", json_object_new_uint64(f->end.count));
                 json_object_object_add(o, "changed", json_object_new_boolean(f->end.truncated != 0));
@@ -334,6 +348,7 @@ static void file_op_free(FileOp *f) {
         json_object_put(f->batch);
         json_object_put(f->stat);
         free(f->buf);
+        free(f->path);
         free(f);
 }
 
@@ -488,9 +503,10 @@ int file_op_start(Sandbox *s, const FileOpSpec *spec, Reply *reply, ProtoError *
                 .what_cgroup = "cannot create the file helper's cgroup",
                 .what_fds = "cannot create pipes",
                 .what_start = "cannot start the file helper",
-                .stderr_fd = spec->sink_fd >= 0 ? &spec->sink_fd : NULL,
+                .stderr_fd = spec->data_fd >= 0 ? &spec->data_fd : NULL,
         };
         f->sandbox = s;
+        f->path = strdup(spec->path);
         f->out_fd = -EBADF;
         f->reply = reply_ref(reply);
         snprintf(f->op, sizeof(f->op), "%s", spec->op);

@@ -18,7 +18,7 @@ typedef struct FileOpSpec {
         const char *path;          /* absolute, checked by file_path_check() */
         SandboxUser user;          /* SANDBOX_USER_UNSET: the sandbox's */
         const char *const *options; /* NAME=VALUE words for the helper, NULL-terminated */
-        int sink_fd;               /* >= 0: the client's fd (checked) the helper writes the data to */
+        int data_fd;               /* >= 0: the client's fd (checked) the helper writes the data to */
 } FileOpSpec;
 
 /* Starts it; the answer goes to reply later. < 0 with err set when it cannot start. */

@@ -98,6 +98,11 @@ static const FieldSpec file_read_fields[] = {
         ENVELOPE, FILE_FIELDS, { "offset", FIELD_SIZE }, { "length", FIELD_SIZE }, { "nofollow", FIELD_BOOL },
         { "fd", FIELD_INT }, {},
 };
+static const FieldSpec file_write_fields[] = {
+        ENVELOPE, FILE_FIELDS, { "mode", FIELD_ID }, { "parents", FIELD_BOOL }, { "exclusive", FIELD_BOOL },
+        { "atomic", FIELD_BOOL }, { "offset", FIELD_SIZE }, { "size", FIELD_SIZE }, { "data", FIELD_STRING },
+        { "encoding", FIELD_STRING }, { "fd", FIELD_INT }, { "sync", FIELD_BOOL }, {},
+};
 static const FieldSpec file_remove_fields[] = {
         ENVELOPE, FILE_FIELDS, { "recursive", FIELD_BOOL }, { "missing_ok", FIELD_BOOL }, {},
 };
@@ -128,6 +133,7 @@ static const Op ops[] = {
         { "file.mkdir", op_file_mkdir, file_mkdir_fields },
         { "file.remove", op_file_remove, file_remove_fields },
         { "file.read", op_file_read, file_read_fields, .takes_fds = true },
+        { "file.write", op_file_write, file_write_fields, .takes_fds = true },
 };
 
 void ops_dispatch(Reply *reply, const char *name, json_object *req, int *fds, size_t n_fds, void *userdata) {
