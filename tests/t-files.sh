@@ -476,3 +476,35 @@ is "$(daemon_children_named sandboxd-file-h)" 0 "no file helper left"
 rpc '{"op":"destroy","sandbox":"'"$SB"'"}' >/dev/null
 rpc '{"op":"destroy","sandbox":"'"$SB2"'"}' >/dev/null
 stop_daemon
+
+# File operations count as runs in flight for max_runs_per_connection: two writes from pipes that
+# stay open hold their helpers; a third operation is refused, and they end when the pipes close.
+printf 'max_runs_per_connection = 2\n' >"$T/caps.conf"
+start_daemon --config "$T/caps.conf" || exit 0
+SB=$(jget "$(rpc '{"op":"create","best_effort":true}')" .sandbox.id)
+export SB
+run_py "file operations under the run caps" 60 <<'PYEOF'
+import array, json, os, socket
+from client import Conn, check, is_
+c = Conn(os.environ["SOCK"], 30)
+sb = os.environ["SB"]
+ends = []
+for i in (1, 2):
+    rp, wp = os.pipe()
+    c.s.sendmsg([json.dumps({"id": i, "op": "file.write", "sandbox": sb, "path": "/work/p%d" % i, "fd": 0, "fds": 1}).encode() + b"\n"],
+                [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [rp]))])
+    os.close(rp)
+    ends.append(wp)
+r = c.call({"id": 3, "op": "file.stat", "sandbox": sb, "path": "/work"})
+is_((r.get("error") or {}).get("code"), "resource_exhausted", "a third file operation on the connection: resource_exhausted")
+r = Conn(os.environ["SOCK"], 30).call({"id": 1, "op": "file.stat", "sandbox": sb, "path": "/work"})
+check(r.get("ok"), "... another connection is served", r)
+for i, wp in enumerate(ends):
+    os.write(wp, b"data %d\n" % i)
+    os.close(wp)
+is_([c.final(i, 30).get("bytes") for i in (1, 2)], [7, 7], "the two writes end when their pipes close")
+r = c.call({"id": 4, "op": "file.stat", "sandbox": sb, "path": "/work/p1"})
+is_((r.get("stat") or {}).get("size"), 7, "... and the connection is served again")
+PYEOF
+rpc '{"op":"destroy","sandbox":"'"$SB"'"}' >/dev/null
+stop_daemon

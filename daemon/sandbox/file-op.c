@@ -45,6 +45,7 @@ typedef struct FileOp {
         bool ended, bad;        /* bad: the helper sent what no helper sends */
         SpawnReport fail;       /* its setup failed (fail.kind == REPORT_FAILED) */
         bool killed;
+        bool accounted;
 } FileOp;
 
 static const char *const type_names[] = {
@@ -344,6 +345,8 @@ static void file_op_free(FileOp *f) {
         launch_done(&f->launch);
         hook_remove(&f->close_hook);
         hook_remove(&f->writable_hook);
+        if (f->accounted)
+                reply_account(f->reply, -1, 0);
         reply_unref(f->reply);
         json_object_put(f->batch);
         json_object_put(f->stat);
@@ -362,10 +365,11 @@ static void file_op_answer(FileOp *f, const siginfo_t *si) {
                 sandbox_gone_error(f->sandbox, &err);
                 reply_error(f->reply, &err);
         } else if (f->bad || !f->ended) {
-                proto_error_set(&err, SBX_E_INTERNAL, NULL, "the file helper %s",
+                proto_error_set(&err, SBX_E_INTERNAL, NULL, "the file helper %s (%s %d)",
                                 f->bad ? "sent malformed output and was killed"
                                 : si->si_code == CLD_KILLED ? "was killed (out of memory in the sandbox?)"
-                                : "ended without an answer");
+                                : "ended without an answer",
+                                si->si_code == CLD_EXITED ? "status" : "signal", si->si_status);
                 reply_error(f->reply, &err);
         } else if (f->end.kind == FILE_RECORD_ERROR)
                 reply_helper_error(f);
@@ -524,5 +528,7 @@ int file_op_start(Sandbox *s, const FileOpSpec *spec, Reply *reply, ProtoError *
         }
         reply_on_close(f->reply, &f->close_hook);
         reply_on_writable(f->reply, &f->writable_hook);
+        reply_account(f->reply, 1, 0); /* counted as a run in flight (max_runs_per_*) */
+        f->accounted = true;
         return 0;
 }

@@ -14,6 +14,8 @@
 #include "fdpass.h"
 #include "file-op.h"
 #include "file-proto.h"
+#include "connection.h"
+#include "context.h"
 #include "macro.h"
 #include "ops.h"
 #include "run-spec.h"
@@ -77,6 +79,14 @@ static int file_op_fd(Request *c, json_object *req, const char *op, const char *
         Sandbox *s;
         int r;
 
+        /* Each holds a process in the sandbox, as a run does: the same caps, counted together. */
+        if (reply_runs(c->reply) >= c->ctx->config.max_runs_per_connection)
+                return proto_error_set(err, SBX_E_RESOURCE_EXHAUSTED, "sandbox",
+                                       "too many runs and file operations in flight on this connection");
+        if (c->peer.uid != 0 && connection_uid_usage(c->conns, c->peer.uid).runs >= c->ctx->config.max_runs_per_uid)
+                return proto_error_set(err, SBX_E_RESOURCE_EXHAUSTED, "sandbox",
+                                       "uid %u has its maximum of %llu runs and file operations in flight (max_runs_per_uid)",
+                                       (unsigned) c->peer.uid, (unsigned long long) c->ctx->config.max_runs_per_uid);
         if ((r = ops_lookup_sandbox(c, req, &s, err)) < 0 || (r = get_path(req, &path, err)) < 0 ||
             (r = sandbox_user_parse(req, &spec.user, err)) < 0)
                 return r;
