@@ -271,7 +271,7 @@ int daemon_connect(SbxClient **ret) {
         return 0;
 }
 
-static int log_transport_error(int r) {
+int log_transport_error(int r) {
         switch (r) {
         case -ECONNRESET:
         case -EPIPE:
@@ -321,6 +321,23 @@ static int owner_to_uid(json_object *req, const char *key, int skip) {
         if (asprintf(&out, "%u%s", (unsigned) pw->pw_uid, slash) < 0)
                 return log_error_errno(-ENOMEM, "%m");
         json_object_object_add(req, key, json_object_new_string(out));
+        return 0;
+}
+
+int sandbox_ref_for_daemon(const char *ref, char **ret) {
+        _cleanup_json_ json_object *o = json_object_new_object();
+        char *out;
+        int r;
+
+        if (!o)
+                return log_error_errno(-ENOMEM, "%m");
+        json_object_object_add(o, "sandbox", json_object_new_string(ref));
+        if ((r = owner_to_uid(o, "sandbox", 0)) < 0)
+                return r;
+        out = strdup(json_str(o, "sandbox"));
+        if (!out)
+                return log_error_errno(-ENOMEM, "%m");
+        *ret = out;
         return 0;
 }
 

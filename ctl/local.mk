@@ -7,6 +7,7 @@ ctl_sandboxctl_SOURCES = \
 	ctl/format.c \
 	ctl/verb-daemon.c \
 	ctl/verb-create.c \
+	ctl/verb-file.c \
 	ctl/verb-pty.c \
 	ctl/verb-run.c \
 	ctl/verb-sandbox.c \
@@ -16,3 +17,8 @@ ctl_sandboxctl_SOURCES = \
 	ctl/verb-doctor.c ctl/doctor-checks.c ctl/doctor.h
 ctl_sandboxctl_CFLAGS = $(AM_CFLAGS) $(JSONC_CFLAGS)
 ctl_sandboxctl_LDADD = lib/libsandbox.la lib/libsbxcommon.la $(JSONC_LIBS)
+
+## sandboxctl cp, cat, ls end to end against a stand-in for the daemon's file operations
+## (no root, no daemon).
+TESTS += tests/t-ctl-files.sh
+EXTRA_DIST += tests/t-ctl-files.sh tests/fake-files-daemon.py

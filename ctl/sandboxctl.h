@@ -30,7 +30,7 @@ typedef struct Verb {
 
 extern const Verb verb_status, verb_hello, verb_health, verb_create, verb_list, verb_inspect,
         verb_destroy, verb_run, verb_kill, verb_shell, verb_exec, verb_attach, verb_sweep, verb_top, verb_doctor,
-        verb_snapshot, verb_snapshots, verb_restore, verb_snapshot_delete;
+        verb_snapshot, verb_snapshots, verb_restore, verb_snapshot_delete, verb_cp, verb_cat, verb_ls;
 
 /* The options given before the verb (and --json/--socket after it): the only mutable globals. */
 typedef struct GlobalArgs {
@@ -108,6 +108,10 @@ int daemon_call(SbxClient *c, json_object *request, json_object **ret_reply);
 typedef int (*event_fn)(json_object *event, void *userdata);
 int daemon_call_events(SbxClient *c, json_object *request, event_fn on_event, void *userdata,
                        json_object **ret_reply);
+/* Says what went wrong talking to sandboxd (a negative errno of libsandbox); returns it. */
+int log_transport_error(int r);
+/* A sandbox as the user wrote it, as the daemon takes it ("USER/NAME" becomes "UID/NAME"). */
+int sandbox_ref_for_daemon(const char *ref, char **ret);
 /* 0 when the reply is ok; otherwise prints "sandboxctl: <code>: <message>" and fails. */
 int reply_check(json_object *reply);
 /* connect + call + (with --json) print the reply + reply_check. */

@@ -22,7 +22,7 @@ daemon_libsandboxd_la_SOURCES = \
 	daemon/server/manager.c daemon/server/manager.h \
 	daemon/server/connection.c daemon/server/connection.h \
 	daemon/server/ops.c daemon/server/ops.h daemon/core/request-fields.c daemon/core/request-fields.h \
-	daemon/server/op-hello.c daemon/server/op-sandbox.c daemon/server/op-run.c daemon/server/op-pty.c daemon/server/op-snapshot.c \
+	daemon/server/op-hello.c daemon/server/op-sandbox.c daemon/server/op-run.c daemon/server/op-pty.c daemon/server/op-snapshot.c daemon/server/op-file.c \
 	daemon/host/cgroup.c daemon/host/cgroup.h daemon/host/cgroup-limits.c \
 	daemon/sandbox/sandbox.c daemon/sandbox/sandbox.h \
 	daemon/sandbox/sandbox-request.c \
@@ -35,6 +35,7 @@ daemon_libsandboxd_la_SOURCES = \
 	daemon/exec/syscall-filter.c daemon/exec/syscall-filter.h \
 	daemon/sandbox/run.c daemon/sandbox/run.h \
 	daemon/sandbox/launch.c daemon/sandbox/launch.h \
+	daemon/sandbox/file-op.c daemon/sandbox/file-op.h daemon/exec/file-helper.h \
 	daemon/sandbox/run-spec.c daemon/sandbox/run-spec.h \
 	daemon/exec/run-exec.c daemon/exec/run-exec.h \
 	daemon/sandbox/pool.c daemon/sandbox/pool.h \
@@ -88,6 +89,18 @@ daemon_sandboxd_run_helper_SOURCES = \
 	daemon/exec/rm-rf.c daemon/exec/rm-rf.h \
 	daemon/exec/spawn.c daemon/exec/spawn.h daemon/exec/syscall-filter.h daemon/exec/mount-compat.h
 daemon_sandboxd_run_helper_LDFLAGS = $(AM_LDFLAGS) $(HELPER_LDFLAGS)
+
+# The file helper: exec'd for each file operation (daemon/exec/file-helper.h). Dynamically linked
+# (glibc; libarchive later, for file.put/file.get: docs/design/files.md, section 5.2).
+libexec_PROGRAMS += daemon/sandboxd-file-helper
+daemon_sandboxd_file_helper_SOURCES = \
+	daemon/exec/file-helper.c daemon/exec/file-helper.h \
+	daemon/exec/run-exec.c daemon/exec/run-exec.h \
+	daemon/exec/identity.c daemon/exec/identity.h \
+	daemon/exec/sandbox-setup.c \
+	daemon/exec/rm-rf.c daemon/exec/rm-rf.h \
+	daemon/exec/spawn.c daemon/exec/spawn.h daemon/exec/syscall-filter.h daemon/exec/mount-compat.h
+daemon_sandboxd_file_helper_CPPFLAGS = $(DAEMON_INCLUDES) $(AM_CPPFLAGS) -DLIBEXECDIR=\"$(libexecdir)\"
 if HELPER_MUSL
 # Built with musl (configure.ac says why): GNU make target variables for the helper and its
 # objects (named through a variable, so that automake keeps its own link rule).

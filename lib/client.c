@@ -7,17 +7,11 @@
 #include <sys/socket.h>
 #include <sys/un.h>
 
+#include "client-internal.h"
+#include "fdpass.h"
 #include "macro.h"
 #include "proto.h"
 #include "sandbox.h"
-
-#define SBX_CLIENT_EXPORT __attribute__((visibility("default")))
-
-struct SbxClient {
-        int fd;
-        long long next_id;
-        LineBuffer in;
-};
 
 SBX_CLIENT_EXPORT int sbx_client_connect(const char *path, SbxClient **ret) {
         struct sockaddr_un sa = { .sun_family = AF_UNIX };
@@ -61,22 +55,9 @@ SBX_CLIENT_EXPORT int sbx_client_fd(SbxClient *c) {
         return c->fd;
 }
 
-static int send_all(int fd, const char *p, size_t n) {
-        while (n > 0) {
-                ssize_t k = send(fd, p, n, MSG_NOSIGNAL);
-                if (k < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        return -errno;
-                }
-                p += k;
-                n -= (size_t) k;
-        }
-        return 0;
-}
-
-/* Sends request and hands back (a reference to) its id, the caller's or one we chose. */
-static int client_send(SbxClient *c, json_object *request, json_object **ret_id) {
+/* Sends request (with fds, in the same sendmsg as its first byte) and hands back (a reference
+ * to) its id, the caller's or one we chose. */
+int client_send_fds(SbxClient *c, json_object *request, const int *fds, size_t n_fds, json_object **ret_id) {
         _cleanup_json_ json_object *req = request;
         _cleanup_free_ char *line = NULL;
         json_object *id;
@@ -84,14 +65,18 @@ static int client_send(SbxClient *c, json_object *request, json_object **ret_id)
 
         if (!json_object_is_type(req, json_type_object))
                 return -EINVAL;
+        if (n_fds > SBX_FDS_PER_MESSAGE)
+                return -EINVAL;
         if (!json_object_object_get_ex(req, "id", &id)) {
                 id = json_object_new_int64(c->next_id++);
                 json_object_object_add(req, "id", id);
         }
+        if (n_fds > 0)
+                json_object_object_add(req, "fds", json_object_new_int((int) n_fds));
         line = proto_serialize(req, &n);
         if (!line)
                 return -ENOMEM;
-        int r = send_all(c->fd, line, n);
+        int r = sbx_fds_send(c->fd, line, n, fds, n_fds);
         if (r >= 0 && ret_id)
                 *ret_id = json_object_get(id);
         return r;
@@ -99,7 +84,7 @@ static int client_send(SbxClient *c, json_object *request, json_object **ret_id)
 
 SBX_CLIENT_EXPORT int sbx_client_send(SbxClient *c, json_object *request, long long *ret_id) {
         _cleanup_json_ json_object *id = NULL;
-        int r = client_send(c, request, &id);
+        int r = client_send_fds(c, request, NULL, 0, &id);
         if (r >= 0 && ret_id)
                 *ret_id = json_object_is_type(id, json_type_int) ? json_object_get_int64(id) : -1;
         return r;
@@ -140,22 +125,17 @@ SBX_CLIENT_EXPORT int sbx_client_read_nowait(SbxClient *c, json_object **ret_mes
         return client_next_line(c, ret_message);
 }
 
-SBX_CLIENT_EXPORT int sbx_client_read(SbxClient *c, json_object **ret_message) {
+int client_read_line(SbxClient *c, char **ret_line, size_t *ret_len) {
         for (;;) {
-                char *line, *p;
-                size_t len, avail;
-                ProtoError err;
-                int r = line_buffer_next(&c->in, &line, &len);
+                char *p;
+                size_t avail;
+                int r = line_buffer_next(&c->in, ret_line, ret_len);
                 if (r == -E2BIG)
                         return -EMSGSIZE;
-                if (r > 0) {
-                        json_object *o = NULL;
-                        if (proto_parse_line(line, len, 64, &o, &err) < 0)
-                                return -EBADMSG;
-                        *ret_message = o;
+                if (r > 0)
                         return 0;
-                }
-                r = line_buffer_reserve(&c->in, 65536, &p, &avail);
+                /* Large reads: a file transfer's lines are about 1.4 MB each. */
+                r = line_buffer_reserve(&c->in, 256 * 1024, &p, &avail);
                 if (r < 0)
                         return r;
                 ssize_t k = recv(c->fd, p, avail, 0);
@@ -170,28 +150,40 @@ SBX_CLIENT_EXPORT int sbx_client_read(SbxClient *c, json_object **ret_message) {
         }
 }
 
+SBX_CLIENT_EXPORT int sbx_client_read(SbxClient *c, json_object **ret_message) {
+        char *line;
+        size_t len;
+        ProtoError err;
+        json_object *o = NULL;
+        int r = client_read_line(c, &line, &len);
+
+        if (r < 0)
+                return r;
+        if (proto_parse_line(line, len, 64, &o, &err) < 0)
+                return -EBADMSG;
+        *ret_message = o;
+        return 0;
+}
+
 /* Ours, or an error the daemon could not tie to any request (invalid_json, too_large): with one
  * request in flight, that one is ours too. */
-static bool answers(json_object *msg, json_object *id) {
+bool client_answers(json_object *msg, json_object *id) {
         json_object *v;
+
         if (!json_object_object_get_ex(msg, "id", &v) || json_object_is_type(v, json_type_null))
                 return !sbx_reply_ok(msg);
         return json_object_equal(v, id);
 }
 
-SBX_CLIENT_EXPORT int sbx_client_call(SbxClient *c, json_object *request, sbx_event_fn on_event, void *userdata,
-                                      json_object **ret_reply) {
-        _cleanup_json_ json_object *id = NULL;
-        int r = client_send(c, request, &id);
-        if (r < 0)
-                return r;
+/* Reads events (to on_event) and the final reply of the request whose id is id. */
+int client_wait_reply(SbxClient *c, json_object *id, sbx_event_fn on_event, void *userdata, json_object **ret_reply) {
         for (;;) {
                 _cleanup_json_ json_object *msg = NULL;
                 json_object *ev;
-                r = sbx_client_read(c, &msg);
+                int r = sbx_client_read(c, &msg);
                 if (r < 0)
                         return r;
-                if (!answers(msg, id))
+                if (!client_answers(msg, id))
                         continue;
                 if (json_object_object_get_ex(msg, "event", &ev)) {
                         if (on_event && (r = on_event(msg, userdata)) < 0)
@@ -201,6 +193,20 @@ SBX_CLIENT_EXPORT int sbx_client_call(SbxClient *c, json_object *request, sbx_ev
                 *ret_reply = TAKE_PTR(msg);
                 return 0;
         }
+}
+
+SBX_CLIENT_EXPORT int sbx_client_call_fds(SbxClient *c, json_object *request, const int *fds, size_t n_fds,
+                                          sbx_event_fn on_event, void *userdata, json_object **ret_reply) {
+        _cleanup_json_ json_object *id = NULL;
+        int r = client_send_fds(c, request, fds, n_fds, &id);
+        if (r < 0)
+                return r;
+        return client_wait_reply(c, id, on_event, userdata, ret_reply);
+}
+
+SBX_CLIENT_EXPORT int sbx_client_call(SbxClient *c, json_object *request, sbx_event_fn on_event, void *userdata,
+                                      json_object **ret_reply) {
+        return sbx_client_call_fds(c, request, NULL, 0, on_event, userdata, ret_reply);
 }
 
 SBX_CLIENT_EXPORT bool sbx_reply_ok(json_object *reply) {

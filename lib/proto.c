@@ -25,6 +25,7 @@ static const char *const error_codes[_SBX_E_MAX] = {
         [SBX_E_INTERNAL] = "internal",
         [SBX_E_SESSION_LOST] = "session_lost",
         [SBX_E_TEARDOWN_STUCK] = "teardown_stuck",
+        [SBX_E_NO_SPACE] = "no_space",
 };
 
 const char *sbx_error_code_to_string(SbxErrorCode code) {
@@ -64,7 +65,7 @@ void proto_error_set_spawn(ProtoError *e, const char *step, int err) {
 /* ---- Line framing ------------------------------------------------------------------------ */
 
 void line_buffer_init(LineBuffer *b, size_t max) {
-        *b = (LineBuffer) { .max = max };
+        *b = (LineBuffer) { .max = max, .line_end = UINT64_MAX, .discarded_end = UINT64_MAX };
 }
 
 void line_buffer_done(LineBuffer *b) {
@@ -108,6 +109,12 @@ int line_buffer_reserve(LineBuffer *b, size_t want, char **ret_ptr, size_t *ret_
 
 void line_buffer_commit(LineBuffer *b, size_t n) {
         b->len += n;
+        b->committed += n;
+}
+
+/* The stream offset of the byte at p in the buffer. */
+static uint64_t line_buffer_offset(const LineBuffer *b, const char *p) {
+        return b->committed - (uint64_t) (b->len - (size_t) (p - b->data));
 }
 
 static void line_buffer_drop(LineBuffer *b) {
@@ -133,14 +140,19 @@ int line_buffer_next(LineBuffer *b, char **ret_line, size_t *ret_len) {
 
                 char *line = b->data + b->start;
                 size_t n = (size_t) (nl - line);
+                uint64_t end = line_buffer_offset(b, nl);
                 b->start += n + 1;
                 b->scanned = b->start;
                 if (b->discarding) {
                         b->discarding = false;
+                        b->discarded_end = end;
                         continue;
                 }
-                if (n > b->max)
+                if (n > b->max) {
+                        b->discarded_end = end;
                         return -E2BIG;
+                }
+                b->line_end = end;
                 *nl = '\0';
                 if (n > 0 && line[n - 1] == '\r')
                         line[--n] = '\0';

@@ -30,6 +30,7 @@ typedef enum SbxErrorCode {
         SBX_E_INTERNAL,
         SBX_E_SESSION_LOST,
         SBX_E_TEARDOWN_STUCK,
+        SBX_E_NO_SPACE, /* the sandbox's disk is full (ENOSPC, EDQUOT): file operations */
         _SBX_E_MAX,
 } SbxErrorCode;
 
@@ -63,6 +64,13 @@ typedef struct LineBuffer {
         size_t alloc;
         size_t max;      /* longest accepted line, without its '\n' */
         bool discarding; /* inside an over-long line */
+        /* Stream offsets (bytes committed before): what ties fds received with SCM_RIGHTS to a
+         * line (lib/fdpass.h). committed counts every byte ever committed; line_end is the
+         * offset of the '\n' of the last line handed out, discarded_end that of the last
+         * over-long line skipped (UINT64_MAX before any). */
+        uint64_t committed;
+        uint64_t line_end;
+        uint64_t discarded_end;
 } LineBuffer;
 
 void line_buffer_init(LineBuffer *b, size_t max);

@@ -18,6 +18,8 @@
 
 #include <json-c/json.h>
 #include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -50,6 +52,60 @@ int sbx_client_read(SbxClient *c, json_object **ret_message);
 /* The same without blocking: -EAGAIN when no whole line is there yet (poll sbx_client_fd() for
  * more); call it until -EAGAIN before polling again, since lines may be buffered already. */
 int sbx_client_read_nowait(SbxClient *c, json_object **ret_message);
+
+/* sbx_client_call() with file descriptors (at most 8) sent in the same sendmsg() as the request
+ * line, which gets "fds": n_fds; fields of the request name them by index ("fd": 0). The caller
+ * keeps its fds (the kernel passes copies). */
+int sbx_client_call_fds(SbxClient *c, json_object *request, const int *fds, size_t n_fds,
+                        sbx_event_fn on_event, void *userdata, json_object **ret_reply);
+
+/* ---- Files in a sandbox (sandboxd's docs/design/files.md) ---------------------------------
+ * Paths are the sandbox's own (absolute, or relative to /work), resolved inside it as its user.
+ * Each call returns a negative errno when the call could not be made or the connection failed;
+ * otherwise 0 and the daemon's final reply in *ret_reply, ok or not (sbx_reply_error_code():
+ * "not_found", "no_space", "too_large", ...), which the caller puts. on_event, when not NULL,
+ * gets the request's events ("progress" with "bytes" and "total", "entries" of file.list). */
+
+#define SBX_FILE_PARENTS (1u << 0)    /* write, mkdir, put: make missing parent directories */
+#define SBX_FILE_EXCLUSIVE (1u << 1)  /* write: fail (conflict) when the path exists */
+#define SBX_FILE_SYNC (1u << 2)       /* write: fsync before the reply */
+#define SBX_FILE_RECURSIVE (1u << 3)  /* list: the whole tree; remove: a tree */
+#define SBX_FILE_NOFOLLOW (1u << 4)   /* read: refuse a symlink as the last component */
+#define SBX_FILE_FOLLOW (1u << 5)     /* stat, get: follow a symlink as the last component */
+#define SBX_FILE_AS_ROOT (1u << 6)    /* as root of the sandbox's user namespace ("user":"root") */
+#define SBX_FILE_IN_PLACE (1u << 7)   /* write: not atomic (written in place) */
+#define SBX_FILE_MODE_DEFAULT (-1)    /* mode: 0644 for a new file, the old mode when replacing */
+
+int sbx_file_stat(SbxClient *c, const char *sandbox, const char *path, unsigned flags, json_object **ret_reply);
+int sbx_file_list(SbxClient *c, const char *sandbox, const char *path, unsigned flags, sbx_event_fn on_event,
+                  void *userdata, json_object **ret_reply);
+int sbx_file_mkdir(SbxClient *c, const char *sandbox, const char *path, int mode, unsigned flags,
+                   json_object **ret_reply);
+int sbx_file_remove(SbxClient *c, const char *sandbox, const char *path, unsigned flags, json_object **ret_reply);
+
+/* Writes len bytes of data to path: inline for small data, else in file.chunk lines within the
+ * window the daemon announces (base64 in JSON: for any client, remote ones included). */
+int sbx_file_write(SbxClient *c, const char *sandbox, const char *path, const void *data, size_t len, int mode,
+                   unsigned flags, sbx_event_fn on_event, void *userdata, json_object **ret_reply);
+/* Writes what fd holds (a regular file or a pipe of the caller's, read to its end) to path: the fd
+ * itself goes to the daemon (SCM_RIGHTS), no byte passes through this process. size is the total
+ * when known (UINT64_MAX when not). */
+int sbx_file_write_fd(SbxClient *c, const char *sandbox, const char *path, int fd, uint64_t size, int mode,
+                      unsigned flags, sbx_event_fn on_event, void *userdata, json_object **ret_reply);
+/* Reads length bytes (UINT64_MAX: to the end) from offset of path, as data events that are
+ * written to out_fd (a regular file: at their offsets, holes kept; a pipe: in order, holes as
+ * zeros). */
+int sbx_file_read(SbxClient *c, const char *sandbox, const char *path, uint64_t offset, uint64_t length, int out_fd,
+                  unsigned flags, sbx_event_fn on_event, void *userdata, json_object **ret_reply);
+/* The same, with out_fd itself passed to the daemon (a regular file or a pipe open for writing). */
+int sbx_file_read_fd(SbxClient *c, const char *sandbox, const char *path, uint64_t offset, uint64_t length,
+                     int out_fd, unsigned flags, sbx_event_fn on_event, void *userdata, json_object **ret_reply);
+/* A tar stream (uncompressed) read from tar_fd is unpacked into the directory path. */
+int sbx_file_put_fd(SbxClient *c, const char *sandbox, const char *path, int tar_fd, unsigned flags,
+                    sbx_event_fn on_event, void *userdata, json_object **ret_reply);
+/* path (a file or a tree) is packed as a tar stream written to tar_fd. */
+int sbx_file_get_fd(SbxClient *c, const char *sandbox, const char *path, int tar_fd, unsigned flags,
+                    sbx_event_fn on_event, void *userdata, json_object **ret_reply);
 
 bool sbx_reply_ok(json_object *reply);
 /* The error code ("not_found", ...) and message of a failed reply, or NULL. */

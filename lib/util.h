@@ -31,8 +31,18 @@ size_t utf8_incomplete_tail(const char *s, size_t len);
 
 /* Standard base64 (RFC 4648) with padding; returns a malloc'ed NUL-terminated string. */
 char *base64_encode(const void *data, size_t len);
-/* Decodes standard base64 (padding required, no whitespace); -EINVAL on bad input. */
+/* The same into out (room for base64_encoded_len(len) bytes; no NUL added); returns the length. */
+size_t base64_encode_into(const void *data, size_t len, char *out);
+static inline size_t base64_encoded_len(size_t len) {
+        return (len + 2) / 3 * 4;
+}
+/* Decodes standard base64 (padding required, no whitespace, canonical: the bits padding drops
+ * are zero); -EINVAL on bad input. */
 int base64_decode(const char *s, size_t len, void **ret, size_t *ret_len);
+/* The same into buf (size bytes): -ENOBUFS when the result would not fit, without writing past
+ * size; *ret_len set on success only. The bound for len input bytes is base64_decoded_max(). */
+int base64_decode_into(const char *s, size_t len, void *buf, size_t size, size_t *ret_len);
+size_t base64_decoded_max(size_t len);
 
 /* Signal names without the SIG prefix ("KILL", "RTMIN+3", "RTMAX"); NULL when unknown (32 and
  * 33, glibc's own). */

@@ -131,7 +131,8 @@ static inline void fixture_setup(Fixture *f, const char *name, unsigned pool_siz
 }
 
 /* The fixture's connection takes no requests: its replies are made by the test (fixture_reply_for). */
-static inline void fixture_no_dispatch(Reply *reply, const char *op, json_object *req, void *userdata) {
+static inline void fixture_no_dispatch(Reply *reply, const char *op, json_object *req, int *fds, size_t n_fds,
+                                       void *userdata) {
 }
 
 static const ConnectionHooks fixture_hooks = { .dispatch = fixture_no_dispatch };

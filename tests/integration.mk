@@ -6,6 +6,7 @@ INTEGRATION_TESTS = \
 	tests/t-access.sh \
 	tests/t-activation.sh \
 	tests/t-durability.sh \
+	tests/t-files.sh \
 	tests/t-frozen.sh \
 	tests/t-kill-fallback.sh \
 	tests/t-layers.sh \
@@ -27,6 +28,7 @@ INTEGRATION_TESTS = \
 	tests/t-run.sh \
 	tests/t-shell.sh \
 	tests/t-snapshot.sh \
+	tests/t-socket-fds.sh \
 	tests/t-stream.sh \
 	tests/t-sweep.sh \
 	tests/t-teardown.sh \

@@ -35,7 +35,7 @@ comp() {
 
 is "$(comp sandboxctl r)" "restore run" "sandboxctl r<TAB> -> restore run"
 is "$(comp sandboxctl run --ti)" "--timeout" "sandboxctl run --ti<TAB> -> --timeout"
-is "$(comp sandboxctl '')" "attach create destroy doctor exec health hello help inspect kill list restore run shell snapshot snapshot-delete snapshots status sweep top" "sandboxctl <TAB> -> every verb"
+is "$(comp sandboxctl '')" "attach cat cp create destroy doctor exec health hello help inspect kill list ls restore run shell snapshot snapshot-delete snapshots status sweep top" "sandboxctl <TAB> -> every verb"
 is "$(comp sandboxctl exec -i)" "-i" "sandboxctl exec -i<TAB> -> -i"
 is "$(comp sandboxctl shell --be)" "--best-effort" "sandboxctl shell --be<TAB> -> --best-effort"
 is "$(comp sandboxctl --v)" "--version" "sandboxctl --v<TAB> -> --version"
@@ -87,6 +87,13 @@ is "$(fake sandboxctl snapshot-delete build snap-000000000001 snap-)" "snap-0000
         "snapshot-delete completes more than one snapshot"
 is "$(fake sandboxctl snapshots build --delete '')" "snap-000000000001 snap-000000000002" "snapshots build --delete <TAB>"
 is "$(comp sandboxctl snapshot --la)" "--label" "snapshot --la<TAB> -> --label"
+is "$(cd "$T" && fake sandboxctl cp b)" "build:" "cp b<TAB> -> build: (a sandbox's side of SRC)"
+is "$(cd "$T" && fake sandboxctl cp ./x sbx-b)" "sbx-ba9876543210:" "cp SRC sbx-b<TAB> -> that id and a colon (DST)"
+is "$(cd "$T" && touch bx && fake sandboxctl cp b)" "build: bx" "cp b<TAB> also offers local files (bx)"
+is "$(fake sandboxctl cp ./x build:/work/y '')" "" "cp takes two paths"
+is "$(fake sandboxctl cat w)" "web.1" "cat w<TAB> -> web.1"
+is "$(fake sandboxctl ls build '')" "/work/" "ls build <TAB> -> /work/"
+is "$(comp sandboxctl ls -)" "--help --json --long --recursive --socket -R -h -l" "ls -<TAB> -> its options and the common ones"
 rm -f "$T/calls"
 fake sandboxctl --socket /x/s.sock destroy '' >/dev/null
 is "$(cat "$T/calls" 2>/dev/null | tr '\n' '|')" "--socket /x/s.sock list -q|--socket /x/s.sock --json list|" \
@@ -94,7 +101,7 @@ is "$(cat "$T/calls" 2>/dev/null | tr '\n' '|')" "--socket /x/s.sock list -q|--s
 
 # ---- the options offered are the ones each verb's --help lists ---------------------------
 help_options() {
-        "$SANDBOXCTL" "$@" --help 2>/dev/null | grep -oE '(^|[ ,])--?[a-z][a-z-]*' | sed 's/^[ ,]//' |
+        "$SANDBOXCTL" "$@" --help 2>/dev/null | grep -oE '(^|[ ,])--?[a-zA-Z][a-z-]*' | sed 's/^[ ,]//' |
                 grep -vx -- '--' | sort -u | tr '\n' ' ' | sed 's/ $//'
 }
 if [ -x "$SANDBOXCTL" ]; then

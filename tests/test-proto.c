@@ -326,6 +326,45 @@ static void test_line_buffer_big(void) {
         free(big);
 }
 
+/* The stream offsets that tie fds to lines (lib/fdpass.h): the '\n' of each line handed out,
+ * and of each over-long line skipped, counted from the first byte ever committed, across
+ * compactions and reads that split lines. */
+/* Commits as much of s as the buffer takes now; returns how much. */
+static size_t feed(LineBuffer *b, const char *s) {
+        char *p;
+        size_t avail, n = strlen(s);
+        if (line_buffer_reserve(b, n, &p, &avail) < 0)
+                return 0;
+        if (n > avail)
+                n = avail;
+        memcpy(p, s, n);
+        line_buffer_commit(b, n);
+        return n;
+}
+
+static void test_line_buffer_offsets(void) {
+        LineBuffer b;
+        char *line;
+        size_t len;
+
+        line_buffer_init(&b, 8);
+        ok(b.line_end == UINT64_MAX && b.discarded_end == UINT64_MAX && b.committed == 0, "a new buffer has no line end");
+        feed(&b, "ab\ncd");
+        ok(line_buffer_next(&b, &line, &len) == 1 && b.line_end == 2, "\"ab\\n\": its newline is byte 2");
+        ok(line_buffer_next(&b, &line, &len) == 0, "\"cd\" is not complete");
+        feed(&b, "e\r\n");
+        ok(line_buffer_next(&b, &line, &len) == 1 && strcmp(line, "cde") == 0 && b.line_end == 7,
+           "\"cde\\r\\n\" split across reads: its newline is byte 7");
+        is_int((long long) feed(&b, "0123456789"), 9, "the buffer takes 9 bytes of a 10-byte line (max 8)");
+        is_int(line_buffer_next(&b, &line, &len), -E2BIG, "an over-long line");
+        feed(&b, "9abc\nok\n");
+        ok(line_buffer_next(&b, &line, &len) == 1 && strcmp(line, "ok") == 0, "the next line after it");
+        ok(b.discarded_end == 21 && b.line_end == 24, "the skipped line ended at 21, \"ok\" at 24 (got %llu, %llu)",
+           (unsigned long long) b.discarded_end, (unsigned long long) b.line_end);
+        is_int((long long) b.committed, 25, "25 bytes committed in all");
+        line_buffer_done(&b);
+}
+
 static void test_line_buffer_max0(void) {
         Feed f;
         feed_init(&f, 0);
@@ -1226,6 +1265,7 @@ int main(void) {
         test_line_buffer_reserve();
         test_line_buffer_big();
         test_line_buffer_max0();
+        test_line_buffer_offsets();
         test_parse_valid();
         test_parse_scalars();
         test_parse_invalid();

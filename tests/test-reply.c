@@ -234,7 +234,7 @@ static void writable_hook(Hook *h, void *userdata) {
         s->on_writable.calls++;
 }
 
-static void dispatch(Reply *reply, const char *op, json_object *req, void *userdata) {
+static void dispatch(Reply *reply, const char *op, json_object *req, int *fds, size_t n_fds, void *userdata) {
         Server *s = userdata;
         s->dispatched++;
         reply_unref(s->last);

@@ -421,6 +421,48 @@ static void test_base64_decode_errors(void) {
         free(d);
 }
 
+/* A file transfer decodes into a buffer of its own: canonical encodings only (one byte string,
+ * one text), and never a byte past the buffer. */
+static void test_base64_canonical_and_bounded(void) {
+        static const struct {
+                const char *s, *why;
+        } noncanonical[] = {
+                { "Zh==", "a padded 1-byte group with low bits set (Zg== is canonical)" },
+                { "Zm9=", "a padded 2-byte group with low bits set (Zm8= is canonical)" },
+                { "AB==", "B leaves bits that padding drops" },
+        };
+        unsigned char buf[8];
+        size_t n = 99;
+
+        for (size_t i = 0; i < sizeof(noncanonical) / sizeof(noncanonical[0]); i++) {
+                void *d = NULL;
+                size_t m = 0;
+                is_int(base64_decode(noncanonical[i].s, strlen(noncanonical[i].s), &d, &m), -EINVAL,
+                       "base64_decode(\"%s\") fails: %s", noncanonical[i].s, noncanonical[i].why);
+                free(d);
+        }
+        ok(base64_decode_into("Zg==", 4, buf, sizeof(buf), &n) == 0 && n == 1 && buf[0] == 'f',
+           "base64_decode_into(\"Zg==\") is \"f\"");
+        memset(buf, 0xaa, sizeof(buf));
+        n = 99;
+        is_int(base64_decode_into("Zm9vYmFy", 8, buf, 5, &n), -ENOBUFS,
+               "base64_decode_into of 6 bytes into 5 is -ENOBUFS");
+        ok(buf[5] == 0xaa && n == 99, "... and writes nothing past the 5 bytes, nor the length");
+        ok(base64_decode_into("Zm9vYmFy", 8, buf, 6, &n) == 0 && n == 6 && memcmp(buf, "foobar", 6) == 0,
+           "base64_decode_into of 6 bytes into exactly 6 fits");
+        is_int((long long) base64_decoded_max(8), 6, "base64_decoded_max(8) is 6");
+        is_int(base64_decode_into("Zm9v", 4, buf, 0, &n), -ENOBUFS, "base64_decode_into into 0 bytes is -ENOBUFS");
+
+        /* Every byte value, through a buffer exactly the size of the result. */
+        unsigned char all[256], back[256];
+        for (int i = 0; i < 256; i++)
+                all[i] = (unsigned char) i;
+        char *e = base64_encode(all, sizeof(all));
+        ok(e && base64_decode_into(e, strlen(e), back, sizeof(back), &n) == 0 && n == 256 &&
+           memcmp(all, back, 256) == 0, "all 256 byte values round trip through base64_decode_into");
+        free(e);
+}
+
 /* ---- signals ---------------------------------------------------------------------------- */
 
 static void test_signals(void) {
@@ -571,6 +613,7 @@ int main(void) {
         test_base64_vectors();
         test_base64_round_trips();
         test_base64_decode_errors();
+        test_base64_canonical_and_bounded();
         test_signals();
         test_now();
         test_mountinfo_find();

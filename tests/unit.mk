@@ -15,6 +15,23 @@ tests_test_proto_SOURCES = tests/test-proto.c tests/tap.h
 tests_test_proto_CFLAGS = $(UNIT_CFLAGS)
 tests_test_proto_LDADD = $(UNIT_LDADD)
 
+## fd passing and the file transfers' wire format (docs/design/files.md).
+check_PROGRAMS += tests/test-fdpass tests/test-file-proto
+TESTS += tests/test-fdpass tests/test-file-proto
+tests_test_fdpass_SOURCES = tests/test-fdpass.c tests/tap.h
+tests_test_fdpass_CFLAGS = $(UNIT_CFLAGS)
+tests_test_fdpass_LDADD = $(UNIT_LDADD)
+tests_test_file_proto_SOURCES = tests/test-file-proto.c tests/tap.h
+tests_test_file_proto_CFLAGS = $(UNIT_CFLAGS)
+tests_test_file_proto_LDADD = $(UNIT_LDADD)
+
+## libsandbox's file calls against a stand-in daemon (a forked child speaking the design).
+check_PROGRAMS += tests/test-client-file
+TESTS += tests/test-client-file
+tests_test_client_file_SOURCES = tests/test-client-file.c tests/tap.h
+tests_test_client_file_CFLAGS = $(UNIT_CFLAGS)
+tests_test_client_file_LDADD = lib/libsandbox.la $(UNIT_LDADD)
+
 ## The run helper's parent check, with the daemon's spawn code compiled in.
 check_PROGRAMS += tests/test-spawn
 TESTS += tests/test-spawn
@@ -33,6 +50,14 @@ tests_fuzz_fuzz_request_replay_CFLAGS = $(UNIT_CFLAGS)
 tests_fuzz_fuzz_request_replay_LDADD = $(UNIT_LDADD)
 EXTRA_DIST += tests/fuzz/replay-request.sh tests/fuzz/corpus
 
+## The fast path of the lines that carry file bytes against the general parser (differential).
+check_PROGRAMS += tests/fuzz/fuzz-file-line-replay
+TESTS += tests/fuzz/replay-file-line.sh
+tests_fuzz_fuzz_file_line_replay_SOURCES = tests/fuzz/fuzz-replay.c tests/fuzz/fuzz-file-line.c tests/fuzz/fuzz.h
+tests_fuzz_fuzz_file_line_replay_CFLAGS = $(UNIT_CFLAGS)
+tests_fuzz_fuzz_file_line_replay_LDADD = $(UNIT_LDADD)
+EXTRA_DIST += tests/fuzz/replay-file-line.sh
+
 if FUZZING
 ## lib's sources are compiled into the target so that libFuzzer sees their coverage.
 FUZZ_FLAGS = -fsanitize=fuzzer,address,undefined -fno-omit-frame-pointer -g
@@ -46,13 +71,27 @@ tests_fuzz_fuzz_request_CFLAGS = $(UNIT_CFLAGS) $(FUZZ_FLAGS)
 tests_fuzz_fuzz_request_LDFLAGS = $(AM_LDFLAGS) $(FUZZ_FLAGS)
 tests_fuzz_fuzz_request_LDADD = $(JSONC_LIBS)
 
+noinst_PROGRAMS += tests/fuzz/fuzz-file-line
+tests_fuzz_fuzz_file_line_SOURCES = tests/fuzz/fuzz-file-line.c tests/fuzz/fuzz.h \
+	lib/util.c lib/json-check.c lib/proto.c lib/file-proto.c
+tests_fuzz_fuzz_file_line_CFLAGS = $(UNIT_CFLAGS) $(FUZZ_FLAGS)
+tests_fuzz_fuzz_file_line_LDFLAGS = $(AM_LDFLAGS) $(FUZZ_FLAGS)
+tests_fuzz_fuzz_file_line_LDADD = $(JSONC_LIBS)
+
 ## New inputs go to tests/fuzz/work/request; crashes to tests/fuzz/work/crash-*. To keep going past a
 ## known crash: make fuzz FUZZ_ARGS='-fork=2 -ignore_crashes=1'.
 fuzz: tests/fuzz/fuzz-request
 	$(MKDIR_P) tests/fuzz/work/request
 	tests/fuzz/fuzz-request -max_total_time=$(FUZZ_TIME) -max_len=4096 -timeout=10 \
 		-artifact_prefix=tests/fuzz/work/ $(FUZZ_ARGS) tests/fuzz/work/request $(srcdir)/tests/fuzz/corpus/request
-.PHONY: fuzz check-vm
+
+## make fuzz-file-line FUZZ_TIME=60: the fast path of file lines against the general parser.
+fuzz-file-line: tests/fuzz/fuzz-file-line
+	$(MKDIR_P) tests/fuzz/work/file-line
+	tests/fuzz/fuzz-file-line -max_total_time=$(FUZZ_TIME) -max_len=8192 -timeout=10 \
+		-artifact_prefix=tests/fuzz/work/file-line- $(FUZZ_ARGS) tests/fuzz/work/file-line \
+		$(srcdir)/tests/fuzz/corpus/file-line
+.PHONY: fuzz fuzz-file-line check-vm
 endif
 
 ## daemon/core/ring.c is self-contained: compiled into its test directly.

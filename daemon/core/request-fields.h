@@ -5,8 +5,9 @@
 
 #include "proto.h"
 
-/* Every request's envelope. */
-#define REQUEST_ENVELOPE { "id", FIELD_ID, true }, { "op", FIELD_STRING, true }
+/* Every request's envelope; "fds" is checked by the connection against the fds that came with
+ * the line, and an op without a field that names one refuses any (ops.c). */
+#define REQUEST_ENVELOPE { "id", FIELD_ID, true }, { "op", FIELD_STRING, true }, { "fds", FIELD_INT }
 
 /* "run" (docs/protocol.md). */
 extern const FieldSpec request_run_fields[];

@@ -92,8 +92,12 @@ static int open_exec(const char *path) {
 }
 
 int run_exec_open_helper(void) {
-        const char *env = getenv("SANDBOXD_RUN_HELPER");
-        char self[PATH_MAX], path[PATH_MAX + sizeof(RUN_HELPER_NAME)];
+        return run_exec_open_binary(RUN_HELPER_NAME, "SANDBOXD_RUN_HELPER");
+}
+
+int run_exec_open_binary(const char *name, const char *env_name) {
+        const char *env = getenv(env_name);
+        char self[PATH_MAX], path[2 * PATH_MAX];
         ssize_t n;
         char *slash;
         int fd;
@@ -108,13 +112,14 @@ int run_exec_open_helper(void) {
                 slash = strrchr(self, '/');
                 if (slash) {
                         *slash = '\0';
-                        snprintf(path, sizeof(path), "%s/%s", self, RUN_HELPER_NAME);
+                        snprintf(path, sizeof(path), "%s/%s", self, name);
                         fd = open_exec(path);
                         if (fd >= 0)
                                 return fd;
                 }
         }
-        return open_exec(LIBEXECDIR "/" RUN_HELPER_NAME);
+        snprintf(path, sizeof(path), "%s/%s", LIBEXECDIR, name);
+        return open_exec(path);
 }
 
 char *run_exec_hex(const void *data, size_t n) {

@@ -21,6 +21,8 @@
  * $SANDBOXD_RUN_HELPER names another path, or "fork" for none (the helper is then a clone of the
  * daemon, as before; for measurements). Returns an O_PATH fd, or -errno. */
 int run_exec_open_helper(void);
+/* The same for another helper binary (sandboxd-file-helper; $env_name names another path). */
+int run_exec_open_binary(const char *name, const char *env_name);
 
 /* Reserves the fd slots through which helpers get their fds (run-exec.c says why), just above
  * every fd open now: called once at start. Without them (-errno) helpers copy the whole table. */

@@ -346,6 +346,20 @@ static int helper_enter_cgroup(int cgroup_fd) {
         return cgroup_fd >= 0 ? write_zero(cgroup_fd, "cgroup.procs") : 0;
 }
 
+int helper_enter_sandbox(const RunParams *p, SpawnStep *ret_step) {
+        /* Still host root: the last moment a supplementary group can be dropped (ESC-14a). */
+        if ((*ret_step = STEP_SETUID, setgroups(0, NULL) < 0) ||
+            (*ret_step = STEP_FORK, helper_enter_cgroup(p->cgroup_fd) < 0) ||
+            (*ret_step = STEP_OOM_SCORE, helper_reset_oom_score(p) < 0) ||
+            (*ret_step = STEP_SETNS, helper_join(p->init_pidfd) < 0) ||
+            (*ret_step = STEP_SETUID, setresgid(0, 0, 0) < 0 || setresuid(0, 0, 0) < 0 || identity_apply(p->user) < 0) ||
+            (*ret_step = STEP_RLIMIT, child_rlimits(p) < 0) ||
+            (*ret_step = STEP_SIGNALS, child_reset_signals(p->reset_signals) < 0))
+                return -1;
+        *ret_step = STEP_NONE;
+        return 0;
+}
+
 _Noreturn void run_helper_main(const RunParams *p) {
         int errpipe[2], cmd_pidfd = -1, slave = -1;
         RunParams with_tty;

@@ -152,6 +152,11 @@ size_t run_params_fds(const RunParams *p, int ret[static RUN_PARAMS_FDS]);
 /* Closes every fd but those in keep (which gets sorted); for children that do not exec. */
 void close_all_fds_except(int *keep, size_t n);
 
+/* What a helper that does not exec does to be in the sandbox as p->user (the file helper):
+ * run_helper_main()'s steps and the command's up to its filter (groups dropped, p->cgroup_fd
+ * entered, the namespaces joined, identity_apply(), rlimits, signals). -1 with errno set and the
+ * step that failed in *ret_step. */
+int helper_enter_sandbox(const RunParams *p, SpawnStep *ret_step);
 /* The helper: joins the sandbox, forks the command, reports its start and its end; or, direct,
  * joins the sandbox and becomes the command (the daemon is its parent and sees its end). */
 _Noreturn void run_helper_main(const RunParams *p);

@@ -11,7 +11,7 @@ void context_init(Context *ctx, Config *config) {
         *ctx = (Context) {};
         ctx->config = *config;
         *config = (Config) {};
-        ctx->state_fd = ctx->run_helper_fd = ctx->self_pidns_fd = -EBADF;
+        ctx->state_fd = ctx->run_helper_fd = ctx->file_helper_fd = ctx->self_pidns_fd = -EBADF;
         ctx->netns.host_fd = -EBADF;
         ctx->cg = (CgroupRoot) { .base_fd = -EBADF, .sandboxes_fd = -EBADF };
         ctx->start_usec = now_usec(CLOCK_MONOTONIC);
@@ -20,6 +20,7 @@ void context_init(Context *ctx, Config *config) {
 void context_done(Context *ctx) {
         safe_close(ctx->state_fd);
         safe_close(ctx->run_helper_fd);
+        safe_close(ctx->file_helper_fd);
         safe_close(ctx->self_pidns_fd);
         netns_pool_done(&ctx->netns);
         free(ctx->filter.insns);

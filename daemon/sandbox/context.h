@@ -49,6 +49,7 @@ typedef struct Context {
         uint64_t ignored_signals;  /* SIG_IGN here, so reset in every command (bit n-1: signal n) */
         bool oom_score_negative;   /* our oom_score_adj (OOMScoreAdjust=) is < 0: reset in every run */
         int run_helper_fd;         /* sandboxd-run-helper (run-exec.h), or -1: clone the daemon */
+        int file_helper_fd;        /* sandboxd-file-helper (file-helper.h), or -1: no file operations */
         int self_pidns_fd;         /* our pid namespace, to come back to after a direct run's clone */
         NetnsPool netns;           /* the sandboxes' network namespaces (netns-pool.h): its own state */
         /* The modules' own state, each behind its header; NULL where a module is not wired (a

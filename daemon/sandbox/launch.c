@@ -178,9 +178,10 @@ static int launch_spawn(Launch *l, const LaunchSpec *spec, LaunchFds *f) {
         p->report_fd = f->rep[1];
         p->stdio[0] = f->in[0];
         p->stdio[1] = f->out[1];
-        p->stdio[2] = f->err[1];
+        p->stdio[2] = spec->stderr_fd ? *spec->stderr_fd : f->err[1];
         launch_params_guard(s, spec->pids, spec->memory, p);
-        if (spec->via_helper && m->run_helper_fd >= 0) {
+        if (spec->file_helper || (spec->via_helper && m->run_helper_fd >= 0)) {
+                int helper_fd = spec->file_helper ? m->file_helper_fd : m->run_helper_fd;
                 bool born_in = run_exec_into_cgroup() && !launch_cgroup_frozen(l);
 
                 if (!born_in)
@@ -190,7 +191,7 @@ static int launch_spawn(Launch *l, const LaunchSpec *spec, LaunchFds *f) {
                  * children are born; we stay where we are, and set it back at once. */
                 else if (m->self_pidns_fd >= 0 && setns(s->init_pidfd, CLONE_NEWPID) == 0)
                         p->direct = true;
-                pid = run_exec_helper(m->run_helper_fd, p, born_in ? l->cg_fd : -1, &l->pidfd);
+                pid = run_exec_helper(helper_fd, p, born_in ? l->cg_fd : -1, &l->pidfd);
                 /* Our later children (other sandboxes' inits among them) must never be born in
                  * this sandbox: there is no way on if we cannot undo it (and the kernel always
                  * allows a return to our own). */

@@ -54,6 +54,8 @@ typedef struct LaunchSpec {
         uint64_t memory, pids;  /* the command's limits; 0: the sandbox's (pids: none on its cgroup) */
         bool pipes;             /* stdin, stdout and stderr on pipes (else a terminal, the helper's) */
         bool via_helper;        /* through the exec'd run helper where the daemon has one; else a clone */
+        bool file_helper;       /* sandboxd-file-helper instead (file-op.c): exec'd, never a clone */
+        const int *stderr_fd;   /* the helper's fd 2 instead of the stderr pipe (file.read's sink), or NULL */
         RunParams *params;      /* the owner's part (argv, envp, cwd, user, terminal, rl_cpu); the rest
                                  * (fds, cgroup, rlimit guards, signals, filter) is filled here */
         /* What the failure report says first: the cgroup, the fds, the rest could not be made. */

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <errno.h>
+#include <inttypes.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -11,6 +12,7 @@
 #include <unistd.h>
 
 #include "connection.h"
+#include "fdpass.h"
 #include "log.h"
 #include "macro.h"
 #include "util.h"
@@ -62,6 +64,7 @@ Connection *connection_unref(Connection *c) {
         sd_event_source_disable_unref(c->io);
         sd_event_source_disable_unref(c->partial_timer);
         safe_close(c->fd);
+        (void) sbx_fd_queue_clear(&c->fds);
         line_buffer_done(&c->in);
         free(c->out);
         free(c);
@@ -96,6 +99,7 @@ void connection_close(Connection *c) {
         c->partial_timer = sd_event_source_disable_unref(c->partial_timer);
         c->finish = sd_event_source_disable_unref(c->finish);
         c->fd = safe_close(c->fd);
+        (void) sbx_fd_queue_clear(&c->fds);
         line_buffer_done(&c->in);
         free(c->out);
         c->out = NULL;
@@ -112,8 +116,14 @@ void connection_close_now(Connection *c) {
 /* An idle connection holds no buffer: a thousand of them would otherwise keep 64 KiB of input
  * and whatever their largest reply was, each. */
 static void connection_shrink(Connection *c) {
-        if (!line_buffer_has_partial(&c->in) && c->in.data)
+        if (!line_buffer_has_partial(&c->in) && c->in.data) {
+                /* The stream offsets the fd queue is keyed by go on counting. */
+                uint64_t committed = c->in.committed, line_end = c->in.line_end, discarded_end = c->in.discarded_end;
                 line_buffer_done(&c->in);
+                c->in.committed = committed;
+                c->in.line_end = line_end;
+                c->in.discarded_end = discarded_end;
+        }
         if (c->out_off == c->out_len && c->out_alloc > 4096) {
                 free(c->out);
                 c->out = NULL;
@@ -282,28 +292,65 @@ static void connection_writable(Connection *c) {
                 c->hooks->writable(c, c->hooks_userdata);
 }
 
-static void connection_handle_line(Connection *c, const char *line, size_t len) {
+/* The fds a line owns against the "fds" it claims (docs/protocol.md, "File descriptors"). */
+static int line_fds_check(json_object *req, size_t n_got, ProtoError *err) {
+        json_object *v;
+        int64_t want = 0;
+
+        if (json_object_object_get_ex(req, "fds", &v) &&
+            (!json_object_is_type(v, json_type_int) || (want = json_object_get_int64(v)) < 0 ||
+             want > SBX_FDS_PER_MESSAGE))
+                return proto_error_set(err, SBX_E_INVALID_REQUEST, "fds", "must be an integer from 0 to %d",
+                                       SBX_FDS_PER_MESSAGE);
+        if ((uint64_t) want == n_got)
+                return 0;
+        if (want == 0)
+                return proto_error_set(err, SBX_E_INVALID_REQUEST, "fds",
+                                       "%zu file descriptors came with this request, which takes none", n_got);
+        return proto_error_set(err, SBX_E_INVALID_REQUEST, "fds", "%zu of %" PRId64 " file descriptors arrived", n_got,
+                               want);
+}
+
+/* fds (n of them) are the line's own: given to the dispatcher, or closed here when the line is
+ * refused before it. */
+static void connection_handle_line(Connection *c, const char *line, size_t len, int *fds, size_t n_fds) {
         _cleanup_json_ json_object *req = NULL;
         json_object *id = NULL;
         const char *op = NULL;
         ProtoError err = {};
         Reply *reply;
 
-        if (len == 0)
+        if (len == 0 && n_fds == 0)
                 return; /* blank lines are keep-alives */
         if (proto_parse_line(line, len, SBX_MAX_DEPTH, &req, &err) < 0 ||
-            proto_request_envelope(req, &id, &op, &err) < 0) {
+            proto_request_envelope(req, &id, &op, &err) < 0 || line_fds_check(req, n_fds, &err) < 0) {
+                sbx_fds_close(fds, n_fds);
                 /* An id we could read is echoed even when the rest is wrong. */
                 connection_reply_error(c, err.code == SBX_E_INVALID_JSON ? NULL : id, &err);
                 return;
         }
         if (reply_new(&c->sink, id, &reply) < 0) {
+                sbx_fds_close(fds, n_fds);
                 proto_error_set(&err, SBX_E_INTERNAL, NULL, "out of memory");
                 connection_reply_error(c, id, &err);
                 return;
         }
-        c->hooks->dispatch(reply, op, req, c->hooks_userdata);
+        c->hooks->dispatch(reply, op, req, fds, n_fds, c->hooks_userdata);
+        sbx_fds_close(fds, n_fds); /* what the op did not take */
         reply_unref(reply);
+}
+
+/* The fds of the line just handed out: -EPROTO (in two messages) and -EMSGSIZE (too many)
+ * closed them; the line is then refused. */
+static int connection_take_line_fds(Connection *c, int *fds, size_t *ret_n, ProtoError *err) {
+        int r = sbx_fd_queue_take_line(&c->fds, c->in.line_end, fds, SBX_FDS_PER_MESSAGE, ret_n);
+        if (r == -EPROTO)
+                return proto_error_set(err, SBX_E_INVALID_REQUEST, "fds",
+                                       "the file descriptors of one request came in more than one message");
+        if (r < 0)
+                return proto_error_set(err, SBX_E_INVALID_REQUEST, "fds", "more than %d file descriptors for one request",
+                                       SBX_FDS_PER_MESSAGE);
+        return 0;
 }
 
 static void connection_process_lines(Connection *c) {
@@ -314,6 +361,9 @@ static void connection_process_lines(Connection *c) {
         /* Stop while replies pile up: the client must read before it may ask for more. */
         while (!c->dead && c->out_len - c->out_off < OUT_PAUSE_READING) {
                 r = line_buffer_next(&c->in, &line, &len);
+                /* A skipped line's fds: its end is found by this call or a later one (silently). */
+                if (c->in.discarded_end != UINT64_MAX)
+                        (void) sbx_fd_queue_drop_until(&c->fds, c->in.discarded_end);
                 if (r == 0)
                         break;
                 if (r == -E2BIG) {
@@ -323,7 +373,14 @@ static void connection_process_lines(Connection *c) {
                         connection_reply_error(c, NULL, &err);
                         continue;
                 }
-                connection_handle_line(c, line, len);
+                int fds[SBX_FDS_PER_MESSAGE];
+                size_t n_fds = 0;
+                ProtoError err = {};
+                if (connection_take_line_fds(c, fds, &n_fds, &err) < 0) {
+                        connection_reply_error(c, NULL, &err);
+                        continue;
+                }
+                connection_handle_line(c, line, len, fds, n_fds);
         }
 }
 
@@ -400,7 +457,21 @@ static int connection_end_input(Connection *c) {
         return 0;
 }
 
+/* The fds lost (MSG_CTRUNC, more than a message may carry, or more than the connection may
+ * hold): which line owns which can no longer be told, so the client is told once and dropped. */
+static int connection_fds_lost(Connection *c) {
+        ProtoError err;
+        proto_error_set(&err, SBX_E_INVALID_REQUEST, "fds",
+                        "file descriptors were lost: at most %d per message and %d held per connection",
+                        SBX_FDS_PER_MESSAGE, SBX_FDS_PER_CONNECTION);
+        connection_reply_error(c, NULL, &err);
+        (void) connection_flush(c);
+        return -EMSGSIZE;
+}
+
 static int connection_read(Connection *c) {
+        int fds[SBX_FDS_PER_MESSAGE];
+        size_t n_fds = 0;
         char *p;
         size_t avail;
         ssize_t n;
@@ -408,12 +479,20 @@ static int connection_read(Connection *c) {
 
         if (r < 0)
                 return r;
-        n = recv(c->fd, p, avail, MSG_DONTWAIT);
+        n = sbx_fds_recv(c->fd, p, avail, MSG_DONTWAIT, fds, SBX_FDS_PER_MESSAGE, &n_fds);
+        if (n == -EMSGSIZE)
+                return connection_fds_lost(c);
         if (n < 0)
-                return errno == EAGAIN || errno == EINTR ? 0 : -errno;
+                return n == -EAGAIN || n == -EINTR ? 0 : (int) n;
+        if (n == 0 && n_fds > 0) {
+                sbx_fds_close(fds, n_fds); /* fds with no byte: no line can own them */
+                return connection_fds_lost(c);
+        }
         if (n == 0)
                 return peer_gone(c->fd) ? -ECONNRESET : connection_end_input(c);
         line_buffer_commit(&c->in, (size_t) n);
+        if (n_fds > 0 && sbx_fd_queue_push(&c->fds, fds, n_fds, c->in.committed - 1) < 0)
+                return connection_fds_lost(c);
         return 1;
 }
 
@@ -490,6 +569,7 @@ int connection_new(ConnectionSet *m, int fd, const struct ucred *peer, Connectio
         c->fd = fd;
         c->peer = *peer;
         line_buffer_init(&c->in, m->config->max_line_bytes);
+        sbx_fd_queue_init(&c->fds);
         c->admin = c->peer.uid == 0 || (m->have_admin_gid && peer_in_group(fd, &c->peer, m->admin_gid));
         c->hooks = m->hooks;
         c->hooks_userdata = m->hooks_userdata;

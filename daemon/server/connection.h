@@ -9,6 +9,7 @@
 #include <systemd/sd-event.h>
 
 #include "conf.h"
+#include "fdpass.h"
 #include "proto.h"
 #include "reply.h"
 
@@ -16,11 +17,13 @@ typedef struct Connection Connection;
 
 /* What the transport knows of the daemon: the callbacks it was given at connection_new(), as
  * sd-varlink's server knows its bind_method and bind_disconnect. dispatch answers through reply
- * (it takes its own reference to answer later); closed runs from the deferred close, after the
+ * (it takes its own reference to answer later; fds are the n_fds file descriptors that came with
+ * the line, as many as its "fds" said: it takes those it keeps, setting them to -1, and the
+ * connection closes the rest); closed runs from the deferred close, after the
  * close hooks of the replies; writable (optional) when the client has room again, after their
  * writable hooks. */
 typedef struct ConnectionHooks {
-        void (*dispatch)(Reply *reply, const char *op, json_object *req, void *userdata);
+        void (*dispatch)(Reply *reply, const char *op, json_object *req, int *fds, size_t n_fds, void *userdata);
         void (*closed)(Connection *c, void *userdata);
         void (*writable)(Connection *c, void *userdata);
 } ConnectionHooks;
@@ -49,6 +52,7 @@ struct Connection {
         sd_event_source *io;
         sd_event_source *partial_timer; /* closes a connection whose partial line goes stale */
         LineBuffer in;
+        SbxFdQueue fds;    /* received, until their line is complete (lib/fdpass.h) */
         char *out;
         size_t out_len, out_off, out_alloc;
         bool dead;         /* fd closed; replies are dropped; the close is deferred to close_source */

@@ -23,6 +23,7 @@
 #include "macro.h"
 #include "ops.h"
 #include "rm-rf.h"
+#include "file-helper.h"
 #include "run-exec.h"
 #include "sandbox.h"
 #include "snapshot.h"
@@ -338,6 +339,9 @@ static int prepare_runs(Context *ctx) {
         ctx->ignored_signals = ignored_signals();
         ctx->oom_score_negative = oom_score_negative();
         ctx->run_helper_fd = run_exec_open_helper();
+        ctx->file_helper_fd = run_exec_open_binary(FILE_HELPER_NAME, "SANDBOXD_FILE_HELPER");
+        if (ctx->file_helper_fd < 0)
+                log_info("no %s (%s): file operations are refused", FILE_HELPER_NAME, strerror(-ctx->file_helper_fd));
         ctx->self_pidns_fd = open("/proc/self/ns/pid", O_RDONLY | O_CLOEXEC);
         if (ctx->run_helper_fd < 0)
                 log_info_errno(ctx->run_helper_fd, "no %s (%m): runs' helpers are clones of the daemon", RUN_HELPER_NAME);

@@ -86,6 +86,27 @@ static const FieldSpec snapshot_one_fields[] = {
         {},
 };
 
+/* The file operations (op-file.c). */
+#define FILE_FIELDS { "sandbox", FIELD_STRING, true }, { "path", FIELD_STRING, true }, { "path_encoding", FIELD_STRING }, \
+                    { "user", FIELD_STRING }
+static const FieldSpec file_stat_fields[] = { ENVELOPE, FILE_FIELDS, { "follow", FIELD_BOOL }, {} };
+static const FieldSpec file_list_fields[] = {
+        ENVELOPE, FILE_FIELDS, { "recursive", FIELD_BOOL }, { "max_entries", FIELD_INT }, { "max_depth", FIELD_INT }, {},
+};
+static const FieldSpec file_mkdir_fields[] = { ENVELOPE, FILE_FIELDS, { "mode", FIELD_ID }, { "parents", FIELD_BOOL }, {} };
+static const FieldSpec file_read_fields[] = {
+        ENVELOPE, FILE_FIELDS, { "offset", FIELD_SIZE }, { "length", FIELD_SIZE }, { "nofollow", FIELD_BOOL },
+        { "fd", FIELD_INT }, {},
+};
+static const FieldSpec file_write_fields[] = {
+        ENVELOPE, FILE_FIELDS, { "mode", FIELD_ID }, { "parents", FIELD_BOOL }, { "exclusive", FIELD_BOOL },
+        { "atomic", FIELD_BOOL }, { "offset", FIELD_SIZE }, { "size", FIELD_SIZE }, { "data", FIELD_STRING },
+        { "encoding", FIELD_STRING }, { "fd", FIELD_INT }, { "sync", FIELD_BOOL }, {},
+};
+static const FieldSpec file_remove_fields[] = {
+        ENVELOPE, FILE_FIELDS, { "recursive", FIELD_BOOL }, { "missing_ok", FIELD_BOOL }, {},
+};
+
 static const Op ops[] = {
         { "hello", op_hello, no_fields },
         { "health", op_health, no_fields },
@@ -107,19 +128,30 @@ static const Op ops[] = {
         { "snapshot.list", op_snapshot_list, sandbox_fields },
         { "snapshot.restore", op_snapshot_restore, snapshot_one_fields },
         { "snapshot.delete", op_snapshot_delete, snapshot_one_fields },
+        { "file.stat", op_file_stat, file_stat_fields },
+        { "file.list", op_file_list, file_list_fields },
+        { "file.mkdir", op_file_mkdir, file_mkdir_fields },
+        { "file.remove", op_file_remove, file_remove_fields },
+        { "file.read", op_file_read, file_read_fields, .takes_fds = true },
+        { "file.write", op_file_write, file_write_fields, .takes_fds = true },
 };
 
-void ops_dispatch(Reply *reply, const char *name, json_object *req, void *userdata) {
+void ops_dispatch(Reply *reply, const char *name, json_object *req, int *fds, size_t n_fds, void *userdata) {
         const ReplyPeer *peer = reply_peer(reply);
         Manager *m = userdata;
-        Request rq = { .manager = m, .ctx = m->ctx, .conns = &m->conns, .reply = reply, .peer = peer->cred, .admin = peer->admin };
+        Request rq = { .manager = m, .ctx = m->ctx, .conns = &m->conns, .reply = reply, .peer = peer->cred, .admin = peer->admin,
+                       .fds = fds, .n_fds = n_fds };
         json_object *id = json_object_object_get(req, "id");
         ProtoError err = {};
 
         for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++) {
                 if (strcmp(ops[i].name, name) != 0)
                         continue;
-                if (proto_check_fields(req, ops[i].fields, NULL, &err) < 0 || ops[i].handler(&rq, id, req, &err) < 0)
+                if (n_fds > 0 && !ops[i].takes_fds)
+                        proto_error_set(&err, SBX_E_INVALID_REQUEST, "fds",
+                                        "%zu file descriptors came with this request, which takes none", n_fds);
+                if (err.code || proto_check_fields(req, ops[i].fields, NULL, &err) < 0 ||
+                    ops[i].handler(&rq, id, req, &err) < 0)
                         reply_error(reply, &err);
                 return;
         }

@@ -24,6 +24,8 @@ typedef struct Request {
         Reply *reply;
         struct ucred peer;
         bool admin;        /* root, or a member of the configured admin group */
+        int *fds;          /* the fds that came with the line (n_fds); a handler takes one by setting it to -1 */
+        size_t n_fds;
 } Request;
 
 /* A handler either answers (now or later, through c->reply) and returns >= 0, or returns < 0
@@ -35,10 +37,11 @@ typedef struct Op {
         const char *name;
         OpHandler handler;
         const FieldSpec *fields; /* besides "id" and "op" */
+        bool takes_fds;          /* a field names fds of the line ("fd"); else a line with fds is refused */
 } Op;
 
 /* The connections' dispatch hook (ConnectionHooks.dispatch); userdata is the Manager. */
-void ops_dispatch(Reply *reply, const char *op, json_object *req, void *userdata);
+void ops_dispatch(Reply *reply, const char *op, json_object *req, int *fds, size_t n_fds, void *userdata);
 
 int op_hello(Request *c, json_object *id, json_object *req, ProtoError *err);
 int op_health(Request *c, json_object *id, json_object *req, ProtoError *err);
@@ -62,6 +65,12 @@ int op_pty_signal(Request *c, json_object *id, json_object *req, ProtoError *err
 int op_pty_close(Request *c, json_object *id, json_object *req, ProtoError *err);
 int op_pty_attach(Request *c, json_object *id, json_object *req, ProtoError *err);
 int op_pty_detach(Request *c, json_object *id, json_object *req, ProtoError *err);
+int op_file_stat(Request *c, json_object *id, json_object *req, ProtoError *err);
+int op_file_list(Request *c, json_object *id, json_object *req, ProtoError *err);
+int op_file_mkdir(Request *c, json_object *id, json_object *req, ProtoError *err);
+int op_file_remove(Request *c, json_object *id, json_object *req, ProtoError *err);
+int op_file_read(Request *c, json_object *id, json_object *req, ProtoError *err);
+int op_file_write(Request *c, json_object *id, json_object *req, ProtoError *err);
 
 /* The caller's sandbox by id, name or "UID/NAME" (ops.c); not_found for others' (no oracle). */
 Sandbox *ops_resolve_sandbox(Request *c, const char *key);

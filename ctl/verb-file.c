@@ -1,0 +1,636 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* sandboxctl cp, cat, ls: files in and out of a sandbox (docs/design/files.md). cp has docker
+ * cp's shape; the host side of a tree is the caller's own tar(1), run with the caller's rights,
+ * and every fd goes to the daemon whole (SCM_RIGHTS): no byte of a file passes through here. */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "file-proto.h"
+#include "sandboxctl.h"
+#include "util.h"
+
+static int verb_cp_run(int argc, char *argv[]);
+static int verb_cat_run(int argc, char *argv[]);
+static int verb_ls_run(int argc, char *argv[]);
+
+const Verb verb_cp = {
+        .name = "cp",
+        .args = "[-L] SRC DST",
+        .summary = "Copy files or trees between the host and a sandbox (docker cp's shape)",
+        .help = "Options:\n"
+                "  -L --follow-link       Follow a symlink given as SRC (else it is copied as a link)\n"
+                "  -q --quiet             No progress bar\n"
+                "\nOne of SRC and DST is SANDBOX:PATH (a sandbox by id or name; PATH absolute, or\n"
+                "relative to /work), the other a local path, or - for a tar stream on stdin (SRC)\n"
+                "or stdout (DST). A local path with a ':' is written ./a:b or /abs/a:b.\n"
+                "  cp ./src SBX:/work/src     a tree in (made when missing, else copied into it)\n"
+                "  cp SBX:/work/out .         a file or tree out, into the current directory\n"
+                "  cp ./src/. SBX:/work/dst   the contents of a directory, not the directory\n"
+                "  tar cf - . | sandboxctl cp - SBX:/work/dst     (a tar stream in)\n"
+                "  sandboxctl cp SBX:/work/dst - | tar tf -       (a tar stream out)\n"
+                "A DST that ends in / must be an existing directory. A progress bar is drawn on a\n"
+                "terminal (stderr). Trees go through tar(1) on the host side.\n",
+        .failure_status = EXIT_FAILURE,
+        .run = verb_cp_run,
+};
+
+const Verb verb_cat = {
+        .name = "cat",
+        .args = "SANDBOX PATH...",
+        .summary = "Print files of a sandbox",
+        .help = "Options:\n"
+                "     --offset SIZE       Start this far into each file\n"
+                "     --length SIZE       Print at most this much of each file\n"
+                "\nBytes are written as they are. To a file or a pipe the daemon writes them itself\n"
+                "(the fd is passed to it); to a terminal they come as the daemon's data events.\n",
+        .failure_status = EXIT_FAILURE,
+        .run = verb_cat_run,
+};
+
+const Verb verb_ls = {
+        .name = "ls",
+        .args = "SANDBOX [PATH]",
+        .summary = "List a directory of a sandbox (default /work)",
+        .help = "Options:\n"
+                "  -l --long              Type, mode, size, modification time\n"
+                "  -R --recursive         The whole tree (at most 10000 entries)\n",
+        .failure_status = EXIT_FAILURE,
+        .run = verb_ls_run,
+};
+
+/* ---- SRC and DST ------------------------------------------------------------------------- */
+
+typedef struct Endpoint {
+        char *sandbox; /* NULL: the local side */
+        const char *path;
+        bool stream;   /* "-" */
+} Endpoint;
+
+static void endpoint_done(Endpoint *e) {
+        free(e->sandbox);
+}
+
+/* [A-Za-z0-9._-] with at most one '/' (UID/NAME or USER/NAME): what may name a sandbox. */
+static bool is_sandbox_ref(const char *s, size_t n) {
+        size_t slashes = 0;
+
+        if (n == 0 || n > 128)
+                return false;
+        for (size_t i = 0; i < n; i++) {
+                if (s[i] == '/') {
+                        if (++slashes > 1 || i == 0 || i == n - 1)
+                                return false;
+                } else if (!strchr("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-", s[i]))
+                        return false;
+        }
+        return true;
+}
+
+/* docker cp's rule: SANDBOX:PATH unless the argument starts with / or . (a local path may hold
+ * a colon then), or has no colon at all. */
+static int endpoint_parse(const char *word, Endpoint *ret) {
+        const char *colon = strchr(word, ':');
+        Endpoint e = { .path = word };
+
+        if (word[0] == '\0')
+                return log_error("cp: an empty path");
+        if (strcmp(word, "-") == 0)
+                e.stream = true;
+        else if (word[0] != '/' && word[0] != '.' && colon) {
+                if (!is_sandbox_ref(word, (size_t) (colon - word)))
+                        return log_error("cp: '%s': '%.*s' is not a sandbox id or name (a local path with ':' is "
+                                         "written ./%s)",
+                                         esc(word), (int) (colon - word), esc(word), esc(word));
+                if (colon[1] == '\0')
+                        return log_error("cp: '%s': the path in the sandbox is missing (SANDBOX:PATH)", esc(word));
+                e.sandbox = strndup(word, (size_t) (colon - word));
+                if (!e.sandbox)
+                        return log_error_errno(-ENOMEM, "%m");
+                e.path = colon + 1;
+        }
+        *ret = e;
+        return 0;
+}
+
+static bool ends_with(const char *s, const char *suffix) {
+        size_t n = strlen(s), m = strlen(suffix);
+        return n >= m && strcmp(s + n - m, suffix) == 0;
+}
+
+/* The last component of a path ("a/b/" is "b"); malloc'd. */
+static char *base_name(const char *path) {
+        size_t n = strlen(path);
+        while (n > 1 && path[n - 1] == '/')
+                n--;
+        const char *s = path + n;
+        while (s > path && s[-1] != '/')
+                s--;
+        return strndup(s, (size_t) (path + n - s));
+}
+
+static char *dir_name(const char *path) {
+        _cleanup_free_ char *copy = strdup(path);
+        if (!copy)
+                return NULL;
+        size_t n = strlen(copy);
+        while (n > 1 && copy[n - 1] == '/')
+                copy[--n] = '\0';
+        char *slash = strrchr(copy, '/');
+        if (!slash)
+                return strdup(".");
+        if (slash == copy)
+                return strdup("/");
+        *slash = '\0';
+        return strdup(copy);
+}
+
+static char *path_join(const char *dir, const char *name) {
+        char *out;
+        return asprintf(&out, "%s%s%s", dir, ends_with(dir, "/") ? "" : "/", name) < 0 ? NULL : out;
+}
+
+/* ---- Talking to the daemon --------------------------------------------------------------- */
+
+typedef struct Progress {
+        bool show;
+        bool shown;
+} Progress;
+
+static int on_progress(json_object *ev, void *userdata) {
+        Progress *p = userdata;
+        char size[FIELD_BUF];
+        int64_t bytes = 0, total = 0;
+        const char *what = json_str(ev, "event");
+
+        if (!p->show || !what || strcmp(what, "progress") != 0)
+                return 0;
+        (void) json_int(ev, "bytes", &bytes);
+        fmt_size(size, ev, "bytes");
+        if (json_int(ev, "total", &total) && total > 0)
+                progress_bar(bytes, total, size);
+        else
+                fprintf(stderr, "\r%s copied   ", esc(size));
+        p->shown = true;
+        return 0;
+}
+
+/* The end of a call: the transport error, or the reply (printed with --json) checked. */
+static int finish_call(int r, json_object **reply, Progress *p) {
+        if (p && p->shown)
+                progress_clear();
+        if (r < 0)
+                return log_transport_error(r);
+        if (arg.json)
+                print_json(*reply);
+        return reply_check(*reply);
+}
+
+/* "dir", "file", ... of a path in the sandbox; NULL and 0 when it does not exist; < 0 for any
+ * other failure (logged). */
+static int remote_type(SbxClient *c, const char *sandbox, const char *path, unsigned flags, char **ret_type,
+                       json_object **ret_stat) {
+        _cleanup_json_ json_object *reply = NULL;
+        int r = sbx_file_stat(c, sandbox, path, flags, &reply);
+
+        *ret_type = NULL;
+        if (r < 0)
+                return log_transport_error(r);
+        if (!sbx_reply_ok(reply)) {
+                const char *code = sbx_reply_error_code(reply);
+                if (code && strcmp(code, "not_found") == 0)
+                        return 0;
+                return reply_check(reply);
+        }
+        json_object *st = json_child(reply, "stat");
+        const char *type = json_str(st, "type");
+        if (!type)
+                return log_error("sandboxd's file.stat reply has no type");
+        *ret_type = strdup(type);
+        if (!*ret_type)
+                return log_error_errno(-ENOMEM, "%m");
+        if (ret_stat)
+                *ret_stat = json_object_get(st);
+        return 1;
+}
+
+/* Runs tar with the given fd as its stdin (in) or stdout (out); returns its pid. */
+static pid_t spawn_tar(char *const argv[], int in, int out) {
+        pid_t pid = fork();
+
+        if (pid < 0)
+                return log_error_errno(negative_errno(), "fork: %m");
+        if (pid == 0) {
+                if ((in >= 0 && dup2(in, STDIN_FILENO) < 0) || (out >= 0 && dup2(out, STDOUT_FILENO) < 0))
+                        _exit(126);
+                execvp(argv[0], argv);
+                fprintf(stderr, "sandboxctl: cannot run tar: %s\n", strerror(errno));
+                _exit(127);
+        }
+        return pid;
+}
+
+static int wait_tar(pid_t pid) {
+        int status;
+
+        while (waitpid(pid, &status, 0) < 0)
+                if (errno != EINTR)
+                        return log_error_errno(negative_errno(), "waitpid: %m");
+        if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+                return 0;
+        if (WIFEXITED(status))
+                return log_error("tar exited with status %d", WEXITSTATUS(status));
+        return log_error("tar was killed by signal %d", WTERMSIG(status));
+}
+
+/* ---- cp: into the sandbox ---------------------------------------------------------------- */
+
+static int cp_file_in(SbxClient *c, const char *src, const struct stat *st, const char *sandbox, const char *dst,
+                      Progress *p) {
+        _cleanup_close_ int fd = open(src, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        json_object *reply = NULL;
+        int r;
+
+        if (fd < 0)
+                return log_error_errno(negative_errno(), "cannot open %s: %m", esc(src));
+        r = sbx_file_write_fd(c, sandbox, dst, fd, (uint64_t) st->st_size, (int) (st->st_mode & 0777), 0, on_progress,
+                              p, &reply);
+        r = finish_call(r, &reply, p);
+        json_object_put(reply);
+        return r;
+}
+
+/* tar -c -C DIR NAME into a pipe whose other end the daemon reads, unpacked into dst. */
+static int cp_tree_in(SbxClient *c, const char *dir, const char *name, const char *sandbox, const char *dst,
+                      Progress *p) {
+        char *argv[] = { (char *) "tar", (char *) "-c", (char *) "-f", (char *) "-", (char *) "-C", (char *) dir,
+                         (char *) "--", (char *) name, NULL };
+        int pipefd[2];
+        json_object *reply = NULL;
+        int r;
+
+        if (pipe2(pipefd, O_CLOEXEC) < 0)
+                return log_error_errno(negative_errno(), "pipe: %m");
+        pid_t pid = spawn_tar(argv, -1, pipefd[1]);
+        safe_close(pipefd[1]);
+        if (pid < 0) {
+                safe_close(pipefd[0]);
+                return (int) pid;
+        }
+        r = sbx_file_put_fd(c, sandbox, dst, pipefd[0], 0, on_progress, p, &reply);
+        /* Closed before the wait: a tar still writing (the daemon refused) gets EPIPE and ends. */
+        safe_close(pipefd[0]);
+        r = finish_call(r, &reply, p);
+        json_object_put(reply);
+        int t = wait_tar(pid);
+        return r < 0 ? r : t;
+}
+
+/* tar on our stdin: the stream goes to the daemon as it is. */
+static int cp_stream_in(SbxClient *c, const char *sandbox, const char *dst, Progress *p) {
+        json_object *reply = NULL;
+        int r;
+
+        if (isatty(STDIN_FILENO))
+                return log_error("cp: refusing to read a tar stream from a terminal (pipe one into '-')");
+        r = sbx_file_put_fd(c, sandbox, dst, STDIN_FILENO, 0, on_progress, p, &reply);
+        r = finish_call(r, &reply, p);
+        json_object_put(reply);
+        return r;
+}
+
+static int cp_in(SbxClient *c, const Endpoint *src, const Endpoint *dst, bool follow, Progress *p) {
+        _cleanup_free_ char *type = NULL, *base = NULL, *dir = NULL, *target = NULL;
+        bool contents = ends_with(src->path, "/.") || strcmp(src->path, ".") == 0;
+        struct stat st;
+        int r;
+
+        if (src->stream)
+                return cp_stream_in(c, dst->sandbox, dst->path, p);
+        if ((follow ? stat(src->path, &st) : lstat(src->path, &st)) < 0)
+                return log_error_errno(negative_errno(), "cannot copy %s: %m", esc(src->path));
+        r = remote_type(c, dst->sandbox, dst->path, SBX_FILE_FOLLOW, &type, NULL);
+        if (r < 0)
+                return r;
+        bool dst_dir = type && strcmp(type, "dir") == 0;
+        if (ends_with(dst->path, "/") && !dst_dir)
+                return log_error("cp: %s:%s is not an existing directory", esc(dst->sandbox), esc(dst->path));
+        base = base_name(src->path);
+        dir = dir_name(src->path);
+        if (!base || !dir)
+                return log_error_errno(-ENOMEM, "%m");
+
+        if (S_ISREG(st.st_mode)) {
+                target = dst_dir ? path_join(dst->path, base) : strdup(dst->path);
+                if (!target)
+                        return log_error_errno(-ENOMEM, "%m");
+                return cp_file_in(c, src->path, &st, dst->sandbox, target, p);
+        }
+        if (S_ISDIR(st.st_mode)) {
+                if (type && !dst_dir)
+                        return log_error("cp: cannot copy a directory onto %s:%s, which is not a directory",
+                                         esc(dst->sandbox), esc(dst->path));
+                /* Into an existing directory: the directory itself (its name first); to a new
+                 * path, or with "/.": its contents. */
+                if (dst_dir && !contents)
+                        return cp_tree_in(c, dir, base, dst->sandbox, dst->path, p);
+                return cp_tree_in(c, src->path, ".", dst->sandbox, dst->path, p);
+        }
+        if (S_ISLNK(st.st_mode)) {
+                if (!dst_dir)
+                        return log_error("cp: %s is a symlink: it can be copied into an existing directory as a link, "
+                                         "or what it points to with -L", esc(src->path));
+                return cp_tree_in(c, dir, base, dst->sandbox, dst->path, p);
+        }
+        return log_error("cp: %s is not a regular file, a directory or a symlink", esc(src->path));
+}
+
+/* ---- cp: out of the sandbox -------------------------------------------------------------- */
+
+static int cp_file_out(SbxClient *c, const char *sandbox, const char *src, json_object *st, const char *dst,
+                       Progress *p) {
+        int64_t mode = 0644;
+        json_object *reply = NULL;
+        int r;
+
+        (void) json_int(st, "mode", &mode);
+        _cleanup_close_ int fd = open(dst, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOCTTY, (mode_t) (mode & 0777));
+        if (fd < 0)
+                return log_error_errno(negative_errno(), "cannot create %s: %m", esc(dst));
+        r = sbx_file_read_fd(c, sandbox, src, 0, UINT64_MAX, fd, SBX_FILE_NOFOLLOW, on_progress, p, &reply);
+        r = finish_call(r, &reply, p);
+        json_object_put(reply);
+        return r;
+}
+
+/* file.get into a pipe that tar -x reads, in dir; strip drops the top name (a copy to a new
+ * name). */
+static int cp_tree_out(SbxClient *c, const char *sandbox, const char *src, unsigned flags, const char *dir, bool strip,
+                       Progress *p) {
+        char *argv[] = { (char *) "tar", (char *) "-x", (char *) "-f", (char *) "-", (char *) "--no-same-owner",
+                         (char *) "-C", (char *) dir, strip ? (char *) "--strip-components=1" : NULL, NULL };
+        int pipefd[2];
+        json_object *reply = NULL;
+        int r;
+
+        if (pipe2(pipefd, O_CLOEXEC) < 0)
+                return log_error_errno(negative_errno(), "pipe: %m");
+        pid_t pid = spawn_tar(argv, pipefd[0], -1);
+        safe_close(pipefd[0]);
+        if (pid < 0) {
+                safe_close(pipefd[1]);
+                return (int) pid;
+        }
+        r = sbx_file_get_fd(c, sandbox, src, pipefd[1], flags, on_progress, p, &reply);
+        safe_close(pipefd[1]); /* tar's EOF */
+        r = finish_call(r, &reply, p);
+        json_object_put(reply);
+        int t = wait_tar(pid);
+        return r < 0 ? r : t;
+}
+
+static int cp_out(SbxClient *c, const Endpoint *src, const Endpoint *dst, bool follow, Progress *p) {
+        _cleanup_free_ char *type = NULL, *base = NULL, *target = NULL;
+        _cleanup_json_ json_object *st = NULL;
+        unsigned flags = follow ? SBX_FILE_FOLLOW : 0;
+        bool contents = ends_with(src->path, "/.");
+        struct stat lst;
+        int r;
+
+        if (dst->stream) {
+                json_object *reply = NULL;
+                if (isatty(STDOUT_FILENO))
+                        return log_error("cp: refusing to write a tar stream to a terminal (pipe '-' into tar)");
+                r = sbx_file_get_fd(c, src->sandbox, src->path, STDOUT_FILENO, flags, on_progress, p, &reply);
+                r = finish_call(r, &reply, p);
+                json_object_put(reply);
+                return r;
+        }
+        r = remote_type(c, src->sandbox, src->path, flags, &type, &st);
+        if (r < 0)
+                return r;
+        if (r == 0)
+                return log_error("cp: %s:%s: no such file or directory", esc(src->sandbox), esc(src->path));
+        bool local_exists = stat(dst->path, &lst) == 0, local_dir = local_exists && S_ISDIR(lst.st_mode);
+        if (ends_with(dst->path, "/") && !local_dir)
+                return log_error("cp: %s is not an existing directory", esc(dst->path));
+        base = base_name(src->path);
+        if (!base)
+                return log_error_errno(-ENOMEM, "%m");
+
+        if (strcmp(type, "file") == 0) {
+                target = local_dir ? path_join(dst->path, base) : strdup(dst->path);
+                if (!target)
+                        return log_error_errno(-ENOMEM, "%m");
+                return cp_file_out(c, src->sandbox, src->path, st, target, p);
+        }
+        if (strcmp(type, "dir") == 0 && local_exists && !local_dir)
+                return log_error("cp: cannot copy a directory onto %s, which is not a directory", esc(dst->path));
+        if (local_dir)
+                return cp_tree_out(c, src->sandbox, src->path, flags, dst->path, false, p);
+        /* A new name: made here, and the tree's own top name dropped (or "./" of "/."). */
+        if (strcmp(type, "dir") != 0)
+                return log_error("cp: %s:%s is a %s: it can be copied into an existing directory", esc(src->sandbox),
+                                 esc(src->path), esc(type));
+        if (mkdir(dst->path, 0777) < 0)
+                return log_error_errno(negative_errno(), "cannot create %s: %m", esc(dst->path));
+        return cp_tree_out(c, src->sandbox, src->path, flags, dst->path, !contents, p);
+}
+
+/* ---- cp ---------------------------------------------------------------------------------- */
+
+static int cp_parse(const char *src_arg, const char *dst_arg, Endpoint *src, Endpoint *dst) {
+        int r;
+
+        if ((r = endpoint_parse(src_arg, src)) < 0)
+                return r;
+        if ((r = endpoint_parse(dst_arg, dst)) < 0)
+                return r;
+        if (src->stream && dst->stream)
+                return log_error("cp: '-' on both sides: one of SRC and DST is SANDBOX:PATH");
+        if (!src->sandbox && !dst->sandbox)
+                return log_error("cp: both paths are local: one of SRC and DST is SANDBOX:PATH");
+        if (src->sandbox && dst->sandbox)
+                return log_error("cp: both paths are in sandboxes: copy through the host (SANDBOX:PATH on one side)");
+        return 0;
+}
+
+static int resolve_owner(Endpoint *e) {
+        char *ref;
+        int r;
+
+        if (!e->sandbox)
+                return 0;
+        if ((r = sandbox_ref_for_daemon(e->sandbox, &ref)) < 0)
+                return r;
+        free(e->sandbox);
+        e->sandbox = ref;
+        return 0;
+}
+
+static int verb_cp_run(int argc, char *argv[]) {
+        _cleanup_(sbx_client_freep) SbxClient *c = NULL;
+        bool follow = false, quiet = false;
+        const VerbOption opts[] = {
+                { "follow-link", 'L', NULL, &follow },
+                { "quiet", 'q', NULL, &quiet },
+                {},
+        };
+        Endpoint src = {}, dst = {};
+        int r = parse_verb_options(&verb_cp, argc, argv, "hLq", opts, 2, 2);
+
+        if (r <= 0)
+                return r;
+        r = cp_parse(argv[optind], argv[optind + 1], &src, &dst);
+        if (r >= 0)
+                r = resolve_owner(src.sandbox ? &src : &dst);
+        if (r >= 0)
+                r = daemon_connect(&c);
+        if (r >= 0) {
+                Progress p = { .show = !quiet && !arg.json && isatty(STDERR_FILENO) };
+                r = src.sandbox ? cp_out(c, &src, &dst, follow, &p) : cp_in(c, &src, &dst, follow, &p);
+        }
+        endpoint_done(&src);
+        endpoint_done(&dst);
+        return r;
+}
+
+/* ---- cat --------------------------------------------------------------------------------- */
+
+static int cat_one(SbxClient *c, const char *sandbox, const char *path, uint64_t offset, uint64_t length) {
+        json_object *reply = NULL;
+        struct stat st;
+        int r;
+
+        fflush(stdout);
+        /* A file or a pipe is handed to the daemon; a terminal (never passed: it is a
+         * character device) gets the data events written by libsandbox. */
+        if (fstat(STDOUT_FILENO, &st) == 0 && (S_ISREG(st.st_mode) || S_ISFIFO(st.st_mode)))
+                r = sbx_file_read_fd(c, sandbox, path, offset, length, STDOUT_FILENO, 0, NULL, NULL, &reply);
+        else
+                r = sbx_file_read(c, sandbox, path, offset, length, STDOUT_FILENO, 0, NULL, NULL, &reply);
+        if (r < 0)
+                return log_transport_error(r);
+        r = reply_check(reply);
+        json_object_put(reply);
+        return r;
+}
+
+static int parse_size_option(const char *opt, const char *value, uint64_t *ret) {
+        if (value && parse_size(value, ret) < 0)
+                return log_error("cat: %s: invalid size '%s'", opt, esc(value));
+        return 0;
+}
+
+static int verb_cat_run(int argc, char *argv[]) {
+        enum { ARG_OFFSET = ARG_VERB_FIRST, ARG_LENGTH };
+        _cleanup_(sbx_client_freep) SbxClient *c = NULL;
+        _cleanup_free_ char *sandbox = NULL;
+        const char *offset_s = NULL, *length_s = NULL;
+        uint64_t offset = 0, length = UINT64_MAX;
+        const VerbOption opts[] = {
+                { "offset", ARG_OFFSET, &offset_s, NULL },
+                { "length", ARG_LENGTH, &length_s, NULL },
+                {},
+        };
+        int r = parse_verb_options(&verb_cat, argc, argv, "h", opts, 2, -1);
+
+        if (r <= 0)
+                return r;
+        if (arg.json)
+                return log_error("cat: --json does not apply (the bytes are the output)");
+        if ((r = parse_size_option("--offset", offset_s, &offset)) < 0 ||
+            (r = parse_size_option("--length", length_s, &length)) < 0)
+                return r;
+        if ((r = sandbox_ref_for_daemon(argv[optind], &sandbox)) < 0 || (r = daemon_connect(&c)) < 0)
+                return r;
+        for (int i = optind + 1; i < argc; i++) {
+                int k = cat_one(c, sandbox, argv[i], offset, length);
+                if (k < 0)
+                        r = k;
+        }
+        return r;
+}
+
+/* ---- ls ---------------------------------------------------------------------------------- */
+
+static void mode_string(char buf[static 11], const char *type, int64_t mode) {
+        static const char *const types[][2] = {
+                { "dir", "d" }, { "symlink", "l" }, { "fifo", "p" }, { "socket", "s" }, { "char", "c" }, { "block", "b" },
+        };
+        buf[0] = '-';
+        for (size_t i = 0; type && i < ELEMENTSOF(types); i++)
+                if (strcmp(type, types[i][0]) == 0)
+                        buf[0] = types[i][1][0];
+        for (int i = 0; i < 9; i++)
+                buf[1 + i] = mode & (0400 >> i) ? "rwxrwxrwx"[i] : '-';
+        buf[10] = '\0';
+}
+
+typedef struct Listing {
+        bool long_format, recursive;
+} Listing;
+
+static void print_entry(const Listing *l, json_object *e) {
+        const char *name = json_str(e, l->recursive ? "path" : "name") ?: json_str(e, "name");
+        char mode[11], size[FIELD_BUF];
+        int64_t m = 0;
+
+        if (!l->long_format) {
+                printf("%s\n", esc(name ?: "?"));
+                return;
+        }
+        (void) json_int(e, "mode", &m);
+        mode_string(mode, json_str(e, "type"), m);
+        printf("%s %8s  %s", mode, fmt_size(size, e, "size"), esc(name ?: "?"));
+        if (json_str(e, "target"))
+                printf(" -> %s", esc(json_str(e, "target")));
+        putchar('\n');
+}
+
+static int on_entries(json_object *ev, void *userdata) {
+        json_object *entries = json_child(ev, "entries");
+        const char *what = json_str(ev, "event");
+
+        if (!what || strcmp(what, "entries") != 0 || !json_object_is_type(entries, json_type_array))
+                return 0;
+        if (arg.json) {
+                print_json(ev);
+                return 0;
+        }
+        for (size_t i = 0; i < json_object_array_length(entries); i++)
+                print_entry(userdata, json_object_array_get_idx(entries, i));
+        return 0;
+}
+
+static int verb_ls_run(int argc, char *argv[]) {
+        _cleanup_(sbx_client_freep) SbxClient *c = NULL;
+        _cleanup_free_ char *sandbox = NULL;
+        json_object *reply = NULL;
+        Listing l = {};
+        const VerbOption opts[] = {
+                { "long", 'l', NULL, &l.long_format },
+                { "recursive", 'R', NULL, &l.recursive },
+                {},
+        };
+        int r = parse_verb_options(&verb_ls, argc, argv, "hlR", opts, 1, 2);
+
+        if (r <= 0)
+                return r;
+        const char *path = optind + 1 < argc ? argv[optind + 1] : SBX_FILE_WORKDIR;
+        if ((r = sandbox_ref_for_daemon(argv[optind], &sandbox)) < 0 || (r = daemon_connect(&c)) < 0)
+                return r;
+        r = sbx_file_list(c, sandbox, path, l.recursive ? SBX_FILE_RECURSIVE : 0, on_entries, &l, &reply);
+        r = finish_call(r, &reply, NULL);
+        int64_t n = 0;
+        if (r >= 0 && !arg.json && json_true(reply, "truncated") && json_int(reply, "entries", &n))
+                fprintf(stderr, "sandboxctl: ls: the listing was cut at %" PRId64 " entries\n", n);
+        json_object_put(reply);
+        return r;
+}

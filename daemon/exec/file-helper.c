@@ -1,0 +1,892 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* sandboxd-file-helper: exec'd by sandboxd for a file operation (file-helper.h), never by hand.
+ * Its argv is the run helper's (RunParams and the filter as hex, the cwd) and then the op. It
+ * enters the sandbox exactly as a run's command does (helper_enter_sandbox(): cgroup, namespaces,
+ * the request's user), takes the runs' seccomp filter with no_new_privs, and resolves every path
+ * inside, from the sandbox's root, with openat2(RESOLVE_IN_ROOT|RESOLVE_NO_MAGICLINKS) and O_PATH
+ * first: a FIFO or a device is never opened, a symlink is followed only inside the sandbox.
+ * What it finds goes to stdout as FileRecords. It never execs. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/openat2.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <poll.h>
+#include <sys/prctl.h>
+#include <sys/statvfs.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "file-helper.h"
+#include "macro.h"
+#include "rm-rf.h"
+#include "run-exec.h"
+#include "spawn.h"
+
+#define LIST_MAX_ENTRIES 100000u
+
+typedef struct FileArgs {
+        const char *op;
+        char path[FILE_RECORD_TEXT_MAX + 1];
+        bool follow, recursive, parents, missing_ok, nofollow, sink, exclusive, in_place, sync, has_mode, has_size;
+        unsigned mode, max_depth;
+        uint64_t max_entries, offset, length, size;
+} FileArgs;
+
+static int out_fd = 1;
+static int data_fd = -1; /* file.read into the client's fd: its fd 2 (file-op.c) */
+
+static int write_all(const void *data, size_t n) {
+        const char *p = data;
+        while (n > 0) {
+                ssize_t k = write(out_fd, p, n);
+                if (k < 0 && errno == EINTR)
+                        continue;
+                if (k <= 0)
+                        return -1;
+                p += k;
+                n -= (size_t) k;
+        }
+        return 0;
+}
+
+static int record_send(FileRecord *r, const char *path, const char *target) {
+        r->path_len = path ? (uint32_t) strlen(path) : 0;
+        r->target_len = target ? (uint32_t) strlen(target) : 0;
+        if (write_all(r, sizeof(*r)) < 0 || write_all(path, r->path_len) < 0 || write_all(target, r->target_len) < 0)
+                return -1;
+        return 0;
+}
+
+_Noreturn static void fail(int err, FileReason reason) {
+        FileRecord r = { .kind = FILE_RECORD_ERROR, .err = err ? err : EIO, .reason = reason };
+        (void) record_send(&r, NULL, NULL);
+        _exit(0);
+}
+
+_Noreturn static void done(uint64_t count, bool truncated) {
+        FileRecord r = { .kind = FILE_RECORD_DONE, .count = count, .truncated = truncated };
+        (void) record_send(&r, NULL, NULL);
+        _exit(0);
+}
+
+/* ---- Resolution inside the sandbox ------------------------------------------------------- */
+
+static int root_fd = -1;
+
+/* openat2 with RESOLVE_IN_ROOT or RESOLVE_BENEATH fails with EAGAIN when a rename or a mount
+ * anywhere on the host raced with a ".." of the walk (the kernel cannot prove the walk stayed
+ * inside): tried again, a bounded number of times. */
+static int openat2_retry(int dir_fd, const char *path, struct open_how *how) {
+        int fd = -1;
+        for (int i = 0; i < 64; i++) {
+                fd = (int) syscall(SYS_openat2, dir_fd, path, how, sizeof(*how));
+                if (fd >= 0 || errno != EAGAIN)
+                        break;
+        }
+        return fd;
+}
+
+/* path from the sandbox's root; ELOOP/EXDEV from a magic link say so. */
+static int resolve(const char *path, int flags) {
+        struct open_how how = {
+                .flags = (uint64_t) (flags | O_CLOEXEC),
+                .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS,
+        };
+        int fd = openat2_retry(root_fd, path, &how);
+        if (fd < 0 && errno == EXDEV)
+                fail(EXDEV, FILE_REASON_MAGICLINK);
+        return fd;
+}
+
+/* Splits path (absolute) into its parent, opened O_PATH|O_DIRECTORY, and its last component
+ * (trailing slashes dropped; "." and ".." refused: there is no name to act on). */
+static int resolve_parent(char *path, const char **ret_name) {
+        size_t n = strlen(path);
+        char *slash;
+        int fd;
+
+        while (n > 1 && path[n - 1] == '/')
+                path[--n] = '\0';
+        slash = strrchr(path, '/');
+        if (!slash || !slash[1])
+                fail(EINVAL, FILE_REASON_PROTECTED); /* "/" itself */
+        if (strcmp(slash + 1, ".") == 0 || strcmp(slash + 1, "..") == 0)
+                fail(EINVAL, FILE_REASON_DOT);
+        *ret_name = slash + 1;
+        if (slash == path)
+                return resolve("/", O_PATH | O_DIRECTORY);
+        *slash = '\0';
+        fd = resolve(path, O_PATH | O_DIRECTORY);
+        *slash = '/';
+        return fd;
+}
+
+static FileType type_of(mode_t m) {
+        switch (m & S_IFMT) {
+        case S_IFDIR: return FILE_TYPE_DIR;
+        case S_IFLNK: return FILE_TYPE_SYMLINK;
+        case S_IFIFO: return FILE_TYPE_FIFO;
+        case S_IFSOCK: return FILE_TYPE_SOCKET;
+        case S_IFCHR: return FILE_TYPE_CHAR;
+        case S_IFBLK: return FILE_TYPE_BLOCK;
+        default: return FILE_TYPE_FILE;
+        }
+}
+
+/* The entry dir_fd/name (name "" for dir_fd itself), never followed, as a record. */
+static int entry_send(int dir_fd, const char *name, const char *path, dev_t parent_dev) {
+        char target[FILE_RECORD_TEXT_MAX];
+        FileRecord r = { .kind = FILE_RECORD_ENTRY };
+        struct stat st;
+        ssize_t n = -1;
+
+        if (fstatat(dir_fd, name, &st, AT_SYMLINK_NOFOLLOW | (name[0] ? 0 : AT_EMPTY_PATH)) < 0)
+                return -errno;
+        r.type = type_of(st.st_mode);
+        r.mode = st.st_mode & 07777;
+        r.uid = st.st_uid;
+        r.gid = st.st_gid;
+        r.size = (uint64_t) st.st_size;
+        r.nlink = st.st_nlink;
+        r.blocks_bytes = (uint64_t) st.st_blocks * 512;
+        r.mtime_ns = (int64_t) st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+        if (parent_dev && st.st_dev != parent_dev)
+                r.flags |= FILE_RECORD_MOUNT;
+        if (S_ISLNK(st.st_mode)) {
+                n = readlinkat(dir_fd, name, target, sizeof(target) - 1);
+                if (n < 0)
+                        return -errno;
+                target[n] = '\0';
+        }
+        return record_send(&r, path, n >= 0 ? target : NULL) < 0 ? -EPIPE : 0;
+}
+
+/* ---- The ops ------------------------------------------------------------------------------ */
+
+static void op_stat(FileArgs *a) {
+        int fd = resolve(a->path, O_PATH | (a->follow ? 0 : O_NOFOLLOW));
+        if (fd < 0)
+                fail(errno, FILE_REASON_NONE);
+        if (entry_send(fd, "", a->path, 0) < 0)
+                fail(errno, FILE_REASON_NONE);
+        done(1, false);
+}
+
+static int cmp_names(const void *a, const void *b) {
+        return strcmp(*(char *const *) a, *(char *const *) b);
+}
+
+/* The names of a directory (not . and ..), sorted: a client can diff two listings. */
+static char **dir_names(int dir_fd, size_t *ret_n) {
+        int fd = openat(dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+        char **names = NULL;
+        size_t n = 0, alloc = 0;
+        struct dirent *de;
+
+        if (!d) {
+                safe_close(fd);
+                return NULL;
+        }
+        while ((de = readdir(d))) {
+                if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+                        continue;
+                if (n == alloc) {
+                        char **p = realloc(names, (alloc = alloc ? 2 * alloc : 64) * sizeof(char *));
+                        if (!p)
+                                fail(ENOMEM, FILE_REASON_NONE);
+                        names = p;
+                }
+                if (!(names[n++] = strdup(de->d_name)))
+                        fail(ENOMEM, FILE_REASON_NONE);
+        }
+        closedir(d);
+        if (n)
+                qsort(names, n, sizeof(char *), cmp_names);
+        *ret_n = n;
+        return names ? names : calloc(1, sizeof(char *));
+}
+
+typedef struct ListState {
+        uint64_t entries, max_entries;
+        unsigned max_depth;
+        bool recursive, truncated;
+} ListState;
+
+/* Below the listed path nothing is followed: each directory is opened beneath its parent with
+ * no symlink and no magic link allowed, so one swapped for a symlink is refused, never entered;
+ * a mount point is reported, not entered. */
+static int open_beneath(int dir_fd, const char *name) {
+        struct open_how how = {
+                .flags = O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC,
+                .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV,
+        };
+        return openat2_retry(dir_fd, name, &how);
+}
+
+static void list_dir(ListState *ls, int dir_fd, const char *path, unsigned depth) {
+        struct stat self;
+        size_t n = 0;
+        char **names;
+        char sub[FILE_RECORD_TEXT_MAX + 1];
+
+        if (fstat(dir_fd, &self) < 0 || !(names = dir_names(dir_fd, &n)))
+                return;
+        for (size_t i = 0; i < n; i++) {
+                int k = snprintf(sub, sizeof(sub), "%s%s%s", path, strcmp(path, "/") == 0 ? "" : "/", names[i]);
+                struct stat st;
+
+                if (ls->entries >= ls->max_entries) {
+                        ls->truncated = true;
+                        break;
+                }
+                if (k < 0 || (size_t) k >= sizeof(sub))
+                        continue; /* deeper than PATH_MAX: not reported */
+                if (entry_send(dir_fd, names[i], sub, self.st_dev) == -EPIPE)
+                        _exit(1);
+                ls->entries++;
+                if (ls->recursive && depth < ls->max_depth && fstatat(dir_fd, names[i], &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+                    S_ISDIR(st.st_mode) && st.st_dev == self.st_dev) {
+                        int fd = open_beneath(dir_fd, names[i]);
+                        if (fd >= 0) {
+                                list_dir(ls, fd, sub, depth + 1);
+                                safe_close(fd);
+                        }
+                }
+        }
+        for (size_t i = 0; i < n; i++)
+                free(names[i]);
+        free(names);
+}
+
+static void op_list(FileArgs *a) {
+        ListState ls = { .max_entries = a->max_entries, .max_depth = a->max_depth, .recursive = a->recursive };
+        struct stat st;
+        int fd = resolve(a->path, O_PATH);
+
+        if (fd < 0)
+                fail(errno, FILE_REASON_NONE);
+        if (fstat(fd, &st) < 0)
+                fail(errno, FILE_REASON_NONE);
+        if (!S_ISDIR(st.st_mode))
+                fail(ENOTDIR, FILE_REASON_NOT_DIR);
+        list_dir(&ls, fd, a->path, 1);
+        done(ls.entries, ls.truncated);
+}
+
+/* mkdir -p: each missing component made beneath its parent's fd and then opened O_NOFOLLOW (a
+ * symlink raced into its place is refused, never followed); existing ones are resolved as the
+ * sandbox sees them. */
+static uint64_t make_parents(char *p, unsigned mode) {
+        char *slash;
+        uint64_t created = 0;
+        int dir = resolve("/", O_PATH | O_DIRECTORY);
+
+        for (slash = strchr(p + 1, '/');; slash = strchr(slash + 1, '/')) {
+                char *name;
+                int fd;
+
+                if (slash)
+                        *slash = '\0';
+                name = strrchr(p, '/') + 1;
+                fd = resolve(p, O_PATH | O_DIRECTORY);
+                if (fd < 0 && errno == ENOENT && *name && strcmp(name, ".") != 0 && strcmp(name, "..") != 0) {
+                        if (mkdirat(dir, name, slash ? 0755 : mode) < 0 && errno != EEXIST)
+                                fail(errno, FILE_REASON_NONE);
+                        created++;
+                        fd = openat(dir, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                }
+                if (fd < 0)
+                        fail(errno, errno == ENOTDIR ? FILE_REASON_NOT_DIR : FILE_REASON_NONE);
+                safe_close(dir);
+                dir = fd;
+                if (!slash || !slash[1])
+                        break;
+                *slash = '/';
+        }
+        if (slash)
+                *slash = '/';
+        safe_close(dir);
+        return created;
+}
+
+static void op_mkdir_parents(FileArgs *a) {
+        done(make_parents(a->path, a->mode), false);
+}
+
+static void op_mkdir(FileArgs *a) {
+        const char *name;
+        int dir;
+
+        if (a->parents)
+                op_mkdir_parents(a);
+        dir = resolve_parent(a->path, &name);
+        if (dir < 0)
+                fail(errno, FILE_REASON_NONE);
+        if (mkdirat(dir, name, a->mode) < 0)
+                fail(errno, errno == EEXIST ? FILE_REASON_EXISTS : FILE_REASON_NONE);
+        done(1, false);
+}
+
+/* Counts what a recursive remove takes, for its reply (the tree is walked once more by rm_rf_at,
+ * which never follows a symlink and never crosses a mount). */
+static uint64_t count_tree(int dir_fd, const char *name) {
+        struct stat st;
+        uint64_t n = 1;
+        size_t k = 0;
+        char **names;
+        int fd;
+
+        if (fstatat(dir_fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode))
+                return 1;
+        fd = open_beneath(dir_fd, name);
+        if (fd < 0)
+                return 1;
+        names = dir_names(fd, &k);
+        for (size_t i = 0; names && i < k; i++) {
+                n += count_tree(fd, names[i]);
+                free(names[i]);
+        }
+        free(names);
+        safe_close(fd);
+        return n;
+}
+
+/* / and /work themselves are never removed, by whatever path they are named. */
+static bool protected_dir(int dir, const char *name) {
+        struct stat st, root, work;
+        if (fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode))
+                return false;
+        if (fstat(root_fd, &root) == 0 && root.st_dev == st.st_dev && root.st_ino == st.st_ino)
+                return true;
+        return fstatat(root_fd, "work", &work, AT_SYMLINK_NOFOLLOW) == 0 && work.st_dev == st.st_dev &&
+               work.st_ino == st.st_ino;
+}
+
+static void op_remove(FileArgs *a) {
+        const char *name;
+        uint64_t n;
+        int dir = resolve_parent(a->path, &name);
+
+        if (dir < 0 && errno == ENOENT && a->missing_ok)
+                done(0, false);
+        if (dir < 0)
+                fail(errno, FILE_REASON_NONE);
+        if (protected_dir(dir, name))
+                fail(EINVAL, FILE_REASON_PROTECTED);
+        if (unlinkat(dir, name, 0) == 0)
+                done(1, false);
+        if (errno == ENOENT && a->missing_ok)
+                done(0, false);
+        if (errno != EISDIR && errno != EPERM)
+                fail(errno, FILE_REASON_NONE);
+        if (!a->recursive) {
+                if (unlinkat(dir, name, AT_REMOVEDIR) < 0)
+                        fail(errno, errno == ENOTEMPTY || errno == EEXIST ? FILE_REASON_NOT_EMPTY : FILE_REASON_NONE);
+                done(1, false);
+        }
+        n = count_tree(dir, name);
+        if (rm_rf_at(dir, name) < 0)
+                fail(errno, FILE_REASON_NONE);
+        done(n, false);
+}
+
+/* Only a regular file is opened for its data: a FIFO would block, a device is no file. */
+static void need_regular(const struct stat *st) {
+        if (S_ISREG(st->st_mode))
+                return;
+        if (S_ISDIR(st->st_mode))
+                fail(EISDIR, FILE_REASON_IS_DIR);
+        if (S_ISLNK(st->st_mode))
+                fail(ELOOP, FILE_REASON_SYMLINK);
+        if (S_ISFIFO(st->st_mode))
+                fail(EINVAL, FILE_REASON_FIFO);
+        if (S_ISSOCK(st->st_mode))
+                fail(EINVAL, FILE_REASON_SOCKET);
+        fail(EINVAL, FILE_REASON_DEVICE);
+}
+
+/* The file's data, opened only once its O_PATH handle showed a regular file, then checked to be
+ * that same inode (a swap between the two is refused, never read). */
+static int open_regular(FileArgs *a, struct stat *ret) {
+        int nofollow = a->nofollow ? O_NOFOLLOW : 0;
+        int pfd = resolve(a->path, O_PATH | nofollow), fd;
+        struct stat st;
+
+        if (pfd < 0 || fstat(pfd, &st) < 0)
+                fail(errno, FILE_REASON_NONE);
+        need_regular(&st);
+        fd = resolve(a->path, O_RDONLY | O_NOCTTY | O_NONBLOCK | nofollow);
+        if (fd < 0 || fstat(fd, ret) < 0)
+                fail(errno, FILE_REASON_NONE);
+        if (ret->st_dev != st.st_dev || ret->st_ino != st.st_ino)
+                fail(EBUSY, FILE_REASON_SWAPPED);
+        safe_close(pfd);
+        return fd;
+}
+
+/* The client's fd: written in order from its own position (holes skipped with lseek where it
+ * is a regular file, zeros into a pipe); its flags are never changed (shared with the client). */
+static int sink_write(const char *p, size_t n) {
+        while (n > 0) {
+                ssize_t k = write(data_fd, p, n);
+                if (k < 0 && errno == EAGAIN) {
+                        struct pollfd pfd = { .fd = data_fd, .events = POLLOUT };
+                        (void) poll(&pfd, 1, -1);
+                        continue;
+                }
+                if (k < 0 && errno == EINTR)
+                        continue;
+                if (k <= 0)
+                        return -1;
+                p += k;
+                n -= (size_t) k;
+        }
+        return 0;
+}
+
+static bool sink_seekable;
+
+static void sink_hole(uint64_t n) {
+        static const char zeros[65536];
+        if (sink_seekable) {
+                if (lseek(data_fd, (off_t) n, SEEK_CUR) < 0)
+                        fail(errno, FILE_REASON_NONE);
+                return;
+        }
+        while (n > 0) {
+                size_t k = n < sizeof(zeros) ? (size_t) n : sizeof(zeros);
+                if (sink_write(zeros, k) < 0)
+                        fail(errno, FILE_REASON_NONE);
+                n -= k;
+        }
+}
+
+/* A regular file ending in a hole: its length is made by ftruncate, as cp does. */
+static void sink_finish(void) {
+        struct stat st;
+        off_t pos;
+        if (!sink_seekable || (pos = lseek(data_fd, 0, SEEK_CUR)) < 0 || fstat(data_fd, &st) < 0 || st.st_size >= pos)
+                return;
+        if (ftruncate(data_fd, pos) < 0)
+                fail(errno, FILE_REASON_NONE);
+}
+
+static void data_send(uint64_t offset, const void *data, size_t n) {
+        FileRecord r = { .kind = FILE_RECORD_DATA, .offset = offset, .length = n };
+        if (write_all(&r, sizeof(r)) < 0 || write_all(data, n) < 0)
+                _exit(1);
+}
+
+/* The next byte of data at or after pos, and where that data ends (holes are not sent: the
+ * next DATA record's offset jumps). Without SEEK_DATA, everything is data. */
+static uint64_t next_data(int fd, uint64_t pos, uint64_t end, uint64_t *ret_data_end) {
+        off_t d = lseek(fd, (off_t) pos, SEEK_DATA), h;
+
+        if (d < 0)
+                d = errno == ENXIO ? (off_t) end : (off_t) pos;
+        if ((uint64_t) d >= end)
+                return end;
+        h = lseek(fd, d, SEEK_HOLE);
+        *ret_data_end = h < 0 || (uint64_t) h > end ? end : (uint64_t) h;
+        return (uint64_t) d;
+}
+
+static void op_read(FileArgs *a) {
+        static char buf[FILE_DATA_MAX];
+        FileRecord sz = { .kind = FILE_RECORD_SIZE };
+        struct stat st, after;
+        uint64_t pos, end, size;
+        int fd = open_regular(a, &st);
+        struct stat sst;
+
+        sink_seekable = a->sink && fstat(data_fd, &sst) == 0 && S_ISREG(sst.st_mode) && lseek(data_fd, 0, SEEK_CUR) >= 0;
+        size = (uint64_t) st.st_size;
+        pos = a->offset < size ? a->offset : size;
+        end = a->length < size - pos ? pos + a->length : size;
+        sz.size = size;
+        sz.offset = pos;
+        sz.length = end - pos;
+        if (record_send(&sz, NULL, NULL) < 0)
+                _exit(1);
+        while (pos < end) {
+                uint64_t data_end = end, d = next_data(fd, pos, end, &data_end);
+                ssize_t k;
+
+                if (d >= end) {
+                        if (a->sink)
+                                sink_hole(end - pos);
+                        pos = end; /* a hole to the end: the client makes it */
+                        break;
+                }
+                if (a->sink && d > pos)
+                        sink_hole(d - pos);
+                pos = d;
+                k = pread(fd, buf, data_end - pos < sizeof(buf) ? data_end - pos : sizeof(buf), (off_t) pos);
+                if (k < 0 && errno == EINTR)
+                        continue;
+                if (k < 0)
+                        fail(errno, FILE_REASON_NONE);
+                if (k == 0)
+                        break; /* it shrank: ends early */
+                if (a->sink && sink_write(buf, (size_t) k) < 0)
+                        fail(errno, FILE_REASON_NONE);
+                if (!a->sink)
+                        data_send(pos, buf, (size_t) k);
+                pos += (uint64_t) k;
+        }
+        if (a->sink)
+                sink_finish();
+        done(pos - sz.offset, fstat(fd, &after) < 0 || after.st_size != st.st_size ||
+                                      after.st_mtim.tv_sec != st.st_mtim.tv_sec || after.st_mtim.tv_nsec != st.st_mtim.tv_nsec);
+}
+
+/* ---- file.write ---------------------------------------------------------------------------- */
+
+_Noreturn static void fail_count(int err, FileReason reason, uint64_t count) {
+        FileRecord r = { .kind = FILE_RECORD_ERROR, .err = err, .reason = reason, .count = count };
+        (void) record_send(&r, NULL, NULL);
+        _exit(0);
+}
+
+/* All of n bytes at off: a short write (the disk filling up) is retried, so that the error
+ * that stops it is the kernel's own (ENOSPC, EFBIG). */
+static int pwrite_all(int fd, const char *p, size_t n, off_t off) {
+        while (n > 0) {
+                ssize_t k = pwrite(fd, p, n, off);
+                if (k < 0 && errno == EINTR)
+                        continue;
+                if (k < 0)
+                        return -1;
+                if (k == 0) {
+                        errno = EIO;
+                        return -1;
+                }
+                p += k;
+                n -= (size_t) k;
+                off += k;
+        }
+        return 0;
+}
+
+/* The source (the client's fd, or the daemon's memfd of inline data: our fd 2) into dst from
+ * its offset 0: data ranges of a regular source by copy_file_range (else pread/pwrite), its
+ * holes left as holes; a pipe read to its end. At most max bytes. Returns the count. */
+static uint64_t copy_in(int dst, uint64_t max) {
+        static char buf[FILE_DATA_MAX];
+        struct stat st;
+        uint64_t pos = 0, src_base = 0;
+        bool regular = fstat(data_fd, &st) == 0 && S_ISREG(st.st_mode);
+        off_t cur = regular ? lseek(data_fd, 0, SEEK_CUR) : -1;
+
+        regular = regular && cur >= 0;
+        src_base = regular ? (uint64_t) cur : 0;
+        if (regular && max > (uint64_t) st.st_size - (src_base < (uint64_t) st.st_size ? src_base : (uint64_t) st.st_size))
+                max = (uint64_t) st.st_size > src_base ? (uint64_t) st.st_size - src_base : 0;
+        while (pos < max) {
+                uint64_t data_end = max, want;
+                ssize_t k;
+
+                if (regular) {
+                        uint64_t d = next_data(data_fd, src_base + pos, src_base + max, &data_end);
+                        if (d >= src_base + max) {
+                                pos = max;
+                                break;
+                        }
+                        pos = d - src_base;
+                        data_end -= src_base;
+                }
+                want = data_end - pos < sizeof(buf) ? data_end - pos : sizeof(buf);
+                if (regular) {
+                        loff_t in = (loff_t) (src_base + pos), out = (loff_t) pos;
+                        k = copy_file_range(data_fd, &in, dst, &out, want, 0);
+                        if (k < 0 && (errno == EXDEV || errno == EINVAL || errno == ENOSYS || errno == EOPNOTSUPP)) {
+                                k = pread(data_fd, buf, want, (off_t) (src_base + pos));
+                                if (k > 0 && pwrite_all(dst, buf, (size_t) k, (off_t) pos) < 0)
+                                        fail_count(errno, FILE_REASON_NONE, pos);
+                        }
+                } else {
+                        k = read(data_fd, buf, want);
+                        if (k > 0 && pwrite_all(dst, buf, (size_t) k, (off_t) pos) < 0)
+                                fail_count(errno, FILE_REASON_NONE, pos);
+                }
+                if (k < 0 && errno == EINTR)
+                        continue;
+                if (k < 0)
+                        fail_count(errno, FILE_REASON_NONE, pos);
+                if (k == 0)
+                        break;
+                pos += (uint64_t) k;
+        }
+        /* A file ending in a hole: its length. */
+        if (ftruncate(dst, (off_t) pos) < 0)
+                fail_count(errno, FILE_REASON_NONE, pos);
+        return pos;
+}
+
+/* The new inode: O_TMPFILE in the target's directory (it vanishes with us on any failure, a
+ * client gone or a kill included), linked in by its /proc/self/fd name under a temporary name
+ * and renamed over the target. Where O_TMPFILE or our /proc/self is not there, a named
+ * temporary file, removed on every failure path we live through. */
+static int tmp_open(int dir, const char *name, unsigned mode, char *tmpname, size_t size, bool *ret_named) {
+        int fd = openat(dir, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, mode);
+
+        *ret_named = false;
+        if (fd >= 0)
+                return fd;
+        for (int i = 0; i < 16; i++) {
+                snprintf(tmpname, size, ".%.200s.sbx-%08x", name, (unsigned) random());
+                fd = openat(dir, tmpname, O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, mode);
+                if (fd >= 0 || errno != EEXIST)
+                        break;
+        }
+        *ret_named = fd >= 0;
+        return fd;
+}
+
+static int tmp_link(int fd, int dir, const char *name, char *tmpname, size_t size) {
+        char proc[64];
+        snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+        for (int i = 0; i < 16; i++) {
+                snprintf(tmpname, size, ".%.200s.sbx-%08x", name, (unsigned) random());
+                if (linkat(AT_FDCWD, proc, dir, tmpname, AT_SYMLINK_FOLLOW) == 0)
+                        return 0;
+                if (errno != EEXIST)
+                        return -1;
+        }
+        return -1;
+}
+
+static int dir_free_check(int dir, uint64_t size) {
+        struct statvfs vfs;
+        if (fstatvfs(dir, &vfs) < 0)
+                return 0;
+        return (uint64_t) vfs.f_bavail * vfs.f_frsize < size ? -1 : 0;
+}
+
+static void write_in_place(FileArgs *a, int dir, const char *name) {
+        struct open_how how = { .flags = O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC,
+                                .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS };
+        struct stat st;
+        int pfd = openat(dir, name, O_PATH | O_NOFOLLOW | O_CLOEXEC), fd;
+        uint64_t n;
+
+        if (pfd < 0 || fstat(pfd, &st) < 0)
+                fail(errno, FILE_REASON_NONE);
+        need_regular(&st);
+        fd = openat2_retry(dir, name, &how);
+        if (fd < 0)
+                fail(errno, FILE_REASON_NONE);
+        {
+                static char buf[FILE_DATA_MAX];
+                uint64_t pos = 0, max = a->has_size ? a->size : UINT64_MAX;
+                for (;;) {
+                        ssize_t k = read(data_fd, buf, max - pos < sizeof(buf) ? max - pos : sizeof(buf));
+                        if (k < 0 && errno == EINTR)
+                                continue;
+                        if (k < 0)
+                                fail_count(errno, FILE_REASON_NONE, pos);
+                        if (k == 0)
+                                break;
+                        if (pwrite_all(fd, buf, (size_t) k, (off_t) (a->offset + pos)) < 0)
+                                fail_count(errno, FILE_REASON_NONE, pos);
+                        pos += (uint64_t) k;
+                        if (pos == max)
+                                break;
+                }
+                n = pos;
+        }
+        if (a->has_size && n != a->size)
+                fail_count(EINVAL, FILE_REASON_SHORT, n);
+        if (a->sync && fsync(fd) < 0)
+                fail(errno, FILE_REASON_NONE);
+        done(n, false);
+}
+
+static void op_write(FileArgs *a) {
+        char tmpname[NAME_MAX + 1];
+        const char *name;
+        struct stat st;
+        bool exists, named;
+        unsigned mode;
+        uint64_t n;
+        int dir, fd;
+
+        if (a->parents) {
+                char *slash = strrchr(a->path, '/');
+                if (slash && slash != a->path) {
+                        *slash = '\0';
+                        (void) make_parents(a->path, 0755);
+                        *slash = '/';
+                }
+        }
+        dir = resolve_parent(a->path, &name);
+        if (dir < 0)
+                fail(errno, errno == ENOTDIR ? FILE_REASON_NONE : FILE_REASON_NONE);
+        exists = fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) == 0;
+        if (exists && S_ISDIR(st.st_mode))
+                fail(EISDIR, FILE_REASON_IS_DIR);
+        if (exists && a->exclusive)
+                fail(EEXIST, FILE_REASON_EXISTS);
+        if (a->in_place) {
+                if (!exists)
+                        fail(ENOENT, FILE_REASON_NONE);
+                write_in_place(a, dir, name);
+        }
+        mode = a->has_mode ? a->mode : exists && S_ISREG(st.st_mode) ? (unsigned) (st.st_mode & 0777) : 0644;
+        if (a->has_size && dir_free_check(dir, a->size) < 0)
+                fail(ENOSPC, FILE_REASON_SPACE);
+        fd = tmp_open(dir, name, mode, tmpname, sizeof(tmpname), &named);
+        if (fd < 0)
+                fail(errno, FILE_REASON_NONE);
+        n = copy_in(fd, a->has_size ? a->size : UINT64_MAX);
+        if ((a->has_size && n != a->size && (errno = EINVAL, 1)) || fchmod(fd, mode) < 0 || (a->sync && fsync(fd) < 0) ||
+            (!named && tmp_link(fd, dir, name, tmpname, sizeof(tmpname)) < 0) ||
+            renameat2(dir, tmpname, dir, name, a->exclusive ? RENAME_NOREPLACE : 0) < 0) {
+                int e = errno;
+                bool short_ = a->has_size && n != a->size;
+                if (named || tmpname[0])
+                        (void) unlinkat(dir, tmpname, 0);
+                fail_count(short_ ? EINVAL : e, short_ ? FILE_REASON_SHORT : e == EEXIST ? FILE_REASON_EXISTS : FILE_REASON_NONE, n);
+        }
+        if (a->sync)
+                (void) fsync(dir);
+        done(n, !exists);
+}
+
+/* ---- Arguments ---------------------------------------------------------------------------- */
+
+static int parse_args(char **argv, FileArgs *a) {
+        const char *hex;
+
+        if (!argv[0] || !argv[1])
+                return -1;
+        a->op = argv[0];
+        hex = argv[1];
+        if (strlen(hex) % 2 || strlen(hex) / 2 > FILE_RECORD_TEXT_MAX || strlen(hex) == 0 ||
+            run_exec_unhex(hex, a->path, strlen(hex) / 2) < 0)
+                return -1;
+        a->path[strlen(hex) / 2] = '\0';
+        if (strlen(a->path) != strlen(hex) / 2 || a->path[0] != '/')
+                return -1; /* a NUL inside, or not absolute: the daemon never sends one */
+        a->mode = 0755;
+        a->max_entries = 10000;
+        a->max_depth = 64;
+        a->length = UINT64_MAX;
+        for (char **w = argv + 2; *w; w++) {
+                char *eq = strchr(*w, '=');
+                unsigned long long v;
+                if (!eq)
+                        return -1;
+                v = strtoull(eq + 1, NULL, 10);
+                if (strncmp(*w, "follow=", 7) == 0)
+                        a->follow = v;
+                else if (strncmp(*w, "recursive=", 10) == 0)
+                        a->recursive = v;
+                else if (strncmp(*w, "parents=", 8) == 0)
+                        a->parents = v;
+                else if (strncmp(*w, "missing_ok=", 11) == 0)
+                        a->missing_ok = v;
+                else if (strncmp(*w, "exclusive=", 10) == 0)
+                        a->exclusive = v;
+                else if (strncmp(*w, "in_place=", 9) == 0)
+                        a->in_place = v;
+                else if (strncmp(*w, "sync=", 5) == 0)
+                        a->sync = v;
+                else if (strncmp(*w, "size=", 5) == 0)
+                        a->size = v, a->has_size = true;
+                else if (strncmp(*w, "new_mode=", 9) == 0 && v <= 0777)
+                        a->mode = (unsigned) v, a->has_mode = true;
+                else if (strncmp(*w, "sink=", 5) == 0)
+                        a->sink = v;
+                else if (strncmp(*w, "nofollow=", 9) == 0)
+                        a->nofollow = v;
+                else if (strncmp(*w, "offset=", 7) == 0)
+                        a->offset = v;
+                else if (strncmp(*w, "length=", 7) == 0)
+                        a->length = v;
+                else if (strncmp(*w, "mode=", 5) == 0 && v <= 0777)
+                        a->mode = (unsigned) v;
+                else if (strncmp(*w, "max_entries=", 12) == 0 && v <= LIST_MAX_ENTRIES)
+                        a->max_entries = v;
+                else if (strncmp(*w, "max_depth=", 10) == 0 && v <= 64)
+                        a->max_depth = (unsigned) v;
+                else
+                        return -1;
+        }
+        return 0;
+}
+
+static void run_op(FileArgs *a) {
+        if (strcmp(a->op, FILE_OP_STAT) == 0)
+                op_stat(a);
+        if (strcmp(a->op, FILE_OP_LIST) == 0)
+                op_list(a);
+        if (strcmp(a->op, FILE_OP_MKDIR) == 0)
+                op_mkdir(a);
+        if (strcmp(a->op, FILE_OP_REMOVE) == 0)
+                op_remove(a);
+        if (strcmp(a->op, FILE_OP_READ) == 0)
+                op_read(a);
+        if (strcmp(a->op, FILE_OP_WRITE) == 0)
+                op_write(a);
+        fail(EINVAL, FILE_REASON_NONE);
+}
+
+_Noreturn static void setup_fail(int report_fd, SpawnStep step) {
+        SpawnReport r = { .kind = REPORT_FAILED, .step = step, .err = errno ? errno : EIO };
+        report_send(report_fd, &r, -1);
+        _exit(0);
+}
+
+int main(int argc, char **argv) {
+        static struct sock_filter insns[BPF_MAXINSNS];
+        SeccompProgram filter = { .insns = insns };
+        FileArgs a = {};
+        SpawnStep step;
+        RunParams p;
+        size_t len;
+        int keep[RUN_PARAMS_FDS + 3] = { 0, 1, 2 };
+
+        if (argc < 6 || run_exec_unhex(argv[1], &p, sizeof(p)) < 0 || parse_args(argv + 4, &a) < 0) {
+                fprintf(stderr, "%s: started by sandboxd only\n", FILE_HELPER_NAME);
+                return 127;
+        }
+        len = strlen(argv[2]) / 2;
+        if (len == 0 || len % sizeof(struct sock_filter) != 0 || len > sizeof(insns) ||
+            run_exec_unhex(argv[2], insns, len) < 0)
+                return 127;
+        filter.len = (unsigned short) (len / sizeof(struct sock_filter));
+        (void) prctl(PR_SET_NAME, FILE_HELPER_NAME);
+        /* The sandbox must not ptrace us or reach our fds through /proc (CVE-2019-5736). */
+        (void) prctl(PR_SET_DUMPABLE, 0);
+        (void) prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != (p.direct ? 0 : p.parent))
+                _exit(1);
+        close_all_fds_except(keep, 3 + run_params_fds(&p, keep + 3));
+        out_fd = p.stdio[1];
+        data_fd = p.stdio[2];
+        if (helper_enter_sandbox(&p, &step) < 0)
+                setup_fail(p.report_fd, step);
+        /* A client that closes its pipe gets EPIPE reported, not a helper killed by SIGPIPE. */
+        (void) signal(SIGPIPE, SIG_IGN);
+        /* Modes are applied as given (docs/protocol.md); at most a few fds are ever needed. */
+        umask(0);
+        if (setrlimit(RLIMIT_NOFILE, &(struct rlimit) { 256, 256 }) < 0)
+                setup_fail(p.report_fd, STEP_RLIMIT);
+        root_fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (root_fd < 0)
+                setup_fail(p.report_fd, STEP_ROOT);
+        if (seccomp_apply(&filter) < 0)
+                setup_fail(p.report_fd, STEP_SECCOMP);
+        safe_close(p.report_fd); /* EOF there: setup done */
+        run_op(&a);
+}

@@ -1,0 +1,80 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* sandboxd-file-helper (file-helper.c): the process that does a file operation inside a
+ * sandbox (docs/design/files.md, section 5.1). The daemon starts it through the launch path of a
+ * run (its own cgroup file-N, the sandbox's namespaces, the request's user, no_new_privs, the
+ * runs' seccomp filter) and reads what it finds as records on its stdout pipe: hostile input,
+ * checked by the reader (file-op.c). */
+#pragma once
+
+#include <stdint.h>
+
+#define FILE_HELPER_NAME "sandboxd-file-helper"
+
+/* Its argv after the run helper's first four (RunParams, filter, cwd): the op, the path as hex
+ * (a path is bytes), then the op's options as NAME=VALUE words. */
+#define FILE_OP_STAT "stat"
+#define FILE_OP_LIST "list"
+#define FILE_OP_MKDIR "mkdir"
+#define FILE_OP_REMOVE "remove"
+#define FILE_OP_READ "read"
+#define FILE_OP_WRITE "write"
+
+typedef enum FileRecordKind {
+        FILE_RECORD_ENTRY = 1, /* one file: stat's answer, one entry of a list */
+        FILE_RECORD_DONE,      /* the op ended well: count (created, removed, entries), truncated */
+        FILE_RECORD_ERROR,     /* it failed: err (errno), reason */
+        FILE_RECORD_SIZE,      /* file.read: the file's size, and the offset and length it sends */
+        FILE_RECORD_DATA,      /* file.read: length bytes at offset follow (at most FILE_DATA_MAX) */
+} FileRecordKind;
+
+/* What an error is about, where errno alone does not say it. */
+typedef enum FileReason {
+        FILE_REASON_NONE,
+        FILE_REASON_NOT_DIR,    /* a directory was needed */
+        FILE_REASON_IS_DIR,
+        FILE_REASON_MAGICLINK,  /* the path went through a /proc magic link */
+        FILE_REASON_PROTECTED,  /* / or /work themselves */
+        FILE_REASON_DOT,        /* ends in . or .. */
+        FILE_REASON_EXISTS,
+        FILE_REASON_NOT_EMPTY,
+        FILE_REASON_FIFO,       /* not a regular file where one is needed */
+        FILE_REASON_DEVICE,
+        FILE_REASON_SOCKET,
+        FILE_REASON_SYMLINK,    /* nofollow, and it is one */
+        FILE_REASON_SWAPPED,    /* replaced between its check and its open */
+        FILE_REASON_SHORT,      /* file.write: the source ended before size (count: what came) */
+        FILE_REASON_SPACE,      /* file.write: size is more than the free space */
+} FileReason;
+
+typedef enum FileType {
+        FILE_TYPE_FILE = 1,
+        FILE_TYPE_DIR,
+        FILE_TYPE_SYMLINK,
+        FILE_TYPE_FIFO,
+        FILE_TYPE_SOCKET,
+        FILE_TYPE_CHAR,
+        FILE_TYPE_BLOCK,
+} FileType;
+
+#define FILE_RECORD_MOUNT 1u /* a mount point below the listed path: not entered */
+
+/* A record; path_len bytes of path (the entry's path in the sandbox) and target_len bytes of a
+ * symlink's target follow it. */
+typedef struct FileRecord {
+        uint32_t kind;
+        int32_t err;
+        uint32_t reason;
+        uint32_t type;
+        uint32_t mode;
+        uint32_t uid, gid;
+        uint32_t flags;
+        uint64_t size, nlink, blocks_bytes, count;
+        uint64_t offset, length; /* SIZE and DATA */
+        int64_t mtime_ns;
+        uint32_t path_len, target_len;
+        uint32_t truncated;
+        uint32_t pad;
+} FileRecord;
+
+#define FILE_RECORD_TEXT_MAX 4096 /* path_len and target_len: at most PATH_MAX */
+#define FILE_DATA_MAX (1024u * 1024) /* a DATA record's bytes: SBX_FILE_CHUNK_BYTES */

@@ -1,0 +1,534 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cgroup.h"
+#include "context.h"
+#include "file-helper.h"
+#include "file-op.h"
+#include "launch.h"
+#include "log.h"
+#include "macro.h"
+#include "run-exec.h"
+#include "sandbox.h"
+#include "util.h"
+
+#define ENTRIES_PER_EVENT 256
+#define RECORD_MAX (sizeof(FileRecord) + 2 * FILE_RECORD_TEXT_MAX)
+
+typedef struct FileOp {
+        Sandbox *sandbox;
+        Launch launch;
+        SandboxMember member;
+        Reply *reply;
+        Hook close_hook, writable_hook;
+        char op[16];
+        char *path;             /* file.write's, for its reply */
+        int out_fd;
+        sd_event_source *out_source;
+        char *buf;              /* what the helper sent, up to one record (a DATA record: 1 MiB) */
+        size_t len, buf_size;
+        bool sized;             /* file.read: its SIZE came */
+        uint64_t data_next, data_end, seq; /* file.read: where the next DATA may start, the end */
+        json_object *batch;     /* file.list: entries not yet sent */
+        json_object *stat;      /* file.stat: the one entry */
+        uint64_t n_entries;
+        FileRecord end;         /* DONE or ERROR, once it came */
+        bool ended, bad;        /* bad: the helper sent what no helper sends */
+        SpawnReport fail;       /* its setup failed (fail.kind == REPORT_FAILED) */
+        bool killed;
+        bool accounted;
+} FileOp;
+
+static const char *const type_names[] = {
+        [FILE_TYPE_FILE] = "file", [FILE_TYPE_DIR] = "dir",   [FILE_TYPE_SYMLINK] = "symlink", [FILE_TYPE_FIFO] = "fifo",
+        [FILE_TYPE_SOCKET] = "socket", [FILE_TYPE_CHAR] = "char", [FILE_TYPE_BLOCK] = "block",
+};
+
+/* Bytes of a name or a link's target: a string where they are UTF-8, else base64 with
+ * NAME_encoding "base64". */
+static void add_bytes(json_object *o, const char *key, const char *enc_key, const char *p, size_t n) {
+        char *s;
+
+        if (utf8_valid_prefix(p, n) == n && !memchr(p, '\0', n)) {
+                json_object_object_add(o, key, json_object_new_string_len(p, (int) n));
+                return;
+        }
+        s = base64_encode(p, n);
+        json_object_object_add(o, key, s ? json_object_new_string(s) : NULL);
+        json_object_object_add(o, enc_key, json_object_new_string("base64"));
+        free(s);
+}
+
+static char *format_time(int64_t ns, char *buf, size_t size) {
+        time_t t = (time_t) (ns >= 0 ? ns / 1000000000 : (ns - 999999999) / 1000000000);
+        struct tm tm;
+        if (!gmtime_r(&t, &tm) || strftime(buf, size, "%Y-%m-%dT%H:%M:%SZ", &tm) == 0)
+                snprintf(buf, size, "?");
+        return buf;
+}
+
+static json_object *entry_json(const FileRecord *r, const char *path, const char *target) {
+        json_object *o = json_object_new_object();
+        const char *slash = memrchr(path, '/', r->path_len);
+        char when[32];
+
+        add_bytes(o, "path", "path_encoding", path, r->path_len);
+        if (slash)
+                add_bytes(o, "name", "name_encoding", slash + 1, r->path_len - (size_t) (slash + 1 - path));
+        json_object_object_add(o, "type", json_object_new_string(type_names[r->type]));
+        json_object_object_add(o, "size", json_object_new_uint64(r->size));
+        json_object_object_add(o, "mode", json_object_new_int((int) r->mode));
+        json_object_object_add(o, "uid", json_object_new_int64(r->uid));
+        json_object_object_add(o, "gid", json_object_new_int64(r->gid));
+        json_object_object_add(o, "mtime", json_object_new_string(format_time(r->mtime_ns, when, sizeof(when))));
+        json_object_object_add(o, "mtime_ns", json_object_new_int64(r->mtime_ns));
+        json_object_object_add(o, "nlink", json_object_new_uint64(r->nlink));
+        json_object_object_add(o, "blocks_bytes", json_object_new_uint64(r->blocks_bytes));
+        if (r->type == FILE_TYPE_SYMLINK)
+                add_bytes(o, "target", "target_encoding", target, r->target_len);
+        else
+                json_object_object_add(o, "target", NULL);
+        if (r->flags & FILE_RECORD_MOUNT)
+                json_object_object_add(o, "mount", json_object_new_boolean(1));
+        return o;
+}
+
+static void file_op_kill(FileOp *f) {
+        if (f->killed)
+                return;
+        f->killed = true;
+        (void) syscall(SYS_pidfd_send_signal, f->launch.pidfd, SIGKILL, NULL, 0);
+        (void) cg_kill_at(f->launch.kill_fd, f->launch.cg_fd);
+}
+
+static void flush_batch(FileOp *f) {
+        json_object *ev;
+
+        if (!f->batch || json_object_array_length(f->batch) == 0)
+                return;
+        ev = reply_event_new(f->reply, "entries");
+        json_object_object_add(ev, "entries", f->batch);
+        f->batch = NULL;
+        reply_event(f->reply, ev);
+}
+
+static bool is_read(const FileOp *f) {
+        return strcmp(f->op, FILE_OP_READ) == 0;
+}
+
+/* file.read's records: one SIZE first, then DATA in order within what it announced. */
+static int take_read_record(FileOp *f, const FileRecord *r, const char *data) {
+        json_object *ev;
+        char *b64;
+
+        if (r->kind == FILE_RECORD_SIZE) {
+                if (f->sized || r->offset > r->size || r->length > r->size - r->offset)
+                        return -EPROTO;
+                f->sized = true;
+                f->data_next = r->offset;
+                f->data_end = r->offset + r->length;
+                ev = reply_event_new(f->reply, "size");
+                json_object_object_add(ev, "size", json_object_new_uint64(r->size));
+                json_object_object_add(ev, "offset", json_object_new_uint64(r->offset));
+                json_object_object_add(ev, "length", json_object_new_uint64(r->length));
+                reply_event(f->reply, ev);
+                return 0;
+        }
+        if (!f->sized || r->length == 0 || r->offset < f->data_next || r->offset > f->data_end ||
+            r->length > f->data_end - r->offset)
+                return -EPROTO;
+        f->data_next = r->offset + r->length;
+        b64 = base64_encode(data, r->length);
+        if (!b64)
+                return -ENOMEM;
+        ev = reply_event_new(f->reply, "data");
+        json_object_object_add(ev, "seq", json_object_new_uint64(f->seq++));
+        json_object_object_add(ev, "offset", json_object_new_uint64(r->offset));
+        json_object_object_add(ev, "data", json_object_new_string_len(b64, (int) base64_encoded_len(r->length)));
+        free(b64);
+        reply_event(f->reply, ev);
+        return 0;
+}
+
+/* One record from the helper, its text checked (lengths, type, kind, nothing after the end). */
+static int take_record(FileOp *f, const FileRecord *r, const char *text) {
+        if (f->ended || r->path_len > FILE_RECORD_TEXT_MAX || r->target_len > FILE_RECORD_TEXT_MAX)
+                return -EPROTO;
+        if (r->kind == FILE_RECORD_SIZE || r->kind == FILE_RECORD_DATA)
+                return is_read(f) ? take_read_record(f, r, text) : -EPROTO;
+        if (r->kind == FILE_RECORD_DONE || r->kind == FILE_RECORD_ERROR) {
+                f->end = *r;
+                f->ended = true;
+                return 0;
+        }
+        if (r->kind != FILE_RECORD_ENTRY || r->type < FILE_TYPE_FILE || r->type > FILE_TYPE_BLOCK || r->path_len == 0)
+                return -EPROTO;
+        if (strcmp(f->op, FILE_OP_STAT) == 0) {
+                if (f->stat)
+                        return -EPROTO;
+                f->stat = entry_json(r, text, text + r->path_len);
+                return 0;
+        }
+        if (!f->batch)
+                f->batch = json_object_new_array();
+        json_object_array_add(f->batch, entry_json(r, text, text + r->path_len));
+        f->n_entries++;
+        if (json_object_array_length(f->batch) >= ENTRIES_PER_EVENT)
+                flush_batch(f);
+        return 0;
+}
+
+static int parse_records(FileOp *f) {
+        size_t off = 0;
+
+        while (f->len - off >= sizeof(FileRecord)) {
+                FileRecord r;
+                size_t body;
+                memcpy(&r, f->buf + off, sizeof(r));
+                if (r.path_len > FILE_RECORD_TEXT_MAX || r.target_len > FILE_RECORD_TEXT_MAX ||
+                    (r.kind == FILE_RECORD_DATA && r.length > FILE_DATA_MAX))
+                        return -EPROTO;
+                body = r.kind == FILE_RECORD_DATA ? (size_t) r.length : (size_t) r.path_len + r.target_len;
+                if (f->len - off < sizeof(r) + body)
+                        break;
+                if (take_record(f, &r, f->buf + off + sizeof(r)) < 0)
+                        return -EPROTO;
+                off += sizeof(r) + body;
+        }
+        memmove(f->buf, f->buf + off, f->len - off);
+        f->len -= off;
+        return 0;
+}
+
+/* Reads what is there; 0 at EOF, 1 for more to come, < 0 when the helper misbehaved. */
+static int read_out(FileOp *f) {
+        for (;;) {
+                ssize_t n;
+                if (f->len == f->buf_size)
+                        return -EPROTO;
+                n = read(f->out_fd, f->buf + f->len, f->buf_size - f->len);
+                if (n < 0)
+                        return errno == EAGAIN || errno == EINTR ? 1 : -errno;
+                if (n == 0)
+                        return 0;
+                f->len += (size_t) n;
+                if (parse_records(f) < 0)
+                        return -EPROTO;
+                /* A client that does not read stalls its own listing, nobody else's. */
+                if (reply_backlog(f->reply) > STREAM_PAUSE_BYTES)
+                        return 1;
+        }
+}
+
+static void file_op_set_reading(FileOp *f) {
+        bool on = !f->bad && reply_backlog(f->reply) <= STREAM_PAUSE_BYTES;
+        if (f->out_source)
+                (void) sd_event_source_set_enabled(f->out_source, on ? SD_EVENT_ON : SD_EVENT_OFF);
+}
+
+static int on_out(sd_event_source *src, int fd, uint32_t revents, void *userdata) {
+        FileOp *f = userdata;
+        int k = read_out(f);
+
+        if (k < 0) {
+                log_warning("file helper of %s: malformed output (%s), killed", f->op, strerror(-k));
+                f->bad = true;
+                file_op_kill(f);
+        }
+        if (k <= 0)
+                f->out_source = sd_event_source_disable_unref(f->out_source);
+        else
+                file_op_set_reading(f);
+        return 0;
+}
+
+static void on_writable(Hook *h, void *userdata) {
+        file_op_set_reading(userdata);
+}
+
+static void on_client_gone(Hook *h, void *userdata) {
+        file_op_kill(userdata);
+}
+
+/* ---- The answer -------------------------------------------------------------------------- */
+
+static SbxErrorCode code_of(int err, FileReason reason) {
+        switch (err) {
+        case ENOENT: return SBX_E_NOT_FOUND;
+        case ENOTDIR: return reason == FILE_REASON_NOT_DIR ? SBX_E_INVALID_REQUEST : SBX_E_NOT_FOUND;
+        case EACCES: case EPERM: case EROFS: return SBX_E_PERMISSION_DENIED;
+        case ENOSPC: case EDQUOT: return SBX_E_NO_SPACE;
+        case EFBIG: return SBX_E_TOO_LARGE;
+        case EEXIST: case ENOTEMPTY: case EBUSY: return SBX_E_CONFLICT;
+        case ENAMETOOLONG: case ELOOP: case EXDEV: case EINVAL: case EISDIR: return SBX_E_INVALID_REQUEST;
+        default: return SBX_E_INTERNAL;
+        }
+}
+
+static const char *reason_words(int err, FileReason reason) {
+        switch (reason) {
+        case FILE_REASON_NOT_DIR: return "is not a directory";
+        case FILE_REASON_IS_DIR: return "is a directory";
+        case FILE_REASON_MAGICLINK: return "goes through a /proc magic link";
+        case FILE_REASON_PROTECTED: return "is / or /work, which are never removed";
+        case FILE_REASON_DOT: return "ends in . or ..";
+        case FILE_REASON_EXISTS: return "exists already";
+        case FILE_REASON_NOT_EMPTY: return "is a directory that is not empty (\"recursive\": true removes a tree)";
+        case FILE_REASON_FIFO: return "is a FIFO";
+        case FILE_REASON_DEVICE: return "is a device";
+        case FILE_REASON_SOCKET: return "is a socket";
+        case FILE_REASON_SYMLINK: return "is a symlink (and nofollow was asked)";
+        case FILE_REASON_SWAPPED: return "was replaced while it was opened";
+        case FILE_REASON_SHORT: return "the data ended short of size";
+        case FILE_REASON_SPACE: return "does not fit in the free space of its filesystem";
+        default: return err == ELOOP ? "goes through a /proc magic link, or through too many symlinks" : strerror(err);
+        }
+}
+
+static void reply_helper_error(FileOp *f) {
+        int e = f->end.err;
+        FileReason reason = f->end.reason;
+        SbxErrorCode code = code_of(e, reason);
+        ProtoError err;
+
+        if (e == ENOTDIR && reason == FILE_REASON_NONE)
+                proto_error_set(&err, code, "path", "no such file or directory (a component is not a directory)");
+        else if (reason == FILE_REASON_SHORT)
+                proto_error_set(&err, code, "size", "the data ended after %" PRIu64 " bytes, short of size; the old file is as it was",
+                                f->end.count);
+        else if (reason == FILE_REASON_SPACE || e == EFBIG)
+                proto_error_set(&err, code, "size", "%s", e == EFBIG ? "larger than the sandbox's file size limit" : reason_words(e, reason));
+        else if (code == SBX_E_NO_SPACE)
+                proto_error_set(&err, code, "data", "the sandbox's disk is full (%s); the old file is as it was", strerror(e));
+        else
+                proto_error_set(&err, code, code == SBX_E_INTERNAL ? NULL : code == SBX_E_NO_SPACE ? "data" : "path",
+                                "%s", reason_words(e, reason));
+        reply_error(f->reply, &err);
+}
+
+static void reply_done(FileOp *f) {
+        json_object *o = json_object_new_object();
+        const char *count = strcmp(f->op, FILE_OP_MKDIR) == 0 ? "created" : strcmp(f->op, FILE_OP_REMOVE) == 0 ? "removed" : NULL;
+
+        if (strcmp(f->op, FILE_OP_STAT) == 0) {
+                json_object_object_add(o, "stat", f->stat);
+                f->stat = NULL;
+        } else if (strcmp(f->op, FILE_OP_LIST) == 0) {
+                flush_batch(f);
+                json_object_object_add(o, "entries", json_object_new_uint64(f->n_entries));
+                json_object_object_add(o, "truncated", json_object_new_boolean(f->end.truncated != 0));
+        } else if (strcmp(f->op, FILE_OP_WRITE) == 0) {
+                json_object_object_add(o, "path", json_object_new_string(f->path ? f->path : ""));
+                json_object_object_add(o, "bytes", json_object_new_uint64(f->end.count));
+                json_object_object_add(o, "created", json_object_new_boolean(f->end.truncated != 0));
+        } else if (is_read(f)) {
+                json_object_object_add(o, "bytes", json_object_new_uint64(f->end.count));
+                json_object_object_add(o, "changed", json_object_new_boolean(f->end.truncated != 0));
+        } else if (count)
+                json_object_object_add(o, count, json_object_new_uint64(f->end.count));
+        reply_ok(f->reply, o);
+}
+
+static void file_op_free(FileOp *f) {
+        sandbox_member_remove(f->sandbox, &f->member);
+        f->out_source = sd_event_source_disable_unref(f->out_source);
+        f->out_fd = safe_close(f->out_fd);
+        launch_done(&f->launch);
+        hook_remove(&f->close_hook);
+        hook_remove(&f->writable_hook);
+        if (f->accounted)
+                reply_account(f->reply, -1, 0);
+        reply_unref(f->reply);
+        json_object_put(f->batch);
+        json_object_put(f->stat);
+        free(f->buf);
+        free(f->path);
+        free(f);
+}
+
+static void file_op_answer(FileOp *f, const siginfo_t *si) {
+        ProtoError err;
+
+        if (f->fail.kind == REPORT_FAILED) {
+                proto_error_set_spawn(&err, spawn_step_to_string(f->fail.step), f->fail.err);
+                reply_error(f->reply, &err);
+        } else if (f->sandbox->state == SANDBOX_DESTROYING) {
+                sandbox_gone_error(f->sandbox, &err);
+                reply_error(f->reply, &err);
+        } else if (f->bad || !f->ended) {
+                proto_error_set(&err, SBX_E_INTERNAL, NULL, "the file helper %s (%s %d)",
+                                f->bad ? "sent malformed output and was killed"
+                                : si->si_code == CLD_KILLED ? "was killed (out of memory in the sandbox?)"
+                                : "ended without an answer",
+                                si->si_code == CLD_EXITED ? "status" : "signal", si->si_status);
+                reply_error(f->reply, &err);
+        } else if (f->end.kind == FILE_RECORD_ERROR)
+                reply_helper_error(f);
+        else
+                reply_done(f);
+}
+
+/* ---- Launch and membership ----------------------------------------------------------------- */
+
+static int fo_watch(void *userdata, LaunchFds *fds) {
+        FileOp *f = userdata;
+        f->out_fd = TAKE_FD(fds->out[0]);
+        if (fcntl(f->out_fd, F_SETFL, O_NONBLOCK) < 0)
+                return -errno;
+        return sd_event_add_io(f->sandbox->ctx->event, &f->out_source, f->out_fd, EPOLLIN, on_out, f);
+}
+
+static void fo_report(void *userdata, const SpawnReport *rep, int fd) {
+        FileOp *f = userdata;
+        safe_close(fd);
+        if (rep->kind == REPORT_FAILED && f->fail.kind != REPORT_FAILED)
+                f->fail = *rep;
+}
+
+static void fo_helper_exit(void *userdata, const siginfo_t *si) {
+        FileOp *f = userdata;
+        Sandbox *s = f->sandbox;
+
+        launch_collect_reports(&f->launch);
+        while (f->out_fd >= 0 && !f->bad) { /* what it wrote before it ended */
+                int k = read_out(f);
+                if (k < 0)
+                        f->bad = true;
+                if (k <= 0)
+                        break;
+        }
+        file_op_answer(f, si);
+        if (cg_populated(f->launch.cg_fd) == 0)
+                (void) unlinkat(s->cg_fd, f->launch.cg_name, AT_REMOVEDIR);
+        file_op_free(f);
+}
+
+static const LaunchOps file_op_launch_ops = {
+        .watch = fo_watch,
+        .report = fo_report,
+        .helper_exit = fo_helper_exit,
+};
+
+static void fo_member_kill(SandboxMember *m, int sig) {
+        file_op_kill(SANDBOX_MEMBER_OF(m, FileOp, member));
+}
+
+static void fo_member_answer_stuck(SandboxMember *m, const ProtoError *err) {
+}
+
+static bool fo_member_start(SandboxMember *m) {
+        return false;
+}
+
+static void fo_member_frozen(SandboxMember *m) {
+}
+
+static void fo_member_free(SandboxMember *m) {
+        file_op_free(SANDBOX_MEMBER_OF(m, FileOp, member));
+}
+
+static const SandboxMemberOps file_op_member_ops = {
+        .kill = fo_member_kill,
+        .answer_stuck = fo_member_answer_stuck,
+        .start = fo_member_start,
+        .frozen = fo_member_frozen,
+        .free = fo_member_free,
+};
+
+/* The helper's argv after RunParams, filter and cwd: op, the path as hex, the options. */
+static char **helper_argv(const FileOpSpec *spec) {
+        size_t n = 0;
+        char **argv;
+
+        while (spec->options && spec->options[n])
+                n++;
+        argv = calloc(n + 3, sizeof(char *));
+        if (!argv)
+                return NULL;
+        argv[0] = (char *) spec->op;
+        argv[1] = run_exec_hex(spec->path, strlen(spec->path));
+        if (!argv[1]) {
+                free(argv);
+                return NULL;
+        }
+        for (size_t i = 0; i < n; i++)
+                argv[2 + i] = (char *) spec->options[i];
+        return argv;
+}
+
+int file_op_start(Sandbox *s, const FileOpSpec *spec, Reply *reply, ProtoError *err) {
+        char *const envp[] = { NULL };
+        char **argv;
+        FileOp *f;
+        int k;
+
+        if (s->state != SANDBOX_READY)
+                return proto_error_set(err, SBX_E_CONFLICT, "sandbox", "the sandbox is not ready");
+        if (s->ctx->file_helper_fd < 0)
+                return proto_error_set(err, SBX_E_INTERNAL, NULL, "sandboxd-file-helper was not found at start");
+        if (s->frozen)
+                return proto_error_set(err, SBX_E_CONFLICT, "sandbox", "the sandbox is frozen for a snapshot; try again");
+        argv = helper_argv(spec);
+        f = calloc(1, sizeof(*f));
+        if (f) {
+                f->buf_size = strcmp(spec->op, FILE_OP_READ) == 0 ? sizeof(FileRecord) + FILE_DATA_MAX : RECORD_MAX;
+                f->buf = malloc(f->buf_size);
+        }
+        if (!argv || !f || !f->buf) {
+                if (argv)
+                        free(argv[1]);
+                free(argv);
+                if (f)
+                        free(f->buf);
+                free(f);
+                return proto_error_set(err, SBX_E_INTERNAL, NULL, "out of memory");
+        }
+        RunParams p = {
+                .argv = argv,
+                .envp = envp,
+                .cwd = "/",
+                .user = spec->user != SANDBOX_USER_UNSET ? spec->user : s->user,
+        };
+        LaunchSpec ls = {
+                .kind = "file",
+                .pipes = true,
+                .via_helper = true,
+                .file_helper = true,
+                .params = &p,
+                .what_cgroup = "cannot create the file helper's cgroup",
+                .what_fds = "cannot create pipes",
+                .what_start = "cannot start the file helper",
+                .stderr_fd = spec->data_fd >= 0 ? &spec->data_fd : NULL,
+        };
+        f->sandbox = s;
+        f->path = strdup(spec->path);
+        f->out_fd = -EBADF;
+        f->reply = reply_ref(reply);
+        snprintf(f->op, sizeof(f->op), "%s", spec->op);
+        launch_init(&f->launch, s, &file_op_launch_ops, f);
+        hook_init(&f->close_hook, on_client_gone, f);
+        hook_init(&f->writable_hook, on_writable, f);
+        sandbox_member_add(s, &f->member, &file_op_member_ops);
+        k = launch_start(&f->launch, &ls, err);
+        free(argv[1]);
+        free(argv);
+        if (k < 0) {
+                launch_abort(&f->launch);
+                file_op_free(f);
+                return k;
+        }
+        reply_on_close(f->reply, &f->close_hook);
+        reply_on_writable(f->reply, &f->writable_hook);
+        reply_account(f->reply, 1, 0); /* counted as a run in flight (max_runs_per_*) */
+        f->accounted = true;
+        return 0;
+}
