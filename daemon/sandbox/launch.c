@@ -106,6 +106,17 @@ static int launch_make_cgroup(Launch *l, const LaunchSpec *spec) {
         return cg_apply_limits_at(l->cg_fd, &m->cg, &lim, s->enforced);
 }
 
+#if defined(__SANITIZE_ADDRESS__)
+#  define LAUNCH_SANITIZED 1
+#elif defined(__has_feature)
+#  if __has_feature(address_sanitizer)
+#    define LAUNCH_SANITIZED 1
+#  endif
+#endif
+#ifndef LAUNCH_SANITIZED
+#  define LAUNCH_SANITIZED 0
+#endif
+
 /* rlimits are the second guard where the kernel's cgroup limit is not available (pids and
  * memory: the command's own limits, 0 for the sandbox's). */
 static void launch_params_guard(Sandbox *s, uint64_t pids, uint64_t memory, RunParams *p) {
@@ -180,6 +191,13 @@ static int launch_spawn(Launch *l, const LaunchSpec *spec, LaunchFds *f) {
         p->stdio[1] = f->out[1];
         p->stdio[2] = spec->stderr_fd ? *spec->stderr_fd : f->err[1];
         launch_params_guard(s, spec->pids, spec->memory, p);
+#if LAUNCH_SANITIZED
+        /* The file helper is our code and runs on after its rlimits (a command execs first): built
+         * with ASan, it maps shadow and allocator memory far beyond any RLIMIT_AS a sandbox's
+         * memory limit gives. Only that build leaves it out; the pids guard stays. */
+        if (spec->file_helper)
+                p->rl_as_set = false;
+#endif
         if (spec->file_helper || (spec->via_helper && m->run_helper_fd >= 0)) {
                 int helper_fd = spec->file_helper ? m->file_helper_fd : m->run_helper_fd;
                 bool born_in = run_exec_into_cgroup() && !launch_cgroup_frozen(l);
