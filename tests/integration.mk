@@ -23,6 +23,7 @@ INTEGRATION_TESTS = \
 	tests/t-python.sh \
 	tests/t-python-types.sh \
 	tests/t-restart.sh \
+	tests/t-rlimits.sh \
 	tests/t-run.sh \
 	tests/t-shell.sh \
 	tests/t-snapshot.sh \

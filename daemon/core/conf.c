@@ -68,6 +68,10 @@ static const ConfigKey config_keys[] = {
         KEY("max_timeout", KEY_DURATION, max_timeout_usec, 1000),
         KEY("default_output_bytes", KEY_SIZE, default_output_bytes),
         KEY("max_output_bytes", KEY_SIZE, max_output_bytes),
+        KEY("default_file_size", KEY_SIZE, default_file_size),
+        KEY("max_file_size", KEY_SIZE, max_file_size),
+        KEY("default_open_files", KEY_COUNT, default_open_files, 16),
+        KEY("max_open_files", KEY_COUNT, max_open_files, 16),
         KEY("swap_max", KEY_SIZE, swap_max),
         KEY("max_stdin_bytes", KEY_SIZE, max_stdin_bytes),
         KEY("sweep_interval", KEY_DURATION, sweep_interval_usec),
@@ -127,6 +131,8 @@ void config_init_defaults(Config *c) {
                 .max_timeout_usec = 24 * 3600 * USEC_PER_SEC,
                 .default_output_bytes = 1u << 20,
                 .max_output_bytes = 64u << 20,
+                .default_open_files = 4096,
+                .max_open_files = 65536,
                 .swap_max = 0,
                 .max_stdin_bytes = 3u << 20,
                 .sweep_interval_usec = 5 * 60 * USEC_PER_SEC,
@@ -466,6 +472,7 @@ static int config_check(Config *c, ConfigParse *p) {
                 { "default_memory", "max_memory" },   { "default_pids", "max_pids" },
                 { "default_cpus", "max_cpus" },       { "default_timeout", "max_timeout" },
                 { "default_output_bytes", "max_output_bytes" },
+                { "default_open_files", "max_open_files" },
         };
         unsigned line;
         int r;
@@ -477,6 +484,8 @@ static int config_check(Config *c, ConfigParse *p) {
         if (c->max_disk && (r = config_check_pair(c, p, "default_disk", "max_disk")) < 0)
                 return r;
         if (c->max_files && (r = config_check_pair(c, p, "default_files", "max_files")) < 0)
+                return r;
+        if (c->max_file_size && (r = config_check_pair(c, p, "default_file_size", "max_file_size")) < 0)
                 return r;
         if (c->session_ring_bytes > (UINT64_C(1) << 30))
                 return config_error(p, "%s:%u: session_ring_bytes must be at most 1G", p->path,

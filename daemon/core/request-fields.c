@@ -28,6 +28,6 @@ const FieldSpec request_run_fields[] = {
 const FieldSpec request_limits_fields[] = {
         { "memory", FIELD_SIZE },       { "pids", FIELD_INT },          { "cpus", FIELD_DECIMAL },
         { "timeout_s", FIELD_DURATION }, { "output_bytes", FIELD_SIZE }, { "disk", FIELD_SIZE },
-        { "files", FIELD_INT },
+        { "files", FIELD_INT },         { "file_size", FIELD_SIZE },    { "open_files", FIELD_INT },
         {},
 };

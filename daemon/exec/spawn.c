@@ -185,6 +185,8 @@ static int child_rlimits(const RunParams *p) {
                 return -1;
         if (p->rl_nofile_set && setrlimit(RLIMIT_NOFILE, &p->rl_nofile) < 0)
                 return -1;
+        if (p->rl_fsize_set && setrlimit(RLIMIT_FSIZE, &p->rl_fsize) < 0)
+                return -1;
         return 0;
 }
 

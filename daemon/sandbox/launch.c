@@ -119,11 +119,15 @@ static void launch_params_guard(Sandbox *s, uint64_t pids, uint64_t memory, RunP
                 p->rl_as = (struct rlimit) { n, n };
                 p->rl_as_set = true;
         }
-        /* The daemon raised its own soft limit (main.c); the command gets the usual one back. */
-        if (s->ctx->config.nofile_soft && getrlimit(RLIMIT_NOFILE, &p->rl_nofile) == 0 &&
-            p->rl_nofile.rlim_cur != s->ctx->config.nofile_soft) {
-                p->rl_nofile.rlim_cur = (rlim_t) s->ctx->config.nofile_soft;
+        /* limits.open_files, soft = hard (the daemon raised its own soft limit, main.c; a sandbox
+         * restored from an old record without it has the default); limits.file_size when set. */
+        if (s->limits.open_files) {
+                p->rl_nofile = (struct rlimit) { (rlim_t) s->limits.open_files, (rlim_t) s->limits.open_files };
                 p->rl_nofile_set = true;
+        }
+        if (s->limits.file_size) {
+                p->rl_fsize = (struct rlimit) { (rlim_t) s->limits.file_size, (rlim_t) s->limits.file_size };
+                p->rl_fsize_set = true;
         }
         /* Signals the daemon ignores stay ignored across exec unless the command resets them. */
         p->reset_signals = s->ctx->ignored_signals;

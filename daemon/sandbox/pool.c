@@ -95,7 +95,8 @@ static int on_pool_refill(sd_event_source *src, void *userdata) {
 
 static bool limits_equal(const SandboxLimits *a, const SandboxLimits *b) {
         return a->memory == b->memory && a->pids == b->pids && a->millicpus == b->millicpus &&
-               a->timeout_usec == b->timeout_usec && a->output_bytes == b->output_bytes;
+               a->timeout_usec == b->timeout_usec && a->output_bytes == b->output_bytes &&
+               a->file_size == b->file_size && a->open_files == b->open_files;
 }
 
 /* A ready one; else the one made first of those still being made (the list is newest first):

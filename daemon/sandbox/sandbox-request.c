@@ -36,7 +36,8 @@ static int parse_limits(Context *m, json_object *limits, SandboxLimits *l, Proto
         int r;
 
         *l = (SandboxLimits) { c->default_memory, c->default_pids, c->default_millicpus, c->default_timeout_usec,
-                               c->default_output_bytes, c->default_disk };
+                               c->default_output_bytes, c->default_disk, .file_size = c->default_file_size,
+                               .open_files = c->default_open_files };
         if (!limits)
                 return 0;
         r = proto_check_fields(limits, request_limits_fields, "limits.", err);
@@ -48,7 +49,9 @@ static int parse_limits(Context *m, json_object *limits, SandboxLimits *l, Proto
             (r = proto_get_duration(limits, "timeout_s", &l->timeout_usec, err)) < 0 ||
             (r = proto_get_size(limits, "output_bytes", &l->output_bytes, err)) < 0 ||
             (r = proto_get_size(limits, "disk", &l->disk, err)) < 0 ||
-            (r = proto_get_uint(limits, "files", 0, INT64_MAX, &l->files, err)) < 0) {
+            (r = proto_get_uint(limits, "files", 0, INT64_MAX, &l->files, err)) < 0 ||
+            (r = proto_get_size(limits, "file_size", &l->file_size, err)) < 0 ||
+            (r = proto_get_uint(limits, "open_files", 16, INT32_MAX, &l->open_files, err)) < 0) {
                 char f[sizeof(err->field)];
                 memcpy(f, err->field, sizeof(f));
                 snprintf(err->field, sizeof(err->field), "limits.%.50s", f);
@@ -71,6 +74,18 @@ static int parse_limits(Context *m, json_object *limits, SandboxLimits *l, Proto
                                        "'limits.output_bytes' must be at least 2");
         if (l->output_bytes > c->max_output_bytes)
                 return limit_over("limits.output_bytes", err, c->max_output_bytes);
+        /* max_file_size 0: no maximum, and a sandbox may then ask for none (0) as well. */
+        if (c->max_file_size && (l->file_size == 0 || l->file_size > c->max_file_size))
+                return proto_error_set(err, SBX_E_INVALID_REQUEST, "limits.file_size",
+                                       "'limits.file_size' must be set and at most the configured maximum (%" PRIu64 ")",
+                                       c->max_file_size);
+        if (l->open_files > c->max_open_files)
+                return limit_over("limits.open_files", err, c->max_open_files);
+        /* A command cannot raise its hard limit inside the sandbox's user namespace. */
+        if (c->nofile_hard && l->open_files > c->nofile_hard)
+                return proto_error_set(err, SBX_E_INVALID_REQUEST, "limits.open_files",
+                                       "'limits.open_files' exceeds the daemon's own RLIMIT_NOFILE (%" PRIu64 ")",
+                                       c->nofile_hard);
         return 0;
 }
 

@@ -204,6 +204,11 @@ static int sandbox_restore_fields(Sandbox *s, json_object *meta) {
             restore_u64(l, "timeout_usec", &s->limits.timeout_usec) < 0 ||
             restore_u64(l, "output_bytes", &s->limits.output_bytes) < 0)
                 return -EBADMSG;
+        /* Records written before these limits existed: none, and the default. */
+        s->limits.open_files = s->ctx->config.default_open_files;
+        if ((json_object_object_get_ex(l, "file_size", NULL) && restore_u64(l, "file_size", &s->limits.file_size) < 0) ||
+            (json_object_object_get_ex(l, "open_files", NULL) && restore_u64(l, "open_files", &s->limits.open_files) < 0))
+                return -EBADMSG;
         s->owner_uid = (uid_t) owner;
         s->uid_slot = (unsigned) slot;
         if (json_object_object_get_ex(meta, "name", &v) && json_object_is_type(v, json_type_string) &&
@@ -694,6 +699,8 @@ json_object *sandbox_to_json(Sandbox *s, bool with_usage) {
         json_object_object_add(l, "cpus", json_object_new_double((double) s->limits.millicpus / 1000.0));
         json_object_object_add(l, "timeout_s", json_object_new_double((double) s->limits.timeout_usec / 1e6));
         json_object_object_add(l, "output_bytes", json_object_new_int64((int64_t) s->limits.output_bytes));
+        json_object_object_add(l, "file_size", s->limits.file_size ? json_object_new_int64((int64_t) s->limits.file_size) : NULL);
+        json_object_object_add(l, "open_files", json_object_new_int64((int64_t) s->limits.open_files));
         json_object_object_add(o, "limits", l);
         json_object_object_add(e, "memory", json_object_new_boolean(!!(s->enforced & CG_MEMORY)));
         json_object_object_add(e, "pids", json_object_new_boolean(!!(s->enforced & CG_PIDS)));

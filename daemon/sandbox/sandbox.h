@@ -35,6 +35,8 @@ typedef struct SandboxLimits {
         uint64_t output_bytes;
         uint64_t disk;          /* workspace + snapshots, checked by the sweep; 0: none */
         uint64_t files;         /* the same in files and directories (inodes); 0: none */
+        uint64_t file_size;     /* RLIMIT_FSIZE of every command; 0: none */
+        uint64_t open_files;    /* RLIMIT_NOFILE (soft = hard) of every command */
 } SandboxLimits;
 
 /* Someone waiting for the sandbox to be ready or gone: a create or destroy reply. */

@@ -101,6 +101,8 @@ static json_object *state_to_json(Sandbox *s) {
         json_object_object_add(l, "millicpus", json_object_new_int64((int64_t) s->limits.millicpus));
         json_object_object_add(l, "timeout_usec", json_object_new_int64((int64_t) s->limits.timeout_usec));
         json_object_object_add(l, "output_bytes", json_object_new_int64((int64_t) s->limits.output_bytes));
+        json_object_object_add(l, "file_size", json_object_new_int64((int64_t) s->limits.file_size));
+        json_object_object_add(l, "open_files", json_object_new_int64((int64_t) s->limits.open_files));
         json_object_object_add(o, "limits", l);
         json_object_object_add(o, "env", s->env ? json_object_get(s->env) : NULL);
         sweep_meta_save(s, o);
