@@ -24,6 +24,10 @@ const Verb verb_create = {
                 "     --ttl DUR           Destroyed by the sweep this long after creation\n"
                 "     --idle DUR          Destroyed by the sweep after this long without runs\n"
                 "  -e --env NAME=VALUE    Default environment of runs (repeatable)\n"
+                "     --mount SRC:DST[:ro]  Your directory SRC at DST inside (beneath /work, /mnt,\n"
+                "                         /opt, /srv or /home), opened with your own rights and\n"
+                "                         idmapped: its files are the sandbox user's inside, what\n"
+                "                         runs write there is yours (repeatable; :ro read-only)\n"
                 "     --network MODE      \"none\" (the default): loopback only\n"
                 "     --best-effort       Accept limits this host cannot enforce\n"
                 "  -u --user USER         Who runs run as inside: \"sandbox\" (uid 1000, the default)\n"
@@ -50,10 +54,11 @@ enum {
         ARG_TTL,
         ARG_IDLE,
         ARG_FROM_SNAPSHOT,
+        ARG_MOUNT,
 };
 
 typedef struct CreateArgs {
-        json_object *request, *limits, *env;
+        json_object *request, *limits, *env, *mounts;
         bool verbose;
 } CreateArgs;
 
@@ -61,6 +66,7 @@ static void create_args_done(CreateArgs *a) {
         json_object_put(a->request);
         json_object_put(a->limits);
         json_object_put(a->env);
+        json_object_put(a->mounts);
 }
 
 static int create_option(CreateArgs *a, int c, const char *value) {
@@ -87,6 +93,8 @@ static int create_option(CreateArgs *a, int c, const char *value) {
                 return add_size(a->limits, "output_bytes", "--output-bytes", value);
         case 'e':
                 return add_env(&a->env, value);
+        case ARG_MOUNT:
+                return add_mount(&a->mounts, value);
         case ARG_NETWORK:
                 return add_string(a->request, "network", value);
         case ARG_BEST_EFFORT:
@@ -123,6 +131,7 @@ static int create_parse(CreateArgs *a, int argc, char *argv[]) {
                 { "idle", required_argument, NULL, ARG_IDLE },
                 { "user", required_argument, NULL, 'u' },
                 { "from-snapshot", required_argument, NULL, ARG_FROM_SNAPSHOT },
+                { "mount", required_argument, NULL, ARG_MOUNT },
                 { "verbose", no_argument, NULL, 'v' },
                 {},
         };
@@ -165,6 +174,8 @@ static int verb_create_run(int argc, char *argv[]) {
                 return r;
         add_object_unless_empty(a.request, "limits", TAKE_PTR(a.limits));
         add_object_unless_empty(a.request, "env", TAKE_PTR(a.env));
+        if (a.mounts)
+                json_object_object_add(a.request, "mounts", TAKE_PTR(a.mounts));
         r = daemon_request(TAKE_PTR(a.request), &reply);
         if (r < 0)
                 return r;

@@ -39,6 +39,8 @@ const Verb verb_run = {
                 "     --workspace WHERE   /work of a throwaway sandbox: \"memory\" (the default: its\n"
                 "                         tmpfs, half of --memory with /tmp) or \"disk\" (the state dir)\n"
                 "     --best-effort       Accept limits this host cannot enforce (throwaway only)\n"
+                "     --mount SRC:DST[:ro]  Your directory SRC at DST in a throwaway sandbox, as\n"
+                "                         'sandboxctl create --mount' (repeatable)\n"
                 "  -v --verbose           Print an account of the run on stderr (reason, exit status,\n"
                 "                         time, CPU, peak memory, ids) and note truncated output\n"
                 "     --stream            Print the output as it is produced, not at the end\n"
@@ -79,6 +81,7 @@ enum {
         ARG_WORKSPACE,
         ARG_BEST_EFFORT,
         ARG_STREAM,
+        ARG_MOUNT,
 };
 
 /* Strings as given; validated while the request is built, once all options are known (where
@@ -87,13 +90,14 @@ typedef struct RunArgs {
         const char *sandbox, *command, *cwd, *network, *workspace, *stdin_file, *user;
         const char *memory, *pids, *cpus, *timeout, *cpu_time, *output_bytes;
         bool read_stdin, best_effort, verbose, stream;
-        json_object *env;
+        json_object *env, *mounts;
         char **argv; /* NULL-terminated, from argv */
         int argc;
 } RunArgs;
 
 static void run_args_done(RunArgs *a) {
         json_object_put(a->env);
+        json_object_put(a->mounts);
 }
 
 static int run_option(RunArgs *a, int c, const char *value) {
@@ -116,6 +120,7 @@ static int run_option(RunArgs *a, int c, const char *value) {
         case ARG_WORKSPACE: a->workspace = value; break;
         case ARG_BEST_EFFORT: a->best_effort = true; break;
         case ARG_STREAM: a->stream = true; break;
+        case ARG_MOUNT: return add_mount(&a->mounts, value);
         default: return log_error("unhandled option %d", c);
         }
         return 0;
@@ -143,6 +148,7 @@ static int run_parse(RunArgs *a, int argc, char *argv[]) {
                 { "workspace", required_argument, NULL, ARG_WORKSPACE },
                 { "best-effort", no_argument, NULL, ARG_BEST_EFFORT },
                 { "stream", no_argument, NULL, ARG_STREAM },
+                { "mount", required_argument, NULL, ARG_MOUNT },
                 {},
         };
         int c, r;
@@ -292,6 +298,8 @@ static int run_build_request(const RunArgs *a, json_object **ret) {
                 r = run_add_run_limits(req, a);
         if (r >= 0 && a->env)
                 json_object_object_add(req, "env", json_object_get(a->env));
+        if (r >= 0 && a->mounts)
+                json_object_object_add(req, "mounts", json_object_get(a->mounts));
         if (r >= 0 && a->cwd)
                 r = add_string(req, "cwd", a->cwd);
         if (r >= 0 && a->user)

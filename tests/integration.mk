@@ -8,6 +8,7 @@ INTEGRATION_TESTS = \
 	tests/t-durability.sh \
 	tests/t-frozen.sh \
 	tests/t-kill-fallback.sh \
+	tests/t-mounts.sh \
 	tests/t-netns.sh \
 	tests/t-oracle.sh \
 	tests/t-conf.sh \

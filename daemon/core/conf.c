@@ -29,7 +29,7 @@ static void strv_free(char **v) {
 #define MAX(a, b) ((a) > (b) ? (a) : (b))
 #define MAX3(a, b, c) MAX(MAX(a, b), c)
 
-typedef enum { KEY_PATH, KEY_PATHS, KEY_NAME, KEY_SIZE, KEY_COUNT, KEY_DURATION, KEY_CPUS } KeyType;
+typedef enum { KEY_PATH, KEY_PATHS, KEY_DIRS, KEY_NAME, KEY_SIZE, KEY_COUNT, KEY_DURATION, KEY_CPUS } KeyType;
 
 typedef struct ConfigKey {
         const char *name;
@@ -44,6 +44,7 @@ static const ConfigKey config_keys[] = {
         KEY("cgroup_root", KEY_PATH, cgroup_root),
         KEY("root_dir", KEY_PATH, root_dir),
         KEY("root_binds", KEY_PATHS, root_binds),
+        KEY("mount_roots", KEY_DIRS, mount_roots),
         KEY("max_line_bytes", KEY_SIZE, max_line_bytes, 1024),
         KEY("max_connections", KEY_COUNT, max_connections, 1),
         KEY("max_connections_per_uid", KEY_COUNT, max_connections_per_uid, 1),
@@ -152,6 +153,7 @@ void config_done(Config *c) {
         free(c->cgroup_root);
         free(c->root_dir);
         strv_free(c->root_binds);
+        strv_free(c->mount_roots);
         free(c->admin_group);
         free(c->socket_group);
         *c = (Config) {};
@@ -210,6 +212,7 @@ static int parse_value(const ConfigKey *k, const char *value, uint64_t *ret) {
 static const char *const type_hints[] = {
         [KEY_PATH] = "an absolute path",
         [KEY_PATHS] = "absolute paths of directories, separated by spaces",
+        [KEY_DIRS] = "absolute paths of directories, separated by spaces",
         [KEY_NAME] = "a name",
         [KEY_SIZE] = "a size such as 4096, 64K, 256M, 1.5G",
         [KEY_COUNT] = "a whole number",
@@ -260,7 +263,7 @@ static int cmp_str(const void *a, const void *b) {
 /* "a b c": each checked, sorted so that a directory comes before what is bound below it, no
  * duplicates. Errors: -EINVAL (not a normal absolute path), -EEXIST (the sandbox's own or bound
  * already), -E2BIG (too many), -ENOMEM. */
-static int parse_paths(const char *value, char ***ret) {
+static int parse_paths(const char *value, bool binds, char ***ret) {
         char **v = calloc(ROOT_BINDS_MAX + 1, sizeof(char *));
         size_t n = 0;
         int r = 0;
@@ -274,7 +277,7 @@ static int parse_paths(const char *value, char ***ret) {
                 else if (!(v[n] = strndup(s, len)))
                         r = -ENOMEM;
                 else
-                        r = bind_valid(v[n++]);
+                        r = binds ? bind_valid(v[n++]) : path_normal(v[n++]) ? 0 : -EINVAL;
                 s += len;
         }
         if (r == 0 && n > 0) {
@@ -297,8 +300,8 @@ static int set_key(Config *c, const ConfigKey *k, const char *value) {
         uint64_t v;
         int r;
 
-        if (k->type == KEY_PATHS) {
-                r = parse_paths(value, &paths);
+        if (k->type == KEY_PATHS || k->type == KEY_DIRS) {
+                r = parse_paths(value, k->type == KEY_PATHS, &paths);
                 if (r < 0)
                         return r;
                 strv_free(*(char ***) field);
@@ -380,7 +383,9 @@ static int config_bad_value(ConfigParse *p, unsigned lineno, const ConfigKey *k,
                                     "/lib*), /var (bind what is needed below it), /, or one of the sandbox's own "
                                     "(/proc, /dev, /tmp, /run, /work, /sys, /var/tmp, /var/run or below)",
                                     p->path, lineno, k->name, value);
-        if (k->type == KEY_PATHS && r == -E2BIG)
+        if (k->type == KEY_DIRS && r == -EEXIST)
+                return config_error(p, "%s:%u: %s = %s: an entry is given twice", p->path, lineno, k->name, value);
+        if ((k->type == KEY_PATHS || k->type == KEY_DIRS) && r == -E2BIG)
                 return config_error(p, "%s:%u: %s: at most %d directories", p->path, lineno, k->name, ROOT_BINDS_MAX);
 
         if (r == -ERANGE) {

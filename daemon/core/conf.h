@@ -11,6 +11,7 @@ typedef struct Config {
         char *cgroup_root;          /* NULL: discover the delegated subtree */
         char *root_dir;             /* the tree a sandbox's /usr, /etc and root_binds come from */
         char **root_binds;          /* NULL, or more directories of it, absolute, sorted, NULL-ended */
+        char **mount_roots;         /* NULL, or where non-root clients' "mounts" sources may be */
         uint64_t max_line_bytes;
         uint64_t max_connections;
         uint64_t max_connections_per_uid; /* root's are not counted */

@@ -22,6 +22,12 @@ const FieldSpec request_run_fields[] = {
         { "network", FIELD_STRING },
         { "best_effort", FIELD_BOOL },
         { "workspace", FIELD_STRING },
+        { "mounts", FIELD_ARRAY },
+        {},
+};
+
+const FieldSpec request_mount_fields[] = {
+        { "source", FIELD_STRING, true }, { "target", FIELD_STRING, true }, { "read_only", FIELD_BOOL },
         {},
 };
 

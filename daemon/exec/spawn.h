@@ -39,6 +39,7 @@ typedef enum SpawnStep {
         STEP_SECCOMP,
         STEP_TTY,
         STEP_OOM_SCORE,
+        STEP_MOUNTS,
         _STEP_MAX,
 } SpawnStep;
 
@@ -91,6 +92,20 @@ void root_trees_close(RootTrees *t);
 /* A filesystem that is the kernel's interface rather than files (procfs, sysfs, cgroupfs,
  * debugfs, ...): never bound into a sandbox, wherever the host mounted it. */
 bool root_fs_refused(long f_type);
+
+/* The init's go (its uid/gid maps are written), with the caller's directories to attach: one
+ * SOCK_SEQPACKET message "g", then each target (absolute, NUL-terminated), the detached trees
+ * (mount-source.h) in the same order as SCM_RIGHTS. */
+#define INIT_MOUNTS_MAX 16
+#define INIT_GO_MAX (1 + INIT_MOUNTS_MAX * 4096)
+typedef struct InitMounts {
+        unsigned n;
+        const char *target[INIT_MOUNTS_MAX];
+        int fd[INIT_MOUNTS_MAX];
+} InitMounts;
+int init_go_send(int fd, const InitMounts *m);
+/* Receives into buf (INIT_GO_MAX bytes, which the targets point into). -1 with errno. */
+int init_go_recv(int fd, char *buf, InitMounts *ret);
 
 typedef struct InitParams {
         int sync_fd;        /* the child's end: wait for the id maps, then report */

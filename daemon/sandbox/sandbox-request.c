@@ -149,6 +149,113 @@ static int parse_sweep_fields(Context *m, Sandbox *s, json_object *req, ProtoErr
         return 0;
 }
 
+/* Absolute and normal: no empty, "." or ".." component, no trailing slash; shorter than PATH_MAX. */
+static bool path_normal(const char *p) {
+        if (p[0] != '/' || strlen(p) >= 4096)
+                return false;
+        for (const char *c = p + 1; *c;) {
+                size_t n = strcspn(c, "/");
+                if (n == 0 || (n == 1 && c[0] == '.') || (n == 2 && c[0] == '.' && c[1] == '.'))
+                        return false;
+                c += n;
+                if (*c == '/' && !*++c)
+                        return false;
+        }
+        return true;
+}
+
+static bool path_below(const char *path, const char *dir) {
+        size_t n = strlen(dir);
+        if (strcmp(dir, "/") == 0)
+                return true;
+        return strncmp(path, dir, n) == 0 && (path[n] == '\0' || path[n] == '/');
+}
+
+/* Where a mount may go: beneath /work (not /work itself: that is the workspace), or at or
+ * beneath /mnt, /opt, /srv, /home. Never over, beneath or above a root_bind or a mask. */
+static int mount_target_check(Context *m, const Sandbox *s, const char *t, const char *field, ProtoError *err) {
+        static const char *const allowed[] = { "/mnt", "/opt", "/srv", "/home" };
+        bool ok = path_below(t, "/work") && strcmp(t, "/work") != 0;
+
+        if (!path_normal(t))
+                return proto_error_set(err, SBX_E_INVALID_REQUEST, field,
+                                       "'%s' must be an absolute normal path (no '.', '..', '//' or trailing '/')", field);
+        for (size_t i = 0; i < ELEMENTSOF(allowed); i++)
+                ok = ok || path_below(t, allowed[i]);
+        if (!ok)
+                return proto_error_set(err, SBX_E_INVALID_REQUEST, field,
+                                       "'%s' must be beneath /work, or at or beneath /mnt, /opt, /srv or /home "
+                                       "(never /proc, /dev, /sys, /usr, /etc, /run, /tmp, /var or /)", field);
+        for (char **b = m->config.root_binds; b && *b; b++)
+                if (path_below(t, *b) || path_below(*b, t))
+                        return proto_error_set(err, SBX_E_INVALID_REQUEST, field, "'%s' overlaps root_bind %s", field, *b);
+        if (path_below(t, m->config.state_dir) || path_below(m->config.state_dir, t))
+                return proto_error_set(err, SBX_E_INVALID_REQUEST, field,
+                                       "'%s' overlaps a path the daemon masks (its state directory)", field);
+        for (unsigned i = 0; i < m->n_masked; i++)
+                if (m->masked_paths[i] && (path_below(t, m->masked_paths[i]) || path_below(m->masked_paths[i], t)))
+                        return proto_error_set(err, SBX_E_INVALID_REQUEST, field, "'%s' overlaps a path the daemon masks", field);
+        for (unsigned i = 0; i < s->n_mounts; i++)
+                if (path_below(t, s->mounts[i].target) || path_below(s->mounts[i].target, t))
+                        return proto_error_set(err, SBX_E_INVALID_REQUEST, field,
+                                               "'%s' is, contains or lies beneath the target of mounts[%u]", field, i);
+        return 0;
+}
+
+void sandbox_mounts_free(Sandbox *s) {
+        for (unsigned i = 0; i < s->n_mounts; i++) {
+                free(s->mounts[i].source);
+                free(s->mounts[i].target);
+                s->mounts[i].tree_fd = safe_close(s->mounts[i].tree_fd);
+        }
+        s->n_mounts = 0;
+}
+
+/* "mounts": [{"source", "target", "read_only"}], at most SANDBOX_MOUNTS_MAX, checked as text here;
+ * sources are opened later, as the caller (sandbox_open_mounts()). */
+static int parse_mounts(Context *m, Sandbox *s, json_object *mounts, ProtoError *err) {
+        size_t n;
+        int r;
+
+        if (!mounts || json_object_is_type(mounts, json_type_null))
+                return 0;
+        n = json_object_array_length(mounts);
+        if (n > SANDBOX_MOUNTS_MAX)
+                return proto_error_set(err, SBX_E_INVALID_REQUEST, "mounts", "'mounts' has at most %d entries",
+                                       SANDBOX_MOUNTS_MAX);
+        for (size_t i = 0; i < n; i++) {
+                json_object *e = json_object_array_get_idx(mounts, i), *v;
+                char prefix[32], field[48];
+                const char *src, *dst;
+                SandboxMount *sm;
+
+                snprintf(prefix, sizeof(prefix), "mounts[%zu].", i);
+                if (!json_object_is_type(e, json_type_object))
+                        return proto_error_set(err, SBX_E_INVALID_REQUEST, "mounts", "'mounts[%zu]' must be an object", i);
+                r = proto_check_fields(e, request_mount_fields, prefix, err);
+                if (r < 0)
+                        return r;
+                src = json_object_get_string(json_object_object_get(e, "source"));
+                dst = json_object_get_string(json_object_object_get(e, "target"));
+                snprintf(field, sizeof(field), "mounts[%zu].source", i);
+                if (!path_normal(src))
+                        return proto_error_set(err, SBX_E_INVALID_REQUEST, field,
+                                               "'%s' must be an absolute normal path (no '.', '..', '//' or trailing '/')",
+                                               field);
+                snprintf(field, sizeof(field), "mounts[%zu].target", i);
+                r = mount_target_check(m, s, dst, field, err);
+                if (r < 0)
+                        return r;
+                sm = &s->mounts[s->n_mounts];
+                *sm = (SandboxMount) { .source = strdup(src), .target = strdup(dst), .tree_fd = -EBADF };
+                s->n_mounts++;
+                if (!sm->source || !sm->target)
+                        return proto_error_set(err, SBX_E_INTERNAL, NULL, "out of memory");
+                sm->read_only = json_object_object_get_ex(e, "read_only", &v) && json_object_get_boolean(v);
+        }
+        return 0;
+}
+
 int sandbox_parse(Context *m, Sandbox *s, json_object *req, ProtoError *err) {
         json_object *limits = NULL, *env = NULL;
         const char *name = NULL, *network = NULL, *workspace = NULL;
@@ -192,7 +299,7 @@ int sandbox_parse(Context *m, Sandbox *s, json_object *req, ProtoError *err) {
         }
         if (name && !(s->name = strdup(name)))
                 return proto_error_set(err, SBX_E_INTERNAL, NULL, "out of memory");
-        return 0;
+        return parse_mounts(m, s, json_object_object_get(req, "mounts"), err);
 }
 
 int sandbox_parse_request(Context *m, json_object *req, SandboxRequest *ret, ProtoError *err) {
@@ -201,7 +308,8 @@ int sandbox_parse_request(Context *m, json_object *req, SandboxRequest *ret, Pro
 
         *ret = (SandboxRequest) { .limits = tmp.limits, .best_effort = tmp.best_effort,
                                   .disk_workspace = !tmp.memory_workspace, .root = !tmp.unprivileged_only,
-                                  .name = tmp.name, .env = tmp.env };
+                                  .name = tmp.name, .env = tmp.env, .mounts = tmp.n_mounts > 0 };
+        sandbox_mounts_free(&tmp);
         if (r < 0)
                 sandbox_request_done(ret);
         return r;
