@@ -78,6 +78,30 @@ after=$(cd "$ROOTS/rw" && find . -printf '%p %U %s\n' | sort | sha256sum)
 is "$after" "$before" "destroy left the caller's directory as it was (names, owners, sizes)"
 is "$(cat "$ROOTS/rw/keep.txt")" mine "... with its contents"
 
+# Snapshot, restore and the sweep never touch the caller's files; the restored sandbox has its
+# mount again (reopened as the caller).
+r=$(rpc_as $A '{"op":"create","best_effort":true,"name":"snap","mounts":'"$(mounts "$ROOTS/rw" /work/src)"'}')
+sid=$(jget "$r" .sandbox.id)
+r=$(rpc_as $A '{"op":"run","sandbox":"snap","command":"echo ws > /work/own.txt; echo caller > /work/src/f.txt"}')
+is "$(jget "$r" .exit_code)" 0 "a sandbox with $ROOTS/rw at /work/src writes its workspace and the mount"
+r=$(rpc_as $A '{"op":"snapshot","sandbox":"snap"}')
+snap=$(jget "$r" .snapshot.id)
+like "$snap" . "it is snapshotted"
+check "the snapshot holds the workspace's own file" 	[ -n "$(find "$T/state/sandboxes/$sid" -path '*snapshots*' -name own.txt 2>/dev/null)" ]
+is "$(find "$T/state/sandboxes/$sid" -name f.txt 2>/dev/null)" "" "... and nothing of the caller's (the copy does not cross the mount)"
+r=$(rpc_as $A '{"op":"run","sandbox":"snap","command":"rm /work/own.txt; echo changed > /work/src/f.txt"}')
+r=$(rpc_as $A '{"op":"snapshot.restore","sandbox":"snap","snapshot":"'"$snap"'"}')
+is "$(jget "$r" .ok)" true "snapshot.restore"
+r=$(rpc_as $A '{"op":"run","sandbox":"snap","command":"cat /work/own.txt /work/src/f.txt; grep -c \" /work/src \" /proc/self/mountinfo"}')
+is "$(jget "$r" .stdout)" $'ws\nchanged\n1' \
+	"after it, the workspace is the snapshot's, the mount is back and the caller's file is as the caller left it"
+r=$(rpc '{"op":"sweep"}')
+is "$(jget "$r" .ok)" true "a sweep"
+is "$(cat "$ROOTS/rw/f.txt")" changed "... leaves the caller's file alone"
+r=$(rpc_as $A '{"op":"destroy","sandbox":"snap"}')
+is "$(cat "$ROOTS/rw/f.txt" 2>/dev/null)" changed "destroy of a snapshotted sandbox leaves it too"
+rm -f "$ROOTS/rw/f.txt"
+
 # A throwaway run takes mounts too.
 r=$(rpc_as $A '{"op":"run","best_effort":true,"mounts":'"$(mounts "$ROOTS/ro" /work/ro true)"',"command":"cat /work/ro/a.txt"}')
 is "$(jget "$r" .stdout)" "read me" "a throwaway run mounts the caller's directory too"
