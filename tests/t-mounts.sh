@@ -173,3 +173,34 @@ like "$(jget "$r" .stdout)" 'umount-refused' "... nor unmount it"
 like "$(jget "$r" .stdout)" 'still-ro' "... and it stays read-only"
 check "... nothing was written on the host" [ ! -e "$ROOTS/ro/x" ]
 rpc '{"op":"destroy","sandbox":"rootro"}' >/dev/null
+
+# "workspace": {"source"}: the caller's directory as /work.
+before=$(cd "$ROOTS/rw" && find . -printf '%p %U %s\n' | sort | sha256sum)
+r=$(rpc_as $A '{"op":"create","best_effort":true,"name":"cw","workspace":{"source":"'"$ROOTS/rw"'"},"mounts":'"$(mounts "$ROOTS/ro" /mnt/ro true)"'}')
+is "$(jget "$r" '[.sandbox.state, .sandbox.workspace.source, .sandbox.workdir, (.sandbox.mounts | length)] | tostring')" \
+	"[\"ready\",\"$ROOTS/rw\",null,1]" "workspace.source: the caller's directory is the workspace (SANDBOX says so; workdir null), beside a mount"
+r=$(rpc_as $A '{"op":"run","sandbox":"cw","command":"pwd; cat keep.txt /mnt/ro/a.txt; echo built > result.txt; stat -c %u keep.txt"}')
+is "$(jget "$r" .stdout)" $'/work\nmine\nread me\n1000' "a run's /work is the caller's directory (its files uid 1000 inside)"
+is "$(stat -c %u "$ROOTS/rw/result.txt" 2>/dev/null)" $A "what the run wrote in /work is the caller's on the host"
+r=$(rpc_as $A '{"op":"snapshot","sandbox":"cw"}')
+is "$(err_of "$r")" '["conflict","sandbox"]' "a snapshot of a sandbox whose workspace is the caller's is refused (conflict)"
+kill -KILL "$DAEMON_PID"
+wait "$DAEMON_PID" 2>/dev/null
+DAEMON_PID=
+start_daemon --config "$T/sandboxd.conf" || exit 0
+chmod 0666 "$SOCK"
+r=$(rpc_as $A '{"op":"run","sandbox":"cw","command":"cat result.txt /mnt/ro/a.txt"}')
+is "$(jget "$r" .stdout)" $'built\nread me' "after a restart, /work is the caller's directory again, and the mount is back"
+r=$(rpc_as $A '{"op":"destroy","sandbox":"cw"}')
+is "$(jget "$r" .ok)" true "destroyed"
+is "$(cat "$ROOTS/rw/result.txt" 2>/dev/null)" built "destroy leaves the caller's workspace (what the run wrote stays)"
+rm -f "$ROOTS/rw/result.txt"
+is "$(cd "$ROOTS/rw" && find . -printf '%p %U %s\n' | sort | sha256sum)" "$before" "... and the rest of it as it was"
+r=$(rpc_as $A '{"op":"create","best_effort":true,"workspace":{"source":"'"$ROOTS/rw"'"},"limits":{"disk":"1G"}}')
+is "$(err_of "$r")" '["invalid_request","limits.disk"]' "limits.disk with workspace.source is refused"
+r=$(rpc_as $A '{"op":"create","best_effort":true,"workspace":{"source":"'"$ROOTS/rw"'"},"mounts":'"$(mounts "$ROOTS/ro" /work/ro true)"'}')
+is "$(err_of "$r")" '["invalid_request","mounts[0].target"]' "a mount inside a caller's workspace is refused"
+r=$(rpc_as $A '{"op":"create","best_effort":true,"workspace":{"source":"'"$T/elsewhere"'"}}')
+is "$(err_of "$r")" '["permission_denied","workspace.source"]' "workspace.source outside mount_roots is refused"
+r=$(rpc_as $A '{"op":"create","best_effort":true,"workspace":{"source":"'"$ROOTS/link"'"}}')
+is "$(err_of "$r")" '["invalid_request","workspace.source"]' "workspace.source through a symlink is refused"

@@ -26,6 +26,8 @@ const FieldSpec request_run_fields[] = {
         {},
 };
 
+const FieldSpec request_workspace_fields[] = { { "source", FIELD_STRING, true }, {} };
+
 const FieldSpec request_mount_fields[] = {
         { "source", FIELD_STRING, true }, { "target", FIELD_STRING, true }, { "read_only", FIELD_BOOL },
         {},

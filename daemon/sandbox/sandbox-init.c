@@ -286,7 +286,10 @@ int sandbox_open_mounts(Sandbox *s, ProtoError *err) {
                 MountStep step;
                 int fd;
 
-                snprintf(field, sizeof(field), "mounts[%u].source", i);
+                if (sandbox_caller_workspace(s) && i == 0)
+                        snprintf(field, sizeof(field), "workspace.source");
+                else
+                        snprintf(field, sizeof(field), "mounts[%u].source", i - (sandbox_caller_workspace(s) ? 1 : 0));
                 memcpy(src.groups, s->caller.groups, sizeof(gid_t) * src.n_groups);
                 src.root = mount_root_for(m, s->caller.uid, sm->source, &src.rest);
                 if (!src.root)

@@ -195,10 +195,16 @@ static int mount_target_check(Context *m, const Sandbox *s, const char *t, const
         for (unsigned i = 0; i < m->n_masked; i++)
                 if (m->masked_paths[i] && (path_below(t, m->masked_paths[i]) || path_below(m->masked_paths[i], t)))
                         return proto_error_set(err, SBX_E_INVALID_REQUEST, field, "'%s' overlaps a path the daemon masks", field);
-        for (unsigned i = 0; i < s->n_mounts; i++)
+        for (unsigned i = 0; i < s->n_mounts; i++) {
+                if (i == 0 && sandbox_caller_workspace(s) && path_below(t, "/work"))
+                        return proto_error_set(err, SBX_E_INVALID_REQUEST, field,
+                                               "'%s' lies in the caller's workspace (workspace.source): mount it at /mnt, "
+                                               "/opt, /srv or /home instead", field);
                 if (path_below(t, s->mounts[i].target) || path_below(s->mounts[i].target, t))
                         return proto_error_set(err, SBX_E_INVALID_REQUEST, field,
-                                               "'%s' is, contains or lies beneath the target of mounts[%u]", field, i);
+                                               "'%s' is, contains or lies beneath the target of mounts[%u]", field,
+                                               i - (sandbox_caller_workspace(s) ? 1 : 0));
+        }
         return 0;
 }
 
@@ -213,6 +219,33 @@ void sandbox_mounts_free(Sandbox *s) {
 
 /* "mounts": [{"source", "target", "read_only"}], at most SANDBOX_MOUNTS_MAX, checked as text here;
  * sources are opened later, as the caller (sandbox_open_mounts()). */
+/* create's "workspace": {"source": DIR}: the caller's directory as /work, opened and idmapped
+ * as a mount is (mounts[0], target /work). limits.disk and limits.files are not sandboxd's to
+ * enforce on it. */
+static int parse_workspace_source(Sandbox *s, json_object *ws, json_object *req, ProtoError *err) {
+        json_object *limits, *v;
+        const char *src;
+        int r = proto_check_fields(ws, request_workspace_fields, "workspace.", err);
+
+        if (r < 0)
+                return r;
+        src = json_object_get_string(json_object_object_get(ws, "source"));
+        if (!path_normal(src))
+                return proto_error_set(err, SBX_E_INVALID_REQUEST, "workspace.source",
+                                       "'workspace.source' must be an absolute normal path (no '.', '..', '//' or trailing '/')");
+        if (json_object_object_get_ex(req, "limits", &limits) && json_object_is_type(limits, json_type_object))
+                for (const char *const *k = (const char *const[]) { "disk", "files", NULL }; *k; k++)
+                        if (json_object_object_get_ex(limits, *k, &v) && !json_object_is_type(v, json_type_null))
+                                return proto_error_set(err, SBX_E_INVALID_REQUEST, *k[0] == 'd' ? "limits.disk" : "limits.files",
+                                                       "'limits.%s' cannot be combined with workspace.source: the caller's "
+                                                       "disk is not the daemon's to budget", *k);
+        s->mounts[0] = (SandboxMount) { .source = strdup(src), .target = strdup("/work"), .tree_fd = -EBADF };
+        s->n_mounts = 1;
+        if (!s->mounts[0].source || !s->mounts[0].target)
+                return proto_error_set(err, SBX_E_INTERNAL, NULL, "out of memory");
+        return 0;
+}
+
 static int parse_mounts(Context *m, Sandbox *s, json_object *mounts, ProtoError *err) {
         size_t n;
         int r;
@@ -259,11 +292,13 @@ static int parse_mounts(Context *m, Sandbox *s, json_object *mounts, ProtoError 
 int sandbox_parse(Context *m, Sandbox *s, json_object *req, ProtoError *err) {
         json_object *limits = NULL, *env = NULL;
         const char *name = NULL, *network = NULL, *workspace = NULL;
+        json_object *ws = json_object_object_get(req, "workspace");
+        bool ws_source = ws && json_object_is_type(ws, json_type_object);
         int r;
 
         if ((r = proto_get_string(req, "name", SANDBOX_NAME_MAX, &name, err)) < 0 ||
             (r = proto_get_string(req, "network", 16, &network, err)) < 0 ||
-            (r = proto_get_string(req, "workspace", 16, &workspace, err)) < 0 ||
+            (!ws_source && (r = proto_get_string(req, "workspace", 16, &workspace, err)) < 0) ||
             (r = proto_get_bool(req, "best_effort", &s->best_effort, err)) < 0 ||
             (r = sandbox_user_parse(req, &s->user, err)) < 0)
                 return r;
@@ -299,6 +334,8 @@ int sandbox_parse(Context *m, Sandbox *s, json_object *req, ProtoError *err) {
         }
         if (name && !(s->name = strdup(name)))
                 return proto_error_set(err, SBX_E_INTERNAL, NULL, "out of memory");
+        if (ws_source && (r = parse_workspace_source(s, ws, req, err)) < 0)
+                return r;
         return parse_mounts(m, s, json_object_object_get(req, "mounts"), err);
 }
 

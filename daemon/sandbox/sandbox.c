@@ -249,7 +249,7 @@ static int sandbox_restore_mounts(Sandbox *s, json_object *meta) {
 
         if (!json_object_object_get_ex(meta, "mounts", &a))
                 return 0;
-        if (!json_object_is_type(a, json_type_array) || json_object_array_length(a) > SANDBOX_MOUNTS_MAX ||
+        if (!json_object_is_type(a, json_type_array) || json_object_array_length(a) > SANDBOX_MOUNTS_MAX + 1 ||
             !json_object_object_get_ex(meta, "mount_caller", &c) || restore_u64(c, "uid", &uid) < 0 ||
             restore_u64(c, "gid", &gid) < 0 || uid >= UINT32_MAX || gid >= UINT32_MAX)
                 return -EBADMSG;
@@ -736,7 +736,7 @@ static json_object *sandbox_usage_json(Sandbox *s) {
 
 static json_object *mounts_to_json(const Sandbox *s) {
         json_object *a = json_object_new_array();
-        for (unsigned i = 0; i < s->n_mounts; i++) {
+        for (unsigned i = sandbox_caller_workspace(s) ? 1 : 0; i < s->n_mounts; i++) {
                 json_object *e = json_object_new_object();
                 json_object_object_add(e, "source", json_object_new_string(s->mounts[i].source));
                 json_object_object_add(e, "target", json_object_new_string(s->mounts[i].target));
@@ -762,8 +762,13 @@ json_object *sandbox_to_json(Sandbox *s, bool with_usage) {
         } else
                 json_object_object_add(o, "teardown_stuck", NULL);
         json_object_object_add(o, "owner_uid", json_object_new_int64(s->owner_uid));
-        json_object_object_add(o, "workdir", s->memory_workspace ? NULL : json_object_new_string(sandbox_workdir_path(s, buf, sizeof(buf))));
-        json_object_object_add(o, "workspace", json_object_new_string(s->memory_workspace ? "memory" : "disk"));
+        json_object_object_add(o, "workdir", s->memory_workspace || sandbox_caller_workspace(s) ? NULL : json_object_new_string(sandbox_workdir_path(s, buf, sizeof(buf))));
+        if (sandbox_caller_workspace(s)) {
+                json_object *w = json_object_new_object();
+                json_object_object_add(w, "source", json_object_new_string(s->mounts[0].source));
+                json_object_object_add(o, "workspace", w);
+        } else
+                json_object_object_add(o, "workspace", json_object_new_string(s->memory_workspace ? "memory" : "disk"));
         json_object_object_add(o, "mounts", mounts_to_json(s));
         snprintf(buf, sizeof(buf), "%s/%s", s->ctx->cg.base, s->cg_rel ? s->cg_rel : "");
         json_object_object_add(o, "cgroup", json_object_new_string(buf));

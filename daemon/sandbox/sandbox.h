@@ -125,7 +125,9 @@ typedef struct Sandbox {
         bool pooled;       /* waiting in the pool (pool.h): no one's, invisible, not counted */
         bool from_pool;    /* taken from it: its end refills the pool (pool_taken_done) */
         json_object *env;  /* default environment for runs, or NULL */
-        SandboxMount mounts[SANDBOX_MOUNTS_MAX];
+        /* mounts[0] has target /work when the workspace is the caller's ("workspace":
+         * {"source"}): nothing of it is sandboxd's to snapshot, budget or remove. */
+        SandboxMount mounts[SANDBOX_MOUNTS_MAX + 1];
         unsigned n_mounts;
         SandboxCaller caller; /* the mounts' credentials (with n_mounts > 0) */
         uint64_t created_usec; /* CLOCK_REALTIME */
@@ -213,6 +215,11 @@ int sandbox_parse_request(Context *m, json_object *req, SandboxRequest *ret, Pro
 int sandbox_parse(Context *m, Sandbox *s, json_object *req, ProtoError *err);
 void sandbox_request_done(SandboxRequest *r);
 void sandbox_mounts_free(Sandbox *s);
+/* Whether /work is the caller's directory (mounts[0], target /work). */
+static inline bool sandbox_caller_workspace(const Sandbox *s) {
+        return s->n_mounts > 0 && s->mounts[0].target && s->mounts[0].target[0] == '/' &&
+               __builtin_strcmp(s->mounts[0].target, "/work") == 0;
+}
 
 /* Validates a create request (shared by throwaway runs) into a new sandbox that is being set
  * up; the reply comes later through the waiters or pending runs. */

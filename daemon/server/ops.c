@@ -23,6 +23,7 @@ static const FieldSpec create_fields[] = {
         { "user", FIELD_STRING },
         { "from_snapshot", FIELD_STRING },
         { "mounts", FIELD_ARRAY },
+        { "workspace", FIELD_OBJECT },
         {},
 };
 static const FieldSpec sweep_fields[] = { ENVELOPE, { "dry_run", FIELD_BOOL }, {} };
