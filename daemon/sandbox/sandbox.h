@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include <sys/types.h>
 #include <systemd/sd-event.h>
 
@@ -217,8 +218,7 @@ void sandbox_request_done(SandboxRequest *r);
 void sandbox_mounts_free(Sandbox *s);
 /* Whether /work is the caller's directory (mounts[0], target /work). */
 static inline bool sandbox_caller_workspace(const Sandbox *s) {
-        return s->n_mounts > 0 && s->mounts[0].target && s->mounts[0].target[0] == '/' &&
-               __builtin_strcmp(s->mounts[0].target, "/work") == 0;
+        return s->n_mounts > 0 && s->mounts[0].target && strcmp(s->mounts[0].target, "/work") == 0;
 }
 
 /* Validates a create request (shared by throwaway runs) into a new sandbox that is being set
