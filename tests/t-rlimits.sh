@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: LGPL-2.1-or-later
 # limits.file_size (RLIMIT_FSIZE) and limits.open_files (RLIMIT_NOFILE, soft = hard): set on
-# create and on a throwaway run, defaults and maxima from the configuration, reported in
+# create and on a throwaway run, lowered by a run's own file_size and open_files, defaults and maxima from the configuration, reported in
 # `limits`, kept across a daemon restart, and what a command meets: a write past file_size
 # fails with EFBIG (SIGXFSZ ignored) or kills it with SIGXFSZ; open() past open_files fails with
 # EMFILE.
@@ -36,6 +36,14 @@ is "$(jget "$r" '[.reason, .signal] | tostring')" '["signaled","XFSZ"]' \
 r=$(rpc '{"op":"run","sandbox":"lim","argv":["python3","-c","import os, errno\nn = 0\ntry:\n    while True:\n        os.open(\"/dev/null\", os.O_RDONLY); n += 1\nexcept OSError as e:\n    print(n + 3, errno.errorcode[e.errno])"]}')
 is "$(jget "$r" .stdout)" '64 EMFILE' "open_files 64: the 65th fd (3 stdio + 61 opened) fails with EMFILE"
 
+r=$(rpc '{"op":"run","sandbox":"lim","file_size":"512K","open_files":32,"argv":["python3","-c","import resource as r; print(r.getrlimit(r.RLIMIT_NOFILE), r.getrlimit(r.RLIMIT_FSIZE))"]}')
+is "$(jget "$r" .stdout)" '(32, 32) (524288, 524288)' "a run's own file_size and open_files lower its sandbox's"
+r=$(rpc '{"op":"run","sandbox":"lim","open_files":65,"argv":["true"]}')
+is "$(jget "$r" '.error | [.code, .field] | tostring')" '["invalid_request","open_files"]' "a run may not raise open_files above its sandbox's"
+r=$(rpc '{"op":"run","sandbox":"lim","file_size":"2M","argv":["true"]}')
+is "$(jget "$r" '.error | [.code, .field] | tostring')" '["invalid_request","file_size"]' "... nor file_size"
+r=$(rpc '{"op":"run","sandbox":"dflt","file_size":"100K","command":"trap \"\" XFSZ; head -c 200000 /dev/zero > /work/f; stat -c %s /work/f"}')
+is "$(jget "$r" .stdout)" 102400 "a run's file_size in a sandbox without one caps its writes (102400 bytes)"
 r=$(rpc '{"op":"run","best_effort":true,"limits":{"open_files":100,"file_size":"64K"},"argv":["python3","-c","import resource as r; print(r.getrlimit(r.RLIMIT_NOFILE), r.getrlimit(r.RLIMIT_FSIZE))"]}')
 is "$(jget "$r" .stdout)" '(100, 100) (65536, 65536)' "a throwaway run's limits.open_files and limits.file_size apply to its command"
 

@@ -15,6 +15,8 @@ const FieldSpec request_run_fields[] = {
         { "output_bytes", FIELD_SIZE },
         { "memory", FIELD_SIZE },
         { "pids", FIELD_INT },
+        { "file_size", FIELD_SIZE },
+        { "open_files", FIELD_INT },
         { "stream", FIELD_BOOL },
         { "user", FIELD_STRING },
         /* For a throwaway sandbox only. */

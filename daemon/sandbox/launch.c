@@ -108,7 +108,10 @@ static int launch_make_cgroup(Launch *l, const LaunchSpec *spec) {
 
 /* rlimits are the second guard where the kernel's cgroup limit is not available (pids and
  * memory: the command's own limits, 0 for the sandbox's). */
-static void launch_params_guard(Sandbox *s, uint64_t pids, uint64_t memory, RunParams *p) {
+static void launch_params_guard(Sandbox *s, const LaunchSpec *spec, RunParams *p) {
+        uint64_t pids = spec->pids, memory = spec->memory;
+        uint64_t open_files = spec->open_files ?: s->limits.open_files, file_size = spec->file_size ?: s->limits.file_size;
+
         if (!(s->enforced & CG_PIDS)) {
                 rlim_t n = (rlim_t) (pids ? pids : s->limits.pids);
                 p->rl_nproc = (struct rlimit) { n, n };
@@ -121,12 +124,12 @@ static void launch_params_guard(Sandbox *s, uint64_t pids, uint64_t memory, RunP
         }
         /* limits.open_files, soft = hard (the daemon raised its own soft limit, main.c; a sandbox
          * restored from an old record without it has the default); limits.file_size when set. */
-        if (s->limits.open_files) {
-                p->rl_nofile = (struct rlimit) { (rlim_t) s->limits.open_files, (rlim_t) s->limits.open_files };
+        if (open_files) {
+                p->rl_nofile = (struct rlimit) { (rlim_t) open_files, (rlim_t) open_files };
                 p->rl_nofile_set = true;
         }
-        if (s->limits.file_size) {
-                p->rl_fsize = (struct rlimit) { (rlim_t) s->limits.file_size, (rlim_t) s->limits.file_size };
+        if (file_size) {
+                p->rl_fsize = (struct rlimit) { (rlim_t) file_size, (rlim_t) file_size };
                 p->rl_fsize_set = true;
         }
         /* Signals the daemon ignores stay ignored across exec unless the command resets them. */
@@ -183,7 +186,7 @@ static int launch_spawn(Launch *l, const LaunchSpec *spec, LaunchFds *f) {
         p->stdio[0] = f->in[0];
         p->stdio[1] = f->out[1];
         p->stdio[2] = f->err[1];
-        launch_params_guard(s, spec->pids, spec->memory, p);
+        launch_params_guard(s, spec, p);
         if (spec->via_helper && m->run_helper_fd >= 0) {
                 bool born_in = run_exec_into_cgroup() && !launch_cgroup_frozen(l);
 
