@@ -196,6 +196,9 @@ is "$(jget "$r" .ok)" true "destroyed"
 is "$(cat "$ROOTS/rw/result.txt" 2>/dev/null)" built "destroy leaves the caller's workspace (what the run wrote stays)"
 rm -f "$ROOTS/rw/result.txt"
 is "$(cd "$ROOTS/rw" && find . -printf '%p %U %s\n' | sort | sha256sum)" "$before" "... and the rest of it as it was"
+id=$(ctl_as create --best-effort --workspace-source "$ROOTS/rw")
+is "$(ctl_as run -s "$id" -- cat keep.txt)" mine "sandboxctl create --workspace-source $ROOTS/rw: runs start in the caller's directory"
+ctl_as destroy "$id" >/dev/null
 r=$(rpc_as $A '{"op":"create","best_effort":true,"workspace":{"source":"'"$ROOTS/rw"'"},"limits":{"disk":"1G"}}')
 is "$(err_of "$r")" '["invalid_request","limits.disk"]' "limits.disk with workspace.source is refused"
 r=$(rpc_as $A '{"op":"create","best_effort":true,"workspace":{"source":"'"$ROOTS/rw"'"},"mounts":'"$(mounts "$ROOTS/ro" /work/ro true)"'}')

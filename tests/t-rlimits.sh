@@ -47,6 +47,12 @@ is "$(jget "$r" .stdout)" 102400 "a run's file_size in a sandbox without one cap
 r=$(rpc '{"op":"run","best_effort":true,"limits":{"open_files":100,"file_size":"64K"},"argv":["python3","-c","import resource as r; print(r.getrlimit(r.RLIMIT_NOFILE), r.getrlimit(r.RLIMIT_FSIZE))"]}')
 is "$(jget "$r" .stdout)" '(100, 100) (65536, 65536)' "a throwaway run's limits.open_files and limits.file_size apply to its command"
 
+id=$(ctl create --best-effort --file-size 2M --open-files 128)
+is "$(ctl --json inspect "$id" | jq -c '.sandbox.limits | [.open_files, .file_size]')" '[128,2097152]' \
+	"sandboxctl create --file-size 2M --open-files 128"
+is "$(ctl run -s "$id" --open-files 20 --file-size 1K -- python3 -c 'import resource as r; print(r.getrlimit(r.RLIMIT_NOFILE), r.getrlimit(r.RLIMIT_FSIZE))')" \
+	'(20, 20) (1024, 1024)' "sandboxctl run --open-files 20 --file-size 1K"
+ctl destroy "$id" >/dev/null
 r=$(rpc '{"op":"create","best_effort":true,"limits":{"open_files":8}}')
 is "$(jget "$r" '.error | [.code, .field] | tostring')" '["invalid_request","limits.open_files"]' "open_files below 16 is refused, naming the field"
 r=$(rpc '{"op":"create","best_effort":true,"limits":{"open_files":65537}}')
