@@ -186,6 +186,45 @@ int add_env(json_object **env, const char *assignment) {
         return add_string(*env, name, eq + 1);
 }
 
+/* --mount SRC:DST[:ro|:rw], SRC relative to the current directory (not resolved: the daemon
+ * refuses a symlink anywhere beneath its mount root). */
+int add_mount(json_object **mounts, const char *spec) {
+        const char *colon = strchr(spec, ':'), *dst, *mode;
+        _cleanup_free_ char *src = NULL, *target = NULL, *cwd = NULL;
+        json_object *m;
+        bool ro = false;
+
+        if (!colon || colon == spec || !colon[1])
+                return log_error("invalid --mount '%s' (use SOURCE:TARGET[:ro])", spec);
+        dst = colon + 1;
+        mode = strchr(dst, ':');
+        if (mode) {
+                if (strcmp(mode, ":ro") != 0 && strcmp(mode, ":rw") != 0)
+                        return log_error("invalid --mount '%s' (the third part is ro or rw)", spec);
+                ro = strcmp(mode, ":ro") == 0;
+        }
+        target = strndup(dst, mode ? (size_t) (mode - dst) : strlen(dst));
+        if (spec[0] == '/')
+                src = strndup(spec, (size_t) (colon - spec));
+        else if ((cwd = getcwd(NULL, 0)) && asprintf(&src, "%s/%.*s", cwd, (int) (colon - spec), spec) < 0)
+                src = NULL;
+        if (!src || !target)
+                return log_error_errno(-errno ?: -ENOMEM, "--mount: %m");
+        /* "dir/" and "." as a shell completes them. */
+        for (size_t n = strlen(src); n > 1 && src[n - 1] == '/'; n--)
+                src[n - 1] = '\0';
+        if (strlen(src) > 2 && strcmp(src + strlen(src) - 2, "/.") == 0)
+                src[strlen(src) - 2] = '\0';
+        if (!*mounts)
+                *mounts = json_object_new_array();
+        m = json_object_new_object();
+        json_object_object_add(m, "source", json_object_new_string(src));
+        json_object_object_add(m, "target", json_object_new_string(target));
+        json_object_object_add(m, "read_only", json_object_new_boolean(ro));
+        json_object_array_add(*mounts, m);
+        return 0;
+}
+
 int check_sandbox_name(const char *name) {
         size_t n = strlen(name);
 

@@ -323,6 +323,8 @@ static int probe_cgroup_kill(Doctor *d) {
         return r;
 }
 
+static void doctor_check_mounts(Doctor *d);
+
 typedef struct KernelFeature {
         const char *name;
         const char *since;
@@ -361,6 +363,35 @@ void doctor_check_kernel(Doctor *d) {
 
         for (size_t i = 0; i < ELEMENTSOF(features); i++)
                 kernel_feature(d, &features[i], results[i]);
+        doctor_check_mounts(d);
+}
+
+/* create's "mounts" need idmapped mounts (mount_setattr, Linux 5.12; tmpfs since 6.3), and a
+ * non-root client needs mount_roots: the daemon's hello says both. Sandboxes run without. */
+static void doctor_check_mounts(Doctor *d) {
+        json_object *caps, *k, *v, *roots;
+        struct utsname u;
+        Check *c;
+
+        if (!d->hello || !json_object_object_get_ex(d->hello, "capabilities", &caps) ||
+            !json_object_object_get_ex(caps, "kernel", &k) || !json_object_object_get_ex(k, "mount_idmap", &v))
+                return;
+        if (!json_object_get_boolean(v)) {
+                (void) uname(&u);
+                c = doctor_add(d, "mounts", CHECK_WARN, IMPACT_NONE,
+                               "Linux %s has no idmapped mounts (mount_setattr): create's \"mounts\" are refused", u.release);
+                check_fix(c, "upgrade the kernel to Linux 5.12 or newer (6.3 for directories on tmpfs)");
+                return;
+        }
+        if (!json_object_object_get_ex(caps, "mount_roots", &roots) || json_object_array_length(roots) == 0) {
+                c = doctor_add(d, "mounts", CHECK_WARN, IMPACT_NONE,
+                               "idmapped mounts work, but mount_roots is empty: only root may mount its directories in a sandbox");
+                check_fix(c, "set mount_roots in sandboxd.conf (e.g. mount_roots = /home) to let users mount theirs");
+                return;
+        }
+        doctor_add(d, "mounts", CHECK_OK, IMPACT_NONE, "idmapped mounts work; users may mount directories beneath %s%s",
+                   json_object_get_string(json_object_array_get_idx(roots, 0)),
+                   json_object_array_length(roots) > 1 ? " and the other mount_roots" : "");
 }
 
 /* ---- Disk -------------------------------------------------------------------------------- */

@@ -90,6 +90,7 @@ int add_uint(json_object *obj, const char *key, const char *opt, const char *val
 int add_string(json_object *obj, const char *key, const char *value);
 /* "K=V" into the env object, creating it on first use. */
 int add_env(json_object **env, const char *assignment);
+int add_mount(json_object **mounts, const char *spec);
 int check_sandbox_name(const char *name);
 /* Adds obj[key] = child unless child is NULL or an empty object; takes child either way. */
 void add_object_unless_empty(json_object *obj, const char *key, json_object *child);

@@ -21,9 +21,17 @@ const Verb verb_create = {
                 "     --disk SIZE         Disk limit of workspace + snapshots (checked by the sweep)\n"
                 "     --files N           The same in files and directories (default: one per 4K\n"
                 "                         of --disk, or the configured default)\n"
+                "     --file-size SIZE    Largest file a command may write (RLIMIT_FSIZE)\n"
+                "     --open-files N      Most open files per process (RLIMIT_NOFILE; default 4096)\n"
                 "     --ttl DUR           Destroyed by the sweep this long after creation\n"
                 "     --idle DUR          Destroyed by the sweep after this long without runs\n"
                 "  -e --env NAME=VALUE    Default environment of runs (repeatable)\n"
+                "     --mount SRC:DST[:ro]  Your directory SRC at DST inside (beneath /work, /mnt,\n"
+                "                         /opt, /srv or /home), opened with your own rights and\n"
+                "                         idmapped: its files are the sandbox user's inside, what\n"
+                "                         runs write there is yours (repeatable; :ro read-only)\n"
+                "     --workspace-source DIR  Your directory DIR as /work itself, as --mount;\n"
+                "                         such a sandbox has no snapshots\n"
                 "     --network MODE      \"none\" (the default): loopback only\n"
                 "     --best-effort       Accept limits this host cannot enforce\n"
                 "  -u --user USER         Who runs run as inside: \"sandbox\" (uid 1000, the default)\n"
@@ -50,10 +58,14 @@ enum {
         ARG_TTL,
         ARG_IDLE,
         ARG_FROM_SNAPSHOT,
+        ARG_MOUNT,
+        ARG_FILE_SIZE,
+        ARG_OPEN_FILES,
+        ARG_WORKSPACE_SOURCE,
 };
 
 typedef struct CreateArgs {
-        json_object *request, *limits, *env;
+        json_object *request, *limits, *env, *mounts;
         bool verbose;
 } CreateArgs;
 
@@ -61,6 +73,7 @@ static void create_args_done(CreateArgs *a) {
         json_object_put(a->request);
         json_object_put(a->limits);
         json_object_put(a->env);
+        json_object_put(a->mounts);
 }
 
 static int create_option(CreateArgs *a, int c, const char *value) {
@@ -87,6 +100,25 @@ static int create_option(CreateArgs *a, int c, const char *value) {
                 return add_size(a->limits, "output_bytes", "--output-bytes", value);
         case 'e':
                 return add_env(&a->env, value);
+        case ARG_MOUNT:
+                return add_mount(&a->mounts, value);
+        case ARG_FILE_SIZE:
+                return add_size(a->limits, "file_size", "--file-size", value);
+        case ARG_OPEN_FILES:
+                return add_uint(a->limits, "open_files", "--open-files", value);
+        case ARG_WORKSPACE_SOURCE: {
+                /* The same path rules as --mount's source. */
+                _cleanup_json_ json_object *one = NULL;
+                _cleanup_free_ char *spec = NULL;
+                json_object *ws;
+                if (asprintf(&spec, "%s:/work", value) < 0 || add_mount(&one, spec) < 0)
+                        return -EINVAL;
+                ws = json_object_new_object();
+                json_object_object_add(ws, "source",
+                                       json_object_get(json_object_object_get(json_object_array_get_idx(one, 0), "source")));
+                json_object_object_add(a->request, "workspace", ws);
+                return 0;
+        }
         case ARG_NETWORK:
                 return add_string(a->request, "network", value);
         case ARG_BEST_EFFORT:
@@ -123,6 +155,10 @@ static int create_parse(CreateArgs *a, int argc, char *argv[]) {
                 { "idle", required_argument, NULL, ARG_IDLE },
                 { "user", required_argument, NULL, 'u' },
                 { "from-snapshot", required_argument, NULL, ARG_FROM_SNAPSHOT },
+                { "mount", required_argument, NULL, ARG_MOUNT },
+                { "file-size", required_argument, NULL, ARG_FILE_SIZE },
+                { "open-files", required_argument, NULL, ARG_OPEN_FILES },
+                { "workspace-source", required_argument, NULL, ARG_WORKSPACE_SOURCE },
                 { "verbose", no_argument, NULL, 'v' },
                 {},
         };
@@ -165,6 +201,8 @@ static int verb_create_run(int argc, char *argv[]) {
                 return r;
         add_object_unless_empty(a.request, "limits", TAKE_PTR(a.limits));
         add_object_unless_empty(a.request, "env", TAKE_PTR(a.env));
+        if (a.mounts)
+                json_object_object_add(a.request, "mounts", TAKE_PTR(a.mounts));
         r = daemon_request(TAKE_PTR(a.request), &reply);
         if (r < 0)
                 return r;

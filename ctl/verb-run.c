@@ -28,6 +28,8 @@ const Verb verb_run = {
                 "     --timeout DUR       Wall-clock limit (e.g. 30s, 2m); exit status 124 when hit\n"
                 "     --cpu-time DUR      CPU time limit of all the run's processes together\n"
                 "     --output-bytes SIZE Cap per output stream; the head and the tail are kept\n"
+                "     --file-size SIZE    Largest file the command may write (RLIMIT_FSIZE)\n"
+                "     --open-files N      Most open files per process (RLIMIT_NOFILE)\n"
                 "  -e --env NAME=VALUE    Environment (repeatable); when given, it replaces the\n"
                 "                         sandbox's default environment\n"
                 "  -w --cwd DIR           Working directory, /work or beneath it (default /work)\n"
@@ -39,6 +41,8 @@ const Verb verb_run = {
                 "     --workspace WHERE   /work of a throwaway sandbox: \"memory\" (the default: its\n"
                 "                         tmpfs, half of --memory with /tmp) or \"disk\" (the state dir)\n"
                 "     --best-effort       Accept limits this host cannot enforce (throwaway only)\n"
+                "     --mount SRC:DST[:ro]  Your directory SRC at DST in a throwaway sandbox, as\n"
+                "                         'sandboxctl create --mount' (repeatable)\n"
                 "  -v --verbose           Print an account of the run on stderr (reason, exit status,\n"
                 "                         time, CPU, peak memory, ids) and note truncated output\n"
                 "     --stream            Print the output as it is produced, not at the end\n"
@@ -79,21 +83,25 @@ enum {
         ARG_WORKSPACE,
         ARG_BEST_EFFORT,
         ARG_STREAM,
+        ARG_MOUNT,
+        ARG_FILE_SIZE,
+        ARG_OPEN_FILES,
 };
 
 /* Strings as given; validated while the request is built, once all options are known (where
  * memory goes depends on --sandbox). */
 typedef struct RunArgs {
         const char *sandbox, *command, *cwd, *network, *workspace, *stdin_file, *user;
-        const char *memory, *pids, *cpus, *timeout, *cpu_time, *output_bytes;
+        const char *memory, *pids, *cpus, *timeout, *cpu_time, *output_bytes, *file_size, *open_files;
         bool read_stdin, best_effort, verbose, stream;
-        json_object *env;
+        json_object *env, *mounts;
         char **argv; /* NULL-terminated, from argv */
         int argc;
 } RunArgs;
 
 static void run_args_done(RunArgs *a) {
         json_object_put(a->env);
+        json_object_put(a->mounts);
 }
 
 static int run_option(RunArgs *a, int c, const char *value) {
@@ -116,6 +124,9 @@ static int run_option(RunArgs *a, int c, const char *value) {
         case ARG_WORKSPACE: a->workspace = value; break;
         case ARG_BEST_EFFORT: a->best_effort = true; break;
         case ARG_STREAM: a->stream = true; break;
+        case ARG_MOUNT: return add_mount(&a->mounts, value);
+        case ARG_FILE_SIZE: a->file_size = value; break;
+        case ARG_OPEN_FILES: a->open_files = value; break;
         default: return log_error("unhandled option %d", c);
         }
         return 0;
@@ -143,6 +154,9 @@ static int run_parse(RunArgs *a, int argc, char *argv[]) {
                 { "workspace", required_argument, NULL, ARG_WORKSPACE },
                 { "best-effort", no_argument, NULL, ARG_BEST_EFFORT },
                 { "stream", no_argument, NULL, ARG_STREAM },
+                { "mount", required_argument, NULL, ARG_MOUNT },
+                { "file-size", required_argument, NULL, ARG_FILE_SIZE },
+                { "open-files", required_argument, NULL, ARG_OPEN_FILES },
                 {},
         };
         int c, r;
@@ -236,6 +250,11 @@ static int run_add_run_limits(json_object *req, const RunArgs *a) {
                 r = add_duration(req, "cpu_s", "--cpu-time", a->cpu_time);
         if (r >= 0 && a->output_bytes)
                 r = add_size(req, "output_bytes", "--output-bytes", a->output_bytes);
+        /* The run's own: at most its sandbox's (a throwaway one has the defaults). */
+        if (r >= 0 && a->file_size)
+                r = add_size(req, "file_size", "--file-size", a->file_size);
+        if (r >= 0 && a->open_files)
+                r = add_uint(req, "open_files", "--open-files", a->open_files);
         return r;
 }
 
@@ -292,6 +311,8 @@ static int run_build_request(const RunArgs *a, json_object **ret) {
                 r = run_add_run_limits(req, a);
         if (r >= 0 && a->env)
                 json_object_object_add(req, "env", json_object_get(a->env));
+        if (r >= 0 && a->mounts)
+                json_object_object_add(req, "mounts", json_object_get(a->mounts));
         if (r >= 0 && a->cwd)
                 r = add_string(req, "cwd", a->cwd);
         if (r >= 0 && a->user)

@@ -44,6 +44,7 @@ daemon_libsandboxd_la_SOURCES = \
 	daemon/sandbox/session.c daemon/sandbox/session.h \
 	daemon/core/ring.c daemon/core/ring.h \
 	daemon/exec/rm-rf.c daemon/exec/rm-rf.h daemon/host/remove-async.c daemon/host/remove-async.h \
+	daemon/exec/mount-source.c daemon/exec/mount-source.h daemon/host/mount-open.c daemon/host/mount-open.h \
 	daemon/sandbox/state.c daemon/sandbox/state.h \
 	daemon/sandbox/run-record.c daemon/sandbox/run-record.h \
 	daemon/host/disk-usage.c daemon/host/disk-usage.h \
@@ -87,6 +88,7 @@ daemon_sandboxd_run_helper_SOURCES = \
 	daemon/exec/identity.c daemon/exec/identity.h \
 	daemon/exec/sandbox-setup.c \
 	daemon/exec/rm-rf.c daemon/exec/rm-rf.h \
+	daemon/exec/mount-source.c daemon/exec/mount-source.h \
 	daemon/exec/spawn.c daemon/exec/spawn.h daemon/exec/syscall-filter.h daemon/exec/mount-compat.h
 daemon_sandboxd_run_helper_LDFLAGS = $(AM_LDFLAGS) $(HELPER_LDFLAGS)
 

@@ -10,6 +10,7 @@ INTEGRATION_TESTS = \
 	tests/t-frozen.sh \
 	tests/t-kill-fallback.sh \
 	tests/t-layers.sh \
+	tests/t-mounts.sh \
 	tests/t-netns.sh \
 	tests/t-oracle.sh \
 	tests/t-conf.sh \
@@ -25,6 +26,7 @@ INTEGRATION_TESTS = \
 	tests/t-python.sh \
 	tests/t-python-types.sh \
 	tests/t-restart.sh \
+	tests/t-rlimits.sh \
 	tests/t-run.sh \
 	tests/t-shell.sh \
 	tests/t-snapshot.sh \

@@ -38,7 +38,8 @@ is_(sb.get("owner_uid"), 0, "owner_uid is the caller's uid")
 is_(sb.get("enforced"), {"memory": caps["memory"], "pids": caps["pids"], "cpu": caps["cpu"]},
     "enforced says what the host can enforce (all false here)")
 is_(sb.get("network"), "none", "network none")
-is_(sb.get("limits"), {"memory": 536870912, "pids": 512, "cpus": 1.0, "timeout_s": 60, "output_bytes": 1048576, "disk": None, "files": None},
+is_(sb.get("limits"), {"memory": 536870912, "pids": 512, "cpus": 1.0, "timeout_s": 60, "output_bytes": 1048576,
+                         "file_size": None, "open_files": 4096, "disk": None, "files": None},
     "the default limits")
 check(re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", sb.get("created", "")), "created is an RFC 3339 UTC time", sb.get("created"))
 wd = sb.get("workdir", "")
@@ -64,7 +65,8 @@ check(os.path.isdir(sb.get("cgroup", "/nonexistent")), "the sandbox's cgroup exi
 r = c.call({"op": "create", "best_effort": True,
             "limits": {"memory": "256M", "pids": 64, "timeout_s": "30s", "output_bytes": "64K", "cpus": 0.5}})
 is_((r.get("sandbox") or {}).get("limits"),
-    {"memory": 268435456, "pids": 64, "cpus": 0.5, "timeout_s": 30, "output_bytes": 65536, "disk": None, "files": None},
+    {"memory": 268435456, "pids": 64, "cpus": 0.5, "timeout_s": 30, "output_bytes": 65536, "file_size": None, "open_files": 4096,
+     "disk": None, "files": None},
     "create with limits given as strings (256M, 30s, 64K)")
 r3 = c.call({"op": "create", "best_effort": True, "limits": {"cpus": "0.5"}})
 is_((r3.get("sandbox") or {}).get("limits", {}).get("cpus"), 0.5,

@@ -29,7 +29,7 @@ static void strv_free(char **v) {
 #define MAX(a, b) ((a) > (b) ? (a) : (b))
 #define MAX3(a, b, c) MAX(MAX(a, b), c)
 
-typedef enum { KEY_PATH, KEY_PATHS, KEY_NAME, KEY_SIZE, KEY_COUNT, KEY_DURATION, KEY_CPUS } KeyType;
+typedef enum { KEY_PATH, KEY_PATHS, KEY_DIRS, KEY_NAME, KEY_SIZE, KEY_COUNT, KEY_DURATION, KEY_CPUS } KeyType;
 
 typedef struct ConfigKey {
         const char *name;
@@ -44,6 +44,7 @@ static const ConfigKey config_keys[] = {
         KEY("cgroup_root", KEY_PATH, cgroup_root),
         KEY("root_dir", KEY_PATH, root_dir),
         KEY("root_binds", KEY_PATHS, root_binds),
+        KEY("mount_roots", KEY_DIRS, mount_roots),
         KEY("max_line_bytes", KEY_SIZE, max_line_bytes, 1024),
         KEY("max_connections", KEY_COUNT, max_connections, 1),
         KEY("max_connections_per_uid", KEY_COUNT, max_connections_per_uid, 1),
@@ -68,6 +69,10 @@ static const ConfigKey config_keys[] = {
         KEY("max_timeout", KEY_DURATION, max_timeout_usec, 1000),
         KEY("default_output_bytes", KEY_SIZE, default_output_bytes),
         KEY("max_output_bytes", KEY_SIZE, max_output_bytes),
+        KEY("default_file_size", KEY_SIZE, default_file_size),
+        KEY("max_file_size", KEY_SIZE, max_file_size),
+        KEY("default_open_files", KEY_COUNT, default_open_files, 16),
+        KEY("max_open_files", KEY_COUNT, max_open_files, 16),
         KEY("swap_max", KEY_SIZE, swap_max),
         KEY("max_stdin_bytes", KEY_SIZE, max_stdin_bytes),
         KEY("sweep_interval", KEY_DURATION, sweep_interval_usec),
@@ -127,6 +132,8 @@ void config_init_defaults(Config *c) {
                 .max_timeout_usec = 24 * 3600 * USEC_PER_SEC,
                 .default_output_bytes = 1u << 20,
                 .max_output_bytes = 64u << 20,
+                .default_open_files = 4096,
+                .max_open_files = 65536,
                 .swap_max = 0,
                 .max_stdin_bytes = 3u << 20,
                 .sweep_interval_usec = 5 * 60 * USEC_PER_SEC,
@@ -146,6 +153,7 @@ void config_done(Config *c) {
         free(c->cgroup_root);
         free(c->root_dir);
         strv_free(c->root_binds);
+        strv_free(c->mount_roots);
         free(c->admin_group);
         free(c->socket_group);
         *c = (Config) {};
@@ -204,6 +212,7 @@ static int parse_value(const ConfigKey *k, const char *value, uint64_t *ret) {
 static const char *const type_hints[] = {
         [KEY_PATH] = "an absolute path",
         [KEY_PATHS] = "absolute paths of directories, separated by spaces",
+        [KEY_DIRS] = "absolute paths of directories, separated by spaces",
         [KEY_NAME] = "a name",
         [KEY_SIZE] = "a size such as 4096, 64K, 256M, 1.5G",
         [KEY_COUNT] = "a whole number",
@@ -254,7 +263,7 @@ static int cmp_str(const void *a, const void *b) {
 /* "a b c": each checked, sorted so that a directory comes before what is bound below it, no
  * duplicates. Errors: -EINVAL (not a normal absolute path), -EEXIST (the sandbox's own or bound
  * already), -E2BIG (too many), -ENOMEM. */
-static int parse_paths(const char *value, char ***ret) {
+static int parse_paths(const char *value, bool binds, char ***ret) {
         char **v = calloc(ROOT_BINDS_MAX + 1, sizeof(char *));
         size_t n = 0;
         int r = 0;
@@ -268,7 +277,7 @@ static int parse_paths(const char *value, char ***ret) {
                 else if (!(v[n] = strndup(s, len)))
                         r = -ENOMEM;
                 else
-                        r = bind_valid(v[n++]);
+                        r = binds ? bind_valid(v[n++]) : path_normal(v[n++]) ? 0 : -EINVAL;
                 s += len;
         }
         if (r == 0 && n > 0) {
@@ -291,8 +300,8 @@ static int set_key(Config *c, const ConfigKey *k, const char *value) {
         uint64_t v;
         int r;
 
-        if (k->type == KEY_PATHS) {
-                r = parse_paths(value, &paths);
+        if (k->type == KEY_PATHS || k->type == KEY_DIRS) {
+                r = parse_paths(value, k->type == KEY_PATHS, &paths);
                 if (r < 0)
                         return r;
                 strv_free(*(char ***) field);
@@ -374,7 +383,9 @@ static int config_bad_value(ConfigParse *p, unsigned lineno, const ConfigKey *k,
                                     "/lib*), /var (bind what is needed below it), /, or one of the sandbox's own "
                                     "(/proc, /dev, /tmp, /run, /work, /sys, /var/tmp, /var/run or below)",
                                     p->path, lineno, k->name, value);
-        if (k->type == KEY_PATHS && r == -E2BIG)
+        if (k->type == KEY_DIRS && r == -EEXIST)
+                return config_error(p, "%s:%u: %s = %s: an entry is given twice", p->path, lineno, k->name, value);
+        if ((k->type == KEY_PATHS || k->type == KEY_DIRS) && r == -E2BIG)
                 return config_error(p, "%s:%u: %s: at most %d directories", p->path, lineno, k->name, ROOT_BINDS_MAX);
 
         if (r == -ERANGE) {
@@ -466,6 +477,7 @@ static int config_check(Config *c, ConfigParse *p) {
                 { "default_memory", "max_memory" },   { "default_pids", "max_pids" },
                 { "default_cpus", "max_cpus" },       { "default_timeout", "max_timeout" },
                 { "default_output_bytes", "max_output_bytes" },
+                { "default_open_files", "max_open_files" },
         };
         unsigned line;
         int r;
@@ -477,6 +489,8 @@ static int config_check(Config *c, ConfigParse *p) {
         if (c->max_disk && (r = config_check_pair(c, p, "default_disk", "max_disk")) < 0)
                 return r;
         if (c->max_files && (r = config_check_pair(c, p, "default_files", "max_files")) < 0)
+                return r;
+        if (c->max_file_size && (r = config_check_pair(c, p, "default_file_size", "max_file_size")) < 0)
                 return r;
         if (c->session_ring_bytes > (UINT64_C(1) << 30))
                 return config_error(p, "%s:%u: session_ring_bytes must be at most 1G", p->path,

@@ -11,6 +11,7 @@ typedef struct Config {
         char *cgroup_root;          /* NULL: discover the delegated subtree */
         char *root_dir;             /* the tree a sandbox's /usr, /etc and root_binds come from */
         char **root_binds;          /* NULL, or more directories of it, absolute, sorted, NULL-ended */
+        char **mount_roots;         /* NULL, or where non-root clients' "mounts" sources may be */
         uint64_t max_line_bytes;
         uint64_t max_connections;
         uint64_t max_connections_per_uid; /* root's are not counted */
@@ -31,6 +32,8 @@ typedef struct Config {
         uint64_t default_millicpus, max_millicpus;
         uint64_t default_timeout_usec, max_timeout_usec;
         uint64_t default_output_bytes, max_output_bytes;
+        uint64_t default_file_size, max_file_size;   /* RLIMIT_FSIZE; 0: none / no maximum */
+        uint64_t default_open_files, max_open_files; /* RLIMIT_NOFILE */
         uint64_t swap_max;
         uint64_t max_stdin_bytes;
         /* Disk: the sweep (sweep.c), quotas, expiry, and idle exit (idle-exit.c). 0 = none. */
@@ -51,6 +54,7 @@ typedef struct Config {
         uint64_t pool_size;         /* ready sandboxes kept for throwaway runs (pool.h) */
         uint64_t teardown_timeout_usec; /* a destroy with processes left after this: teardown_stuck */
         uint64_t nofile_soft;       /* RLIMIT_NOFILE's soft limit at start (not a key): for runs */
+        uint64_t nofile_hard;       /* and its hard limit (not a key): limits.open_files' ceiling */
 } Config;
 
 void config_init_defaults(Config *c);

@@ -47,9 +47,12 @@ static inline bool hook_linked(const Hook *h) {
 void hook_remove(Hook *h);
 
 /* Who asked, for ownership and caps. */
+#define REPLY_PEER_GROUPS_MAX 64
 typedef struct ReplyPeer {
         struct ucred cred;
         bool admin;             /* root, or a member of the configured admin group */
+        int n_groups;           /* SO_PEERGROUPS at connect; -1: unknown (or more than the max) */
+        gid_t groups[REPLY_PEER_GROUPS_MAX];
 } ReplyPeer;
 
 typedef struct ReplySinkOps {

@@ -15,6 +15,8 @@ const FieldSpec request_run_fields[] = {
         { "output_bytes", FIELD_SIZE },
         { "memory", FIELD_SIZE },
         { "pids", FIELD_INT },
+        { "file_size", FIELD_SIZE },
+        { "open_files", FIELD_INT },
         { "stream", FIELD_BOOL },
         { "user", FIELD_STRING },
         /* For a throwaway sandbox only. */
@@ -22,12 +24,20 @@ const FieldSpec request_run_fields[] = {
         { "network", FIELD_STRING },
         { "best_effort", FIELD_BOOL },
         { "workspace", FIELD_STRING },
+        { "mounts", FIELD_ARRAY },
+        {},
+};
+
+const FieldSpec request_workspace_fields[] = { { "source", FIELD_STRING, true }, {} };
+
+const FieldSpec request_mount_fields[] = {
+        { "source", FIELD_STRING, true }, { "target", FIELD_STRING, true }, { "read_only", FIELD_BOOL },
         {},
 };
 
 const FieldSpec request_limits_fields[] = {
         { "memory", FIELD_SIZE },       { "pids", FIELD_INT },          { "cpus", FIELD_DECIMAL },
         { "timeout_s", FIELD_DURATION }, { "output_bytes", FIELD_SIZE }, { "disk", FIELD_SIZE },
-        { "files", FIELD_INT },
+        { "files", FIELD_INT },         { "file_size", FIELD_SIZE },    { "open_files", FIELD_INT },
         {},
 };

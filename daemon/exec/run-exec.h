@@ -15,6 +15,7 @@
 #define RUN_HELPER_NAME "sandboxd-run-helper"
 #define RUN_HELPER_INIT "init" /* its argv[1] when it is to clone a sandbox's init */
 #define RUN_HELPER_RM "rm" /* ... when it is to remove a destroyed workspace */
+#define RUN_HELPER_MOUNT "mount" /* ... when it is to open a caller's directory for a mount */
 #define RUN_HELPER_INIT_CGNS "init-cgns" /* ... with its cgroup namespace (the helper is in the sandbox's cgroup) */
 
 /* Opens the helper binary: next to our own executable (a build tree), else in LIBEXECDIR.
@@ -50,6 +51,11 @@ pid_t run_exec_init(int helper_fd, const InitParams *p, int cgroup_fd, int leaf_
 
 /* Starts the helper as sandboxd-rm, removing dir_fd/name (rm_rf_at) in the background. */
 pid_t run_exec_rm(int helper_fd, int dir_fd, const char *name, int *ret_pidfd);
+
+/* Starts the helper as sandboxd-mount: mount_source_open(m) (mount-source.h), its result sent
+ * over report_fd as a REPORT_READY carrying the tree, or a REPORT_FAILED {step, err}. */
+typedef struct MountSource MountSource;
+pid_t run_exec_mount(int helper_fd, const MountSource *m, int report_fd, int *ret_pidfd);
 
 /* The bytes of the RunParams and of the filter, in the helper's argv. */
 char *run_exec_hex(const void *data, size_t n);

@@ -17,6 +17,7 @@
 #include <sys/prctl.h>
 
 #include "mount-compat.h"
+#include "mount-source.h"
 #include "rm-rf.h"
 #include "run-exec.h"
 #include "spawn.h"
@@ -137,6 +138,47 @@ static int rm_main(int argc, char **argv) {
         return rm_rf_at(fd, argv[3]) < 0 ? 1 : 0;
 }
 
+static int parse_id(const char *s, unsigned *ret) {
+        uint64_t v;
+        if (parse_u64(s, &v) < 0 || v >= UINT32_MAX)
+                return -1;
+        *ret = (unsigned) v;
+        return 0;
+}
+
+/* argv: "mount", the report fd, uid, gid, the groups ("-" or comma-separated), root, the rest
+ * of the source beneath it, "ro" or "rw", the uid and gid the caller's become. */
+static int mount_main(int argc, char **argv) {
+        MountSource m = { .root = argc == 11 ? argv[6] : NULL, .rest = argc == 11 ? argv[7] : NULL };
+        SpawnReport r = { .kind = REPORT_FAILED };
+        MountStep step;
+        int fd, tree;
+
+        if (argc != 11 || (fd = parse_fd(argv[2])) < 0 || parse_id(argv[3], &m.uid) < 0 || parse_id(argv[4], &m.gid) < 0 ||
+            (strcmp(argv[8], "ro") != 0 && strcmp(argv[8], "rw") != 0) || parse_id(argv[9], &m.map_uid) < 0 ||
+            parse_id(argv[10], &m.map_gid) < 0)
+                return 127;
+        m.read_only = strcmp(argv[8], "ro") == 0;
+        if (strcmp(argv[5], "-") != 0)
+                for (char *g = argv[5]; g;) {
+                        char *comma = strchr(g, ',');
+                        if (comma)
+                                *comma = '\0';
+                        if (m.n_groups >= MOUNT_GROUPS_MAX || parse_id(g, &m.groups[m.n_groups++]) < 0)
+                                return 127;
+                        g = comma ? comma + 1 : NULL;
+                }
+        (void) prctl(PR_SET_NAME, "sandboxd-mount");
+        tree = mount_source_open(&m, &step);
+        if (tree < 0) {
+                r.step = (int32_t) step;
+                r.err = errno;
+                return report_send(fd, &r, -1) < 0 ? 1 : 0;
+        }
+        r.kind = REPORT_READY;
+        return report_send(fd, &r, tree) < 0 ? 1 : 0;
+}
+
 int main(int argc, char **argv) {
         static struct sock_filter insns[BPF_MAXINSNS];
         SeccompProgram filter = { .insns = insns };
@@ -149,6 +191,8 @@ int main(int argc, char **argv) {
                 return init_main(argc, argv, true);
         if (argc > 1 && strcmp(argv[1], RUN_HELPER_RM) == 0)
                 return rm_main(argc, argv);
+        if (argc > 1 && strcmp(argv[1], RUN_HELPER_MOUNT) == 0)
+                return mount_main(argc, argv);
         if (argc < 5 || run_exec_unhex(argv[1], &p, sizeof(p)) < 0) {
                 fprintf(stderr, "%s: started by sandboxd only\n", RUN_HELPER_NAME);
                 return 127;

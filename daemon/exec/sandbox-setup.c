@@ -5,7 +5,7 @@
  *   wait for the id maps -> become root of the new user namespace -> own cgroup namespace ->
  *   private propagation -> a tmpfs root holding the read-only trees of /usr, /etc and root_binds
  *   that the process cloning us made (root_trees_open) ->
- *   a fresh /sys with our own cgroup2 -> /proc, /dev, /proc masks -> /tmp, /run, /work -> masks
+ *   a fresh /sys with our own cgroup2 -> /proc, /dev, /proc masks -> /tmp, /run, /work -> the caller's mounts -> masks
  *   -> pivot_root -> hostname -> loopback up -> into a child user and mount namespace, which
  *   locks every mount made above.
  * What a sandbox costs is mostly the kernel's work for its namespaces and mounts, so this makes
@@ -595,7 +595,41 @@ static int mount_root_tmpfs(uint64_t size) {
         return mount("tmpfs", NEWROOT, "tmpfs", MS_NOSUID | MS_NODEV, opts);
 }
 
-static int setup_mounts(const InitParams *p, int workdir_fd, int dev_fd) {
+/* The caller's directories (create's "mounts"), detached idmapped trees the daemon made
+ * (mount-source.h): each target made below the new root one component at a time, none of which
+ * may be a symlink (a restored workspace may hold one planted to redirect it), then the tree
+ * moved onto it. Before lock_mounts(): root inside can neither unmount one nor remount a
+ * read-only one writable. */
+static int setup_caller_mounts(const InitMounts *mounts) {
+        for (unsigned i = 0; i < mounts->n; i++) {
+                char path[4096];
+                _cleanup_close_ int dir = open_no_symlinks(AT_FDCWD, NEWROOT, 0);
+                char *comp, *save = NULL;
+
+                if (dir < 0)
+                        return -1;
+                snprintf(path, sizeof(path), "%s", mounts->target[i]);
+                for (comp = strtok_r(path, "/", &save); comp; comp = strtok_r(NULL, "/", &save)) {
+                        int next;
+                        if (strcmp(comp, ".") == 0 || strcmp(comp, "..") == 0) {
+                                errno = EINVAL;
+                                return -1;
+                        }
+                        if (mkdirat(dir, comp, 0755) < 0 && errno != EEXIST)
+                                return -1;
+                        next = open_no_symlinks(dir, comp, RESOLVE_BENEATH);
+                        if (next < 0)
+                                return -1;
+                        safe_close(dir);
+                        dir = next;
+                }
+                if (move_onto(mounts->fd[i], dir) < 0)
+                        return -1;
+        }
+        return 0;
+}
+
+static int setup_mounts(const InitParams *p, const InitMounts *mounts, int workdir_fd, int dev_fd) {
         if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
                 return STEP_MOUNT_PRIVATE;
         if (mount_root_tmpfs(p->tmpfs_size) < 0 || setup_root(p) < 0)
@@ -619,6 +653,8 @@ static int setup_mounts(const InitParams *p, int workdir_fd, int dev_fd) {
                 return STEP_TMP;
         if (setup_work(workdir_fd) < 0)
                 return STEP_WORK;
+        if (setup_caller_mounts(mounts) < 0)
+                return STEP_MOUNTS;
         if (setup_masks(p->mask_paths) < 0 || setup_accounts() < 0)
                 return STEP_MASK;
         if (setup_pivot() < 0)
@@ -736,15 +772,17 @@ _Noreturn static void reap_forever(void) {
 }
 
 _Noreturn void sandbox_init_main(const InitParams *p) {
+        static char go[INIT_GO_MAX];
         SpawnReport r = { .kind = REPORT_READY };
+        InitMounts mounts;
         int step, workdir_fd, dev_fd;
-        char c;
 
         /* Not dumpable: nothing in the sandbox may ptrace us or open our /proc/1/exe. No parent-
          * death signal either: a daemon restart must not take the sandbox's processes with it. */
         (void) prctl(PR_SET_DUMPABLE, 0);
-        /* The daemon writes our uid/gid maps, then says go. */
-        if (read(p->sync_fd, &c, 1) != 1)
+        /* The daemon writes our uid/gid maps, then says go, with the trees of the caller's
+         * directories to attach. */
+        if (init_go_recv(p->sync_fd, go, &mounts) < 0)
                 init_fail(p->sync_fd, STEP_SYNC);
         /* Opened while we are still host uid 0 (the owner of the state directories) and inside
          * our own mount namespace: a mount can only be cloned from the namespace it lives in. */
@@ -762,7 +800,7 @@ _Noreturn void sandbox_init_main(const InitParams *p) {
          * daemon's). */
         if (!p->cgroupns_ready && unshare(CLONE_NEWCGROUP) < 0)
                 init_fail(p->sync_fd, STEP_CGROUPNS);
-        step = setup_mounts(p, workdir_fd, dev_fd);
+        step = setup_mounts(p, &mounts, workdir_fd, dev_fd);
         if (step != STEP_NONE)
                 init_fail(p->sync_fd, step);
         if (sethostname(p->hostname, strlen(p->hostname)) < 0)

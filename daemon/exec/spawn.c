@@ -34,7 +34,7 @@ static const char *const step_names[_STEP_MAX] = {
         [STEP_FORK] = "fork",       [STEP_SETSID] = "setsid",      [STEP_STDIO] = "stdio",
         [STEP_CWD] = "cwd",         [STEP_RLIMIT] = "rlimit",      [STEP_SIGNALS] = "signals",
         [STEP_EXEC] = "exec",       [STEP_SECCOMP] = "seccomp",     [STEP_TTY] = "tty",
-        [STEP_OOM_SCORE] = "oom-score",
+        [STEP_OOM_SCORE] = "oom-score",  [STEP_MOUNTS] = "mounts",
 };
 
 const char *spawn_step_to_string(int step) {
@@ -85,6 +85,80 @@ int report_send(int fd, const SpawnReport *r, int pass_fd) {
         while (sendmsg(fd, &mh, MSG_NOSIGNAL) < 0)
                 if (errno != EINTR)
                         return -errno;
+        return 0;
+}
+
+int init_go_send(int fd, const InitMounts *m) {
+        union {
+                char buf[CMSG_SPACE(sizeof(int) * INIT_MOUNTS_MAX)];
+                struct cmsghdr align;
+        } control = {};
+        static char msg[INIT_GO_MAX];
+        struct iovec iov = { .iov_base = msg, .iov_len = 1 };
+        struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+
+        msg[0] = 'g';
+        if (m->n > INIT_MOUNTS_MAX)
+                return -E2BIG;
+        for (unsigned i = 0; i < m->n; i++) {
+                size_t len = strlen(m->target[i]) + 1;
+                if (len > 4096 || iov.iov_len + len > sizeof(msg))
+                        return -ENAMETOOLONG;
+                memcpy(msg + iov.iov_len, m->target[i], len);
+                iov.iov_len += len;
+        }
+        if (m->n > 0) {
+                mh.msg_control = control.buf;
+                mh.msg_controllen = CMSG_SPACE(sizeof(int) * m->n);
+                struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+                cm->cmsg_level = SOL_SOCKET;
+                cm->cmsg_type = SCM_RIGHTS;
+                cm->cmsg_len = CMSG_LEN(sizeof(int) * m->n);
+                memcpy(CMSG_DATA(cm), m->fd, sizeof(int) * m->n);
+        }
+        while (sendmsg(fd, &mh, MSG_NOSIGNAL) < 0)
+                if (errno != EINTR)
+                        return -errno;
+        return 0;
+}
+
+int init_go_recv(int fd, char *buf, InitMounts *ret) {
+        union {
+                char buf[CMSG_SPACE(sizeof(int) * INIT_MOUNTS_MAX)];
+                struct cmsghdr align;
+        } control = {};
+        struct iovec iov = { .iov_base = buf, .iov_len = INIT_GO_MAX };
+        struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = control.buf,
+                             .msg_controllen = sizeof(control.buf) };
+        unsigned nfds = 0;
+        ssize_t n;
+        size_t off = 1;
+
+        *ret = (InitMounts) {};
+        while ((n = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC)) < 0)
+                if (errno != EINTR)
+                        return -1;
+        for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm))
+                if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS) {
+                        nfds = (unsigned) ((cm->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+                        memcpy(ret->fd, CMSG_DATA(cm), sizeof(int) * nfds);
+                }
+        if (n < 1 || buf[0] != 'g' || (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC))) {
+                errno = EBADMSG;
+                return -1;
+        }
+        while (off < (size_t) n && ret->n < INIT_MOUNTS_MAX) {
+                const char *t = buf + off;
+                const char *end = memchr(t, '\0', (size_t) n - off);
+                if (!end || t[0] != '/')
+                        break;
+                ret->target[ret->n++] = t;
+                off = (size_t) (end - buf) + 1;
+        }
+        if (off != (size_t) n || ret->n != nfds) {
+                errno = EBADMSG;
+                return -1;
+        }
         return 0;
 }
 
@@ -184,6 +258,8 @@ static int child_rlimits(const RunParams *p) {
         if (p->rl_as_set && setrlimit(RLIMIT_AS, &p->rl_as) < 0)
                 return -1;
         if (p->rl_nofile_set && setrlimit(RLIMIT_NOFILE, &p->rl_nofile) < 0)
+                return -1;
+        if (p->rl_fsize_set && setrlimit(RLIMIT_FSIZE, &p->rl_fsize) < 0)
                 return -1;
         return 0;
 }

@@ -39,6 +39,7 @@ typedef enum SpawnStep {
         STEP_SECCOMP,
         STEP_TTY,
         STEP_OOM_SCORE,
+        STEP_MOUNTS,
         _STEP_MAX,
 } SpawnStep;
 
@@ -92,6 +93,20 @@ void root_trees_close(RootTrees *t);
  * debugfs, ...): never bound into a sandbox, wherever the host mounted it. */
 bool root_fs_refused(long f_type);
 
+/* The init's go (its uid/gid maps are written), with the caller's directories to attach: one
+ * SOCK_SEQPACKET message "g", then each target (absolute, NUL-terminated), the detached trees
+ * (mount-source.h) in the same order as SCM_RIGHTS. */
+#define INIT_MOUNTS_MAX 16
+#define INIT_GO_MAX (1 + INIT_MOUNTS_MAX * 4096)
+typedef struct InitMounts {
+        unsigned n;
+        const char *target[INIT_MOUNTS_MAX];
+        int fd[INIT_MOUNTS_MAX];
+} InitMounts;
+int init_go_send(int fd, const InitMounts *m);
+/* Receives into buf (INIT_GO_MAX bytes, which the targets point into). -1 with errno. */
+int init_go_recv(int fd, char *buf, InitMounts *ret);
+
 typedef struct InitParams {
         int sync_fd;        /* the child's end: wait for the id maps, then report */
         const char *workdir; /* host path of the workspace; NULL: a directory of the root tmpfs */
@@ -136,8 +151,8 @@ typedef struct RunParams {
          * terminal and stdio (stdio[] is then unused). */
         bool pty;
         unsigned short rows, cols;
-        struct rlimit rl_cpu, rl_nproc, rl_as, rl_nofile;
-        bool rl_cpu_set, rl_nproc_set, rl_as_set, rl_nofile_set;
+        struct rlimit rl_cpu, rl_nproc, rl_as, rl_nofile, rl_fsize;
+        bool rl_cpu_set, rl_nproc_set, rl_as_set, rl_nofile_set, rl_fsize_set;
         uint64_t reset_signals; /* bit n-1: signal n is ignored in the daemon; the command resets it */
         bool reset_oom_score;   /* the daemon's oom_score_adj is negative: the helper sets 0 */
         pid_t parent;           /* the daemon, whose death must end the helper (launch_params_guard) */

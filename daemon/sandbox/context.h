@@ -28,6 +28,7 @@ typedef struct SandboxHooks SandboxHooks;
 typedef struct HostFeatures {
         bool clone_into_cgroup;
         bool pidfd;
+        bool mount_idmap; /* mount_setattr() with MOUNT_ATTR_IDMAP (mount-open.h) */
 } HostFeatures;
 
 #define CONTEXT_MAX_MASKED 8

@@ -119,7 +119,10 @@ static int launch_make_cgroup(Launch *l, const LaunchSpec *spec) {
 
 /* rlimits are the second guard where the kernel's cgroup limit is not available (pids and
  * memory: the command's own limits, 0 for the sandbox's). */
-static void launch_params_guard(Sandbox *s, uint64_t pids, uint64_t memory, RunParams *p) {
+static void launch_params_guard(Sandbox *s, const LaunchSpec *spec, RunParams *p) {
+        uint64_t pids = spec->pids, memory = spec->memory;
+        uint64_t open_files = spec->open_files ?: s->limits.open_files, file_size = spec->file_size ?: s->limits.file_size;
+
         if (!(s->enforced & CG_PIDS)) {
                 rlim_t n = (rlim_t) (pids ? pids : s->limits.pids);
                 p->rl_nproc = (struct rlimit) { n, n };
@@ -130,11 +133,15 @@ static void launch_params_guard(Sandbox *s, uint64_t pids, uint64_t memory, RunP
                 p->rl_as = (struct rlimit) { n, n };
                 p->rl_as_set = true;
         }
-        /* The daemon raised its own soft limit (main.c); the command gets the usual one back. */
-        if (s->ctx->config.nofile_soft && getrlimit(RLIMIT_NOFILE, &p->rl_nofile) == 0 &&
-            p->rl_nofile.rlim_cur != s->ctx->config.nofile_soft) {
-                p->rl_nofile.rlim_cur = (rlim_t) s->ctx->config.nofile_soft;
+        /* limits.open_files, soft = hard (the daemon raised its own soft limit, main.c; a sandbox
+         * restored from an old record without it has the default); limits.file_size when set. */
+        if (open_files) {
+                p->rl_nofile = (struct rlimit) { (rlim_t) open_files, (rlim_t) open_files };
                 p->rl_nofile_set = true;
+        }
+        if (file_size) {
+                p->rl_fsize = (struct rlimit) { (rlim_t) file_size, (rlim_t) file_size };
+                p->rl_fsize_set = true;
         }
         /* Signals the daemon ignores stay ignored across exec unless the command resets them. */
         p->reset_signals = s->ctx->ignored_signals;
@@ -190,7 +197,7 @@ static int launch_spawn(Launch *l, const LaunchSpec *spec, LaunchFds *f) {
         p->stdio[0] = f->in[0];
         p->stdio[1] = f->out[1];
         p->stdio[2] = spec->stderr_fd ? *spec->stderr_fd : f->err[1];
-        launch_params_guard(s, spec->pids, spec->memory, p);
+        launch_params_guard(s, spec, p);
 #if LAUNCH_SANITIZED
         /* The file helper is our code and runs on after its rlimits (a command execs first): built
          * with ASan, it maps shadow and allocator memory far beyond any RLIMIT_AS a sandbox's

@@ -52,6 +52,7 @@ typedef struct Launch {
 typedef struct LaunchSpec {
         const char *kind;       /* "run", "pty": the cgroup is named <kind>-<n> */
         uint64_t memory, pids;  /* the command's limits; 0: the sandbox's (pids: none on its cgroup) */
+        uint64_t file_size, open_files; /* its rlimits; 0: the sandbox's */
         bool pipes;             /* stdin, stdout and stderr on pipes (else a terminal, the helper's) */
         bool via_helper;        /* through the exec'd run helper where the daemon has one; else a clone */
         bool file_helper;       /* sandboxd-file-helper instead (file-op.c): exec'd, never a clone */

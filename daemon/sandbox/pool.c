@@ -95,7 +95,8 @@ static int on_pool_refill(sd_event_source *src, void *userdata) {
 
 static bool limits_equal(const SandboxLimits *a, const SandboxLimits *b) {
         return a->memory == b->memory && a->pids == b->pids && a->millicpus == b->millicpus &&
-               a->timeout_usec == b->timeout_usec && a->output_bytes == b->output_bytes;
+               a->timeout_usec == b->timeout_usec && a->output_bytes == b->output_bytes &&
+               a->file_size == b->file_size && a->open_files == b->open_files;
 }
 
 /* A ready one; else the one made first of those still being made (the list is newest first):
@@ -123,7 +124,7 @@ int pool_take(Context *m, json_object *req, uid_t owner, Sandbox **ret, ProtoErr
         r = sandbox_parse_request(m, req, &want, err);
         if (r < 0)
                 return r;
-        if (want.name || want.disk_workspace || want.root || !limits_equal(&want.limits, &s->limits) || registry_count(m->registry) - registry_count_pooled(m->registry) >= m->config.max_sandboxes ||
+        if (want.name || want.disk_workspace || want.root || want.mounts || !limits_equal(&want.limits, &s->limits) || registry_count(m->registry) - registry_count_pooled(m->registry) >= m->config.max_sandboxes ||
             (owner != 0 && sandbox_count_owned(m, owner) >= m->config.max_sandboxes_per_uid)) {
                 /* Made fresh instead (and refused there, for the caps, with the usual error). */
                 sandbox_request_done(&want);

@@ -202,6 +202,8 @@ int run_spec_parse(json_object *req, uint64_t max_stdin, RunSpec *spec, ProtoErr
             (r = proto_get_size(req, "output_bytes", &spec->output_bytes, err)) < 0 ||
             (r = proto_get_size(req, "memory", &spec->memory, err)) < 0 ||
             (r = proto_get_uint(req, "pids", 1, UINT32_MAX, &spec->pids, err)) < 0 ||
+            (r = proto_get_size(req, "file_size", &spec->file_size, err)) < 0 ||
+            (r = proto_get_uint(req, "open_files", 16, INT32_MAX, &spec->open_files, err)) < 0 ||
             (r = proto_get_bool(req, "stream", &spec->stream, err)) < 0 ||
             (r = sandbox_user_parse(req, &spec->user, err)) < 0)
                 return r;
@@ -215,6 +217,8 @@ int run_spec_parse(json_object *req, uint64_t max_stdin, RunSpec *spec, ProtoErr
                 return proto_error_set(err, SBX_E_INVALID_REQUEST, "output_bytes", "'output_bytes' must be at least 2");
         if (json_object_object_get_ex(req, "memory", NULL) && spec->memory == 0)
                 return proto_error_set(err, SBX_E_INVALID_REQUEST, "memory", "'memory' must be at least 1M");
+        if (json_object_object_get_ex(req, "file_size", NULL) && spec->file_size == 0)
+                return proto_error_set(err, SBX_E_INVALID_REQUEST, "file_size", "'file_size' must be positive");
         return 0;
 }
 
@@ -244,6 +248,13 @@ int run_spec_resolve(RunSpec *spec, Sandbox *s, ProtoError *err) {
         if (spec->pids && spec->pids > s->limits.pids)
                 return proto_error_set(err, SBX_E_INVALID_REQUEST, "pids",
                                        "'pids' must not exceed the sandbox's (%" PRIu64 ")", s->limits.pids);
+        /* A run may lower its sandbox's rlimits, never raise them. */
+        if (spec->file_size && s->limits.file_size && spec->file_size > s->limits.file_size)
+                return proto_error_set(err, SBX_E_INVALID_REQUEST, "file_size",
+                                       "'file_size' must not exceed the sandbox's (%" PRIu64 ")", s->limits.file_size);
+        if (spec->open_files && spec->open_files > s->limits.open_files)
+                return proto_error_set(err, SBX_E_INVALID_REQUEST, "open_files",
+                                       "'open_files' must not exceed the sandbox's (%" PRIu64 ")", s->limits.open_files);
         if (!spec->envp && !(spec->envp = envp_from_object(s->env)))
                 return proto_error_set(err, SBX_E_INTERNAL, NULL, "out of memory");
         return 0;

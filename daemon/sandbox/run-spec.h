@@ -23,6 +23,8 @@ typedef struct RunSpec {
         uint64_t output_bytes;
         uint64_t memory;        /* 0: the sandbox's */
         uint64_t pids;          /* 0: the sandbox's */
+        uint64_t file_size;     /* RLIMIT_FSIZE; 0: the sandbox's */
+        uint64_t open_files;    /* RLIMIT_NOFILE; 0: the sandbox's */
         bool stream;            /* output as events while it is produced */
         SandboxUser user;       /* unset: the sandbox's */
 } RunSpec;

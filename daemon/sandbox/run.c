@@ -644,6 +644,8 @@ void run_start(Run *r) {
                 .kind = "run",
                 .memory = r->spec.memory,
                 .pids = r->spec.pids,
+                .file_size = r->spec.file_size,
+                .open_files = r->spec.open_files,
                 .pipes = true,
                 .via_helper = true,
                 .params = &p,

@@ -17,6 +17,7 @@
 #include "cgroup.h"
 #include "macro.h"
 #include "context.h"
+#include "mount-open.h"
 #include "run-exec.h"
 #include "sandbox.h"
 #include "spawn.h"
@@ -212,4 +213,110 @@ int sandbox_renew_cgroup(Sandbox *s) {
         if (r < 0)
                 return r;
         return sandbox_make_cgroup(s);
+}
+
+/* Which mount_roots entry holds source (lexically; resolution beneath it is the child's), "/"
+ * for root. NULL: none. */
+static const char *mount_root_for(Context *m, uid_t uid, const char *source, const char **ret_rest) {
+        if (uid == 0) {
+                *ret_rest = source[1] ? source + 1 : ".";
+                return "/";
+        }
+        for (char **r = m->config.mount_roots; r && *r; r++) {
+                size_t n = strlen(*r);
+                if (strncmp(source, *r, n) == 0 && (source[n] == '\0' || source[n] == '/')) {
+                        *ret_rest = source[n] ? source + n + 1 : ".";
+                        return *r;
+                }
+        }
+        return NULL;
+}
+
+static int mount_error(ProtoError *err, const char *field, const SandboxMount *sm, MountStep step, int r) {
+        switch (step) {
+        case MOUNT_STEP_ROOT:
+        case MOUNT_STEP_RESOLVE:
+        case MOUNT_STEP_ACCESS:
+                if (r == -ELOOP || r == -EXDEV)
+                        return proto_error_set(err, SBX_E_INVALID_REQUEST, field,
+                                               "%s goes through a symlink (or leaves its mount root): refused, never followed",
+                                               sm->source);
+                if (r == -ENOENT || r == -ENOTDIR)
+                        return proto_error_set(err, SBX_E_NOT_FOUND, field, "%s: %s", sm->source, strerror(-r));
+                if (r == -EACCES || r == -EPERM || r == -EROFS)
+                        return proto_error_set(err, SBX_E_PERMISSION_DENIED, field,
+                                               "%s: you cannot %s it yourself (%s)", sm->source,
+                                               sm->read_only ? "read and search" : "read, search and write", strerror(-r));
+                break;
+        case MOUNT_STEP_FSTYPE:
+                if (r == -EMEDIUMTYPE)
+                        return proto_error_set(err, SBX_E_INVALID_REQUEST, field,
+                                               "%s is a kernel interface (procfs, sysfs, ...), never mounted in a sandbox",
+                                               sm->source);
+                break;
+        case MOUNT_STEP_IDMAP:
+                return proto_error_set(err, SBX_E_INVALID_REQUEST, field,
+                                       "the filesystem of %s cannot be idmapped (%s); sandboxd does not mount a directory "
+                                       "whose files a sandbox would write as an unmapped uid",
+                                       sm->source, strerror(-r));
+        default:
+                break;
+        }
+        if (r == -ETIMEDOUT)
+                return proto_error_set(err, SBX_E_INTERNAL, field, "%s: opening it took too long (its filesystem does not answer?)",
+                                       sm->source);
+        return proto_error_set(err, SBX_E_INTERNAL, field, "%s: step %s: %s", sm->source, mount_step_to_string(step),
+                               strerror(-r));
+}
+
+int sandbox_open_mounts(Sandbox *s, ProtoError *err) {
+        Context *m = s->ctx;
+
+        for (unsigned i = 0; i < s->n_mounts; i++) {
+                SandboxMount *sm = &s->mounts[i];
+                MountSource src = {
+                        .uid = s->caller.uid,
+                        .gid = s->caller.gid,
+                        .n_groups = s->caller.n_groups < MOUNT_GROUPS_MAX ? s->caller.n_groups : MOUNT_GROUPS_MAX,
+                        .read_only = sm->read_only,
+                        .map_uid = s->host_uid + SANDBOX_USER_UID,
+                        .map_gid = s->host_uid + SANDBOX_USER_GID,
+                };
+                char field[48];
+                MountStep step;
+                int fd;
+
+                if (sandbox_caller_workspace(s) && i == 0)
+                        snprintf(field, sizeof(field), "workspace.source");
+                else
+                        snprintf(field, sizeof(field), "mounts[%u].source", i - (sandbox_caller_workspace(s) ? 1 : 0));
+                memcpy(src.groups, s->caller.groups, sizeof(gid_t) * src.n_groups);
+                src.root = mount_root_for(m, s->caller.uid, sm->source, &src.rest);
+                if (!src.root)
+                        return proto_error_set(err, SBX_E_PERMISSION_DENIED, field, "%s is not beneath any of mount_roots (%s)",
+                                               sm->source, m->config.mount_roots ? "see hello's capabilities.mount_roots"
+                                                                                 : "none configured");
+                fd = mount_open(m->run_helper_fd, &src, 10000, &step);
+                if (fd < 0)
+                        return mount_error(err, field, sm, step, fd);
+                safe_close(sm->tree_fd);
+                sm->tree_fd = fd;
+        }
+        return 0;
+}
+
+int sandbox_send_go(Sandbox *s) {
+        InitMounts im = { .n = s->n_mounts };
+        int r;
+
+        for (unsigned i = 0; i < s->n_mounts; i++) {
+                if (s->mounts[i].tree_fd < 0)
+                        return -EBADF;
+                im.target[i] = s->mounts[i].target;
+                im.fd[i] = s->mounts[i].tree_fd;
+        }
+        r = init_go_send(s->setup_fd, &im);
+        for (unsigned i = 0; i < s->n_mounts; i++)
+                s->mounts[i].tree_fd = safe_close(s->mounts[i].tree_fd);
+        return r;
 }

@@ -36,7 +36,8 @@ static int parse_limits(Context *m, json_object *limits, SandboxLimits *l, Proto
         int r;
 
         *l = (SandboxLimits) { c->default_memory, c->default_pids, c->default_millicpus, c->default_timeout_usec,
-                               c->default_output_bytes, c->default_disk };
+                               c->default_output_bytes, c->default_disk, .file_size = c->default_file_size,
+                               .open_files = c->default_open_files };
         if (!limits)
                 return 0;
         r = proto_check_fields(limits, request_limits_fields, "limits.", err);
@@ -48,7 +49,9 @@ static int parse_limits(Context *m, json_object *limits, SandboxLimits *l, Proto
             (r = proto_get_duration(limits, "timeout_s", &l->timeout_usec, err)) < 0 ||
             (r = proto_get_size(limits, "output_bytes", &l->output_bytes, err)) < 0 ||
             (r = proto_get_size(limits, "disk", &l->disk, err)) < 0 ||
-            (r = proto_get_uint(limits, "files", 0, INT64_MAX, &l->files, err)) < 0) {
+            (r = proto_get_uint(limits, "files", 0, INT64_MAX, &l->files, err)) < 0 ||
+            (r = proto_get_size(limits, "file_size", &l->file_size, err)) < 0 ||
+            (r = proto_get_uint(limits, "open_files", 16, INT32_MAX, &l->open_files, err)) < 0) {
                 char f[sizeof(err->field)];
                 memcpy(f, err->field, sizeof(f));
                 snprintf(err->field, sizeof(err->field), "limits.%.50s", f);
@@ -71,6 +74,18 @@ static int parse_limits(Context *m, json_object *limits, SandboxLimits *l, Proto
                                        "'limits.output_bytes' must be at least 2");
         if (l->output_bytes > c->max_output_bytes)
                 return limit_over("limits.output_bytes", err, c->max_output_bytes);
+        /* max_file_size 0: no maximum, and a sandbox may then ask for none (0) as well. */
+        if (c->max_file_size && (l->file_size == 0 || l->file_size > c->max_file_size))
+                return proto_error_set(err, SBX_E_INVALID_REQUEST, "limits.file_size",
+                                       "'limits.file_size' must be set and at most the configured maximum (%" PRIu64 ")",
+                                       c->max_file_size);
+        if (l->open_files > c->max_open_files)
+                return limit_over("limits.open_files", err, c->max_open_files);
+        /* A command cannot raise its hard limit inside the sandbox's user namespace. */
+        if (c->nofile_hard && l->open_files > c->nofile_hard)
+                return proto_error_set(err, SBX_E_INVALID_REQUEST, "limits.open_files",
+                                       "'limits.open_files' exceeds the daemon's own RLIMIT_NOFILE (%" PRIu64 ")",
+                                       c->nofile_hard);
         return 0;
 }
 
@@ -134,14 +149,156 @@ static int parse_sweep_fields(Context *m, Sandbox *s, json_object *req, ProtoErr
         return 0;
 }
 
+/* Absolute and normal: no empty, "." or ".." component, no trailing slash; shorter than PATH_MAX. */
+static bool path_normal(const char *p) {
+        if (p[0] != '/' || strlen(p) >= 4096)
+                return false;
+        for (const char *c = p + 1; *c;) {
+                size_t n = strcspn(c, "/");
+                if (n == 0 || (n == 1 && c[0] == '.') || (n == 2 && c[0] == '.' && c[1] == '.'))
+                        return false;
+                c += n;
+                if (*c == '/' && !*++c)
+                        return false;
+        }
+        return true;
+}
+
+static bool path_below(const char *path, const char *dir) {
+        size_t n = strlen(dir);
+        if (strcmp(dir, "/") == 0)
+                return true;
+        return strncmp(path, dir, n) == 0 && (path[n] == '\0' || path[n] == '/');
+}
+
+/* Where a mount may go: beneath /work (not /work itself: that is the workspace), or at or
+ * beneath /mnt, /opt, /srv, /home. Never over, beneath or above a root_bind or a mask. */
+static int mount_target_check(Context *m, const Sandbox *s, const char *t, const char *field, ProtoError *err) {
+        static const char *const allowed[] = { "/mnt", "/opt", "/srv", "/home" };
+        bool ok = path_below(t, "/work") && strcmp(t, "/work") != 0;
+
+        if (!path_normal(t))
+                return proto_error_set(err, SBX_E_INVALID_REQUEST, field,
+                                       "'%s' must be an absolute normal path (no '.', '..', '//' or trailing '/')", field);
+        for (size_t i = 0; i < ELEMENTSOF(allowed); i++)
+                ok = ok || path_below(t, allowed[i]);
+        if (!ok)
+                return proto_error_set(err, SBX_E_INVALID_REQUEST, field,
+                                       "'%s' must be beneath /work, or at or beneath /mnt, /opt, /srv or /home "
+                                       "(never /proc, /dev, /sys, /usr, /etc, /run, /tmp, /var or /)", field);
+        for (char **b = m->config.root_binds; b && *b; b++)
+                if (path_below(t, *b) || path_below(*b, t))
+                        return proto_error_set(err, SBX_E_INVALID_REQUEST, field, "'%s' overlaps root_bind %s", field, *b);
+        if (path_below(t, m->config.state_dir) || path_below(m->config.state_dir, t))
+                return proto_error_set(err, SBX_E_INVALID_REQUEST, field,
+                                       "'%s' overlaps a path the daemon masks (its state directory)", field);
+        for (unsigned i = 0; i < m->n_masked; i++)
+                if (m->masked_paths[i] && (path_below(t, m->masked_paths[i]) || path_below(m->masked_paths[i], t)))
+                        return proto_error_set(err, SBX_E_INVALID_REQUEST, field, "'%s' overlaps a path the daemon masks", field);
+        for (unsigned i = 0; i < s->n_mounts; i++) {
+                if (i == 0 && sandbox_caller_workspace(s) && path_below(t, "/work"))
+                        return proto_error_set(err, SBX_E_INVALID_REQUEST, field,
+                                               "'%s' lies in the caller's workspace (workspace.source): mount it at /mnt, "
+                                               "/opt, /srv or /home instead", field);
+                if (path_below(t, s->mounts[i].target) || path_below(s->mounts[i].target, t))
+                        return proto_error_set(err, SBX_E_INVALID_REQUEST, field,
+                                               "'%s' is, contains or lies beneath the target of mounts[%u]", field,
+                                               i - (sandbox_caller_workspace(s) ? 1 : 0));
+        }
+        return 0;
+}
+
+void sandbox_mounts_free(Sandbox *s) {
+        for (unsigned i = 0; i < s->n_mounts; i++) {
+                free(s->mounts[i].source);
+                free(s->mounts[i].target);
+                s->mounts[i].tree_fd = safe_close(s->mounts[i].tree_fd);
+        }
+        s->n_mounts = 0;
+}
+
+/* "mounts": [{"source", "target", "read_only"}], at most SANDBOX_MOUNTS_MAX, checked as text here;
+ * sources are opened later, as the caller (sandbox_open_mounts()). */
+/* create's "workspace": {"source": DIR}: the caller's directory as /work, opened and idmapped
+ * as a mount is (mounts[0], target /work). limits.disk and limits.files are not sandboxd's to
+ * enforce on it. */
+static int parse_workspace_source(Sandbox *s, json_object *ws, json_object *req, ProtoError *err) {
+        json_object *limits, *v;
+        const char *src;
+        int r = proto_check_fields(ws, request_workspace_fields, "workspace.", err);
+
+        if (r < 0)
+                return r;
+        src = json_object_get_string(json_object_object_get(ws, "source"));
+        if (!path_normal(src))
+                return proto_error_set(err, SBX_E_INVALID_REQUEST, "workspace.source",
+                                       "'workspace.source' must be an absolute normal path (no '.', '..', '//' or trailing '/')");
+        if (json_object_object_get_ex(req, "limits", &limits) && json_object_is_type(limits, json_type_object))
+                for (const char *const *k = (const char *const[]) { "disk", "files", NULL }; *k; k++)
+                        if (json_object_object_get_ex(limits, *k, &v) && !json_object_is_type(v, json_type_null))
+                                return proto_error_set(err, SBX_E_INVALID_REQUEST, *k[0] == 'd' ? "limits.disk" : "limits.files",
+                                                       "'limits.%s' cannot be combined with workspace.source: the caller's "
+                                                       "disk is not the daemon's to budget", *k);
+        s->mounts[0] = (SandboxMount) { .source = strdup(src), .target = strdup("/work"), .tree_fd = -EBADF };
+        s->n_mounts = 1;
+        if (!s->mounts[0].source || !s->mounts[0].target)
+                return proto_error_set(err, SBX_E_INTERNAL, NULL, "out of memory");
+        return 0;
+}
+
+static int parse_mounts(Context *m, Sandbox *s, json_object *mounts, ProtoError *err) {
+        size_t n;
+        int r;
+
+        if (!mounts || json_object_is_type(mounts, json_type_null))
+                return 0;
+        n = json_object_array_length(mounts);
+        if (n > SANDBOX_MOUNTS_MAX)
+                return proto_error_set(err, SBX_E_INVALID_REQUEST, "mounts", "'mounts' has at most %d entries",
+                                       SANDBOX_MOUNTS_MAX);
+        for (size_t i = 0; i < n; i++) {
+                json_object *e = json_object_array_get_idx(mounts, i), *v;
+                char prefix[32], field[48];
+                const char *src, *dst;
+                SandboxMount *sm;
+
+                snprintf(prefix, sizeof(prefix), "mounts[%zu].", i);
+                if (!json_object_is_type(e, json_type_object))
+                        return proto_error_set(err, SBX_E_INVALID_REQUEST, "mounts", "'mounts[%zu]' must be an object", i);
+                r = proto_check_fields(e, request_mount_fields, prefix, err);
+                if (r < 0)
+                        return r;
+                src = json_object_get_string(json_object_object_get(e, "source"));
+                dst = json_object_get_string(json_object_object_get(e, "target"));
+                snprintf(field, sizeof(field), "mounts[%zu].source", i);
+                if (!path_normal(src))
+                        return proto_error_set(err, SBX_E_INVALID_REQUEST, field,
+                                               "'%s' must be an absolute normal path (no '.', '..', '//' or trailing '/')",
+                                               field);
+                snprintf(field, sizeof(field), "mounts[%zu].target", i);
+                r = mount_target_check(m, s, dst, field, err);
+                if (r < 0)
+                        return r;
+                sm = &s->mounts[s->n_mounts];
+                *sm = (SandboxMount) { .source = strdup(src), .target = strdup(dst), .tree_fd = -EBADF };
+                s->n_mounts++;
+                if (!sm->source || !sm->target)
+                        return proto_error_set(err, SBX_E_INTERNAL, NULL, "out of memory");
+                sm->read_only = json_object_object_get_ex(e, "read_only", &v) && json_object_get_boolean(v);
+        }
+        return 0;
+}
+
 int sandbox_parse(Context *m, Sandbox *s, json_object *req, ProtoError *err) {
         json_object *limits = NULL, *env = NULL;
         const char *name = NULL, *network = NULL, *workspace = NULL;
+        json_object *ws = json_object_object_get(req, "workspace");
+        bool ws_source = ws && json_object_is_type(ws, json_type_object);
         int r;
 
         if ((r = proto_get_string(req, "name", SANDBOX_NAME_MAX, &name, err)) < 0 ||
             (r = proto_get_string(req, "network", 16, &network, err)) < 0 ||
-            (r = proto_get_string(req, "workspace", 16, &workspace, err)) < 0 ||
+            (!ws_source && (r = proto_get_string(req, "workspace", 16, &workspace, err)) < 0) ||
             (r = proto_get_bool(req, "best_effort", &s->best_effort, err)) < 0 ||
             (r = sandbox_user_parse(req, &s->user, err)) < 0)
                 return r;
@@ -177,7 +334,9 @@ int sandbox_parse(Context *m, Sandbox *s, json_object *req, ProtoError *err) {
         }
         if (name && !(s->name = strdup(name)))
                 return proto_error_set(err, SBX_E_INTERNAL, NULL, "out of memory");
-        return 0;
+        if (ws_source && (r = parse_workspace_source(s, ws, req, err)) < 0)
+                return r;
+        return parse_mounts(m, s, json_object_object_get(req, "mounts"), err);
 }
 
 int sandbox_parse_request(Context *m, json_object *req, SandboxRequest *ret, ProtoError *err) {
@@ -186,7 +345,8 @@ int sandbox_parse_request(Context *m, json_object *req, SandboxRequest *ret, Pro
 
         *ret = (SandboxRequest) { .limits = tmp.limits, .best_effort = tmp.best_effort,
                                   .disk_workspace = !tmp.memory_workspace, .root = !tmp.unprivileged_only,
-                                  .name = tmp.name, .env = tmp.env };
+                                  .name = tmp.name, .env = tmp.env, .mounts = tmp.n_mounts > 0 };
+        sandbox_mounts_free(&tmp);
         if (r < 0)
                 sandbox_request_done(ret);
         return r;

@@ -96,9 +96,11 @@ static int sandbox_init_started(Sandbox *s) {
                 return r;
         }
         r = sandbox_write_maps(s);
-        if (r < 0 || send(s->setup_fd, "g", 1, MSG_NOSIGNAL) != 1) {
+        if (r >= 0)
+                r = sandbox_send_go(s);
+        if (r < 0) {
                 (void) cg_kill(s->cg_fd);
-                return r < 0 ? r : -EIO;
+                return r;
         }
         if (s->setup_source)
                 return 0;
@@ -131,6 +133,12 @@ static int internal_error(ProtoError *err, const char *what, int r) {
 }
 
 int sandbox_create(Context *m, json_object *req, uid_t owner, bool ephemeral, Sandbox **ret, ProtoError *err) {
+        return sandbox_create_as(m, req, &(SandboxCaller) { .uid = owner, .gid = (gid_t) -1 }, ephemeral, ret, err);
+}
+
+int sandbox_create_as(Context *m, json_object *req, const SandboxCaller *caller, bool ephemeral, Sandbox **ret,
+                      ProtoError *err) {
+        uid_t owner = caller->uid;
         Sandbox *s;
         int r;
 
@@ -148,14 +156,21 @@ int sandbox_create(Context *m, json_object *req, uid_t owner, bool ephemeral, Sa
                 return proto_error_set(err, SBX_E_INTERNAL, NULL, "out of memory");
         s->owner_uid = owner;
         s->ephemeral = ephemeral;
+        s->caller = *caller;
         r = sandbox_parse(m, s, req, err);
         if (r < 0)
                 goto fail;
+        if (s->n_mounts > 0 && caller->gid == (gid_t) -1) {
+                r = proto_error_set(err, SBX_E_INVALID_REQUEST, "mounts", "'mounts' cannot be combined with this request");
+                goto fail;
+        }
         if (sandbox_random_id(s->id, sizeof(s->id), "sbx-") < 0 || registry_alloc_uid_slot(m->registry, &s->uid_slot) < 0) {
                 r = proto_error_set(err, SBX_E_RESOURCE_EXHAUSTED, NULL, "no free uid range for a new sandbox");
                 goto fail;
         }
         s->host_uid = (uid_t) (m->config.uid_base + (uint64_t) s->uid_slot * m->config.uid_range);
+        if ((r = sandbox_open_mounts(s, err)) < 0)
+                goto fail;
         sandbox_link(m, s);
         s->state = SANDBOX_CREATING;
         if ((r = sandbox_make_cgroup(s)) < 0) {
@@ -204,6 +219,11 @@ static int sandbox_restore_fields(Sandbox *s, json_object *meta) {
             restore_u64(l, "timeout_usec", &s->limits.timeout_usec) < 0 ||
             restore_u64(l, "output_bytes", &s->limits.output_bytes) < 0)
                 return -EBADMSG;
+        /* Records written before these limits existed: none, and the default. */
+        s->limits.open_files = s->ctx->config.default_open_files;
+        if ((json_object_object_get_ex(l, "file_size", NULL) && restore_u64(l, "file_size", &s->limits.file_size) < 0) ||
+            (json_object_object_get_ex(l, "open_files", NULL) && restore_u64(l, "open_files", &s->limits.open_files) < 0))
+                return -EBADMSG;
         s->owner_uid = (uid_t) owner;
         s->uid_slot = (unsigned) slot;
         if (json_object_object_get_ex(meta, "name", &v) && json_object_is_type(v, json_type_string) &&
@@ -222,6 +242,37 @@ static int sandbox_restore_fields(Sandbox *s, json_object *meta) {
         return 0;
 }
 
+/* "mounts" and "mount_caller" of a record (state.c), as a create left them. */
+static int sandbox_restore_mounts(Sandbox *s, json_object *meta) {
+        json_object *a, *c, *g, *v;
+        uint64_t uid, gid;
+
+        if (!json_object_object_get_ex(meta, "mounts", &a))
+                return 0;
+        if (!json_object_is_type(a, json_type_array) || json_object_array_length(a) > SANDBOX_MOUNTS_MAX + 1 ||
+            !json_object_object_get_ex(meta, "mount_caller", &c) || restore_u64(c, "uid", &uid) < 0 ||
+            restore_u64(c, "gid", &gid) < 0 || uid >= UINT32_MAX || gid >= UINT32_MAX)
+                return -EBADMSG;
+        s->caller = (SandboxCaller) { .uid = (uid_t) uid, .gid = (gid_t) gid };
+        if (json_object_object_get_ex(c, "groups", &g) && json_object_is_type(g, json_type_array))
+                for (size_t i = 0; i < json_object_array_length(g) && s->caller.n_groups < SANDBOX_GROUPS_MAX; i++)
+                        s->caller.groups[s->caller.n_groups++] = (gid_t) json_object_get_int64(json_object_array_get_idx(g, i));
+        for (size_t i = 0; i < json_object_array_length(a); i++) {
+                json_object *e = json_object_array_get_idx(a, i), *src, *dst;
+                SandboxMount *sm = &s->mounts[s->n_mounts];
+                if (!json_object_object_get_ex(e, "source", &src) || !json_object_is_type(src, json_type_string) ||
+                    !json_object_object_get_ex(e, "target", &dst) || !json_object_is_type(dst, json_type_string))
+                        return -EBADMSG;
+                *sm = (SandboxMount) { .source = strdup(json_object_get_string(src)),
+                                       .target = strdup(json_object_get_string(dst)), .tree_fd = -EBADF };
+                s->n_mounts++;
+                if (!sm->source || !sm->target)
+                        return -ENOMEM;
+                sm->read_only = json_object_object_get_ex(e, "read_only", &v) && json_object_get_boolean(v);
+        }
+        return 0;
+}
+
 static int sandbox_restore_claim(Sandbox *s, json_object *meta) {
         Context *m = s->ctx;
         json_object *id;
@@ -229,7 +280,7 @@ static int sandbox_restore_claim(Sandbox *s, json_object *meta) {
         if (!json_object_object_get_ex(meta, "id", &id) || !json_object_is_type(id, json_type_string))
                 return -EBADMSG;
         snprintf(s->id, sizeof(s->id), "%s", json_object_get_string(id));
-        if (sandbox_restore_fields(s, meta) < 0)
+        if (sandbox_restore_fields(s, meta) < 0 || sandbox_restore_mounts(s, meta) < 0)
                 return -EBADMSG;
         if (registry_find(m->registry, s->id) || (s->name && registry_find_named(m->registry, s->owner_uid, s->name)) ||
             registry_claim_uid_slot(m->registry, s->uid_slot) < 0)
@@ -254,6 +305,19 @@ int sandbox_restore(Context *m, json_object *meta, Sandbox **ret) {
         s->restored_usec = now_usec(CLOCK_REALTIME);
         sandbox_link(m, s);
         s->state = SANDBOX_CREATING;
+        if (s->n_mounts > 0) {
+                /* The caller's directories again, as the caller: one removed or no longer
+                 * readable to them leaves the sandbox down (its workspace kept, retried at the
+                 * next start). */
+                ProtoError err;
+                r = sandbox_open_mounts(s, &err);
+                if (r < 0) {
+                        log_warning("sandbox %s: not restored: %s", s->id, err.message);
+                        s->keep_workspace = true;
+                        sandbox_destroy(s, "restore failed");
+                        return r;
+                }
+        }
         if ((r = sandbox_clear_old_cgroup(s)) < 0 || (r = sandbox_make_cgroup(s)) < 0 ||
             (r = sandbox_make_workspace(s, true)) < 0 || (r = sandbox_spawn_init(s)) < 0) {
                 /* Keep the workspace: only the processes are given up. */
@@ -603,6 +667,7 @@ Sandbox *sandbox_free(Sandbox *s) {
         if (s->uid_slot != UINT32_MAX)
                 registry_free_uid_slot(s->ctx->registry, s->uid_slot);
         json_object_put(s->env);
+        sandbox_mounts_free(s);
         json_object_put(s->interrupted_runs);
         json_object_put(s->teardown_stuck);
         free(s->name);
@@ -669,6 +734,18 @@ static json_object *sandbox_usage_json(Sandbox *s) {
         return u;
 }
 
+static json_object *mounts_to_json(const Sandbox *s) {
+        json_object *a = json_object_new_array();
+        for (unsigned i = sandbox_caller_workspace(s) ? 1 : 0; i < s->n_mounts; i++) {
+                json_object *e = json_object_new_object();
+                json_object_object_add(e, "source", json_object_new_string(s->mounts[i].source));
+                json_object_object_add(e, "target", json_object_new_string(s->mounts[i].target));
+                json_object_object_add(e, "read_only", json_object_new_boolean(s->mounts[i].read_only));
+                json_object_array_add(a, e);
+        }
+        return a;
+}
+
 json_object *sandbox_to_json(Sandbox *s, bool with_usage) {
         json_object *o = json_object_new_object(), *l = json_object_new_object(), *e = json_object_new_object();
         char buf[4096], ts[32];
@@ -685,8 +762,14 @@ json_object *sandbox_to_json(Sandbox *s, bool with_usage) {
         } else
                 json_object_object_add(o, "teardown_stuck", NULL);
         json_object_object_add(o, "owner_uid", json_object_new_int64(s->owner_uid));
-        json_object_object_add(o, "workdir", s->memory_workspace ? NULL : json_object_new_string(sandbox_workdir_path(s, buf, sizeof(buf))));
-        json_object_object_add(o, "workspace", json_object_new_string(s->memory_workspace ? "memory" : "disk"));
+        json_object_object_add(o, "workdir", s->memory_workspace || sandbox_caller_workspace(s) ? NULL : json_object_new_string(sandbox_workdir_path(s, buf, sizeof(buf))));
+        if (sandbox_caller_workspace(s)) {
+                json_object *w = json_object_new_object();
+                json_object_object_add(w, "source", json_object_new_string(s->mounts[0].source));
+                json_object_object_add(o, "workspace", w);
+        } else
+                json_object_object_add(o, "workspace", json_object_new_string(s->memory_workspace ? "memory" : "disk"));
+        json_object_object_add(o, "mounts", mounts_to_json(s));
         snprintf(buf, sizeof(buf), "%s/%s", s->ctx->cg.base, s->cg_rel ? s->cg_rel : "");
         json_object_object_add(o, "cgroup", json_object_new_string(buf));
         json_object_object_add(l, "memory", json_object_new_int64((int64_t) s->limits.memory));
@@ -694,6 +777,8 @@ json_object *sandbox_to_json(Sandbox *s, bool with_usage) {
         json_object_object_add(l, "cpus", json_object_new_double((double) s->limits.millicpus / 1000.0));
         json_object_object_add(l, "timeout_s", json_object_new_double((double) s->limits.timeout_usec / 1e6));
         json_object_object_add(l, "output_bytes", json_object_new_int64((int64_t) s->limits.output_bytes));
+        json_object_object_add(l, "file_size", s->limits.file_size ? json_object_new_int64((int64_t) s->limits.file_size) : NULL);
+        json_object_object_add(l, "open_files", json_object_new_int64((int64_t) s->limits.open_files));
         json_object_object_add(o, "limits", l);
         json_object_object_add(e, "memory", json_object_new_boolean(!!(s->enforced & CG_MEMORY)));
         json_object_object_add(e, "pids", json_object_new_boolean(!!(s->enforced & CG_PIDS)));
@@ -755,6 +840,14 @@ static void sandbox_restart_respawn(Sandbox *s) {
         }
         s->init_ready = false;
         k = sandbox_renew_cgroup(s);
+        if (k >= 0 && s->n_mounts > 0) {
+                /* The new init gets the caller's directories again, opened as the caller. */
+                ProtoError err;
+                if (sandbox_open_mounts(s, &err) < 0) {
+                        sandbox_fail(s, &err);
+                        return;
+                }
+        }
         if (k >= 0)
                 k = sandbox_spawn_init(s);
         if (k < 0) {

@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include <sys/types.h>
 #include <systemd/sd-event.h>
 
@@ -35,6 +36,8 @@ typedef struct SandboxLimits {
         uint64_t output_bytes;
         uint64_t disk;          /* workspace + snapshots, checked by the sweep; 0: none */
         uint64_t files;         /* the same in files and directories (inodes); 0: none */
+        uint64_t file_size;     /* RLIMIT_FSIZE of every command; 0: none */
+        uint64_t open_files;    /* RLIMIT_NOFILE (soft = hard) of every command */
 } SandboxLimits;
 
 /* Someone waiting for the sandbox to be ready or gone: a create or destroy reply. */
@@ -82,6 +85,24 @@ typedef struct SandboxRestart {
         unsigned tries;
 } SandboxRestart;
 
+/* A caller's directory in the sandbox (create's "mounts"): opened with the credentials of the
+ * client that made it (caller below), kept in meta.json so that a restart reopens it so. */
+#define SANDBOX_MOUNTS_MAX 16
+#define SANDBOX_GROUPS_MAX 64
+typedef struct SandboxMount {
+        char *source, *target;
+        bool read_only;
+        int tree_fd; /* the detached idmapped tree until the init has it, else -1 */
+} SandboxMount;
+
+/* Who asked for a sandbox: SO_PEERCRED's uid and gid, SO_PEERGROUPS' groups. */
+typedef struct SandboxCaller {
+        uid_t uid;
+        gid_t gid;
+        unsigned n_groups;
+        gid_t groups[SANDBOX_GROUPS_MAX];
+} SandboxCaller;
+
 typedef struct Sandbox {
         Context *ctx;
         char id[24];
@@ -105,6 +126,11 @@ typedef struct Sandbox {
         bool pooled;       /* waiting in the pool (pool.h): no one's, invisible, not counted */
         bool from_pool;    /* taken from it: its end refills the pool (pool_taken_done) */
         json_object *env;  /* default environment for runs, or NULL */
+        /* mounts[0] has target /work when the workspace is the caller's ("workspace":
+         * {"source"}): nothing of it is sandboxd's to snapshot, budget or remove. */
+        SandboxMount mounts[SANDBOX_MOUNTS_MAX + 1];
+        unsigned n_mounts;
+        SandboxCaller caller; /* the mounts' credentials (with n_mounts > 0) */
         uint64_t created_usec; /* CLOCK_REALTIME */
         uint64_t restored_usec; /* when a restarted daemon brought it back, or 0 */
         bool keep_workspace;   /* a teardown that must leave the workspace (failed restore) */
@@ -181,6 +207,7 @@ typedef struct SandboxRequest {
         bool root;           /* ... and "user":"root" */
         char *name;
         json_object *env;
+        bool mounts;         /* ... with "mounts": never a pooled sandbox */
 } SandboxRequest;
 
 int sandbox_parse_request(Context *m, json_object *req, SandboxRequest *ret, ProtoError *err);
@@ -188,10 +215,24 @@ int sandbox_parse_request(Context *m, json_object *req, SandboxRequest *ret, Pro
  * best_effort, user, workspace, env, and the sweep's fields (sandbox-request.c). */
 int sandbox_parse(Context *m, Sandbox *s, json_object *req, ProtoError *err);
 void sandbox_request_done(SandboxRequest *r);
+void sandbox_mounts_free(Sandbox *s);
+/* Whether /work is the caller's directory (mounts[0], target /work). */
+static inline bool sandbox_caller_workspace(const Sandbox *s) {
+        return s->n_mounts > 0 && s->mounts[0].target && strcmp(s->mounts[0].target, "/work") == 0;
+}
 
 /* Validates a create request (shared by throwaway runs) into a new sandbox that is being set
  * up; the reply comes later through the waiters or pending runs. */
 int sandbox_create(Context *m, json_object *req, uid_t owner, bool ephemeral, Sandbox **ret, ProtoError *err);
+/* The same for a client whose credentials are known (needed by "mounts"; sandbox_create refuses
+ * them). */
+int sandbox_create_as(Context *m, json_object *req, const SandboxCaller *caller, bool ephemeral, Sandbox **ret,
+                      ProtoError *err);
+/* Opens s's mounts as s->caller (mount-open.h), before its init is started: 0, or a reply's
+ * error naming mounts[i].source. */
+int sandbox_open_mounts(Sandbox *s, ProtoError *err);
+/* The init's go (its maps are written), with the mounts' trees, which are then closed. */
+int sandbox_send_go(Sandbox *s);
 /* Brings back a sandbox recorded by an earlier daemon (state.c) with a new init. */
 int sandbox_restore(Context *m, json_object *meta, Sandbox **ret);
 void sandbox_destroy(Sandbox *s, const char *reason);

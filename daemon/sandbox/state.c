@@ -101,8 +101,28 @@ static json_object *state_to_json(Sandbox *s) {
         json_object_object_add(l, "millicpus", json_object_new_int64((int64_t) s->limits.millicpus));
         json_object_object_add(l, "timeout_usec", json_object_new_int64((int64_t) s->limits.timeout_usec));
         json_object_object_add(l, "output_bytes", json_object_new_int64((int64_t) s->limits.output_bytes));
+        json_object_object_add(l, "file_size", json_object_new_int64((int64_t) s->limits.file_size));
+        json_object_object_add(l, "open_files", json_object_new_int64((int64_t) s->limits.open_files));
         json_object_object_add(o, "limits", l);
         json_object_object_add(o, "env", s->env ? json_object_get(s->env) : NULL);
+        if (s->n_mounts > 0) {
+                /* With the credentials they were opened with: a restart reopens them so. */
+                json_object *a = json_object_new_array(), *c = json_object_new_object(), *g = json_object_new_array();
+                for (unsigned i = 0; i < s->n_mounts; i++) {
+                        json_object *e = json_object_new_object();
+                        json_object_object_add(e, "source", json_object_new_string(s->mounts[i].source));
+                        json_object_object_add(e, "target", json_object_new_string(s->mounts[i].target));
+                        json_object_object_add(e, "read_only", json_object_new_boolean(s->mounts[i].read_only));
+                        json_object_array_add(a, e);
+                }
+                for (unsigned i = 0; i < s->caller.n_groups; i++)
+                        json_object_array_add(g, json_object_new_int64(s->caller.groups[i]));
+                json_object_object_add(c, "uid", json_object_new_int64(s->caller.uid));
+                json_object_object_add(c, "gid", json_object_new_int64(s->caller.gid));
+                json_object_object_add(c, "groups", g);
+                json_object_object_add(o, "mounts", a);
+                json_object_object_add(o, "mount_caller", c);
+        }
         sweep_meta_save(s, o);
         run_records_meta_save(s, o);
         return o;

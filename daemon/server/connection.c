@@ -573,7 +573,11 @@ int connection_new(ConnectionSet *m, int fd, const struct ucred *peer, Connectio
         c->admin = c->peer.uid == 0 || (m->have_admin_gid && peer_in_group(fd, &c->peer, m->admin_gid));
         c->hooks = m->hooks;
         c->hooks_userdata = m->hooks_userdata;
-        reply_sink_init(&c->sink, &connection_sink_ops, &(ReplyPeer) { .cred = c->peer, .admin = c->admin });
+        ReplyPeer rp = { .cred = c->peer, .admin = c->admin };
+        socklen_t glen = sizeof(rp.groups);
+        /* The groups the client had when it connected, for what is opened with its rights ("mounts"). */
+        rp.n_groups = getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, rp.groups, &glen) < 0 ? -1 : (int) (glen / sizeof(gid_t));
+        reply_sink_init(&c->sink, &connection_sink_ops, &rp);
         r = sd_event_add_io(m->event, &c->io, fd, EPOLLIN, on_io, c);
         if (r >= 0) {
                 r = sd_event_add_defer(m->event, &c->close_source, on_close, c);

@@ -25,6 +25,7 @@
 #include "rm-rf.h"
 #include "file-helper.h"
 #include "run-exec.h"
+#include "mount-open.h"
 #include "sandbox.h"
 #include "snapshot.h"
 #include "spawn.h"
@@ -289,6 +290,7 @@ static void probe_features(Context *ctx) {
         pidfd = (int) syscall(SYS_pidfd_open, getpid(), 0);
         ctx->features.pidfd = pidfd >= 0;
         safe_close(pidfd);
+        ctx->features.mount_idmap = mount_idmap_supported();
 }
 
 static int on_signal(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata) {

@@ -223,13 +223,19 @@ static int add_listeners(Manager *m, const Args *a) {
 }
 
 /* A thousand clients and a thousand sandboxes hold a few thousand fds: take the hard limit. What
- * we spawn gets the soft limit back (nofile_soft), since programs that loop over every possible
- * fd, or use select(), expect the usual 1024. */
+ * we spawn gets its sandbox's limits.open_files (soft = hard, 4096 by default, as the runner's),
+ * which cannot exceed that hard limit (nofile_hard): a command cannot raise it in its userns. */
 static void raise_nofile(Config *c) {
         struct rlimit rl;
         if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
                 return;
         c->nofile_soft = rl.rlim_cur;
+        c->nofile_hard = rl.rlim_max;
+        if (c->default_open_files > c->nofile_hard) {
+                log_warning("default_open_files (%llu) exceeds RLIMIT_NOFILE's hard limit; using %llu",
+                            (unsigned long long) c->default_open_files, (unsigned long long) c->nofile_hard);
+                c->default_open_files = c->nofile_hard;
+        }
         if (rl.rlim_cur == rl.rlim_max)
                 return;
         rl.rlim_cur = rl.rlim_max;

@@ -11,6 +11,7 @@
 
 static json_object *caps_json(Context *m) {
         json_object *caps = json_object_new_object(), *cg = json_object_new_object(), *k = json_object_new_object();
+        json_object *roots = json_object_new_array();
 
         json_object_object_add(cg, "memory", json_object_new_boolean(!!(m->cg.enforceable & CG_MEMORY)));
         json_object_object_add(cg, "pids", json_object_new_boolean(!!(m->cg.enforceable & CG_PIDS)));
@@ -21,7 +22,11 @@ static json_object *caps_json(Context *m) {
         json_object_object_add(k, "cgroup_kill", json_object_new_boolean(m->cg.has_kill));
         json_object_object_add(k, "memory_peak", json_object_new_boolean(m->cg.has_memory_peak));
         json_object_object_add(k, "pids_peak", json_object_new_boolean(m->cg.has_pids_peak));
+        json_object_object_add(k, "mount_idmap", json_object_new_boolean(m->features.mount_idmap));
         json_object_object_add(caps, "kernel", k);
+        for (char **r = m->config.mount_roots; r && *r; r++)
+                json_object_array_add(roots, json_object_new_string(*r));
+        json_object_object_add(caps, "mount_roots", roots);
         json_object_object_add(caps, "cgroup_root", json_object_new_string(m->cg.base));
         json_object_object_add(caps, "state_dir", json_object_new_string(m->config.state_dir));
         return caps;

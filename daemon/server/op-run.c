@@ -14,17 +14,19 @@
 /* The sandbox named, or a throwaway one made (or taken from the pool) for this run: *ret_made. */
 static int run_sandbox(Request *c, json_object *req, Sandbox **ret, bool *ret_made, ProtoError *err) {
         json_object *v;
-        const char *extra[] = { "limits", "network", "best_effort", "workspace" };
+        const char *extra[] = { "limits", "network", "best_effort", "workspace", "mounts" };
 
         *ret_made = false;
         if (!json_object_object_get_ex(req, "sandbox", &v) || json_object_is_type(v, json_type_null)) {
+                SandboxCaller caller;
                 int k;
 
                 *ret_made = true;
                 k = pool_take(c->ctx, req, c->peer.uid, ret, err);
                 if (k != 0)
                         return k < 0 ? k : 0;
-                return sandbox_create(c->ctx, req, c->peer.uid, true, ret, err);
+                ops_caller(c, &caller);
+                return sandbox_create_as(c->ctx, req, &caller, true, ret, err);
         }
         for (size_t i = 0; i < sizeof(extra) / sizeof(extra[0]); i++)
                 if (json_object_object_get_ex(req, extra[i], &v) && !json_object_is_type(v, json_type_null))

@@ -9,12 +9,14 @@
 #include "snapshot.h"
 
 int op_create(Request *c, json_object *id, json_object *req, ProtoError *err) {
+        SandboxCaller caller;
         Sandbox *s;
         int r;
 
         if (json_object_object_get_ex(req, "from_snapshot", NULL))
                 return op_create_from_snapshot(c, id, req, err);
-        r = sandbox_create(c->ctx, req, c->peer.uid, false, &s, err);
+        ops_caller(c, &caller);
+        r = sandbox_create_as(c->ctx, req, &caller, false, &s, err);
         if (r < 0)
                 return r;
         /* Answered when the sandbox's init reports ready (or failed). */

@@ -31,6 +31,10 @@ static int lookup_for_job(Request *c, json_object *req, Sandbox **ret, ProtoErro
                                        s->id);
         if (s->state != SANDBOX_READY)
                 return proto_error_set(err, SBX_E_CONFLICT, "sandbox", "sandbox %s is %s", s->id, state_word(s));
+        if (sandbox_caller_workspace(s))
+                return proto_error_set(err, SBX_E_CONFLICT, "sandbox",
+                                       "the workspace of sandbox %s is the caller's directory: snapshots are of workspaces "
+                                       "sandboxd owns", s->id);
         if (s->job)
                 return proto_error_set(err, SBX_E_CONFLICT, "sandbox",
                                        "sandbox %s is busy with another snapshot, restore or fork", s->id);

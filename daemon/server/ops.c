@@ -22,6 +22,8 @@ static const FieldSpec create_fields[] = {
         { "idle", FIELD_DURATION },
         { "user", FIELD_STRING },
         { "from_snapshot", FIELD_STRING },
+        { "mounts", FIELD_ARRAY },
+        { "workspace", FIELD_OBJECT },
         {},
 };
 static const FieldSpec sweep_fields[] = { ENVELOPE, { "dry_run", FIELD_BOOL }, {} };
@@ -140,7 +142,7 @@ void ops_dispatch(Reply *reply, const char *name, json_object *req, int *fds, si
         const ReplyPeer *peer = reply_peer(reply);
         Manager *m = userdata;
         Request rq = { .manager = m, .ctx = m->ctx, .conns = &m->conns, .reply = reply, .peer = peer->cred, .admin = peer->admin,
-                       .fds = fds, .n_fds = n_fds };
+                       .fds = fds, .n_fds = n_fds, .who = peer };
         json_object *id = json_object_object_get(req, "id");
         ProtoError err = {};
 
@@ -183,6 +185,13 @@ static bool parse_owner_name(const char *key, uid_t *ret_owner, const char **ret
 /* The sandbox key names for this caller: an id; a name among the caller's own; "UID/NAME"
  * among that uid's, which only root and admins may give for another uid. NULL when there is
  * none that the caller may see, whether or not the sandbox exists (no oracle). */
+void ops_caller(const Request *c, SandboxCaller *ret) {
+        *ret = (SandboxCaller) { .uid = c->peer.uid, .gid = c->peer.gid };
+        /* Unknown groups: none, which can only narrow what the client reaches. */
+        for (int i = 0; i < c->who->n_groups && i < SANDBOX_GROUPS_MAX; i++)
+                ret->groups[ret->n_groups++] = c->who->groups[i];
+}
+
 Sandbox *ops_resolve_sandbox(Request *c, const char *key) {
         const char *name = key;
         uid_t owner = c->peer.uid;

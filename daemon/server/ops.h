@@ -26,7 +26,12 @@ typedef struct Request {
         bool admin;        /* root, or a member of the configured admin group */
         int *fds;          /* the fds that came with the line (n_fds); a handler takes one by setting it to -1 */
         size_t n_fds;
+        const ReplyPeer *who; /* the same, with the peer's groups */
 } Request;
+
+/* The client's credentials for what is opened with its rights (create's "mounts"). */
+typedef struct SandboxCaller SandboxCaller;
+void ops_caller(const Request *c, SandboxCaller *ret);
 
 /* A handler either answers (now or later, through c->reply) and returns >= 0, or returns < 0
  * with err set and the dispatcher answers with it. c keeps the name the Connection had here, so

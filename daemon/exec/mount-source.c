@@ -1,0 +1,207 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <linux/openat2.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/socket.h>
+#include <sys/statfs.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "macro.h"
+#include "mount-compat.h"
+#include "mount-source.h"
+#include "spawn.h"
+
+#ifndef MOUNT_ATTR_IDMAP
+#define MOUNT_ATTR_IDMAP 0x00100000
+#endif
+
+const char *mount_step_to_string(int step) {
+        static const char *const names[_MOUNT_STEP_MAX] = {
+                [MOUNT_STEP_NONE] = "none",       [MOUNT_STEP_CREDS] = "credentials", [MOUNT_STEP_ROOT] = "mount_root",
+                [MOUNT_STEP_RESOLVE] = "resolve", [MOUNT_STEP_ACCESS] = "access",     [MOUNT_STEP_FSTYPE] = "fstype",
+                [MOUNT_STEP_USERNS] = "userns",   [MOUNT_STEP_TREE] = "open_tree",    [MOUNT_STEP_IDMAP] = "idmap",
+        };
+        return step >= 0 && step < _MOUNT_STEP_MAX && names[step] ? names[step] : "unknown";
+}
+
+/* The child as the caller: raw syscalls, so that only this process changes identity. Sends the
+ * O_PATH fd of the source, or {step, errno}, over fd. */
+_Noreturn static void caller_child(const MountSource *m, int fd) {
+        SpawnReport r = { .kind = REPORT_FAILED };
+        struct open_how how = {
+                .flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
+                .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
+        };
+        int root = -1, src = -1;
+
+        if (syscall(SYS_setgroups, (size_t) m->n_groups, m->groups) < 0 || syscall(SYS_setresgid, m->gid, m->gid, m->gid) < 0 ||
+            syscall(SYS_setresuid, m->uid, m->uid, m->uid) < 0) {
+                r.step = MOUNT_STEP_CREDS;
+                goto fail;
+        }
+        /* The root itself is reached by the caller's own path walk (it may follow the links an
+         * administrator configured); nothing beneath it may be a symlink. */
+        root = open(m->root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (root < 0) {
+                r.step = MOUNT_STEP_ROOT;
+                goto fail;
+        }
+        src = (int) syscall(SYS_openat2, root, m->rest, &how, sizeof(how));
+        if (src < 0) {
+                r.step = MOUNT_STEP_RESOLVE;
+                goto fail;
+        }
+        /* Real and effective ids are the caller's now: the kernel's own check, as the caller. */
+        if (faccessat(src, ".", R_OK | X_OK | (m->read_only ? 0 : W_OK), 0) < 0) {
+                r.step = MOUNT_STEP_ACCESS;
+                goto fail;
+        }
+        r.kind = REPORT_READY;
+        _exit(report_send(fd, &r, src) < 0 ? 1 : 0);
+fail:
+        r.err = errno;
+        (void) report_send(fd, &r, -1);
+        _exit(1);
+}
+
+static int open_as_caller(const MountSource *m, MountStep *ret_step) {
+        SpawnReport r = {};
+        int sp[2], fd = -1, k, status;
+        pid_t pid;
+
+        *ret_step = MOUNT_STEP_CREDS;
+        if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0)
+                return -1;
+        pid = fork();
+        if (pid < 0) {
+                close(sp[0]);
+                close(sp[1]);
+                return -1;
+        }
+        if (pid == 0) {
+                close(sp[0]);
+                caller_child(m, sp[1]);
+        }
+        close(sp[1]);
+        /* report_recv() does not wait; the daemon bounds how long we may (mount-open.h). */
+        while ((k = poll(&(struct pollfd) { .fd = sp[0], .events = POLLIN }, 1, -1)) < 0 && errno == EINTR)
+                ;
+        k = k < 0 ? -errno : report_recv(sp[0], &r, &fd);
+        close(sp[0]);
+        while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+                ;
+        if (k <= 0) {
+                safe_close(fd);
+                errno = k < 0 ? -k : EIO;
+                return -1;
+        }
+        if (r.kind != REPORT_READY || fd < 0) {
+                safe_close(fd);
+                *ret_step = (MountStep) r.step;
+                errno = r.err ? r.err : EIO;
+                return -1;
+        }
+        return fd;
+}
+
+static int write_map(pid_t pid, const char *file, unsigned from, unsigned to) {
+        char path[64], map[64];
+        int fd, n, w;
+
+        snprintf(path, sizeof(path), "/proc/%d/%s", (int) pid, file);
+        n = snprintf(map, sizeof(map), "%u %u 1\n", from, to);
+        fd = open(path, O_WRONLY | O_CLOEXEC);
+        if (fd < 0)
+                return -1;
+        w = (int) write(fd, map, (size_t) n);
+        close(fd);
+        return w == n ? 0 : -1;
+}
+
+/* A user namespace mapping the caller's ids (on disk) to the sandbox user's (host ids): held by
+ * a child that waits, its maps written from here (crun and systemd do the same), its
+ * /proc/PID/ns/user kept, the child ended. */
+static int idmap_userns(const MountSource *m) {
+        int go[2], ready[2], fd = -1, saved = 0;
+        char c, path[64];
+        pid_t pid;
+
+        if (pipe2(go, O_CLOEXEC) < 0)
+                return -1;
+        if (pipe2(ready, O_CLOEXEC) < 0) {
+                close(go[0]);
+                close(go[1]);
+                return -1;
+        }
+        pid = fork();
+        if (pid == 0) {
+                close(go[1]);
+                close(ready[0]);
+                if (unshare(CLONE_NEWUSER) < 0)
+                        _exit(1);
+                (void) !write(ready[1], "r", 1);
+                (void) !read(go[0], &c, 1);
+                _exit(0);
+        }
+        close(go[0]);
+        close(ready[1]);
+        if (pid > 0 && read(ready[0], &c, 1) == 1 && write_map(pid, "uid_map", m->uid, m->map_uid) == 0 &&
+            write_map(pid, "gid_map", m->gid, m->map_gid) == 0) {
+                snprintf(path, sizeof(path), "/proc/%d/ns/user", (int) pid);
+                fd = open(path, O_RDONLY | O_CLOEXEC);
+        }
+        if (fd < 0)
+                saved = pid < 0 ? errno : (errno ? errno : EPERM);
+        close(go[1]);
+        close(ready[0]);
+        if (pid > 0)
+                while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+                        ;
+        if (fd < 0)
+                errno = saved;
+        return fd;
+}
+
+int mount_source_open(const MountSource *m, MountStep *ret_step) {
+        _cleanup_close_ int src = -EBADF, userns = -EBADF, tree = -EBADF;
+        struct mount_attr attr = {
+                .attr_set = MOUNT_ATTR_IDMAP | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | (m->read_only ? MOUNT_ATTR_RDONLY : 0),
+                .propagation = MS_PRIVATE,
+        };
+        struct statfs sfs;
+
+        src = open_as_caller(m, ret_step);
+        if (src < 0)
+                return -1;
+        *ret_step = MOUNT_STEP_FSTYPE;
+        if (fstatfs(src, &sfs) < 0)
+                return -1;
+        if (root_fs_refused((long) sfs.f_type)) {
+                errno = EMEDIUMTYPE;
+                return -1;
+        }
+        *ret_step = MOUNT_STEP_USERNS;
+        userns = idmap_userns(m);
+        if (userns < 0)
+                return -1;
+        /* That exact inode, without the mounts below it (no AT_RECURSIVE). */
+        *ret_step = MOUNT_STEP_TREE;
+        tree = open_tree(src, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH);
+        if (tree < 0)
+                return -1;
+        *ret_step = MOUNT_STEP_IDMAP;
+        attr.userns_fd = (uint64_t) userns;
+        if (mount_setattr(tree, "", AT_EMPTY_PATH, &attr, sizeof(attr)) < 0)
+                return -1;
+        *ret_step = MOUNT_STEP_NONE;
+        return TAKE_FD(tree);
+}
