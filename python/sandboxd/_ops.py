@@ -386,7 +386,11 @@ def file_read(sandbox: str, path: PathArg, sink: ReadSink | None = None, *, offs
             if sink is not None:
                 sink.start(_i(ev, "offset"), state["length"])
         elif kind == "data" and sink is not None:
-            sink.put(_i(ev, "offset"), base64.b64decode(_s(ev, "data"), validate=True))
+            try:
+                chunk = base64.b64decode(_s(ev, "data"), validate=True)
+                sink.put(_i(ev, "offset"), chunk)
+            except ValueError as e:  # binascii.Error is one
+                raise ProtocolViolation(f"file.read: a data event this package cannot read: {e}") from None
 
     def decode(r: JSON) -> int:
         n = _i(r, "bytes", -1)
