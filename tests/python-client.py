@@ -512,7 +512,41 @@ e = raises(lambda: other.read("ft/a/hello.txt"), NotFound)
 check(e is not None and e.field == "sandbox", "files of another sandbox id: NotFound, field sandbox", repr(e))
 e = raises(lambda: other.write("x", ALL), NotFound)
 check(e is not None and e.field == "sandbox", "files.write to another sandbox id: NotFound, field sandbox", repr(e))
+with tempfile.TemporaryFile() as src:
+    src.write(b"some")
+    src.seek(0)
+    e = raises(lambda: F.write_from("ft/a/hello.txt", src, size="100T"), NoSpace)
+check(e is not None and e.code == "no_space" and e.field == "size" and F.read("ft/a/hello.txt") == TEXT.encode(),
+      "files.write_from with a size over the free space: NoSpace, field size, the old file kept", repr(e))
 is_(c.health().status, "ok", "the connection goes on after the file errors")
+
+# the request lines: an fd goes as "fds":1 / "fd":0 with the descriptor in the Call, never in the line
+cr = _ops.file_read("sbx-x", "p", fd=7)
+cw = _ops.file_write("sbx-x", "p", fd=9, size=3)
+cd = _ops.file_write("sbx-x", b"\xff", b"\x00\x01")
+is_([(k.fields.get("fds"), k.fields.get("fd"), k.fds) for k in (cr, cw)], [(1, 0, (7,)), (1, 0, (9,))],
+    "_ops: file.read/file.write with an fd: \"fds\":1, \"fd\":0, the fd in Call.fds")
+is_((cd.fields["path"], cd.fields["path_encoding"], cd.fields["data"], cd.fields["encoding"], cd.fds),
+    ("/w==", "base64", "AAE=", "base64", ()), "_ops: bytes path and data as base64, no fds")
+
+# threads sharing one Client: lines with fds and lines without, interleaved, each with its own
+def fworker(i, out):
+    try:
+        if i % 2:
+            with tempfile.TemporaryFile() as src:
+                src.write(bytes([i]) * (70000 + i))
+                src.seek(0)
+                F.write_from(f"ft/t{i}", src)
+        else:
+            F.write(f"ft/t{i}", bytes([i]) * (70000 + i))
+        out[i] = F.read(f"ft/t{i}") == bytes([i]) * (70000 + i)
+    except Exception as ex:  # noqa: BLE001 - reported
+        out[i] = repr(ex)
+res = {}
+ths = [threading.Thread(target=fworker, args=(i, res)) for i in range(8)]
+[t.start() for t in ths]
+[t.join(60) for t in ths]
+is_(res, {i: True for i in range(8)}, "8 threads on one Client, by fd and by data: each file has its own bytes")
 nb = os.fsdecode(b"ft/n\xffx")
 wn = F.write(nb, b"raw name")
 names = [x.name for x in F.list("ft")]
