@@ -4,13 +4,16 @@ the package and tests/ on sys.path, $SOCK the daemon's socket. Prints "PASS desc
 lines (client.check), which t-python.sh turns into TAP. Each check names one outcome and
 depends on it."""
 import asyncio
+import hashlib
 import http.client
+import io
 import json
 import os
 import re
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 
@@ -19,7 +22,7 @@ from client import check, is_
 import sandboxd
 from sandboxd import (
     AsyncClient, AsyncSandbox, Client, Conflict, ConnectionLost, InvalidRequest,
-    LimitUnenforceable, NotFound, Output, ResourceExhausted, Sandbox, SandboxdError,
+    LimitUnenforceable, NoSpace, NotFound, Output, ResourceExhausted, Sandbox, SandboxdError,
     SpawnFailed, Started, TooLarge, UnknownOp, errors,
 )
 from sandboxd import sidecar
@@ -103,7 +106,8 @@ built = {k.op for k in (
     _ops.run("x"), _ops.kill("r"), _ops.sweep(), _ops.pty_open("x"), _ops.pty_write("s"),
     _ops.pty_resize("s", 1, 1), _ops.pty_signal("s", "INT"), _ops.pty_close("s"), _ops.pty_attach("s"),
     _ops.pty_detach("s"), _ops.snapshot("x"), _ops.snapshot_list("x"), _ops.snapshot_restore("x", "s"),
-    _ops.snapshot_delete("x", "s"))}
+    _ops.snapshot_delete("x", "s"), _ops.file_stat("x", "p"), _ops.file_list("x", "p"), _ops.file_mkdir("x", "p"),
+    _ops.file_remove("x", "p"), _ops.file_read("x", "p"), _ops.file_write("x", "p", b""))}
 check(len(daemon_ops) >= 20 and daemon_ops <= built, "every operation of daemon/server/ops.c has its request in the package",
       sorted(daemon_ops - built))
 
@@ -381,6 +385,175 @@ check(other_result and other_result[0] is not None, "...and another thread's req
 fc.close()
 srv.close()
 
+# ---- files (sb.files) ----------------------------------------------------------------------
+F = sb.files
+
+
+def sha_in(sbx, path):
+    """sha256 of a sandbox's file as a run computes it (not through the file operations)."""
+    r = sbx.run(["sha256sum", path])
+    return r.stdout.split()[0] if r.exit_code == 0 else f"exit {r.exit_code}: {r.stderr}"
+
+
+TEXT = "héllo, wörld\nline 2\n"
+w1 = F.write("ft/a/hello.txt", TEXT, parents=True)
+is_((w1.path, w1.bytes, w1.created), ("/work/ft/a/hello.txt", len(TEXT.encode()), True),
+    "files.write of text with parents: FileWritten with the path, UTF-8 byte count, created")
+is_(sb.run("cat /work/ft/a/hello.txt").stdout, TEXT, "...a run reads the text written")
+is_(F.read("ft/a/hello.txt"), TEXT.encode(), "files.read: the text's bytes back")
+is_(F.read_text("/work/ft/a/hello.txt"), TEXT, "files.read_text, by absolute path")
+ALL = bytes(range(256)) * 17
+w2 = F.write("ft/all.bin", ALL)
+is_((w2.bytes, sha_in(sb, "/work/ft/all.bin")), (len(ALL), hashlib.sha256(ALL).hexdigest()),
+    "files.write of every byte value: a run's sha256sum agrees")
+is_(F.read("ft/all.bin"), ALL, "files.read: every byte value back")
+is_(F.read("ft/all.bin", 300, 10), ALL[300:310], "files.read with offset and length")
+is_(F.read("ft/all.bin", len(ALL) - 3), ALL[-3:], "files.read from an offset to the end")
+w3 = F.write("ft/empty", b"")
+is_((w3.bytes, F.read("ft/empty"), F.stat("ft/empty").size), (0, b"", 0), "an empty file: written, read back empty, size 0")
+BIG = os.urandom(3 << 20) + b"tail"
+w4 = F.write("ft/big.bin", BIG)
+is_((w4.bytes, sha_in(sb, "/work/ft/big.bin")), (len(BIG), hashlib.sha256(BIG).hexdigest()),
+    "files.write of 3 MiB (a memfd passed with the request): a run's sha256sum agrees")
+got = F.read("ft/big.bin")
+is_((len(got), got == BIG), (len(BIG), True), "files.read of 3 MiB (several data events): the same bytes")
+w5 = F.write("ft/all.bin", b"new", mode=0o600)
+st = F.stat("ft/all.bin")
+is_((w5.created, st.type, st.size, st.mode, st.uid, st.name, st.path), (False, "file", 3, 0o600, 1000, "all.bin", "/work/ft/all.bin"),
+    "files.write over a file: created false; stat: FileStat with type, size, mode, uid, name, path")
+check(st.mtime_ns > 0 and st.mtime.endswith("Z") and st.nlink == 1 and st.target is None, "stat: mtime, mtime_ns, nlink, no target", st)
+
+# by fd: a temporary file passed both ways, a pipe, and objects without a descriptor
+with tempfile.TemporaryFile() as src:
+    src.write(BIG)
+    src.seek(0)
+    w6 = F.write_from("ft/fd.bin", src)
+is_((w6.bytes, sha_in(sb, "/work/ft/fd.bin")), (len(BIG), hashlib.sha256(BIG).hexdigest()),
+    "files.write_from a file object (its fd passed): a run's sha256sum agrees")
+with tempfile.TemporaryFile() as src:
+    src.write(b"skip" + ALL)
+    src.seek(4)
+    w7 = F.write_from("ft/fd2.bin", src.fileno())
+is_((w7.bytes, F.read("ft/fd2.bin")), (len(ALL), ALL), "files.write_from a raw fd: read from its offset to its end")
+with tempfile.TemporaryFile() as dst:
+    n = F.read_into("ft/big.bin", dst)
+    dst.seek(0)
+    back = dst.read()
+is_((n, back == BIG), (len(BIG), True), "files.read_into a file object (its fd passed, the helper writes): the 3 MiB back")
+with tempfile.TemporaryFile() as dst:
+    n = F.read_into("ft/all.bin", dst.fileno())
+    is_((n, os.pread(dst.fileno(), 100, 0)), (3, b"new"), "files.read_into a raw fd")
+rfd, wfd = os.pipe()
+try:
+    n = F.read_into("ft/fd2.bin", wfd, 0, 1000)
+    os.close(wfd)
+    wfd = -1
+    piped = b""
+    while chunk := os.read(rfd, 65536):
+        piped += chunk
+finally:
+    os.close(rfd)
+    if wfd >= 0:
+        os.close(wfd)
+is_((n, piped), (1000, ALL[:1000]), "files.read_into a pipe with a length: the bytes there")
+bio = io.BytesIO()
+n = F.read_into("ft/big.bin", bio)
+is_((n, bio.getvalue() == BIG), (len(BIG), True), "files.read_into an io.BytesIO: streamed from the data events")
+w8 = F.write_from("ft/bio.bin", io.BytesIO(ALL))
+is_((w8.bytes, F.read("ft/bio.bin")), (len(ALL), ALL), "files.write_from an io.BytesIO (no fd: staged in a memfd)")
+with tempfile.TemporaryFile() as src:
+    src.write(b"short")
+    src.seek(0)
+    e = raises(lambda: F.write_from("ft/short", src, size=100), InvalidRequest)
+check(e is not None and e.field == "size", "files.write_from with a size the fd falls short of: InvalidRequest, field size", repr(e))
+check(not F.exists("ft/short"), "...and no file was left")
+
+# mkdir, list, remove
+is_(F.mkdir("ft/m/x/y", parents=True), 3, "files.mkdir(parents=True): 3 directories made")
+is_(F.mkdir("ft/m/z", mode=0o700), 1, "files.mkdir with a mode")
+is_(F.stat("ft/m/z").mode, 0o700, "...whose mode is as given")
+e = raises(lambda: F.mkdir("ft/m/z"), Conflict)
+check(e is not None and e.field == "path", "files.mkdir of an existing directory: Conflict, field path", repr(e))
+sb.run("ln -s /etc /work/ft/m/link")
+lst = F.list("ft/m")
+is_([(x.name, x.type) for x in lst], [("link", "symlink"), ("x", "dir"), ("z", "dir")],
+    "files.list: the entries, sorted, with their types")
+is_((lst.truncated, [x.target for x in lst][:1]), (False, ["/etc"]), "files.list: not truncated, a symlink's target")
+st = F.stat("ft/m/link")
+is_((st.type, st.target), ("symlink", "/etc"), "files.stat of a symlink: the link itself")
+is_(F.stat("ft/m/link", follow=True).type, "dir", "files.stat(follow=True): its target")
+rec = F.list("ft/m", recursive=True)
+is_(sorted(x.path for x in rec), ["/work/ft/m/link", "/work/ft/m/x", "/work/ft/m/x/y", "/work/ft/m/z"],
+    "files.list(recursive=True): every level, the symlink not entered")
+is_(len(F.list("ft/m", recursive=True, max_entries=2)), 2, "files.list with max_entries: that many")
+check(F.list("ft/m", recursive=True, max_entries=2).truncated, "...and truncated")
+e = raises(lambda: F.remove("ft/m"), Conflict)
+check(e is not None and e.field == "path", "files.remove of a directory that is not empty: Conflict", repr(e))
+is_(F.remove("ft/m/link"), 1, "files.remove of a symlink: 1")
+check(sb.run("test -d /etc").exit_code == 0, "...its target is still there")
+is_(F.remove("ft/m", recursive=True), 4, "files.remove(recursive=True): the 4 entries of the tree")
+e = raises(lambda: F.stat("ft/m"), NotFound)
+check(e is not None and e.field == "path", "...gone: stat is NotFound, field path", repr(e))
+is_(F.remove("ft/m", missing_ok=True), 0, "files.remove(missing_ok=True) of a missing path: 0")
+
+# errors
+e = raises(lambda: F.read("ft/nope"), NotFound)
+check(e is not None and e.field == "path" and e.op == "file.read", "files.read of a missing file: NotFound, field path", repr(e))
+e = raises(lambda: F.read("ft/a\0b"), InvalidRequest)
+check(e is not None and e.field == "path", "a path with a NUL: InvalidRequest, field path (sent as base64)", repr(e))
+e = raises(lambda: F.write("ft/a\0b", b"x"), InvalidRequest)
+check(e is not None and e.field == "path", "files.write to a path with a NUL: InvalidRequest, field path", repr(e))
+e = raises(lambda: F.read("ft/a"), InvalidRequest)
+check(e is not None and e.field == "path", "files.read of a directory: InvalidRequest", repr(e))
+e = raises(lambda: F.write("ft/a/hello.txt", b"x", exclusive=True), Conflict)
+check(e is not None and F.read("ft/a/hello.txt") == TEXT.encode(), "files.write(exclusive=True) over a file: Conflict, the old content kept", repr(e))
+other = sandboxd.Files(c, "sbx-000000000000")
+e = raises(lambda: other.read("ft/a/hello.txt"), NotFound)
+check(e is not None and e.field == "sandbox", "files of another sandbox id: NotFound, field sandbox", repr(e))
+e = raises(lambda: other.write("x", ALL), NotFound)
+check(e is not None and e.field == "sandbox", "files.write to another sandbox id: NotFound, field sandbox", repr(e))
+with tempfile.TemporaryFile() as src:
+    src.write(b"some")
+    src.seek(0)
+    e = raises(lambda: F.write_from("ft/a/hello.txt", src, size="100T"), NoSpace)
+check(e is not None and e.code == "no_space" and e.field == "size" and F.read("ft/a/hello.txt") == TEXT.encode(),
+      "files.write_from with a size over the free space: NoSpace, field size, the old file kept", repr(e))
+is_(c.health().status, "ok", "the connection goes on after the file errors")
+
+# the request lines: an fd goes as "fds":1 / "fd":0 with the descriptor in the Call, never in the line
+cr = _ops.file_read("sbx-x", "p", fd=7)
+cw = _ops.file_write("sbx-x", "p", fd=9, size=3)
+cd = _ops.file_write("sbx-x", b"\xff", b"\x00\x01")
+is_([(k.fields.get("fds"), k.fields.get("fd"), k.fds) for k in (cr, cw)], [(1, 0, (7,)), (1, 0, (9,))],
+    "_ops: file.read/file.write with an fd: \"fds\":1, \"fd\":0, the fd in Call.fds")
+is_((cd.fields["path"], cd.fields["path_encoding"], cd.fields["data"], cd.fields["encoding"], cd.fds),
+    ("/w==", "base64", "AAE=", "base64", ()), "_ops: bytes path and data as base64, no fds")
+
+# threads sharing one Client: lines with fds and lines without, interleaved, each with its own
+def fworker(i, out):
+    try:
+        if i % 2:
+            with tempfile.TemporaryFile() as src:
+                src.write(bytes([i]) * (70000 + i))
+                src.seek(0)
+                F.write_from(f"ft/t{i}", src)
+        else:
+            F.write(f"ft/t{i}", bytes([i]) * (70000 + i))
+        out[i] = F.read(f"ft/t{i}") == bytes([i]) * (70000 + i)
+    except Exception as ex:  # noqa: BLE001 - reported
+        out[i] = repr(ex)
+res = {}
+ths = [threading.Thread(target=fworker, args=(i, res)) for i in range(8)]
+[t.start() for t in ths]
+[t.join(60) for t in ths]
+is_(res, {i: True for i in range(8)}, "8 threads on one Client, by fd and by data: each file has its own bytes")
+nb = os.fsdecode(b"ft/n\xffx")
+wn = F.write(nb, b"raw name")
+names = [x.name for x in F.list("ft")]
+check(wn.path == os.fsdecode(b"/work/ft/n\xffx") and os.fsdecode(b"n\xffx") in names and F.read(b"ft/n\xffx") == b"raw name",
+      "a name that is not UTF-8: written, listed and read back (base64 on the wire), as os.fsdecode names it", (wn.path, names))
+F.remove("ft", recursive=True)
+
 # ---- asyncio -----------------------------------------------------------------------------
 
 
@@ -416,6 +589,44 @@ async def async_checks():
             check(False, "async: NotFound for an unknown id")
         except NotFound as ex:
             check(ex.field == "sandbox", "async: NotFound for an unknown id, field sandbox")
+        # files, asyncio
+        AF = asb.files
+        BIN = bytes(range(256)) * 9
+        wa = await AF.write("af/b.bin", BIN, parents=True)
+        is_((wa.bytes, wa.created, await AF.read("af/b.bin")), (len(BIN), True, BIN), "async files.write, read: every byte value")
+        BIGA = os.urandom(2 << 20)
+        await AF.write("af/big", BIGA)
+        is_((await AF.read("af/big")) == BIGA, True, "async files: 2 MiB by data (memfd) and back by data events")
+        with tempfile.TemporaryFile() as src:
+            src.write(BIGA[::-1])
+            src.seek(0)
+            wb = await AF.write_from("af/fd", src)
+        with tempfile.TemporaryFile() as dst:
+            n = await AF.read_into("af/fd", dst)
+            dst.seek(0)
+            back = dst.read()
+        is_((wb.bytes, n, back == BIGA[::-1]), (len(BIGA), len(BIGA), True), "async files.write_from, read_into: 2 MiB by fd")
+        await AF.write("af/e", b"")
+        is_(await AF.read("af/e"), b"", "async files: an empty file")
+        is_(await AF.mkdir("af/d/e", parents=True), 2, "async files.mkdir")
+        is_([x.name for x in await AF.list("af")], ["b.bin", "big", "d", "e", "fd"], "async files.list")
+        is_((await AF.stat("af/d")).type, "dir", "async files.stat")
+        is_(await AF.remove("af", recursive=True), 7, "async files.remove(recursive=True)")
+        try:
+            await AF.stat("af")
+            check(False, "async files: NotFound after the removal")
+        except NotFound as ex:
+            check(ex.field == "path", "async files: NotFound after the removal, field path")
+        try:
+            await AF.read("x\0y")
+            check(False, "async files: a NUL in a path is InvalidRequest")
+        except InvalidRequest as ex:
+            check(ex.field == "path", "async files: a NUL in a path is InvalidRequest")
+        writes = await asyncio.gather(*(AF.write_from(f"p{i}", io.BytesIO(bytes([i]) * 1000)) for i in range(4)),
+                                      *(AF.write(f"q{i}", bytes([i]) * 100) for i in range(4)))
+        reads = await asyncio.gather(*(AF.read(f"p{i}") for i in range(4)), *(AF.read(f"q{i}") for i in range(4)))
+        is_(([w.bytes for w in writes], reads), ([1000] * 4 + [100] * 4, [bytes([i]) * 1000 for i in range(4)] + [bytes([i]) * 100 for i in range(4)]),
+            "async files: writes by fd and by data from concurrent tasks, each to its file")
         h = await cl.health()
         is_(h.status, "ok", "AsyncClient.health")
     try:

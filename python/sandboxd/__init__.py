@@ -7,18 +7,18 @@
 
 Blocking: Client, Sandbox, RunStream, Session. asyncio: AsyncClient, AsyncSandbox,
 AsyncRunStream, AsyncSession. Replies are dataclasses (sandboxd.replies); every error code of
-the protocol is an exception class (sandboxd.errors). There is no file API yet (the protocol has
-none): files go in and out through runs, or sandboxctl."""
+the protocol is an exception class (sandboxd.errors). A sandbox's files: ``sb.files`` (Files,
+AsyncFiles: stat, list, mkdir, remove, read, read_into, write, write_from)."""
 from ._common import DEFAULT_SOCKET, SOCKET_ENV, socket_path
-from .aio import AsyncClient, AsyncRunStream, AsyncSandbox, AsyncSession
-from .client import Client, RunStream, Sandbox, Session
+from .aio import AsyncClient, AsyncFiles, AsyncRunStream, AsyncSandbox, AsyncSession
+from .client import Client, Files, RunStream, Sandbox, Session
 from .errors import (
     Conflict, ConnectionLost, Error, Internal, InvalidJson, InvalidRequest, LimitUnenforceable,
-    NotFound, PermissionDenied, ProtocolViolation, ResourceExhausted, SandboxdError,
+    NoSpace, NotFound, PermissionDenied, ProtocolViolation, ResourceExhausted, SandboxdError,
     SessionLost, SpawnFailed, TeardownStuck, TooLarge, UnknownOp,
 )
 from .replies import (
-    DestroyResult, Dropped, Event, Health, Hello, Output, Progress, RestoreResult, RunResult,
+    DestroyResult, Dropped, Event, FileList, FileStat, FileWritten, Health, Hello, Output, Progress, RestoreResult, RunResult,
     SandboxInfo, SessionExit, SessionInfo, SessionSummary, Snapshot, SnapshotResult, Started,
     SweepResult,
 )
@@ -27,13 +27,13 @@ __version__ = "0.1.0"
 
 __all__ = [
     "DEFAULT_SOCKET", "SOCKET_ENV", "socket_path",
-    "Client", "Sandbox", "RunStream", "Session",
-    "AsyncClient", "AsyncSandbox", "AsyncRunStream", "AsyncSession",
+    "Client", "Sandbox", "RunStream", "Session", "Files",
+    "AsyncClient", "AsyncSandbox", "AsyncRunStream", "AsyncSession", "AsyncFiles",
     "Error", "SandboxdError", "ConnectionLost", "ProtocolViolation",
     "InvalidJson", "InvalidRequest", "UnknownOp", "TooLarge", "NotFound", "PermissionDenied",
-    "LimitUnenforceable", "ResourceExhausted", "SpawnFailed", "Conflict", "Internal",
+    "LimitUnenforceable", "ResourceExhausted", "SpawnFailed", "Conflict", "NoSpace", "Internal",
     "SessionLost", "TeardownStuck",
     "Hello", "Health", "SandboxInfo", "SessionSummary", "DestroyResult", "RunResult", "Started",
     "Output", "Progress", "Dropped", "SessionExit", "Event", "Snapshot", "SnapshotResult",
-    "RestoreResult", "SweepResult", "SessionInfo",
+    "RestoreResult", "SweepResult", "SessionInfo", "FileStat", "FileList", "FileWritten",
 ]

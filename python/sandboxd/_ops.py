@@ -4,14 +4,15 @@ reply becomes a dataclass. Built once here, sent by Client and AsyncClient alike
 from __future__ import annotations
 
 import base64
+import os
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar, Union
 
 from .errors import ProtocolViolation, error_from_reply
 from .replies import (
-    JSON, DestroyResult, Health, Hello, RestoreResult, RunResult, SandboxInfo, SessionExit, SessionInfo,
-    Snapshot, SnapshotResult, SweepResult, _d, _i, _l, _s,
+    JSON, DestroyResult, FileList, FileStat, FileWritten, Health, Hello, RestoreResult, RunResult,
+    SandboxInfo, SessionExit, SessionInfo, Snapshot, SnapshotResult, SweepResult, _b, _d, _i, _l, _s,
 )
 
 T = TypeVar("T")
@@ -26,13 +27,26 @@ Command = Union[str, Sequence[str]]
 Signal = Union[str, int]
 #: A snapshot: its id, "SANDBOX/ID", or a Snapshot.
 SnapshotRef = Union[str, Snapshot]
+#: A path in the sandbox: a str (non-UTF-8 names as os.fsdecode gives them) or bytes.
+PathArg = Union[str, bytes, "os.PathLike[str]", "os.PathLike[bytes]"]
+#: A permission mode: an integer (0o644) or an octal string ("644").
+Mode = Union[int, str]
+
+#: At most this many fds travel with one request (docs/protocol.md, "File descriptors").
+FDS_PER_MESSAGE = 8
 
 
 @dataclass(frozen=True)
 class Call(Generic[T]):
+    """``fds``: descriptors sent with the request line (SCM_RIGHTS, ``"fds": N`` in the line;
+    the caller keeps them open until the reply). ``events``: takes the request's events (those
+    of file.list and file.read build the value ``decode`` returns)."""
+
     op: str
     fields: JSON
     decode: Callable[[JSON], T]
+    fds: tuple[int, ...] = ()
+    events: Callable[[JSON], None] | None = field(default=None, compare=False)
 
     def finish(self, reply: JSON) -> T:
         """The value of the final reply, or the exception of its error code raised."""
@@ -205,6 +219,204 @@ def pty_attach(session: str, from_seq: int | None = None) -> Call[SessionInfo]:
 
 def pty_detach(session: str) -> Call[None]:
     return Call("pty.detach", {"session": session}, _none)
+
+
+# ---- files (docs/protocol.md, "Files") ---------------------------------------------------
+
+def _path(path: PathArg, key: str = "path", enc_key: str = "path_encoding") -> JSON:
+    """A str that is valid UTF-8 without NUL goes as it is; bytes, names os.fsdecode made of
+    bytes that are not UTF-8, and a NUL (which JSON cannot carry to the daemon: it refuses it)
+    go as base64 of their bytes."""
+    p = os.fspath(path)
+    if isinstance(p, str):
+        if "\0" not in p:
+            try:
+                p.encode("utf-8")
+                return {key: p}
+            except UnicodeEncodeError:
+                pass
+        p = os.fsencode(p)
+    return {key: base64.b64encode(p).decode(), enc_key: "base64"}
+
+
+def _mode(mode: Mode | None) -> Mode | None:
+    return mode
+
+
+def _file_fields(sandbox: str, path: PathArg, user: str | None) -> JSON:
+    out: JSON = {"sandbox": sandbox}
+    out.update(_path(path))
+    out["user"] = user
+    return out
+
+
+def _with_fd(fields: JSON, fd: int | None) -> tuple[JSON, tuple[int, ...]]:
+    if fd is None:
+        return fields, ()
+    fields.update({"fds": 1, "fd": 0})
+    return fields, (fd,)
+
+
+def file_stat(sandbox: str, path: PathArg, *, follow: bool = False,
+              user: str | None = None) -> Call[FileStat]:
+    fields = _file_fields(sandbox, path, user)
+    fields["follow"] = True if follow else None
+    return Call("file.stat", fields, lambda r: FileStat.from_json(_d(r, "stat")))
+
+
+def file_list(sandbox: str, path: PathArg, *, recursive: bool = False,
+              max_entries: int | None = None, max_depth: int | None = None,
+              user: str | None = None) -> Call[FileList]:
+    fields = _file_fields(sandbox, path, user)
+    fields.update({"recursive": True if recursive else None, "max_entries": max_entries,
+                   "max_depth": max_depth})
+    entries: list[FileStat] = []
+
+    def event(ev: JSON) -> None:
+        if ev.get("event") == "entries":
+            entries.extend(FileStat.from_json(e) for e in _l(ev, "entries") if isinstance(e, dict))
+
+    def decode(r: JSON) -> FileList:
+        n = _i(r, "entries", -1)
+        if n != len(entries):
+            raise ValueError(f"the reply counts {n} entries, {len(entries)} came")
+        return FileList(list(entries), _b(r, "truncated"), r)
+    return Call("file.list", fields, decode, events=event)
+
+
+def file_mkdir(sandbox: str, path: PathArg, *, parents: bool = False, mode: Mode | None = None,
+               user: str | None = None) -> Call[int]:
+    fields = _file_fields(sandbox, path, user)
+    fields.update({"parents": True if parents else None, "mode": _mode(mode)})
+    return Call("file.mkdir", fields, lambda r: _i(r, "created"))
+
+
+def file_remove(sandbox: str, path: PathArg, *, recursive: bool = False, missing_ok: bool = False,
+                user: str | None = None) -> Call[int]:
+    fields = _file_fields(sandbox, path, user)
+    fields.update({"recursive": True if recursive else None,
+                   "missing_ok": True if missing_ok else None})
+    return Call("file.remove", fields, lambda r: _i(r, "removed"))
+
+
+class ReadSink:
+    """Where the ``data`` events of a file.read go: ``put(offset, data)`` with ``offset``
+    absolute in the file; a jump past the bytes put so far is a hole. ``end(size)`` once the
+    reply came, with what it counts (holes included)."""
+
+    def start(self, offset: int, length: int) -> None:
+        pass
+
+    def put(self, offset: int, data: bytes) -> None:
+        raise NotImplementedError
+
+    def end(self, total: int) -> None:
+        pass
+
+
+class BytesSink(ReadSink):
+    """The bytes read, holes filled with zeros, kept in memory."""
+
+    def __init__(self) -> None:
+        self.buf = bytearray()
+        self.base = 0
+
+    def start(self, offset: int, length: int) -> None:
+        self.base = offset
+
+    def put(self, offset: int, data: bytes) -> None:
+        at = offset - self.base
+        if at < len(self.buf):
+            raise ValueError(f"a data event at offset {offset} goes back")
+        self.buf += bytes(at - len(self.buf))
+        self.buf += data
+
+    def end(self, total: int) -> None:
+        if total < len(self.buf):
+            raise ValueError(f"the reply counts {total} bytes, {len(self.buf)} came")
+        self.buf += bytes(total - len(self.buf))
+
+
+class WriterSink(ReadSink):
+    """The bytes read, written to ``write`` (a file object's) as they come, holes as zeros."""
+
+    def __init__(self, write: Callable[[bytes], Any]) -> None:
+        self.write = write
+        self.next = 0
+        self.done = 0
+
+    def start(self, offset: int, length: int) -> None:
+        self.next = offset
+
+    def _zeros(self, n: int) -> None:
+        while n > 0:
+            k = min(n, 1 << 20)
+            self.write(bytes(k))
+            n -= k
+            self.done += k
+
+    def put(self, offset: int, data: bytes) -> None:
+        if offset < self.next:
+            raise ValueError(f"a data event at offset {offset} goes back")
+        self._zeros(offset - self.next)
+        self.write(data)
+        self.done += len(data)
+        self.next = offset + len(data)
+
+    def end(self, total: int) -> None:
+        if total < self.done:
+            raise ValueError(f"the reply counts {total} bytes, {self.done} came")
+        self._zeros(total - self.done)
+
+
+def file_read(sandbox: str, path: PathArg, sink: ReadSink | None = None, *, offset: Size | None = None,
+              length: Size | None = None, nofollow: bool = False, fd: int | None = None,
+              user: str | None = None) -> Call[int]:
+    """The count of bytes read (holes included); they went to ``sink`` (data events) or, with
+    ``fd``, into that descriptor (written by the sandbox's helper)."""
+    fields = _file_fields(sandbox, path, user)
+    fields.update({"offset": offset, "length": length, "nofollow": True if nofollow else None})
+    fields, fds = _with_fd(fields, fd)
+    state = {"length": -1}
+
+    def event(ev: JSON) -> None:
+        kind = ev.get("event")
+        if kind == "size":
+            state["length"] = _i(ev, "length", -1)
+            if sink is not None:
+                sink.start(_i(ev, "offset"), state["length"])
+        elif kind == "data" and sink is not None:
+            try:
+                chunk = base64.b64decode(_s(ev, "data"), validate=True)
+                sink.put(_i(ev, "offset"), chunk)
+            except ValueError as e:  # binascii.Error is one
+                raise ProtocolViolation(f"file.read: a data event this package cannot read: {e}") from None
+
+    def decode(r: JSON) -> int:
+        n = _i(r, "bytes", -1)
+        if n < 0 or (state["length"] >= 0 and n > state["length"]):
+            raise ValueError(f"bytes {r.get('bytes')!r} for a length of {state['length']}")
+        if sink is not None:
+            sink.end(n)
+        return n
+    return Call("file.read", fields, decode, fds=fds, events=event)
+
+
+def file_write(sandbox: str, path: PathArg, data: str | bytes | None = None, *,
+               fd: int | None = None, size: Size | None = None, mode: Mode | None = None,
+               parents: bool = False, exclusive: bool = False, atomic: bool = True,
+               offset: Size | None = None, sync: bool = False,
+               user: str | None = None) -> Call[FileWritten]:
+    """Either ``data`` (in the line) or ``fd`` (passed)."""
+    fields = _file_fields(sandbox, path, user)
+    if fd is None:
+        fields.update(_payload(data if data is not None else b"", "data", "encoding"))
+    fields.update({"size": size, "mode": _mode(mode), "parents": True if parents else None,
+                   "exclusive": True if exclusive else None,
+                   "atomic": False if not atomic else None, "offset": offset,
+                   "sync": True if sync else None})
+    fields, fds = _with_fd(fields, fd)
+    return Call("file.write", fields, FileWritten.from_json, fds=fds)
 
 
 def raw(op: str, fields: Mapping[str, Any]) -> Call[JSON]:

@@ -98,8 +98,10 @@ class Wire(Generic[S]):
 
     @staticmethod
     def _parse(raw: bytes) -> JSON:
+        # Bytes that are not UTF-8 inside a string (a name the daemon echoes as it is) become
+        # surrogates, as os.fsdecode makes them, rather than ending the connection.
         try:
-            msg = json.loads(raw)
+            msg = json.loads(raw.decode("utf-8", "surrogateescape"))
         except ValueError as e:
             raise ProtocolViolation(f"sandboxd sent a line that is not JSON: {e}") from None
         if not isinstance(msg, dict):

@@ -9,20 +9,25 @@ Wire and Calls as the blocking face. Many tasks may have requests in flight on o
 """
 from __future__ import annotations
 
+import array
 import asyncio
 import builtins
 import os
+import socket as _socket
 from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Mapping, Sequence
 from types import TracebackType
 from typing import Any, Generic, TypeVar
 
 from . import _ops
-from ._common import RUN_EVENT_TYPES, SESSION_EVENT_TYPES, progress_hook as _progress, socket_path
-from ._ops import Call, Command, Duration, Signal, Size, SnapshotRef
+from ._common import (
+    INLINE_WRITE_MAX, RUN_EVENT_TYPES, SESSION_EVENT_TYPES, fileno_of, progress_hook as _progress,
+    socket_path, staged,
+)
+from ._ops import BytesSink, Call, Command, Duration, Mode, PathArg, Signal, Size, SnapshotRef, WriterSink
 from ._wire import DEFAULT_MAX_LINE, DETACHED_EVENT, JSON, Pending, Wire
 from .errors import ConnectionLost, Error, NotFound
 from .replies import (
-    DestroyResult, Dropped, Health, Hello, Output, Progress, RestoreResult, RunEvent, RunResult,
+    DestroyResult, Dropped, FileList, FileStat, FileWritten, Health, Hello, Output, Progress, RestoreResult, RunEvent, RunResult,
     SandboxInfo, SessionEvent, SessionExit, SessionInfo, Snapshot, SnapshotResult, Started,
     SweepResult, decode_event,
 )
@@ -69,6 +74,7 @@ class AsyncClient:
         self._writer = writer
         self._wire: Wire[_Queue] = Wire(max_line_bytes)
         self._lost: Error | None = None
+        self._send_lock = asyncio.Lock()
         self._task = asyncio.get_running_loop().create_task(self._read_loop())
 
     @classmethod
@@ -137,16 +143,59 @@ class AsyncClient:
         q: _Queue = asyncio.Queue()
         p, line = self._wire.request(call.op, call.fields, q)
         try:
-            self._writer.write(line)
-            await self._writer.drain()
+            async with self._send_lock:
+                if call.fds:
+                    await self._send_fds(line, call.fds)
+                else:
+                    self._writer.write(line)
+                    await self._writer.drain()
         except OSError as e:
             self._wire.forget(p)
             raise ConnectionLost(f"{call.op}: sending to sandboxd: {e.strerror or e}") from None
         return _Flight(self, p)
 
+    async def _send_fds(self, line: bytes, fds: tuple[int, ...]) -> None:
+        """The line alone in one sendmsg with fds in its SCM_RIGHTS (see client._send_fds),
+        on the transport's socket once the transport's buffer is empty (the send lock keeps
+        other lines out until this one is whole)."""
+        transport = self._writer.transport
+        while transport.get_write_buffer_size() > 0:
+            if transport.is_closing():
+                raise ConnectionResetError("the connection is closing")
+            await asyncio.sleep(0.001)
+        tsock = self._writer.get_extra_info("socket")
+        if tsock is None:
+            raise ConnectionResetError("the connection has no socket")
+        loop = asyncio.get_running_loop()
+        sock = _socket.socket(fileno=os.dup(tsock.fileno()))
+        try:
+            sock.setblocking(False)
+            anc = [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, array.array("i", fds).tobytes())]
+            while True:
+                try:
+                    n = sock.sendmsg([line], anc)
+                    break
+                except BlockingIOError:
+                    ready: asyncio.Future[None] = loop.create_future()
+
+                    def wake(fut: asyncio.Future[None] = ready) -> None:
+                        if not fut.done():
+                            fut.set_result(None)
+                    loop.add_writer(sock.fileno(), wake)
+                    try:
+                        await ready
+                    finally:
+                        loop.remove_writer(sock.fileno())
+            if n < len(line):
+                await loop.sock_sendall(sock, line[n:])
+        finally:
+            sock.close()
+
     async def _call(self, call: Call[T], on_event: Callable[[JSON], None] | None = None,
                     timeout: float | None = None) -> T:
         f = await self._start(call)
+        if on_event is None:
+            on_event = call.events
         loop = asyncio.get_running_loop()
         deadline = None if timeout is None else loop.time() + timeout
         try:
@@ -504,6 +553,105 @@ class _Making(Generic[S]):
             await getattr(self._made, "__aexit__")(et, ev, tb)
 
 
+class AsyncFiles:
+    """The file operations of one sandbox, for asyncio (``sb.files``; see client.Files)."""
+
+    def __init__(self, client: AsyncClient, sandbox: str, user: str | None = None) -> None:
+        self.client = client
+        self.sandbox = sandbox
+        self.user = user
+
+    def _u(self, user: str | None) -> str | None:
+        return user if user is not None else self.user
+
+    async def stat(self, path: PathArg, *, follow: bool = False,
+                   user: str | None = None) -> FileStat:
+        return await self.client._call(_ops.file_stat(self.sandbox, path, follow=follow,
+                                                      user=self._u(user)))
+
+    async def exists(self, path: PathArg, *, user: str | None = None) -> bool:
+        try:
+            await self.stat(path, user=user)
+        except NotFound:
+            return False
+        return True
+
+    async def list(self, path: PathArg = "/work", recursive: bool = False, *,
+                   max_entries: int | None = None, max_depth: int | None = None,
+                   user: str | None = None) -> FileList:
+        return await self.client._call(_ops.file_list(self.sandbox, path, recursive=recursive,
+                                                      max_entries=max_entries,
+                                                      max_depth=max_depth, user=self._u(user)))
+
+    async def mkdir(self, path: PathArg, *, parents: bool = False, mode: Mode | None = None,
+                    user: str | None = None) -> int:
+        return await self.client._call(_ops.file_mkdir(self.sandbox, path, parents=parents,
+                                                       mode=mode, user=self._u(user)))
+
+    async def remove(self, path: PathArg, *, recursive: bool = False, missing_ok: bool = False,
+                     user: str | None = None) -> int:
+        return await self.client._call(_ops.file_remove(self.sandbox, path, recursive=recursive,
+                                                        missing_ok=missing_ok,
+                                                        user=self._u(user)))
+
+    async def read(self, path: PathArg, offset: Size = 0, length: Size | None = None, *,
+                   nofollow: bool = False, user: str | None = None) -> bytes:
+        sink = BytesSink()
+        await self.client._call(_ops.file_read(self.sandbox, path, sink, offset=offset or None,
+                                               length=length, nofollow=nofollow,
+                                               user=self._u(user)))
+        return bytes(sink.buf)
+
+    async def read_text(self, path: PathArg, encoding: str = "utf-8", errors: str = "strict", *,
+                        user: str | None = None) -> str:
+        return (await self.read(path, user=user)).decode(encoding, errors)
+
+    async def read_into(self, path: PathArg, dest: Any, offset: Size = 0,
+                        length: Size | None = None, *, nofollow: bool = False,
+                        user: str | None = None) -> int:
+        fd = fileno_of(dest)
+        if fd is not None:
+            return await self.client._call(_ops.file_read(
+                self.sandbox, path, None, offset=offset or None, length=length,
+                nofollow=nofollow, fd=fd, user=self._u(user)))
+        return await self.client._call(_ops.file_read(
+            self.sandbox, path, WriterSink(dest.write), offset=offset or None, length=length,
+            nofollow=nofollow, user=self._u(user)))
+
+    async def write(self, path: PathArg, data: bytes | str, *, mode: Mode | None = None,
+                    parents: bool = False, atomic: bool = True, exclusive: bool = False,
+                    offset: Size | None = None, sync: bool = False,
+                    user: str | None = None) -> FileWritten:
+        raw = data.encode() if isinstance(data, str) else bytes(data)
+        kw: dict[str, Any] = dict(size=len(raw), mode=mode, parents=parents, exclusive=exclusive,
+                                  atomic=atomic, offset=offset, sync=sync, user=self._u(user))
+        if len(raw) <= INLINE_WRITE_MAX:
+            return await self.client._call(_ops.file_write(
+                self.sandbox, path, data if isinstance(data, str) else raw, **kw))
+        fd = staged(raw)
+        try:
+            return await self.client._call(_ops.file_write(self.sandbox, path, fd=fd, **kw))
+        finally:
+            os.close(fd)
+
+    async def write_from(self, path: PathArg, src: Any, *, size: Size | None = None,
+                         mode: Mode | None = None, parents: bool = False, atomic: bool = True,
+                         exclusive: bool = False, offset: Size | None = None,
+                         sync: bool = False, user: str | None = None) -> FileWritten:
+        fd = fileno_of(src)
+        own = fd is None
+        if fd is None:
+            fd = staged(src)
+        try:
+            return await self.client._call(_ops.file_write(
+                self.sandbox, path, fd=fd, size=size, mode=mode, parents=parents,
+                exclusive=exclusive, atomic=atomic, offset=offset, sync=sync,
+                user=self._u(user)))
+        finally:
+            if own:
+                os.close(fd)
+
+
 class AsyncSandbox:
     """The asyncio Sandbox: ``async with AsyncSandbox.create(...) as sb`` (or ``sb = await
     AsyncSandbox.create(...)``, then ``await sb.destroy()``)."""
@@ -516,6 +664,8 @@ class AsyncSandbox:
         self.name = info.name
         self._owns_sandbox = owns_sandbox
         self._owns_client = owns_client
+        #: The file operations: ``await sb.files.write("a.txt", b"...")``.
+        self.files = AsyncFiles(client, info.id)
 
     @classmethod
     def create(cls, *, client: AsyncClient | None = None,

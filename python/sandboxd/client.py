@@ -6,6 +6,7 @@ and waits on its own queue, and one reader thread routes what the daemon sends. 
 be in flight at once on one connection (as many as the daemon's runs per connection allow)."""
 from __future__ import annotations
 
+import array
 import builtins
 import os
 import queue
@@ -17,12 +18,15 @@ from types import TracebackType
 from typing import Any, TypeVar
 
 from . import _ops
-from ._common import RUN_EVENT_TYPES, SESSION_EVENT_TYPES, progress_hook as _progress, socket_path
-from ._ops import Call, Command, Duration, Signal, Size, SnapshotRef
+from ._common import (
+    INLINE_WRITE_MAX, RUN_EVENT_TYPES, SESSION_EVENT_TYPES, fileno_of, progress_hook as _progress,
+    socket_path, staged,
+)
+from ._ops import BytesSink, Call, Command, Duration, Mode, PathArg, Signal, Size, SnapshotRef, WriterSink
 from ._wire import DEFAULT_MAX_LINE, DETACHED_EVENT, JSON, Pending, Wire
 from .errors import ConnectionLost, Error, NotFound
 from .replies import (
-    DestroyResult, Dropped, Health, Hello, Output, Progress, RestoreResult, RunEvent, RunResult,
+    DestroyResult, Dropped, FileList, FileStat, FileWritten, Health, Hello, Output, Progress, RestoreResult, RunEvent, RunResult,
     SandboxInfo, SessionEvent, SessionExit, SessionInfo, Snapshot, SnapshotResult, Started,
     SweepResult, decode_event,
 )
@@ -147,7 +151,10 @@ class Client:
             p, line = self._wire.request(call.op, call.fields, q)
         try:
             with self._send_lock:
-                self._sock.sendall(line)
+                if call.fds:
+                    _send_fds(self._sock, line, call.fds)
+                else:
+                    self._sock.sendall(line)
         except OSError as e:
             self._forget(p)
             raise ConnectionLost(f"{call.op}: sending to sandboxd: {e.strerror or e}") from None
@@ -157,6 +164,8 @@ class Client:
               timeout: float | None = None) -> T:
         f = self._start(call)
         deadline = None if timeout is None else time.monotonic() + timeout
+        if on_event is None:
+            on_event = call.events
         try:
             while True:
                 left = None if deadline is None else max(0.0, deadline - time.monotonic())
@@ -310,6 +319,16 @@ class Client:
 
     def pty_detach(self, session: str) -> None:
         self._call(_ops.pty_detach(session))
+
+
+def _send_fds(sock: socket.socket, line: bytes, fds: tuple[int, ...]) -> None:
+    """The line alone in one sendmsg whose SCM_RIGHTS holds fds: the kernel attaches them to
+    its first byte, so a short send goes on without them (docs/protocol.md, "File
+    descriptors"). Every line before it was sent whole (the send lock is held)."""
+    anc = [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds).tobytes())]
+    n = sock.sendmsg([line], anc)
+    if n < len(line):
+        sock.sendall(line[n:])
 
 
 def _socket_connect(path: str, timeout: float | None) -> socket.socket:
@@ -523,6 +542,127 @@ class Session:
                     raise
 
 
+class Files:
+    """The file operations of one sandbox (``sb.files``; docs/protocol.md, "Files"). Paths
+    are the sandbox's own, absolute or relative to /work; ``user`` (``"sandbox"`` or
+    ``"root"``) defaults to the sandbox's. Errors are the protocol's: NotFound, Conflict,
+    PermissionDenied, NoSpace, InvalidRequest (field ``path`` mostly)."""
+
+    def __init__(self, client: Client, sandbox: str, user: str | None = None) -> None:
+        self.client = client
+        self.sandbox = sandbox
+        self.user = user
+
+    def _u(self, user: str | None) -> str | None:
+        return user if user is not None else self.user
+
+    def stat(self, path: PathArg, *, follow: bool = False, user: str | None = None) -> FileStat:
+        """``file.stat``: a symlink is reported as one unless ``follow``."""
+        return self.client._call(_ops.file_stat(self.sandbox, path, follow=follow, user=self._u(user)))
+
+    def exists(self, path: PathArg, *, user: str | None = None) -> bool:
+        """Whether ``path`` names anything (a dangling symlink counts)."""
+        try:
+            self.stat(path, user=user)
+        except NotFound:
+            return False
+        return True
+
+    def list(self, path: PathArg = "/work", recursive: bool = False, *,
+             max_entries: int | None = None, max_depth: int | None = None,
+             user: str | None = None) -> FileList:
+        """``file.list`` of a directory: its entries (iterate the FileList), every level below
+        with ``recursive`` (symlinks reported, mount points marked, neither entered)."""
+        return self.client._call(_ops.file_list(self.sandbox, path, recursive=recursive,
+                                                max_entries=max_entries, max_depth=max_depth,
+                                                user=self._u(user)))
+
+    def mkdir(self, path: PathArg, *, parents: bool = False, mode: Mode | None = None,
+              user: str | None = None) -> int:
+        """``file.mkdir``: how many directories were made (``parents``: as ``mkdir -p``)."""
+        return self.client._call(_ops.file_mkdir(self.sandbox, path, parents=parents, mode=mode,
+                                                 user=self._u(user)))
+
+    def remove(self, path: PathArg, *, recursive: bool = False, missing_ok: bool = False,
+               user: str | None = None) -> int:
+        """``file.remove``: how many entries were removed (``recursive``: as ``rm -rf``)."""
+        return self.client._call(_ops.file_remove(self.sandbox, path, recursive=recursive,
+                                                  missing_ok=missing_ok, user=self._u(user)))
+
+    def read(self, path: PathArg, offset: Size = 0, length: Size | None = None, *,
+             nofollow: bool = False, user: str | None = None) -> bytes:
+        """``file.read``: the bytes (holes as zeros), from ``offset``, ``length`` of them
+        (default: to the end). They come in the daemon's chunks of at most 1 MiB; the whole
+        content is held here: for a large file use read_into."""
+        sink = BytesSink()
+        self.client._call(_ops.file_read(self.sandbox, path, sink, offset=offset or None,
+                                         length=length, nofollow=nofollow, user=self._u(user)))
+        return bytes(sink.buf)
+
+    def read_text(self, path: PathArg, encoding: str = "utf-8", errors: str = "strict", *,
+                  user: str | None = None) -> str:
+        return self.read(path, user=user).decode(encoding, errors)
+
+    def read_into(self, path: PathArg, dest: Any, offset: Size = 0,
+                  length: Size | None = None, *, nofollow: bool = False,
+                  user: str | None = None) -> int:
+        """``file.read`` into ``dest``: an fd or a file object with one (a regular file or a
+        pipe, open for writing) is passed to the sandbox's helper, which writes the bytes
+        there itself at its offset (a regular file stays sparse); any other object with
+        ``write`` (io.BytesIO) gets them as they come. The count of bytes (holes included)."""
+        fd = fileno_of(dest)
+        if fd is not None:
+            return self.client._call(_ops.file_read(self.sandbox, path, None, offset=offset or None,
+                                                    length=length, nofollow=nofollow, fd=fd,
+                                                    user=self._u(user)))
+        sink = WriterSink(dest.write)
+        return self.client._call(_ops.file_read(self.sandbox, path, sink, offset=offset or None,
+                                                length=length, nofollow=nofollow,
+                                                user=self._u(user)))
+
+    def write(self, path: PathArg, data: bytes | str, *, mode: Mode | None = None,
+              parents: bool = False, atomic: bool = True, exclusive: bool = False,
+              offset: Size | None = None, sync: bool = False,
+              user: str | None = None) -> FileWritten:
+        """``file.write`` of ``data`` (a str is written as UTF-8): by default atomically (a
+        reader sees the old file or the new one; a failure leaves the old one). ``mode``
+        (default 0644 for a new file, the old one's otherwise); ``parents`` makes the missing
+        directories; ``exclusive``: Conflict when ``path`` exists; ``atomic=False`` writes in
+        place at ``offset``; ``sync`` fsyncs. Over 512 KiB the content goes through a memfd
+        passed with the request rather than in the line."""
+        raw = data.encode() if isinstance(data, str) else bytes(data)
+        kw: dict[str, Any] = dict(size=len(raw), mode=mode, parents=parents, exclusive=exclusive,
+                                  atomic=atomic, offset=offset, sync=sync, user=self._u(user))
+        if len(raw) <= INLINE_WRITE_MAX:
+            return self.client._call(_ops.file_write(self.sandbox, path, data if isinstance(data, str) else raw, **kw))
+        fd = staged(raw)
+        try:
+            return self.client._call(_ops.file_write(self.sandbox, path, fd=fd, **kw))
+        finally:
+            os.close(fd)
+
+    def write_from(self, path: PathArg, src: Any, *, size: Size | None = None,
+                   mode: Mode | None = None, parents: bool = False, atomic: bool = True,
+                   exclusive: bool = False, offset: Size | None = None, sync: bool = False,
+                   user: str | None = None) -> FileWritten:
+        """``file.write`` from ``src``: an fd or a file object with one (a regular file, read
+        from its offset to its end, or a pipe, read to EOF) is passed to the sandbox's helper,
+        which reads it; any other object with ``read`` is copied into a memfd first.
+        ``size``: what the content must come to (InvalidRequest when it ends short)."""
+        fd = fileno_of(src)
+        own = fd is None
+        if fd is None:
+            fd = staged(src)
+        try:
+            return self.client._call(_ops.file_write(
+                self.sandbox, path, fd=fd, size=size, mode=mode, parents=parents,
+                exclusive=exclusive, atomic=atomic, offset=offset, sync=sync,
+                user=self._u(user)))
+        finally:
+            if own:
+                os.close(fd)
+
+
 class Sandbox:
     """A sandbox and the Client that talks about it. ``Sandbox.create`` and ``Sandbox.fork``
     make one (the context manager destroys it, and closes the connection it opened);
@@ -536,6 +676,8 @@ class Sandbox:
         self.name = info.name
         self._owns_sandbox = owns_sandbox
         self._owns_client = owns_client
+        #: The file operations: ``sb.files.write("a.txt", b"...")``, ``sb.files.read(...)``.
+        self.files = Files(client, info.id)
 
     @classmethod
     def create(cls, *, client: Client | None = None, socket: str | os.PathLike[str] | None = None,

@@ -93,6 +93,13 @@ class Conflict(SandboxdError):
     code = "conflict"
 
 
+class NoSpace(SandboxdError):
+    """A file operation found the sandbox's disk full (or a ``size`` over its free space); the
+    old file is as it was."""
+
+    code = "no_space"
+
+
 class Internal(SandboxdError):
     code = "internal"
 
@@ -108,7 +115,7 @@ class TeardownStuck(SandboxdError):
 ERRORS: dict[str, type[SandboxdError]] = {
     cls.code: cls
     for cls in (InvalidJson, InvalidRequest, UnknownOp, TooLarge, NotFound, PermissionDenied,
-                LimitUnenforceable, ResourceExhausted, SpawnFailed, Conflict, Internal,
+                LimitUnenforceable, ResourceExhausted, SpawnFailed, Conflict, NoSpace, Internal,
                 SessionLost, TeardownStuck)
 }
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import base64
 from dataclasses import dataclass, field
+import os
+from collections.abc import Iterator
 from typing import Any, Union
 
 JSON = dict[str, Any]
@@ -427,3 +429,85 @@ class SessionInfo:
         return cls(_s(d, "session"), _os(d, "sandbox"), _b(d, "pty"), _oi(d, "rows"),
                    _oi(d, "cols"), _s(d, "state"), _oi(d, "from_seq"), _oi(d, "first_seq"),
                    _oi(d, "dropped"), _oi(d, "next_seq"), d)
+
+
+def _name(d: JSON, k: str, enc_key: str) -> str | None:
+    """A name or path of the sandbox's: a str, bytes that are not UTF-8 (base64 on the wire,
+    ``*_encoding``) as os.fsdecode makes them (surrogateescape); None when absent or null."""
+    v = d.get(k)
+    if not isinstance(v, str):
+        return None
+    if d.get(enc_key) == "base64":
+        return os.fsdecode(base64.b64decode(v))
+    return v
+
+
+@dataclass(frozen=True)
+class FileStat:
+    """An entry of ``file.stat`` or ``file.list``. ``type``: ``file``, ``dir``, ``symlink``,
+    ``fifo``, ``socket``, ``char`` or ``block``; ``mode``: the permission bits; ``uid``/``gid``
+    as the sandbox sees them; ``target``: a symlink's text; ``mount``: a mount point below a
+    listed directory."""
+
+    path: str
+    name: str
+    type: str
+    size: int
+    mode: int
+    uid: int
+    gid: int
+    mtime: str
+    mtime_ns: int
+    nlink: int
+    blocks_bytes: int
+    target: str | None
+    mount: bool
+    raw: JSON = field(repr=False)
+
+    @classmethod
+    def from_json(cls, d: JSON) -> FileStat:
+        return cls(_name(d, "path", "path_encoding") or "", _name(d, "name", "name_encoding") or "",
+                   _s(d, "type"), _i(d, "size"), _i(d, "mode"), _i(d, "uid"), _i(d, "gid"),
+                   _s(d, "mtime"), _i(d, "mtime_ns"), _i(d, "nlink"), _i(d, "blocks_bytes"),
+                   _name(d, "target", "target_encoding"), _b(d, "mount"), d)
+
+    @property
+    def is_dir(self) -> bool:
+        return self.type == "dir"
+
+    @property
+    def is_file(self) -> bool:
+        return self.type == "file"
+
+
+@dataclass(frozen=True)
+class FileList:
+    """What ``file.list`` gave: its entries (sorted by name within a directory) and whether
+    ``max_entries`` cut the walk. Iterable, with a length."""
+
+    entries: list[FileStat]
+    truncated: bool
+    raw: JSON = field(repr=False)
+
+    def __iter__(self) -> Iterator[FileStat]:
+        return iter(self.entries)
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+    def names(self) -> list[str]:
+        return [e.name for e in self.entries]
+
+
+@dataclass(frozen=True)
+class FileWritten:
+    """The reply of ``file.write``: the path written, its byte count, whether it was new."""
+
+    path: str
+    bytes: int
+    created: bool
+    raw: JSON = field(repr=False)
+
+    @classmethod
+    def from_json(cls, d: JSON) -> FileWritten:
+        return cls(_name(d, "path", "path_encoding") or "", _i(d, "bytes"), _b(d, "created"), d)
