@@ -428,6 +428,10 @@ is_(err(call("file.stat", path="/work", follow="yes")), ("invalid_request", "fol
 is_(err(call("file.stat", path="/work", user="nobody")), ("invalid_request", "user"), "an unknown user")
 r = call("file.stat", path=base64.b64encode("/work/d/a.txt".encode()).decode(), path_encoding="base64")
 is_((r.get("stat") or {}).get("size"), 3, "a base64 path")
+raw = b"/work/n\xffx"
+r = call("file.write", path=base64.b64encode(raw).decode(), path_encoding="base64", data="x")
+is_((r.get("ok"), r.get("path_encoding"), r.get("path")), (True, "base64", base64.b64encode(raw).decode()),
+    "file.write of a name that is not UTF-8: its reply's path is base64, with path_encoding")
 c.close()
 PYEOF
 

@@ -327,7 +327,7 @@ static void reply_done(FileOp *f) {
                 json_object_object_add(o, "entries", json_object_new_uint64(f->n_entries));
                 json_object_object_add(o, "truncated", json_object_new_boolean(f->end.truncated != 0));
         } else if (strcmp(f->op, FILE_OP_WRITE) == 0) {
-                json_object_object_add(o, "path", json_object_new_string(f->path ? f->path : ""));
+                add_bytes(o, "path", "path_encoding", f->path ? f->path : "", f->path ? strlen(f->path) : 0);
                 json_object_object_add(o, "bytes", json_object_new_uint64(f->end.count));
                 json_object_object_add(o, "created", json_object_new_boolean(f->end.truncated != 0));
         } else if (is_read(f)) {
