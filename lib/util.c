@@ -167,6 +167,27 @@ const char *format_duration(char *buf, size_t len, uint64_t usec) {
         return buf;
 }
 
+bool path_is_normal(const char *p, size_t max) {
+        if (p[0] != '/' || strlen(p) >= max)
+                return false;
+        for (const char *c = p + 1; *c;) {
+                size_t n = strcspn(c, "/");
+                if (n == 0 || (n == 1 && c[0] == '.') || (n == 2 && c[0] == '.' && c[1] == '.'))
+                        return false;
+                c += n;
+                if (*c == '/' && !*++c)
+                        return false;
+        }
+        return true;
+}
+
+bool path_is_below(const char *path, const char *dir) {
+        size_t n = strlen(dir);
+        if (strcmp(dir, "/") == 0)
+                return true;
+        return strncmp(path, dir, n) == 0 && (path[n] == '\0' || path[n] == '/');
+}
+
 /* RFC 3629: no overlongs, no surrogates, nothing above U+10FFFF. */
 bool utf8_is_valid(const char *str, size_t len) {
         const unsigned char *s = (const unsigned char *) str;

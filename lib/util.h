@@ -23,6 +23,12 @@ const char *format_size(char *buf, size_t len, uint64_t bytes);
 const char *format_duration(char *buf, size_t len, uint64_t usec);
 
 bool utf8_is_valid(const char *s, size_t len);
+
+/* Absolute and normal: no empty, "." or ".." component, no trailing slash; shorter than max
+ * bytes. */
+bool path_is_normal(const char *p, size_t max);
+/* Whether path is dir or beneath it (both normal); "/" holds every path. */
+bool path_is_below(const char *path, const char *dir);
 /* Length of the longest prefix of s that is valid UTF-8 (where a cut string ends cleanly). */
 size_t utf8_valid_prefix(const char *s, size_t len);
 /* How many bytes at the end of s form an incomplete (so far valid) UTF-8 sequence: what a stream

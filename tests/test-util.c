@@ -248,6 +248,30 @@ static void test_format_duration(void) {
         ok(all, "parse_duration(format_duration(v)) is within 1ms below v");
 }
 
+/* ---- path_is_normal, path_is_below ------------------------------------------------------ */
+
+static void test_paths(void) {
+        static const struct {
+                const char *p;
+                bool normal;
+        } normal[] = {
+                { "/", true }, { "/work", true }, { "/work/a.b/..c", true }, { "work", false }, { "", false },
+                { "/work/", false }, { "//work", false }, { "/work//a", false }, { "/work/.", false },
+                { "/work/./a", false }, { "/work/..", false }, { "/../etc", false },
+        };
+        char longp[1030];
+
+        for (size_t i = 0; i < sizeof(normal) / sizeof(normal[0]); i++)
+                is_int(path_is_normal(normal[i].p, 4096), normal[i].normal, "path_is_normal(\"%s\")", normal[i].p);
+        memset(longp, 'a', sizeof(longp) - 1);
+        longp[0] = '/';
+        longp[sizeof(longp) - 1] = '\0';
+        ok(!path_is_normal(longp, 1024) && path_is_normal(longp, 4096), "path_is_normal: max bounds the length");
+        ok(path_is_below("/work", "/work") && path_is_below("/work/a", "/work"), "path_is_below: the dir itself and beneath it");
+        ok(!path_is_below("/workshop", "/work") && !path_is_below("/wor", "/work"), "path_is_below: a name that only starts the same is not");
+        ok(path_is_below("/etc", "/") && path_is_below("/", "/"), "path_is_below: \"/\" holds every path");
+}
+
 /* ---- utf8_is_valid ---------------------------------------------------------------------- */
 
 static void test_utf8(void) {
@@ -610,6 +634,7 @@ int main(void) {
         test_format_size();
         test_format_duration();
         test_utf8();
+        test_paths();
         test_base64_vectors();
         test_base64_round_trips();
         test_base64_decode_errors();

@@ -224,34 +224,14 @@ static const char *const type_hints[] = {
 static const char *const binds_refused_below[] = { "/proc", "/dev", "/tmp", "/run", "/work", "/sys", "/var/tmp", "/var/run", NULL };
 static const char *const binds_refused[] = { "/", "/usr", "/etc", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/var", NULL };
 
-static bool path_below(const char *path, const char *dir) {
-        size_t n = strlen(dir);
-        return strncmp(path, dir, n) == 0 && (path[n] == '\0' || path[n] == '/');
-}
-
-/* Absolute and normal: no empty, "." or ".." component, no trailing slash. */
-static bool path_normal(const char *p) {
-        if (p[0] != '/' || strlen(p) >= 1024)
-                return false;
-        for (const char *c = p + 1; *c;) {
-                size_t n = strcspn(c, "/");
-                if (n == 0 || (n == 1 && c[0] == '.') || (n == 2 && c[0] == '.' && c[1] == '.'))
-                        return false;
-                c += n;
-                if (*c == '/' && !*++c)
-                        return false;
-        }
-        return true;
-}
-
 static int bind_valid(const char *p) {
-        if (!path_normal(p))
+        if (!path_is_normal(p, 1024))
                 return -EINVAL;
         for (const char *const *r = binds_refused; *r; r++)
                 if (strcmp(p, *r) == 0)
                         return -EEXIST;
         for (const char *const *r = binds_refused_below; *r; r++)
-                if (path_below(p, *r))
+                if (path_is_below(p, *r))
                         return -EEXIST;
         return 0;
 }
@@ -277,7 +257,7 @@ static int parse_paths(const char *value, bool binds, char ***ret) {
                 else if (!(v[n] = strndup(s, len)))
                         r = -ENOMEM;
                 else
-                        r = binds ? bind_valid(v[n++]) : path_normal(v[n++]) ? 0 : -EINVAL;
+                        r = binds ? bind_valid(v[n++]) : path_is_normal(v[n++], 1024) ? 0 : -EINVAL;
                 s += len;
         }
         if (r == 0 && n > 0) {

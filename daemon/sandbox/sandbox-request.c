@@ -4,6 +4,7 @@
  * values and call nothing of its state machine. */
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -149,58 +150,36 @@ static int parse_sweep_fields(Context *m, Sandbox *s, json_object *req, ProtoErr
         return 0;
 }
 
-/* Absolute and normal: no empty, "." or ".." component, no trailing slash; shorter than PATH_MAX. */
-static bool path_normal(const char *p) {
-        if (p[0] != '/' || strlen(p) >= 4096)
-                return false;
-        for (const char *c = p + 1; *c;) {
-                size_t n = strcspn(c, "/");
-                if (n == 0 || (n == 1 && c[0] == '.') || (n == 2 && c[0] == '.' && c[1] == '.'))
-                        return false;
-                c += n;
-                if (*c == '/' && !*++c)
-                        return false;
-        }
-        return true;
-}
-
-static bool path_below(const char *path, const char *dir) {
-        size_t n = strlen(dir);
-        if (strcmp(dir, "/") == 0)
-                return true;
-        return strncmp(path, dir, n) == 0 && (path[n] == '\0' || path[n] == '/');
-}
-
 /* Where a mount may go: beneath /work (not /work itself: that is the workspace), or at or
  * beneath /mnt, /opt, /srv, /home. Never over, beneath or above a root_bind or a mask. */
 static int mount_target_check(Context *m, const Sandbox *s, const char *t, const char *field, ProtoError *err) {
         static const char *const allowed[] = { "/mnt", "/opt", "/srv", "/home" };
-        bool ok = path_below(t, "/work") && strcmp(t, "/work") != 0;
+        bool ok = path_is_below(t, "/work") && strcmp(t, "/work") != 0;
 
-        if (!path_normal(t))
+        if (!path_is_normal(t, PATH_MAX))
                 return proto_error_set(err, SBX_E_INVALID_REQUEST, field,
                                        "'%s' must be an absolute normal path (no '.', '..', '//' or trailing '/')", field);
         for (size_t i = 0; i < ELEMENTSOF(allowed); i++)
-                ok = ok || path_below(t, allowed[i]);
+                ok = ok || path_is_below(t, allowed[i]);
         if (!ok)
                 return proto_error_set(err, SBX_E_INVALID_REQUEST, field,
                                        "'%s' must be beneath /work, or at or beneath /mnt, /opt, /srv or /home "
                                        "(never /proc, /dev, /sys, /usr, /etc, /run, /tmp, /var or /)", field);
         for (char **b = m->config.root_binds; b && *b; b++)
-                if (path_below(t, *b) || path_below(*b, t))
+                if (path_is_below(t, *b) || path_is_below(*b, t))
                         return proto_error_set(err, SBX_E_INVALID_REQUEST, field, "'%s' overlaps root_bind %s", field, *b);
-        if (path_below(t, m->config.state_dir) || path_below(m->config.state_dir, t))
+        if (path_is_below(t, m->config.state_dir) || path_is_below(m->config.state_dir, t))
                 return proto_error_set(err, SBX_E_INVALID_REQUEST, field,
                                        "'%s' overlaps a path the daemon masks (its state directory)", field);
         for (unsigned i = 0; i < m->n_masked; i++)
-                if (m->masked_paths[i] && (path_below(t, m->masked_paths[i]) || path_below(m->masked_paths[i], t)))
+                if (m->masked_paths[i] && (path_is_below(t, m->masked_paths[i]) || path_is_below(m->masked_paths[i], t)))
                         return proto_error_set(err, SBX_E_INVALID_REQUEST, field, "'%s' overlaps a path the daemon masks", field);
         for (unsigned i = 0; i < s->n_mounts; i++) {
-                if (i == 0 && sandbox_caller_workspace(s) && path_below(t, "/work"))
+                if (i == 0 && sandbox_caller_workspace(s) && path_is_below(t, "/work"))
                         return proto_error_set(err, SBX_E_INVALID_REQUEST, field,
                                                "'%s' lies in the caller's workspace (workspace.source): mount it at /mnt, "
                                                "/opt, /srv or /home instead", field);
-                if (path_below(t, s->mounts[i].target) || path_below(s->mounts[i].target, t))
+                if (path_is_below(t, s->mounts[i].target) || path_is_below(s->mounts[i].target, t))
                         return proto_error_set(err, SBX_E_INVALID_REQUEST, field,
                                                "'%s' is, contains or lies beneath the target of mounts[%u]", field,
                                                i - (sandbox_caller_workspace(s) ? 1 : 0));
@@ -230,7 +209,7 @@ static int parse_workspace_source(Sandbox *s, json_object *ws, json_object *req,
         if (r < 0)
                 return r;
         src = json_object_get_string(json_object_object_get(ws, "source"));
-        if (!path_normal(src))
+        if (!path_is_normal(src, PATH_MAX))
                 return proto_error_set(err, SBX_E_INVALID_REQUEST, "workspace.source",
                                        "'workspace.source' must be an absolute normal path (no '.', '..', '//' or trailing '/')");
         if (json_object_object_get_ex(req, "limits", &limits) && json_object_is_type(limits, json_type_object))
@@ -271,7 +250,7 @@ static int parse_mounts(Context *m, Sandbox *s, json_object *mounts, ProtoError 
                 src = json_object_get_string(json_object_object_get(e, "source"));
                 dst = json_object_get_string(json_object_object_get(e, "target"));
                 snprintf(field, sizeof(field), "mounts[%zu].source", i);
-                if (!path_normal(src))
+                if (!path_is_normal(src, PATH_MAX))
                         return proto_error_set(err, SBX_E_INVALID_REQUEST, field,
                                                "'%s' must be an absolute normal path (no '.', '..', '//' or trailing '/')",
                                                field);
