@@ -43,10 +43,16 @@ typedef struct FileArgs {
 static int out_fd = 1;
 static int data_fd = -1; /* file.read into the client's fd: its fd 2 (file-op.c) */
 
-static int write_all(const void *data, size_t n) {
+/* All of it, to fd: a non-blocking one (the client's may be) is waited for with poll. */
+static int write_fd_all(int fd, const void *data, size_t n) {
         const char *p = data;
         while (n > 0) {
-                ssize_t k = write(out_fd, p, n);
+                ssize_t k = write(fd, p, n);
+                if (k < 0 && errno == EAGAIN) {
+                        struct pollfd pfd = { .fd = fd, .events = POLLOUT };
+                        (void) poll(&pfd, 1, -1);
+                        continue;
+                }
                 if (k < 0 && errno == EINTR)
                         continue;
                 if (k <= 0)
@@ -55,6 +61,10 @@ static int write_all(const void *data, size_t n) {
                 n -= (size_t) k;
         }
         return 0;
+}
+
+static int write_all(const void *data, size_t n) {
+        return write_fd_all(out_fd, data, n);
 }
 
 static int record_send(FileRecord *r, const char *path, const char *target) {
@@ -436,21 +446,7 @@ static int open_regular(FileArgs *a, struct stat *ret) {
 /* The client's fd: written in order from its own position (holes skipped with lseek where it
  * is a regular file, zeros into a pipe); its flags are never changed (shared with the client). */
 static int sink_write(const char *p, size_t n) {
-        while (n > 0) {
-                ssize_t k = write(data_fd, p, n);
-                if (k < 0 && errno == EAGAIN) {
-                        struct pollfd pfd = { .fd = data_fd, .events = POLLOUT };
-                        (void) poll(&pfd, 1, -1);
-                        continue;
-                }
-                if (k < 0 && errno == EINTR)
-                        continue;
-                if (k <= 0)
-                        return -1;
-                p += k;
-                n -= (size_t) k;
-        }
-        return 0;
+        return write_fd_all(data_fd, p, n);
 }
 
 static bool sink_seekable;
