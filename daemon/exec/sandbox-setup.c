@@ -372,7 +372,20 @@ static int replace_etc_file(const char *name, const char *text) {
                 return -1;
         n = write(fd, text, strlen(text));
         close(fd);
-        if (n != (ssize_t) strlen(text) || mount(src, dst, NULL, MS_BIND, NULL) < 0 || make_readonly(dst) < 0)
+        if (n != (ssize_t) strlen(text))
+                return -1;
+        /* /etc is the host's, and groupadd or passwd may rename a new file over this one at any
+         * moment: a mount onto the name just replaced fails with ENOENT (the kernel refuses an
+         * unlinked mount point), and is tried again on the file that took its place. */
+        for (int i = 0;; i++) {
+                if (mount(src, dst, NULL, MS_BIND, NULL) == 0)
+                        break;
+                if (errno != ENOENT || i == 16)
+                        return -1;
+                if (lstat(dst, &st) < 0 || !S_ISREG(st.st_mode))
+                        return unlink(src); /* gone: nothing of the host's to hide */
+        }
+        if (make_readonly(dst) < 0)
                 return -1;
         return unlink(src);
 }
