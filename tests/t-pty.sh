@@ -343,3 +343,38 @@ check(r and r["dropped"] == r["first_seq"] > 0 and r["next_seq"] - r["first_seq"
 c.call({"op": "pty.close", "session": s.id})
 PYEOF
 stop_daemon
+
+# A ring of 4K for the start of a session's output.
+cat >"$T/sandboxd.conf" <<'EOF'
+session_ring_bytes = 4K
+EOF
+start_daemon --config "$T/sandboxd.conf" || exit 0
+SBX=$(jget "$(rpc '{"op":"create","best_effort":true}')" .sandbox.id)
+export SBX
+run_py "the first bytes" 240 <<'PYEOF'
+import os
+from client import Conn, check, is_
+from ptyclient import Session
+sock, sbx = os.environ["SOCK"], os.environ["SBX"]
+# A program may write before the daemon has learnt that it started, and so before pty.open is
+# answered: its opener counts as attached from byte 0, and nothing of that is dropped. Twelve
+# at once on their own connections, each writing 2 MB into a ring of 4K (a pipe's first read
+# alone would overrun it), keep the daemon busy.
+conns = [Conn(sock, 120) for _ in range(12)]
+for i, c in enumerate(conns):
+    c.send({"op": "pty.open", "id": "first", "sandbox": sbx, "pty": False,
+            "argv": ["sh", "-c", "head -c 2000000 /dev/zero | tr '\\0' x"]})
+got = []
+for c in conns:
+    r = c.final("first")
+    s = Session(c, r, "first") if r.get("ok") else None
+    if s:
+        s.keep = False
+        ex = s.wait_exit(120)
+    got.append((r.get("ok"), s and s.count["stdout"], s and not s.gaps and not any(e["event"] == "dropped" for e in s.events),
+                s and (ex or {}).get("seq")))
+    c.close()
+bad = [g for g in got if g != (True, 2000000, True, 2000000)]
+check(not bad, "12 sessions opened at once: each client got its program's 2 MB from the first byte, none dropped", bad)
+PYEOF
+stop_daemon

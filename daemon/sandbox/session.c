@@ -61,8 +61,10 @@ static void session_hang_up(Session *p, SessionReason why);
 static void on_opener_gone(Hook *h, void *userdata) {
         Session *p = userdata;
 
-        if (!p->started)
+        if (!p->started) {
                 session_hang_up(p, SESSION_REASON_CLOSED);
+                session_pump(p); /* reading was held for it */
+        }
 }
 
 int session_new(Sandbox *s, Reply *reply, RunSpec *spec, bool pty, unsigned rows, unsigned cols,
@@ -302,10 +304,12 @@ static void session_deliver(Session *p, Subscriber *sub, bool force) {
 }
 
 /* How many bytes may be read now without overwriting what the most advanced attached client
- * has not been sent yet (unbounded when nobody is attached: the ring then keeps the latest). */
+ * has not been sent yet (unbounded when nobody is attached: the ring then keeps the latest).
+ * Until pty.open is answered its client counts as attached from byte 0: the program may write
+ * before its start is reported, and none of that is lost. */
 static size_t session_room(Session *p) {
         uint64_t best = 0;
-        if (p->n_subs == 0)
+        if (p->n_subs == 0 && (!p->opener || p->free_when_done))
                 return PTY_CHUNK;
         for (Subscriber *sub = p->subs; sub; sub = sub->next) {
                 uint64_t pos = sub->pos > p->ring.start ? sub->pos : p->ring.start;
