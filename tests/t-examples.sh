@@ -1,7 +1,8 @@
 #!/bin/bash
 # SPDX-License-Identifier: LGPL-2.1-or-later
 # The examples (examples/c/run-command.c on libsandbox, examples/python/run_command.py on the
-# sandboxd package, python/) against a private daemon: each creates a sandbox, prints the "started" event
+# sandboxd package, python/; and copy-files.c, copy_files.py: a file in, a command, a result out)
+# against a private daemon: each creates a sandbox, prints the "started" event
 # before the result, runs `echo hello` with its output streamed (a command that waits for the test
 # to see its first line proves the output arrives while it runs), passes a failing exit code on,
 # destroys its sandbox, and
@@ -126,6 +127,41 @@ for name in c python; do
         EX_SOCKET=$T/nonexistent.sock example "$name"
         isnt_zero "$rc" "$name: an unreachable socket: a non-zero exit"
         like "$(cat "$T/err")" 'connect' "$name: ...and a message on stderr"
+done
+
+# ---- copy-files: a file in, a command on it, its result out ----------------------------
+C_COPY=$top_builddir/examples/c/copy-files
+PY_COPY=$top_srcdir/examples/python/copy_files.py
+printf 'pear\nApple\nfig\n\nbanana\n' >"$T/fruit"
+head -c 8388608 /dev/urandom >"$T/random"
+for name in c python; do
+        case $name in
+        c) copy=("$C_COPY") ;;
+        python) copy=(python3 "$PY_COPY") ;;
+        esac
+        rm -f "$T/sorted" "$T/random.out"
+        SANDBOXD_SOCKET=$SOCK SANDBOX_BEST_EFFORT=1 timeout -k 5 60 "${copy[@]}" "$T/fruit" "$T/sorted" >"$T/out" 2>"$T/err"
+        rc=$?
+        is "$rc" 0 "$name copy-files: sort of a file copied in exits 0"
+        [ "$rc" = 0 ] || diag "$(cat "$T/err")"
+        is "$(od -An -c "$T/sorted" | tr -s ' ')" "$(LC_ALL=C sort "$T/fruit" | od -An -c | tr -s ' ')" \
+                "$name copy-files: the result copied out is the input sorted, byte for byte"
+        like "$(cat "$T/out")" $'created: sbx-[0-9a-f]+\ncopied in: [^\n]* -> /work/input \(23 bytes\)\nran: exit_code 0, reason exited\ncopied out: /work/output -> [^\n]* \(23 bytes\)\ndestroyed: sbx-' \
+                "$name copy-files: prints each step with its byte counts, and destroys its sandbox"
+        SANDBOXD_SOCKET=$SOCK SANDBOX_BEST_EFFORT=1 timeout -k 5 60 "${copy[@]}" "$T/random" "$T/random.out" \
+                cp /work/input /work/output >"$T/out" 2>"$T/err"
+        is "$?" 0 "$name copy-files: 8 MiB of random bytes in and out through cp exits 0"
+        check "$name copy-files: the 8 MiB come back identical" cmp -s "$T/random" "$T/random.out"
+        SANDBOXD_SOCKET=$SOCK SANDBOX_BEST_EFFORT=1 timeout -k 5 60 "${copy[@]}" "$T/fruit" "$T/never" \
+                sh -c 'echo broken >&2; exit 4' >"$T/out" 2>"$T/err"
+        isnt_zero "$?" "$name copy-files: a failing command makes it exit non-zero"
+        like "$(cat "$T/out")" $'ran: exit_code 4, reason exited\ndestroyed: sbx-' "$name copy-files: ...after printing the exit code, and it destroys its sandbox"
+        [ ! -e "$T/never" ]
+        is "$?" 0 "$name copy-files: nothing is copied out after a failing command"
+        SANDBOXD_SOCKET=$SOCK SANDBOX_BEST_EFFORT=1 timeout -k 5 60 "${copy[@]}" "$T/no-such-file" "$T/never" >"$T/out" 2>"$T/err"
+        isnt_zero "$?" "$name copy-files: a missing input file: a non-zero exit"
+        like "$(cat "$T/err")" 'no-such-file' "$name copy-files: ...naming the file on stderr"
+        no_sandbox_left "$name copy-files"
 done
 
 # ---- the bash completion, on this daemon's sandboxes ----------------------------------
