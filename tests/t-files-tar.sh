@@ -253,6 +253,33 @@ is_((r.get("ok"), n), (True, r.get("bytes")), "... and its stream ends when read
 c2.close()
 PYEOF
 
+# ---- sandboxctl cp of trees, both ways and with -
+hostlist() { (cd "$1" && find . -mindepth 1 -printf '%P|%y|%m|%s|%l\n' | LC_ALL=C sort); }
+inlist() {
+	jget "$(rpc '{"op":"run","sandbox":"'"$SB"'","argv":["sh","-c","cd '"$1"' && find . -mindepth 1 -printf \"%P|%y|%m|%s|%l\\n\" | LC_ALL=C sort"]}')" .stdout
+}
+src=$T/cpsrc
+mkdir -p "$src/sub/empty" && echo a >"$src/a" && ln -s /etc/passwd "$src/abs" && ln -s missing "$src/dangling" &&
+	mkfifo "$src/fifo" && printf x >"$src/sub/x" && chmod 0700 "$src/sub" && printf 'u' >"$src/ünï ✓"
+want=$(hostlist "$src")
+ctl cp "$src" "$SB:/work/cpdir" >"$T/cp.out" 2>&1
+is "$?:$(inlist /work/cpdir)" "0:$want" "sandboxctl cp DIR SBX:NEW: the directory's contents become NEW (types, modes, sizes, links)"
+ctl cp "$src" "$SB:/work/cpdir/" >"$T/cp.out" 2>&1
+is "$?:$(inlist /work/cpdir/cpsrc)" "0:$want" "sandboxctl cp DIR SBX:EXISTING/: copied into it under its own name"
+ctl cp "$SB:/work/cpdir" "$T/cpout" >"$T/cp.out" 2>&1
+is "$?:$(hostlist "$T/cpout" | grep -v '^cpsrc')" "0:$want" "sandboxctl cp SBX:DIR NEW: the tree out into a new local directory"
+mkdir "$T/cpinto"
+ctl cp "$SB:/work/cpdir" "$T/cpinto" >"$T/cp.out" 2>&1
+is "$?:$(hostlist "$T/cpinto/cpdir" | grep -v '^cpsrc')" "0:$want" "sandboxctl cp SBX:DIR EXISTING: into it under its own name"
+tar -C "$src" -cf - . | ctl cp - "$SB:/work/cpstream" >"$T/cp.out" 2>&1
+is "$?:$(inlist /work/cpstream)" "0:$want" "tar -c | sandboxctl cp - SBX:PATH: a tar stream on stdin"
+names=$(ctl cp "$SB:/work/cpstream" - | tar -tf - | LC_ALL=C sort)
+is "$names" "$(printf '%s\n' cpstream/ cpstream/a cpstream/abs cpstream/dangling cpstream/fifo 'cpstream/ünï ✓' cpstream/sub/ cpstream/sub/empty/ cpstream/sub/x | LC_ALL=C sort)" \
+	"sandboxctl cp SBX:PATH - | tar -t: a tar stream on stdout, names from the basename"
+printf 'not a tar' | ctl cp - "$SB:/work/cpbad" >"$T/cp.out" 2>&1
+st=$?
+like "$st:$(cat "$T/cp.out")" '^1:.*not a tar stream' "sandboxctl cp - of junk: status 1, the daemon's message"
+
 # Another uid's client: the same bytes as for a sandbox that never existed.
 other_get() {
 	printf '{"id":1,"op":"file.get","sandbox":"%s","path":"/work"}\n' "$1" |
