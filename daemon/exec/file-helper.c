@@ -780,8 +780,25 @@ _Noreturn static void tar_done(const TarStats *st) {
         done(st->entries, false);
 }
 
+static FileReason tar_reason(TarReason r) {
+        static const FileReason map[] = {
+                [TAR_REASON_NONE] = FILE_REASON_NONE,
+                [TAR_REASON_EXISTS] = FILE_REASON_EXISTS,
+                [TAR_REASON_ABSOLUTE] = FILE_REASON_TAR_ABSOLUTE,
+                [TAR_REASON_DOTDOT] = FILE_REASON_TAR_DOTDOT,
+                [TAR_REASON_EMPTY] = FILE_REASON_TAR_EMPTY,
+                [TAR_REASON_LONG] = FILE_REASON_TAR_LONG,
+                [TAR_REASON_UNDER_SYMLINK] = FILE_REASON_TAR_UNDER_SYMLINK,
+                [TAR_REASON_NOT_DIR] = FILE_REASON_TAR_NOT_DIR,
+                [TAR_REASON_LINK] = FILE_REASON_TAR_LINK,
+                [TAR_REASON_FORMAT] = FILE_REASON_TAR_FORMAT,
+                [TAR_REASON_ENTRY] = FILE_REASON_TAR_ENTRY,
+        };
+        return (unsigned) r < sizeof(map) / sizeof(map[0]) ? map[r] : FILE_REASON_NONE;
+}
+
 _Noreturn static void tar_failed(const TarStats *st, const TarFail *tf) {
-        FileRecord r = { .kind = FILE_RECORD_ERROR, .err = tf->err ? tf->err : EIO, .reason = tf->reason,
+        FileRecord r = { .kind = FILE_RECORD_ERROR, .err = tf->err ? tf->err : EIO, .reason = tar_reason(tf->reason),
                          .count = st->entries, .offset = tf->entry, .flags = tf->entry ? FILE_RECORD_TAR_ENTRY : 0 };
         tar_totals(st);
         (void) record_send(&r, tf->name[0] ? tf->name : NULL, NULL);

@@ -39,7 +39,7 @@ static int openat2_beneath(int dir_fd, const char *name, int flags) {
         return fd;
 }
 
-static int tar_fail(TarFail *f, int err, FileReason reason, const char *name) {
+static int tar_fail(TarFail *f, int err, TarReason reason, const char *name) {
         f->err = err ? err : EIO;
         f->reason = reason;
         snprintf(f->name, sizeof(f->name), "%s", name ? name : "");
@@ -49,24 +49,24 @@ static int tar_fail(TarFail *f, int err, FileReason reason, const char *name) {
 /* ---- Names -------------------------------------------------------------------------------- */
 
 /* A stream's name, relative and normalised into out ("" for the root itself: "." or "./"). */
-static FileReason name_normalise(const char *raw, char *out, size_t size) {
+static TarReason name_normalise(const char *raw, char *out, size_t size) {
         size_t n = 0;
 
         if (!raw || !*raw)
-                return FILE_REASON_TAR_EMPTY;
+                return TAR_REASON_EMPTY;
         if (raw[0] == '/')
-                return FILE_REASON_TAR_ABSOLUTE;
+                return TAR_REASON_ABSOLUTE;
         if (strlen(raw) >= PATH_MAX)
-                return FILE_REASON_TAR_LONG;
+                return TAR_REASON_LONG;
         for (const char *p = raw; *p;) {
                 size_t len = strcspn(p, "/");
                 if (len == 2 && p[0] == '.' && p[1] == '.')
-                        return FILE_REASON_TAR_DOTDOT;
+                        return TAR_REASON_DOTDOT;
                 if (len > NAME_MAX)
-                        return FILE_REASON_TAR_LONG;
+                        return TAR_REASON_LONG;
                 if (len > 0 && !(len == 1 && p[0] == '.')) {
                         if (n + len + 2 > size)
-                                return FILE_REASON_TAR_LONG;
+                                return TAR_REASON_LONG;
                         if (n)
                                 out[n++] = '/';
                         memcpy(out + n, p, len);
@@ -77,7 +77,7 @@ static FileReason name_normalise(const char *raw, char *out, size_t size) {
                         p++;
         }
         out[n] = '\0';
-        return FILE_REASON_NONE;
+        return TAR_REASON_NONE;
 }
 
 /* ---- file.put ------------------------------------------------------------------------------ */
@@ -104,11 +104,11 @@ typedef struct Put {
 
 /* The directory rel (relative, normalised) beneath the root, each component opened with no
  * symlink allowed; missing ones are made (0755: a stream may leave out its directories). */
-static int put_walk(Put *p, const char *rel, bool create, FileReason *ret_reason) {
+static int put_walk(Put *p, const char *rel, bool create, TarReason *ret_reason) {
         char comp[NAME_MAX + 1];
         int cur = fcntl(p->root, F_DUPFD_CLOEXEC, 3);
 
-        *ret_reason = FILE_REASON_TAR_ENTRY;
+        *ret_reason = TAR_REASON_ENTRY;
         for (const char *s = rel; cur >= 0 && *s;) {
                 size_t len = strcspn(s, "/");
                 int fd;
@@ -128,9 +128,9 @@ static int put_walk(Put *p, const char *rel, bool create, FileReason *ret_reason
                 if (fd < 0) {
                         int e = errno;
                         if (e == ELOOP || e == EXDEV)
-                                *ret_reason = FILE_REASON_TAR_UNDER_SYMLINK;
+                                *ret_reason = TAR_REASON_UNDER_SYMLINK;
                         else if (e == ENOTDIR)
-                                *ret_reason = FILE_REASON_TAR_NOT_DIR;
+                                *ret_reason = TAR_REASON_NOT_DIR;
                         safe_close(cur);
                         errno = e;
                         return -1;
@@ -146,7 +146,7 @@ static int put_walk(Put *p, const char *rel, bool create, FileReason *ret_reason
 
 /* The parent of rel, opened (the last one is kept: a stream lists a directory's files together),
  * and rel's last component. */
-static int put_parent(Put *p, char *rel, const char **ret_name, FileReason *ret_reason) {
+static int put_parent(Put *p, char *rel, const char **ret_name, TarReason *ret_reason) {
         char *slash = strrchr(rel, '/');
         const char *dir = slash ? rel : "";
 
@@ -287,10 +287,10 @@ static int make_hardlink(Put *p, struct archive_entry *e, int dir, const char *t
         char rel[PATH_MAX];
         const char *tname;
         char *slash;
-        FileReason why;
+        TarReason why;
         int tdir, r;
 
-        if (name_normalise(archive_entry_hardlink(e), rel, sizeof(rel)) != FILE_REASON_NONE || !rel[0])
+        if (name_normalise(archive_entry_hardlink(e), rel, sizeof(rel)) != TAR_REASON_NONE || !rel[0])
                 return -ENOLINK;
         slash = strrchr(rel, '/');
         tname = slash ? slash + 1 : rel;
@@ -342,7 +342,7 @@ static void put_finish_dirs(Put *p) {
         for (size_t i = p->n_dirs; i-- > 0;) {
                 DeferredDir *d = &p->dirs[i];
                 struct timespec ts[2] = { { 0, UTIME_OMIT }, d->mtime };
-                FileReason why;
+                TarReason why;
                 int dir = put_walk(p, d->rel, false, &why), fd = -1;
 
                 if (dir >= 0)
@@ -364,15 +364,15 @@ static void put_finish_dirs(Put *p) {
 static int put_entry(Put *p, struct archive_entry *e) {
         char rel[PATH_MAX];
         const char *raw = archive_entry_pathname(e), *name;
-        FileReason why = name_normalise(raw, rel, sizeof(rel));
+        TarReason why = name_normalise(raw, rel, sizeof(rel));
         mode_t type = archive_entry_filetype(e);
         int dir, r;
 
-        if (why != FILE_REASON_NONE)
+        if (why != TAR_REASON_NONE)
                 return tar_fail(p->f, EINVAL, why, raw);
         if (!rel[0]) { /* "./": the root itself */
                 if (type != AE_IFDIR)
-                        return tar_fail(p->f, EINVAL, FILE_REASON_TAR_EMPTY, raw);
+                        return tar_fail(p->f, EINVAL, TAR_REASON_EMPTY, raw);
                 p->st->entries++;
                 return p->fresh ? put_defer(p, "", e) : 0;
         }
@@ -398,11 +398,11 @@ static int put_entry(Put *p, struct archive_entry *e) {
                 return 0;
         }
         if (r == -ENOLINK)
-                return tar_fail(p->f, EINVAL, FILE_REASON_TAR_LINK, raw);
+                return tar_fail(p->f, EINVAL, TAR_REASON_LINK, raw);
         if (r == -EPROTO)
-                return tar_fail(p->f, EINVAL, FILE_REASON_TAR_FORMAT, archive_error_string(p->a));
+                return tar_fail(p->f, EINVAL, TAR_REASON_FORMAT, archive_error_string(p->a));
         if (r < 0)
-                return tar_fail(p->f, -r, r == -EEXIST ? FILE_REASON_EXISTS : FILE_REASON_TAR_ENTRY, raw);
+                return tar_fail(p->f, -r, r == -EEXIST ? TAR_REASON_EXISTS : TAR_REASON_ENTRY, raw);
         p->st->entries++;
         return 0;
 }
@@ -420,7 +420,7 @@ static int put_loop(Put *p) {
                         int err = archive_errno(p->a);
                         /* The source's own failure (a client's pipe, EIO) is not the stream's fault. */
                         bool io = err == EIO || err == EBADF;
-                        return tar_fail(p->f, io ? err : EINVAL, io ? FILE_REASON_TAR_ENTRY : FILE_REASON_TAR_FORMAT,
+                        return tar_fail(p->f, io ? err : EINVAL, io ? TAR_REASON_ENTRY : TAR_REASON_FORMAT,
                                         archive_error_string(p->a));
                 }
                 if ((r = put_entry(p, e)) < 0)
@@ -436,11 +436,11 @@ int tar_put(int src_fd, int root_fd, bool fresh, bool overwrite, TarStats *st, T
         *f = (TarFail) {};
         p.a = archive_read_new();
         if (!p.a)
-                return tar_fail(f, ENOMEM, FILE_REASON_NONE, NULL);
+                return tar_fail(f, ENOMEM, TAR_REASON_NONE, NULL);
         /* tar (ustar, pax, GNU) and no filter: nothing that could run an external program. */
         if (archive_read_support_format_tar(p.a) != ARCHIVE_OK || archive_read_support_format_empty(p.a) != ARCHIVE_OK ||
             archive_read_support_filter_none(p.a) != ARCHIVE_OK || archive_read_open_fd(p.a, src_fd, 65536) != ARCHIVE_OK) {
-                r = tar_fail(f, EINVAL, FILE_REASON_TAR_FORMAT, archive_error_string(p.a));
+                r = tar_fail(f, EINVAL, TAR_REASON_FORMAT, archive_error_string(p.a));
                 archive_read_free(p.a);
                 return r;
         }
@@ -554,7 +554,7 @@ static int get_write_header(Get *g, const char *arcname) {
         if (r == ARCHIVE_OK || r == ARCHIVE_WARN) /* WARN: a name that is not UTF-8 goes as bytes */
                 return 0;
         return tar_fail(g->f, g->werr ? g->werr : archive_errno(g->a) > 0 ? archive_errno(g->a) : EIO,
-                        FILE_REASON_NONE, arcname);
+                        TAR_REASON_NONE, arcname);
 }
 
 /* Exactly the size in its header: a file that grew is cut there, one that shrank is padded
@@ -576,7 +576,7 @@ static int get_data(Get *g, int fd, const struct stat *st, const char *arcname) 
                         k = (ssize_t) want;
                 }
                 if (archive_write_data(g->a, buf, (size_t) k) != k)
-                        return tar_fail(g->f, g->werr ? g->werr : EIO, FILE_REASON_NONE, arcname);
+                        return tar_fail(g->f, g->werr ? g->werr : EIO, TAR_REASON_NONE, arcname);
                 pos += (uint64_t) k;
         }
         if (short_ || fstat(fd, &after) < 0 || after.st_size != st->st_size || after.st_mtim.tv_sec != st->st_mtim.tv_sec ||
@@ -744,18 +744,18 @@ int tar_get(int dir_fd, const char *name, int data_fd, const char *arcname, TarW
         g.a = archive_write_new();
         g.e = archive_entry_new();
         if (!g.buf || !g.a || !g.e) {
-                r = tar_fail(f, ENOMEM, FILE_REASON_NONE, NULL);
+                r = tar_fail(f, ENOMEM, TAR_REASON_NONE, NULL);
                 goto out;
         }
         /* ustar where it can say it, pax where it cannot (long or non-ASCII names); no filter. */
         if (archive_write_set_format_pax_restricted(g.a) != ARCHIVE_OK || archive_write_add_filter_none(g.a) != ARCHIVE_OK ||
             archive_write_open2(g.a, &g, NULL, get_write_cb, get_close_cb, NULL) != ARCHIVE_OK) {
-                r = tar_fail(f, EIO, FILE_REASON_NONE, archive_error_string(g.a));
+                r = tar_fail(f, EIO, TAR_REASON_NONE, archive_error_string(g.a));
                 goto out;
         }
         r = get_entry(&g, dir_fd, name, data_fd, arcname, 0);
         if (archive_write_close(g.a) != ARCHIVE_OK && r == 0)
-                r = tar_fail(f, g.werr ? g.werr : EIO, FILE_REASON_NONE, NULL);
+                r = tar_fail(f, g.werr ? g.werr : EIO, TAR_REASON_NONE, NULL);
 out:
         if (g.a)
                 archive_write_free(g.a);

@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "file-helper.h"
+#include <limits.h>
 
 typedef struct TarStats {
         uint64_t entries; /* made (put) or archived (get) */
@@ -18,13 +18,29 @@ typedef struct TarStats {
         uint64_t changed; /* get: files that grew or shrank while archived */
 } TarStats;
 
-/* Why a put or a get stopped: errno, a FileReason, the entry (1-based; 0: none yet) and its name
- * as the stream spelled it (or libarchive's message, for FILE_REASON_TAR_FORMAT). */
+/* What a failure is about, where errno alone does not say it (file-helper.c maps these to its
+ * FILE_REASON_TAR_*). */
+typedef enum TarReason {
+        TAR_REASON_NONE,
+        TAR_REASON_EXISTS,        /* overwrite false, and the entry exists */
+        TAR_REASON_ABSOLUTE,
+        TAR_REASON_DOTDOT,
+        TAR_REASON_EMPTY,
+        TAR_REASON_LONG,          /* over PATH_MAX, or a component over NAME_MAX */
+        TAR_REASON_UNDER_SYMLINK, /* a parent is a symlink (tar slip) */
+        TAR_REASON_NOT_DIR,       /* a parent is not a directory */
+        TAR_REASON_LINK,          /* a hard link whose target is no earlier entry beneath the root */
+        TAR_REASON_FORMAT,        /* not a tar stream, or a damaged one */
+        TAR_REASON_ENTRY,         /* any other errno, while making this entry */
+} TarReason;
+
+/* Why a put or a get stopped: errno, a TarReason, the entry (1-based; 0: none yet) and its name
+ * as the stream spelled it (or libarchive's message, for TAR_REASON_FORMAT). */
 typedef struct TarFail {
         int err;
-        FileReason reason;
+        TarReason reason;
         uint64_t entry;
-        char name[FILE_RECORD_TEXT_MAX + 1];
+        char name[PATH_MAX + 1];
 } TarFail;
 
 /* The stream from src_fd into root_fd (an O_PATH directory). fresh: root_fd was made for this put
