@@ -16,9 +16,11 @@ r=$(rpc '{"op":"create","best_effort":true}')
 SB=$(jget "$r" .sandbox.id)
 like "$SB" '^sbx-' "a sandbox"
 CGS=$(jget "$r" .sandbox.cgroup)
+# A second sandbox whose own tmpfs (/tmp) is small: 64M of memory gives it 32M (sandbox_tmpfs_size()).
+SB2=$(jget "$(rpc '{"op":"create","best_effort":true,"limits":{"memory":"64M"}}')" .sandbox.id)
 echo "host canary $$" >"$T/canary"
 mkdir -p "$T/hostdir" && echo "host secret $$" >"$T/hostdir/secret"
-export SB CGS
+export SB CGS SB2
 
 run_py "file.put and file.get" 600 <<'PYEOF'
 import array, base64, io, json, os, socket, subprocess, tarfile, time
@@ -207,6 +209,22 @@ is_(err(r), ("invalid_request", "tar"), "a gzip'ed stream: invalid_request (only
 is_(run("test -e /work/gz && echo there"), "", "... nothing made")
 is_(err(put_bytes("/work/junk", b"this is not a tar stream" * 100)), ("invalid_request", "tar"), "junk: invalid_request, field tar")
 
+# a full disk: no_space, field tar, and the new directory never appears
+big = io.BytesIO()
+with tarfile.open(fileobj=big, mode="w") as tf:
+    ti = tarfile.TarInfo("huge"); ti.size = 40 << 20; tf.addfile(ti, io.BytesIO(bytes(40 << 20)))
+sb_saved, sb = sb, os.environ["SB2"]
+r = put_bytes("/tmp/full", big.getvalue())
+is_(err(r), ("no_space", "tar"), "a 40 MiB entry into a 32 MiB tmpfs: no_space, field tar")
+is_(call("run", argv=["sh", "-c", "ls -A /tmp"]).get("stdout"), "", "... the new directory never appears, its temporary is removed")
+sb = sb_saved
+# a name that is not UTF-8 goes out and back as its bytes (pax hdrcharset=BINARY)
+run("mkdir -p /work/raw && printf r > /work/raw/$(printf 'b\\377n')")
+r, t1 = get_file("/work/raw")
+check(r.get("ok") and b"b\xffn" in t1, "a name that is not UTF-8: archived as its bytes", r)
+check(put_bytes("/work/raw2", t1).get("ok") and run("ls /work/raw2/raw | od -An -c | tr -s ' '") == " b 377 n \\n\n",
+      "... and put back as the same bytes")
+
 # ---- file.get: what is not found, what is skipped
 is_(err(get_file("/work/nope")[0]), ("not_found", "path"), "file.get of a missing path: not_found")
 r, t1 = get_file("/work/src/abs")
@@ -292,4 +310,5 @@ like "$a" '"code":"not_found"' "another uid's file.get: not_found"
 is "${a//$SB/@}" "${b//$unknown/@}" "... byte for byte what an unknown sandbox gets"
 
 rpc '{"op":"destroy","sandbox":"'"$SB"'"}' >/dev/null
+rpc '{"op":"destroy","sandbox":"'"$SB2"'"}' >/dev/null
 stop_daemon
