@@ -93,16 +93,21 @@ daemon_sandboxd_run_helper_SOURCES = \
 daemon_sandboxd_run_helper_LDFLAGS = $(AM_LDFLAGS) $(HELPER_LDFLAGS)
 
 # The file helper: exec'd for each file operation (daemon/exec/file-helper.h). Dynamically linked
-# (glibc; libarchive later, for file.put/file.get: docs/design/files.md, section 5.2).
+# (glibc, and libarchive as the tar codec of file.put/file.get: docs/design/files.md, section 5.2).
 libexec_PROGRAMS += daemon/sandboxd-file-helper
 daemon_sandboxd_file_helper_SOURCES = \
 	daemon/exec/file-helper.c daemon/exec/file-helper.h \
+	daemon/exec/file-tar.c daemon/exec/file-tar.h \
 	daemon/exec/run-exec.c daemon/exec/run-exec.h \
 	daemon/exec/identity.c daemon/exec/identity.h \
 	daemon/exec/sandbox-setup.c \
 	daemon/exec/rm-rf.c daemon/exec/rm-rf.h \
 	daemon/exec/spawn.c daemon/exec/spawn.h daemon/exec/syscall-filter.h daemon/exec/mount-compat.h
 daemon_sandboxd_file_helper_CPPFLAGS = $(DAEMON_INCLUDES) $(AM_CPPFLAGS) -DLIBEXECDIR=\"$(libexecdir)\"
+daemon_sandboxd_file_helper_CFLAGS = $(AM_CFLAGS) $(ARCHIVE_CFLAGS)
+# -z now: every symbol bound at exec, before the sandbox's view replaces the host's (5.1 item 1).
+daemon_sandboxd_file_helper_LDFLAGS = $(AM_LDFLAGS) $(DAEMON_LDFLAGS)
+daemon_sandboxd_file_helper_LDADD = $(ARCHIVE_LIBS)
 if HELPER_MUSL
 # Built with musl (configure.ac says why): GNU make target variables for the helper and its
 # objects (named through a variable, so that automake keeps its own link rule).

@@ -436,6 +436,8 @@ SBX_CLIENT_EXPORT int sbx_file_put_fd(SbxClient *c, const char *sandbox, const c
         json_object *req = file_request("file.put", sandbox, path, flags);
         if (req) {
                 add_flag(req, flags, SBX_FILE_PARENTS, "parents");
+                if (flags & SBX_FILE_NO_OVERWRITE)
+                        json_object_object_add(req, "overwrite", json_object_new_boolean(false));
                 json_object_object_add(req, "fd", json_object_new_int(0));
         }
         return call(c, req, &tar_fd, 1, on_event, userdata, ret_reply);

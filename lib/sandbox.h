@@ -74,6 +74,7 @@ int sbx_client_call_fds(SbxClient *c, json_object *request, const int *fds, size
 #define SBX_FILE_FOLLOW (1u << 5)     /* stat, get: follow a symlink as the last component */
 #define SBX_FILE_AS_ROOT (1u << 6)    /* as root of the sandbox's user namespace ("user":"root") */
 #define SBX_FILE_IN_PLACE (1u << 7)   /* write: not atomic (written in place) */
+#define SBX_FILE_NO_OVERWRITE (1u << 8) /* put: conflict at the first entry that exists ("overwrite": false) */
 #define SBX_FILE_MODE_DEFAULT (-1)    /* mode: 0644 for a new file, the old mode when replacing */
 
 int sbx_file_stat(SbxClient *c, const char *sandbox, const char *path, unsigned flags, json_object **ret_reply);
@@ -100,10 +101,13 @@ int sbx_file_read(SbxClient *c, const char *sandbox, const char *path, uint64_t 
 /* The same, with out_fd itself passed to the daemon (a regular file or a pipe open for writing). */
 int sbx_file_read_fd(SbxClient *c, const char *sandbox, const char *path, uint64_t offset, uint64_t length,
                      int out_fd, unsigned flags, sbx_event_fn on_event, void *userdata, json_object **ret_reply);
-/* A tar stream (uncompressed) read from tar_fd is unpacked into the directory path. */
+/* A tar stream (uncompressed) read from tar_fd is unpacked into the directory path (made
+ * atomically when missing; SBX_FILE_PARENTS, SBX_FILE_NO_OVERWRITE). Reply: entries, bytes,
+ * skipped. */
 int sbx_file_put_fd(SbxClient *c, const char *sandbox, const char *path, int tar_fd, unsigned flags,
                     sbx_event_fn on_event, void *userdata, json_object **ret_reply);
-/* path (a file or a tree) is packed as a tar stream written to tar_fd. */
+/* path (a file or a tree; "DIR/." for its contents) is packed as a tar stream written to tar_fd
+ * (SBX_FILE_FOLLOW). Reply: entries, bytes, skipped, changed. */
 int sbx_file_get_fd(SbxClient *c, const char *sandbox, const char *path, int tar_fd, unsigned flags,
                     sbx_event_fn on_event, void *userdata, json_object **ret_reply);
 

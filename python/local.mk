@@ -7,6 +7,7 @@ EXTRA_DIST += \
 	python/sandboxd/__init__.py \
 	python/sandboxd/_common.py \
 	python/sandboxd/_ops.py \
+	python/sandboxd/_tree.py \
 	python/sandboxd/_wire.py \
 	python/sandboxd/aio.py \
 	python/sandboxd/client.py \

@@ -9,6 +9,8 @@ packages=(
 	# build
 	build-essential autoconf automake libtool autoconf-archive pkgconf clang
 	libsystemd-dev libjson-c-dev libcgroup-dev libseccomp-dev
+	# the file helper's tar codec (file.put, file.get)
+	libarchive-dev
 	# the ASan/UBSan build's runtime (clang links libclang_rt.asan*.a from it)
 	libclang-rt-14-dev
 	# the run helper is built with musl where it is installed (configure.ac says why)

@@ -8,6 +8,7 @@ INTEGRATION_TESTS = \
 	tests/t-durability.sh \
 	tests/t-files.sh \
 	tests/t-files-big.sh \
+	tests/t-files-tar.sh \
 	tests/t-frozen.sh \
 	tests/t-kill-fallback.sh \
 	tests/t-layers.sh \

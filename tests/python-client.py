@@ -107,7 +107,8 @@ built = {k.op for k in (
     _ops.pty_resize("s", 1, 1), _ops.pty_signal("s", "INT"), _ops.pty_close("s"), _ops.pty_attach("s"),
     _ops.pty_detach("s"), _ops.snapshot("x"), _ops.snapshot_list("x"), _ops.snapshot_restore("x", "s"),
     _ops.snapshot_delete("x", "s"), _ops.file_stat("x", "p"), _ops.file_list("x", "p"), _ops.file_mkdir("x", "p"),
-    _ops.file_remove("x", "p"), _ops.file_read("x", "p"), _ops.file_write("x", "p", b""))}
+    _ops.file_remove("x", "p"), _ops.file_read("x", "p"), _ops.file_write("x", "p", b""), _ops.file_put("x", "p", 0),
+    _ops.file_get("x", "p", 1))}
 check(len(daemon_ops) >= 20 and daemon_ops <= built, "every operation of daemon/server/ops.c has its request in the package",
       sorted(daemon_ops - built))
 
@@ -468,6 +469,39 @@ with tempfile.TemporaryFile() as src:
 check(e is not None and e.field == "size", "files.write_from with a size the fd falls short of: InvalidRequest, field size", repr(e))
 check(not F.exists("ft/short"), "...and no file was left")
 
+# trees: put_tree / get_tree (file.put / file.get, tar by stdlib tarfile, fds passed)
+with tempfile.TemporaryDirectory() as tdir:
+    src = os.path.join(tdir, "src")
+    os.makedirs(os.path.join(src, "sub", "empty"))
+    with open(os.path.join(src, "sub", "data.bin"), "wb") as f:
+        f.write(ALL)
+    with open(os.path.join(src, "ünï"), "w") as f:
+        f.write("u\n")
+    os.chmod(os.path.join(src, "ünï"), 0o600)
+    os.symlink("/etc/passwd", os.path.join(src, "abs"))
+    os.link(os.path.join(src, "sub", "data.bin"), os.path.join(src, "hard"))
+    pt = F.put_tree(src, "ft/tree")
+    check(isinstance(pt, sandboxd.TreeCopied) and pt.entries == 7 and pt.bytes > len(ALL),
+          "files.put_tree of a host directory: TreeCopied with entries and bytes", pt)
+    is_((F.read("ft/tree/sub/data.bin") == ALL, F.stat("ft/tree/abs").target, F.stat("ft/tree/ünï").mode,
+         F.stat("ft/tree/hard").nlink),
+        (True, "/etc/passwd", 0o600, 2), "...the tree inside: data, a symlink as a link, modes, a hard link")
+    out = os.path.join(tdir, "out")
+    gt = F.get_tree("ft/tree", out)
+    check(gt.entries == 7 and gt.skipped == 0, "files.get_tree back to a new host directory: TreeCopied", gt)
+    same = (open(os.path.join(out, "sub", "data.bin"), "rb").read() == ALL and os.readlink(os.path.join(out, "abs")) == "/etc/passwd"
+            and os.stat(os.path.join(out, "ünï")).st_mode & 0o777 == 0o600 and os.path.isdir(os.path.join(out, "sub", "empty"))
+            and os.stat(os.path.join(out, "hard")).st_ino == os.stat(os.path.join(out, "sub", "data.bin")).st_ino)
+    check(same, "...the same tree on the host: data, link, mode, empty directory, hard link")
+    e = raises(lambda: F.get_tree("ft/no-such-tree", out), NotFound)
+    check(e is not None, "files.get_tree of a missing path: NotFound", repr(e))
+    F.write("ft/evil/x", "x", parents=True)
+    sb.run(["sh", "-c", "ln -s /tmp /work/ft/evil/l"])
+    evil = os.path.join(tdir, "evil")
+    gt = F.get_tree("ft/evil", evil)
+    check(os.path.islink(os.path.join(evil, "l")) and os.readlink(os.path.join(evil, "l")) == "/tmp",
+          "files.get_tree: a symlink stays a link on the host (never followed there)")
+
 # mkdir, list, remove
 is_(F.mkdir("ft/m/x/y", parents=True), 3, "files.mkdir(parents=True): 3 directories made")
 is_(F.mkdir("ft/m/z", mode=0o700), 1, "files.mkdir with a mode")
@@ -611,6 +645,13 @@ async def async_checks():
         is_(await AF.mkdir("af/d/e", parents=True), 2, "async files.mkdir")
         is_([x.name for x in await AF.list("af")], ["b.bin", "big", "d", "e", "fd"], "async files.list")
         is_((await AF.stat("af/d")).type, "dir", "async files.stat")
+        with tempfile.TemporaryDirectory() as tdir:
+            with open(os.path.join(tdir, "f"), "w") as f:
+                f.write("async tree\n")
+            pt = await AF.put_tree(tdir, "atree")
+            gt = await AF.get_tree("atree", os.path.join(tdir, "back"))
+            is_((pt.entries, gt.entries, open(os.path.join(tdir, "back", "f")).read()), (2, 2, "async tree\n"),
+                "async files.put_tree, get_tree: the tree there and back")
         is_(await AF.remove("af", recursive=True), 7, "async files.remove(recursive=True)")
         try:
             await AF.stat("af")

@@ -346,6 +346,26 @@ static void test_requests(SbxClient *c) {
         json_object_put(reply);
         reply = NULL;
         ok(sbx_file_stat(c, "s", NULL, 0, &reply) == -ENOMEM || reply == NULL, "a NULL path is refused before sending");
+        json_object_put(reply);
+        reply = NULL;
+
+        int p[2];
+        ok(pipe2(p, O_CLOEXEC) == 0, "a pipe for the tar calls");
+        ok(sbx_file_put_fd(c, "s", "/work/t", p[0], SBX_FILE_PARENTS | SBX_FILE_NO_OVERWRITE, NULL, NULL, &reply) == 0 &&
+           json_object_object_get_ex(reply, "request", &req) && member_int(req, "fds") == 1 && member_int(req, "fd") == 0 &&
+           json_object_object_get_ex(req, "overwrite", &v) && !json_object_get_boolean(v) &&
+           json_object_object_get_ex(req, "parents", &v) && json_object_get_boolean(v),
+           "file.put carries its fd (fds 1, fd 0), parents and overwrite false");
+        json_object_put(reply);
+        reply = NULL;
+        ok(sbx_file_get_fd(c, "s", "/work/t/.", p[1], SBX_FILE_FOLLOW, NULL, NULL, &reply) == 0 &&
+           json_object_object_get_ex(reply, "request", &req) && member_int(req, "fds") == 1 &&
+           json_object_object_get_ex(req, "follow", &v) && json_object_get_boolean(v) &&
+           !json_object_object_get_ex(req, "overwrite", &v),
+           "file.get carries its fd and follow");
+        json_object_put(reply);
+        safe_close(p[0]);
+        safe_close(p[1]);
 }
 
 int main(void) {

@@ -10,7 +10,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <linux/audit.h>
+#include <linux/filter.h>
 #include <linux/openat2.h>
+#include <linux/seccomp.h>
+#include <locale.h>
+#include <stddef.h>
+#include <sys/mman.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -25,6 +31,7 @@
 #include <unistd.h>
 
 #include "file-helper.h"
+#include "file-tar.h"
 #include "macro.h"
 #include "rm-rf.h"
 #include "run-exec.h"
@@ -36,6 +43,7 @@ typedef struct FileArgs {
         const char *op;
         char path[FILE_RECORD_TEXT_MAX + 1];
         bool follow, recursive, parents, missing_ok, nofollow, sink, exclusive, in_place, sync, has_mode, has_size;
+        bool overwrite;
         unsigned mode, max_depth;
         uint64_t max_entries, offset, length, size;
 } FileArgs;
@@ -758,6 +766,143 @@ static void op_write(FileArgs *a) {
         done(n, !exists);
 }
 
+/* ---- file.put, file.get (the tar code is file-tar.c) ------------------------------------- */
+
+static void tar_totals(const TarStats *st) {
+        FileRecord r = { .kind = FILE_RECORD_TAR, .count = st->entries, .size = st->bytes, .offset = st->skipped,
+                         .length = st->changed };
+        if (record_send(&r, NULL, NULL) < 0)
+                _exit(1);
+}
+
+_Noreturn static void tar_done(const TarStats *st) {
+        tar_totals(st);
+        done(st->entries, false);
+}
+
+static FileReason tar_reason(TarReason r) {
+        static const FileReason map[] = {
+                [TAR_REASON_NONE] = FILE_REASON_NONE,
+                [TAR_REASON_EXISTS] = FILE_REASON_EXISTS,
+                [TAR_REASON_ABSOLUTE] = FILE_REASON_TAR_ABSOLUTE,
+                [TAR_REASON_DOTDOT] = FILE_REASON_TAR_DOTDOT,
+                [TAR_REASON_EMPTY] = FILE_REASON_TAR_EMPTY,
+                [TAR_REASON_LONG] = FILE_REASON_TAR_LONG,
+                [TAR_REASON_UNDER_SYMLINK] = FILE_REASON_TAR_UNDER_SYMLINK,
+                [TAR_REASON_NOT_DIR] = FILE_REASON_TAR_NOT_DIR,
+                [TAR_REASON_LINK] = FILE_REASON_TAR_LINK,
+                [TAR_REASON_FORMAT] = FILE_REASON_TAR_FORMAT,
+                [TAR_REASON_ENTRY] = FILE_REASON_TAR_ENTRY,
+        };
+        return (unsigned) r < sizeof(map) / sizeof(map[0]) ? map[r] : FILE_REASON_NONE;
+}
+
+_Noreturn static void tar_failed(const TarStats *st, const TarFail *tf) {
+        FileRecord r = { .kind = FILE_RECORD_ERROR, .err = tf->err ? tf->err : EIO, .reason = tar_reason(tf->reason),
+                         .count = st->entries, .offset = tf->entry, .flags = tf->entry ? FILE_RECORD_TAR_ENTRY : 0 };
+        tar_totals(st);
+        (void) record_send(&r, tf->name[0] ? tf->name : NULL, NULL);
+        _exit(0);
+}
+
+/* Into a directory that exists: entry by entry (each file atomically). Into a new one: the whole
+ * tree in .sbx-put-XXXXXXXX beside it, renamed into place at the end, removed on failure. */
+static void op_put(FileArgs *a) {
+        char tmpname[32];
+        const char *name;
+        TarStats st;
+        TarFail tf;
+        struct stat sb;
+        int fd = resolve(a->path, O_PATH), dir, root;
+
+        if (fd >= 0) {
+                if (fstat(fd, &sb) < 0)
+                        fail(errno, FILE_REASON_NONE);
+                if (!S_ISDIR(sb.st_mode))
+                        fail(ENOTDIR, FILE_REASON_NOT_DIR);
+                if (tar_put(data_fd, fd, false, a->overwrite, &st, &tf) < 0)
+                        tar_failed(&st, &tf);
+                tar_done(&st);
+        }
+        if (errno != ENOENT)
+                fail(errno, FILE_REASON_NONE);
+        if (a->parents) {
+                char *slash = strrchr(a->path, '/');
+                if (slash && slash != a->path) {
+                        *slash = '\0';
+                        (void) make_parents(a->path, 0755);
+                        *slash = '/';
+                }
+        }
+        dir = resolve_parent(a->path, &name);
+        if (dir < 0)
+                fail(errno, FILE_REASON_NONE);
+        for (int i = 0;; i++) {
+                snprintf(tmpname, sizeof(tmpname), ".sbx-put-%08x", (unsigned) random());
+                if (mkdirat(dir, tmpname, 0755) == 0)
+                        break;
+                if (errno != EEXIST || i == 16)
+                        fail(errno, FILE_REASON_NONE);
+        }
+        root = openat(dir, tmpname, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (root < 0 || tar_put(data_fd, root, true, true, &st, &tf) < 0) {
+                if (root < 0)
+                        tf = (TarFail) { .err = errno }, st = (TarStats) {};
+                (void) rm_rf_at(dir, tmpname);
+                tar_failed(&st, &tf);
+        }
+        if (renameat2(dir, tmpname, dir, name, RENAME_NOREPLACE) < 0) {
+                int e = errno;
+                (void) rm_rf_at(dir, tmpname);
+                fail(e, e == EEXIST ? FILE_REASON_EXISTS : FILE_REASON_NONE);
+        }
+        tar_done(&st);
+}
+
+static int get_to_sink(const void *p, size_t n, void *userdata) {
+        return write_fd_all(data_fd, p, n);
+}
+
+static int get_to_records(const void *p, size_t n, void *userdata) {
+        uint64_t *offset = userdata;
+        data_send(*offset, p, n);
+        *offset += n;
+        return 0;
+}
+
+/* Names start with path's basename; a path ending in "/." archives the contents as "./...". */
+static void op_get(FileArgs *a) {
+        size_t n = strlen(a->path);
+        bool contents = strcmp(a->path, "/") == 0 || (n >= 2 && strcmp(a->path + n - 2, "/.") == 0);
+        TarWriteFn w = a->sink ? get_to_sink : get_to_records;
+        uint64_t offset = 0;
+        const char *name;
+        struct stat sb;
+        TarStats st;
+        TarFail tf;
+        int fd, data = -1, r;
+
+        if (contents || a->follow) {
+                fd = resolve(a->path, O_PATH);
+                if (fd < 0 || fstat(fd, &sb) < 0)
+                        fail(errno, FILE_REASON_NONE);
+                if (contents && !S_ISDIR(sb.st_mode))
+                        fail(ENOTDIR, FILE_REASON_NOT_DIR);
+                if (S_ISREG(sb.st_mode))
+                        data = resolve(a->path, O_RDONLY | O_NONBLOCK | O_NOCTTY); /* checked to be fd's inode */
+                name = strrchr(a->path, '/') + 1;
+                r = tar_get(fd, "", data, contents ? "." : name, w, &offset, &st, &tf);
+        } else {
+                fd = resolve_parent(a->path, &name);
+                if (fd < 0 || fstatat(fd, name, &sb, AT_SYMLINK_NOFOLLOW) < 0)
+                        fail(errno, FILE_REASON_NONE);
+                r = tar_get(fd, name, -1, name, w, &offset, &st, &tf);
+        }
+        if (r < 0)
+                tar_failed(&st, &tf);
+        tar_done(&st);
+}
+
 /* ---- Arguments ---------------------------------------------------------------------------- */
 
 static int parse_args(char **argv, FileArgs *a) {
@@ -777,6 +922,7 @@ static int parse_args(char **argv, FileArgs *a) {
         a->max_entries = 10000;
         a->max_depth = 64;
         a->length = UINT64_MAX;
+        a->overwrite = true;
         for (char **w = argv + 2; *w; w++) {
                 char *eq = strchr(*w, '=');
                 unsigned long long v;
@@ -797,6 +943,8 @@ static int parse_args(char **argv, FileArgs *a) {
                         a->in_place = v;
                 else if (strncmp(*w, "sync=", 5) == 0)
                         a->sync = v;
+                else if (strncmp(*w, "overwrite=", 10) == 0)
+                        a->overwrite = v;
                 else if (strncmp(*w, "size=", 5) == 0)
                         a->size = v, a->has_size = true;
                 else if (strncmp(*w, "new_mode=", 9) == 0 && v <= 0777)
@@ -834,7 +982,63 @@ static void run_op(FileArgs *a) {
                 op_read(a);
         if (strcmp(a->op, FILE_OP_WRITE) == 0)
                 op_write(a);
+        if (strcmp(a->op, FILE_OP_PUT) == 0)
+                op_put(a);
+        if (strcmp(a->op, FILE_OP_GET) == 0)
+                op_get(a);
         fail(EINVAL, FILE_REASON_NONE);
+}
+
+/* ---- The helper's own filter (docs/design/files.md, 5.1 item 4) --------------------------- */
+
+#if defined(__x86_64__)
+#define HELPER_AUDIT_ARCH AUDIT_ARCH_X86_64
+#elif defined(__aarch64__)
+#define HELPER_AUDIT_ARCH AUDIT_ARCH_AARCH64
+#endif
+
+/* On top of the runs' filter: no execve or execveat, and no mapping made executable. Our
+ * libraries are mapped by now (-z now binds them all at exec); whatever the sandbox put in its
+ * view (a gconv module, a "gzip" for a filter libarchive lacks) can be neither run nor loaded in
+ * the process that holds the client's fd: it fails with EPERM. */
+static int helper_filter_apply(void) {
+        struct sock_filter insns[] = {
+#ifdef HELPER_AUDIT_ARCH
+                BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
+                BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, HELPER_AUDIT_ARCH, 1, 0),
+                BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+#endif
+                BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+#ifdef __x86_64__
+                BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, 0x40000000, 8, 0), /* x32 numbers */
+#else
+                BPF_JUMP(BPF_JMP | BPF_JA, 0, 0, 0),
+#endif
+                BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_execve, 7, 0),
+                BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_execveat, 6, 0),
+                BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_mmap, 3, 0),
+                BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_mprotect, 2, 0),
+                BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_pkey_mprotect, 1, 0),
+                BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+                /* mmap, mprotect, pkey_mprotect: prot is their third argument (its low word). */
+                BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[2])),
+                BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, PROT_EXEC, 0, 1),
+                BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+                BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+        };
+        struct sock_fprog prog = { .len = sizeof(insns) / sizeof(insns[0]), .filter = insns };
+        void *m;
+
+        if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) < 0)
+                return -errno;
+        /* Fails closed: a filter that does not refuse what it must is a setup failure. */
+        m = mmap(NULL, 4096, PROT_READ | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (m != MAP_FAILED || errno != EPERM ||
+            (syscall(SYS_execveat, -1, "", NULL, NULL, AT_EMPTY_PATH) == 0 || errno != EPERM)) {
+                errno = EPROTO;
+                return -EPROTO;
+        }
+        return 0;
 }
 
 _Noreturn static void setup_fail(int report_fd, SpawnStep step) {
@@ -862,6 +1066,8 @@ int main(int argc, char **argv) {
                 return 127;
         filter.len = (unsigned short) (len / sizeof(struct sock_filter));
         (void) prctl(PR_SET_NAME, FILE_HELPER_NAME);
+        /* Built into glibc: no locale file is read. libarchive's pax names are UTF-8 through it. */
+        (void) setlocale(LC_ALL, "C.UTF-8");
         /* The sandbox must not ptrace us or reach our fds through /proc (CVE-2019-5736). */
         (void) prctl(PR_SET_DUMPABLE, 0);
         (void) prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -881,7 +1087,7 @@ int main(int argc, char **argv) {
         root_fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
         if (root_fd < 0)
                 setup_fail(p.report_fd, STEP_ROOT);
-        if (seccomp_apply(&filter) < 0)
+        if (seccomp_apply(&filter) < 0 || helper_filter_apply() < 0)
                 setup_fail(p.report_fd, STEP_SECCOMP);
         safe_close(p.report_fd); /* EOF there: setup done */
         run_op(&a);

@@ -18,13 +18,18 @@
 #define FILE_OP_REMOVE "remove"
 #define FILE_OP_READ "read"
 #define FILE_OP_WRITE "write"
+#define FILE_OP_PUT "put"
+#define FILE_OP_GET "get"
 
 typedef enum FileRecordKind {
         FILE_RECORD_ENTRY = 1, /* one file: stat's answer, one entry of a list */
         FILE_RECORD_DONE,      /* the op ended well: count (created, removed, entries), truncated */
         FILE_RECORD_ERROR,     /* it failed: err (errno), reason */
         FILE_RECORD_SIZE,      /* file.read: the file's size, and the offset and length it sends */
-        FILE_RECORD_DATA,      /* file.read: length bytes at offset follow (at most FILE_DATA_MAX) */
+        FILE_RECORD_DATA,      /* file.read: length bytes at offset follow (at most FILE_DATA_MAX); file.get: the
+                                * stream's bytes, offsets in order, no SIZE before them */
+        FILE_RECORD_TAR,       /* file.put, file.get, before DONE or ERROR: count entries, size bytes of the
+                                * stream, offset skipped, length changed */
 } FileRecordKind;
 
 /* What an error is about, where errno alone does not say it. */
@@ -44,6 +49,16 @@ typedef enum FileReason {
         FILE_REASON_SWAPPED,    /* replaced between its check and its open */
         FILE_REASON_SHORT,      /* file.write: the source ended before size (count: what came) */
         FILE_REASON_SPACE,      /* file.write: size is more than the free space */
+        /* file.put, about one entry (the ERROR record: offset its number, path its name) */
+        FILE_REASON_TAR_ABSOLUTE,
+        FILE_REASON_TAR_DOTDOT,
+        FILE_REASON_TAR_EMPTY,
+        FILE_REASON_TAR_LONG,         /* over PATH_MAX, or a component over NAME_MAX */
+        FILE_REASON_TAR_UNDER_SYMLINK, /* a parent is a symlink (tar slip) */
+        FILE_REASON_TAR_NOT_DIR,      /* a parent is not a directory */
+        FILE_REASON_TAR_LINK,         /* a hard link whose target is no earlier entry beneath the root */
+        FILE_REASON_TAR_FORMAT,       /* not a tar stream, or a damaged one (path: libarchive's words) */
+        FILE_REASON_TAR_ENTRY,        /* any other errno, while making this entry */
 } FileReason;
 
 typedef enum FileType {
@@ -57,6 +72,7 @@ typedef enum FileType {
 } FileType;
 
 #define FILE_RECORD_MOUNT 1u /* a mount point below the listed path: not entered */
+#define FILE_RECORD_TAR_ENTRY 2u /* ERROR of file.put: about entry number offset, named by path */
 
 /* A record; path_len bytes of path (the entry's path in the sandbox) and target_len bytes of a
  * symlink's target follow it. */

@@ -42,6 +42,8 @@ typedef struct FileOp {
         json_object *stat;      /* file.stat: the one entry */
         uint64_t n_entries;
         FileRecord end;         /* DONE or ERROR, once it came */
+        FileRecord tar;         /* file.put, file.get: the totals (FILE_RECORD_TAR) */
+        char *end_text;         /* file.put's ERROR: the entry's name, or libarchive's words */
         bool ended, bad;        /* bad: the helper sent what no helper sends */
         SpawnReport fail;       /* its setup failed (fail.kind == REPORT_FAILED) */
         bool killed;
@@ -125,6 +127,34 @@ static bool is_read(const FileOp *f) {
         return strcmp(f->op, FILE_OP_READ) == 0;
 }
 
+static bool is_tar(const FileOp *f) {
+        return strcmp(f->op, FILE_OP_PUT) == 0 || strcmp(f->op, FILE_OP_GET) == 0;
+}
+
+/* file.get's stream as data events: no size ahead, offsets in order, as file.read's events. */
+static int take_get_record(FileOp *f, const FileRecord *r, const char *data) {
+        json_object *ev;
+        char *b64;
+
+        if (r->kind == FILE_RECORD_TAR) {
+                f->tar = *r;
+                return 0;
+        }
+        if (strcmp(f->op, FILE_OP_GET) != 0 || r->kind != FILE_RECORD_DATA || r->length == 0 || r->offset != f->data_next)
+                return -EPROTO;
+        f->data_next += r->length;
+        b64 = base64_encode(data, r->length);
+        if (!b64)
+                return -ENOMEM;
+        ev = reply_event_new(f->reply, "data");
+        json_object_object_add(ev, "seq", json_object_new_uint64(f->seq++));
+        json_object_object_add(ev, "offset", json_object_new_uint64(r->offset));
+        json_object_object_add(ev, "data", json_object_new_string_len(b64, (int) base64_encoded_len(r->length)));
+        free(b64);
+        reply_event(f->reply, ev);
+        return 0;
+}
+
 /* file.read's records: one SIZE first, then DATA in order within what it announced. */
 static int take_read_record(FileOp *f, const FileRecord *r, const char *data) {
         json_object *ev;
@@ -163,11 +193,15 @@ static int take_read_record(FileOp *f, const FileRecord *r, const char *data) {
 static int take_record(FileOp *f, const FileRecord *r, const char *text) {
         if (f->ended || r->path_len > FILE_RECORD_TEXT_MAX || r->target_len > FILE_RECORD_TEXT_MAX)
                 return -EPROTO;
+        if (is_tar(f) && (r->kind == FILE_RECORD_DATA || r->kind == FILE_RECORD_TAR))
+                return take_get_record(f, r, text);
         if (r->kind == FILE_RECORD_SIZE || r->kind == FILE_RECORD_DATA)
                 return is_read(f) ? take_read_record(f, r, text) : -EPROTO;
         if (r->kind == FILE_RECORD_DONE || r->kind == FILE_RECORD_ERROR) {
                 f->end = *r;
                 f->ended = true;
+                if (r->kind == FILE_RECORD_ERROR && r->path_len && !(f->end_text = strndup(text, r->path_len)))
+                        return -ENOMEM;
                 return 0;
         }
         if (r->kind != FILE_RECORD_ENTRY || r->type < FILE_TYPE_FILE || r->type > FILE_TYPE_BLOCK || r->path_len == 0)
@@ -294,12 +328,71 @@ static const char *reason_words(int err, FileReason reason) {
         }
 }
 
+static const char *tar_reason_words(FileReason reason) {
+        switch (reason) {
+        case FILE_REASON_TAR_ABSOLUTE: return "an absolute name is refused";
+        case FILE_REASON_TAR_DOTDOT: return "a name with a '..' component is refused";
+        case FILE_REASON_TAR_EMPTY: return "an empty name is refused";
+        case FILE_REASON_TAR_LONG: return "the name is longer than PATH_MAX, or a component longer than NAME_MAX";
+        case FILE_REASON_TAR_UNDER_SYMLINK: return "lies under a symlink, which is never followed";
+        case FILE_REASON_TAR_NOT_DIR: return "lies under something that is not a directory";
+        case FILE_REASON_TAR_LINK: return "a hard link whose target is no earlier entry of the stream beneath the path";
+        case FILE_REASON_EXISTS: return "exists already (\"overwrite\": false)";
+        default: return NULL;
+        }
+}
+
+/* An entry's name in a message: printable ASCII as it is, every other byte as \xNN. */
+static void escape_name(const char *p, char *out, size_t size) {
+        size_t n = 0;
+        for (; p && *p && n + 5 < size; p++) {
+                unsigned char c = (unsigned char) *p;
+                if (c >= 0x20 && c < 0x7f && c != '\\')
+                        out[n++] = (char) c;
+                else
+                        n += (size_t) snprintf(out + n, size - n, "\\x%02x", c);
+        }
+        out[n] = '\0';
+}
+
+/* file.put's errors about one entry: field "tar", the entry's number and name; "entries" says
+ * how many were made before it (into an existing directory they stay). */
+static bool reply_tar_error(FileOp *f) {
+        const char *words = tar_reason_words(f->end.reason);
+        SbxErrorCode code = code_of(f->end.err, f->end.reason);
+        json_object *extra;
+        char name[160];
+        ProtoError err;
+
+        if (!is_tar(f) || !(f->end.flags & FILE_RECORD_TAR_ENTRY || f->end.reason == FILE_REASON_TAR_FORMAT))
+                return false;
+        escape_name(f->end_text, name, sizeof(name));
+        if (f->end.reason == FILE_REASON_TAR_FORMAT)
+                proto_error_set(&err, SBX_E_INVALID_REQUEST, "tar",
+                                "not a tar stream (tar, pax or GNU, uncompressed), or a damaged one, at entry %" PRIu64 ": %s",
+                                f->end.offset ? f->end.offset : 1, name);
+        else if (code == SBX_E_NO_SPACE)
+                proto_error_set(&err, code, "tar", "entry %" PRIu64 " ('%s'): the sandbox's disk is full", f->end.offset, name);
+        else if (f->end.err == EFBIG)
+                proto_error_set(&err, SBX_E_TOO_LARGE, "tar", "entry %" PRIu64 " ('%s'): larger than the sandbox's file size limit",
+                                f->end.offset, name);
+        else
+                proto_error_set(&err, words && f->end.reason != FILE_REASON_EXISTS ? SBX_E_INVALID_REQUEST : code, "tar",
+                                "entry %" PRIu64 " ('%s'): %s", f->end.offset, name, words ? words : strerror(f->end.err));
+        extra = json_object_new_object();
+        json_object_object_add(extra, "entries", json_object_new_uint64(f->end.count));
+        reply_error_extra(f->reply, &err, extra);
+        return true;
+}
+
 static void reply_helper_error(FileOp *f) {
         int e = f->end.err;
         FileReason reason = f->end.reason;
         SbxErrorCode code = code_of(e, reason);
         ProtoError err;
 
+        if (reply_tar_error(f))
+                return;
         if (e == ENOTDIR && reason == FILE_REASON_NONE)
                 proto_error_set(&err, code, "path", "no such file or directory (a component is not a directory)");
         else if (reason == FILE_REASON_SHORT)
@@ -330,6 +423,12 @@ static void reply_done(FileOp *f) {
                 add_bytes(o, "path", "path_encoding", f->path ? f->path : "", f->path ? strlen(f->path) : 0);
                 json_object_object_add(o, "bytes", json_object_new_uint64(f->end.count));
                 json_object_object_add(o, "created", json_object_new_boolean(f->end.truncated != 0));
+        } else if (is_tar(f)) {
+                json_object_object_add(o, "entries", json_object_new_uint64(f->tar.count));
+                json_object_object_add(o, "bytes", json_object_new_uint64(f->tar.size));
+                json_object_object_add(o, "skipped", json_object_new_uint64(f->tar.offset));
+                if (strcmp(f->op, FILE_OP_GET) == 0)
+                        json_object_object_add(o, "changed", json_object_new_uint64(f->tar.length));
         } else if (is_read(f)) {
                 json_object_object_add(o, "bytes", json_object_new_uint64(f->end.count));
                 json_object_object_add(o, "changed", json_object_new_boolean(f->end.truncated != 0));
@@ -352,6 +451,7 @@ static void file_op_free(FileOp *f) {
         json_object_put(f->stat);
         free(f->buf);
         free(f->path);
+        free(f->end_text);
         free(f);
 }
 
@@ -480,7 +580,8 @@ int file_op_start(Sandbox *s, const FileOpSpec *spec, Reply *reply, ProtoError *
         argv = helper_argv(spec);
         f = calloc(1, sizeof(*f));
         if (f) {
-                f->buf_size = strcmp(spec->op, FILE_OP_READ) == 0 ? sizeof(FileRecord) + FILE_DATA_MAX : RECORD_MAX;
+                f->buf_size = strcmp(spec->op, FILE_OP_READ) == 0 || strcmp(spec->op, FILE_OP_GET) == 0
+                                      ? sizeof(FileRecord) + FILE_DATA_MAX : RECORD_MAX;
                 f->buf = malloc(f->buf_size);
         }
         if (!argv || !f || !f->buf) {

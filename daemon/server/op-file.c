@@ -264,3 +264,46 @@ int op_file_remove(Request *c, json_object *id, json_object *req, ProtoError *er
                 return r;
         return file_op(c, req, FILE_OP_REMOVE, options, err);
 }
+
+/* file.put: a tar stream from "fd" (a pipe or file of the client) or inline "data" (base64: a
+ * sealed memfd, as file.write's). A chunked stream (file.chunk lines) would reach the helper the
+ * same way, through its fd 2: the place for it is where memfd is made below. */
+int op_file_put(Request *c, json_object *id, json_object *req, ProtoError *err) {
+        char parents[16], overwrite_opt[16];
+        const char *options[] = { parents, overwrite_opt, NULL };
+        bool overwrite = true;
+        int r, fd = -1, memfd = -1;
+
+        if ((r = get_flag(req, "parents", parents, sizeof(parents), err)) < 0 ||
+            (r = proto_get_bool(req, "overwrite", &overwrite, err)) < 0 || (r = get_fd(c, req, SBX_FD_FILE_SOURCE, &fd, err)) < 0)
+                return r;
+        snprintf(overwrite_opt, sizeof(overwrite_opt), "overwrite=%d", overwrite);
+        if (json_object_object_get_ex(req, "data", NULL) && fd >= 0)
+                return proto_error_set(err, SBX_E_INVALID_REQUEST, "data", "\"data\" and \"fd\" together");
+        if (fd < 0) {
+                json_object *enc;
+                if (!json_object_object_get_ex(req, "encoding", &enc)) /* a tar is bytes: base64 unless said */
+                        json_object_object_add(req, "encoding", json_object_new_string("base64"));
+                if ((r = get_data(req, false, 0, &memfd, err)) < 0)
+                        return r;
+                if (r == 0)
+                        return proto_error_set(err, SBX_E_INVALID_REQUEST, "fd", "file.put takes \"fd\" or \"data\" (a tar stream)");
+                fd = memfd;
+        }
+        r = file_op_fd(c, req, FILE_OP_PUT, options, fd, err);
+        safe_close(memfd); /* the helper has its own */
+        return r;
+}
+
+/* file.get: the tar stream into "fd", or as data events (bounded by the connection's backlog). */
+int op_file_get(Request *c, json_object *id, json_object *req, ProtoError *err) {
+        char follow[16];
+        const char *options[] = { follow, NULL, NULL };
+        int r, sink = -1;
+
+        if ((r = get_flag(req, "follow", follow, sizeof(follow), err)) < 0 || (r = get_fd(c, req, SBX_FD_FILE_SINK, &sink, err)) < 0)
+                return r;
+        if (sink >= 0)
+                options[1] = "sink=1";
+        return file_op_fd(c, req, FILE_OP_GET, options, sink, err);
+}

@@ -105,6 +105,11 @@ static const FieldSpec file_write_fields[] = {
         { "atomic", FIELD_BOOL }, { "offset", FIELD_SIZE }, { "size", FIELD_SIZE }, { "data", FIELD_STRING },
         { "encoding", FIELD_STRING }, { "fd", FIELD_INT }, { "sync", FIELD_BOOL }, {},
 };
+static const FieldSpec file_put_fields[] = {
+        ENVELOPE, FILE_FIELDS, { "parents", FIELD_BOOL }, { "overwrite", FIELD_BOOL }, { "data", FIELD_STRING },
+        { "encoding", FIELD_STRING }, { "fd", FIELD_INT }, {},
+};
+static const FieldSpec file_get_fields[] = { ENVELOPE, FILE_FIELDS, { "follow", FIELD_BOOL }, { "fd", FIELD_INT }, {} };
 static const FieldSpec file_remove_fields[] = {
         ENVELOPE, FILE_FIELDS, { "recursive", FIELD_BOOL }, { "missing_ok", FIELD_BOOL }, {},
 };
@@ -136,6 +141,8 @@ static const Op ops[] = {
         { "file.remove", op_file_remove, file_remove_fields },
         { "file.read", op_file_read, file_read_fields, .takes_fds = true },
         { "file.write", op_file_write, file_write_fields, .takes_fds = true },
+        { "file.put", op_file_put, file_put_fields, .takes_fds = true },
+        { "file.get", op_file_get, file_get_fields, .takes_fds = true },
 };
 
 void ops_dispatch(Reply *reply, const char *name, json_object *req, int *fds, size_t n_fds, void *userdata) {

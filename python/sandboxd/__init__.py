@@ -18,7 +18,7 @@ from .errors import (
     SessionLost, SpawnFailed, TeardownStuck, TooLarge, UnknownOp,
 )
 from .replies import (
-    DestroyResult, Dropped, Event, FileList, FileStat, FileWritten, Health, Hello, Output, Progress, RestoreResult, RunResult,
+    DestroyResult, Dropped, Event, FileList, FileStat, FileWritten, TreeCopied, Health, Hello, Output, Progress, RestoreResult, RunResult,
     SandboxInfo, SessionExit, SessionInfo, SessionSummary, Snapshot, SnapshotResult, Started,
     SweepResult,
 )
@@ -35,5 +35,5 @@ __all__ = [
     "SessionLost", "TeardownStuck",
     "Hello", "Health", "SandboxInfo", "SessionSummary", "DestroyResult", "RunResult", "Started",
     "Output", "Progress", "Dropped", "SessionExit", "Event", "Snapshot", "SnapshotResult",
-    "RestoreResult", "SweepResult", "SessionInfo", "FileStat", "FileList", "FileWritten",
+    "RestoreResult", "SweepResult", "SessionInfo", "FileStat", "FileList", "FileWritten", "TreeCopied",
 ]

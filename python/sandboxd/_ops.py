@@ -12,7 +12,7 @@ from typing import Any, Generic, TypeVar, Union
 from .errors import ProtocolViolation, error_from_reply
 from .replies import (
     JSON, DestroyResult, FileList, FileStat, FileWritten, Health, Hello, RestoreResult, RunResult,
-    SandboxInfo, SessionExit, SessionInfo, Snapshot, SnapshotResult, SweepResult, _b, _d, _i, _l, _s,
+    SandboxInfo, SessionExit, SessionInfo, Snapshot, SnapshotResult, SweepResult, TreeCopied, _b, _d, _i, _l, _s,
 )
 
 T = TypeVar("T")
@@ -417,6 +417,24 @@ def file_write(sandbox: str, path: PathArg, data: str | bytes | None = None, *,
                    "sync": True if sync else None})
     fields, fds = _with_fd(fields, fd)
     return Call("file.write", fields, FileWritten.from_json, fds=fds)
+
+
+def file_put(sandbox: str, path: PathArg, fd: int, *, parents: bool = False,
+             overwrite: bool = True, user: str | None = None) -> Call[TreeCopied]:
+    """A tar stream read from ``fd`` (passed) unpacked into the directory ``path``."""
+    fields = _file_fields(sandbox, path, user)
+    fields.update({"parents": True if parents else None, "overwrite": False if not overwrite else None})
+    fields, fds = _with_fd(fields, fd)
+    return Call("file.put", fields, TreeCopied.from_json, fds=fds)
+
+
+def file_get(sandbox: str, path: PathArg, fd: int, *, follow: bool = False,
+             user: str | None = None) -> Call[TreeCopied]:
+    """``path`` as a tar stream written to ``fd`` (passed)."""
+    fields = _file_fields(sandbox, path, user)
+    fields["follow"] = True if follow else None
+    fields, fds = _with_fd(fields, fd)
+    return Call("file.get", fields, TreeCopied.from_json, fds=fds)
 
 
 def raw(op: str, fields: Mapping[str, Any]) -> Call[JSON]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import array
 import builtins
 import os
+import tempfile
 import queue
 import socket
 import threading
@@ -17,7 +18,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from types import TracebackType
 from typing import Any, TypeVar
 
-from . import _ops
+from . import _ops, _tree
 from ._common import (
     INLINE_WRITE_MAX, RUN_EVENT_TYPES, SESSION_EVENT_TYPES, fileno_of, progress_hook as _progress,
     socket_path, staged,
@@ -28,7 +29,7 @@ from .errors import ConnectionLost, Error, NotFound
 from .replies import (
     DestroyResult, Dropped, FileList, FileStat, FileWritten, Health, Hello, Output, Progress, RestoreResult, RunEvent, RunResult,
     SandboxInfo, SessionEvent, SessionExit, SessionInfo, Snapshot, SnapshotResult, Started,
-    SweepResult, decode_event,
+    SweepResult, TreeCopied, decode_event,
 )
 
 T = TypeVar("T")
@@ -661,6 +662,28 @@ class Files:
         finally:
             if own:
                 os.close(fd)
+
+    def put_tree(self, local_dir: str | os.PathLike[str], path: PathArg, *, parents: bool = False,
+                 overwrite: bool = True, user: str | None = None) -> TreeCopied:
+        """``file.put``: the contents of the host directory ``local_dir`` become the directory
+        ``path`` (made, atomically, when missing; else copied into it, each file atomically).
+        The tree is packed with tarfile into a temporary file whose fd is passed."""
+        with _tree.pack(local_dir) as tmp:
+            return self.client._call(_ops.file_put(self.sandbox, path, tmp.fileno(), parents=parents,
+                                                   overwrite=overwrite, user=self._u(user)))
+
+    def get_tree(self, path: PathArg, local_dir: str | os.PathLike[str], *, follow: bool = False,
+                 user: str | None = None) -> TreeCopied:
+        """``file.get``: the directory ``path`` of the sandbox becomes (or is copied into) the
+        host directory ``local_dir``: its contents, not its own name. The stream comes through
+        a passed temporary file and is unpacked here as hostile input (no absolute names, no
+        ``..``, nothing through a symlink)."""
+        with tempfile.TemporaryFile() as tmp:
+            got = self.client._call(_ops.file_get(self.sandbox, _tree.contents_path(path), tmp.fileno(),
+                                                  follow=follow, user=self._u(user)))
+            tmp.seek(0)
+            _tree.unpack(tmp, local_dir)
+        return got
 
 
 class Sandbox:

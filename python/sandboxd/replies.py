@@ -500,6 +500,23 @@ class FileList:
 
 
 @dataclass(frozen=True)
+class TreeCopied:
+    """The reply of ``file.put`` and ``file.get``: entries made or archived, bytes of the tar
+    stream, entries skipped (devices, sockets; for get also ones that vanished mid-walk), files
+    that changed while archived (get)."""
+
+    entries: int
+    bytes: int
+    skipped: int
+    changed: int
+    raw: JSON = field(repr=False)
+
+    @classmethod
+    def from_json(cls, d: JSON) -> TreeCopied:
+        return cls(_i(d, "entries"), _i(d, "bytes"), _i(d, "skipped"), _i(d, "changed"), d)
+
+
+@dataclass(frozen=True)
 class FileWritten:
     """The reply of ``file.write``: the path written, its byte count, whether it was new."""
 
