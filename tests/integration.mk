@@ -7,6 +7,7 @@ INTEGRATION_TESTS = \
 	tests/t-activation.sh \
 	tests/t-durability.sh \
 	tests/t-files.sh \
+	tests/t-files-chunks.sh \
 	tests/t-frozen.sh \
 	tests/t-kill-fallback.sh \
 	tests/t-layers.sh \

@@ -21,9 +21,13 @@ typedef struct Connection Connection;
  * the line, as many as its "fds" said: it takes those it keeps, setting them to -1, and the
  * connection closes the rest); closed runs from the deferred close, after the
  * close hooks of the replies; writable (optional) when the client has room again, after their
- * writable hooks. */
+ * writable hooks. route (optional) sees each complete line without fds before it is parsed,
+ * with the sink of the connection's replies: it returns true when it took the line (a
+ * file.chunk line in its canonical form, handed to its transfer), false to have it parsed and
+ * dispatched as usual. */
 typedef struct ConnectionHooks {
         void (*dispatch)(Reply *reply, const char *op, json_object *req, int *fds, size_t n_fds, void *userdata);
+        bool (*route)(ReplySink *sink, const char *line, size_t len, void *userdata);
         void (*closed)(Connection *c, void *userdata);
         void (*writable)(Connection *c, void *userdata);
 } ConnectionHooks;

@@ -71,6 +71,18 @@ static int get_fd(Request *c, json_object *req, unsigned allow, int *ret, ProtoE
         return 1;
 }
 
+/* Each holds a process in the sandbox, as a run does: the same caps, counted together. */
+static int file_op_caps(Request *c, ProtoError *err) {
+        if (reply_runs(c->reply) >= c->ctx->config.max_runs_per_connection)
+                return proto_error_set(err, SBX_E_RESOURCE_EXHAUSTED, "sandbox",
+                                       "too many runs and file operations in flight on this connection");
+        if (c->peer.uid != 0 && connection_uid_usage(c->conns, c->peer.uid).runs >= c->ctx->config.max_runs_per_uid)
+                return proto_error_set(err, SBX_E_RESOURCE_EXHAUSTED, "sandbox",
+                                       "uid %u has its maximum of %llu runs and file operations in flight (max_runs_per_uid)",
+                                       (unsigned) c->peer.uid, (unsigned long long) c->ctx->config.max_runs_per_uid);
+        return 0;
+}
+
 /* The common part: sandbox, path, user; then the helper with options (and data_fd, or -1). */
 static int file_op_fd(Request *c, json_object *req, const char *op, const char *const *options, int data_fd,
                       ProtoError *err) {
@@ -79,16 +91,27 @@ static int file_op_fd(Request *c, json_object *req, const char *op, const char *
         Sandbox *s;
         int r;
 
-        /* Each holds a process in the sandbox, as a run does: the same caps, counted together. */
-        if (reply_runs(c->reply) >= c->ctx->config.max_runs_per_connection)
-                return proto_error_set(err, SBX_E_RESOURCE_EXHAUSTED, "sandbox",
-                                       "too many runs and file operations in flight on this connection");
-        if (c->peer.uid != 0 && connection_uid_usage(c->conns, c->peer.uid).runs >= c->ctx->config.max_runs_per_uid)
-                return proto_error_set(err, SBX_E_RESOURCE_EXHAUSTED, "sandbox",
-                                       "uid %u has its maximum of %llu runs and file operations in flight (max_runs_per_uid)",
-                                       (unsigned) c->peer.uid, (unsigned long long) c->ctx->config.max_runs_per_uid);
-        if ((r = ops_lookup_sandbox(c, req, &s, err)) < 0 || (r = get_path(req, &path, err)) < 0 ||
+        if ((r = file_op_caps(c, err)) < 0 || (r = ops_lookup_sandbox(c, req, &s, err)) < 0 || (r = get_path(req, &path, err)) < 0 ||
             (r = sandbox_user_parse(req, &spec.user, err)) < 0)
+                return r;
+        spec.path = path;
+        return file_op_start(s, &spec, c->reply, err);
+}
+
+/* By chunks: the helper gets a pipe of frames (file-inflow.h) instead of an fd of data. */
+static int file_write_chunked(Request *c, json_object *id, json_object *req, const char **options, size_t n,
+                              uint64_t size, ProtoError *err) {
+        _cleanup_free_ char *path = NULL;
+        FileOpSpec spec = { .op = FILE_OP_WRITE, .options = options, .data_fd = -1, .chunks = true, .size = size };
+        Sandbox *s;
+        int r;
+
+        if (!id || json_object_is_type(id, json_type_null))
+                return proto_error_set(err, SBX_E_INVALID_REQUEST, "id", "a file.write by chunks needs an id for its chunks");
+        options[n++] = "chunks=1";
+        options[n] = NULL;
+        if ((r = file_op_caps(c, err)) < 0 || (r = ops_lookup_sandbox(c, req, &s, err)) < 0 ||
+            (r = get_path(req, &path, err)) < 0 || (r = sandbox_user_parse(req, &spec.user, err)) < 0)
                 return r;
         spec.path = path;
         return file_op_start(s, &spec, c->reply, err);
@@ -204,7 +227,7 @@ static int get_data(json_object *req, bool has_size, uint64_t size, int *ret_fd,
 
 int op_file_write(Request *c, json_object *id, json_object *req, ProtoError *err) {
         char parents[16], exclusive[16], sync[16], mode_opt[24], size_opt[40], offset_opt[40];
-        const char *options[8] = { parents, exclusive, sync };
+        const char *options[10] = { parents, exclusive, sync };
         size_t n = 3;
         unsigned mode = 0;
         uint64_t size = 0, offset = 0;
@@ -244,11 +267,10 @@ int op_file_write(Request *c, json_object *id, json_object *req, ProtoError *err
         if (fd < 0) {
                 if ((r = get_data(req, has_size, size, &memfd, err)) < 0)
                         return r;
-                if (r == 0)
-                        return proto_error_set(err, SBX_E_INVALID_REQUEST, "data",
-                                               "file.write takes \"data\" or \"fd\" (chunked transfers are not served yet)");
                 fd = memfd;
         }
+        if (fd < 0) /* neither: the data follows in file.chunk lines */
+                return file_write_chunked(c, id, req, options, n, has_size ? size : UINT64_MAX, err);
         r = file_op_fd(c, req, FILE_OP_WRITE, options, fd, err);
         safe_close(memfd); /* the helper has its own */
         return r;

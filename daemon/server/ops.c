@@ -136,6 +136,7 @@ static const Op ops[] = {
         { "file.remove", op_file_remove, file_remove_fields },
         { "file.read", op_file_read, file_read_fields, .takes_fds = true },
         { "file.write", op_file_write, file_write_fields, .takes_fds = true },
+        { "file.chunk", op_file_chunk, NULL }, /* its fields are checked against its transfer */
 };
 
 void ops_dispatch(Reply *reply, const char *name, json_object *req, int *fds, size_t n_fds, void *userdata) {
@@ -152,7 +153,7 @@ void ops_dispatch(Reply *reply, const char *name, json_object *req, int *fds, si
                 if (n_fds > 0 && !ops[i].takes_fds)
                         proto_error_set(&err, SBX_E_INVALID_REQUEST, "fds",
                                         "%zu file descriptors came with this request, which takes none", n_fds);
-                if (err.code || proto_check_fields(req, ops[i].fields, NULL, &err) < 0 ||
+                if (err.code || (ops[i].fields && proto_check_fields(req, ops[i].fields, NULL, &err) < 0) ||
                     ops[i].handler(&rq, id, req, &err) < 0)
                         reply_error(reply, &err);
                 return;
