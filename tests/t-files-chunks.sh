@@ -247,6 +247,43 @@ is_(err(c.call({"op": "file.write", "sandbox": sb, "path": "/work/c/x", "id": No
 is_(run(c, "ls /work/c/other /work/c/x 2>&1 | grep -c 'No such'"), "2\n", "... neither made a file")
 PYEOF
 
+# ---- libsandbox (sbx_file_write of a buffer, sbx_file_write_from an fd) and sandboxctl cp - SBX:FILE
+TOOL=$top_builddir/tests/file-write-tool
+sha_in() { rpc '{"op":"run","sandbox":"'"$SB"'","argv":["sh","-c","sha256sum < '"$1"'"]}' 60 | jq -r .stdout | cut -d' ' -f1; }
+du_in() { rpc '{"op":"run","sandbox":"'"$SB"'","argv":["du","-k","'"$1"'"]}' 60 | jq -r .stdout | cut -f1; }
+head -c 3M /dev/urandom >"$T/rand"
+truncate -s 20M "$T/sparse" && printf 'head' | dd of="$T/sparse" conv=notrunc status=none &&
+        printf 'tail' | dd of="$T/sparse" bs=1 seek=$((20 << 20)) conv=notrunc status=none
+if [ -x "$TOOL" ]; then
+        "$TOOL" "$SOCK" "$SB" /work/lib-buffer buffer <"$T/rand" >"$T/tool.out" 2>&1
+        is "$?" 0 "sbx_file_write of a 3 MiB buffer (by chunks): ok"
+        is "$(sha_in /work/lib-buffer)" "$(sha256sum <"$T/rand" | cut -d' ' -f1)" "... the same bytes"
+        "$TOOL" "$SOCK" "$SB" /work/lib-sparse from <"$T/sparse" >"$T/tool.out" 2>&1
+        is "$?" 0 "sbx_file_write_from a 20 MiB sparse file (read here, sent by chunks): ok"
+        is "$(sha_in /work/lib-sparse)" "$(sha256sum <"$T/sparse" | cut -d' ' -f1)" "... the same bytes"
+        check "... its hole a hole inside (du $(du_in /work/lib-sparse) KiB)" [ "$(du_in /work/lib-sparse)" -le 64 ]
+        cat "$T/rand" | "$TOOL" "$SOCK" "$SB" /work/lib-pipe from >"$T/tool.out" 2>&1
+        is "$?" 0 "sbx_file_write_from a pipe: ok"
+        is "$(sha_in /work/lib-pipe)" "$(sha256sum <"$T/rand" | cut -d' ' -f1)" "... the same bytes"
+else
+        nok "the test client is built at $TOOL (make check builds it)"
+fi
+cat "$T/rand" | ctl cp - "$SB:/work/ctl-pipe"
+is "$?" 0 "cat FILE | sandboxctl cp - SBX:/work/ctl-pipe (a pipe, handed over): ok"
+is "$(sha_in /work/ctl-pipe)" "$(sha256sum <"$T/rand" | cut -d' ' -f1)" "... the same bytes"
+python3 - "$SANDBOXCTL" "$SOCK" "$SB" "$T/rand" <<'PYEOF'
+import socket, subprocess, sys
+ctl, sock, sb, src = sys.argv[1:]
+a, b = socket.socketpair()
+p = subprocess.Popen([ctl, "--socket", sock, "cp", "-", sb + ":/work/ctl-sock"], stdin=b)
+b.close()
+a.sendall(open(src, "rb").read())
+a.shutdown(socket.SHUT_WR)
+sys.exit(p.wait(60))
+PYEOF
+is "$?" 0 "sandboxctl cp - SBX:/work/ctl-sock from a socket (read by sandboxctl, sent by chunks): ok"
+is "$(sha_in /work/ctl-sock)" "$(sha256sum <"$T/rand" | cut -d' ' -f1)" "... the same bytes"
+
 # ---- a client killed mid-transfer
 run_py "a client killed mid-transfer" 120 <<'PYEOF'
 import os, signal, subprocess, sys, time
