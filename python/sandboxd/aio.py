@@ -21,7 +21,7 @@ from typing import Any, Generic, TypeVar
 from . import _ops
 from ._common import (
     INLINE_WRITE_MAX, RUN_EVENT_TYPES, SESSION_EVENT_TYPES, fileno_of, progress_hook as _progress,
-    socket_path, staged,
+    socket_path,
 )
 from ._ops import BytesSink, Call, Command, Duration, Mode, PathArg, Signal, Size, SnapshotRef, WriterSink
 from ._wire import DEFAULT_MAX_LINE, DETACHED_EVENT, JSON, Pending, Wire
@@ -204,6 +204,30 @@ class AsyncClient:
                 msg = await f.next(left)
                 if "event" in msg:
                     if on_event is not None:
+                        on_event(msg)
+                    continue
+                return call.finish(msg)
+        except BaseException:
+            f.forget()
+            raise
+
+    async def _upload(self, call: Call[T], source: Any,
+                      on_event: Callable[[JSON], None] | None = None) -> T:
+        """As Client._upload: the content from source in file.chunk lines, within the window."""
+        f = await self._start(call)
+        up = _ops.Upload(f.pending.id, source)
+        try:
+            while True:
+                for line in up.lines():
+                    try:
+                        async with self._send_lock:
+                            self._writer.write(line)
+                            await self._writer.drain()
+                    except OSError as e:
+                        raise ConnectionLost(f"{call.op}: sending to sandboxd: {e.strerror or e}") from None
+                msg = await f.next(None)
+                if "event" in msg:
+                    if not up.take(msg) and on_event is not None:
                         on_event(msg)
                     continue
                 return call.finish(msg)
@@ -628,28 +652,18 @@ class AsyncFiles:
         if len(raw) <= INLINE_WRITE_MAX:
             return await self.client._call(_ops.file_write(
                 self.sandbox, path, data if isinstance(data, str) else raw, **kw))
-        fd = staged(raw)
-        try:
-            return await self.client._call(_ops.file_write(self.sandbox, path, fd=fd, **kw))
-        finally:
-            os.close(fd)
+        return await self.client._upload(_ops.file_write_chunks(self.sandbox, path, **kw), raw)
 
     async def write_from(self, path: PathArg, src: Any, *, size: Size | None = None,
                          mode: Mode | None = None, parents: bool = False, atomic: bool = True,
                          exclusive: bool = False, offset: Size | None = None,
                          sync: bool = False, user: str | None = None) -> FileWritten:
         fd = fileno_of(src)
-        own = fd is None
+        kw: dict[str, Any] = dict(size=size, mode=mode, parents=parents, exclusive=exclusive,
+                                  atomic=atomic, offset=offset, sync=sync, user=self._u(user))
         if fd is None:
-            fd = staged(src)
-        try:
-            return await self.client._call(_ops.file_write(
-                self.sandbox, path, fd=fd, size=size, mode=mode, parents=parents,
-                exclusive=exclusive, atomic=atomic, offset=offset, sync=sync,
-                user=self._u(user)))
-        finally:
-            if own:
-                os.close(fd)
+            return await self.client._upload(_ops.file_write_chunks(self.sandbox, path, **kw), src)
+        return await self.client._call(_ops.file_write(self.sandbox, path, fd=fd, **kw))
 
 
 class AsyncSandbox:
