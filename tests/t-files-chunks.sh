@@ -24,6 +24,12 @@ from client import Conn, check, is_, wait_for
 
 sock, sb = os.environ["SOCK"], os.environ["SB"]
 
+def conn(timeout=60):
+    """A connection whose call() ids (runs, stats) stay clear of the small ids the writes use."""
+    c = Conn(sock, timeout)
+    c.next_id = 10**6
+    return c
+
 def err(r):
     return (r.get("error") or {}).get("code"), (r.get("error") or {}).get("field")
 
@@ -59,8 +65,16 @@ class Writer:
     def start(self):
         self.c.send(self.req)
         while self.ready is None and self.final is None:
-            self.take(self.c.recv_json(30))
+            self.take(self.recv(30))
         return self.ready
+
+    def recv(self, timeout):
+        """The next line for this write: one another writer of the connection put aside, or
+        the next one read."""
+        for i, m in enumerate(self.c.pending):
+            if m.get("id") == self.rid:
+                return self.c.pending.pop(i)
+        return self.c.recv_json(timeout)
 
     def take(self, m):
         if m is None:
@@ -74,12 +88,10 @@ class Writer:
             self.acked = m["seq"] + 1
         elif "ok" in m:
             self.final = m
-        else:
-            self.c.pending.append(m)
 
     def send(self, data=None, eof=False, zeros=None, canonical=True):
         while self.final is None and self.seq - self.acked >= self.ready["window"]:
-            self.take(self.c.recv_json(30))
+            self.take(self.recv(30))
         if self.final is not None:
             return
         self.c.send_raw(chunk_line(self.rid, self.seq, data, eof, zeros, canonical))
@@ -94,7 +106,7 @@ class Writer:
 
     def finish(self, timeout=120):
         while self.final is None:
-            self.take(self.c.recv_json(timeout))
+            self.take(self.recv(timeout))
         return self.final
 
 def run(c, script):
@@ -115,8 +127,7 @@ run_py "chunked writes" 600 <<'PYEOF'
 import base64, hashlib, json, os, socket, time
 exec(open(os.environ["T"] + "/chunks.py").read())
 
-c = Conn(sock, 60)
-c.next_id = 10**6
+c = conn(60)
 run(c, "mkdir -p /work/c")
 
 # ---- round trips
@@ -245,6 +256,25 @@ is_((w.finish().get("bytes"), run(c, "cat /work/c/old")), (1, "N"), "... the fir
 is_(err(c.call({"op": "file.write", "sandbox": sb, "path": "/work/c/x", "id": None}, 10)), ("invalid_request", "id"),
     "a file.write by chunks without an id: refused")
 is_(run(c, "ls /work/c/other /work/c/x 2>&1 | grep -c 'No such'"), "2\n", "... neither made a file")
+
+# ---- caps: 4 transfers in flight on a connection
+ws = [Writer(c, 60 + i, "/work/c/cap%d" % i, size=1) for i in range(4)]
+is_([bool(w.start()) for w in ws], [True] * 4, "4 transfers waiting for chunks on one connection")
+r = Writer(c, 64, "/work/c/cap4", size=1)
+r.start()
+check(err(r.final or {}) == ("resource_exhausted", "sandbox") and "4 file transfers" in r.final["error"]["message"],
+      "a 5th file.write: resource_exhausted, field sandbox", r.final)
+is_(err(c.call({"id": 65, "op": "file.read", "sandbox": sb, "path": "/work/c/text"}, 10)), ("resource_exhausted", "sandbox"),
+    "... a file.read too")
+check(c.call({"id": 66, "op": "file.stat", "sandbox": sb, "path": "/work/c"}, 10).get("ok"), "... a file.stat is no transfer: served")
+c2 = conn(30)
+r, w2 = write_blob(c2, 1, "/work/c/cap-other", b"other")
+is_(r.get("bytes"), 5, "... another connection's transfer is served")
+for i, w in enumerate(ws):
+    w.send(b"%d" % i, eof=True)
+is_([w.finish().get("bytes") for w in ws], [1] * 4, "the four end")
+r, w = write_blob(c, 67, "/work/c/cap4", b"again")
+is_(r.get("bytes"), 5, "... and the connection may start a transfer again")
 PYEOF
 
 # ---- libsandbox (sbx_file_write of a buffer, sbx_file_write_from an fd) and sandboxctl cp - SBX:FILE
@@ -288,13 +318,13 @@ is "$(sha_in /work/ctl-sock)" "$(sha256sum <"$T/rand" | cut -d' ' -f1)" "... the
 run_py "a client killed mid-transfer" 120 <<'PYEOF'
 import os, signal, subprocess, sys, time
 exec(open(os.environ["T"] + "/chunks.py").read())
-c = Conn(sock, 60)
+c = conn(60)
 run(c, "mkdir -p /work/k && printf 'kept\\n' > /work/k/f")
 child = subprocess.Popen([sys.executable, "-c", r'''
 import os, sys
 sys.path.insert(0, os.environ["TESTS_DIR"])
 exec(open(os.environ["T"] + "/chunks.py").read())
-c = Conn(sock, 60)
+c = conn(60)
 w = Writer(c, 1, "/work/k/f", size=10 << 20)
 w.start()
 w.send(b"x" * (1 << 20))
@@ -318,7 +348,7 @@ PYEOF
 run_py "256 MiB by chunks, the daemon's memory bounded" 600 <<'PYEOF'
 import base64, hashlib, os
 exec(open(os.environ["T"] + "/chunks.py").read())
-c = Conn(sock, 120)
+c = conn(120)
 def rss():
     for l in open("/proc/%s/status" % os.environ["DAEMON_PID"]):
         if l.startswith("VmRSS:"):
@@ -356,6 +386,53 @@ is "$(daemon_children_named sandboxd-file-h)" 0 "no file helper left"
 rpc '{"op":"destroy","sandbox":"'"$SB"'"}' >/dev/null
 stop_daemon
 
+# ---- max_file_transfers_per_uid, for a client that is not root (root is not capped)
+printf 'max_file_transfers_per_uid = 5\n' >"$T/caps.conf"
+start_daemon --config "$T/caps.conf" || exit 0
+chmod 0755 "$T" && chmod 0666 "$SOCK"
+other_user_files
+cp "$T/chunks.py" "$OTHER_DIR/" && chmod a+r "$OTHER_DIR/chunks.py"
+as_other 65534 --regid=65534 --clear-groups -- env SOCK="$SOCK" SB=none T="$OTHER_DIR" PYTHONPATH="$OTHER_DIR" \
+        timeout -k 5 120 python3 - >"$T/py.out" 2>"$T/py.err" <<'PYEOF'
+import os
+exec(open(os.environ["T"] + "/chunks.py").read())
+a, b = conn(60), conn(60)
+r = a.call({"op": "create", "best_effort": True}, 60)
+check(r.get("ok"), "uid 65534 creates a sandbox", r)
+sb = (r.get("sandbox") or {}).get("id")
+def writer(c, rid, n):
+    return Writer(c, rid, "/work/u%d" % n, size=1)
+ws = [writer(a, 10 + i, i) for i in range(4)] + [writer(b, 10, 4)]
+for w in ws:
+    w.req["sandbox"] = sb
+is_([bool(w.start()) for w in ws], [True] * 5, "5 transfers of uid 65534 on two connections")
+x = writer(b, 11, 5)
+x.req["sandbox"] = sb
+x.start()
+check(err(x.final or {}) == ("resource_exhausted", "sandbox") and "max_file_transfers_per_uid" in x.final["error"]["message"],
+      "a 6th: resource_exhausted, field sandbox (max_file_transfers_per_uid)", x.final)
+for w in ws:
+    w.send(b"z", eof=True)
+is_([w.finish().get("bytes") for w in ws], [1] * 5, "the five end")
+y = writer(b, 12, 5)
+y.req["sandbox"] = sb
+y.start()
+y.send(b"z", eof=True)
+is_(y.finish().get("bytes"), 1, "... and a new one is served")
+check(a.call({"op": "destroy", "sandbox": sb}, 60).get("ok"), "its sandbox destroyed")
+PYEOF
+rc=$?
+while IFS= read -r line; do
+        case $line in
+        "PASS "*) ok "${line#PASS }" ;;
+        "FAIL "*) nok "${line#FAIL }" ;;
+        *) printf '# %s\n' "$line" ;;
+        esac
+done <"$T/py.out"
+is "$rc" 0 "the checks as uid 65534 ran to the end"
+[ "$rc" = 0 ] || diag "$(tail -n 20 "$T/py.err")"
+stop_daemon
+
 # ---- a client that stops sending: abandoned after request_timeout
 printf 'request_timeout = 2s\n' >"$T/timeout.conf"
 start_daemon --config "$T/timeout.conf" || exit 0
@@ -366,7 +443,7 @@ export SB CGS
 run_py "a transfer without progress" 60 <<'PYEOF'
 import os, time
 exec(open(os.environ["T"] + "/chunks.py").read())
-c = Conn(sock, 60)
+c = conn(60)
 run(c, "printf 'kept\\n' > /work/f")
 w = Writer(c, 1, "/work/f", size=100)
 w.start()

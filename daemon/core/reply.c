@@ -177,6 +177,14 @@ unsigned reply_runs(const Reply *r) {
         return r->sink->n_runs;
 }
 
+void reply_account_transfer(Reply *r, int n) {
+        r->sink->n_transfers += n;
+}
+
+unsigned reply_transfers(const Reply *r) {
+        return r->sink->n_transfers;
+}
+
 void reply_on_close(Reply *r, Hook *h) {
         hook_push(&r->sink->close_hooks, h);
 }

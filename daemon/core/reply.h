@@ -78,6 +78,7 @@ struct ReplySink {
          * and stdin may hold: the per-connection and per-uid caps count them (reply_account()). */
         unsigned n_runs;
         uint64_t run_reserved;
+        unsigned n_transfers;   /* file transfers in flight (file.write, file.read) */
         Hook *close_hooks, *writable_hooks;
         struct Inlet *inlets;   /* requests that take chunk lines (reply_inlet_add()) */
         json_object *ended[16]; /* ids of the last inlets that ended: their late chunks are dropped */
@@ -119,6 +120,9 @@ bool reply_same_peer(const Reply *a, const Reply *b);
  * taken back when negative. */
 void reply_account(Reply *r, int runs, int64_t bytes);
 unsigned reply_runs(const Reply *r);
+/* File transfers in flight on the sink (ReplySink.n_transfers), for their own caps. */
+void reply_account_transfer(Reply *r, int n);
+unsigned reply_transfers(const Reply *r);
 
 /* h runs when the peer goes (once), or each time it has room again; it moves if linked already.
  * On a sink whose close hooks ran already a close hook never runs: whoever registers late

@@ -50,6 +50,7 @@ typedef struct FileOp {
         FileInflow *inflow;     /* file.write by chunks */
         ProtoError failure;     /* the transfer was ended for this (failed) */
         bool failed;
+        bool transfer;          /* counted in the sink's n_transfers */
 } FileOp;
 
 static const char *const type_names[] = {
@@ -358,6 +359,8 @@ static void file_op_free(FileOp *f) {
         hook_remove(&f->writable_hook);
         if (f->accounted)
                 reply_account(f->reply, -1, 0);
+        if (f->accounted && f->transfer)
+                reply_account_transfer(f->reply, -1);
         reply_unref(f->reply);
         json_object_put(f->batch);
         json_object_put(f->stat);
@@ -596,5 +599,8 @@ int file_op_start(Sandbox *s, const FileOpSpec *spec, Reply *reply, ProtoError *
         reply_on_writable(f->reply, &f->writable_hook);
         reply_account(f->reply, 1, 0); /* counted as a run in flight (max_runs_per_*) */
         f->accounted = true;
+        f->transfer = spec->transfer;
+        if (f->transfer)
+                reply_account_transfer(f->reply, 1);
         return 0;
 }

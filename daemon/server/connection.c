@@ -181,6 +181,7 @@ UidUsage connection_uid_usage(const ConnectionSet *m, uid_t uid) {
                 if (c->peer.uid == uid && !c->dead) { /* as in n_connections */
                         u.connections++;
                         u.runs += c->sink.n_runs;
+                        u.transfers += c->sink.n_transfers;
                         u.reserved += c->sink.run_reserved;
                         u.unread += connection_backlog(c) + partial_bytes(c);
                 }

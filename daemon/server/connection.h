@@ -74,7 +74,7 @@ static inline size_t connection_backlog(const Connection *c) {
  * max_buffered_per_uid): its connections, their runs in flight, what those runs' replies may
  * take (reserved) and the replies and requests its connections hold now (unread). */
 typedef struct UidUsage {
-        unsigned connections, runs;
+        unsigned connections, runs, transfers;
         uint64_t reserved, unread;
 } UidUsage;
 UidUsage connection_uid_usage(const ConnectionSet *set, uid_t uid);

@@ -71,8 +71,25 @@ static int get_fd(Request *c, json_object *req, unsigned allow, int *ret, ProtoE
         return 1;
 }
 
+/* A transfer (file.write, file.read: bytes through the daemon or a client's fd) has caps of its
+ * own besides: SBX_FILE_TRANSFERS_PER_CONNECTION, max_file_transfers_per_uid. */
+static int file_transfer_caps(Request *c, ProtoError *err) {
+        if (reply_transfers(c->reply) >= SBX_FILE_TRANSFERS_PER_CONNECTION)
+                return proto_error_set(err, SBX_E_RESOURCE_EXHAUSTED, "sandbox",
+                                       "this connection has its maximum of %u file transfers in flight",
+                                       SBX_FILE_TRANSFERS_PER_CONNECTION);
+        if (c->peer.uid != 0 &&
+            connection_uid_usage(c->conns, c->peer.uid).transfers >= c->ctx->config.max_file_transfers_per_uid)
+                return proto_error_set(err, SBX_E_RESOURCE_EXHAUSTED, "sandbox",
+                                       "uid %u has its maximum of %llu file transfers in flight (max_file_transfers_per_uid)",
+                                       (unsigned) c->peer.uid, (unsigned long long) c->ctx->config.max_file_transfers_per_uid);
+        return 0;
+}
+
 /* Each holds a process in the sandbox, as a run does: the same caps, counted together. */
-static int file_op_caps(Request *c, ProtoError *err) {
+static int file_op_caps(Request *c, bool transfer, ProtoError *err) {
+        if (transfer && file_transfer_caps(c, err) < 0)
+                return -EINVAL;
         if (reply_runs(c->reply) >= c->ctx->config.max_runs_per_connection)
                 return proto_error_set(err, SBX_E_RESOURCE_EXHAUSTED, "sandbox",
                                        "too many runs and file operations in flight on this connection");
@@ -87,11 +104,12 @@ static int file_op_caps(Request *c, ProtoError *err) {
 static int file_op_fd(Request *c, json_object *req, const char *op, const char *const *options, int data_fd,
                       ProtoError *err) {
         _cleanup_free_ char *path = NULL;
-        FileOpSpec spec = { .op = op, .options = options, .data_fd = data_fd };
+        FileOpSpec spec = { .op = op, .options = options, .data_fd = data_fd,
+                            .transfer = strcmp(op, FILE_OP_READ) == 0 || strcmp(op, FILE_OP_WRITE) == 0 };
         Sandbox *s;
         int r;
 
-        if ((r = file_op_caps(c, err)) < 0 || (r = ops_lookup_sandbox(c, req, &s, err)) < 0 || (r = get_path(req, &path, err)) < 0 ||
+        if ((r = file_op_caps(c, spec.transfer, err)) < 0 || (r = ops_lookup_sandbox(c, req, &s, err)) < 0 || (r = get_path(req, &path, err)) < 0 ||
             (r = sandbox_user_parse(req, &spec.user, err)) < 0)
                 return r;
         spec.path = path;
@@ -102,7 +120,8 @@ static int file_op_fd(Request *c, json_object *req, const char *op, const char *
 static int file_write_chunked(Request *c, json_object *id, json_object *req, const char **options, size_t n,
                               uint64_t size, ProtoError *err) {
         _cleanup_free_ char *path = NULL;
-        FileOpSpec spec = { .op = FILE_OP_WRITE, .options = options, .data_fd = -1, .chunks = true, .size = size };
+        FileOpSpec spec = { .op = FILE_OP_WRITE, .options = options, .data_fd = -1, .chunks = true, .size = size,
+                            .transfer = true };
         Sandbox *s;
         int r;
 
@@ -110,7 +129,7 @@ static int file_write_chunked(Request *c, json_object *id, json_object *req, con
                 return proto_error_set(err, SBX_E_INVALID_REQUEST, "id", "a file.write by chunks needs an id for its chunks");
         options[n++] = "chunks=1";
         options[n] = NULL;
-        if ((r = file_op_caps(c, err)) < 0 || (r = ops_lookup_sandbox(c, req, &s, err)) < 0 ||
+        if ((r = file_op_caps(c, true, err)) < 0 || (r = ops_lookup_sandbox(c, req, &s, err)) < 0 ||
             (r = get_path(req, &path, err)) < 0 || (r = sandbox_user_parse(req, &spec.user, err)) < 0)
                 return r;
         spec.path = path;
