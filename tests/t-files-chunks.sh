@@ -124,7 +124,7 @@ def write_blob(c, rid, path, blob, canonical=True, **kw):
 PYEOF
 
 run_py "chunked writes" 600 <<'PYEOF'
-import base64, hashlib, json, os, socket, time
+import array, base64, hashlib, json, os, socket, time
 exec(open(os.environ["T"] + "/chunks.py").read())
 
 c = conn(60)
@@ -230,6 +230,26 @@ bad(27, [chunk_line(27, 0, b"x" * 10, eof=True)], "invalid_request", "size", "eo
 bad(28, [chunk_line(28, 0, b"x")], "invalid_request", "seq", "a chunk before the ready event", before_ready=True)
 bad(29, [b'{"id":29,"op":"file.chunk","seq":"0","data":""}\n'], "invalid_request", "seq", "a seq that is a string")
 bad(30, [b'{"id":30,"op":"file.chunk","seq":0,"data":"","colour":1}\n'], "invalid_request", "colour", "an unknown field")
+bad(31, [b'{"id":31,"op":"file.chunk","seq":0,"data":"eA\x01="}\n'], "invalid_json", None,
+    "a raw control byte in a canonical line's data (no JSON: the transfer ends)")
+
+fresh()
+w = Writer(c, 32, "/work/c/old", size=1)
+w.start()
+rp, wp = os.pipe()
+c.s.sendmsg([b'{"id":32,"op":"file.chunk","seq":0,"data":"eA==","eof":true,"fds":1}\n'],
+            [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [rp]))])
+os.close(rp)
+r = w.finish(30)
+check(err(r) == ("invalid_request", "fds"), "a chunk with an fd: invalid_request, field fds", r)
+intact("the old file intact, no temporary name")
+try:
+    os.write(wp, b"x")
+    closed = False
+except BrokenPipeError:
+    closed = True
+check(closed, "... and the daemon closed the fd (its pipe has no reader left)")
+os.close(wp)
 
 # chunks of an ended transfer are dropped without a reply; an unknown id gets one reply
 c.send_raw(chunk_line(29, 3, b"late") + chunk_line(30, 5, b"late", canonical=False))

@@ -136,7 +136,8 @@ static const Op ops[] = {
         { "file.remove", op_file_remove, file_remove_fields },
         { "file.read", op_file_read, file_read_fields, .takes_fds = true },
         { "file.write", op_file_write, file_write_fields, .takes_fds = true },
-        { "file.chunk", op_file_chunk, NULL }, /* its fields are checked against its transfer */
+        /* Its fields and fds are checked against its transfer, which they end when wrong. */
+        { "file.chunk", op_file_chunk, NULL, .takes_fds = true },
 };
 
 void ops_dispatch(Reply *reply, const char *name, json_object *req, int *fds, size_t n_fds, void *userdata) {
