@@ -137,8 +137,8 @@ static int inflow_take(Inlet *inlet, const FileChunk *c, bool from_scan, void *u
         size_t n = 0;
         Slot *s;
 
-        if (in->ended)
-                return 0;
+        if (in->ended || (in->ready && in->p.pipe_fd < 0))
+                return 0; /* the helper is gone: its exit answers, the chunk has nowhere to go */
         if (!in->ready)
                 return inflow_fail(in, (proto_error_set(&err, SBX_E_INVALID_REQUEST, "seq",
                                                         "chunk %" PRIu64 " came before the ready event", c->seq),

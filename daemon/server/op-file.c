@@ -100,40 +100,38 @@ static int file_op_caps(Request *c, bool transfer, ProtoError *err) {
         return 0;
 }
 
-/* The common part: sandbox, path, user; then the helper with options (and data_fd, or -1). */
-static int file_op_fd(Request *c, json_object *req, const char *op, const char *const *options, int data_fd,
-                      ProtoError *err) {
+/* The common part: the caps, sandbox, path, user; then the helper as spec says. */
+static int file_op_spec(Request *c, json_object *req, FileOpSpec *spec, ProtoError *err) {
         _cleanup_free_ char *path = NULL;
-        FileOpSpec spec = { .op = op, .options = options, .data_fd = data_fd,
-                            .transfer = strcmp(op, FILE_OP_READ) == 0 || strcmp(op, FILE_OP_WRITE) == 0 };
         Sandbox *s;
         int r;
 
-        if ((r = file_op_caps(c, spec.transfer, err)) < 0 || (r = ops_lookup_sandbox(c, req, &s, err)) < 0 || (r = get_path(req, &path, err)) < 0 ||
-            (r = sandbox_user_parse(req, &spec.user, err)) < 0)
+        if ((r = file_op_caps(c, spec->transfer, err)) < 0 || (r = ops_lookup_sandbox(c, req, &s, err)) < 0 ||
+            (r = get_path(req, &path, err)) < 0 || (r = sandbox_user_parse(req, &spec->user, err)) < 0)
                 return r;
-        spec.path = path;
-        return file_op_start(s, &spec, c->reply, err);
+        spec->path = path;
+        return file_op_start(s, spec, c->reply, err);
+}
+
+/* With options (and data_fd, or -1). */
+static int file_op_fd(Request *c, json_object *req, const char *op, const char *const *options, int data_fd,
+                      ProtoError *err) {
+        FileOpSpec spec = { .op = op, .options = options, .data_fd = data_fd,
+                            .transfer = strcmp(op, FILE_OP_READ) == 0 || strcmp(op, FILE_OP_WRITE) == 0 };
+        return file_op_spec(c, req, &spec, err);
 }
 
 /* By chunks: the helper gets a pipe of frames (file-inflow.h) instead of an fd of data. */
 static int file_write_chunked(Request *c, json_object *id, json_object *req, const char **options, size_t n,
                               uint64_t size, ProtoError *err) {
-        _cleanup_free_ char *path = NULL;
         FileOpSpec spec = { .op = FILE_OP_WRITE, .options = options, .data_fd = -1, .chunks = true, .size = size,
                             .transfer = true };
-        Sandbox *s;
-        int r;
 
         if (!id || json_object_is_type(id, json_type_null))
                 return proto_error_set(err, SBX_E_INVALID_REQUEST, "id", "a file.write by chunks needs an id for its chunks");
         options[n++] = "chunks=1";
         options[n] = NULL;
-        if ((r = file_op_caps(c, true, err)) < 0 || (r = ops_lookup_sandbox(c, req, &s, err)) < 0 ||
-            (r = get_path(req, &path, err)) < 0 || (r = sandbox_user_parse(req, &spec.user, err)) < 0)
-                return r;
-        spec.path = path;
-        return file_op_start(s, &spec, c->reply, err);
+        return file_op_spec(c, req, &spec, err);
 }
 
 static int file_op(Request *c, json_object *req, const char *op, const char *const *options, ProtoError *err) {
