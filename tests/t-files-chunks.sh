@@ -17,6 +17,9 @@ like "$SB" '^sbx-' "a sandbox"
 CGS=$(jget "$r" .sandbox.cgroup)
 export SB CGS
 if daemon_is_asan; then export DAEMON_ASAN=1; fi
+# A destroyed sandbox's tree is removed by a sandboxd-rm child after the reply: let it finish
+# before the daemon stops, so that lib.sh finds the daemon's cgroup leaf empty.
+removals_done() { [ "$(daemon_children_named sandboxd-rm)" = 0 ]; }
 
 cat >"$T/chunks.py" <<'PYEOF'
 import base64, hashlib, json, os, time
@@ -404,6 +407,7 @@ PYEOF
 is "$(find "$CGS" -mindepth 1 -maxdepth 1 -name 'file-*' -type d | wc -l)" 0 "no file-N cgroup left in the sandbox"
 is "$(daemon_children_named sandboxd-file-h)" 0 "no file helper left"
 rpc '{"op":"destroy","sandbox":"'"$SB"'"}' >/dev/null
+wait_until 30 removals_done || diag "a sandboxd-rm is still running"
 stop_daemon
 
 # ---- max_file_transfers_per_uid, for a client that is not root (root is not capped)
@@ -451,6 +455,7 @@ while IFS= read -r line; do
 done <"$T/py.out"
 is "$rc" 0 "the checks as uid 65534 ran to the end"
 [ "$rc" = 0 ] || diag "$(tail -n 20 "$T/py.err")"
+wait_until 30 removals_done || diag "a sandboxd-rm is still running"
 stop_daemon
 
 # ---- a client that stops sending: abandoned after request_timeout
@@ -481,4 +486,5 @@ r = c.call({"op": "health"}, 10)
 check(r.get("ok"), "... and the connection is still served", r)
 PYEOF
 rpc '{"op":"destroy","sandbox":"'"$SB"'"}' >/dev/null
+wait_until 30 removals_done || diag "a sandboxd-rm is still running"
 stop_daemon
