@@ -29,11 +29,14 @@ const Verb verb_cp = {
                 "  -q --quiet             No progress bar\n"
                 "\nOne of SRC and DST is SANDBOX:PATH (a sandbox by id or name; PATH absolute, or\n"
                 "relative to /work), the other a local path, or - for a tar stream on stdin (SRC)\n"
-                "or stdout (DST). A local path with a ':' is written ./a:b or /abs/a:b.\n"
+                "or stdout (DST). A local path with a ':' is written ./a:b or /abs/a:b. - as SRC\n"
+                "with a DST that is not an existing directory (nor ends in /) is that one file's\n"
+                "content instead.\n"
                 "  cp ./src SBX:/work/src     a tree in (made when missing, else copied into it)\n"
                 "  cp SBX:/work/out .         a file or tree out, into the current directory\n"
                 "  cp ./src/. SBX:/work/dst   the contents of a directory, not the directory\n"
                 "  tar cf - . | sandboxctl cp - SBX:/work/dst     (a tar stream in)\n"
+                "  make report | sandboxctl cp - SBX:/work/report.txt   (one file from stdin)\n"
                 "  sandboxctl cp SBX:/work/dst - | tar tf -       (a tar stream out)\n"
                 "A DST that ends in / must be an existing directory. A progress bar is drawn on a\n"
                 "terminal (stderr). Trees go through tar(1) on the host side.\n",
@@ -292,11 +295,36 @@ static int cp_tree_in(SbxClient *c, const char *dir, const char *name, const cha
         return r < 0 ? r : t;
 }
 
-/* tar on our stdin: the stream goes to the daemon as it is. */
+/* Our stdin as the content of one file: a file or a pipe is handed to the daemon; anything
+ * else (a terminal, a socket) is read here and sent by chunks. */
+static int cp_stdin_file(SbxClient *c, const char *sandbox, const char *dst, Progress *p) {
+        json_object *reply = NULL;
+        struct stat st;
+        int r;
+
+        if (fstat(STDIN_FILENO, &st) == 0 && (S_ISREG(st.st_mode) || S_ISFIFO(st.st_mode)))
+                r = sbx_file_write_fd(c, sandbox, dst, STDIN_FILENO, UINT64_MAX, SBX_FILE_MODE_DEFAULT, 0, on_progress, p,
+                                      &reply);
+        else
+                r = sbx_file_write_from(c, sandbox, dst, STDIN_FILENO, SBX_FILE_MODE_DEFAULT, 0, on_progress, p, &reply);
+        r = finish_call(r, &reply, p);
+        json_object_put(reply);
+        return r;
+}
+
+/* Our stdin: a tar stream into an existing directory (or a DST ending in /), else the content
+ * of the one file DST. The stream goes to the daemon as it is. */
 static int cp_stream_in(SbxClient *c, const char *sandbox, const char *dst, Progress *p) {
+        _cleanup_free_ char *type = NULL;
         json_object *reply = NULL;
         int r;
 
+        if (!ends_with(dst, "/")) {
+                if ((r = remote_type(c, sandbox, dst, SBX_FILE_FOLLOW, &type, NULL)) < 0)
+                        return r;
+                if (!type || strcmp(type, "dir") != 0)
+                        return cp_stdin_file(c, sandbox, dst, p);
+        }
         if (isatty(STDIN_FILENO))
                 return log_error("cp: refusing to read a tar stream from a terminal (pipe one into '-')");
         r = sbx_file_put_fd(c, sandbox, dst, STDIN_FILENO, 0, on_progress, p, &reply);

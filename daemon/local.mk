@@ -22,7 +22,7 @@ daemon_libsandboxd_la_SOURCES = \
 	daemon/server/manager.c daemon/server/manager.h \
 	daemon/server/connection.c daemon/server/connection.h \
 	daemon/server/ops.c daemon/server/ops.h daemon/core/request-fields.c daemon/core/request-fields.h \
-	daemon/server/op-hello.c daemon/server/op-sandbox.c daemon/server/op-run.c daemon/server/op-pty.c daemon/server/op-snapshot.c daemon/server/op-file.c \
+	daemon/server/op-hello.c daemon/server/op-sandbox.c daemon/server/op-run.c daemon/server/op-pty.c daemon/server/op-snapshot.c daemon/server/op-file.c daemon/server/op-file-chunk.c \
 	daemon/host/cgroup.c daemon/host/cgroup.h daemon/host/cgroup-limits.c \
 	daemon/sandbox/sandbox.c daemon/sandbox/sandbox.h \
 	daemon/sandbox/sandbox-request.c \
@@ -36,6 +36,7 @@ daemon_libsandboxd_la_SOURCES = \
 	daemon/sandbox/run.c daemon/sandbox/run.h \
 	daemon/sandbox/launch.c daemon/sandbox/launch.h \
 	daemon/sandbox/file-op.c daemon/sandbox/file-op.h daemon/exec/file-helper.h \
+	daemon/sandbox/file-inflow.c daemon/sandbox/file-inflow.h \
 	daemon/sandbox/run-spec.c daemon/sandbox/run-spec.h \
 	daemon/exec/run-exec.c daemon/exec/run-exec.h \
 	daemon/sandbox/pool.c daemon/sandbox/pool.h \

@@ -97,11 +97,22 @@ SBX_CLIENT_EXPORT int sbx_file_remove(SbxClient *c, const char *sandbox, const c
 
 /* ---- file.write by chunks ---------------------------------------------------------------- */
 
+/* Where a chunked write's bytes come from: a buffer, or an fd read here (a regular file's holes
+ * found with SEEK_DATA/SEEK_HOLE and sent as zeros chunks). */
+typedef struct ChunkSource {
+        const unsigned char *data; /* a buffer of len bytes, or NULL for fd */
+        size_t len, sent;
+        int fd;
+        bool regular;              /* fd: a regular file, read from base to end (its size then) */
+        uint64_t base, end, pos;   /* fd: absolute offsets */
+        unsigned char *buf;        /* fd: one chunk */
+        bool eof;
+} ChunkSource;
+
 typedef struct ChunkedWrite {
         SbxClient *c;
         json_object *id;
-        const unsigned char *data;
-        size_t len, sent;
+        ChunkSource *src;
         size_t chunk_bytes;
         FileWindow w;
         sbx_event_fn on_event;
@@ -146,33 +157,84 @@ static int chunked_next(ChunkedWrite *cw, json_object **ret_reply) {
         return 0;
 }
 
-static int chunked_send_one(ChunkedWrite *cw) {
-        ProtoError err;
-        size_t n = cw->len - cw->sent < cw->chunk_bytes ? cw->len - cw->sent : cw->chunk_bytes;
-        bool eof = cw->sent + n == cw->len;
-        FileChunk fc = { .seq = cw->w.next_seq, .eof = eof };
-        int r;
+/* The next piece of an fd: data (up to max bytes, into s->buf) or a hole (zeros). */
+static int source_fd_next(ChunkSource *s, size_t max, size_t *ret_len, uint64_t *ret_zeros) {
+        *ret_len = 0;
+        *ret_zeros = 0;
+        if (s->regular) {
+                off_t d = lseek(s->fd, (off_t) s->pos, SEEK_DATA);
+                uint64_t data = d < 0 ? s->end : (uint64_t) d; /* ENXIO: a hole to the end */
+                if (data > s->end)
+                        data = s->end;
+                if (data > s->pos) {
+                        *ret_zeros = data - s->pos;
+                        s->pos = data;
+                        s->eof = s->pos == s->end;
+                        return 0;
+                }
+                off_t h = lseek(s->fd, (off_t) s->pos, SEEK_HOLE);
+                uint64_t hole = h < 0 || (uint64_t) h > s->end ? s->end : (uint64_t) h;
+                if (hole > s->pos && max > hole - s->pos)
+                        max = (size_t) (hole - s->pos);
+        }
+        while (max > 0) {
+                ssize_t k = s->regular ? pread(s->fd, s->buf, max, (off_t) s->pos) : read(s->fd, s->buf, max);
+                if (k < 0 && errno == EINTR)
+                        continue;
+                if (k < 0)
+                        return -errno;
+                if (k == 0 && s->regular)
+                        return -EIO; /* it shrank under us: the size announced cannot be met */
+                if (k == 0)
+                        s->eof = true;
+                s->pos += (uint64_t) k;
+                *ret_len = (size_t) k;
+                break;
+        }
+        if (s->regular && s->pos == s->end)
+                s->eof = true;
+        return 0;
+}
 
-        if (file_window_take(&cw->w, &fc, n, &err) < 0)
-                return -EPROTO;
-        if (cw->line && json_object_is_type(cw->id, json_type_int)) {
+static int chunked_send_line(ChunkedWrite *cw, const FileChunk *fc, const unsigned char *data, size_t n) {
+        if (cw->line && fc->zeros == 0 && json_object_is_type(cw->id, json_type_int)) {
                 /* The canonical line, written directly (lib/file-proto.h: json-c's serialiser
                  * is the slow part of a chunk). */
-                size_t k = file_chunk_format(cw->line, cw->line_size, json_object_get_int64(cw->id), fc.seq,
-                                             cw->data + cw->sent, n, eof);
+                size_t k = file_chunk_format(cw->line, cw->line_size, json_object_get_int64(cw->id), fc->seq, data, n,
+                                             fc->eof);
                 if (k == 0)
                         return -ENOBUFS;
-                r = sbx_fds_send(cw->c->fd, cw->line, k, NULL, 0);
-        } else {
-                json_object *line = file_chunk_new(cw->id, fc.seq, cw->data + cw->sent, n, 0, eof);
-                if (!line)
-                        return -ENOMEM;
-                /* The line has the write's id already: client_send_fds() keeps it. */
-                r = client_send_fds(cw->c, line, NULL, 0, NULL);
+                return sbx_fds_send(cw->c->fd, cw->line, k, NULL, 0);
         }
-        if (r >= 0)
-                cw->sent += n;
-        return r;
+        json_object *line = file_chunk_new(cw->id, fc->seq, fc->zeros ? NULL : data, n, fc->zeros, fc->eof);
+        if (!line)
+                return -ENOMEM;
+        /* The line has the write's id already: client_send_fds() keeps it. */
+        return client_send_fds(cw->c, line, NULL, 0, NULL);
+}
+
+static int chunked_send_one(ChunkedWrite *cw) {
+        ChunkSource *s = cw->src;
+        const unsigned char *data;
+        ProtoError err;
+        size_t n;
+        uint64_t zeros = 0;
+        int r;
+
+        if (s->data) {
+                n = s->len - s->sent < cw->chunk_bytes ? s->len - s->sent : cw->chunk_bytes;
+                data = s->data + s->sent;
+                s->sent += n;
+                s->eof = s->sent == s->len;
+        } else {
+                if ((r = source_fd_next(s, cw->chunk_bytes, &n, &zeros)) < 0)
+                        return r;
+                data = s->buf;
+        }
+        FileChunk fc = { .seq = cw->w.next_seq, .zeros = zeros, .eof = s->eof };
+        if (file_window_take(&cw->w, &fc, n + zeros, &err) < 0)
+                return -EPROTO;
+        return chunked_send_line(cw, &fc, data, n);
 }
 
 static int write_chunked(ChunkedWrite *cw, json_object **ret_reply) {
@@ -195,12 +257,28 @@ static int write_chunked(ChunkedWrite *cw, json_object **ret_reply) {
                         return r < 0 ? r : 0;
 }
 
+/* Sends req (taken) without data and the source's bytes after it in file.chunk lines. */
+static int write_by_chunks(SbxClient *c, json_object *req, ChunkSource *src, sbx_event_fn on_event, void *userdata,
+                           json_object **ret_reply) {
+        _cleanup_json_ json_object *id = NULL;
+        int r = client_send_fds(c, req, NULL, 0, &id);
+
+        if (r < 0)
+                return r;
+        _cleanup_free_ char *line = malloc(file_line_format_max(SBX_FILE_CHUNK_BYTES));
+        ChunkedWrite cw = {
+                .c = c, .id = id, .src = src, .chunk_bytes = SBX_FILE_CHUNK_BYTES,
+                .on_event = on_event, .userdata = userdata,
+                .line = line, .line_size = line ? file_line_format_max(SBX_FILE_CHUNK_BYTES) : 0,
+        };
+        file_window_init(&cw.w, SBX_FILE_WINDOW, src->data ? src->len : src->regular ? src->end - src->base : UINT64_MAX);
+        return write_chunked(&cw, ret_reply);
+}
+
 SBX_CLIENT_EXPORT int sbx_file_write(SbxClient *c, const char *sandbox, const char *path, const void *data,
                                      size_t len, int mode, unsigned flags, sbx_event_fn on_event, void *userdata,
                                      json_object **ret_reply) {
-        _cleanup_json_ json_object *id = NULL;
         json_object *req = file_request("file.write", sandbox, path, flags);
-        int r;
 
         if (!req)
                 return -ENOMEM;
@@ -220,17 +298,40 @@ SBX_CLIENT_EXPORT int sbx_file_write(SbxClient *c, const char *sandbox, const ch
                 json_object_object_add(req, "encoding", json_object_new_string("base64"));
                 return call(c, req, NULL, 0, on_event, userdata, ret_reply);
         }
-        r = client_send_fds(c, req, NULL, 0, &id);
-        if (r < 0)
-                return r;
-        _cleanup_free_ char *line = malloc(file_line_format_max(SBX_FILE_CHUNK_BYTES));
-        ChunkedWrite cw = {
-                .c = c, .id = id, .data = data, .len = len, .chunk_bytes = SBX_FILE_CHUNK_BYTES,
-                .on_event = on_event, .userdata = userdata,
-                .line = line, .line_size = line ? file_line_format_max(SBX_FILE_CHUNK_BYTES) : 0,
-        };
-        file_window_init(&cw.w, SBX_FILE_WINDOW, len);
-        return write_chunked(&cw, ret_reply);
+        ChunkSource src = { .data = data, .len = len, .fd = -EBADF };
+        return write_by_chunks(c, req, &src, on_event, userdata, ret_reply);
+}
+
+SBX_CLIENT_EXPORT int sbx_file_write_from(SbxClient *c, const char *sandbox, const char *path, int fd, int mode,
+                                          unsigned flags, sbx_event_fn on_event, void *userdata,
+                                          json_object **ret_reply) {
+        _cleanup_free_ unsigned char *buf = malloc(SBX_FILE_CHUNK_BYTES);
+        json_object *req = file_request("file.write", sandbox, path, flags);
+        ChunkSource src = { .fd = fd, .buf = buf };
+        struct stat st;
+        off_t cur;
+
+        if (!req || !buf) {
+                json_object_put(req);
+                return -ENOMEM;
+        }
+        if (fstat(fd, &st) < 0) {
+                json_object_put(req);
+                return -errno;
+        }
+        cur = S_ISREG(st.st_mode) ? lseek(fd, 0, SEEK_CUR) : -1;
+        src.regular = cur >= 0;
+        if (src.regular) {
+                src.base = src.pos = (uint64_t) cur;
+                src.end = (uint64_t) st.st_size > src.base ? (uint64_t) st.st_size : src.base;
+                src.eof = src.base == src.end;
+                add_u64(req, "size", src.end - src.base);
+        }
+        add_write_options(req, mode, flags);
+        int r = write_by_chunks(c, req, &src, on_event, userdata, ret_reply);
+        if (r >= 0 && src.regular)
+                (void) lseek(fd, (off_t) src.pos, SEEK_SET);
+        return r;
 }
 
 SBX_CLIENT_EXPORT int sbx_file_write_fd(SbxClient *c, const char *sandbox, const char *path, int fd, uint64_t size,

@@ -13,6 +13,7 @@
 
 #define SBX_FILE_CHUNK_BYTES (1024u * 1024) /* decoded bytes per chunk or data event */
 #define SBX_FILE_WINDOW 4u                  /* chunks sent and not yet acknowledged */
+#define SBX_FILE_TRANSFERS_PER_CONNECTION 4u /* file.write, file.read in flight on one connection */
 #define SBX_FILE_PATH_MAX 4096              /* PATH_MAX, its NUL included */
 #define SBX_FILE_NAME_MAX 255
 #define SBX_FILE_WORKDIR "/work"

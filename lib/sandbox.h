@@ -88,6 +88,11 @@ int sbx_file_remove(SbxClient *c, const char *sandbox, const char *path, unsigne
  * window the daemon announces (base64 in JSON: for any client, remote ones included). */
 int sbx_file_write(SbxClient *c, const char *sandbox, const char *path, const void *data, size_t len, int mode,
                    unsigned flags, sbx_event_fn on_event, void *userdata, json_object **ret_reply);
+/* Writes what fd holds (a regular file from its offset to its end, its holes kept, or a pipe read
+ * to its end) to path, read here and sent in file.chunk lines: for a daemon that cannot take the
+ * fd itself (not on this machine), or where it should not (the fd stays the caller's). */
+int sbx_file_write_from(SbxClient *c, const char *sandbox, const char *path, int fd, int mode, unsigned flags,
+                        sbx_event_fn on_event, void *userdata, json_object **ret_reply);
 /* Writes what fd holds (a regular file or a pipe of the caller's, read to its end) to path: the fd
  * itself goes to the daemon (SCM_RIGHTS), no byte passes through this process. size is the total
  * when known (UINT64_MAX when not). */

@@ -9,6 +9,7 @@ INTEGRATION_TESTS = \
 	tests/t-files.sh \
 	tests/t-files-big.sh \
 	tests/t-files-tar.sh \
+	tests/t-files-chunks.sh \
 	tests/t-frozen.sh \
 	tests/t-kill-fallback.sh \
 	tests/t-layers.sh \
@@ -39,6 +40,11 @@ INTEGRATION_TESTS = \
 	tests/t-top.sh \
 	tests/t-v1.sh
 TESTS += $(INTEGRATION_TESTS)
+## t-files-chunks.sh's client: libsandbox's chunked writes (sbx_file_write, sbx_file_write_from).
+check_PROGRAMS += tests/file-write-tool
+tests_file_write_tool_SOURCES = tests/file-write-tool.c
+tests_file_write_tool_CFLAGS = $(UNIT_CFLAGS)
+tests_file_write_tool_LDADD = lib/libsandbox.la $(UNIT_LDADD)
 ## t-teardown.sh's filesystem that never answers (raw /dev/fuse, no libfuse).
 check_PROGRAMS += tests/fuse-hang
 tests_fuse_hang_SOURCES = tests/fuse-hang.c

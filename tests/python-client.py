@@ -109,6 +109,13 @@ built = {k.op for k in (
     _ops.snapshot_delete("x", "s"), _ops.file_stat("x", "p"), _ops.file_list("x", "p"), _ops.file_mkdir("x", "p"),
     _ops.file_remove("x", "p"), _ops.file_read("x", "p"), _ops.file_write("x", "p", b""), _ops.file_put("x", "p", 0),
     _ops.file_get("x", "p", 1))}
+up = _ops.Upload(1, b"xy")  # file.chunk: the lines of a file.write by chunks, not a request of their own
+up.take({"id": 1, "event": "ready", "chunk_bytes": 1, "window": 4})
+chunk_lines = [json.loads(x) for x in up.lines()]
+is_(chunk_lines, [{"id": 1, "op": "file.chunk", "seq": 0, "data": "eA=="},
+                  {"id": 1, "op": "file.chunk", "seq": 1, "data": "eQ==", "eof": True}],
+    "an Upload's lines: file.chunk of chunk_bytes each, the last with eof")
+built |= {m["op"] for m in chunk_lines}
 check(len(daemon_ops) >= 20 and daemon_ops <= built, "every operation of daemon/server/ops.c has its request in the package",
       sorted(daemon_ops - built))
 
@@ -413,9 +420,19 @@ is_(F.read("ft/all.bin", len(ALL) - 3), ALL[-3:], "files.read from an offset to 
 w3 = F.write("ft/empty", b"")
 is_((w3.bytes, F.read("ft/empty"), F.stat("ft/empty").size), (0, b"", 0), "an empty file: written, read back empty, size 0")
 BIG = os.urandom(3 << 20) + b"tail"
+CHUNK_LINES = []
+_lines = _ops.Upload.lines
+_ops.Upload.lines = lambda self: CHUNK_LINES.extend(ls := _lines(self)) or ls  # type: ignore[method-assign]
 w4 = F.write("ft/big.bin", BIG)
 is_((w4.bytes, sha_in(sb, "/work/ft/big.bin")), (len(BIG), hashlib.sha256(BIG).hexdigest()),
-    "files.write of 3 MiB (a memfd passed with the request): a run's sha256sum agrees")
+    "files.write of 3 MiB (by file.chunk lines): a run's sha256sum agrees")
+is_([(l.startswith(b'{"id":'), b'"op":"file.chunk"' in l) for l in CHUNK_LINES], [(True, True)] * 4,
+    "...sent as 4 file.chunk lines of at most 1 MiB (the daemon's chunk_bytes)")
+HUGE = os.urandom(9 << 20)
+w4h = F.write("ft/huge.bin", HUGE)
+is_((w4h.bytes, sha_in(sb, "/work/ft/huge.bin")), (len(HUGE), hashlib.sha256(HUGE).hexdigest()),
+    "files.write of 9 MiB, more than a request line may hold: the same bytes")
+del HUGE
 got = F.read("ft/big.bin")
 is_((len(got), got == BIG), (len(BIG), True), "files.read of 3 MiB (several data events): the same bytes")
 w5 = F.write("ft/all.bin", b"new", mode=0o600)
@@ -461,7 +478,7 @@ bio = io.BytesIO()
 n = F.read_into("ft/big.bin", bio)
 is_((n, bio.getvalue() == BIG), (len(BIG), True), "files.read_into an io.BytesIO: streamed from the data events")
 w8 = F.write_from("ft/bio.bin", io.BytesIO(ALL))
-is_((w8.bytes, F.read("ft/bio.bin")), (len(ALL), ALL), "files.write_from an io.BytesIO (no fd: staged in a memfd)")
+is_((w8.bytes, F.read("ft/bio.bin")), (len(ALL), ALL), "files.write_from an io.BytesIO (no fd: read here, sent by chunks)")
 with tempfile.TemporaryFile() as src:
     src.write(b"short")
     src.seek(0)
@@ -630,7 +647,10 @@ async def async_checks():
         is_((wa.bytes, wa.created, await AF.read("af/b.bin")), (len(BIN), True, BIN), "async files.write, read: every byte value")
         BIGA = os.urandom(2 << 20)
         await AF.write("af/big", BIGA)
-        is_((await AF.read("af/big")) == BIGA, True, "async files: 2 MiB by data (memfd) and back by data events")
+        is_((await AF.read("af/big")) == BIGA, True, "async files: 2 MiB by file.chunk lines and back by data events")
+        wio = await AF.write_from("af/bio", io.BytesIO(BIGA))
+        is_((wio.bytes, (await AF.read("af/bio")) == BIGA), (len(BIGA), True),
+            "async files.write_from an io.BytesIO: by chunks")
         with tempfile.TemporaryFile() as src:
             src.write(BIGA[::-1])
             src.seek(0)
@@ -643,7 +663,7 @@ async def async_checks():
         await AF.write("af/e", b"")
         is_(await AF.read("af/e"), b"", "async files: an empty file")
         is_(await AF.mkdir("af/d/e", parents=True), 2, "async files.mkdir")
-        is_([x.name for x in await AF.list("af")], ["b.bin", "big", "d", "e", "fd"], "async files.list")
+        is_([x.name for x in await AF.list("af")], ["b.bin", "big", "bio", "d", "e", "fd"], "async files.list")
         is_((await AF.stat("af/d")).type, "dir", "async files.stat")
         with tempfile.TemporaryDirectory() as tdir:
             with open(os.path.join(tdir, "f"), "w") as f:
@@ -652,7 +672,7 @@ async def async_checks():
             gt = await AF.get_tree("atree", os.path.join(tdir, "back"))
             is_((pt.entries, gt.entries, open(os.path.join(tdir, "back", "f")).read()), (2, 2, "async tree\n"),
                 "async files.put_tree, get_tree: the tree there and back")
-        is_(await AF.remove("af", recursive=True), 7, "async files.remove(recursive=True)")
+        is_(await AF.remove("af", recursive=True), 8, "async files.remove(recursive=True)")
         try:
             await AF.stat("af")
             check(False, "async files: NotFound after the removal")

@@ -150,6 +150,11 @@ mkdir -p "$R/work/fromstdin"
 check "tar -c | cp - SBX:/work/fromstdin" \
         sh -c 'tar -c -C "$2" . | "$0" --socket "$1" cp - sb:/work/fromstdin' "$SANDBOXCTL" "$T/sock" "$T/host/src"
 check "... unpacked there" diff -r --no-dereference "$T/host/src" "$R/work/fromstdin"
+check "printf | cp - SBX:/work/one.txt (not a directory): stdin is that file's content" \
+        sh -c 'printf "from stdin\n" | "$0" --socket "$1" cp - sb:/work/one.txt' "$SANDBOXCTL" "$T/sock"
+check "... written from the pipe's fd" \
+        sh -c 'test "$(cat "$0")" = "from stdin" && python3 -c "import json,sys; r=json.loads(sys.argv[1]); sys.exit(not (r[\"op\"]==\"file.write\" and r[\"fds\"]==1 and r[\"path\"]==\"/work/one.txt\"))" "$1"' \
+        "$R/work/one.txt" "$(last_request)"
 
 # cat and ls.
 check "cat to a pipe: the bytes, through the passed fd" sh -c '"$0" --socket "$1" cat sb /work/blob | cmp -s - "$2"' \

@@ -289,12 +289,14 @@ is "$?:$(hostlist "$T/cpout" | grep -v '^cpsrc')" "0:$want" "sandboxctl cp SBX:D
 mkdir "$T/cpinto"
 ctl cp "$SB:/work/cpdir" "$T/cpinto" >"$T/cp.out" 2>&1
 is "$?:$(hostlist "$T/cpinto/cpdir" | grep -v '^cpsrc')" "0:$want" "sandboxctl cp SBX:DIR EXISTING: into it under its own name"
-tar -C "$src" -cf - . | ctl cp - "$SB:/work/cpstream" >"$T/cp.out" 2>&1
-is "$?:$(inlist /work/cpstream)" "0:$want" "tar -c | sandboxctl cp - SBX:PATH: a tar stream on stdin"
+# `-` is a tar stream into a directory: an existing one, or a new one named with a trailing /
+# (without it, a DST that is no directory takes stdin as the content of one file).
+tar -C "$src" -cf - . | ctl cp - "$SB:/work/cpstream/" >"$T/cp.out" 2>&1
+is "$?:$(inlist /work/cpstream)" "0:$want" "tar -c | sandboxctl cp - SBX:DIR/: a tar stream on stdin, into a new directory"
 names=$(ctl cp "$SB:/work/cpstream" - | tar -tf - | LC_ALL=C sort)
 is "$names" "$(printf '%s\n' cpstream/ cpstream/a cpstream/abs cpstream/dangling cpstream/fifo 'cpstream/ünï ✓' cpstream/sub/ cpstream/sub/empty/ cpstream/sub/x | LC_ALL=C sort)" \
 	"sandboxctl cp SBX:PATH - | tar -t: a tar stream on stdout, names from the basename"
-printf 'not a tar' | ctl cp - "$SB:/work/cpbad" >"$T/cp.out" 2>&1
+printf 'not a tar' | ctl cp - "$SB:/work/cpbad/" >"$T/cp.out" 2>&1
 st=$?
 like "$st:$(cat "$T/cp.out")" '^1:.*not a tar stream' "sandboxctl cp - of junk: status 1, the daemon's message"
 

@@ -335,7 +335,6 @@ is_(run("cat /work/w/t.txt"), "hello, Jile\n", "atomic false with offset 7: writ
 is_(err(call("file.write", path="/work/w/t.txt", data="x", size=5)), ("invalid_request", "size"), "size not matching data")
 is_(err(call("file.write", path="/work/w/t.txt", data="!!", encoding="base64")), ("invalid_request", "data"), "bad base64")
 is_(err(call("file.write", path="/work/w/t.txt", data="x", mode=0o2755)), ("invalid_request", "mode"), "a setgid mode")
-is_(err(call("file.write", path="/work/w/t.txt")), ("invalid_request", "data"), "neither data nor fd")
 is_(err(call("file.write", path="/work/w", data="x")), ("invalid_request", "path"), "over a directory: invalid_request")
 is_(err(call("file.write", path="/etc/passwd", data="x")), ("permission_denied", "path"), "/etc/passwd: permission_denied")
 is_(run("cat /work/w/t.txt"), "hello, Jile\n", "... every refused write left the file as it was")

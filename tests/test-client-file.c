@@ -3,7 +3,7 @@
  * directory, speaking docs/design/files.md with lib/'s own fdpass and file-proto): a chunked
  * write that keeps to the window and chunk size the daemon announces, a write by fd whose fd
  * arrives with its line, reads into a file (holes kept) and into a pipe (holes as zeros). The
- * real daemon's side is not built yet; this pins down what the client sends and accepts. */
+ * real daemon is tests/t-files-chunks.sh's (with tests/file-write-tool); this pins down the wire. */
 
 #include <errno.h>
 #include <fcntl.h>
@@ -92,7 +92,7 @@ static json_object *reply_error(json_object *req, const ProtoError *e) {
 static void fake_write_chunks(Fake *f, json_object *req) {
         json_object *id, *sz;
         unsigned char *buf = malloc(FAKE_CHUNK), *all = NULL;
-        size_t total = 0, canonical = 0;
+        size_t total = 0, canonical = 0, holes = 0;
         FileWindow w;
         ProtoError err = {};
 
@@ -111,16 +111,18 @@ static void fake_write_chunks(Fake *f, json_object *req) {
                 for (unsigned i = 0; i < FAKE_WINDOW && !w.eof; i++) {
                         _cleanup_json_ json_object *line = fake_line(f);
                         if (!line || file_chunk_parse(line, &c, &err) < 0 ||
-                            file_chunk_decode(&c, buf, FAKE_CHUNK, &n, &err) < 0 || file_window_take(&w, &c, n, &err) < 0) {
+                            file_chunk_decode(&c, buf, FAKE_CHUNK, &n, &err) < 0 || file_window_take(&w, &c, n + c.zeros, &err) < 0) {
                                 fake_send(f, reply_error(req, &err));
                                 free(buf);
                                 free(all);
                                 return;
                         }
                         canonical += f->last_canonical;
-                        all = realloc(all, total + n + 1);
+                        holes += c.zeros > 0;
+                        all = realloc(all, total + n + c.zeros + 1);
                         memcpy(all + total, buf, n);
-                        total += n;
+                        memset(all + total + n, 0, c.zeros);
+                        total += n + c.zeros;
                 }
                 /* A full window and no ack yet: a client that keeps to the window sends nothing
                  * more now (it waits for the acks). Anything readable is a chunk too many. */
@@ -143,6 +145,9 @@ static void fake_write_chunks(Fake *f, json_object *req) {
         json_object_object_add(r, "sum", json_object_new_int64((int64_t) checksum(all, total)));
         json_object_object_add(r, "chunks", json_object_new_int64((int64_t) w.next_seq));
         json_object_object_add(r, "canonical", json_object_new_int64((int64_t) canonical));
+        json_object_object_add(r, "holes", json_object_new_int64((int64_t) holes));
+        if (json_object_object_get_ex(req, "size", &sz))
+                json_object_object_add(r, "size", json_object_get(sz));
         fake_send(f, r);
         free(buf);
         free(all);
@@ -293,6 +298,45 @@ static void test_write_fd(SbxClient *c) {
         safe_close(fd);
 }
 
+/* sbx_file_write_from(): an fd read here and sent by chunks, a regular file's holes as zeros. */
+static void test_write_from(SbxClient *c) {
+        char tmpl[] = "/tmp/test-client-file.XXXXXX";
+        int fd = mkstemp(tmpl), p[2];
+        json_object *reply = NULL;
+        static unsigned char want[300110];
+
+        unlink(tmpl);
+        memset(want, 'x', 100);
+        memset(want + 300100, 'y', 10);
+        ok(fd >= 0 && write_all(fd, want, 100) == 0 && pwrite(fd, want + 300100, 10, 300100) == 10 &&
+           lseek(fd, 0, SEEK_SET) == 0, "a sparse file: 100 bytes, a hole, 10 bytes");
+        ok(sbx_file_write_from(c, "s", "/work/sp", fd, SBX_FILE_MODE_DEFAULT, 0, NULL, NULL, &reply) == 0 &&
+           sbx_reply_ok(reply), "written from its fd by chunks");
+        if (!sbx_reply_ok(reply))
+                diag("reply: %s", reply ? json_object_to_json_string(reply) : "(none)");
+        is_int(member_int(reply, "size"), (long long) sizeof(want), "the request announced its size");
+        is_int(member_int(reply, "sum"), (int64_t) checksum(want, sizeof(want)), "every byte, the hole as zeros");
+        ok(member_int(reply, "holes") >= 1, "the hole went as a zeros chunk, not as data (%lld)",
+           (long long) member_int(reply, "holes"));
+        is_int(lseek(fd, 0, SEEK_CUR), (long long) sizeof(want), "the fd's offset is at its end");
+        json_object_put(reply);
+        reply = NULL;
+
+        if (pipe2(p, O_CLOEXEC) < 0 || fcntl(p[1], F_SETPIPE_SZ, 1 << 20) < 0 ||
+            write_all(p[1], want, sizeof(want)) < 0) {
+                ok(false, "a pipe of 1 MiB: %m");
+                return;
+        }
+        safe_close(p[1]);
+        ok(sbx_file_write_from(c, "s", "/work/pi", p[0], SBX_FILE_MODE_DEFAULT, 0, NULL, NULL, &reply) == 0 &&
+           sbx_reply_ok(reply), "written from a pipe by chunks, to its end");
+        is_int(member_int(reply, "size"), -1, "without a size");
+        is_int(member_int(reply, "sum"), (int64_t) checksum(want, sizeof(want)), "the pipe's bytes");
+        json_object_put(reply);
+        safe_close(p[0]);
+        safe_close(fd);
+}
+
 static void test_read(SbxClient *c) {
         char tmpl[] = "/tmp/test-client-file.XXXXXX";
         int fd = mkstemp(tmpl), p[2];
@@ -390,6 +434,7 @@ int main(void) {
         if (c) {
                 test_write(c);
                 test_write_fd(c);
+                test_write_from(c);
                 test_read(c);
                 test_requests(c);
                 sbx_client_free(c);

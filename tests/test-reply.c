@@ -214,7 +214,7 @@ static void test_fake_hooks(void) {
 typedef struct Server {
         Context ctx;
         Manager m;
-        unsigned dispatched, closed_calls;
+        unsigned dispatched, closed_calls, routed;
         Reply *last;             /* the last request's reply, held */
         Counter on_close, on_writable;
         bool close_hook_ran_in_send; /* set by a close hook that runs while a send is on the stack */
@@ -249,7 +249,16 @@ static void closed(Connection *c, void *userdata) {
         ((Server *) userdata)->closed_calls++;
 }
 
-static const ConnectionHooks hooks = { .dispatch = dispatch, .closed = closed };
+/* Takes the lines that start with {"routed": a stand-in for ops_route()'s file.chunk lines. */
+static bool route(ReplySink *sink, const char *line, size_t len, void *userdata) {
+        static const char mark[] = "{\"routed\"";
+        if (len < sizeof(mark) - 1 || memcmp(line, mark, sizeof(mark) - 1) != 0)
+                return false;
+        ((Server *) userdata)->routed++;
+        return true;
+}
+
+static const ConnectionHooks hooks = { .dispatch = dispatch, .route = route, .closed = closed };
 
 static void server_init(Server *s) {
         *s = (Server) {};
@@ -376,6 +385,31 @@ static void test_connection_hook_removed(void) {
         server_done(&s);
 }
 
+/* The route hook sees each line before it is parsed; what it takes is never dispatched (nor
+ * parsed: the routed line here is no JSON). */
+static void test_connection_route(void) {
+        Server s;
+        int client = -1;
+        Connection *c;
+        const char lines[] = "{\"routed\" not json at all\n{\"id\":1,\"op\":\"x\"}\n{\"routed\":2}\n";
+
+        server_init(&s);
+        c = connect_pair(&s, &client);
+        if (!ok(c != NULL, "a connection with a route hook"))
+                return;
+        (void) write(client, lines, sizeof(lines) - 1);
+        RUN_UNTIL(&s, s.dispatched == 1 && s.routed == 2);
+        is_int(s.routed, 2, "the route hook took its two lines");
+        is_int(s.dispatched, 1, "the other line was dispatched");
+        char buf[256];
+        (void) sd_event_run(s.ctx.event, 10 * 1000);
+        ok(connection_backlog(c) == 0 && recv(client, buf, sizeof(buf), MSG_DONTWAIT) < 0 && errno == EAGAIN,
+           "no error reply for the routed line that is no JSON (nothing came back at all)");
+        close(client);
+        RUN_UNTIL(&s, s.closed_calls > 0);
+        server_done(&s);
+}
+
 static void test_connection_writable(void) {
         Server s;
         int client = -1, small = 4096;
@@ -424,11 +458,75 @@ static void test_connection_writable(void) {
         server_done(&s);
 }
 
+/* ---- Inlets: requests that take chunk lines after them ------------------------------------ */
+
+static int inlet_take(Inlet *in, const FileChunk *c, bool from_scan, void *userdata) {
+        (*(unsigned *) userdata)++;
+        return 0;
+}
+
+static void inlet_refuse(Inlet *in, const ProtoError *err, void *userdata) {
+}
+
+static void test_fake_inlets(void) {
+        FakeSink f;
+        Reply *r[20] = {}, *dup = NULL;
+        Inlet in[20] = {}, in_dup = {};
+        unsigned taken = 0;
+        bool ended = true;
+        json_object *id;
+
+        fake_init(&f);
+        for (int i = 0; i < 20; i++) {
+                id = json_object_new_int(i);
+                (void) reply_new(&f.sink, id, &r[i]);
+                json_object_put(id);
+        }
+        ok(reply_inlet_add(r[3], &in[3], inlet_take, inlet_refuse, &taken) == 0, "an inlet is linked under its reply's id");
+        ok(reply_sink_inlet_int(&f.sink, 3, &ended) == &in[3] && !ended, "the fast path finds it by an integer id");
+        id = json_object_new_int(3);
+        ok(reply_sink_inlet(&f.sink, id, &ended) == &in[3] && reply_peer_inlet(r[5], id, &ended) == &in[3],
+           "the general path by the JSON id, also through another reply of the same sink");
+        json_object_put(id);
+        id = json_object_new_string("3");
+        ok(reply_sink_inlet(&f.sink, id, &ended) == NULL && !ended, "the string \"3\" is another id");
+        json_object_put(id);
+        id = json_object_new_int(3);
+        (void) reply_new(&f.sink, id, &dup);
+        json_object_put(id);
+        is_int(reply_inlet_add(dup, &in_dup, inlet_take, inlet_refuse, &taken), -EEXIST,
+               "a second inlet with the id of a linked one: -EEXIST");
+        ok(reply_sink_inlet_int(&f.sink, 4, &ended) == NULL && !ended, "an id with no inlet: none, not ended");
+        inlet_remove(&in[3]);
+        ok(reply_sink_inlet_int(&f.sink, 3, &ended) == NULL && ended, "a removed inlet's id is an ended one");
+        inlet_remove(&in[3]);
+        ok(!in[3].linked, "removing it twice is nothing");
+        /* 16 more end: the first ended id is forgotten, the last 16 are kept. */
+        for (int i = 4; i < 20; i++) {
+                (void) reply_inlet_add(r[i], &in[i], inlet_take, inlet_refuse, &taken);
+                inlet_remove(&in[i]);
+        }
+        ok(reply_sink_inlet_int(&f.sink, 3, &ended) == NULL && !ended, "after 16 more ended, the 17th last is forgotten");
+        ok(reply_sink_inlet_int(&f.sink, 4, &ended) == NULL && ended, "the 16 last are remembered");
+        ok(reply_inlet_add(dup, &in_dup, inlet_take, inlet_refuse, &taken) == 0,
+           "an ended id may be used again by a new transfer");
+        ok(reply_sink_inlet_int(&f.sink, 3, &ended) == &in_dup, "... which is found first");
+        inlet_remove(&in_dup);
+        reply_sink_closed(&f.sink);
+        ok(f.sink.ended[0] == NULL && f.sink.ended[15] == NULL, "the close releases the ended ids");
+        for (int i = 0; i < 20; i++)
+                reply_unref(r[i]);
+        reply_unref(dup);
+        is_int(f.n_ref, 0, "references balance");
+}
+
 int main(void) {
         test_fake_answers();
         test_fake_hooks();
+        test_fake_inlets();
         test_connection_close_deferred();
         test_connection_hook_removed();
+        test_connection_route();
         test_connection_writable();
         return done_testing();
 }

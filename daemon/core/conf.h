@@ -24,6 +24,7 @@ typedef struct Config {
         char *socket_group;         /* given to the --listen socket, as SocketGroup= does */
         uint64_t max_sandboxes_per_uid;
         uint64_t max_runs_per_uid;  /* runs in flight; root is not capped */
+        uint64_t max_file_transfers_per_uid; /* file.write/read in flight; root is not capped */
         uint64_t uid_base;          /* first host uid of the sandbox ranges */
         uint64_t uid_range;         /* uids per sandbox */
         /* Defaults and maximums for sandboxes and runs. */

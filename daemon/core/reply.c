@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
+#include "macro.h"
 #include "reply.h"
 
 struct Reply {
@@ -54,6 +55,11 @@ void reply_sink_closed(ReplySink *sink) {
         while ((h = sink->close_hooks)) {
                 hook_remove(h);
                 h->fn(h, h->userdata);
+        }
+        for (size_t i = 0; i < ELEMENTSOF(sink->ended); i++)
+{
+                json_object_put(sink->ended[i]);
+                sink->ended[i] = NULL;
         }
 }
 
@@ -171,10 +177,88 @@ unsigned reply_runs(const Reply *r) {
         return r->sink->n_runs;
 }
 
+void reply_account_transfer(Reply *r, int n) {
+        r->sink->n_transfers += n;
+}
+
+unsigned reply_transfers(const Reply *r) {
+        return r->sink->n_transfers;
+}
+
 void reply_on_close(Reply *r, Hook *h) {
         hook_push(&r->sink->close_hooks, h);
 }
 
 void reply_on_writable(Reply *r, Hook *h) {
         hook_push(&r->sink->writable_hooks, h);
+}
+
+/* ---- Inlets ------------------------------------------------------------------------------ */
+
+static bool id_is_int(json_object *id, int64_t v) {
+        return id && json_object_is_type(id, json_type_int) && json_object_get_int64(id) == v;
+}
+
+static bool id_equal(json_object *a, json_object *b) {
+        return a && b && json_object_equal(a, b);
+}
+
+int reply_inlet_add(Reply *r, Inlet *in, int (*take)(Inlet *, const FileChunk *, bool, void *),
+                    void (*refuse)(Inlet *, const ProtoError *, void *), void *userdata) {
+        ReplySink *sink = r->sink;
+
+        for (Inlet *i = sink->inlets; i; i = i->next)
+                if (id_equal(i->reply->id, r->id))
+                        return -EEXIST;
+        *in = (Inlet) { .take = take, .refuse = refuse, .userdata = userdata, .reply = r, .next = sink->inlets, .linked = true };
+        if (sink->inlets)
+                sink->inlets->prev = in;
+        sink->inlets = in;
+        return 0;
+}
+
+void inlet_remove(Inlet *in) {
+        ReplySink *sink;
+
+        if (!in->linked)
+                return;
+        sink = in->reply->sink;
+        if (in->prev)
+                in->prev->next = in->next;
+        else
+                sink->inlets = in->next;
+        if (in->next)
+                in->next->prev = in->prev;
+        in->linked = false;
+        in->next = in->prev = NULL;
+        if (sink->closed)
+                return;
+        json_object_put(sink->ended[sink->n_ended % ELEMENTSOF(sink->ended)]);
+        sink->ended[sink->n_ended++ % ELEMENTSOF(sink->ended)] = json_object_get(in->reply->id);
+}
+
+Inlet *reply_sink_inlet(ReplySink *sink, json_object *id, bool *ret_ended) {
+        *ret_ended = false;
+        for (Inlet *i = sink->inlets; i; i = i->next)
+                if (id_equal(i->reply->id, id))
+                        return i;
+        for (size_t i = 0; i < ELEMENTSOF(sink->ended); i++)
+                if (id_equal(sink->ended[i], id))
+                        *ret_ended = true;
+        return NULL;
+}
+
+Inlet *reply_peer_inlet(Reply *r, json_object *id, bool *ret_ended) {
+        return reply_sink_inlet(r->sink, id, ret_ended);
+}
+
+Inlet *reply_sink_inlet_int(ReplySink *sink, int64_t id, bool *ret_ended) {
+        *ret_ended = false;
+        for (Inlet *i = sink->inlets; i; i = i->next)
+                if (id_is_int(i->reply->id, id))
+                        return i;
+        for (size_t i = 0; i < ELEMENTSOF(sink->ended); i++)
+                if (id_is_int(sink->ended[i], id))
+                        *ret_ended = true;
+        return NULL;
 }

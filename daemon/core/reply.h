@@ -19,6 +19,7 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
+#include "file-proto.h"
 #include "proto.h"
 
 /* Unread answers beyond this pause a stream's source (a run's pipes, a session's terminal): the
@@ -77,7 +78,11 @@ struct ReplySink {
          * and stdin may hold: the per-connection and per-uid caps count them (reply_account()). */
         unsigned n_runs;
         uint64_t run_reserved;
+        unsigned n_transfers;   /* file transfers in flight (file.write, file.read) */
         Hook *close_hooks, *writable_hooks;
+        struct Inlet *inlets;   /* requests that take chunk lines (reply_inlet_add()) */
+        json_object *ended[16]; /* ids of the last inlets that ended: their late chunks are dropped */
+        unsigned n_ended;
 };
 
 /* The sink's side: init, and the two notifications its owner gives from its event loop. */
@@ -115,9 +120,39 @@ bool reply_same_peer(const Reply *a, const Reply *b);
  * taken back when negative. */
 void reply_account(Reply *r, int runs, int64_t bytes);
 unsigned reply_runs(const Reply *r);
+/* File transfers in flight on the sink (ReplySink.n_transfers), for their own caps. */
+void reply_account_transfer(Reply *r, int n);
+unsigned reply_transfers(const Reply *r);
 
 /* h runs when the peer goes (once), or each time it has room again; it moves if linked already.
  * On a sink whose close hooks ran already a close hook never runs: whoever registers late
  * checks reply_gone() (a session's subscribers are swept by it). */
 void reply_on_close(Reply *r, Hook *h);
 void reply_on_writable(Reply *r, Hook *h);
+
+/* A request that takes lines after it: file.write's file.chunk lines (docs/protocol.md), later
+ * file.put's. Embedded in its owner and linked on its reply's sink under the reply's id; the
+ * transport finds it by the id of a chunk line (reply_sink_inlet()) and hands it the chunk.
+ * take returns < 0 only for a chunk whose data does not decode and that came by the fast path
+ * (from_scan): the transport then parses the line the general way for its exact error. */
+typedef struct Inlet Inlet;
+struct Inlet {
+        int (*take)(Inlet *in, const FileChunk *c, bool from_scan, void *userdata);
+        /* A line with its id that is no valid chunk (err names the field): the transfer ends. */
+        void (*refuse)(Inlet *in, const ProtoError *err, void *userdata);
+        void *userdata;
+        Reply *reply;           /* not referenced: the owner holds it while linked */
+        Inlet *next, *prev;
+        bool linked;
+};
+/* -EEXIST when an inlet with the same id is linked on that sink already. */
+int reply_inlet_add(Reply *r, Inlet *in, int (*take)(Inlet *, const FileChunk *, bool, void *),
+                    void (*refuse)(Inlet *, const ProtoError *, void *), void *userdata);
+/* Unlinks it (nothing when it is not linked); its id joins the sink's ended ids. */
+void inlet_remove(Inlet *in);
+/* The inlet with this id (an integer one for the fast path's int_id), or NULL; *ret_ended tells
+ * whether the id is one of the sink's last ended ones. */
+Inlet *reply_sink_inlet(ReplySink *sink, json_object *id, bool *ret_ended);
+Inlet *reply_sink_inlet_int(ReplySink *sink, int64_t id, bool *ret_ended);
+/* The same on r's sink (a chunk line that came by the general path, as a request). */
+Inlet *reply_peer_inlet(Reply *r, json_object *id, bool *ret_ended);

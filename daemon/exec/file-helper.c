@@ -7,6 +7,7 @@
  * first: a FIFO or a device is never opened, a symlink is followed only inside the sandbox.
  * What it finds goes to stdout as FileRecords. It never execs. */
 #include <dirent.h>
+#include <linux/falloc.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -42,7 +43,8 @@
 typedef struct FileArgs {
         const char *op;
         char path[FILE_RECORD_TEXT_MAX + 1];
-        bool follow, recursive, parents, missing_ok, nofollow, sink, exclusive, in_place, sync, has_mode, has_size;
+        bool follow, recursive, parents, missing_ok, nofollow, sink, exclusive, in_place, sync, has_mode, has_size,
+                chunks;
         bool overwrite;
         unsigned mode, max_depth;
         uint64_t max_entries, offset, length, size;
@@ -636,6 +638,69 @@ static uint64_t copy_in(int dst, uint64_t max) {
         return pos;
 }
 
+/* ---- file.write by chunks: frames on fd 2 (file-helper.h) ---------------------------------- */
+
+static int read_full(int fd, void *buf, size_t n) {
+        char *p = buf;
+        while (n > 0) {
+                ssize_t k = read(fd, p, n);
+                if (k < 0 && errno == EINTR)
+                        continue;
+                if (k <= 0)
+                        return -1;
+                p += k;
+                n -= (size_t) k;
+        }
+        return 0;
+}
+
+static void send_progress(FileRecordKind kind, uint64_t seq, uint64_t bytes) {
+        FileRecord r = { .kind = kind, .count = seq, .offset = bytes };
+        if (record_send(&r, NULL, NULL) < 0)
+                _exit(1); /* the daemon is gone */
+}
+
+/* A hole in a file that has bytes there already (in place): punched where the filesystem can,
+ * else written as zeros. */
+static int zero_range(int fd, uint64_t off, uint64_t n) {
+        static const char zeros[65536];
+        if (fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t) off, (off_t) n) == 0)
+                return 0;
+        while (n > 0) {
+                size_t k = n < sizeof(zeros) ? (size_t) n : sizeof(zeros);
+                if (pwrite_all(fd, zeros, k, (off_t) off) < 0)
+                        return -1;
+                off += k;
+                n -= k;
+        }
+        return 0;
+}
+
+/* The frames into dst from base, each acknowledged once written; a hole in a new file stays a
+ * hole (the caller sets the length). Returns the count when the eof frame is written. */
+static uint64_t chunks_in(int dst, uint64_t base, bool in_place) {
+        static char buf[FILE_DATA_MAX];
+        uint64_t pos = 0;
+
+        send_progress(FILE_RECORD_READY, 0, 0);
+        for (;;) {
+                FileFrame h;
+                if (read_full(data_fd, &h, sizeof(h)) < 0 || h.len > FILE_DATA_MAX || read_full(data_fd, buf, h.len) < 0)
+                        fail_count(EPIPE, FILE_REASON_NONE, pos);
+                if (h.zeros > (uint64_t) INT64_MAX - base - pos - h.len)
+                        fail_count(EFBIG, FILE_REASON_NONE, pos);
+                if (h.len > 0 && pwrite_all(dst, buf, h.len, (off_t) (base + pos)) < 0)
+                        fail_count(errno, FILE_REASON_NONE, pos);
+                pos += h.len;
+                if (h.zeros > 0 && in_place && zero_range(dst, base + pos, h.zeros) < 0)
+                        fail_count(errno, FILE_REASON_NONE, pos);
+                pos += h.zeros;
+                send_progress(FILE_RECORD_ACK, h.seq, pos);
+                if (h.flags & FILE_FRAME_EOF)
+                        return pos;
+        }
+}
+
 /* The new inode: O_TMPFILE in the target's directory (it vanishes with us on any failure, a
  * client gone or a kill included), linked in by its /proc/self/fd name under a temporary name
  * and renamed over the target. Where O_TMPFILE or our /proc/self is not there, a named
@@ -689,7 +754,11 @@ static void write_in_place(FileArgs *a, int dir, const char *name) {
         fd = openat2_retry(dir, name, &how);
         if (fd < 0)
                 fail(errno, FILE_REASON_NONE);
-        {
+        if (a->chunks) {
+                n = chunks_in(fd, a->offset, true);
+                if (fstat(fd, &st) < 0 || ((uint64_t) st.st_size < a->offset + n && ftruncate(fd, (off_t) (a->offset + n)) < 0))
+                        fail_count(errno, FILE_REASON_NONE, n);
+        } else {
                 static char buf[FILE_DATA_MAX];
                 uint64_t pos = 0, max = a->has_size ? a->size : UINT64_MAX;
                 for (;;) {
@@ -751,7 +820,12 @@ static void op_write(FileArgs *a) {
         fd = tmp_open(dir, name, mode, tmpname, sizeof(tmpname), &named);
         if (fd < 0)
                 fail(errno, FILE_REASON_NONE);
-        n = copy_in(fd, a->has_size ? a->size : UINT64_MAX);
+        if (a->chunks) {
+                n = chunks_in(fd, 0, false);
+                if (ftruncate(fd, (off_t) n) < 0) /* a file ending in a hole */
+                        fail_count(errno, FILE_REASON_NONE, n);
+        } else
+                n = copy_in(fd, a->has_size ? a->size : UINT64_MAX);
         if ((a->has_size && n != a->size && (errno = EINVAL, 1)) || fchmod(fd, mode) < 0 || (a->sync && fsync(fd) < 0) ||
             (!named && tmp_link(fd, dir, name, tmpname, sizeof(tmpname)) < 0) ||
             renameat2(dir, tmpname, dir, name, a->exclusive ? RENAME_NOREPLACE : 0) < 0) {
@@ -945,6 +1019,8 @@ static int parse_args(char **argv, FileArgs *a) {
                         a->sync = v;
                 else if (strncmp(*w, "overwrite=", 10) == 0)
                         a->overwrite = v;
+                else if (strncmp(*w, "chunks=", 7) == 0)
+                        a->chunks = v;
                 else if (strncmp(*w, "size=", 5) == 0)
                         a->size = v, a->has_size = true;
                 else if (strncmp(*w, "new_mode=", 9) == 0 && v <= 0777)

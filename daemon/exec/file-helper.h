@@ -30,6 +30,8 @@ typedef enum FileRecordKind {
                                 * stream's bytes, offsets in order, no SIZE before them */
         FILE_RECORD_TAR,       /* file.put, file.get, before DONE or ERROR: count entries, size bytes of the
                                 * stream, offset skipped, length changed */
+        FILE_RECORD_READY,     /* file.write by chunks: the file is open, frames may come */
+        FILE_RECORD_ACK,       /* file.write by chunks: frame count (its seq) is written; offset: bytes so far */
 } FileRecordKind;
 
 /* What an error is about, where errno alone does not say it. */
@@ -94,3 +96,15 @@ typedef struct FileRecord {
 
 #define FILE_RECORD_TEXT_MAX 4096 /* path_len and target_len: at most PATH_MAX */
 #define FILE_DATA_MAX (1024u * 1024) /* a DATA record's bytes: SBX_FILE_CHUNK_BYTES */
+
+/* file.write by chunks ("chunks=1"): the daemon writes the decoded chunks to the helper's fd 2
+ * (a pipe) as frames, each this header and then len bytes (at most FILE_DATA_MAX); zeros is a
+ * hole after them. The helper answers READY once the file is open and an ACK per frame written
+ * (file-chunks.c). */
+#define FILE_FRAME_EOF 1u
+typedef struct FileFrame {
+        uint64_t seq;
+        uint64_t zeros;
+        uint32_t len;
+        uint32_t flags;
+} FileFrame;

@@ -13,6 +13,7 @@
 #include "cgroup.h"
 #include "context.h"
 #include "file-helper.h"
+#include "file-inflow.h"
 #include "file-op.h"
 #include "launch.h"
 #include "log.h"
@@ -48,6 +49,10 @@ typedef struct FileOp {
         SpawnReport fail;       /* its setup failed (fail.kind == REPORT_FAILED) */
         bool killed;
         bool accounted;
+        FileInflow *inflow;     /* file.write by chunks */
+        ProtoError failure;     /* the transfer was ended for this (failed) */
+        bool failed;
+        bool transfer;          /* counted in the sink's n_transfers */
 } FileOp;
 
 static const char *const type_names[] = {
@@ -197,6 +202,12 @@ static int take_record(FileOp *f, const FileRecord *r, const char *text) {
                 return take_get_record(f, r, text);
         if (r->kind == FILE_RECORD_SIZE || r->kind == FILE_RECORD_DATA)
                 return is_read(f) ? take_read_record(f, r, text) : -EPROTO;
+        if (r->kind == FILE_RECORD_READY || r->kind == FILE_RECORD_ACK) {
+                if (!f->inflow || r->path_len || r->target_len)
+                        return -EPROTO;
+                return r->kind == FILE_RECORD_READY ? file_inflow_ready(f->inflow)
+                                                    : file_inflow_ack(f->inflow, r->count, r->offset);
+        }
         if (r->kind == FILE_RECORD_DONE || r->kind == FILE_RECORD_ERROR) {
                 f->end = *r;
                 f->ended = true;
@@ -439,6 +450,7 @@ static void reply_done(FileOp *f) {
 
 static void file_op_free(FileOp *f) {
         sandbox_member_remove(f->sandbox, &f->member);
+        f->inflow = file_inflow_free(f->inflow);
         f->out_source = sd_event_source_disable_unref(f->out_source);
         f->out_fd = safe_close(f->out_fd);
         launch_done(&f->launch);
@@ -446,6 +458,8 @@ static void file_op_free(FileOp *f) {
         hook_remove(&f->writable_hook);
         if (f->accounted)
                 reply_account(f->reply, -1, 0);
+        if (f->accounted && f->transfer)
+                reply_account_transfer(f->reply, -1);
         reply_unref(f->reply);
         json_object_put(f->batch);
         json_object_put(f->stat);
@@ -464,7 +478,9 @@ static void file_op_answer(FileOp *f, const siginfo_t *si) {
         } else if (f->sandbox->state == SANDBOX_DESTROYING) {
                 sandbox_gone_error(f->sandbox, &err);
                 reply_error(f->reply, &err);
-        } else if (f->bad || !f->ended) {
+        } else if (f->failed)
+                reply_error(f->reply, &f->failure);
+        else if (f->bad || !f->ended) {
                 proto_error_set(&err, SBX_E_INTERNAL, NULL, "the file helper %s (%s %d)",
                                 f->bad ? "sent malformed output and was killed"
                                 : si->si_code == CLD_KILLED ? "was killed (out of memory in the sandbox?)"
@@ -499,6 +515,7 @@ static void fo_helper_exit(void *userdata, const siginfo_t *si) {
         Sandbox *s = f->sandbox;
 
         launch_collect_reports(&f->launch);
+        file_inflow_end(f->inflow); /* its late chunks are dropped from now on */
         while (f->out_fd >= 0 && !f->bad) { /* what it wrote before it ended */
                 int k = read_out(f);
                 if (k < 0)
@@ -544,6 +561,46 @@ static const SandboxMemberOps file_op_member_ops = {
         .free = fo_member_free,
 };
 
+/* The client's chunks broke the rules or stopped coming: the helper goes, the old file stays. */
+static void on_inflow_failed(void *userdata, const ProtoError *err) {
+        FileOp *f = userdata;
+        f->failure = *err;
+        f->failed = true;
+        file_op_kill(f);
+}
+
+/* The pipe the chunks go down to the helper (its fd 2); *ret_read goes to the launch. */
+static int file_op_inflow(FileOp *f, const FileOpSpec *spec, int *ret_read, ProtoError *err) {
+        const Config *conf = &f->sandbox->ctx->config;
+        size_t line_room = conf->max_line_bytes > 256 ? (conf->max_line_bytes - 256) / 4 * 3 : 0;
+        int fds[2];
+
+        if (pipe2(fds, O_CLOEXEC) < 0 || fcntl(fds[1], F_SETFL, O_NONBLOCK) < 0)
+                return proto_error_set(err, SBX_E_INTERNAL, NULL, "cannot create a pipe: %s", strerror(errno));
+        /* Fewer wake-ups; the pipe holds what the window allows anyway. */
+        (void) fcntl(fds[1], F_SETPIPE_SZ, (int) (sizeof(FileFrame) + SBX_FILE_CHUNK_BYTES));
+        FileInflowParams p = {
+                .event = f->sandbox->ctx->event,
+                .reply = f->reply,
+                .pipe_fd = fds[1],
+                .size = spec->size,
+                /* A chunk's line must fit in a request line (max_line_bytes). */
+                .chunk_bytes = line_room < SBX_FILE_CHUNK_BYTES ? line_room / 1024 * 1024 : SBX_FILE_CHUNK_BYTES,
+                .window = SBX_FILE_WINDOW,
+                .timeout_usec = conf->request_timeout_usec,
+                .failed = on_inflow_failed,
+                .userdata = f,
+        };
+        if (p.chunk_bytes == 0)
+                p.chunk_bytes = 1024;
+        if (file_inflow_new(&p, &f->inflow, err) < 0) {
+                safe_close(fds[0]);
+                return -EINVAL;
+        }
+        *ret_read = fds[0];
+        return 0;
+}
+
 /* The helper's argv after RunParams, filter and cwd: op, the path as hex, the options. */
 static char **helper_argv(const FileOpSpec *spec) {
         size_t n = 0;
@@ -569,7 +626,7 @@ int file_op_start(Sandbox *s, const FileOpSpec *spec, Reply *reply, ProtoError *
         char *const envp[] = { NULL };
         char **argv;
         FileOp *f;
-        int k;
+        int k, pipe_read = -EBADF;
 
         if (s->state != SANDBOX_READY)
                 return proto_error_set(err, SBX_E_CONFLICT, "sandbox", "the sandbox is not ready");
@@ -614,12 +671,24 @@ int file_op_start(Sandbox *s, const FileOpSpec *spec, Reply *reply, ProtoError *
         f->path = strdup(spec->path);
         f->out_fd = -EBADF;
         f->reply = reply_ref(reply);
+        if (spec->chunks && file_op_inflow(f, spec, &pipe_read, err) < 0) {
+                free(argv[1]);
+                free(argv);
+                reply_unref(f->reply);
+                free(f->path);
+                free(f->buf);
+                free(f);
+                return -EINVAL;
+        }
+        if (spec->chunks)
+                ls.stderr_fd = &pipe_read;
         snprintf(f->op, sizeof(f->op), "%s", spec->op);
         launch_init(&f->launch, s, &file_op_launch_ops, f);
         hook_init(&f->close_hook, on_client_gone, f);
         hook_init(&f->writable_hook, on_writable, f);
         sandbox_member_add(s, &f->member, &file_op_member_ops);
         k = launch_start(&f->launch, &ls, err);
+        safe_close(pipe_read); /* the helper has its own */
         free(argv[1]);
         free(argv);
         if (k < 0) {
@@ -631,5 +700,8 @@ int file_op_start(Sandbox *s, const FileOpSpec *spec, Reply *reply, ProtoError *
         reply_on_writable(f->reply, &f->writable_hook);
         reply_account(f->reply, 1, 0); /* counted as a run in flight (max_runs_per_*) */
         f->accounted = true;
+        f->transfer = spec->transfer;
+        if (f->transfer)
+                reply_account_transfer(f->reply, 1);
         return 0;
 }

@@ -19,6 +19,9 @@ typedef struct FileOpSpec {
         SandboxUser user;          /* SANDBOX_USER_UNSET: the sandbox's */
         const char *const *options; /* NAME=VALUE words for the helper, NULL-terminated */
         int data_fd;               /* >= 0: the client's fd (checked) the helper writes the data to */
+        bool chunks;               /* the data comes in file.chunk lines (file-inflow.h) */
+        uint64_t size;             /* with chunks: the announced total, UINT64_MAX for none */
+        bool transfer;             /* counted as a file transfer (reply_account_transfer()) */
 } FileOpSpec;
 
 /* Starts it; the answer goes to reply later. < 0 with err set when it cannot start. */

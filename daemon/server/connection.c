@@ -181,6 +181,7 @@ UidUsage connection_uid_usage(const ConnectionSet *m, uid_t uid) {
                 if (c->peer.uid == uid && !c->dead) { /* as in n_connections */
                         u.connections++;
                         u.runs += c->sink.n_runs;
+                        u.transfers += c->sink.n_transfers;
                         u.reserved += c->sink.run_reserved;
                         u.unread += connection_backlog(c) + partial_bytes(c);
                 }
@@ -322,6 +323,8 @@ static void connection_handle_line(Connection *c, const char *line, size_t len, 
 
         if (len == 0 && n_fds == 0)
                 return; /* blank lines are keep-alives */
+        if (n_fds == 0 && c->hooks->route && c->hooks->route(&c->sink, line, len, c->hooks_userdata))
+                return;
         if (proto_parse_line(line, len, SBX_MAX_DEPTH, &req, &err) < 0 ||
             proto_request_envelope(req, &id, &op, &err) < 0 || line_fds_check(req, n_fds, &err) < 0) {
                 sbx_fds_close(fds, n_fds);

@@ -21,9 +21,13 @@ typedef struct Connection Connection;
  * the line, as many as its "fds" said: it takes those it keeps, setting them to -1, and the
  * connection closes the rest); closed runs from the deferred close, after the
  * close hooks of the replies; writable (optional) when the client has room again, after their
- * writable hooks. */
+ * writable hooks. route (optional) sees each complete line without fds before it is parsed,
+ * with the sink of the connection's replies: it returns true when it took the line (a
+ * file.chunk line in its canonical form, handed to its transfer), false to have it parsed and
+ * dispatched as usual. */
 typedef struct ConnectionHooks {
         void (*dispatch)(Reply *reply, const char *op, json_object *req, int *fds, size_t n_fds, void *userdata);
+        bool (*route)(ReplySink *sink, const char *line, size_t len, void *userdata);
         void (*closed)(Connection *c, void *userdata);
         void (*writable)(Connection *c, void *userdata);
 } ConnectionHooks;
@@ -70,7 +74,7 @@ static inline size_t connection_backlog(const Connection *c) {
  * max_buffered_per_uid): its connections, their runs in flight, what those runs' replies may
  * take (reserved) and the replies and requests its connections hold now (unread). */
 typedef struct UidUsage {
-        unsigned connections, runs;
+        unsigned connections, runs, transfers;
         uint64_t reserved, unread;
 } UidUsage;
 UidUsage connection_uid_usage(const ConnectionSet *set, uid_t uid);

@@ -64,6 +64,7 @@ static void on_connection_closed(Connection *c, void *userdata) {
 /* What a connection calls back: requests go to the op table, a close gives the heap back. */
 static const ConnectionHooks connection_hooks = {
         .dispatch = ops_dispatch,
+        .route = ops_route,
         .closed = on_connection_closed,
 };
 

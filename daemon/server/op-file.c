@@ -71,15 +71,25 @@ static int get_fd(Request *c, json_object *req, unsigned allow, int *ret, ProtoE
         return 1;
 }
 
-/* The common part: sandbox, path, user; then the helper with options (and data_fd, or -1). */
-static int file_op_fd(Request *c, json_object *req, const char *op, const char *const *options, int data_fd,
-                      ProtoError *err) {
-        _cleanup_free_ char *path = NULL;
-        FileOpSpec spec = { .op = op, .options = options, .data_fd = data_fd };
-        Sandbox *s;
-        int r;
+/* A transfer (file.write, file.read, file.put, file.get: bytes through the daemon or a client's
+ * fd) has caps of its own besides: SBX_FILE_TRANSFERS_PER_CONNECTION, max_file_transfers_per_uid. */
+static int file_transfer_caps(Request *c, ProtoError *err) {
+        if (reply_transfers(c->reply) >= SBX_FILE_TRANSFERS_PER_CONNECTION)
+                return proto_error_set(err, SBX_E_RESOURCE_EXHAUSTED, "sandbox",
+                                       "this connection has its maximum of %u file transfers in flight",
+                                       SBX_FILE_TRANSFERS_PER_CONNECTION);
+        if (c->peer.uid != 0 &&
+            connection_uid_usage(c->conns, c->peer.uid).transfers >= c->ctx->config.max_file_transfers_per_uid)
+                return proto_error_set(err, SBX_E_RESOURCE_EXHAUSTED, "sandbox",
+                                       "uid %u has its maximum of %llu file transfers in flight (max_file_transfers_per_uid)",
+                                       (unsigned) c->peer.uid, (unsigned long long) c->ctx->config.max_file_transfers_per_uid);
+        return 0;
+}
 
-        /* Each holds a process in the sandbox, as a run does: the same caps, counted together. */
+/* Each holds a process in the sandbox, as a run does: the same caps, counted together. */
+static int file_op_caps(Request *c, bool transfer, ProtoError *err) {
+        if (transfer && file_transfer_caps(c, err) < 0)
+                return -EINVAL;
         if (reply_runs(c->reply) >= c->ctx->config.max_runs_per_connection)
                 return proto_error_set(err, SBX_E_RESOURCE_EXHAUSTED, "sandbox",
                                        "too many runs and file operations in flight on this connection");
@@ -87,11 +97,42 @@ static int file_op_fd(Request *c, json_object *req, const char *op, const char *
                 return proto_error_set(err, SBX_E_RESOURCE_EXHAUSTED, "sandbox",
                                        "uid %u has its maximum of %llu runs and file operations in flight (max_runs_per_uid)",
                                        (unsigned) c->peer.uid, (unsigned long long) c->ctx->config.max_runs_per_uid);
-        if ((r = ops_lookup_sandbox(c, req, &s, err)) < 0 || (r = get_path(req, &path, err)) < 0 ||
-            (r = sandbox_user_parse(req, &spec.user, err)) < 0)
+        return 0;
+}
+
+/* The common part: the caps, sandbox, path, user; then the helper as spec says. */
+static int file_op_spec(Request *c, json_object *req, FileOpSpec *spec, ProtoError *err) {
+        _cleanup_free_ char *path = NULL;
+        Sandbox *s;
+        int r;
+
+        if ((r = file_op_caps(c, spec->transfer, err)) < 0 || (r = ops_lookup_sandbox(c, req, &s, err)) < 0 ||
+            (r = get_path(req, &path, err)) < 0 || (r = sandbox_user_parse(req, &spec->user, err)) < 0)
                 return r;
-        spec.path = path;
-        return file_op_start(s, &spec, c->reply, err);
+        spec->path = path;
+        return file_op_start(s, spec, c->reply, err);
+}
+
+/* With options (and data_fd, or -1). */
+static int file_op_fd(Request *c, json_object *req, const char *op, const char *const *options, int data_fd,
+                      ProtoError *err) {
+        FileOpSpec spec = { .op = op, .options = options, .data_fd = data_fd,
+                            .transfer = strcmp(op, FILE_OP_READ) == 0 || strcmp(op, FILE_OP_WRITE) == 0 ||
+                                        strcmp(op, FILE_OP_PUT) == 0 || strcmp(op, FILE_OP_GET) == 0 };
+        return file_op_spec(c, req, &spec, err);
+}
+
+/* By chunks: the helper gets a pipe of frames (file-inflow.h) instead of an fd of data. */
+static int file_write_chunked(Request *c, json_object *id, json_object *req, const char **options, size_t n,
+                              uint64_t size, ProtoError *err) {
+        FileOpSpec spec = { .op = FILE_OP_WRITE, .options = options, .data_fd = -1, .chunks = true, .size = size,
+                            .transfer = true };
+
+        if (!id || json_object_is_type(id, json_type_null))
+                return proto_error_set(err, SBX_E_INVALID_REQUEST, "id", "a file.write by chunks needs an id for its chunks");
+        options[n++] = "chunks=1";
+        options[n] = NULL;
+        return file_op_spec(c, req, &spec, err);
 }
 
 static int file_op(Request *c, json_object *req, const char *op, const char *const *options, ProtoError *err) {
@@ -204,7 +245,7 @@ static int get_data(json_object *req, bool has_size, uint64_t size, int *ret_fd,
 
 int op_file_write(Request *c, json_object *id, json_object *req, ProtoError *err) {
         char parents[16], exclusive[16], sync[16], mode_opt[24], size_opt[40], offset_opt[40];
-        const char *options[8] = { parents, exclusive, sync };
+        const char *options[10] = { parents, exclusive, sync };
         size_t n = 3;
         unsigned mode = 0;
         uint64_t size = 0, offset = 0;
@@ -244,11 +285,10 @@ int op_file_write(Request *c, json_object *id, json_object *req, ProtoError *err
         if (fd < 0) {
                 if ((r = get_data(req, has_size, size, &memfd, err)) < 0)
                         return r;
-                if (r == 0)
-                        return proto_error_set(err, SBX_E_INVALID_REQUEST, "data",
-                                               "file.write takes \"data\" or \"fd\" (chunked transfers are not served yet)");
                 fd = memfd;
         }
+        if (fd < 0) /* neither: the data follows in file.chunk lines */
+                return file_write_chunked(c, id, req, options, n, has_size ? size : UINT64_MAX, err);
         r = file_op_fd(c, req, FILE_OP_WRITE, options, fd, err);
         safe_close(memfd); /* the helper has its own */
         return r;

@@ -143,6 +143,8 @@ static const Op ops[] = {
         { "file.write", op_file_write, file_write_fields, .takes_fds = true },
         { "file.put", op_file_put, file_put_fields, .takes_fds = true },
         { "file.get", op_file_get, file_get_fields, .takes_fds = true },
+        /* Its fields and fds are checked against its transfer, which they end when wrong. */
+        { "file.chunk", op_file_chunk, NULL, .takes_fds = true },
 };
 
 void ops_dispatch(Reply *reply, const char *name, json_object *req, int *fds, size_t n_fds, void *userdata) {
@@ -159,7 +161,7 @@ void ops_dispatch(Reply *reply, const char *name, json_object *req, int *fds, si
                 if (n_fds > 0 && !ops[i].takes_fds)
                         proto_error_set(&err, SBX_E_INVALID_REQUEST, "fds",
                                         "%zu file descriptors came with this request, which takes none", n_fds);
-                if (err.code || proto_check_fields(req, ops[i].fields, NULL, &err) < 0 ||
+                if (err.code || (ops[i].fields && proto_check_fields(req, ops[i].fields, NULL, &err) < 0) ||
                     ops[i].handler(&rq, id, req, &err) < 0)
                         reply_error(reply, &err);
                 return;

@@ -78,6 +78,10 @@ int op_file_read(Request *c, json_object *id, json_object *req, ProtoError *err)
 int op_file_write(Request *c, json_object *id, json_object *req, ProtoError *err);
 int op_file_put(Request *c, json_object *id, json_object *req, ProtoError *err);
 int op_file_get(Request *c, json_object *id, json_object *req, ProtoError *err);
+/* file.chunk: no request, the bytes of a file.write in flight (op-file-chunk.c); ops_route() is
+ * the connections' route hook that takes the canonical ones before they are parsed. */
+int op_file_chunk(Request *c, json_object *id, json_object *req, ProtoError *err);
+bool ops_route(ReplySink *sink, const char *line, size_t len, void *userdata);
 
 /* The caller's sandbox by id, name or "UID/NAME" (ops.c); not_found for others' (no oracle). */
 Sandbox *ops_resolve_sandbox(Request *c, const char *key);

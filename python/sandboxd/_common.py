@@ -40,8 +40,8 @@ def progress_hook(cb: Callable[[Progress], None] | None
     return on_event
 
 
-#: Inline ``data`` of file.write up to this many bytes travels in the request line; more goes
-#: through a memfd passed with it (JSON escapes and base64 keep the line under the 4 MiB cap).
+#: Inline ``data`` of file.write up to this many bytes travels in the request line; more follows
+#: it in file.chunk lines (JSON escapes and base64 keep the line under the 4 MiB cap).
 INLINE_WRITE_MAX = 512 << 10
 
 
@@ -69,30 +69,4 @@ def fileno_of(obj: Any) -> int | None:
             os.lseek(fd, f.tell(), os.SEEK_SET)
     except (AttributeError, OSError, ValueError):
         pass
-    return fd
-
-
-def staged(data: bytes | Any) -> int:
-    """A memfd holding ``data`` (bytes, or all that a file object's read() gives), at offset
-    0: the passed fd of a file.write. The caller closes it."""
-    fd = os.memfd_create("sandboxd-write", os.MFD_CLOEXEC)
-    try:
-        if isinstance(data, (bytes, bytearray, memoryview)):
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view):]
-        else:
-            while True:
-                chunk = data.read(1 << 20)
-                if not chunk:
-                    break
-                if isinstance(chunk, str):
-                    chunk = chunk.encode()
-                view = memoryview(chunk)
-                while view:
-                    view = view[os.write(fd, view):]
-        os.lseek(fd, 0, os.SEEK_SET)
-    except BaseException:
-        os.close(fd)
-        raise
     return fd

@@ -34,6 +34,10 @@ Mode = Union[int, str]
 
 #: At most this many fds travel with one request (docs/protocol.md, "File descriptors").
 FDS_PER_MESSAGE = 8
+# The daemon takes at most this many file transfers in flight on one connection (docs/protocol.md,
+# "Files": resource_exhausted beyond); a Client lets more wait for their turn instead.
+TRANSFER_OPS = frozenset({"file.read", "file.write", "file.put", "file.get"})
+TRANSFERS_PER_CONNECTION = 4
 
 
 @dataclass(frozen=True)
@@ -435,6 +439,72 @@ def file_get(sandbox: str, path: PathArg, fd: int, *, follow: bool = False,
     fields["follow"] = True if follow else None
     fields, fds = _with_fd(fields, fd)
     return Call("file.get", fields, TreeCopied.from_json, fds=fds)
+class Upload:
+    """The file.chunk lines of a file.write by chunks (docs/protocol.md, ``file.chunk``),
+    without I/O: ``take`` each event of the write, send what ``lines`` gives after each.
+    ``source``: bytes, or an object whose ``read(n)`` gives bytes (or str) and b"" at its end.
+    Lines are in the canonical form, which the daemon takes without a JSON parse."""
+
+    def __init__(self, rid: int, source: Any) -> None:
+        self.rid = rid
+        self.view = memoryview(source) if isinstance(source, (bytes, bytearray, memoryview)) else None
+        self.reader = None if self.view is not None else source
+        self.off = 0
+        self.seq = 0
+        self.acked = 0
+        self.chunk_bytes = 0
+        self.window = 0
+        self.eof = False
+
+    def take(self, ev: JSON) -> bool:
+        """True for the events this write consumes (ready, ack); the others are the caller's."""
+        kind = ev.get("event")
+        if kind == "ready":
+            self.chunk_bytes = _i(ev, "chunk_bytes")
+            self.window = _i(ev, "window")
+            if self.chunk_bytes <= 0 or self.window <= 0:
+                raise ProtocolViolation(f"file.write: a ready event this package cannot read: {ev!r}")
+            return True
+        if kind == "ack":
+            self.acked = max(self.acked, _i(ev, "seq") + 1)
+            return True
+        return False
+
+    def _next(self) -> tuple[bytes, bool]:
+        n = self.chunk_bytes
+        if self.view is not None:
+            piece = bytes(self.view[self.off:self.off + n])
+            self.off += len(piece)
+            return piece, self.off >= len(self.view)
+        piece = self.reader.read(n) if self.reader is not None else b""
+        if isinstance(piece, str):
+            piece = piece.encode()
+        if len(piece) > n:
+            raise ValueError(f"read({n}) gave {len(piece)} bytes")
+        return bytes(piece), not piece
+
+    def lines(self) -> list[bytes]:
+        """The chunks that may go now: none before ready, at most window unacknowledged."""
+        out: list[bytes] = []
+        while self.window and not self.eof and self.seq - self.acked < self.window:
+            piece, self.eof = self._next()
+            out.append(b'{"id":%d,"op":"file.chunk","seq":%d,"data":"%s"%s}\n' % (
+                self.rid, self.seq, base64.b64encode(piece), b',"eof":true' if self.eof else b""))
+            self.seq += 1
+        return out
+
+
+def file_write_chunks(sandbox: str, path: PathArg, *, size: Size | None = None,
+                      mode: Mode | None = None, parents: bool = False, exclusive: bool = False,
+                      atomic: bool = True, offset: Size | None = None, sync: bool = False,
+                      user: str | None = None) -> Call[FileWritten]:
+    """A file.write whose content follows in file.chunk lines (an Upload)."""
+    fields = _file_fields(sandbox, path, user)
+    fields.update({"size": size, "mode": _mode(mode), "parents": True if parents else None,
+                   "exclusive": True if exclusive else None,
+                   "atomic": False if not atomic else None, "offset": offset,
+                   "sync": True if sync else None})
+    return Call("file.write", fields, FileWritten.from_json)
 
 
 def raw(op: str, fields: Mapping[str, Any]) -> Call[JSON]:

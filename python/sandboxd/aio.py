@@ -22,7 +22,7 @@ from typing import Any, Generic, TypeVar
 from . import _ops, _tree
 from ._common import (
     INLINE_WRITE_MAX, RUN_EVENT_TYPES, SESSION_EVENT_TYPES, fileno_of, progress_hook as _progress,
-    socket_path, staged,
+    socket_path,
 )
 from ._ops import BytesSink, Call, Command, Duration, Mode, PathArg, Signal, Size, SnapshotRef, WriterSink
 from ._wire import DEFAULT_MAX_LINE, DETACHED_EVENT, JSON, Pending, Wire
@@ -76,6 +76,8 @@ class AsyncClient:
         self._wire: Wire[_Queue] = Wire(max_line_bytes)
         self._lost: Error | None = None
         self._send_lock = asyncio.Lock()
+        # File transfers beyond the daemon's per-connection cap wait here for their turn.
+        self._transfers = asyncio.Semaphore(_ops.TRANSFERS_PER_CONNECTION)
         self._task = asyncio.get_running_loop().create_task(self._read_loop())
 
     @classmethod
@@ -194,6 +196,13 @@ class AsyncClient:
 
     async def _call(self, call: Call[T], on_event: Callable[[JSON], None] | None = None,
                     timeout: float | None = None) -> T:
+        if call.op in _ops.TRANSFER_OPS:
+            async with self._transfers:
+                return await self._call_now(call, on_event, timeout)
+        return await self._call_now(call, on_event, timeout)
+
+    async def _call_now(self, call: Call[T], on_event: Callable[[JSON], None] | None,
+                        timeout: float | None) -> T:
         f = await self._start(call)
         if on_event is None:
             on_event = call.events
@@ -205,6 +214,35 @@ class AsyncClient:
                 msg = await f.next(left)
                 if "event" in msg:
                     if on_event is not None:
+                        on_event(msg)
+                    continue
+                return call.finish(msg)
+        except BaseException:
+            f.forget()
+            raise
+
+    async def _upload(self, call: Call[T], source: Any,
+                      on_event: Callable[[JSON], None] | None = None) -> T:
+        """As Client._upload: the content from source in file.chunk lines, within the window."""
+        async with self._transfers:
+            return await self._upload_now(call, source, on_event)
+
+    async def _upload_now(self, call: Call[T], source: Any,
+                          on_event: Callable[[JSON], None] | None) -> T:
+        f = await self._start(call)
+        up = _ops.Upload(f.pending.id, source)
+        try:
+            while True:
+                for line in up.lines():
+                    try:
+                        async with self._send_lock:
+                            self._writer.write(line)
+                            await self._writer.drain()
+                    except OSError as e:
+                        raise ConnectionLost(f"{call.op}: sending to sandboxd: {e.strerror or e}") from None
+                msg = await f.next(None)
+                if "event" in msg:
+                    if not up.take(msg) and on_event is not None:
                         on_event(msg)
                     continue
                 return call.finish(msg)
@@ -629,28 +667,18 @@ class AsyncFiles:
         if len(raw) <= INLINE_WRITE_MAX:
             return await self.client._call(_ops.file_write(
                 self.sandbox, path, data if isinstance(data, str) else raw, **kw))
-        fd = staged(raw)
-        try:
-            return await self.client._call(_ops.file_write(self.sandbox, path, fd=fd, **kw))
-        finally:
-            os.close(fd)
+        return await self.client._upload(_ops.file_write_chunks(self.sandbox, path, **kw), raw)
 
     async def write_from(self, path: PathArg, src: Any, *, size: Size | None = None,
                          mode: Mode | None = None, parents: bool = False, atomic: bool = True,
                          exclusive: bool = False, offset: Size | None = None,
                          sync: bool = False, user: str | None = None) -> FileWritten:
         fd = fileno_of(src)
-        own = fd is None
+        kw: dict[str, Any] = dict(size=size, mode=mode, parents=parents, exclusive=exclusive,
+                                  atomic=atomic, offset=offset, sync=sync, user=self._u(user))
         if fd is None:
-            fd = staged(src)
-        try:
-            return await self.client._call(_ops.file_write(
-                self.sandbox, path, fd=fd, size=size, mode=mode, parents=parents,
-                exclusive=exclusive, atomic=atomic, offset=offset, sync=sync,
-                user=self._u(user)))
-        finally:
-            if own:
-                os.close(fd)
+            return await self.client._upload(_ops.file_write_chunks(self.sandbox, path, **kw), src)
+        return await self.client._call(_ops.file_write(self.sandbox, path, fd=fd, **kw))
 
     async def put_tree(self, local_dir: str | os.PathLike[str], path: PathArg, *, parents: bool = False,
                  overwrite: bool = True, user: str | None = None) -> TreeCopied:

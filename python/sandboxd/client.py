@@ -21,7 +21,7 @@ from typing import Any, TypeVar
 from . import _ops, _tree
 from ._common import (
     INLINE_WRITE_MAX, RUN_EVENT_TYPES, SESSION_EVENT_TYPES, fileno_of, progress_hook as _progress,
-    socket_path, staged,
+    socket_path,
 )
 from ._ops import BytesSink, Call, Command, Duration, Mode, PathArg, Signal, Size, SnapshotRef, WriterSink
 from ._wire import DEFAULT_MAX_LINE, DETACHED_EVENT, JSON, Pending, Wire
@@ -78,6 +78,8 @@ class Client:
         self._wire: Wire[_Queue] = Wire(max_line_bytes)
         self._lock = threading.Lock()
         self._send_lock = threading.Lock()
+        # File transfers beyond the daemon's per-connection cap wait here for their turn.
+        self._transfers = threading.BoundedSemaphore(_ops.TRANSFERS_PER_CONNECTION)
         self._lost: Error | None = None
         self._sock = _socket_connect(self.path, connect_timeout)
         self._reader = threading.Thread(target=self._read_loop, name="sandboxd-reader", daemon=True)
@@ -163,6 +165,13 @@ class Client:
 
     def _call(self, call: Call[T], on_event: Callable[[JSON], None] | None = None,
               timeout: float | None = None) -> T:
+        if call.op in _ops.TRANSFER_OPS:
+            with self._transfers:
+                return self._call_now(call, on_event, timeout)
+        return self._call_now(call, on_event, timeout)
+
+    def _call_now(self, call: Call[T], on_event: Callable[[JSON], None] | None,
+                  timeout: float | None) -> T:
         f = self._start(call)
         deadline = None if timeout is None else time.monotonic() + timeout
         if on_event is None:
@@ -173,6 +182,33 @@ class Client:
                 msg = f.next(left)
                 if "event" in msg:
                     if on_event is not None:
+                        on_event(msg)
+                    continue
+                return call.finish(msg)
+        except BaseException:
+            f.forget()
+            raise
+
+    def _upload(self, call: Call[T], source: Any, on_event: Callable[[JSON], None] | None = None) -> T:
+        """call (a file.write without data or fd), its content from source in file.chunk
+        lines within the window the daemon announces."""
+        with self._transfers:
+            return self._upload_now(call, source, on_event)
+
+    def _upload_now(self, call: Call[T], source: Any, on_event: Callable[[JSON], None] | None) -> T:
+        f = self._start(call)
+        up = _ops.Upload(f.pending.id, source)
+        try:
+            while True:
+                for line in up.lines():
+                    try:
+                        with self._send_lock:
+                            self._sock.sendall(line)
+                    except OSError as e:
+                        raise ConnectionLost(f"{call.op}: sending to sandboxd: {e.strerror or e}") from None
+                msg = f.next()
+                if "event" in msg:
+                    if not up.take(msg) and on_event is not None:
                         on_event(msg)
                     continue
                 return call.finish(msg)
@@ -629,18 +665,14 @@ class Files:
         reader sees the old file or the new one; a failure leaves the old one). ``mode``
         (default 0644 for a new file, the old one's otherwise); ``parents`` makes the missing
         directories; ``exclusive``: Conflict when ``path`` exists; ``atomic=False`` writes in
-        place at ``offset``; ``sync`` fsyncs. Over 512 KiB the content goes through a memfd
-        passed with the request rather than in the line."""
+        place at ``offset``; ``sync`` fsyncs. Over 512 KiB the content follows the request in
+        file.chunk lines (1 MiB each, within the daemon's window), for a file of any size."""
         raw = data.encode() if isinstance(data, str) else bytes(data)
         kw: dict[str, Any] = dict(size=len(raw), mode=mode, parents=parents, exclusive=exclusive,
                                   atomic=atomic, offset=offset, sync=sync, user=self._u(user))
         if len(raw) <= INLINE_WRITE_MAX:
             return self.client._call(_ops.file_write(self.sandbox, path, data if isinstance(data, str) else raw, **kw))
-        fd = staged(raw)
-        try:
-            return self.client._call(_ops.file_write(self.sandbox, path, fd=fd, **kw))
-        finally:
-            os.close(fd)
+        return self.client._upload(_ops.file_write_chunks(self.sandbox, path, **kw), raw)
 
     def write_from(self, path: PathArg, src: Any, *, size: Size | None = None,
                    mode: Mode | None = None, parents: bool = False, atomic: bool = True,
@@ -648,20 +680,15 @@ class Files:
                    user: str | None = None) -> FileWritten:
         """``file.write`` from ``src``: an fd or a file object with one (a regular file, read
         from its offset to its end, or a pipe, read to EOF) is passed to the sandbox's helper,
-        which reads it; any other object with ``read`` is copied into a memfd first.
-        ``size``: what the content must come to (InvalidRequest when it ends short)."""
+        which reads it; any other object with ``read`` (io.BytesIO) is read here and sent in
+        file.chunk lines. ``size``: what the content must come to (InvalidRequest when it ends
+        short)."""
         fd = fileno_of(src)
-        own = fd is None
+        kw: dict[str, Any] = dict(size=size, mode=mode, parents=parents, exclusive=exclusive,
+                                  atomic=atomic, offset=offset, sync=sync, user=self._u(user))
         if fd is None:
-            fd = staged(src)
-        try:
-            return self.client._call(_ops.file_write(
-                self.sandbox, path, fd=fd, size=size, mode=mode, parents=parents,
-                exclusive=exclusive, atomic=atomic, offset=offset, sync=sync,
-                user=self._u(user)))
-        finally:
-            if own:
-                os.close(fd)
+            return self.client._upload(_ops.file_write_chunks(self.sandbox, path, **kw), src)
+        return self.client._call(_ops.file_write(self.sandbox, path, fd=fd, **kw))
 
     def put_tree(self, local_dir: str | os.PathLike[str], path: PathArg, *, parents: bool = False,
                  overwrite: bool = True, user: str | None = None) -> TreeCopied:
