@@ -5,7 +5,8 @@
 # removes everything it made (cgroup directories bottom-up with rmdir, the temp dir).
 # Env: SANDBOXD, BENCH (the binaries; `make bench` sets both), BENCH_KEEP_LOG=1 keeps the log,
 #   POOL_SIZE=N sets the daemon's pool_size. SANDBOXCTL=PATH: the sandboxctl of the anchors rows
-#   (default: the build tree's).
+#   and of the files scenario's "beside" rows (default: the build tree's). TMPDIR: where the files
+#   scenario makes its 1 GiB source and its copies (default /var/tmp).
 #   ANCHORS=.../anchors/run.sh: afterwards, runs that peers' harness (its own env knobs: QUICK,
 #   OUT, ...) with two EXTRA_ROWS that go through sandboxctl to this same daemon: a throwaway run
 #   and a run in an existing sandbox; then the same two and bwrap 30 ms apart (spaced_rows).
@@ -130,6 +131,9 @@ for ((i = 0; i < 100; i++)); do [[ -S $T/sock ]] && break; sleep 0.1; done
 [[ -S $T/sock ]] || { cat "$T/daemon.log" >&2; die "sandboxd did not create $T/sock"; }
 
 echo "# $(date -u +%FT%TZ); $(uname -r); $(nproc) CPUs; $(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //')"
+# The files scenario's "beside" rows run this sandboxctl.
+find_sandboxctl
+export SANDBOXD_BENCH_CTL=$CTL
 echo "# $BENCH --socket \$T/sock --daemon-pid $DAEMON_PID ${BEST_EFFORT:-} $*"
 "$BENCH" --socket "$T/sock" --daemon-pid "$DAEMON_PID" ${BEST_EFFORT:-} "$@"
 rc=$?

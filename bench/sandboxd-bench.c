@@ -21,6 +21,7 @@ static const struct {
         { "create", scenario_create },
         { "many", scenario_many },
         { "bigout", scenario_bigout },
+        { "files", scenario_files },
 };
 
 static void usage(FILE *f) {
@@ -32,7 +33,7 @@ static void usage(FILE *f) {
               "  --best-effort       create sandboxes with best_effort (hosts without cgroup controllers)\n"
               "  --daemon-pid PID    the daemon, for its RSS (default: the socket's peer, else the only sandboxd)\n"
               "  --only NAME[,NAME] only these scenarios: floor, run, throwaway, bwrap, create,\n"
-              "                      many, bigout\n"
+              "                      many, bigout, files\n"
               "  --json              print the rows as a JSON array instead of a markdown table\n"
               "  -h, --help          this help\n",
               f);
