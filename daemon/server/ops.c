@@ -109,6 +109,11 @@ static const FieldSpec file_remove_fields[] = {
         ENVELOPE, FILE_FIELDS, { "recursive", FIELD_BOOL }, { "missing_ok", FIELD_BOOL }, {},
 };
 
+static const FieldSpec port_fields[] = {
+        ENVELOPE, { "sandbox", FIELD_STRING, true }, { "port", FIELD_INT, true }, { "listen", FIELD_STRING }, {},
+};
+static const FieldSpec port_close_fields[] = { ENVELOPE, { "sandbox", FIELD_STRING, true }, { "port", FIELD_INT, true }, {} };
+
 static const Op ops[] = {
         { "hello", op_hello, no_fields },
         { "health", op_health, no_fields },
@@ -136,6 +141,8 @@ static const Op ops[] = {
         { "file.remove", op_file_remove, file_remove_fields },
         { "file.read", op_file_read, file_read_fields, .takes_fds = true },
         { "file.write", op_file_write, file_write_fields, .takes_fds = true },
+        { "port.open", op_port_open, port_fields },
+        { "port.close", op_port_close, port_close_fields },
 };
 
 void ops_dispatch(Reply *reply, const char *name, json_object *req, int *fds, size_t n_fds, void *userdata) {

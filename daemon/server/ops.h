@@ -76,6 +76,8 @@ int op_file_mkdir(Request *c, json_object *id, json_object *req, ProtoError *err
 int op_file_remove(Request *c, json_object *id, json_object *req, ProtoError *err);
 int op_file_read(Request *c, json_object *id, json_object *req, ProtoError *err);
 int op_file_write(Request *c, json_object *id, json_object *req, ProtoError *err);
+int op_port_open(Request *c, json_object *id, json_object *req, ProtoError *err);
+int op_port_close(Request *c, json_object *id, json_object *req, ProtoError *err);
 
 /* The caller's sandbox by id, name or "UID/NAME" (ops.c); not_found for others' (no oracle). */
 Sandbox *ops_resolve_sandbox(Request *c, const char *key);
