@@ -292,9 +292,15 @@ r=$(rpc_as $O '{"op":"create","best_effort":true,"name":"mine"}')
 osb=$(jget "$r" .sandbox.id)
 r=$(rpc_as $O '{"op":"run","sandbox":"mine","command":"cd /work && echo owner > index.html && setsid python3 -m http.server 8000 --bind 127.0.0.1 </dev/null >/dev/null 2>&1 & for i in $(seq 100); do python3 -c \"import socket; socket.create_connection((\\\"127.0.0.1\\\", 8000))\" 2>/dev/null && exit 0; sleep 0.1; done; exit 1"}')
 is "$(jget "$r" .exit_code)" 0 "uid $O starts an HTTP server in its sandbox"
-r=$(rpc_as $O '{"op":"port.open","sandbox":"mine","port":8000}')
-opath=$(jget "$r" .port.path)
+ctl_as() { # UID sandboxctl-args...
+	local uid=$1
+	shift
+	as_other "$uid" --regid="$uid" --clear-groups -- timeout 30 "$OTHER_SANDBOXCTL" --socket "$SOCK" "$@"
+}
+opath=$(ctl_as $O port mine 8000)
+is "$opath" "$T/ports/$osb-8000.sock" "uid $O: sandboxctl port mine 8000 prints the socket's path"
 is "$(stat -c '%u %a %F' "$opath" 2>&1)" "$O 600 socket" "uid $O's published port is a socket of uid $O, mode 0600"
+like "$(ctl_as $O inspect mine)" "ports: +8000 unix $opath, 0 connections" "sandboxctl inspect shows it"
 got=$(as_other $O --regid=$O --clear-groups -- timeout 30 python3 -c '
 import socket, sys
 s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); s.sendall(b"GET / HTTP/1.0\r\n\r\n")
@@ -306,6 +312,15 @@ while True:
 print(out.split(b"\r\n\r\n", 1)[-1].decode().strip())' "$opath" 2>&1)
 is "$got" owner "uid $O reaches its own server through it"
 is "$(connect_as $P "$opath")" EACCES "another uid ($P) cannot connect to it: EACCES"
+like "$(ctl_as $P port "$O/mine" 8000 2>&1)" "not_found" "another uid's sandboxctl port of it: not_found"
+check "sandboxctl port --close mine 8000" ctl_as $O port --close mine 8000
+check "... removed the socket" test ! -e "$opath"
+addr=$(ctl_as $O port mine 8000 --tcp)
+like "$addr" '^127\.0\.0\.1:[0-9]+$' "sandboxctl port mine 8000 --tcp prints the host address"
+got=$(curl -s --max-time 10 "http://$addr/index.html")
+is "$got" owner "anyone on the host (here root) reaches a TCP one: the page"
+ctl_as $O port --close mine 8000
+is "$(ctl_as $O port mine 8000)" "$opath" "published again as a Unix socket, at the same path"
 is "$(jget "$(rpc_as $P "{\"op\":\"port.open\",\"sandbox\":\"$osb\",\"port\":8001}")" .error.code)" not_found \
 	"another uid's port.open of that sandbox: not_found"
 is "$(jget "$(rpc_as $P "{\"op\":\"port.close\",\"sandbox\":\"$osb\",\"port\":8000}")" .error.code)" not_found \
