@@ -87,3 +87,4 @@ int scenario_bwrap(Bench *b);
 int scenario_create(Bench *b);
 int scenario_many(Bench *b);
 int scenario_bigout(Bench *b);
+int scenario_ports(Bench *b); /* scenario-ports.c */

@@ -21,6 +21,7 @@ static const struct {
         { "create", scenario_create },
         { "many", scenario_many },
         { "bigout", scenario_bigout },
+        { "ports", scenario_ports },
 };
 
 static void usage(FILE *f) {
