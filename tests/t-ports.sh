@@ -4,8 +4,10 @@
 # server inside a sandbox with no network ("none") is reached from the host through a Unix socket
 # the daemon made for the caller (its owner's, mode 0600) or a loopback TCP port. The bytes are
 # the server's own (an HTTP page; 64 MiB both ways through an echo server, byte for byte, with
-# the half-close carried over); many connections at once; the per-sandbox caps; a port with
-# nothing listening closes the connection at once; port.close and destroy remove the socket and
+# the half-close carried over); many connections at once; the per-sandbox caps; a client that
+# does not read holds the sandbox's server back (backpressure); a port with nothing listening
+# closes the connection at once; a restart of the sandbox's processes (snapshot.restore) ends the
+# connections and keeps the listener; port.close and destroy remove the socket and
 # end its connections; the daemon's fds come back to their count; another uid can neither
 # connect to the socket (EACCES) nor publish a port of the sandbox (not_found); hostile requests
 # are refused; a daemon killed with its ports open leaves socket files that the next one removes.
@@ -118,7 +120,17 @@ code, _, err = sh(A, "cd /work && printf 'hello port\\n' > index.html && cat > e
                      "setsid python3 echo.py </dev/null >/dev/null 2>&1 &" % echo)
 is_(code, 0, "an HTTP server (8000) and an echo server (9000) start in the background of a run")
 check(listening(A, 8000) and listening(A, 9000), "both listen on the sandbox's loopback")
-FDS1 = fds()
+# Counted once the last run's fds are gone (its pidfd and pipes go a moment after its reply).
+def settled_fds():
+    prev = -1
+    for _ in range(50):
+        n = fds()
+        if n == prev:
+            return n
+        prev = n
+        time.sleep(0.3)
+    return n
+FDS1 = settled_fds()
 
 # ---- A Unix socket of the caller's ---------------------------------------------------------
 r = port_open(A, 8000)
@@ -182,6 +194,34 @@ for s in conns:
 over.close()
 check(wait_for(lambda: ports_of(A)[-1]["connections"] == 0, 5), "closed by the client, they are gone from inspect",
       ports_of(A))
+
+# ---- Backpressure: a client that does not read holds the server back --------------------------
+code, _, err = sh(A, "cd /work && cat > push.py <<'PY'\n"
+                     "import os, socket\n"
+                     "s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)\n"
+                     "s.bind(('127.0.0.1', 9001)); s.listen(4); chunk = bytes(65536)\n"
+                     "while True:\n"
+                     "    c, _ = s.accept(); sent = 0\n"
+                     "    try:\n"
+                     "        while sent < (64 << 20):\n"
+                     "            c.sendall(chunk); sent += len(chunk)\n"
+                     "            open('/tmp/sent.tmp', 'w').write(str(sent)); os.rename('/tmp/sent.tmp', '/tmp/sent')\n"
+                     "    except OSError:\n"
+                     "        pass\n"
+                     "    c.close()\n"
+                     "PY\n"
+                     "setsid python3 push.py </dev/null >/dev/null 2>&1 &")
+check(code == 0 and listening(A, 9001), "a server that pushes 64 MiB to each connection listens on 9001", err)
+r = port_open(A, 9001)
+s = unix(r.get("port", {}).get("path", "/nonexistent"))
+time.sleep(2)
+sent = int(sh(A, "cat /tmp/sent 2>/dev/null || echo 0")[1].strip() or 0)
+check(0 < sent < (24 << 20), "a client that reads nothing for 2 s: the server could send only %.1f MiB of 64 "
+      "(socket buffers and one pipe, then it waits)" % (sent / 2**20), sent)
+got = len(recv_all(s))
+s.close()
+is_(got, 64 << 20, "then the client reads all 64 MiB")
+c.call({"op": "port.close", "sandbox": A, "port": 9001})
 
 # ---- Nothing listening -------------------------------------------------------------------------
 r = port_open(A, 7000)
@@ -263,6 +303,21 @@ epath = r.get("port", {}).get("path", "")
 held = unix(epath)
 held.sendall(b"ping")
 check(held.recv(4) == b"ping", "a connection through a new port")
+
+# ---- A restart of the sandbox's processes (snapshot.restore) keeps the listener -------------
+snap = c.call({"op": "snapshot", "sandbox": A}, 120).get("snapshot", {}).get("id")
+r = c.call({"op": "snapshot.restore", "sandbox": A, "snapshot": snap}, 120)
+check(r.get("ok"), "snapshot.restore restarts the sandbox's processes", r)
+check(ends_at_once(held), "the connection held through the port ended with the old processes")
+held.close()
+check(os.path.exists(epath) and [x["port"] for x in ports_of(A)] == [9000],
+      "the port is still published, at the same path", ports_of(A))
+check(ends_at_once(unix(epath)), "with the echo server gone, a connection is closed at once")
+code, _, err = sh(A, "cd /work && setsid python3 echo.py </dev/null >/dev/null 2>&1 &")
+check(code == 0 and listening(A, 9000), "the echo server started again in the new processes", err)
+held = unix(epath)
+held.sendall(b"pong")
+check(held.recv(4) == b"pong", "the same socket reaches it: the new namespace's server")
 r = c.call({"op": "destroy", "sandbox": A}, 60)
 check(r.get("destroyed"), "destroy the sandbox", r)
 check(not os.path.exists(epath), "destroy removed its socket file")
