@@ -660,6 +660,16 @@ async def async_checks():
         reads = await asyncio.gather(*(AF.read(f"p{i}") for i in range(4)), *(AF.read(f"q{i}") for i in range(4)))
         is_(([w.bytes for w in writes], reads), ([1000] * 4 + [100] * 4, [bytes([i]) * 1000 for i in range(4)] + [bytes([i]) * 100 for i in range(4)]),
             "async files: writes by fd and by data from concurrent tasks, each to its file")
+        # published ports, asyncio
+        pp = await asb.ports.publish(7999)
+        is_((pp.port, pp.listen, os.path.exists(pp.target)), (7999, "unix", True),
+            "async sb.ports.publish: a PublishedPort, its socket there")
+        rd, wr = await asyncio.open_unix_connection(pp.target)
+        is_(await asyncio.wait_for(rd.read(), 10), b"", "async: a connection to a port nobody listens on ends at once")
+        wr.close()
+        is_([x.port for x in await asb.ports.list()], [7999], "async sb.ports.list")
+        await asb.ports.close(7999)
+        check(not os.path.exists(pp.target), "async sb.ports.close removes the socket")
         h = await cl.health()
         is_(h.status, "ok", "AsyncClient.health")
     try:
