@@ -6,7 +6,7 @@
 # the server's own (an HTTP page; 64 MiB both ways through an echo server, byte for byte, with
 # the half-close carried over); many connections at once; the per-sandbox caps; a client that
 # does not read holds the sandbox's server back (backpressure); a port with nothing listening
-# closes the connection at once; a restart of the sandbox's processes (snapshot.restore) ends the
+# closes the connection at once, one that gets no answer inside (a backlog full) after 10 s; a restart of the sandbox's processes (snapshot.restore) ends the
 # connections and keeps the listener; port.close and destroy remove the socket and
 # end its connections; the daemon's fds come back to their count; another uid can neither
 # connect to the socket (EACCES) nor publish a port of the sandbox (not_found); hostile requests
@@ -223,6 +223,35 @@ s.close()
 is_(got, 64 << 20, "then the client reads all 64 MiB")
 c.call({"op": "port.close", "sandbox": A, "port": 9001})
 
+# ---- A listener inside that never accepts: a connect that gets no answer ends after 10 s -----
+code, _, err = sh(A, "cd /work && setsid python3 -c 'import socket, time\ns = socket.socket()\n"
+                     "s.bind((\"127.0.0.1\", 9002)); s.listen(0); time.sleep(1000)' </dev/null >/dev/null 2>&1 & sleep 0.5")
+r = port_open(A, 9002)
+spath = r.get("port", {}).get("path", "/nonexistent")
+first = unix(spath)  # the one the backlog holds: connected inside, never served
+check(wait_for(lambda: ports_of(A)[-1]["connections"] == 1, 5), "a connection the listener's backlog holds", ports_of(A))
+more = [unix(spath), unix(spath)]  # their SYNs are dropped: the backlog is full
+t0 = time.monotonic()
+ended = 0
+for s in more:
+    s.settimeout(25)
+    try:
+        ended += s.recv(1) == b""
+    except (ConnectionResetError, socket.timeout):
+        pass
+check(ended == 2, "the connects that got no answer inside were ended (after %.1f s; the timeout is 10 s)" % (time.monotonic() - t0))
+p2 = [x for x in ports_of(A) if x["port"] == 9002]
+check(p2 and (p2[0]["connections"], p2[0]["refused"]) == (1, 2), "inspect: 1 connection open, 2 refused", p2)
+first.settimeout(0.2)
+try:
+    first.recv(1)
+    check(False, "the connection the backlog holds is still open")
+except socket.timeout:
+    check(True, "the connection the backlog holds is still open")
+for s in more + [first]:
+    s.close()
+c.call({"op": "port.close", "sandbox": A, "port": 9002})  # its listener goes with the sandbox's processes
+
 # ---- Nothing listening -------------------------------------------------------------------------
 r = port_open(A, 7000)
 s = unix(r.get("port", {}).get("path", "/nonexistent"))
@@ -372,7 +401,7 @@ check "sandboxctl port --close mine 8000" ctl_as $O port --close mine 8000
 check "... removed the socket" test ! -e "$opath"
 addr=$(ctl_as $O port mine 8000 --tcp)
 like "$addr" '^127\.0\.0\.1:[0-9]+$' "sandboxctl port mine 8000 --tcp prints the host address"
-got=$(curl -s --max-time 10 "http://$addr/index.html")
+got=$(timeout 20 python3 -c 'import sys, urllib.request; print(urllib.request.urlopen("http://" + sys.argv[1] + "/index.html", timeout=10).read().decode().strip())' "$addr" 2>&1)
 is "$got" owner "anyone on the host (here root) reaches a TCP one: the page"
 ctl_as $O port --close mine 8000
 is "$(ctl_as $O port mine 8000)" "$opath" "published again as a Unix socket, at the same path"

@@ -18,6 +18,9 @@
 /* One wakeup moves at most this many pipe loads per direction, so that one fast stream does not
  * hold the loop from the others (epoll is level-triggered: what is left is seen again). */
 #define RELAY_ROUNDS 16
+/* A connect inside that is neither accepted nor refused by then (a listener that stopped
+ * accepting, its backlog full) ends its client's connection. */
+#define RELAY_CONNECT_TIMEOUT_USEC (10 * UINT64_C(1000000))
 
 int port_listen_unix(int dir_fd, const char *path, const char *name, uid_t uid, int *ret_fd) {
         struct sockaddr_un sa = { .sun_family = AF_UNIX };
@@ -105,6 +108,7 @@ typedef struct RelayDir {
 struct PortRelay {
         int fd[2];                /* 0: the client's connection, 1: the one inside */
         sd_event_source *src[2];
+        sd_event_source *connect_timer;
         RelayDir dir[2];          /* 0: client to inside, 1: inside to client */
         bool connecting;
         bool ended;
@@ -219,8 +223,17 @@ static int on_relay_io(sd_event_source *s, int fd, uint32_t revents, void *userd
                         return 0;
                 }
                 r->connecting = false;
+                r->connect_timer = sd_event_source_disable_unref(r->connect_timer);
         }
         relay_pump(r);
+        return 0;
+}
+
+static int on_connect_timeout(sd_event_source *s, uint64_t usec, void *userdata) {
+        PortRelay *r = userdata;
+
+        if (r->connecting && !r->ended)
+                relay_end(r, -ETIMEDOUT);
         return 0;
 }
 
@@ -238,7 +251,9 @@ int port_relay_new(sd_event *e, int client, int inside, PortRelayDone done, void
         r->dir[0].pipe[0] = r->dir[0].pipe[1] = r->dir[1].pipe[0] = r->dir[1].pipe[1] = -EBADF;
         if ((k = dir_init(&r->dir[0], client, inside)) < 0 || (k = dir_init(&r->dir[1], inside, client)) < 0 ||
             (k = sd_event_add_io(e, &r->src[0], client, EPOLLIN, on_relay_io, r)) < 0 ||
-            (k = sd_event_add_io(e, &r->src[1], inside, EPOLLOUT, on_relay_io, r)) < 0) {
+            (k = sd_event_add_io(e, &r->src[1], inside, EPOLLOUT, on_relay_io, r)) < 0 ||
+            (k = sd_event_add_time_relative(e, &r->connect_timer, CLOCK_MONOTONIC, RELAY_CONNECT_TIMEOUT_USEC, 0,
+                                            on_connect_timeout, r)) < 0) {
                 port_relay_free(r);
                 return k;
         }
@@ -251,6 +266,7 @@ int port_relay_new(sd_event *e, int client, int inside, PortRelayDone done, void
 PortRelay *port_relay_free(PortRelay *r) {
         if (!r)
                 return NULL;
+        sd_event_source_disable_unref(r->connect_timer);
         for (int i = 0; i < 2; i++) {
                 sd_event_source_disable_unref(r->src[i]);
                 safe_close(r->dir[i].pipe[0]);

@@ -112,7 +112,8 @@ static void on_relay_done(PortRelay *r, int error, void *userdata) {
         if (error < 0 && error != -ECONNREFUSED)
                 log_debug_errno(error, "sandbox %s: a connection to port %u ended: %m", pc->port->sandbox->id,
                                 pc->port->port);
-        if (error == -ECONNREFUSED)
+        /* Never connected inside: nothing listened, or nothing accepted in time. */
+        if (error == -ECONNREFUSED || error == -ETIMEDOUT)
                 pc->port->refused++;
         port_conn_free(pc);
 }
