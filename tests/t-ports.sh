@@ -15,7 +15,8 @@
 
 O=65534 P=65533
 mkdir -p "$T"
-printf 'max_ports_per_sandbox = 4\nmax_port_connections_per_sandbox = 64\n' >"$T/sandboxd.conf"
+# Root is not capped per uid: max_ports_per_uid holds for the other uid's part below.
+printf 'max_ports_per_sandbox = 4\nmax_port_connections_per_sandbox = 64\nmax_ports_per_uid = 1\n' >"$T/sandboxd.conf"
 start_daemon --config "$T/sandboxd.conf" || exit 0
 chmod 0755 "$T" && chmod 0666 "$SOCK"
 FDS0=$(daemon_fd_baseline)
@@ -411,6 +412,8 @@ is "$(jget "$(rpc_as $P "{\"op\":\"port.close\",\"sandbox\":\"$osb\",\"port\":80
 	"another uid's port.close of it: not_found"
 r=$(rpc_as $O '{"op":"port.open","sandbox":"mine","port":8001,"listen":"tcp:80"}')
 is "$(jget "$r" .error.code)" permission_denied "a TCP port below 1024 is refused to a non-root uid"
+r=$(rpc_as $O '{"op":"port.open","sandbox":"mine","port":8001}')
+is "$(jget "$r" .error.code)" resource_exhausted "a second port of uid $O is refused (max_ports_per_uid 1)"
 
 # ---- A daemon killed with its ports open ---------------------------------------------------
 check "the socket is there while the daemon runs" test -S "$opath"
