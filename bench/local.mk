@@ -7,6 +7,7 @@ bench_sandboxd_bench_SOURCES = \
 	bench/sandboxd-bench.c bench/bench.h \
 	bench/scenarios.c \
 	bench/scenario-files.c \
+	bench/scenario-ports.c \
 	bench/util.c \
 	bench/stats.c bench/stats.h
 bench_sandboxd_bench_CFLAGS = $(AM_CFLAGS) $(JSONC_CFLAGS) -pthread

@@ -24,7 +24,7 @@ const Verb verb_list = {
 const Verb verb_inspect = {
         .name = "inspect",
         .args = "SANDBOX",
-        .summary = "Show a sandbox (by id or name): limits, what is enforced, usage, sessions",
+        .summary = "Show a sandbox (by id or name): limits, what is enforced, usage, sessions, ports",
         .help = "",
         .failure_status = EXIT_FAILURE,
         .run = verb_inspect_run,
@@ -240,6 +240,25 @@ static void print_sessions(json_object *sessions) {
         }
 }
 
+/* One line a published port: "8000 unix /run/sandboxd/ports/sbx-..-8000.sock, 1 connection". */
+static void print_ports(json_object *ports) {
+        const char *key = "ports";
+
+        if (!json_object_is_type(ports, json_type_array))
+                return;
+        if (json_object_array_length(ports) == 0)
+                print_kv(key, "none");
+        for (size_t i = 0; i < json_object_array_length(ports); i++) {
+                json_object *p = json_object_array_get_idx(ports, i);
+                int n = json_object_get_int(json_child(p, "connections"));
+
+                print_kv(key, "%d %s %s, %d connection%s", json_object_get_int(json_child(p, "port")),
+                         json_str(p, "listen") ?: "-", json_str(p, "path") ?: json_str(p, "address") ?: "-", n,
+                         n == 1 ? "" : "s");
+                key = "";
+        }
+}
+
 /* One line a run or session a daemon's death cut short: "run-ID started 2026-..: sleep 1000". */
 static void print_interrupted(json_object *runs) {
         const char *key = "interrupted";
@@ -298,6 +317,7 @@ static void print_sandbox(json_object *sbx) {
         print_usage(json_child(sbx, "usage"));
         print_snapshots(json_child(sbx, "snapshots"));
         print_sessions(json_child(sbx, "sessions"));
+        print_ports(json_child(sbx, "ports"));
         print_teardown_stuck(json_child(sbx, "teardown_stuck"));
         print_interrupted(json_child(sbx, "interrupted_runs"));
 }

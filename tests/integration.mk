@@ -16,6 +16,7 @@ INTEGRATION_TESTS = \
 	tests/t-mounts.sh \
 	tests/t-netns.sh \
 	tests/t-oracle.sh \
+	tests/t-ports.sh \
 	tests/t-conf.sh \
 	tests/t-ctl-escapes.sh \
 	tests/t-dev.sh \

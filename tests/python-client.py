@@ -109,6 +109,7 @@ built = {k.op for k in (
     _ops.snapshot_delete("x", "s"), _ops.file_stat("x", "p"), _ops.file_list("x", "p"), _ops.file_mkdir("x", "p"),
     _ops.file_remove("x", "p"), _ops.file_read("x", "p"), _ops.file_write("x", "p", b""), _ops.file_put("x", "p", 0),
     _ops.file_get("x", "p", 1))}
+built |= {k.op for k in (_ops.port_open("x", 1), _ops.port_close("x", 1))}
 up = _ops.Upload(1, b"xy")  # file.chunk: the lines of a file.write by chunks, not a request of their own
 up.take({"id": 1, "event": "ready", "chunk_bytes": 1, "window": 4})
 chunk_lines = [json.loads(x) for x in up.lines()]
@@ -605,6 +606,38 @@ check(wn.path == os.fsdecode(b"/work/ft/n\xffx") and os.fsdecode(b"n\xffx") in n
       "a name that is not UTF-8: written, listed and read back (base64 on the wire), as os.fsdecode names it", (wn.path, names))
 F.remove("ft", recursive=True)
 
+# ---- published ports (sb.ports) --------------------------------------------------------------
+r = sb.run("cd /work && echo from-python > port.html && setsid python3 -m http.server 8000 --bind 127.0.0.1 "
+           "</dev/null >/dev/null 2>&1 & for i in $(seq 100); do python3 -c 'import socket; "
+           "socket.create_connection((\"127.0.0.1\", 8000))' 2>/dev/null && exit 0; sleep 0.1; done; exit 1")
+is_(r.exit_code, 0, "ports: an HTTP server listens on the sandbox's 127.0.0.1:8000")
+path = sb.ports.open(8000)
+check(isinstance(path, str) and path.endswith("/ports/%s-8000.sock" % sb.id) and os.path.exists(path),
+      "sb.ports.open(8000): the socket's path", path)
+us = socket.socket(socket.AF_UNIX)
+us.settimeout(30)
+us.connect(path)
+us.sendall(b"GET /port.html HTTP/1.0\r\n\r\n")
+got = b""
+while True:
+    b = us.recv(65536)
+    if not b:
+        break
+    got += b
+us.close()
+check(got.endswith(b"\r\n\r\nfrom-python\n"), "... reaches the sandbox's server", got[:200])
+addr = sb.ports.open(8001, tcp=True)
+check(re.fullmatch(r"127\.0\.0\.1:[0-9]+", addr) is not None, "sb.ports.open(8001, tcp=True): an address on the host's loopback", addr)
+is_([(p.port, p.listen, p.target) for p in sb.ports.list()], [(8000, "unix", path), (8001, "tcp", addr)],
+    "sb.ports.list(): both, oldest first (PublishedPort)")
+e = raises(lambda: sb.ports.open(8000), Conflict)
+check(e is not None and e.field == "port", "the same port again: Conflict, field port", repr(e))
+sb.ports.close(8000)
+sb.ports.close(8001)
+check(not os.path.exists(path) and sb.ports.list() == [], "sb.ports.close: the socket gone, none listed")
+e = raises(lambda: sb.ports.close(8000), NotFound)
+check(e is not None, "closing it again: NotFound", repr(e))
+
 # ---- asyncio -----------------------------------------------------------------------------
 
 
@@ -688,6 +721,16 @@ async def async_checks():
         reads = await asyncio.gather(*(AF.read(f"p{i}") for i in range(4)), *(AF.read(f"q{i}") for i in range(4)))
         is_(([w.bytes for w in writes], reads), ([1000] * 4 + [100] * 4, [bytes([i]) * 1000 for i in range(4)] + [bytes([i]) * 100 for i in range(4)]),
             "async files: writes by fd and by data from concurrent tasks, each to its file")
+        # published ports, asyncio
+        pp = await asb.ports.publish(7999)
+        is_((pp.port, pp.listen, os.path.exists(pp.target)), (7999, "unix", True),
+            "async sb.ports.publish: a PublishedPort, its socket there")
+        rd, wr = await asyncio.open_unix_connection(pp.target)
+        is_(await asyncio.wait_for(rd.read(), 10), b"", "async: a connection to a port nobody listens on ends at once")
+        wr.close()
+        is_([x.port for x in await asb.ports.list()], [7999], "async sb.ports.list")
+        await asb.ports.close(7999)
+        check(not os.path.exists(pp.target), "async sb.ports.close removes the socket")
         h = await cl.health()
         is_(h.status, "ok", "AsyncClient.health")
     try:

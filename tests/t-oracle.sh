@@ -93,6 +93,8 @@ for tpl in '{"id":1,"op":"inspect","sandbox":"@"}' \
 	'{"id":1,"op":"snapshot.restore","sandbox":"@","snapshot":"snap-000000000000"}' \
 	'{"id":1,"op":"snapshot.delete","sandbox":"@","snapshot":"snap-000000000000"}' \
 	'{"id":1,"op":"pty.open","sandbox":"@","argv":["true"]}' \
+	'{"id":1,"op":"port.open","sandbox":"@","port":8000}' \
+	'{"id":1,"op":"port.close","sandbox":"@","port":8000}' \
 	'{"id":1,"op":"create","best_effort":true,"from_snapshot":"@/snap-000000000000"}' \
 	'{"id":1,"op":"destroy","sandbox":"@"}'; do
 	same_as_unknown $B "$tpl" "$a1" "$never" "B: $(jget "$tpl" .op) of A's sandbox by id reads as an unknown id's"

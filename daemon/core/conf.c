@@ -94,6 +94,11 @@ static const ConfigKey config_keys[] = {
         KEY("max_sessions_per_uid", KEY_COUNT, max_sessions_per_uid),
         KEY("pool_size", KEY_COUNT, pool_size),
         KEY("teardown_timeout", KEY_DURATION, teardown_timeout_usec, 1000000),
+        KEY("max_ports_per_sandbox", KEY_COUNT, max_ports_per_sandbox),
+        KEY("max_ports_per_uid", KEY_COUNT, max_ports_per_uid),
+        KEY("max_port_connections_per_sandbox", KEY_COUNT, max_port_connections_per_sandbox),
+        KEY("max_port_connections_per_uid", KEY_COUNT, max_port_connections_per_uid),
+        KEY("max_port_connections", KEY_COUNT, max_port_connections),
 };
 
 /* systemd's StateDirectory= tells us where our state lives ($STATE_DIRECTORY, ':'-separated). */
@@ -147,6 +152,11 @@ void config_init_defaults(Config *c) {
                 .max_sessions_per_uid = 64,
                 .pool_size = 2,
                 .teardown_timeout_usec = 10 * USEC_PER_SEC,
+                .max_ports_per_sandbox = 16,
+                .max_ports_per_uid = 64,
+                .max_port_connections_per_sandbox = 256,
+                .max_port_connections_per_uid = 512,
+                .max_port_connections = 2048,
         };
 }
 

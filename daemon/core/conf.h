@@ -54,6 +54,9 @@ typedef struct Config {
         uint64_t max_sessions_per_uid;
         uint64_t pool_size;         /* ready sandboxes kept for throwaway runs (pool.h) */
         uint64_t teardown_timeout_usec; /* a destroy with processes left after this: teardown_stuck */
+        /* Published ports (port.c): per sandbox, per uid (not root) and connections in all. */
+        uint64_t max_ports_per_sandbox, max_ports_per_uid;
+        uint64_t max_port_connections_per_sandbox, max_port_connections_per_uid, max_port_connections;
         uint64_t nofile_soft;       /* RLIMIT_NOFILE's soft limit at start (not a key): for runs */
         uint64_t nofile_hard;       /* and its hard limit (not a key): limits.open_files' ceiling */
 } Config;

@@ -24,6 +24,7 @@ typedef struct Pool Pool;
 typedef struct Sweeper Sweeper;
 typedef struct RunLog RunLog;
 typedef struct SandboxHooks SandboxHooks;
+typedef struct PortTable PortTable;
 
 typedef struct HostFeatures {
         bool clone_into_cgroup;
@@ -60,6 +61,7 @@ typedef struct Context {
         Sweeper *sweeper;          /* sweep.h */
         RunLog *run_log;           /* run-record.h */
         const SandboxHooks *sandbox_hooks; /* what sandbox.c asks of others (sandbox.h), or NULL */
+        PortTable *ports;          /* published ports (port.h) */
 } Context;
 
 /* Takes the configuration (*config is emptied); every fd -1, no event loop yet. */

@@ -49,6 +49,7 @@ static int on_registry_changed(Registry *reg, RegistryEvent ev, RegistryEntry *e
 static void sandbox_json_others(Sandbox *s, json_object *o) {
         sweep_sandbox_json(s, o);
         run_records_json(s, o);
+        ports_sandbox_json(s, o);
 }
 
 static const SandboxHooks sandbox_hooks = {
@@ -80,6 +81,7 @@ int lifecycle_new(Daemon **ret, Config *config) {
         d->ctx.pool = &d->pool;
         d->ctx.sweeper = &d->sweeper;
         d->ctx.run_log = &d->run_log;
+        d->ports = (PortTable) { .dir_fd = -EBADF, .home_netns_fd = -EBADF };
         d->ctx.sandbox_hooks = &sandbox_hooks;
         r = registry_init(&d->registry, d->ctx.config.max_sandboxes + d->ctx.config.pool_size);
         if (r >= 0)
@@ -110,6 +112,7 @@ Daemon *lifecycle_free(Daemon *d) {
                 manager_close_connections(d->manager);
         while (registry_first(&d->registry))
                 sandbox_free(registry_first(&d->registry));
+        ports_done(&d->ports); /* after the sandboxes, whose members the ports are */
         d->manager = manager_free(d->manager);
         safe_close(d->run_log.fd);
         context_done(&d->ctx);
@@ -388,6 +391,29 @@ int lifecycle_setup_context(Context *ctx) {
         return 0;
 }
 
+/* Published ports' sockets go to a directory of their own beside the daemon's socket (under
+ * systemd /run/sandboxd, its RuntimeDirectory=), emptied of an earlier daemon's. */
+static int setup_ports(Daemon *d) {
+        _cleanup_free_ char *dir = NULL;
+        const char *e = getenv("RUNTIME_DIRECTORY");
+        char *slash;
+        int r;
+
+        if (d->manager->n_listen > 0 && d->manager->listen_paths[0] && d->manager->listen_paths[0][0] == '/') {
+                dir = strdup(d->manager->listen_paths[0]);
+                if (!dir)
+                        return -ENOMEM;
+                slash = strrchr(dir, '/');
+                slash[slash == dir] = '\0';
+        } else if (e && e[0] == '/' && !(dir = strndup(e, strcspn(e, ":"))))
+                return -ENOMEM;
+        r = ports_init(&d->ports, &d->ctx, dir);
+        if (r < 0)
+                return log_error_errno(r, "cannot set up published ports: %m");
+        d->ctx.ports = &d->ports;
+        return 0;
+}
+
 int lifecycle_setup(Daemon *d) {
         Context *ctx = &d->ctx;
         int r;
@@ -401,6 +427,9 @@ int lifecycle_setup(Daemon *d) {
                 return r;
         if ((r = sd_event_add_signal(ctx->event, NULL, SIGTERM, on_signal, d)) < 0 ||
             (r = sd_event_add_signal(ctx->event, NULL, SIGINT, on_signal, d)) < 0)
+                return r;
+        r = setup_ports(d);
+        if (r < 0)
                 return r;
         r = restore_all(ctx);
         if (r < 0)

@@ -8,6 +8,7 @@
 #include "idle-exit.h"
 #include "manager.h"
 #include "pool.h"
+#include "port.h"
 #include "registry.h"
 #include "run-record.h"
 #include "sweep.h"
@@ -19,6 +20,7 @@ typedef struct Daemon {
         Sweeper sweeper;
         RunLog run_log;
         IdleExit idle;
+        PortTable ports;
         Manager *manager;
 } Daemon;
 

@@ -114,6 +114,11 @@ static const FieldSpec file_remove_fields[] = {
         ENVELOPE, FILE_FIELDS, { "recursive", FIELD_BOOL }, { "missing_ok", FIELD_BOOL }, {},
 };
 
+static const FieldSpec port_fields[] = {
+        ENVELOPE, { "sandbox", FIELD_STRING, true }, { "port", FIELD_INT, true }, { "listen", FIELD_STRING }, {},
+};
+static const FieldSpec port_close_fields[] = { ENVELOPE, { "sandbox", FIELD_STRING, true }, { "port", FIELD_INT, true }, {} };
+
 static const Op ops[] = {
         { "hello", op_hello, no_fields },
         { "health", op_health, no_fields },
@@ -145,6 +150,8 @@ static const Op ops[] = {
         { "file.get", op_file_get, file_get_fields, .takes_fds = true },
         /* Its fields and fds are checked against its transfer, which they end when wrong. */
         { "file.chunk", op_file_chunk, NULL, .takes_fds = true },
+        { "port.open", op_port_open, port_fields },
+        { "port.close", op_port_close, port_close_fields },
 };
 
 void ops_dispatch(Reply *reply, const char *name, json_object *req, int *fds, size_t n_fds, void *userdata) {

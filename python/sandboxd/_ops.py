@@ -11,7 +11,7 @@ from typing import Any, Generic, TypeVar, Union
 
 from .errors import ProtocolViolation, error_from_reply
 from .replies import (
-    JSON, DestroyResult, FileList, FileStat, FileWritten, Health, Hello, RestoreResult, RunResult,
+    JSON, DestroyResult, FileList, FileStat, FileWritten, Health, Hello, PublishedPort, RestoreResult, RunResult,
     SandboxInfo, SessionExit, SessionInfo, Snapshot, SnapshotResult, SweepResult, TreeCopied, _b, _d, _i, _l, _s,
 )
 
@@ -439,6 +439,8 @@ def file_get(sandbox: str, path: PathArg, fd: int, *, follow: bool = False,
     fields["follow"] = True if follow else None
     fields, fds = _with_fd(fields, fd)
     return Call("file.get", fields, TreeCopied.from_json, fds=fds)
+
+
 class Upload:
     """The file.chunk lines of a file.write by chunks (docs/protocol.md, ``file.chunk``),
     without I/O: ``take`` each event of the write, send what ``lines`` gives after each.
@@ -505,6 +507,29 @@ def file_write_chunks(sandbox: str, path: PathArg, *, size: Size | None = None,
                    "atomic": False if not atomic else None, "offset": offset,
                    "sync": True if sync else None})
     return Call("file.write", fields, FileWritten.from_json)
+
+
+def _listen(tcp: bool | int) -> str | None:
+    if tcp is True:
+        return "tcp"
+    if tcp is False:
+        return None
+    return f"tcp:{int(tcp)}"
+
+
+def port_open(sandbox: str, port: int, tcp: bool | int = False) -> Call[PublishedPort]:
+    """``tcp``: False for a Unix socket, True for a TCP port the kernel chooses, or that port."""
+    return Call("port.open", {"sandbox": sandbox, "port": port, "listen": _listen(tcp)},
+                lambda r: PublishedPort.from_json(_d(r, "port")))
+
+
+def port_close(sandbox: str, port: int) -> Call[None]:
+    return Call("port.close", {"sandbox": sandbox, "port": port}, _none)
+
+
+def port_list(sandbox: str) -> Call[list[PublishedPort]]:
+    return Call("inspect", {"sandbox": sandbox},
+                lambda r: [PublishedPort.from_json(p) for p in _l(_d(r, "sandbox"), "ports") if isinstance(p, dict)])
 
 
 def raw(op: str, fields: Mapping[str, Any]) -> Call[JSON]:

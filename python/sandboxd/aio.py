@@ -28,7 +28,7 @@ from ._ops import BytesSink, Call, Command, Duration, Mode, PathArg, Signal, Siz
 from ._wire import DEFAULT_MAX_LINE, DETACHED_EVENT, JSON, Pending, Wire
 from .errors import ConnectionLost, Error, NotFound
 from .replies import (
-    DestroyResult, Dropped, FileList, FileStat, FileWritten, Health, Hello, Output, Progress, RestoreResult, RunEvent, RunResult,
+    DestroyResult, Dropped, FileList, FileStat, FileWritten, Health, Hello, Output, Progress, PublishedPort, RestoreResult, RunEvent, RunResult,
     SandboxInfo, SessionEvent, SessionExit, SessionInfo, Snapshot, SnapshotResult, Started,
     SweepResult, TreeCopied, decode_event,
 )
@@ -592,6 +592,33 @@ class _Making(Generic[S]):
             await getattr(self._made, "__aexit__")(et, ev, tb)
 
 
+class AsyncPorts:
+    """The published ports of one sandbox (``sb.ports``; docs/protocol.md, "Published ports"):
+    its server on 127.0.0.1:PORT inside, reached from the host."""
+
+    def __init__(self, client: AsyncClient, sandbox: str) -> None:
+        self.client = client
+        self.sandbox = sandbox
+
+    async def open(self, port: int, *, tcp: bool | int = False) -> str:
+        """``port.open``: the Unix socket's path (the caller's), or with ``tcp`` the address on
+        the host's 127.0.0.1 (``True``: a port the kernel chooses; or that port), which anyone
+        on the host can connect to."""
+        return (await self.publish(port, tcp=tcp)).target
+
+    async def publish(self, port: int, *, tcp: bool | int = False) -> PublishedPort:
+        """``port.open``, the whole reply."""
+        return await self.client._call(_ops.port_open(self.sandbox, port, tcp))
+
+    async def close(self, port: int) -> None:
+        """``port.close``: the listener, its connections and its socket file."""
+        await self.client._call(_ops.port_close(self.sandbox, port))
+
+    async def list(self) -> builtins.list[PublishedPort]:
+        """The sandbox's published ports, oldest first (``inspect``'s ``ports``)."""
+        return await self.client._call(_ops.port_list(self.sandbox))
+
+
 class AsyncFiles:
     """The file operations of one sandbox, for asyncio (``sb.files``; see client.Files)."""
 
@@ -717,6 +744,8 @@ class AsyncSandbox:
         self._owns_client = owns_client
         #: The file operations: ``await sb.files.write("a.txt", b"...")``.
         self.files = AsyncFiles(client, info.id)
+        #: Its servers reached from the host: ``await sb.ports.open(8000)``.
+        self.ports = AsyncPorts(client, info.id)
 
     @classmethod
     def create(cls, *, client: AsyncClient | None = None,

@@ -27,7 +27,7 @@ from ._ops import BytesSink, Call, Command, Duration, Mode, PathArg, Signal, Siz
 from ._wire import DEFAULT_MAX_LINE, DETACHED_EVENT, JSON, Pending, Wire
 from .errors import ConnectionLost, Error, NotFound
 from .replies import (
-    DestroyResult, Dropped, FileList, FileStat, FileWritten, Health, Hello, Output, Progress, RestoreResult, RunEvent, RunResult,
+    DestroyResult, Dropped, FileList, FileStat, FileWritten, Health, Hello, Output, Progress, PublishedPort, RestoreResult, RunEvent, RunResult,
     SandboxInfo, SessionEvent, SessionExit, SessionInfo, Snapshot, SnapshotResult, Started,
     SweepResult, TreeCopied, decode_event,
 )
@@ -579,6 +579,33 @@ class Session:
                     raise
 
 
+class Ports:
+    """The published ports of one sandbox (``sb.ports``; docs/protocol.md, "Published ports"):
+    its server on 127.0.0.1:PORT inside, reached from the host."""
+
+    def __init__(self, client: Client, sandbox: str) -> None:
+        self.client = client
+        self.sandbox = sandbox
+
+    def open(self, port: int, *, tcp: bool | int = False) -> str:
+        """``port.open``: the Unix socket's path (the caller's), or with ``tcp`` the address on
+        the host's 127.0.0.1 (``True``: a port the kernel chooses; or that port), which anyone
+        on the host can connect to."""
+        return (self.publish(port, tcp=tcp)).target
+
+    def publish(self, port: int, *, tcp: bool | int = False) -> PublishedPort:
+        """``port.open``, the whole reply."""
+        return self.client._call(_ops.port_open(self.sandbox, port, tcp))
+
+    def close(self, port: int) -> None:
+        """``port.close``: the listener, its connections and its socket file."""
+        self.client._call(_ops.port_close(self.sandbox, port))
+
+    def list(self) -> builtins.list[PublishedPort]:
+        """The sandbox's published ports, oldest first (``inspect``'s ``ports``)."""
+        return self.client._call(_ops.port_list(self.sandbox))
+
+
 class Files:
     """The file operations of one sandbox (``sb.files``; docs/protocol.md, "Files"). Paths
     are the sandbox's own, absolute or relative to /work; ``user`` (``"sandbox"`` or
@@ -728,6 +755,8 @@ class Sandbox:
         self._owns_client = owns_client
         #: The file operations: ``sb.files.write("a.txt", b"...")``, ``sb.files.read(...)``.
         self.files = Files(client, info.id)
+        #: Its servers reached from the host: ``sb.ports.open(8000)`` is a socket's path.
+        self.ports = Ports(client, info.id)
 
     @classmethod
     def create(cls, *, client: Client | None = None, socket: str | os.PathLike[str] | None = None,

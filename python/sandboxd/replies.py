@@ -528,3 +528,26 @@ class FileWritten:
     @classmethod
     def from_json(cls, d: JSON) -> FileWritten:
         return cls(_name(d, "path", "path_encoding") or "", _i(d, "bytes"), _b(d, "created"), d)
+
+
+@dataclass(frozen=True)
+class PublishedPort:
+    """A port of a sandbox published on the host (``port.open``; docs/protocol.md, "Published
+    ports"): ``path`` for a Unix socket (the caller's, mode 0600), ``address``
+    (``"127.0.0.1:PORT"``) for TCP, which anyone on the host can reach."""
+
+    port: int
+    listen: str
+    path: str | None
+    address: str | None
+    connections: int
+    raw: JSON = field(repr=False)
+
+    @property
+    def target(self) -> str:
+        """The socket's path, or the TCP address."""
+        return self.path if self.path is not None else (self.address or "")
+
+    @classmethod
+    def from_json(cls, d: JSON) -> PublishedPort:
+        return cls(_i(d, "port"), _s(d, "listen"), _os(d, "path"), _os(d, "address"), _i(d, "connections"), d)
