@@ -19,6 +19,7 @@ daemon_libsandboxd_la_SOURCES = \
 	daemon/core/conf.c daemon/core/conf.h \
 	daemon/core/log.c daemon/core/log.h \
 	daemon/core/reply.c daemon/core/reply.h \
+	daemon/core/metrics.c daemon/core/metrics.h \
 	daemon/server/manager.c daemon/server/manager.h \
 	daemon/server/connection.c daemon/server/connection.h \
 	daemon/server/ops.c daemon/server/ops.h daemon/core/request-fields.c daemon/core/request-fields.h \

@@ -93,6 +93,8 @@ static const ConfigKey config_keys[] = {
         KEY("max_sessions_per_uid", KEY_COUNT, max_sessions_per_uid),
         KEY("pool_size", KEY_COUNT, pool_size),
         KEY("teardown_timeout", KEY_DURATION, teardown_timeout_usec, 1000000),
+        KEY("metrics_group", KEY_NAME, metrics_group),
+        KEY("metrics_max_sandboxes", KEY_COUNT, metrics_max_sandboxes),
 };
 
 /* systemd's StateDirectory= tells us where our state lives ($STATE_DIRECTORY, ':'-separated). */
@@ -145,6 +147,8 @@ void config_init_defaults(Config *c) {
                 .max_sessions_per_uid = 64,
                 .pool_size = 2,
                 .teardown_timeout_usec = 10 * USEC_PER_SEC,
+                .metrics_group = strdup("sandboxd-metrics"),
+                .metrics_max_sandboxes = 100,
         };
 }
 
@@ -156,6 +160,7 @@ void config_done(Config *c) {
         strv_free(c->mount_roots);
         free(c->admin_group);
         free(c->socket_group);
+        free(c->metrics_group);
         *c = (Config) {};
 }
 

@@ -53,6 +53,9 @@ typedef struct Config {
         uint64_t max_sessions_per_uid;
         uint64_t pool_size;         /* ready sandboxes kept for throwaway runs (pool.h) */
         uint64_t teardown_timeout_usec; /* a destroy with processes left after this: teardown_stuck */
+        /* The metrics endpoint (server/metrics-http.c, docs/metrics.md). */
+        char *metrics_group;            /* given to the --metrics-listen Unix socket */
+        uint64_t metrics_max_sandboxes; /* sandboxes with series of their own; the rest summed */
         uint64_t nofile_soft;       /* RLIMIT_NOFILE's soft limit at start (not a key): for runs */
         uint64_t nofile_hard;       /* and its hard limit (not a key): limits.open_files' ceiling */
 } Config;
