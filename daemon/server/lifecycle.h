@@ -7,6 +7,7 @@
 #include "context.h"
 #include "idle-exit.h"
 #include "manager.h"
+#include "metrics-http.h"
 #include "pool.h"
 #include "registry.h"
 #include "run-record.h"
@@ -20,6 +21,7 @@ typedef struct Daemon {
         RunLog run_log;
         IdleExit idle;
         Manager *manager;
+        MetricsServer *metrics;    /* the metrics endpoint's listeners (none: not served) */
 } Daemon;
 
 /* Takes the configuration (*config is emptied on success). */
