@@ -29,7 +29,8 @@
 typedef struct Args {
         const char *config;
         const char *listen;
-        const char *metrics_listen;
+        const char *metrics_listen[METRICS_MAX_LISTEN]; /* the option, given up to 4 times */
+        unsigned n_metrics_listen;
         const char *cgroup_root;
         const char *state_dir;
         const char *root_dir;
@@ -44,7 +45,7 @@ static void help(void) {
                "The local sandbox supervisor. Normally started by systemd through sandboxd.socket.\n\n"
                "  --listen PATH        listen on this Unix socket (without socket activation)\n"
                "  --metrics-listen ADDR  serve Prometheus metrics on this Unix socket PATH, or on\n"
-               "                       IP:PORT (127.0.0.1:9464, [::1]:9464) over TCP\n"
+               "                       IP:PORT (127.0.0.1:9464, [::1]:9464) over TCP (repeatable)\n"
                "  --config FILE        configuration file (default %s)\n"
                "  --cgroup-root DIR    cgroup v2 directory to own (default: the delegated subtree)\n"
                "  --state-dir DIR      where workspaces and metadata live\n"
@@ -81,7 +82,13 @@ static int parse_args(int argc, char **argv, Args *a) {
         while ((c = getopt_long(argc, argv, "dh", opts, NULL)) >= 0)
                 switch (c) {
                 case ARG_LISTEN: a->listen = optarg; break;
-                case ARG_METRICS_LISTEN: a->metrics_listen = optarg; break;
+                case ARG_METRICS_LISTEN:
+                        if (a->n_metrics_listen >= METRICS_MAX_LISTEN) {
+                                fprintf(stderr, "sandboxd: --metrics-listen given more than %d times\n", METRICS_MAX_LISTEN);
+                                return -EINVAL;
+                        }
+                        a->metrics_listen[a->n_metrics_listen++] = optarg;
+                        break;
                 case ARG_CONFIG: a->config = optarg; a->config_given = true; break;
                 case ARG_CGROUP: a->cgroup_root = optarg; break;
                 case ARG_STATE: a->state_dir = optarg; break;
@@ -298,13 +305,13 @@ static int add_listeners(Daemon *d, const Args *a) {
         free(names);
         if (r < 0)
                 return r;
-        if (a->metrics_listen) {
-                int fd = metrics_listen_on(a->metrics_listen, &m->ctx->config);
+        for (unsigned i = 0; i < a->n_metrics_listen; i++) {
+                int fd = metrics_listen_on(a->metrics_listen[i], &m->ctx->config);
                 if (fd < 0)
                         return fd;
                 if ((r = metrics_server_add_listener(d->metrics, fd)) < 0) {
                         close(fd);
-                        return log_error_errno(r, "cannot serve metrics on %s: %m", a->metrics_listen);
+                        return log_error_errno(r, "cannot serve metrics on %s: %m", a->metrics_listen[i]);
                 }
         }
         if (a->listen) {

@@ -29,6 +29,7 @@ struct MetricsConn {
         char *out;              /* the whole answer, headers and body */
         size_t out_size, out_off;
         bool draining;          /* answered and shut down for writing: reading what is left until EOF */
+        size_t drained;         /* ... at most METRICS_REQUEST_MAX bytes of it */
         MetricsConn *next, *prev;
 };
 
@@ -172,8 +173,8 @@ static int conn_read(MetricsConn *c) {
                 return errno == EAGAIN || errno == EINTR ? 0 : -errno;
         if (k == 0)
                 return -ECONNRESET; /* closed: done (or gone before asking) */
-        if (c->draining)
-                return 0;
+        if (c->draining) /* a client that sends on and on is cut off */
+                return (c->drained += (size_t) k) > METRICS_REQUEST_MAX ? -E2BIG : 0;
         c->n += (size_t) k;
         r = conn_parse(c, &complete);
         if (r < 0)
