@@ -115,7 +115,8 @@ tests_test_copy_tree_LDADD = $(UNIT_LDADD)
 check_PROGRAMS += tests/test-reply
 TESTS += tests/test-reply
 tests_test_reply_SOURCES = tests/test-reply.c tests/tap.h daemon/core/reply.c daemon/core/reply.h \
-	daemon/server/connection.c daemon/server/connection.h daemon/core/log.c daemon/core/log.h
+	daemon/server/connection.c daemon/server/connection.h daemon/core/log.c daemon/core/log.h \
+	daemon/core/metrics.c daemon/core/metrics.h
 tests_test_reply_CPPFLAGS = $(DAEMON_INCLUDES) $(AM_CPPFLAGS)
 tests_test_reply_CFLAGS = $(UNIT_CFLAGS) $(SYSTEMD_CFLAGS)
 tests_test_reply_LDADD = $(UNIT_LDADD) $(SYSTEMD_LIBS)
