@@ -125,6 +125,14 @@ tests_test_reply_LDADD = $(UNIT_LDADD) $(SYSTEMD_LIBS)
 DAEMON_UNIT_CPPFLAGS = $(DAEMON_INCLUDES) $(AM_CPPFLAGS) -DLIBEXECDIR=\"$(libexecdir)\"
 DAEMON_UNIT_CFLAGS = $(AM_CFLAGS) $(SYSTEMD_CFLAGS) $(JSONC_CFLAGS) $(CGROUP_CFLAGS) $(SECCOMP_CFLAGS)
 
+## The metrics endpoint's request reader (daemon/server/metrics-http.c).
+check_PROGRAMS += tests/test-metrics-http
+TESTS += tests/test-metrics-http
+tests_test_metrics_http_SOURCES = tests/test-metrics-http.c tests/tap.h
+tests_test_metrics_http_CPPFLAGS = $(DAEMON_UNIT_CPPFLAGS)
+tests_test_metrics_http_CFLAGS = $(DAEMON_UNIT_CFLAGS)
+tests_test_metrics_http_LDADD = $(DAEMON_LIBS)
+
 check_PROGRAMS += tests/test-registry
 TESTS += tests/test-registry
 tests_test_registry_SOURCES = tests/test-registry.c tests/tap.h

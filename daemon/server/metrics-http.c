@@ -26,6 +26,7 @@ struct MetricsConn {
         sd_event_source *io, *timer;
         char req[METRICS_REQUEST_MAX];
         size_t n;
+        size_t scanned;         /* of req, for its end (metrics_http_route()) */
         char *out;              /* the whole answer, headers and body */
         size_t out_size, out_off;
         bool draining;          /* answered and shut down for writing: reading what is left until EOF */
@@ -104,46 +105,64 @@ static bool is_version(const char *v, size_t len) {
 }
 
 /* "METHOD TARGET HTTP/1.x", the request's first line (len bytes, without its end). */
-static int conn_route(MetricsConn *c, const char *line, size_t len) {
+static MetricsRoute route_line(const char *line, size_t len) {
         const char *sp1 = memchr(line, ' ', len), *sp2, *q;
         size_t method_len, path_len;
-        char *body = NULL;
-        size_t size = 0;
-        bool head;
-        int r;
 
         sp2 = sp1 ? memchr(sp1 + 1, ' ', len - (size_t) (sp1 + 1 - line)) : NULL;
         if (!sp1 || sp1 == line || !sp2 || sp1[1] != '/' || !is_version(sp2 + 1, len - (size_t) (sp2 + 1 - line)))
-                return conn_error(c, 400, "Bad Request", NULL);
+                return METRICS_BAD_REQUEST;
         method_len = (size_t) (sp1 - line);
         for (size_t i = 0; i < method_len; i++)
                 if (line[i] < 'A' || line[i] > 'Z')
-                        return conn_error(c, 400, "Bad Request", NULL);
-        head = method_len == 4 && memcmp(line, "HEAD", 4) == 0;
-        if (!head && !(method_len == 3 && memcmp(line, "GET", 3) == 0))
-                return conn_error(c, 405, "Method Not Allowed", "Allow: GET, HEAD\r\n");
+                        return METRICS_BAD_REQUEST;
         q = memchr(sp1 + 1, '?', (size_t) (sp2 - sp1 - 1));
         path_len = (size_t) ((q ?: sp2) - (sp1 + 1));
+        if (!(method_len == 3 && memcmp(line, "GET", 3) == 0) && !(method_len == 4 && memcmp(line, "HEAD", 4) == 0))
+                return METRICS_BAD_METHOD;
         if (path_len != strlen("/metrics") || memcmp(sp1 + 1, "/metrics", path_len) != 0)
+                return METRICS_NOT_FOUND;
+        return line[0] == 'G' ? METRICS_GET : METRICS_HEAD;
+}
+
+/* The request ends at its first empty line ("\n\n" or "\n\r\n"); each byte is looked at about
+ * once (*scanned), however the request is cut into reads. */
+MetricsRoute metrics_http_route(const char *buf, size_t n, size_t cap, size_t *scanned) {
+        const char *eol;
+        size_t i = *scanned > 2 ? *scanned - 2 : 0; /* an end may have begun in the last read */
+
+        for (; i + 1 < n; i++)
+                if (buf[i] == '\n' && (buf[i + 1] == '\n' || (buf[i + 1] == '\r' && i + 2 < n && buf[i + 2] == '\n')))
+                        break;
+        *scanned = n;
+        if (i + 1 >= n)
+                return n >= cap ? METRICS_BAD_REQUEST : METRICS_INCOMPLETE;
+        eol = memchr(buf, '\n', n); /* the first line's end: at i or before */
+        return route_line(buf, (size_t) (eol - buf) - (eol > buf && eol[-1] == '\r'));
+}
+
+static int conn_route(MetricsConn *c, MetricsRoute route) {
+        char *body = NULL;
+        size_t size = 0;
+        int r;
+
+        switch (route) {
+        case METRICS_INCOMPLETE:
+                return 0;
+        case METRICS_BAD_REQUEST:
+                return conn_error(c, 400, "Bad Request", NULL);
+        case METRICS_BAD_METHOD:
+                return conn_error(c, 405, "Method Not Allowed", "Allow: GET, HEAD\r\n");
+        case METRICS_NOT_FOUND:
                 return conn_error(c, 404, "Not Found", NULL);
+        case METRICS_GET:
+        case METRICS_HEAD:
+                break;
+        }
         r = metrics_render(c->server->manager, &body, &size);
         if (r < 0)
                 return conn_error(c, 500, "Internal Server Error", NULL);
-        return conn_answer(c, 200, "OK", NULL, "text/plain; version=0.0.4; charset=utf-8", body, size, head);
-}
-
-/* The request ends at its first empty line; only its first line matters. */
-static int conn_parse(MetricsConn *c, bool *ret_complete) {
-        const char *end = NULL, *eol;
-
-        for (size_t i = 0; i + 1 < c->n && !end; i++)
-                if (c->req[i] == '\n' && (c->req[i + 1] == '\n' || (c->req[i + 1] == '\r' && i + 2 < c->n && c->req[i + 2] == '\n')))
-                        end = c->req + i;
-        *ret_complete = end != NULL;
-        if (!end)
-                return c->n >= sizeof(c->req) ? conn_error(c, 400, "Bad Request", NULL) : 0;
-        eol = memchr(c->req, '\n', c->n);
-        return conn_route(c, c->req, (size_t) (eol - c->req) - (eol > c->req && eol[-1] == '\r'));
+        return conn_answer(c, 200, "OK", NULL, "text/plain; version=0.0.4; charset=utf-8", body, size, route == METRICS_HEAD);
 }
 
 /* ---- The connection's events ------------------------------------------------------------------ */
@@ -164,7 +183,6 @@ static int conn_write(MetricsConn *c) {
 
 static int conn_read(MetricsConn *c) {
         char drop[4096];
-        bool complete = false;
         ssize_t k;
         int r;
 
@@ -176,7 +194,7 @@ static int conn_read(MetricsConn *c) {
         if (c->draining) /* a client that sends on and on is cut off */
                 return (c->drained += (size_t) k) > METRICS_REQUEST_MAX ? -E2BIG : 0;
         c->n += (size_t) k;
-        r = conn_parse(c, &complete);
+        r = conn_route(c, metrics_http_route(c->req, c->n, sizeof(c->req), &c->scanned));
         if (r < 0)
                 return r;
         if (!c->out)

@@ -52,8 +52,8 @@ static void label_value(FILE *f, const char *v) {
 /* ---- Sandboxes ------------------------------------------------------------------------------ */
 
 typedef struct SandboxSample {
-        const char *id;
-        CgUsage usage;          /* CG_USAGE_UNKNOWN where not readable */
+        Sandbox *s;
+        CgUsage usage;          /* CG_USAGE_UNKNOWN where not readable (or not read) */
         uint64_t memory_peak;
         uint64_t disk_bytes;    /* at the last whole sweep, or CG_USAGE_UNKNOWN */
 } SandboxSample;
@@ -66,16 +66,34 @@ static int cmp_sample(const void *a, const void *b) {
                         return x->usage.memory_bytes == CG_USAGE_UNKNOWN ? 1 : -1;
                 return x->usage.memory_bytes > y->usage.memory_bytes ? -1 : 1;
         }
-        return strcmp(x->id, y->id);
+        return strcmp(x->s->id, y->s->id);
 }
 
-static void read_sample(Sandbox *s, SandboxSample *ret) {
-        *ret = (SandboxSample) { .id = s->id, .memory_peak = CG_USAGE_UNKNOWN };
-        cg_read_usage(s->cg_fd, s->enforced, &ret->usage);
-        if ((s->enforced & CG_MEMORY) && s->ctx->cg.has_memory_peak &&
-            cg_read_u64(s->cg_fd, "memory.peak", &ret->memory_peak) < 0)
-                ret->memory_peak = CG_USAGE_UNKNOWN;
-        ret->disk_bytes = s->disk_measured ? s->disk_bytes : CG_USAGE_UNKNOWN;
+static void read_sample(SandboxSample *v) {
+        Sandbox *s = v->s;
+
+        cg_read_usage(s->cg_fd, s->enforced, &v->usage);
+        if ((s->enforced & CG_MEMORY) && s->ctx->cg.has_memory_peak && cg_read_u64(s->cg_fd, "memory.peak", &v->memory_peak) < 0)
+                v->memory_peak = CG_USAGE_UNKNOWN;
+}
+
+static uint64_t minus(uint64_t total, uint64_t part) {
+        return total == CG_USAGE_UNKNOWN ? total : total > part ? total - part : 0;
+}
+
+/* What has no series of its own: all of sandboxes/ (read once, however many sandboxes there
+ * are: the pooled ones in it too, and for CPU the sandboxes gone, so that it stays a counter)
+ * less the labelled ones; disk, which no cgroup holds, is added up. */
+static void rest_sample(Context *m, const SandboxSample *v, size_t n, size_t labelled, SandboxSample *ret) {
+        *ret = (SandboxSample) { .memory_peak = CG_USAGE_UNKNOWN, .disk_bytes = 0 };
+        cg_read_usage(m->cg.sandboxes_fd, m->cg.enforceable, &ret->usage);
+        for (size_t i = 0; i < labelled; i++) {
+                ret->usage.memory_bytes = minus(ret->usage.memory_bytes, v[i].usage.memory_bytes == CG_USAGE_UNKNOWN ? 0 : v[i].usage.memory_bytes);
+                ret->usage.pids = minus(ret->usage.pids, v[i].usage.pids == CG_USAGE_UNKNOWN ? 0 : v[i].usage.pids);
+                ret->usage.cpu_usec = minus(ret->usage.cpu_usec, v[i].usage.cpu_usec == CG_USAGE_UNKNOWN ? 0 : v[i].usage.cpu_usec);
+        }
+        for (size_t i = labelled; i < n; i++)
+                ret->disk_bytes += v[i].disk_bytes == CG_USAGE_UNKNOWN ? 0 : v[i].disk_bytes;
 }
 
 typedef uint64_t (*sample_get_t)(const SandboxSample *x);
@@ -85,37 +103,30 @@ static uint64_t get_pids(const SandboxSample *x) { return x->usage.pids; }
 static uint64_t get_cpu(const SandboxSample *x) { return x->usage.cpu_usec; }
 static uint64_t get_disk(const SandboxSample *x) { return x->disk_bytes; }
 
-/* One family: a sample per labelled sandbox that has the value, then the rest summed (known
- * values only) under sandbox="_other". */
-static void sandbox_family(FILE *f, const char *name, const char *type, const char *help, const SandboxSample *v,
-                           size_t n, size_t labelled, sample_get_t get, bool seconds) {
-        uint64_t rest = 0;
-        bool any_rest = false;
-
-        family(f, name, type, help);
-        for (size_t i = 0; i < n; i++) {
-                uint64_t x = get(&v[i]);
-                if (x == CG_USAGE_UNKNOWN)
-                        continue;
-                if (i >= labelled) {
-                        rest += x;
-                        any_rest = true;
-                        continue;
-                }
-                fprintf(f, "%s{sandbox=\"", name);
-                label_value(f, v[i].id);
-                if (seconds)
-                        fprintf(f, "\"} %" PRIu64 ".%06" PRIu64 "\n", x / USEC_PER_SEC, x % USEC_PER_SEC);
-                else
-                        fprintf(f, "\"} %" PRIu64 "\n", x);
-        }
-        if (!any_rest)
-                return;
+static void value(FILE *f, uint64_t x, bool seconds) {
         if (seconds)
-                fprintf(f, "%s{sandbox=\"" OTHER_LABEL "\"} %" PRIu64 ".%06" PRIu64 "\n", name, rest / USEC_PER_SEC,
-                        rest % USEC_PER_SEC);
+                fprintf(f, " %" PRIu64 ".%06" PRIu64 "\n", x / USEC_PER_SEC, x % USEC_PER_SEC);
         else
-                fprintf(f, "%s{sandbox=\"" OTHER_LABEL "\"} %" PRIu64 "\n", name, rest);
+                fprintf(f, " %" PRIu64 "\n", x);
+}
+
+/* One family: a sample per labelled sandbox that has the value, then the rest (rest NULL: none)
+ * under sandbox="_other". */
+static void sandbox_family(FILE *f, const char *name, const char *type, const char *help, const SandboxSample *v,
+                           size_t labelled, const SandboxSample *rest, sample_get_t get, bool seconds) {
+        family(f, name, type, help);
+        for (size_t i = 0; i < labelled; i++) {
+                if (get(&v[i]) == CG_USAGE_UNKNOWN)
+                        continue;
+                fprintf(f, "%s{sandbox=\"", name);
+                label_value(f, v[i].s->id);
+                fputs("\"}", f);
+                value(f, get(&v[i]), seconds);
+        }
+        if (rest && get(rest) != CG_USAGE_UNKNOWN) {
+                fprintf(f, "%s{sandbox=\"" OTHER_LABEL "\"}", name);
+                value(f, get(rest), seconds);
+        }
 }
 
 static void render_sandbox_states(FILE *f, Context *m) {
@@ -134,29 +145,47 @@ static void render_sandbox_states(FILE *f, Context *m) {
         one(f, "sandboxd_sandboxes_max", "gauge", "The configured max_sandboxes.", m->config.max_sandboxes);
 }
 
+/* Only memory.current of every sandbox is read (to pick the labelled ones, where there are more
+ * than metrics_max_sandboxes and memory is known); the rest of the labelled ones' files, and the
+ * sandboxes/ cgroup's once: a scrape reads about one small file per sandbox. */
 static int render_sandboxes(FILE *f, Context *m) {
         _cleanup_free_ SandboxSample *v = NULL;
+        SandboxSample rest;
         size_t n = 0, labelled;
+        bool fold;
 
         v = calloc(registry_count(m->registry) + 1, sizeof(*v));
         if (!v)
                 return -ENOMEM;
         for (Sandbox *s = registry_first(m->registry); s; s = registry_next(&s->entry))
                 if (!s->pooled && s->cg_fd >= 0)
-                        read_sample(s, &v[n++]);
+                        v[n++] = (SandboxSample) {
+                                .s = s,
+                                .usage = { CG_USAGE_UNKNOWN, CG_USAGE_UNKNOWN, CG_USAGE_UNKNOWN },
+                                .memory_peak = CG_USAGE_UNKNOWN,
+                                .disk_bytes = s->disk_measured ? s->disk_bytes : CG_USAGE_UNKNOWN,
+                        };
+        fold = n > m->config.metrics_max_sandboxes;
+        labelled = fold ? (size_t) m->config.metrics_max_sandboxes : n;
+        for (size_t i = 0; fold && i < n; i++)
+                if ((v[i].s->enforced & CG_MEMORY) && cg_read_u64(v[i].s->cg_fd, "memory.current", &v[i].usage.memory_bytes) < 0)
+                        v[i].usage.memory_bytes = CG_USAGE_UNKNOWN;
         qsort(v, n, sizeof(*v), cmp_sample);
-        labelled = n < m->config.metrics_max_sandboxes ? n : (size_t) m->config.metrics_max_sandboxes;
+        for (size_t i = 0; i < labelled; i++)
+                read_sample(&v[i]);
+        if (fold)
+                rest_sample(m, v, n, labelled, &rest);
         render_sandbox_states(f, m);
-        sandbox_family(f, "sandboxd_sandbox_memory_bytes", "gauge", "memory.current of the sandbox's cgroup.", v, n,
-                       labelled, get_memory, false);
-        sandbox_family(f, "sandboxd_sandbox_memory_peak_bytes", "gauge", "memory.peak of the sandbox's cgroup.", v, n,
-                       labelled, get_peak, false);
-        sandbox_family(f, "sandboxd_sandbox_pids", "gauge", "pids.current of the sandbox's cgroup.", v, n, labelled,
-                       get_pids, false);
-        sandbox_family(f, "sandboxd_sandbox_cpu_seconds_total", "counter", "CPU time of the sandbox's cgroup (cpu.stat usage_usec).",
-                       v, n, labelled, get_cpu, true);
+        sandbox_family(f, "sandboxd_sandbox_memory_bytes", "gauge", "memory.current of the sandbox's cgroup.", v, labelled,
+                       fold ? &rest : NULL, get_memory, false);
+        sandbox_family(f, "sandboxd_sandbox_memory_peak_bytes", "gauge", "memory.peak of the sandbox's cgroup.", v, labelled,
+                       NULL, get_peak, false);
+        sandbox_family(f, "sandboxd_sandbox_pids", "gauge", "pids.current of the sandbox's cgroup.", v, labelled,
+                       fold ? &rest : NULL, get_pids, false);
+        sandbox_family(f, "sandboxd_sandbox_cpu_seconds_total", "counter",
+                       "CPU time of the sandbox's cgroup (cpu.stat usage_usec).", v, labelled, fold ? &rest : NULL, get_cpu, true);
         sandbox_family(f, "sandboxd_sandbox_disk_bytes", "gauge", "Workspace and snapshots of the sandbox at the last whole sweep.",
-                       v, n, labelled, get_disk, false);
+                       v, labelled, fold ? &rest : NULL, get_disk, false);
         one(f, "sandboxd_sandbox_series_folded", "gauge",
             "Sandboxes beyond metrics_max_sandboxes, summed into sandbox=\"" OTHER_LABEL "\".", n - labelled);
         return 0;
