@@ -42,6 +42,7 @@ struct MetricsServer {
         unsigned n_listen;
         MetricsConn *conns;
         unsigned n_conns;
+        sd_event_source *resume;   /* the listeners again after running out of fds */
 };
 
 static MetricsConn *conn_free(MetricsConn *c) {
@@ -64,31 +65,29 @@ static MetricsConn *conn_free(MetricsConn *c) {
 
 /* ---- The answer ---------------------------------------------------------------------------- */
 
+/* The whole answer into c->out; body (taken) follows the headers unless head. */
 static int conn_answer(MetricsConn *c, int status, const char *reason, const char *extra, const char *type,
                        char *body, size_t size, bool head) {
-        char *out = NULL;
+        _cleanup_free_ char *taken = body;
+        char *out = NULL, *all;
         int n = asprintf(&out,
                          "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n%sConnection: close\r\n\r\n",
                          status, reason, type, size, extra ?: "");
 
-        if (n < 0) {
-                free(body);
+        if (n < 0)
                 return -ENOMEM;
-        }
+        c->out_size = (size_t) n;
         if (!head && size > 0) {
-                char *all = realloc(out, (size_t) n + size);
+                all = realloc(out, c->out_size + size);
                 if (!all) {
                         free(out);
-                        free(body);
                         return -ENOMEM;
                 }
-                memcpy(all + n, body, size);
+                memcpy(all + c->out_size, taken, size);
                 out = all;
-                n += (int) size;
+                c->out_size += size;
         }
-        free(body);
         c->out = out;
-        c->out_size = (size_t) n;
         return 0;
 }
 
@@ -250,14 +249,44 @@ static int conn_new(MetricsServer *srv, int fd) {
 
 /* ---- Listening --------------------------------------------------------------------------------- */
 
+#define ACCEPT_PAUSE_USEC (100 * USEC_PER_MSEC)
+
+static void set_listening(MetricsServer *srv, bool on) {
+        for (unsigned i = 0; i < srv->n_listen; i++)
+                (void) sd_event_source_set_enabled(srv->sources[i], on ? SD_EVENT_ON : SD_EVENT_OFF);
+}
+
+static int on_resume(sd_event_source *s, uint64_t usec, void *userdata) {
+        set_listening(userdata, true);
+        return 0;
+}
+
+/* Out of fds (or memory): a listener left on would wake the loop at once, again and again, so
+ * they rest a moment; the control socket's pause is its own (manager.c). */
+static void pause_listening(MetricsServer *srv) {
+        int r;
+
+        set_listening(srv, false);
+        if (!srv->resume)
+                r = sd_event_add_time_relative(srv->manager->ctx->event, &srv->resume, CLOCK_MONOTONIC, ACCEPT_PAUSE_USEC,
+                                               10 * USEC_PER_MSEC, on_resume, srv);
+        else if ((r = sd_event_source_set_time_relative(srv->resume, ACCEPT_PAUSE_USEC)) >= 0)
+                r = sd_event_source_set_enabled(srv->resume, SD_EVENT_ONESHOT);
+        if (r < 0) /* no timer: listen again rather than never */
+                set_listening(srv, true);
+}
+
 static int on_accept(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
         MetricsServer *srv = userdata;
 
         for (int i = 0; i < 16; i++) {
                 int cfd = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
                 if (cfd < 0) {
-                        if (errno != EAGAIN && errno != EINTR && errno != ECONNABORTED)
-                                log_warning("metrics: accept: %m");
+                        if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+                                log_warning("metrics: accept: %m; not accepting for %d ms",
+                                            (int) (ACCEPT_PAUSE_USEC / USEC_PER_MSEC));
+                                pause_listening(srv);
+                        }
                         break;
                 }
                 if (srv->n_conns >= METRICS_MAX_CONNECTIONS) {
@@ -319,6 +348,7 @@ MetricsServer *metrics_server_free(MetricsServer *srv) {
                 return NULL;
         while (srv->conns)
                 conn_free(srv->conns);
+        sd_event_source_disable_unref(srv->resume);
         for (unsigned i = 0; i < srv->n_listen; i++) {
                 sd_event_source_disable_unref(srv->sources[i]);
                 safe_close(srv->fds[i]);
