@@ -220,19 +220,44 @@ stop_daemon
 
 # Socket activation of both sockets, told apart by their names (FileDescriptorName=).
 rm -f "$MSOCK"
-ACTIVATE_ARGS="-l $MSOCK --fdname=control:metrics" start_daemon_activated || exit 0
+POOL_SIZE=1 ACTIVATE_ARGS="-l $MSOCK --fdname=control:metrics" start_daemon_activated || exit 0
 ok "sandboxd activated with a control and a metrics socket answers health"
-run_py "activated metrics socket" 60 <<'EOF'
+run_py "activated metrics socket; pool and sessions" 90 <<'EOF'
 import os
-from client import Conn, check, is_
+from client import Conn, check, is_, wait_for
 import metrics
+msock = os.environ["MSOCK"]
 try:
-    s = metrics.scrape(os.environ["MSOCK"])
+    s = metrics.scrape(msock)
     is_(s.types.get("sandboxd_runs_started_total"), "counter", "the socket named metrics serves the metrics")
 except Exception as e:
     check(False, "the socket named metrics serves the metrics", e)
+    raise SystemExit(1)
 c = Conn(os.environ["SOCK"])
 is_(c.call({"op": "health"}).get("status"), "ok", "the other one is the control socket")
+
+s = wait_for(lambda: (lambda x: x if x.value("sandboxd_pool_ready") == 1 else None)(metrics.scrape(msock)), 30)
+check(s, "with pool_size 1, sandboxd_pool_ready becomes 1")
+is_((s.value("sandboxd_pool_size"), s.value("sandboxd_pool_sandboxes")), (1, 1), "sandboxd_pool_size and _sandboxes are 1")
+is_(s.value("sandboxd_sandboxes", state="ready"), 0, "a pooled sandbox is not counted in sandboxd_sandboxes")
+h = c.call({"op": "health"})
+is_((h.get("capacity") or {}).get("pool"), {"size": 1, "ready": 1, "filling": 0}, "health's capacity.pool says the same")
+for i in range(2):
+    r = c.call({"op": "run", "best_effort": True, "argv": ["true"]}, 60)
+    is_(r.get("exit_code"), 0, "throwaway run %d" % (i + 1))
+t = metrics.scrape(msock)
+is_(t.value("sandboxd_pool_hits_total") - s.value("sandboxd_pool_hits_total") >= 1, True, "the first took the pooled sandbox: a pool hit")
+is_(t.value("sandboxd_pool_hits_total") + t.value("sandboxd_pool_misses_total"), 2, "hits + misses count the two throwaway runs")
+
+r = c.call({"op": "create", "best_effort": True}, 60)
+sbx = (r.get("sandbox") or {}).get("id")
+p = c.call({"op": "pty.open", "sandbox": sbx, "argv": ["sleep", "60"]}, 30)
+check(p.get("ok"), "a session opens", p)
+u = metrics.scrape(msock)
+is_((u.value("sandboxd_sessions_open"), u.value("sandboxd_sessions_opened_total")), (1, 1), "sandboxd_sessions_open and _opened_total are 1")
+c.call({"op": "destroy", "sandbox": sbx}, 60)
+v = wait_for(lambda: (lambda x: x if x.value("sandboxd_sessions_open") == 0 else None)(metrics.scrape(msock)), 10)
+check(v and v.value("sandboxd_sessions_opened_total") == 1, "once its sandbox is destroyed, sessions_open is 0 and opened_total stays 1")
 c.close()
 EOF
 stop_daemon
