@@ -19,7 +19,9 @@ daemon_libsandboxd_la_SOURCES = \
 	daemon/core/conf.c daemon/core/conf.h \
 	daemon/core/log.c daemon/core/log.h \
 	daemon/core/reply.c daemon/core/reply.h \
+	daemon/core/metrics.c daemon/core/metrics.h \
 	daemon/server/manager.c daemon/server/manager.h \
+	daemon/server/metrics-http.c daemon/server/metrics-http.h daemon/server/metrics-text.c daemon/server/metrics-text.h \
 	daemon/server/connection.c daemon/server/connection.h \
 	daemon/server/ops.c daemon/server/ops.h daemon/core/request-fields.c daemon/core/request-fields.h \
 	daemon/server/op-hello.c daemon/server/op-sandbox.c daemon/server/op-run.c daemon/server/op-pty.c daemon/server/op-snapshot.c daemon/server/op-file.c daemon/server/op-file-chunk.c \

@@ -19,6 +19,8 @@ packages=(
 	systemd jq python3 procps psmisc util-linux iproute2 tmux man-db bash-completion
 	# the README's raw protocol example
 	socat
+	# t-metrics.sh: a real Prometheus scrapes the metrics endpoint (docs/metrics.md)
+	prometheus
 	# the Python package: mypy for t-python-types.sh; pip, setuptools and wheel for t-python.sh's
 	# `pip install ./python`
 	mypy python3-pip python3-setuptools python3-wheel

@@ -1,6 +1,7 @@
 ## Host integration tests (root): each t-*.sh starts its own sandboxd on a socket in a temp dir,
 ## with its own state dir and its own cgroup2 directory (tests/lib.sh), and prints TAP.
-## They need python3 and jq; systemd-socket-activate for t-activation.sh. Without root they
+## They need python3 and jq; systemd-socket-activate for t-activation.sh and t-metrics.sh,
+## prometheus for t-metrics.sh (scripts/deps.sh installs it). Without root they
 ## print "1..0 # SKIP".
 INTEGRATION_TESTS = \
 	tests/t-access.sh \
@@ -24,6 +25,7 @@ INTEGRATION_TESTS = \
 	tests/t-inodes.sh \
 	tests/t-leak.sh \
 	tests/t-listen.sh \
+	tests/t-metrics.sh \
 	tests/t-signals.sh \
 	tests/t-protocol.sh \
 	tests/t-pty.sh \
@@ -50,7 +52,8 @@ tests_file_write_tool_LDADD = lib/libsandbox.la $(UNIT_LDADD)
 check_PROGRAMS += tests/fuse-hang
 tests_fuse_hang_SOURCES = tests/fuse-hang.c
 tests_fuse_hang_CFLAGS = $(WARN_CFLAGS)
-EXTRA_DIST += $(INTEGRATION_TESTS) tests/lib.sh tests/client.py tests/ptyclient.py tests/python-client.py
+EXTRA_DIST += $(INTEGRATION_TESTS) tests/lib.sh tests/client.py tests/ptyclient.py tests/python-client.py \
+	tests/metrics.py
 
 ## t-v1.sh checks what the others may have done to the cgroup v1 hierarchies: it runs after them,
 ## also under make -j.

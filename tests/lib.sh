@@ -330,10 +330,12 @@ start_daemon() {
 }
 
 # start_daemon_activated [ARGS...]: the same through systemd-socket-activate (the daemon takes
-# its listening socket from sd_listen_fds).
+# its listening socket from sd_listen_fds); ACTIVATE_ARGS: more of systemd-socket-activate's
+# options (more -l sockets, --fdname=...).
 start_daemon_activated() {
         mkdir -p "$T/state"
-        systemd-socket-activate -l "$SOCK" \
+        # shellcheck disable=SC2086
+        systemd-socket-activate -l "$SOCK" ${ACTIVATE_ARGS:-} \
                 "$SANDBOXD" --state-dir "$T/state" --cgroup-root "$CG" --pool-size "${POOL_SIZE:-0}" "$@" >>"$T/daemon.log" 2>&1 &
         DAEMON_PID=$!
         export DAEMON_PID

@@ -65,6 +65,7 @@ ENFORCES = all(hello.capabilities.get("cgroup", {}).get(k) for k in ("memory", "
 BE = None if ENFORCES else True
 h = c.health()
 is_((h.status, h.sandboxes, h.scope), ("ok", 0, "all"), "health: status ok, 0 sandboxes, scope all (root)")
+is_((h.capacity or {}).get("sandboxes", {}).get("in_use"), 0, "health: capacity, as a dict (0 sandboxes in use)")
 
 # ---- the default socket is sandboxctl's ------------------------------------------------
 is_(sandboxd.DEFAULT_SOCKET, "/run/sandboxd/sandboxd.sock", "DEFAULT_SOCKET is sandboxctl's default")

@@ -115,7 +115,8 @@ tests_test_copy_tree_LDADD = $(UNIT_LDADD)
 check_PROGRAMS += tests/test-reply
 TESTS += tests/test-reply
 tests_test_reply_SOURCES = tests/test-reply.c tests/tap.h daemon/core/reply.c daemon/core/reply.h \
-	daemon/server/connection.c daemon/server/connection.h daemon/core/log.c daemon/core/log.h
+	daemon/server/connection.c daemon/server/connection.h daemon/core/log.c daemon/core/log.h \
+	daemon/core/metrics.c daemon/core/metrics.h
 tests_test_reply_CPPFLAGS = $(DAEMON_INCLUDES) $(AM_CPPFLAGS)
 tests_test_reply_CFLAGS = $(UNIT_CFLAGS) $(SYSTEMD_CFLAGS)
 tests_test_reply_LDADD = $(UNIT_LDADD) $(SYSTEMD_LIBS)
@@ -123,6 +124,14 @@ tests_test_reply_LDADD = $(UNIT_LDADD) $(SYSTEMD_LIBS)
 ## daemon/libsandboxd.la, every daemon source but main.c.
 DAEMON_UNIT_CPPFLAGS = $(DAEMON_INCLUDES) $(AM_CPPFLAGS) -DLIBEXECDIR=\"$(libexecdir)\"
 DAEMON_UNIT_CFLAGS = $(AM_CFLAGS) $(SYSTEMD_CFLAGS) $(JSONC_CFLAGS) $(CGROUP_CFLAGS) $(SECCOMP_CFLAGS)
+
+## The metrics endpoint's request reader (daemon/server/metrics-http.c).
+check_PROGRAMS += tests/test-metrics-http
+TESTS += tests/test-metrics-http
+tests_test_metrics_http_SOURCES = tests/test-metrics-http.c tests/tap.h
+tests_test_metrics_http_CPPFLAGS = $(DAEMON_UNIT_CPPFLAGS)
+tests_test_metrics_http_CFLAGS = $(DAEMON_UNIT_CFLAGS)
+tests_test_metrics_http_LDADD = $(DAEMON_LIBS)
 
 check_PROGRAMS += tests/test-registry
 TESTS += tests/test-registry

@@ -99,6 +99,8 @@ static const ConfigKey config_keys[] = {
         KEY("max_port_connections_per_sandbox", KEY_COUNT, max_port_connections_per_sandbox),
         KEY("max_port_connections_per_uid", KEY_COUNT, max_port_connections_per_uid),
         KEY("max_port_connections", KEY_COUNT, max_port_connections),
+        KEY("metrics_group", KEY_NAME, metrics_group),
+        KEY("metrics_max_sandboxes", KEY_COUNT, metrics_max_sandboxes),
 };
 
 /* systemd's StateDirectory= tells us where our state lives ($STATE_DIRECTORY, ':'-separated). */
@@ -157,6 +159,8 @@ void config_init_defaults(Config *c) {
                 .max_port_connections_per_sandbox = 256,
                 .max_port_connections_per_uid = 512,
                 .max_port_connections = 2048,
+                .metrics_group = strdup("sandboxd-metrics"),
+                .metrics_max_sandboxes = 100,
         };
 }
 
@@ -168,6 +172,7 @@ void config_done(Config *c) {
         strv_free(c->mount_roots);
         free(c->admin_group);
         free(c->socket_group);
+        free(c->metrics_group);
         *c = (Config) {};
 }
 

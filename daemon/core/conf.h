@@ -57,6 +57,9 @@ typedef struct Config {
         /* Published ports (port.c): per sandbox, per uid (not root) and connections in all. */
         uint64_t max_ports_per_sandbox, max_ports_per_uid;
         uint64_t max_port_connections_per_sandbox, max_port_connections_per_uid, max_port_connections;
+        /* The metrics endpoint (server/metrics-http.c, docs/metrics.md). */
+        char *metrics_group;            /* given to the --metrics-listen Unix socket */
+        uint64_t metrics_max_sandboxes; /* sandboxes with series of their own; the rest summed */
         uint64_t nofile_soft;       /* RLIMIT_NOFILE's soft limit at start (not a key): for runs */
         uint64_t nofile_hard;       /* and its hard limit (not a key): limits.open_files' ceiling */
 } Config;

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 
 #include "macro.h"
+#include "metrics.h"
 #include "reply.h"
 
 struct Reply {
@@ -133,10 +134,12 @@ void reply_ok(Reply *r, json_object *extra) {
 }
 
 void reply_error(Reply *r, const ProtoError *err) {
+        metrics_error(err->code);
         reply_send(r, proto_reply_error(r->id, err));
 }
 
 void reply_error_extra(Reply *r, const ProtoError *err, json_object *extra) {
+        metrics_error(err->code);
         reply_send(r, merge(proto_reply_error(r->id, err), extra));
 }
 

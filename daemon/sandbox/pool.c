@@ -4,6 +4,7 @@
 
 #include "log.h"
 #include "macro.h"
+#include "metrics.h"
 #include "context.h"
 #include "pool.h"
 #include "sandbox.h"
@@ -119,8 +120,10 @@ int pool_take(Context *m, json_object *req, uid_t owner, Sandbox **ret, ProtoErr
         Sandbox *s = registry_count_pooled(m->registry) ? pool_find_ready(m) : NULL;
         int r;
 
-        if (!s)
+        if (!s) {
+                metrics.pool_misses += m->config.pool_size > 0;
                 return 0;
+        }
         r = sandbox_parse_request(m, req, &want, err);
         if (r < 0)
                 return r;
@@ -130,6 +133,7 @@ int pool_take(Context *m, json_object *req, uid_t owner, Sandbox **ret, ProtoErr
                 sandbox_request_done(&want);
                 return 0;
         }
+        metrics.pool_hits++;
         s->pooled = false;
         s->from_pool = true;
         registry_set_pooled(&s->entry, false);

@@ -14,6 +14,7 @@
 #include "cgroup.h"
 #include "log.h"
 #include "macro.h"
+#include "metrics.h"
 #include "context.h"
 #include "run-record.h"
 #include "run.h"
@@ -300,8 +301,8 @@ static bool run_cpu_spent(Run *r) {
 }
 
 /* How it ended: what we did to it first, then the kernel's OOM account, the CPU budget, then the
- * wait status. */
-static void run_add_outcome(Run *r, json_object *o, bool oom) {
+ * wait status. Returns the reason's name. */
+static const char *run_add_outcome(Run *r, json_object *o, bool oom) {
         RunReason why = r->forced;
         char sigbuf[12];
         int sig = 0, code = 0;
@@ -333,6 +334,7 @@ static void run_add_outcome(Run *r, json_object *o, bool oom) {
         json_object_object_add(o, "reason", json_object_new_string(reason_name(why)));
         json_object_object_add(o, "timed_out", json_object_new_boolean(why == REASON_TIMEOUT));
         json_object_object_add(o, "oom_killed", json_object_new_boolean(oom));
+        return reason_name(why);
 }
 
 static void run_reply_failure(Run *r) {
@@ -353,21 +355,25 @@ static void run_reply_failure(Run *r) {
         reply_error_extra(r->reply, &err, reply);
 }
 
-static void run_reply(Run *r) {
+/* Returns the reason it ended for. */
+static const char *run_reply(Run *r) {
         json_object *o = json_object_new_object();
         bool oom = run_oom_killed(r);
+        const char *why;
 
         json_object_object_add(o, "run_id", json_object_new_string(r->id));
         json_object_object_add(o, "sandbox", json_object_new_string(r->sandbox->id));
-        run_add_outcome(r, o, oom);
+        why = run_add_outcome(r, o, oom);
         output_to_json(&r->out[0], o, "stdout");
         output_to_json(&r->out[1], o, "stderr");
         run_add_stats(r, o);
         reply_ok(r->reply, o);
+        return why;
 }
 
 static void run_finish(Run *r) {
         Sandbox *s = r->sandbox;
+        const char *ended = "error";
 
         if (r->finished)
                 return;
@@ -387,7 +393,9 @@ static void run_finish(Run *r) {
                 proto_error_set(&err, SBX_E_SPAWN_FAILED, NULL, "the run's helper died before the command started");
                 reply_error(r->reply, &err);
         } else
-                run_reply(r);
+                ended = run_reply(r);
+        if (r->start_usec) /* counted as started (run_start) */
+                metrics_run_ended(ended, now_usec(CLOCK_MONOTONIC) - r->start_usec);
         /* Background processes keep the run's cgroup until the sandbox goes; an empty one goes now. */
         if (cg_populated(r->launch.cg_fd) == 0)
                 (void) unlinkat(s->cg_fd, r->launch.cg_name, AT_REMOVEDIR);
@@ -628,6 +636,7 @@ static void run_fail_start(Run *r, const ProtoError *e) {
         Sandbox *s = r->sandbox;
 
         reply_error(r->reply, &err);
+        metrics_run_ended("error", now_usec(CLOCK_MONOTONIC) - r->start_usec);
         launch_abort(&r->launch);
         run_free(r);
         sandbox_run_finished(s, NULL);
@@ -659,6 +668,7 @@ void run_start(Run *r) {
         r->sandbox->last_active_usec = now_usec(CLOCK_MONOTONIC);
         run_note_start(&r->note, r->sandbox, r->id, r->spec.argv, false);
         r->start_usec = now_usec(CLOCK_MONOTONIC);
+        metrics.runs_started++;
         if (r->sandbox->enforced & CG_PIDS)
                 (void) cg_read_keyed(r->sandbox->cg_fd, "pids.events", "max", &r->sandbox_pids_max_events);
         run_rlimit_cpu(r, &p);

@@ -14,6 +14,7 @@
 #include "cgroup.h"
 #include "log.h"
 #include "macro.h"
+#include "metrics.h"
 #include "context.h"
 #include "session.h"
 #include "run-record.h"
@@ -98,6 +99,7 @@ int session_new(Sandbox *s, Reply *reply, RunSpec *spec, bool pty, unsigned rows
         hook_init(&p->opener_hook, on_opener_gone, p);
         reply_on_close(p->opener, &p->opener_hook);
         p->created_usec = now_usec(CLOCK_REALTIME);
+        metrics.sessions_opened++;
         session_link(s, p);
         sandbox_member_add(s, &p->member, &session_member_ops);
         *ret = p;

@@ -13,6 +13,7 @@
 
 #include "log.h"
 #include "macro.h"
+#include "metrics.h"
 #include "context.h"
 #include "run.h"
 #include "sandbox.h"
@@ -444,6 +445,8 @@ static void carry_out(Plan *p, bool budget_over, bool files_over) {
                         if (r < 0 && r != -ENOENT)
                                 log_warning_errno(r, "disk sweep: cannot remove snapshot %s of %s: %m", p->recs[i].snap,
                                                   p->sw->ids[p->recs[i].sandbox]);
+                        else
+                                metrics.sweep_freed_bytes += p->recs[i].bytes;
                 }
         for (size_t i = 0; i < p->sw->n_ids; i++) {
                 Tally *t = &p->t[i];
@@ -466,8 +469,11 @@ static void carry_out(Plan *p, bool budget_over, bool files_over) {
         }
         /* Last: a destroyed sandbox may be freed at once. */
         for (size_t i = 0; i < p->sw->n_ids; i++)
-                if (p->t[i].s && p->t[i].expired)
+                if (p->t[i].s && p->t[i].expired) {
+                        metrics.sweep_destroyed++;
+                        metrics.sweep_freed_bytes += p->t[i].bytes;
                         sandbox_destroy(p->t[i].s, p->t[i].expired[0] == 't' ? "ttl expired" : "idle too long");
+                }
 }
 
 static Sweep *sweep_free(Sweep *sw) {
@@ -543,6 +549,7 @@ static void on_walk_done(SweepWalk *w, int r, void *userdata) {
         reply = sweep_reply(&p, over);
         if (!sw->dry_run)
                 carry_out(&p, over, files_over);
+        metrics.sweeps++;
         if (sw->reply)
                 reply_ok(sw->reply, reply);
         else

@@ -15,6 +15,7 @@
 #include "fdpass.h"
 #include "log.h"
 #include "macro.h"
+#include "metrics.h"
 #include "util.h"
 
 /* Replies waiting beyond this make us stop reading the client's requests until it catches up. */
@@ -249,6 +250,7 @@ static void connection_send_line(Connection *c, json_object *msg, bool take) {
 }
 
 static void connection_reply_error(Connection *c, json_object *id, const ProtoError *err) {
+        metrics_error(err->code);
         connection_send_line(c, proto_reply_error(id, err), true);
 }
 

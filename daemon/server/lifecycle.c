@@ -92,6 +92,8 @@ int lifecycle_new(Daemon **ret, Config *config) {
                 r = sd_event_default(&d->ctx.event);
         if (r >= 0)
                 r = manager_new(&d->manager, &d->ctx, &connection_hooks);
+        if (r >= 0)
+                r = metrics_server_new(&d->metrics, d->manager);
         if (r < 0) {
                 *config = d->ctx.config; /* the caller's again, as before the call */
                 d->ctx.config = (Config) {};
@@ -110,6 +112,7 @@ Daemon *lifecycle_free(Daemon *d) {
         idle_exit_done(&d->idle);
         if (d->manager)
                 manager_close_connections(d->manager);
+        d->metrics = metrics_server_free(d->metrics);
         while (registry_first(&d->registry))
                 sandbox_free(registry_first(&d->registry));
         ports_done(&d->ports); /* after the sandboxes, whose members the ports are */
@@ -425,6 +428,7 @@ int lifecycle_setup(Daemon *d) {
         r = manager_setup(d->manager);
         if (r < 0)
                 return r;
+        metrics_server_setup(d->metrics);
         if ((r = sd_event_add_signal(ctx->event, NULL, SIGTERM, on_signal, d)) < 0 ||
             (r = sd_event_add_signal(ctx->event, NULL, SIGINT, on_signal, d)) < 0)
                 return r;

@@ -7,6 +7,7 @@
 #include "context.h"
 #include "idle-exit.h"
 #include "manager.h"
+#include "metrics-http.h"
 #include "pool.h"
 #include "port.h"
 #include "registry.h"
@@ -22,6 +23,7 @@ typedef struct Daemon {
         IdleExit idle;
         PortTable ports;
         Manager *manager;
+        MetricsServer *metrics;    /* the metrics endpoint's listeners (none: not served) */
 } Daemon;
 
 /* Takes the configuration (*config is emptied on success). */

@@ -12,6 +12,8 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
 #include <systemd/sd-daemon.h>
 #include <unistd.h>
 
@@ -27,6 +29,8 @@
 typedef struct Args {
         const char *config;
         const char *listen;
+        const char *metrics_listen[METRICS_MAX_LISTEN]; /* the option, given up to 4 times */
+        unsigned n_metrics_listen;
         const char *cgroup_root;
         const char *state_dir;
         const char *root_dir;
@@ -40,6 +44,8 @@ static void help(void) {
         printf("Usage: sandboxd [OPTIONS]\n\n"
                "The local sandbox supervisor. Normally started by systemd through sandboxd.socket.\n\n"
                "  --listen PATH        listen on this Unix socket (without socket activation)\n"
+               "  --metrics-listen ADDR  serve Prometheus metrics on this Unix socket PATH, or on\n"
+               "                       IP:PORT (127.0.0.1:9464, [::1]:9464) over TCP (repeatable)\n"
                "  --config FILE        configuration file (default %s)\n"
                "  --cgroup-root DIR    cgroup v2 directory to own (default: the delegated subtree)\n"
                "  --state-dir DIR      where workspaces and metadata live\n"
@@ -54,9 +60,10 @@ static void help(void) {
 }
 
 static int parse_args(int argc, char **argv, Args *a) {
-        enum { ARG_LISTEN = 256, ARG_CONFIG, ARG_CGROUP, ARG_STATE, ARG_ROOT, ARG_MAXLINE, ARG_POOL, ARG_VERSION, ARG_CHECK_CONFIG };
+        enum { ARG_LISTEN = 256, ARG_METRICS_LISTEN, ARG_CONFIG, ARG_CGROUP, ARG_STATE, ARG_ROOT, ARG_MAXLINE, ARG_POOL, ARG_VERSION, ARG_CHECK_CONFIG };
         static const struct option opts[] = {
                 { "listen", required_argument, NULL, ARG_LISTEN },
+                { "metrics-listen", required_argument, NULL, ARG_METRICS_LISTEN },
                 { "config", required_argument, NULL, ARG_CONFIG },
                 { "cgroup-root", required_argument, NULL, ARG_CGROUP },
                 { "state-dir", required_argument, NULL, ARG_STATE },
@@ -75,6 +82,13 @@ static int parse_args(int argc, char **argv, Args *a) {
         while ((c = getopt_long(argc, argv, "dh", opts, NULL)) >= 0)
                 switch (c) {
                 case ARG_LISTEN: a->listen = optarg; break;
+                case ARG_METRICS_LISTEN:
+                        if (a->n_metrics_listen >= METRICS_MAX_LISTEN) {
+                                fprintf(stderr, "sandboxd: --metrics-listen given more than %d times\n", METRICS_MAX_LISTEN);
+                                return -EINVAL;
+                        }
+                        a->metrics_listen[a->n_metrics_listen++] = optarg;
+                        break;
                 case ARG_CONFIG: a->config = optarg; a->config_given = true; break;
                 case ARG_CGROUP: a->cgroup_root = optarg; break;
                 case ARG_STATE: a->state_dir = optarg; break;
@@ -152,7 +166,7 @@ static int load_config(const Args *a, Config *c) {
 
 /* The group's members use a daemon started by hand as they use the packaged one. Where that
  * cannot be, the log says why, and who may use the socket instead. */
-static void socket_give_group(const char *path, const char *group) {
+static void socket_give_group(const char *path, const char *group, const char *key) {
         struct group *gr;
 
         errno = 0;
@@ -160,9 +174,9 @@ static void socket_give_group(const char *path, const char *group) {
         if (!gr) {
                 log_notice("%s: group '%s' %s, so the socket keeps the daemon's group (gid %u, mode 0%o): only "
                            "root and that group may use it (create the group, e.g. with systemd-sysusers, and "
-                           "restart, or set socket_group)",
+                           "restart, or set %s)",
                            path, group ?: "", errno ? "cannot be looked up" : "does not exist", (unsigned) getegid(),
-                           SOCKET_MODE);
+                           SOCKET_MODE, key);
                 return;
         }
         if (fchownat(AT_FDCWD, path, (uid_t) -1, gr->gr_gid, AT_SYMLINK_NOFOLLOW) < 0)
@@ -171,7 +185,7 @@ static void socket_give_group(const char *path, const char *group) {
                             path, group, (unsigned) gr->gr_gid);
 }
 
-static int listen_on(const char *path, const char *group) {
+static int listen_on(const char *path, const char *group, const char *key) {
         struct sockaddr_un sa = { .sun_family = AF_UNIX };
         mode_t old_mask;
         int fd, r = 0;
@@ -194,28 +208,120 @@ static int listen_on(const char *path, const char *group) {
                 close(fd);
                 return r;
         }
-        socket_give_group(path, group);
+        socket_give_group(path, group, key);
         return fd;
 }
 
-static int add_listeners(Manager *m, const Args *a) {
-        int n = sd_listen_fds(1), r;
+/* "127.0.0.1:9464" or "[::1]:9464": a numeric address, never a name to look up. */
+static int parse_inet(const char *addr, struct sockaddr_storage *ret, socklen_t *ret_len) {
+        _cleanup_free_ char *host = NULL;
+        const char *colon = strrchr(addr, ':');
+        struct sockaddr_in *in4 = (struct sockaddr_in *) ret;
+        struct sockaddr_in6 *in6 = (struct sockaddr_in6 *) ret;
+        unsigned long port;
+        char *end;
+
+        if (!colon || colon == addr || !colon[1])
+                return -EINVAL;
+        errno = 0;
+        port = strtoul(colon + 1, &end, 10);
+        if (errno || *end || port == 0 || port > 65535 || colon[1] < '0' || colon[1] > '9')
+                return -EINVAL;
+        *ret = (struct sockaddr_storage) {};
+        if (addr[0] == '[') {
+                if (colon[-1] != ']' || !(host = strndup(addr + 1, (size_t) (colon - addr - 2))))
+                        return host ? -EINVAL : -ENOMEM;
+                if (inet_pton(AF_INET6, host, &in6->sin6_addr) != 1)
+                        return -EINVAL;
+                in6->sin6_family = AF_INET6;
+                in6->sin6_port = htons((uint16_t) port);
+                *ret_len = sizeof(*in6);
+                return 0;
+        }
+        if (!(host = strndup(addr, (size_t) (colon - addr))))
+                return -ENOMEM;
+        if (inet_pton(AF_INET, host, &in4->sin_addr) != 1)
+                return -EINVAL;
+        in4->sin_family = AF_INET;
+        in4->sin_port = htons((uint16_t) port);
+        *ret_len = sizeof(*in4);
+        return 0;
+}
+
+static int listen_inet(const char *addr) {
+        struct sockaddr_storage sa;
+        socklen_t len;
+        int fd, one = 1, r = parse_inet(addr, &sa, &len);
+
+        if (r < 0)
+                return r;
+        fd = socket(sa.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+        if (fd < 0)
+                return -errno;
+        (void) setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+        if (bind(fd, (struct sockaddr *) &sa, len) < 0 || listen(fd, SOMAXCONN) < 0) {
+                r = -errno;
+                close(fd);
+                return r;
+        }
+        return fd;
+}
+
+/* A path is a Unix socket given to metrics_group; anything else an IP:PORT. */
+static int metrics_listen_on(const char *addr, const Config *c) {
+        int fd = addr[0] == '/' ? listen_on(addr, c->metrics_group, "metrics_group") : listen_inet(addr);
+        if (fd == -EINVAL)
+                log_error("--metrics-listen: '%s' is neither an absolute path nor IP:PORT (127.0.0.1:9464, [::1]:9464)", addr);
+        else if (fd < 0)
+                log_error_errno(fd, "cannot listen on %s for metrics: %m", addr);
+        return fd;
+}
+
+/* Activation sockets named "metrics" (FileDescriptorName= of sandboxd-metrics.socket) serve the
+ * metrics endpoint; every other one is a control socket. */
+static int add_activated(Daemon *d, int n, char **names) {
+        for (int i = 0; i < n; i++) {
+                int fd = SD_LISTEN_FDS_START + i;
+                bool metrics = names && names[i] && strcmp(names[i], "metrics") == 0;
+                int r = metrics ? metrics_server_add_listener(d->metrics, fd) : manager_add_listener(d->manager, fd);
+                if (r < 0)
+                        return log_error_errno(r, "cannot use socket fd %d (%s): %m", fd, names && names[i] ? names[i] : "unnamed");
+        }
+        return 0;
+}
+
+static int add_listeners(Daemon *d, const Args *a) {
+        Manager *m = d->manager;
+        char **names = NULL;
+        int n = sd_listen_fds_with_names(1, &names), r;
 
         if (n < 0)
                 return log_error_errno(n, "sd_listen_fds: %m");
 
         m->socket_activated = n > 0;
-        for (int i = 0; i < n; i++)
-                if ((r = manager_add_listener(m, SD_LISTEN_FDS_START + i)) < 0)
-                        return log_error_errno(r, "cannot use socket fd %d: %m", SD_LISTEN_FDS_START + i);
+        r = add_activated(d, n, names);
+        for (int i = 0; names && i < n; i++)
+                free(names[i]);
+        free(names);
+        if (r < 0)
+                return r;
+        for (unsigned i = 0; i < a->n_metrics_listen; i++) {
+                int fd = metrics_listen_on(a->metrics_listen[i], &m->ctx->config);
+                if (fd < 0)
+                        return fd;
+                if ((r = metrics_server_add_listener(d->metrics, fd)) < 0) {
+                        close(fd);
+                        return log_error_errno(r, "cannot serve metrics on %s: %m", a->metrics_listen[i]);
+                }
+        }
         if (a->listen) {
-                int fd = listen_on(a->listen, m->ctx->config.socket_group);
+                int fd = listen_on(a->listen, m->ctx->config.socket_group, "socket_group");
                 if (fd < 0)
                         return log_error_errno(fd, "cannot listen on %s: %m", a->listen);
                 if ((r = manager_add_listener(m, fd)) < 0)
                         return r;
         }
-        if (n == 0 && !a->listen) {
+        if (m->n_listen == 0 && !a->listen) {
                 log_error("no socket: start through sandboxd.socket, or pass --listen PATH");
                 return -EINVAL;
         }
@@ -283,7 +389,7 @@ int main(int argc, char **argv) {
                 config_done(&config);
                 return log_error_errno(r, "cannot start: %m"), 1;
         }
-        r = add_listeners(d->manager, &args);
+        r = add_listeners(d, &args);
         if (r >= 0)
                 r = lifecycle_setup(d);
         if (r >= 0)

@@ -22,6 +22,7 @@
 #include "log.h"
 #include "macro.h"
 #include "manager.h"
+#include "metrics.h"
 #include "util.h"
 
 int manager_new(Manager **ret, Context *ctx, const ConnectionHooks *hooks) {
@@ -93,6 +94,7 @@ static void refuse(int cfd, const ProtoError *err) {
         _cleanup_free_ char *line = NULL;
         size_t n;
 
+        metrics_error(err->code);
         line = proto_serialize(reply, &n);
         if (line)
                 (void) !send(cfd, line, n, MSG_NOSIGNAL | MSG_DONTWAIT);

@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* hello: versions and what this host lets sandboxd enforce; health: the cheap liveness probe. */
+#include <stdio.h>
+#include <sys/statvfs.h>
 #include <time.h>
 
 #include "cgroup.h"
@@ -92,6 +94,116 @@ static void health_counts(Request *c, json_object *reply) {
         json_object_object_add(reply, "netns", NULL);
 }
 
+/* ---- capacity: what a placer across machines reads (docs/protocol.md, "health") ---------- */
+
+static json_object *u64_or_null(uint64_t v) {
+        return v == UINT64_MAX ? NULL : json_object_new_int64(v > INT64_MAX ? INT64_MAX : (int64_t) v);
+}
+
+static uint64_t sub_or_zero(uint64_t a, uint64_t b) {
+        return a > b ? a - b : 0;
+}
+
+/* A limit of our own subtree (memory.max, pids.max) and what it holds now: UINT64_MAX where the
+ * file is not there (no controller) or the limit is "max". */
+static void cg_limit_usage(Context *m, const char *max_file, const char *cur_file, uint64_t *ret_max, uint64_t *ret_cur) {
+        if (cg_read_u64(m->cg.base_fd, max_file, ret_max) < 0)
+                *ret_max = UINT64_MAX;
+        if (cg_read_u64(m->cg.base_fd, cur_file, ret_cur) < 0)
+                *ret_cur = UINT64_MAX;
+}
+
+/* suffix "_bytes" for memory, "" for pids; granted: the limits given to the sandboxes (pooled
+ * ones included), UINT64_MAX where the caller may not know it. */
+static json_object *cg_capacity_json(Context *m, bool memory, uint64_t granted, uint64_t per_sandbox) {
+        json_object *o = json_object_new_object();
+        const char *sfx = memory ? "_bytes" : "";
+        uint64_t max, cur;
+        char key[32];
+
+        cg_limit_usage(m, memory ? "memory.max" : "pids.max", memory ? "memory.current" : "pids.current", &max, &cur);
+#define ADD(name, v) (snprintf(key, sizeof(key), "%s%s", name, sfx), json_object_object_add(o, key, (v)))
+        ADD("max_per_sandbox", json_object_new_int64((int64_t) per_sandbox));
+        ADD("limit", u64_or_null(max));
+        ADD("usage", u64_or_null(cur));
+        ADD("left", u64_or_null(max == UINT64_MAX || cur == UINT64_MAX ? UINT64_MAX : sub_or_zero(max, cur)));
+        ADD("granted", u64_or_null(granted));
+        ADD("unreserved", u64_or_null(max == UINT64_MAX || granted == UINT64_MAX ? UINT64_MAX : sub_or_zero(max, granted)));
+#undef ADD
+        return o;
+}
+
+static json_object *sandboxes_capacity_json(Request *c, unsigned in_use, unsigned own) {
+        Context *m = c->ctx;
+        json_object *o = json_object_new_object();
+        uint64_t left = sub_or_zero(m->config.max_sandboxes, in_use), mine = left;
+
+        if (c->peer.uid != 0 && sub_or_zero(m->config.max_sandboxes_per_uid, own) < mine)
+                mine = sub_or_zero(m->config.max_sandboxes_per_uid, own);
+        json_object_object_add(o, "max", json_object_new_int64((int64_t) m->config.max_sandboxes));
+        json_object_object_add(o, "max_per_uid", json_object_new_int64((int64_t) m->config.max_sandboxes_per_uid));
+        json_object_object_add(o, "in_use", json_object_new_int64(c->admin ? in_use : own));
+        json_object_object_add(o, "left", c->admin ? json_object_new_int64((int64_t) left) : NULL);
+        json_object_object_add(o, "left_for_caller", json_object_new_int64((int64_t) mine));
+        return o;
+}
+
+/* Free space of the state directory's filesystem (workspaces and snapshots live there), and what
+ * is left of it before creates are refused (min_free_disk, min_free_files). */
+static json_object *disk_capacity_json(Context *m) {
+        json_object *o = json_object_new_object();
+        uint64_t bytes = UINT64_MAX, files = UINT64_MAX;
+        struct statvfs sv;
+
+        if (fstatvfs(m->state_fd, &sv) == 0) {
+                bytes = (uint64_t) sv.f_bavail * sv.f_frsize;
+                files = sv.f_files ? (uint64_t) sv.f_favail : UINT64_MAX; /* no inode count: btrfs */
+        }
+        json_object_object_add(o, "free_bytes", u64_or_null(bytes));
+        json_object_object_add(o, "free_files", u64_or_null(files));
+        json_object_object_add(o, "min_free_bytes", json_object_new_int64((int64_t) m->config.min_free_disk));
+        json_object_object_add(o, "min_free_files", json_object_new_int64((int64_t) m->config.min_free_files));
+        json_object_object_add(o, "left_bytes", u64_or_null(bytes == UINT64_MAX ? bytes : sub_or_zero(bytes, m->config.min_free_disk)));
+        json_object_object_add(o, "left_files", u64_or_null(files == UINT64_MAX ? files : sub_or_zero(files, m->config.min_free_files)));
+        return o;
+}
+
+static json_object *pool_capacity_json(Context *m, unsigned ready, unsigned pooled) {
+        json_object *o = json_object_new_object();
+
+        json_object_object_add(o, "size", json_object_new_int64((int64_t) m->config.pool_size));
+        json_object_object_add(o, "ready", json_object_new_int64(ready));
+        json_object_object_add(o, "filling", json_object_new_int64(pooled - ready));
+        return o;
+}
+
+/* One walk of the registry; a few small reads of our own cgroup and one statvfs: health stays a
+ * probe. Other users' grants are the admins' to know (THREATS PRO-09), as their counts are. */
+static json_object *capacity_json(Request *c) {
+        Context *m = c->ctx;
+        json_object *o = json_object_new_object();
+        unsigned in_use = 0, own = 0, ready = 0, pooled = 0;
+        uint64_t memory = 0, pids = 0;
+
+        for (Sandbox *s = registry_first(m->registry); s; s = registry_next(&s->entry)) {
+                memory += s->limits.memory;
+                pids += s->limits.pids;
+                if (s->pooled) {
+                        pooled++;
+                        ready += s->state == SANDBOX_READY;
+                        continue;
+                }
+                in_use++;
+                own += s->owner_uid == c->peer.uid;
+        }
+        json_object_object_add(o, "sandboxes", sandboxes_capacity_json(c, in_use, own));
+        json_object_object_add(o, "memory", cg_capacity_json(m, true, c->admin ? memory : UINT64_MAX, m->config.max_memory));
+        json_object_object_add(o, "pids", cg_capacity_json(m, false, c->admin ? pids : UINT64_MAX, m->config.max_pids));
+        json_object_object_add(o, "disk", disk_capacity_json(m));
+        json_object_object_add(o, "pool", pool_capacity_json(m, ready, pooled));
+        return o;
+}
+
 int op_health(Request *c, json_object *id, json_object *req, ProtoError *err) {
         Manager *m = c->manager;
         json_object *reply = json_object_new_object();
@@ -100,6 +212,7 @@ int op_health(Request *c, json_object *id, json_object *req, ProtoError *err) {
         json_object_object_add(reply, "uptime_s",
                                json_object_new_double((double) (now_usec(CLOCK_MONOTONIC) - m->ctx->start_usec) / 1e6));
         health_counts(c, reply);
+        json_object_object_add(reply, "capacity", capacity_json(c));
         reply_ok(c->reply, reply);
         return 0;
 }

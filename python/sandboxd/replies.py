@@ -96,13 +96,14 @@ class Health:
     quarantined: int | None
     teardown_stuck: int | None
     netns: JSON | None
+    capacity: JSON | None  # what more the daemon takes (docs/protocol.md, "health")
     raw: JSON = field(repr=False)
 
     @classmethod
     def from_json(cls, d: JSON) -> Health:
         return cls(_s(d, "status"), _os(d, "scope"), _of(d, "uptime_s"), _oi(d, "sandboxes"),
                    _oi(d, "runs"), _oi(d, "connections"), _oi(d, "quarantined"),
-                   _oi(d, "teardown_stuck"), _od(d, "netns"), d)
+                   _oi(d, "teardown_stuck"), _od(d, "netns"), _od(d, "capacity"), d)
 
 
 @dataclass(frozen=True)

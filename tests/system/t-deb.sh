@@ -1,6 +1,7 @@
 #!/bin/bash
-# The Debian packages under a real systemd: dpkg -i creates the sandboxd group, enables and starts
-# sandboxd.socket only, the first connection starts the service, sandboxctl from /usr/bin runs a
+# The Debian packages under a real systemd: dpkg -i creates the sandboxd and sandboxd-metrics
+# groups, enables and starts sandboxd.socket and sandboxd-metrics.socket only (not the service),
+# the first connection starts the service, the metrics socket answers a scrape, sandboxctl from /usr/bin runs a
 # command and doctor finds everything enforced, python3-sandboxd's module runs one too; dpkg --purge
 # takes it all away again.
 # Not part of `make check-vm` (the packages are built separately):
@@ -43,6 +44,10 @@ ok $? "sandboxd.service itself is not enabled"
 ok $? "and not running before the first connection"
 [ "$(stat -c '%a %U:%G' /run/sandboxd/sandboxd.sock)" = "660 root:sandboxd" ]
 ok $? "the socket is 0660 root:sandboxd"
+[ "$(systemctl is-enabled sandboxd-metrics.socket)" = enabled ] && [ "$(systemctl is-active sandboxd-metrics.socket)" = active ]
+ok $? "sandboxd-metrics.socket is enabled and active"
+[ "$(stat -c '%a %U:%G' /run/sandboxd/metrics.sock)" = "660 root:sandboxd-metrics" ]
+ok $? "the metrics socket is 0660 root:sandboxd-metrics (its own group, made by sysusers)"
 [ -d /var/lib/sandboxd/sandboxes ]
 ok $? "tmpfiles.d made /var/lib/sandboxd/sandboxes"
 /usr/sbin/sandboxd --check-config >/dev/null 2>&1
@@ -52,6 +57,8 @@ ok $? "the shipped /etc/sandboxd/sandboxd.conf is valid"
 ok $? "/usr/bin/sandboxctl runs a command through the packaged daemon"
 systemctl is-active --quiet sandboxd.service
 ok $? "the first connection started sandboxd.service"
+timeout 30 curl -sf --unix-socket /run/sandboxd/metrics.sock http://localhost/metrics | grep -q '^sandboxd_runs_ended_total{reason="exited"} 1$'
+ok $? "the metrics socket answers a scrape, with that run counted"
 [ "$(cd / && timeout 120 /usr/bin/python3 -c 'import sandboxd; print(sandboxd.Client().run("echo py").stdout, end="")' 2>&1)" = py ]
 ok $? "python3-sandboxd: the installed package runs a command through the packaged daemon's socket"
 timeout 120 /usr/bin/sandboxctl doctor >/dev/null 2>&1
@@ -65,7 +72,8 @@ out=$(timeout 240 dpkg --purge python3-sandboxd sandboxd libsandbox0 2>&1)
 ok $? "dpkg --purge python3-sandboxd sandboxd libsandbox0"
 ! systemctl is-active --quiet sandboxd.socket && ! systemctl is-active --quiet sandboxd.service
 ok $? "the socket and the service are stopped"
-[ ! -e /lib/systemd/system/sandboxd.socket ] && [ ! -e /etc/systemd/system/sockets.target.wants/sandboxd.socket ]
+[ ! -e /lib/systemd/system/sandboxd.socket ] && [ ! -e /etc/systemd/system/sockets.target.wants/sandboxd.socket ] &&
+	[ ! -e /lib/systemd/system/sandboxd-metrics.socket ] && [ ! -e /etc/systemd/system/sockets.target.wants/sandboxd-metrics.socket ]
 ok $? "the units and the enablement link are gone"
 [ ! -e /var/lib/sandboxd ] && [ ! -e /etc/sandboxd ]
 ok $? "purge removed /var/lib/sandboxd and /etc/sandboxd"

@@ -5,7 +5,7 @@
 ## before are neither counted nor touched by the scripts between them.
 VM_SYSTEM_TESTS = tests/system/t-user-state-before.sh \
 	tests/system/t-systemd.sh tests/system/t-durability.sh tests/system/t-isolation.sh \
-	tests/system/t-doctor.sh tests/system/t-top.sh \
+	tests/system/t-doctor.sh tests/system/t-top.sh tests/system/t-metrics.sh \
 	tests/system/t-snapshot.sh tests/system/t-frozen.sh tests/system/t-mounts.sh tests/system/t-files.sh \
 	tests/system/t-ports.sh \
 	tests/system/t-user-state-after.sh
