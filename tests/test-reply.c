@@ -103,6 +103,15 @@ static void test_fake_answers(void) {
         reply_event(r, reply_event_new(r, "stdout"));
         is_str(f.last, "{\"id\":7,\"event\":\"stdout\"}", "reply_event carries the request's id");
 
+        int64_t got_id = 0;
+        ok(reply_id_int(r, &got_id) && got_id == 7, "reply_id_int: an integer id is given back");
+        /* A sink without send_line gets a formatted line as the JSON it says. */
+        static const char line[] = "{\"id\":7,\"event\":\"data\",\"seq\":0,\"offset\":0,\"data\":\"aGk=\"}\n";
+        reply_send_line(r, line, sizeof(line) - 1);
+        is_int(f.n_sent, 3, "reply_send_line reaches a sink without send_line through send");
+        is_str(f.last, "{\"id\":7,\"event\":\"data\",\"seq\":0,\"offset\":0,\"data\":\"aGk=\"}",
+               "... as the JSON of the line");
+
         proto_error_set(&err, SBX_E_CONFLICT, "sandbox", "gone");
         reply_error(r, &err);
         ok(strstr(f.last, "\"id\":7,\"ok\":false,\"error\":") && strstr(f.last, "\"conflict\""),
@@ -126,8 +135,9 @@ static void test_fake_answers(void) {
         reply_ok(r, json_object_new_object());
         reply_error(r, &err);
         reply_event(r, reply_event_new(r, "stdout"));
-        is_int(f.n_sent, 3, "nothing reaches a gone sink");
-        is_uint64(f.sink.n_dropped, 3, "the three answers after it went are counted as dropped");
+        reply_send_line(r, line, sizeof(line) - 1);
+        is_int(f.n_sent, 4, "nothing reaches a gone sink");
+        is_uint64(f.sink.n_dropped, 4, "the four answers after it went are counted as dropped");
 
         Reply *r2 = reply_ref(r);
         ok(r2 == r && f.n_ref == 1, "reply_ref takes no new sink reference");
@@ -136,6 +146,14 @@ static void test_fake_answers(void) {
         ok(reply_unref(r) == NULL, "reply_unref returns NULL");
         is_int(f.n_ref, 0, "references balance: none left on the sink");
         json_object_put(id);
+
+        fake_init(&f);
+        id = json_object_new_string("seven");
+        ok(reply_new(&f.sink, id, &r) == 0 && !reply_id_int(r, &got_id), "reply_id_int: a string id is no integer");
+        reply_unref(r);
+        json_object_put(id);
+        ok(reply_new(&f.sink, NULL, &r) == 0 && !reply_id_int(r, &got_id), "reply_id_int: nor is a missing one");
+        reply_unref(r);
 }
 
 static void test_fake_hooks(void) {

@@ -151,6 +151,30 @@ void reply_event(Reply *r, json_object *ev) {
         reply_send(r, ev);
 }
 
+bool reply_id_int(const Reply *r, int64_t *ret) {
+        if (!r->id || !json_object_is_type(r->id, json_type_int))
+                return false;
+        *ret = json_object_get_int64(r->id);
+        return true;
+}
+
+void reply_send_line(Reply *r, const char *line, size_t len) {
+        ReplySink *sink = r->sink;
+        json_object *msg;
+
+        if (sink->gone) {
+                sink->n_dropped++;
+                return;
+        }
+        if (sink->ops->send_line) {
+                sink->ops->send_line(sink, line, len);
+                return;
+        }
+        msg = json_tokener_parse(line);
+        if (msg)
+                sink->ops->send(sink, msg);
+}
+
 size_t reply_backlog(const Reply *r) {
         return r->sink->gone ? 0 : r->sink->ops->backlog(r->sink);
 }

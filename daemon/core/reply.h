@@ -59,6 +59,9 @@ typedef struct ReplyPeer {
 typedef struct ReplySinkOps {
         /* Queues msg (taken); a failure marks the sink gone and defers its close. */
         void (*send)(ReplySink *sink, json_object *msg);
+        /* Queues a line already serialized (ending in '\n'), as send would queue its JSON; NULL:
+         * reply_send_line() parses it and calls send. */
+        void (*send_line)(ReplySink *sink, const char *line, size_t len);
         /* Bytes queued that the peer has not read yet. */
         size_t (*backlog)(const ReplySink *sink);
         /* Whether the peer shut down its sending side: it asks nothing more, and is still answered. */
@@ -108,6 +111,11 @@ void reply_error_extra(Reply *r, const ProtoError *err, json_object *extra);
 json_object *reply_event_new(const Reply *r, const char *kind);
 /* ...and sent (taken); the request stays pending. */
 void reply_event(Reply *r, json_object *ev);
+/* The request's id when it is an integer (lines formatted without json-c carry it so). */
+bool reply_id_int(const Reply *r, int64_t *ret);
+/* An event line formatted by the caller (canonical JSON with this request's id, ending in '\n'),
+ * sent as it is: bulk data (file.read's data events) skips json-c's serializer. */
+void reply_send_line(Reply *r, const char *line, size_t len);
 
 /* Unread bytes of the peer (for STREAM_PAUSE_BYTES); 0 once it is gone. */
 size_t reply_backlog(const Reply *r);

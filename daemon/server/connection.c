@@ -212,20 +212,11 @@ static bool uid_over_budget(Connection *c, size_t here, const char *what) {
         return true;
 }
 
-/* Queues a serialized line; with take, msg is put first: a big reply (a run's output) is then
- * held twice at most (line and queue), not four times (and its JSON strings). */
-static void connection_send_line(Connection *c, json_object *msg, bool take) {
-        _cleanup_free_ char *line = NULL;
-        size_t n = 0;
-
-        if (c->dead) {
-                if (take)
-                        json_object_put(msg);
+/* Queues a line (with its '\n'), flushes what the client takes, and closes a connection whose
+ * unread replies pass the caps. */
+static void connection_queue_line(Connection *c, const char *line, size_t n) {
+        if (c->dead)
                 return;
-        }
-        line = proto_serialize(msg, &n);
-        if (take)
-                json_object_put(msg);
         if (!line || out_append(c, line, n) < 0) {
                 log_warning("connection from pid %d: out of memory for a reply, closing", (int) c->peer.pid);
                 connection_close(c);
@@ -249,6 +240,23 @@ static void connection_send_line(Connection *c, json_object *msg, bool take) {
         connection_update_events(c);
 }
 
+/* Queues a serialized line; with take, msg is put first: a big reply (a run's output) is then
+ * held twice at most (line and queue), not four times (and its JSON strings). */
+static void connection_send_line(Connection *c, json_object *msg, bool take) {
+        _cleanup_free_ char *line = NULL;
+        size_t n = 0;
+
+        if (c->dead) {
+                if (take)
+                        json_object_put(msg);
+                return;
+        }
+        line = proto_serialize(msg, &n);
+        if (take)
+                json_object_put(msg);
+        connection_queue_line(c, line, n);
+}
+
 static void connection_reply_error(Connection *c, json_object *id, const ProtoError *err) {
         metrics_error(err->code);
         connection_send_line(c, proto_reply_error(id, err), true);
@@ -262,6 +270,10 @@ static Connection *sink_connection(const ReplySink *sink) {
 
 static void sink_send(ReplySink *sink, json_object *msg) {
         connection_send_line(sink_connection(sink), msg, true);
+}
+
+static void sink_send_line(ReplySink *sink, const char *line, size_t len) {
+        connection_queue_line(sink_connection(sink), line, len);
 }
 
 static size_t sink_backlog(const ReplySink *sink) {
@@ -282,6 +294,7 @@ static void sink_unref(ReplySink *sink) {
 
 static const ReplySinkOps connection_sink_ops = {
         .send = sink_send,
+        .send_line = sink_send_line,
         .backlog = sink_backlog,
         .input_ended = sink_input_ended,
         .ref = sink_ref,
