@@ -11,6 +11,7 @@ INTEGRATION_TESTS = \
 	tests/t-files-big.sh \
 	tests/t-files-tar.sh \
 	tests/t-files-chunks.sh \
+	tests/t-files-progress.sh \
 	tests/t-frozen.sh \
 	tests/t-kill-fallback.sh \
 	tests/t-layers.sh \

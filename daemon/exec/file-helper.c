@@ -29,6 +29,7 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "file-helper.h"
@@ -83,6 +84,28 @@ static int record_send(FileRecord *r, const char *path, const char *target) {
         if (write_all(r, sizeof(*r)) < 0 || write_all(path, r->path_len) < 0 || write_all(target, r->target_len) < 0)
                 return -1;
         return 0;
+}
+
+static uint64_t progress_bytes;
+static int64_t progress_ns;
+
+/* bytes so far of a transfer the daemon does not see (file-helper.h: FILE_RECORD_PROGRESS): a
+ * record only once FILE_PROGRESS_BYTES more came and FILE_PROGRESS_NSEC passed, so the record
+ * pipe never slows the copy. */
+static void progress_note(uint64_t bytes) {
+        struct timespec ts;
+        int64_t now;
+
+        if (bytes < progress_bytes + FILE_PROGRESS_BYTES || clock_gettime(CLOCK_MONOTONIC, &ts) < 0)
+                return;
+        now = (int64_t) ts.tv_sec * 1000000000 + ts.tv_nsec;
+        if (now - progress_ns < FILE_PROGRESS_NSEC)
+                return;
+        progress_bytes = bytes;
+        progress_ns = now;
+        FileRecord r = { .kind = FILE_RECORD_PROGRESS, .offset = bytes };
+        if (record_send(&r, NULL, NULL) < 0)
+                _exit(1); /* the daemon is gone */
 }
 
 _Noreturn static void fail(int err, FileReason reason) {
@@ -546,8 +569,10 @@ static void op_read(FileArgs *a) {
                 if (a->sink && sink_write(buf, (size_t) k) < 0)
                         fail(errno, FILE_REASON_NONE);
                 if (!a->sink)
-                        data_send(pos, buf, (size_t) k);
+                        data_send(pos, buf, (size_t) k); /* the daemon counts these itself */
                 pos += (uint64_t) k;
+                if (a->sink)
+                        progress_note(pos - sz.offset);
         }
         if (a->sink)
                 sink_finish();
@@ -631,6 +656,7 @@ static uint64_t copy_in(int dst, uint64_t max) {
                 if (k == 0)
                         break;
                 pos += (uint64_t) k;
+                progress_note(pos);
         }
         /* A file ending in a hole: its length. */
         if (ftruncate(dst, (off_t) pos) < 0)
@@ -772,6 +798,7 @@ static void write_in_place(FileArgs *a, int dir, const char *name) {
                         if (pwrite_all(fd, buf, (size_t) k, (off_t) (a->offset + pos)) < 0)
                                 fail_count(errno, FILE_REASON_NONE, pos);
                         pos += (uint64_t) k;
+                        progress_note(pos);
                         if (pos == max)
                                 break;
                 }
@@ -894,7 +921,7 @@ static void op_put(FileArgs *a) {
                         fail(errno, FILE_REASON_NONE);
                 if (!S_ISDIR(sb.st_mode))
                         fail(ENOTDIR, FILE_REASON_NOT_DIR);
-                if (tar_put(data_fd, fd, false, a->overwrite, &st, &tf) < 0)
+                if (tar_put(data_fd, fd, false, a->overwrite, progress_note, &st, &tf) < 0)
                         tar_failed(&st, &tf);
                 tar_done(&st);
         }
@@ -919,7 +946,7 @@ static void op_put(FileArgs *a) {
                         fail(errno, FILE_REASON_NONE);
         }
         root = openat(dir, tmpname, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        if (root < 0 || tar_put(data_fd, root, true, true, &st, &tf) < 0) {
+        if (root < 0 || tar_put(data_fd, root, true, true, progress_note, &st, &tf) < 0) {
                 if (root < 0)
                         tf = (TarFail) { .err = errno }, st = (TarStats) {};
                 (void) rm_rf_at(dir, tmpname);
@@ -934,7 +961,12 @@ static void op_put(FileArgs *a) {
 }
 
 static int get_to_sink(const void *p, size_t n, void *userdata) {
-        return write_fd_all(data_fd, p, n);
+        uint64_t *offset = userdata;
+        if (write_fd_all(data_fd, p, n) < 0)
+                return -1;
+        *offset += n;
+        progress_note(*offset);
+        return 0;
 }
 
 static int get_to_records(const void *p, size_t n, void *userdata) {

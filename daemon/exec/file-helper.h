@@ -32,6 +32,9 @@ typedef enum FileRecordKind {
                                 * stream, offset skipped, length changed */
         FILE_RECORD_READY,     /* file.write by chunks: the file is open, frames may come */
         FILE_RECORD_ACK,       /* file.write by chunks: frame count (its seq) is written; offset: bytes so far */
+        FILE_RECORD_PROGRESS,  /* a transfer whose data the daemon does not see (an fd, a memfd): offset, the
+                                * bytes so far (file.read: from its offset; file.put, file.get: of the stream);
+                                * at most one per FILE_PROGRESS_BYTES and per FILE_PROGRESS_NSEC */
 } FileRecordKind;
 
 /* What an error is about, where errno alone does not say it. */
@@ -96,6 +99,11 @@ typedef struct FileRecord {
 
 #define FILE_RECORD_TEXT_MAX 4096 /* path_len and target_len: at most PATH_MAX */
 #define FILE_DATA_MAX (1024u * 1024) /* a DATA record's bytes: SBX_FILE_CHUNK_BYTES */
+
+/* PROGRESS records: both bounds hold (the rarer wins), so a fast copy sends ten a second and a
+ * slow one one per 4 MiB; the daemon turns them into progress events at most every 200 ms. */
+#define FILE_PROGRESS_BYTES (4u * 1024 * 1024)
+#define FILE_PROGRESS_NSEC (100 * 1000 * 1000LL)
 
 /* file.write by chunks ("chunks=1"): the daemon writes the decoded chunks to the helper's fd 2
  * (a pipe) as frames, each this header and then len bytes (at most FILE_DATA_MAX); zeros is a

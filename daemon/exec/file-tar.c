@@ -100,7 +100,13 @@ typedef struct Put {
         TarStats *st;
         TarFail *f;
         char *buf;
+        TarProgressFn progress;
 } Put;
+
+static void put_progress(Put *p) {
+        if (p->progress)
+                p->progress((uint64_t) archive_filter_bytes(p->a, -1));
+}
 
 /* The directory rel (relative, normalised) beneath the root, each component opened with no
  * symlink allowed; missing ones are made (0755: a stream may leave out its directories). */
@@ -223,6 +229,7 @@ static int put_data(Put *p, int fd) {
                         size -= (size_t) k;
                         off += k;
                 }
+                put_progress(p);
         }
         return r == ARCHIVE_EOF ? 0 : -EPROTO;
 }
@@ -425,11 +432,13 @@ static int put_loop(Put *p) {
                 }
                 if ((r = put_entry(p, e)) < 0)
                         return r;
+                put_progress(p);
         }
 }
 
-int tar_put(int src_fd, int root_fd, bool fresh, bool overwrite, TarStats *st, TarFail *f) {
-        Put p = { .root = root_fd, .fresh = fresh, .overwrite = overwrite, .cached_fd = -1, .st = st, .f = f };
+int tar_put(int src_fd, int root_fd, bool fresh, bool overwrite, TarProgressFn progress, TarStats *st, TarFail *f) {
+        Put p = { .root = root_fd, .fresh = fresh, .overwrite = overwrite, .cached_fd = -1, .st = st, .f = f,
+                  .progress = progress };
         int r;
 
         *st = (TarStats) {};

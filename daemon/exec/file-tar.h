@@ -47,7 +47,10 @@ typedef struct TarFail {
  * (a "./" entry's mode and mtime then apply to it). overwrite false: an existing non-directory
  * is EEXIST. A chunked file.put (file.chunk lines, another transfer source) feeds the same
  * extractor through src_fd: the daemon's end of a pipe. Returns 0 or -errno with *f set. */
-int tar_put(int src_fd, int root_fd, bool fresh, bool overwrite, TarStats *st, TarFail *f);
+typedef void (*TarProgressFn)(uint64_t stream_bytes);
+
+/* progress (or NULL) is told the stream's bytes read so far, between entries and data blocks. */
+int tar_put(int src_fd, int root_fd, bool fresh, bool overwrite, TarProgressFn progress, TarStats *st, TarFail *f);
 
 /* Where file.get's stream goes: all of n bytes, or < 0. */
 typedef int (*TarWriteFn)(const void *p, size_t n, void *userdata);

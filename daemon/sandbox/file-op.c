@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -25,6 +26,8 @@
 
 #define ENTRIES_PER_EVENT 256
 #define RECORD_MAX (sizeof(FileRecord) + 2 * FILE_RECORD_TEXT_MAX)
+#define PROGRESS_INTERVAL_USEC (200 * 1000) /* between progress events, and before the first */
+#define PROGRESS_UNKNOWN UINT64_MAX
 
 typedef struct FileOp {
         Sandbox *sandbox;
@@ -54,6 +57,10 @@ typedef struct FileOp {
         ProtoError failure;     /* the transfer was ended for this (failed) */
         bool failed;
         bool transfer;          /* counted in the sink's n_transfers */
+        uint64_t progress_total; /* PROGRESS_UNKNOWN: a tar stream, a source without size */
+        uint64_t progress_bytes; /* the most the helper (or the data) showed so far */
+        uint64_t progress_base;  /* file.read: its offset (bytes count from there) */
+        uint64_t progress_next;  /* CLOCK_MONOTONIC µs before which no progress event goes */
 } FileOp;
 
 static const char *const type_names[] = {
@@ -170,6 +177,35 @@ static int send_data_event(FileOp *f, uint64_t offset, const char *data, size_t 
         return 0;
 }
 
+/* {"event":"progress","bytes":N,"total":T} at most every PROGRESS_INTERVAL_USEC, none in the
+ * first one: a short transfer gets none. bytes never goes back (a helper that says so lied);
+ * past total it is shown as total (a source that grew while it was copied). Skipped while the
+ * client does not read: the next one says more anyway, and the queue stays bounded. */
+static int file_op_progress(FileOp *f, uint64_t bytes) {
+        uint64_t now;
+        json_object *ev;
+
+        if (bytes < f->progress_bytes)
+                return -EPROTO;
+        f->progress_bytes = bytes;
+        if (!f->transfer || reply_gone(f->reply) || reply_backlog(f->reply) > STREAM_PAUSE_BYTES ||
+            sd_event_now(f->sandbox->ctx->event, CLOCK_MONOTONIC, &now) < 0 || now < f->progress_next)
+                return 0;
+        f->progress_next = now + PROGRESS_INTERVAL_USEC;
+        ev = reply_event_new(f->reply, "progress");
+        json_object_object_add(ev, "bytes", json_object_new_uint64(bytes < f->progress_total ? bytes : f->progress_total));
+        json_object_object_add(ev, "total",
+                               f->progress_total == PROGRESS_UNKNOWN ? NULL : json_object_new_uint64(f->progress_total));
+        reply_event(f->reply, ev);
+        return 0;
+}
+
+static int take_progress_record(FileOp *f, const FileRecord *r) {
+        if (!f->transfer || f->inflow || r->path_len || r->target_len || (is_read(f) && !f->sized))
+                return -EPROTO;
+        return file_op_progress(f, r->offset);
+}
+
 /* file.get's stream as data events: no size ahead, offsets in order, as file.read's events. */
 static int take_get_record(FileOp *f, const FileRecord *r, const char *data) {
         if (r->kind == FILE_RECORD_TAR) {
@@ -179,7 +215,9 @@ static int take_get_record(FileOp *f, const FileRecord *r, const char *data) {
         if (strcmp(f->op, FILE_OP_GET) != 0 || r->kind != FILE_RECORD_DATA || r->length == 0 || r->offset != f->data_next)
                 return -EPROTO;
         f->data_next += r->length;
-        return send_data_event(f, r->offset, data, r->length);
+        if (send_data_event(f, r->offset, data, r->length) < 0)
+                return -ENOMEM;
+        return file_op_progress(f, f->data_next);
 }
 
 /* file.read's records: one SIZE first, then DATA in order within what it announced. */
@@ -192,6 +230,8 @@ static int take_read_record(FileOp *f, const FileRecord *r, const char *data) {
                 f->sized = true;
                 f->data_next = r->offset;
                 f->data_end = r->offset + r->length;
+                f->progress_base = r->offset;
+                f->progress_total = r->length;
                 ev = reply_event_new(f->reply, "size");
                 json_object_object_add(ev, "size", json_object_new_uint64(r->size));
                 json_object_object_add(ev, "offset", json_object_new_uint64(r->offset));
@@ -203,7 +243,9 @@ static int take_read_record(FileOp *f, const FileRecord *r, const char *data) {
             r->length > f->data_end - r->offset)
                 return -EPROTO;
         f->data_next = r->offset + r->length;
-        return send_data_event(f, r->offset, data, r->length);
+        if (send_data_event(f, r->offset, data, r->length) < 0)
+                return -ENOMEM;
+        return file_op_progress(f, f->data_next - f->progress_base);
 }
 
 /* One record from the helper, its text checked (lengths, type, kind, nothing after the end). */
@@ -214,11 +256,16 @@ static int take_record(FileOp *f, const FileRecord *r, const char *text) {
                 return take_get_record(f, r, text);
         if (r->kind == FILE_RECORD_SIZE || r->kind == FILE_RECORD_DATA)
                 return is_read(f) ? take_read_record(f, r, text) : -EPROTO;
+        if (r->kind == FILE_RECORD_PROGRESS)
+                return take_progress_record(f, r);
         if (r->kind == FILE_RECORD_READY || r->kind == FILE_RECORD_ACK) {
+                int k;
                 if (!f->inflow || r->path_len || r->target_len)
                         return -EPROTO;
-                return r->kind == FILE_RECORD_READY ? file_inflow_ready(f->inflow)
-                                                    : file_inflow_ack(f->inflow, r->count, r->offset);
+                if (r->kind == FILE_RECORD_READY)
+                        return file_inflow_ready(f->inflow);
+                k = file_inflow_ack(f->inflow, r->count, r->offset);
+                return k < 0 ? k : file_op_progress(f, r->offset);
         }
         if (r->kind == FILE_RECORD_DONE || r->kind == FILE_RECORD_ERROR) {
                 f->end = *r;
@@ -613,6 +660,22 @@ static int file_op_inflow(FileOp *f, const FileOpSpec *spec, int *ret_read, Prot
         return 0;
 }
 
+/* What a progress event's total is: file.write's size, or its source's when that is a file
+ * (the client's, or the memfd of inline data); file.read's comes with its SIZE record. */
+static uint64_t progress_total_of(const FileOpSpec *spec) {
+        struct stat st;
+        off_t pos;
+
+        if (strcmp(spec->op, FILE_OP_WRITE) != 0)
+                return PROGRESS_UNKNOWN;
+        if (spec->size != UINT64_MAX || spec->chunks)
+                return spec->size;
+        if (spec->data_fd < 0 || fstat(spec->data_fd, &st) < 0 || !S_ISREG(st.st_mode) ||
+            (pos = lseek(spec->data_fd, 0, SEEK_CUR)) < 0)
+                return PROGRESS_UNKNOWN;
+        return st.st_size > pos ? (uint64_t) (st.st_size - pos) : 0;
+}
+
 /* The helper's argv after RunParams, filter and cwd: op, the path as hex, the options. */
 static char **helper_argv(const FileOpSpec *spec) {
         size_t n = 0;
@@ -695,6 +758,11 @@ int file_op_start(Sandbox *s, const FileOpSpec *spec, Reply *reply, ProtoError *
         if (spec->chunks)
                 ls.stderr_fd = &pipe_read;
         snprintf(f->op, sizeof(f->op), "%s", spec->op);
+        f->progress_total = progress_total_of(spec);
+        if (sd_event_now(s->ctx->event, CLOCK_MONOTONIC, &f->progress_next) >= 0)
+                f->progress_next += PROGRESS_INTERVAL_USEC;
+        else
+                f->progress_next = UINT64_MAX; /* not before the loop ran once: no progress at all */
         launch_init(&f->launch, s, &file_op_launch_ops, f);
         hook_init(&f->close_hook, on_client_gone, f);
         hook_init(&f->writable_hook, on_writable, f);

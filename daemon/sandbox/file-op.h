@@ -20,7 +20,7 @@ typedef struct FileOpSpec {
         const char *const *options; /* NAME=VALUE words for the helper, NULL-terminated */
         int data_fd;               /* >= 0: the client's fd (checked) the helper writes the data to */
         bool chunks;               /* the data comes in file.chunk lines (file-inflow.h) */
-        uint64_t size;             /* with chunks: the announced total, UINT64_MAX for none */
+        uint64_t size;             /* file.write: the announced total, UINT64_MAX for none */
         bool transfer;             /* counted as a file transfer (reply_account_transfer()) */
 } FileOpSpec;
 

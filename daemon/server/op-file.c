@@ -116,7 +116,7 @@ static int file_op_spec(Request *c, json_object *req, FileOpSpec *spec, ProtoErr
 /* With options (and data_fd, or -1). */
 static int file_op_fd(Request *c, json_object *req, const char *op, const char *const *options, int data_fd,
                       ProtoError *err) {
-        FileOpSpec spec = { .op = op, .options = options, .data_fd = data_fd,
+        FileOpSpec spec = { .op = op, .options = options, .data_fd = data_fd, .size = UINT64_MAX,
                             .transfer = strcmp(op, FILE_OP_READ) == 0 || strcmp(op, FILE_OP_WRITE) == 0 ||
                                         strcmp(op, FILE_OP_PUT) == 0 || strcmp(op, FILE_OP_GET) == 0 };
         return file_op_spec(c, req, &spec, err);
@@ -132,6 +132,13 @@ static int file_write_chunked(Request *c, json_object *id, json_object *req, con
                 return proto_error_set(err, SBX_E_INVALID_REQUEST, "id", "a file.write by chunks needs an id for its chunks");
         options[n++] = "chunks=1";
         options[n] = NULL;
+        return file_op_spec(c, req, &spec, err);
+}
+
+/* From the client's fd or the memfd of inline data; size (UINT64_MAX: none) is the progress' total. */
+static int file_write_fd(Request *c, json_object *req, const char *const *options, int data_fd, uint64_t size,
+                         ProtoError *err) {
+        FileOpSpec spec = { .op = FILE_OP_WRITE, .options = options, .data_fd = data_fd, .size = size, .transfer = true };
         return file_op_spec(c, req, &spec, err);
 }
 
@@ -289,7 +296,7 @@ int op_file_write(Request *c, json_object *id, json_object *req, ProtoError *err
         }
         if (fd < 0) /* neither: the data follows in file.chunk lines */
                 return file_write_chunked(c, id, req, options, n, has_size ? size : UINT64_MAX, err);
-        r = file_op_fd(c, req, FILE_OP_WRITE, options, fd, err);
+        r = file_write_fd(c, req, options, fd, has_size ? size : UINT64_MAX, err);
         safe_close(memfd); /* the helper has its own */
         return r;
 }
