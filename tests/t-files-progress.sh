@@ -4,7 +4,7 @@
 # passed fd (with and without size, and from a pipe), file.read into a passed fd and as data
 # events, file.write by chunks, file.put and file.get of a 256 MiB tree: each gets progress
 # events whose bytes only grow and never pass the total, whose total is the size (null for a tar
-# stream and a pipe), at least 190 ms apart (the daemon's limiter: 200 ms); a 4 KiB transfer
+# stream and a pipe), no more than one per 200 ms (the daemon's limiter, counted over the span they arrived in); a 4 KiB transfer
 # gets none. sandboxctl cp draws its bar on a terminal only.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
 
@@ -91,8 +91,12 @@ def check_progress(name, prog, final, total, end_bytes):
           "%s: bytes only grow" % name, b)
     lim = total if total is not None else end_bytes
     check(all(0 < x <= lim for x in b if isinstance(x, int)), "%s: bytes never pass %d" % (name, lim), b)
-    gaps = [round(y[0] - x[0], 3) for x, y in zip(prog, prog[1:])]
-    check(all(g >= 0.19 for g in gaps), "%s: events at least 190 ms apart" % name, gaps)
+    # The daemon's limiter (one event per 200 ms), seen from here: arrival times jitter (two
+    # events may arrive closer than they were sent), so the bound is on their number over the
+    # span they arrived in, with one event of slack at each end.
+    span = prog[-1][0] - prog[0][0]
+    check(len(prog) <= span / 0.2 + 3, "%s: no more events than one per 200 ms (%d in %.2f s)" % (name, len(prog), span),
+          [round(y[0] - x[0], 3) for x, y in zip(prog, prog[1:])])
 
 GIB = 1 << 30
 src = os.path.join(T, "huge.src")

@@ -180,7 +180,11 @@ static int send_data_event(FileOp *f, uint64_t offset, const char *data, size_t 
 /* {"event":"progress","bytes":N,"total":T} at most every PROGRESS_INTERVAL_USEC, none in the
  * first one: a short transfer gets none. bytes never goes back (a helper that says so lied);
  * past total it is shown as total (a source that grew while it was copied). Skipped while the
- * client does not read: the next one says more anyway, and the queue stays bounded. */
+ * client does not read: the next one says more anyway, and the queue stays bounded. "Does not
+ * read" is more unread than a read by events holds while its client reads (the pause at
+ * STREAM_PAUSE_BYTES, plus the data event that crossed it, about 1.4 MB): below that, progress
+ * goes out between data events, as sandboxctl draws it. */
+#define PROGRESS_SKIP_BACKLOG (STREAM_PAUSE_BYTES + 2u * (SBX_FILE_CHUNK_BYTES * 4 / 3 + 128))
 static int file_op_progress(FileOp *f, uint64_t bytes) {
         uint64_t now;
         json_object *ev;
@@ -188,7 +192,7 @@ static int file_op_progress(FileOp *f, uint64_t bytes) {
         if (bytes < f->progress_bytes)
                 return -EPROTO;
         f->progress_bytes = bytes;
-        if (!f->transfer || reply_gone(f->reply) || reply_backlog(f->reply) > STREAM_PAUSE_BYTES ||
+        if (!f->transfer || reply_gone(f->reply) || reply_backlog(f->reply) > PROGRESS_SKIP_BACKLOG ||
             sd_event_now(f->sandbox->ctx->event, CLOCK_MONOTONIC, &now) < 0 || now < f->progress_next)
                 return 0;
         f->progress_next = now + PROGRESS_INTERVAL_USEC;
