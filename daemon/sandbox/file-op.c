@@ -532,6 +532,15 @@ static void file_op_free(FileOp *f) {
         free(f);
 }
 
+/* Whether the kernel's OOM killer ended a process of the helper's cgroup (memory.events counts
+ * the kills in it): the sandbox's memory limit, which a file's own pages count against where the
+ * workspace is in memory (tmpfs). */
+static bool file_op_oom_killed(const FileOp *f) {
+        uint64_t kills = 0;
+        return (f->sandbox->enforced & CG_MEMORY) && f->launch.cg_fd >= 0 &&
+               cg_read_keyed(f->launch.cg_fd, "memory.events", "oom_kill", &kills) >= 0 && kills > 0;
+}
+
 static void file_op_answer(FileOp *f, const siginfo_t *si) {
         ProtoError err;
 
@@ -543,10 +552,15 @@ static void file_op_answer(FileOp *f, const siginfo_t *si) {
                 reply_error(f->reply, &err);
         } else if (f->failed)
                 reply_error(f->reply, &f->failure);
-        else if (f->bad || !f->ended) {
+        else if (!f->bad && !f->ended && si->si_code == CLD_KILLED && file_op_oom_killed(f)) {
+                proto_error_set(&err, SBX_E_RESOURCE_EXHAUSTED, "memory",
+                                "the sandbox's memory limit ended the file helper (an OOM kill in its cgroup; a "
+                                "workspace in memory holds the file's pages too); a file being replaced is as it was");
+                reply_error(f->reply, &err);
+        } else if (f->bad || !f->ended) {
                 proto_error_set(&err, SBX_E_INTERNAL, NULL, "the file helper %s (%s %d)",
                                 f->bad ? "sent malformed output and was killed"
-                                : si->si_code == CLD_KILLED ? "was killed (out of memory in the sandbox?)"
+                                : si->si_code == CLD_KILLED ? "was killed"
                                 : "ended without an answer",
                                 si->si_code == CLD_EXITED ? "status" : "signal", si->si_status);
                 reply_error(f->reply, &err);

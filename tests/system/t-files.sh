@@ -5,7 +5,7 @@
 # the guest's tmpfs root, so the file's pages are shmem charged to the sandbox (on a disk they
 # would be reclaimable page cache): a helper that held the file would add 256M more. The
 # daemon's own cgroup leaf grows by less than 16 MiB (no byte of a transfer by fd passes
-# through it).
+# through it). Then into a sandbox of 64M, whose memory limit stops it: resource_exhausted.
 source "$(dirname "$0")/lib.sh"
 export SANDBOXD_SOCKET=/run/sandboxd/sandboxd.sock
 base=/sys/fs/cgroup/system.slice/sandboxd.service
@@ -49,6 +49,26 @@ dcur=$(cat "$base/daemon/memory.current")
 [ $((dcur - dpeak0)) -lt $((16 << 20)) ]
 ok $? "the daemon's cgroup leaf grew by less than 16 MiB over the transfers ($dpeak0 -> $dcur bytes)"
 
+sandboxctl destroy "$sid" >/dev/null
+
+# The same 256 MiB into a sandbox of 64M: here its workspace is in memory (the guest's root is a
+# tmpfs overlay), so the file's own pages pass memory.max and the kernel kills the helper. The
+# reply says so (from the helper's memory.events), and the file it was replacing is as it was.
+sid=$(sandboxctl create --memory 64M --pids 64 2>&1)
+diag "state directory on $(stat -f -c %T /var/lib/sandboxd)"
+printf 'old\n' | sandboxctl cp - "$sid:/work/big"
+out=$(sandboxctl cp "$src" "$sid:/work/big" 2>&1)
+st=$?
+[ "$st" != 0 ] && grep -q 'resource_exhausted' <<<"$out" && grep -q "memory limit ended the file helper" <<<"$out"
+ok $? "256 MiB into a sandbox of 64M with its workspace in memory: resource_exhausted, the memory limit named (status $st: $out)"
+# Read on the host side: a helper killed before it could unlink its temporary file (a named one
+# here: overlayfs has no O_TMPFILE before 6.6) leaves it, and its pages fill the sandbox's memory,
+# so a new helper could meet the same limit.
+work=$(jqr .sandbox.workdir "$(call '{"op":"inspect","sandbox":"'"$sid"'"}')")
+got=$(cat "$work/big" 2>&1)
+[ "$got" = old ]
+ok $? "... and the file it was replacing is as it was ($(head -c 200 <<<"$got"))"
+diag "left in /work: $(ls -a "$work" | tr '\n' ' ')"
 sandboxctl destroy "$sid" >/dev/null
 rm -f "$src"
 done_testing
