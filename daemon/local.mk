@@ -102,6 +102,7 @@ libexec_PROGRAMS += daemon/sandboxd-file-helper
 daemon_sandboxd_file_helper_SOURCES = \
 	daemon/exec/file-helper.c daemon/exec/file-helper.h \
 	daemon/exec/file-tar.c daemon/exec/file-tar.h \
+	daemon/exec/dir-names.c daemon/exec/dir-names.h \
 	daemon/exec/run-exec.c daemon/exec/run-exec.h \
 	daemon/exec/identity.c daemon/exec/identity.h \
 	daemon/exec/sandbox-setup.c \

@@ -32,6 +32,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "dir-names.h"
 #include "file-helper.h"
 #include "file-tar.h"
 #include "macro.h"
@@ -223,39 +224,13 @@ static void op_stat(FileArgs *a) {
         done(1, false);
 }
 
-static int cmp_names(const void *a, const void *b) {
-        return strcmp(*(char *const *) a, *(char *const *) b);
-}
-
-/* The names of a directory (not . and ..), sorted: a client can diff two listings. */
+/* The names of a directory, sorted (dir-names.c); out of memory ends the operation, an
+ * unreadable directory is NULL. */
 static char **dir_names(int dir_fd, size_t *ret_n) {
-        int fd = openat(dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
-        char **names = NULL;
-        size_t n = 0, alloc = 0;
-        struct dirent *de;
-
-        if (!d) {
-                safe_close(fd);
-                return NULL;
-        }
-        while ((de = readdir(d))) {
-                if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
-                        continue;
-                if (n == alloc) {
-                        char **p = realloc(names, (alloc = alloc ? 2 * alloc : 64) * sizeof(char *));
-                        if (!p)
-                                fail(ENOMEM, FILE_REASON_NONE);
-                        names = p;
-                }
-                if (!(names[n++] = strdup(de->d_name)))
-                        fail(ENOMEM, FILE_REASON_NONE);
-        }
-        closedir(d);
-        if (n)
-                qsort(names, n, sizeof(char *), cmp_names);
-        *ret_n = n;
-        return names ? names : calloc(1, sizeof(char *));
+        char **names = dir_names_sorted(dir_fd, ret_n);
+        if (!names && errno == ENOMEM)
+                fail(ENOMEM, FILE_REASON_NONE);
+        return names;
 }
 
 typedef struct ListState {

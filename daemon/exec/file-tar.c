@@ -19,6 +19,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "dir-names.h"
 #include "file-tar.h"
 #include "macro.h"
 
@@ -596,42 +597,6 @@ static int get_data(Get *g, int fd, const struct stat *st, const char *arcname) 
 
 static int get_entry(Get *g, int dir_fd, const char *name, int data_fd, const char *arcname, dev_t parent_dev);
 
-static int cmp_names(const void *a, const void *b) {
-        return strcmp(*(char *const *) a, *(char *const *) b);
-}
-
-/* A directory's names, sorted (two archives of one tree are the same stream). NULL: unreadable. */
-static char **get_names(int dir_fd, size_t *ret_n) {
-        int fd = openat(dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
-        char **names = NULL;
-        size_t n = 0, alloc = 0;
-        struct dirent *de;
-
-        if (!d) {
-                safe_close(fd);
-                return NULL;
-        }
-        while ((de = readdir(d))) {
-                if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
-                        continue;
-                if (n == alloc) {
-                        char **m = realloc(names, (alloc = alloc ? 2 * alloc : 64) * sizeof(char *));
-                        if (!m)
-                                break;
-                        names = m;
-                }
-                if (!(names[n] = strdup(de->d_name)))
-                        break;
-                n++;
-        }
-        closedir(d);
-        if (n)
-                qsort(names, n, sizeof(char *), cmp_names);
-        *ret_n = n;
-        return names ? names : calloc(1, sizeof(char *));
-}
-
 static int get_dir(Get *g, int fd, const struct stat *st, const char *arcname, dev_t parent_dev) {
         char sub[PATH_MAX + 2];
         size_t n = 0;
@@ -645,7 +610,11 @@ static int get_dir(Get *g, int fd, const struct stat *st, const char *arcname, d
         g->st->entries++;
         if (parent_dev && st->st_dev != parent_dev)
                 return 0; /* a mount point: archived, not entered */
-        names = get_names(fd, &n);
+        /* Sorted: two archives of one tree are the same stream. Out of memory ends the get; an
+         * unreadable directory is archived empty. */
+        names = dir_names_sorted(fd, &n);
+        if (!names && errno == ENOMEM)
+                return -ENOMEM;
         for (size_t i = 0; names && i < n; i++) {
                 int k = snprintf(sub, sizeof(sub), "%s/%s", arcname, names[i]);
                 if (r == 0 && k > 0 && (size_t) k < PATH_MAX)
