@@ -336,6 +336,17 @@ static uint64_t make_parents(char *p, unsigned mode) {
         return created;
 }
 
+/* The missing directories above path (0755), for a write or a put with "parents": what cannot
+ * be made shows when path's parent is resolved. */
+static void make_parents_of(char *path) {
+        char *slash = strrchr(path, '/');
+        if (slash && slash != path) {
+                *slash = '\0';
+                (void) make_parents(path, 0755);
+                *slash = '/';
+        }
+}
+
 static void op_mkdir_parents(FileArgs *a) {
         done(make_parents(a->path, a->mode), false);
 }
@@ -795,17 +806,11 @@ static void op_write(FileArgs *a) {
         uint64_t n;
         int dir, fd;
 
-        if (a->parents) {
-                char *slash = strrchr(a->path, '/');
-                if (slash && slash != a->path) {
-                        *slash = '\0';
-                        (void) make_parents(a->path, 0755);
-                        *slash = '/';
-                }
-        }
+        if (a->parents)
+                make_parents_of(a->path);
         dir = resolve_parent(a->path, &name);
         if (dir < 0)
-                fail(errno, errno == ENOTDIR ? FILE_REASON_NONE : FILE_REASON_NONE);
+                fail(errno, FILE_REASON_NONE);
         exists = fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) == 0;
         if (exists && S_ISDIR(st.st_mode))
                 fail(EISDIR, FILE_REASON_IS_DIR);
@@ -902,14 +907,8 @@ static void op_put(FileArgs *a) {
         }
         if (errno != ENOENT)
                 fail(errno, FILE_REASON_NONE);
-        if (a->parents) {
-                char *slash = strrchr(a->path, '/');
-                if (slash && slash != a->path) {
-                        *slash = '\0';
-                        (void) make_parents(a->path, 0755);
-                        *slash = '/';
-                }
-        }
+        if (a->parents)
+                make_parents_of(a->path);
         dir = resolve_parent(a->path, &name);
         if (dir < 0)
                 fail(errno, FILE_REASON_NONE);

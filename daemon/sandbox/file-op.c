@@ -40,6 +40,8 @@ typedef struct FileOp {
         int out_fd;
         sd_event_source *out_source;
         char *buf;              /* what the helper sent, up to one record (a DATA record: 1 MiB) */
+        char *line;             /* a data event being formatted (send_data_event()), kept for the next */
+        size_t line_size;
         size_t len, buf_size;
         bool sized;             /* file.read: its SIZE came */
         uint64_t data_next, data_end, seq; /* file.read: where the next DATA may start, the end */
@@ -153,15 +155,18 @@ static int send_data_event(FileOp *f, uint64_t offset, const char *data, size_t 
         char *b64;
 
         if (reply_id_int(f->reply, &id) && len <= SBX_FILE_CHUNK_BYTES) {
-                size_t room = file_line_format_max(len), n;
-                _cleanup_free_ char *line = malloc(room);
+                size_t room = file_line_format_max(SBX_FILE_CHUNK_BYTES), n;
 
-                if (!line)
-                        return -ENOMEM;
-                n = file_data_event_format(line, room, id, f->seq, offset, data, len);
+                if (!f->line) {
+                        f->line = malloc(room);
+                        if (!f->line)
+                                return -ENOMEM;
+                        f->line_size = room;
+                }
+                n = file_data_event_format(f->line, f->line_size, id, f->seq, offset, data, len);
                 if (n > 0) {
                         f->seq++;
-                        reply_send_line(f->reply, line, n);
+                        reply_send_line(f->reply, f->line, n);
                         return 0;
                 }
         }
@@ -527,6 +532,7 @@ static void file_op_free(FileOp *f) {
         json_object_put(f->batch);
         json_object_put(f->stat);
         free(f->buf);
+        free(f->line);
         free(f->path);
         free(f->end_text);
         free(f);
