@@ -2,7 +2,9 @@
 /* fuse-hang DIR: mounts a FUSE filesystem on DIR that answers the kernel's FUSE_INIT (and
  * FUSE_STATFS) and then reads every other request without ever answering it, so that whoever touches DIR waits in the
  * kernel, uninterruptibly (state D), and SIGKILL cannot end it: the process THREATS DMN-06 asks a
- * sandbox's teardown to survive. Prints "ready" once mounted. On SIGTERM or when its stdin
+ * sandbox's teardown to survive. Prints "ready" once mounted, and "held PID OPCODE" for each
+ * request it keeps, PID being the waiter as the host sees it (the mount's pid namespace), so a
+ * test knows when a process really waits here rather than guessing. On SIGTERM or when its stdin
  * closes it closes /dev/fuse, which aborts the connection (the waiters get ENOTCONN and die), and
  * detaches the mount. Written against the kernel's own protocol (<linux/fuse.h>): no libfuse. */
 #include <errno.h>
@@ -95,6 +97,10 @@ int main(int argc, char **argv) {
                 if ((size_t) n >= sizeof(*in) && in->opcode == FUSE_STATFS && answer_statfs(fd, in) < 0)
                         break;
                 /* Anything else is read and never answered. */
+                if ((size_t) n >= sizeof(*in) && in->opcode != FUSE_INIT && in->opcode != FUSE_STATFS) {
+                        printf("held %u %u\n", (unsigned) in->pid, (unsigned) in->opcode);
+                        fflush(stdout);
+                }
         }
         close(fd);
         (void) umount2(argv[1], MNT_DETACH);

@@ -49,8 +49,14 @@ def cat_pids():
         except OSError:
             pass
     return out
-check(wait_for(lambda: cat_pids(), 10), "a run of cat on the FUSE filesystem is waiting for it")
-cat = cat_pids()[0]
+# Waiting for it really: fuse-hang has read the cat's request ("held PID OPCODE"), not merely a
+# cat that has yet to reach the filesystem (which a SIGKILL would still end).
+def held():
+    with open(os.path.join(os.environ["T"], "fuse.out")) as f:
+        pids = {int(l.split()[1]) for l in f if l.startswith("held ")}
+    return [p for p in cat_pids() if p in pids]
+check(wait_for(held, 10), "a run of cat on the FUSE filesystem is waiting for it")
+cat = held()[0]
 
 t0 = time.monotonic()
 r = d.call({"op": "destroy", "sandbox": "stuck"}, 30)
