@@ -103,20 +103,37 @@ stop_daemon
 # -- idle exit ---------------------------------------------------------------------------------
 command -v systemd-socket-activate >/dev/null || { diag "no systemd-socket-activate: idle exit not tested here"; exit 0; }
 printf 'sweep_interval = 0\nidle_exit_s = 1s\n' >"$T/idle.conf"
-start_daemon_activated --config "$T/idle.conf" || exit 0
-python3 - "$SOCK" <<'EOF' &
-import sys, time
-sys.path.insert(0, __import__("os").environ["TESTS_DIR"])
+# The holder connects first, as soon as the socket is there (before the daemon's first idle
+# second can pass, however slow the machine), says so, and holds until told to let go.
+rm -f "$T/held" "$T/release"
+python3 - "$SOCK" "$T" <<'EOF' &
+import os, sys, time
+sys.path.insert(0, os.environ["TESTS_DIR"])
 from client import Conn
-c = Conn(sys.argv[1])
-time.sleep(4)
+end = time.monotonic() + 30
+while True:
+    try:
+        c = Conn(sys.argv[1])
+        break
+    except OSError:
+        if time.monotonic() > end:
+            raise
+        time.sleep(0.01)
+c.call({"op": "health"})
+open(os.path.join(sys.argv[2], "held"), "w").close()
+while not os.path.exists(os.path.join(sys.argv[2], "release")) and time.monotonic() < end:
+    time.sleep(0.05)
 EOF
 holder=$!
+start_daemon_activated --config "$T/idle.conf" || exit 0
+check "the holder is connected (its health answered)" wait_until 30 test -e "$T/held"
 sleep 2.5
 check "an open connection keeps the idle daemon up" kill -0 "$DAEMON_PID"
-wait "$holder"
+# Started while the holder still holds, so that no idle second passes between the two.
 r=$(rpc '{"op":"run","sandbox":"dur","command":"sleep 1000 >/dev/null 2>&1 &"}')
 is "$(jget "$r" .exit_code)" 0 "a background process started in the sandbox"
+touch "$T/release"
+wait "$holder"
 sleep 3
 check "a sandbox process besides the init keeps the daemon up" kill -0 "$DAEMON_PID"
 rpc '{"op":"run","sandbox":"dur","argv":["pkill","sleep"]}' >/dev/null

@@ -97,7 +97,7 @@ def listing(rid, **kw):
             break
         if m.get("event") == "entries":
             entries += m["entries"]
-        elif m.get("id") == rid:
+        elif m.get("id") == rid and "ok" in m:
             final = m
     return entries, final or {}
 
@@ -173,7 +173,7 @@ def read(rid, path, **kw):
             if rel > len(out):
                 out += b"\0" * (rel - len(out))
             out += d
-        elif m.get("id") == rid:
+        elif m.get("id") == rid and "ok" in m:  # not a progress event: a slow read has them
             final = m
     if final and final.get("ok") and final["bytes"] > len(out):
         out += b"\0" * (final["bytes"] - len(out))
