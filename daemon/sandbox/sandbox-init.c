@@ -393,6 +393,10 @@ int sandbox_find_live_init(Sandbox *s, bool *ret_from_store) {
         if (fd >= 0 && fdstore_check_pidfd(fd, &pid) >= 0)
                 stored = true;
         else {
+                /* Not a pidfd of a live process: out of the store (sandbox_adopt() puts the one
+                 * found in the cgroup there). */
+                if (fd >= 0)
+                        (void) fdstore_remove(name);
                 fd = safe_close(fd);
                 fd = init_from_cgroup(leaf, &pid);
                 if (fd < 0)

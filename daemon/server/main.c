@@ -285,8 +285,10 @@ static int metrics_listen_on(const char *addr, const Config *c) {
 }
 
 /* Activation sockets named "metrics" (FileDescriptorName= of sandboxd-metrics.socket) serve the
- * metrics endpoint; every other one is a control socket. */
+ * metrics endpoint; every other one is a control socket. Returns how many sockets there were. */
 static int add_activated(Daemon *d, int n, char **names) {
+        int sockets = 0;
+
         for (int i = 0; i < n; i++) {
                 int fd = SD_LISTEN_FDS_START + i;
                 /* What an earlier daemon put in systemd's fd store comes back here too, by its
@@ -300,8 +302,9 @@ static int add_activated(Daemon *d, int n, char **names) {
                 int r = metrics ? metrics_server_add_listener(d->metrics, fd) : manager_add_listener(d->manager, fd);
                 if (r < 0)
                         return log_error_errno(r, "cannot use socket fd %d (%s): %m", fd, names && names[i] ? names[i] : "unnamed");
+                sockets++;
         }
-        return 0;
+        return sockets;
 }
 
 static int add_listeners(Daemon *d, const Args *a) {
@@ -312,8 +315,9 @@ static int add_listeners(Daemon *d, const Args *a) {
         if (n < 0)
                 return log_error_errno(n, "sd_listen_fds: %m");
 
-        m->socket_activated = n > 0;
         r = add_activated(d, n, names);
+        /* Sockets, not only stored fds: an idle exit needs someone to start us again. */
+        m->socket_activated = r > 0;
         for (int i = 0; names && i < n; i++)
                 free(names[i]);
         free(names);
