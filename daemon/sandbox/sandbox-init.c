@@ -353,7 +353,7 @@ static bool is_set_up_init(pid_t pid) {
 }
 
 static bool pid_in_cgroup(int cg_fd, pid_t pid) {
-        pid_t pids[8];
+        pid_t pids[16];
         int n = cg_list_pids(cg_fd, pids, (int) ELEMENTSOF(pids));
 
         for (int i = 0; i < n && i < (int) ELEMENTSOF(pids); i++)
@@ -362,22 +362,26 @@ static bool pid_in_cgroup(int cg_fd, pid_t pid) {
         return false;
 }
 
-/* The one process of <cgroup>/init (the init's leaf holds nothing else), as a pidfd. Opened
- * before it is checked: the checks then hold for the process the pidfd names, whatever became
- * of the pid meanwhile. */
+/* The pid 1 among the processes of <cgroup>/init, as a pidfd. Each is opened before it is checked:
+ * the checks then hold for the process the pidfd names, whatever became of the pid meanwhile
+ * (sandbox_find_live_init() looks at the cgroup again). */
 static int init_from_cgroup(int leaf_fd, pid_t *ret_pid) {
-        pid_t pids[2];
-        int n = cg_list_pids(leaf_fd, pids, 2), fd;
+        pid_t pids[16];
+        int n = cg_list_pids(leaf_fd, pids, (int) ELEMENTSOF(pids));
 
         if (n < 0)
                 return n;
-        if (n != 1)
-                return -ESRCH;
-        fd = (int) syscall(SYS_pidfd_open, pids[0], 0);
-        if (fd < 0)
-                return -errno;
-        *ret_pid = pids[0];
-        return fd;
+        for (int i = 0; i < n && i < (int) ELEMENTSOF(pids); i++) {
+                int fd = (int) syscall(SYS_pidfd_open, pids[i], 0);
+                if (fd < 0)
+                        continue;
+                if (is_set_up_init(pids[i])) {
+                        *ret_pid = pids[i];
+                        return fd;
+                }
+                close(fd);
+        }
+        return -ESRCH;
 }
 
 int sandbox_find_live_init(Sandbox *s, bool *ret_from_store) {
