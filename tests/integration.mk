@@ -33,6 +33,7 @@ INTEGRATION_TESTS = \
 	tests/t-python.sh \
 	tests/t-python-types.sh \
 	tests/t-restart.sh \
+	tests/t-restart-standalone.sh \
 	tests/t-rlimits.sh \
 	tests/t-run.sh \
 	tests/t-shell.sh \
@@ -54,7 +55,7 @@ check_PROGRAMS += tests/fuse-hang
 tests_fuse_hang_SOURCES = tests/fuse-hang.c
 tests_fuse_hang_CFLAGS = $(WARN_CFLAGS)
 EXTRA_DIST += $(INTEGRATION_TESTS) tests/lib.sh tests/client.py tests/ptyclient.py tests/python-client.py \
-	tests/metrics.py
+	tests/metrics.py tests/fake-fdstore.py
 
 ## t-v1.sh checks what the others may have done to the cgroup v1 hierarchies: it runs after them,
 ## also under make -j.

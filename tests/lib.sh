@@ -320,10 +320,17 @@ _daemon_failed_to_start() {
 }
 
 # start_daemon [ARGS...]: sandboxd --listen $SOCK with this test's state dir and cgroup, as a
-# child of the test; returns once the socket answers "health".
+# child of the test; returns once the socket answers "health". A stop kills every sandbox
+# (--stop-sandboxes, which stop_daemon checks) unless KEEP_SANDBOXES=1: the tests of restarts
+# that keep the processes (t-restart-standalone.sh).
+_stop_opt() {
+        [ "${KEEP_SANDBOXES:-0}" = 1 ] || echo --stop-sandboxes
+}
+
 start_daemon() {
         mkdir -p "$T/state"
-        "$SANDBOXD" --listen "$SOCK" --state-dir "$T/state" --cgroup-root "$CG" --pool-size "${POOL_SIZE:-0}" "$@" >>"$T/daemon.log" 2>&1 &
+        # shellcheck disable=SC2046
+        "$SANDBOXD" --listen "$SOCK" --state-dir "$T/state" --cgroup-root "$CG" --pool-size "${POOL_SIZE:-0}" $(_stop_opt) "$@" >>"$T/daemon.log" 2>&1 &
         DAEMON_PID=$!
         export DAEMON_PID
         _wait_ready || _daemon_failed_to_start "sandboxd started and answers health on $SOCK"
@@ -336,7 +343,7 @@ start_daemon_activated() {
         mkdir -p "$T/state"
         # shellcheck disable=SC2086
         systemd-socket-activate -l "$SOCK" ${ACTIVATE_ARGS:-} \
-                "$SANDBOXD" --state-dir "$T/state" --cgroup-root "$CG" --pool-size "${POOL_SIZE:-0}" "$@" >>"$T/daemon.log" 2>&1 &
+                "$SANDBOXD" --state-dir "$T/state" --cgroup-root "$CG" --pool-size "${POOL_SIZE:-0}" $(_stop_opt) "$@" >>"$T/daemon.log" 2>&1 &
         DAEMON_PID=$!
         export DAEMON_PID
         _wait_ready || _daemon_failed_to_start "socket-activated sandboxd answers health on $SOCK"

@@ -93,6 +93,7 @@ static const ConfigKey config_keys[] = {
         KEY("session_idle_timeout", KEY_DURATION, session_idle_timeout_usec),
         KEY("max_sessions_per_uid", KEY_COUNT, max_sessions_per_uid),
         KEY("pool_size", KEY_COUNT, pool_size),
+        KEY("stop_sandboxes", KEY_COUNT, stop_sandboxes),
         KEY("teardown_timeout", KEY_DURATION, teardown_timeout_usec, 1000000),
         KEY("max_ports_per_sandbox", KEY_COUNT, max_ports_per_sandbox),
         KEY("max_ports_per_uid", KEY_COUNT, max_ports_per_uid),
@@ -499,6 +500,9 @@ static int config_check(Config *c, ConfigParse *p) {
                 return config_error(p, "%s:%u: uid_base + uid_range * (max_sandboxes + pool_size) goes past the last uid (4294967294)",
                                     p->path, line);
         }
+        if (c->stop_sandboxes > 1)
+                return config_error(p, "%s:%u: stop_sandboxes must be 0 (a stop leaves the sandboxes' processes running) or 1",
+                                    p->path, p->line[key_index("stop_sandboxes")]);
         if (c->pool_size > 256)
                 return config_error(p, "%s:%u: pool_size must be at most 256", p->path, p->line[key_index("pool_size")]);
         return 0;

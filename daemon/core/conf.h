@@ -53,6 +53,7 @@ typedef struct Config {
         uint64_t session_idle_timeout_usec;  /* unattached this long: closed; 0: never */
         uint64_t max_sessions_per_uid;
         uint64_t pool_size;         /* ready sandboxes kept for throwaway runs (pool.h) */
+        uint64_t stop_sandboxes;        /* 1: no sandbox's processes outlive the daemon (a stop kills them, a restore starts anew) */
         uint64_t teardown_timeout_usec; /* a destroy with processes left after this: teardown_stuck */
         /* Published ports (port.c): per sandbox, per uid (not root) and connections in all. */
         uint64_t max_ports_per_sandbox, max_ports_per_uid;

@@ -23,6 +23,7 @@ void context_done(Context *ctx) {
         safe_close(ctx->file_helper_fd);
         safe_close(ctx->self_pidns_fd);
         netns_pool_done(&ctx->netns);
+        fdstore_done(&ctx->fdstore);
         free(ctx->filter.insns);
         cg_root_done(&ctx->cg);
         config_done(&ctx->config);

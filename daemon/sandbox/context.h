@@ -16,6 +16,7 @@
 
 #include "cgroup.h"
 #include "conf.h"
+#include "fdstore.h"
 #include "netns-pool.h"
 #include "syscall-filter.h"
 
@@ -54,6 +55,9 @@ typedef struct Context {
         int file_helper_fd;        /* sandboxd-file-helper (file-helper.h), or -1: no file operations */
         int self_pidns_fd;         /* our pid namespace, to come back to after a direct run's clone */
         NetnsPool netns;           /* the sandboxes' network namespaces (netns-pool.h): its own state */
+        /* What systemd's fd store gave back at start (fdstore.h), claimed by the sandboxes as
+         * they are restored; the rest is dropped once the restore is done. */
+        FdStore fdstore;
         /* The modules' own state, each behind its header; NULL where a module is not wired (a
          * unit test's Context). */
         Registry *registry;        /* the sandboxes (registry.h) */

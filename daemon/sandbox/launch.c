@@ -82,6 +82,11 @@ static int on_helper_exit(sd_event_source *src, const siginfo_t *si, void *userd
 
 /* ---- Starting ---------------------------------------------------------------------------- */
 
+const char *launch_next_cgroup_name(Sandbox *s, const char *kind, char *buf, size_t len) {
+        snprintf(buf, len, "%s-%u", kind, s->next_run_no + 1);
+        return buf;
+}
+
 static int launch_make_cgroup(Launch *l, const LaunchSpec *spec) {
         Sandbox *s = l->sandbox;
         Context *m = s->ctx;
@@ -93,7 +98,8 @@ static int launch_make_cgroup(Launch *l, const LaunchSpec *spec) {
         };
         int k;
 
-        snprintf(l->cg_name, sizeof(l->cg_name), "%s-%u", spec->kind, ++s->next_run_no);
+        launch_next_cgroup_name(s, spec->kind, l->cg_name, sizeof(l->cg_name));
+        s->next_run_no++;
         k = cg_create(s->cg_fd, l->cg_name, &l->cg_fd);
         if (k < 0)
                 return k;

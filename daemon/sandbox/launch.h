@@ -67,6 +67,9 @@ void launch_init(Launch *l, Sandbox *s, const LaunchOps *ops, void *userdata);
 /* The cgroup, the fds, the helper, the watches. < 0 with err set (SBX_E_SPAWN_FAILED): the owner
  * answers with it, then calls launch_abort(). */
 int launch_start(Launch *l, const LaunchSpec *spec, ProtoError *err);
+/* The name the next launch_start() of that kind in s gives its cgroup ("run-8"): what a run's note
+ * records before it starts (run-record.h). */
+const char *launch_next_cgroup_name(Sandbox *s, const char *kind, char *buf, size_t len);
 /* After a failed start: the helper (ours, unreaped) killed and waited for, the cgroup removed. */
 void launch_abort(Launch *l);
 /* Reads the reports the helper left (ops->report, then ops->report_eof at the end). */

@@ -11,6 +11,7 @@
 
 #include "log.h"
 #include "macro.h"
+#include "cgroup.h"
 #include "context.h"
 #include "run-record.h"
 #include "sandbox.h"
@@ -36,7 +37,7 @@ static int state_dir_fd(Context *m) {
 }
 
 /* The start note of a run, or of a session ("session": true). */
-static json_object *note_json(const Sandbox *s, const char *id, char *const *args, bool session) {
+static json_object *note_json(const Sandbox *s, const char *id, char *const *args, bool session, const char *cgroup) {
         json_object *o = json_object_new_object(), *argv = json_object_new_array();
         char ts[UTC_TIME_MAX];
         size_t i, left = NOTE_ARGV_BYTES;
@@ -56,6 +57,8 @@ static json_object *note_json(const Sandbox *s, const char *id, char *const *arg
         json_object_object_add(o, "argv", argv);
         json_object_object_add(o, "argv_truncated", json_object_new_boolean(cut || (args && args[i])));
         json_object_object_add(o, "started_at", json_object_new_string(ts));
+        if (cgroup && cgroup[0])
+                json_object_object_add(o, "cgroup", json_object_new_string(cgroup));
         return o;
 }
 
@@ -70,8 +73,8 @@ static int log_append(int fd, const char *line, size_t n, uint64_t *bytes) {
         return 0;
 }
 
-static int log_note(int fd, const Sandbox *s, const char *id, char *const *argv, bool session, uint64_t *bytes) {
-        _cleanup_json_ json_object *o = note_json(s, id, argv, session);
+static int log_note(int fd, const Sandbox *s, const RunNote *note, uint64_t *bytes) {
+        _cleanup_json_ json_object *o = note_json(s, note->id, note->argv, note->session, note->cgroup);
         _cleanup_free_ char *text = NULL;
         size_t n;
 
@@ -107,7 +110,7 @@ static void log_compact(Context *m, const RunNote *ending) {
         }
         for (Sandbox *s = registry_first(m->registry); s; s = registry_next(&s->entry))
                 for (const RunNote *n = s->notes; n; n = n->next)
-                        if (n != ending && log_note(fd, s, n->id, n->argv, n->session, &bytes) < 0) {
+                        if (n != ending && log_note(fd, s, n, &bytes) < 0) {
                                 log_warning("cannot compact %s: %m", LOG_NAME);
                                 return;
                         }
@@ -120,9 +123,9 @@ static void log_compact(Context *m, const RunNote *ending) {
         m->run_log->bytes = bytes;
 }
 
-static void record_start(Sandbox *s, const char *id, char *const *argv, bool session) {
-        if (!s->ephemeral && log_note(s->ctx->run_log->fd, s, id, argv, session, &s->ctx->run_log->bytes) < 0)
-                log_warning("%s %s: cannot record it in the state directory: %m", session ? "session" : "run", id);
+static void record_start(Sandbox *s, const RunNote *n) {
+        if (!s->ephemeral && log_note(s->ctx->run_log->fd, s, n, &s->ctx->run_log->bytes) < 0)
+                log_warning("%s %s: cannot record it in the state directory: %m", n->session ? "session" : "run", n->id);
 }
 
 static void record_end(Sandbox *s, const char *id, const RunNote *ending) {
@@ -151,11 +154,12 @@ static void note_unlink(RunNote *n) {
         n->linked = false;
 }
 
-void run_note_start(RunNote *n, Sandbox *s, const char *id, char *const *argv, bool session) {
+void run_note_start(RunNote *n, Sandbox *s, const char *id, char *const *argv, bool session, const char *cgroup) {
         *n = (RunNote) { .sandbox = s, .id = id, .argv = argv, .session = session };
+        snprintf(n->cgroup, sizeof(n->cgroup), "%s", cgroup ?: "");
         if (s->ephemeral)
                 return;
-        record_start(s, id, argv, session);
+        record_start(s, n);
         n->next = s->notes;
         if (s->notes)
                 s->notes->prev = n;
@@ -236,6 +240,26 @@ static int sort_by_started(const void *a, const void *b) {
         return strcmp(json_object_get_string(vx) ?: "", json_object_get_string(vy) ?: "");
 }
 
+/* A run or session cut short in a sandbox that kept its processes (sandbox.h, init_adopted) lost
+ * what supervised it (its timeout, its output's reader, its terminal): what is left of it is
+ * killed, so that it ends as surely as with a sandbox started anew. */
+static void end_lost(Sandbox *s, json_object *note) {
+        _cleanup_close_ int fd = -EBADF;
+        char name[32] = "";
+        json_object *v;
+
+        if (!json_object_object_get_ex(note, "cgroup", &v))
+                return;
+        if (json_object_is_type(v, json_type_string))
+                snprintf(name, sizeof(name), "%s", json_object_get_string(v));
+        json_object_object_del(note, "cgroup"); /* not part of the interrupted run's record */
+        if (!s->init_adopted || s->cg_fd < 0 || !name[0] || strcmp(name, "init") == 0 || strchr(name, '/') || name[0] == '.')
+                return;
+        fd = openat(s->cg_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd >= 0 && cg_populated(fd) > 0)
+                (void) cg_kill(fd);
+}
+
 /* Parses the log: every start without an end becomes its sandbox's interrupted run. */
 static void log_recover(Context *m, char *buf, size_t n) {
         _cleanup_json_ json_object *ended = json_object_new_object();
@@ -269,6 +293,7 @@ static void log_recover(Context *m, char *buf, size_t n) {
                                                  !interrupted_has(s, json_object_get_string(v))) {
                                                 log_warning("sandbox %s: run %s was interrupted: the daemon restarted", s->id,
                                                             json_object_get_string(v));
+                                                end_lost(s, o);
                                                 json_object_object_del(o, "sandbox");
                                                 json_object_object_add(o, "reason", json_object_new_string(REASON));
                                                 interrupted_add(s, TAKE_PTR(o));

@@ -35,11 +35,14 @@ typedef struct RunNote {
         char *const *argv;
         bool session;
         bool linked;
+        /* Its cgroup below the sandbox's ("run-7"), which a daemon that finds it cut short empties
+         * (the run or session lost its supervision: timeout, output cap, terminal). */
+        char cgroup[32];
         struct RunNote *next, *prev;
 } RunNote;
 
 /* Its start line (a throwaway sandbox's runs are not noted), and n linked in s->notes. */
-void run_note_start(RunNote *n, Sandbox *s, const char *id, char *const *argv, bool session);
+void run_note_start(RunNote *n, Sandbox *s, const char *id, char *const *argv, bool session, const char *cgroup);
 /* Its end line, once; nothing for a note never started. Sessions are noted alike ("session":
  * true): one the daemon's death ended is in interrupted_runs afterwards, and a client that comes
  * back for it is told session_lost. A session's end is noted when its processes are gone, not

@@ -666,7 +666,9 @@ void run_start(Run *r) {
 
         run_mark_in_flight(r);
         r->sandbox->last_active_usec = now_usec(CLOCK_MONOTONIC);
-        run_note_start(&r->note, r->sandbox, r->id, r->spec.argv, false);
+        char cg[32];
+        run_note_start(&r->note, r->sandbox, r->id, r->spec.argv, false,
+                       launch_next_cgroup_name(r->sandbox, spec.kind, cg, sizeof(cg)));
         r->start_usec = now_usec(CLOCK_MONOTONIC);
         metrics.runs_started++;
         if (r->sandbox->enforced & CG_PIDS)

@@ -17,6 +17,7 @@
 #include "log.h"
 #include "macro.h"
 #include "context.h"
+#include "fdstore.h"
 #include "sandbox.h"
 #include "spawn.h"
 #include "util.h"
@@ -47,6 +48,7 @@ static int on_init_exit(sd_event_source *src, const siginfo_t *si, void *userdat
 static int sandbox_init_started(Sandbox *s);
 
 static void sandbox_ready(Sandbox *s);
+static void sandbox_go_ready(Sandbox *s);
 
 static int on_helper_exit(sd_event_source *src, const siginfo_t *si, void *userdata) {
         Sandbox *s = userdata;
@@ -76,6 +78,27 @@ static int sandbox_watch_helper(Sandbox *s, int pidfd) {
         return sd_event_add_io(m->event, &s->setup_source, s->setup_fd, EPOLLIN, on_setup_report, s);
 }
 
+/* The init's pidfd into systemd's fd store, for the next daemon (a recorded sandbox's only: a
+ * throwaway one does not outlive its run). Without it, the next daemon finds the init in its
+ * cgroup. */
+static void sandbox_store_init(Sandbox *s) {
+        char name[FDSTORE_NAME_MAX];
+        int r;
+
+        if (s->ephemeral || s->pooled)
+                return;
+        r = fdstore_push(fdstore_name(name, 's', s->id, "init"), s->init_pidfd);
+        if (r < 0)
+                log_debug_errno(r, "sandbox %s: its init's pidfd is not in the fd store: %m", s->id);
+}
+
+static void sandbox_unstore_init(Sandbox *s) {
+        char name[FDSTORE_NAME_MAX];
+
+        if (!s->ephemeral && !s->pooled)
+                (void) fdstore_remove(fdstore_name(name, 's', s->id, "init"));
+}
+
 static int sandbox_spawn_init(Sandbox *s) {
         int helper_pidfd = -1;
         pid_t pid = sandbox_start_init(s, &helper_pidfd);
@@ -95,6 +118,7 @@ static int sandbox_init_started(Sandbox *s) {
                 (void) cg_kill(s->cg_fd);
                 return r;
         }
+        sandbox_store_init(s);
         r = sandbox_write_maps(s);
         if (r >= 0)
                 r = sandbox_send_go(s);
@@ -291,6 +315,62 @@ static int sandbox_restore_claim(Sandbox *s, json_object *meta) {
         return 0;
 }
 
+/* An earlier daemon's init is not our child: its pidfd turns readable when it exits, and whoever
+ * inherited it reaps it. */
+static int on_adopted_init_exit(sd_event_source *src, int fd, uint32_t revents, void *userdata) {
+        return on_init_exit(src, NULL, userdata);
+}
+
+static void sandbox_adopt_undo(Sandbox *s) {
+        s->init_exit_source = sd_event_source_disable_unref(s->init_exit_source);
+        s->init_pidfd = safe_close(s->init_pidfd);
+        s->init_pid = 0;
+        s->cg_fd = safe_close(s->cg_fd);
+        free(s->cg_rel);
+        s->cg_rel = NULL;
+}
+
+/* The sandbox an earlier daemon left is still running (a restart that kept its processes): its
+ * cgroup and its init are taken back as they are, and nothing is started. 0, or < 0 with s as it
+ * was (a new init is then made, as after a reboot). */
+static int sandbox_adopt(Sandbox *s) {
+        Context *m = s->ctx;
+        CgLimits l = {
+                .memory = s->limits.memory,
+                .swap = m->config.swap_max,
+                .pids = s->limits.pids,
+                .millicpus = s->limits.millicpus,
+        };
+        bool stored = false;
+        int r;
+
+        s->cg_fd = openat(m->cg.sandboxes_fd, s->id, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (s->cg_fd < 0)
+                return -errno;
+        r = sandbox_find_live_init(s, &stored);
+        if (r >= 0 && asprintf(&s->cg_rel, "sandboxes/%s", s->id) < 0)
+                r = -ENOMEM;
+        /* What the host enforces now, and this configuration's swap_max. */
+        if (r >= 0)
+                r = cg_apply_limits(&m->cg, s->cg_rel, &l, s->enforced);
+        if (r >= 0)
+                r = cg_enable_controllers(s->cg_fd, s->enforced);
+        if (r >= 0)
+                r = sd_event_add_io(m->event, &s->init_exit_source, s->init_pidfd, EPOLLIN, on_adopted_init_exit, s);
+        if (r < 0) {
+                sandbox_adopt_undo(s);
+                return r;
+        }
+        /* It may have been frozen for a snapshot when the daemon died (the copy is gone). */
+        (void) cg_write(s->cg_fd, "cgroup.freeze", "0");
+        if (!stored)
+                sandbox_store_init(s);
+        s->next_run_no = sandbox_highest_member_cgroup(s);
+        s->init_in_leaf = true;
+        s->init_adopted = stored ? "fd store" : "cgroup";
+        return 0;
+}
+
 int sandbox_restore(Context *m, json_object *meta, Sandbox **ret) {
         Sandbox *s = sandbox_alloc(m);
         int r;
@@ -305,6 +385,16 @@ int sandbox_restore(Context *m, json_object *meta, Sandbox **ret) {
         s->restored_usec = now_usec(CLOCK_REALTIME);
         sandbox_link(m, s);
         s->state = SANDBOX_CREATING;
+        /* stop_sandboxes: nothing of a sandbox outlives its daemon, a crashed one's either. */
+        if (!m->config.stop_sandboxes && sandbox_adopt(s) >= 0) {
+                if ((r = sandbox_make_workspace(s, true)) < 0) {
+                        log_warning_errno(r, "sandbox %s: its workspace cannot be opened: %m; its processes are kept", s->id);
+                        s->workdir_fd = -EBADF;
+                }
+                sandbox_go_ready(s);
+                *ret = s;
+                return 0;
+        }
         if (s->n_mounts > 0) {
                 /* The caller's directories again, as the caller: one removed or no longer
                  * readable to them leaves the sandbox down (its workspace kept, retried at the
@@ -505,6 +595,7 @@ static int on_init_exit(sd_event_source *src, const siginfo_t *si, void *userdat
         s->init_exit_source = sd_event_source_disable_unref(s->init_exit_source);
         s->init_pidfd = safe_close(s->init_pidfd);
         s->init_pid = 0;
+        sandbox_unstore_init(s);
         if (s->state == SANDBOX_READY) {
                 /* Nothing inside can kill its pid 1 (it ignores all signals it has no handler
                  * for); if it died, the sandbox is unusable. */
@@ -593,6 +684,7 @@ static void sandbox_teardown_step(Sandbox *s) {
                 populated = 1;
         if (populated <= 0 && s->init_pidfd < 0 && !s->runs && !s->sessions && !s->init_pending) {
                 s->teardown_timer = sd_event_source_disable_unref(s->teardown_timer);
+                sandbox_unstore_init(s);
                 if (s->teardown_stuck)
                         log_info("sandbox %s: torn down after %.1f s", s->id,
                                  (double) (now_usec(CLOCK_MONOTONIC) - s->teardown_start_usec) / 1e6);
@@ -791,6 +883,10 @@ json_object *sandbox_to_json(Sandbox *s, bool with_usage) {
         json_object_object_add(o, "restarted_at", s->restored_usec ? json_object_new_string(format_utc(ts,
                                                                                                      s->restored_usec))
                                                                    : NULL);
+        json_object_object_add(o, "restored_processes",
+                               !s->restored_usec ? NULL
+                                                 : json_object_new_string(s->init_adopted ? "kept" : "restarted"));
+        json_object_object_add(o, "restored_init", s->init_adopted ? json_object_new_string(s->init_adopted) : NULL);
         if (s->ctx->sandbox_hooks && s->ctx->sandbox_hooks->to_json)
                 s->ctx->sandbox_hooks->to_json(s, o);
         if (with_usage) {
@@ -839,6 +935,7 @@ static void sandbox_restart_respawn(Sandbox *s) {
                 s->workdir_fd = openat(dfd, "work", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         }
         s->init_ready = false;
+        s->init_adopted = NULL;
         k = sandbox_renew_cgroup(s);
         if (k >= 0 && s->n_mounts > 0) {
                 /* The new init gets the caller's directories again, opened as the caller. */

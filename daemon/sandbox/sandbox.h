@@ -143,6 +143,10 @@ typedef struct Sandbox {
         int netns_fd;      /* its network namespace, from the pool (netns-pool.h), or -1: its own */
         bool init_pending; /* the helper that clones the init has yet to send its pidfd */
         bool init_in_leaf; /* ... and clones it into <cgroup>/init, in the sandbox's cgroup namespace */
+        /* The init of an earlier daemon, taken back at a restore (not our child: watched by its
+         * pidfd's POLLIN, reaped by whoever inherited it); how: "fd store" or "cgroup". NULL:
+         * ours, or a new init after a restart. */
+        const char *init_adopted;
         bool ready_deferred; /* the init is ready, the helper not gone yet */
         sd_event_source *setup_helper; /* that helper, until it is reaped */
         sd_event_source *setup_source, *init_exit_source, *teardown_timer;
@@ -265,6 +269,11 @@ int sandbox_make_cgroup(Sandbox *s);
 int sandbox_renew_cgroup(Sandbox *s);
 /* An earlier daemon's cgroup of the sandbox, emptied and removed (restore). */
 int sandbox_clear_old_cgroup(Sandbox *s);
+/* An earlier daemon's init of the sandbox, still running and set up (restore): from the fd store
+ * (*ret_from_store) or its cgroup's init leaf, into s->init_pid and s->init_pidfd; -ESRCH: none. */
+int sandbox_find_live_init(Sandbox *s, bool *ret_from_store);
+/* The highest N of the sandbox's "<kind>-N" cgroups (runs and sessions an earlier daemon made). */
+unsigned sandbox_highest_member_cgroup(Sandbox *s);
 /* <state>/<id>/work (s->workdir_fd); existing: it may be there already (restore). */
 int sandbox_make_workspace(Sandbox *s, bool existing);
 /* The init's uid/gid maps, setgroups denied (s->init_pid, not yet reaped). */

@@ -972,7 +972,9 @@ void session_start(Session *p) {
         };
         ProtoError err;
 
-        run_note_start(&p->note, p->sandbox, p->id, p->spec.argv, true);
+        char cg[32];
+        run_note_start(&p->note, p->sandbox, p->id, p->spec.argv, true,
+                       launch_next_cgroup_name(p->sandbox, spec.kind, cg, sizeof(cg)));
         if (launch_start(&p->launch, &spec, &err) < 0)
                 return session_fail_start(p, &err);
 }

@@ -18,6 +18,7 @@
 
 #include "connection.h"
 #include "dev-template.h"
+#include "fdstore.h"
 #include "lifecycle.h"
 #include "log.h"
 #include "macro.h"
@@ -245,6 +246,11 @@ static int restore_all(Context *m) {
                         m->registry->n_quarantined++;
         closedir(d);
         remove_stale_cgroups(m);
+        /* Stored fds no restored sandbox claimed (a sandbox destroyed by hand, a record set
+         * aside): systemd must not keep them for ever. */
+        size_t n = fdstore_drop_unclaimed(&m->fdstore);
+        if (n > 0)
+                log_info("closed %zu fd(s) of the fd store that no sandbox claims", n);
         return 0;
 }
 
@@ -452,19 +458,27 @@ int lifecycle_setup(Daemon *d) {
 
 /* ---- Stopping ----------------------------------------------------------------------------- */
 
-/* On stop, every sandbox's processes are killed and its cgroups removed; workspaces stay. */
+/* What a stop kills: with stop_sandboxes, everything; else only what no next daemon could take
+ * back (a throwaway or pooled sandbox, never recorded; one not ready yet, whose init waits for a
+ * go that will not come). A ready recorded sandbox goes on running: its runs and sessions lose
+ * their daemon's end of their pipes and terminal, and are reported lost by the next one. */
+static bool stop_kills(Daemon *d, Sandbox *s) {
+        return d->ctx.config.stop_sandboxes || s->ephemeral || s->pooled || s->state != SANDBOX_READY;
+}
+
+/* On stop, those sandboxes' processes are killed and their cgroups removed; workspaces stay. */
 static void kill_all(Daemon *d) {
         Registry *reg = &d->registry;
 
         for (Sandbox *s = registry_first(reg); s; s = registry_next(&s->entry)) {
                 snapshot_job_abort(s); /* its copy killed, its sandbox thawed */
-                if (s->cg_fd >= 0)
+                if (s->cg_fd >= 0 && stop_kills(d, s))
                         (void) cg_kill(s->cg_fd);
         }
         for (int tries = 0; tries < 200; tries++) {
                 bool busy = false;
                 for (Sandbox *s = registry_first(reg); s; s = registry_next(&s->entry))
-                        if (s->cg_fd >= 0 && cg_populated(s->cg_fd) > 0)
+                        if (s->cg_fd >= 0 && stop_kills(d, s) && cg_populated(s->cg_fd) > 0)
                                 busy = true;
                 while (waitpid(-1, NULL, WNOHANG) > 0)
                         ;
@@ -473,7 +487,8 @@ static void kill_all(Daemon *d) {
                 usleep(10000);
         }
         for (Sandbox *s = registry_first(reg); s; s = registry_next(&s->entry))
-                (void) cg_remove_tree(d->ctx.cg.sandboxes_fd, s->id);
+                if (stop_kills(d, s))
+                        (void) cg_remove_tree(d->ctx.cg.sandboxes_fd, s->id);
 }
 
 int lifecycle_run(Daemon *d) {

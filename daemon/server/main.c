@@ -20,6 +20,7 @@
 #include "conf.h"
 #include "log.h"
 #include "macro.h"
+#include "fdstore.h"
 #include "lifecycle.h"
 #include "manager.h"
 #include "util.h"
@@ -36,6 +37,7 @@ typedef struct Args {
         const char *root_dir;
         const char *max_line;
         const char *pool_size;
+        bool stop_sandboxes;
         bool config_given;
         bool check_config;
 } Args;
@@ -53,6 +55,7 @@ static void help(void) {
                "  --max-line-bytes N   longest request line accepted (default 4M)\n"
                "  --check-config       read and check the configuration, then exit\n"
                "  --pool-size N        ready sandboxes kept for throwaway runs (default 2)\n"
+               "  --stop-sandboxes     a stop kills every sandbox's processes (stop_sandboxes = 1)\n"
                "  -d, --debug          log debug messages\n"
                "  -h, --help           this help\n"
                "      --version        print the version\n",
@@ -60,7 +63,7 @@ static void help(void) {
 }
 
 static int parse_args(int argc, char **argv, Args *a) {
-        enum { ARG_LISTEN = 256, ARG_METRICS_LISTEN, ARG_CONFIG, ARG_CGROUP, ARG_STATE, ARG_ROOT, ARG_MAXLINE, ARG_POOL, ARG_VERSION, ARG_CHECK_CONFIG };
+        enum { ARG_LISTEN = 256, ARG_METRICS_LISTEN, ARG_CONFIG, ARG_CGROUP, ARG_STATE, ARG_ROOT, ARG_MAXLINE, ARG_POOL, ARG_STOP_SANDBOXES, ARG_VERSION, ARG_CHECK_CONFIG };
         static const struct option opts[] = {
                 { "listen", required_argument, NULL, ARG_LISTEN },
                 { "metrics-listen", required_argument, NULL, ARG_METRICS_LISTEN },
@@ -71,6 +74,7 @@ static int parse_args(int argc, char **argv, Args *a) {
                 { "max-line-bytes", required_argument, NULL, ARG_MAXLINE },
                 { "check-config", no_argument, NULL, ARG_CHECK_CONFIG },
                 { "pool-size", required_argument, NULL, ARG_POOL },
+                { "stop-sandboxes", no_argument, NULL, ARG_STOP_SANDBOXES },
                 { "debug", no_argument, NULL, 'd' },
                 { "help", no_argument, NULL, 'h' },
                 { "version", no_argument, NULL, ARG_VERSION },
@@ -96,6 +100,7 @@ static int parse_args(int argc, char **argv, Args *a) {
                 case ARG_MAXLINE: a->max_line = optarg; break;
                 case ARG_CHECK_CONFIG: a->check_config = true; break;
                 case ARG_POOL: a->pool_size = optarg; break;
+                case ARG_STOP_SANDBOXES: a->stop_sandboxes = true; break;
                 case 'd': log_max_level = LOG_DEBUG; break;
                 case 'h': help(); exit(EXIT_SUCCESS);
                 case ARG_VERSION: puts(PACKAGE_VERSION); exit(EXIT_SUCCESS);
@@ -131,6 +136,8 @@ static int load_config_args(const Args *a, Config *c) {
                         return -EINVAL;
                 }
         }
+        if (a->stop_sandboxes)
+                c->stop_sandboxes = 1;
         if (a->max_line && parse_size(a->max_line, &c->max_line_bytes) < 0) {
                 log_error("--max-line-bytes: cannot parse '%s'", a->max_line);
                 return -EINVAL;
@@ -278,16 +285,26 @@ static int metrics_listen_on(const char *addr, const Config *c) {
 }
 
 /* Activation sockets named "metrics" (FileDescriptorName= of sandboxd-metrics.socket) serve the
- * metrics endpoint; every other one is a control socket. */
+ * metrics endpoint; every other one is a control socket. Returns how many sockets there were. */
 static int add_activated(Daemon *d, int n, char **names) {
+        int sockets = 0;
+
         for (int i = 0; i < n; i++) {
                 int fd = SD_LISTEN_FDS_START + i;
+                /* What an earlier daemon put in systemd's fd store comes back here too, by its
+                 * name: the sandboxes claim it as they are restored (lifecycle.c). */
+                if (names && fdstore_name_is_ours(names[i])) {
+                        if (fdstore_add(&d->ctx.fdstore, names[i], fd) < 0)
+                                return log_error_errno(-ENOMEM, "cannot keep the stored fd %s: %m", names[i]);
+                        continue;
+                }
                 bool metrics = names && names[i] && strcmp(names[i], "metrics") == 0;
                 int r = metrics ? metrics_server_add_listener(d->metrics, fd) : manager_add_listener(d->manager, fd);
                 if (r < 0)
                         return log_error_errno(r, "cannot use socket fd %d (%s): %m", fd, names && names[i] ? names[i] : "unnamed");
+                sockets++;
         }
-        return 0;
+        return sockets;
 }
 
 static int add_listeners(Daemon *d, const Args *a) {
@@ -298,8 +315,9 @@ static int add_listeners(Daemon *d, const Args *a) {
         if (n < 0)
                 return log_error_errno(n, "sd_listen_fds: %m");
 
-        m->socket_activated = n > 0;
         r = add_activated(d, n, names);
+        /* Sockets, not only stored fds: an idle exit needs someone to start us again. */
+        m->socket_activated = r > 0;
         for (int i = 0; names && i < n; i++)
                 free(names[i]);
         free(names);

@@ -1,0 +1,131 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <systemd/sd-daemon.h>
+#include <unistd.h>
+
+#include "fdstore.h"
+#include "macro.h"
+#include "util.h"
+
+bool fdstore_name_is_ours(const char *name) {
+        return name && name[0] >= 'a' && name[0] <= 'z' && name[1] == '.' && strchr(name + 2, '.');
+}
+
+const char *fdstore_name(char *buf, char kind, const char *id, const char *what) {
+        snprintf(buf, FDSTORE_NAME_MAX, "%c.%s.%s", kind, id, what);
+        return buf;
+}
+
+/* systemd's fdname_is_valid(): printable ASCII without ':', at most 255 bytes. */
+static bool name_is_valid(const char *name) {
+        size_t n = strlen(name);
+        if (n == 0 || n > 255)
+                return false;
+        for (size_t i = 0; i < n; i++)
+                if (name[i] < ' ' || name[i] > '~' || name[i] == ':')
+                        return false;
+        return true;
+}
+
+int fdstore_push(const char *name, int fd) {
+        char msg[64 + FDSTORE_NAME_MAX];
+
+        if (!name_is_valid(name) || strlen(name) >= FDSTORE_NAME_MAX || fd < 0)
+                return -EINVAL;
+        if (!getenv("NOTIFY_SOCKET"))
+                return 0;
+        /* FDPOLL=0 (systemd 246+): a pidfd whose process ended, a pipe whose writer is gone, must
+         * stay until the next daemon has looked at it, not be dropped by systemd on POLLIN/HUP. */
+        snprintf(msg, sizeof(msg), "FDSTORE=1\nFDNAME=%s\nFDPOLL=0", name);
+        return sd_pid_notify_with_fds(0, false, msg, &fd, 1);
+}
+
+int fdstore_remove(const char *name) {
+        char msg[64 + FDSTORE_NAME_MAX];
+
+        if (!name_is_valid(name) || strlen(name) >= FDSTORE_NAME_MAX)
+                return -EINVAL;
+        if (!getenv("NOTIFY_SOCKET"))
+                return 0;
+        snprintf(msg, sizeof(msg), "FDSTOREREMOVE=1\nFDNAME=%s", name);
+        return sd_notify(0, msg);
+}
+
+int fdstore_add(FdStore *st, const char *name, int fd) {
+        char *copy;
+
+        if (st->n == st->allocated) {
+                size_t a = st->allocated ? st->allocated * 2 : 16;
+                FdStoreEntry *e = reallocarray(st->entries, a, sizeof(*e));
+                if (!e) {
+                        safe_close(fd);
+                        return -ENOMEM;
+                }
+                st->entries = e;
+                st->allocated = a;
+        }
+        copy = strdup(name);
+        if (!copy) {
+                safe_close(fd);
+                return -ENOMEM;
+        }
+        st->entries[st->n++] = (FdStoreEntry) { .name = copy, .fd = fd };
+        return 0;
+}
+
+int fdstore_take(FdStore *st, const char *name) {
+        for (size_t i = 0; i < st->n; i++)
+                if (st->entries[i].fd >= 0 && strcmp(st->entries[i].name, name) == 0)
+                        return TAKE_FD(st->entries[i].fd);
+        return -ENOENT;
+}
+
+size_t fdstore_drop_unclaimed(FdStore *st) {
+        size_t n = 0;
+
+        for (size_t i = 0; i < st->n; i++)
+                if (st->entries[i].fd >= 0) {
+                        st->entries[i].fd = safe_close(st->entries[i].fd);
+                        (void) fdstore_remove(st->entries[i].name);
+                        n++;
+                }
+        return n;
+}
+
+void fdstore_done(FdStore *st) {
+        for (size_t i = 0; i < st->n; i++) {
+                safe_close(st->entries[i].fd);
+                free(st->entries[i].name);
+        }
+        free(st->entries);
+        *st = (FdStore) {};
+}
+
+int fdstore_check_pidfd(int fd, int *ret_pid) {
+        char path[64], link[64], info[1024], *p;
+        ssize_t n;
+        int pid;
+
+        snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+        n = readlink(path, link, sizeof(link) - 1);
+        if (n < 0)
+                return -errno;
+        link[n] = '\0';
+        if (strcmp(link, "anon_inode:[pidfd]") != 0)
+                return -EBADFD;
+        snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
+        if (read_small_file(AT_FDCWD, path, false, info, sizeof(info)) < 0)
+                return -EBADFD;
+        p = strstr(info, "\nPid:\t");
+        if (!p || sscanf(p + 6, "%d", &pid) != 1)
+                return -EBADFD;
+        /* -1: the process has ended; 0: it is not in our pid namespace. */
+        if (pid <= 0)
+                return -ESRCH;
+        *ret_pid = pid;
+        return 0;
+}

@@ -1,0 +1,45 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* systemd's file descriptor store (FileDescriptorStoreMax= of the unit): what only the daemon's
+ * process holds (a sandbox init's pidfd) is handed to the service manager as it is made, under
+ * a name of ours, and taken back by the next daemon from its activation fds. Outside systemd
+ * (no $NOTIFY_SOCKET) a push does nothing and nothing comes back. */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/* Names of ours: "<letter>.<id>.<what>" ("s.sbx-0123456789ab.init"); a listening socket's name
+ * (FileDescriptorName=, "metrics", "sandboxd.socket") never has this form. */
+bool fdstore_name_is_ours(const char *name);
+/* "<kind>.<id>.<what>" into buf (FDSTORE_NAME_MAX bytes). */
+#define FDSTORE_NAME_MAX 64
+const char *fdstore_name(char *buf, char kind, const char *id, const char *what);
+
+/* fd into the store under name (FDPOLL=0: systemd never drops it on its own). 0 outside
+ * systemd, > 0 when it was sent, -errno. */
+int fdstore_push(const char *name, int fd);
+/* Every fd of that name out of the store. */
+int fdstore_remove(const char *name);
+
+/* What the store gave back at start, until it is claimed. */
+typedef struct FdStoreEntry {
+        char *name;
+        int fd;
+} FdStoreEntry;
+
+typedef struct FdStore {
+        FdStoreEntry *entries;
+        size_t n, allocated;
+} FdStore;
+
+/* Takes fd (named name) into st: 0 or -ENOMEM (fd then closed). */
+int fdstore_add(FdStore *st, const char *name, int fd);
+/* The fd stored under name, now the caller's; -ENOENT. */
+int fdstore_take(FdStore *st, const char *name);
+/* What nobody claimed: closed and removed from systemd's store. Returns how many. */
+size_t fdstore_drop_unclaimed(FdStore *st);
+void fdstore_done(FdStore *st);
+
+/* Whether fd is a pidfd (anon_inode:[pidfd]) of a process that has not ended: its pid (as our
+ * pid namespace sees it) into *ret_pid. 0, -EBADFD (not a pidfd), -ESRCH (ended), -errno. */
+int fdstore_check_pidfd(int fd, int *ret_pid);
