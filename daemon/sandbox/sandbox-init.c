@@ -17,6 +17,7 @@
 #include "cgroup.h"
 #include "macro.h"
 #include "context.h"
+#include "image.h"
 #include "mount-open.h"
 #include "run-exec.h"
 #include "sandbox.h"
@@ -269,8 +270,47 @@ static int mount_error(ProtoError *err, const char *field, const SandboxMount *s
                                strerror(-r));
 }
 
+int sandbox_open_root(Sandbox *s, ProtoError *err) {
+        Context *m = s->ctx;
+        char rest[IMAGE_NAME_MAX + 16];
+        MountSource src = {
+                .uid = 0,
+                .gid = 0,
+                .root = m->images ? m->images->dir : NULL,
+                .rest = rest,
+                .read_only = true,
+                .map_uid = s->host_uid,
+                .map_gid = s->host_uid,
+                .map_count = (unsigned) m->config.uid_range,
+        };
+        MountStep step;
+        int fd;
+
+        s->root_tree_fd = safe_close(s->root_tree_fd);
+        if (!s->image)
+                return 0; /* the host's view: root_trees_open() in the helper */
+        if (!src.root || !image_find(m->images, s->image))
+                return proto_error_set(err, SBX_E_NOT_FOUND, "image", "no image '%s' (removed?)", s->image);
+        snprintf(rest, sizeof(rest), "%s/rootfs", s->image);
+        fd = mount_open(m->run_helper_fd, &src, 10000, &step);
+        if (fd < 0 && step == MOUNT_STEP_IDMAP)
+                return proto_error_set(err, SBX_E_INVALID_REQUEST, "image",
+                                       "the filesystem of the image store (%s) cannot be idmapped on this kernel (%s): a "
+                                       "sandbox cannot see image '%s' with its owners; keep the state directory on ext4, "
+                                       "xfs, btrfs (or tmpfs from Linux 6.3)", m->images->dir, strerror(-fd), s->image);
+        if (fd < 0)
+                return proto_error_set(err, SBX_E_INTERNAL, "image", "image '%s': step %s: %s", s->image,
+                                       mount_step_to_string(step), strerror(-fd));
+        s->root_tree_fd = fd;
+        return 0;
+}
+
 int sandbox_open_mounts(Sandbox *s, ProtoError *err) {
         Context *m = s->ctx;
+        int r = sandbox_open_root(s, err);
+
+        if (r < 0)
+                return r;
 
         for (unsigned i = 0; i < s->n_mounts; i++) {
                 SandboxMount *sm = &s->mounts[i];
@@ -305,17 +345,25 @@ int sandbox_open_mounts(Sandbox *s, ProtoError *err) {
         return 0;
 }
 
+/* The root's tree first, as "/" (sandbox-setup.c then builds on it instead of the host's view). */
 int sandbox_send_go(Sandbox *s) {
-        InitMounts im = { .n = s->n_mounts };
+        InitMounts im = {};
         int r;
 
+        if (s->image) {
+                if (s->root_tree_fd < 0)
+                        return -EBADF;
+                im.target[im.n] = "/";
+                im.fd[im.n++] = s->root_tree_fd;
+        }
         for (unsigned i = 0; i < s->n_mounts; i++) {
                 if (s->mounts[i].tree_fd < 0)
                         return -EBADF;
-                im.target[i] = s->mounts[i].target;
-                im.fd[i] = s->mounts[i].tree_fd;
+                im.target[im.n] = s->mounts[i].target;
+                im.fd[im.n++] = s->mounts[i].tree_fd;
         }
         r = init_go_send(s->setup_fd, &im);
+        s->root_tree_fd = safe_close(s->root_tree_fd);
         for (unsigned i = 0; i < s->n_mounts; i++)
                 s->mounts[i].tree_fd = safe_close(s->mounts[i].tree_fd);
         return r;
