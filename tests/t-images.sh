@@ -246,3 +246,17 @@ r=$(as_other 65534 -- timeout 35 python3 "$OTHER_CLIENT" "$SOCK" call '{"op":"im
 is "$(jget "$r" '.error.code')" permission_denied "image.remove by another user: permission_denied"
 r=$(as_other 65534 -- timeout 35 python3 "$OTHER_CLIENT" "$SOCK" call '{"op":"run","best_effort":true,"image":"img-tar","argv":["/bin/cat","/etc/os-release"]}' --timeout 30)
 is "$(jget "$r" '.stdout | split("\n")[0]')" "ID=sbxtest" "another user runs a throwaway sandbox of an image"
+
+# ---- sandboxctl --------------------------------------------------------------------------------
+out=$(ctl image import ctl-img "$T/root.tar.gz" 2>&1)
+like "$out" 'kind: +tar' "sandboxctl image import NAME SOURCE prints the image"
+is "$(ctl image list -q | grep -c '^ctl-img$')" 1 "sandboxctl image list -q lists it"
+like "$(ctl image list)" 'NAME +KIND +SIZE' "sandboxctl image list prints a table"
+id=$(ctl create --best-effort --image ctl-img)
+is "$(ctl run --sandbox "$id" -- cat /etc/os-release | head -1)" "ID=sbxtest" "sandboxctl create --image, then run, runs in the image"
+is "$(ctl run --best-effort --image ctl-img -- /bin/sh -c 'readlink /bin/sh')" busybox "sandboxctl run --image (throwaway)"
+is "$(ctl --json image inspect ctl-img | jq -r '.image.used_by | join(",")')" "$id" "sandboxctl image inspect names the sandbox using it"
+ctl image rm ctl-img >/dev/null 2>&1
+is "$?" 1 "sandboxctl image rm of an image in use fails (status 1)"
+ctl destroy "$id" >/dev/null
+is "$(ctl image rm ctl-img)" ctl-img "sandboxctl image rm once it is unused"
