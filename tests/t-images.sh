@@ -260,3 +260,7 @@ ctl image rm ctl-img >/dev/null 2>&1
 is "$?" 1 "sandboxctl image rm of an image in use fails (status 1)"
 ctl destroy "$id" >/dev/null
 is "$(ctl image rm ctl-img)" ctl-img "sandboxctl image rm once it is unused"
+
+r=$(rpc '{"op":"hello"}')
+is "$(jget "$r" '.capabilities.images | [.idmap, .error, (.store | endswith("/images"))] | tostring')" '[true,null,true]' \
+	"hello: capabilities.images says the image store can be idmapped here"

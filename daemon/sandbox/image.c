@@ -24,6 +24,7 @@
 #include "image-import.h"
 #include "image.h"
 #include "log.h"
+#include "mount-open.h"
 #include "macro.h"
 #include "remove-async.h"
 #include "rm-rf.h"
@@ -233,6 +234,34 @@ static int image_store_scan(ImageStore *st) {
         return 0;
 }
 
+/* The store itself cloned and idmapped as a sandbox's root would be (sandbox_open_root()). */
+static void image_store_probe(ImageStore *st) {
+        const Config *c = &st->ctx->config;
+        MountSource src = { .root = st->dir, .rest = ".", .read_only = true, .map_uid = (uid_t) c->uid_base,
+                            .map_gid = (gid_t) c->uid_base, .map_count = (unsigned) c->uid_range };
+        MountStep step;
+        int fd = st->ctx->features.mount_idmap ? mount_open(st->ctx->run_helper_fd, &src, 10000, &step) : -ENOSYS;
+
+        st->idmap = fd >= 0;
+        st->idmap_error = fd < 0 ? -fd : 0;
+        safe_close(fd);
+        if (fd < 0)
+                log_warning("images: the image store %s cannot be idmapped here (%s): sandboxes with an image are refused",
+                            st->dir, strerror(-fd));
+}
+
+json_object *image_store_capabilities(const ImageStore *st) {
+        json_object *o = json_object_new_object();
+        unsigned n = 0;
+        for (const Image *i = st ? st->images : NULL; i; i = i->next)
+                n++;
+        json_object_object_add(o, "idmap", json_object_new_boolean(st && st->idmap));
+        json_object_object_add(o, "error", st && !st->idmap ? json_object_new_string(strerror(st->idmap_error)) : NULL);
+        json_object_object_add(o, "store", st && st->dir ? json_object_new_string(st->dir) : NULL);
+        json_object_object_add(o, "images", json_object_new_int64(n));
+        return o;
+}
+
 int image_store_open(ImageStore *st, Context *ctx) {
         *st = (ImageStore) { .ctx = ctx, .dir_fd = -EBADF };
         if (asprintf(&st->dir, "%s/images", ctx->config.state_dir) < 0) {
@@ -244,6 +273,7 @@ int image_store_open(ImageStore *st, Context *ctx) {
         st->dir_fd = open(st->dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (st->dir_fd < 0)
                 return -errno;
+        image_store_probe(st);
         return image_store_scan(st);
 }
 

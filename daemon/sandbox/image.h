@@ -40,11 +40,18 @@ typedef struct ImageStore {
         char *dir;
         Image *images;
         ImageJob *jobs;       /* imports in flight */
+        /* Whether the store's filesystem can be idmapped (probed at start: the kernel may have
+         * idmapped mounts and this filesystem not, tmpfs before Linux 6.3); else the errno. */
+        bool idmap;
+        int idmap_error;
 } ImageStore;
 
 /* Opens (makes) the store, removes what unfinished imports left, reads every image.json. */
 int image_store_open(ImageStore *st, Context *ctx);
 void image_store_done(ImageStore *st);
+
+/* {"idmap", "error", "images"}: what hello and doctor say of images on this host. */
+json_object *image_store_capabilities(const ImageStore *st);
 
 bool image_name_valid(const char *name);
 Image *image_find(ImageStore *st, const char *name);

@@ -284,6 +284,11 @@ static int parse_image(Context *m, Sandbox *s, json_object *req, ProtoError *err
                 return proto_error_set(err, SBX_E_INVALID_REQUEST, "image",
                                        "this kernel has no idmapped mounts (mount_setattr MOUNT_ATTR_IDMAP): a sandbox cannot "
                                        "see an image's files with their owners");
+        if (m->images && !m->images->idmap)
+                return proto_error_set(err, SBX_E_INVALID_REQUEST, "image",
+                                       "the filesystem of the image store (%s) cannot be idmapped on this kernel (%s): a sandbox "
+                                       "cannot see an image with its owners; keep the state directory on ext4, xfs or btrfs "
+                                       "(tmpfs from Linux 6.3)", m->images->dir, strerror(m->images->idmap_error));
         if (!(s->image = strdup(name)))
                 return proto_error_set(err, SBX_E_INTERNAL, NULL, "out of memory");
         image_hold(img);

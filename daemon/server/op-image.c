@@ -99,8 +99,14 @@ int op_image_remove(Request *c, json_object *id, json_object *req, ProtoError *e
         snprintf(name, sizeof(name), "%s", img->name);
         if (img->users > 0) {
                 json_object *ids = used_by(c, img);
-                const char *list = json_object_to_json_string_ext(ids, JSON_C_TO_STRING_PLAIN);
-                r = proto_error_set(err, SBX_E_CONFLICT, "image", "image '%s' is used by %u sandbox%s %s: destroy %s first", name,
+                char list[256] = "";
+                size_t n = 0;
+                for (size_t i = 0; i < json_object_array_length(ids) && n < sizeof(list) - 32; i++)
+                        n += (size_t) snprintf(list + n, sizeof(list) - n, "%s%s", i ? ", " : " (",
+                                               json_object_get_string(json_object_array_get_idx(ids, i)));
+                if (n)
+                        snprintf(list + n, sizeof(list) - n, ")");
+                r = proto_error_set(err, SBX_E_CONFLICT, "image", "image '%s' is used by %u sandbox%s%s: destroy %s first", name,
                                     img->users, img->users == 1 ? "" : "es", list, img->users == 1 ? "it" : "them");
                 json_object_put(ids);
                 return r;
