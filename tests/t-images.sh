@@ -264,3 +264,27 @@ is "$(ctl image rm ctl-img)" ctl-img "sandboxctl image rm once it is unused"
 r=$(rpc '{"op":"hello"}')
 is "$(jget "$r" '.capabilities.images | [.idmap, .error, (.store | endswith("/images"))] | tostring')" '[true,null,true]' \
 	"hello: capabilities.images says the image store can be idmapped here"
+
+# ---- The Python package --------------------------------------------------------------------------
+run_py python 60 "$top_srcdir/python" "$T/root.tar" <<'EOF2'
+import os, sys
+sys.path.insert(0, sys.argv[1])
+from sandboxd import Client, Sandbox
+c = Client(os.environ["SOCK"])
+img = c.image_import("py-img", sys.argv[2])
+print("PASS Client.image_import" if img["name"] == "py-img" and img["kind"] == "tar" else "FAIL %r" % img)
+print("PASS Client.image_list" if "py-img" in [i["name"] for i in c.image_list()] else "FAIL image_list")
+with Sandbox.create(client=c, best_effort=True, image="py-img") as sb:
+    r = sb.run("cat /etc/os-release")
+    print("PASS Sandbox.create(image=...) runs in the image" if r.stdout.startswith("ID=sbxtest") else "FAIL %r" % r.stdout)
+    print("PASS Client.image_inspect names the sandbox" if c.image_inspect("py-img")["used_by"] == [sb.id] else "FAIL inspect")
+r = c.run("cat /etc/os-release", image="py-img", best_effort=True)
+print("PASS Client.run(image=...)" if r.stdout.startswith("ID=sbxtest") else "FAIL %r" % r.stdout)
+# The throwaway sandbox is torn down just after its reply: it holds the image until then.
+import time
+deadline = time.monotonic() + 10
+while c.image_inspect("py-img")["users"] and time.monotonic() < deadline:
+    time.sleep(0.05)
+c.image_remove("py-img")
+print("PASS Client.image_remove" if "py-img" not in [i["name"] for i in c.image_list()] else "FAIL remove")
+EOF2

@@ -116,8 +116,8 @@ def health() -> Call[Health]:
 def create(*, name: str | None = None, limits: JSON | None = None, network: str | None = None,
            env: Mapping[str, str] | None = None, best_effort: bool | None = None,
            ttl: Duration | None = None, idle: Duration | None = None, user: str | None = None,
-           from_snapshot: SnapshotRef | None = None) -> Call[SandboxInfo]:
-    return Call("create", {
+           from_snapshot: SnapshotRef | None = None, image: str | None = None) -> Call[SandboxInfo]:
+    return Call("create", {"image": image,
         "name": name, "limits": limits, "network": network,
         "env": dict(env) if env is not None else None, "best_effort": best_effort, "ttl": ttl,
         "idle": idle, "user": user,
@@ -145,7 +145,7 @@ def run(command: Command | None = None, *, sandbox: str | None = None,
         output_bytes: Size | None = None, memory: Size | None = None, pids: int | None = None,
         user: str | None = None, stream: bool = False, limits: JSON | None = None,
         network: str | None = None, best_effort: bool | None = None,
-        workspace: str | None = None) -> Call[RunResult]:
+        workspace: str | None = None, image: str | None = None) -> Call[RunResult]:
     fields: JSON = {"sandbox": sandbox}
     fields.update(_command(command, argv))
     fields.update(_payload(stdin, "stdin", "stdin_encoding"))
@@ -153,7 +153,7 @@ def run(command: Command | None = None, *, sandbox: str | None = None,
         "env": dict(env) if env is not None else None, "cwd": cwd, "timeout_s": timeout,
         "cpu_s": cpu_s, "output_bytes": output_bytes, "memory": memory, "pids": pids,
         "user": user, "stream": True if stream else None, "limits": limits, "network": network,
-        "best_effort": best_effort, "workspace": workspace,
+        "best_effort": best_effort, "workspace": workspace, "image": image,
     })
     return Call("run", fields, RunResult.from_json)
 
