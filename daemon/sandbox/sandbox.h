@@ -234,12 +234,16 @@ int sandbox_create(Context *m, json_object *req, uid_t owner, bool ephemeral, Sa
  * them). */
 int sandbox_create_as(Context *m, json_object *req, const SandboxCaller *caller, bool ephemeral, Sandbox **ret,
                       ProtoError *err);
-/* The tree the sandbox's init binds as its root (s->root_tree_fd): its image's rootfs, shared
- * read-only and idmapped onto the sandbox's uid range, so that the image's owners are the ones
- * inside; nothing (-1) for the host's view. The one place that says what a sandbox's root is. */
-int sandbox_open_root(Sandbox *s, ProtoError *err);
-/* Opens s's root (sandbox_open_root()) and its mounts as s->caller (mount-open.h), before its
- * init is started: 0, or a reply's error naming image or mounts[i].source. */
+/* What a sandbox's root is, in one place: the tree its init binds as / (sent with the go,
+ * sandbox_send_go()): its image's rootfs, shared read-only and idmapped with the init's user
+ * namespace (its maps written), so that the image's owners are the ones inside; -EBADF for the
+ * host's view (no image), else a negative errno. A writable root would put its layer here. */
+int sandbox_open_root(Sandbox *s);
+/* Before an init is started: whether the sandbox's root can be made (its image exists, the
+ * store can be idmapped): 0, or a reply's error naming image. */
+int sandbox_check_root(Sandbox *s, ProtoError *err);
+/* Checks s's root (sandbox_check_root()) and opens its mounts as s->caller (mount-open.h),
+ * before its init is started: 0, or a reply's error naming image or mounts[i].source. */
 int sandbox_open_mounts(Sandbox *s, ProtoError *err);
 /* The init's go (its maps are written), with the mounts' trees, which are then closed. */
 int sandbox_send_go(Sandbox *s);
