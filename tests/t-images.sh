@@ -68,7 +68,9 @@ json.dump({"imageLayoutVersion": "1.0.0"}, open(out + "/oci-layout", "w"))
 print(m["digest"], file=open(out + "/../oci.digest", "w"))
 EOF
 
-nothing_left() { # DESC: no .tmp-* in the store
+no_tmp() { [ -z "$(find "$IMAGES" -mindepth 1 -maxdepth 1 -name '.tmp-*' 2>/dev/null)" ]; }
+nothing_left() { # DESC: no .tmp-* in the store (a refused import's tree is removed by a child, just after the reply)
+	wait_until 10 no_tmp
 	is "$(find "$IMAGES" -mindepth 1 -maxdepth 1 -name '.tmp-*' 2>/dev/null | wc -l)" 0 "$1: no temporary tree left in the store"
 }
 
@@ -231,6 +233,26 @@ is "$(jget "$r" '.error.code')" invalid_request "a file that is no tar archive: 
 nothing_left "... not a tar"
 
 # An import cut short (its child killed) leaves nothing, and a restart removes a stale temp tree.
+mkdir -p "$T/bigsrc" && truncate -s 900M "$T/bigsrc/zeros" && tar -C "$T/bigsrc" -cf - zeros | gzip -1 >"$T/big.tar.gz"
+rm -rf "$T/bigsrc"
+import_child() {
+	local p
+	for p in $(cat "/proc/$DAEMON_PID/task/"*/children 2>/dev/null); do
+		[ "$(cat "/proc/$p/comm" 2>/dev/null)" = sandboxd-import ] && echo "$p"
+	done
+}
+rpc '{"op":"image.import","name":"cut","source":"'"$T/big.tar.gz"'"}' 60 >"$T/cut.reply" &
+rpc_pid=$!
+pid=
+for _ in $(seq 1 1000); do pid=$(import_child); [ -n "$pid" ] && break; sleep 0.01; done
+check "an import runs in a child process of its own (sandboxd-import)" test -n "$pid"
+[ -n "$pid" ] && kill -KILL "$pid"
+wait "$rpc_pid"
+like "$(jget "$(cat "$T/cut.reply")" '.error.message')" 'ended without a result' "an import whose child is killed fails, saying so"
+wait_until 10 test -z "$(find "$IMAGES" -mindepth 1 -maxdepth 1 -name '.tmp-*')"
+nothing_left "... the killed import"
+check "... and there is no image 'cut'" [ ! -e "$IMAGES/cut" ]
+rm -f "$T/big.tar.gz"
 mkdir -p "$IMAGES/.tmp-stale-0000" && touch "$IMAGES/.tmp-stale-0000/junk"
 stop_daemon
 start_daemon --config "$T/sandboxd.conf" || exit 0
