@@ -532,6 +532,27 @@ def port_list(sandbox: str) -> Call[list[PublishedPort]]:
                 lambda r: [PublishedPort.from_json(p) for p in _l(_d(r, "sandbox"), "ports") if isinstance(p, dict)])
 
 
+def _image(r: JSON) -> JSON:
+    image: JSON = _d(r, "image")
+    return image
+
+
+def image_import(name: str, source: str, tag: str | None = None) -> Call[JSON]:
+    return Call("image.import", {"name": name, "source": source, "tag": tag}, _image)
+
+
+def image_list() -> Call[list[JSON]]:
+    return Call("image.list", {}, lambda r: [i for i in _l(r, "images") if isinstance(i, dict)])
+
+
+def image_inspect(image: str) -> Call[JSON]:
+    return Call("image.inspect", {"image": image}, _image)
+
+
+def image_remove(image: str) -> Call[None]:
+    return Call("image.remove", {"image": image}, _none)
+
+
 def raw(op: str, fields: Mapping[str, Any]) -> Call[JSON]:
     """Any request, its ``ok`` reply returned whole."""
     return Call(op, dict(fields), lambda r: r)

@@ -294,20 +294,16 @@ class Client:
                      timeout: float | None = None) -> JSON:
         """``image.import`` of ``source`` (a path on the daemon's host: a directory, a tar
         archive or an OCI image layout) as ``name``: the reply's ``image``."""
-        reply = self.call("image.import", timeout=timeout, name=name, source=source, tag=tag)
-        image: JSON = reply["image"]
-        return image
+        return self._call(_ops.image_import(name, source, tag), timeout=timeout)
 
     def image_list(self) -> builtins.list[JSON]:
-        images: builtins.list[JSON] = self.call("image.list")["images"]
-        return images
+        return self._call(_ops.image_list())
 
     def image_inspect(self, image: str) -> JSON:
-        info: JSON = self.call("image.inspect", image=image)["image"]
-        return info
+        return self._call(_ops.image_inspect(image))
 
     def image_remove(self, image: str) -> None:
-        self.call("image.remove", image=image)
+        self._call(_ops.image_remove(image))
 
     def stream(self, command: Command | None = None, *, sandbox: str | None = None,
                argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None,
