@@ -23,6 +23,7 @@ static const struct {
         { "bigout", scenario_bigout },
         { "files", scenario_files },
         { "ports", scenario_ports },
+        { "images", scenario_images },
 };
 
 static void usage(FILE *f) {

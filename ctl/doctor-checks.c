@@ -324,6 +324,7 @@ static int probe_cgroup_kill(Doctor *d) {
 }
 
 static void doctor_check_mounts(Doctor *d);
+static void doctor_check_images(Doctor *d);
 
 typedef struct KernelFeature {
         const char *name;
@@ -364,6 +365,7 @@ void doctor_check_kernel(Doctor *d) {
         for (size_t i = 0; i < ELEMENTSOF(features); i++)
                 kernel_feature(d, &features[i], results[i]);
         doctor_check_mounts(d);
+        doctor_check_images(d);
 }
 
 /* create's "mounts" need idmapped mounts (mount_setattr, Linux 5.12; tmpfs since 6.3), and a
@@ -392,6 +394,32 @@ static void doctor_check_mounts(Doctor *d) {
         doctor_add(d, "mounts", CHECK_OK, IMPACT_NONE, "idmapped mounts work; users may mount directories beneath %s%s",
                    json_object_get_string(json_object_array_get_idx(roots, 0)),
                    json_object_array_length(roots) > 1 ? " and the other mount_roots" : "");
+}
+
+/* Sandboxes from an image need the image store's filesystem idmapped (hello's capabilities.images). */
+static const char *member_str(json_object *o, const char *key) {
+        json_object *v;
+        return json_object_object_get_ex(o, key, &v) && json_object_is_type(v, json_type_string) ? json_object_get_string(v)
+                                                                                                   : "-";
+}
+
+static void doctor_check_images(Doctor *d) {
+        json_object *caps, *img, *v;
+        Check *c;
+
+        if (!d->hello || !json_object_object_get_ex(d->hello, "capabilities", &caps) ||
+            !json_object_object_get_ex(caps, "images", &img) || !json_object_object_get_ex(img, "idmap", &v))
+                return;
+        if (!json_object_get_boolean(v)) {
+                c = doctor_add(d, "images", CHECK_WARN, IMPACT_NONE,
+                               "the image store %s cannot be idmapped (%s): create --image is refused",
+                               member_str(img, "store"), member_str(img, "error"));
+                check_fix(c, "keep the state directory on ext4, xfs or btrfs (tmpfs needs Linux 6.3); sandboxes "
+                             "without an image are not affected");
+                return;
+        }
+        doctor_add(d, "images", CHECK_OK, IMPACT_NONE, "images work: the image store %s can be idmapped (%s images)",
+                   member_str(img, "store"), json_object_get_string(json_object_object_get(img, "images")));
 }
 
 /* ---- Disk -------------------------------------------------------------------------------- */

@@ -10,6 +10,7 @@ ctl_sandboxctl_SOURCES = \
 	ctl/verb-file.c \
 	ctl/verb-pty.c \
 	ctl/verb-port.c \
+	ctl/verb-image.c \
 	ctl/verb-run.c \
 	ctl/verb-sandbox.c \
 	ctl/verb-snapshot.c \

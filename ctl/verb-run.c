@@ -43,6 +43,7 @@ const Verb verb_run = {
                 "     --best-effort       Accept limits this host cannot enforce (throwaway only)\n"
                 "     --mount SRC:DST[:ro]  Your directory SRC at DST in a throwaway sandbox, as\n"
                 "                         'sandboxctl create --mount' (repeatable)\n"
+                "     --image NAME        The root of a throwaway sandbox: that image\n"
                 "  -v --verbose           Print an account of the run on stderr (reason, exit status,\n"
                 "                         time, CPU, peak memory, ids) and note truncated output\n"
                 "     --stream            Print the output as it is produced, not at the end\n"
@@ -86,12 +87,13 @@ enum {
         ARG_MOUNT,
         ARG_FILE_SIZE,
         ARG_OPEN_FILES,
+        ARG_IMAGE,
 };
 
 /* Strings as given; validated while the request is built, once all options are known (where
  * memory goes depends on --sandbox). */
 typedef struct RunArgs {
-        const char *sandbox, *command, *cwd, *network, *workspace, *stdin_file, *user;
+        const char *sandbox, *command, *cwd, *network, *workspace, *stdin_file, *user, *image;
         const char *memory, *pids, *cpus, *timeout, *cpu_time, *output_bytes, *file_size, *open_files;
         bool read_stdin, best_effort, verbose, stream;
         json_object *env, *mounts;
@@ -127,6 +129,7 @@ static int run_option(RunArgs *a, int c, const char *value) {
         case ARG_MOUNT: return add_mount(&a->mounts, value);
         case ARG_FILE_SIZE: a->file_size = value; break;
         case ARG_OPEN_FILES: a->open_files = value; break;
+        case ARG_IMAGE: a->image = value; break;
         default: return log_error("unhandled option %d", c);
         }
         return 0;
@@ -157,6 +160,7 @@ static int run_parse(RunArgs *a, int argc, char *argv[]) {
                 { "mount", required_argument, NULL, ARG_MOUNT },
                 { "file-size", required_argument, NULL, ARG_FILE_SIZE },
                 { "open-files", required_argument, NULL, ARG_OPEN_FILES },
+                { "image", required_argument, NULL, ARG_IMAGE },
                 {},
         };
         int c, r;
@@ -209,6 +213,9 @@ static int run_add_existing_sandbox_limits(json_object *req, const RunArgs *a) {
                 return log_error("run: --network only applies to a throwaway sandbox (without --sandbox)");
         if (a->workspace)
                 return log_error("run: --workspace only applies to a throwaway sandbox (without --sandbox)");
+        if (a->image)
+                return log_error("run: --image only applies to a throwaway sandbox (without --sandbox); a sandbox's "
+                                 "image is chosen with 'sandboxctl create --image'");
         if (a->best_effort)
                 return log_error("run: --best-effort only applies to a throwaway sandbox (without --sandbox)");
         r = add_string(req, "sandbox", a->sandbox);
@@ -233,6 +240,8 @@ static int run_add_throwaway_limits(json_object *req, const RunArgs *a) {
                 r = add_string(req, "network", a->network);
         if (r >= 0 && a->workspace)
                 r = add_string(req, "workspace", a->workspace);
+        if (r >= 0 && a->image)
+                r = add_string(req, "image", a->image);
         if (r < 0)
                 return r;
         if (a->best_effort)

@@ -11,7 +11,7 @@ lib_libsbxcommon_la_CFLAGS = $(AM_CFLAGS) $(JSONC_CFLAGS) -fPIC
 lib_libsbxcommon_la_LIBADD = $(JSONC_LIBS)
 
 lib_LTLIBRARIES += lib/libsandbox.la
-lib_libsandbox_la_SOURCES = lib/client.c lib/client-file.c lib/client-internal.h lib/sandbox.h
+lib_libsandbox_la_SOURCES = lib/client.c lib/client-file.c lib/client-image.c lib/client-internal.h lib/sandbox.h
 lib_libsandbox_la_CFLAGS = $(AM_CFLAGS) $(JSONC_CFLAGS)
 lib_libsandbox_la_LIBADD = lib/libsbxcommon.la $(JSONC_LIBS)
 lib_libsandbox_la_LDFLAGS = $(AM_LDFLAGS) -version-info 0:0:0

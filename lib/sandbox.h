@@ -116,6 +116,17 @@ int sbx_file_put_fd(SbxClient *c, const char *sandbox, const char *path, int tar
 int sbx_file_get_fd(SbxClient *c, const char *sandbox, const char *path, int tar_fd, unsigned flags,
                     sbx_event_fn on_event, void *userdata, json_object **ret_reply);
 
+/* ---- Images (sandboxd's docs/protocol.md, "Images") -----------------------------------------
+ * The same conventions: a negative errno when the call could not be made, else 0 and the final
+ * reply in *ret_reply, ok or not. image.import's on_event gets its "progress" events; source is
+ * a path on the daemon's host; tag (NULL: none) picks an OCI index's manifest. Importing and
+ * removing are for root and the daemon's admin_group. */
+int sbx_image_import(SbxClient *c, const char *name, const char *source, const char *tag, sbx_event_fn on_event,
+                     void *userdata, json_object **ret_reply);
+int sbx_image_list(SbxClient *c, json_object **ret_reply);
+int sbx_image_inspect(SbxClient *c, const char *image, json_object **ret_reply);
+int sbx_image_remove(SbxClient *c, const char *image, json_object **ret_reply);
+
 bool sbx_reply_ok(json_object *reply);
 /* The error code ("not_found", ...) and message of a failed reply, or NULL. */
 const char *sbx_reply_error_code(json_object *reply);

@@ -17,6 +17,8 @@ packages=(
 	musl-tools
 	# tests; man-db and bash-completion for t-docs.sh and t-completion.sh
 	systemd jq python3 procps psmisc util-linux iproute2 tmux man-db bash-completion
+	# t-images.sh: a .tar.zst to import (its tiny rootfs is the static busybox below)
+	zstd
 	# the README's raw protocol example
 	socat
 	# t-metrics.sh: a real Prometheus scrapes the metrics endpoint (docs/metrics.md)

@@ -13,6 +13,7 @@ INTEGRATION_TESTS = \
 	tests/t-files-chunks.sh \
 	tests/t-files-progress.sh \
 	tests/t-frozen.sh \
+	tests/t-images.sh \
 	tests/t-kill-fallback.sh \
 	tests/t-layers.sh \
 	tests/t-mounts.sh \

@@ -111,6 +111,7 @@ built = {k.op for k in (
     _ops.file_remove("x", "p"), _ops.file_read("x", "p"), _ops.file_write("x", "p", b""), _ops.file_put("x", "p", 0),
     _ops.file_get("x", "p", 1))}
 built |= {k.op for k in (_ops.port_open("x", 1), _ops.port_close("x", 1))}
+built |= {k.op for k in (_ops.image_import("n", "/s"), _ops.image_list(), _ops.image_inspect("n"), _ops.image_remove("n"))}
 up = _ops.Upload(1, b"xy")  # file.chunk: the lines of a file.write by chunks, not a request of their own
 up.take({"id": 1, "event": "ready", "chunk_bytes": 1, "window": 4})
 chunk_lines = [json.loads(x) for x in up.lines()]

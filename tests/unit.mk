@@ -58,6 +58,16 @@ tests_fuzz_fuzz_file_line_replay_CFLAGS = $(UNIT_CFLAGS)
 tests_fuzz_fuzz_file_line_replay_LDADD = $(UNIT_LDADD)
 EXTRA_DIST += tests/fuzz/replay-file-line.sh
 
+## image.import's archive side on any bytes: nothing escapes the root, no setuid, no device.
+check_PROGRAMS += tests/fuzz/fuzz-image-layer-replay
+TESTS += tests/fuzz/replay-image-layer.sh
+tests_fuzz_fuzz_image_layer_replay_SOURCES = tests/fuzz/fuzz-replay.c tests/fuzz/fuzz-image-layer.c tests/fuzz/fuzz.h \
+	daemon/exec/image-import.c daemon/exec/image-import.h daemon/exec/rm-rf.c daemon/exec/rm-rf.h
+tests_fuzz_fuzz_image_layer_replay_CPPFLAGS = $(DAEMON_INCLUDES) $(AM_CPPFLAGS)
+tests_fuzz_fuzz_image_layer_replay_CFLAGS = $(UNIT_CFLAGS) $(ARCHIVE_CFLAGS)
+tests_fuzz_fuzz_image_layer_replay_LDADD = $(UNIT_LDADD) $(ARCHIVE_LIBS)
+EXTRA_DIST += tests/fuzz/replay-image-layer.sh
+
 if FUZZING
 ## lib's sources are compiled into the target so that libFuzzer sees their coverage.
 FUZZ_FLAGS = -fsanitize=fuzzer,address,undefined -fno-omit-frame-pointer -g
@@ -91,7 +101,22 @@ fuzz-file-line: tests/fuzz/fuzz-file-line
 	tests/fuzz/fuzz-file-line -max_total_time=$(FUZZ_TIME) -max_len=8192 -timeout=10 \
 		-artifact_prefix=tests/fuzz/work/file-line- $(FUZZ_ARGS) tests/fuzz/work/file-line \
 		$(srcdir)/tests/fuzz/corpus/file-line
-.PHONY: fuzz fuzz-file-line check-vm
+
+noinst_PROGRAMS += tests/fuzz/fuzz-image-layer
+tests_fuzz_fuzz_image_layer_SOURCES = tests/fuzz/fuzz-image-layer.c tests/fuzz/fuzz.h \
+	daemon/exec/image-import.c daemon/exec/image-import.h daemon/exec/rm-rf.c daemon/exec/rm-rf.h
+tests_fuzz_fuzz_image_layer_CPPFLAGS = $(DAEMON_INCLUDES) $(AM_CPPFLAGS)
+tests_fuzz_fuzz_image_layer_CFLAGS = $(UNIT_CFLAGS) $(ARCHIVE_CFLAGS) $(FUZZ_FLAGS)
+tests_fuzz_fuzz_image_layer_LDFLAGS = $(AM_LDFLAGS) $(FUZZ_FLAGS)
+tests_fuzz_fuzz_image_layer_LDADD = $(ARCHIVE_LIBS)
+
+## make fuzz-image-layer FUZZ_TIME=60: image.import's archive side (as root: owners are set).
+fuzz-image-layer: tests/fuzz/fuzz-image-layer
+	$(MKDIR_P) tests/fuzz/work/image-layer
+	tests/fuzz/fuzz-image-layer -max_total_time=$(FUZZ_TIME) -max_len=65536 -timeout=10 \
+		-artifact_prefix=tests/fuzz/work/image-layer- $(FUZZ_ARGS) tests/fuzz/work/image-layer \
+		$(srcdir)/tests/fuzz/corpus/image-layer
+.PHONY: fuzz fuzz-file-line fuzz-image-layer check-vm
 endif
 
 ## daemon/core/ring.c is self-contained: compiled into its test directly.

@@ -102,6 +102,9 @@ static const ConfigKey config_keys[] = {
         KEY("max_port_connections", KEY_COUNT, max_port_connections),
         KEY("metrics_group", KEY_NAME, metrics_group),
         KEY("metrics_max_sandboxes", KEY_COUNT, metrics_max_sandboxes),
+        KEY("image_max_size", KEY_SIZE, image_max_size, 1048576),
+        KEY("image_max_files", KEY_COUNT, image_max_files, 16),
+        KEY("image_devices", KEY_COUNT, image_devices),
 };
 
 /* systemd's StateDirectory= tells us where our state lives ($STATE_DIRECTORY, ':'-separated). */
@@ -162,6 +165,8 @@ void config_init_defaults(Config *c) {
                 .max_port_connections = 2048,
                 .metrics_group = strdup("sandboxd-metrics"),
                 .metrics_max_sandboxes = 100,
+                .image_max_size = UINT64_C(16) << 30,
+                .image_max_files = 1000000,
         };
 }
 

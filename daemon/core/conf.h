@@ -61,6 +61,8 @@ typedef struct Config {
         /* The metrics endpoint (server/metrics-http.c, docs/metrics.md). */
         char *metrics_group;            /* given to the --metrics-listen Unix socket */
         uint64_t metrics_max_sandboxes; /* sandboxes with series of their own; the rest summed */
+        /* Images (sandbox/image.c): caps of one import, and whether device nodes are kept. */
+        uint64_t image_max_size, image_max_files, image_devices;
         uint64_t nofile_soft;       /* RLIMIT_NOFILE's soft limit at start (not a key): for runs */
         uint64_t nofile_hard;       /* and its hard limit (not a key): limits.open_files' ceiling */
 } Config;

@@ -25,6 +25,7 @@ const FieldSpec request_run_fields[] = {
         { "best_effort", FIELD_BOOL },
         { "workspace", FIELD_STRING },
         { "mounts", FIELD_ARRAY },
+        { "image", FIELD_STRING },
         {},
 };
 

@@ -113,12 +113,12 @@ static int open_as_caller(const MountSource *m, MountStep *ret_step) {
         return fd;
 }
 
-static int write_map(pid_t pid, const char *file, unsigned from, unsigned to) {
+static int write_map(pid_t pid, const char *file, unsigned from, unsigned to, unsigned count) {
         char path[64], map[64];
         int fd, n, w;
 
         snprintf(path, sizeof(path), "/proc/%d/%s", (int) pid, file);
-        n = snprintf(map, sizeof(map), "%u %u 1\n", from, to);
+        n = snprintf(map, sizeof(map), "%u %u %u\n", from, to, count ? count : 1);
         fd = open(path, O_WRONLY | O_CLOEXEC);
         if (fd < 0)
                 return -1;
@@ -154,8 +154,8 @@ static int idmap_userns(const MountSource *m) {
         }
         close(go[0]);
         close(ready[1]);
-        if (pid > 0 && read(ready[0], &c, 1) == 1 && write_map(pid, "uid_map", m->uid, m->map_uid) == 0 &&
-            write_map(pid, "gid_map", m->gid, m->map_gid) == 0) {
+        if (pid > 0 && read(ready[0], &c, 1) == 1 && write_map(pid, "uid_map", m->uid, m->map_uid, m->map_count) == 0 &&
+            write_map(pid, "gid_map", m->gid, m->map_gid, m->map_count) == 0) {
                 snprintf(path, sizeof(path), "/proc/%d/ns/user", (int) pid);
                 fd = open(path, O_RDONLY | O_CLOEXEC);
         }

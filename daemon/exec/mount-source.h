@@ -35,6 +35,7 @@ typedef struct MountSource {
         bool read_only;
         uid_t map_uid;           /* host ids the caller's become: the sandbox user's */
         gid_t map_gid;
+        unsigned map_count;      /* ids mapped from uid and gid on: 0 or 1 for one (an image's tree: a whole range) */
 } MountSource;
 
 /* Returns the detached, idmapped tree (O_CLOEXEC), or -1 with errno set and *ret_step saying

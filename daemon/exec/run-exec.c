@@ -382,9 +382,9 @@ pid_t run_exec_init(int helper_fd, const InitParams *p, int cgroup_fd, int leaf_
 
 pid_t run_exec_mount(int helper_fd, const MountSource *m, int report_fd, int *ret_pidfd) {
         char *const envp[] = { NULL };
-        char fd[16], uid[16], gid[16], muid[16], mgid[16], groups[MOUNT_GROUPS_MAX * 11 + 2] = "-";
+        char fd[16], uid[16], gid[16], muid[16], mgid[16], mcount[16], groups[MOUNT_GROUPS_MAX * 11 + 2] = "-";
         char *argv[] = { (char *) "sandboxd-mount", (char *) RUN_HELPER_MOUNT, fd, uid, gid, groups, (char *) m->root,
-                         (char *) m->rest, (char *) (m->read_only ? "ro" : "rw"), muid, mgid, NULL };
+                         (char *) m->rest, (char *) (m->read_only ? "ro" : "rw"), muid, mgid, mcount, NULL };
         HelperExec h = { .helper_fd = helper_fd, .argv = argv, .envp = envp, .fds = { report_fd }, .n_fds = 1,
                          .report_fd = report_fd };
         size_t n = 0;
@@ -394,6 +394,7 @@ pid_t run_exec_mount(int helper_fd, const MountSource *m, int report_fd, int *re
         snprintf(gid, sizeof(gid), "%u", (unsigned) m->gid);
         snprintf(muid, sizeof(muid), "%u", (unsigned) m->map_uid);
         snprintf(mgid, sizeof(mgid), "%u", (unsigned) m->map_gid);
+        snprintf(mcount, sizeof(mcount), "%u", m->map_count ? m->map_count : 1);
         for (unsigned i = 0; i < m->n_groups && i < MOUNT_GROUPS_MAX; i++)
                 n += (size_t) snprintf(groups + n, sizeof(groups) - n, "%s%u", i ? "," : "", (unsigned) m->groups[i]);
         return vfork_exec_slots(&h, -1, ret_pidfd);

@@ -147,16 +147,16 @@ static int parse_id(const char *s, unsigned *ret) {
 }
 
 /* argv: "mount", the report fd, uid, gid, the groups ("-" or comma-separated), root, the rest
- * of the source beneath it, "ro" or "rw", the uid and gid the caller's become. */
+ * of the source beneath it, "ro" or "rw", the uid and gid the caller's become, how many ids on. */
 static int mount_main(int argc, char **argv) {
-        MountSource m = { .root = argc == 11 ? argv[6] : NULL, .rest = argc == 11 ? argv[7] : NULL };
+        MountSource m = { .root = argc == 12 ? argv[6] : NULL, .rest = argc == 12 ? argv[7] : NULL };
         SpawnReport r = { .kind = REPORT_FAILED };
         MountStep step;
         int fd, tree;
 
-        if (argc != 11 || (fd = parse_fd(argv[2])) < 0 || parse_id(argv[3], &m.uid) < 0 || parse_id(argv[4], &m.gid) < 0 ||
+        if (argc != 12 || (fd = parse_fd(argv[2])) < 0 || parse_id(argv[3], &m.uid) < 0 || parse_id(argv[4], &m.gid) < 0 ||
             (strcmp(argv[8], "ro") != 0 && strcmp(argv[8], "rw") != 0) || parse_id(argv[9], &m.map_uid) < 0 ||
-            parse_id(argv[10], &m.map_gid) < 0)
+            parse_id(argv[10], &m.map_gid) < 0 || parse_id(argv[11], &m.map_count) < 0)
                 return 127;
         m.read_only = strcmp(argv[8], "ro") == 0;
         if (strcmp(argv[5], "-") != 0)

@@ -642,17 +642,79 @@ static int setup_caller_mounts(const InitMounts *mounts) {
         return 0;
 }
 
-static int setup_mounts(const InitParams *p, const InitMounts *mounts, int workdir_fd, int dev_fd) {
-        if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
-                return STEP_MOUNT_PRIVATE;
-        if (mount_root_tmpfs(p->tmpfs_size) < 0 || setup_root(p) < 0)
-                return STEP_ROOT;
+/* A directory of the root tmpfs (which the image's tree covers by then), bound onto the image's
+ * directory of that name: the sandbox's own writable /tmp, /run (and /work, /dev where nothing
+ * else is mounted there), while the image stays read-only and shared. */
+static int bind_scratch(int scratch_fd, const char *name) {
+        struct mount_attr attr = { .attr_set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV };
+        _cleanup_close_ int tree = open_tree(scratch_fd, name, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+        _cleanup_close_ int target = -EBADF;
+        char dst[64];
+
+        snprintf(dst, sizeof(dst), NEWROOT "/%s", name);
+        if (tree < 0 || mount_setattr(tree, "", AT_EMPTY_PATH, &attr, sizeof(attr)) < 0)
+                return -1;
+        target = open_no_symlinks(AT_FDCWD, dst, 0);
+        return target < 0 ? -1 : move_onto(tree, target);
+}
+
+/* The image's tree (the daemon's: detached, read-only, idmapped onto our uid range) becomes the
+ * new root, over the root tmpfs, which keeps the writable directories. The image has a directory
+ * for each (image_root_finish() made the missing ones at import). */
+static int setup_image_root(int tree, bool own_dev, bool own_work) {
+        _cleanup_close_ int scratch = -EBADF;
+
+        if (make_dir(NEWROOT "/tmp", 01777) < 0 || make_dir(NEWROOT "/run", 0755) < 0 ||
+            make_dir(NEWROOT "/work", 0755) < 0 || make_dir(NEWROOT "/dev", 0755) < 0)
+                return -1;
+        scratch = open(NEWROOT, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (scratch < 0 || move_mount(tree, "", AT_FDCWD, NEWROOT, MOVE_MOUNT_F_EMPTY_PATH) < 0)
+                return -1;
+        if (bind_scratch(scratch, "tmp") < 0 || bind_scratch(scratch, "run") < 0)
+                return -1;
+        if ((own_work && bind_scratch(scratch, "work") < 0) || (own_dev && bind_scratch(scratch, "dev") < 0))
+                return -1;
+        return 0;
+}
+
+/* The root the go brought (target "/", first): taken out of the caller's mounts. -1: none. */
+static int take_root_tree(InitMounts *mounts) {
+        int fd;
+
+        if (mounts->n == 0 || strcmp(mounts->target[0], "/") != 0)
+                return -1;
+        fd = mounts->fd[0];
+        mounts->n--;
+        memmove(mounts->target, mounts->target + 1, sizeof(mounts->target[0]) * mounts->n);
+        memmove(mounts->fd, mounts->fd + 1, sizeof(mounts->fd[0]) * mounts->n);
+        return fd;
+}
+
+/* The host's minimal view (setup_root) or an image's tree (setup_image_root) on the root tmpfs,
+ * with the mount points of the sandbox's own filesystems. */
+static int setup_base(const InitParams *p, int root_tree, int workdir_fd, int dev_fd) {
+        if (mount_root_tmpfs(p->tmpfs_size) < 0)
+                return -1;
+        if (root_tree >= 0)
+                return setup_image_root(root_tree, dev_fd < 0, workdir_fd < 0);
+        if (setup_root(p) < 0)
+                return -1;
         for (const char *const *d = (const char *const[]) { "proc", "dev", "tmp", "run", "work", "sys", NULL }; *d; d++) {
                 char path[64];
                 snprintf(path, sizeof(path), NEWROOT "/%s", *d);
                 if (mkdir(path, 0755) < 0)
-                        return STEP_ROOT;
+                        return -1;
         }
+        return 0;
+}
+
+static int setup_mounts(const InitParams *p, InitMounts *mounts, int workdir_fd, int dev_fd) {
+        _cleanup_close_ int root_tree = take_root_tree(mounts);
+
+        if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+                return STEP_MOUNT_PRIVATE;
+        if (setup_base(p, root_tree, workdir_fd, dev_fd) < 0)
+                return STEP_ROOT;
         if (setup_sys(p->sysfs_fd) < 0)
                 return STEP_ROOT;
         if (mount("proc", NEWROOT "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
@@ -661,14 +723,16 @@ static int setup_mounts(const InitParams *p, const InitMounts *mounts, int workd
                 return STEP_DEV;
         if (setup_kernel_masks() < 0)
                 return STEP_MASK;
-        if (chmod(NEWROOT "/tmp", 01777) < 0 || bind_self(NEWROOT "/tmp", MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, 0) < 0 ||
-            bind_self(NEWROOT "/run", MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, 0) < 0)
+        if (root_tree < 0 && (chmod(NEWROOT "/tmp", 01777) < 0 ||
+                              bind_self(NEWROOT "/tmp", MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, 0) < 0 ||
+                              bind_self(NEWROOT "/run", MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, 0) < 0))
                 return STEP_TMP;
         if (setup_work(workdir_fd) < 0)
                 return STEP_WORK;
         if (setup_caller_mounts(mounts) < 0)
                 return STEP_MOUNTS;
-        if (setup_masks(p->mask_paths) < 0 || setup_accounts() < 0)
+        /* An image's accounts are its own (its packages' users among them). */
+        if (setup_masks(p->mask_paths) < 0 || (root_tree < 0 && setup_accounts() < 0))
                 return STEP_MASK;
         if (setup_pivot() < 0)
                 return STEP_PIVOT;

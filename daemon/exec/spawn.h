@@ -96,7 +96,7 @@ bool root_fs_refused(long f_type);
 /* The init's go (its uid/gid maps are written), with the caller's directories to attach: one
  * SOCK_SEQPACKET message "g", then each target (absolute, NUL-terminated), the detached trees
  * (mount-source.h) in the same order as SCM_RIGHTS. */
-#define INIT_MOUNTS_MAX 16
+#define INIT_MOUNTS_MAX 18 /* the root (an image), the caller's workspace, 16 mounts */
 #define INIT_GO_MAX (1 + INIT_MOUNTS_MAX * 4096)
 typedef struct InitMounts {
         unsigned n;

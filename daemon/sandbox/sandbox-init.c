@@ -7,20 +7,24 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <linux/openat2.h>
 #include <linux/sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include "cgroup.h"
 #include "macro.h"
+#include "mount-compat.h"
 #include "context.h"
 #include "fdstore.h"
+#include "image.h"
 #include "mount-open.h"
 #include "run-exec.h"
 #include "sandbox.h"
@@ -273,8 +277,59 @@ static int mount_error(ProtoError *err, const char *field, const SandboxMount *s
                                strerror(-r));
 }
 
+int sandbox_check_root(Sandbox *s, ProtoError *err) {
+        ImageStore *st = s->ctx->images;
+
+        if (!s->image)
+                return 0; /* the host's view: root_trees_open() in the helper */
+        if (!st || !image_find(st, s->image))
+                return proto_error_set(err, SBX_E_NOT_FOUND, "image", "no image '%s' (removed?)", s->image);
+        if (!st->idmap)
+                return proto_error_set(err, SBX_E_INVALID_REQUEST, "image",
+                                       "the filesystem of the image store (%s) cannot be idmapped on this kernel (%s): a "
+                                       "sandbox cannot see image '%s' with its owners; keep the state directory on ext4, "
+                                       "xfs, btrfs (or tmpfs from Linux 6.3)", st->dir, strerror(st->idmap_error), s->image);
+        return 0;
+}
+
+/* The image's rootfs, cloned (without the mounts below it) and idmapped with the init's own
+ * user namespace, whose maps are written by now: on-disk id k is host_uid + k, which is k
+ * inside. Two syscalls on the daemon's side, no child: what a create from an image costs more
+ * than one of the host's view. */
+int sandbox_open_root(Sandbox *s) {
+        struct mount_attr attr = {
+                .attr_set = MOUNT_ATTR_IDMAP | MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
+                .propagation = MS_PRIVATE,
+        };
+        struct open_how how = { .flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
+                                .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS };
+        _cleanup_close_ int dir = -EBADF, userns = -EBADF, tree = -EBADF;
+        char path[IMAGE_NAME_MAX + 16];
+
+        if (!s->image)
+                return -EBADF;
+        if (!s->ctx->images || !image_find(s->ctx->images, s->image))
+                return -ENOENT;
+        snprintf(path, sizeof(path), "%s/rootfs", s->image);
+        dir = (int) syscall(SYS_openat2, s->ctx->images->dir_fd, path, &how, sizeof(how));
+        snprintf(path, sizeof(path), "/proc/%d/ns/user", (int) s->init_pid);
+        if (dir < 0 || (userns = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+                return -errno;
+        tree = open_tree(dir, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH);
+        if (tree < 0)
+                return -errno;
+        attr.userns_fd = (uint64_t) userns;
+        if (mount_setattr(tree, "", AT_EMPTY_PATH, &attr, sizeof(attr)) < 0)
+                return -errno;
+        return TAKE_FD(tree);
+}
+
 int sandbox_open_mounts(Sandbox *s, ProtoError *err) {
         Context *m = s->ctx;
+        int r = sandbox_check_root(s, err);
+
+        if (r < 0)
+                return r;
 
         for (unsigned i = 0; i < s->n_mounts; i++) {
                 SandboxMount *sm = &s->mounts[i];
@@ -309,17 +364,27 @@ int sandbox_open_mounts(Sandbox *s, ProtoError *err) {
         return 0;
 }
 
+/* The root's tree first, as "/" (sandbox-setup.c then builds on it instead of the host's view). */
 int sandbox_send_go(Sandbox *s) {
-        InitMounts im = { .n = s->n_mounts };
+        InitMounts im = {};
         int r;
 
+        if (s->image) {
+                safe_close(s->root_tree_fd);
+                s->root_tree_fd = sandbox_open_root(s);
+                if (s->root_tree_fd < 0)
+                        return s->root_tree_fd;
+                im.target[im.n] = "/";
+                im.fd[im.n++] = s->root_tree_fd;
+        }
         for (unsigned i = 0; i < s->n_mounts; i++) {
                 if (s->mounts[i].tree_fd < 0)
                         return -EBADF;
-                im.target[i] = s->mounts[i].target;
-                im.fd[i] = s->mounts[i].tree_fd;
+                im.target[im.n] = s->mounts[i].target;
+                im.fd[im.n++] = s->mounts[i].tree_fd;
         }
         r = init_go_send(s->setup_fd, &im);
+        s->root_tree_fd = safe_close(s->root_tree_fd);
         for (unsigned i = 0; i < s->n_mounts; i++)
                 s->mounts[i].tree_fd = safe_close(s->mounts[i].tree_fd);
         return r;

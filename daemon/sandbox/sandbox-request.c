@@ -12,6 +12,7 @@
 #include "cgroup.h"
 #include "macro.h"
 #include "context.h"
+#include "image.h"
 #include "request-fields.h"
 #include "run-spec.h"
 #include "sandbox.h"
@@ -268,6 +269,32 @@ static int parse_mounts(Context *m, Sandbox *s, json_object *mounts, ProtoError 
         return 0;
 }
 
+/* "image": an image of the store, which the sandbox holds from here (sandbox_free() lets go). */
+static int parse_image(Context *m, Sandbox *s, json_object *req, ProtoError *err) {
+        const char *name = NULL;
+        Image *img;
+        int r = proto_get_string(req, "image", 128, &name, err);
+
+        if (r < 0 || !name)
+                return r;
+        img = image_name_valid(name) ? image_find(m->images, name) : NULL;
+        if (!img)
+                return proto_error_set(err, SBX_E_NOT_FOUND, "image", "no image '%.64s' (image.list shows them)", name);
+        if (!m->features.mount_idmap)
+                return proto_error_set(err, SBX_E_INVALID_REQUEST, "image",
+                                       "this kernel has no idmapped mounts (mount_setattr MOUNT_ATTR_IDMAP): a sandbox cannot "
+                                       "see an image's files with their owners");
+        if (m->images && !m->images->idmap)
+                return proto_error_set(err, SBX_E_INVALID_REQUEST, "image",
+                                       "the filesystem of the image store (%s) cannot be idmapped on this kernel (%s): a sandbox "
+                                       "cannot see an image with its owners; keep the state directory on ext4, xfs or btrfs "
+                                       "(tmpfs from Linux 6.3)", m->images->dir, strerror(m->images->idmap_error));
+        if (!(s->image = strdup(name)))
+                return proto_error_set(err, SBX_E_INTERNAL, NULL, "out of memory");
+        image_hold(img);
+        return 0;
+}
+
 int sandbox_parse(Context *m, Sandbox *s, json_object *req, ProtoError *err) {
         json_object *limits = NULL, *env = NULL;
         const char *name = NULL, *network = NULL, *workspace = NULL;
@@ -315,6 +342,8 @@ int sandbox_parse(Context *m, Sandbox *s, json_object *req, ProtoError *err) {
                 return proto_error_set(err, SBX_E_INTERNAL, NULL, "out of memory");
         if (ws_source && (r = parse_workspace_source(s, ws, req, err)) < 0)
                 return r;
+        if ((r = parse_image(m, s, req, err)) < 0)
+                return r;
         return parse_mounts(m, s, json_object_object_get(req, "mounts"), err);
 }
 
@@ -324,8 +353,10 @@ int sandbox_parse_request(Context *m, json_object *req, SandboxRequest *ret, Pro
 
         *ret = (SandboxRequest) { .limits = tmp.limits, .best_effort = tmp.best_effort,
                                   .disk_workspace = !tmp.memory_workspace, .root = !tmp.unprivileged_only,
-                                  .name = tmp.name, .env = tmp.env, .mounts = tmp.n_mounts > 0 };
+                                  .name = tmp.name, .env = tmp.env, .mounts = tmp.n_mounts > 0, .image = tmp.image };
         sandbox_mounts_free(&tmp);
+        image_release(m->images, tmp.image);
+        free(tmp.image);
         if (r < 0)
                 sandbox_request_done(ret);
         return r;

@@ -18,6 +18,7 @@
 #include "macro.h"
 #include "context.h"
 #include "fdstore.h"
+#include "image.h"
 #include "sandbox.h"
 #include "spawn.h"
 #include "util.h"
@@ -35,7 +36,7 @@ static Sandbox *sandbox_alloc(Context *m) {
         if (!s)
                 return NULL;
         s->ctx = m;
-        s->cg_fd = s->workdir_fd = s->init_pidfd = s->setup_fd = s->netns_fd = -EBADF;
+        s->cg_fd = s->workdir_fd = s->init_pidfd = s->setup_fd = s->netns_fd = s->root_tree_fd = -EBADF;
         s->uid_slot = UINT32_MAX;
         s->user = SANDBOX_USER_SANDBOX;
         s->created_usec = now_usec(CLOCK_REALTIME);
@@ -257,6 +258,14 @@ static int sandbox_restore_fields(Sandbox *s, json_object *meta) {
                 s->best_effort = json_object_get_boolean(v);
         if (json_object_object_get_ex(meta, "env", &v) && json_object_is_type(v, json_type_object))
                 s->env = json_object_get(v);
+        if (json_object_object_get_ex(meta, "image", &v) && json_object_is_type(v, json_type_string)) {
+                /* Held even when it is gone: the sandbox then stays down (sandbox_open_root()). */
+                Image *img = image_find(s->ctx->images, json_object_get_string(v));
+                if (!(s->image = strdup(json_object_get_string(v))))
+                        return -ENOMEM;
+                if (img)
+                        image_hold(img);
+        }
         /* A record without it predates the option: it gets the default (its workspace's files
          * made as root inside may then be read-only to its runs; "user":"root" on a run helps). */
         if (json_object_object_get_ex(meta, "user", &v) && json_object_is_type(v, json_type_string))
@@ -395,7 +404,7 @@ int sandbox_restore(Context *m, json_object *meta, Sandbox **ret) {
                 *ret = s;
                 return 0;
         }
-        if (s->n_mounts > 0) {
+        if (s->n_mounts > 0 || s->image) {
                 /* The caller's directories again, as the caller: one removed or no longer
                  * readable to them leaves the sandbox down (its workspace kept, retried at the
                  * next start). */
@@ -760,6 +769,9 @@ Sandbox *sandbox_free(Sandbox *s) {
                 registry_free_uid_slot(s->ctx->registry, s->uid_slot);
         json_object_put(s->env);
         sandbox_mounts_free(s);
+        safe_close(s->root_tree_fd);
+        image_release(s->ctx->images, s->image);
+        free(s->image);
         json_object_put(s->interrupted_runs);
         json_object_put(s->teardown_stuck);
         free(s->name);
@@ -879,6 +891,8 @@ json_object *sandbox_to_json(Sandbox *s, bool with_usage) {
         json_object_object_add(o, "best_effort", json_object_new_boolean(s->best_effort));
         json_object_object_add(o, "network", json_object_new_string("none"));
         json_object_object_add(o, "user", json_object_new_string(sandbox_user_to_string(s->user)));
+        if (s->image)
+                json_object_object_add(o, "image", json_object_new_string(s->image));
         json_object_object_add(o, "created", json_object_new_string(format_utc(ts, s->created_usec)));
         json_object_object_add(o, "restarted_at", s->restored_usec ? json_object_new_string(format_utc(ts,
                                                                                                      s->restored_usec))
@@ -937,7 +951,7 @@ static void sandbox_restart_respawn(Sandbox *s) {
         s->init_ready = false;
         s->init_adopted = NULL;
         k = sandbox_renew_cgroup(s);
-        if (k >= 0 && s->n_mounts > 0) {
+        if (k >= 0 && (s->n_mounts > 0 || s->image)) {
                 /* The new init gets the caller's directories again, opened as the caller. */
                 ProtoError err;
                 if (sandbox_open_mounts(s, &err) < 0) {

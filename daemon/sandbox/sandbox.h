@@ -131,6 +131,11 @@ typedef struct Sandbox {
         SandboxMount mounts[SANDBOX_MOUNTS_MAX + 1];
         unsigned n_mounts;
         SandboxCaller caller; /* the mounts' credentials (with n_mounts > 0) */
+        /* Its root: the image of that name (image.h), held while the sandbox exists; NULL: the
+         * host's minimal view. root_tree_fd: the detached tree the init binds as / until it has
+         * it (sandbox_open_root()), else -1. */
+        char *image;
+        int root_tree_fd;
         uint64_t created_usec; /* CLOCK_REALTIME */
         uint64_t restored_usec; /* when a restarted daemon brought it back, or 0 */
         bool keep_workspace;   /* a teardown that must leave the workspace (failed restore) */
@@ -212,6 +217,7 @@ typedef struct SandboxRequest {
         char *name;
         json_object *env;
         bool mounts;         /* ... with "mounts": never a pooled sandbox */
+        bool image;          /* ... with "image": neither */
 } SandboxRequest;
 
 int sandbox_parse_request(Context *m, json_object *req, SandboxRequest *ret, ProtoError *err);
@@ -232,8 +238,16 @@ int sandbox_create(Context *m, json_object *req, uid_t owner, bool ephemeral, Sa
  * them). */
 int sandbox_create_as(Context *m, json_object *req, const SandboxCaller *caller, bool ephemeral, Sandbox **ret,
                       ProtoError *err);
-/* Opens s's mounts as s->caller (mount-open.h), before its init is started: 0, or a reply's
- * error naming mounts[i].source. */
+/* What a sandbox's root is, in one place: the tree its init binds as / (sent with the go,
+ * sandbox_send_go()): its image's rootfs, shared read-only and idmapped with the init's user
+ * namespace (its maps written), so that the image's owners are the ones inside; -EBADF for the
+ * host's view (no image), else a negative errno. A writable root would put its layer here. */
+int sandbox_open_root(Sandbox *s);
+/* Before an init is started: whether the sandbox's root can be made (its image exists, the
+ * store can be idmapped): 0, or a reply's error naming image. */
+int sandbox_check_root(Sandbox *s, ProtoError *err);
+/* Checks s's root (sandbox_check_root()) and opens its mounts as s->caller (mount-open.h),
+ * before its init is started: 0, or a reply's error naming image or mounts[i].source. */
 int sandbox_open_mounts(Sandbox *s, ProtoError *err);
 /* The init's go (its maps are written), with the mounts' trees, which are then closed. */
 int sandbox_send_go(Sandbox *s);

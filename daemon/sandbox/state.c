@@ -105,6 +105,8 @@ static json_object *state_to_json(Sandbox *s) {
         json_object_object_add(l, "open_files", json_object_new_int64((int64_t) s->limits.open_files));
         json_object_object_add(o, "limits", l);
         json_object_object_add(o, "env", s->env ? json_object_get(s->env) : NULL);
+        if (s->image)
+                json_object_object_add(o, "image", json_object_new_string(s->image));
         if (s->n_mounts > 0) {
                 /* With the credentials they were opened with: a restart reopens them so. */
                 json_object *a = json_object_new_array(), *c = json_object_new_object(), *g = json_object_new_array();

@@ -117,6 +117,7 @@ Daemon *lifecycle_free(Daemon *d) {
         while (registry_first(&d->registry))
                 sandbox_free(registry_first(&d->registry));
         ports_done(&d->ports); /* after the sandboxes, whose members the ports are */
+        image_store_done(&d->images); /* after the sandboxes, which hold images */
         d->manager = manager_free(d->manager);
         safe_close(d->run_log.fd);
         context_done(&d->ctx);
@@ -441,6 +442,11 @@ int lifecycle_setup(Daemon *d) {
         r = setup_ports(d);
         if (r < 0)
                 return r;
+        /* Before the restore: a restored sandbox takes its image again. */
+        r = image_store_open(&d->images, ctx);
+        if (r < 0)
+                return log_error_errno(r, "cannot open the image store %s/images: %m", ctx->config.state_dir);
+        ctx->images = &d->images;
         r = restore_all(ctx);
         if (r < 0)
                 log_warning_errno(r, "cannot read the state directory: %m");

@@ -5,6 +5,7 @@
 #pragma once
 
 #include "context.h"
+#include "image.h"
 #include "idle-exit.h"
 #include "manager.h"
 #include "metrics-http.h"
@@ -22,6 +23,7 @@ typedef struct Daemon {
         RunLog run_log;
         IdleExit idle;
         PortTable ports;
+        ImageStore images;
         Manager *manager;
         MetricsServer *metrics;    /* the metrics endpoint's listeners (none: not served) */
 } Daemon;

@@ -6,6 +6,7 @@
 
 #include "cgroup.h"
 #include "connection.h"
+#include "image.h"
 #include "manager.h"
 #include "ops.h"
 #include "sandbox.h"
@@ -31,6 +32,7 @@ static json_object *caps_json(Context *m) {
         json_object_object_add(caps, "mount_roots", roots);
         json_object_object_add(caps, "cgroup_root", json_object_new_string(m->cg.base));
         json_object_object_add(caps, "state_dir", json_object_new_string(m->config.state_dir));
+        json_object_object_add(caps, "images", image_store_capabilities(m->images));
         return caps;
 }
 

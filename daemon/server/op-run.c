@@ -14,7 +14,7 @@
 /* The sandbox named, or a throwaway one made (or taken from the pool) for this run: *ret_made. */
 static int run_sandbox(Request *c, json_object *req, Sandbox **ret, bool *ret_made, ProtoError *err) {
         json_object *v;
-        const char *extra[] = { "limits", "network", "best_effort", "workspace", "mounts" };
+        const char *extra[] = { "limits", "network", "best_effort", "workspace", "mounts", "image" };
 
         *ret_made = false;
         if (!json_object_object_get_ex(req, "sandbox", &v) || json_object_is_type(v, json_type_null)) {

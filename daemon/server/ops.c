@@ -24,6 +24,7 @@ static const FieldSpec create_fields[] = {
         { "from_snapshot", FIELD_STRING },
         { "mounts", FIELD_ARRAY },
         { "workspace", FIELD_OBJECT },
+        { "image", FIELD_STRING },
         {},
 };
 static const FieldSpec sweep_fields[] = { ENVELOPE, { "dry_run", FIELD_BOOL }, {} };
@@ -119,6 +120,11 @@ static const FieldSpec port_fields[] = {
 };
 static const FieldSpec port_close_fields[] = { ENVELOPE, { "sandbox", FIELD_STRING, true }, { "port", FIELD_INT, true }, {} };
 
+static const FieldSpec image_import_fields[] = {
+        ENVELOPE, { "name", FIELD_STRING, true }, { "source", FIELD_STRING, true }, { "tag", FIELD_STRING }, {},
+};
+static const FieldSpec image_fields[] = { ENVELOPE, { "image", FIELD_STRING, true }, {} };
+
 static const Op ops[] = {
         { "hello", op_hello, no_fields },
         { "health", op_health, no_fields },
@@ -152,6 +158,10 @@ static const Op ops[] = {
         { "file.chunk", op_file_chunk, NULL, .takes_fds = true },
         { "port.open", op_port_open, port_fields },
         { "port.close", op_port_close, port_close_fields },
+        { "image.import", op_image_import, image_import_fields },
+        { "image.list", op_image_list, no_fields },
+        { "image.inspect", op_image_inspect, image_fields },
+        { "image.remove", op_image_remove, image_fields },
 };
 
 void ops_dispatch(Reply *reply, const char *name, json_object *req, int *fds, size_t n_fds, void *userdata) {

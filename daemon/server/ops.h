@@ -84,6 +84,10 @@ int op_file_chunk(Request *c, json_object *id, json_object *req, ProtoError *err
 bool ops_route(ReplySink *sink, const char *line, size_t len, void *userdata);
 int op_port_open(Request *c, json_object *id, json_object *req, ProtoError *err);
 int op_port_close(Request *c, json_object *id, json_object *req, ProtoError *err);
+int op_image_import(Request *c, json_object *id, json_object *req, ProtoError *err);
+int op_image_list(Request *c, json_object *id, json_object *req, ProtoError *err);
+int op_image_inspect(Request *c, json_object *id, json_object *req, ProtoError *err);
+int op_image_remove(Request *c, json_object *id, json_object *req, ProtoError *err);
 
 /* The caller's sandbox by id, name or "UID/NAME" (ops.c); not_found for others' (no oracle). */
 Sandbox *ops_resolve_sandbox(Request *c, const char *key);

@@ -116,8 +116,8 @@ def health() -> Call[Health]:
 def create(*, name: str | None = None, limits: JSON | None = None, network: str | None = None,
            env: Mapping[str, str] | None = None, best_effort: bool | None = None,
            ttl: Duration | None = None, idle: Duration | None = None, user: str | None = None,
-           from_snapshot: SnapshotRef | None = None) -> Call[SandboxInfo]:
-    return Call("create", {
+           from_snapshot: SnapshotRef | None = None, image: str | None = None) -> Call[SandboxInfo]:
+    return Call("create", {"image": image,
         "name": name, "limits": limits, "network": network,
         "env": dict(env) if env is not None else None, "best_effort": best_effort, "ttl": ttl,
         "idle": idle, "user": user,
@@ -145,7 +145,7 @@ def run(command: Command | None = None, *, sandbox: str | None = None,
         output_bytes: Size | None = None, memory: Size | None = None, pids: int | None = None,
         user: str | None = None, stream: bool = False, limits: JSON | None = None,
         network: str | None = None, best_effort: bool | None = None,
-        workspace: str | None = None) -> Call[RunResult]:
+        workspace: str | None = None, image: str | None = None) -> Call[RunResult]:
     fields: JSON = {"sandbox": sandbox}
     fields.update(_command(command, argv))
     fields.update(_payload(stdin, "stdin", "stdin_encoding"))
@@ -153,7 +153,7 @@ def run(command: Command | None = None, *, sandbox: str | None = None,
         "env": dict(env) if env is not None else None, "cwd": cwd, "timeout_s": timeout,
         "cpu_s": cpu_s, "output_bytes": output_bytes, "memory": memory, "pids": pids,
         "user": user, "stream": True if stream else None, "limits": limits, "network": network,
-        "best_effort": best_effort, "workspace": workspace,
+        "best_effort": best_effort, "workspace": workspace, "image": image,
     })
     return Call("run", fields, RunResult.from_json)
 
@@ -530,6 +530,27 @@ def port_close(sandbox: str, port: int) -> Call[None]:
 def port_list(sandbox: str) -> Call[list[PublishedPort]]:
     return Call("inspect", {"sandbox": sandbox},
                 lambda r: [PublishedPort.from_json(p) for p in _l(_d(r, "sandbox"), "ports") if isinstance(p, dict)])
+
+
+def _image(r: JSON) -> JSON:
+    image: JSON = _d(r, "image")
+    return image
+
+
+def image_import(name: str, source: str, tag: str | None = None) -> Call[JSON]:
+    return Call("image.import", {"name": name, "source": source, "tag": tag}, _image)
+
+
+def image_list() -> Call[list[JSON]]:
+    return Call("image.list", {}, lambda r: [i for i in _l(r, "images") if isinstance(i, dict)])
+
+
+def image_inspect(image: str) -> Call[JSON]:
+    return Call("image.inspect", {"image": image}, _image)
+
+
+def image_remove(image: str) -> Call[None]:
+    return Call("image.remove", {"image": image}, _none)
 
 
 def raw(op: str, fields: Mapping[str, Any]) -> Call[JSON]:

@@ -242,13 +242,15 @@ class Client:
                limits: Mapping[str, Any] | None = None, network: str | None = None,
                env: Mapping[str, str] | None = None, best_effort: bool | None = None,
                ttl: Duration | None = None, idle: Duration | None = None,
-               user: str | None = None, from_snapshot: SnapshotRef | None = None) -> SandboxInfo:
+               user: str | None = None, from_snapshot: SnapshotRef | None = None,
+               image: str | None = None) -> SandboxInfo:
         """``create``: the new sandbox's SANDBOX. ``timeout`` is the default ``timeout_s`` of
-        its runs; ``limits`` adds members to the limits object as they are."""
+        its runs; ``limits`` adds members to the limits object as they are; ``image``: its
+        root is that image of the daemon's store."""
         lim = _ops.limits(memory, pids, cpus, timeout, output_bytes, disk, files, limits)
         return self._call(_ops.create(name=name, limits=lim, network=network, env=env,
                                       best_effort=best_effort, ttl=ttl, idle=idle, user=user,
-                                      from_snapshot=from_snapshot))
+                                      from_snapshot=from_snapshot, image=image))
 
     def list(self, usage: bool = False) -> builtins.list[SandboxInfo]:
         return self._call(_ops.list_sandboxes(usage))
@@ -273,16 +275,35 @@ class Client:
             output_bytes: Size | None = None, memory: Size | None = None,
             pids: int | None = None, user: str | None = None,
             limits: Mapping[str, Any] | None = None, network: str | None = None,
-            best_effort: bool | None = None, workspace: str | None = None) -> RunResult:
+            best_effort: bool | None = None, workspace: str | None = None,
+            image: str | None = None) -> RunResult:
         """``run``: waits for the final reply. Without ``sandbox``, a throwaway sandbox is made
-        for the run (``limits``, ``network``, ``best_effort``, ``workspace`` are its). A command
-        that ran is a RunResult whatever its exit; the runner's failures are SpawnFailed."""
+        for the run (``limits``, ``network``, ``best_effort``, ``workspace``, ``image`` are its).
+        A command that ran is a RunResult whatever its exit; the runner's failures are
+        SpawnFailed."""
         return self._call(_ops.run(command, sandbox=sandbox, argv=argv, env=env, cwd=cwd,
                                    stdin=stdin, timeout=timeout, cpu_s=cpu_s,
                                    output_bytes=output_bytes, memory=memory, pids=pids,
                                    user=user, limits=dict(limits) if limits else None,
                                    network=network, best_effort=best_effort,
-                                   workspace=workspace))
+                                   workspace=workspace, image=image))
+
+    # ---- images -----------------------------------------------------------------------
+
+    def image_import(self, name: str, source: str, tag: str | None = None,
+                     timeout: float | None = None) -> JSON:
+        """``image.import`` of ``source`` (a path on the daemon's host: a directory, a tar
+        archive or an OCI image layout) as ``name``: the reply's ``image``."""
+        return self._call(_ops.image_import(name, source, tag), timeout=timeout)
+
+    def image_list(self) -> builtins.list[JSON]:
+        return self._call(_ops.image_list())
+
+    def image_inspect(self, image: str) -> JSON:
+        return self._call(_ops.image_inspect(image))
+
+    def image_remove(self, image: str) -> None:
+        self._call(_ops.image_remove(image))
 
     def stream(self, command: Command | None = None, *, sandbox: str | None = None,
                argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None,
@@ -767,7 +788,7 @@ class Sandbox:
                network: str | None = None, env: Mapping[str, str] | None = None,
                best_effort: bool | None = None, ttl: Duration | None = None,
                idle: Duration | None = None, user: str | None = None,
-               from_snapshot: SnapshotRef | None = None) -> Sandbox:
+               from_snapshot: SnapshotRef | None = None, image: str | None = None) -> Sandbox:
         """``create`` on ``client`` (default: a new connection to ``socket``, closed with the
         sandbox)."""
         c = client if client is not None else Client(socket)
@@ -775,7 +796,7 @@ class Sandbox:
             info = c.create(name=name, memory=memory, pids=pids, cpus=cpus, timeout=timeout,
                             output_bytes=output_bytes, disk=disk, files=files, limits=limits,
                             network=network, env=env, best_effort=best_effort, ttl=ttl,
-                            idle=idle, user=user, from_snapshot=from_snapshot)
+                            idle=idle, user=user, from_snapshot=from_snapshot, image=image)
         except BaseException:
             if client is None:
                 c.close()

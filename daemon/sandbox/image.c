@@ -1,0 +1,897 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The image store and its imports (image.h). */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <linux/openat2.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <sys/prctl.h>
+#include <sys/random.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "context.h"
+#include "copy-tree.h"
+#include "image-import.h"
+#include "image.h"
+#include "log.h"
+#include "mount-open.h"
+#include "macro.h"
+#include "remove-async.h"
+#include "rm-rf.h"
+#include "spawn.h"
+#include "util.h"
+
+#define IMAGE_JSON "image.json"
+#define IMAGE_JSON_MAX (64u * 1024)
+#define OCI_JSON_MAX (4u << 20)
+#define OCI_LAYERS_MAX 256
+#define TMP_PREFIX ".tmp-"
+
+/* ---- Records ------------------------------------------------------------------------------- */
+
+bool image_name_valid(const char *n) {
+        size_t len = n ? strlen(n) : 0;
+        if (len == 0 || len > IMAGE_NAME_MAX || n[0] == '.' || n[0] == '-')
+                return false;
+        return strspn(n, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") == len;
+}
+
+static Image *image_free(Image *img) {
+        if (img) {
+                free(img->name);
+                free(img->kind);
+                free(img->source);
+                free(img->digest);
+                free(img);
+        }
+        return NULL;
+}
+
+Image *image_find(ImageStore *st, const char *name) {
+        for (Image *i = st ? st->images : NULL; i; i = i->next)
+                if (strcmp(i->name, name) == 0)
+                        return i;
+        return NULL;
+}
+
+void image_hold(Image *img) {
+        img->users++;
+}
+
+void image_release(ImageStore *st, const char *name) {
+        Image *img = name ? image_find(st, name) : NULL;
+        if (img && img->users > 0)
+                img->users--;
+}
+
+static void iso_time(uint64_t usec, char *buf, size_t len) {
+        time_t t = (time_t) (usec / USEC_PER_SEC);
+        struct tm tm;
+        gmtime_r(&t, &tm);
+        strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+static json_object *string_or_null(const char *s) {
+        return s ? json_object_new_string(s) : NULL;
+}
+
+json_object *image_to_json(const Image *img, json_object *used_by) {
+        json_object *o = json_object_new_object();
+        char when[32];
+
+        iso_time(img->imported_usec, when, sizeof(when));
+        json_object_object_add(o, "name", json_object_new_string(img->name));
+        json_object_object_add(o, "kind", json_object_new_string(img->kind));
+        json_object_object_add(o, "source", string_or_null(img->source));
+        json_object_object_add(o, "digest", string_or_null(img->digest));
+        json_object_object_add(o, "size", json_object_new_int64((int64_t) img->bytes));
+        json_object_object_add(o, "files", json_object_new_int64((int64_t) img->files));
+        json_object_object_add(o, "imported_at", json_object_new_string(when));
+        json_object_object_add(o, "users", json_object_new_int64(img->users));
+        if (used_by)
+                json_object_object_add(o, "used_by", used_by);
+        return o;
+}
+
+/* The record as image.json has it (no users: that is the running daemon's count). */
+static json_object *image_record_json(const Image *img) {
+        json_object *o = json_object_new_object();
+        json_object_object_add(o, "name", json_object_new_string(img->name));
+        json_object_object_add(o, "kind", json_object_new_string(img->kind));
+        json_object_object_add(o, "source", string_or_null(img->source));
+        json_object_object_add(o, "digest", string_or_null(img->digest));
+        json_object_object_add(o, "size", json_object_new_int64((int64_t) img->bytes));
+        json_object_object_add(o, "files", json_object_new_int64((int64_t) img->files));
+        json_object_object_add(o, "imported_usec", json_object_new_int64((int64_t) img->imported_usec));
+        return o;
+}
+
+/* A small JSON file beneath dir_fd, no symlink followed; NULL with errno. */
+static json_object *read_json_beneath(int dir_fd, const char *path, size_t max) {
+        struct open_how how = { .flags = O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK,
+                                .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS };
+        _cleanup_close_ int fd = (int) syscall(SYS_openat2, dir_fd, path, &how, sizeof(how));
+        _cleanup_free_ char *buf = NULL;
+        struct stat st;
+        size_t len = 0;
+        json_object *o;
+
+        if (fd < 0)
+                return NULL;
+        if (fstat(fd, &st) < 0)
+                return NULL;
+        if (!S_ISREG(st.st_mode) || (uint64_t) st.st_size > max) {
+                errno = S_ISREG(st.st_mode) ? EFBIG : EINVAL;
+                return NULL;
+        }
+        buf = malloc((size_t) st.st_size + 1);
+        if (!buf)
+                return NULL;
+        while (len < (size_t) st.st_size) {
+                ssize_t n = read(fd, buf + len, (size_t) st.st_size - len);
+                if (n <= 0) {
+                        if (n == 0)
+                                break;
+                        if (errno == EINTR)
+                                continue;
+                        return NULL;
+                }
+                len += (size_t) n;
+        }
+        buf[len] = '\0';
+        o = json_tokener_parse(buf);
+        if (!o || !json_object_is_type(o, json_type_object)) {
+                json_object_put(o);
+                errno = EBADMSG;
+                return NULL;
+        }
+        return o;
+}
+
+static const char *json_str(json_object *o, const char *key) {
+        json_object *v;
+        return json_object_object_get_ex(o, key, &v) && json_object_is_type(v, json_type_string) ? json_object_get_string(v)
+                                                                                                   : NULL;
+}
+
+static uint64_t json_u64(json_object *o, const char *key) {
+        json_object *v;
+        return json_object_object_get_ex(o, key, &v) && json_object_is_type(v, json_type_int) && json_object_get_int64(v) >= 0
+                       ? (uint64_t) json_object_get_int64(v)
+                       : 0;
+}
+
+static int strdup_or_null(const char *s, char **ret) {
+        *ret = s ? strdup(s) : NULL;
+        return s && !*ret ? -ENOMEM : 0;
+}
+
+static int image_load(ImageStore *st, const char *name) {
+        char path[NAME_MAX + 16];
+        json_object *o;
+        Image *img;
+        int r;
+
+        snprintf(path, sizeof(path), "%s/" IMAGE_JSON, name);
+        o = read_json_beneath(st->dir_fd, path, IMAGE_JSON_MAX);
+        if (!o)
+                return -errno;
+        img = calloc(1, sizeof(*img));
+        if (!img) {
+                json_object_put(o);
+                return -ENOMEM;
+        }
+        img->bytes = json_u64(o, "size");
+        img->files = json_u64(o, "files");
+        img->imported_usec = json_u64(o, "imported_usec");
+        if (!(img->name = strdup(name)) || (r = strdup_or_null(json_str(o, "kind") ?: "directory", &img->kind)) < 0 ||
+            (r = strdup_or_null(json_str(o, "source"), &img->source)) < 0 ||
+            (r = strdup_or_null(json_str(o, "digest"), &img->digest)) < 0) {
+                json_object_put(o);
+                image_free(img);
+                return -ENOMEM;
+        }
+        json_object_put(o);
+        img->next = st->images;
+        st->images = img;
+        return 0;
+}
+
+/* What an earlier daemon's unfinished imports left goes; every complete image is read. */
+static int image_store_scan(ImageStore *st) {
+        int fd = fcntl(st->dir_fd, F_DUPFD_CLOEXEC, 3);
+        DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+        struct dirent *de;
+
+        if (!d) {
+                safe_close(fd);
+                return -errno;
+        }
+        while ((de = readdir(d))) {
+                int r;
+                if (strncmp(de->d_name, TMP_PREFIX, strlen(TMP_PREFIX)) == 0) {
+                        if (rm_rf_at(st->dir_fd, de->d_name) < 0)
+                                log_warning_errno(errno, "images: cannot remove the unfinished import %s: %m", de->d_name);
+                        continue;
+                }
+                if (!image_name_valid(de->d_name))
+                        continue;
+                r = image_load(st, de->d_name);
+                if (r < 0)
+                        log_warning_errno(r, "images: %s has no readable " IMAGE_JSON " (%m): left out", de->d_name);
+        }
+        closedir(d);
+        return 0;
+}
+
+/* The store itself cloned and idmapped as a sandbox's root would be (sandbox_open_root()). */
+static void image_store_probe(ImageStore *st) {
+        const Config *c = &st->ctx->config;
+        MountSource src = { .root = st->dir, .rest = ".", .read_only = true, .map_uid = (uid_t) c->uid_base,
+                            .map_gid = (gid_t) c->uid_base, .map_count = (unsigned) c->uid_range };
+        MountStep step;
+        int fd = st->ctx->features.mount_idmap ? mount_open(st->ctx->run_helper_fd, &src, 10000, &step) : -ENOSYS;
+
+        st->idmap = fd >= 0;
+        st->idmap_error = fd < 0 ? -fd : 0;
+        safe_close(fd);
+        if (fd < 0)
+                log_warning("images: the image store %s cannot be idmapped here (%s): sandboxes with an image are refused",
+                            st->dir, strerror(-fd));
+}
+
+json_object *image_store_capabilities(const ImageStore *st) {
+        json_object *o = json_object_new_object();
+        unsigned n = 0;
+        for (const Image *i = st ? st->images : NULL; i; i = i->next)
+                n++;
+        json_object_object_add(o, "idmap", json_object_new_boolean(st && st->idmap));
+        json_object_object_add(o, "error", st && !st->idmap ? json_object_new_string(strerror(st->idmap_error)) : NULL);
+        json_object_object_add(o, "store", st && st->dir ? json_object_new_string(st->dir) : NULL);
+        json_object_object_add(o, "images", json_object_new_int64(n));
+        return o;
+}
+
+int image_store_open(ImageStore *st, Context *ctx) {
+        *st = (ImageStore) { .ctx = ctx, .dir_fd = -EBADF };
+        if (asprintf(&st->dir, "%s/images", ctx->config.state_dir) < 0) {
+                st->dir = NULL;
+                return -ENOMEM;
+        }
+        if (mkdir(st->dir, 0700) < 0 && errno != EEXIST)
+                return -errno;
+        st->dir_fd = open(st->dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (st->dir_fd < 0)
+                return -errno;
+        image_store_probe(st);
+        return image_store_scan(st);
+}
+
+static ImageJob *image_job_free(ImageJob *j);
+
+void image_store_done(ImageStore *st) {
+        while (st->jobs)
+                image_job_free(st->jobs);
+        while (st->images) {
+                Image *next = st->images->next;
+                image_free(st->images);
+                st->images = next;
+        }
+        st->dir_fd = safe_close(st->dir_fd);
+        free(st->dir);
+        st->dir = NULL;
+}
+
+/* ---- The import's child --------------------------------------------------------------------- */
+
+typedef enum ImportRecordKind { RECORD_PROGRESS, RECORD_FAILED, RECORD_DONE } ImportRecordKind;
+
+/* One per write on the pipe (under PIPE_BUF: never interleaved or split). */
+typedef struct ImportRecord {
+        uint32_t kind;
+        int32_t err;
+        uint32_t reason; /* ImageReason */
+        uint32_t layer, n_layers;
+        uint32_t reserved;
+        ImageCounts counts;
+        char name[512];
+} ImportRecord;
+
+typedef struct ImportChild {
+        int out;
+        uint64_t last_usec;
+        uint32_t layer, n_layers;
+        const ImageCaps *caps;
+} ImportChild;
+
+static void child_emit(ImportChild *c, uint32_t kind, const ImageCounts *counts, const ImageFail *f) {
+        ImportRecord rec = { .kind = kind, .layer = c->layer, .n_layers = c->n_layers, .counts = *counts };
+        if (f) {
+                rec.err = f->err;
+                rec.reason = f->reason;
+                snprintf(rec.name, sizeof(rec.name), "%s", f->name);
+        }
+        (void) !write(c->out, &rec, sizeof(rec));
+}
+
+static void child_progress(const ImageCounts *counts, void *userdata) {
+        ImportChild *c = userdata;
+        uint64_t now = now_usec(CLOCK_MONOTONIC);
+        if (now - c->last_usec < 100 * USEC_PER_MSEC)
+                return;
+        c->last_usec = now;
+        child_emit(c, RECORD_PROGRESS, counts, NULL);
+}
+
+typedef struct DirCopy {
+        ImportChild *child;
+        ImageCounts *counts;
+} DirCopy;
+
+static int dir_copy_progress(const CopyStats *s, void *userdata) {
+        DirCopy *d = userdata;
+        d->counts->bytes = s->bytes;
+        d->counts->files = s->files + s->dirs + s->links;
+        d->counts->skipped = s->skipped;
+        if (s->bytes > d->child->caps->max_bytes)
+                return -E2BIG;
+        if (d->counts->files > d->child->caps->max_files)
+                return -EMLINK; /* told apart from the size below */
+        child_progress(d->counts, d->child);
+        return 0;
+}
+
+static int child_copy_dir(ImportChild *c, int src_fd, int root_fd, ImageCounts *counts, ImageFail *f) {
+        DirCopy d = { .child = c, .counts = counts };
+        CopyOptions o = { .progress = dir_copy_progress, .userdata = &d, .progress_usec = 0 };
+        CopyStats s;
+        int r = copy_tree(src_fd, root_fd, &o, &s);
+
+        if (r >= 0)
+                r = dir_copy_progress(&s, &d);
+        if (r < 0) {
+                *f = (ImageFail) { .err = r == -EMLINK ? E2BIG : -r,
+                                   .reason = r == -E2BIG ? IMAGE_REASON_TOO_BIG : r == -EMLINK ? IMAGE_REASON_TOO_MANY
+                                                                                              : IMAGE_REASON_ENTRY };
+                return -f->err;
+        }
+        return 0;
+}
+
+static int open_layer(int dir_fd, const char *path) {
+        struct open_how how = { .flags = O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK,
+                                .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS };
+        struct stat st;
+        int fd = (int) syscall(SYS_openat2, dir_fd, path, &how, sizeof(how));
+        if (fd >= 0 && (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))) {
+                close(fd);
+                errno = EINVAL;
+                return -1;
+        }
+        return fd;
+}
+
+static int child_apply_layers(ImportChild *c, int src_fd, char **layers, size_t n, int root_fd, ImageCounts *counts,
+                              ImageFail *f) {
+        c->n_layers = (uint32_t) n;
+        for (size_t i = 0; i < n; i++) {
+                _cleanup_close_ int fd = open_layer(src_fd, layers[i]);
+                int r;
+                c->layer = (uint32_t) i + 1;
+                if (fd < 0) {
+                        *f = (ImageFail) { .err = errno, .reason = IMAGE_REASON_ENTRY };
+                        snprintf(f->name, sizeof(f->name), "%s", layers[i]);
+                        return -f->err;
+                }
+                r = image_layer_apply(fd, root_fd, true, c->caps, counts, child_progress, c, f);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+/* Builds <images>/<tmp>/rootfs; the daemon renames the whole only once it said done. */
+_noreturn_ static void import_child(int images_fd, const char *tmp, const char *kind, int src_fd, char **layers,
+                                    size_t n_layers, const ImageCaps *caps, int out) {
+        ImportChild c = { .out = out, .caps = caps };
+        ImageCounts counts = {};
+        ImageFail f = {};
+        _cleanup_close_ int tmp_fd = -EBADF, root_fd = -EBADF;
+        int r;
+
+        (void) prctl(PR_SET_NAME, "sandboxd-import");
+        (void) prctl(PR_SET_PDEATHSIG, SIGKILL);
+        (void) setpriority(PRIO_PROCESS, 0, 10);
+        umask(022);
+        if ((tmp_fd = openat(images_fd, tmp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0 ||
+            mkdirat(tmp_fd, "rootfs", 0755) < 0 ||
+            (root_fd = openat(tmp_fd, "rootfs", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0) {
+                f = (ImageFail) { .err = errno, .reason = IMAGE_REASON_ENTRY };
+                r = -1;
+        } else if (strcmp(kind, "directory") == 0)
+                r = child_copy_dir(&c, src_fd, root_fd, &counts, &f);
+        else if (strcmp(kind, "tar") == 0) {
+                c.n_layers = c.layer = 1;
+                r = image_layer_apply(src_fd, root_fd, false, caps, &counts, child_progress, &c, &f);
+        } else
+                r = child_apply_layers(&c, src_fd, layers, n_layers, root_fd, &counts, &f);
+        if (r >= 0 && (r = image_root_finish(root_fd)) < 0)
+                f = (ImageFail) { .err = -r, .reason = IMAGE_REASON_ENTRY };
+        child_emit(&c, r < 0 ? RECORD_FAILED : RECORD_DONE, &counts, r < 0 ? &f : NULL);
+        _exit(r < 0 ? 1 : 0);
+}
+
+/* ---- The import, in the daemon --------------------------------------------------------------- */
+
+struct ImageJob {
+        ImageStore *st;
+        ImageJob *next;
+        Reply *reply;
+        char *name, *source, *kind, *digest;
+        char tmp[IMAGE_NAME_MAX + 32];
+        char **layers;
+        size_t n_layers;
+        int src_fd;
+        pid_t pid;
+        int pidfd, fd;
+        sd_event_source *child_source, *io_source;
+        ImportRecord last;
+        bool have_last;
+        char buf[sizeof(ImportRecord)];
+        size_t have;
+        uint64_t progress_usec;
+        uint64_t start_usec;
+};
+
+static ImageJob *image_job_free(ImageJob *j) {
+        if (!j)
+                return NULL;
+        for (ImageJob **p = &j->st->jobs; *p; p = &(*p)->next)
+                if (*p == j) {
+                        *p = j->next;
+                        break;
+                }
+        if (j->pid > 0 && j->pidfd >= 0) {
+                (void) syscall(SYS_pidfd_send_signal, j->pidfd, SIGKILL, NULL, 0);
+                (void) waitid(P_PIDFD, (id_t) j->pidfd, &(siginfo_t) {}, WEXITED);
+                /* The next start removes the temporary tree; the daemon is stopping. */
+        }
+        sd_event_source_disable_unref(j->child_source);
+        sd_event_source_disable_unref(j->io_source);
+        safe_close(j->pidfd);
+        safe_close(j->fd);
+        safe_close(j->src_fd);
+        for (size_t i = 0; i < j->n_layers; i++)
+                free(j->layers[i]);
+        free(j->layers);
+        reply_unref(j->reply);
+        free(j->name);
+        free(j->source);
+        free(j->kind);
+        free(j->digest);
+        free(j);
+        return NULL;
+}
+
+bool image_importing(ImageStore *st, const char *name) {
+        for (ImageJob *j = st->jobs; j; j = j->next)
+                if (strcmp(j->name, name) == 0)
+                        return true;
+        return false;
+}
+
+static json_object *counts_json(const ImageCounts *c) {
+        json_object *o = json_object_new_object();
+        json_object_object_add(o, "bytes", json_object_new_int64((int64_t) c->bytes));
+        json_object_object_add(o, "files", json_object_new_int64((int64_t) c->files));
+        json_object_object_add(o, "read_bytes", json_object_new_int64((int64_t) c->stream_bytes));
+        json_object_object_add(o, "skipped", json_object_new_int64((int64_t) c->skipped));
+        json_object_object_add(o, "setid_dropped", json_object_new_int64((int64_t) c->setid_dropped));
+        json_object_object_add(o, "whiteouts", json_object_new_int64((int64_t) c->whiteouts));
+        return o;
+}
+
+static void job_progress(ImageJob *j, const ImportRecord *rec) {
+        json_object *ev = reply_event_new(j->reply, "progress");
+        json_object_object_add(ev, "image", json_object_new_string(j->name));
+        if (rec->n_layers > 1 || strcmp(j->kind, "oci") == 0) {
+                json_object_object_add(ev, "layer", json_object_new_int64(rec->layer));
+                json_object_object_add(ev, "layers", json_object_new_int64(rec->n_layers));
+        }
+        json_object_object_add(ev, "imported", counts_json(&rec->counts));
+        reply_event(j->reply, ev);
+}
+
+static void job_read(ImageJob *j) {
+        for (;;) {
+                ssize_t n = read(j->fd, j->buf + j->have, sizeof(j->buf) - j->have);
+                if (n <= 0) {
+                        if (n == 0 || (errno != EAGAIN && errno != EINTR))
+                                j->io_source = sd_event_source_disable_unref(j->io_source);
+                        return;
+                }
+                j->have += (size_t) n;
+                if (j->have < sizeof(j->buf))
+                        continue;
+                memcpy(&j->last, j->buf, sizeof(j->last));
+                j->have = 0;
+                j->have_last = true;
+                if (j->last.kind == RECORD_PROGRESS &&
+                    now_usec(CLOCK_MONOTONIC) - j->progress_usec >= 200 * USEC_PER_MSEC) {
+                        j->progress_usec = now_usec(CLOCK_MONOTONIC);
+                        job_progress(j, &j->last);
+                }
+        }
+}
+
+static int on_job_io(sd_event_source *src, int fd, uint32_t revents, void *userdata) {
+        job_read(userdata);
+        return 0;
+}
+
+static int write_record(ImageStore *st, const char *tmp, const Image *img) {
+        char path[IMAGE_NAME_MAX + 48];
+        json_object *o = image_record_json(img);
+        const char *text = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN);
+        _cleanup_close_ int fd = -EBADF;
+        size_t len = strlen(text);
+        int r = 0;
+
+        snprintf(path, sizeof(path), "%s/" IMAGE_JSON, tmp);
+        fd = openat(st->dir_fd, path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+        if (fd < 0 || write(fd, text, len) != (ssize_t) len || write(fd, "\n", 1) != 1 || fsync(fd) < 0)
+                r = negative_errno();
+        json_object_put(o);
+        return r;
+}
+
+static Image *job_image(ImageJob *j) {
+        Image *img = calloc(1, sizeof(*img));
+        if (!img)
+                return NULL;
+        *img = (Image) { .bytes = j->last.counts.bytes, .files = j->last.counts.files, .imported_usec = now_usec(CLOCK_REALTIME),
+                         .name = TAKE_PTR(j->name), .kind = TAKE_PTR(j->kind), .source = TAKE_PTR(j->source),
+                         .digest = TAKE_PTR(j->digest) };
+        return img;
+}
+
+/* The complete tree becomes the image: its record written in it, then renamed into place. */
+static int job_commit(ImageJob *j, ProtoError *err) {
+        ImageStore *st = j->st;
+        json_object *o;
+        Image *img;
+        int r;
+
+        if (image_find(st, j->name))
+                return proto_error_set(err, SBX_E_CONFLICT, "name", "an image named '%s' exists already", j->name);
+        img = job_image(j);
+        if (!img)
+                return proto_error_set(err, SBX_E_INTERNAL, NULL, "out of memory");
+        r = write_record(st, j->tmp, img);
+        if (r >= 0 && renameat2(st->dir_fd, j->tmp, st->dir_fd, img->name, RENAME_NOREPLACE) < 0)
+                r = -errno;
+        if (r < 0) {
+                j->name = TAKE_PTR(img->name); /* for the error's message */
+                image_free(img);
+                return proto_error_set(err, r == -ENOSPC || r == -EDQUOT ? SBX_E_RESOURCE_EXHAUSTED : SBX_E_INTERNAL, NULL,
+                                       "cannot record image '%s': %s", j->name, strerror(-r));
+        }
+        img->next = st->images;
+        st->images = img;
+        log_info("image %s imported (%s, %" PRIu64 " bytes, %" PRIu64 " files)", img->name, img->kind, img->bytes, img->files);
+        o = json_object_new_object();
+        json_object_object_add(o, "image", image_to_json(img, NULL));
+        reply_ok(j->reply, o);
+        return 0;
+}
+
+static int import_error(ImageJob *j, ProtoError *err) {
+        const ImportRecord *rec = &j->last;
+        const char *why = image_reason_to_string((ImageReason) rec->reason);
+
+        if (!j->have_last || rec->kind != RECORD_FAILED)
+                return proto_error_set(err, SBX_E_INTERNAL, NULL, "the import of '%s' ended without a result (killed?)", j->name);
+        switch ((ImageReason) rec->reason) {
+        case IMAGE_REASON_TOO_BIG:
+        case IMAGE_REASON_TOO_MANY:
+                return proto_error_set(err, SBX_E_RESOURCE_EXHAUSTED, "source",
+                                       "'%s': %s (%" PRIu64 " of image_max_size, %" PRIu64 " of image_max_files)%s%s",
+                                       j->source, why, j->st->ctx->config.image_max_size, j->st->ctx->config.image_max_files,
+                                       rec->name[0] ? " at " : "", rec->name);
+        case IMAGE_REASON_ENTRY:
+                return proto_error_set(err, SBX_E_INVALID_REQUEST, "source", "'%s': %s %s: %s", j->source, why,
+                                       rec->name[0] ? rec->name : "", strerror(rec->err));
+        default:
+                return proto_error_set(err, SBX_E_INVALID_REQUEST, "source", "'%s': refused: %s%s%s", j->source, why,
+                                       rec->name[0] ? ": " : "", rec->name);
+        }
+}
+
+static int on_job_exit(sd_event_source *src, const siginfo_t *si, void *userdata) {
+        ImageJob *j = userdata;
+        ProtoError err = {};
+        bool ok;
+
+        j->child_source = sd_event_source_disable_unref(j->child_source);
+        j->pidfd = safe_close(j->pidfd);
+        j->pid = 0;
+        if (j->io_source)
+                job_read(j);
+        ok = si->si_code == CLD_EXITED && si->si_status == 0 && j->have_last && j->last.kind == RECORD_DONE;
+        if (ok && job_commit(j, &err) >= 0) {
+                image_job_free(j);
+                return 0;
+        }
+        if (ok)
+                ; /* err is set */
+        else
+                import_error(j, &err);
+        log_info("image %s: import failed: %s", j->name ? j->name : "?", err.message);
+        (void) remove_async(j->st->ctx->event, j->st->ctx->run_helper_fd, j->st->dir_fd, j->tmp);
+        reply_error(j->reply, &err);
+        image_job_free(j);
+        return 0;
+}
+
+/* ---- OCI image layouts ----------------------------------------------------------------------- */
+
+static bool digest_path(const char *digest, char *buf, size_t len) {
+        if (!digest || strncmp(digest, "sha256:", 7) != 0 || strlen(digest + 7) != 64 ||
+            strspn(digest + 7, "0123456789abcdef") != 64)
+                return false;
+        snprintf(buf, len, "blobs/sha256/%s", digest + 7);
+        return true;
+}
+
+static bool media_is_index(const char *t) {
+        return t && (strcmp(t, "application/vnd.oci.image.index.v1+json") == 0 ||
+                     strcmp(t, "application/vnd.docker.distribution.manifest.list.v2+json") == 0);
+}
+
+/* The host's platform as OCI spells it. */
+static const char *oci_arch(void) {
+#if defined(__x86_64__)
+        return "amd64";
+#elif defined(__aarch64__)
+        return "arm64";
+#else
+        return "";
+#endif
+}
+
+/* The descriptor in index o: by tag, or the only one, or (a nested index) the host's platform. */
+static json_object *oci_pick(json_object *o, const char *tag, bool nested, ProtoError *err) {
+        json_object *m = json_object_object_get(o, "manifests");
+        size_t n = m && json_object_is_type(m, json_type_array) ? json_object_array_length(m) : 0;
+
+        for (size_t i = 0; i < n; i++) {
+                json_object *d = json_object_array_get_idx(m, i), *ann, *plat;
+                const char *ref = json_object_object_get_ex(d, "annotations", &ann) ? json_str(ann, "org.opencontainers.image.ref.name")
+                                                                                      : NULL;
+                if (!nested && tag && ref && strcmp(ref, tag) == 0)
+                        return d;
+                if (nested && json_object_object_get_ex(d, "platform", &plat) && json_str(plat, "os") &&
+                    strcmp(json_str(plat, "os"), "linux") == 0 && json_str(plat, "architecture") &&
+                    strcmp(json_str(plat, "architecture"), oci_arch()) == 0)
+                        return d;
+        }
+        if ((!tag || nested) && n == 1)
+                return json_object_array_get_idx(m, 0);
+        if (tag && !nested)
+                proto_error_set(err, SBX_E_NOT_FOUND, "tag", "index.json has no manifest tagged '%.64s'", tag);
+        else if (n == 0)
+                proto_error_set(err, SBX_E_INVALID_REQUEST, "source", "the layout's index lists no manifest");
+        else if (nested)
+                proto_error_set(err, SBX_E_NOT_FOUND, "source", "the image index has no manifest for linux/%s", oci_arch());
+        else
+                proto_error_set(err, SBX_E_INVALID_REQUEST, "tag", "index.json lists %zu manifests: say which with 'tag'", n);
+        return NULL;
+}
+
+static int oci_layers(ImageJob *j, json_object *manifest, ProtoError *err) {
+        json_object *layers = json_object_object_get(manifest, "layers");
+        size_t n = layers && json_object_is_type(layers, json_type_array) ? json_object_array_length(layers) : 0;
+
+        if (n == 0 || n > OCI_LAYERS_MAX)
+                return proto_error_set(err, SBX_E_INVALID_REQUEST, "source", "the manifest has %zu layers (1 to %d are taken)", n,
+                                       OCI_LAYERS_MAX);
+        j->layers = calloc(n, sizeof(char *));
+        if (!j->layers)
+                return proto_error_set(err, SBX_E_INTERNAL, NULL, "out of memory");
+        for (size_t i = 0; i < n; i++) {
+                char path[96];
+                if (!digest_path(json_str(json_object_array_get_idx(layers, i), "digest"), path, sizeof(path)))
+                        return proto_error_set(err, SBX_E_INVALID_REQUEST, "source",
+                                               "layer %zu of the manifest has no sha256 digest", i + 1);
+                if (!(j->layers[j->n_layers++] = strdup(path)))
+                        return proto_error_set(err, SBX_E_INTERNAL, NULL, "out of memory");
+        }
+        return 0;
+}
+
+static json_object *oci_read_blob(int dir_fd, const char *digest, ProtoError *err) {
+        char path[96];
+        json_object *o;
+
+        if (!digest_path(digest, path, sizeof(path))) {
+                proto_error_set(err, SBX_E_INVALID_REQUEST, "source", "a descriptor of the layout has no sha256 digest");
+                return NULL;
+        }
+        o = read_json_beneath(dir_fd, path, OCI_JSON_MAX);
+        if (!o)
+                proto_error_set(err, SBX_E_INVALID_REQUEST, "source", "cannot read %s of the layout: %s", path, strerror(errno));
+        return o;
+}
+
+/* index.json -> (an index ->) the manifest -> its layers, in order. Small files, read here. */
+static int oci_resolve(ImageJob *j, const char *tag, ProtoError *err) {
+        json_object *index = read_json_beneath(j->src_fd, "index.json", OCI_JSON_MAX), *manifest = NULL, *d;
+        const char *digest;
+        int r = -EINVAL;
+
+        if (!index)
+                return proto_error_set(err, SBX_E_INVALID_REQUEST, "source", "cannot read index.json of %s: %s", j->source,
+                                       strerror(errno));
+        d = oci_pick(index, tag, false, err);
+        for (int depth = 0; d && depth < 2; depth++) {
+                digest = json_str(d, "digest");
+                json_object_put(manifest);
+                manifest = oci_read_blob(j->src_fd, digest, err);
+                if (!manifest)
+                        break;
+                if (!media_is_index(json_str(d, "mediaType")) && !media_is_index(json_str(manifest, "mediaType"))) {
+                        if ((j->digest = strdup(digest)))
+                                r = oci_layers(j, manifest, err);
+                        else
+                                r = proto_error_set(err, SBX_E_INTERNAL, NULL, "out of memory");
+                        break;
+                }
+                d = oci_pick(manifest, NULL, true, err);
+        }
+        if (r == -EINVAL && !err->code)
+                r = proto_error_set(err, SBX_E_INVALID_REQUEST, "source", "the layout's index nests too deep");
+        json_object_put(manifest);
+        json_object_put(index);
+        return r < 0 ? r : 0;
+}
+
+/* ---- Starting an import ---------------------------------------------------------------------- */
+
+/* The source as root opened it: a directory (an OCI layout when it has index.json) or a file. */
+static int job_open_source(ImageJob *j, const char *tag, ProtoError *err) {
+        _cleanup_close_ int path_fd = open(j->source, O_PATH | O_CLOEXEC);
+        struct stat st;
+        char proc[64];
+        const char *kind;
+
+        if (path_fd < 0 || fstat(path_fd, &st) < 0)
+                return proto_error_set(err, errno == ENOENT ? SBX_E_NOT_FOUND : SBX_E_INVALID_REQUEST, "source", "%s: %s",
+                                       j->source, strerror(errno));
+        if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode))
+                return proto_error_set(err, SBX_E_INVALID_REQUEST, "source",
+                                       "%s is neither a directory nor a regular file (a tar archive)", j->source);
+        snprintf(proc, sizeof(proc), "/proc/self/fd/%d", path_fd);
+        j->src_fd = open(proc, (S_ISDIR(st.st_mode) ? O_RDONLY | O_DIRECTORY : O_RDONLY) | O_CLOEXEC);
+        if (j->src_fd < 0)
+                return proto_error_set(err, SBX_E_INVALID_REQUEST, "source", "%s: %s", j->source, strerror(errno));
+        kind = !S_ISDIR(st.st_mode) ? "tar" : faccessat(j->src_fd, "index.json", F_OK, AT_SYMLINK_NOFOLLOW) == 0 ? "oci" : "directory";
+        if (!(j->kind = strdup(kind)))
+                return proto_error_set(err, SBX_E_INTERNAL, NULL, "out of memory");
+        if (tag && strcmp(kind, "oci") != 0)
+                return proto_error_set(err, SBX_E_INVALID_REQUEST, "tag", "'tag' is for an OCI image layout; %s is a %s", j->source,
+                                       kind);
+        return strcmp(kind, "oci") == 0 ? oci_resolve(j, tag, err) : 0;
+}
+
+static int job_make_tmp(ImageJob *j) {
+        uint64_t rnd;
+        if (getrandom(&rnd, sizeof(rnd), 0) != sizeof(rnd))
+                return -EIO;
+        snprintf(j->tmp, sizeof(j->tmp), TMP_PREFIX "%s-%016" PRIx64, j->name, rnd);
+        return mkdirat(j->st->dir_fd, j->tmp, 0755) < 0 ? -errno : 0;
+}
+
+static int job_spawn(ImageJob *j) {
+        const Config *c = &j->st->ctx->config;
+        ImageCaps caps = { .max_bytes = c->image_max_size, .max_files = c->image_max_files, .id_count = c->uid_range,
+                           .allow_devices = c->image_devices != 0 };
+        int p[2], r;
+
+        if (pipe2(p, O_CLOEXEC) < 0)
+                return -errno;
+        j->pid = clone3_pidfd(0, -1, &j->pidfd);
+        if (j->pid == 0) {
+                int keep[] = { 2, j->st->dir_fd, j->src_fd, p[1] };
+                close_all_fds_except(keep, ELEMENTSOF(keep));
+                import_child(j->st->dir_fd, j->tmp, j->kind, j->src_fd, j->layers, j->n_layers, &caps, p[1]);
+        }
+        close(p[1]);
+        j->fd = p[0];
+        if (j->pid < 0) {
+                r = j->pid;
+                j->pid = 0;
+                return r;
+        }
+        j->src_fd = safe_close(j->src_fd);
+        if (fcntl(j->fd, F_SETFL, O_NONBLOCK) < 0)
+                return -errno;
+        r = sd_event_add_child_pidfd(j->st->ctx->event, &j->child_source, j->pidfd, WEXITED, on_job_exit, j);
+        if (r >= 0)
+                r = sd_event_add_io(j->st->ctx->event, &j->io_source, j->fd, EPOLLIN, on_job_io, j);
+        return r;
+}
+
+int image_import_start(ImageStore *st, const ImageImportRequest *rq, Reply *reply, ProtoError *err) {
+        ImageJob *j;
+        int r;
+
+        if (image_find(st, rq->name) || image_importing(st, rq->name))
+                return proto_error_set(err, SBX_E_CONFLICT, "name", "an image named '%s' exists already%s", rq->name,
+                                       image_find(st, rq->name) ? "" : " (being imported)");
+        j = calloc(1, sizeof(*j));
+        if (!j)
+                return proto_error_set(err, SBX_E_INTERNAL, NULL, "out of memory");
+        *j = (ImageJob) { .st = st, .src_fd = -EBADF, .pidfd = -EBADF, .fd = -EBADF, .start_usec = now_usec(CLOCK_MONOTONIC) };
+        j->next = st->jobs;
+        st->jobs = j;
+        if (!(j->name = strdup(rq->name)) || !(j->source = strdup(rq->source))) {
+                image_job_free(j);
+                return proto_error_set(err, SBX_E_INTERNAL, NULL, "out of memory");
+        }
+        r = job_open_source(j, rq->tag, err);
+        if (r < 0) {
+                image_job_free(j);
+                return r;
+        }
+        r = job_make_tmp(j);
+        if (r < 0) {
+                image_job_free(j);
+                return proto_error_set(err, SBX_E_INTERNAL, NULL, "cannot make a directory in %s: %s", st->dir, strerror(-r));
+        }
+        r = job_spawn(j);
+        if (r < 0) {
+                (void) rm_rf_at(st->dir_fd, j->tmp);
+                image_job_free(j);
+                return proto_error_set(err, SBX_E_INTERNAL, NULL, "cannot start the import: %s", strerror(-r));
+        }
+        j->reply = reply_ref(reply);
+        return 0;
+}
+
+/* ---- Removal --------------------------------------------------------------------------------- */
+
+int image_remove(ImageStore *st, const char *name) {
+        char trash[IMAGE_NAME_MAX + 32];
+        uint64_t rnd = 0;
+        int r;
+
+        for (Image **p = &st->images; *p; p = &(*p)->next) {
+                Image *img = *p;
+                if (strcmp(img->name, name) != 0)
+                        continue;
+                if (img->users > 0)
+                        return -EBUSY;
+                (void) !getrandom(&rnd, sizeof(rnd), 0);
+                /* Renamed first: a crash before the removal ends leaves a .tmp-* the next start removes. */
+                snprintf(trash, sizeof(trash), TMP_PREFIX "rm-%s-%016" PRIx64, name, rnd);
+                if (renameat(st->dir_fd, name, st->dir_fd, trash) < 0)
+                        return -errno;
+                r = remove_async(st->ctx->event, st->ctx->run_helper_fd, st->dir_fd, trash);
+                if (r < 0)
+                        log_warning_errno(r, "images: cannot start removing %s (%m); the next start removes it", trash);
+                *p = img->next;
+                image_free(img);
+                return 0;
+        }
+        return -ENOENT;
+}
