@@ -113,12 +113,12 @@ static int open_as_caller(const MountSource *m, MountStep *ret_step) {
         return fd;
 }
 
-static int write_map(pid_t pid, const char *file, unsigned from, unsigned to) {
+static int write_map(pid_t pid, const char *file, unsigned from, unsigned to, unsigned count) {
         char path[64], map[64];
         int fd, n, w;
 
         snprintf(path, sizeof(path), "/proc/%d/%s", (int) pid, file);
-        n = snprintf(map, sizeof(map), "%u %u 1\n", from, to);
+        n = snprintf(map, sizeof(map), "%u %u %u\n", from, to, count);
         fd = open(path, O_WRONLY | O_CLOEXEC);
         if (fd < 0)
                 return -1;
@@ -127,10 +127,9 @@ static int write_map(pid_t pid, const char *file, unsigned from, unsigned to) {
         return w == n ? 0 : -1;
 }
 
-/* A user namespace mapping the caller's ids (on disk) to the sandbox user's (host ids): held by
- * a child that waits, its maps written from here (crun and systemd do the same), its
- * /proc/PID/ns/user kept, the child ended. */
-static int idmap_userns(const MountSource *m) {
+/* A user namespace for an idmap: held by a child that waits, its maps written from here (crun
+ * and systemd do the same), its /proc/PID/ns/user kept, the child ended. */
+int mount_idmap_userns(uid_t uid_from, uid_t uid_to, gid_t gid_from, gid_t gid_to, unsigned count) {
         int go[2], ready[2], fd = -1, saved = 0;
         char c, path[64];
         pid_t pid;
@@ -154,8 +153,8 @@ static int idmap_userns(const MountSource *m) {
         }
         close(go[0]);
         close(ready[1]);
-        if (pid > 0 && read(ready[0], &c, 1) == 1 && write_map(pid, "uid_map", m->uid, m->map_uid) == 0 &&
-            write_map(pid, "gid_map", m->gid, m->map_gid) == 0) {
+        if (pid > 0 && read(ready[0], &c, 1) == 1 && write_map(pid, "uid_map", uid_from, uid_to, count) == 0 &&
+            write_map(pid, "gid_map", gid_from, gid_to, count) == 0) {
                 snprintf(path, sizeof(path), "/proc/%d/ns/user", (int) pid);
                 fd = open(path, O_RDONLY | O_CLOEXEC);
         }
@@ -190,7 +189,8 @@ int mount_source_open(const MountSource *m, MountStep *ret_step) {
                 return -1;
         }
         *ret_step = MOUNT_STEP_USERNS;
-        userns = idmap_userns(m);
+        /* The caller's ids on disk become the sandbox user's (host ids). */
+        userns = mount_idmap_userns(m->uid, m->map_uid, m->gid, m->map_gid, 1);
         if (userns < 0)
                 return -1;
         /* That exact inode, without the mounts below it (no AT_RECURSIVE). */

@@ -24,6 +24,7 @@ static const FieldSpec create_fields[] = {
         { "from_snapshot", FIELD_STRING },
         { "mounts", FIELD_ARRAY },
         { "workspace", FIELD_OBJECT },
+        { "root", FIELD_STRING },
         {},
 };
 static const FieldSpec sweep_fields[] = { ENVELOPE, { "dry_run", FIELD_BOOL }, {} };
