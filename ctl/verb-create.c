@@ -36,6 +36,9 @@ const Verb verb_create = {
                 "     --best-effort       Accept limits this host cannot enforce\n"
                 "  -u --user USER         Who runs run as inside: \"sandbox\" (uid 1000, the default)\n"
                 "                         or \"root\" (root of the sandbox's user namespace)\n"
+                "     --root MODE         \"readonly\" (the default): the host's /usr and /etc,\n"
+                "                         read-only; \"overlay\": writable by root inside, what it\n"
+                "                         writes kept in the sandbox's own upper layer (apt, pip)\n"
                 "     --from-snapshot SNAP  Start with a copy of a snapshot's tree: SANDBOX/SNAPSHOT\n"
                 "                         or a snapshot id alone (see 'sandboxctl snapshots')\n"
                 "  -v --verbose           Also print the limits and what is enforced, on stderr\n"
@@ -62,6 +65,7 @@ enum {
         ARG_FILE_SIZE,
         ARG_OPEN_FILES,
         ARG_WORKSPACE_SOURCE,
+        ARG_ROOT,
 };
 
 typedef struct CreateArgs {
@@ -128,6 +132,8 @@ static int create_option(CreateArgs *a, int c, const char *value) {
                 return add_string(a->request, "user", value);
         case ARG_FROM_SNAPSHOT:
                 return add_string(a->request, "from_snapshot", value);
+        case ARG_ROOT:
+                return add_string(a->request, "root", value);
         case 'v':
                 a->verbose = true;
                 return 0;
@@ -159,6 +165,7 @@ static int create_parse(CreateArgs *a, int argc, char *argv[]) {
                 { "file-size", required_argument, NULL, ARG_FILE_SIZE },
                 { "open-files", required_argument, NULL, ARG_OPEN_FILES },
                 { "workspace-source", required_argument, NULL, ARG_WORKSPACE_SOURCE },
+                { "root", required_argument, NULL, ARG_ROOT },
                 { "verbose", no_argument, NULL, 'v' },
                 {},
         };
