@@ -144,6 +144,16 @@ is "$(jget "$r" .error.code) $(jget "$r" .error.field)" "invalid_request root" "
 r=$(rpc '{"op":"run","best_effort":true,"root":"overlay","argv":["true"]}')
 is "$(jget "$r" .error.code)" invalid_request "a throwaway run takes no root"
 
+# ---- The Python package ---------------------------------------------------------------------
+PYTHONPATH="$top_srcdir/python" timeout -k 5 60 python3 - "$SOCK" >"$T/py.out" 2>&1 <<'EOF'
+import sys
+from sandboxd import Sandbox
+with Sandbox.create(socket=sys.argv[1], best_effort=True, user="root", root="overlay") as sb:
+    r = sb.run("echo py > /usr/local/py && cat /usr/local/py")
+    print(sb.info.root, r.stdout.strip())
+EOF
+is "$(cat "$T/py.out")" "overlay py" "Python: Sandbox.create(root=\"overlay\"), and SandboxInfo.root"
+
 # ---- sandboxctl -----------------------------------------------------------------------------
 id=$(ctl create --best-effort --root overlay)
 is "$(jget "$(rpc "$(jq -nc --arg s "$id" '{op:"inspect",sandbox:$s}')")" .sandbox.root)" overlay "sandboxctl create --root overlay"

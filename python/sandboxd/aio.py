@@ -271,11 +271,12 @@ class AsyncClient:
                      env: Mapping[str, str] | None = None, best_effort: bool | None = None,
                      ttl: Duration | None = None, idle: Duration | None = None,
                      user: str | None = None,
-                     from_snapshot: SnapshotRef | None = None) -> SandboxInfo:
+                     from_snapshot: SnapshotRef | None = None,
+                     root: str | None = None) -> SandboxInfo:
         lim = _ops.limits(memory, pids, cpus, timeout, output_bytes, disk, files, limits)
         return await self._call(_ops.create(name=name, limits=lim, network=network, env=env,
                                             best_effort=best_effort, ttl=ttl, idle=idle,
-                                            user=user, from_snapshot=from_snapshot))
+                                            user=user, from_snapshot=from_snapshot, root=root))
 
     async def list(self, usage: bool = False) -> builtins.list[SandboxInfo]:
         return await self._call(_ops.list_sandboxes(usage))
@@ -757,7 +758,8 @@ class AsyncSandbox:
                network: str | None = None, env: Mapping[str, str] | None = None,
                best_effort: bool | None = None, ttl: Duration | None = None,
                idle: Duration | None = None, user: str | None = None,
-               from_snapshot: SnapshotRef | None = None) -> _Making[AsyncSandbox]:
+               from_snapshot: SnapshotRef | None = None,
+               root: str | None = None) -> _Making[AsyncSandbox]:
         async def make() -> AsyncSandbox:
             c = client if client is not None else await AsyncClient.connect(socket)
             try:
@@ -765,7 +767,7 @@ class AsyncSandbox:
                                       timeout=timeout, output_bytes=output_bytes, disk=disk,
                                       files=files, limits=limits, network=network, env=env,
                                       best_effort=best_effort, ttl=ttl, idle=idle, user=user,
-                                      from_snapshot=from_snapshot)
+                                      from_snapshot=from_snapshot, root=root)
             except BaseException:
                 if client is None:
                     await c.close()
