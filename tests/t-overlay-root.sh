@@ -165,3 +165,20 @@ for s in a b c f; do rpc "{\"op\":\"destroy\",\"sandbox\":\"$s\"}" >/dev/null; d
 check "destroy removes the sandbox's directory, its upper layer with it" \
 	wait_until 10 sh -c "! test -e '$T/state/sandboxes/$a' && ! test -e '$T/state/sandboxes/$f'"
 stop_daemon
+
+# ---- Where it cannot work: a root_dir on overlayfs, which cannot be idmapped --------------------
+mkdir -p "$T/rl/usr/bin" "$T/rl/etc" "$T/ru" "$T/rw" "$T/r"
+if mount -t overlay -o "lowerdir=$T/rl,upperdir=$T/ru,workdir=$T/rw" sbxt-ovl "$T/r"; then
+	printf 'root_dir = %s\n' "$T/r" >"$T/ovl.conf"
+	start_daemon --config "$T/ovl.conf" || exit 0
+	r=$(rpc '{"op":"hello"}')
+	is "$(jget "$r" .capabilities.root_overlay.available)" false "hello: not available with a root_dir on overlayfs"
+	like "$(jget "$r" .capabilities.root_overlay.error)" "idmapped lower layer" "and says why"
+	r=$(rpc '{"op":"create","best_effort":true,"root":"overlay"}')
+	is "$(jget "$r" .error.code) $(jget "$r" .error.field)" "invalid_request root" "create with root: overlay is refused there"
+	like "$(jget "$r" .error.message)" "^overlay roots do not work on this host \(an idmapped lower layer" "clearly"
+	stop_daemon
+	umount "$T/r"
+else
+	nok "an overlayfs for root_dir is mounted"
+fi

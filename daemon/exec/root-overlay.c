@@ -60,7 +60,8 @@ static int make_dir_at(int dir_fd, const char *name, uid_t uid, mode_t mode) {
 int root_overlay_open(const RootUpper *u, RootOverlay *ret) {
         _cleanup_close_ int dir = open(u->dir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 
-        *ret = (RootOverlay) { .u = u, .upper_fd = -EBADF, .work_fd = -EBADF, .userns_fd = -EBADF };
+        *ret = (RootOverlay) { .u = u, .upper_fd = -EBADF, .work_fd = -EBADF, .userns_fd = -EBADF,
+                               .step = "the upper layer's directories" };
         if (dir < 0)
                 return -1;
         ret->upper_fd = make_dir_at(dir, "upper", 0, 0755);
@@ -69,6 +70,7 @@ int root_overlay_open(const RootUpper *u, RootOverlay *ret) {
         ret->work_fd = make_dir_at(dir, "work", 0, 0700);
         if (ret->work_fd < 0)
                 return -1;
+        ret->step = "the idmap's user namespace";
         ret->userns_fd = mount_idmap_userns(0, u->host_uid, 0, u->host_uid, u->count);
         return ret->userns_fd < 0 ? -1 : 0;
 }
@@ -129,13 +131,16 @@ int root_overlay_mount(RootOverlay *o, int lower, const char *name) {
         _cleanup_close_ int upper = make_dir_at(o->upper_fd, name, o->u->host_uid, 0755);
         _cleanup_close_ int work = -EBADF;
 
+        o->step = "the upper layer's directories";
         if (upper < 0)
                 return -1;
         work = make_dir_at(o->work_fd, name, 0, 0700);
         if (work < 0)
                 return -1;
+        o->step = etc ? "the sandbox's passwd and group" : "an idmapped lower layer (the root's filesystem cannot be idmapped?)";
         if (etc ? setup_upper_etc(o, upper) < 0 : idmap_tree(o, lower) < 0)
                 return -1;
+        o->step = "the overlayfs mount (overlayfs missing, or the state directory's filesystem unfit for an upper layer?)";
         return overlay_fsmount(lower, upper, work);
 }
 
@@ -144,6 +149,7 @@ int root_overlay_own(RootOverlay *o, const char *name) {
         _cleanup_close_ int dir = make_dir_at(o->upper_fd, name, o->u->host_uid, 0755);
         _cleanup_close_ int tree = -EBADF;
 
+        o->step = "the upper layer's own directories";
         if (dir < 0)
                 return -1;
         tree = open_tree(dir, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH);
@@ -152,7 +158,7 @@ int root_overlay_own(RootOverlay *o, const char *name) {
         return TAKE_FD(tree);
 }
 
-static int probe_in(const char *root_dir, const char *scratch, uid_t host_uid, unsigned count) {
+static int probe_in(const char *root_dir, const char *scratch, uid_t host_uid, unsigned count, const char **ret_step) {
         RootUpper u = { .dir = scratch, .host_uid = host_uid, .count = count };
         RootOverlay o;
         RootTrees t;
@@ -164,20 +170,22 @@ static int probe_in(const char *root_dir, const char *scratch, uid_t host_uid, u
                 r = -errno;
         else
                 root_trees_close(&t);
+        *ret_step = r < 0 ? o.step : NULL;
         root_overlay_close(&o);
         return r;
 }
 
-int root_overlay_probe(const char *root_dir, int state_fd, uid_t host_uid, unsigned count) {
+int root_overlay_probe(const char *root_dir, int state_fd, uid_t host_uid, unsigned count, const char **ret_step) {
         char name[32], path[64];
         int r;
 
         snprintf(name, sizeof(name), ".overlay-probe-%d", (int) getpid());
         (void) rm_rf_at(state_fd, name);
+        *ret_step = "a scratch directory in the state directory";
         if (mkdirat(state_fd, name, 0700) < 0)
                 return -errno;
         snprintf(path, sizeof(path), "/proc/self/fd/%d/%s", state_fd, name);
-        r = probe_in(root_dir, path, host_uid, count);
+        r = probe_in(root_dir, path, host_uid, count, ret_step);
         (void) rm_rf_at(state_fd, name);
         return r;
 }

@@ -47,6 +47,7 @@ typedef struct RootOverlay {
         const RootUpper *u;
         int upper_fd, work_fd; /* root-upper/upper, root-upper/work */
         int userns_fd;         /* the idmap: host ids 0.. -> host_uid.. */
+        const char *step;      /* what was being done when the last call failed */
 } RootOverlay;
 
 /* The directories of upper/ a sandbox gets writable as they are (no lower tree). */
@@ -64,6 +65,6 @@ int root_overlay_mount(RootOverlay *o, int lower, const char *name);
 /* upper/<name> (made where missing) as a detached writable tree: /var, /opt. */
 int root_overlay_own(RootOverlay *o, const char *name);
 
-/* Whether overlay roots work here: one made over root_dir's /usr, its upper in a scratch
- * directory below state_fd (removed again). 0, or -errno of the step that failed. */
-int root_overlay_probe(const char *root_dir, int state_fd, uid_t host_uid, unsigned count);
+/* Whether overlay roots work here: the overlays of root_dir's trees, their upper in a scratch
+ * directory below state_fd (removed again). 0, or -errno and *ret_step (what failed, in words). */
+int root_overlay_probe(const char *root_dir, int state_fd, uid_t host_uid, unsigned count, const char **ret_step);

@@ -158,7 +158,10 @@ static int root_tree_add(RootTrees *t, int root_fd, const char *path) {
 /* The overlay of the tree at path: the read-only clone is its lower layer (which the overlay
  * holds on to). */
 static int root_tree_add_overlay(RootTrees *t, int root_fd, RootOverlay *o, const char *path) {
-        _cleanup_close_ int lower = root_tree_clone(root_fd, path);
+        _cleanup_close_ int lower = -EBADF;
+
+        o->step = "the root's read-only trees";
+        lower = root_tree_clone(root_fd, path);
         if (lower < 0)
                 return -1;
         return root_tree_put(t, root_overlay_mount(o, lower, path), path);

@@ -290,9 +290,8 @@ static void probe_root_overlay(Context *ctx) {
                 return;
         }
         r = root_overlay_probe(ctx->config.root_dir, ctx->state_fd, (uid_t) ctx->config.uid_base,
-                               (unsigned) ctx->config.uid_range);
+                               (unsigned) ctx->config.uid_range, &ctx->features.root_overlay_step);
         ctx->features.root_overlay_error = r;
-        ctx->features.root_overlay_step = r < 0 ? "overlay of the root's trees" : NULL;
         if (r < 0)
                 log_info_errno(r, "overlay roots (create's \"root\": \"overlay\") do not work here: %m");
 }
