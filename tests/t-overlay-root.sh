@@ -19,6 +19,7 @@ if [ "$(jget "$r" .capabilities.root_overlay.available)" != true ]; then
 	skip_all "overlay roots do not work on this host: $(jget "$r" .capabilities.root_overlay.error)"
 fi
 ok "hello: capabilities.root_overlay.available"
+like "$(ctl status)" "overlay roots: +yes" "sandboxctl status says so"
 
 runj() { # SANDBOX USER COMMAND: the run's reply
 	rpc "$(jq -nc --arg s "$1" --arg u "$2" --arg c "$3" \
@@ -174,6 +175,7 @@ if mount -t overlay -o "lowerdir=$T/rl,upperdir=$T/ru,workdir=$T/rw" sbxt-ovl "$
 	r=$(rpc '{"op":"hello"}')
 	is "$(jget "$r" .capabilities.root_overlay.available)" false "hello: not available with a root_dir on overlayfs"
 	like "$(jget "$r" .capabilities.root_overlay.error)" "idmapped lower layer" "and says why"
+	like "$(ctl status)" "overlay roots: +no: an idmapped lower layer" "as sandboxctl status does"
 	r=$(rpc '{"op":"create","best_effort":true,"root":"overlay"}')
 	is "$(jget "$r" .error.code) $(jget "$r" .error.field)" "invalid_request root" "create with root: overlay is refused there"
 	like "$(jget "$r" .error.message)" "^overlay roots do not work on this host \(an idmapped lower layer" "clearly"
