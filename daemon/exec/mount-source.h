@@ -41,6 +41,3 @@ typedef struct MountSource {
  * which step failed. */
 int mount_source_open(const MountSource *m, MountStep *ret_step);
 const char *mount_step_to_string(int step);
-/* A user namespace (its fd, O_CLOEXEC) whose maps send [uid_from, +count) on disk to
- * [uid_to, +count), the same for gids: what MOUNT_ATTR_IDMAP takes. -1 with errno set. */
-int mount_idmap_userns(uid_t uid_from, uid_t uid_to, gid_t gid_from, gid_t gid_to, unsigned count);

@@ -15,12 +15,10 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "idmap.h"
 #include "macro.h"
 #include "mount-compat.h"
-#include "mount-source.h"
-#include "rm-rf.h"
 #include "root-overlay.h"
-#include "spawn.h"
 
 #ifndef MOUNT_ATTR_IDMAP
 #define MOUNT_ATTR_IDMAP 0x00100000
@@ -71,7 +69,7 @@ int root_overlay_open(const RootUpper *u, RootOverlay *ret) {
         if (ret->work_fd < 0)
                 return -1;
         ret->step = "the idmap's user namespace";
-        ret->userns_fd = mount_idmap_userns(0, u->host_uid, 0, u->host_uid, u->count);
+        ret->userns_fd = idmap_userns_open(0, u->host_uid, 0, u->host_uid, u->count);
         return ret->userns_fd < 0 ? -1 : 0;
 }
 
@@ -156,36 +154,4 @@ int root_overlay_own(RootOverlay *o, const char *name) {
         if (tree < 0 || mount_setattr(tree, "", AT_EMPTY_PATH, &attr, sizeof(attr)) < 0)
                 return -1;
         return TAKE_FD(tree);
-}
-
-static int probe_in(const char *root_dir, const char *scratch, uid_t host_uid, unsigned count, const char **ret_step) {
-        RootUpper u = { .dir = scratch, .host_uid = host_uid, .count = count };
-        RootOverlay o;
-        RootTrees t;
-        int r = 0;
-
-        if (root_overlay_open(&u, &o) < 0)
-                r = -errno;
-        else if (root_trees_open(root_dir, NULL, &o, &t) < 0)
-                r = -errno;
-        else
-                root_trees_close(&t);
-        *ret_step = r < 0 ? o.step : NULL;
-        root_overlay_close(&o);
-        return r;
-}
-
-int root_overlay_probe(const char *root_dir, int state_fd, uid_t host_uid, unsigned count, const char **ret_step) {
-        char name[32], path[64];
-        int r;
-
-        snprintf(name, sizeof(name), ".overlay-probe-%d", (int) getpid());
-        (void) rm_rf_at(state_fd, name);
-        *ret_step = "a scratch directory in the state directory";
-        if (mkdirat(state_fd, name, 0700) < 0)
-                return -errno;
-        snprintf(path, sizeof(path), "/proc/self/fd/%d/%s", state_fd, name);
-        r = probe_in(root_dir, path, host_uid, count, ret_step);
-        (void) rm_rf_at(state_fd, name);
-        return r;
 }

@@ -65,6 +65,3 @@ int root_overlay_mount(RootOverlay *o, int lower, const char *name);
 /* upper/<name> (made where missing) as a detached writable tree: /var, /opt. */
 int root_overlay_own(RootOverlay *o, const char *name);
 
-/* Whether overlay roots work here: the overlays of root_dir's trees, their upper in a scratch
- * directory below state_fd (removed again). 0, or -errno and *ret_step (what failed, in words). */
-int root_overlay_probe(const char *root_dir, int state_fd, uid_t host_uid, unsigned count, const char **ret_step);

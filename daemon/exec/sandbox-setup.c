@@ -38,6 +38,7 @@
 #include "identity.h"
 #include "macro.h"
 #include "mount-compat.h"
+#include "rm-rf.h"
 #include "spawn.h"
 
 /* The new root is assembled on a private tmpfs mounted over /tmp in our own mount namespace;
@@ -219,6 +220,39 @@ int init_trees_open(InitParams *p) {
         saved = errno;
         root_overlay_close(&o);
         errno = saved;
+        return r;
+}
+
+static int probe_in(const char *root_dir, const char *scratch, uid_t host_uid, unsigned count, const char **ret_step) {
+        RootUpper u = { .dir = scratch, .host_uid = host_uid, .count = count };
+        RootOverlay o;
+        RootTrees t;
+        int r = 0;
+
+        if (root_overlay_open(&u, &o) < 0)
+                r = -errno;
+        else if (root_trees_open(root_dir, NULL, &o, &t) < 0)
+                r = -errno;
+        else
+                root_trees_close(&t);
+        *ret_step = r < 0 ? o.step : NULL;
+        root_overlay_close(&o);
+        return r;
+}
+
+int root_overlay_probe(const char *root_dir, int state_fd, uid_t host_uid, unsigned count, const char **ret_step) {
+        char name[32], path[64];
+        int r;
+
+        /* One name: what a daemon killed in the middle of it left is removed by the next. */
+        snprintf(name, sizeof(name), ".overlay-probe");
+        (void) rm_rf_at(state_fd, name);
+        *ret_step = "a scratch directory in the state directory";
+        if (mkdirat(state_fd, name, 0700) < 0)
+                return -errno;
+        snprintf(path, sizeof(path), "/proc/self/fd/%d/%s", state_fd, name);
+        r = probe_in(root_dir, path, host_uid, count, ret_step);
+        (void) rm_rf_at(state_fd, name);
         return r;
 }
 

@@ -135,6 +135,10 @@ typedef struct InitParams {
         int sysfs_fd;
 } InitParams;
 
+/* Whether overlay roots work here: the overlays of root_dir's trees, their upper in a scratch
+ * directory below state_fd (removed again). 0, or -errno and *ret_step (what failed, in words). */
+int root_overlay_probe(const char *root_dir, int state_fd, uid_t host_uid, unsigned count, const char **ret_step);
+
 /* p->trees from p->root_dir, p->root_binds and p->root_upper (root_trees_open()), by host root in
  * the host's user namespace. 0, or -1 with errno set. */
 int init_trees_open(InitParams *p);

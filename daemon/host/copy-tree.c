@@ -363,20 +363,24 @@ static int copy_whiteout(Copier *c, const struct stat *st, int dst, const char *
         return apply_at_attrs(c->o, dst, name, st, true);
 }
 
-/* An upper layer's directory that hides the lower one's entries (made again after a removal)
- * says so in this xattr, which only host root may set; nothing else of the xattrs is copied. */
-#define OVL_OPAQUE_XATTR "trusted.overlay.opaque"
-static int copy_opaque(const CopyOptions *o, int path_fd, int dst_fd) {
-        char path[32], v[8];
-        ssize_t n;
+/* An upper layer's directory that hides the lower one's entries (made again after a removal),
+ * or that is a lower directory renamed (redirect_dir), says so in these xattrs, which only host
+ * root may set (overlayfs, mounted by host root, does); nothing else of the xattrs is copied. */
+static int copy_overlay_xattrs(const CopyOptions *o, int path_fd, int dst_fd) {
+        static const char *const names[] = { "trusted.overlay.opaque", "trusted.overlay.redirect" };
+        char path[32], v[PATH_MAX];
 
         if (!o->overlay_upper)
                 return 0;
         snprintf(path, sizeof(path), "/proc/self/fd/%d", path_fd);
-        n = getxattr(path, OVL_OPAQUE_XATTR, v, sizeof(v));
-        if (n < 0)
-                return errno == ENODATA || errno == EOPNOTSUPP || errno == ERANGE ? 0 : -errno;
-        return fsetxattr(dst_fd, OVL_OPAQUE_XATTR, v, (size_t) n, 0) < 0 ? -errno : 0;
+        for (size_t i = 0; i < ELEMENTSOF(names); i++) {
+                ssize_t n = getxattr(path, names[i], v, sizeof(v));
+                if (n < 0 && (errno == ENODATA || errno == EOPNOTSUPP || errno == ERANGE))
+                        continue;
+                if (n < 0 || fsetxattr(dst_fd, names[i], v, (size_t) n, 0) < 0)
+                        return -errno;
+        }
+        return 0;
 }
 
 static int copy_dir(Copier *c, int path_fd, const struct stat *st, int dst, const char *name) {
@@ -391,7 +395,7 @@ static int copy_dir(Copier *c, int path_fd, const struct stat *st, int dst, cons
         d = openat(dst, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (d < 0)
                 return -errno;
-        r = copy_opaque(c->o, path_fd, d);
+        r = copy_overlay_xattrs(c->o, path_fd, d);
         if (r < 0)
                 return r;
         c->st.dirs++;

@@ -20,7 +20,8 @@
  *   mount point    skipped (counted): the copy never crosses into another mount
  * Hard links stay hard links (a map of dev/ino for every entry with more than one link).
  * Owners are kept, or shifted from one uid range to another. Extended attributes, ACLs and file
- * capabilities are not copied, but for overlayfs's opaque mark on directories (overlay_upper).
+ * capabilities are not copied, but for overlayfs's opaque and redirect marks on directories
+ * (overlay_upper).
  *
  * The walk is iterative with an explicit stack; at most COPY_TREE_MAX_OPEN directories keep fds
  * open, deeper ones are closed and reopened by their parent's fd and name (and checked to be the
