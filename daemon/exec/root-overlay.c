@@ -6,6 +6,7 @@
  * overlayfs gets each directory as /proc/self/fd/N, never as a path to resolve again. */
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <linux/openat2.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -55,12 +56,30 @@ static int make_dir_at(int dir_fd, const char *name, uid_t uid, mode_t mode) {
         return TAKE_FD(fd);
 }
 
-int root_overlay_open(const RootUpper *u, RootOverlay *ret) {
-        _cleanup_close_ int dir = open(u->dir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+/* Kernels before 6.15 take no detached mount as an overlayfs layer (clone_private_mount() wants
+ * a mount of the caller's mount namespace, EINVAL otherwise: seen on Debian's 6.1), so each lower
+ * tree is attached for the moment its overlay is made, on root-upper/lower, in a mount namespace
+ * of our own where nothing propagates to the host. Every directory is opened after the unshare:
+ * an fd opened before would name a mount of the old namespace. */
+static int enter_own_mount_ns(void) {
+        if (unshare(CLONE_NEWNS) < 0)
+                return -1;
+        return mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL);
+}
 
-        *ret = (RootOverlay) { .u = u, .upper_fd = -EBADF, .work_fd = -EBADF, .userns_fd = -EBADF,
-                               .step = "the upper layer's directories" };
+int root_overlay_open(const RootUpper *u, RootOverlay *ret) {
+        _cleanup_close_ int dir = -EBADF;
+
+        *ret = (RootOverlay) { .u = u, .upper_fd = -EBADF, .work_fd = -EBADF, .stage_fd = -EBADF, .userns_fd = -EBADF,
+                               .step = "a mount namespace of our own" };
+        if (enter_own_mount_ns() < 0)
+                return -1;
+        ret->step = "the upper layer's directories";
+        dir = open(u->dir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (dir < 0)
+                return -1;
+        ret->stage_fd = make_dir_at(dir, "lower", 0, 0700);
+        if (ret->stage_fd < 0)
                 return -1;
         ret->upper_fd = make_dir_at(dir, "upper", 0, 0755);
         if (ret->upper_fd < 0)
@@ -76,6 +95,7 @@ int root_overlay_open(const RootUpper *u, RootOverlay *ret) {
 void root_overlay_close(RootOverlay *o) {
         o->upper_fd = safe_close(o->upper_fd);
         o->work_fd = safe_close(o->work_fd);
+        o->stage_fd = safe_close(o->stage_fd);
         o->userns_fd = safe_close(o->userns_fd);
 }
 
@@ -124,10 +144,23 @@ static int overlay_fsmount(int lower, int upper, int work) {
         return fsmount(fs, FSMOUNT_CLOEXEC, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
 }
 
+/* Stacked on root-upper/lower (enter_own_mount_ns() says why); the fd names the mount it is,
+ * attached now. The overlay keeps a private clone of it: the staged one goes again. */
+static int stage_tree(RootOverlay *o, int tree) {
+        return move_mount(tree, "", o->stage_fd, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH);
+}
+
+static void unstage_tree(int tree) {
+        char path[32];
+        snprintf(path, sizeof(path), "/proc/self/fd/%d", tree);
+        (void) umount2(path, MNT_DETACH);
+}
+
 int root_overlay_mount(RootOverlay *o, int lower, const char *name) {
         bool etc = strcmp(name, "etc") == 0;
         _cleanup_close_ int upper = make_dir_at(o->upper_fd, name, o->u->host_uid, 0755);
         _cleanup_close_ int work = -EBADF;
+        int r, saved;
 
         o->step = "the upper layer's directories";
         if (upper < 0)
@@ -138,8 +171,15 @@ int root_overlay_mount(RootOverlay *o, int lower, const char *name) {
         o->step = etc ? "the sandbox's passwd and group" : "an idmapped lower layer (the root's filesystem cannot be idmapped?)";
         if (etc ? setup_upper_etc(o, upper) < 0 : idmap_tree(o, lower) < 0)
                 return -1;
+        o->step = "attaching a lower layer";
+        if (stage_tree(o, lower) < 0)
+                return -1;
         o->step = "the overlayfs mount (overlayfs missing, or the state directory's filesystem unfit for an upper layer?)";
-        return overlay_fsmount(lower, upper, work);
+        r = overlay_fsmount(lower, upper, work);
+        saved = errno;
+        unstage_tree(lower);
+        errno = saved;
+        return r;
 }
 
 int root_overlay_own(RootOverlay *o, const char *name) {

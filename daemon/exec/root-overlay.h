@@ -8,6 +8,7 @@
  *   root-upper/upper/var, opt the sandbox's own /var and /opt, bound writable (no lower: the
  *                             host view has none of the host's there)
  *   root-upper/work/<name>    overlayfs's work directories, never copied
+ *   root-upper/lower          where a lower tree is attached while its overlay is made
  *
  * The overlays are mounted by host root in the host's user namespace (the run helper, or the
  * daemon without one), detached, before the init exists; the init moves them into place like
@@ -46,6 +47,7 @@ typedef struct RootUpper {
 typedef struct RootOverlay {
         const RootUpper *u;
         int upper_fd, work_fd; /* root-upper/upper, root-upper/work */
+        int stage_fd;          /* root-upper/lower: where lower trees are attached a moment */
         int userns_fd;         /* the idmap: host ids 0.. -> host_uid.. */
         const char *step;      /* what was being done when the last call failed */
 } RootOverlay;
@@ -53,8 +55,9 @@ typedef struct RootOverlay {
 /* The directories of upper/ a sandbox gets writable as they are (no lower tree). */
 extern const char *const root_upper_own[];
 
-/* Opens u's directories (none of them through a symlink) and makes the idmap's user namespace.
- * -1 with errno set; root_overlay_close() in every case. */
+/* Moves the calling process into a mount namespace of its own (the run helper, or a child made
+ * for it: never the daemon), opens u's directories (none of them through a symlink) and makes
+ * the idmap's user namespace. -1 with errno set; root_overlay_close() in every case. */
 int root_overlay_open(const RootUpper *u, RootOverlay *ret);
 void root_overlay_close(RootOverlay *o);
 

@@ -240,18 +240,60 @@ static int probe_in(const char *root_dir, const char *scratch, uid_t host_uid, u
         return r;
 }
 
-int root_overlay_probe(const char *root_dir, int state_fd, uid_t host_uid, unsigned count, const char **ret_step) {
-        char name[32], path[64];
-        int r;
+/* In a child: root_overlay_open() leaves the caller's mount namespace, which must stay the
+ * daemon's. It writes "ERRNO STEP" (0 when all went well) to the pipe. */
+_Noreturn static void probe_child(int out, const char *root_dir, const char *scratch, uid_t host_uid, unsigned count) {
+        const char *step = NULL;
+        int r = probe_in(root_dir, scratch, host_uid, count, &step);
+        char line[256];
+        int n = snprintf(line, sizeof(line), "%d %s", -r, step ? step : "");
 
+        (void) !write(out, line, (size_t) (n < (int) sizeof(line) ? n : (int) sizeof(line) - 1));
+        _exit(0);
+}
+
+static int probe_wait(pid_t pid, int in, char *ret_step, size_t len) {
+        char line[256];
+        ssize_t n = read(in, line, sizeof(line) - 1);
+        int err = EIO, off = 0;
+
+        while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+                ;
+        line[n > 0 ? n : 0] = '\0';
+        if (n <= 0 || sscanf(line, "%d %n", &err, &off) != 1) {
+                snprintf(ret_step, len, "the probe's child process");
+                return -EIO;
+        }
+        snprintf(ret_step, len, "%s", line + off);
+        return -err;
+}
+
+int root_overlay_probe(const char *root_dir, int state_fd, const char *state_path, uid_t host_uid, unsigned count,
+                       char *ret_step, size_t len) {
         /* One name: what a daemon killed in the middle of it left is removed by the next. */
-        snprintf(name, sizeof(name), ".overlay-probe");
+        static const char name[] = ".overlay-probe";
+        char scratch[4096];
+        int pfd[2], r;
+        pid_t pid;
+
         (void) rm_rf_at(state_fd, name);
-        *ret_step = "a scratch directory in the state directory";
+        snprintf(ret_step, len, "a scratch directory in the state directory");
         if (mkdirat(state_fd, name, 0700) < 0)
                 return -errno;
-        snprintf(path, sizeof(path), "/proc/self/fd/%d/%s", state_fd, name);
-        r = probe_in(root_dir, path, host_uid, count, ret_step);
+        snprintf(scratch, sizeof(scratch), "%s/%s", state_path, name);
+        if (pipe2(pfd, O_CLOEXEC) < 0) {
+                r = -errno;
+                (void) rm_rf_at(state_fd, name);
+                return r;
+        }
+        pid = fork();
+        if (pid == 0) {
+                close(pfd[0]);
+                probe_child(pfd[1], root_dir, scratch, host_uid, count);
+        }
+        close(pfd[1]);
+        r = pid < 0 ? -errno : probe_wait(pid, pfd[0], ret_step, len);
+        close(pfd[0]);
         (void) rm_rf_at(state_fd, name);
         return r;
 }

@@ -135,9 +135,11 @@ typedef struct InitParams {
         int sysfs_fd;
 } InitParams;
 
-/* Whether overlay roots work here: the overlays of root_dir's trees, their upper in a scratch
- * directory below state_fd (removed again). 0, or -errno and *ret_step (what failed, in words). */
-int root_overlay_probe(const char *root_dir, int state_fd, uid_t host_uid, unsigned count, const char **ret_step);
+/* Whether overlay roots work here: the overlays of root_dir's trees made in a child, their upper
+ * in a scratch directory below state_fd, which is state_path (removed again). 0, or -errno and
+ * ret_step (what failed, in words). */
+int root_overlay_probe(const char *root_dir, int state_fd, const char *state_path, uid_t host_uid, unsigned count,
+                       char *ret_step, size_t len);
 
 /* p->trees from p->root_dir, p->root_binds and p->root_upper (root_trees_open()), by host root in
  * the host's user namespace. 0, or -1 with errno set. */

@@ -168,7 +168,13 @@ pid_t sandbox_start_init(Sandbox *s, int *ret_helper_pidfd) {
                 p.netns_fd = s->netns_fd;
                 return sandbox_exec_init(s, sp, &p, ret_helper_pidfd);
         }
-        /* Without the helper, the daemon makes the init's trees: in the host's user namespace. */
+        /* Without the helper, the daemon makes the init's trees: in the host's user namespace. An
+         * overlay root needs a process of its own (root-overlay.h): refused at create. */
+        if (p.root_upper.dir) {
+                close(sp[0]);
+                close(sp[1]);
+                return -EOPNOTSUPP;
+        }
         if (init_trees_open(&p) < 0) {
                 int r = -errno;
                 close(sp[0]);

@@ -289,9 +289,20 @@ static void probe_root_overlay(Context *ctx) {
                 ctx->features.root_overlay_step = "idmapped mounts";
                 return;
         }
-        r = root_overlay_probe(ctx->config.root_dir, ctx->state_fd, (uid_t) ctx->config.uid_base,
-                               (unsigned) ctx->config.uid_range, &ctx->features.root_overlay_step);
+        static char step[160];
+        char path[4096];
+
+        if (ctx->run_helper_fd < 0) {
+                /* Only a process of its own may leave the daemon's mount namespace to make them. */
+                ctx->features.root_overlay_error = -ENOENT;
+                ctx->features.root_overlay_step = "no " RUN_HELPER_NAME;
+                return;
+        }
+        snprintf(path, sizeof(path), "%s/sandboxes", ctx->config.state_dir);
+        r = root_overlay_probe(ctx->config.root_dir, ctx->state_fd, path, (uid_t) ctx->config.uid_base,
+                               (unsigned) ctx->config.uid_range, step, sizeof(step));
         ctx->features.root_overlay_error = r;
+        ctx->features.root_overlay_step = r < 0 ? step : NULL;
         if (r < 0)
                 log_info_errno(r, "overlay roots (create's \"root\": \"overlay\") do not work here: %m");
 }
