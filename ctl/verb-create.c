@@ -38,6 +38,9 @@ const Verb verb_create = {
                 "                         or \"root\" (root of the sandbox's user namespace)\n"
                 "     --image NAME        Its root is that image ('sandboxctl image list'), shared\n"
                 "                         read-only, with its files' owners as the image has them\n"
+                "     --root MODE         \"readonly\" (the default): the host's /usr and /etc,\n"
+                "                         read-only; \"overlay\": writable by root inside, what it\n"
+                "                         writes kept in the sandbox's own upper layer (apt, pip)\n"
                 "     --from-snapshot SNAP  Start with a copy of a snapshot's tree: SANDBOX/SNAPSHOT\n"
                 "                         or a snapshot id alone (see 'sandboxctl snapshots')\n"
                 "  -v --verbose           Also print the limits and what is enforced, on stderr\n"
@@ -65,6 +68,7 @@ enum {
         ARG_OPEN_FILES,
         ARG_WORKSPACE_SOURCE,
         ARG_IMAGE,
+        ARG_ROOT,
 };
 
 typedef struct CreateArgs {
@@ -133,6 +137,8 @@ static int create_option(CreateArgs *a, int c, const char *value) {
                 return add_string(a->request, "from_snapshot", value);
         case ARG_IMAGE:
                 return add_string(a->request, "image", value);
+        case ARG_ROOT:
+                return add_string(a->request, "root", value);
         case 'v':
                 a->verbose = true;
                 return 0;
@@ -165,6 +171,7 @@ static int create_parse(CreateArgs *a, int argc, char *argv[]) {
                 { "open-files", required_argument, NULL, ARG_OPEN_FILES },
                 { "workspace-source", required_argument, NULL, ARG_WORKSPACE_SOURCE },
                 { "image", required_argument, NULL, ARG_IMAGE },
+                { "root", required_argument, NULL, ARG_ROOT },
                 { "verbose", no_argument, NULL, 'v' },
                 {},
         };

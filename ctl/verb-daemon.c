@@ -94,6 +94,19 @@ static void print_kernel_features(json_object *kernel) {
                 print_kv("kernel features", "%s", line);
 }
 
+/* Whether create --root overlay works here (hello's capabilities.root_overlay; absent from an
+ * older daemon). */
+static void print_root_overlay(json_object *o) {
+        json_object *v = json_child(o, "available");
+
+        if (!v)
+                return;
+        if (json_object_get_boolean(v))
+                print_kv("overlay roots", "yes (create --root overlay)");
+        else
+                print_kv("overlay roots", "no: %s", json_str(o, "error") ?: "?");
+}
+
 static void print_hello(json_object *hello) {
         json_object *caps = json_child(hello, "capabilities"), *peer = json_child(hello, "peer");
         char a[FIELD_BUF], b[FIELD_BUF], c[FIELD_BUF];
@@ -103,6 +116,7 @@ static void print_hello(json_object *hello) {
         if (print_cgroup_capabilities(json_child(caps, "cgroup")))
                 printf("%18s(such limits are refused unless --best-effort is given)\n", "");
         print_kernel_features(json_child(caps, "kernel"));
+        print_root_overlay(json_child(caps, "root_overlay"));
         if (peer)
                 print_kv("you", "uid %s, gid %s, pid %s", fmt_value(a, peer, "uid"), fmt_value(b, peer, "gid"),
                          fmt_value(c, peer, "pid"));

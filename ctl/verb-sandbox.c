@@ -298,7 +298,7 @@ static void print_sandbox(json_object *sbx) {
         static const char *const plain[][2] = {
                 { "id", "id" },           { "name", "name" },       { "state", "state" },
                 { "owner_uid", "owner uid" }, { "network", "network" }, { "created", "created" },
-                { "workdir", "workdir" }, { "cgroup", "cgroup" },
+                { "workdir", "workdir" }, { "cgroup", "cgroup" }, { "root", "root" },
         };
         json_object *limits = json_child(sbx, "limits");
         char buf[FIELD_BUF];

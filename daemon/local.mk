@@ -30,7 +30,7 @@ daemon_libsandboxd_la_SOURCES = \
 	daemon/sandbox/sandbox-request.c \
 	daemon/sandbox/sandbox-init.c \
 	daemon/sandbox/sandbox-teardown.c \
-	daemon/exec/sandbox-setup.c \
+	daemon/exec/sandbox-setup.c daemon/exec/root-overlay.c daemon/exec/root-overlay.h daemon/exec/idmap.c daemon/exec/idmap.h \
 	daemon/host/dev-template.c daemon/host/dev-template.h \
 	daemon/exec/spawn.c daemon/exec/spawn.h \
 	daemon/exec/identity.c daemon/exec/identity.h \
@@ -91,7 +91,7 @@ daemon_sandboxd_run_helper_SOURCES = \
 	daemon/exec/run-helper.c \
 	daemon/exec/run-exec.c daemon/exec/run-exec.h \
 	daemon/exec/identity.c daemon/exec/identity.h \
-	daemon/exec/sandbox-setup.c \
+	daemon/exec/sandbox-setup.c daemon/exec/root-overlay.c daemon/exec/root-overlay.h daemon/exec/idmap.c daemon/exec/idmap.h \
 	daemon/exec/rm-rf.c daemon/exec/rm-rf.h \
 	daemon/exec/mount-source.c daemon/exec/mount-source.h \
 	daemon/exec/spawn.c daemon/exec/spawn.h daemon/exec/syscall-filter.h daemon/exec/mount-compat.h
@@ -106,7 +106,7 @@ daemon_sandboxd_file_helper_SOURCES = \
 	daemon/exec/dir-names.c daemon/exec/dir-names.h \
 	daemon/exec/run-exec.c daemon/exec/run-exec.h \
 	daemon/exec/identity.c daemon/exec/identity.h \
-	daemon/exec/sandbox-setup.c \
+	daemon/exec/sandbox-setup.c daemon/exec/root-overlay.c daemon/exec/root-overlay.h daemon/exec/idmap.c daemon/exec/idmap.h \
 	daemon/exec/rm-rf.c daemon/exec/rm-rf.h \
 	daemon/exec/spawn.c daemon/exec/spawn.h daemon/exec/syscall-filter.h daemon/exec/mount-compat.h
 daemon_sandboxd_file_helper_CPPFLAGS = $(DAEMON_INCLUDES) $(AM_CPPFLAGS) -DLIBEXECDIR=\"$(libexecdir)\"

@@ -19,6 +19,7 @@ INTEGRATION_TESTS = \
 	tests/t-mounts.sh \
 	tests/t-netns.sh \
 	tests/t-oracle.sh \
+	tests/t-overlay-root.sh \
 	tests/t-ports.sh \
 	tests/t-conf.sh \
 	tests/t-ctl-escapes.sh \

@@ -17,6 +17,7 @@
 #include <sys/syscall.h>
 #include <sys/un.h>
 #include <sys/wait.h>
+#include <sys/xattr.h>
 #include <dirent.h>
 #include <signal.h>
 #include <linux/fs.h>
@@ -259,6 +260,58 @@ static void run_shift(const char *src) {
         close(d);
 }
 
+/* ---- An overlayfs upper layer (overlay_upper): whiteouts and the opaque mark are kept, any
+ * other device is still skipped; without the option a whiteout is skipped like any device. */
+static void run_overlay_upper(void) {
+        char src[PATH_MAX], dst[PATH_MAX], plain[PATH_MAX];
+        CopyOptions o = { .overlay_upper = true, .shift_ids = true, .id_from = 1000, .id_count = 65536, .id_to = 300000 };
+        CopyStats st;
+        struct stat a;
+        char v[8] = "";
+        int s, d;
+
+        snprintf(src, sizeof(src), "%s/upper-src", base);
+        snprintf(dst, sizeof(dst), "%s/upper-dst", base);
+        snprintf(plain, sizeof(plain), "%s/upper-plain", base);
+        must(mkdir(src, 0755), "mkdir upper-src");
+        s = open_dir(src);
+        must(mknodat(s, "gone", S_IFCHR | 0, makedev(0, 0)), "mknod whiteout");
+        must(mknodat(s, "null", S_IFCHR | 0666, makedev(1, 3)), "mknod null");
+        must(mkdirat(s, "opaque", 0755), "mkdir opaque");
+        must(fchownat(s, "opaque", 1001, 1001, 0), "chown opaque");
+        {
+                char path[PATH_MAX + 16];
+                snprintf(path, sizeof(path), "%s/opaque", src);
+                if (setxattr(path, "trusted.overlay.opaque", "y", 1, 0) < 0)
+                        diag("cannot set trusted.overlay.opaque here: %s", strerror(errno));
+        }
+        must(mkdir(dst, 0700), "mkdir upper-dst");
+        d = open_dir(dst);
+        is_int(copy_tree(s, d, &o, &st), 0, "overlay upper: copy_tree succeeds");
+        ok(lstat_at(d, "gone", &a) && S_ISCHR(a.st_mode) && a.st_rdev == makedev(0, 0) && a.st_uid == 300000,
+           "overlay upper: the whiteout is made again (0:0), its owner moved");
+        ok(!lstat_at(d, "null", &a), "overlay upper: another device node is still skipped");
+        is_uint64(st.skipped, 1, "overlay upper: one skipped");
+        {
+                char path[PATH_MAX + 16];
+                snprintf(path, sizeof(path), "%s/opaque", dst);
+                ok(getxattr(path, "trusted.overlay.opaque", v, sizeof(v)) == 1 && v[0] == 'y',
+                   "overlay upper: the opaque directory keeps its mark");
+        }
+        close(d);
+        must(mkdir(plain, 0700), "mkdir upper-plain");
+        d = open_dir(plain);
+        is_int(copy_tree(s, d, &(CopyOptions) {}, &st), 0, "without overlay_upper: copy_tree succeeds");
+        ok(!lstat_at(d, "gone", &a), "without overlay_upper: the whiteout is skipped like any device");
+        {
+                char path[PATH_MAX + 16];
+                snprintf(path, sizeof(path), "%s/opaque", plain);
+                ok(getxattr(path, "trusted.overlay.opaque", v, sizeof(v)) < 0, "without overlay_upper: no xattr copied");
+        }
+        close(d);
+        close(s);
+}
+
 /* ---- The symlink-swap race (CVE-2018-15664): a process swaps a directory of the source with a
  * symlink to a canary directory outside it, as fast as it can, while the tree is copied over and
  * over. Nothing of the canary may ever be read into a copy, nor anything written through. */
@@ -364,6 +417,7 @@ int main(void) {
         run_copy(src, "openat2", false);
         run_copy(src, "fallback", true);
         run_shift(src);
+        run_overlay_upper();
         run_race();
 
         snprintf(mnt, sizeof(mnt), "%s/mnt", src);

@@ -17,6 +17,7 @@
 
 #include "macro.h"
 #include "mount-compat.h"
+#include "idmap.h"
 #include "mount-source.h"
 #include "spawn.h"
 
@@ -113,64 +114,6 @@ static int open_as_caller(const MountSource *m, MountStep *ret_step) {
         return fd;
 }
 
-static int write_map(pid_t pid, const char *file, unsigned from, unsigned to, unsigned count) {
-        char path[64], map[64];
-        int fd, n, w;
-
-        snprintf(path, sizeof(path), "/proc/%d/%s", (int) pid, file);
-        n = snprintf(map, sizeof(map), "%u %u %u\n", from, to, count ? count : 1);
-        fd = open(path, O_WRONLY | O_CLOEXEC);
-        if (fd < 0)
-                return -1;
-        w = (int) write(fd, map, (size_t) n);
-        close(fd);
-        return w == n ? 0 : -1;
-}
-
-/* A user namespace mapping the caller's ids (on disk) to the sandbox user's (host ids): held by
- * a child that waits, its maps written from here (crun and systemd do the same), its
- * /proc/PID/ns/user kept, the child ended. */
-static int idmap_userns(const MountSource *m) {
-        int go[2], ready[2], fd = -1, saved = 0;
-        char c, path[64];
-        pid_t pid;
-
-        if (pipe2(go, O_CLOEXEC) < 0)
-                return -1;
-        if (pipe2(ready, O_CLOEXEC) < 0) {
-                close(go[0]);
-                close(go[1]);
-                return -1;
-        }
-        pid = fork();
-        if (pid == 0) {
-                close(go[1]);
-                close(ready[0]);
-                if (unshare(CLONE_NEWUSER) < 0)
-                        _exit(1);
-                (void) !write(ready[1], "r", 1);
-                (void) !read(go[0], &c, 1);
-                _exit(0);
-        }
-        close(go[0]);
-        close(ready[1]);
-        if (pid > 0 && read(ready[0], &c, 1) == 1 && write_map(pid, "uid_map", m->uid, m->map_uid, m->map_count) == 0 &&
-            write_map(pid, "gid_map", m->gid, m->map_gid, m->map_count) == 0) {
-                snprintf(path, sizeof(path), "/proc/%d/ns/user", (int) pid);
-                fd = open(path, O_RDONLY | O_CLOEXEC);
-        }
-        if (fd < 0)
-                saved = pid < 0 ? errno : (errno ? errno : EPERM);
-        close(go[1]);
-        close(ready[0]);
-        if (pid > 0)
-                while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
-                        ;
-        if (fd < 0)
-                errno = saved;
-        return fd;
-}
-
 int mount_source_open(const MountSource *m, MountStep *ret_step) {
         _cleanup_close_ int src = -EBADF, userns = -EBADF, tree = -EBADF;
         struct mount_attr attr = {
@@ -190,7 +133,8 @@ int mount_source_open(const MountSource *m, MountStep *ret_step) {
                 return -1;
         }
         *ret_step = MOUNT_STEP_USERNS;
-        userns = idmap_userns(m);
+        /* The caller's ids on disk become the sandbox user's (host ids). */
+        userns = idmap_userns_open(m->uid, m->map_uid, m->gid, m->map_gid, m->map_count ? m->map_count : 1);
         if (userns < 0)
                 return -1;
         /* That exact inode, without the mounts below it (no AT_RECURSIVE). */

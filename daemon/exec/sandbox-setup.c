@@ -4,7 +4,8 @@
  * Steps in order (each failure is reported as {step, errno}):
  *   wait for the id maps -> become root of the new user namespace -> own cgroup namespace ->
  *   private propagation -> a tmpfs root holding the read-only trees of /usr, /etc and root_binds
- *   that the process cloning us made (root_trees_open) ->
+ *   that the process cloning us made (root_trees_open; with "root": "overlay", overlays of them
+ *   and the sandbox's own /var and /opt: root-overlay.h) ->
  *   a fresh /sys with our own cgroup2 -> /proc, /dev, /proc masks -> /tmp, /run, /work -> the caller's mounts -> masks
  *   -> pivot_root -> hostname -> loopback up -> into a child user and mount namespace, which
  *   locks every mount made above.
@@ -37,6 +38,7 @@
 #include "identity.h"
 #include "macro.h"
 #include "mount-compat.h"
+#include "rm-rf.h"
 #include "spawn.h"
 
 /* The new root is assembled on a private tmpfs mounted over /tmp in our own mount namespace;
@@ -137,19 +139,33 @@ static int root_tree_clone(int root_fd, const char *path) {
         return TAKE_FD(tree);
 }
 
-static int root_tree_add(RootTrees *t, int root_fd, const char *path) {
-        int fd;
-
+static int root_tree_put(RootTrees *t, int fd, const char *path) {
+        if (fd < 0)
+                return -1;
         if (t->n >= ROOT_TREES_MAX) {
+                safe_close(fd);
                 errno = E2BIG;
                 return -1;
         }
-        fd = root_tree_clone(root_fd, path);
-        if (fd < 0)
-                return -1;
         t->fd[t->n] = fd;
         t->path[t->n++] = path;
         return 0;
+}
+
+static int root_tree_add(RootTrees *t, int root_fd, const char *path) {
+        return root_tree_put(t, root_tree_clone(root_fd, path), path);
+}
+
+/* The overlay of the tree at path: the read-only clone is its lower layer (which the overlay
+ * holds on to). */
+static int root_tree_add_overlay(RootTrees *t, int root_fd, RootOverlay *o, const char *path) {
+        _cleanup_close_ int lower = -EBADF;
+
+        o->step = "the root's read-only trees";
+        lower = root_tree_clone(root_fd, path);
+        if (lower < 0)
+                return -1;
+        return root_tree_put(t, root_overlay_mount(o, lower, path), path);
 }
 
 void root_trees_close(RootTrees *t) {
@@ -158,35 +174,128 @@ void root_trees_close(RootTrees *t) {
         t->n = 0;
 }
 
-static int root_trees_add_all(RootTrees *t, int root_fd, const char *const *binds) {
+static int root_trees_add_all(RootTrees *t, int root_fd, const char *const *binds, RootOverlay *o) {
         struct stat st;
 
         for (const char *const *name = root_base; *name; name++) {
                 /* Absent, or a link that the init copies. */
                 if (fstatat(root_fd, *name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode))
                         continue;
-                if (root_tree_add(t, root_fd, *name) < 0)
+                if ((o ? root_tree_add_overlay(t, root_fd, o, *name) : root_tree_add(t, root_fd, *name)) < 0)
                         return -1;
         }
+        for (const char *const *name = root_upper_own; o && *name; name++)
+                if (root_tree_put(t, root_overlay_own(o, *name), *name) < 0)
+                        return -1;
         for (; binds && *binds; binds++)
                 if (root_tree_add(t, root_fd, *binds + 1) < 0) /* without its leading '/' */
                         return -1;
         return 0;
 }
 
-int root_trees_open(const char *root_dir, const char *const *binds, RootTrees *ret) {
+int root_trees_open(const char *root_dir, const char *const *binds, RootOverlay *overlay, RootTrees *ret) {
         _cleanup_close_ int root_fd = open(root_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
         int saved;
 
         *ret = (RootTrees) {};
         if (root_fd < 0)
                 return -1;
-        if (root_trees_add_all(ret, root_fd, binds) == 0)
+        if (root_trees_add_all(ret, root_fd, binds, overlay) == 0)
                 return 0;
         saved = errno;
         root_trees_close(ret);
         errno = saved;
         return -1;
+}
+
+int init_trees_open(InitParams *p) {
+        RootOverlay o;
+        int r, saved;
+
+        if (!p->root_upper.dir)
+                return root_trees_open(p->root_dir, p->root_binds, NULL, &p->trees);
+        r = root_overlay_open(&p->root_upper, &o);
+        if (r == 0)
+                r = root_trees_open(p->root_dir, p->root_binds, &o, &p->trees);
+        saved = errno;
+        root_overlay_close(&o);
+        errno = saved;
+        return r;
+}
+
+static int probe_in(const char *root_dir, const char *scratch, uid_t host_uid, unsigned count, const char **ret_step) {
+        RootUpper u = { .dir = scratch, .host_uid = host_uid, .count = count };
+        RootOverlay o;
+        RootTrees t;
+        int r = 0;
+
+        if (root_overlay_open(&u, &o) < 0)
+                r = -errno;
+        else if (root_trees_open(root_dir, NULL, &o, &t) < 0)
+                r = -errno;
+        else
+                root_trees_close(&t);
+        *ret_step = r < 0 ? o.step : NULL;
+        root_overlay_close(&o);
+        return r;
+}
+
+/* In a child: root_overlay_open() leaves the caller's mount namespace, which must stay the
+ * daemon's. It writes "ERRNO STEP" (0 when all went well) to the pipe. */
+_Noreturn static void probe_child(int out, const char *root_dir, const char *scratch, uid_t host_uid, unsigned count) {
+        const char *step = NULL;
+        int r = probe_in(root_dir, scratch, host_uid, count, &step);
+        char line[256];
+        int n = snprintf(line, sizeof(line), "%d %s", -r, step ? step : "");
+
+        (void) !write(out, line, (size_t) (n < (int) sizeof(line) ? n : (int) sizeof(line) - 1));
+        _exit(0);
+}
+
+static int probe_wait(pid_t pid, int in, char *ret_step, size_t len) {
+        char line[256];
+        ssize_t n = read(in, line, sizeof(line) - 1);
+        int err = EIO, off = 0;
+
+        while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+                ;
+        line[n > 0 ? n : 0] = '\0';
+        if (n <= 0 || sscanf(line, "%d %n", &err, &off) != 1) {
+                snprintf(ret_step, len, "the probe's child process");
+                return -EIO;
+        }
+        snprintf(ret_step, len, "%s", line + off);
+        return -err;
+}
+
+int root_overlay_probe(const char *root_dir, int state_fd, const char *state_path, uid_t host_uid, unsigned count,
+                       char *ret_step, size_t len) {
+        /* One name: what a daemon killed in the middle of it left is removed by the next. */
+        static const char name[] = ".overlay-probe";
+        char scratch[4096];
+        int pfd[2], r;
+        pid_t pid;
+
+        (void) rm_rf_at(state_fd, name);
+        snprintf(ret_step, len, "a scratch directory in the state directory");
+        if (mkdirat(state_fd, name, 0700) < 0)
+                return -errno;
+        snprintf(scratch, sizeof(scratch), "%s/%s", state_path, name);
+        if (pipe2(pfd, O_CLOEXEC) < 0) {
+                r = -errno;
+                (void) rm_rf_at(state_fd, name);
+                return r;
+        }
+        pid = fork();
+        if (pid == 0) {
+                close(pfd[0]);
+                probe_child(pfd[1], root_dir, scratch, host_uid, count);
+        }
+        close(pfd[1]);
+        r = pid < 0 ? -errno : probe_wait(pid, pfd[0], ret_step, len);
+        close(pfd[0]);
+        (void) rm_rf_at(state_fd, name);
+        return r;
 }
 
 /* mkdir -p of a path below the new root; what exists already (a directory of a bound tree) is
@@ -242,18 +351,29 @@ static int setup_root_links(const char *root_dir) {
         return 0;
 }
 
-/* /home and /root are empty directories; /var is the sandbox's own, empty but for /var/tmp and
- * /var/run, links to its /tmp and /run (programs that keep temporary files in /var/tmp find a
- * writable one). A root_bind below /var adds what the host's configuration asks for. */
+/* /var/tmp and /var/run, links to the sandbox's /tmp and /run (programs that keep temporary files
+ * in /var/tmp find a writable one). In an overlay root's own /var they are made at the first
+ * start, and what the sandbox made of them later stays. */
+static int setup_var_links(bool existing_ok) {
+        if (symlink("/tmp", NEWROOT "/var/tmp") < 0 && !(existing_ok && errno == EEXIST))
+                return -1;
+        if (symlink("/run", NEWROOT "/var/run") < 0 && !(existing_ok && errno == EEXIST))
+                return -1;
+        return 0;
+}
+
+/* /home and /root are empty directories; /var is the sandbox's own, empty but for its links
+ * (setup_var_links). A root_bind below /var adds what the host's configuration asks for. */
 static int setup_root(const InitParams *p) {
+        bool overlay = p->root_upper.dir;
+
         if (setup_root_links(p->root_dir) < 0 || mkdir(NEWROOT "/home", 0755) < 0 || mkdir(NEWROOT "/root", 0755) < 0 ||
-            mkdir(NEWROOT "/var", 0755) < 0 || symlink("/tmp", NEWROOT "/var/tmp") < 0 ||
-            symlink("/run", NEWROOT "/var/run") < 0)
+            mkdir(NEWROOT "/var", 0755) < 0 || (!overlay && setup_var_links(false) < 0))
                 return -1;
         for (unsigned i = 0; i < p->trees.n; i++)
                 if (attach_tree(p->trees.fd[i], p->trees.path[i]) < 0)
                         return -1;
-        return 0;
+        return overlay ? setup_var_links(true) : 0;
 }
 
 static int bind_dev_node(const char *name) {
@@ -390,12 +510,14 @@ static int replace_etc_file(const char *name, const char *text) {
         return unlink(src);
 }
 
-static int setup_accounts(void) {
-        if (replace_etc_file("passwd", "root:x:0:0:root:/work:/bin/sh\n"
-                                       "sandbox:x:1000:1000:sandbox:/work:/bin/sh\n"
-                                       "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n") < 0)
+/* An overlay root has its own passwd and group in its upper layer (root-overlay.h), which root
+ * inside may edit (useradd in a package's script): no bind over them. */
+static int setup_accounts(bool overlay) {
+        if (overlay)
+                return 0;
+        if (replace_etc_file("passwd", SANDBOX_PASSWD) < 0)
                 return -1;
-        return replace_etc_file("group", "root:x:0:\nsandbox:x:1000:\nnogroup:x:65534:\n");
+        return replace_etc_file("group", SANDBOX_GROUP);
 }
 
 /* The host's /sys would show the host's whole cgroup tree (other sandboxes' cgroups, and the
@@ -732,7 +854,7 @@ static int setup_mounts(const InitParams *p, InitMounts *mounts, int workdir_fd,
         if (setup_caller_mounts(mounts) < 0)
                 return STEP_MOUNTS;
         /* An image's accounts are its own (its packages' users among them). */
-        if (setup_masks(p->mask_paths) < 0 || (root_tree < 0 && setup_accounts() < 0))
+        if (setup_masks(p->mask_paths) < 0 || (root_tree < 0 && setup_accounts(p->root_upper.dir) < 0))
                 return STEP_MASK;
         if (setup_pivot() < 0)
                 return STEP_PIVOT;

@@ -11,6 +11,7 @@
 #include <sys/types.h>
 
 #include "identity.h"
+#include "root-overlay.h"
 #include "syscall-filter.h"
 
 typedef enum SpawnStep {
@@ -75,19 +76,22 @@ int report_recv(int fd, SpawnReport *ret, int *ret_fd);
  * The binds are detached copies (open_tree without AT_RECURSIVE) made by a process of the host's
  * user namespace before it clones the init: in the init's mount namespace, a copy of the host's
  * owned by the sandbox's user namespace, every mount is locked, and the kernel refuses to bind
- * one without the locked mounts below it (EINVAL), since that would uncover what they hide. */
+ * one without the locked mounts below it (EINVAL), since that would uncover what they hide.
+ * With an overlay root (root-overlay.h), each base directory is an overlay of its tree instead,
+ * and /var and /opt are directories of the upper layer; the root_binds stay read-only. */
 #define ROOT_BINDS_MAX 16
-#define ROOT_TREES_MAX (8 + ROOT_BINDS_MAX)
+#define ROOT_TREES_MAX (8 + 2 + ROOT_BINDS_MAX)
 typedef struct RootTrees {
         unsigned n;
-        int fd[ROOT_TREES_MAX];           /* read-only, nosuid, nodev, private */
+        int fd[ROOT_TREES_MAX];           /* read-only (but overlays), nosuid, nodev, private */
         const char *path[ROOT_TREES_MAX]; /* where, relative to the root: "usr", "srv/data" */
 } RootTrees;
 
 /* Opens the trees of root_dir's base directories and of binds (absolute, sorted, checked at
- * start: conf.h). A bind that is gone, has a symlink in its path or is a kernel interface
+ * start: conf.h); with overlay (else NULL), the base directories' as overlays and the upper's
+ * own directories. A bind that is gone, has a symlink in its path or is a kernel interface
  * (root_fs_refused) fails it, with errno set. Returns 0 or -1; *ret is complete or empty. */
-int root_trees_open(const char *root_dir, const char *const *binds, RootTrees *ret);
+int root_trees_open(const char *root_dir, const char *const *binds, RootOverlay *overlay, RootTrees *ret);
 void root_trees_close(RootTrees *t);
 /* A filesystem that is the kernel's interface rather than files (procfs, sysfs, cgroupfs,
  * debugfs, ...): never bound into a sandbox, wherever the host mounted it. */
@@ -118,6 +122,7 @@ typedef struct InitParams {
         uint64_t tmpfs_size;
         const char *const *mask_paths; /* hidden inside (state dir, control sockets) */
         const char *const *root_binds; /* more directories of root_dir, bound read-only (conf.h) */
+        RootUpper root_upper; /* .dir set: "root": "overlay" (root-overlay.h); the trees are overlays */
         RootTrees trees;     /* made by whoever clones the init, from root_dir and root_binds */
         bool cgroupns_ready; /* born in the sandbox's own cgroup namespace: no unshare */
         bool lock_mounts;    /* end in a child user namespace whose mounts are locked (sandbox-setup.c) */
@@ -129,6 +134,16 @@ typedef struct InitParams {
          * not own. -1: the init mounts its own, and brings its own loopback up. */
         int sysfs_fd;
 } InitParams;
+
+/* Whether overlay roots work here: the overlays of root_dir's trees made in a child, their upper
+ * in a scratch directory below state_fd, which is state_path (removed again). 0, or -errno and
+ * ret_step (what failed, in words). */
+int root_overlay_probe(const char *root_dir, int state_fd, const char *state_path, uid_t host_uid, unsigned count,
+                       char *ret_step, size_t len);
+
+/* p->trees from p->root_dir, p->root_binds and p->root_upper (root_trees_open()), by host root in
+ * the host's user namespace. 0, or -1 with errno set. */
+int init_trees_open(InitParams *p);
 
 /* The sandbox's pid 1: sets up its view of the world, reports, then reaps orphans forever. */
 _Noreturn void sandbox_init_main(const InitParams *p);

@@ -11,6 +11,8 @@
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/sysmacros.h>
+#include <sys/xattr.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -349,9 +351,42 @@ static int copy_fifo(Copier *c, const struct stat *st, int dst, const char *name
 
 static int push_level(Copier *c, int src, int dst, const char *name, const struct stat *st);
 
+/* An overlayfs whiteout: the character device 0:0 (harmless: no driver answers it), which
+ * overlayfs itself made in an upper layer for a name removed from the lower. */
+static bool is_whiteout(const CopyOptions *o, const struct stat *st) {
+        return o->overlay_upper && S_ISCHR(st->st_mode) && st->st_rdev == makedev(0, 0);
+}
+
+static int copy_whiteout(Copier *c, const struct stat *st, int dst, const char *name) {
+        if (mknodat(dst, name, S_IFCHR | 0600, makedev(0, 0)) < 0)
+                return -errno;
+        return apply_at_attrs(c->o, dst, name, st, true);
+}
+
+/* An upper layer's directory that hides the lower one's entries (made again after a removal),
+ * or that is a lower directory renamed (redirect_dir), says so in these xattrs, which only host
+ * root may set (overlayfs, mounted by host root, does); nothing else of the xattrs is copied. */
+static int copy_overlay_xattrs(const CopyOptions *o, int path_fd, int dst_fd) {
+        static const char *const names[] = { "trusted.overlay.opaque", "trusted.overlay.redirect" };
+        char path[32], v[PATH_MAX];
+
+        if (!o->overlay_upper)
+                return 0;
+        snprintf(path, sizeof(path), "/proc/self/fd/%d", path_fd);
+        for (size_t i = 0; i < ELEMENTSOF(names); i++) {
+                ssize_t n = getxattr(path, names[i], v, sizeof(v));
+                if (n < 0 && (errno == ENODATA || errno == EOPNOTSUPP || errno == ERANGE))
+                        continue;
+                if (n < 0 || fsetxattr(dst_fd, names[i], v, (size_t) n, 0) < 0)
+                        return -errno;
+        }
+        return 0;
+}
+
 static int copy_dir(Copier *c, int path_fd, const struct stat *st, int dst, const char *name) {
         _cleanup_close_ int src = openat(path_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         _cleanup_close_ int d = -EBADF;
+        int r;
 
         if (src < 0)
                 return -errno;
@@ -360,6 +395,9 @@ static int copy_dir(Copier *c, int path_fd, const struct stat *st, int dst, cons
         d = openat(dst, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (d < 0)
                 return -errno;
+        r = copy_overlay_xattrs(c->o, path_fd, d);
+        if (r < 0)
+                return r;
         c->st.dirs++;
         return push_level(c, TAKE_FD(src), TAKE_FD(d), name, st);
 }
@@ -381,6 +419,12 @@ static int copy_entry(Copier *c, Level *l, const char *name) {
                 return -errno;
         if (S_ISDIR(st.st_mode))
                 return copy_dir(c, fd, &st, l->dst, name);
+        if (is_whiteout(c->o, &st)) {
+                r = copy_whiteout(c, &st, l->dst, name);
+                if (r == 0)
+                        c->st.files++;
+                return r;
+        }
         if (!S_ISREG(st.st_mode) && !S_ISLNK(st.st_mode) && !S_ISFIFO(st.st_mode)) {
                 c->st.skipped++; /* socket or device node: never opened, not copied */
                 return 0;

@@ -15,11 +15,13 @@
  *   symlink        readlink + symlink, never followed; dangling and absolute ones alike
  *   FIFO           recreated with mkfifo, never opened
  *   socket, device skipped (counted), never opened: a socket is useless in a copy and a device
- *                  node is nothing a sandbox may own
+ *                  node is nothing a sandbox may own; but with overlay_upper, a whiteout (the
+ *                  character device 0:0 overlayfs makes for a removed name) is made again
  *   mount point    skipped (counted): the copy never crosses into another mount
  * Hard links stay hard links (a map of dev/ino for every entry with more than one link).
  * Owners are kept, or shifted from one uid range to another. Extended attributes, ACLs and file
- * capabilities are not copied.
+ * capabilities are not copied, but for overlayfs's opaque and redirect marks on directories
+ * (overlay_upper).
  *
  * The walk is iterative with an explicit stack; at most COPY_TREE_MAX_OPEN directories keep fds
  * open, deeper ones are closed and reopened by their parent's fd and name (and checked to be the
@@ -47,6 +49,9 @@ typedef struct CopyOptions {
         uid_t id_from, id_to;
         uint64_t id_count;
         bool no_openat2; /* use the fallback walk (tests; kernels before 5.6) */
+        /* The tree is an overlayfs upper layer (root-overlay.h): whiteouts and opaque
+         * directories are copied as such */
+        bool overlay_upper;
         /* Called at most every progress_usec (and never when NULL); a negative return stops. */
         int (*progress)(const CopyStats *st, void *userdata);
         void *userdata;

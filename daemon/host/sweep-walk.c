@@ -93,6 +93,24 @@ static void walk_tree(int dir_fd, const char *name, uint64_t deadline, SweepReco
         rec->cut_short = u.cut_short;
 }
 
+/* An overlay root's upper layer (<id>/root-upper, root-overlay.h) is the sandbox's as much as its
+ * workspace is: counted in the workspace's record. */
+static void walk_root_upper(int state_fd, const char *id, uint64_t deadline, SweepRecord *rec) {
+        SweepRecord more = {};
+        char path[64];
+
+        snprintf(path, sizeof(path), "%s/root-upper", id);
+        walk_tree(state_fd, path, deadline, &more);
+        rec->bytes += more.bytes;
+        rec->apparent_bytes += more.apparent_bytes;
+        rec->files += more.files;
+        rec->skipped += more.skipped;
+        rec->links_truncated += more.links_truncated;
+        rec->cut_short = more.cut_short;
+        if (!rec->error)
+                rec->error = more.error;
+}
+
 /* False once a tree was cut short: its record is the walk's last. */
 static bool walk_snapshots(int state_fd, const char *id, uint32_t index, uint64_t deadline, int out) {
         char path[64];
@@ -146,6 +164,8 @@ _noreturn_ static void sweep_child(int state_fd, int out, char (*ids)[24], size_
                 char path[64];
                 snprintf(path, sizeof(path), "%s/work", ids[i]);
                 walk_tree(state_fd, path, deadline, &rec);
+                if (!rec.cut_short)
+                        walk_root_upper(state_fd, ids[i], deadline, &rec);
                 emit(out, &rec);
                 if (rec.cut_short || !walk_snapshots(state_fd, ids[i], (uint32_t) i, deadline, out))
                         break;

@@ -32,6 +32,10 @@ typedef struct HostFeatures {
         bool clone_into_cgroup;
         bool pidfd;
         bool mount_idmap; /* mount_setattr() with MOUNT_ATTR_IDMAP (mount-open.h) */
+        /* 0: create's "root": "overlay" works here (root-overlay.h, probed at start); else the
+         * -errno of the step that failed, and root_overlay_step says which */
+        int root_overlay_error;
+        const char *root_overlay_step;
 } HostFeatures;
 
 #define CONTEXT_MAX_MASKED 8

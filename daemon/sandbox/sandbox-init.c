@@ -48,7 +48,7 @@ int sandbox_make_cgroup(Sandbox *s) {
         return cg_apply_limits(&m->cg, s->cg_rel, &l, s->enforced);
 }
 
-/* <state>/<id>/work, owned by the sandbox's unprivileged user (uid 1000 inside, host_uid + 1000
+/* <state>/<id>/work (and root-upper for an overlay root), owned by the sandbox's unprivileged user (uid 1000 inside, host_uid + 1000
  * outside), so that runs write there without being root. The sandbox reaches it through an fd,
  * so the path's own permissions may stay closed to everyone else. */
 int sandbox_make_workspace(Sandbox *s, bool existing) {
@@ -63,6 +63,10 @@ int sandbox_make_workspace(Sandbox *s, bool existing) {
         if (mkdirat(dfd, "work", 0755) < 0 && errno != EEXIST)
                 return -errno;
         if (fchownat(dfd, "work", s->host_uid + SANDBOX_USER_UID, s->host_uid + SANDBOX_USER_GID, AT_SYMLINK_NOFOLLOW) < 0)
+                return -errno;
+        /* An overlay root's upper layer and overlayfs's work directories, made by whoever mounts
+         * them (root-overlay.h); root's alone. */
+        if (s->root_overlay && mkdirat(dfd, SANDBOX_ROOT_UPPER, 0700) < 0 && errno != EEXIST)
                 return -errno;
         s->workdir_fd = openat(dfd, "work", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         return s->workdir_fd < 0 ? -errno : 0;
@@ -142,7 +146,7 @@ static pid_t sandbox_exec_init(Sandbox *s, int sp[2], InitParams *p, int *ret_pi
 /* The init, through the helper or cloned here (sandbox-init.h). */
 pid_t sandbox_start_init(Sandbox *s, int *ret_helper_pidfd) {
         Context *m = s->ctx;
-        char workdir[4096];
+        char workdir[4096], upper[4096];
         InitParams p = {
                 .workdir = s->memory_workspace ? NULL : sandbox_workdir_path(s, workdir, sizeof(workdir)),
                 .root_dir = m->config.root_dir,
@@ -152,6 +156,9 @@ pid_t sandbox_start_init(Sandbox *s, int *ret_helper_pidfd) {
                 .mask_paths = sandbox_mask_paths(m),
                 .root_binds = (const char *const *) m->config.root_binds,
                 .lock_mounts = !s->unprivileged_only,
+                .root_upper = { .dir = s->root_overlay ? sandbox_root_upper_path(s, upper, sizeof(upper)) : NULL,
+                                .host_uid = s->host_uid,
+                                .count = (unsigned) m->config.uid_range },
                 .netns_fd = -EBADF,
                 .sysfs_fd = -EBADF,
         };
@@ -169,8 +176,14 @@ pid_t sandbox_start_init(Sandbox *s, int *ret_helper_pidfd) {
                 p.netns_fd = s->netns_fd;
                 return sandbox_exec_init(s, sp, &p, ret_helper_pidfd);
         }
-        /* Without the helper, the daemon makes the init's trees: in the host's user namespace. */
-        if (root_trees_open(p.root_dir, p.root_binds, &p.trees) < 0) {
+        /* Without the helper, the daemon makes the init's trees: in the host's user namespace. An
+         * overlay root needs a process of its own (root-overlay.h): refused at create. */
+        if (p.root_upper.dir) {
+                close(sp[0]);
+                close(sp[1]);
+                return -EOPNOTSUPP;
+        }
+        if (init_trees_open(&p) < 0) {
                 int r = -errno;
                 close(sp[0]);
                 close(sp[1]);

@@ -295,6 +295,26 @@ static int parse_image(Context *m, Sandbox *s, json_object *req, ProtoError *err
         return 0;
 }
 
+/* create's "root": "readonly" (the default) or "overlay" (root-overlay.h), where the host can
+ * make one (probed at start: hello's capabilities.root_overlay). */
+static int parse_root(Context *m, Sandbox *s, json_object *req, ProtoError *err) {
+        const char *root = NULL;
+        int r = proto_get_string(req, "root", 16, &root, err);
+
+        if (r < 0 || !root)
+                return r;
+        if (strcmp(root, "overlay") != 0 && strcmp(root, "readonly") != 0)
+                return proto_error_set(err, SBX_E_INVALID_REQUEST, "root",
+                                       "'root' must be \"readonly\" (the default) or \"overlay\"");
+        s->root_overlay = strcmp(root, "overlay") == 0;
+        if (s->root_overlay && m->features.root_overlay_error < 0)
+                return proto_error_set(err, SBX_E_INVALID_REQUEST, "root",
+                                       "overlay roots do not work on this host (%s: %s); see hello's "
+                                       "capabilities.root_overlay",
+                                       m->features.root_overlay_step ? m->features.root_overlay_step : "probe", strerror(-m->features.root_overlay_error));
+        return 0;
+}
+
 int sandbox_parse(Context *m, Sandbox *s, json_object *req, ProtoError *err) {
         json_object *limits = NULL, *env = NULL;
         const char *name = NULL, *network = NULL, *workspace = NULL;
@@ -306,7 +326,7 @@ int sandbox_parse(Context *m, Sandbox *s, json_object *req, ProtoError *err) {
             (r = proto_get_string(req, "network", 16, &network, err)) < 0 ||
             (!ws_source && (r = proto_get_string(req, "workspace", 16, &workspace, err)) < 0) ||
             (r = proto_get_bool(req, "best_effort", &s->best_effort, err)) < 0 ||
-            (r = sandbox_user_parse(req, &s->user, err)) < 0)
+            (r = sandbox_user_parse(req, &s->user, err)) < 0 || (r = parse_root(m, s, req, err)) < 0)
                 return r;
         if (name && !name_valid(name))
                 return proto_error_set(err, SBX_E_INVALID_REQUEST, "name",
@@ -344,6 +364,10 @@ int sandbox_parse(Context *m, Sandbox *s, json_object *req, ProtoError *err) {
                 return r;
         if ((r = parse_image(m, s, req, err)) < 0)
                 return r;
+        if (s->image && s->root_overlay)
+                return proto_error_set(err, SBX_E_INVALID_REQUEST, "root",
+                                       "an overlay root over an image is not made yet: \"root\": \"overlay\" is for the "
+                                       "host's view; an image's root is read-only");
         return parse_mounts(m, s, json_object_object_get(req, "mounts"), err);
 }
 

@@ -111,6 +111,13 @@ static int sandbox_spawn_init(Sandbox *s) {
         return sandbox_init_started(s);
 }
 
+int sandbox_start_deferred_init(Sandbox *s) {
+        if (!s->init_deferred)
+                return 0;
+        s->init_deferred = false;
+        return sandbox_spawn_init(s);
+}
+
 /* The init is a child of ours, waiting for its go: watch it, give it its uid/gid maps, go. */
 static int sandbox_init_started(Sandbox *s) {
         Context *m = s->ctx;
@@ -210,7 +217,10 @@ int sandbox_create_as(Context *m, json_object *req, const SandboxCaller *caller,
                 r = sandbox_disk_error(err, "cannot record the sandbox in the state directory", r);
                 goto fail_destroy;
         }
-        if ((r = sandbox_spawn_init(s)) < 0) {
+        /* A fork's overlay root is mounted from the upper layer the fork's copy makes: its init
+         * waits for it (snapshot-job.c). */
+        s->init_deferred = s->root_overlay && json_object_object_get_ex(req, "from_snapshot", NULL);
+        if (!s->init_deferred && (r = sandbox_spawn_init(s)) < 0) {
                 r = proto_error_set(err, SBX_E_SPAWN_FAILED, NULL, "cannot start the sandbox's init: %s", strerror(-r));
                 goto fail_destroy;
         }
@@ -272,6 +282,15 @@ static int sandbox_restore_fields(Sandbox *s, json_object *meta) {
                 s->user = sandbox_user_from_string(json_object_get_string(v));
         if (s->user == SANDBOX_USER_UNSET)
                 return -EBADMSG;
+        /* Absent: a record from before overlay roots, or a read-only root. */
+        if (json_object_object_get_ex(meta, "root", &v)) {
+                if (!json_object_is_type(v, json_type_string))
+                        return -EBADMSG;
+                if (strcmp(json_object_get_string(v), "overlay") == 0)
+                        s->root_overlay = true;
+                else if (strcmp(json_object_get_string(v), "readonly") != 0)
+                        return -EBADMSG;
+        }
         return 0;
 }
 
@@ -806,6 +825,11 @@ unsigned sandbox_count_runs(Context *m) {
         return n;
 }
 
+const char *sandbox_root_upper_path(Sandbox *s, char *buf, size_t len) {
+        snprintf(buf, len, "%s/sandboxes/%s/" SANDBOX_ROOT_UPPER, s->ctx->config.state_dir, s->id);
+        return buf;
+}
+
 const char *sandbox_workdir_path(Sandbox *s, char *buf, size_t len) {
         snprintf(buf, len, "%s/sandboxes/%s/work", s->ctx->config.state_dir, s->id);
         return buf;
@@ -893,6 +917,7 @@ json_object *sandbox_to_json(Sandbox *s, bool with_usage) {
         json_object_object_add(o, "user", json_object_new_string(sandbox_user_to_string(s->user)));
         if (s->image)
                 json_object_object_add(o, "image", json_object_new_string(s->image));
+        json_object_object_add(o, "root", json_object_new_string(s->root_overlay ? "overlay" : "readonly"));
         json_object_object_add(o, "created", json_object_new_string(format_utc(ts, s->created_usec)));
         json_object_object_add(o, "restarted_at", s->restored_usec ? json_object_new_string(format_utc(ts,
                                                                                                      s->restored_usec))

@@ -123,6 +123,10 @@ typedef struct Sandbox {
          * and a "user":"root" run in it is refused (run_spec_resolve()). */
         bool unprivileged_only;
         SandboxUser user;  /* its runs' default: "sandbox" (uid 1000) unless "user":"root" */
+        /* "root": "overlay": its root directories are overlays with an upper layer of its own in
+         * <state>/<id>/root-upper (root-overlay.h), copied by snapshots, forks and restores */
+        bool root_overlay;
+        bool init_deferred; /* a fork's overlay root: the init starts once the copy is in place */
         bool pooled;       /* waiting in the pool (pool.h): no one's, invisible, not counted */
         bool from_pool;    /* taken from it: its end refills the pool (pool_taken_done) */
         json_object *env;  /* default environment for runs, or NULL */
@@ -267,6 +271,11 @@ unsigned sandbox_count_owned(Context *m, uid_t uid);
 /* Runs in flight in every sandbox. */
 unsigned sandbox_count_runs(Context *m);
 const char *sandbox_workdir_path(Sandbox *s, char *buf, size_t len);
+/* <state>/sandboxes/<id>/root-upper: the upper layer of an overlay root (root-overlay.h). */
+#define SANDBOX_ROOT_UPPER "root-upper"
+const char *sandbox_root_upper_path(Sandbox *s, char *buf, size_t len);
+/* A fork's deferred init (init_deferred), once its copy is done. */
+int sandbox_start_deferred_init(Sandbox *s);
 /* A fork's copy is done (err NULL) or failed: the sandbox becomes ready, or fails, when nothing
  * else holds it. */
 void sandbox_release_hold(Sandbox *s, const ProtoError *err);

@@ -57,6 +57,7 @@ struct SnapshotJob {
         char src_sandbox[24];      /* fork: the sandbox the snapshot belongs to */
         uid_t src_host_uid;        /* fork: its uid range */
         char work_new[32];         /* restore: work.new-<rand> */
+        char upper_new[32];        /* ... and root-upper/upper.new-<rand> for an overlay root */
         uint64_t created_usec;
         uint64_t total_bytes, total_files; /* restore: the snapshot's, for a progress bar */
         uint64_t freeze_start;
@@ -137,19 +138,46 @@ static int write_meta(int dir, const SnapshotJob *j, const CopyStats *st) {
         return fsync(fd) < 0 ? -errno : 0;
 }
 
-static int child_copy(int out, int src, int dst, const CopyOptions *base, CopyStats *st) {
+static int child_copy_one(int out, int src, int dst, const CopyOptions *base, CopyStats *st) {
         CopyOptions o = *base;
-        int r;
         o.progress = child_progress;
         o.userdata = &out;
         o.progress_usec = PROGRESS_USEC;
-        r = copy_tree(src, dst, &o, st);
-        if (r >= 0)
-                child_say(out, "copied %" PRIu64 " %" PRIu64 " %" PRIu64 "\n", st->bytes, st->files, st->skipped);
+        return copy_tree(src, dst, &o, st);
+}
+
+static void child_copied(int out, const CopyStats *st) {
+        child_say(out, "copied %" PRIu64 " %" PRIu64 " %" PRIu64 "\n", st->bytes, st->files, st->skipped);
+}
+
+/* An overlay root's upper layer (root-overlay.h), copied after the workspace: its whiteouts and
+ * opaque directories as such, its stats added to the workspace's. src_name below src_dir (absent:
+ * nothing to copy, 0), into dst_name made below dst_dir. */
+static int child_copy_root(int out, int src_dir, const char *src_name, int dst_dir, const char *dst_name,
+                           const CopyOptions *base, CopyStats *st) {
+        _cleanup_close_ int src = open_dir_at(src_dir, src_name), dst = -EBADF;
+        CopyOptions o = *base;
+        CopyStats more = {};
+        int r;
+
+        if (src == -ENOENT)
+                return 0;
+        if (src < 0)
+                return src;
+        if ((dst = mkdir_open(dst_dir, dst_name, false)) < 0)
+                return dst;
+        o.overlay_upper = true;
+        r = child_copy_one(out, src, dst, &o, &more);
+        st->bytes += more.bytes;
+        st->files += more.files;
+        st->dirs += more.dirs;
+        st->links += more.links;
+        st->skipped += more.skipped;
         return r;
 }
 
-/* <sandbox>/work -> <sandbox>/snapshots/.tmp-<id>/tree, then meta.json, then renamed. */
+/* <sandbox>/work -> <sandbox>/snapshots/.tmp-<id>/tree (and an overlay root's root-upper/upper
+ * -> .../root), then meta.json, then renamed. */
 _Noreturn static void child_snapshot(const SnapshotJob *j, int state_fd, int out) {
         _cleanup_close_ int sdir = open_dir_at(state_fd, j->sandbox->id);
         _cleanup_close_ int snaps = -EBADF, tmp = -EBADF, tree = -EBADF, src = -EBADF;
@@ -166,11 +194,16 @@ _Noreturn static void child_snapshot(const SnapshotJob *j, int state_fd, int out
                 (void) rm_rf_at(snaps, tmp_name);
                 child_fail(out, "open", r);
         }
-        r = child_copy(out, src, tree, &(CopyOptions) {}, &st);
+        r = child_copy_one(out, src, tree, &(CopyOptions) {}, &st);
+        if (r >= 0 && j->sandbox->root_overlay) {
+                _cleanup_close_ int ru = open_dir_at(sdir, SANDBOX_ROOT_UPPER);
+                r = ru < 0 ? ru : child_copy_root(out, ru, "upper", tmp, SNAPSHOT_ROOT_TREE, &(CopyOptions) {}, &st);
+        }
         if (r < 0) {
                 (void) rm_rf_at(snaps, tmp_name);
                 child_fail(out, "copy", r);
         }
+        child_copied(out, &st);
         /* Data, then the metadata, then the name: a snapshot in place is a whole one. */
         if (syncfs(tree) < 0 || (r = write_meta(tmp, j, &st)) < 0 || fsync(tmp) < 0 ||
             renameat(snaps, tmp_name, snaps, j->snap_id) < 0 || fsync(snaps) < 0) {
@@ -182,7 +215,8 @@ _Noreturn static void child_snapshot(const SnapshotJob *j, int state_fd, int out
         _exit(0);
 }
 
-/* <sandbox>/snapshots/<id>/tree -> <sandbox>/work.new-<rand>; the daemon swaps it in. */
+/* <sandbox>/snapshots/<id>/tree -> <sandbox>/work.new-<rand> (and its root ->
+ * root-upper/upper.new-<rand>); the daemon swaps them in. */
 _Noreturn static void child_restore(const SnapshotJob *j, int state_fd, int out) {
         _cleanup_close_ int sdir = open_dir_at(state_fd, j->sandbox->id);
         _cleanup_close_ int snaps = -EBADF, snap = -EBADF, src = -EBADF, dst = -EBADF;
@@ -194,13 +228,20 @@ _Noreturn static void child_restore(const SnapshotJob *j, int state_fd, int out)
                 child_fail(out, "open", sdir < 0 ? sdir : snaps < 0 ? snaps : snap < 0 ? snap : src);
         if ((dst = mkdir_open(sdir, j->work_new, false)) < 0)
                 child_fail(out, "open", dst);
-        r = child_copy(out, src, dst, &(CopyOptions) {}, &st);
+        r = child_copy_one(out, src, dst, &(CopyOptions) {}, &st);
+        if (r >= 0 && j->sandbox->root_overlay) {
+                _cleanup_close_ int ru = open_dir_at(sdir, SANDBOX_ROOT_UPPER);
+                r = ru < 0 ? ru : child_copy_root(out, snap, SNAPSHOT_ROOT_TREE, ru, j->upper_new, &(CopyOptions) {}, &st);
+                if (r < 0 && ru >= 0)
+                        (void) rm_rf_at(ru, j->upper_new);
+        }
         if (r >= 0 && (syncfs(dst) < 0 || fsync(sdir) < 0))
                 r = -errno;
         if (r < 0) {
                 (void) rm_rf_at(sdir, j->work_new);
                 child_fail(out, "copy", r);
         }
+        child_copied(out, &st);
         child_say(out, "done\n");
         _exit(0);
 }
@@ -211,7 +252,8 @@ static bool same_inode(int dir, const char *path, const struct stat *want) {
                st.st_dev == want->st_dev;
 }
 
-/* <other>/snapshots/<id>/tree -> <new sandbox>/work, owners moved into the new uid range. */
+/* <other>/snapshots/<id>/tree -> <new sandbox>/work (and its root -> root-upper/upper, before
+ * the fork's init mounts it: init_deferred), owners moved into the new uid range. */
 _Noreturn static void child_fork(const SnapshotJob *j, int state_fd, int out) {
         const Context *m = j->sandbox->ctx;
         _cleanup_close_ int sdir = open_dir_at(state_fd, j->sandbox->id);
@@ -230,9 +272,14 @@ _Noreturn static void child_fork(const SnapshotJob *j, int state_fd, int out) {
             (snap = open_dir_at(snaps, j->snap_id)) < 0 || fstat(snap, &st_snap) < 0 ||
             (src = open_dir_at(snap, "tree")) < 0 || (dst = open_dir_at(sdir, "work")) < 0)
                 child_fail(out, "open", -ENOENT);
-        r = child_copy(out, src, dst, &o, &st);
+        r = child_copy_one(out, src, dst, &o, &st);
+        if (r >= 0 && j->sandbox->root_overlay) {
+                _cleanup_close_ int ru = open_dir_at(sdir, SANDBOX_ROOT_UPPER);
+                r = ru < 0 ? ru : child_copy_root(out, snap, SNAPSHOT_ROOT_TREE, ru, "upper", &o, &st);
+        }
         if (r < 0)
                 child_fail(out, "copy", r);
+        child_copied(out, &st);
         /* Deleting a snapshot or destroying its sandbox renames it away before removing
          * anything: if it is still in place, the copy saw all of it. */
         snprintf(path, sizeof(path), "%s/snapshots/%s", j->src_sandbox, j->snap_id);
@@ -390,6 +437,22 @@ static void job_finish_snapshot(SnapshotJob *j) {
         job_free(j);
 }
 
+/* The upper layer the same way, with no process of the sandbox left to have it mounted (a
+ * snapshot without one leaves the upper as it is). A crash between the two renames leaves the
+ * restored workspace with the old upper layer. */
+static int restore_swap_root(Sandbox *s, int dfd, const SnapshotJob *j) {
+        _cleanup_close_ int ru = -EBADF;
+
+        if (!s->root_overlay)
+                return 0;
+        ru = open_dir_at(dfd, SANDBOX_ROOT_UPPER);
+        if (ru < 0)
+                return ru;
+        if (syscall(SYS_renameat2, ru, j->upper_new, ru, "upper", RENAME_EXCHANGE) < 0)
+                return errno == ENOENT ? 0 : -errno;
+        return fsync(ru) < 0 ? -errno : 0;
+}
+
 static int restore_swap(Sandbox *s, void *userdata) {
         SnapshotJob *j = userdata;
         _cleanup_close_ int dfd = open_dir_at(s->ctx->state_fd, s->id);
@@ -398,7 +461,15 @@ static int restore_swap(Sandbox *s, void *userdata) {
         /* One step: whoever looks (or a crash) finds the old tree or the new one at "work". */
         if (syscall(SYS_renameat2, dfd, j->work_new, dfd, "work", RENAME_EXCHANGE) < 0)
                 return -errno;
-        return fsync(dfd) < 0 ? -errno : 0;
+        if (fsync(dfd) < 0)
+                return -errno;
+        return restore_swap_root(s, dfd, j);
+}
+
+static void remove_root_new(Sandbox *s, int dfd, const SnapshotJob *j) {
+        _cleanup_close_ int ru = open_dir_at(dfd, SANDBOX_ROOT_UPPER);
+        if (ru >= 0)
+                (void) remove_async(s->ctx->event, s->ctx->run_helper_fd, ru, j->upper_new);
 }
 
 static void restore_done(Sandbox *s, int error, void *userdata) {
@@ -409,6 +480,8 @@ static void restore_done(Sandbox *s, int error, void *userdata) {
         /* Either the old tree (swapped out) or the unused new one is left at work.new-*. */
         if (dfd >= 0)
                 (void) remove_async(s->ctx->event, s->ctx->run_helper_fd, dfd, j->work_new);
+        if (dfd >= 0 && s->root_overlay)
+                remove_root_new(s, dfd, j);
         if (error < 0) {
                 proto_error_set(&err, SBX_E_INTERNAL, NULL, "the workspace could not be replaced: %s", strerror(-error));
                 job_reply_error(j, &err);
@@ -439,6 +512,8 @@ static void job_finish_restore(SnapshotJob *j) {
         dfd = open_dir_at(s->ctx->state_fd, s->id);
         if (dfd >= 0)
                 (void) remove_async(s->ctx->event, s->ctx->run_helper_fd, dfd, j->work_new);
+        if (dfd >= 0 && s->root_overlay)
+                remove_root_new(s, dfd, j);
         proto_error_set(&err, SBX_E_CONFLICT, "sandbox", "sandbox %s is not ready (%s)", s->id,
                         s->state == SANDBOX_FAILED ? "broken" : "busy");
         job_reply_error(j, &err);
@@ -456,8 +531,14 @@ static void job_finish(SnapshotJob *j) {
                 return job_finish_restore(j);
         if (j->kind == JOB_FORK) {
                 bool ok = j->done;
+                int r;
                 job_error_from_child(j, &err);
                 job_free(j);
+                /* An overlay root's init mounts the upper layer the copy made. */
+                if (ok && (r = sandbox_start_deferred_init(s)) < 0) {
+                        ok = false;
+                        proto_error_set(&err, SBX_E_SPAWN_FAILED, NULL, "cannot start the sandbox's init: %s", strerror(-r));
+                }
                 sandbox_release_hold(s, ok ? NULL : &err);
                 return;
         }
@@ -641,6 +722,7 @@ int snapshot_job_restore(Sandbox *s, Reply *reply, const SnapshotInfo *snap, Pro
         j->total_files = snap->files;
         snprintf(j->work_new, sizeof(j->work_new), "work.new-%02x%02x%02x%02x%02x%02x", b[0], b[1], b[2], b[3], b[4],
                  b[5]);
+        snprintf(j->upper_new, sizeof(j->upper_new), "upper.%s", j->work_new + strlen("work."));
         (void) job_copy_or_fail(j);
         return 0;
 }

@@ -32,6 +32,8 @@ typedef struct Context Context;
 #define SNAPSHOT_MAX_PER_SANDBOX 256
 #define SNAPSHOT_META_MAX (64u * 1024)
 #define FORK_MARKER ".fork-incomplete"
+/* snapshots/<id>/root: an overlay root's upper layer beside the workspace's tree */
+#define SNAPSHOT_ROOT_TREE "root"
 
 typedef struct SnapshotInfo SnapshotInfo;
 struct SnapshotInfo {

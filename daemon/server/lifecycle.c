@@ -285,6 +285,35 @@ static int open_state(Context *ctx) {
         return ctx->state_fd < 0 ? -errno : 0;
 }
 
+/* An overlay of root_dir's /usr (and /etc) with its upper in the state directory, made and
+ * dropped once at start: what create's "root": "overlay" needs (overlayfs, idmapped layers on
+ * the filesystem of root_dir, an upper on the state directory's; not on an overlayfs there). */
+static void probe_root_overlay(Context *ctx) {
+        int r;
+
+        if (!ctx->features.mount_idmap) {
+                ctx->features.root_overlay_error = -EOPNOTSUPP;
+                ctx->features.root_overlay_step = "idmapped mounts";
+                return;
+        }
+        static char step[160];
+        char path[4096];
+
+        if (ctx->run_helper_fd < 0) {
+                /* Only a process of its own may leave the daemon's mount namespace to make them. */
+                ctx->features.root_overlay_error = -ENOENT;
+                ctx->features.root_overlay_step = "no " RUN_HELPER_NAME;
+                return;
+        }
+        snprintf(path, sizeof(path), "%s/sandboxes", ctx->config.state_dir);
+        r = root_overlay_probe(ctx->config.root_dir, ctx->state_fd, path, (uid_t) ctx->config.uid_base,
+                               (unsigned) ctx->config.uid_range, step, sizeof(step));
+        ctx->features.root_overlay_error = r;
+        ctx->features.root_overlay_step = r < 0 ? step : NULL;
+        if (r < 0)
+                log_info_errno(r, "overlay roots (create's \"root\": \"overlay\") do not work here: %m");
+}
+
 /* A tiny clone3(CLONE_INTO_CGROUP) of a child that exits at once tells whether the kernel
  * places children at birth (5.7+). */
 static void probe_features(Context *ctx) {
@@ -305,6 +334,7 @@ static void probe_features(Context *ctx) {
         ctx->features.pidfd = pidfd >= 0;
         safe_close(pidfd);
         ctx->features.mount_idmap = mount_idmap_supported();
+        probe_root_overlay(ctx);
 }
 
 static int on_signal(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata) {

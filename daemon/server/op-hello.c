@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* hello: versions and what this host lets sandboxd enforce; health: the cheap liveness probe. */
 #include <stdio.h>
+#include <string.h>
 #include <sys/statvfs.h>
 #include <time.h>
 
@@ -11,6 +12,19 @@
 #include "ops.h"
 #include "sandbox.h"
 #include "util.h"
+
+/* Whether create's "root": "overlay" works here, and if not, why (probed at start). */
+static json_object *root_overlay_json(Context *m) {
+        json_object *o = json_object_new_object();
+        char why[160];
+
+        json_object_object_add(o, "available", json_object_new_boolean(m->features.root_overlay_error == 0));
+        if (m->features.root_overlay_error < 0)
+                snprintf(why, sizeof(why), "%s: %s", m->features.root_overlay_step ? m->features.root_overlay_step : "probe",
+                         strerror(-m->features.root_overlay_error));
+        json_object_object_add(o, "error", m->features.root_overlay_error < 0 ? json_object_new_string(why) : NULL);
+        return o;
+}
 
 static json_object *caps_json(Context *m) {
         json_object *caps = json_object_new_object(), *cg = json_object_new_object(), *k = json_object_new_object();
@@ -33,6 +47,7 @@ static json_object *caps_json(Context *m) {
         json_object_object_add(caps, "cgroup_root", json_object_new_string(m->cg.base));
         json_object_object_add(caps, "state_dir", json_object_new_string(m->config.state_dir));
         json_object_object_add(caps, "images", image_store_capabilities(m->images));
+        json_object_object_add(caps, "root_overlay", root_overlay_json(m));
         return caps;
 }
 

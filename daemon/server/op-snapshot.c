@@ -164,6 +164,10 @@ int op_create_from_snapshot(Request *c, json_object *id, json_object *req, Proto
 
         if (r < 0 || (r = find_source(c, spec ? spec : "", &src, &info, err)) < 0)
                 return r;
+        /* A fork's root is its source's unless the request says (a fork of a sandbox with
+         * packages installed has them). */
+        if (src && src->root_overlay && !json_object_object_get_ex(req, "root", NULL))
+                json_object_object_add(req, "root", json_object_new_string("overlay"));
         r = sandbox_create(c->ctx, req, c->peer.uid, false, &s, err);
         if (r < 0)
                 return r;

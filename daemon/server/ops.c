@@ -25,6 +25,7 @@ static const FieldSpec create_fields[] = {
         { "mounts", FIELD_ARRAY },
         { "workspace", FIELD_OBJECT },
         { "image", FIELD_STRING },
+        { "root", FIELD_STRING },
         {},
 };
 static const FieldSpec sweep_fields[] = { ENVELOPE, { "dry_run", FIELD_BOOL }, {} };

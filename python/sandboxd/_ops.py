@@ -116,11 +116,12 @@ def health() -> Call[Health]:
 def create(*, name: str | None = None, limits: JSON | None = None, network: str | None = None,
            env: Mapping[str, str] | None = None, best_effort: bool | None = None,
            ttl: Duration | None = None, idle: Duration | None = None, user: str | None = None,
-           from_snapshot: SnapshotRef | None = None, image: str | None = None) -> Call[SandboxInfo]:
-    return Call("create", {"image": image,
+           from_snapshot: SnapshotRef | None = None, image: str | None = None,
+           root: str | None = None) -> Call[SandboxInfo]:
+    return Call("create", {"image": image, "root": root,
         "name": name, "limits": limits, "network": network,
         "env": dict(env) if env is not None else None, "best_effort": best_effort, "ttl": ttl,
-        "idle": idle, "user": user,
+        "idle": idle, "user": user, "root": root,
         "from_snapshot": _snapshot_ref(from_snapshot) if from_snapshot is not None else None,
     }, lambda r: SandboxInfo.from_json(_d(r, "sandbox")))
 

@@ -272,11 +272,11 @@ class AsyncClient:
                      ttl: Duration | None = None, idle: Duration | None = None,
                      user: str | None = None,
                      from_snapshot: SnapshotRef | None = None,
-                     image: str | None = None) -> SandboxInfo:
+                     image: str | None = None, root: str | None = None) -> SandboxInfo:
         lim = _ops.limits(memory, pids, cpus, timeout, output_bytes, disk, files, limits)
         return await self._call(_ops.create(name=name, limits=lim, network=network, env=env,
                                             best_effort=best_effort, ttl=ttl, idle=idle,
-                                            user=user, from_snapshot=from_snapshot, image=image))
+                                            user=user, from_snapshot=from_snapshot, image=image, root=root))
 
     async def list(self, usage: bool = False) -> builtins.list[SandboxInfo]:
         return await self._call(_ops.list_sandboxes(usage))
@@ -759,7 +759,7 @@ class AsyncSandbox:
                best_effort: bool | None = None, ttl: Duration | None = None,
                idle: Duration | None = None, user: str | None = None,
                from_snapshot: SnapshotRef | None = None,
-               image: str | None = None) -> _Making[AsyncSandbox]:
+               image: str | None = None, root: str | None = None) -> _Making[AsyncSandbox]:
         async def make() -> AsyncSandbox:
             c = client if client is not None else await AsyncClient.connect(socket)
             try:
@@ -767,7 +767,7 @@ class AsyncSandbox:
                                       timeout=timeout, output_bytes=output_bytes, disk=disk,
                                       files=files, limits=limits, network=network, env=env,
                                       best_effort=best_effort, ttl=ttl, idle=idle, user=user,
-                                      from_snapshot=from_snapshot, image=image)
+                                      from_snapshot=from_snapshot, image=image, root=root)
             except BaseException:
                 if client is None:
                     await c.close()

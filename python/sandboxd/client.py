@@ -243,14 +243,15 @@ class Client:
                env: Mapping[str, str] | None = None, best_effort: bool | None = None,
                ttl: Duration | None = None, idle: Duration | None = None,
                user: str | None = None, from_snapshot: SnapshotRef | None = None,
-               image: str | None = None) -> SandboxInfo:
+               image: str | None = None, root: str | None = None) -> SandboxInfo:
         """``create``: the new sandbox's SANDBOX. ``timeout`` is the default ``timeout_s`` of
         its runs; ``limits`` adds members to the limits object as they are; ``image``: its
-        root is that image of the daemon's store."""
+        root is that image of the daemon's store; ``root``: ``"readonly"`` (the default) or
+        ``"overlay"`` (writable by root inside, kept)."""
         lim = _ops.limits(memory, pids, cpus, timeout, output_bytes, disk, files, limits)
         return self._call(_ops.create(name=name, limits=lim, network=network, env=env,
                                       best_effort=best_effort, ttl=ttl, idle=idle, user=user,
-                                      from_snapshot=from_snapshot, image=image))
+                                      from_snapshot=from_snapshot, image=image, root=root))
 
     def list(self, usage: bool = False) -> builtins.list[SandboxInfo]:
         return self._call(_ops.list_sandboxes(usage))
@@ -788,7 +789,7 @@ class Sandbox:
                network: str | None = None, env: Mapping[str, str] | None = None,
                best_effort: bool | None = None, ttl: Duration | None = None,
                idle: Duration | None = None, user: str | None = None,
-               from_snapshot: SnapshotRef | None = None, image: str | None = None) -> Sandbox:
+               from_snapshot: SnapshotRef | None = None, image: str | None = None, root: str | None = None) -> Sandbox:
         """``create`` on ``client`` (default: a new connection to ``socket``, closed with the
         sandbox)."""
         c = client if client is not None else Client(socket)
@@ -796,7 +797,7 @@ class Sandbox:
             info = c.create(name=name, memory=memory, pids=pids, cpus=cpus, timeout=timeout,
                             output_bytes=output_bytes, disk=disk, files=files, limits=limits,
                             network=network, env=env, best_effort=best_effort, ttl=ttl,
-                            idle=idle, user=user, from_snapshot=from_snapshot, image=image)
+                            idle=idle, user=user, from_snapshot=from_snapshot, image=image, root=root)
         except BaseException:
             if client is None:
                 c.close()

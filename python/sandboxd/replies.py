@@ -169,6 +169,7 @@ class SandboxInfo:
     best_effort: bool
     network: str | None
     user: str | None
+    root: str | None
     created: str | None
     restarted_at: str | None
     restored_processes: str | None  # "kept", "restarted", or None (docs/protocol.md "Restarts")
@@ -192,7 +193,8 @@ class SandboxInfo:
         return cls(
             sid, _os(d, "name"), _s(d, "state"), _oi(d, "owner_uid"), _os(d, "workdir"),
             _os(d, "workspace"), _os(d, "cgroup"), _d(d, "limits"), _d(d, "enforced"),
-            _b(d, "best_effort"), _os(d, "network"), _os(d, "user"), _os(d, "created"),
+            _b(d, "best_effort"), _os(d, "network"), _os(d, "user"), _os(d, "root"),
+            _os(d, "created"),
             _os(d, "restarted_at"), _os(d, "restored_processes"), _os(d, "restored_init"), _of(d, "ttl_s"), _of(d, "idle_s"), _os(d, "expires_at"),
             _oi(d, "disk_bytes"), _b(d, "disk_refused"),
             [r for r in _l(d, "interrupted_runs") if isinstance(r, dict)],
