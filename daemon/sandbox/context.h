@@ -25,6 +25,7 @@ typedef struct Sweeper Sweeper;
 typedef struct RunLog RunLog;
 typedef struct SandboxHooks SandboxHooks;
 typedef struct PortTable PortTable;
+typedef struct Egress Egress;
 
 typedef struct HostFeatures {
         bool clone_into_cgroup;
@@ -62,6 +63,7 @@ typedef struct Context {
         RunLog *run_log;           /* run-record.h */
         const SandboxHooks *sandbox_hooks; /* what sandbox.c asks of others (sandbox.h), or NULL */
         PortTable *ports;          /* published ports (port.h) */
+        Egress *egress;            /* egress for sandboxes (egress.h) */
 } Context;
 
 /* Takes the configuration (*config is emptied); every fd -1, no event loop yet. */

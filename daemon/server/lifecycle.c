@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "egress.h"
 #include "connection.h"
 #include "dev-template.h"
 #include "lifecycle.h"
@@ -360,6 +361,10 @@ static int prepare_runs(Context *ctx) {
         r = netns_pool_init(&ctx->netns, ctx->run_helper_fd >= 0 ? NETNS_IDLE_MAX : 0);
         if (r < 0)
                 log_info_errno(r, "no network namespaces used again (%m): each sandbox makes its own");
+        /* Before any sandbox is restored: an earlier daemon's interfaces and rules go first. */
+        r = egress_init(ctx);
+        if (r < 0)
+                return log_error_errno(r, "cannot set up egress: %m");
         return 0;
 }
 

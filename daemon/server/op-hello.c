@@ -4,6 +4,7 @@
 #include <sys/statvfs.h>
 #include <time.h>
 
+#include "egress.h"
 #include "cgroup.h"
 #include "connection.h"
 #include "manager.h"
@@ -31,6 +32,7 @@ static json_object *caps_json(Context *m) {
         json_object_object_add(caps, "mount_roots", roots);
         json_object_object_add(caps, "cgroup_root", json_object_new_string(m->cg.base));
         json_object_object_add(caps, "state_dir", json_object_new_string(m->config.state_dir));
+        json_object_object_add(caps, "egress", egress_capability_json(m));
         return caps;
 }
 
