@@ -303,6 +303,19 @@ static int parse_paths(const char *value, bool binds, char ***ret) {
         return r;
 }
 
+/* Within 10/8, 172.16/12, 192.168/16 or the shared 100.64/10: never an address of the world. */
+static bool ipv4_private(uint32_t addr, unsigned len) {
+        static const struct {
+                uint32_t addr;
+                unsigned len;
+        } ranges[] = { { 0x0a000000, 8 }, { 0xac100000, 12 }, { 0xc0a80000, 16 }, { 0x64400000, 10 } };
+
+        for (size_t i = 0; i < ELEMENTSOF(ranges); i++)
+                if (len >= ranges[i].len && ((addr ^ ranges[i].addr) & ipv4_mask(ranges[i].len)) == 0)
+                        return true;
+        return false;
+}
+
 /* egress_range: one prefix of /8 to /24 (a /30 per sandbox); egress_deny: prefixes or "none";
  * egress_dns: one address. */
 static int prefixes_valid(KeyType type, const char *value) {
@@ -315,7 +328,7 @@ static int prefixes_valid(KeyType type, const char *value) {
                 uint32_t addr;
                 unsigned plen;
                 if (ipv4_prefix_parse(s, len, &addr, &plen) < 0 || (type == KEY_ADDR && (plen != 32 || memchr(s, '/', len))) ||
-                    (type == KEY_PREFIX && (plen < 8 || plen > 24)) || ++n > 64)
+                    (type == KEY_PREFIX && (plen < 8 || plen > 24 || !ipv4_private(addr, plen))) || ++n > 64)
                         return -EINVAL;
                 s += len;
         }

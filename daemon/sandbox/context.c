@@ -4,7 +4,6 @@
 #include <time.h>
 
 #include "context.h"
-#include "egress.h"
 #include "macro.h"
 #include "util.h"
 
@@ -23,7 +22,6 @@ void context_done(Context *ctx) {
         safe_close(ctx->run_helper_fd);
         safe_close(ctx->file_helper_fd);
         safe_close(ctx->self_pidns_fd);
-        egress_done(ctx);
         netns_pool_done(&ctx->netns);
         free(ctx->filter.insns);
         cg_root_done(&ctx->cg);

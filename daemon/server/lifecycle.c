@@ -117,6 +117,7 @@ Daemon *lifecycle_free(Daemon *d) {
         while (registry_first(&d->registry))
                 sandbox_free(registry_first(&d->registry));
         ports_done(&d->ports); /* after the sandboxes, whose members the ports are */
+        egress_done(&d->ctx);  /* after the sandboxes, whose interfaces and chains it removed */
         d->manager = manager_free(d->manager);
         safe_close(d->run_log.fd);
         context_done(&d->ctx);
