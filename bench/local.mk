@@ -8,6 +8,7 @@ bench_sandboxd_bench_SOURCES = \
 	bench/scenarios.c \
 	bench/scenario-files.c \
 	bench/scenario-ports.c \
+	bench/scenario-egress.c \
 	bench/util.c \
 	bench/stats.c bench/stats.h
 bench_sandboxd_bench_CFLAGS = $(AM_CFLAGS) $(JSONC_CFLAGS) -pthread

@@ -16,6 +16,9 @@
 
 typedef struct DnsQuery DnsQuery;
 
+/* Queries in flight in all relays: the daemon's fds are not the sandboxes' to take. */
+static unsigned inflight_total;
+
 struct DnsRelay {
         sd_event *event;
         int listen_fd;
@@ -45,6 +48,7 @@ static void query_free(DnsQuery *q) {
         if (q->next)
                 q->next->prev = q->prev;
         r->n_queries--;
+        inflight_total--;
         sd_event_source_disable_unref(q->io);
         sd_event_source_disable_unref(q->timer);
         safe_close(q->fd);
@@ -88,6 +92,7 @@ static int query_start(DnsRelay *r, const uint8_t *buf, size_t n, const struct s
                 r->queries->prev = q;
         r->queries = q;
         r->n_queries++;
+        inflight_total++;
         q->fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
         if (q->fd < 0 || connect(q->fd, (struct sockaddr *) &r->upstream, sizeof(r->upstream)) < 0 ||
             send(q->fd, buf, n, MSG_DONTWAIT) != (ssize_t) n) {
@@ -118,7 +123,8 @@ static int on_query(sd_event_source *src, int fd, uint32_t revents, void *userda
                 if (n < 0)
                         return 0;
                 if (n < DNS_HEADER || (size_t) n > sizeof(buf) || len != sizeof(client) || client.sin_family != AF_INET ||
-                    (buf[2] & 0xf8) != 0 || r->n_queries >= DNS_RELAY_INFLIGHT_MAX) {
+                    (buf[2] & 0xf8) != 0 || r->n_queries >= DNS_RELAY_INFLIGHT_MAX ||
+                    inflight_total >= DNS_RELAY_INFLIGHT_TOTAL) {
                         r->dropped++;
                         continue;
                 }

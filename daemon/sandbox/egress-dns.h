@@ -5,7 +5,8 @@
  * host's resolver (egress_dns) on a socket of its own, connected, and its answer sent back. So the
  * sandbox reaches the host's resolver without any route to the host, its loopback never exposed.
  * UDP only (a truncated answer cannot be retried over TCP); at most DNS_RELAY_INFLIGHT_MAX queries
- * in flight per sandbox, each given DNS_RELAY_TIMEOUT_USEC. */
+ * in flight per sandbox and DNS_RELAY_INFLIGHT_TOTAL in all (each holds one of the daemon's fds),
+ * each given DNS_RELAY_TIMEOUT_USEC. */
 #pragma once
 
 #include <netinet/in.h>
@@ -13,6 +14,7 @@
 #include <systemd/sd-event.h>
 
 #define DNS_RELAY_INFLIGHT_MAX 32
+#define DNS_RELAY_INFLIGHT_TOTAL 1024
 #define DNS_RELAY_TIMEOUT_USEC (5 * UINT64_C(1000000))
 #define DNS_RELAY_ADDR "127.0.0.53"
 
