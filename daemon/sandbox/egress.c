@@ -292,10 +292,9 @@ static int parse_entry(Context *m, const char *s, const char *field, EgressRule 
         for (size_t i = 0; i < alen; i++)
                 if (isalpha((unsigned char) s[i]))
                         return proto_error_set(err, SBX_E_INVALID_REQUEST, field,
-                                               "'%s' is a name: only addresses are taken. What a name resolves to "
-                                               "changes and is shared (a CDN's addresses serve many names), so a rule "
-                                               "pinned to what it resolved to once would be neither what you named nor "
-                                               "stable; give its addresses (CIDR[:PORT])",
+                                               "'%.64s' is a name: only addresses are taken (what a name resolves to "
+                                               "changes and is shared, by a CDN say: a rule pinned to it would be neither "
+                                               "what was named nor stable)",
                                                s);
         k = ipv4_prefix_parse(s, alen, &r->addr, &len);
         if (k == -EDOM)
