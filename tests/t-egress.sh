@@ -40,7 +40,8 @@ trap _egress_cleanup EXIT
 ip link set lo up
 unshare --net sleep infinity &
 RPID=$!
-wait_until 5 test "$(readlink /proc/$RPID/ns/net)" != "$(readlink /proc/self/ns/net)" || skip_all "no remote namespace"
+_remote_apart() { [ "$(readlink /proc/$RPID/ns/net)" != "$(readlink /proc/$$/ns/net)" ]; }
+wait_until 5 _remote_apart || skip_all "no remote namespace (unshare --net)"
 in_remote() { nsenter --net=/proc/$RPID/ns/net "$@"; }
 ip link add up0 type veth peer name eth0 netns "$RPID"
 ip addr add 192.0.2.1/24 dev up0
@@ -222,6 +223,8 @@ check "... and its table" sh -c "nft list table inet sandboxd >/dev/null"
 POOL_SIZE=1 start_daemon --config "$T/sandboxd.conf" || exit 0
 grep -q "removed [0-9]* interface(s) an earlier daemon left" "$T/daemon.log" && ok "the next daemon removed them at start" ||
         nok "the next daemon removed them at start"
+grep -q "removed the nftables table an earlier daemon left" "$T/daemon.log" && ok "... and the table, to make it anew" ||
+        nok "... and the table, to make it anew"
 KIF=sx-${K#sbx-}
 wait_until 10 sh -c "ip link show '$KIF' >/dev/null 2>&1"
 now=$(ip -o link | sed -n 's/^[0-9]*: \(sx-[0-9a-f]*\)@.*/\1/p' | sort)

@@ -64,12 +64,16 @@ int nftables_run(Nftables *n, const char *cmds, char **ret_error) {
         return r == 0 ? 0 : -EINVAL;
 }
 
-int nftables_list(Nftables *n, const char *cmds, char **ret) {
+int nftables_list(Nftables *n, const char *cmds, char **ret, char **ret_error) {
         const char *out;
 
+        *ret_error = NULL;
         if (nft_run_cmd_from_buffer(n->ctx, cmds) != 0) {
-                (void) nft_ctx_get_error_buffer(n->ctx);
-                return -ENOENT;
+                const char *e = nft_ctx_get_error_buffer(n->ctx);
+                if (e && strstr(e, "No such file or directory"))
+                        return -ENOENT;
+                *ret_error = strip_dup(e);
+                return -EINVAL;
         }
         out = nft_ctx_get_output_buffer(n->ctx);
         *ret = strdup(out ? out : "");
@@ -90,7 +94,8 @@ int nftables_run(Nftables *n, const char *cmds, char **ret_error) {
         return -EOPNOTSUPP;
 }
 
-int nftables_list(Nftables *n, const char *cmds, char **ret) {
+int nftables_list(Nftables *n, const char *cmds, char **ret, char **ret_error) {
+        *ret_error = NULL;
         return -EOPNOTSUPP;
 }
 #endif

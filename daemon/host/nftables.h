@@ -11,5 +11,7 @@ Nftables *nftables_free(Nftables *n);
 /* Runs cmds; on failure -EINVAL (or -ENOMEM), with what nft said in *ret_error (malloc'ed; NULL
  * when it said nothing). */
 int nftables_run(Nftables *n, const char *cmds, char **ret_error);
-/* What nft lists of cmds ("list table inet sandboxd"), malloc'ed in *ret. */
-int nftables_list(Nftables *n, const char *cmds, char **ret);
+/* What nft lists of cmds ("list table inet sandboxd"), malloc'ed in *ret: a read, no commit
+ * (a commit waits for RCU grace periods: tens of ms). -ENOENT when nft says it is not there;
+ * -EINVAL otherwise, with what it said in *ret_error (malloc'ed, or NULL). */
+int nftables_list(Nftables *n, const char *cmds, char **ret, char **ret_error);

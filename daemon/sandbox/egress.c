@@ -95,19 +95,24 @@ static int host_nameserver(struct in_addr *ret) {
         return r;
 }
 
+/* The /etc/resolv.conf of every sandbox with egress, written at the first (the state directory
+ * is made after egress_init()). */
 static int write_resolv(Egress *e, const char *state_dir) {
         static const char text[] = "# sandboxd: this sandbox's resolver, a relay of the daemon to the host's (egress)\n"
                                    "nameserver " DNS_RELAY_ADDR "\n";
         _cleanup_close_ int fd = -EBADF;
-        _cleanup_free_ char *tmp = NULL;
+        _cleanup_free_ char *path = NULL, *tmp = NULL;
 
-        if (asprintf(&e->resolv_path, "%s/" EGRESS_RESOLV, state_dir) < 0 || asprintf(&tmp, "%s.tmp", e->resolv_path) < 0)
+        if (e->resolv_path)
+                return 0;
+        if (asprintf(&path, "%s/" EGRESS_RESOLV, state_dir) < 0 || asprintf(&tmp, "%s.tmp", path) < 0)
                 return -ENOMEM;
         fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
         if (fd < 0)
                 return -errno;
-        if (write_all(fd, text, sizeof(text) - 1) < 0 || fchmod(fd, 0644) < 0 || rename(tmp, e->resolv_path) < 0)
+        if (write_all(fd, text, sizeof(text) - 1) < 0 || fchmod(fd, 0644) < 0 || rename(tmp, path) < 0)
                 return -errno;
+        e->resolv_path = TAKE_PTR(path);
         return 0;
 }
 
@@ -131,6 +136,7 @@ static void setup_range_and_dns(Context *m, Egress *e) {
 int egress_init(Context *m) {
         Egress *e = calloc(1, sizeof(*e));
         _cleanup_free_ char *msg = NULL;
+        char *listing = NULL;
         int r;
 
         if (!e)
@@ -151,8 +157,17 @@ int egress_init(Context *m) {
                 return set_reason(e, "sandboxd was built without libnftables");
         if (r < 0)
                 return set_reason(e, "cannot use nftables: %s", strerror(-r));
-        /* An earlier daemon's table, whatever it held; it is made again at the first egress. */
-        r = nftables_run(e->nft, "add table " EGRESS_TABLE "\ndelete table " EGRESS_TABLE "\n", &msg);
+        /* An earlier daemon's table, whatever it held; it is made again at the first egress. Looked
+         * for first: a read answers at once, and tells whether nftables is ours to use, where a
+         * commit waits for RCU (tens of ms at every start, most of which find none). */
+        r = nftables_list(e->nft, "list table " EGRESS_TABLE "\n", &listing, &msg);
+        if (r >= 0) {
+                free(listing);
+                r = nftables_run(e->nft, "delete table " EGRESS_TABLE "\n", &msg);
+                if (r >= 0)
+                        log_info("egress: removed the nftables table an earlier daemon left");
+        } else if (r == -ENOENT)
+                r = 0;
         if (r < 0)
                 return set_reason(e, "nftables refused a table of sandboxd's (%s): the nf_tables module, or "
                                      "CAP_NET_ADMIN, is missing",
@@ -163,8 +178,6 @@ int egress_init(Context *m) {
         e->home_fd = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
         if (e->home_fd < 0)
                 return set_reason(e, "cannot open the daemon's network namespace: %m");
-        if ((r = write_resolv(e, m->config.state_dir)) < 0)
-                return set_reason(e, "cannot write %s: %s", e->resolv_path ? e->resolv_path : EGRESS_RESOLV, strerror(-r));
         return 0;
 }
 
@@ -652,6 +665,8 @@ int egress_attach(Context *m, SandboxNet *n, const char *id, int netns_fd, char 
         if (!e || !e->available)
                 return attach_fail(ret_error, -EOPNOTSUPP, "egress cannot be given on this host: %s",
                                    e && e->reason ? e->reason : "not set up");
+        if ((r = write_resolv(e, m->config.state_dir)) < 0)
+                return attach_fail(ret_error, r, "cannot write %s/" EGRESS_RESOLV ": %s", m->config.state_dir, strerror(-r));
         if ((r = take_slot(e, &n->slot)) < 0)
                 return attach_fail(ret_error, r, "every address of egress_range is taken");
         net = e->range_addr + 4 * n->slot;
