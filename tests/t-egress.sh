@@ -58,7 +58,9 @@ for a in 198.51.100.7 203.0.113.5 169.254.169.254; do
         like "$(ip route get $a)" "dev up0" "$a is routed into the test's remote namespace, nowhere else"
 done
 
-in_remote python3 "$TESTS_DIR/egress-remote.py" 198.51.100.7:80 198.51.100.7:8080 198.51.100.8:80 203.0.113.5:80 \
+# nsenter execs the server: $! is the server itself, which the cleanup ends (a shell function
+# run in the background would be a subshell, and the server would outlive it).
+nsenter --net=/proc/$RPID/ns/net python3 "$TESTS_DIR/egress-remote.py" 198.51.100.7:80 198.51.100.7:8080 198.51.100.8:80 203.0.113.5:80 \
         169.254.169.254:80 --dns 198.51.100.53 --name remote.test=198.51.100.7 >"$T/remote.out" 2>&1 &
 RSERVER=$!
 python3 "$TESTS_DIR/egress-remote.py" 0.0.0.0:8081 >"$T/host.out" 2>&1 &

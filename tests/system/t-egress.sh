@@ -29,7 +29,7 @@ ip route add 198.51.100.0/24 via 192.0.2.2 && ip route add 169.254.169.254/32 vi
 sysctl -qw net.ipv4.conf.up0.forwarding=1
 [[ "$(ip route get 198.51.100.7)" == *"dev up0"* && "$(ip route get 169.254.169.254)" == *"dev up0"* ]]
 ok $? "198.51.100.7 and 169.254.169.254 are routed into the test's remote namespace"
-in_remote python3 "$here/../egress-remote.py" 198.51.100.7:80 198.51.100.7:8080 169.254.169.254:80 >/tmp/egress-remote.out 2>&1 &
+nsenter --net=/proc/$rpid/ns/net python3 "$here/../egress-remote.py" 198.51.100.7:80 198.51.100.7:8080 169.254.169.254:80 >/tmp/egress-remote.out 2>&1 &
 spid=$!
 for i in $(seq 100); do grep -q ready /tmp/egress-remote.out 2>/dev/null && break; sleep 0.1; done
 cleanup() {
