@@ -90,3 +90,4 @@ int scenario_bigout(Bench *b);
 int scenario_files(Bench *b); /* scenario-files.c */
 int scenario_ports(Bench *b); /* scenario-ports.c */
 int scenario_images(Bench *b); /* scenario-images.c */
+int scenario_egress(Bench *b); /* scenario-egress.c */

@@ -9,6 +9,7 @@ bench_sandboxd_bench_SOURCES = \
 	bench/scenario-files.c \
 	bench/scenario-ports.c \
 	bench/scenario-images.c \
+	bench/scenario-egress.c \
 	bench/util.c \
 	bench/stats.c bench/stats.h
 bench_sandboxd_bench_CFLAGS = $(AM_CFLAGS) $(JSONC_CFLAGS) -pthread

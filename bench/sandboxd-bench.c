@@ -24,6 +24,7 @@ static const struct {
         { "files", scenario_files },
         { "ports", scenario_ports },
         { "images", scenario_images },
+        { "egress", scenario_egress },
 };
 
 static void usage(FILE *f) {
@@ -35,7 +36,7 @@ static void usage(FILE *f) {
               "  --best-effort       create sandboxes with best_effort (hosts without cgroup controllers)\n"
               "  --daemon-pid PID    the daemon, for its RSS (default: the socket's peer, else the only sandboxd)\n"
               "  --only NAME[,NAME] only these scenarios: floor, run, throwaway, bwrap, create,\n"
-              "                      many, bigout, files, ports\n"
+              "                      many, bigout, files, ports, egress\n"
               "  --json              print the rows as a JSON array instead of a markdown table\n"
               "  -h, --help          this help\n",
               f);

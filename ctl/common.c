@@ -172,6 +172,45 @@ int add_string(json_object *obj, const char *key, const char *value) {
         return 0;
 }
 
+static int add_string_to_array(json_object *a, const char *what, const char *value) {
+        if (!utf8_is_valid(value, strlen(value)))
+                return log_error("%s: not valid UTF-8", what);
+        json_object_array_add(a, json_object_new_string(value));
+        return 0;
+}
+
+int add_allow(json_object **allow, const char *entry) {
+        if (!*allow)
+                *allow = json_object_new_array();
+        if (!*allow)
+                return log_error("out of memory");
+        return add_string_to_array(*allow, "--allow", entry);
+}
+
+int add_network(json_object *req, const char *network, const char *egress, json_object *allow) {
+        json_object *n, *eg;
+
+        if ((network != NULL) + (egress != NULL) + (allow != NULL) > 1)
+                return log_error("--network, --egress and --allow do not go together (--allow alone gives egress to "
+                                 "what it lists)");
+        if (network)
+                return add_string(req, "network", network);
+        if (egress && strcmp(egress, "all") != 0)
+                return log_error("--egress: only \"all\" (for some addresses only, --allow CIDR[:PORT] for each)");
+        if (!egress && !allow)
+                return 0;
+        n = json_object_new_object();
+        if (egress)
+                eg = json_object_new_string("all");
+        else {
+                eg = json_object_new_object();
+                json_object_object_add(eg, "allow", json_object_get(allow));
+        }
+        json_object_object_add(n, "egress", eg);
+        json_object_object_add(req, "network", n);
+        return 0;
+}
+
 int add_env(json_object **env, const char *assignment) {
         const char *eq = strchr(assignment, '=');
         _cleanup_free_ char *name = NULL;

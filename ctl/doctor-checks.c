@@ -325,6 +325,7 @@ static int probe_cgroup_kill(Doctor *d) {
 
 static void doctor_check_mounts(Doctor *d);
 static void doctor_check_images(Doctor *d);
+static void doctor_check_egress(Doctor *d);
 
 typedef struct KernelFeature {
         const char *name;
@@ -366,6 +367,39 @@ void doctor_check_kernel(Doctor *d) {
                 kernel_feature(d, &features[i], results[i]);
         doctor_check_mounts(d);
         doctor_check_images(d);
+        doctor_check_egress(d);
+}
+
+/* create's "network" egress (the daemon's hello says whether it can be given): nftables, the
+ * run helper, and an interface that forwards the replies back. Sandboxes run without. */
+static void doctor_check_egress(Doctor *d) {
+        json_object *caps, *e, *fwd;
+        const char *reason;
+        Check *c;
+
+        if (!d->hello || !json_object_object_get_ex(d->hello, "capabilities", &caps) ||
+            !json_object_object_get_ex(caps, "egress", &e))
+                return;
+        reason = json_object_get_string(json_object_object_get(e, "reason"));
+        fwd = json_object_object_get(e, "forwarding");
+        if (json_object_get_boolean(json_object_object_get(e, "available"))) {
+                doctor_add(d, "egress", CHECK_OK, IMPACT_NONE,
+                           "sandboxes can be given egress (nftables table inet sandboxd; %s forwards; range %s)",
+                           json_object_get_string(json_object_array_get_idx(fwd, 0)),
+                           json_object_get_string(json_object_object_get(e, "range")));
+                return;
+        }
+        if (reason) {
+                c = doctor_add(d, "egress", CHECK_WARN, IMPACT_NONE, "no egress for sandboxes: %s", reason);
+                check_fix(c, "install nftables' library (Debian: libnftables1) and load nf_tables, nf_nat, "
+                             "nf_conntrack and veth (modules-load.d: the service may not load modules), then restart sandboxd");
+                return;
+        }
+        c = doctor_add(d, "egress", CHECK_WARN, IMPACT_NONE,
+                       "no egress for sandboxes: no interface of this host forwards, so replies could not come back "
+                       "(sandboxd turns forwarding on for its own veth interfaces only)");
+        check_fix(c, "turn forwarding on for the interface toward the outside: sysctl -w net.ipv4.conf.IFACE.forwarding=1 "
+                     "(and in /etc/sysctl.d to keep it)");
 }
 
 /* create's "mounts" need idmapped mounts (mount_setattr, Linux 5.12; tmpfs since 6.3), and a

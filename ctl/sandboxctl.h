@@ -92,6 +92,11 @@ int add_string(json_object *obj, const char *key, const char *value);
 /* "K=V" into the env object, creating it on first use. */
 int add_env(json_object **env, const char *assignment);
 int add_mount(json_object **mounts, const char *spec);
+/* --allow CIDR[:PORT[/tcp|/udp]] (repeatable) into *allow, checked by the daemon. */
+int add_allow(json_object **allow, const char *entry);
+/* --network none, --egress all and --allow's entries into req's "network" (create, and run
+ * without --sandbox): at most one of the three kinds. */
+int add_network(json_object *req, const char *network, const char *egress, json_object *allow);
 int check_sandbox_name(const char *name);
 /* Adds obj[key] = child unless child is NULL or an empty object; takes child either way. */
 void add_object_unless_empty(json_object *obj, const char *key, json_object *child);

@@ -33,6 +33,10 @@ const Verb verb_create = {
                 "     --workspace-source DIR  Your directory DIR as /work itself, as --mount;\n"
                 "                         such a sandbox has no snapshots\n"
                 "     --network MODE      \"none\" (the default): loopback only\n"
+                "     --egress all        A way out to everything but what sandboxd always denies\n"
+                "                         (the host, its networks, link-local, other sandboxes)\n"
+                "     --allow CIDR[:PORT[/tcp|/udp]]  A way out to these addresses only (repeatable;\n"
+                "                         e.g. 203.0.113.0/24, 198.51.100.7:443); names are refused\n"
                 "     --best-effort       Accept limits this host cannot enforce\n"
                 "  -u --user USER         Who runs run as inside: \"sandbox\" (uid 1000, the default)\n"
                 "                         or \"root\" (root of the sandbox's user namespace)\n"
@@ -69,10 +73,13 @@ enum {
         ARG_WORKSPACE_SOURCE,
         ARG_IMAGE,
         ARG_ROOT,
+        ARG_EGRESS,
+        ARG_ALLOW,
 };
 
 typedef struct CreateArgs {
-        json_object *request, *limits, *env, *mounts;
+        json_object *request, *limits, *env, *mounts, *allow;
+        const char *network, *egress;
         bool verbose;
 } CreateArgs;
 
@@ -81,6 +88,7 @@ static void create_args_done(CreateArgs *a) {
         json_object_put(a->limits);
         json_object_put(a->env);
         json_object_put(a->mounts);
+        json_object_put(a->allow);
 }
 
 static int create_option(CreateArgs *a, int c, const char *value) {
@@ -127,7 +135,13 @@ static int create_option(CreateArgs *a, int c, const char *value) {
                 return 0;
         }
         case ARG_NETWORK:
-                return add_string(a->request, "network", value);
+                a->network = value;
+                return 0;
+        case ARG_EGRESS:
+                a->egress = value;
+                return 0;
+        case ARG_ALLOW:
+                return add_allow(&a->allow, value);
         case ARG_BEST_EFFORT:
                 json_object_object_add(a->request, "best_effort", json_object_new_boolean(true));
                 return 0;
@@ -159,6 +173,8 @@ static int create_parse(CreateArgs *a, int argc, char *argv[]) {
                 { "output-bytes", required_argument, NULL, ARG_OUTPUT_BYTES },
                 { "env", required_argument, NULL, 'e' },
                 { "network", required_argument, NULL, ARG_NETWORK },
+                { "egress", required_argument, NULL, ARG_EGRESS },
+                { "allow", required_argument, NULL, ARG_ALLOW },
                 { "best-effort", no_argument, NULL, ARG_BEST_EFFORT },
                 { "disk", required_argument, NULL, ARG_DISK },
                 { "files", required_argument, NULL, ARG_FILES },
@@ -186,7 +202,10 @@ static int create_parse(CreateArgs *a, int argc, char *argv[]) {
                 if (r < 0)
                         return r;
         }
-        return check_arg_count(&verb_create, argc, argv, 0, 0);
+        r = check_arg_count(&verb_create, argc, argv, 0, 0);
+        if (r > 0 && add_network(a->request, a->network, a->egress, a->allow) < 0)
+                return -EINVAL;
+        return r;
 }
 
 /* One line on stderr: what the daemon made of the request. */
@@ -198,7 +217,7 @@ static void log_sandbox_summary(json_object *sbx) {
                  json_str(sbx, "id") ?: "-", fmt_value(n, sbx, "name"), fmt_size(m, limits, "memory"),
                  fmt_value(p, limits, "pids"), fmt_value(c, limits, "cpus"), fmt_seconds(t, limits, "timeout_s"),
                  fmt_size(o, limits, "output_bytes"), fmt_enforced(e, json_child(sbx, "enforced")),
-                 json_str(sbx, "network") ?: "-");
+                 json_str(sbx, "network") ?: json_str(json_child(sbx, "network"), "address") ?: "-");
 }
 
 static int verb_create_run(int argc, char *argv[]) {

@@ -38,6 +38,8 @@ const Verb verb_run = {
                 "     --stdin             Send sandboxctl's own standard input to the command\n"
                 "     --stdin-file FILE   Send FILE as the command's standard input\n"
                 "     --network MODE      Network of a throwaway sandbox: \"none\" (the default)\n"
+                "     --egress all        ... or a way out to all but what sandboxd always denies\n"
+                "     --allow CIDR[:PORT[/tcp|/udp]]  ... or to these addresses only (repeatable)\n"
                 "     --workspace WHERE   /work of a throwaway sandbox: \"memory\" (the default: its\n"
                 "                         tmpfs, half of --memory with /tmp) or \"disk\" (the state dir)\n"
                 "     --best-effort       Accept limits this host cannot enforce (throwaway only)\n"
@@ -88,15 +90,17 @@ enum {
         ARG_FILE_SIZE,
         ARG_OPEN_FILES,
         ARG_IMAGE,
+        ARG_EGRESS,
+        ARG_ALLOW,
 };
 
 /* Strings as given; validated while the request is built, once all options are known (where
  * memory goes depends on --sandbox). */
 typedef struct RunArgs {
-        const char *sandbox, *command, *cwd, *network, *workspace, *stdin_file, *user, *image;
+        const char *sandbox, *command, *cwd, *network, *egress, *workspace, *stdin_file, *user, *image;
         const char *memory, *pids, *cpus, *timeout, *cpu_time, *output_bytes, *file_size, *open_files;
         bool read_stdin, best_effort, verbose, stream;
-        json_object *env, *mounts;
+        json_object *env, *mounts, *allow;
         char **argv; /* NULL-terminated, from argv */
         int argc;
 } RunArgs;
@@ -104,6 +108,7 @@ typedef struct RunArgs {
 static void run_args_done(RunArgs *a) {
         json_object_put(a->env);
         json_object_put(a->mounts);
+        json_object_put(a->allow);
 }
 
 static int run_option(RunArgs *a, int c, const char *value) {
@@ -123,6 +128,8 @@ static int run_option(RunArgs *a, int c, const char *value) {
         case ARG_STDIN: a->read_stdin = true; break;
         case ARG_STDIN_FILE: a->stdin_file = value; break;
         case ARG_NETWORK: a->network = value; break;
+        case ARG_EGRESS: a->egress = value; break;
+        case ARG_ALLOW: return add_allow(&a->allow, value);
         case ARG_WORKSPACE: a->workspace = value; break;
         case ARG_BEST_EFFORT: a->best_effort = true; break;
         case ARG_STREAM: a->stream = true; break;
@@ -154,6 +161,8 @@ static int run_parse(RunArgs *a, int argc, char *argv[]) {
                 { "stdin", no_argument, NULL, ARG_STDIN },
                 { "stdin-file", required_argument, NULL, ARG_STDIN_FILE },
                 { "network", required_argument, NULL, ARG_NETWORK },
+                { "egress", required_argument, NULL, ARG_EGRESS },
+                { "allow", required_argument, NULL, ARG_ALLOW },
                 { "workspace", required_argument, NULL, ARG_WORKSPACE },
                 { "best-effort", no_argument, NULL, ARG_BEST_EFFORT },
                 { "stream", no_argument, NULL, ARG_STREAM },
@@ -209,8 +218,9 @@ static int run_add_existing_sandbox_limits(json_object *req, const RunArgs *a) {
         if (a->cpus)
                 return log_error("run: --cpus is a limit of the sandbox; set it with 'sandboxctl create --cpus' "
                                  "or run without --sandbox");
-        if (a->network)
-                return log_error("run: --network only applies to a throwaway sandbox (without --sandbox)");
+        if (a->network || a->egress || a->allow)
+                return log_error("run: --network, --egress and --allow only apply to a throwaway sandbox (without "
+                                 "--sandbox)");
         if (a->workspace)
                 return log_error("run: --workspace only applies to a throwaway sandbox (without --sandbox)");
         if (a->image)
@@ -236,8 +246,8 @@ static int run_add_throwaway_limits(json_object *req, const RunArgs *a) {
                 r = add_uint(limits, "pids", "--pids", a->pids);
         if (r >= 0 && a->cpus)
                 r = add_cpus(limits, "cpus", "--cpus", a->cpus);
-        if (r >= 0 && a->network)
-                r = add_string(req, "network", a->network);
+        if (r >= 0)
+                r = add_network(req, a->network, a->egress, a->allow);
         if (r >= 0 && a->workspace)
                 r = add_string(req, "workspace", a->workspace);
         if (r >= 0 && a->image)

@@ -294,10 +294,33 @@ static void print_teardown_stuck(json_object *t) {
         print_kv("teardown stuck", "for %.1f s: %s", json_object_get_double(json_child(t, "since_s")), buf[0] ? buf : "-");
 }
 
+/* "none", or egress: what it reaches, then its address, gateway, interface and resolver. */
+static void print_network(json_object *n) {
+        json_object *eg = json_child(n, "egress"), *allow = json_child(eg, "allow");
+        char buf[1024] = "";
+        size_t at = 0;
+
+        if (!eg) {
+                print_kv("network", "%s", json_object_get_string(n) ?: "none");
+                return;
+        }
+        for (size_t i = 0; allow && i < json_object_array_length(allow) && at < sizeof(buf); i++) {
+                int w = snprintf(buf + at, sizeof(buf) - at, "%s%s", i ? ", " : "",
+                                 json_object_get_string(json_object_array_get_idx(allow, i)));
+                if (w < 0)
+                        break;
+                at += (size_t) w;
+        }
+        print_kv("network", "egress to %s", allow ? esc(buf) : "all (but what sandboxd always denies)");
+        if (json_str(n, "address"))
+                print_kv("address", "%s via %s (%s), resolver %s", esc(json_str(n, "address")), esc(json_str(n, "gateway") ?: "-"),
+                         esc(json_str(n, "interface") ?: "-"), esc(json_str(n, "dns") ?: "none"));
+}
+
 static void print_sandbox(json_object *sbx) {
         static const char *const plain[][2] = {
                 { "id", "id" },           { "name", "name" },       { "state", "state" },
-                { "owner_uid", "owner uid" }, { "network", "network" }, { "created", "created" },
+                { "owner_uid", "owner uid" }, { "created", "created" },
                 { "workdir", "workdir" }, { "cgroup", "cgroup" }, { "root", "root" },
         };
         json_object *limits = json_child(sbx, "limits");
@@ -305,6 +328,7 @@ static void print_sandbox(json_object *sbx) {
 
         for (size_t i = 0; i < ELEMENTSOF(plain); i++)
                 print_kv(plain[i][1], "%s", fmt_value(buf, sbx, plain[i][0]));
+        print_network(json_child(sbx, "network"));
         print_limit(sbx, "memory", "memory", "memory limit");
         print_limit(sbx, "pids", "pids", "pids limit");
         print_limit(sbx, "cpus", "cpu", "cpus limit");

@@ -250,6 +250,8 @@ static bool field_type_ok(json_object *v, FieldType t) {
                        json_object_is_type(v, json_type_string);
         case FIELD_STRING_OR_ARRAY:
                 return json_object_is_type(v, json_type_string) || json_object_is_type(v, json_type_array);
+        case FIELD_STRING_OR_OBJECT:
+                return json_object_is_type(v, json_type_string) || json_object_is_type(v, json_type_object);
         case FIELD_ID:
                 return is_integer(v) || json_object_is_type(v, json_type_string);
         }
@@ -267,6 +269,7 @@ static const char *field_type_name(FieldType t) {
         case FIELD_SIZE: return "a size (bytes or a string like \"256M\")";
         case FIELD_DURATION: return "a duration (seconds or a string like \"30s\")";
         case FIELD_STRING_OR_ARRAY: return "a string or an array";
+        case FIELD_STRING_OR_OBJECT: return "a string or an object";
         case FIELD_ID: return "an integer or a string";
         case FIELD_DECIMAL: return "a number (or a numeric string like \"0.5\")";
         }

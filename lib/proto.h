@@ -102,6 +102,7 @@ typedef enum FieldType {
         FIELD_SIZE,     /* integer bytes or "256M" */
         FIELD_DURATION, /* number of seconds or "30s" */
         FIELD_STRING_OR_ARRAY,
+        FIELD_STRING_OR_OBJECT,
         FIELD_ID,       /* integer or string */
         FIELD_DECIMAL,  /* number or numeric string ("0.5") */
 } FieldType;

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
+#include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -563,4 +564,50 @@ int mountinfo_find(const char *fstype, char **ret_mountpoint) {
         }
         fclose(f);
         return r;
+}
+
+int ipv4_prefix_parse(const char *s, size_t n, uint32_t *ret_addr, unsigned *ret_len) {
+        char a[16];
+        const char *slash = memchr(s, '/', n);
+        size_t alen = slash ? (size_t) (slash - s) : n;
+        unsigned len = 32;
+        struct in_addr in;
+        uint32_t addr;
+
+        if (alen == 0 || alen >= sizeof(a))
+                return -EINVAL;
+        memcpy(a, s, alen);
+        a[alen] = '\0';
+        /* inet_pton() takes the dotted quad only: no octal, hex or short forms. */
+        if (inet_pton(AF_INET, a, &in) != 1)
+                return -EINVAL;
+        if (slash) {
+                size_t l = n - alen - 1;
+                if (l == 0 || l > 2 || !isdigit((unsigned char) slash[1]) || (l == 2 && !isdigit((unsigned char) slash[2])) ||
+                    (l == 2 && slash[1] == '0'))
+                        return -EINVAL;
+                len = (unsigned) (slash[1] - '0');
+                if (l == 2)
+                        len = len * 10 + (unsigned) (slash[2] - '0');
+                if (len > 32)
+                        return -EINVAL;
+        }
+        addr = ntohl(in.s_addr);
+        if (addr & ~ipv4_mask(len))
+                return -EDOM;
+        *ret_addr = addr;
+        *ret_len = len;
+        return 0;
+}
+
+const char *ipv4_prefix_format(char *buf, size_t size, uint32_t addr, unsigned len) {
+        struct in_addr in = { .s_addr = htonl(addr) };
+        char a[INET_ADDRSTRLEN];
+
+        inet_ntop(AF_INET, &in, a, sizeof(a));
+        if (len == 32)
+                snprintf(buf, size, "%s", a);
+        else
+                snprintf(buf, size, "%s/%u", a, len);
+        return buf;
 }

@@ -78,3 +78,12 @@ ssize_t read_full(int fd, void *buf, size_t size);
 /* The first mount of this filesystem type in /proc/self/mountinfo: 0 and its mount point (when
  * ret_mountpoint is not NULL), or -ENOENT. */
 int mountinfo_find(const char *fstype, char **ret_mountpoint);
+
+/* "a.b.c.d" or "a.b.c.d/len" (n bytes of s): the address (host order) and its prefix length
+ * (32 without one). -EINVAL for anything else, -EDOM when bits below the prefix are set. */
+int ipv4_prefix_parse(const char *s, size_t n, uint32_t *ret_addr, unsigned *ret_len);
+/* "a.b.c.d/len", or "a.b.c.d" for a /32, into buf (at least 19 bytes). */
+const char *ipv4_prefix_format(char *buf, size_t size, uint32_t addr, unsigned len);
+static inline uint32_t ipv4_mask(unsigned len) {
+        return len == 0 ? 0 : UINT32_MAX << (32 - len);
+}

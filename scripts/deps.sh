@@ -11,6 +11,8 @@ packages=(
 	libsystemd-dev libjson-c-dev libcgroup-dev libseccomp-dev
 	# the file helper's tar codec (file.put, file.get)
 	libarchive-dev
+	# egress for sandboxes: NAT and filter rules (libnftables); nft(8) lets t-egress.sh read them
+	libnftables-dev nftables
 	# the ASan/UBSan build's runtime (clang links libclang_rt.asan*.a from it)
 	libclang-rt-14-dev
 	# the run helper is built with musl where it is installed (configure.ac says why)

@@ -7,6 +7,7 @@ INTEGRATION_TESTS = \
 	tests/t-access.sh \
 	tests/t-activation.sh \
 	tests/t-durability.sh \
+	tests/t-egress.sh \
 	tests/t-files.sh \
 	tests/t-files-big.sh \
 	tests/t-files-tar.sh \
@@ -57,7 +58,7 @@ check_PROGRAMS += tests/fuse-hang
 tests_fuse_hang_SOURCES = tests/fuse-hang.c
 tests_fuse_hang_CFLAGS = $(WARN_CFLAGS)
 EXTRA_DIST += $(INTEGRATION_TESTS) tests/lib.sh tests/client.py tests/ptyclient.py tests/python-client.py \
-	tests/metrics.py tests/fake-fdstore.py
+	tests/metrics.py tests/fake-fdstore.py tests/egress-remote.py
 
 ## t-v1.sh checks what the others may have done to the cgroup v1 hierarchies: it runs after them,
 ## also under make -j.

@@ -74,6 +74,15 @@ is "$out" "sandboxd: $T/pair.conf:2: default_memory (1G) exceeds max_memory (512
 start_bad path "state_dir = relative/dir"
 like "$out" "^sandboxd: $T/path.conf:1: bad value 'relative/dir' for key 'state_dir' \\(expected an absolute path\\)" \
         "path: a relative path is refused"
+start_bad range "egress_range = 203.0.113.0/24"
+like "$out" "bad value '203.0.113.0/24' for key 'egress_range' \\(expected a private IPv4 prefix" \
+        "range: a public egress_range is refused"
+start_bad range30 "egress_range = 10.1.2.0/30"
+like "$out" "bad value '10.1.2.0/30' for key 'egress_range'" "range30: an egress_range too small for a /30 each is refused"
+start_bad deny "egress_deny = 10.0.0.0/8 169.254.0.1/16"
+like "$out" "bad value '10.0.0.0/8 169.254.0.1/16' for key 'egress_deny'" "deny: a prefix with host bits is refused"
+start_bad dns "egress_dns = 10.0.0.0/8"
+like "$out" "bad value '10.0.0.0/8' for key 'egress_dns' \\(expected an IPv4 address" "dns: a prefix is not an address"
 out=$("$SANDBOXD" --config "$T/does-not-exist.conf" --listen "$T/x.sock" --cgroup-root "$CG" 2>&1)
 is "$?" 1 "a --config file that does not exist stops sandboxd"
 is "$out" "sandboxd: $T/does-not-exist.conf: No such file or directory" "and names it"

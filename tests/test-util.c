@@ -624,7 +624,30 @@ static void test_read_full(void) {
         is_int((int) read_full(p[0], buf, sizeof(buf)), -EBADF, "a closed fd is -EBADF");
 }
 
+/* ---- ipv4_prefix_parse: egress allow entries and the egress_* keys ------------------------ */
+
+static void test_ipv4_prefix(void) {
+        static const char *const bad[] = { "", "1.2.3", "1.2.3.4.5", "01.2.3.4", "1.2.3.256", "0x1.2.3.4", "1.2.3.4/",
+                                           "1.2.3.4/33", "1.2.3.4/08", "1.2.3.4/1a", "1.2.3.4/123", " 1.2.3.4", "a.b.c.d",
+                                           "1.2.3.4/-1" };
+        uint32_t a;
+        unsigned len;
+        char buf[32];
+
+        ok(ipv4_prefix_parse("203.0.113.0/24", 14, &a, &len) == 0 && a == 0xcb007100 && len == 24, "203.0.113.0/24");
+        ok(ipv4_prefix_parse("198.51.100.7", 12, &a, &len) == 0 && a == 0xc6336407 && len == 32, "an address is a /32");
+        ok(ipv4_prefix_parse("0.0.0.0/0", 9, &a, &len) == 0 && a == 0 && len == 0, "0.0.0.0/0");
+        ok(ipv4_prefix_parse("198.51.100.7:80", 12, &a, &len) == 0 && a == 0xc6336407, "only the n bytes given are read");
+        ok(ipv4_prefix_parse("198.51.100.7/24", 15, &a, &len) == -EDOM, "bits below the prefix: -EDOM");
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+                ok(ipv4_prefix_parse(bad[i], strlen(bad[i]), &a, &len) == -EINVAL, "'%s' is refused", bad[i]);
+        is_str(ipv4_prefix_format(buf, sizeof(buf), 0x0ac80000, 16), "10.200.0.0/16", "format: a prefix");
+        is_str(ipv4_prefix_format(buf, sizeof(buf), 0x0ac80002, 32), "10.200.0.2", "format: a /32 is the address");
+        ok(ipv4_mask(0) == 0 && ipv4_mask(32) == UINT32_MAX && ipv4_mask(30) == 0xfffffffc, "ipv4_mask");
+}
+
 int main(void) {
+        test_ipv4_prefix();
         test_parse_size_suffixes();
         test_parse_size_fractions();
         test_parse_size_limits();

@@ -29,7 +29,7 @@ static void strv_free(char **v) {
 #define MAX(a, b) ((a) > (b) ? (a) : (b))
 #define MAX3(a, b, c) MAX(MAX(a, b), c)
 
-typedef enum { KEY_PATH, KEY_PATHS, KEY_DIRS, KEY_NAME, KEY_SIZE, KEY_COUNT, KEY_DURATION, KEY_CPUS } KeyType;
+typedef enum { KEY_PATH, KEY_PATHS, KEY_DIRS, KEY_NAME, KEY_SIZE, KEY_COUNT, KEY_DURATION, KEY_CPUS, KEY_PREFIX, KEY_PREFIXES, KEY_ADDR } KeyType;
 
 typedef struct ConfigKey {
         const char *name;
@@ -100,6 +100,9 @@ static const ConfigKey config_keys[] = {
         KEY("max_port_connections_per_sandbox", KEY_COUNT, max_port_connections_per_sandbox),
         KEY("max_port_connections_per_uid", KEY_COUNT, max_port_connections_per_uid),
         KEY("max_port_connections", KEY_COUNT, max_port_connections),
+        KEY("egress_range", KEY_PREFIX, egress_range),
+        KEY("egress_deny", KEY_PREFIXES, egress_deny),
+        KEY("egress_dns", KEY_ADDR, egress_dns),
         KEY("metrics_group", KEY_NAME, metrics_group),
         KEY("metrics_max_sandboxes", KEY_COUNT, metrics_max_sandboxes),
         KEY("image_max_size", KEY_SIZE, image_max_size, 1048576),
@@ -164,6 +167,9 @@ void config_init_defaults(Config *c) {
                 .max_port_connections_per_uid = 512,
                 .max_port_connections = 2048,
                 .metrics_group = strdup("sandboxd-metrics"),
+                .egress_range = strdup("10.200.0.0/16"),
+                .egress_deny = strdup("0.0.0.0/8 10.0.0.0/8 100.64.0.0/10 127.0.0.0/8 169.254.0.0/16 172.16.0.0/12 "
+                                      "192.0.0.0/24 192.168.0.0/16 198.18.0.0/15 224.0.0.0/3"),
                 .metrics_max_sandboxes = 100,
                 .image_max_size = UINT64_C(16) << 30,
                 .image_max_files = 1000000,
@@ -179,6 +185,9 @@ void config_done(Config *c) {
         free(c->admin_group);
         free(c->socket_group);
         free(c->metrics_group);
+        free(c->egress_range);
+        free(c->egress_deny);
+        free(c->egress_dns);
         *c = (Config) {};
 }
 
@@ -241,6 +250,9 @@ static const char *const type_hints[] = {
         [KEY_COUNT] = "a whole number",
         [KEY_DURATION] = "a duration such as 30s, 500ms, 2m, 1h",
         [KEY_CPUS] = "a number of CPUs such as 0.5, 1, 2",
+        [KEY_PREFIX] = "a private IPv4 prefix of /8 to /24 such as 10.200.0.0/16",
+        [KEY_PREFIXES] = "IPv4 prefixes such as 10.0.0.0/8 169.254.0.0/16, separated by spaces, or none",
+        [KEY_ADDR] = "an IPv4 address such as 192.0.2.53",
 };
 
 /* Where the sandbox's own filesystems are, or what it has already: no root_bind there. */
@@ -297,6 +309,38 @@ static int parse_paths(const char *value, bool binds, char ***ret) {
         return r;
 }
 
+/* Within 10/8, 172.16/12, 192.168/16 or the shared 100.64/10: never an address of the world. */
+static bool ipv4_private(uint32_t addr, unsigned len) {
+        static const struct {
+                uint32_t addr;
+                unsigned len;
+        } ranges[] = { { 0x0a000000, 8 }, { 0xac100000, 12 }, { 0xc0a80000, 16 }, { 0x64400000, 10 } };
+
+        for (size_t i = 0; i < ELEMENTSOF(ranges); i++)
+                if (len >= ranges[i].len && ((addr ^ ranges[i].addr) & ipv4_mask(ranges[i].len)) == 0)
+                        return true;
+        return false;
+}
+
+/* egress_range: one prefix of /8 to /24 (a /30 per sandbox); egress_deny: prefixes or "none";
+ * egress_dns: one address. */
+static int prefixes_valid(KeyType type, const char *value) {
+        unsigned n = 0;
+
+        if (type == KEY_PREFIXES && strcmp(value, "none") == 0)
+                return 0;
+        for (const char *s = value + strspn(value, " \t"); *s; s += strspn(s, " \t")) {
+                size_t len = strcspn(s, " \t");
+                uint32_t addr;
+                unsigned plen;
+                if (ipv4_prefix_parse(s, len, &addr, &plen) < 0 || (type == KEY_ADDR && (plen != 32 || memchr(s, '/', len))) ||
+                    (type == KEY_PREFIX && (plen < 8 || plen > 24 || !ipv4_private(addr, plen))) || ++n > 64)
+                        return -EINVAL;
+                s += len;
+        }
+        return n == 0 || (type != KEY_PREFIXES && n != 1) ? -EINVAL : 0;
+}
+
 static int set_key(Config *c, const ConfigKey *k, const char *value) {
         void *field = (char *) c + k->offset;
         char **paths;
@@ -312,6 +356,14 @@ static int set_key(Config *c, const ConfigKey *k, const char *value) {
                 return 0;
         }
 
+        if (k->type == KEY_PREFIX || k->type == KEY_PREFIXES || k->type == KEY_ADDR) {
+                r = prefixes_valid(k->type, value);
+                if (r < 0)
+                        return r;
+                free(*(char **) field);
+                *(char **) field = strdup(value);
+                return *(char **) field ? 0 : -ENOMEM;
+        }
         if (k->type == KEY_PATH || k->type == KEY_NAME) {
                 if ((k->type == KEY_PATH && value[0] != '/') || !value[0])
                         return -EINVAL;

@@ -58,6 +58,10 @@ typedef struct Config {
         /* Published ports (port.c): per sandbox, per uid (not root) and connections in all. */
         uint64_t max_ports_per_sandbox, max_ports_per_uid;
         uint64_t max_port_connections_per_sandbox, max_port_connections_per_uid, max_port_connections;
+        /* Egress (sandbox/egress.c): the private range sandboxes' veth pairs are addressed from (a
+         * /30 each), what they never reach (IPv4 prefixes, or "none"), and the resolver their DNS
+         * relay asks (NULL: the first IPv4 nameserver of /etc/resolv.conf). Checked at load. */
+        char *egress_range, *egress_deny, *egress_dns;
         /* The metrics endpoint (server/metrics-http.c, docs/metrics.md). */
         char *metrics_group;            /* given to the --metrics-listen Unix socket */
         uint64_t metrics_max_sandboxes; /* sandboxes with series of their own; the rest summed */

@@ -21,7 +21,7 @@ const FieldSpec request_run_fields[] = {
         { "user", FIELD_STRING },
         /* For a throwaway sandbox only. */
         { "limits", FIELD_OBJECT },
-        { "network", FIELD_STRING },
+        { "network", FIELD_STRING_OR_OBJECT },
         { "best_effort", FIELD_BOOL },
         { "workspace", FIELD_STRING },
         { "mounts", FIELD_ARRAY },

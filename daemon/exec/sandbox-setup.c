@@ -730,6 +730,20 @@ static int mount_root_tmpfs(uint64_t size) {
         return mount("tmpfs", NEWROOT, "tmpfs", MS_NOSUID | MS_NODEV, opts);
 }
 
+/* A target's last component: a directory, or a file that is there (the daemon's /etc/resolv.conf
+ * of a sandbox with egress is a file's tree), opened without following a symlink either way. */
+static int open_target(int dir, const char *comp) {
+        struct open_how how = {
+                .flags = O_PATH | O_NOFOLLOW | O_CLOEXEC,
+                .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
+        };
+        int fd = open_no_symlinks(dir, comp, RESOLVE_BENEATH);
+
+        if (fd >= 0 || errno != ENOTDIR)
+                return fd;
+        return (int) syscall(SYS_openat2, dir, comp, &how, sizeof(how));
+}
+
 /* The caller's directories (create's "mounts"), detached idmapped trees the daemon made
  * (mount-source.h): each target made below the new root one component at a time, none of which
  * may be a symlink (a restored workspace may hold one planted to redirect it), then the tree
@@ -752,7 +766,7 @@ static int setup_caller_mounts(const InitMounts *mounts) {
                         }
                         if (mkdirat(dir, comp, 0755) < 0 && errno != EEXIST)
                                 return -1;
-                        next = open_no_symlinks(dir, comp, RESOLVE_BENEATH);
+                        next = open_target(dir, comp);
                         if (next < 0)
                                 return -1;
                         safe_close(dir);

@@ -730,6 +730,18 @@ int netns_pool_get(NetnsPool *p) {
         return fd;
 }
 
+int netns_pool_fresh(NetnsPool *p) {
+        NetnsState *pristine = NULL;
+        int fd;
+
+        if (p->host_fd < 0)
+                return -EOPNOTSUPP;
+        /* Not lent: netns_pool_put() does not find it, and closes it. */
+        fd = netns_make(p, &pristine);
+        netns_state_unref(pristine);
+        return fd;
+}
+
 static bool netns_slot_find(NetnsPool *p, int fd, NetnsSlot *ret) {
         struct stat st;
 

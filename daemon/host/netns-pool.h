@@ -56,6 +56,10 @@ int netns_pool_init(NetnsPool *p, size_t max_idle);
  * new one. < 0: none (the sandbox makes its own). */
 int netns_pool_get(NetnsPool *p);
 
+/* A new namespace that is never used again (netns_pool_put() closes it): a sandbox with egress
+ * gets an interface, addresses and routes in it, which no later sandbox may find. < 0: none. */
+int netns_pool_fresh(NetnsPool *p);
+
 /* The sandbox that had fd is gone, every process of it: fd is kept for the next sandbox when
  * it shows what a new namespace showed, else closed. Takes fd. */
 void netns_pool_put(NetnsPool *p, int fd);

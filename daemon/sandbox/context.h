@@ -27,6 +27,7 @@ typedef struct RunLog RunLog;
 typedef struct SandboxHooks SandboxHooks;
 typedef struct PortTable PortTable;
 typedef struct ImageStore ImageStore;
+typedef struct Egress Egress;
 
 typedef struct HostFeatures {
         bool clone_into_cgroup;
@@ -72,6 +73,7 @@ typedef struct Context {
         const SandboxHooks *sandbox_hooks; /* what sandbox.c asks of others (sandbox.h), or NULL */
         PortTable *ports;          /* published ports (port.h) */
         ImageStore *images;        /* the image store (image.h) */
+        Egress *egress;            /* egress for sandboxes (egress.h) */
 } Context;
 
 /* Takes the configuration (*config is emptied); every fd -1, no event loop yet. */

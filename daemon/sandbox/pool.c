@@ -127,7 +127,7 @@ int pool_take(Context *m, json_object *req, uid_t owner, Sandbox **ret, ProtoErr
         r = sandbox_parse_request(m, req, &want, err);
         if (r < 0)
                 return r;
-        if (want.name || want.disk_workspace || want.root || want.mounts || want.image || !limits_equal(&want.limits, &s->limits) || registry_count(m->registry) - registry_count_pooled(m->registry) >= m->config.max_sandboxes ||
+        if (want.name || want.disk_workspace || want.root || want.mounts || want.image || want.egress || !limits_equal(&want.limits, &s->limits) || registry_count(m->registry) - registry_count_pooled(m->registry) >= m->config.max_sandboxes ||
             (owner != 0 && sandbox_count_owned(m, owner) >= m->config.max_sandboxes_per_uid)) {
                 /* Made fresh instead (and refused there, for the caps, with the usual error). */
                 sandbox_request_done(&want);

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "cgroup.h"
+#include "log.h"
 #include "macro.h"
 #include "mount-compat.h"
 #include "context.h"
@@ -143,6 +144,26 @@ static pid_t sandbox_exec_init(Sandbox *s, int sp[2], InitParams *p, int *ret_pi
         return pid;
 }
 
+/* A sandbox with egress: a new namespace of the daemon's, never the pool's nor used again, and its
+ * way out into it (egress.h). What failed is kept for create's answer (s->net.error). */
+static int sandbox_egress_netns(Sandbox *s) {
+        Context *m = s->ctx;
+        int r;
+
+        free(s->net.error);
+        s->net.error = NULL;
+        s->netns_fd = netns_pool_fresh(&m->netns);
+        if (s->netns_fd < 0) {
+                r = s->netns_fd;
+                s->net.error = strdup("no network namespace of the daemon's for the sandbox (egress needs one)");
+                return r;
+        }
+        r = egress_attach(m, &s->net, s->id, s->netns_fd, &s->net.error);
+        if (r < 0)
+                log_warning("sandbox %s: no egress: %s", s->id, s->net.error ? s->net.error : strerror(-r));
+        return r;
+}
+
 /* The init, through the helper or cloned here (sandbox-init.h). */
 pid_t sandbox_start_init(Sandbox *s, int *ret_helper_pidfd) {
         Context *m = s->ctx;
@@ -171,8 +192,17 @@ pid_t sandbox_start_init(Sandbox *s, int *ret_helper_pidfd) {
         if (m->run_helper_fd >= 0) {
                 /* A new init (a restore's) gets a namespace as a new sandbox does: every process
                  * of the last one is gone. */
+                egress_detach(m, &s->net);
                 netns_pool_put(&m->netns, TAKE_FD(s->netns_fd));
-                s->netns_fd = netns_pool_get(&m->netns);
+                if (s->net.egress) {
+                        int r = sandbox_egress_netns(s);
+                        if (r < 0) {
+                                close(sp[0]);
+                                close(sp[1]);
+                                return r;
+                        }
+                } else
+                        s->netns_fd = netns_pool_get(&m->netns);
                 p.netns_fd = s->netns_fd;
                 return sandbox_exec_init(s, sp, &p, ret_helper_pidfd);
         }
@@ -380,6 +410,7 @@ int sandbox_open_mounts(Sandbox *s, ProtoError *err) {
 /* The root's tree first, as "/" (sandbox-setup.c then builds on it instead of the host's view). */
 int sandbox_send_go(Sandbox *s) {
         InitMounts im = {};
+        _cleanup_close_ int resolv = -EBADF;
         int r;
 
         if (s->image) {
@@ -395,6 +426,16 @@ int sandbox_send_go(Sandbox *s) {
                         return -EBADF;
                 im.target[im.n] = s->mounts[i].target;
                 im.fd[im.n++] = s->mounts[i].tree_fd;
+        }
+        /* Its resolver, after the caller's mounts (none of which may be /etc: root_binds). */
+        if (s->net.attached && s->net.dns) {
+                resolv = egress_resolv_tree(s->ctx);
+                if (resolv < 0)
+                        return resolv;
+                if (im.n >= INIT_MOUNTS_MAX)
+                        return -E2BIG;
+                im.target[im.n] = "/etc/resolv.conf";
+                im.fd[im.n++] = resolv;
         }
         r = init_go_send(s->setup_fd, &im);
         s->root_tree_fd = safe_close(s->root_tree_fd);

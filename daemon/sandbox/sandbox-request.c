@@ -317,13 +317,12 @@ static int parse_root(Context *m, Sandbox *s, json_object *req, ProtoError *err)
 
 int sandbox_parse(Context *m, Sandbox *s, json_object *req, ProtoError *err) {
         json_object *limits = NULL, *env = NULL;
-        const char *name = NULL, *network = NULL, *workspace = NULL;
+        const char *name = NULL, *workspace = NULL;
         json_object *ws = json_object_object_get(req, "workspace");
         bool ws_source = ws && json_object_is_type(ws, json_type_object);
         int r;
 
         if ((r = proto_get_string(req, "name", SANDBOX_NAME_MAX, &name, err)) < 0 ||
-            (r = proto_get_string(req, "network", 16, &network, err)) < 0 ||
             (!ws_source && (r = proto_get_string(req, "workspace", 16, &workspace, err)) < 0) ||
             (r = proto_get_bool(req, "best_effort", &s->best_effort, err)) < 0 ||
             (r = sandbox_user_parse(req, &s->user, err)) < 0 || (r = parse_root(m, s, req, err)) < 0)
@@ -334,9 +333,9 @@ int sandbox_parse(Context *m, Sandbox *s, json_object *req, ProtoError *err) {
         /* Per owner: another user's names are neither told nor taken (THREATS PRO-09). */
         if (name && registry_find_named(m->registry, s->owner_uid, name))
                 return proto_error_set(err, SBX_E_CONFLICT, "name", "you have a sandbox named '%s' already", name);
-        if (network && strcmp(network, "none") != 0)
-                return proto_error_set(err, SBX_E_INVALID_REQUEST, "network",
-                                       "'network' must be \"none\" (loopback only); no other mode is supported yet");
+        if ((r = egress_parse(m, json_object_object_get(req, "network"), &s->net, err)) < 0 ||
+            (s->net.egress && (r = egress_check(m, err)) < 0))
+                return r;
         if (workspace && strcmp(workspace, "memory") != 0 && strcmp(workspace, "disk") != 0)
                 return proto_error_set(err, SBX_E_INVALID_REQUEST, "workspace",
                                        "'workspace' must be \"memory\" (the default) or \"disk\"");
@@ -377,7 +376,8 @@ int sandbox_parse_request(Context *m, json_object *req, SandboxRequest *ret, Pro
 
         *ret = (SandboxRequest) { .limits = tmp.limits, .best_effort = tmp.best_effort,
                                   .disk_workspace = !tmp.memory_workspace, .root = !tmp.unprivileged_only,
-                                  .name = tmp.name, .env = tmp.env, .mounts = tmp.n_mounts > 0, .image = tmp.image };
+                                  .name = tmp.name, .env = tmp.env, .mounts = tmp.n_mounts > 0, .image = tmp.image,
+                                  .egress = tmp.net.egress };
         sandbox_mounts_free(&tmp);
         image_release(m->images, tmp.image);
         free(tmp.image);

@@ -221,7 +221,11 @@ int sandbox_create_as(Context *m, json_object *req, const SandboxCaller *caller,
          * waits for it (snapshot-job.c). */
         s->init_deferred = s->root_overlay && json_object_object_get_ex(req, "from_snapshot", NULL);
         if (!s->init_deferred && (r = sandbox_spawn_init(s)) < 0) {
-                r = proto_error_set(err, SBX_E_SPAWN_FAILED, NULL, "cannot start the sandbox's init: %s", strerror(-r));
+                if (s->net.error)
+                        r = proto_error_set(err, SBX_E_SPAWN_FAILED, "network", "cannot give the sandbox egress: %s",
+                                            s->net.error);
+                else
+                        r = proto_error_set(err, SBX_E_SPAWN_FAILED, NULL, "cannot start the sandbox's init: %s", strerror(-r));
                 goto fail_destroy;
         }
         *ret = s;
@@ -325,6 +329,17 @@ static int sandbox_restore_mounts(Sandbox *s, json_object *meta) {
         return 0;
 }
 
+/* "network" of a record: what the create asked. One this daemon would refuse now (egress_deny
+ * changed, say) is not a reason to set the record aside: the sandbox comes back without egress. */
+static void sandbox_restore_network(Sandbox *s, json_object *meta) {
+        ProtoError err;
+
+        if (egress_parse(s->ctx, json_object_object_get(meta, "network"), &s->net, &err) < 0) {
+                log_warning("sandbox %s: its network (%s) is refused now: restored without egress", s->id, err.message);
+                s->net = (SandboxNet) {};
+        }
+}
+
 static int sandbox_restore_claim(Sandbox *s, json_object *meta) {
         Context *m = s->ctx;
         json_object *id;
@@ -334,6 +349,7 @@ static int sandbox_restore_claim(Sandbox *s, json_object *meta) {
         snprintf(s->id, sizeof(s->id), "%s", json_object_get_string(id));
         if (sandbox_restore_fields(s, meta) < 0 || sandbox_restore_mounts(s, meta) < 0)
                 return -EBADMSG;
+        sandbox_restore_network(s, meta);
         if (registry_find(m->registry, s->id) || (s->name && registry_find_named(m->registry, s->owner_uid, s->name)) ||
             registry_claim_uid_slot(m->registry, s->uid_slot) < 0)
                 return -EEXIST;
@@ -646,6 +662,7 @@ static void sandbox_finish_destroy(Sandbox *s) {
         if (r < 0)
                 log_warning_errno(r, "sandbox %s: cannot remove its cgroup: %m", s->id);
         /* Its cgroup was empty: none of its processes is left to hold a socket. */
+        egress_detach(m, &s->net);
         netns_pool_put(&m->netns, TAKE_FD(s->netns_fd));
         sandbox_remove_workspace(s);
         if (!s->keep_workspace)
@@ -781,6 +798,8 @@ Sandbox *sandbox_free(Sandbox *s) {
         sd_event_source_disable_unref(s->teardown_timer);
         safe_close(s->setup_fd);
         safe_close(s->init_pidfd);
+        egress_detach(s->ctx, &s->net);
+        free(s->net.error);
         netns_pool_drop(&s->ctx->netns, TAKE_FD(s->netns_fd));
         safe_close(s->cg_fd);
         safe_close(s->workdir_fd);
@@ -913,7 +932,7 @@ json_object *sandbox_to_json(Sandbox *s, bool with_usage) {
         json_object_object_add(e, "cpu", json_object_new_boolean(!!(s->enforced & CG_CPU)));
         json_object_object_add(o, "enforced", e);
         json_object_object_add(o, "best_effort", json_object_new_boolean(s->best_effort));
-        json_object_object_add(o, "network", json_object_new_string("none"));
+        json_object_object_add(o, "network", egress_state_json(&s->net));
         json_object_object_add(o, "user", json_object_new_string(sandbox_user_to_string(s->user)));
         if (s->image)
                 json_object_object_add(o, "image", json_object_new_string(s->image));

@@ -12,6 +12,7 @@
 #include <systemd/sd-event.h>
 
 #include "context.h"
+#include "egress.h"
 #include "identity.h"
 #include "proto.h"
 #include "registry.h"
@@ -150,6 +151,7 @@ typedef struct Sandbox {
         int init_pidfd;
         int setup_fd;      /* the init's setup report */
         int netns_fd;      /* its network namespace, from the pool (netns-pool.h), or -1: its own */
+        SandboxNet net;    /* create's "network": egress (egress.h) */
         bool init_pending; /* the helper that clones the init has yet to send its pidfd */
         bool init_in_leaf; /* ... and clones it into <cgroup>/init, in the sandbox's cgroup namespace */
         /* The init of an earlier daemon, taken back at a restore (not our child: watched by its
@@ -222,6 +224,7 @@ typedef struct SandboxRequest {
         json_object *env;
         bool mounts;         /* ... with "mounts": never a pooled sandbox */
         bool image;          /* ... with "image": neither */
+        bool egress;         /* ... with "network" egress: nor then */
 } SandboxRequest;
 
 int sandbox_parse_request(Context *m, json_object *req, SandboxRequest *ret, ProtoError *err);

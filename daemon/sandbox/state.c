@@ -97,6 +97,7 @@ static json_object *state_to_json(Sandbox *s) {
         json_object_object_add(o, "best_effort", json_object_new_boolean(s->best_effort));
         json_object_object_add(o, "user", json_object_new_string(sandbox_user_to_string(s->user)));
         json_object_object_add(o, "root", json_object_new_string(s->root_overlay ? "overlay" : "readonly"));
+        json_object_object_add(o, "network", s->net.egress ? egress_spec_json(&s->net) : NULL);
         json_object_object_add(l, "memory", json_object_new_int64((int64_t) s->limits.memory));
         json_object_object_add(l, "pids", json_object_new_int64((int64_t) s->limits.pids));
         json_object_object_add(l, "millicpus", json_object_new_int64((int64_t) s->limits.millicpus));

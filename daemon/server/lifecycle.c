@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "egress.h"
 #include "connection.h"
 #include "dev-template.h"
 #include "fdstore.h"
@@ -118,6 +119,7 @@ Daemon *lifecycle_free(Daemon *d) {
                 sandbox_free(registry_first(&d->registry));
         ports_done(&d->ports); /* after the sandboxes, whose members the ports are */
         image_store_done(&d->images); /* after the sandboxes, which hold images */
+        egress_done(&d->ctx);  /* after the sandboxes, whose interfaces and chains it removed */
         d->manager = manager_free(d->manager);
         safe_close(d->run_log.fd);
         context_done(&d->ctx);
@@ -397,6 +399,10 @@ static int prepare_runs(Context *ctx) {
         r = netns_pool_init(&ctx->netns, ctx->run_helper_fd >= 0 ? NETNS_IDLE_MAX : 0);
         if (r < 0)
                 log_info_errno(r, "no network namespaces used again (%m): each sandbox makes its own");
+        /* Before any sandbox is restored: an earlier daemon's interfaces and rules go first. */
+        r = egress_init(ctx);
+        if (r < 0)
+                return log_error_errno(r, "cannot set up egress: %m");
         return 0;
 }
 

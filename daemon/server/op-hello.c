@@ -5,6 +5,7 @@
 #include <sys/statvfs.h>
 #include <time.h>
 
+#include "egress.h"
 #include "cgroup.h"
 #include "connection.h"
 #include "image.h"
@@ -48,6 +49,7 @@ static json_object *caps_json(Context *m) {
         json_object_object_add(caps, "state_dir", json_object_new_string(m->config.state_dir));
         json_object_object_add(caps, "images", image_store_capabilities(m->images));
         json_object_object_add(caps, "root_overlay", root_overlay_json(m));
+        json_object_object_add(caps, "egress", egress_capability_json(m));
         return caps;
 }
 

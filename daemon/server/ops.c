@@ -15,7 +15,7 @@ static const FieldSpec create_fields[] = {
         ENVELOPE,
         { "name", FIELD_STRING },
         { "limits", FIELD_OBJECT },
-        { "network", FIELD_STRING },
+        { "network", FIELD_STRING_OR_OBJECT },
         { "env", FIELD_OBJECT },
         { "best_effort", FIELD_BOOL },
         { "ttl", FIELD_DURATION },

@@ -113,13 +113,18 @@ def health() -> Call[Health]:
     return Call("health", {}, Health.from_json)
 
 
-def create(*, name: str | None = None, limits: JSON | None = None, network: str | None = None,
+def _network(network: str | Mapping[str, Any] | None) -> str | dict[str, Any] | None:
+    """"none", or egress as the daemon takes it: {"egress": "all"} or {"egress": {"allow": [...]}}."""
+    return dict(network) if isinstance(network, Mapping) else network
+
+
+def create(*, name: str | None = None, limits: JSON | None = None, network: str | Mapping[str, Any] | None = None,
            env: Mapping[str, str] | None = None, best_effort: bool | None = None,
            ttl: Duration | None = None, idle: Duration | None = None, user: str | None = None,
            from_snapshot: SnapshotRef | None = None, image: str | None = None,
            root: str | None = None) -> Call[SandboxInfo]:
     return Call("create", {"image": image, "root": root,
-        "name": name, "limits": limits, "network": network,
+        "name": name, "limits": limits, "network": _network(network),
         "env": dict(env) if env is not None else None, "best_effort": best_effort, "ttl": ttl,
         "idle": idle, "user": user, "root": root,
         "from_snapshot": _snapshot_ref(from_snapshot) if from_snapshot is not None else None,
@@ -145,7 +150,7 @@ def run(command: Command | None = None, *, sandbox: str | None = None,
         timeout: Duration | None = None, cpu_s: Duration | None = None,
         output_bytes: Size | None = None, memory: Size | None = None, pids: int | None = None,
         user: str | None = None, stream: bool = False, limits: JSON | None = None,
-        network: str | None = None, best_effort: bool | None = None,
+        network: str | Mapping[str, Any] | None = None, best_effort: bool | None = None,
         workspace: str | None = None, image: str | None = None) -> Call[RunResult]:
     fields: JSON = {"sandbox": sandbox}
     fields.update(_command(command, argv))
@@ -153,7 +158,7 @@ def run(command: Command | None = None, *, sandbox: str | None = None,
     fields.update({
         "env": dict(env) if env is not None else None, "cwd": cwd, "timeout_s": timeout,
         "cpu_s": cpu_s, "output_bytes": output_bytes, "memory": memory, "pids": pids,
-        "user": user, "stream": True if stream else None, "limits": limits, "network": network,
+        "user": user, "stream": True if stream else None, "limits": limits, "network": _network(network),
         "best_effort": best_effort, "workspace": workspace, "image": image,
     })
     return Call("run", fields, RunResult.from_json)

@@ -267,7 +267,7 @@ class AsyncClient:
                      pids: int | None = None, cpus: float | str | None = None,
                      timeout: Duration | None = None, output_bytes: Size | None = None,
                      disk: Size | None = None, files: int | None = None,
-                     limits: Mapping[str, Any] | None = None, network: str | None = None,
+                     limits: Mapping[str, Any] | None = None, network: str | Mapping[str, Any] | None = None,
                      env: Mapping[str, str] | None = None, best_effort: bool | None = None,
                      ttl: Duration | None = None, idle: Duration | None = None,
                      user: str | None = None,
@@ -296,7 +296,7 @@ class AsyncClient:
                   timeout: Duration | None = None, cpu_s: Duration | None = None,
                   output_bytes: Size | None = None, memory: Size | None = None,
                   pids: int | None = None, user: str | None = None,
-                  limits: Mapping[str, Any] | None = None, network: str | None = None,
+                  limits: Mapping[str, Any] | None = None, network: str | Mapping[str, Any] | None = None,
                   best_effort: bool | None = None, workspace: str | None = None) -> RunResult:
         return await self._call(_ops.run(command, sandbox=sandbox, argv=argv, env=env, cwd=cwd,
                                          stdin=stdin, timeout=timeout, cpu_s=cpu_s,
@@ -311,7 +311,7 @@ class AsyncClient:
                timeout: Duration | None = None, cpu_s: Duration | None = None,
                output_bytes: Size | None = None, memory: Size | None = None,
                pids: int | None = None, user: str | None = None,
-               limits: Mapping[str, Any] | None = None, network: str | None = None,
+               limits: Mapping[str, Any] | None = None, network: str | Mapping[str, Any] | None = None,
                best_effort: bool | None = None, workspace: str | None = None) -> AsyncRunStream:
         """A streaming run, sent when first iterated (``async for``) or awaited (``wait``)."""
         call = _ops.run(command, sandbox=sandbox, argv=argv, env=env, cwd=cwd, stdin=stdin,
@@ -755,7 +755,7 @@ class AsyncSandbox:
                cpus: float | str | None = None, timeout: Duration | None = None,
                output_bytes: Size | None = None, disk: Size | None = None,
                files: int | None = None, limits: Mapping[str, Any] | None = None,
-               network: str | None = None, env: Mapping[str, str] | None = None,
+               network: str | Mapping[str, Any] | None = None, env: Mapping[str, str] | None = None,
                best_effort: bool | None = None, ttl: Duration | None = None,
                idle: Duration | None = None, user: str | None = None,
                from_snapshot: SnapshotRef | None = None,
@@ -782,7 +782,7 @@ class AsyncSandbox:
              cpus: float | str | None = None, timeout: Duration | None = None,
              output_bytes: Size | None = None, disk: Size | None = None,
              files: int | None = None, limits: Mapping[str, Any] | None = None,
-             network: str | None = None, env: Mapping[str, str] | None = None,
+             network: str | Mapping[str, Any] | None = None, env: Mapping[str, str] | None = None,
              best_effort: bool | None = None, ttl: Duration | None = None,
              idle: Duration | None = None, user: str | None = None) -> _Making[AsyncSandbox]:
         return cls.create(client=client, socket=socket, name=name, memory=memory, pids=pids,

@@ -239,7 +239,7 @@ class Client:
                pids: int | None = None, cpus: float | str | None = None,
                timeout: Duration | None = None, output_bytes: Size | None = None,
                disk: Size | None = None, files: int | None = None,
-               limits: Mapping[str, Any] | None = None, network: str | None = None,
+               limits: Mapping[str, Any] | None = None, network: str | Mapping[str, Any] | None = None,
                env: Mapping[str, str] | None = None, best_effort: bool | None = None,
                ttl: Duration | None = None, idle: Duration | None = None,
                user: str | None = None, from_snapshot: SnapshotRef | None = None,
@@ -275,7 +275,7 @@ class Client:
             timeout: Duration | None = None, cpu_s: Duration | None = None,
             output_bytes: Size | None = None, memory: Size | None = None,
             pids: int | None = None, user: str | None = None,
-            limits: Mapping[str, Any] | None = None, network: str | None = None,
+            limits: Mapping[str, Any] | None = None, network: str | Mapping[str, Any] | None = None,
             best_effort: bool | None = None, workspace: str | None = None,
             image: str | None = None) -> RunResult:
         """``run``: waits for the final reply. Without ``sandbox``, a throwaway sandbox is made
@@ -312,7 +312,7 @@ class Client:
                timeout: Duration | None = None, cpu_s: Duration | None = None,
                output_bytes: Size | None = None, memory: Size | None = None,
                pids: int | None = None, user: str | None = None,
-               limits: Mapping[str, Any] | None = None, network: str | None = None,
+               limits: Mapping[str, Any] | None = None, network: str | Mapping[str, Any] | None = None,
                best_effort: bool | None = None, workspace: str | None = None) -> RunStream:
         """``run`` with ``"stream": true``, started now: iterate the RunStream for its events
         (Started, then Output as the program writes); ``result`` is set once it ended."""
@@ -786,7 +786,7 @@ class Sandbox:
                cpus: float | str | None = None, timeout: Duration | None = None,
                output_bytes: Size | None = None, disk: Size | None = None,
                files: int | None = None, limits: Mapping[str, Any] | None = None,
-               network: str | None = None, env: Mapping[str, str] | None = None,
+               network: str | Mapping[str, Any] | None = None, env: Mapping[str, str] | None = None,
                best_effort: bool | None = None, ttl: Duration | None = None,
                idle: Duration | None = None, user: str | None = None,
                from_snapshot: SnapshotRef | None = None, image: str | None = None, root: str | None = None) -> Sandbox:
@@ -811,7 +811,7 @@ class Sandbox:
              cpus: float | str | None = None, timeout: Duration | None = None,
              output_bytes: Size | None = None, disk: Size | None = None,
              files: int | None = None, limits: Mapping[str, Any] | None = None,
-             network: str | None = None, env: Mapping[str, str] | None = None,
+             network: str | Mapping[str, Any] | None = None, env: Mapping[str, str] | None = None,
              best_effort: bool | None = None, ttl: Duration | None = None,
              idle: Duration | None = None, user: str | None = None) -> Sandbox:
         """A new sandbox whose workspace starts as a copy of ``snapshot`` (``create`` with

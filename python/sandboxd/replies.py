@@ -23,6 +23,11 @@ def _os(d: JSON, k: str) -> str | None:
     return v if isinstance(v, str) else None
 
 
+def _network(d: JSON) -> str | dict[str, Any] | None:
+    v = d.get("network")
+    return v if isinstance(v, (str, dict)) else None
+
+
 def _i(d: JSON, k: str, default: int = 0) -> int:
     v = d.get(k)
     return v if isinstance(v, int) and not isinstance(v, bool) else default
@@ -167,7 +172,7 @@ class SandboxInfo:
     limits: JSON
     enforced: JSON
     best_effort: bool
-    network: str | None
+    network: str | dict[str, Any] | None  # "none", or egress: {"egress": ..., "address": ...}
     user: str | None
     root: str | None
     created: str | None
@@ -193,7 +198,7 @@ class SandboxInfo:
         return cls(
             sid, _os(d, "name"), _s(d, "state"), _oi(d, "owner_uid"), _os(d, "workdir"),
             _os(d, "workspace"), _os(d, "cgroup"), _d(d, "limits"), _d(d, "enforced"),
-            _b(d, "best_effort"), _os(d, "network"), _os(d, "user"), _os(d, "root"),
+            _b(d, "best_effort"), _network(d), _os(d, "user"), _os(d, "root"),
             _os(d, "created"),
             _os(d, "restarted_at"), _os(d, "restored_processes"), _os(d, "restored_init"), _of(d, "ttl_s"), _of(d, "idle_s"), _os(d, "expires_at"),
             _oi(d, "disk_bytes"), _b(d, "disk_refused"),

@@ -76,7 +76,10 @@ static int check_values(json_object *req, ProtoError *err) {
             proto_get_duration(req, "timeout_s", &u, err) < 0 || proto_get_duration(req, "cpu_s", &u, err) < 0 ||
             proto_get_size(req, "output_bytes", &u, err) < 0 || proto_get_size(req, "memory", &u, err) < 0 ||
             proto_get_uint(req, "pids", 1, UINT64_MAX, &u, err) < 0 || proto_get_bool(req, "stream", &b, err) < 0 ||
-            proto_get_string(req, "user", 16, &s, err) < 0 || proto_get_string(req, "network", 16, &s, err) < 0 ||
+            proto_get_string(req, "user", 16, &s, err) < 0 ||
+            /* "network" may be an object (egress), read by egress_parse() against the daemon's deny list. */
+            (json_object_is_type(json_object_object_get(req, "network"), json_type_string) &&
+             proto_get_string(req, "network", 16, &s, err) < 0) ||
             proto_get_bool(req, "best_effort", &b, err) < 0)
                 return -EINVAL;
         if (check_limits(req, err) < 0 || check_stdin(req, err) < 0)

@@ -1,0 +1,384 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The veth pair of a sandbox with egress (veth.h). */
+#include <errno.h>
+#include <fcntl.h>
+#include <net/if.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <linux/if_link.h>
+#include <linux/netfilter/nfnetlink.h>
+#include <linux/netfilter/nfnetlink_conntrack.h>
+#include <linux/netlink.h>
+#include <linux/rtnetlink.h>
+#include <linux/veth.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include "log.h"
+#include "macro.h"
+#include "veth.h"
+
+/* One request, attributes appended in place; nests are closed by nl_nest_end(). */
+typedef struct NlMsg {
+        union {
+                struct nlmsghdr nh;
+                char buf[1024];
+        };
+} NlMsg;
+
+static void *nl_tail(NlMsg *m) {
+        return m->buf + NLMSG_ALIGN(m->nh.nlmsg_len);
+}
+
+static int nl_add(NlMsg *m, unsigned short type, const void *data, size_t len) {
+        struct rtattr *a = nl_tail(m);
+        size_t total = NLMSG_ALIGN(m->nh.nlmsg_len) + RTA_SPACE(len);
+
+        if (total > sizeof(m->buf))
+                return -ENOBUFS;
+        a->rta_type = type;
+        a->rta_len = (unsigned short) RTA_LENGTH(len);
+        if (len)
+                memcpy(RTA_DATA(a), data, len);
+        m->nh.nlmsg_len = (uint32_t) total;
+        return 0;
+}
+
+static int nl_add_str(NlMsg *m, unsigned short type, const char *s) {
+        return nl_add(m, type, s, strlen(s) + 1);
+}
+
+static struct rtattr *nl_nest(NlMsg *m, unsigned short type) {
+        struct rtattr *a = nl_tail(m);
+        return nl_add(m, type, NULL, 0) < 0 ? NULL : a;
+}
+
+static void nl_nest_end(NlMsg *m, struct rtattr *a) {
+        a->rta_len = (unsigned short) ((char *) nl_tail(m) - (char *) a);
+}
+
+static void *nl_reserve(NlMsg *m, size_t len) {
+        void *p = nl_tail(m);
+        if (NLMSG_ALIGN(m->nh.nlmsg_len) + NLMSG_ALIGN(len) > sizeof(m->buf))
+                return NULL;
+        memset(p, 0, NLMSG_ALIGN(len));
+        m->nh.nlmsg_len = (uint32_t) (NLMSG_ALIGN(m->nh.nlmsg_len) + NLMSG_ALIGN(len));
+        return p;
+}
+
+static void nl_init(NlMsg *m, uint16_t type, uint16_t flags) {
+        memset(m, 0, sizeof(*m));
+        m->nh = (struct nlmsghdr) { .nlmsg_len = NLMSG_HDRLEN, .nlmsg_type = type,
+                                    .nlmsg_flags = (uint16_t) (NLM_F_REQUEST | NLM_F_ACK | flags), .nlmsg_seq = 1 };
+}
+
+/* Sends m on fd and reads its ack: the kernel's errno, or 0. */
+static int nl_call(int fd, NlMsg *m) {
+        char reply[4096] __attribute__((aligned(NLMSG_ALIGNTO)));
+        ssize_t n;
+
+        if (send(fd, m, m->nh.nlmsg_len, 0) < 0)
+                return -errno;
+        for (;;) {
+                n = recv(fd, reply, sizeof(reply), 0);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n < 0)
+                        return -errno;
+                for (struct nlmsghdr *nh = (struct nlmsghdr *) reply; NLMSG_OK(nh, (size_t) n); nh = NLMSG_NEXT(nh, n))
+                        if (nh->nlmsg_type == NLMSG_ERROR) {
+                                const struct nlmsgerr *e = NLMSG_DATA(nh);
+                                if (nh->nlmsg_len < NLMSG_LENGTH(sizeof(*e)))
+                                        return -EBADMSG;
+                                return e->error;
+                        }
+        }
+}
+
+static int nl_socket(void) {
+        int fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);
+        return fd < 0 ? -errno : fd;
+}
+
+static int link_add_veth(int fd, const VethSpec *spec) {
+        NlMsg m;
+        struct rtattr *info, *data, *peer;
+        struct ifinfomsg *ifi, *peer_ifi;
+        int r;
+
+        nl_init(&m, RTM_NEWLINK, NLM_F_CREATE | NLM_F_EXCL);
+        if (!(ifi = nl_reserve(&m, sizeof(*ifi))))
+                return -ENOBUFS;
+        ifi->ifi_family = AF_UNSPEC;
+        if ((r = nl_add_str(&m, IFLA_IFNAME, spec->host_name)) < 0 || !(info = nl_nest(&m, IFLA_LINKINFO)) ||
+            (r = nl_add_str(&m, IFLA_INFO_KIND, "veth")) < 0 || !(data = nl_nest(&m, IFLA_INFO_DATA)) ||
+            !(peer = nl_nest(&m, VETH_INFO_PEER)) || !(peer_ifi = nl_reserve(&m, sizeof(*peer_ifi))))
+                return r < 0 ? r : -ENOBUFS;
+        peer_ifi->ifi_family = AF_UNSPEC;
+        if ((r = nl_add_str(&m, IFLA_IFNAME, VETH_INSIDE)) < 0 ||
+            (r = nl_add(&m, IFLA_NET_NS_FD, &(uint32_t) { (uint32_t) spec->netns_fd }, sizeof(uint32_t))) < 0)
+                return r;
+        nl_nest_end(&m, peer);
+        nl_nest_end(&m, data);
+        nl_nest_end(&m, info);
+        return nl_call(fd, &m);
+}
+
+static int link_del(int fd, const char *name) {
+        struct ifinfomsg *ifi;
+        NlMsg m;
+        int r;
+
+        nl_init(&m, RTM_DELLINK, 0);
+        if (!(ifi = nl_reserve(&m, sizeof(*ifi))))
+                return -ENOBUFS;
+        ifi->ifi_family = AF_UNSPEC;
+        if ((r = nl_add_str(&m, IFLA_IFNAME, name)) < 0)
+                return r;
+        return nl_call(fd, &m);
+}
+
+static int link_up(int fd, int ifindex) {
+        struct ifinfomsg *ifi;
+        NlMsg m;
+
+        nl_init(&m, RTM_NEWLINK, 0);
+        if (!(ifi = nl_reserve(&m, sizeof(*ifi))))
+                return -ENOBUFS;
+        *ifi = (struct ifinfomsg) { .ifi_family = AF_UNSPEC, .ifi_index = ifindex, .ifi_flags = IFF_UP, .ifi_change = IFF_UP };
+        return nl_call(fd, &m);
+}
+
+static int addr_add(int fd, int ifindex, uint32_t addr, unsigned prefix_len) {
+        struct ifaddrmsg *ifa;
+        NlMsg m;
+        int r;
+
+        nl_init(&m, RTM_NEWADDR, NLM_F_CREATE | NLM_F_EXCL);
+        if (!(ifa = nl_reserve(&m, sizeof(*ifa))))
+                return -ENOBUFS;
+        *ifa = (struct ifaddrmsg) { .ifa_family = AF_INET, .ifa_prefixlen = (unsigned char) prefix_len,
+                                    .ifa_scope = RT_SCOPE_UNIVERSE, .ifa_index = (unsigned) ifindex };
+        if ((r = nl_add(&m, IFA_LOCAL, &addr, sizeof(addr))) < 0 || (r = nl_add(&m, IFA_ADDRESS, &addr, sizeof(addr))) < 0)
+                return r;
+        return nl_call(fd, &m);
+}
+
+static int route_default(int fd, int ifindex, uint32_t gateway) {
+        struct rtmsg *rt;
+        NlMsg m;
+        int r;
+
+        nl_init(&m, RTM_NEWROUTE, NLM_F_CREATE | NLM_F_EXCL);
+        if (!(rt = nl_reserve(&m, sizeof(*rt))))
+                return -ENOBUFS;
+        *rt = (struct rtmsg) { .rtm_family = AF_INET, .rtm_table = RT_TABLE_MAIN, .rtm_protocol = RTPROT_STATIC,
+                               .rtm_scope = RT_SCOPE_UNIVERSE, .rtm_type = RTN_UNICAST };
+        if ((r = nl_add(&m, RTA_GATEWAY, &gateway, sizeof(gateway))) < 0 ||
+            (r = nl_add(&m, RTA_OIF, &(uint32_t) { (uint32_t) ifindex }, sizeof(uint32_t))) < 0)
+                return r;
+        return nl_call(fd, &m);
+}
+
+/* /proc/sys/net/<path> of the namespace the calling thread is in. */
+static int write_net_sysctl(const char *path, const char *value) {
+        char p[128];
+        _cleanup_close_ int fd = -EBADF;
+        size_t n = strlen(value);
+
+        if (snprintf(p, sizeof(p), "/proc/sys/net/%s", path) >= (int) sizeof(p))
+                return -ENAMETOOLONG;
+        fd = open(p, O_WRONLY | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        return write(fd, value, n) == (ssize_t) n ? 0 : -errno;
+}
+
+static int iface_sysctl(const char *family, const char *ifname, const char *key, const char *value) {
+        char p[96];
+        snprintf(p, sizeof(p), "%s/conf/%s/%s", family, ifname, key);
+        return write_net_sysctl(p, value);
+}
+
+/* The sandbox's end, from inside its namespace (the calling thread is in it). IPv6 off before it
+ * is up, so that it never has even a link-local address. */
+static int setup_inside(const VethSpec *spec) {
+        _cleanup_close_ int fd = nl_socket();
+        int ifindex = (int) if_nametoindex(VETH_INSIDE), r;
+
+        if (fd < 0)
+                return fd;
+        if (ifindex == 0)
+                return -errno;
+        if ((r = iface_sysctl("ipv6", VETH_INSIDE, "disable_ipv6", "1")) < 0 && r != -ENOENT)
+                return r;
+        if ((r = addr_add(fd, ifindex, spec->sandbox_addr, spec->prefix_len)) < 0 || (r = link_up(fd, ifindex)) < 0)
+                return r;
+        return route_default(fd, ifindex, spec->host_addr);
+}
+
+static int setup_inside_netns(const VethSpec *spec) {
+        int r;
+
+        if (setns(spec->netns_fd, CLONE_NEWNET) < 0)
+                return -errno;
+        r = setup_inside(spec);
+        if (setns(spec->home_fd, CLONE_NEWNET) < 0) {
+                log_error("cannot return to the daemon's network namespace: %m");
+                abort();
+        }
+        return r;
+}
+
+/* The host's end: forwarding on for this interface only (what comes in on it may be routed on;
+ * net.ipv4.ip_forward is left as the administrator set it). */
+static int setup_host_end(int fd, const VethSpec *spec) {
+        int ifindex = (int) if_nametoindex(spec->host_name), r;
+
+        if (ifindex == 0)
+                return -errno;
+        if ((r = iface_sysctl("ipv6", spec->host_name, "disable_ipv6", "1")) < 0 && r != -ENOENT)
+                return r;
+        if ((r = iface_sysctl("ipv4", spec->host_name, "forwarding", "1")) < 0 ||
+            (r = iface_sysctl("ipv4", spec->host_name, "route_localnet", "0")) < 0)
+                return r;
+        if ((r = addr_add(fd, ifindex, spec->host_addr, spec->prefix_len)) < 0)
+                return r;
+        return link_up(fd, ifindex);
+}
+
+int veth_create(const VethSpec *spec) {
+        _cleanup_close_ int fd = nl_socket();
+        int r;
+
+        if (fd < 0)
+                return fd;
+        if (strlen(spec->host_name) >= IFNAMSIZ)
+                return -ENAMETOOLONG;
+        r = link_add_veth(fd, spec);
+        if (r < 0)
+                return r;
+        r = setup_host_end(fd, spec);
+        if (r >= 0)
+                r = setup_inside_netns(spec);
+        if (r < 0)
+                (void) link_del(fd, spec->host_name);
+        return r;
+}
+
+int veth_remove(const char *host_name) {
+        _cleanup_close_ int fd = nl_socket();
+
+        if (fd < 0)
+                return fd;
+        return link_del(fd, host_name);
+}
+
+/* The names of the daemon's namespace's interfaces that start with VETH_PREFIX, into names
+ * (IFNAMSIZ each), at most max. */
+static int list_stale(int fd, char (*names)[IFNAMSIZ], size_t max, size_t *ret_n) {
+        char reply[32768] __attribute__((aligned(NLMSG_ALIGNTO)));
+        struct ifinfomsg *ifi;
+        size_t n = 0;
+        NlMsg m;
+
+        nl_init(&m, RTM_GETLINK, NLM_F_DUMP);
+        m.nh.nlmsg_flags &= (uint16_t) ~NLM_F_ACK;
+        if (!(ifi = nl_reserve(&m, sizeof(*ifi))))
+                return -ENOBUFS;
+        ifi->ifi_family = AF_UNSPEC;
+        if (send(fd, &m, m.nh.nlmsg_len, 0) < 0)
+                return -errno;
+        for (;;) {
+                ssize_t len = recv(fd, reply, sizeof(reply), 0);
+                if (len < 0 && errno == EINTR)
+                        continue;
+                if (len <= 0)
+                        return len < 0 ? -errno : -EBADMSG;
+                for (struct nlmsghdr *nh = (struct nlmsghdr *) reply; NLMSG_OK(nh, (size_t) len); nh = NLMSG_NEXT(nh, len)) {
+                        if (nh->nlmsg_type == NLMSG_DONE) {
+                                *ret_n = n;
+                                return 0;
+                        }
+                        if (nh->nlmsg_type == NLMSG_ERROR)
+                                return -EBADMSG;
+                        if (nh->nlmsg_type != RTM_NEWLINK || nh->nlmsg_len < NLMSG_LENGTH(sizeof(struct ifinfomsg)))
+                                continue;
+                        int alen = (int) (nh->nlmsg_len - NLMSG_LENGTH(sizeof(struct ifinfomsg)));
+                        for (struct rtattr *a = IFLA_RTA(NLMSG_DATA(nh)); RTA_OK(a, alen); a = RTA_NEXT(a, alen)) {
+                                const char *name = RTA_DATA(a);
+                                size_t l = RTA_PAYLOAD(a);
+                                if (a->rta_type != IFLA_IFNAME || l == 0 || l > IFNAMSIZ || name[l - 1] != '\0')
+                                        continue;
+                                if (strncmp(name, VETH_PREFIX, strlen(VETH_PREFIX)) == 0 && n < max)
+                                        memcpy(names[n++], name, l);
+                        }
+                }
+        }
+}
+
+int veth_remove_stale(void) {
+        _cleanup_close_ int fd = nl_socket();
+        char (*names)[IFNAMSIZ] = NULL;
+        size_t n = 0, max = 4096;
+        int r, removed = 0;
+
+        if (fd < 0)
+                return fd;
+        names = calloc(max, IFNAMSIZ);
+        if (!names)
+                return -ENOMEM;
+        r = list_stale(fd, names, max, &n);
+        for (size_t i = 0; r >= 0 && i < n; i++)
+                if (link_del(fd, names[i]) >= 0)
+                        removed++;
+        free(names);
+        return r < 0 ? r : removed;
+}
+
+int veth_udp_socket_in(int netns_fd, int home_fd, uint32_t addr, uint16_t port, int *ret_fd) {
+        struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = port, .sin_addr.s_addr = addr };
+        int fd, r = 0;
+
+        if (setns(netns_fd, CLONE_NEWNET) < 0)
+                return -errno;
+        fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        if (fd < 0 || bind(fd, (struct sockaddr *) &sa, sizeof(sa)) < 0)
+                r = -errno;
+        if (setns(home_fd, CLONE_NEWNET) < 0) {
+                log_error("cannot return to the daemon's network namespace: %m");
+                abort();
+        }
+        if (r < 0) {
+                safe_close(fd);
+                return r;
+        }
+        *ret_fd = fd;
+        return 0;
+}
+
+/* IPCTNL_MSG_CT_DELETE without a tuple is a flush, narrowed by CTA_MARK/CTA_MARK_MASK to the
+ * connections whose mark is exactly ours. */
+int conntrack_flush_mark(uint32_t mark) {
+        _cleanup_close_ int fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_NETFILTER);
+        uint32_t be_mark = htonl(mark), be_mask = 0xffffffffu;
+        struct nfgenmsg *g;
+        NlMsg m;
+        int r;
+
+        if (fd < 0)
+                return -errno;
+        nl_init(&m, (uint16_t) (NFNL_SUBSYS_CTNETLINK << 8 | IPCTNL_MSG_CT_DELETE), 0);
+        if (!(g = nl_reserve(&m, sizeof(*g))))
+                return -ENOBUFS;
+        *g = (struct nfgenmsg) { .nfgen_family = AF_INET, .version = NFNETLINK_V0 };
+        if ((r = nl_add(&m, CTA_MARK, &be_mark, sizeof(be_mark))) < 0 ||
+            (r = nl_add(&m, CTA_MARK_MASK, &be_mask, sizeof(be_mask))) < 0)
+                return r;
+        r = nl_call(fd, &m);
+        return r == -ENOENT ? 0 : r;
+}

@@ -1,0 +1,39 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* A sandbox's way out (egress.h): a veth pair between the daemon's network namespace and the
+ * sandbox's, addressed, with the sandbox's default route through the host's end. Plain rtnetlink
+ * on sockets of the namespace each step is for: no fork of ip(8), nothing that blocks for long. */
+#pragma once
+
+#include <stdint.h>
+
+/* Interfaces of sandboxd in the daemon's namespace are named VETH_PREFIX + the sandbox's id
+ * without its "sbx-": a new daemon removes every one of them it does not know (veth_remove_stale). */
+#define VETH_PREFIX "sx-"
+/* The sandbox's end, inside its namespace. */
+#define VETH_INSIDE "eth0"
+
+typedef struct VethSpec {
+        const char *host_name;   /* VETH_PREFIX...: the daemon's end */
+        int netns_fd;            /* the sandbox's namespace (host-owned: netns-pool.h) */
+        int home_fd;             /* the daemon's own namespace, to come back to */
+        uint32_t host_addr, sandbox_addr; /* network order; one /prefix_len between them */
+        unsigned prefix_len;
+} VethSpec;
+
+/* Makes the pair, addresses both ends, brings them up, forwarding on for the host's end (IPv6 off on
+ * both: the sandbox's way out is IPv4 only), and the sandbox's default route through it. On
+ * failure, nothing of it is left. */
+int veth_create(const VethSpec *spec);
+/* Removes the host's end (the kernel removes its peer with it); -ENODEV when there is none. */
+int veth_remove(const char *host_name);
+/* Removes every interface named VETH_PREFIX* of the daemon's namespace: an earlier daemon's,
+ * left by a crash. Returns how many, or < 0. */
+int veth_remove_stale(void);
+
+/* A non-blocking UDP socket bound to addr:port (network order) inside netns_fd's namespace: the
+ * sandbox's resolver (egress-dns.h), bound before anything of the sandbox runs there. */
+int veth_udp_socket_in(int netns_fd, int home_fd, uint32_t addr, uint16_t port, int *ret_fd);
+
+/* Forgets every connection the kernel tracks with this ct mark (the sandbox's NAT entries, which
+ * would otherwise outlive it until their timeouts). */
+int conntrack_flush_mark(uint32_t mark);

@@ -1,0 +1,734 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Egress for sandboxes (egress.h). */
+#include <arpa/inet.h>
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ifaddrs.h>
+#include <netinet/in.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "egress-dns.h"
+#include "egress.h"
+#include "log.h"
+#include "macro.h"
+#include "mount-compat.h"
+#include "nftables.h"
+#include "util.h"
+#include "veth.h"
+
+#define EGRESS_TABLE "inet sandboxd"
+/* Connections of a sandbox carry this ct mark | its slot: conntrack_flush_mark() at its end. */
+#define EGRESS_CT_MARK 0x5bd00000u
+#define EGRESS_SLOTS_MAX 65536u
+#define EGRESS_RESOLV "egress-resolv.conf"
+
+struct Egress {
+        bool available;
+        char *reason;             /* why not, when !available */
+        Nftables *nft;
+        bool table_made;
+        uint32_t range_addr;      /* host order */
+        unsigned range_len;
+        uint8_t *slots;           /* one byte per /30 of the range: taken or not */
+        unsigned n_slots, n_taken;
+        EgressRule deny[64];
+        unsigned n_deny;
+        struct sockaddr_in dns;   /* sin_family 0: none */
+        char *resolv_path;
+        int home_fd;              /* our own network namespace */
+};
+
+static int set_reason(Egress *e, const char *fmt, ...) _printf_(2, 3);
+static int set_reason(Egress *e, const char *fmt, ...) {
+        va_list ap;
+
+        free(e->reason);
+        va_start(ap, fmt);
+        if (vasprintf(&e->reason, fmt, ap) < 0)
+                e->reason = NULL;
+        va_end(ap);
+        e->available = false;
+        log_info("no egress for sandboxes: %s", e->reason ? e->reason : "?");
+        return 0;
+}
+
+/* "a/b c/d" (checked by conf.c) into rules. */
+static void parse_prefixes(const char *value, EgressRule *rules, unsigned max, unsigned *ret_n) {
+        unsigned n = 0;
+
+        *ret_n = 0;
+        if (!value || strcmp(value, "none") == 0)
+                return;
+        for (const char *s = value + strspn(value, " \t"); *s && n < max; s += strspn(s, " \t")) {
+                size_t len = strcspn(s, " \t");
+                uint32_t addr;
+                unsigned plen;
+                if (ipv4_prefix_parse(s, len, &addr, &plen) == 0)
+                        rules[n++] = (EgressRule) { .addr = addr, .len = (uint8_t) plen };
+                s += len;
+        }
+        *ret_n = n;
+}
+
+/* The first IPv4 nameserver of the host's /etc/resolv.conf. */
+static int host_nameserver(struct in_addr *ret) {
+        FILE *f = fopen("/etc/resolv.conf", "re");
+        char line[256];
+        int r = -ENOENT;
+
+        if (!f)
+                return -errno;
+        while (r < 0 && fgets(line, sizeof(line), f)) {
+                char addr[64];
+                if (sscanf(line, " nameserver %63s", addr) == 1 && inet_pton(AF_INET, addr, ret) == 1)
+                        r = 0;
+        }
+        fclose(f);
+        return r;
+}
+
+/* The /etc/resolv.conf of every sandbox with egress, written at the first (the state directory
+ * is made after egress_init()). */
+static int write_resolv(Egress *e, const char *state_dir) {
+        static const char text[] = "# sandboxd: this sandbox's resolver, a relay of the daemon to the host's (egress)\n"
+                                   "nameserver " DNS_RELAY_ADDR "\n";
+        _cleanup_close_ int fd = -EBADF;
+        _cleanup_free_ char *path = NULL, *tmp = NULL;
+
+        if (e->resolv_path)
+                return 0;
+        if (asprintf(&path, "%s/" EGRESS_RESOLV, state_dir) < 0 || asprintf(&tmp, "%s.tmp", path) < 0)
+                return -ENOMEM;
+        fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+        if (fd < 0)
+                return -errno;
+        if (write_all(fd, text, sizeof(text) - 1) < 0 || fchmod(fd, 0644) < 0 || rename(tmp, path) < 0)
+                return -errno;
+        e->resolv_path = TAKE_PTR(path);
+        return 0;
+}
+
+static void setup_range_and_dns(Context *m, Egress *e) {
+        struct in_addr ns;
+        uint64_t slots;
+
+        if (ipv4_prefix_parse(m->config.egress_range, strlen(m->config.egress_range), &e->range_addr, &e->range_len) < 0) {
+                e->range_addr = 0x0ac80000; /* conf.c refuses anything else: never here */
+                e->range_len = 16;
+        }
+        slots = UINT64_C(1) << (30 - e->range_len);
+        e->n_slots = slots > EGRESS_SLOTS_MAX ? EGRESS_SLOTS_MAX : (unsigned) slots;
+        parse_prefixes(m->config.egress_deny, e->deny, ELEMENTSOF(e->deny) - 1, &e->n_deny);
+        /* The other sandboxes (and the host's ends): never reached from a sandbox. */
+        e->deny[e->n_deny++] = (EgressRule) { .addr = e->range_addr, .len = (uint8_t) e->range_len };
+        if (m->config.egress_dns ? inet_pton(AF_INET, m->config.egress_dns, &ns) == 1 : host_nameserver(&ns) >= 0)
+                e->dns = (struct sockaddr_in) { .sin_family = AF_INET, .sin_port = htons(53), .sin_addr = ns };
+}
+
+int egress_init(Context *m) {
+        Egress *e = calloc(1, sizeof(*e));
+        _cleanup_free_ char *msg = NULL;
+        char *listing = NULL;
+        int r;
+
+        if (!e)
+                return -ENOMEM;
+        e->home_fd = -EBADF;
+        m->egress = e;
+        setup_range_and_dns(m, e);
+        e->slots = calloc(e->n_slots, 1);
+        if (!e->slots)
+                return -ENOMEM;
+        e->available = true;
+        /* An earlier daemon's interfaces, whatever else is known (their peers go with them). */
+        r = veth_remove_stale();
+        if (r > 0)
+                log_info("egress: removed %d interface(s) an earlier daemon left", r);
+        r = nftables_new(&e->nft);
+        if (r == -EOPNOTSUPP)
+                return set_reason(e, "sandboxd was built without libnftables");
+        if (r < 0)
+                return set_reason(e, "cannot use nftables: %s", strerror(-r));
+        /* An earlier daemon's table, whatever it held; it is made again at the first egress. Looked
+         * for first: a read answers at once, and tells whether nftables is ours to use, where a
+         * commit waits for RCU (tens of ms at every start, most of which find none). */
+        r = nftables_list(e->nft, "list table " EGRESS_TABLE "\n", &listing, &msg);
+        if (r >= 0) {
+                free(listing);
+                r = nftables_run(e->nft, "delete table " EGRESS_TABLE "\n", &msg);
+                if (r >= 0)
+                        log_info("egress: removed the nftables table an earlier daemon left");
+        } else if (r == -ENOENT)
+                r = 0;
+        if (r < 0)
+                return set_reason(e, "nftables refused a table of sandboxd's (%s): the nf_tables module, or "
+                                     "CAP_NET_ADMIN, is missing",
+                                  msg ? msg : "no message");
+        if (m->run_helper_fd < 0)
+                return set_reason(e, "no sandboxd-run-helper: without it a sandbox makes its own network namespace, "
+                                     "whose interfaces root inside could change");
+        e->home_fd = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+        if (e->home_fd < 0)
+                return set_reason(e, "cannot open the daemon's network namespace: %m");
+        return 0;
+}
+
+void egress_done(Context *m) {
+        Egress *e = m->egress;
+
+        if (!e)
+                return;
+        if (e->table_made && e->nft)
+                (void) nftables_run(e->nft, "delete table " EGRESS_TABLE "\n", NULL);
+        nftables_free(e->nft);
+        safe_close(e->home_fd);
+        free(e->reason);
+        free(e->resolv_path);
+        free(e->slots);
+        free(e);
+        m->egress = NULL;
+}
+
+/* The host's interfaces that forward (net.ipv4.conf.<if>.forwarding = 1), ours aside: the way
+ * back of a sandbox's replies comes in on one of them and must be forwarded to its veth. */
+static int forwarding_interfaces(json_object **ret_names) {
+        _cleanup_json_ json_object *names = json_object_new_array();
+        DIR *d = opendir("/proc/sys/net/ipv4/conf");
+        struct dirent *de;
+
+        if (!d)
+                return -errno;
+        while ((de = readdir(d))) {
+                char path[300], v[8];
+                if (de->d_name[0] == '.' || strcmp(de->d_name, "all") == 0 || strcmp(de->d_name, "default") == 0 ||
+                    strcmp(de->d_name, "lo") == 0 || strncmp(de->d_name, VETH_PREFIX, strlen(VETH_PREFIX)) == 0)
+                        continue;
+                snprintf(path, sizeof(path), "/proc/sys/net/ipv4/conf/%s/forwarding", de->d_name);
+                if (read_small_file(AT_FDCWD, path, true, v, sizeof(v)) >= 0 && v[0] == '1')
+                        json_object_array_add(names, json_object_new_string(de->d_name));
+        }
+        closedir(d);
+        *ret_names = TAKE_PTR(names);
+        return 0;
+}
+
+int egress_check(Context *m, ProtoError *err) {
+        Egress *e = m->egress;
+        _cleanup_json_ json_object *fwd = NULL;
+
+        if (!e || !e->available)
+                return proto_error_set(err, SBX_E_LIMIT_UNENFORCEABLE, "network",
+                                       "egress cannot be given on this host: %s (sandboxctl doctor)",
+                                       e && e->reason ? e->reason : "not set up");
+        if (forwarding_interfaces(&fwd) < 0 || json_object_array_length(fwd) == 0)
+                return proto_error_set(err, SBX_E_LIMIT_UNENFORCEABLE, "network",
+                                       "egress cannot be given on this host: no interface of it forwards, so no reply "
+                                       "could come back to a sandbox; set net.ipv4.conf.<uplink>.forwarding=1 on the "
+                                       "interface toward the outside (sandboxctl doctor)");
+        if (e->n_taken >= e->n_slots)
+                return proto_error_set(err, SBX_E_RESOURCE_EXHAUSTED, "network",
+                                       "every address of egress_range (%s, %u sandboxes) is taken", m->config.egress_range,
+                                       e->n_slots);
+        return 0;
+}
+
+json_object *egress_capability_json(Context *m) {
+        Egress *e = m->egress;
+        json_object *o = json_object_new_object(), *fwd = NULL;
+        char dns[INET_ADDRSTRLEN];
+
+        if (!e) {
+                json_object_object_add(o, "available", json_object_new_boolean(false));
+                return o;
+        }
+        (void) forwarding_interfaces(&fwd);
+        json_object_object_add(o, "available", json_object_new_boolean(e->available && fwd && json_object_array_length(fwd) > 0));
+        json_object_object_add(o, "reason", e->available ? NULL : json_object_new_string(e->reason ? e->reason : "?"));
+        json_object_object_add(o, "nftables", json_object_new_boolean(e->nft != NULL));
+        json_object_object_add(o, "forwarding", fwd ? fwd : json_object_new_array());
+        json_object_object_add(o, "range", json_object_new_string(m->config.egress_range));
+        json_object_object_add(o, "deny", json_object_new_string(m->config.egress_deny));
+        json_object_object_add(o, "dns", e->dns.sin_family
+                                                 ? json_object_new_string(inet_ntop(AF_INET, &e->dns.sin_addr, dns, sizeof(dns)))
+                                                 : NULL);
+        json_object_object_add(o, "sandboxes", json_object_new_int((int) e->n_taken));
+        return o;
+}
+
+/* ---- "network" of a request ---- */
+
+static bool rule_within(const EgressRule *r, const EgressRule *d) {
+        return r->len >= d->len && ((r->addr ^ d->addr) & ipv4_mask(d->len)) == 0;
+}
+
+/* "PORT" or "PORT/tcp" or "PORT/udp". */
+static int parse_port(const char *s, EgressRule *r) {
+        unsigned long v;
+        char *end;
+
+        if (!isdigit((unsigned char) s[0]) || (s[0] == '0'))
+                return -EINVAL;
+        errno = 0;
+        v = strtoul(s, &end, 10);
+        if (errno || v == 0 || v > 65535)
+                return -EINVAL;
+        r->port = (uint16_t) v;
+        if (*end == '\0')
+                return 0;
+        if (strcmp(end, "/tcp") == 0)
+                r->proto = IPPROTO_TCP;
+        else if (strcmp(end, "/udp") == 0)
+                r->proto = IPPROTO_UDP;
+        else
+                return -EINVAL;
+        return 0;
+}
+
+static int parse_entry(Context *m, const char *s, const char *field, EgressRule *r, ProtoError *err) {
+        const char *colon = strchr(s, ':');
+        size_t alen = colon ? (size_t) (colon - s) : strlen(s);
+        unsigned len;
+        int k;
+
+        *r = (EgressRule) {};
+        if (colon && strchr(colon + 1, ':'))
+                return proto_error_set(err, SBX_E_INVALID_REQUEST, field,
+                                       "'%s' is IPv6 (or malformed): a sandbox's way out is IPv4 only", s);
+        for (size_t i = 0; i < alen; i++)
+                if (isalpha((unsigned char) s[i]))
+                        return proto_error_set(err, SBX_E_INVALID_REQUEST, field,
+                                               "'%.64s' is a name: only addresses are taken (what a name resolves to "
+                                               "changes and is shared, by a CDN say: a rule pinned to it would be neither "
+                                               "what was named nor stable)",
+                                               s);
+        k = ipv4_prefix_parse(s, alen, &r->addr, &len);
+        if (k == -EDOM)
+                return proto_error_set(err, SBX_E_INVALID_REQUEST, field,
+                                       "'%s' has bits set below its prefix length (the prefix is %.*s's network)", s,
+                                       (int) alen, s);
+        if (k < 0)
+                return proto_error_set(err, SBX_E_INVALID_REQUEST, field,
+                                       "'%s' is not ADDRESS[/LEN][:PORT[/tcp|/udp]] (an IPv4 address, dotted quad)", s);
+        r->len = (uint8_t) len;
+        if (colon && parse_port(colon + 1, r) < 0)
+                return proto_error_set(err, SBX_E_INVALID_REQUEST, field, "'%s': the port must be 1-65535, optionally "
+                                       "followed by /tcp or /udp", s);
+        for (unsigned i = 0; i < m->egress->n_deny; i++)
+                if (rule_within(r, &m->egress->deny[i])) {
+                        char p[32];
+                        return proto_error_set(err, SBX_E_PERMISSION_DENIED, field,
+                                               "'%s' is within %s, which no sandbox reaches (egress_deny, egress_range)", s,
+                                               ipv4_prefix_format(p, sizeof(p), m->egress->deny[i].addr, m->egress->deny[i].len));
+                }
+        return 0;
+}
+
+static int parse_allow(Context *m, json_object *allow, SandboxNet *n, ProtoError *err) {
+        size_t count;
+
+        if (!allow || !json_object_is_type(allow, json_type_array))
+                return proto_error_set(err, SBX_E_INVALID_REQUEST, "network.egress.allow",
+                                       "'network.egress.allow' must be an array of \"CIDR[:PORT]\" strings");
+        count = json_object_array_length(allow);
+        if (count == 0 || count > EGRESS_ALLOW_MAX)
+                return proto_error_set(err, SBX_E_INVALID_REQUEST, "network.egress.allow",
+                                       "'network.egress.allow' must have 1 to %d entries (for none, leave network \"none\")",
+                                       EGRESS_ALLOW_MAX);
+        for (size_t i = 0; i < count; i++) {
+                json_object *v = json_object_array_get_idx(allow, i);
+                char field[48];
+                const char *s;
+                int r;
+
+                snprintf(field, sizeof(field), "network.egress.allow[%zu]", i);
+                if (!json_object_is_type(v, json_type_string) || json_object_get_string_len(v) == 0 ||
+                    json_object_get_string_len(v) > EGRESS_ENTRY_MAX)
+                        return proto_error_set(err, SBX_E_INVALID_REQUEST, field, "'%s' must be a string of 1-%d characters",
+                                               field, EGRESS_ENTRY_MAX);
+                s = json_object_get_string(v);
+                if (strlen(s) != (size_t) json_object_get_string_len(v))
+                        return proto_error_set(err, SBX_E_INVALID_REQUEST, field, "'%s' holds a NUL", field);
+                if ((r = parse_entry(m, s, field, &n->allow[n->n_allow], err)) < 0)
+                        return r;
+                n->n_allow++;
+        }
+        return 0;
+}
+
+static int only_key(json_object *o, const char *key, const char *prefix, ProtoError *err) {
+        json_object_object_foreach(o, k, v) {
+                (void) v;
+                if (strcmp(k, key) != 0)
+                        return proto_error_set(err, SBX_E_INVALID_REQUEST, prefix, "unknown field '%s.%.64s' (only '%s')",
+                                               prefix, k, key);
+        }
+        return 0;
+}
+
+int egress_parse(Context *m, json_object *v, SandboxNet *ret, ProtoError *err) {
+        json_object *eg;
+        int r;
+
+        *ret = (SandboxNet) {};
+        if (!v || json_object_is_type(v, json_type_null) ||
+            (json_object_is_type(v, json_type_string) && strcmp(json_object_get_string(v), "none") == 0))
+                return 0;
+        if (!json_object_is_type(v, json_type_object) || !json_object_object_get_ex(v, "egress", &eg))
+                return proto_error_set(err, SBX_E_INVALID_REQUEST, "network",
+                                       "'network' must be \"none\" (loopback only, the default), {\"egress\": \"all\"} "
+                                       "or {\"egress\": {\"allow\": [\"CIDR[:PORT]\", ...]}}");
+        if ((r = only_key(v, "egress", "network", err)) < 0)
+                return r;
+        if (!m->egress)
+                return proto_error_set(err, SBX_E_LIMIT_UNENFORCEABLE, "network", "egress is not set up in this daemon");
+        ret->egress = true;
+        if (json_object_is_type(eg, json_type_string) && strcmp(json_object_get_string(eg), "all") == 0) {
+                ret->all = true;
+                return 0;
+        }
+        if (!json_object_is_type(eg, json_type_object))
+                return proto_error_set(err, SBX_E_INVALID_REQUEST, "network.egress",
+                                       "'network.egress' must be \"all\" or {\"allow\": [...]}");
+        if ((r = only_key(eg, "allow", "network.egress", err)) < 0)
+                return r;
+        return parse_allow(m, json_object_object_get(eg, "allow"), ret, err);
+}
+
+static const char *rule_format(char *buf, size_t size, const EgressRule *r) {
+        char p[32];
+
+        ipv4_prefix_format(p, sizeof(p), r->addr, r->len);
+        if (!r->port)
+                snprintf(buf, size, "%s", p);
+        else
+                snprintf(buf, size, "%s:%u%s", p, r->port, r->proto == IPPROTO_TCP ? "/tcp" : r->proto == IPPROTO_UDP ? "/udp" : "");
+        return buf;
+}
+
+json_object *egress_spec_json(const SandboxNet *n) {
+        json_object *o, *allow;
+
+        if (!n->egress)
+                return json_object_new_string("none");
+        o = json_object_new_object();
+        if (n->all) {
+                json_object_object_add(o, "egress", json_object_new_string("all"));
+                return o;
+        }
+        allow = json_object_new_array();
+        for (unsigned i = 0; i < n->n_allow; i++) {
+                char b[64];
+                json_object_array_add(allow, json_object_new_string(rule_format(b, sizeof(b), &n->allow[i])));
+        }
+        json_object *eg = json_object_new_object();
+        json_object_object_add(eg, "allow", allow);
+        json_object_object_add(o, "egress", eg);
+        return o;
+}
+
+json_object *egress_state_json(const SandboxNet *n) {
+        json_object *o = egress_spec_json(n);
+        char a[32];
+
+        if (!n->egress || !n->attached)
+                return o;
+        json_object_object_add(o, "interface", json_object_new_string(n->ifname));
+        json_object_object_add(o, "address", json_object_new_string(ipv4_prefix_format(a, sizeof(a), n->addr, 30)));
+        json_object_object_add(o, "gateway", json_object_new_string(ipv4_prefix_format(a, sizeof(a), n->host_addr, 32)));
+        json_object_object_add(o, "dns", n->dns ? json_object_new_string(DNS_RELAY_ADDR) : NULL);
+        return o;
+}
+
+/* ---- the rules ---- */
+
+typedef struct Text {
+        char *data;
+        size_t size, alloc;
+        bool failed;
+} Text;
+
+static void text_add(Text *t, const char *fmt, ...) _printf_(2, 3);
+static void text_add(Text *t, const char *fmt, ...) {
+        va_list ap;
+        int n;
+
+        for (;;) {
+                va_start(ap, fmt);
+                n = vsnprintf(t->data ? t->data + t->size : NULL, t->data ? t->alloc - t->size : 0, fmt, ap);
+                va_end(ap);
+                if (n < 0) {
+                        t->failed = true;
+                        return;
+                }
+                if (t->data && t->size + (size_t) n < t->alloc) {
+                        t->size += (size_t) n;
+                        return;
+                }
+                size_t want = t->alloc ? t->alloc * 2 : 4096;
+                while (want < t->size + (size_t) n + 1)
+                        want *= 2;
+                char *d = realloc(t->data, want);
+                if (!d) {
+                        t->failed = true;
+                        return;
+                }
+                t->data = d;
+                t->alloc = want;
+        }
+}
+
+static void text_add_prefixes(Text *t, const EgressRule *rules, unsigned n) {
+        for (unsigned i = 0; i < n; i++) {
+                char p[32];
+                text_add(t, "%s%s", i ? ", " : "", ipv4_prefix_format(p, sizeof(p), rules[i].addr, rules[i].len));
+        }
+}
+
+/* The table, new: what holds for every sandbox. The host's own addresses are set before each
+ * sandbox's chain (egress_host_addresses()): they change. */
+static void table_text(Context *m, Text *t) {
+        Egress *e = m->egress;
+        char range[32];
+
+        ipv4_prefix_format(range, sizeof(range), e->range_addr, e->range_len);
+        text_add(t, "add table " EGRESS_TABLE "\ndelete table " EGRESS_TABLE "\n");
+        text_add(t, "table " EGRESS_TABLE " {\n");
+        text_add(t, "  set never { type ipv4_addr; flags interval; auto-merge; elements = { ");
+        text_add_prefixes(t, e->deny, e->n_deny);
+        text_add(t, " }; }\n");
+        text_add(t, "  set host { type ipv4_addr; flags interval; auto-merge; }\n");
+        text_add(t, "  map out { type ifname : verdict; }\n");
+        /* Replies in; nothing else toward a sandbox (from outside, nor from another sandbox). */
+        text_add(t, "  chain forward {\n    type filter hook forward priority filter; policy accept;\n"
+                    "    oifname \"" VETH_PREFIX "*\" ct state established,related accept\n"
+                    "    oifname \"" VETH_PREFIX "*\" counter drop\n"
+                    "    iifname \"" VETH_PREFIX "*\" meta nfproto ipv6 counter drop\n"
+                    "    iifname \"" VETH_PREFIX "*\" ip daddr @never counter reject with icmpx type admin-prohibited\n"
+                    "    iifname \"" VETH_PREFIX "*\" ip daddr @host counter reject with icmpx type admin-prohibited\n"
+                    "    iifname \"" VETH_PREFIX "*\" iifname vmap @out\n"
+                    "    iifname \"" VETH_PREFIX "*\" counter drop\n  }\n");
+        /* The host itself: nothing from a sandbox (DNS is relayed on the sandbox's own loopback). */
+        text_add(t, "  chain input {\n    type filter hook input priority filter; policy accept;\n"
+                    "    iifname \"" VETH_PREFIX "*\" counter reject with icmpx type admin-prohibited\n  }\n");
+        text_add(t, "  chain postrouting {\n    type nat hook postrouting priority srcnat; policy accept;\n"
+                    "    ip saddr %s oifname != \"" VETH_PREFIX "*\" masquerade\n  }\n}\n", range);
+}
+
+/* Every IPv4 address of the host's interfaces, ours aside (they are in egress_range). */
+static void host_addresses_text(Text *t) {
+        struct ifaddrs *ifa = NULL;
+        unsigned n = 0;
+
+        text_add(t, "flush set " EGRESS_TABLE " host\n");
+        if (getifaddrs(&ifa) < 0)
+                return;
+        for (struct ifaddrs *i = ifa; i; i = i->ifa_next) {
+                char a[INET_ADDRSTRLEN];
+                if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET ||
+                    strncmp(i->ifa_name, VETH_PREFIX, strlen(VETH_PREFIX)) == 0)
+                        continue;
+                inet_ntop(AF_INET, &((struct sockaddr_in *) i->ifa_addr)->sin_addr, a, sizeof(a));
+                text_add(t, "%s%s", n++ ? ", " : "add element " EGRESS_TABLE " host { ", a);
+        }
+        if (n)
+                text_add(t, " }\n");
+        freeifaddrs(ifa);
+}
+
+static void chain_name(char *buf, size_t size, const char *id) {
+        snprintf(buf, size, "sx_%s", id + 4);
+}
+
+static void sandbox_text(Text *t, const SandboxNet *n, const char *id) {
+        char chain[32];
+
+        chain_name(chain, sizeof(chain), id);
+        text_add(t, "add chain " EGRESS_TABLE " %s\n", chain);
+        text_add(t, "add rule " EGRESS_TABLE " %s ct mark set 0x%08x\n", chain, EGRESS_CT_MARK | n->slot);
+        if (n->all)
+                text_add(t, "add rule " EGRESS_TABLE " %s accept\n", chain);
+        for (unsigned i = 0; i < n->n_allow; i++) {
+                const EgressRule *r = &n->allow[i];
+                char p[32];
+                ipv4_prefix_format(p, sizeof(p), r->addr, r->len);
+                if (!r->port)
+                        text_add(t, "add rule " EGRESS_TABLE " %s ip daddr %s accept\n", chain, p);
+                else if (r->proto)
+                        text_add(t, "add rule " EGRESS_TABLE " %s ip daddr %s %s dport %u accept\n", chain, p,
+                                 r->proto == IPPROTO_TCP ? "tcp" : "udp", r->port);
+                else
+                        text_add(t, "add rule " EGRESS_TABLE " %s ip daddr %s meta l4proto { tcp, udp } th dport %u accept\n",
+                                 chain, p, r->port);
+        }
+        text_add(t, "add rule " EGRESS_TABLE " %s counter reject with icmpx type admin-prohibited\n", chain);
+        text_add(t, "add element " EGRESS_TABLE " out { \"%s\" : jump %s }\n", n->ifname, chain);
+}
+
+static int nft_apply(Egress *e, Text *t, char **ret_error) {
+        _cleanup_free_ char *msg = NULL;
+        int r;
+
+        if (t->failed)
+                return -ENOMEM;
+        r = nftables_run(e->nft, t->data, &msg);
+        if (r < 0 && ret_error)
+                *ret_error = msg ? strdup(msg) : NULL;
+        return r;
+}
+
+static void sandbox_rules_remove(Egress *e, const SandboxNet *n, const char *id) {
+        Text t = {};
+        char chain[32];
+
+        chain_name(chain, sizeof(chain), id);
+        text_add(&t, "delete element " EGRESS_TABLE " out { \"%s\" }\nflush chain " EGRESS_TABLE " %s\n"
+                     "delete chain " EGRESS_TABLE " %s\n", n->ifname, chain, chain);
+        if (nft_apply(e, &t, NULL) < 0)
+                log_warning("egress: cannot remove the rules of %s (left in table sandboxd until the next start)", id);
+        free(t.data);
+}
+
+static int take_slot(Egress *e, unsigned *ret) {
+        for (unsigned i = 0; i < e->n_slots; i++)
+                if (!e->slots[i]) {
+                        e->slots[i] = 1;
+                        e->n_taken++;
+                        *ret = i;
+                        return 0;
+                }
+        return -EADDRNOTAVAIL;
+}
+
+static void give_slot(Egress *e, unsigned slot) {
+        if (slot < e->n_slots && e->slots[slot]) {
+                e->slots[slot] = 0;
+                e->n_taken--;
+        }
+}
+
+static int attach_fail(char **ret_error, int r, const char *fmt, ...) _printf_(3, 4);
+static int attach_fail(char **ret_error, int r, const char *fmt, ...) {
+        va_list ap;
+
+        if (ret_error && !*ret_error) {
+                va_start(ap, fmt);
+                if (vasprintf(ret_error, fmt, ap) < 0)
+                        *ret_error = NULL;
+                va_end(ap);
+        }
+        return r;
+}
+
+static int attach_rules(Egress *e, Context *m, SandboxNet *n, const char *id, char **ret_error) {
+        _cleanup_free_ char *msg = NULL;
+        Text t = {};
+        int r;
+
+        if (!e->table_made)
+                table_text(m, &t);
+        host_addresses_text(&t);
+        sandbox_text(&t, n, id);
+        r = nft_apply(e, &t, &msg);
+        free(t.data);
+        if (r < 0)
+                return attach_fail(ret_error, r, "nftables refused the sandbox's rules: %s", msg ? msg : strerror(-r));
+        e->table_made = true;
+        return 0;
+}
+
+static int attach_dns(Context *m, Egress *e, SandboxNet *n, int netns_fd) {
+        int fd, r;
+
+        if (!e->dns.sin_family)
+                return 0; /* no resolver known: names do not resolve, addresses still work */
+        r = veth_udp_socket_in(netns_fd, e->home_fd, inet_addr(DNS_RELAY_ADDR), htons(53), &fd);
+        if (r < 0)
+                return r;
+        return dns_relay_new(m->event, fd, &e->dns, &n->dns);
+}
+
+int egress_attach(Context *m, SandboxNet *n, const char *id, int netns_fd, char **ret_error) {
+        Egress *e = m->egress;
+        uint32_t net;
+        int r;
+
+        if (ret_error)
+                *ret_error = NULL;
+        if (!e || !e->available)
+                return attach_fail(ret_error, -EOPNOTSUPP, "egress cannot be given on this host: %s",
+                                   e && e->reason ? e->reason : "not set up");
+        if ((r = write_resolv(e, m->config.state_dir)) < 0)
+                return attach_fail(ret_error, r, "cannot write %s/" EGRESS_RESOLV ": %s", m->config.state_dir, strerror(-r));
+        if ((r = take_slot(e, &n->slot)) < 0)
+                return attach_fail(ret_error, r, "every address of egress_range is taken");
+        net = e->range_addr + 4 * n->slot;
+        n->host_addr = net + 1;
+        n->addr = net + 2;
+        snprintf(n->ifname, sizeof(n->ifname), VETH_PREFIX "%s", id + 4);
+        n->attached = true; /* from here egress_detach() undoes what was done */
+        if ((r = attach_rules(e, m, n, id, ret_error)) < 0)
+                goto fail;
+        r = veth_create(&(VethSpec) { .host_name = n->ifname, .netns_fd = netns_fd, .home_fd = e->home_fd,
+                                      .host_addr = htonl(n->host_addr), .sandbox_addr = htonl(n->addr), .prefix_len = 30 });
+        if (r < 0) {
+                attach_fail(ret_error, r, "cannot make the sandbox's interface (veth %s): %s%s", n->ifname, strerror(-r),
+                            r == -EOPNOTSUPP ? " (is the veth module loaded?)" : "");
+                sandbox_rules_remove(e, n, id);
+                give_slot(e, n->slot);
+                n->attached = false;
+                return r;
+        }
+        if ((r = attach_dns(m, e, n, netns_fd)) < 0) {
+                attach_fail(ret_error, r, "cannot set up the sandbox's resolver: %s", strerror(-r));
+                goto fail;
+        }
+        return 0;
+fail:
+        egress_detach(m, n);
+        return r;
+}
+
+int egress_resolv_tree(Context *m) {
+        struct mount_attr attr = { .attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC };
+        int fd;
+
+        if (!m->egress || !m->egress->resolv_path)
+                return -ENOENT;
+        fd = open_tree(AT_FDCWD, m->egress->resolv_path, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        if (mount_setattr(fd, "", AT_EMPTY_PATH, &attr, sizeof(attr)) < 0) {
+                int r = -errno;
+                close(fd);
+                return r;
+        }
+        return fd;
+}
+
+void egress_detach(Context *m, SandboxNet *n) {
+        Egress *e = m->egress;
+        char id[24];
+        int r;
+
+        if (!n->attached || !e)
+                return;
+        n->dns = dns_relay_free(n->dns);
+        snprintf(id, sizeof(id), "sbx-%s", n->ifname + strlen(VETH_PREFIX));
+        r = veth_remove(n->ifname);
+        if (r < 0 && r != -ENODEV)
+                log_warning_errno(r, "egress: cannot remove interface %s: %m", n->ifname);
+        sandbox_rules_remove(e, n, id);
+        r = conntrack_flush_mark(EGRESS_CT_MARK | n->slot);
+        if (r < 0 && r != -EPROTONOSUPPORT)
+                log_debug_errno(r, "egress: cannot forget the connections of %s: %m", n->ifname);
+        give_slot(e, n->slot);
+        n->attached = false;
+}

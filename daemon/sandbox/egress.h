@@ -1,0 +1,74 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Egress: create's "network": {"egress": "all" | {"allow": [...]}} (docs/protocol.md).
+ *
+ * A sandbox with egress gets a network namespace of its own, new and never used again (not the
+ * pool's: netns-pool.h), owned like every other by the host's user namespace (nothing inside has
+ * CAP_NET_ADMIN over it), and in it a veth pair's end (veth.h) addressed from egress_range, its
+ * default route through the host's end. The host's side is one nftables table of sandboxd's own,
+ * "inet sandboxd": a chain per sandbox with its allow list, a verdict map from its interface to
+ * that chain, what no sandbox ever reaches (egress_deny, the host's own addresses, the other
+ * sandboxes), no connection in from outside, and masquerade out. DNS goes through the daemon's
+ * relay on the sandbox's own loopback (egress-dns.h); its /etc/resolv.conf says so.
+ *
+ * Everything of it is named after the sandbox (interface sx-<id>, chain sx_<id>), and a daemon
+ * at start removes every interface and the whole table an earlier one left (a crash, SIGKILL):
+ * what is live is made again when its sandbox's init is. */
+#pragma once
+
+#include <json-c/json.h>
+#include <net/if.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "context.h"
+#include "proto.h"
+
+#define EGRESS_ALLOW_MAX 64
+#define EGRESS_ENTRY_MAX 64   /* characters of an allow entry */
+
+typedef struct EgressRule {
+        uint32_t addr;   /* host order */
+        uint8_t len;
+        uint8_t proto;   /* 0: TCP and UDP; IPPROTO_TCP or IPPROTO_UDP */
+        uint16_t port;   /* 0: every port */
+} EgressRule;
+
+typedef struct DnsRelay DnsRelay;
+
+typedef struct SandboxNet {
+        bool egress, all;
+        EgressRule allow[EGRESS_ALLOW_MAX];
+        unsigned n_allow;
+        /* While its init lives (egress_attach() to egress_detach()). */
+        bool attached;
+        unsigned slot;
+        char ifname[IFNAMSIZ];
+        uint32_t host_addr, addr;  /* host order */
+        DnsRelay *dns;
+        char *error;   /* why the last egress_attach() failed, for create's answer */
+} SandboxNet;
+
+/* At start, before any sandbox is restored: what an earlier daemon left is removed, and whether
+ * egress can be given is found out (hello, create). Never fails the daemon. */
+int egress_init(Context *m);
+void egress_done(Context *m);
+
+/* "network" of create or of a throwaway run (NULL, null or "none": none). Errors name the field
+ * (network.egress.allow[2]). */
+int egress_parse(Context *m, json_object *v, SandboxNet *ret, ProtoError *err);
+/* A sandbox with egress can be made on this host now: else limit_unenforceable, saying why. */
+int egress_check(Context *m, ProtoError *err);
+/* The request's form: "none", or {"egress": "all"} or {"egress": {"allow": [...]}} (meta.json). */
+json_object *egress_spec_json(const SandboxNet *n);
+/* inspect's "network": the request's form with the address, gateway, interface and resolver. */
+json_object *egress_state_json(const SandboxNet *n);
+/* hello's capabilities.egress. */
+json_object *egress_capability_json(Context *m);
+
+/* Its interface, rules and resolver, into netns_fd (a namespace just made): on failure nothing
+ * is left and *ret_error says what failed (malloc'ed). */
+int egress_attach(Context *m, SandboxNet *n, const char *id, int netns_fd, char **ret_error);
+/* A detached tree of the generated /etc/resolv.conf for the init to mount, or < 0. */
+int egress_resolv_tree(Context *m);
+/* Removes everything egress_attach() made; nothing when it made nothing. */
+void egress_detach(Context *m, SandboxNet *n);

@@ -1,0 +1,83 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""The "remote" host of tests/t-egress.sh, run in a network namespace the test made: a tiny HTTP
+server on each ADDR:PORT given (it answers "remote ADDR:PORT"), and with --dns ADDR a DNS answerer
+on ADDR:53 that knows one name (--name NAME=ADDR, an A record) and says NXDOMAIN to the rest.
+Prints "ready" once every socket listens."""
+import argparse
+import socket
+import struct
+import sys
+import threading
+
+
+def http(addr, port):
+    s = socket.socket()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.bind((addr, port))
+    s.listen(64)
+
+    def serve():
+        while True:
+            c, _ = s.accept()
+            try:
+                c.settimeout(5)
+                c.recv(4096)
+                body = f"remote {addr}:{port}\n".encode()
+                c.sendall(b"HTTP/1.0 200 OK\r\nContent-Length: %d\r\n\r\n" % len(body) + body)
+            except OSError:
+                pass
+            c.close()
+
+    threading.Thread(target=serve, daemon=True).start()
+
+
+def qname(msg):
+    labels, i = [], 12
+    while msg[i]:
+        n = msg[i]
+        labels.append(msg[i + 1:i + 1 + n].decode("ascii", "replace"))
+        i += 1 + n
+    return ".".join(labels).lower(), i + 5  # the name, the end of the question (type, class)
+
+
+def dns(addr, names):
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.bind((addr, 53))
+
+    def serve():
+        while True:
+            msg, peer = s.recvfrom(4096)
+            try:
+                name, end = qname(msg)
+                qtype = struct.unpack("!H", msg[end - 4:end - 2])[0]
+            except (IndexError, struct.error):
+                continue
+            known = names.get(name)
+            header = msg[:2] + struct.pack("!HHHHH", 0x8180 if known else 0x8183, 1,
+                                           1 if known and qtype == 1 else 0, 0, 0)
+            answer = b""
+            if known and qtype == 1:
+                answer = b"\xc0\x0c" + struct.pack("!HHIH", 1, 1, 60, 4) + socket.inet_aton(known)
+            s.sendto(header + msg[12:end] + answer, peer)
+
+    threading.Thread(target=serve, daemon=True).start()
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("listen", nargs="*", help="ADDR:PORT")
+    p.add_argument("--dns")
+    p.add_argument("--name", action="append", default=[])
+    a = p.parse_args()
+    for spec in a.listen:
+        addr, port = spec.rsplit(":", 1)
+        http(addr, int(port))
+    if a.dns:
+        dns(a.dns, dict(n.lower().split("=", 1) for n in a.name))
+    print("ready", flush=True)
+    threading.Event().wait()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
