@@ -30,6 +30,12 @@ typedef struct HostFeatures {
         bool clone_into_cgroup;
         bool pidfd;
         bool mount_idmap; /* mount_setattr() with MOUNT_ATTR_IDMAP (mount-open.h) */
+        /* Project quotas on the sandboxes' filesystem (project-quota.h): limits.disk enforced
+         * at write time. disk_quota_how: "project quota on xfs at PATH", or why not. */
+        bool disk_quota;
+        char disk_quota_how[320];
+        const char *storage;  /* "state" or "image" (storage.h) */
+        bool reflink;         /* copies there share blocks (FICLONE) */
 } HostFeatures;
 
 #define CONTEXT_MAX_MASKED 8

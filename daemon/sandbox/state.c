@@ -12,6 +12,7 @@
 #include "log.h"
 #include "macro.h"
 #include "context.h"
+#include "project-quota.h"
 #include "proto.h"
 #include "sandbox.h"
 #include "state.h"
@@ -30,6 +31,8 @@ static void sweep_meta_save(Sandbox *s, json_object *meta) {
                 json_object_object_add(l, "disk", json_object_new_int64((int64_t) s->limits.disk));
                 json_object_object_add(l, "files", json_object_new_int64((int64_t) s->limits.files));
         }
+        if (s->project_id)
+                json_object_object_add(meta, "project_id", json_object_new_int64(s->project_id));
         json_object_object_add(meta, "ttl_usec", json_object_new_int64((int64_t) s->ttl_usec));
         json_object_object_add(meta, "idle_usec", json_object_new_int64((int64_t) s->idle_usec));
 }
@@ -54,6 +57,10 @@ static int sweep_meta_restore(Sandbox *s, json_object *meta) {
                 s->limits.files = meta_u64(l, "files");
         else
                 s->limits.files = s->ctx->config.default_files ?: config_files_for_bytes(s->limits.disk);
+        /* Not one of ours (a hand-edited record): no quota rather than someone else's project. */
+        s->project_id = (uint32_t) meta_u64(meta, "project_id");
+        if (s->project_id < PQ_ID_BASE)
+                s->project_id = 0;
         s->ttl_usec = meta_u64(meta, "ttl_usec");
         s->idle_usec = meta_u64(meta, "idle_usec");
         /* The idle clock starts again: the daemon does not know what happened while it was gone. */

@@ -30,6 +30,7 @@
 #include "snapshot.h"
 #include "spawn.h"
 #include "state.h"
+#include "storage.h"
 #include "util.h"
 
 /* ---- Making and freeing, in this order ---------------------------------------------------- */
@@ -272,10 +273,13 @@ static int open_state(Context *ctx) {
         if (asprintf(&dir, "%s/sandboxes", ctx->config.state_dir) < 0)
                 return -ENOMEM;
         r = mkdir_parents_and(dir, 0711);
-        if (r < 0)
+        if (r < 0 || (r = storage_prepare(ctx, dir)) < 0)
                 return r;
         ctx->state_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        return ctx->state_fd < 0 ? -errno : 0;
+        if (ctx->state_fd < 0)
+                return -errno;
+        storage_probe(ctx, dir);
+        return 0;
 }
 
 /* A tiny clone3(CLONE_INTO_CGROUP) of a child that exits at once tells whether the kernel
