@@ -2,6 +2,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <linux/loop.h>
 #include <linux/magic.h>
 #include <stdio.h>
@@ -122,6 +123,58 @@ static int attach_loop(const char *image, char *dev, size_t dev_len, int *ret_fd
         return -EBUSY;
 }
 
+/* The loop device an image is attached to, if any ("" when none). */
+static void loop_of(const char *image, char *dev, size_t len) {
+        _cleanup_free_ char *real = realpath(image, NULL);
+        DIR *d = opendir("/sys/block");
+        struct dirent *de;
+
+        dev[0] = '\0';
+        if (!d || !real) {
+                if (d)
+                        closedir(d);
+                return;
+        }
+        while ((de = readdir(d)) && !dev[0]) {
+                char path[PATH_MAX], back[PATH_MAX];
+                ssize_t n;
+                int fd;
+
+                if (strncmp(de->d_name, "loop", 4) != 0)
+                        continue;
+                snprintf(path, sizeof(path), "/sys/block/%.64s/loop/backing_file", de->d_name);
+                fd = open(path, O_RDONLY | O_CLOEXEC);
+                if (fd < 0)
+                        continue;
+                n = read(fd, back, sizeof(back) - 1);
+                close(fd);
+                if (n <= 0)
+                        continue;
+                back[n] = '\0';
+                back[strcspn(back, "\n")] = '\0';
+                if (strcmp(back, real) == 0)
+                        snprintf(dev, len, "/dev/%.32s", de->d_name);
+        }
+        closedir(d);
+}
+
+/* An earlier daemon's mount (in a mount namespace of its own, as under systemd) goes when its
+ * last process has, and its loop device a moment later: XFS refuses a second mount of the same
+ * filesystem (its UUID) meanwhile, and two mounts of one image must never be. Up to 10 s. */
+static int wait_released(const char *image, char *why, size_t len) {
+        char dev[64];
+
+        for (int i = 0; i < 100; i++) {
+                loop_of(image, dev, sizeof(dev));
+                if (!dev[0])
+                        return 0;
+                usleep(100 * 1000);
+        }
+        snprintf(why, len, "%s is still attached to %s (mounted elsewhere, or by an earlier sandboxd still stopping)",
+                 image, dev);
+        return -EBUSY;
+}
+
 static bool is_xfs_mount_point(const char *target) {
         _cleanup_free_ char *parent = NULL;
         struct statfs sf;
@@ -189,6 +242,9 @@ int storage_image_mount(const char *image, uint64_t size, const char *target, St
                         return r;
                 ret->created = true;
         }
+        r = wait_released(image, why, why_len);
+        if (r < 0)
+                return r;
         r = attach_loop(image, ret->loop_dev, sizeof(ret->loop_dev), &loop_fd, why, why_len);
         if (r < 0)
                 return r;
