@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <errno.h>
+#include <fcntl.h>
 
 #include "context.h"
 #include "disk-quota.h"
 #include "log.h"
+#include "macro.h"
 #include "project-quota.h"
 #include "registry.h"
 
@@ -69,6 +71,14 @@ int sandbox_quota_apply(Sandbox *s, int dir_fd, bool existing) {
         }
         s->disk_enforced = true;
         return 0;
+}
+
+int sandbox_quota_restore(Sandbox *s) {
+        _cleanup_close_ int dfd = openat(s->ctx->state_fd, s->id, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
+        if (dfd < 0)
+                return -errno;
+        return sandbox_quota_apply(s, dfd, true);
 }
 
 void sandbox_quota_release(Sandbox *s) {

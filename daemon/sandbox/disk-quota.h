@@ -17,5 +17,7 @@
  * of its own and the quota; a restored one (existing) its recorded id's quota again. Not an
  * error where the host has no project quotas: the sandbox then has none (disk_enforced). */
 int sandbox_quota_apply(Sandbox *s, int dir_fd, bool existing);
+/* A restored sandbox, once its record's limits and project id are read (state.c). */
+int sandbox_quota_restore(Sandbox *s);
 /* Its destroy: the project's limits are cleared (the id is free again once its files are gone). */
 void sandbox_quota_release(Sandbox *s);

@@ -54,8 +54,8 @@ int sandbox_make_workspace(Sandbox *s, bool existing) {
         if (dfd < 0)
                 return -errno;
         /* Before anything is made in it: what is made below inherits the project. */
-        r = sandbox_quota_apply(s, dfd, existing);
-        if (r < 0)
+        /* A restored sandbox's quota waits for its record's limits (sandbox_quota_restore()). */
+        if (!existing && (r = sandbox_quota_apply(s, dfd, false)) < 0)
                 return r;
         if (mkdirat(dfd, "work", 0755) < 0 && errno != EEXIST)
                 return -errno;

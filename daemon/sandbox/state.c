@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "disk-quota.h"
 #include "log.h"
 #include "macro.h"
 #include "context.h"
@@ -57,10 +58,6 @@ static int sweep_meta_restore(Sandbox *s, json_object *meta) {
                 s->limits.files = meta_u64(l, "files");
         else
                 s->limits.files = s->ctx->config.default_files ?: config_files_for_bytes(s->limits.disk);
-        /* Not one of ours (a hand-edited record): no quota rather than someone else's project. */
-        s->project_id = (uint32_t) meta_u64(meta, "project_id");
-        if (s->project_id < PQ_ID_BASE)
-                s->project_id = 0;
         s->ttl_usec = meta_u64(meta, "ttl_usec");
         s->idle_usec = meta_u64(meta, "idle_usec");
         /* The idle clock starts again: the daemon does not know what happened while it was gone. */
@@ -198,7 +195,23 @@ bool state_is_sandbox_id(const char *name) {
 }
 
 /* What state.c keeps of the other modules' fields, back into a restored sandbox. */
+/* disk-quota.c's: the project, given its limits again once they are read (the record's are
+ * the quota's, whatever the filesystem kept). Not one of ours (a hand-edited record): no quota
+ * rather than someone else's project. */
+static void quota_meta_restore(Sandbox *s, json_object *meta) {
+        int r;
+
+        s->project_id = (uint32_t) meta_u64(meta, "project_id");
+        if (s->project_id < PQ_ID_BASE)
+                s->project_id = 0;
+        r = sandbox_quota_restore(s);
+        if (r < 0)
+                log_warning_errno(r, "sandbox %s: cannot set its project quota again: %m; its disk limit is the sweep's",
+                                  s->id);
+}
+
 void state_restore_fields(Sandbox *s, json_object *meta) {
         sweep_meta_restore(s, meta);
+        quota_meta_restore(s, meta);
         run_records_meta_restore(s, meta);
 }

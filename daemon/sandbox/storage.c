@@ -70,11 +70,33 @@ bool storage_has_reflink(int dir_fd) {
         return b >= 0 && ioctl(b, FICLONE, a) == 0;
 }
 
+/* Quotas on, yet a directory may still refuse a project id: ext4 with 128-byte inodes (what
+ * mkfs.ext4 makes of a small filesystem) has no room for one. Tried once on a directory of
+ * its own, with an id no sandbox gets. */
+static int probe_project_id(int state_fd, char *why, size_t len) {
+        static const char name[] = ".quota-probe";
+        _cleanup_close_ int fd = -EBADF;
+        int r;
+
+        (void) unlinkat(state_fd, name, AT_REMOVEDIR);
+        if (mkdirat(state_fd, name, 0700) < 0)
+                return -errno;
+        fd = openat(state_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        r = fd < 0 ? -errno : pq_set_project(fd, PQ_ID_BASE - 1);
+        (void) unlinkat(state_fd, name, AT_REMOVEDIR);
+        if (r < 0)
+                snprintf(why, len, "project quotas are on, but a directory cannot be given a project id (%s; ext4 "
+                         "needs inodes of 256 bytes or more: mkfs.ext4 -I 256)", strerror(-r));
+        return r;
+}
+
 void storage_probe(Context *ctx, const char *dir) {
         HostFeatures *f = &ctx->features;
         char why[256], fs[16];
         int r = pq_probe(ctx->state_fd, fs, sizeof(fs), why, sizeof(why));
 
+        if (r >= 0)
+                r = probe_project_id(ctx->state_fd, why, sizeof(why));
         f->disk_quota = r >= 0;
         if (r >= 0)
                 snprintf(f->disk_quota_how, sizeof(f->disk_quota_how), "project quota on %s at %s", fs, dir);
