@@ -53,7 +53,10 @@ static int probe_state(int fd, const char *fs, char *why, size_t len) {
         int r = quotactl_fd(fd, QCMD(Q_XGETQSTATV, PRJQUOTA), 0, &st);
 
         if (r == -ENOSYS) {
-                snprintf(why, len, "the kernel has no quota support (CONFIG_QUOTA, or quotactl_fd of 5.14)");
+                /* No quotactl_fd (CONFIG_QUOTACTL, 5.14), or no quota operations for this
+                 * filesystem: one errno for both. */
+                snprintf(why, len, "no quota support for %s in this kernel (CONFIG_QUOTACTL, CONFIG_XFS_QUOTA, "
+                         "CONFIG_QFMT_V2) or in the filesystem", fs);
                 return r;
         }
         if (r == -ENOTTY || r == -EOPNOTSUPP || r == -EINVAL) {

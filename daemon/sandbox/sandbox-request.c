@@ -125,9 +125,9 @@ static int check_disk_enforceable(Context *m, Sandbox *s, json_object *limits, P
         for (const char *const *k = (const char *const[]) { "disk", "files", NULL }; *k; k++)
                 if (limit_given(limits, *k))
                         return proto_error_set(err, SBX_E_LIMIT_UNENFORCEABLE, *k[0] == 'd' ? "limits.disk" : "limits.files",
-                                               "disk limits are not enforced at write time on this host (%s), so "
-                                               "'limits.%s' cannot be enforced; pass best_effort to have the sweep apply "
-                                               "it after the fact", m->features.disk_quota_how, *k);
+                                               "'limits.%s' cannot be enforced on this host: the sandboxes' storage has "
+                                               "no project quotas (hello: capabilities.disk.how; sandboxd.conf(5) "
+                                               "storage); pass best_effort to have the sweep apply it after the fact", *k);
         return 0;
 }
 
