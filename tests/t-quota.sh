@@ -161,7 +161,7 @@ quota_scenario() {
         is "$(jget "$r" .sandbox.enforced.disk)" true "$l: limits.disk 32M enforced"
         rpc '{"op":"create","name":"q-b","limits":{"disk":"32M"},"best_effort":true}' >/dev/null
         r=$(rpc '{"op":"run","sandbox":"q-a","command":"head -c 64M /dev/zero > /work/big; echo rc=$?; stat -c %s /work/big"}')
-        like "$(jget "$r" .stderr)" "Disk quota exceeded|No space left" "$l: a write past it fails inside (EDQUOT)"
+        like "$(jget "$r" .stderr)" "Disk quota exceeded|No space left" "$l: a write past it fails inside (EDQUOT or ENOSPC)"
         like "$(jget "$r" .stdout)" "^rc=1" "$l: head sees the error"
         r=$(rpc '{"op":"run","sandbox":"q-b","command":"head -c 16M /dev/zero > /work/f && echo ok"}')
         is "$(jget "$r" .stdout)" ok "$l: another sandbox writes on"

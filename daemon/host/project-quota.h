@@ -6,8 +6,8 @@
  * with FS_IOC_FSSETXATTR together with FS_XFLAG_PROJINHERIT, so that everything made below it
  * later inherits the id. The limit is the project's, set with quotactl_fd(Q_SETQUOTA,
  * PRJQUOTA) on any fd of that filesystem: a write that would take the project past its block
- * hard limit fails with EDQUOT (ext4: also ENOSPC on some paths), a create past its inode limit
- * likewise. Nothing here knows a sandbox: callers pass fds and ids. */
+ * hard limit fails, with ENOSPC on XFS (which reports a project's limit as a full directory
+ * tree) and EDQUOT on ext4; a create past its inode limit likewise. Nothing here knows a sandbox: callers pass fds and ids. */
 #pragma once
 
 #include <stddef.h>

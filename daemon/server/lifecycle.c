@@ -155,6 +155,10 @@ static void restore_entry(Context *m, const char *name) {
         Sandbox *s;
         int r;
 
+        /* <state>/sandboxes may be a filesystem's root (storage = image, or one an administrator
+         * mounted there): its lost+found is fsck's. */
+        if (strcmp(name, "lost+found") == 0)
+                return;
         bool unfinished_fork = state_is_sandbox_id(name) && snapshot_cleanup_partial(m->state_fd, name) == -ESTALE;
 
         if (unfinished_fork)
