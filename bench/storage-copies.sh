@@ -20,7 +20,12 @@ PID=
 finish() {
         [ -n "$PID" ] && kill "$PID" 2>/dev/null && wait "$PID" 2>/dev/null
         umount -l "$T"/*/state/sandboxes 2>/dev/null
-        find "$CGM/sbx-bench-copies-$$" -depth -type d -exec rmdir {} + 2>/dev/null
+        # The daemon's leaf empties a moment after it has exited.
+        for _ in $(seq 50); do
+                find "$CGM/sbx-bench-copies-$$" -depth -type d -exec rmdir {} \; 2>/dev/null
+                [ -d "$CGM/sbx-bench-copies-$$" ] || break
+                sleep 0.1
+        done
         rm -rf --one-file-system "$T"
 }
 trap finish EXIT
