@@ -324,6 +324,34 @@ static void print_report_json(const Doctor *d, CheckImpact verdict) {
         print_json(o);
 }
 
+/* Disk limits: the filesystem's at write time (project quotas), or the sweep's after the fact.
+ * Not a best-effort verdict: a limit only a default gives stays the sweep's and every create
+ * goes on; one a request asks for is refused there (limit_unenforceable), as the line says. */
+static void check_disk_limits(Doctor *d) {
+        json_object *disk = json_child(json_child(d->hello, "capabilities"), "disk");
+        const char *how = json_str(disk, "how"), *storage = json_str(disk, "storage");
+        const char *reflink = json_true(disk, "reflink") ? "copies share blocks (reflinks)" : "copies copy data (no reflinks)";
+        Check *c;
+
+        if (!disk)
+                return;
+        if (json_true(disk, "enforced")) {
+                doctor_add(d, "disk-limits", CHECK_OK, IMPACT_NONE, "disk limits are enforced at write time: %s (storage %s); %s",
+                           how ?: "?", storage ?: "?", reflink);
+                return;
+        }
+        c = doctor_add(d, "disk-limits", CHECK_WARN, IMPACT_NONE,
+                       "disk limits are applied by the sweep after the fact, not at write time (%s); a create that asks "
+                       "for limits.disk needs --best-effort; %s", how ?: "?", reflink);
+        if (storage && strcmp(storage, "image") == 0)
+                check_fix(c, "the storage image is mounted without project quotas: this kernel has none (CONFIG_QUOTA, "
+                             "CONFIG_XFS_QUOTA); run sandboxd on one that has them");
+        else
+                check_fix(c, "set storage = image:200G in sandboxd.conf (an XFS image of the daemon's own, made and mounted "
+                             "at start), or keep the state directory on XFS mounted with prjquota or on ext4 made with "
+                             "-O project,quota and mounted prjquota; then restart sandboxd (sandboxd.conf(5))");
+}
+
 static int doctor_parse(int argc, char *argv[], const char **state_dir) {
         enum { ARG_STATE_DIR = ARG_VERB_FIRST };
         const VerbOption options[] = { { "state-dir", ARG_STATE_DIR, .value = state_dir }, {} };
@@ -342,6 +370,7 @@ static void doctor_run_checks(Doctor *d, bool state_dir_given) {
         if (d->hello) {
                 check_delegation(d);
                 check_enforced(d);
+                check_disk_limits(d);
         } else
                 check_delegation_offline(d);
         doctor_check_userns(d);

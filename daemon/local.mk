@@ -54,6 +54,8 @@ daemon_libsandboxd_la_SOURCES = \
 	daemon/sandbox/sweep.c daemon/sandbox/sweep.h daemon/host/sweep-walk.c daemon/host/sweep-walk.h daemon/server/op-sweep.c \
 	daemon/server/idle-exit.c daemon/server/idle-exit.h \
 	daemon/host/copy-tree.c daemon/host/copy-tree.h \
+	daemon/host/project-quota.c daemon/host/project-quota.h daemon/host/storage-image.c daemon/host/storage-image.h \
+	daemon/sandbox/disk-quota.c daemon/sandbox/disk-quota.h daemon/sandbox/storage.c daemon/sandbox/storage.h \
 	daemon/sandbox/snapshot.c daemon/sandbox/snapshot.h \
 	daemon/sandbox/snapshot-job.c daemon/sandbox/snapshot-job.h \
 	daemon/sandbox/port.c daemon/sandbox/port.h daemon/host/port-forward.c daemon/host/port-forward.h daemon/server/op-port.c \

@@ -44,6 +44,7 @@ INTEGRATION_TESTS = \
 	tests/t-socket-fds.sh \
 	tests/t-stream.sh \
 	tests/t-sweep.sh \
+	tests/t-quota.sh \
 	tests/t-teardown.sh \
 	tests/t-top.sh \
 	tests/t-v1.sh

@@ -35,8 +35,8 @@ sb = r.get("sandbox") or {}
 check(re.fullmatch(r"sbx-[0-9a-f]{12}", sb.get("id", "")), "the id looks like sbx-<12 hex>", sb.get("id"))
 is_(sb.get("state"), "ready", "the new sandbox is ready")
 is_(sb.get("owner_uid"), 0, "owner_uid is the caller's uid")
-is_(sb.get("enforced"), {"memory": caps["memory"], "pids": caps["pids"], "cpu": caps["cpu"]},
-    "enforced says what the host can enforce (all false here)")
+is_(sb.get("enforced"), {"memory": caps["memory"], "pids": caps["pids"], "cpu": caps["cpu"], "disk": False},
+    "enforced says what the host can enforce (all false here; disk: no disk limit asked)")
 is_(sb.get("network"), "none", "network none")
 is_(sb.get("limits"), {"memory": 536870912, "pids": 512, "cpus": 1.0, "timeout_s": 60, "output_bytes": 1048576,
                          "file_size": None, "open_files": 4096, "disk": None, "files": None},

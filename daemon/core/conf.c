@@ -29,7 +29,7 @@ static void strv_free(char **v) {
 #define MAX(a, b) ((a) > (b) ? (a) : (b))
 #define MAX3(a, b, c) MAX(MAX(a, b), c)
 
-typedef enum { KEY_PATH, KEY_PATHS, KEY_DIRS, KEY_NAME, KEY_SIZE, KEY_COUNT, KEY_DURATION, KEY_CPUS, KEY_PREFIX, KEY_PREFIXES, KEY_ADDR } KeyType;
+typedef enum { KEY_PATH, KEY_PATHS, KEY_DIRS, KEY_NAME, KEY_SIZE, KEY_COUNT, KEY_DURATION, KEY_CPUS, KEY_PREFIX, KEY_PREFIXES, KEY_ADDR, KEY_STORAGE } KeyType;
 
 typedef struct ConfigKey {
         const char *name;
@@ -41,6 +41,7 @@ typedef struct ConfigKey {
 #define KEY(n, t, f, ...) { n, t, offsetof(Config, f), __VA_ARGS__ }
 static const ConfigKey config_keys[] = {
         KEY("state_dir", KEY_PATH, state_dir),
+        KEY("storage", KEY_STORAGE, storage_image_size),
         KEY("cgroup_root", KEY_PATH, cgroup_root),
         KEY("root_dir", KEY_PATH, root_dir),
         KEY("root_binds", KEY_PATHS, root_binds),
@@ -230,6 +231,15 @@ static int parse_value(const ConfigKey *k, const char *value, uint64_t *ret) {
                 return parse_duration(value, ret);
         case KEY_CPUS:
                 return parse_cpus(value, ret);
+        case KEY_STORAGE:
+                /* "state": the state directory's own filesystem; "image:SIZE": an image file. */
+                if (strcmp(value, "state") == 0) {
+                        *ret = 0;
+                        return 0;
+                }
+                if (strncmp(value, "image:", 6) != 0 || parse_size(value + 6, ret) < 0 || *ret < (UINT64_C(300) << 20))
+                        return -EINVAL;
+                return 0;
         case KEY_COUNT:
                 errno = 0;
                 *ret = strtoull(value, &end, 0);
@@ -253,6 +263,7 @@ static const char *const type_hints[] = {
         [KEY_PREFIX] = "a private IPv4 prefix of /8 to /24 such as 10.200.0.0/16",
         [KEY_PREFIXES] = "IPv4 prefixes such as 10.0.0.0/8 169.254.0.0/16, separated by spaces, or none",
         [KEY_ADDR] = "an IPv4 address such as 192.0.2.53",
+        [KEY_STORAGE] = "\"state\" or \"image:SIZE\" with SIZE at least 300M, such as image:200G",
 };
 
 /* Where the sandbox's own filesystems are, or what it has already: no root_bind there. */

@@ -37,6 +37,12 @@ typedef struct HostFeatures {
          * -errno of the step that failed, and root_overlay_step says which */
         int root_overlay_error;
         const char *root_overlay_step;
+        /* Project quotas on the sandboxes' filesystem (project-quota.h): limits.disk enforced
+         * at write time. disk_quota_how: "project quota on xfs at PATH", or why not. */
+        bool disk_quota;
+        char disk_quota_how[320];
+        const char *storage;  /* "state" or "image" (storage.h) */
+        bool reflink;         /* copies there share blocks (FICLONE) */
 } HostFeatures;
 
 #define CONTEXT_MAX_MASKED 8

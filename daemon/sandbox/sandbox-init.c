@@ -26,6 +26,7 @@
 #include "context.h"
 #include "fdstore.h"
 #include "image.h"
+#include "disk-quota.h"
 #include "mount-open.h"
 #include "run-exec.h"
 #include "sandbox.h"
@@ -54,13 +55,17 @@ int sandbox_make_cgroup(Sandbox *s) {
  * so the path's own permissions may stay closed to everyone else. */
 int sandbox_make_workspace(Sandbox *s, bool existing) {
         _cleanup_close_ int dfd = -EBADF;
-        int state_fd = s->ctx->state_fd;
+        int state_fd = s->ctx->state_fd, r;
 
         if (mkdirat(state_fd, s->id, 0700) < 0 && (!existing || errno != EEXIST))
                 return -errno;
         dfd = openat(state_fd, s->id, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (dfd < 0)
                 return -errno;
+        /* Before anything is made in it: what is made below inherits the project. */
+        /* A restored sandbox's quota waits for its record's limits (sandbox_quota_restore()). */
+        if (!existing && (r = sandbox_quota_apply(s, dfd, false)) < 0)
+                return r;
         if (mkdirat(dfd, "work", 0755) < 0 && errno != EEXIST)
                 return -errno;
         if (fchownat(dfd, "work", s->host_uid + SANDBOX_USER_UID, s->host_uid + SANDBOX_USER_GID, AT_SYMLINK_NOFOLLOW) < 0)

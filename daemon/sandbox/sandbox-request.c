@@ -111,6 +111,27 @@ static int check_enforceable(Context *m, bool best_effort, unsigned *ret_enforce
         return 0;
 }
 
+static bool limit_given(json_object *limits, const char *key) {
+        json_object *v;
+        return limits && json_object_object_get_ex(limits, key, &v) && !json_object_is_type(v, json_type_null);
+}
+
+/* A disk or file limit the request asks for, on a host whose sandbox storage has no project
+ * quotas: refused unless best_effort, like the cgroup limits. One that only comes from
+ * default_disk is not asked for: it stays the sweep's, and the sandbox says enforced.disk
+ * false (a configured default must not make every create fail where quotas are missing). */
+static int check_disk_enforceable(Context *m, Sandbox *s, json_object *limits, ProtoError *err) {
+        if (m->features.disk_quota || s->best_effort || s->memory_workspace)
+                return 0;
+        for (const char *const *k = (const char *const[]) { "disk", "files", NULL }; *k; k++)
+                if (limit_given(limits, *k))
+                        return proto_error_set(err, SBX_E_LIMIT_UNENFORCEABLE, *k[0] == 'd' ? "limits.disk" : "limits.files",
+                                               "'limits.%s' cannot be enforced on this host: the sandboxes' storage has "
+                                               "no project quotas (hello: capabilities.disk.how; sandboxd.conf(5) "
+                                               "storage); pass best_effort to have the sweep apply it after the fact", *k);
+        return 0;
+}
+
 /* limits.files (parsed with the others in sandbox.c) where the request left it out:
  * default_files, else one file per SWEEP_BYTES_PER_FILE of limits.disk; max_files caps both. */
 static int parse_files_limit(Context *m, Sandbox *s, json_object *req, ProtoError *err) {
@@ -348,8 +369,9 @@ int sandbox_parse(Context *m, Sandbox *s, json_object *req, ProtoError *err) {
         r = parse_limits(m, limits, &s->limits, err);
         if (r < 0)
                 return r;
-        r = check_enforceable(m, s->best_effort, &s->enforced, err);
-        if (r < 0 || (r = parse_sweep_fields(m, s, req, err)) < 0)
+        r = check_disk_enforceable(m, s, limits, err);
+        if (r < 0 || (r = check_enforceable(m, s->best_effort, &s->enforced, err)) < 0 ||
+            (r = parse_sweep_fields(m, s, req, err)) < 0)
                 return r;
         if (json_object_object_get_ex(req, "env", &env) && json_object_is_type(env, json_type_object)) {
                 r = sandbox_env_check(env, err);

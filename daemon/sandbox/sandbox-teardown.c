@@ -13,6 +13,7 @@
 #include "log.h"
 #include "macro.h"
 #include "context.h"
+#include "disk-quota.h"
 #include "remove-async.h"
 #include "sandbox.h"
 #include "util.h"
@@ -39,6 +40,7 @@ void sandbox_remove_workspace(Sandbox *s) {
 
         if (s->keep_workspace || s->memory_workspace)
                 return;
+        sandbox_quota_release(s);
         /* A throwaway has no record to lose half-way, and its workspace is mostly empty: if a
          * crash interrupts this, the next start removes what is left (state.c). */
         if (s->ephemeral && remove_if_empty(m->state_fd, s->id) == 0)

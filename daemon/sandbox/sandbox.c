@@ -930,6 +930,7 @@ json_object *sandbox_to_json(Sandbox *s, bool with_usage) {
         json_object_object_add(e, "memory", json_object_new_boolean(!!(s->enforced & CG_MEMORY)));
         json_object_object_add(e, "pids", json_object_new_boolean(!!(s->enforced & CG_PIDS)));
         json_object_object_add(e, "cpu", json_object_new_boolean(!!(s->enforced & CG_CPU)));
+        json_object_object_add(e, "disk", json_object_new_boolean(s->disk_enforced));
         json_object_object_add(o, "enforced", e);
         json_object_object_add(o, "best_effort", json_object_new_boolean(s->best_effort));
         json_object_object_add(o, "network", egress_state_json(&s->net));

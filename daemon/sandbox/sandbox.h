@@ -190,6 +190,10 @@ typedef struct Sandbox {
                                         * or cut short in it); sweeps walk the least recent first */
         uint64_t disk_bytes;           /* workspace + snapshots at the last sweep */
         uint64_t disk_files;           /* and their files */
+        /* Its directory's project (disk-quota.h): the filesystem enforces limits.disk and
+         * limits.files as it writes. 0: none (not asked, or not enforceable here). */
+        uint32_t project_id;
+        bool disk_enforced;            /* the quota is set now */
         struct RunNote *notes;         /* its runs and sessions in flight, as runs.log has them (run-record.h) */
         json_object *interrupted_runs; /* runs a restart cut short, reported by inspect */
         bool interrupted_changed;      /* run_log_open() added to them: to be saved */

@@ -9,9 +9,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "disk-quota.h"
 #include "log.h"
 #include "macro.h"
 #include "context.h"
+#include "project-quota.h"
 #include "proto.h"
 #include "sandbox.h"
 #include "state.h"
@@ -30,6 +32,8 @@ static void sweep_meta_save(Sandbox *s, json_object *meta) {
                 json_object_object_add(l, "disk", json_object_new_int64((int64_t) s->limits.disk));
                 json_object_object_add(l, "files", json_object_new_int64((int64_t) s->limits.files));
         }
+        if (s->project_id)
+                json_object_object_add(meta, "project_id", json_object_new_int64(s->project_id));
         json_object_object_add(meta, "ttl_usec", json_object_new_int64((int64_t) s->ttl_usec));
         json_object_object_add(meta, "idle_usec", json_object_new_int64((int64_t) s->idle_usec));
 }
@@ -195,7 +199,23 @@ bool state_is_sandbox_id(const char *name) {
 }
 
 /* What state.c keeps of the other modules' fields, back into a restored sandbox. */
+/* disk-quota.c's: the project, given its limits again once they are read (the record's are
+ * the quota's, whatever the filesystem kept). Not one of ours (a hand-edited record): no quota
+ * rather than someone else's project. */
+static void quota_meta_restore(Sandbox *s, json_object *meta) {
+        int r;
+
+        s->project_id = (uint32_t) meta_u64(meta, "project_id");
+        if (s->project_id < PQ_ID_BASE)
+                s->project_id = 0;
+        r = sandbox_quota_restore(s);
+        if (r < 0)
+                log_warning_errno(r, "sandbox %s: cannot set its project quota again: %m; its disk limit is the sweep's",
+                                  s->id);
+}
+
 void state_restore_fields(Sandbox *s, json_object *meta) {
         sweep_meta_restore(s, meta);
+        quota_meta_restore(s, meta);
         run_records_meta_restore(s, meta);
 }

@@ -32,6 +32,7 @@
 #include "snapshot.h"
 #include "spawn.h"
 #include "state.h"
+#include "storage.h"
 #include "util.h"
 
 /* ---- Making and freeing, in this order ---------------------------------------------------- */
@@ -158,6 +159,10 @@ static void restore_entry(Context *m, const char *name) {
         Sandbox *s;
         int r;
 
+        /* <state>/sandboxes may be a filesystem's root (storage = image, or one an administrator
+         * mounted there): its lost+found is fsck's. */
+        if (strcmp(name, "lost+found") == 0)
+                return;
         bool unfinished_fork = state_is_sandbox_id(name) && snapshot_cleanup_partial(m->state_fd, name) == -ESTALE;
 
         if (unfinished_fork)
@@ -281,10 +286,13 @@ static int open_state(Context *ctx) {
         if (asprintf(&dir, "%s/sandboxes", ctx->config.state_dir) < 0)
                 return -ENOMEM;
         r = mkdir_parents_and(dir, 0711);
-        if (r < 0)
+        if (r < 0 || (r = storage_prepare(ctx, dir)) < 0)
                 return r;
         ctx->state_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        return ctx->state_fd < 0 ? -errno : 0;
+        if (ctx->state_fd < 0)
+                return -errno;
+        storage_probe(ctx, dir);
+        return 0;
 }
 
 /* An overlay of root_dir's /usr (and /etc) with its upper in the state directory, made and

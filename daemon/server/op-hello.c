@@ -27,6 +27,18 @@ static json_object *root_overlay_json(Context *m) {
         return o;
 }
 
+/* Whether limits.disk is the filesystem's to enforce at write time (project quotas), and how,
+ * or why not; where sandboxes' directories live; whether copies there share blocks. */
+static json_object *disk_caps_json(Context *m) {
+        json_object *o = json_object_new_object();
+
+        json_object_object_add(o, "enforced", json_object_new_boolean(m->features.disk_quota));
+        json_object_object_add(o, "how", json_object_new_string(m->features.disk_quota_how));
+        json_object_object_add(o, "storage", json_object_new_string(m->features.storage ?: "state"));
+        json_object_object_add(o, "reflink", json_object_new_boolean(m->features.reflink));
+        return o;
+}
+
 static json_object *caps_json(Context *m) {
         json_object *caps = json_object_new_object(), *cg = json_object_new_object(), *k = json_object_new_object();
         json_object *roots = json_object_new_array();
@@ -35,6 +47,7 @@ static json_object *caps_json(Context *m) {
         json_object_object_add(cg, "pids", json_object_new_boolean(!!(m->cg.enforceable & CG_PIDS)));
         json_object_object_add(cg, "cpu", json_object_new_boolean(!!(m->cg.enforceable & CG_CPU)));
         json_object_object_add(caps, "cgroup", cg);
+        json_object_object_add(caps, "disk", disk_caps_json(m));
         json_object_object_add(k, "clone_into_cgroup", json_object_new_boolean(m->features.clone_into_cgroup));
         json_object_object_add(k, "pidfd", json_object_new_boolean(m->features.pidfd));
         json_object_object_add(k, "cgroup_kill", json_object_new_boolean(m->cg.has_kill));

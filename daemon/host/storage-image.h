@@ -1,0 +1,33 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The daemon's own storage: an image file formatted XFS with reflinks (mkfs.xfs -m reflink=1),
+ * loop-mounted with project quotas over a directory of the state directory, so that disk
+ * limits are enforced at write time and copies share blocks on a host whose state filesystem
+ * offers neither (ext4 without -O project,quota, the common case).
+ *
+ * storage_image_mount() makes the image when it is missing (sparse: a 200G image takes what its
+ * files take; made as NAME.new and renamed once formatted, so a cut mkfs leaves nothing to
+ * trust), attaches a loop device (LOOP_CONFIGURE, autoclear: the device goes with the last
+ * unmount) and mounts it nosuid,nodev with prjquota. A kernel that refuses quotas on it (no
+ * CONFIG_QUOTA) gets it mounted without, and is told in *ret_note: reflinks still work, the
+ * limits are the sweep's. An image already mounted there (a daemon restarted in the same mount
+ * namespace) is used as it is. It blocks (mkfs); the daemon calls it once, before serving. */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* 300 MiB: mkfs.xfs refuses smaller filesystems. */
+#define STORAGE_IMAGE_MIN (UINT64_C(300) << 20)
+
+typedef struct StorageImage {
+        bool created;      /* made and formatted now */
+        bool reused;       /* already mounted there */
+        bool quota;        /* mounted with prjquota */
+        char loop_dev[32]; /* /dev/loopN, "" when reused */
+} StorageImage;
+
+/* image: the file's path; target: an existing directory, which must be empty unless the image
+ * is mounted there already (-ENOTEMPTY: what it holds would be hidden). Errors in why. */
+int storage_image_mount(const char *image, uint64_t size, const char *target, StorageImage *ret, char *why,
+                        size_t why_len);

@@ -1,0 +1,93 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <errno.h>
+#include <fcntl.h>
+
+#include "context.h"
+#include "disk-quota.h"
+#include "log.h"
+#include "macro.h"
+#include "project-quota.h"
+#include "registry.h"
+
+#define PROJECT_IDS_TRIED 4096
+
+static bool id_taken(Context *m, uint32_t id) {
+        for (Sandbox *o = registry_first(m->registry); o; o = registry_next(&o->entry))
+                if (o->project_id == id)
+                        return true;
+        return false;
+}
+
+/* The lowest id from PQ_ID_BASE that no sandbox has and that holds nothing on the filesystem:
+ * not a destroyed sandbox's whose files are still being removed, not an administrator's. */
+static int project_id_pick(Context *m, uint32_t *ret) {
+        for (uint32_t id = PQ_ID_BASE; id < PQ_ID_BASE + PROJECT_IDS_TRIED; id++) {
+                PqUsage u;
+                int r;
+
+                if (id_taken(m, id))
+                        continue;
+                r = pq_get(m->state_fd, id, &u);
+                if (r < 0)
+                        return r;
+                if (u.files == 0 && u.bytes == 0 && u.bytes_limit == 0 && u.files_limit == 0) {
+                        *ret = id;
+                        return 0;
+                }
+        }
+        return -ENOSPC;
+}
+
+static int quota_set(Sandbox *s) {
+        uint64_t bytes = s->limits.disk ? s->limits.disk + DISK_QUOTA_SLACK_BYTES : 0;
+        uint64_t files = s->limits.files ? s->limits.files + DISK_QUOTA_SLACK_FILES : 0;
+
+        return pq_set_limit(s->ctx->state_fd, s->project_id, bytes, files);
+}
+
+int sandbox_quota_apply(Sandbox *s, int dir_fd, bool existing) {
+        Context *m = s->ctx;
+        int r;
+
+        s->disk_enforced = false;
+        if (!m->features.disk_quota || (!s->limits.disk && !s->limits.files))
+                return 0;
+        /* A record from before quotas (or from a host without them): its tree's files have no
+         * project, and giving them one means a walk of all of them; the sweep keeps its limit. */
+        if (existing && !s->project_id) {
+                log_info("sandbox %s: no project quota recorded; its disk limit stays the sweep's", s->id);
+                return 0;
+        }
+        if (!s->project_id) {
+                r = project_id_pick(m, &s->project_id);
+                if (r < 0)
+                        return r;
+        }
+        r = pq_set_project(dir_fd, s->project_id);
+        if (r < 0 || (r = quota_set(s)) < 0) {
+                if (!existing)
+                        s->project_id = 0;
+                return r;
+        }
+        s->disk_enforced = true;
+        return 0;
+}
+
+int sandbox_quota_restore(Sandbox *s) {
+        _cleanup_close_ int dfd = openat(s->ctx->state_fd, s->id, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
+        if (dfd < 0)
+                return -errno;
+        return sandbox_quota_apply(s, dfd, true);
+}
+
+void sandbox_quota_release(Sandbox *s) {
+        int r;
+
+        if (!s->project_id || !s->ctx->features.disk_quota)
+                return;
+        r = pq_set_limit(s->ctx->state_fd, s->project_id, 0, 0);
+        if (r < 0)
+                log_warning_errno(r, "sandbox %s: cannot clear the quota of project %u: %m", s->id, (unsigned) s->project_id);
+        s->disk_enforced = false;
+}
