@@ -4,8 +4,9 @@
 # image: imports from a directory, a .tar, a .tar.gz, a .tar.zst and an OCI image layout built
 # here (busybox and a distinctive os-release; layers with a whiteout and an opaque directory); a
 # sandbox runs the image's own /bin/sh with the image's owners; two sandboxes share one image;
-# removal is refused while one uses it; hostile archives are refused or neutralised and leave
-# nothing behind.
+# removal is refused while one uses it; an overlay root over an image ("root": "overlay") is
+# written as root and kept (runs, SIGKILL + restart, snapshot + restore, fork) while the image's
+# tree stays unchanged; hostile archives are refused or neutralised and leave nothing behind.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
 
 BUSYBOX=$(command -v busybox || true)
@@ -172,6 +173,93 @@ r=$(rpc '{"op":"run","sandbox":"a","argv":["/bin/cat","/etc/layer2"]}')
 is "$(jget "$r" .stdout)" second "after a daemon restart the sandbox runs in its image again"
 r=$(rpc '{"op":"image.inspect","image":"img-oci"}')
 is "$(jget "$r" '.image.users')" 2 "... and the image counts its users again"
+
+# ---- An overlay root over an image ("image" + "root": "overlay") --------------------------------
+# Root inside writes the image's /etc, /usr/local and /var and installs a "package" (a tar of
+# root-owned files unpacked by the image's busybox, with its record in /var/lib): kept across runs,
+# a daemon killed with SIGKILL, a snapshot + restore and a fork; another sandbox of the image
+# never sees it; the image's own tree is never written.
+tree_sum() { # the image's rootfs: names, owners, modes and contents
+	(cd "$IMAGES/img-tar/rootfs" && find . -printf '%p %U:%G %m %y\n' | sort &&
+		find . -type f -print0 | sort -z | xargs -0 sha256sum) | sha256sum
+}
+ov_ok=$(jget "$(rpc '{"op":"hello"}')" .capabilities.root_overlay.available)
+if [ "$ov_ok" != true ]; then
+	diag "overlay roots do not work on this host: $(jget "$(rpc '{"op":"hello"}')" .capabilities.root_overlay.error)"
+else
+	sum0=$(tree_sum)
+	osh() { # SANDBOX USER SCRIPT: the run's reply (the image's /bin/sh)
+		rpc "$(jq -nc --arg s "$1" --arg u "$2" --arg c "$3" '{op:"run",sandbox:$s,user:$u,argv:["/bin/sh","-c",$c]}')" 60
+	}
+	oout() { jget "$(osh "$@")" .stdout; }
+	r=$(rpc '{"op":"create","best_effort":true,"name":"ov","image":"img-tar","root":"overlay","user":"root"}')
+	ov=$(jget "$r" .sandbox.id)
+	is "$(jget "$r" '[.sandbox.state, .sandbox.image, .sandbox.root] | tostring')" '["ready","img-tar","overlay"]' \
+		"create with image and root: overlay: ready, with both"
+	[ "$(jget "$r" .sandbox.state)" = ready ] || diag "$r"
+	mkdir -p "$T/opkg/usr/bin" "$T/opkg/var/lib/opkg"
+	printf '#!/bin/sh\necho hello from a package\n' >"$T/opkg/usr/bin/ohello"
+	chmod 0755 "$T/opkg/usr/bin/ohello"
+	echo "ohello 1.0 installed" >"$T/opkg/var/lib/opkg/ohello"
+	tar -C "$T/opkg" --owner=0 --group=0 --numeric-owner -cf "$T/opkg.tar" usr var
+	check "a package (a tar of root's files) is copied into the sandbox" ctl cp "$T/opkg.tar" "ov:/work/opkg.tar"
+	r=$(osh ov root 'echo etc > /etc/x && busybox mkdir -p /usr/local/bin && printf "#!/bin/sh\necho y\n" > /usr/local/bin/y &&
+busybox chmod 755 /usr/local/bin/y && echo changed > /etc/os-release && busybox rm /removeme && echo mine > /srv/owned/root-wrote &&
+busybox tar -C / -xf /work/opkg.tar')
+	is "$(jget "$r" .exit_code)" 0 "root inside writes /etc, /usr/local, the image's root-owned files and 1234's /srv/owned, and installs the package"
+	[ "$(jget "$r" .exit_code)" = 0 ] || diag "$(jget "$r" .stderr)"
+	OV_CHECK='cat /etc/x /etc/os-release; /usr/local/bin/y; /usr/bin/ohello; cat /var/lib/opkg/ohello;
+test -e /removeme || echo removed; stat -c "%u:%g" /etc/x /usr/local/bin/y /usr/bin/ohello /srv/owned/file'
+	OV_OK=$'etc\nchanged\ny\nhello from a package\nohello 1.0 installed\nremoved\n0:0\n0:0\n0:0\n1234:1234'
+	is "$(oout ov root "$OV_CHECK")" "$OV_OK" "the next run sees it all, root's files owned by root inside, the image's 1234 still 1234"
+	is "$(oout ov sandbox 'id -u; /usr/bin/ohello; echo x > /etc/y 2>/dev/null || echo denied')" $'1000\nhello from a package\ndenied' \
+		"uid 1000 inside runs the package and cannot write the image's /etc"
+	ov_uid=$(($(stat -c %u "$T/state/sandboxes/$ov/work") - 1000))
+	ovup=$T/state/sandboxes/$ov/root-upper/upper/rootfs
+	is "$(stat -c %u "$ovup/usr/bin/ohello" 2>&1)" "$ov_uid" "on the host, the upper layer (root-upper/upper/rootfs) holds it, owned by the sandbox's uid 0"
+	check "and a whiteout for the removed file" test -c "$ovup/removeme"
+
+	r=$(rpc '{"op":"create","best_effort":true,"name":"ov2","image":"img-tar","root":"overlay","user":"root"}')
+	is "$(oout ov2 root 'test -e /etc/x || test -e /usr/bin/ohello || echo clean; busybox head -n1 /etc/os-release; test -e /removeme && echo there')" \
+		$'clean\nID=sbxtest\nthere' "another overlay sandbox of the image sees the image as it is"
+	r=$(rpc '{"op":"create","best_effort":true,"name":"ovro","image":"img-tar","user":"root"}')
+	is "$(oout ovro root 'test -e /etc/x || echo clean; touch /etc/z 2>/dev/null || echo ro')" $'clean\nro' \
+		"and a read-only sandbox of it sees it unchanged and read-only"
+	is "$(tree_sum)" "$sum0" "the image's rootfs on the host is unchanged"
+
+	kill -KILL "$DAEMON_PID"
+	wait "$DAEMON_PID" 2>/dev/null
+	DAEMON_PID=
+	start_daemon --config "$T/sandboxd.conf" || exit 0
+	is "$(jget "$(rpc '{"op":"inspect","sandbox":"ov"}')" '[.sandbox.image, .sandbox.root] | tostring')" '["img-tar","overlay"]' \
+		"after SIGKILL and a new daemon: the sandbox is still the image's, with its overlay root"
+	is "$(oout ov root "$OV_CHECK")" "$OV_OK" "and what root wrote is all there"
+
+	r=$(rpc '{"op":"snapshot","sandbox":"ov","label":"pkg"}' 60)
+	osnap=$(jget "$r" .snapshot.id)
+	like "$osnap" '^snap-[0-9a-f]{12}$' "a snapshot of it"
+	r=$(osh ov root 'busybox rm -r /usr/bin/ohello /var/lib/opkg /etc/x && echo after > /etc/os-release && test ! -e /usr/bin/ohello')
+	is "$(jget "$r" .exit_code)" 0 "the package and /etc/x removed, /etc/os-release changed again"
+	r=$(rpc "$(jq -nc --arg s "$osnap" '{op:"snapshot.restore",sandbox:"ov",snapshot:$s}')" 60)
+	is "$(jget "$r" .ok)" true "snapshot.restore"
+	[ "$(jget "$r" .ok)" = true ] || diag "$r"
+	is "$(oout ov root "$OV_CHECK")" "$OV_OK" "restore brings the upper layer back as it was"
+
+	r=$(rpc "$(jq -nc --arg s "ov/$osnap" '{op:"create",best_effort:true,name:"ovf",user:"root",from_snapshot:$s}')" 60)
+	ovf=$(jget "$r" .sandbox.id)
+	is "$(jget "$r" '[.sandbox.image, .sandbox.root] | tostring')" '["img-tar","overlay"]' "a fork of it has its image and an overlay root"
+	[ -n "$ovf" ] && [ "$ovf" != null ] || diag "$r"
+	is "$(oout ovf root "$OV_CHECK")" "$OV_OK" "the fork has what root wrote, the package included"
+	ovf_uid=$(($(stat -c %u "$T/state/sandboxes/$ovf/work") - 1000))
+	is "$(stat -c %u "$T/state/sandboxes/$ovf/root-upper/upper/rootfs/usr/bin/ohello" 2>&1)" "$ovf_uid" \
+		"its upper layer's files belong to the fork's uid range"
+	is "$(jget "$(osh ovf root 'echo fork > /etc/x')" .exit_code)" 0 "the fork writes its own /etc/x"
+	is "$(oout ov root 'cat /etc/x')" etc "which the source never sees"
+	is "$(tree_sum)" "$sum0" "the image's rootfs is still unchanged after restore and fork"
+	for s in ov ov2 ovro ovf; do rpc "{\"op\":\"destroy\",\"sandbox\":\"$s\"}" >/dev/null; done
+	check "destroy removes the overlay sandboxes' directories" \
+		wait_until 10 sh -c "! test -e '$T/state/sandboxes/$ov' && ! test -e '$T/state/sandboxes/$ovf'"
+fi
 
 rpc '{"op":"destroy","sandbox":"a"}' >/dev/null
 rpc '{"op":"destroy","sandbox":"b"}' >/dev/null

@@ -7,6 +7,8 @@
  *                             snapshots, forks and restores copy upper/ whole
  *   root-upper/upper/var, opt the sandbox's own /var and /opt, bound writable (no lower: the
  *                             host view has none of the host's there)
+ *   root-upper/upper/rootfs   over an image ("image" with "root": "overlay"): what the sandbox
+ *                             wrote over the image's whole rootfs, its one lower layer
  *   root-upper/work/<name>    overlayfs's work directories, never copied
  *   root-upper/lower          where a lower tree is attached while its overlay is made
  *
@@ -22,7 +24,10 @@
  * image's root owns the image's. /etc is not idmapped: it holds what only the host's root may
  * read (shadow, ssh host keys), which root inside must not; its top directory is the upper's
  * (owned by root inside), so new files and renames over the host's work there, and passwd and
- * group are the sandbox's own files of the upper, written at the first start. */
+ * group are the sandbox's own files of the upper, written at the first start.
+ *
+ * Over an image, the one lower layer is the image's whole rootfs, idmapped the same way: its
+ * files are the image's, /etc included, so all of them are owned inside as the image has them. */
 #pragma once
 
 #include <stdbool.h>
@@ -42,6 +47,9 @@ typedef struct RootUpper {
         uid_t host_uid;    /* what uid 0 inside is on the host */
         unsigned count;    /* the sandbox's uid range */
 } RootUpper;
+
+/* The name of the one overlay of an image's root (upper/rootfs, work/rootfs). */
+#define ROOT_OVERLAY_IMAGE "rootfs"
 
 /* What root_overlay_*() share while one sandbox's trees are made. */
 typedef struct RootOverlay {

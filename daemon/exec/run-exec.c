@@ -344,8 +344,8 @@ pid_t run_exec_helper(int helper_fd, const RunParams *p, int cgroup_fd, int *ret
         return pid;
 }
 
-/* The helper's init argv: 13 fixed, up to 16 masks, "--" and the root_binds, NULL. */
-#define INIT_ARGV_MAX (13 + 16 + 1 + ROOT_BINDS_MAX + 1)
+/* The helper's init argv: 14 fixed, up to 16 masks, "--" and the root_binds, NULL. */
+#define INIT_ARGV_MAX (14 + 16 + 1 + ROOT_BINDS_MAX + 1)
 
 pid_t run_exec_init(int helper_fd, const InitParams *p, int cgroup_fd, int leaf_fd, int *ret_pidfd) {
         char *const envp[] = { NULL };
@@ -353,11 +353,12 @@ pid_t run_exec_init(int helper_fd, const InitParams *p, int cgroup_fd, int leaf_
         char *argv[INIT_ARGV_MAX] = { (char *) "sandboxd-run-helper", (char *) (leaf_fd >= 0 ? RUN_HELPER_INIT_CGNS : RUN_HELPER_INIT),
                                 fd, cg, (char *) (p->workdir ? p->workdir : ""), (char *) p->root_dir, (char *) p->hostname,
                                 (char *) (p->dev_dir ? p->dev_dir : ""), size, (char *) (p->lock_mounts ? "lock" : "nolock"),
-                                net, (char *) (p->root_upper.dir ? p->root_upper.dir : ""), ids };
+                                net, (char *) (p->root_upper.dir ? p->root_upper.dir : ""), ids,
+                                (char *) (p->image_root ? p->image_root : "") };
         HelperExec h = { .helper_fd = helper_fd, .argv = argv, .envp = envp,
                          .fds = { p->sync_fd, leaf_fd >= 0 ? leaf_fd : cgroup_fd, p->netns_fd },
                          .n_fds = p->netns_fd >= 0 ? 3 : 2, .report_fd = p->sync_fd };
-        size_t n = 13;
+        size_t n = 14;
 
         snprintf(size, sizeof(size), "%" PRIu64, p->tmpfs_size);
         snprintf(ids, sizeof(ids), "%u:%u", (unsigned) p->root_upper.host_uid, p->root_upper.count);

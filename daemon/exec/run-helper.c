@@ -80,7 +80,7 @@ static int fail_step(InitParams *p, SpawnStep step) {
 /* argv: "init", the sync fd, the sandbox's cgroup fd, workdir ("" for one in memory), root_dir, hostname, the /dev
  * template ("" for none), the tmpfs size in bytes, "lock" or "nolock" (InitParams.lock_mounts), the network
  * namespace's fd ("-" for a new one), the overlay root's directory ("" for a read-only root), its "HOSTUID:COUNT",
- * the paths to mask, "--" and the root_binds. The init is cloned from this small process, not from the daemon
+ * the image's rootfs under an overlay root ("" for the host's view), the paths to mask, "--" and the root_binds. The init is cloned from this small process, not from the daemon
  * (run-exec.h). */
 static int init_main(int argc, char **argv, bool cgns) {
         SpawnReport r = { .kind = REPORT_STARTED };
@@ -89,7 +89,7 @@ static int init_main(int argc, char **argv, bool cgns) {
         int cg_fd, pidfd = -1;
         pid_t pid;
 
-        if (argc < 13 || (p.sync_fd = parse_fd(argv[2])) < 0 || (cg_fd = parse_fd(argv[3])) < 0 ||
+        if (argc < 14 || (p.sync_fd = parse_fd(argv[2])) < 0 || (cg_fd = parse_fd(argv[3])) < 0 ||
             parse_u64(argv[8], &p.tmpfs_size) < 0 || (strcmp(argv[9], "lock") != 0 && strcmp(argv[9], "nolock") != 0) ||
             (strcmp(argv[10], "-") != 0 && (p.netns_fd = parse_fd(argv[10])) < 0) ||
             sscanf(argv[12], "%u:%u", &p.root_upper.host_uid, &p.root_upper.count) != 2)
@@ -101,7 +101,8 @@ static int init_main(int argc, char **argv, bool cgns) {
         p.dev_dir = argv[7][0] ? argv[7] : NULL;
         p.lock_mounts = strcmp(argv[9], "lock") == 0;
         p.root_upper.dir = argv[11][0] ? argv[11] : NULL;
-        split_paths(&p, argv + 13);
+        p.image_root = p.root_upper.dir && argv[13][0] ? argv[13] : NULL;
+        split_paths(&p, argv + 14);
         if (p.netns_fd >= 0) {
                 if (join_netns(&p) < 0)
                         return fail_step(&p, STEP_SETNS);

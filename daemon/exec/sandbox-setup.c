@@ -208,6 +208,24 @@ int root_trees_open(const char *root_dir, const char *const *binds, RootOverlay 
         return -1;
 }
 
+/* The overlay of the whole root over an image's rootfs: its one lower layer is a plain clone
+ * (root_overlay_mount() idmaps it: an idmapped mount cannot be idmapped again), opened after
+ * root_overlay_open()'s unshare like every lower tree. The image's tree is never written: the
+ * sandbox's writes go to upper/rootfs. */
+static int image_trees_open(const char *image_root, RootOverlay *o, RootTrees *ret) {
+        _cleanup_close_ int dir = -EBADF, lower = -EBADF;
+
+        *ret = (RootTrees) {};
+        o->step = "the image's rootfs";
+        dir = open(image_root, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (dir < 0)
+                return -1;
+        lower = root_tree_clone(dir, ".");
+        if (lower < 0)
+                return -1;
+        return root_tree_put(ret, root_overlay_mount(o, lower, ROOT_OVERLAY_IMAGE), "/");
+}
+
 int init_trees_open(InitParams *p) {
         RootOverlay o;
         int r, saved;
@@ -215,7 +233,9 @@ int init_trees_open(InitParams *p) {
         if (!p->root_upper.dir)
                 return root_trees_open(p->root_dir, p->root_binds, NULL, &p->trees);
         r = root_overlay_open(&p->root_upper, &o);
-        if (r == 0)
+        if (r == 0 && p->image_root)
+                r = image_trees_open(p->image_root, &o, &p->trees);
+        else if (r == 0)
                 r = root_trees_open(p->root_dir, p->root_binds, &o, &p->trees);
         saved = errno;
         root_overlay_close(&o);
@@ -690,7 +710,9 @@ static int setup_kernel_masks(void) {
         return apply_masks(NEWROOT "/sys", SYSFS_MAGIC, sys_masks, ELEMENTSOF(sys_masks), null_fd);
 }
 
-static int setup_pivot(void) {
+/* The new root read-only but where it is an overlay root over an image, which is the sandbox's
+ * own to write. */
+static int setup_pivot(bool writable_root) {
         if (chdir(NEWROOT) < 0)
                 return -1;
         /* pivot_root(".", ".") stacks the old root under the new one; detach it right away. */
@@ -700,7 +722,7 @@ static int setup_pivot(void) {
                 return -1;
         if (chdir("/") < 0)
                 return -1;
-        return make_readonly("/");
+        return writable_root ? 0 : make_readonly("/");
 }
 
 static int setup_loopback(void) {
@@ -794,9 +816,10 @@ static int bind_scratch(int scratch_fd, const char *name) {
         return target < 0 ? -1 : move_onto(tree, target);
 }
 
-/* The image's tree (the daemon's: detached, read-only, idmapped onto our uid range) becomes the
- * new root, over the root tmpfs, which keeps the writable directories. The image has a directory
- * for each (image_root_finish() made the missing ones at import). */
+/* The image's tree (the daemon's: detached, read-only, idmapped onto our uid range; or, for an
+ * overlay root, the overlay over it the helper made) becomes the new root, over the root tmpfs,
+ * which keeps the writable directories. The image has a directory for each
+ * (image_root_finish() made the missing ones at import). */
 static int setup_image_root(int tree, bool own_dev, bool own_work) {
         _cleanup_close_ int scratch = -EBADF;
 
@@ -806,6 +829,18 @@ static int setup_image_root(int tree, bool own_dev, bool own_work) {
         scratch = open(NEWROOT, O_PATH | O_DIRECTORY | O_CLOEXEC);
         if (scratch < 0 || move_mount(tree, "", AT_FDCWD, NEWROOT, MOVE_MOUNT_F_EMPTY_PATH) < 0)
                 return -1;
+        /* The mount points below are reached by path: each must be a directory of the image, not
+         * a symlink, which an overlay root's upper layer (the sandbox's to write) could hold. */
+        for (const char *const *d = (const char *const[]) { "proc", "dev", "sys", "tmp", "run", "work", NULL }; *d; d++) {
+                char path[64];
+                int fd;
+
+                snprintf(path, sizeof(path), NEWROOT "/%s", *d);
+                fd = open_no_symlinks(AT_FDCWD, path, 0);
+                if (fd < 0)
+                        return -1;
+                close(fd);
+        }
         if (bind_scratch(scratch, "tmp") < 0 || bind_scratch(scratch, "run") < 0)
                 return -1;
         if ((own_work && bind_scratch(scratch, "work") < 0) || (own_dev && bind_scratch(scratch, "dev") < 0))
@@ -845,7 +880,8 @@ static int setup_base(const InitParams *p, int root_tree, int workdir_fd, int de
 }
 
 static int setup_mounts(const InitParams *p, InitMounts *mounts, int workdir_fd, int dev_fd) {
-        _cleanup_close_ int root_tree = take_root_tree(mounts);
+        /* An overlay root over an image came with the trees (init_trees_open()), not with the go. */
+        _cleanup_close_ int root_tree = p->image_root ? p->trees.fd[0] : take_root_tree(mounts);
 
         if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
                 return STEP_MOUNT_PRIVATE;
@@ -870,7 +906,7 @@ static int setup_mounts(const InitParams *p, InitMounts *mounts, int workdir_fd,
         /* An image's accounts are its own (its packages' users among them). */
         if (setup_masks(p->mask_paths) < 0 || (root_tree < 0 && setup_accounts(p->root_upper.dir) < 0))
                 return STEP_MASK;
-        if (setup_pivot() < 0)
+        if (setup_pivot(p->image_root) < 0)
                 return STEP_PIVOT;
         return STEP_NONE;
 }

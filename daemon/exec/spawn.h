@@ -123,6 +123,9 @@ typedef struct InitParams {
         const char *const *mask_paths; /* hidden inside (state dir, control sockets) */
         const char *const *root_binds; /* more directories of root_dir, bound read-only (conf.h) */
         RootUpper root_upper; /* .dir set: "root": "overlay" (root-overlay.h); the trees are overlays */
+        /* With root_upper: host path of an image's rootfs, the one lower layer of an overlay of
+         * the whole root (trees then holds that overlay alone, as "/"); NULL: the host's view */
+        const char *image_root;
         RootTrees trees;     /* made by whoever clones the init, from root_dir and root_binds */
         bool cgroupns_ready; /* born in the sandbox's own cgroup namespace: no unshare */
         bool lock_mounts;    /* end in a child user namespace whose mounts are locked (sandbox-setup.c) */
@@ -141,8 +144,8 @@ typedef struct InitParams {
 int root_overlay_probe(const char *root_dir, int state_fd, const char *state_path, uid_t host_uid, unsigned count,
                        char *ret_step, size_t len);
 
-/* p->trees from p->root_dir, p->root_binds and p->root_upper (root_trees_open()), by host root in
- * the host's user namespace. 0, or -1 with errno set. */
+/* p->trees from p->root_dir, p->root_binds and p->root_upper (root_trees_open()), or the overlay
+ * of p->image_root, by host root in the host's user namespace. 0, or -1 with errno set. */
 int init_trees_open(InitParams *p);
 
 /* The sandbox's pid 1: sets up its view of the world, reports, then reaps orphans forever. */

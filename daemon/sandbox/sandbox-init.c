@@ -169,10 +169,21 @@ static int sandbox_egress_netns(Sandbox *s) {
         return r;
 }
 
+/* <state>/images/<image>/rootfs, for the helper that makes an overlay root over it: NULL where
+ * the sandbox has none (the host's view, or a read-only image root, which the go brings). */
+static const char *sandbox_image_root_path(Sandbox *s, char *buf, size_t len) {
+        ImageStore *st = s->ctx->images;
+
+        if (!s->image || !s->root_overlay || !st)
+                return NULL;
+        snprintf(buf, len, "%s/%s/rootfs", st->dir, s->image);
+        return buf;
+}
+
 /* The init, through the helper or cloned here (sandbox-init.h). */
 pid_t sandbox_start_init(Sandbox *s, int *ret_helper_pidfd) {
         Context *m = s->ctx;
-        char workdir[4096], upper[4096];
+        char workdir[4096], upper[4096], image[4096];
         InitParams p = {
                 .workdir = s->memory_workspace ? NULL : sandbox_workdir_path(s, workdir, sizeof(workdir)),
                 .root_dir = m->config.root_dir,
@@ -185,12 +196,16 @@ pid_t sandbox_start_init(Sandbox *s, int *ret_helper_pidfd) {
                 .root_upper = { .dir = s->root_overlay ? sandbox_root_upper_path(s, upper, sizeof(upper)) : NULL,
                                 .host_uid = s->host_uid,
                                 .count = (unsigned) m->config.uid_range },
+                .image_root = sandbox_image_root_path(s, image, sizeof(image)),
                 .netns_fd = -EBADF,
                 .sysfs_fd = -EBADF,
         };
         int sp[2];
         pid_t pid;
 
+        /* An image gone since (removed while the daemon was down): the sandbox stays down. */
+        if (p.image_root && !image_find(m->images, s->image))
+                return -ENOENT;
         if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0)
                 return -errno;
         p.sync_fd = sp[1];
@@ -412,13 +427,14 @@ int sandbox_open_mounts(Sandbox *s, ProtoError *err) {
         return 0;
 }
 
-/* The root's tree first, as "/" (sandbox-setup.c then builds on it instead of the host's view). */
+/* The root's tree first, as "/" (sandbox-setup.c then builds on it instead of the host's view);
+ * an overlay root over an image the helper made already (sandbox_image_root_path()). */
 int sandbox_send_go(Sandbox *s) {
         InitMounts im = {};
         _cleanup_close_ int resolv = -EBADF;
         int r;
 
-        if (s->image) {
+        if (s->image && !s->root_overlay) {
                 safe_close(s->root_tree_fd);
                 s->root_tree_fd = sandbox_open_root(s);
                 if (s->root_tree_fd < 0)

@@ -385,10 +385,6 @@ int sandbox_parse(Context *m, Sandbox *s, json_object *req, ProtoError *err) {
                 return r;
         if ((r = parse_image(m, s, req, err)) < 0)
                 return r;
-        if (s->image && s->root_overlay)
-                return proto_error_set(err, SBX_E_INVALID_REQUEST, "root",
-                                       "an overlay root over an image is not made yet: \"root\": \"overlay\" is for the "
-                                       "host's view; an image's root is read-only");
         return parse_mounts(m, s, json_object_object_get(req, "mounts"), err);
 }
 

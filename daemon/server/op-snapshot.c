@@ -165,9 +165,11 @@ int op_create_from_snapshot(Request *c, json_object *id, json_object *req, Proto
         if (r < 0 || (r = find_source(c, spec ? spec : "", &src, &info, err)) < 0)
                 return r;
         /* A fork's root is its source's unless the request says (a fork of a sandbox with
-         * packages installed has them). */
+         * packages installed has them), its image too (the upper layer is written over it). */
         if (src && src->root_overlay && !json_object_object_get_ex(req, "root", NULL))
                 json_object_object_add(req, "root", json_object_new_string("overlay"));
+        if (src && src->image && !json_object_object_get_ex(req, "image", NULL))
+                json_object_object_add(req, "image", json_object_new_string(src->image));
         r = sandbox_create(c->ctx, req, c->peer.uid, false, &s, err);
         if (r < 0)
                 return r;

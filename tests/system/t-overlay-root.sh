@@ -4,7 +4,9 @@
 # hello and refuses such a create, saying why. A daemon whose root_dir (a busybox root) and state
 # directory are on an ext4 image makes them: root inside writes /usr/local and /etc, the next run
 # sees them root's, another sandbox does not, a new daemon after the first was killed (its
-# sandboxes with it) mounts them again, and a fork from a snapshot has them.
+# sandboxes with it) mounts them again, and a fork from a snapshot has them. Over an image of its
+# store: root writes the image's /etc and /usr, the next run and a new daemon see it, another
+# sandbox of the image does not, and the image's rootfs is unchanged.
 source "$(dirname "$0")/lib.sh"
 export SANDBOXD_SOCKET=/run/sandboxd/sandboxd.sock
 diag "kernel $(uname -r), / is $(stat -f -c %T /)"
@@ -63,6 +65,32 @@ ok $? "another sandbox does not"
 [ ! -e "$root/usr/local/x" ] && [ ! -e "$root/etc/x" ]
 ok $? "the root_dir is untouched"
 
+# Over an image of that daemon's store (on the ext4 too): one overlay of the image's whole root.
+mkdir -p "$mnt/irt/bin" "$mnt/irt/etc" && cp /bin/busybox "$mnt/irt/bin/" &&
+	for c in sh cat echo stat; do ln -s busybox "$mnt/irt/bin/$c" || exit 1; done &&
+	echo ID=sbxvmov >"$mnt/irt/etc/os-release" && tar -C "$mnt/irt" --numeric-owner -cf "$mnt/irt.tar" .
+r=$(ov '{"op":"image.import","name":"ovimg","source":"'"$mnt/irt.tar"'"}')
+[ "$(jqr .image.kind "$r")" = tar ]
+ok $? "an image imported into that daemon's store"
+ov '{"op":"create","name":"i1","user":"root","root":"overlay","image":"ovimg"}' >"$mnt/i1.json"
+ov '{"op":"create","name":"i2","user":"root","root":"overlay","image":"ovimg"}' >/dev/null
+diag "create with image and root overlay: $(jq -c '.error // [.sandbox.image, .sandbox.root]' "$mnt/i1.json")"
+r=$(out i1 'echo mine > /etc/x && echo changed > /etc/os-release && busybox mkdir -p /usr/local && echo u > /usr/local/u && echo ok')
+[ "$r" = ok ]
+ok $? "over an image: root inside writes the image's /etc and /usr"
+[ "$(out i1 'cat /etc/x /etc/os-release /usr/local/u; stat -c %u:%g /etc/x /usr/local/u')" = "mine
+changed
+u
+0:0
+0:0" ]
+ok $? "the next run sees them, root's inside"
+[ "$(out i2 'cat /etc/os-release; test -e /etc/x || echo none')" = "ID=sbxvmov
+none" ]
+ok $? "another sandbox of the image sees the image as imported"
+irt=$mnt/state/images/ovimg/rootfs
+[ "$(cat "$irt/etc/os-release")" = ID=sbxvmov ] && [ ! -e "$irt/etc/x" ] && [ ! -e "$irt/usr" ]
+ok $? "the image's rootfs is unchanged on the host"
+
 systemctl kill -s KILL sbx-ovl.service
 systemctl stop sbx-ovl.service 2>/dev/null
 systemctl reset-failed sbx-ovl.service 2>/dev/null
@@ -71,6 +99,9 @@ r=$(out a 'cat /usr/local/x /etc/x')
 [ "$r" = "local
 etc" ]
 ok $? "a new daemon (the first killed, its sandboxes with it) mounts them again"
+[ "$(out i1 'cat /etc/x /usr/local/u')" = "mine
+u" ]
+ok $? "the overlay over the image too"
 
 s=$(jqr .snapshot.id "$(ov '{"op":"snapshot","sandbox":"a"}')")
 r=$(ov "$(jq -nc --arg s "a/$s" '{op:"create",name:"f",user:"root",from_snapshot:$s}')")
@@ -79,7 +110,7 @@ diag "fork: $(jq -c '.error // .sandbox.root' <<<"$r")"
 0" ]
 ok $? "a fork from a snapshot has them, root's inside"
 
-for x in a b f; do ov "{\"op\":\"destroy\",\"sandbox\":\"$x\"}" >/dev/null; done
+for x in a b f i1 i2; do ov "{\"op\":\"destroy\",\"sandbox\":\"$x\"}" >/dev/null; done
 [ -z "$(ls "$mnt/state/sandboxes" 2>/dev/null | grep '^sbx-')" ]
 ok $? "destroy removes their directories, upper layers and all"
 systemctl stop sbx-ovl2.service
