@@ -246,7 +246,7 @@ is_((r.get("stdout"), r.get("exit_code"), r.get("reason")), ("", 0, "exited"), "
 run(command="echo data > /tmp/x; echo w > /work/w")
 r = run(command="cat /tmp/x /work/w")
 is_(r.get("stdout"), "data\nw\n", "/tmp and /work persist from one run to the next")
-r = run(command="sh -c 'sleep 1000 >/dev/null 2>&1 &'; sh -c 'while :; do date > /tmp/tick; sleep 0.2; done' >/dev/null 2>&1 &")
+r = run(command="sh -c 'sleep 1000 >/dev/null 2>&1 &'; sh -c 'while :; do date +%s.%N > /tmp/tick; sleep 0.2; done' >/dev/null 2>&1 &")
 is_(r.get("exit_code"), 0, "a run can leave background processes")
 # The background sleep may not have exec'd yet when the next run starts (its sh forked and left):
 # that run waits for it, bounded (5 s). comm alone would not tell it from the loop's sleep 0.2;
@@ -254,7 +254,10 @@ is_(r.get("exit_code"), 0, "a run can leave background processes")
 r = run(command="for i in $(seq 50); do grep -alq 'slee[p].1000' /proc/[0-9]*/cmdline && echo alive && exit; "
                 "sleep 0.1; done; cat /proc/[0-9]*/comm")
 is_(r.get("stdout"), "alive\n", "the background sleep 1000 is alive in the next run")
-r = run(command="a=$(cat /tmp/tick); sleep 0.6; b=$(cat /tmp/tick); [ \"$a\" != \"$b\" ] || [ -n \"$a\" ]")
+# The loop writes a new tick every 0.2 s: seen once, then seen to change (bounded, 5 s each: on
+# a loaded machine its first tick may come late).
+r = run(command="for i in $(seq 50); do [ -s /tmp/tick ] && break; sleep 0.1; done; a=$(cat /tmp/tick); "
+                "for i in $(seq 50); do sleep 0.1; b=$(cat /tmp/tick); [ -n \"$b\" ] && [ \"$b\" != \"$a\" ] && exit 0; done; exit 1")
 is_(r.get("exit_code"), 0, "the background loop keeps running between runs")
 t0 = time.monotonic()
 r = run(command="sleep 1000 & echo started")
