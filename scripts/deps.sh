@@ -11,6 +11,8 @@ packages=(
 	libsystemd-dev libjson-c-dev libcgroup-dev libseccomp-dev
 	# the file helper's tar codec (file.put, file.get)
 	libarchive-dev
+	# sha256 of OCI image blobs (image.import)
+	libssl-dev
 	# the ASan/UBSan build's runtime (clang links libclang_rt.asan*.a from it)
 	libclang-rt-14-dev
 	# the run helper is built with musl where it is installed (configure.ac says why)
