@@ -13,9 +13,11 @@ BUSYBOX=$(command -v busybox || true)
 	skip_all "a static busybox is needed to build a tiny rootfs (apt-get install busybox-static)"
 command -v zstd >/dev/null || skip_all "zstd is needed to make a .tar.zst (apt-get install zstd)"
 
+mkdir -p "$T/share" && echo shared >"$T/share/f"
 cat >"$T/sandboxd.conf" <<EOF
 image_max_size = 1G
 image_max_files = 400
+mount_roots = $T/share
 EOF
 start_daemon --config "$T/sandboxd.conf" || exit 0
 IMAGES=$T/state/images
@@ -197,6 +199,30 @@ r=$(rpc '{"op":"run","best_effort":true,"argv":["/bin/sh","-c","test -e /etc/lay
 is "$(jget "$r" .stdout)" host "a run without image still sees the host's view"
 r=$(rpc '{"op":"create","best_effort":true,"image":"nope"}')
 is "$(jget "$r" '.error | [.code, .field] | tostring')" '["not_found","image"]' "create with an unknown image: not_found, field image"
+
+# The caller's mounts in an image: a target the read-only image lacks is refused at create,
+# except beneath /work (the sandbox's own, where the mount point is made); nothing is written
+# into the image.
+share_at() { printf '[{"source":"%s","target":"%s","read_only":true}]' "$T/share" "$1"; }
+r=$(rpc '{"op":"create","best_effort":true,"image":"img-tar","mounts":'"$(share_at /mnt/data)"'}')
+is "$(jget "$r" '.error | [.code, .field] | tostring')" '["invalid_request","mounts[0].target"]' \
+	"create with image and a mount at /mnt/data, which the image lacks: invalid_request, field mounts[0].target"
+like "$(jget "$r" .error.message)" "/mnt/data does not exist in image img-tar .*beneath /work" "... saying so, and what to choose"
+r=$(rpc '{"op":"create","best_effort":true,"image":"img-tar","mounts":'"$(share_at /srv/owned/file)"'}')
+is "$(jget "$r" '.error | [.code, .field] | tostring')" '["invalid_request","mounts[0].target"]' \
+	"... a target that is a file of the image: invalid_request"
+like "$(jget "$r" .error.message)" "/srv/owned/file is not a directory in image img-tar" "... saying so"
+r=$(rpc '{"op":"create","best_effort":true,"name":"mnt","image":"img-tar","mounts":'"$(share_at /srv/owned)"'}')
+is "$(jget "$r" .sandbox.state)" ready "a mount at /srv/owned, a directory of the image: ready"
+r=$(rpc '{"op":"run","sandbox":"mnt","argv":["/bin/cat","/srv/owned/f"]}')
+is "$(jget "$r" .stdout)" shared "... the run sees the caller's directory there"
+rpc '{"op":"destroy","sandbox":"mnt"}' >/dev/null
+r=$(rpc '{"op":"create","best_effort":true,"name":"mnt","image":"img-tar","mounts":'"$(share_at /work/a/data)"'}')
+is "$(jget "$r" .sandbox.state)" ready "a mount at /work/a/data, which the image lacks, beneath /work: ready"
+r=$(rpc '{"op":"run","sandbox":"mnt","argv":["/bin/cat","/work/a/data/f"]}')
+is "$(jget "$r" .stdout)" shared "... the run sees the caller's directory there"
+rpc '{"op":"destroy","sandbox":"mnt"}' >/dev/null
+check "... and nothing was made in the image's tree" [ ! -e "$IMAGES/img-tar/rootfs/mnt" ] && [ ! -e "$IMAGES/img-tar/rootfs/work/a" ]
 
 r=$(rpc '{"op":"image.inspect","image":"img-oci"}')
 is "$(jget "$r" '[.image.users, (.image.used_by | length)] | tostring')" '[2,2]' "image.inspect: used by the two sandboxes"

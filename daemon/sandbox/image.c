@@ -924,6 +924,23 @@ int image_import_start(ImageStore *st, const ImageImportRequest *rq, Reply *repl
         return 0;
 }
 
+/* ---- What an image has ---------------------------------------------------------------------- */
+
+int image_dir_exists(ImageStore *st, const char *name, const char *path) {
+        struct open_how how = { .flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
+                                .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS };
+        _cleanup_free_ char *rel = NULL;
+        int fd;
+
+        if (asprintf(&rel, "%s/rootfs%s", name, path) < 0)
+                return -ENOMEM;
+        fd = (int) syscall(SYS_openat2, st->dir_fd, rel, &how, sizeof(how));
+        if (fd < 0)
+                return -errno;
+        close(fd);
+        return 0;
+}
+
 /* ---- Removal --------------------------------------------------------------------------------- */
 
 int image_remove(ImageStore *st, const char *name) {
