@@ -13,6 +13,8 @@ packages=(
 	libarchive-dev
 	# egress for sandboxes: NAT and filter rules (libnftables); nft(8) lets t-egress.sh read them
 	libnftables-dev nftables
+	# sha256 of OCI image blobs (image.import)
+	libssl-dev
 	# the ASan/UBSan build's runtime (clang links libclang_rt.asan*.a from it)
 	libclang-rt-14-dev
 	# the run helper is built with musl where it is installed (configure.ac says why)

@@ -14,9 +14,11 @@ BUSYBOX=$(command -v busybox || true)
 	skip_all "a static busybox is needed to build a tiny rootfs (apt-get install busybox-static)"
 command -v zstd >/dev/null || skip_all "zstd is needed to make a .tar.zst (apt-get install zstd)"
 
+mkdir -p "$T/share" && echo shared >"$T/share/f"
 cat >"$T/sandboxd.conf" <<EOF
 image_max_size = 1G
 image_max_files = 400
+mount_roots = $T/share
 EOF
 start_daemon --config "$T/sandboxd.conf" || exit 0
 IMAGES=$T/state/images
@@ -45,14 +47,24 @@ echo second >"$T/l2/etc/layer2"
 echo upper >"$T/l2/opq/new"
 touch "$T/l2/.wh.removeme" "$T/l2/opq/.wh..wh..opq"
 tar -C "$T/l2" --numeric-owner -czf "$T/layer2.tar.gz" .
-python3 - "$T/oci" "$T/root.tar" "$T/layer2.tar.gz" <<'EOF'
+# mkoci.py OUT MUTATION LAYER...: the layout, or one spoilt as MUTATION says (every other digest
+# and size kept right): layer-byte, manifest-byte, config-byte (one byte of that blob changed
+# after it was described), layer-size (layer 2's descriptor says one byte more), sha512 (layer
+# 1's digest a sha512 one), malformed (layer 1's digest in uppercase hex, which sha256 is not).
+cat >"$T/mkoci.py" <<'EOF'
 import hashlib, json, os, sys
-out, layers = sys.argv[1], sys.argv[2:]
+out, mutation, layers = sys.argv[1], sys.argv[2], sys.argv[3:]
 os.makedirs(out + "/blobs/sha256")
 def blob(data):
     h = hashlib.sha256(data).hexdigest()
     open(f"{out}/blobs/sha256/{h}", "wb").write(data)
     return {"digest": "sha256:" + h, "size": len(data)}
+def spoil(h):
+    p = f"{out}/blobs/sha256/{h}"
+    data = bytearray(open(p, "rb").read())
+    i = data.find(b"7f3a") if b"7f3a" in data else data.find(b"2")
+    data[i] ^= 1
+    open(p, "wb").write(bytes(data))
 config = blob(json.dumps({"architecture": "amd64", "os": "linux", "rootfs": {"type": "layers"}}).encode())
 config["mediaType"] = "application/vnd.oci.image.config.v1+json"
 ls = []
@@ -60,14 +72,26 @@ for p in layers:
     d = blob(open(p, "rb").read())
     d["mediaType"] = "application/vnd.oci.image.layer.v1.tar" + ("+gzip" if p.endswith(".gz") else "")
     ls.append(d)
+names = {"layer": ls[0]["digest"][7:], "layer2": ls[1]["digest"][7:], "config": config["digest"][7:]}
+if mutation == "layer-size":
+    ls[1]["size"] += 1
+elif mutation == "sha512":
+    ls[0]["digest"] = "sha512:" + hashlib.sha512(open(layers[0], "rb").read()).hexdigest()
+elif mutation == "malformed":
+    ls[0]["digest"] = ls[0]["digest"].upper().replace("SHA256", "sha256")
 m = blob(json.dumps({"schemaVersion": 2, "mediaType": "application/vnd.oci.image.manifest.v1+json",
                      "config": config, "layers": ls}).encode())
 m["mediaType"] = "application/vnd.oci.image.manifest.v1+json"
 m["annotations"] = {"org.opencontainers.image.ref.name": "latest"}
+names["manifest"] = m["digest"][7:]
+if mutation.endswith("-byte"):
+    spoil(names[mutation[:-5]])
 json.dump({"schemaVersion": 2, "manifests": [m]}, open(out + "/index.json", "w"))
 json.dump({"imageLayoutVersion": "1.0.0"}, open(out + "/oci-layout", "w"))
-print(m["digest"], file=open(out + "/../oci.digest", "w"))
+json.dump(names, open(out + ".names", "w"))
+print(m["digest"], file=open(out + ".digest", "w"))
 EOF
+python3 "$T/mkoci.py" "$T/oci" good "$T/root.tar" "$T/layer2.tar.gz"
 
 no_tmp() { [ -z "$(find "$IMAGES" -mindepth 1 -maxdepth 1 -name '.tmp-*' 2>/dev/null)" ]; }
 nothing_left() { # DESC: no .tmp-* in the store (a refused import's tree is removed by a child, just after the reply)
@@ -102,6 +126,24 @@ is "$(cat "$IMAGES/img-oci/rootfs/opq/new" "$IMAGES/img-oci/rootfs/etc/layer2" 2
 check "... no .wh. file is left in the image" [ -z "$(find "$IMAGES/img-oci/rootfs" -name '.wh.*')" ]
 r=$(rpc '{"op":"image.import","name":"img-oci2","source":"'"$T/oci"'","tag":"nope"}')
 is "$(jget "$r" '.error | [.code, .field] | tostring')" '["not_found","tag"]' "an OCI tag the index does not list: not_found, field tag"
+
+# Every blob is checked against its descriptor (digest and size) before it is used.
+spoilt() { # MUTATION PATTERN DESC: the spoilt layout is refused, the message matching PATTERN
+	local r
+	python3 "$T/mkoci.py" "$T/oci-$1" "$1" "$T/root.tar" "$T/layer2.tar.gz"
+	r=$(rpc '{"op":"image.import","name":"s-'"$1"'","source":"'"$T/oci-$1"'"}' 60)
+	is "$(jget "$r" '.error | [.code, .field] | tostring')" '["invalid_request","source"]' "OCI layout with $3: refused"
+	like "$(jget "$r" .error.message)" "$2" "... the message names the blob"
+	check "... no image s-$1" [ ! -e "$IMAGES/s-$1" ]
+	nothing_left "... $1"
+}
+spoilt layer-byte "layer 1 of 2, blobs/sha256/$(jq -r .layer "$T/oci.names"): a blob whose sha256 differs" \
+	"one byte of layer 1 altered"
+spoilt manifest-byte "the manifest blobs/sha256/[0-9a-f]{64}: a blob whose sha256 differs" "one byte of the manifest altered"
+spoilt config-byte "the config blobs/sha256/[0-9a-f]{64}: a blob whose sha256 differs" "one byte of the config altered"
+spoilt layer-size "layer 2 of 2, blobs/sha256/$(jq -r .layer2 "$T/oci.names"): a blob whose size differs" "layer 2's size one byte off"
+spoilt sha512 "layer 1 of the manifest: digest 'sha512:[0-9a-f]+' is not sha256" "a sha512 digest"
+spoilt malformed "layer 1 of the manifest: malformed digest 'sha256:[0-9A-F]+'" "a malformed digest (uppercase hex)"
 
 r=$(rpc '{"op":"image.import","name":"img-tar","source":"'"$T/root.tar"'"}')
 is "$(jget "$r" '.error.code')" conflict "importing a name that exists: conflict"
@@ -158,6 +200,30 @@ r=$(rpc '{"op":"run","best_effort":true,"argv":["/bin/sh","-c","test -e /etc/lay
 is "$(jget "$r" .stdout)" host "a run without image still sees the host's view"
 r=$(rpc '{"op":"create","best_effort":true,"image":"nope"}')
 is "$(jget "$r" '.error | [.code, .field] | tostring')" '["not_found","image"]' "create with an unknown image: not_found, field image"
+
+# The caller's mounts in an image: a target the read-only image lacks is refused at create,
+# except beneath /work (the sandbox's own, where the mount point is made); nothing is written
+# into the image.
+share_at() { printf '[{"source":"%s","target":"%s","read_only":true}]' "$T/share" "$1"; }
+r=$(rpc '{"op":"create","best_effort":true,"image":"img-tar","mounts":'"$(share_at /mnt/data)"'}')
+is "$(jget "$r" '.error | [.code, .field] | tostring')" '["invalid_request","mounts[0].target"]' \
+	"create with image and a mount at /mnt/data, which the image lacks: invalid_request, field mounts[0].target"
+like "$(jget "$r" .error.message)" "/mnt/data does not exist in image img-tar .*beneath /work" "... saying so, and what to choose"
+r=$(rpc '{"op":"create","best_effort":true,"image":"img-tar","mounts":'"$(share_at /srv/owned/file)"'}')
+is "$(jget "$r" '.error | [.code, .field] | tostring')" '["invalid_request","mounts[0].target"]' \
+	"... a target that is a file of the image: invalid_request"
+like "$(jget "$r" .error.message)" "/srv/owned/file is not a directory in image img-tar" "... saying so"
+r=$(rpc '{"op":"create","best_effort":true,"name":"mnt","image":"img-tar","mounts":'"$(share_at /srv/owned)"'}')
+is "$(jget "$r" .sandbox.state)" ready "a mount at /srv/owned, a directory of the image: ready"
+r=$(rpc '{"op":"run","sandbox":"mnt","argv":["/bin/cat","/srv/owned/f"]}')
+is "$(jget "$r" .stdout)" shared "... the run sees the caller's directory there"
+rpc '{"op":"destroy","sandbox":"mnt"}' >/dev/null
+r=$(rpc '{"op":"create","best_effort":true,"name":"mnt","image":"img-tar","mounts":'"$(share_at /work/a/data)"'}')
+is "$(jget "$r" .sandbox.state)" ready "a mount at /work/a/data, which the image lacks, beneath /work: ready"
+r=$(rpc '{"op":"run","sandbox":"mnt","argv":["/bin/cat","/work/a/data/f"]}')
+is "$(jget "$r" .stdout)" shared "... the run sees the caller's directory there"
+rpc '{"op":"destroy","sandbox":"mnt"}' >/dev/null
+check "... and nothing was made in the image's tree" [ ! -e "$IMAGES/img-tar/rootfs/mnt" ] && [ ! -e "$IMAGES/img-tar/rootfs/work/a" ]
 
 r=$(rpc '{"op":"image.inspect","image":"img-oci"}')
 is "$(jget "$r" '[.image.users, (.image.used_by | length)] | tostring')" '[2,2]' "image.inspect: used by the two sandboxes"

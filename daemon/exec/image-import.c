@@ -32,6 +32,8 @@ const char *image_reason_to_string(ImageReason r) {
                 [IMAGE_REASON_TOO_MANY] = "over image_max_files",
                 [IMAGE_REASON_FORMAT] = "not a tar archive, or a damaged one",
                 [IMAGE_REASON_ENTRY] = "cannot make the entry",
+                [IMAGE_REASON_DIGEST] = "a blob whose sha256 differs from its descriptor's digest",
+                [IMAGE_REASON_SIZE] = "a blob whose size differs from its descriptor's",
         };
         return r >= 0 && r < _IMAGE_REASON_MAX && names[r] ? names[r] : "unknown";
 }
@@ -432,26 +434,116 @@ static int import_loop(Import *im) {
         }
 }
 
-int image_layer_apply(int src_fd, int root_fd, bool whiteouts, const ImageCaps *caps, ImageCounts *c,
+/* The layer's bytes as libarchive asks for them, hashed on the way when there is a descriptor. */
+typedef struct BlobReader {
+        int fd;
+        const ImageBlob *blob; /* NULL: nothing to check (a rootfs tarball) */
+        BlobHash *hash;
+        uint64_t read;
+        char *buf;
+} BlobReader;
+
+static ssize_t blob_fill(BlobReader *b) {
+        for (;;) {
+                ssize_t n = read(b->fd, b->buf, IMPORT_BUF);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n < 0)
+                        return -errno;
+                if (b->hash && blob_hash_update(b->hash, b->buf, (size_t) n) < 0)
+                        return -EIO;
+                b->read += (uint64_t) n;
+                /* Never more than the descriptor said (a blob that grows while it is read). */
+                if (b->blob && b->read > b->blob->size)
+                        return -EFBIG;
+                return n;
+        }
+}
+
+static la_ssize_t blob_read_cb(struct archive *a, void *userdata, const void **ret) {
+        BlobReader *b = userdata;
+        ssize_t n = blob_fill(b);
+        if (n < 0) {
+                archive_set_error(a, (int) -n, "reading the layer: %s", strerror((int) -n));
+                return -1;
+        }
+        *ret = b->buf;
+        return n;
+}
+
+/* The rest of the blob (a tar's trailing padding) through the hash, then the verdict. */
+static int blob_verify(Import *im, BlobReader *b) {
+        uint8_t got[SHA256_LEN];
+        ssize_t n;
+
+        while ((n = blob_fill(b)) > 0)
+                ;
+        if (n == -EFBIG || (n == 0 && b->read != b->blob->size))
+                return import_fail(im, EBADMSG, IMAGE_REASON_SIZE, b->blob->path);
+        if (n < 0)
+                return import_fail(im, (int) -n, IMAGE_REASON_ENTRY, b->blob->path);
+        if (blob_hash_final(b->hash, got) < 0)
+                return import_fail(im, EIO, IMAGE_REASON_ENTRY, b->blob->path);
+        if (memcmp(got, b->blob->sha256, SHA256_LEN) != 0)
+                return import_fail(im, EBADMSG, IMAGE_REASON_DIGEST, b->blob->path);
+        return 0;
+}
+
+static int blob_reader_init(BlobReader *b, int fd, const ImageBlob *blob) {
+        struct stat st;
+
+        *b = (BlobReader) { .fd = fd, .blob = blob };
+        if (blob && (fstat(fd, &st) < 0 || (uint64_t) st.st_size != blob->size))
+                return -EFBIG;
+        b->buf = malloc(IMPORT_BUF);
+        if (!b->buf || (blob && !(b->hash = blob_hash_new())))
+                return -ENOMEM;
+        return 0;
+}
+
+static int import_archive(Import *im, BlobReader *b) {
+        int r;
+
+        archive_read_support_filter_all(im->a);
+        archive_read_support_format_tar(im->a);
+        archive_read_support_format_gnutar(im->a);
+        if (archive_read_open(im->a, b, NULL, blob_read_cb, NULL) != ARCHIVE_OK)
+                r = import_fail(im, EBADMSG, IMAGE_REASON_FORMAT, archive_error_string(im->a));
+        else
+                r = import_loop(im);
+        /* A blob that is not what its descriptor says is that, whatever else its bytes made fail. */
+        if (b->blob) {
+                ImageFail first = *im->f;
+                int v = blob_verify(im, b);
+                if (v >= 0 && r < 0)
+                        *im->f = first;
+                else
+                        r = v;
+        }
+        return r;
+}
+
+int image_layer_apply(int src_fd, const ImageBlob *blob, int root_fd, bool whiteouts, const ImageCaps *caps, ImageCounts *c,
                       ImageProgressFn progress, void *userdata, ImageFail *f) {
         Import im = { .root = root_fd, .whiteouts = whiteouts, .caps = caps, .c = c, .f = f, .progress = progress,
                       .userdata = userdata };
+        BlobReader b;
         uint64_t before = c->stream_bytes;
         int r;
 
         *f = (ImageFail) {};
-        im.a = archive_read_new();
-        if (!im.a)
-                return import_fail(&im, ENOMEM, IMAGE_REASON_ENTRY, NULL);
-        archive_read_support_filter_all(im.a);
-        archive_read_support_format_tar(im.a);
-        archive_read_support_format_gnutar(im.a);
-        if (archive_read_open_fd(im.a, src_fd, IMPORT_BUF) != ARCHIVE_OK)
-                r = import_fail(&im, EBADMSG, IMAGE_REASON_FORMAT, archive_error_string(im.a));
-        else
-                r = import_loop(&im);
-        im.c->stream_bytes = before + (uint64_t) archive_filter_bytes(im.a, -1);
+        r = blob_reader_init(&b, src_fd, blob);
+        if (r == -EFBIG)
+                r = import_fail(&im, EBADMSG, IMAGE_REASON_SIZE, blob->path);
+        else if (r < 0 || !(im.a = archive_read_new()))
+                r = import_fail(&im, ENOMEM, IMAGE_REASON_ENTRY, NULL);
+        else {
+                r = import_archive(&im, &b);
+                im.c->stream_bytes = before + (uint64_t) archive_filter_bytes(im.a, -1);
+        }
         archive_read_free(im.a);
+        blob_hash_free(b.hash);
+        free(b.buf);
         name_set_done(&im.made);
         return r;
 }

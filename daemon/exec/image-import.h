@@ -20,6 +20,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "blob-digest.h"
+
 typedef struct ImageCaps {
         uint64_t max_bytes;  /* sum of regular files' sizes */
         uint64_t max_files;  /* entries made, over every layer */
@@ -45,6 +47,8 @@ typedef enum ImageReason {
         IMAGE_REASON_TOO_MANY,      /* max_files */
         IMAGE_REASON_FORMAT,        /* not a tar stream, or a damaged one */
         IMAGE_REASON_ENTRY,         /* any other errno while making an entry */
+        IMAGE_REASON_DIGEST,        /* an OCI blob whose sha256 is not its descriptor's */
+        IMAGE_REASON_SIZE,          /* an OCI blob whose size is not its descriptor's */
         _IMAGE_REASON_MAX,
 } ImageReason;
 
@@ -59,9 +63,19 @@ const char *image_reason_to_string(ImageReason r);
 /* Called between entries, at most every 100 ms of the caller's choosing (it checks time). */
 typedef void (*ImageProgressFn)(const ImageCounts *c, void *userdata);
 
+/* An OCI descriptor of a blob: what the blob must be. */
+typedef struct ImageBlob {
+        char path[96]; /* blobs/sha256/<hex>, beneath the layout */
+        uint64_t size;
+        uint8_t sha256[SHA256_LEN];
+} ImageBlob;
+
 /* Applies the archive read from src_fd beneath root_fd (a directory, O_RDONLY). whiteouts: an
- * OCI layer. Returns 0 or -errno with *f set; counts accumulate over calls. */
-int image_layer_apply(int src_fd, int root_fd, bool whiteouts, const ImageCaps *caps, ImageCounts *c,
+ * OCI layer. With blob, the bytes are hashed as libarchive reads them (one pass, whatever it
+ * leaves after the end of the archive read too) and must be blob's size and sha256: else
+ * IMAGE_REASON_SIZE or IMAGE_REASON_DIGEST, f->name the blob's path (what was applied by then
+ * is the caller's to throw away). Returns 0 or -errno with *f set; counts accumulate over calls. */
+int image_layer_apply(int src_fd, const ImageBlob *blob, int root_fd, bool whiteouts, const ImageCaps *caps, ImageCounts *c,
                       ImageProgressFn progress, void *userdata, ImageFail *f);
 
 /* The directories every image root has for the sandbox's own mounts (proc, dev, sys, tmp, run,

@@ -116,27 +116,27 @@ static json_object *image_record_json(const Image *img) {
         return o;
 }
 
-/* A small JSON file beneath dir_fd, no symlink followed; NULL with errno. */
-static json_object *read_json_beneath(int dir_fd, const char *path, size_t max) {
+/* A small file beneath dir_fd, no symlink followed, NUL-terminated: 0 or -errno. want_size:
+ * the size it must have (UINT64_MAX: any up to max); another is -EMSGSIZE, before reading. */
+static int read_file_beneath(int dir_fd, const char *path, size_t max, uint64_t want_size, char **ret, size_t *ret_len) {
         struct open_how how = { .flags = O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK,
                                 .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS };
         _cleanup_close_ int fd = (int) syscall(SYS_openat2, dir_fd, path, &how, sizeof(how));
         _cleanup_free_ char *buf = NULL;
         struct stat st;
         size_t len = 0;
-        json_object *o;
 
-        if (fd < 0)
-                return NULL;
-        if (fstat(fd, &st) < 0)
-                return NULL;
-        if (!S_ISREG(st.st_mode) || (uint64_t) st.st_size > max) {
-                errno = S_ISREG(st.st_mode) ? EFBIG : EINVAL;
-                return NULL;
-        }
+        if (fd < 0 || fstat(fd, &st) < 0)
+                return -errno;
+        if (!S_ISREG(st.st_mode))
+                return -EINVAL;
+        if (want_size != UINT64_MAX && (uint64_t) st.st_size != want_size)
+                return -EMSGSIZE;
+        if ((uint64_t) st.st_size > max)
+                return -EFBIG;
         buf = malloc((size_t) st.st_size + 1);
         if (!buf)
-                return NULL;
+                return -ENOMEM;
         while (len < (size_t) st.st_size) {
                 ssize_t n = read(fd, buf + len, (size_t) st.st_size - len);
                 if (n <= 0) {
@@ -144,18 +144,38 @@ static json_object *read_json_beneath(int dir_fd, const char *path, size_t max) 
                                 break;
                         if (errno == EINTR)
                                 continue;
-                        return NULL;
+                        return -errno;
                 }
                 len += (size_t) n;
         }
+        if (want_size != UINT64_MAX && len != want_size)
+                return -EMSGSIZE;
         buf[len] = '\0';
-        o = json_tokener_parse(buf);
+        *ret = TAKE_PTR(buf);
+        *ret_len = len;
+        return 0;
+}
+
+static json_object *parse_json_object(const char *buf) {
+        json_object *o = json_tokener_parse(buf);
         if (!o || !json_object_is_type(o, json_type_object)) {
                 json_object_put(o);
                 errno = EBADMSG;
                 return NULL;
         }
         return o;
+}
+
+/* A small JSON file beneath dir_fd, no symlink followed; NULL with errno. */
+static json_object *read_json_beneath(int dir_fd, const char *path, size_t max) {
+        _cleanup_free_ char *buf = NULL;
+        size_t len;
+        int r = read_file_beneath(dir_fd, path, max, UINT64_MAX, &buf, &len);
+        if (r < 0) {
+                errno = -r;
+                return NULL;
+        }
+        return parse_json_object(buf);
 }
 
 static const char *json_str(json_object *o, const char *key) {
@@ -381,19 +401,19 @@ static int open_layer(int dir_fd, const char *path) {
         return fd;
 }
 
-static int child_apply_layers(ImportChild *c, int src_fd, char **layers, size_t n, int root_fd, ImageCounts *counts,
+static int child_apply_layers(ImportChild *c, int src_fd, const ImageBlob *layers, size_t n, int root_fd, ImageCounts *counts,
                               ImageFail *f) {
         c->n_layers = (uint32_t) n;
         for (size_t i = 0; i < n; i++) {
-                _cleanup_close_ int fd = open_layer(src_fd, layers[i]);
+                _cleanup_close_ int fd = open_layer(src_fd, layers[i].path);
                 int r;
                 c->layer = (uint32_t) i + 1;
                 if (fd < 0) {
                         *f = (ImageFail) { .err = errno, .reason = IMAGE_REASON_ENTRY };
-                        snprintf(f->name, sizeof(f->name), "%s", layers[i]);
+                        snprintf(f->name, sizeof(f->name), "%s", layers[i].path);
                         return -f->err;
                 }
-                r = image_layer_apply(fd, root_fd, true, c->caps, counts, child_progress, c, f);
+                r = image_layer_apply(fd, &layers[i], root_fd, true, c->caps, counts, child_progress, c, f);
                 if (r < 0)
                         return r;
         }
@@ -401,7 +421,7 @@ static int child_apply_layers(ImportChild *c, int src_fd, char **layers, size_t 
 }
 
 /* Builds <images>/<tmp>/rootfs; the daemon renames the whole only once it said done. */
-_noreturn_ static void import_child(int images_fd, const char *tmp, const char *kind, int src_fd, char **layers,
+_noreturn_ static void import_child(int images_fd, const char *tmp, const char *kind, int src_fd, const ImageBlob *layers,
                                     size_t n_layers, const ImageCaps *caps, int out) {
         ImportChild c = { .out = out, .caps = caps };
         ImageCounts counts = {};
@@ -422,7 +442,7 @@ _noreturn_ static void import_child(int images_fd, const char *tmp, const char *
                 r = child_copy_dir(&c, src_fd, root_fd, &counts, &f);
         else if (strcmp(kind, "tar") == 0) {
                 c.n_layers = c.layer = 1;
-                r = image_layer_apply(src_fd, root_fd, false, caps, &counts, child_progress, &c, &f);
+                r = image_layer_apply(src_fd, NULL, root_fd, false, caps, &counts, child_progress, &c, &f);
         } else
                 r = child_apply_layers(&c, src_fd, layers, n_layers, root_fd, &counts, &f);
         if (r >= 0 && (r = image_root_finish(root_fd)) < 0)
@@ -439,7 +459,7 @@ struct ImageJob {
         Reply *reply;
         char *name, *source, *kind, *digest;
         char tmp[IMAGE_NAME_MAX + 32];
-        char **layers;
+        ImageBlob *layers;
         size_t n_layers;
         int src_fd;
         pid_t pid;
@@ -471,8 +491,6 @@ static ImageJob *image_job_free(ImageJob *j) {
         safe_close(j->pidfd);
         safe_close(j->fd);
         safe_close(j->src_fd);
-        for (size_t i = 0; i < j->n_layers; i++)
-                free(j->layers[i]);
         free(j->layers);
         reply_unref(j->reply);
         free(j->name);
@@ -608,6 +626,10 @@ static int import_error(ImageJob *j, ProtoError *err) {
                                        "'%s': %s (%" PRIu64 " of image_max_size, %" PRIu64 " of image_max_files)%s%s",
                                        j->source, why, j->st->ctx->config.image_max_size, j->st->ctx->config.image_max_files,
                                        rec->name[0] ? " at " : "", rec->name);
+        case IMAGE_REASON_DIGEST:
+        case IMAGE_REASON_SIZE:
+                return proto_error_set(err, SBX_E_INVALID_REQUEST, "source", "'%s': refused: layer %" PRIu32 " of %" PRIu32 ", %s: %s",
+                                       j->source, rec->layer, rec->n_layers, rec->name, why);
         case IMAGE_REASON_ENTRY:
                 return proto_error_set(err, SBX_E_INVALID_REQUEST, "source", "'%s': %s %s: %s", j->source, why,
                                        rec->name[0] ? rec->name : "", strerror(rec->err));
@@ -645,12 +667,23 @@ static int on_job_exit(sd_event_source *src, const siginfo_t *si, void *userdata
 
 /* ---- OCI image layouts ----------------------------------------------------------------------- */
 
-static bool digest_path(const char *digest, char *buf, size_t len) {
-        if (!digest || strncmp(digest, "sha256:", 7) != 0 || strlen(digest + 7) != 64 ||
-            strspn(digest + 7, "0123456789abcdef") != 64)
-                return false;
-        snprintf(buf, len, "blobs/sha256/%s", digest + 7);
-        return true;
+/* What a descriptor says its blob is, checked for form: sha256 only, a size. */
+static int oci_descriptor(json_object *d, const char *what, ImageBlob *ret, ProtoError *err) {
+        const char *digest = json_str(d, "digest");
+        json_object *v;
+        int r = blob_digest_parse(digest, ret->sha256);
+
+        if (r == -EOPNOTSUPP)
+                return proto_error_set(err, SBX_E_INVALID_REQUEST, "source",
+                                       "%s: digest '%.80s' is not sha256, the only algorithm taken", what, digest);
+        if (r < 0)
+                return digest ? proto_error_set(err, SBX_E_INVALID_REQUEST, "source", "%s: malformed digest '%.80s'", what, digest)
+                              : proto_error_set(err, SBX_E_INVALID_REQUEST, "source", "%s has no digest", what);
+        if (!json_object_object_get_ex(d, "size", &v) || !json_object_is_type(v, json_type_int) || json_object_get_int64(v) < 0)
+                return proto_error_set(err, SBX_E_INVALID_REQUEST, "source", "%s has no size", what);
+        ret->size = (uint64_t) json_object_get_int64(v);
+        snprintf(ret->path, sizeof(ret->path), "blobs/sha256/%s", digest + 7);
+        return 0;
 }
 
 static bool media_is_index(const char *t) {
@@ -698,39 +731,61 @@ static json_object *oci_pick(json_object *o, const char *tag, bool nested, Proto
         return NULL;
 }
 
+/* A small blob (a manifest, an index, a config), read whole: its size and sha256 checked, then parsed. */
+static json_object *oci_read_blob(int dir_fd, json_object *d, const char *what, ProtoError *err) {
+        _cleanup_free_ char *buf = NULL;
+        uint8_t got[SHA256_LEN];
+        ImageBlob b;
+        size_t len;
+        json_object *o;
+        int r;
+
+        if (oci_descriptor(d, what, &b, err) < 0)
+                return NULL;
+        r = read_file_beneath(dir_fd, b.path, OCI_JSON_MAX, b.size, &buf, &len);
+        if (r == -EMSGSIZE) {
+                proto_error_set(err, SBX_E_INVALID_REQUEST, "source", "%s %s: %s", what, b.path,
+                                image_reason_to_string(IMAGE_REASON_SIZE));
+                return NULL;
+        }
+        if (r >= 0 && (r = blob_hash_buf(buf, len, got)) >= 0 && memcmp(got, b.sha256, SHA256_LEN) != 0) {
+                proto_error_set(err, SBX_E_INVALID_REQUEST, "source", "%s %s: %s", what, b.path,
+                                image_reason_to_string(IMAGE_REASON_DIGEST));
+                return NULL;
+        }
+        o = r < 0 ? NULL : parse_json_object(buf);
+        if (!o)
+                proto_error_set(err, SBX_E_INVALID_REQUEST, "source", "cannot read %s %s of the layout: %s", what, b.path,
+                                strerror(r < 0 ? -r : errno));
+        return o;
+}
+
 static int oci_layers(ImageJob *j, json_object *manifest, ProtoError *err) {
-        json_object *layers = json_object_object_get(manifest, "layers");
+        json_object *layers = json_object_object_get(manifest, "layers"), *config;
         size_t n = layers && json_object_is_type(layers, json_type_array) ? json_object_array_length(layers) : 0;
 
         if (n == 0 || n > OCI_LAYERS_MAX)
                 return proto_error_set(err, SBX_E_INVALID_REQUEST, "source", "the manifest has %zu layers (1 to %d are taken)", n,
                                        OCI_LAYERS_MAX);
-        j->layers = calloc(n, sizeof(char *));
+        /* Nothing of the config is used yet; it is part of what the manifest's digest vouches for. */
+        config = json_object_object_get(manifest, "config");
+        if (!config || !json_object_is_type(config, json_type_object))
+                return proto_error_set(err, SBX_E_INVALID_REQUEST, "source", "the manifest has no config descriptor");
+        config = oci_read_blob(j->src_fd, config, "the config", err);
+        if (!config)
+                return -EINVAL;
+        json_object_put(config);
+        j->layers = calloc(n, sizeof(ImageBlob));
         if (!j->layers)
                 return proto_error_set(err, SBX_E_INTERNAL, NULL, "out of memory");
         for (size_t i = 0; i < n; i++) {
-                char path[96];
-                if (!digest_path(json_str(json_object_array_get_idx(layers, i), "digest"), path, sizeof(path)))
-                        return proto_error_set(err, SBX_E_INVALID_REQUEST, "source",
-                                               "layer %zu of the manifest has no sha256 digest", i + 1);
-                if (!(j->layers[j->n_layers++] = strdup(path)))
-                        return proto_error_set(err, SBX_E_INTERNAL, NULL, "out of memory");
+                char what[48];
+                snprintf(what, sizeof(what), "layer %zu of the manifest", i + 1);
+                if (oci_descriptor(json_object_array_get_idx(layers, i), what, &j->layers[i], err) < 0)
+                        return -EINVAL;
+                j->n_layers++;
         }
         return 0;
-}
-
-static json_object *oci_read_blob(int dir_fd, const char *digest, ProtoError *err) {
-        char path[96];
-        json_object *o;
-
-        if (!digest_path(digest, path, sizeof(path))) {
-                proto_error_set(err, SBX_E_INVALID_REQUEST, "source", "a descriptor of the layout has no sha256 digest");
-                return NULL;
-        }
-        o = read_json_beneath(dir_fd, path, OCI_JSON_MAX);
-        if (!o)
-                proto_error_set(err, SBX_E_INVALID_REQUEST, "source", "cannot read %s of the layout: %s", path, strerror(errno));
-        return o;
 }
 
 /* index.json -> (an index ->) the manifest -> its layers, in order. Small files, read here. */
@@ -746,7 +801,8 @@ static int oci_resolve(ImageJob *j, const char *tag, ProtoError *err) {
         for (int depth = 0; d && depth < 2; depth++) {
                 digest = json_str(d, "digest");
                 json_object_put(manifest);
-                manifest = oci_read_blob(j->src_fd, digest, err);
+                manifest = oci_read_blob(j->src_fd, d, media_is_index(json_str(d, "mediaType")) ? "the image index" : "the manifest",
+                                         err);
                 if (!manifest)
                         break;
                 if (!media_is_index(json_str(d, "mediaType")) && !media_is_index(json_str(manifest, "mediaType"))) {
@@ -865,6 +921,23 @@ int image_import_start(ImageStore *st, const ImageImportRequest *rq, Reply *repl
                 return proto_error_set(err, SBX_E_INTERNAL, NULL, "cannot start the import: %s", strerror(-r));
         }
         j->reply = reply_ref(reply);
+        return 0;
+}
+
+/* ---- What an image has ---------------------------------------------------------------------- */
+
+int image_dir_exists(ImageStore *st, const char *name, const char *path) {
+        struct open_how how = { .flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
+                                .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS };
+        _cleanup_free_ char *rel = NULL;
+        int fd;
+
+        if (asprintf(&rel, "%s/rootfs%s", name, path) < 0)
+                return -ENOMEM;
+        fd = (int) syscall(SYS_openat2, st->dir_fd, rel, &how, sizeof(how));
+        if (fd < 0)
+                return -errno;
+        close(fd);
         return 0;
 }
 

@@ -56,6 +56,9 @@ json_object *image_store_capabilities(const ImageStore *st);
 bool image_name_valid(const char *name);
 Image *image_find(ImageStore *st, const char *name);
 /* A sandbox takes or leaves an image. */
+/* Whether path (absolute, normal) is a directory of image name's tree, reached through no
+ * symlink: 0, -ENOENT, -ENOTDIR, -ELOOP (through a symlink) or another -errno. */
+int image_dir_exists(ImageStore *st, const char *name, const char *path);
 void image_hold(Image *img);
 void image_release(ImageStore *st, const char *name);
 

@@ -340,6 +340,31 @@ static int mount_error(ProtoError *err, const char *field, const SandboxMount *s
                                strerror(-r));
 }
 
+/* The init makes a missing mount point one component at a time; in an image's tree, read-only
+ * and shared, it can only do so beneath /work (the sandbox's own). Elsewhere the target must be
+ * a directory of the image already: said here, at create, rather than as a failed step. */
+static int check_image_targets(Sandbox *s, ImageStore *st, ProtoError *err) {
+        for (unsigned i = sandbox_caller_workspace(s) ? 1 : 0; i < s->n_mounts; i++) {
+                const char *t = s->mounts[i].target;
+                char field[48];
+                int r;
+
+                if (path_is_below(t, "/work"))
+                        continue;
+                r = image_dir_exists(st, s->image, t);
+                if (r >= 0)
+                        continue;
+                snprintf(field, sizeof(field), "mounts[%u].target", i - (sandbox_caller_workspace(s) ? 1 : 0));
+                return proto_error_set(err, r == -ENOMEM ? SBX_E_INTERNAL : SBX_E_INVALID_REQUEST, field,
+                                       "%s %s in image %s (which is read-only): choose a target that is a directory of "
+                                       "the image, or one beneath /work",
+                                       t, r == -ENOENT ? "does not exist" : r == -ELOOP ? "passes through a symlink"
+                                                          : r == -ENOTDIR ? "is not a directory" : strerror(-r),
+                                       s->image);
+        }
+        return 0;
+}
+
 int sandbox_check_root(Sandbox *s, ProtoError *err) {
         ImageStore *st = s->ctx->images;
 
@@ -352,7 +377,7 @@ int sandbox_check_root(Sandbox *s, ProtoError *err) {
                                        "the filesystem of the image store (%s) cannot be idmapped on this kernel (%s): a "
                                        "sandbox cannot see image '%s' with its owners; keep the state directory on ext4, "
                                        "xfs, btrfs (or tmpfs from Linux 6.3)", st->dir, strerror(st->idmap_error), s->image);
-        return 0;
+        return check_image_targets(s, st, err);
 }
 
 /* The image's rootfs, cloned (without the mounts below it) and idmapped with the init's own

@@ -78,7 +78,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         CHECK(root >= 0 && outside >= 0);
         src = memfd_create("layer", MFD_CLOEXEC);
         CHECK(src >= 0 && write(src, data, size) == (ssize_t) size && lseek(src, 0, SEEK_SET) == 0);
-        (void) image_layer_apply(src, root, true, &caps, &counts, NULL, NULL, &fail);
+        (void) image_layer_apply(src, NULL, root, true, &caps, &counts, NULL, NULL, &fail);
         close(src);
         CHECK(dir_empty(outside));
         check_tree(root);
