@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "dir-names.h"
+#include "entry-name.h"
 #include "file-tar.h"
 #include "macro.h"
 
@@ -51,34 +52,20 @@ static int tar_fail(TarFail *f, int err, TarReason reason, const char *name) {
 
 /* A stream's name, relative and normalised into out ("" for the root itself: "." or "./"). */
 static TarReason name_normalise(const char *raw, char *out, size_t size) {
-        size_t n = 0;
-
         if (!raw || !*raw)
                 return TAR_REASON_EMPTY;
         if (raw[0] == '/')
                 return TAR_REASON_ABSOLUTE;
         if (strlen(raw) >= PATH_MAX)
                 return TAR_REASON_LONG;
-        for (const char *p = raw; *p;) {
-                size_t len = strcspn(p, "/");
-                if (len == 2 && p[0] == '.' && p[1] == '.')
-                        return TAR_REASON_DOTDOT;
-                if (len > NAME_MAX)
-                        return TAR_REASON_LONG;
-                if (len > 0 && !(len == 1 && p[0] == '.')) {
-                        if (n + len + 2 > size)
-                                return TAR_REASON_LONG;
-                        if (n)
-                                out[n++] = '/';
-                        memcpy(out + n, p, len);
-                        n += len;
-                }
-                p += len;
-                while (*p == '/')
-                        p++;
+        switch (entry_name_normalise(raw, out, size)) {
+        case ENTRY_NAME_OK:
+                return TAR_REASON_NONE;
+        case ENTRY_NAME_DOTDOT:
+                return TAR_REASON_DOTDOT;
+        default:
+                return TAR_REASON_LONG;
         }
-        out[n] = '\0';
-        return TAR_REASON_NONE;
 }
 
 /* ---- file.put ------------------------------------------------------------------------------ */

@@ -15,6 +15,7 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include "entry-name.h"
 #include "image-import.h"
 #include "macro.h"
 #include "rm-rf.h"
@@ -132,28 +133,7 @@ static int open_beneath(int dir_fd, const char *name, int flags) {
 
 /* raw relative and normalised into out ("" for the root); false for a '..' component. */
 static bool name_normalise(const char *raw, char *out, size_t size) {
-        size_t n = 0;
-
-        for (const char *p = raw; *p;) {
-                size_t len = strcspn(p, "/");
-                if (len == 2 && p[0] == '.' && p[1] == '.')
-                        return false;
-                if (len > NAME_MAX)
-                        return false;
-                if (len > 0 && !(len == 1 && p[0] == '.')) {
-                        if (n + len + 2 > size)
-                                return false;
-                        if (n)
-                                out[n++] = '/';
-                        memcpy(out + n, p, len);
-                        n += len;
-                }
-                p += len;
-                while (*p == '/')
-                        p++;
-        }
-        out[n] = '\0';
-        return true;
+        return entry_name_normalise(raw, out, size) == ENTRY_NAME_OK;
 }
 
 /* The parent directory of rel, made (0755, root's) where missing, each component opened beneath

@@ -33,15 +33,20 @@
 #include "spawn.h"
 #include "util.h"
 
-int sandbox_make_cgroup(Sandbox *s) {
-        Context *m = s->ctx;
-        CgLimits l = {
+/* What the kernel holds the sandbox's cgroup to. */
+CgLimits sandbox_cg_limits(const Sandbox *s) {
+        return (CgLimits) {
                 .memory = s->limits.memory,
-                .swap = m->config.swap_max,
+                .swap = s->ctx->config.swap_max,
                 .pids = s->limits.pids,
                 .millicpus = s->limits.millicpus,
                 .oom_group = false, /* an OOM kills one run's group, never the whole sandbox */
         };
+}
+
+int sandbox_make_cgroup(Sandbox *s) {
+        Context *m = s->ctx;
+        CgLimits l = sandbox_cg_limits(s);
         int r = cg_create(m->cg.sandboxes_fd, s->id, &s->cg_fd);
         if (r < 0)
                 return r;

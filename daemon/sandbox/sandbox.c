@@ -379,12 +379,7 @@ static void sandbox_adopt_undo(Sandbox *s) {
  * was (a new init is then made, as after a reboot). */
 static int sandbox_adopt(Sandbox *s) {
         Context *m = s->ctx;
-        CgLimits l = {
-                .memory = s->limits.memory,
-                .swap = m->config.swap_max,
-                .pids = s->limits.pids,
-                .millicpus = s->limits.millicpus,
-        };
+        CgLimits l = sandbox_cg_limits(s);
         bool stored = false;
         int r;
 

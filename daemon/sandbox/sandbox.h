@@ -294,6 +294,7 @@ void sandbox_restart_cancel(Sandbox *s);
 /* Helpers of sandbox.c, which return values and call nothing of its state machine: what a sandbox
  * is built of (sandbox-init.c; each returns 0 or -errno) ... */
 /* sandboxes/<id> with the sandbox's limits (s->cg_fd, s->cg_rel). */
+CgLimits sandbox_cg_limits(const Sandbox *s);
 int sandbox_make_cgroup(Sandbox *s);
 /* A new one after a cgroup.kill (a restart's): the old one removed. */
 int sandbox_renew_cgroup(Sandbox *s);
