@@ -206,6 +206,10 @@ bad "$many" 'network.egress.allow' "1 to 64" "65 entries"
 # ---- Destroy, SIGKILL, a new daemon -------------------------------------------------------
 check "A's connections were tracked (NAT)" grep -q "src=${AADDR%/30} " /proc/net/nf_conntrack
 ctl destroy "$A" >/dev/null
+# The interface, chain and NAT entries go in a child of the daemon after destroy's answer (its
+# steps wait for the kernel's RCU grace periods, which the event loop must not): bounded wait.
+wait_until 10 sh -c "! ip link show '$AIF' 2>/dev/null && ! nft list table inet sandboxd | grep -q 'sx_${A#sbx-}' &&
+        ! grep -q 'src=${AADDR%/30} ' /proc/net/nf_conntrack" || diag "A's teardown did not end within 10 s"
 check "after destroy: A's interface is gone" sh -c "! ip link show '$AIF' 2>/dev/null"
 check "after destroy: A's chain is gone" sh -c "! nft list table inet sandboxd | grep -q 'sx_${A#sbx-}'"
 check "after destroy: no conntrack entry of A is left" sh -c "! grep -q 'src=${AADDR%/30} ' /proc/net/nf_conntrack"

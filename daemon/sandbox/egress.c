@@ -7,12 +7,18 @@
 #include <fcntl.h>
 #include <ifaddrs.h>
 #include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "egress-dns.h"
@@ -21,6 +27,7 @@
 #include "macro.h"
 #include "mount-compat.h"
 #include "nftables.h"
+#include "spawn.h"
 #include "util.h"
 #include "veth.h"
 
@@ -29,6 +36,19 @@
 #define EGRESS_CT_MARK 0x5bd00000u
 #define EGRESS_SLOTS_MAX 65536u
 #define EGRESS_RESOLV "egress-resolv.conf"
+/* How long a daemon that stops waits for the teardowns still running (then kills them: the next
+ * start removes what they left). */
+#define EGRESS_TEARDOWN_WAIT_MS 5000
+
+/* A sandbox's interface, rules and connections being removed by a child (egress_detach()). Its
+ * slot, and so its /30 and its ct mark, stays taken until the child has exited. */
+typedef struct Teardown {
+        Egress *egress;
+        sd_event_source *src;
+        unsigned slot;
+        char ifname[IFNAMSIZ];
+        struct Teardown *prev, *next;
+} Teardown;
 
 struct Egress {
         bool available;
@@ -44,7 +64,10 @@ struct Egress {
         struct sockaddr_in dns;   /* sin_family 0: none */
         char *resolv_path;
         int home_fd;              /* our own network namespace */
+        Teardown *teardowns;      /* running */
 };
+
+static void teardowns_wait(Egress *e);
 
 static int set_reason(Egress *e, const char *fmt, ...) _printf_(2, 3);
 static int set_reason(Egress *e, const char *fmt, ...) {
@@ -186,6 +209,7 @@ void egress_done(Context *m) {
 
         if (!e)
                 return;
+        teardowns_wait(e); /* before the table goes: they delete from it */
         if (e->table_made && e->nft)
                 (void) nftables_run(e->nft, "delete table " EGRESS_TABLE "\n", NULL);
         nftables_free(e->nft);
@@ -584,18 +608,6 @@ static int nft_apply(Egress *e, Text *t, char **ret_error) {
         return r;
 }
 
-static void sandbox_rules_remove(Egress *e, const SandboxNet *n, const char *id) {
-        Text t = {};
-        char chain[32];
-
-        chain_name(chain, sizeof(chain), id);
-        text_add(&t, "delete element " EGRESS_TABLE " out { \"%s\" }\nflush chain " EGRESS_TABLE " %s\n"
-                     "delete chain " EGRESS_TABLE " %s\n", n->ifname, chain, chain);
-        if (nft_apply(e, &t, NULL) < 0)
-                log_warning("egress: cannot remove the rules of %s (left in table sandboxd until the next start)", id);
-        free(t.data);
-}
-
 static int take_slot(Egress *e, unsigned *ret) {
         for (unsigned i = 0; i < e->n_slots; i++)
                 if (!e->slots[i]) {
@@ -681,9 +693,7 @@ int egress_attach(Context *m, SandboxNet *n, const char *id, int netns_fd, char 
         if (r < 0) {
                 attach_fail(ret_error, r, "cannot make the sandbox's interface (veth %s): %s%s", n->ifname, strerror(-r),
                             r == -EOPNOTSUPP ? " (is the veth module loaded?)" : "");
-                sandbox_rules_remove(e, n, id);
-                give_slot(e, n->slot);
-                n->attached = false;
+                egress_detach_now(m, n);
                 return r;
         }
         if ((r = attach_dns(m, e, n, netns_fd)) < 0) {
@@ -692,7 +702,7 @@ int egress_attach(Context *m, SandboxNet *n, const char *id, int netns_fd, char 
         }
         return 0;
 fail:
-        egress_detach(m, n);
+        egress_detach_now(m, n);
         return r;
 }
 
@@ -713,22 +723,172 @@ int egress_resolv_tree(Context *m) {
         return fd;
 }
 
+/* The steps of a teardown that failed: a child's exit status. */
+#define TEARDOWN_VETH 1
+#define TEARDOWN_RULES 2
+#define TEARDOWN_CONNTRACK 4
+
+/* What egress_attach() made, removed: the interface (its peer goes with it), the chain and its
+ * element of the map, the connections the kernel tracks with its mark. nft NULL: one of its own
+ * (a child's: the daemon's context holds a netlink socket of the daemon's). */
+static int teardown_run(Nftables *nft, const char *ifname, unsigned slot) {
+        Nftables *own = NULL;
+        const char *base = ifname + strlen(VETH_PREFIX);
+        int failed = 0, r;
+        Text t = {};
+
+        r = veth_remove(ifname);
+        if (r < 0 && r != -ENODEV)
+                failed |= TEARDOWN_VETH;
+        if (!nft && nftables_new(&own) >= 0)
+                nft = own;
+        text_add(&t, "delete element " EGRESS_TABLE " out { \"%s\" }\nflush chain " EGRESS_TABLE " sx_%s\n"
+                     "delete chain " EGRESS_TABLE " sx_%s\n", ifname, base, base);
+        if (!nft || t.failed || nftables_run(nft, t.data, NULL) < 0)
+                failed |= TEARDOWN_RULES;
+        free(t.data);
+        nftables_free(own);
+        r = conntrack_flush_mark(EGRESS_CT_MARK | slot);
+        if (r < 0 && r != -EPROTONOSUPPORT)
+                failed |= TEARDOWN_CONNTRACK;
+        return failed;
+}
+
+static void teardown_log(const char *ifname, int failed) {
+        if (failed & TEARDOWN_VETH)
+                log_warning("egress: cannot remove interface %s (removed at the next start)", ifname);
+        if (failed & TEARDOWN_RULES)
+                log_warning("egress: cannot remove the rules of %s (left in table sandboxd until the next start)", ifname);
+        if (failed & TEARDOWN_CONNTRACK)
+                log_debug("egress: cannot forget the connections of %s", ifname);
+}
+
+static void teardown_report(const Teardown *t, const siginfo_t *si) {
+        if (si->si_code == CLD_EXITED)
+                teardown_log(t->ifname, si->si_status);
+        else
+                log_warning("egress: the teardown of %s was killed (signal %d): what it left goes at the next start",
+                            t->ifname, si->si_status);
+}
+
+static void teardown_free(Teardown *t) {
+        Egress *e = t->egress;
+
+        if (t->prev)
+                t->prev->next = t->next;
+        else
+                e->teardowns = t->next;
+        if (t->next)
+                t->next->prev = t->prev;
+        give_slot(e, t->slot);
+        sd_event_source_disable_unref(t->src); /* kills and reaps a child still running */
+        free(t);
+}
+
+static int on_teardown_exit(sd_event_source *src, const siginfo_t *si, void *userdata) {
+        teardown_report(userdata, si);
+        teardown_free(userdata);
+        return 0;
+}
+
+_Noreturn static void teardown_child(pid_t parent, const char *ifname, unsigned slot) {
+        int keep[] = { 2 };
+
+        close_all_fds_except(keep, ELEMENTSOF(keep));
+        /* Never outlives the daemon: a new one, whose start removes what this one left, may make
+         * an interface of the same name (a restored sandbox's) and take the slot's ct mark again. */
+        (void) prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != parent)
+                _exit(TEARDOWN_VETH | TEARDOWN_RULES | TEARDOWN_CONNTRACK);
+        (void) prctl(PR_SET_NAME, "sandboxd-net");
+        _exit(teardown_run(NULL, ifname, slot));
+}
+
+/* The teardown of n in a child, watched by the loop: each of its steps waits for RCU grace
+ * periods in the kernel (35-50 ms a destroy, hundreds under load), which the loop must not. */
+static int teardown_start(Context *m, Egress *e, const SandboxNet *n) {
+        Teardown *t = calloc(1, sizeof(*t));
+        pid_t parent = getpid(), pid;
+        int pidfd = -EBADF, r;
+
+        if (!t)
+                return -ENOMEM;
+        pid = clone3_pidfd(0, -1, &pidfd);
+        if (pid == 0)
+                teardown_child(parent, n->ifname, n->slot);
+        if (pid < 0) {
+                free(t);
+                return pid;
+        }
+        *t = (Teardown) { .egress = e, .slot = n->slot };
+        memcpy(t->ifname, n->ifname, sizeof(t->ifname));
+        r = sd_event_add_child_pidfd(m->event, &t->src, pidfd, WEXITED, on_teardown_exit, t);
+        if (r < 0) {
+                (void) syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
+                (void) waitid(P_PIDFD, (id_t) pidfd, &(siginfo_t) {}, WEXITED);
+                close(pidfd);
+                free(t);
+                return r;
+        }
+        (void) sd_event_source_set_child_pidfd_own(t->src, true);
+        (void) sd_event_source_set_child_process_own(t->src, true);
+        t->next = e->teardowns;
+        if (t->next)
+                t->next->prev = t;
+        e->teardowns = t;
+        return 0;
+}
+
+/* At stop: each teardown still running gets until the deadline, then is killed. */
+static void teardowns_wait(Egress *e) {
+        struct timespec start, now;
+
+        (void) clock_gettime(CLOCK_MONOTONIC, &start);
+        while (e->teardowns) {
+                Teardown *t = e->teardowns;
+                int fd = sd_event_source_get_child_pidfd(t->src), k;
+                siginfo_t si = {};
+                long left;
+
+                do {
+                        (void) clock_gettime(CLOCK_MONOTONIC, &now);
+                        left = EGRESS_TEARDOWN_WAIT_MS - ((now.tv_sec - start.tv_sec) * 1000L +
+                                                          (now.tv_nsec - start.tv_nsec) / 1000000L);
+                        k = fd < 0 || left <= 0 ? 0 : poll(&(struct pollfd) { .fd = fd, .events = POLLIN }, 1, (int) left);
+                } while (k < 0 && errno == EINTR);
+                if (k > 0 && waitid(P_PIDFD, (id_t) fd, &si, WEXITED) == 0) {
+                        (void) sd_event_source_set_child_process_own(t->src, false); /* reaped */
+                        teardown_report(t, &si);
+                } else
+                        log_warning("egress: the teardown of %s did not end in time: killed (the next start removes "
+                                    "what it left)", t->ifname);
+                teardown_free(t);
+        }
+}
+
+void egress_detach_now(Context *m, SandboxNet *n) {
+        Egress *e = m->egress;
+
+        if (!n->attached || !e)
+                return;
+        n->dns = dns_relay_free(n->dns);
+        teardown_log(n->ifname, teardown_run(e->nft, n->ifname, n->slot));
+        give_slot(e, n->slot);
+        n->attached = false;
+}
+
 void egress_detach(Context *m, SandboxNet *n) {
         Egress *e = m->egress;
-        char id[24];
         int r;
 
         if (!n->attached || !e)
                 return;
         n->dns = dns_relay_free(n->dns);
-        snprintf(id, sizeof(id), "sbx-%s", n->ifname + strlen(VETH_PREFIX));
-        r = veth_remove(n->ifname);
-        if (r < 0 && r != -ENODEV)
-                log_warning_errno(r, "egress: cannot remove interface %s: %m", n->ifname);
-        sandbox_rules_remove(e, n, id);
-        r = conntrack_flush_mark(EGRESS_CT_MARK | n->slot);
-        if (r < 0 && r != -EPROTONOSUPPORT)
-                log_debug_errno(r, "egress: cannot forget the connections of %s: %m", n->ifname);
-        give_slot(e, n->slot);
+        r = m->event ? teardown_start(m, e, n) : -ENOTCONN;
+        if (r < 0) {
+                log_debug_errno(r, "egress: no child for the teardown of %s, done here: %m", n->ifname);
+                teardown_log(n->ifname, teardown_run(e->nft, n->ifname, n->slot));
+                give_slot(e, n->slot);
+        }
         n->attached = false;
 }

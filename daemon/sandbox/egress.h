@@ -70,5 +70,13 @@ json_object *egress_capability_json(Context *m);
 int egress_attach(Context *m, SandboxNet *n, const char *id, int netns_fd, char **ret_error);
 /* A detached tree of the generated /etc/resolv.conf for the init to mount, or < 0. */
 int egress_resolv_tree(Context *m);
-/* Removes everything egress_attach() made; nothing when it made nothing. */
+/* Removes everything egress_attach() made; nothing when it made nothing. The interface, rules
+ * and connections go in a child (its steps wait for RCU grace periods in the kernel), the loop
+ * watching it; its slot (the /30 and the ct mark) is taken until the child has exited, and the
+ * names (sx-<id>, sx_<id>) are its sandbox's, which no other has. A daemon that stops waits for
+ * them, bounded (egress_done()); a child dies with the daemon, and the next start removes what
+ * it left. */
 void egress_detach(Context *m, SandboxNet *n);
+/* The same, done before it returns: for a sandbox that is attached again at once, under the same
+ * names (a restore's new init). */
+void egress_detach_now(Context *m, SandboxNet *n);

@@ -216,8 +216,9 @@ pid_t sandbox_start_init(Sandbox *s, int *ret_helper_pidfd) {
         p.sync_fd = sp[1];
         if (m->run_helper_fd >= 0) {
                 /* A new init (a restore's) gets a namespace as a new sandbox does: every process
-                 * of the last one is gone. */
-                egress_detach(m, &s->net);
+                 * of the last one is gone. Its interface and chain, same-named, are gone
+                 * before the new ones are made. */
+                egress_detach_now(m, &s->net);
                 netns_pool_put(&m->netns, TAKE_FD(s->netns_fd));
                 if (s->net.egress) {
                         int r = sandbox_egress_netns(s);

@@ -70,7 +70,10 @@ out=$("$ctl" run --sandbox "$e" -- ip route add 198.51.100.0/24 via 10.200.0.1 2
 [ $? != 0 ] && [[ "$out" == *"Operation not permitted"* ]]
 ok $? "root inside cannot add a route"
 "$ctl" destroy "$e" >/dev/null 2>&1
-! ip link show "sx-${e#sbx-}" >/dev/null 2>&1 && ! nft list table inet sandboxd | grep -q "sx_${e#sbx-}"
+# The interface and chain go in a child of the daemon after destroy's answer: a bounded wait.
+gone() { ! ip link show "sx-${e#sbx-}" >/dev/null 2>&1 && ! nft list table inet sandboxd | grep -q "sx_${e#sbx-}"; }
+for _ in $(seq 100); do gone && break; sleep 0.1; done
+gone
 ok $? "after destroy: no interface or chain of it"
 
 "$ctl" run --egress all -- sleep 120 >/dev/null 2>&1 &
@@ -95,6 +98,7 @@ got=$(sprobe "$id" 198.51.100.7 80)
 [ "$got" = "reached remote 198.51.100.7:80" ]
 ok $? "the restored sandbox reaches its allowed address again"
 "$ctl" destroy "$id" >/dev/null 2>&1
+for _ in $(seq 100); do [ "$(ip -o link | grep -c ' sx-')" = 0 ] && break; sleep 0.1; done
 [ "$(ip -o link | grep -c ' sx-')" = 0 ]
 ok $? "destroy it: no interface left"
 done_testing
