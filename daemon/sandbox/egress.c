@@ -603,6 +603,14 @@ static int nft_apply(Egress *e, Text *t, char **ret_error) {
         if (t->failed)
                 return -ENOMEM;
         r = nftables_run(e->nft, t->data, &msg);
+        if (r < 0) {
+                /* A batch is all or nothing. One that met another commit (a teardown's, in its
+                 * child: the kernel takes them one at a time) may have found the ruleset changed
+                 * under it; once more, then the error is the answer. */
+                free(msg);
+                msg = NULL;
+                r = nftables_run(e->nft, t->data, &msg);
+        }
         if (r < 0 && ret_error)
                 *ret_error = msg ? strdup(msg) : NULL;
         return r;
