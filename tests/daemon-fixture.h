@@ -21,6 +21,7 @@
 
 #include "cgroup.h"
 #include "connection.h"
+#include "egress.h"
 #include "lifecycle.h"
 #include "log.h"
 #include "macro.h"
@@ -241,6 +242,7 @@ static inline void fixture_done(Fixture *f) {
         fd = open(path, O_WRONLY | O_CLOEXEC);
         ok(fd >= 0 && write(fd, "0", 1) == 1, "cleanup: back in %s", f->cg_home);
         safe_close(fd);
+        egress_done(&f->ctx); /* lifecycle_setup_context() made it, as lifecycle_free() undoes it */
         context_done(&f->ctx);
         registry_done(&f->registry);
         for (const char *sub = "daemon"; sub; sub = strcmp(sub, "daemon") == 0 ? "sandboxes" : NULL) {
