@@ -284,9 +284,20 @@ scrape_configs:
     static_configs:
       - targets: ["127.0.0.1:$PORT"]
 EOF
-prometheus --config.file="$T/prometheus.yml" --storage.tsdb.path="$T/prom" \
-        --web.listen-address="127.0.0.1:$PROM_PORT" >"$T/prometheus.log" 2>&1 &
-PROM_PID=$!
+# Its own web port is picked free, but another test may take it before Prometheus binds it: a
+# Prometheus that dies saying so is started again on another port (5 tries).
+_prom_settled() { grep -q 'Server is ready to receive web requests' "$T/prometheus.log" || ! kill -0 "$PROM_PID" 2>/dev/null; }
+for _try in 1 2 3 4 5; do
+        prometheus --config.file="$T/prometheus.yml" --storage.tsdb.path="$T/prom" \
+                --web.listen-address="127.0.0.1:$PROM_PORT" >"$T/prometheus.log" 2>&1 &
+        PROM_PID=$!
+        wait_until 30 _prom_settled
+        grep -q 'address already in use' "$T/prometheus.log" || break
+        wait "$PROM_PID" 2>/dev/null
+        PROM_PID=
+        PROM_PORT=$(free_port)
+done
+export PROM_PORT
 run_py "prometheus" 120 <<'EOF'
 import json, os, time, urllib.parse, urllib.request
 from client import Conn, check, is_
