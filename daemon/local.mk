@@ -59,7 +59,7 @@ daemon_libsandboxd_la_SOURCES = \
 	daemon/sandbox/snapshot.c daemon/sandbox/snapshot.h \
 	daemon/sandbox/snapshot-job.c daemon/sandbox/snapshot-job.h \
 	daemon/sandbox/port.c daemon/sandbox/port.h daemon/host/port-forward.c daemon/host/port-forward.h daemon/server/op-port.c \
-	daemon/sandbox/image.c daemon/sandbox/image.h daemon/exec/image-import.c daemon/exec/image-import.h daemon/exec/entry-name.c daemon/exec/entry-name.h daemon/exec/blob-digest.c daemon/exec/blob-digest.h \
+	daemon/sandbox/image.c daemon/sandbox/image.h daemon/exec/image-import.c daemon/exec/image-import.h daemon/exec/entry-name.c daemon/exec/entry-name.h daemon/exec/open-beneath.c daemon/exec/open-beneath.h daemon/exec/blob-digest.c daemon/exec/blob-digest.h \
 	daemon/server/op-image.c \
 	daemon/sandbox/egress.c daemon/sandbox/egress.h daemon/sandbox/egress-dns.c daemon/sandbox/egress-dns.h \
 	daemon/host/veth.c daemon/host/veth.h daemon/host/nftables.c daemon/host/nftables.h
@@ -107,7 +107,7 @@ daemon_sandboxd_run_helper_LDFLAGS = $(AM_LDFLAGS) $(HELPER_LDFLAGS)
 libexec_PROGRAMS += daemon/sandboxd-file-helper
 daemon_sandboxd_file_helper_SOURCES = \
 	daemon/exec/file-helper.c daemon/exec/file-helper.h \
-	daemon/exec/file-tar.c daemon/exec/file-tar.h daemon/exec/entry-name.c daemon/exec/entry-name.h \
+	daemon/exec/file-tar.c daemon/exec/file-tar.h daemon/exec/entry-name.c daemon/exec/entry-name.h daemon/exec/open-beneath.c daemon/exec/open-beneath.h \
 	daemon/exec/dir-names.c daemon/exec/dir-names.h \
 	daemon/exec/run-exec.c daemon/exec/run-exec.h \
 	daemon/exec/identity.c daemon/exec/identity.h \

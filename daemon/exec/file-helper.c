@@ -36,6 +36,7 @@
 #include "file-helper.h"
 #include "file-tar.h"
 #include "macro.h"
+#include "open-beneath.h"
 #include "rm-rf.h"
 #include "run-exec.h"
 #include "spawn.h"
@@ -124,19 +125,6 @@ _Noreturn static void done(uint64_t count, bool truncated) {
 /* ---- Resolution inside the sandbox ------------------------------------------------------- */
 
 static int root_fd = -1;
-
-/* openat2 with RESOLVE_IN_ROOT or RESOLVE_BENEATH fails with EAGAIN when a rename or a mount
- * anywhere on the host raced with a ".." of the walk (the kernel cannot prove the walk stayed
- * inside): tried again, a bounded number of times. */
-static int openat2_retry(int dir_fd, const char *path, struct open_how *how) {
-        int fd = -1;
-        for (int i = 0; i < 64; i++) {
-                fd = (int) syscall(SYS_openat2, dir_fd, path, how, sizeof(*how));
-                if (fd >= 0 || errno != EAGAIN)
-                        break;
-        }
-        return fd;
-}
 
 /* path from the sandbox's root; ELOOP/EXDEV from a magic link say so. */
 static int resolve(const char *path, int flags) {
@@ -242,7 +230,7 @@ typedef struct ListState {
 /* Below the listed path nothing is followed: each directory is opened beneath its parent with
  * no symlink and no magic link allowed, so one swapped for a symlink is refused, never entered;
  * a mount point is reported, not entered. */
-static int open_beneath(int dir_fd, const char *name) {
+static int open_dir_beneath(int dir_fd, const char *name) {
         struct open_how how = {
                 .flags = O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC,
                 .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV,
@@ -273,7 +261,7 @@ static void list_dir(ListState *ls, int dir_fd, const char *path, unsigned depth
                 ls->entries++;
                 if (ls->recursive && depth < ls->max_depth && fstatat(dir_fd, names[i], &st, AT_SYMLINK_NOFOLLOW) == 0 &&
                     S_ISDIR(st.st_mode) && st.st_dev == self.st_dev) {
-                        int fd = open_beneath(dir_fd, names[i]);
+                        int fd = open_dir_beneath(dir_fd, names[i]);
                         if (fd >= 0) {
                                 list_dir(ls, fd, sub, depth + 1);
                                 safe_close(fd);
@@ -376,7 +364,7 @@ static uint64_t count_tree(int dir_fd, const char *name) {
 
         if (fstatat(dir_fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode))
                 return 1;
-        fd = open_beneath(dir_fd, name);
+        fd = open_dir_beneath(dir_fd, name);
         if (fd < 0)
                 return 1;
         names = dir_names(fd, &k);

@@ -21,25 +21,11 @@
 
 #include "dir-names.h"
 #include "entry-name.h"
+#include "open-beneath.h"
 #include "file-tar.h"
 #include "macro.h"
 
 #define TAR_BUF (1024u * 1024)
-
-static int openat2_beneath(int dir_fd, const char *name, int flags) {
-        struct open_how how = {
-                .flags = (uint64_t) (flags | O_NOFOLLOW | O_CLOEXEC),
-                .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
-        };
-        int fd = -1;
-        /* EAGAIN: a rename somewhere raced with the walk; the kernel asks for another try. */
-        for (int i = 0; i < 64; i++) {
-                fd = (int) syscall(SYS_openat2, dir_fd, name, &how, sizeof(how));
-                if (fd >= 0 || errno != EAGAIN)
-                        break;
-        }
-        return fd;
-}
 
 static int tar_fail(TarFail *f, int err, TarReason reason, const char *name) {
         f->err = err ? err : EIO;
@@ -109,7 +95,7 @@ static int put_walk(Put *p, const char *rel, bool create, TarReason *ret_reason)
 
                 memcpy(comp, s, len);
                 comp[len] = '\0';
-                fd = openat2_beneath(cur, comp, O_PATH | O_DIRECTORY);
+                fd = open_beneath(cur, comp, O_PATH | O_DIRECTORY);
                 if (fd < 0 && errno == ENOENT && create) {
                         if (mkdirat(cur, comp, 0755) < 0 && errno != EEXIST) {
                                 int e = errno;
@@ -117,7 +103,7 @@ static int put_walk(Put *p, const char *rel, bool create, TarReason *ret_reason)
                                 errno = e;
                                 return -1;
                         }
-                        fd = openat2_beneath(cur, comp, O_PATH | O_DIRECTORY);
+                        fd = open_beneath(cur, comp, O_PATH | O_DIRECTORY);
                 }
                 if (fd < 0) {
                         int e = errno;
@@ -341,7 +327,7 @@ static void put_finish_dirs(Put *p) {
                 int dir = put_walk(p, d->rel, false, &why), fd = -1;
 
                 if (dir >= 0)
-                        fd = openat2_beneath(dir, ".", O_RDONLY | O_DIRECTORY);
+                        fd = open_beneath(dir, ".", O_RDONLY | O_DIRECTORY);
                 if (fd >= 0) {
                         (void) fchmod(fd, d->mode);
                         if (d->has_mtime)
@@ -631,7 +617,7 @@ static int get_regular(Get *g, int dir_fd, const char *name, int data_fd, const 
         /* Reopened by name beneath the same parent, and checked to be the inode whose O_PATH
          * handle said "regular": one swapped in between is skipped, never read. */
         if (fd < 0)
-                fd = openat2_beneath(dir_fd, name, O_RDONLY | O_NONBLOCK | O_NOCTTY);
+                fd = open_beneath(dir_fd, name, O_RDONLY | O_NONBLOCK | O_NOCTTY);
         if (fd < 0 || fstat(fd, &now) < 0 || now.st_dev != st->st_dev || now.st_ino != st->st_ino) {
                 if (fd != data_fd)
                         safe_close(fd);
@@ -667,7 +653,7 @@ static int get_symlink(Get *g, int h, const struct stat *st, const char *arcname
 
 /* One entry: an O_PATH handle first (never following it), its type from that handle. */
 static int get_entry(Get *g, int dir_fd, const char *name, int data_fd, const char *arcname, dev_t parent_dev) {
-        int h = name[0] ? openat2_beneath(dir_fd, name, O_PATH) : fcntl(dir_fd, F_DUPFD_CLOEXEC, 3);
+        int h = name[0] ? open_beneath(dir_fd, name, O_PATH) : fcntl(dir_fd, F_DUPFD_CLOEXEC, 3);
         struct stat st;
         int r = 0;
 

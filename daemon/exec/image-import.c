@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "entry-name.h"
+#include "open-beneath.h"
 #include "image-import.h"
 #include "macro.h"
 #include "rm-rf.h"
@@ -115,20 +116,6 @@ static int import_fail(Import *im, int err, ImageReason reason, const char *name
         im->f->reason = reason;
         snprintf(im->f->name, sizeof(im->f->name), "%s", name ? name : "");
         return -im->f->err;
-}
-
-static int open_beneath(int dir_fd, const char *name, int flags) {
-        struct open_how how = {
-                .flags = (uint64_t) (flags | O_NOFOLLOW | O_CLOEXEC),
-                .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
-        };
-        int fd = -1;
-        for (int i = 0; i < 64; i++) {
-                fd = (int) syscall(SYS_openat2, dir_fd, name, &how, sizeof(how));
-                if (fd >= 0 || errno != EAGAIN)
-                        break;
-        }
-        return fd;
 }
 
 /* raw relative and normalised into out ("" for the root); false for a '..' component. */
