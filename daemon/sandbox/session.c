@@ -190,7 +190,7 @@ json_object *session_sessions_json(Sandbox *s) {
                 json_object_object_add(o, "state",
                                        json_object_new_string(!p->started ? "starting" : p->procs_gone ? "exited" : "running"));
                 json_object_object_add(o, "attached", json_object_new_int((int) p->n_subs));
-                json_object_object_add(o, "output_seq", json_object_new_int64((int64_t) p->ring.end));
+                json_object_object_add(o, "output_seq", json_object_new_int64((int64_t) ring_end(&p->ring)));
                 json_object_object_add(o, "created", json_object_new_string(format_utc(ts, p->created_usec)));
                 json_object_array_add(arr, o);
         }
@@ -257,7 +257,7 @@ static json_object *session_event(Session *p, Subscriber *sub, const char *kind,
 }
 
 static void session_send_exit(Session *p, Subscriber *sub) {
-        json_object *ev = session_event(p, sub, "exit", p->ring.end);
+        json_object *ev = session_event(p, sub, "exit", ring_end(&p->ring));
         session_add_outcome(p, ev);
         sub->exit_sent = true;
         reply_event(sub->reply, ev);
@@ -272,7 +272,7 @@ static bool session_send_chunk(Session *p, Subscriber *sub) {
         size_t n = ring_copy(&p->ring, sub->pos, buf, sizeof(buf), &stream);
         json_object *ev;
 
-        if ((!p->output_done && sub->pos + n == p->ring.end) || n == sizeof(buf)) {
+        if ((!p->output_done && sub->pos + n == ring_end(&p->ring)) || n == sizeof(buf)) {
                 size_t keep = utf8_incomplete_tail(buf, n);
                 if (keep == n)
                         return false;
@@ -289,19 +289,19 @@ static bool session_send_chunk(Session *p, Subscriber *sub) {
 /* Sends what the subscriber's connection has room for (everything when force); bytes the ring
  * lost before it got them are announced by a "dropped" event with their exact count. */
 static void session_deliver(Session *p, Subscriber *sub, bool force) {
-        while (!reply_gone(sub->reply) && sub->pos < p->ring.end &&
+        while (!reply_gone(sub->reply) && sub->pos < ring_end(&p->ring) &&
                (force || reply_backlog(sub->reply) < STREAM_PAUSE_BYTES)) {
-                if (sub->pos < p->ring.start) {
+                if (sub->pos < ring_start(&p->ring)) {
                         json_object *ev = session_event(p, sub, "dropped", sub->pos);
-                        json_object_object_add(ev, "bytes", json_object_new_int64((int64_t) (p->ring.start - sub->pos)));
-                        sub->pos = p->ring.start;
+                        json_object_object_add(ev, "bytes", json_object_new_int64((int64_t) (ring_start(&p->ring) - sub->pos)));
+                        sub->pos = ring_start(&p->ring);
                         reply_event(sub->reply, ev);
                         continue;
                 }
                 if (!session_send_chunk(p, sub))
                         break;
         }
-        if (p->output_done && sub->pos == p->ring.end && !sub->exit_sent && !reply_gone(sub->reply))
+        if (p->output_done && sub->pos == ring_end(&p->ring) && !sub->exit_sent && !reply_gone(sub->reply))
                 session_send_exit(p, sub);
 }
 
@@ -314,10 +314,10 @@ static size_t session_room(Session *p) {
         if (p->n_subs == 0 && (!p->opener || p->free_when_done))
                 return PTY_CHUNK;
         for (Subscriber *sub = p->subs; sub; sub = sub->next) {
-                uint64_t pos = sub->pos > p->ring.start ? sub->pos : p->ring.start;
+                uint64_t pos = sub->pos > ring_start(&p->ring) ? sub->pos : ring_start(&p->ring);
                 best = pos > best ? pos : best;
         }
-        uint64_t room = p->ring.cap - (p->ring.end - best);
+        uint64_t room = p->ring.cap - (ring_end(&p->ring) - best);
         return room > PTY_CHUNK ? PTY_CHUNK : (size_t) room;
 }
 
@@ -719,18 +719,18 @@ int session_attach(Session *p, Reply *reply, uint64_t from, bool from_given, Pro
         if (p->free_when_done)
                 return proto_error_set(err, SBX_E_CONFLICT, "session", "session %s is being closed", p->id);
         if (!from_given)
-                from = p->ring.start;
-        if (from > p->ring.end)
+                from = ring_start(&p->ring);
+        if (from > ring_end(&p->ring))
                 return proto_error_set(err, SBX_E_INVALID_REQUEST, "from_seq",
-                                       "'from_seq' is beyond the output so far (%" PRIu64 " bytes)", p->ring.end);
-        first = from > p->ring.start ? from : p->ring.start;
+                                       "'from_seq' is beyond the output so far (%" PRIu64 " bytes)", ring_end(&p->ring));
+        first = from > ring_start(&p->ring) ? from : ring_start(&p->ring);
         if ((k = session_subscribe(p, reply, first, err)) < 0)
                 return k;
         o = session_describe(p, json_object_new_object());
         json_object_object_add(o, "from_seq", json_object_new_int64((int64_t) from));
         json_object_object_add(o, "first_seq", json_object_new_int64((int64_t) first));
         json_object_object_add(o, "dropped", json_object_new_int64((int64_t) (first - from)));
-        json_object_object_add(o, "next_seq", json_object_new_int64((int64_t) p->ring.end));
+        json_object_object_add(o, "next_seq", json_object_new_int64((int64_t) ring_end(&p->ring)));
         reply_ok(reply, o);
         session_pump(p);
         return 0;
