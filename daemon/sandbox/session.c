@@ -1456,8 +1456,8 @@ static void session_restore_one(Sandbox *s, json_object *o, const char *file) {
         }
         session_fds_take(s, &r, &f);
         if (!r.stored)
-                snprintf(why, sizeof(why), "the daemon that ran it had no fd store (no $NOTIFY_SOCKET): its terminal and "
-                                           "output went with that daemon; its processes were killed");
+                snprintf(why, sizeof(why), "the daemon had no fd store (no $NOTIFY_SOCKET): its terminal and output "
+                                           "ended with it; its processes were killed");
         else if (f.missing[0])
                 snprintf(why, sizeof(why), "not in the fd store: its %s; its processes were killed", f.missing);
         if (!r.stored || f.missing[0]) {
