@@ -117,8 +117,11 @@ elif step == "pipes-after":
     r = c.call({"op": "pty.write", "session": pid, "data": "x\n"})
     check(r.get("ok"), "pty.write to it", r)
     check(s.wait_for("ready\ngot:x"), "its input and output work after the restart", s.text())
-    r = c.call({"op": "pty.close", "session": pid}, 30)
-    check(r.get("ok"), "pty.close ends it", r)
+    r = c.call({"op": "pty.write", "session": pid, "data": "", "eof": True})
+    check(r.get("ok"), "its stdin closed", r)
+    ex = s.wait_exit(30)
+    check(ex and ex.get("exit_code") == 0 and ex.get("reason") == "exited",
+          "its program's exit after the restart is reported (from the helper's stored report socket)", ex)
 elif step == "lost":
     sid = load("sid")
     r = c.call({"op": "pty.attach", "session": sid})
@@ -213,7 +216,7 @@ check "SIGKILL with the strays" restart KILL
 sess "the pipe session after SIGKILL" pipes-after
 _strays_gone() { ! grep -q "pty-000000000000\|bogus" "$T/store"; }
 check "the stray fds were closed and removed from the store" wait_until 5 _strays_gone
-is "$(stored "$psid")" 0 "the closed pipe session left nothing in the store"
+is "$(stored "$psid")" 0 "the ended pipe session left nothing in the store"
 sess "after the strays" reattach "after the strays"
 
 # A torn ring header: the daemon stopped, the header's start set past its end, then SIGKILL.

@@ -519,9 +519,12 @@ static void session_answer_writes(Session *p, const ProtoError *err) {
         }
 }
 
+static void session_input_closed(Session *p);
+
 static void session_stop_input(Session *p) {
         p->in_source = sd_event_source_disable_unref(p->in_source);
         p->in_fd = safe_close(p->in_fd);
+        session_input_closed(p);
 }
 
 static void session_flush_input(Session *p) {
@@ -1098,6 +1101,8 @@ static json_object *session_record_json(Session *p) {
         json_object_object_add(o, "main_pid", json_object_new_int((int) p->main_pid));
         /* Whether its fds went into a store: a daemon without one (standalone) could not keep it. */
         json_object_object_add(o, "stored", json_object_new_boolean(p->stored));
+        if (p->stdin_closed)
+                json_object_object_add(o, "stdin_closed", json_object_new_boolean(true));
         return o;
 }
 
@@ -1164,6 +1169,18 @@ static void session_store(Session *p) {
         session_record_save(p);
 }
 
+/* The store's copy of a pipe session's stdin would keep the pipe open: the program must see its
+ * EOF, and the next daemon must not look for it. */
+static void session_input_closed(Session *p) {
+        char name[FDSTORE_NAME_MAX];
+
+        if (p->pty || !p->in_store || p->stdin_closed)
+                return;
+        p->stdin_closed = true;
+        (void) fdstore_remove(fdstore_name(name, 'p', p->id, "in"));
+        session_record_save(p);
+}
+
 static void session_remove_stored(const char *id, bool pty) {
         char name[FDSTORE_NAME_MAX];
         for (const char *const *w = session_stored_names(pty); *w; w++)
@@ -1197,7 +1214,7 @@ static void argv_free(char **v) {
 typedef struct SessionRecord {
         const char *id, *cgroup;
         char **argv;
-        bool pty, stored;
+        bool pty, stored, stdin_closed;
         unsigned rows, cols;
         uint64_t created_usec;
         pid_t main_pid;
@@ -1248,6 +1265,7 @@ static int session_record_parse(json_object *o, SessionRecord *r) {
                 return -EBADMSG;
         r->pty = json_object_object_get_ex(o, "pty", &v) && json_object_get_boolean(v);
         r->stored = json_object_object_get_ex(o, "stored", &v) && json_object_get_boolean(v);
+        r->stdin_closed = !r->pty && json_object_object_get_ex(o, "stdin_closed", &v) && json_object_get_boolean(v);
         r->rows = (unsigned) rec_int(o, "rows", 0, 65535, &ok);
         r->cols = (unsigned) rec_int(o, "cols", 0, 65535, &ok);
         r->created_usec = (uint64_t) rec_int(o, "created_usec", 0, INT64_MAX, &ok);
@@ -1314,7 +1332,7 @@ static void session_fds_take(Sandbox *s, const SessionRecord *r, SessionFds *f) 
                 }
                 f->fd[i] = fd < 0 ? -EBADF : fd;
                 /* The ring alone may be missing: the session goes on, its output lost. */
-                if (fd < 0 && strcmp(names[i], "ring") != 0) {
+                if (fd < 0 && strcmp(names[i], "ring") != 0 && !(r->stdin_closed && strcmp(names[i], "in") == 0)) {
                         size_t n = strlen(f->missing);
                         snprintf(f->missing + n, sizeof(f->missing) - n, "%s%s", n ? ", " : "", stored_what_words(names[i]));
                 }
@@ -1410,7 +1428,13 @@ static int session_rewatch(Session *p, const SessionRecord *r, SessionFds *f) {
         if ((k = session_watch_output(p, 0, session_fd_of(r, f, "out"))) < 0 ||
             (k = session_watch_output(p, 1, session_fd_of(r, f, "err"))) < 0)
                 return k;
-        return session_watch_input(p, session_fd_of(r, f, "in"));
+        in = session_fd_of(r, f, "in");
+        if (r->stdin_closed) {
+                safe_close(in);
+                p->in_eof = p->stdin_closed = true;
+                return 0;
+        }
+        return session_watch_input(p, in);
 }
 
 static int session_adopt(Sandbox *s, SessionRecord *r, SessionFds *f, Session **ret) {

@@ -73,6 +73,7 @@ typedef struct Session {
         /* Its fds went into the fd store and its record beside its sandbox's (session_store()):
          * taken out again when it ends, left for the next daemon when this one stops. */
         bool in_store, stored;
+        bool stdin_closed;      /* a pipe session's stdin closed (eof): out of the store too */
         bool restored;          /* taken back from an earlier daemon */
         char output_lost[160];  /* what of its output a restart lost, for inspect ("" none) */
         Subscriber *subs;
