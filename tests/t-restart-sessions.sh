@@ -122,6 +122,26 @@ elif step == "pipes-after":
     ex = s.wait_exit(30)
     check(ex and ex.get("exit_code") == 0 and ex.get("reason") == "exited",
           "its program's exit after the restart is reported (from the helper's stored report socket)", ex)
+elif step == "two":
+    sbx, argv = sys.argv[2], json.loads(sys.argv[3])
+    for name in ("a", "b"):
+        r, s = open_session(c, sbx, argv=argv)
+        check(r.get("ok") and s.wait_for("n=3\r\n", 30), "session %s runs" % name, r)
+        save("sid_" + name, s.id)
+elif step == "two-after":
+    a, b = load("sid_a"), load("sid_b")
+    r, s = attach(c, a, from_seq=0)
+    check(r.get("ok") and r.get("first_seq") == 0 and s.wait_for("n=", 30),
+          "a session whose stored ring was no memfd goes on, in a new ring from 0", r)
+    r = c.call({"op": "inspect", "sandbox": sys.argv[2]})
+    lost = [x.get("output_lost", "") for x in r["sandbox"]["sessions"] if x["id"] == a]
+    check(lost and "output ring was not in the fd store" in lost[0], "inspect says its output was lost, and why", lost)
+    r = c.call({"op": "pty.attach", "session": b})
+    msg = (r.get("error") or {}).get("message", "")
+    check(err_code(r) == "session_lost" and "not in the fd store: its terminal;" in msg,
+          "a session whose terminal left the store is session_lost, saying so", r)
+    r = c.call({"op": "pty.close", "session": a}, 30)
+    check(r.get("ok"), "pty.close", r)
 elif step == "lost":
     sid = load("sid")
     r = c.call({"op": "pty.attach", "session": sid})
@@ -245,12 +265,38 @@ like "$(cat "$T/daemon.log")" "output ring's header was torn" "the log says so"
 is "$(stored "$sid")" 4 "the new ring is in the store, in place of the torn one"
 
 sess "close after the restarts" close
+
+# What the store lost: one session's ring is no memfd (output lost, the session goes on), the
+# other's terminal left the store (that session is lost, and says so; its processes are killed).
+sess "two sessions" two keep "$counter"
+a=$(cat "$T/sid_a") b=$(cat "$T/sid_b")
+_eight() { [ "$(stored "$a")" = 4 ] && [ "$(stored "$b")" = 4 ]; }
+check "both in the store" wait_until 5 _eight
+python3 - "$T/notify" "$a" "$b" <<'PY'
+import array, os, socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+fd = os.open("/dev/null", os.O_RDONLY)
+s.sendto(("FDSTOREREMOVE=1\nFDNAME=p.%s.ring" % sys.argv[2]).encode(), sys.argv[1])
+s.sendmsg([("FDSTORE=1\nFDNAME=p.%s.ring\nFDPOLL=0" % sys.argv[2]).encode()],
+           [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [fd]).tobytes())], 0, sys.argv[1])
+s.sendto(("FDSTOREREMOVE=1\nFDNAME=p.%s.master" % sys.argv[3]).encode(), sys.argv[1])
+PY
+_changed() { grep -qx "p.$a.ring /dev/null" "$T/store" && ! grep -q "^p.$b.master " "$T/store"; }
+check "the store now holds /dev/null as one's ring and not the other's terminal" wait_until 5 _changed
+bcg=$(jq -r .cgroup "$T/state/sandboxes/$sbx/sessions/$b.json")
+check "SIGKILL, and a next daemon" restart KILL
+sess "what the store lost" two-after keep
+_bcg_empty() { [ ! -s "$CG/sandboxes/$sbx/$bcg/cgroup.procs" ]; }
+check "the lost session's processes were killed ($bcg empty)" wait_until 5 _bcg_empty
+r=$(rpc '{"op":"inspect","sandbox":"keep"}')
+like "$(jget "$r" '.sandbox.interrupted_runs[] | select(.id == "'"$b"'") | .reason')" "not in the fd store: its terminal" \
+        "inspect lists the lost one in interrupted_runs with the reason"
 _none() { [ "$(grep -c '^p\.' "$T/store")" = 0 ]; }
 check "nothing of the sessions is left in the store" wait_until 5 _none
 is "$(grep -c "^s\\.$sbx\\.init " "$T/store")" 1 "the sandbox's init is still stored, once"
 is "$(find "$T/state/sandboxes/$sbx/sessions" -type f 2>/dev/null | wc -l)" 0 "no session record is left"
 r=$(rpc '{"op":"inspect","sandbox":"keep"}')
-is "$(jget "$r" '.sandbox.interrupted_runs | length')" 0 "no session was reported lost"
+is "$(jget "$r" '.sandbox.interrupted_runs | length')" 1 "no other session was reported lost"
 rpc '{"op":"destroy","sandbox":"keep"}' >/dev/null
 _empty() { [ ! -s "$T/store" ]; }
 check "the store is empty" wait_until 5 _empty
