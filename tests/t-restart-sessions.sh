@@ -305,4 +305,5 @@ check "the daemon stops on SIGTERM" wait_until 15 _daemon_gone
 DAEMON_PID=
 kill -TERM "$MGR"
 wait "$MGR"
+is "$(grep -c 'Sanitizer' "$T/daemon.log")" 0 "no sanitizer report in the daemons' log"
 is "$(find "$CG/sandboxes" -mindepth 1 -type d 2>/dev/null | wc -l)" 0 "no sandbox cgroup is left"
