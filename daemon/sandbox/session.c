@@ -1470,10 +1470,15 @@ static void session_restore_one(Sandbox *s, json_object *o, const char *file) {
         SessionRecord r;
         SessionFds f;
         Session *p = NULL;
-        char why[160];
+        char why[160], want[32];
         int k;
 
-        if (session_record_parse(o, &r) < 0) {
+        /* One record a session, named by its id: never two claims on one session's fds. */
+        k = session_record_parse(o, &r);
+        if (k >= 0 && (size_t) snprintf(want, sizeof(want), "%s.json", r.id) < sizeof(want) && strcmp(want, file) != 0)
+                k = -EBADMSG;
+        if (k < 0) {
+                argv_free(r.argv);
                 log_warning("sandbox %s: the session record %s is not one; removed (a session of it is reported lost)", s->id,
                             file);
                 return;
