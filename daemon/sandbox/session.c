@@ -1101,6 +1101,7 @@ static json_object *session_record_json(Session *p) {
         json_object_object_add(o, "main_pid", json_object_new_int((int) p->main_pid));
         /* Whether its fds went into a store: a daemon without one (standalone) could not keep it. */
         json_object_object_add(o, "stored", json_object_new_boolean(p->stored));
+        json_object_object_add(o, "fd_store", json_object_new_boolean(fdstore_enabled()));
         if (p->stdin_closed)
                 json_object_object_add(o, "stdin_closed", json_object_new_boolean(true));
         return o;
@@ -1214,7 +1215,7 @@ static void argv_free(char **v) {
 typedef struct SessionRecord {
         const char *id, *cgroup;
         char **argv;
-        bool pty, stored, stdin_closed;
+        bool pty, stored, had_store, stdin_closed;
         unsigned rows, cols;
         uint64_t created_usec;
         pid_t main_pid;
@@ -1265,6 +1266,7 @@ static int session_record_parse(json_object *o, SessionRecord *r) {
                 return -EBADMSG;
         r->pty = json_object_object_get_ex(o, "pty", &v) && json_object_get_boolean(v);
         r->stored = json_object_object_get_ex(o, "stored", &v) && json_object_get_boolean(v);
+        r->had_store = json_object_object_get_ex(o, "fd_store", &v) && json_object_get_boolean(v);
         r->stdin_closed = !r->pty && json_object_object_get_ex(o, "stdin_closed", &v) && json_object_get_boolean(v);
         r->rows = (unsigned) rec_int(o, "rows", 0, 65535, &ok);
         r->cols = (unsigned) rec_int(o, "cols", 0, 65535, &ok);
@@ -1484,9 +1486,12 @@ static void session_restore_one(Sandbox *s, json_object *o, const char *file) {
                 return;
         }
         session_fds_take(s, &r, &f);
-        if (!r.stored)
+        if (!r.stored && !r.had_store)
                 snprintf(why, sizeof(why), "the daemon had no fd store (no $NOTIFY_SOCKET): its terminal and output "
                                            "ended with it; its processes were killed");
+        else if (!r.stored)
+                snprintf(why, sizeof(why), "the fd store refused some of its fds (full?): its terminal and output ended "
+                                           "with the daemon; its processes were killed");
         else if (f.missing[0])
                 snprintf(why, sizeof(why), "not in the fd store: its %s; its processes were killed", f.missing);
         if (!r.stored || f.missing[0]) {
