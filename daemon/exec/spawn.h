@@ -175,6 +175,9 @@ typedef struct RunParams {
         bool reset_oom_score;   /* the daemon's oom_score_adj is negative: the helper sets 0 */
         pid_t parent;           /* the daemon, whose death must end the helper (launch_params_guard) */
         bool direct;        /* the helper is in the sandbox's pid namespace and becomes the command */
+        /* No parent-death signal: a session's helper whose terminal and report socket wait in
+         * systemd's fd store for the next daemon, which supervises it again (restarts.md, 4) */
+        bool outlive_daemon;
         const SeccompProgram *filter; /* compiled once by the daemon */
 } RunParams;
 

@@ -74,5 +74,9 @@ const char *launch_next_cgroup_name(Sandbox *s, const char *kind, char *buf, siz
 void launch_abort(Launch *l);
 /* Reads the reports the helper left (ops->report, then ops->report_eof at the end). */
 void launch_collect_reports(Launch *l);
+/* A helper an earlier daemon started, taken back after a restart: its cgroup (by name, below
+ * the sandbox's), its pidfd (not our child: its end is seen as the pidfd's POLLIN) and its
+ * report socket, both now l's. ops->helper_exit() then gets an empty siginfo. */
+int launch_adopt(Launch *l, const char *cg_name, int pidfd, int report_fd);
 /* Its fds and sources closed (the cgroup stays). */
 void launch_done(Launch *l);
