@@ -30,6 +30,7 @@ INTEGRATION_TESTS = \
 	tests/t-leak.sh \
 	tests/t-listen.sh \
 	tests/t-metrics.sh \
+	tests/t-oci-run.sh \
 	tests/t-signals.sh \
 	tests/t-protocol.sh \
 	tests/t-pty.sh \
