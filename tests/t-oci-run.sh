@@ -318,6 +318,20 @@ for name in ("oci", "img"):
     check(r and r.get("ok"), "sandbox %s destroyed" % name, r)
 PYEOF
 
+# libsandbox takes the master from the started line (sbx_client_line_fds()).
+rpc '{"op":"create","best_effort":true,"name":"lib"}' >/dev/null
+out=$("$top_builddir/tests/oci-tty-client" "$SOCK" lib keep 2>&1)
+printf '%s\n' "$out" | sed 's/^/# /'
+line() { printf '%s\n' "$out" | sed -n "$1p"; }
+is "$(line 1)" "fds=1 field=1 master=0" "libsandbox: the started line's fd is the client's (sbx_client_line_fds)"
+is "$(line 3 | tr -d ' ')" "30100" "... a terminal of 30 rows and 100 columns (stty size through it)"
+is "$(line 4)" "exit_code=0 captured=false signal=null" "... and the final reply: exit 0, nothing captured"
+out=$("$top_builddir/tests/oci-tty-client" "$SOCK" lib close 2>&1)
+printf '%s\n' "$out" | sed 's/^/# /'
+is "$(line 4)" "exit_code=129 captured=false signal=HUP" \
+	"the master closed by the client while the command sleeps: it hangs up (the daemon holds no copy)"
+is "$(jget "$(rpc '{"op":"destroy","sandbox":"lib"}')" .ok)" true "sandbox lib destroyed"
+
 wait_fds "$fds0"
 is "$(daemon_fds)" "$fds0" "the daemon's fd count is back to its baseline ($fds0)"
 stop_daemon
