@@ -141,7 +141,7 @@ check(st and out.strip() == str(st.get("pid")).encode(), "started's pid is what 
 out_r, out_w = os.pipe()
 x_r, x_w = os.pipe()
 leak_r, leak_w = os.pipe()  # not sent: must not show up
-st, _, fin = run_fds({"sandbox": SB, "argv": ["sh", "-c", "ls /proc/$$/fd | tr '\\n' ' '; echo extra >&3"],
+st, _, fin = run_fds({"sandbox": SB, "argv": ["sh", "-c", "ls /proc/$$/fd; echo extra >&3"],
                       "stdio": [None, 0, 0], "extra_fds": [1]}, [out_w, x_w])
 out, _ = read_all(out_r)
 x, x_eof = read_all(x_r)
@@ -221,6 +221,12 @@ def output_of(obj):
 
 out, fin = output_of({"argv": ["sh", "-c", "id -u; id -g; umask"], "user": {"uid": 1234, "gid": 1234}, "umask": 0o027})
 is_(out.split(), ["1234", "1234", "0027"], "user {uid,gid} 1234 and umask 027 as given")
+o_r, o_w = os.pipe()
+st, _, fin = run_fds({"best_effort": True, "argv": ["id", "-u"], "user": {"uid": 1234, "gid": 1234}, "stdio": [None, 0, None]},
+                     [o_w])
+out, _ = read_all(o_r)
+os.close(o_r)
+check(out == b"1234\n" and fin and fin.get("exit_code") == 0, "... and so in a throwaway sandbox made for the run", out, fin)
 out, fin = output_of({"argv": ["sh", "-c", "id -u; grep CapEff /proc/self/status"], "user": {"uid": 0, "gid": 0}})
 check(out.split()[:1] == ["0"], "user {uid 0} is root inside", out)
 out, fin = output_of({"argv": ["sh", "-c", "grep CapEff /proc/self/status"], "user": {"uid": 1234, "gid": 1234}})

@@ -226,7 +226,19 @@ static int parse_user(json_object *req, RunSpec *spec, ProtoError *err) {
 int sandbox_user_parse(json_object *req, SandboxUser *ret, ProtoError *err) {
         const char *s = NULL;
         SandboxUser u;
-        int r = proto_get_string(req, "user", 16, &s, err);
+        json_object *v;
+        int r;
+
+        /* A run's {"uid", "gid"} (checked by run_spec_parse()), for the throwaway sandbox made for
+         * it: uid 0 is a run as root, any other one as "sandbox". Other requests' fields refuse
+         * an object before this. */
+        if (json_object_object_get_ex(req, "user", &v) && json_object_is_type(v, json_type_object)) {
+                json_object *uid = json_object_object_get(v, "uid");
+                *ret = uid && json_object_is_type(uid, json_type_int) && json_object_get_int64(uid) == 0 ? SANDBOX_USER_ROOT
+                                                                                                   : SANDBOX_USER_SANDBOX;
+                return 0;
+        }
+        r = proto_get_string(req, "user", 16, &s, err);
 
         if (r < 0 || !s)
                 return r;
