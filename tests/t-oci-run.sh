@@ -229,6 +229,8 @@ os.close(o_r)
 check(out == b"1234\n" and fin and fin.get("exit_code") == 0, "... and so in a throwaway sandbox made for the run", out, fin)
 out, fin = output_of({"argv": ["sh", "-c", "id -u; grep CapEff /proc/self/status"], "user": {"uid": 0, "gid": 0}})
 check(out.split()[:1] == ["0"], "user {uid 0} is root inside", out)
+out, fin = output_of({"argv": ["sh", "-c", "id -u; id -g"], "user": {"uid": 0, "gid": 5}})
+is_(out.split(), ["0", "5"], "user {uid 0, gid 5}: root with group 5")
 out, fin = output_of({"argv": ["sh", "-c", "grep CapEff /proc/self/status"], "user": {"uid": 1234, "gid": 1234}})
 check("0000000000000000" in out, "... and any other uid has no capabilities", out)
 out, fin = output_of({"argv": ["sh", "-c", "ulimit -n; ulimit -Hn; ulimit -c"],
