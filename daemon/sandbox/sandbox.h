@@ -93,6 +93,9 @@ typedef struct SandboxRestart {
 typedef struct SandboxMount {
         char *source, *target;
         bool read_only;
+        /* "idmap": "same" (root clients only): host ids 0..65535 are the same ids inside, instead
+         * of the caller's uid and gid becoming the sandbox user's */
+        bool idmap_same;
         int tree_fd; /* the detached idmapped tree until the init has it, else -1 */
 } SandboxMount;
 
@@ -141,6 +144,15 @@ typedef struct Sandbox {
          * it (sandbox_open_root()), else -1. */
         char *image;
         int root_tree_fd;
+        /* create's "root": {"path", "read_only"} (root clients only): that host directory, idmapped
+         * so that host ids 0..65535 are the same inside, is the whole root (sandbox_open_mounts()
+         * opens it into root_tree_fd); NULL: none. */
+        char *root_path;
+        bool root_read_only;
+        char *hostname;    /* create's "hostname", or NULL: "sandbox" */
+        /* create's "ephemeral": true: never restored by a restarted daemon (its record removed,
+         * its processes killed), never pooled. Not a throwaway (ephemeral above). */
+        bool transient;
         uint64_t created_usec; /* CLOCK_REALTIME */
         uint64_t restored_usec; /* when a restarted daemon brought it back, or 0 */
         bool keep_workspace;   /* a teardown that must leave the workspace (failed restore) */
@@ -242,6 +254,11 @@ static inline bool sandbox_caller_workspace(const Sandbox *s) {
         return s->n_mounts > 0 && s->mounts[0].target && strcmp(s->mounts[0].target, "/work") == 0;
 }
 
+/* Whether the sandbox's root is not the host's minimal view: an image, or a root.path. */
+static inline bool sandbox_has_own_root(const Sandbox *s) {
+        return s->image != NULL || s->root_path != NULL;
+}
+
 /* Validates a create request (shared by throwaway runs) into a new sandbox that is being set
  * up; the reply comes later through the waiters or pending runs. */
 int sandbox_create(Context *m, json_object *req, uid_t owner, bool ephemeral, Sandbox **ret, ProtoError *err);
@@ -260,6 +277,9 @@ int sandbox_check_root(Sandbox *s, ProtoError *err);
 /* Checks s's root (sandbox_check_root()) and opens its mounts as s->caller (mount-open.h),
  * before its init is started: 0, or a reply's error naming image or mounts[i].source. */
 int sandbox_open_mounts(Sandbox *s, ProtoError *err);
+/* Whether the sandbox's init gets trees opened beforehand (sandbox_open_mounts()): mounts, an
+ * image, a root.path. */
+bool sandbox_opens_trees(const Sandbox *s);
 /* The init's go (its maps are written), with the mounts' trees, which are then closed. */
 int sandbox_send_go(Sandbox *s);
 /* Brings back a sandbox recorded by an earlier daemon (state.c) with a new init. */
@@ -271,6 +291,8 @@ Sandbox *sandbox_free(Sandbox *s);
 
 void sandbox_add_waiter(Waiter **list, Reply *reply);
 json_object *sandbox_to_json(Sandbox *s, bool with_usage);
+/* SANDBOX's and the record's "root": "readonly", "overlay" or {"path", "read_only"}. */
+json_object *sandbox_root_json(const Sandbox *s);
 bool sandbox_visible_to(Sandbox *s, const ReplyPeer *peer);
 /* Sandboxes whose teardown is stuck (health's teardown_stuck). */
 unsigned sandbox_count_stuck(Context *m);

@@ -25,7 +25,9 @@ static const FieldSpec create_fields[] = {
         { "mounts", FIELD_ARRAY },
         { "workspace", FIELD_OBJECT },
         { "image", FIELD_STRING },
-        { "root", FIELD_STRING },
+        { "root", FIELD_STRING_OR_OBJECT },
+        { "hostname", FIELD_STRING },
+        { "ephemeral", FIELD_BOOL },
         {},
 };
 static const FieldSpec sweep_fields[] = { ENVELOPE, { "dry_run", FIELD_BOOL }, {} };
