@@ -40,4 +40,107 @@ is "$(jget "$r" '.sandbox.root | tostring')" "{\"path\":\"$ROOT\",\"read_only\":
 is "$(jget "$r" '.sandbox.hostname')" box1 "SANDBOX shows the hostname"
 is "$(jget "$r" '.sandbox.ephemeral')" true "SANDBOX shows ephemeral"
 r=$(run_in "$id" 'cat /etc/os-release; stat -c "%u:%g" /bin/busybox /srv/svc; hostname; id -u')
-diag "$r"
+is "$(out_of "$r")" "$(printf 'ID=ocitest\n0:0\n1234:1234\nbox1\n0')" \
+	"the run is the rootfs's own /bin/sh; host root's files are root's inside, uid 1234's are 1234's; the hostname"
+r=$(run_in "$id" 'echo made >/made-by-root; echo t >/tmp/own-tmp; echo s >/dev/shm/x && cat /dev/shm/x; cat /proc/1/comm; test -c /dev/null && test -e /dev/pts/ptmx && echo devs; grep -c " /dev/pts devpts " /proc/mounts; test -d /work && echo "rootfs /work only"')
+is "$(out_of "$r")" "$(printf 's\nsandbox-init\ndevs\n1\nrootfs /work only')" \
+	"its own /proc (pid 1 is its init), /dev with null and a devpts, a writable /dev/shm"
+is "$(stat -c %u:%g "$ROOT/made-by-root" 2>/dev/null)" 0:0 "a file root made at / inside is host root's on the host (same ids, no chown)"
+is "$(cat "$ROOT/tmp/own-tmp" 2>/dev/null)" t "/tmp is the rootfs's own (written through to the host directory)"
+is "$(ls -A "$ROOT/dev")" "" "the rootfs's own /dev stays untouched (the sandbox's /dev is over it)"
+r=$(run_in "$id" 'touch /srv/svc' sandbox)
+is "$(jget "$r" .exit_code)" 1 "uid 1000 cannot write uid 1234's file (the owners are real inside)"
+
+# read_only: nothing of the rootfs is written, /dev/shm still is.
+r=$(rpc '{"op":"create","best_effort":true,"root":{"path":"'"$ROOT"'","read_only":true}}')
+ro=$(jget "$r" .sandbox.id)
+is "$(jget "$r" '.sandbox.root.read_only')" true "create with root.read_only: SANDBOX says so"
+r=$(run_in "$ro" 'touch /x 2>&1; touch /tmp/x 2>&1; echo ok >/dev/shm/y && cat /dev/shm/y')
+like "$(out_of "$r")" 'Read-only file system.*Read-only file system.*ok' "a read_only root is read-only everywhere (/ and /tmp), root or not; /dev/shm is writable"
+check "nothing was written into the host directory" test ! -e "$ROOT/x" -a ! -e "$ROOT/tmp/x"
+
+# Overlayfs "merged" (what podman hands a runtime): Linux (6.18 here) idmaps the layers of an
+# overlay but not an overlayfs mount itself, so it is refused, plainly, naming root.path.
+mkdir -p "$T/ov/lower" "$T/ov/upper" "$T/ov/work" "$T/ov/merged"
+mkrootfs "$T/ov/lower"
+if mount -t overlay overlay -o "lowerdir=$T/ov/lower,upperdir=$T/ov/upper,workdir=$T/ov/work" "$T/ov/merged" 2>/dev/null; then
+	r=$(rpc '{"op":"create","best_effort":true,"root":{"path":"'"$T/ov/merged"'"}}')
+	is "$(err_of "$r")" '["invalid_request","root.path"]' "root.path an overlayfs merged directory: refused (invalid_request, root.path)"
+	like "$(jget "$r" .error.message)" 'overlayfs mount, which this kernel cannot idmap' "... saying that the kernel cannot idmap an overlayfs mount"
+	umount "$T/ov/merged"
+else
+	nok "overlayfs can be mounted here (mount -t overlay as root)"
+fi
+
+# ---- Refusals ----------------------------------------------------------------------------------
+rpc_as() { # UID JSON
+	as_other "$1" --regid="$1" --clear-groups -- timeout 35 python3 "$OTHER_CLIENT" "$SOCK" call "$2" --timeout 30
+}
+r=$(rpc_as 65534 '{"op":"create","best_effort":true,"root":{"path":"'"$ROOT"'"}}')
+is "$(err_of "$r")" '["permission_denied","root.path"]' "root.path from a client that is not root: permission_denied"
+r=$(rpc_as 65534 '{"op":"create","best_effort":true,"mounts":[{"source":"/tmp","target":"/mnt/x","idmap":"same"}]}')
+is "$(err_of "$r")" '["permission_denied","mounts[0].idmap"]' "\"idmap\": \"same\" from a client that is not root: permission_denied"
+ln -s "$ROOT" "$T/rootlink"
+r=$(rpc '{"op":"create","best_effort":true,"root":{"path":"'"$T/rootlink"'"}}')
+is "$(err_of "$r")" '["invalid_request","root.path"]' "a root.path through a symlink: refused, never followed"
+r=$(rpc '{"op":"create","best_effort":true,"root":{"path":"/proc"}}')
+is "$(err_of "$r")" '["invalid_request","root.path"]' "a kernel filesystem (/proc) as root.path: refused"
+r=$(rpc '{"op":"create","best_effort":true,"root":{"path":"'"$ROOT"'/../rootfs"}}')
+is "$(err_of "$r")" '["invalid_request","root.path"]' "a root.path with '..': refused"
+r=$(rpc '{"op":"create","best_effort":true,"root":{"path":"'"$ROOT"'","extra":1}}')
+is "$(jget "$r" .error.code)" invalid_request "an unknown field in root: refused"
+r=$(rpc '{"op":"create","best_effort":true,"root":{"path":"'"$ROOT"'"},"image":"x"}')
+is "$(err_of "$r")" '["invalid_request","root.path"]' "root.path with image: refused"
+for h in -a a- "a_b" "$(printf 'a%.0s' $(seq 65))" ""; do
+	r=$(rpc '{"op":"create","best_effort":true,"hostname":"'"$h"'"}')
+	is "$(err_of "$r")" '["invalid_request","hostname"]' "hostname '$h' refused"
+done
+r=$(rpc '{"op":"create","best_effort":true,"ephemeral":1}')
+is "$(err_of "$r")" '["invalid_request","ephemeral"]' "ephemeral that is not a boolean: refused"
+
+# ---- Mounts in a root.path sandbox ------------------------------------------------------------
+mkdir -p "$T/bundle/data" && echo "127.0.0.1 oci-host" >"$T/bundle/hosts" && echo d >"$T/bundle/data/f"
+chown 0:0 "$T/bundle/hosts"
+mkdir -p "$ROOT/etc/sub" && ln -sfn /etc "$ROOT/etclink" && ln -sfn /tmp/evil "$ROOT/etc/dangling"
+mnt() { # SOURCE TARGET [IDMAP]
+	printf '{"source":"%s","target":"%s"%s}' "$1" "$2" "${3:+,\"idmap\":\"$3\"}"
+}
+r=$(rpc '{"op":"create","best_effort":true,"ephemeral":true,"root":{"path":"'"$ROOT"'"},"mounts":['"$(mnt "$T/bundle/hosts" /etc/hosts same),$(mnt "$T/bundle/data" /new/data same),$(mnt "$T/bundle/data" /dev/shm/d)"']}')
+mid=$(jget "$r" .sandbox.id)
+is "$(jget "$r" .sandbox.state)" ready "root.path with a file mount at /etc/hosts, a directory at a new /new/data and one beneath /dev/shm"
+[ "$mid" != null ] || diag "$r"
+is "$(jget "$r" '.sandbox.mounts[0].idmap')" same "SANDBOX shows idmap same"
+r=$(run_in "$mid" 'cat /etc/hosts; stat -c "%u:%g %F" /etc/hosts /new/data/f /dev/shm/d/f')
+is "$(out_of "$r")" "$(printf '127.0.0.1 oci-host\n0:0 regular file\n0:0 regular file\n1000:1000 regular file')" \
+	"the file is bound at /etc/hosts; with idmap same host root's files are root's inside, without it the sandbox user's"
+is "$(stat -c %F "$ROOT/etc/hosts" 2>/dev/null)" "regular empty file" "the file target was made in the rootfs as an empty file"
+is "$(stat -c %F "$ROOT/new/data" 2>/dev/null)" directory "the directory target was made in the rootfs"
+for t in /etclink/x /etc/dangling; do
+	r=$(rpc '{"op":"create","best_effort":true,"ephemeral":true,"root":{"path":"'"$ROOT"'"},"mounts":['"$(mnt "$T/bundle/hosts" "$t")"']}')
+	is "$(jget "$r" '[.error.code, .error.step, .error.errno] | tostring')" '["spawn_failed","mounts","ELOOP"]' \
+		"a mount target through a symlink ($t) is refused (ELOOP at step mounts)"
+done
+check "nothing was made through the symlinks" test ! -e /etc/x -a ! -e /tmp/evil
+for t in /proc/x /sys /dev/null /dev /; do
+	r=$(rpc '{"op":"create","best_effort":true,"root":{"path":"'"$ROOT"'"},"mounts":['"$(mnt "$T/bundle/hosts" "$t")"']}')
+	is "$(err_of "$r")" '["invalid_request","mounts[0].target"]' "mount target $t in a root.path sandbox: refused"
+done
+r=$(rpc '{"op":"create","best_effort":true,"mounts":['"$(mnt "$T/bundle/hosts" /mnt/hosts)"']}')
+is "$(err_of "$r")" '["invalid_request","mounts[0].source"]' "a file mount in a sandbox without root.path: refused"
+r=$(rpc '{"op":"create","best_effort":true,"mounts":['"$(mnt "$T/bundle/data" /mnt/d bogus)"']}')
+is "$(err_of "$r")" '["invalid_request","mounts[0].idmap"]' "idmap other than same or caller: refused"
+
+# ---- Lifetime: ephemeral sandboxes are not restored, recorded ones are --------------------------
+r=$(run_in "$id" 'sleep 1000 >/dev/null 2>&1 &')
+kill -KILL "$DAEMON_PID"
+wait "$DAEMON_PID" 2>/dev/null
+DAEMON_PID=
+check "the ephemeral sandbox's background process outlived the daemon's SIGKILL" test -n "$(cat "$CG/sandboxes/$id"/*/cgroup.procs 2>/dev/null)"
+start_daemon || exit 0
+r=$(rpc '{"op":"list"}')
+is "$(jget "$r" '[.sandboxes[].id] | sort | join(",")')" "$(printf '%s\n' "$ro" | sort | paste -sd,)" \
+	"after a restart, the recorded root.path sandbox is back and the ephemeral ones are not"
+check "the ephemeral sandbox's cgroup (and its processes) are gone" test ! -e "$CG/sandboxes/$id"
+check "nothing of it is in the state directory" test ! -e "$T/state/sandboxes/$id"
+r=$(run_in "$ro" 'cat /etc/os-release; touch /y 2>/dev/null || echo still-ro')
+is "$(out_of "$r")" "$(printf 'ID=ocitest\nstill-ro')" "the restored root.path sandbox runs in its root again, read-only still"

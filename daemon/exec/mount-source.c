@@ -70,7 +70,8 @@ _Noreturn static void caller_child(const MountSource *m, int fd) {
                 goto fail;
         }
         if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode)) {
-                errno = ENOTDIR;
+                /* O_PATH|O_NOFOLLOW opens a last component that is a symlink as the link. */
+                errno = S_ISLNK(st.st_mode) ? ELOOP : ENOTDIR;
                 r.step = MOUNT_STEP_RESOLVE;
                 goto fail;
         }

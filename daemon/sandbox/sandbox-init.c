@@ -16,6 +16,8 @@
 #include <sys/socket.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
+#include <linux/magic.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -436,10 +438,19 @@ static int sandbox_open_root_path(Sandbox *s, ProtoError *err) {
         MountSource src = { .uid = 0, .gid = 0, .root = "/", .rest = s->root_path + 1, .read_only = s->root_read_only,
                             .map_uid = s->host_uid, .map_gid = s->host_uid, .map_count = same_ids_count(s) };
         SandboxMount sm = { .source = s->root_path, .read_only = s->root_read_only };
+        struct statfs sfs;
         struct stat st;
         MountStep step;
         int fd = mount_open(s->ctx->run_helper_fd, &src, 10000, &step);
 
+        /* Linux idmaps overlayfs's layers, never an overlayfs mount itself (no FS_ALLOW_IDMAP,
+         * still so in 6.18): an engine's "merged" directory is refused, said plainly. */
+        if (fd < 0 && step == MOUNT_STEP_IDMAP && statfs(s->root_path, &sfs) == 0 &&
+            (unsigned long) sfs.f_type == (unsigned long) OVERLAYFS_SUPER_MAGIC)
+                return proto_error_set(err, SBX_E_INVALID_REQUEST, "root.path",
+                                       "%s is an overlayfs mount, which this kernel cannot idmap (%s; it idmaps the "
+                                       "layers of an overlay, not the overlay): give a directory of ext4, xfs, btrfs or "
+                                       "tmpfs", s->root_path, strerror(-fd));
         if (fd < 0)
                 return mount_error(err, "root.path", &sm, step, fd);
         if (fstat(fd, &st) < 0 || !S_ISDIR(st.st_mode)) {

@@ -278,7 +278,7 @@ static int parse_mounts(Context *m, Sandbox *s, json_object *mounts, ProtoError 
         for (size_t i = 0; i < n; i++) {
                 json_object *e = json_object_array_get_idx(mounts, i), *v;
                 char prefix[32], field[48];
-                const char *src, *dst;
+                const char *src, *dst, *idmap = NULL;
                 SandboxMount *sm;
 
                 snprintf(prefix, sizeof(prefix), "mounts[%zu].", i);
@@ -305,13 +305,13 @@ static int parse_mounts(Context *m, Sandbox *s, json_object *mounts, ProtoError 
                         return proto_error_set(err, SBX_E_INTERNAL, NULL, "out of memory");
                 sm->read_only = json_object_object_get_ex(e, "read_only", &v) && json_object_get_boolean(v);
                 snprintf(field, sizeof(field), "mounts[%zu].idmap", i);
-                if ((r = proto_get_string(e, "idmap", 16, &src, err)) < 0)
+                if ((r = proto_get_string(e, "idmap", 16, &idmap, err)) < 0)
                         return r;
-                if (src && strcmp(src, "same") != 0 && strcmp(src, "caller") != 0)
+                if (idmap && strcmp(idmap, "same") != 0 && strcmp(idmap, "caller") != 0)
                         return proto_error_set(err, SBX_E_INVALID_REQUEST, field,
                                                "'%s' must be \"caller\" (the default: your uid and gid are the sandbox "
                                                "user's inside) or \"same\"", field);
-                sm->idmap_same = src && strcmp(src, "same") == 0;
+                sm->idmap_same = idmap && strcmp(idmap, "same") == 0;
                 if (sm->idmap_same && (s->caller.uid != 0 || s->caller.gid == (gid_t) -1))
                         return proto_error_set(err, SBX_E_PERMISSION_DENIED, field,
                                                "'%s': \"same\" (host ids as they are inside) is for root clients only", field);
@@ -370,8 +370,6 @@ static int parse_root_path(Context *m, Sandbox *s, json_object *root, json_objec
                                        "cannot see the directory's files with their owners");
         if (!(s->root_path = strdup(path)))
                 return proto_error_set(err, SBX_E_INTERNAL, NULL, "out of memory");
-        /* Nothing of the state directory: no /work unless a mount asks for one. */
-        s->memory_workspace = true;
         return 0;
 }
 
@@ -447,6 +445,10 @@ int sandbox_parse(Context *m, Sandbox *s, json_object *req, ProtoError *err) {
         s->unprivileged_only = s->ephemeral && s->user != SANDBOX_USER_ROOT;
         if ((r = parse_root(m, s, req, err)) < 0 || (r = parse_hostname(s, req, err)) < 0 || (r = proto_get_bool(req, "ephemeral", &s->transient, err)) < 0)
                 return r;
+        /* A root.path has no /work unless a mount asks for one: an ephemeral one nothing in the
+         * state directory (a recorded one its record's directory, with an unused work/). */
+        if (s->root_path && s->transient)
+                s->memory_workspace = true;
         (void) json_object_object_get_ex(req, "limits", &limits);
         if (limits && json_object_is_type(limits, json_type_null))
                 limits = NULL;

@@ -301,7 +301,6 @@ static int sandbox_restore_fields(Sandbox *s, json_object *meta) {
                 if (!(s->root_path = strdup(json_object_get_string(path))))
                         return -ENOMEM;
                 s->root_read_only = json_object_object_get_ex(v, "read_only", &ro) && json_object_get_boolean(ro);
-                s->memory_workspace = true;
         } else if (json_object_object_get_ex(meta, "root", &v)) {
                 if (!json_object_is_type(v, json_type_string))
                         return -EBADMSG;
