@@ -21,6 +21,7 @@
 #include "fdstore.h"
 #include "image.h"
 #include "sandbox.h"
+#include "sandbox-control.h"
 #include "spawn.h"
 #include "util.h"
 
@@ -158,6 +159,9 @@ int sandbox_disk_error(ProtoError *err, const char *what, int r) {
 
 int sandbox_check_run(Sandbox *s, ProtoError *err) {
         const SandboxHooks *h = s->ctx->sandbox_hooks;
+
+        if (s->user_frozen)
+                return proto_error_set(err, SBX_E_CONFLICT, "sandbox", "the sandbox is frozen (sandbox.thaw resumes it)");
         return h && h->check_run ? h->check_run(s, err) : 0;
 }
 
@@ -778,7 +782,14 @@ void sandbox_destroy(Sandbox *s, const char *reason) {
         log_debug("destroying sandbox %s (%s)", s->id, reason);
         s->teardown_start_usec = now_usec(CLOCK_MONOTONIC);
         sandbox_restart_cancel(s); /* its snapshot job is aborted below, with the other members */
+        sandbox_freeze_cancel(s);
         s->state = SANDBOX_DESTROYING;
+        /* Frozen by its client: thawed, so that what is killed below can die. */
+        if (s->user_frozen && s->cg_fd >= 0) {
+                (void) cg_write(s->cg_fd, "cgroup.freeze", "0");
+                s->user_frozen = false;
+                sandbox_set_frozen(s, false);
+        }
         /* An init still to arrive is awaited on the setup socket, to be killed and reaped. */
         if (!s->init_pending) {
                 s->setup_source = sd_event_source_disable_unref(s->setup_source);
@@ -800,6 +811,7 @@ Sandbox *sandbox_free(Sandbox *s) {
         if (!s)
                 return NULL;
         registry_remove(&s->entry); /* the pool refills (pool.c observes) */
+        sandbox_freeze_cancel(s);
         s->setup_helper = sd_event_source_disable_unref(s->setup_helper);
         while (s->members)
                 s->members->ops->free(s->members); /* the snapshot job's also cancels its restart */
@@ -966,7 +978,7 @@ json_object *sandbox_to_json(Sandbox *s, bool with_usage) {
         json_object_object_add(o, "root", sandbox_root_json(s));
         json_object_object_add(o, "hostname", json_object_new_string(s->hostname ? s->hostname : "sandbox"));
         json_object_object_add(o, "ephemeral", json_object_new_boolean(s->transient));
-        json_object_object_add(o, "frozen", json_object_new_boolean(s->frozen));
+        json_object_object_add(o, "frozen", json_object_new_boolean(s->user_frozen));
         json_object_object_add(o, "created", json_object_new_string(format_utc(ts, s->created_usec)));
         json_object_object_add(o, "restarted_at", s->restored_usec ? json_object_new_string(format_utc(ts,
                                                                                                      s->restored_usec))

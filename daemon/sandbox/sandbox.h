@@ -21,6 +21,7 @@
 typedef struct Sandbox Sandbox;
 typedef struct Run Run;
 typedef struct Session Session;
+typedef struct SandboxFreeze SandboxFreeze;
 
 typedef enum SandboxState {
         SANDBOX_CREATING,
@@ -189,6 +190,10 @@ typedef struct Sandbox {
         ProtoError failure;
         SnapshotJob *job;      /* a snapshot, restore or fork copy in flight (snapshot-job.c) */
         bool frozen;           /* ... which froze the sandbox's cgroup (sandbox_set_frozen()) */
+        /* sandbox.freeze (sandbox-control.h): frozen at a client's asking until sandbox.thaw; new
+         * runs, sessions and file operations are refused meanwhile */
+        bool user_frozen;
+        SandboxFreeze *freeze_op; /* a freeze or thaw waiting for cgroup.events */
         unsigned ready_holds;  /* work that must end before a new sandbox is ready (a fork's copy) */
         bool init_ready;       /* its init is set up, waiting for the holds */
         SandboxRestart *restart;
