@@ -144,3 +144,85 @@ check "the ephemeral sandbox's cgroup (and its processes) are gone" test ! -e "$
 check "nothing of it is in the state directory" test ! -e "$T/state/sandboxes/$id"
 r=$(run_in "$ro" 'cat /etc/os-release; touch /y 2>/dev/null || echo still-ro')
 is "$(out_of "$r")" "$(printf 'ID=ocitest\nstill-ro')" "the restored root.path sandbox runs in its root again, read-only still"
+
+# ---- sandbox.signal, inspect pids, sandbox.freeze / thaw, sandbox.update ------------------------
+r=$(rpc '{"op":"create","best_effort":true,"ephemeral":true,"root":{"path":"'"$ROOT"'"}}')
+op=$(jget "$r" .sandbox.id)
+rm -f "$ROOT/work/usr1"
+run_in "$op" 'trap "echo got >/work/usr1; exit 0" USR1; sleep 1000 & wait' >/dev/null &
+runner=$!
+# Another run's background process, which ignores USR1 (so that the KILL below has it to kill).
+run_in "$op" 'trap "" USR1; sleep 1000 >/dev/null 2>&1 &' >/dev/null
+member_pids() { cat "$CG/sandboxes/$op"/*/cgroup.procs 2>/dev/null | sort -n | paste -sd' '; }
+has_n_pids() { [ "$(cat "$CG/sandboxes/$op"/run-*/cgroup.procs 2>/dev/null | wc -l)" -ge "$1" ]; }
+wait_until 5 has_n_pids 3
+r=$(rpc '{"op":"inspect","sandbox":"'"$op"'","pids":true}')
+is "$(jget "$r" '.sandbox.pids | map(tostring) | join(" ")')" "$(member_pids)" \
+	"inspect with pids: every host pid of the sandbox's cgroup tree (its init's, both runs'), sorted"
+is "$(jget "$(rpc '{"op":"inspect","sandbox":"'"$op"'"}')" '.sandbox.pids')" null "without pids: no list"
+r=$(rpc '{"op":"sandbox.signal","sandbox":"'"$op"'","signal":"USR1"}')
+is "$(jget "$r" .ok)" true "sandbox.signal USR1: ok"
+is "$(jget "$r" .signalled)" 3 "... signalled every process of both runs (the first's shell and sleep, the other's sleep)"
+wait "$runner"
+is "$(cat "$ROOT/work/usr1" 2>/dev/null)" got "the trap of the run in flight got USR1 (its run then ended)"
+init_alive() { [ -n "$(cat "$CG/sandboxes/$op/init/cgroup.procs" 2>/dev/null)" ]; }
+check "the sandbox's init was not signalled" init_alive
+check "the other run's sleep, which ignores USR1, is still there" has_n_pids 1
+r=$(rpc '{"op":"sandbox.signal","sandbox":"'"$op"'","signal":9}')
+is "$(jget "$r" .signalled)" 1 "sandbox.signal 9: through cgroup.kill, one process"
+runs_empty() { [ -z "$(cat "$CG/sandboxes/$op"/run-*/cgroup.procs 2>/dev/null)" ]; }
+check "... the background sleep of the other run is gone" wait_until 5 runs_empty
+check "... and the init lives on" init_alive
+r=$(rpc '{"op":"sandbox.signal","sandbox":"'"$op"'","signal":"NOPE"}')
+is "$(err_of "$r")" '["invalid_request","signal"]' "an unknown signal: refused"
+
+# Freeze: a busy loop stops accumulating CPU time, new work is refused, thaw resumes it.
+run_in "$op" 'while :; do :; done >/dev/null 2>&1 &' >/dev/null
+cpu_of() { awk '$1 == "usage_usec" { print $2 }' "$CG/sandboxes/$op/cpu.stat"; }
+r=$(rpc '{"op":"sandbox.freeze","sandbox":"'"$op"'"}')
+is "$(jget "$r" '[.ok, .frozen] | tostring')" '[true,true]' "sandbox.freeze answers once frozen"
+is "$(awk '$1 == "frozen" { print $2 }' "$CG/sandboxes/$op/cgroup.events")" 1 "... cgroup.events says frozen 1"
+c1=$(cpu_of); sleep 0.5; c2=$(cpu_of)
+is "$c2" "$c1" "a busy loop in the frozen sandbox accumulates no CPU time (usage_usec $c1 over 0.5 s)"
+is "$(jget "$(rpc '{"op":"inspect","sandbox":"'"$op"'"}')" .sandbox.frozen)" true "inspect says frozen"
+r=$(run_in "$op" 'true')
+is "$(jget "$r" '[.error.code, .error.message] | tostring')" '["conflict","the sandbox is frozen (sandbox.thaw resumes it)"]' "a run in a frozen sandbox: conflict, frozen"
+r=$(rpc '{"op":"file.stat","sandbox":"'"$op"'","path":"/work"}')
+is "$(jget "$r" .error.code)" conflict "a file operation in a frozen sandbox: conflict"
+r=$(rpc '{"op":"pty.open","sandbox":"'"$op"'","argv":["/bin/sh"]}')
+is "$(jget "$r" .error.code)" conflict "a session in a frozen sandbox: conflict"
+r=$(rpc '{"op":"sandbox.thaw","sandbox":"'"$op"'"}')
+is "$(jget "$r" '[.ok, .frozen] | tostring')" '[true,false]' "sandbox.thaw answers once thawed"
+c1=$(cpu_of); sleep 0.3; c2=$(cpu_of)
+check "after thaw the busy loop runs again (usage_usec $c1 -> $c2)" test "$c2" -gt "$c1"
+is "$(out_of "$(run_in "$op" 'echo back')")" back "and runs are taken again"
+r=$(rpc '{"op":"sandbox.freeze","sandbox":"'"$op"'"}')
+r=$(rpc '{"op":"destroy","sandbox":"'"$op"'"}')
+is "$(jget "$r" .ok)" true "a frozen sandbox is destroyed all the same"
+check "... its cgroup is gone" wait_until 10 test ! -e "$CG/sandboxes/$op"
+
+# Update: inspect and the record say the new limits; a limit the host cannot enforce is refused
+# without best_effort; maximums hold. (The kernel's side is tests/system/t-oci-update.sh.)
+r=$(rpc '{"op":"sandbox.update","sandbox":"'"$ro"'","limits":{"memory":"300M","pids":77,"cpus":0.5}}')
+is "$(jget "$r" '.sandbox.limits | [.memory, .pids, .cpus] | tostring')" '[314572800,77,0.5]' "sandbox.update: the reply is the SANDBOX with the new limits"
+is "$(jget "$(rpc '{"op":"inspect","sandbox":"'"$ro"'"}')" '.sandbox.limits.pids')" 77 "inspect says them"
+for c in memory pids cpu; do
+	if grep -qw "$c" "$CG/sandboxes/cgroup.subtree_control" 2>/dev/null; then
+		f=$c.max; [ $c = pids ] || [ $c = memory ] || f=cpu.max
+		like "$(cat "$CG/sandboxes/$ro/$f")" '^(314572800|77|50000 100000)$' "$f holds the new limit"
+	fi
+done
+r=$(rpc '{"op":"sandbox.update","sandbox":"'"$ro"'","limits":{"memory":"1T"}}')
+is "$(err_of "$r")" '["invalid_request","limits.memory"]' "an update past the configured maximum: refused"
+r=$(rpc '{"op":"sandbox.update","sandbox":"'"$ro"'","limits":{"timeout_s":5}}')
+is "$(jget "$r" .error.code)" invalid_request "an update of another limit than memory, pids, cpus: refused"
+if ! grep -qw pids "$CG/sandboxes/cgroup.subtree_control" 2>/dev/null; then
+	r=$(rpc '{"op":"sandbox.update","sandbox":"'"$ro"'","best_effort":false,"limits":{"pids":50}}')
+	is "$(err_of "$r")" '["limit_unenforceable","limits.pids"]' "without best_effort, a limit this host cannot enforce: refused"
+fi
+kill -TERM "$DAEMON_PID"; wait "$DAEMON_PID" 2>/dev/null; DAEMON_PID=
+rm -f "$T/daemon-stopped"
+start_daemon || exit 0
+is "$(jget "$(rpc '{"op":"inspect","sandbox":"'"$ro"'"}')" '.sandbox.limits | [.memory, .pids, .cpus] | tostring')" '[314572800,77,0.5]' \
+	"the updated limits survive a restart (the record)"
+rpc '{"op":"destroy","sandbox":"'"$ro"'"}' >/dev/null
