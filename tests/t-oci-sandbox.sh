@@ -5,7 +5,9 @@
 # /dev, /dev/pts and /dev/shm), over a plain directory and an overlayfs "merged" directory;
 # "ephemeral" (never restored); "hostname"; "mounts" in such a sandbox (files, targets anywhere
 # but /proc, /sys, /dev, made inside the root never through a symlink, "idmap": "same"); root
-# clients only.
+# clients only; sandbox.signal, inspect's pids, sandbox.freeze / thaw, sandbox.update (what the
+# host can show of them: tests/system/t-oci-sandbox.sh has the controllers); "network":
+# {"netns_fd"} joining a namespace made by unshare --net with a veth in it, and its refusals.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
 
 BUSYBOX=$(command -v busybox || true)
@@ -19,7 +21,7 @@ chmod 0666 "$SOCK"
 mkrootfs() { # DIR
 	mkdir -p "$1/bin" "$1/etc" "$1/srv" "$1/proc" "$1/dev" "$1/sys" "$1/tmp" "$1/work"
 	cp "$BUSYBOX" "$1/bin/busybox"
-	for t in sh cat ls id stat echo touch test true sleep hostname mount grep head; do ln -sf busybox "$1/bin/$t"; done
+	for t in sh cat ls id stat echo touch test true sleep hostname mount grep head ip; do ln -sf busybox "$1/bin/$t"; done
 	echo "ID=ocitest" >"$1/etc/os-release"
 	echo owned >"$1/srv/svc" && chown 1234:1234 "$1/srv/svc"
 	chmod 1777 "$1/tmp"
@@ -137,6 +139,7 @@ wait "$DAEMON_PID" 2>/dev/null
 DAEMON_PID=
 check "the ephemeral sandbox's background process outlived the daemon's SIGKILL" test -n "$(cat "$CG/sandboxes/$id"/*/cgroup.procs 2>/dev/null)"
 start_daemon || exit 0
+chmod 0666 "$SOCK"
 r=$(rpc '{"op":"list"}')
 is "$(jget "$r" '[.sandboxes[].id] | sort | join(",")')" "$(printf '%s\n' "$ro" | sort | paste -sd,)" \
 	"after a restart, the recorded root.path sandbox is back and the ephemeral ones are not"
@@ -223,6 +226,93 @@ fi
 kill -TERM "$DAEMON_PID"; wait "$DAEMON_PID" 2>/dev/null; DAEMON_PID=
 rm -f "$T/daemon-stopped"
 start_daemon || exit 0
+chmod 0666 "$SOCK"
 is "$(jget "$(rpc '{"op":"inspect","sandbox":"'"$ro"'"}')" '.sandbox.limits | [.memory, .pids, .cpus] | tostring')" '[314572800,77,0.5]' \
 	"the updated limits survive a restart (the record)"
 rpc '{"op":"destroy","sandbox":"'"$ro"'"}' >/dev/null
+
+# ---- network.netns_fd: the engine's namespace (unshare --net, with a veth that has an address) ---
+unshare --net sleep 1000 &
+NSPID=$!
+trap 'kill $NSPID 2>/dev/null; _cleanup' EXIT
+VA=sbxo$$a
+ns_ready() { [ "$(readlink /proc/$NSPID/ns/net)" != "$(readlink /proc/self/ns/net)" ]; }
+wait_until 5 ns_ready
+ip link add "$VA" type veth peer name eth-oci netns "$NSPID" &&
+	nsenter -t "$NSPID" -n ip addr add 10.213.77.2/24 dev eth-oci &&
+	nsenter -t "$NSPID" -n ip link set eth-oci up &&
+	nsenter -t "$NSPID" -n ip link set lo up
+has_veth() { nsenter -t "$NSPID" -n ip -4 addr show eth-oci | grep -q 'inet 10.213.77.2/24'; }
+check "a network namespace with a veth (10.213.77.2/24) for the test" has_veth
+run_py "netns_fd" 120 "$SOCK" "$ROOT" "$NSPID" <<'PYEOF'
+import array, json, os, socket, sys
+from client import Conn as Client, check, is_
+sock, root, nspid = sys.argv[1], sys.argv[2], sys.argv[3]
+
+def create(req, fds, uid=None):
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            if uid is not None:
+                os.setgroups([]); os.setresgid(uid, uid, uid); os.setresuid(uid, uid, uid)
+            c = Client(sock)
+            data = (json.dumps(dict(req, id=1, fds=len(fds))) + "\n").encode()
+            if fds:
+                c.s.sendmsg([data], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))])
+            else:
+                c.s.sendall(data)
+            os.write(w, json.dumps(c.final(1, timeout=60)).encode())
+        except Exception as e:
+            print("# child: %r" % (e,), flush=True)
+        finally:
+            os._exit(0)
+    os.close(w)
+    out = b""
+    while True:
+        b = os.read(r, 65536)
+        if not b:
+            break
+        out += b
+    os.waitpid(pid, 0)
+    return json.loads(out or b"{}")
+
+def err(r):
+    e = r.get("error", {})
+    return [e.get("code"), e.get("field")]
+
+base = {"op": "create", "best_effort": True, "root": {"path": root}}
+ns = os.open(f"/proc/{nspid}/ns/net", os.O_RDONLY)
+r = create(dict(base, network={"netns_fd": 0}), [ns])
+check(r.get("ok") is True, "create with network.netns_fd: ready", r)
+sid = r.get("sandbox", {}).get("id")
+is_(r.get("sandbox", {}).get("network"), "joined", "SANDBOX's network says joined")
+is_(r.get("sandbox", {}).get("ephemeral"), True, "a sandbox that joined a namespace is never recorded (ephemeral)")
+c = Client(sock)
+r = c.call({"op": "run", "sandbox": sid, "user": "root", "argv": ["/bin/sh", "-c", "ip -4 addr show eth-oci; cat /proc/net/dev | grep -c eth-oci"]}, timeout=30)
+out = r.get("stdout", "")
+check("inet 10.213.77.2/24" in out, "the sandbox sees the namespace's veth with its address", r)
+r = c.call({"op": "run", "sandbox": sid, "user": "root", "argv": ["/bin/sh", "-c", "ip link set eth-oci down 2>&1; echo rc=$?"]}, timeout=30)
+check("rc=0" not in r.get("stdout", ""), "root inside cannot change that namespace (it is not its user namespace's)", r)
+c.call({"op": "destroy", "sandbox": sid}, timeout=30)
+
+host = os.open("/proc/self/ns/net", os.O_RDONLY)
+is_(err(create(dict(base, network={"netns_fd": 0}), [host])), ["permission_denied", "network.netns_fd"],
+    "the daemon's own (the host's) network namespace: refused")
+uts = os.open(f"/proc/{nspid}/ns/uts", os.O_RDONLY)
+is_(err(create(dict(base, network={"netns_fd": 0}), [uts])), ["invalid_request", "network.netns_fd"],
+    "a uts namespace fd as netns_fd: refused")
+f = os.open(root + "/etc/os-release", os.O_RDONLY)
+is_(err(create(dict(base, network={"netns_fd": 0}), [f])), ["invalid_request", "network.netns_fd"],
+    "a regular file as netns_fd: refused")
+is_(err(create(dict(base, network={"netns_fd": 0}), [])), ["invalid_request", "network.netns_fd"],
+    "netns_fd without an fd: refused")
+ns2 = os.open(f"/proc/{nspid}/ns/net", os.O_RDONLY)
+is_(err(create(dict(base), [ns2])), ["invalid_request", "fds"], "an fd with a create that names none: refused")
+ns3 = os.open(f"/proc/{nspid}/ns/net", os.O_RDONLY)
+is_(err(create({"op": "create", "best_effort": True, "network": {"netns_fd": 0}}, [ns3], uid=65534)),
+    ["permission_denied", "network.netns_fd"], "netns_fd from a client that is not root: refused")
+ns4 = os.open(f"/proc/{nspid}/ns/net", os.O_RDONLY)
+is_(err(create(dict(base, network={"netns_fd": 0, "egress": "all"}), [ns4])), ["invalid_request", "network"],
+    "netns_fd with egress: refused")
+PYEOF

@@ -224,7 +224,16 @@ pid_t sandbox_start_init(Sandbox *s, int *ret_helper_pidfd) {
                  * before the new ones are made. */
                 egress_detach_now(m, &s->net);
                 netns_pool_put(&m->netns, TAKE_FD(s->netns_fd));
-                if (s->net.egress) {
+                if (s->join_netns_fd >= 0) {
+                        /* The client's namespace (create's network.netns_fd), as it is. */
+                        s->netns_fd = fcntl(s->join_netns_fd, F_DUPFD_CLOEXEC, 3);
+                        if (s->netns_fd < 0) {
+                                int r = -errno;
+                                close(sp[0]);
+                                close(sp[1]);
+                                return r;
+                        }
+                } else if (s->net.egress) {
                         int r = sandbox_egress_netns(s);
                         if (r < 0) {
                                 close(sp[0]);
@@ -238,7 +247,7 @@ pid_t sandbox_start_init(Sandbox *s, int *ret_helper_pidfd) {
         }
         /* Without the helper, the daemon makes the init's trees: in the host's user namespace. An
          * overlay root needs a process of its own (root-overlay.h): refused at create. */
-        if (p.root_upper.dir) {
+        if (p.root_upper.dir || s->join_netns_fd >= 0) {
                 close(sp[0]);
                 close(sp[1]);
                 return -EOPNOTSUPP;

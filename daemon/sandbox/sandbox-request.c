@@ -14,6 +14,7 @@
 #include "context.h"
 #include "image.h"
 #include "request-fields.h"
+#include "run-exec.h"
 #include "run-spec.h"
 #include "sandbox.h"
 #include "util.h"
@@ -416,11 +417,37 @@ static int parse_hostname(Sandbox *s, json_object *req, ProtoError *err) {
         return 0;
 }
 
+/* "network": "none", {"egress"} (egress.h), or {"netns_fd": i}: the namespace that came with the
+ * request (op-sandbox.c checked and took it: s->join_netns_fd). Such a sandbox is never recorded,
+ * since a restarted daemon could not join that namespace again. */
+static int parse_network(Context *m, Sandbox *s, json_object *net, ProtoError *err) {
+        int r;
+
+        if (!net || !json_object_is_type(net, json_type_object) || !json_object_object_get_ex(net, "netns_fd", NULL)) {
+                if (s->join_netns_fd >= 0)
+                        return proto_error_set(err, SBX_E_INTERNAL, "network", "a network namespace came without network.netns_fd");
+                if ((r = egress_parse(m, net, &s->net, err)) < 0 || (s->net.egress && (r = egress_check(m, err)) < 0))
+                        return r;
+                return 0;
+        }
+        if (json_object_object_length(net) != 1)
+                return proto_error_set(err, SBX_E_INVALID_REQUEST, "network",
+                                       "'network' with 'netns_fd' takes nothing else (no egress of the daemon's)");
+        if (s->join_netns_fd < 0)
+                return proto_error_set(err, SBX_E_INVALID_REQUEST, "network.netns_fd",
+                                       "'network.netns_fd' is for create with the namespace's fd passed along");
+        if (s->ctx->run_helper_fd < 0)
+                return proto_error_set(err, SBX_E_INVALID_REQUEST, "network.netns_fd",
+                                       "joining a network namespace needs " RUN_HELPER_NAME ", which was not found at start");
+        s->transient = true;
+        return 0;
+}
+
 int sandbox_parse(Context *m, Sandbox *s, json_object *req, ProtoError *err) {
         json_object *limits = NULL, *env = NULL;
         const char *name = NULL, *workspace = NULL;
         json_object *ws = json_object_object_get(req, "workspace");
-        bool ws_source = ws && json_object_is_type(ws, json_type_object);
+        bool ws_source = ws && json_object_is_type(ws, json_type_object), ephemeral = false;
         int r;
 
         if ((r = proto_get_string(req, "name", SANDBOX_NAME_MAX, &name, err)) < 0 ||
@@ -434,8 +461,7 @@ int sandbox_parse(Context *m, Sandbox *s, json_object *req, ProtoError *err) {
         /* Per owner: another user's names are neither told nor taken (THREATS PRO-09). */
         if (name && registry_find_named(m->registry, s->owner_uid, name))
                 return proto_error_set(err, SBX_E_CONFLICT, "name", "you have a sandbox named '%s' already", name);
-        if ((r = egress_parse(m, json_object_object_get(req, "network"), &s->net, err)) < 0 ||
-            (s->net.egress && (r = egress_check(m, err)) < 0))
+        if ((r = parse_network(m, s, json_object_object_get(req, "network"), err)) < 0)
                 return r;
         if (workspace && strcmp(workspace, "memory") != 0 && strcmp(workspace, "disk") != 0)
                 return proto_error_set(err, SBX_E_INVALID_REQUEST, "workspace",
@@ -443,8 +469,9 @@ int sandbox_parse(Context *m, Sandbox *s, json_object *req, ProtoError *err) {
         /* Only a throwaway run has the field (create's field list refuses it). */
         s->memory_workspace = s->ephemeral && !(workspace && strcmp(workspace, "disk") == 0);
         s->unprivileged_only = s->ephemeral && s->user != SANDBOX_USER_ROOT;
-        if ((r = parse_root(m, s, req, err)) < 0 || (r = parse_hostname(s, req, err)) < 0 || (r = proto_get_bool(req, "ephemeral", &s->transient, err)) < 0)
+        if ((r = parse_root(m, s, req, err)) < 0 || (r = parse_hostname(s, req, err)) < 0 || (r = proto_get_bool(req, "ephemeral", &ephemeral, err)) < 0)
                 return r;
+        s->transient = s->transient || ephemeral; /* a joined namespace makes it so (parse_network()) */
         /* A root.path has no /work unless a mount asks for one: an ephemeral one nothing in the
          * state directory (a recorded one its record's directory, with an unused work/). */
         if (s->root_path && s->transient)

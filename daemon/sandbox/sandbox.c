@@ -39,6 +39,7 @@ static Sandbox *sandbox_alloc(Context *m) {
                 return NULL;
         s->ctx = m;
         s->cg_fd = s->workdir_fd = s->init_pidfd = s->setup_fd = s->netns_fd = s->root_tree_fd = -EBADF;
+        s->join_netns_fd = -EBADF;
         s->uid_slot = UINT32_MAX;
         s->user = SANDBOX_USER_SANDBOX;
         s->created_usec = now_usec(CLOCK_REALTIME);
@@ -169,12 +170,26 @@ static int internal_error(ProtoError *err, const char *what, int r) {
         return proto_error_set(err, SBX_E_INTERNAL, NULL, "%s: %s", what, strerror(-r));
 }
 
+static int sandbox_create_full(Context *m, json_object *req, const SandboxCaller *caller, bool ephemeral, int netns_fd,
+                               Sandbox **ret, ProtoError *err);
+
 int sandbox_create(Context *m, json_object *req, uid_t owner, bool ephemeral, Sandbox **ret, ProtoError *err) {
         return sandbox_create_as(m, req, &(SandboxCaller) { .uid = owner, .gid = (gid_t) -1 }, ephemeral, ret, err);
 }
 
 int sandbox_create_as(Context *m, json_object *req, const SandboxCaller *caller, bool ephemeral, Sandbox **ret,
                       ProtoError *err) {
+        return sandbox_create_full(m, req, caller, ephemeral, -EBADF, ret, err);
+}
+
+int sandbox_create_joined(Context *m, json_object *req, const SandboxCaller *caller, int netns_fd, Sandbox **ret,
+                          ProtoError *err) {
+        return sandbox_create_full(m, req, caller, false, netns_fd, ret, err);
+}
+
+static int sandbox_create_full(Context *m, json_object *req, const SandboxCaller *caller, bool ephemeral, int netns_fd,
+                               Sandbox **ret, ProtoError *err) {
+        _cleanup_close_ int join = netns_fd;
         uid_t owner = caller->uid;
         Sandbox *s;
         int r;
@@ -194,6 +209,7 @@ int sandbox_create_as(Context *m, json_object *req, const SandboxCaller *caller,
         s->owner_uid = owner;
         s->ephemeral = ephemeral;
         s->caller = *caller;
+        s->join_netns_fd = TAKE_FD(join);
         r = sandbox_parse(m, s, req, err);
         if (r < 0)
                 goto fail;
@@ -824,6 +840,7 @@ Sandbox *sandbox_free(Sandbox *s) {
         egress_detach(s->ctx, &s->net);
         free(s->net.error);
         netns_pool_drop(&s->ctx->netns, TAKE_FD(s->netns_fd));
+        safe_close(s->join_netns_fd);
         safe_close(s->cg_fd);
         safe_close(s->workdir_fd);
         if (s->uid_slot != UINT32_MAX)
@@ -971,7 +988,7 @@ json_object *sandbox_to_json(Sandbox *s, bool with_usage) {
         json_object_object_add(e, "disk", json_object_new_boolean(s->disk_enforced));
         json_object_object_add(o, "enforced", e);
         json_object_object_add(o, "best_effort", json_object_new_boolean(s->best_effort));
-        json_object_object_add(o, "network", egress_state_json(&s->net));
+        json_object_object_add(o, "network", s->join_netns_fd >= 0 ? json_object_new_string("joined") : egress_state_json(&s->net));
         json_object_object_add(o, "user", json_object_new_string(sandbox_user_to_string(s->user)));
         if (s->image)
                 json_object_object_add(o, "image", json_object_new_string(s->image));

@@ -164,6 +164,9 @@ typedef struct Sandbox {
         int init_pidfd;
         int setup_fd;      /* the init's setup report */
         int netns_fd;      /* its network namespace, from the pool (netns-pool.h), or -1: its own */
+        /* create's "network": {"netns_fd"}: the client's namespace, which every init of the
+         * sandbox joins (netns_fd is a dup of it then), or -1 */
+        int join_netns_fd;
         SandboxNet net;    /* create's "network": egress (egress.h) */
         bool init_pending; /* the helper that clones the init has yet to send its pidfd */
         bool init_in_leaf; /* ... and clones it into <cgroup>/init, in the sandbox's cgroup namespace */
@@ -271,6 +274,10 @@ int sandbox_create(Context *m, json_object *req, uid_t owner, bool ephemeral, Sa
  * them). */
 int sandbox_create_as(Context *m, json_object *req, const SandboxCaller *caller, bool ephemeral, Sandbox **ret,
                       ProtoError *err);
+/* The same with the network namespace that "network": {"netns_fd"} named (checked: a network
+ * namespace, not the daemon's), taken by the sandbox whatever the outcome; -1: none came. */
+int sandbox_create_joined(Context *m, json_object *req, const SandboxCaller *caller, int netns_fd, Sandbox **ret,
+                          ProtoError *err);
 /* What a sandbox's root is, in one place: the tree its init binds as / (sent with the go,
  * sandbox_send_go()): its image's rootfs, shared read-only and idmapped with the init's user
  * namespace (its maps written), so that the image's owners are the ones inside; -EBADF for the

@@ -138,7 +138,7 @@ static const FieldSpec image_fields[] = { ENVELOPE, { "image", FIELD_STRING, tru
 static const Op ops[] = {
         { "hello", op_hello, no_fields },
         { "health", op_health, no_fields },
-        { "create", op_create, create_fields },
+        { "create", op_create, create_fields, .takes_fds = true }, /* network.netns_fd */
         { "list", op_list, list_fields },
         { "inspect", op_inspect, inspect_fields },
         { "destroy", op_destroy, sandbox_fields },
