@@ -502,7 +502,7 @@ int sandbox_parse(Context *m, Sandbox *s, json_object *req, ProtoError *err) {
 }
 
 int sandbox_parse_request(Context *m, json_object *req, SandboxRequest *ret, ProtoError *err) {
-        Sandbox tmp = { .ctx = m, .ephemeral = true };
+        Sandbox tmp = { .ctx = m, .ephemeral = true, .join_netns_fd = -EBADF, .root_tree_fd = -EBADF };
         int r = sandbox_parse(m, &tmp, req, err);
 
         *ret = (SandboxRequest) { .limits = tmp.limits, .best_effort = tmp.best_effort,
@@ -512,6 +512,8 @@ int sandbox_parse_request(Context *m, json_object *req, SandboxRequest *ret, Pro
         sandbox_mounts_free(&tmp);
         image_release(m->images, tmp.image);
         free(tmp.image);
+        free(tmp.root_path);
+        free(tmp.hostname);
         if (r < 0)
                 sandbox_request_done(ret);
         return r;
