@@ -234,7 +234,7 @@ rpc '{"op":"destroy","sandbox":"'"$ro"'"}' >/dev/null
 # ---- network.netns_fd: the engine's namespace (unshare --net, with a veth that has an address) ---
 unshare --net sleep 1000 &
 NSPID=$!
-trap 'kill $NSPID 2>/dev/null; _cleanup' EXIT
+trap 'rc=$?; kill $NSPID 2>/dev/null; (exit $rc); _cleanup' EXIT
 VA=sbxo$$a
 ns_ready() { [ "$(readlink /proc/$NSPID/ns/net)" != "$(readlink /proc/self/ns/net)" ]; }
 wait_until 5 ns_ready
