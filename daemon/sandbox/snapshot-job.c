@@ -876,7 +876,8 @@ static int job_freeze_then_copy(SnapshotJob *j) {
         j->frozen = true;
         j->freeze_start = now_usec(CLOCK_MONOTONIC);
         sandbox_set_frozen(s, true);
-        r = sd_event_add_time_relative(s->ctx->event, &j->freeze_timer, CLOCK_MONOTONIC, 0, 0, on_freeze_timer, j);
+        /* Accuracy 1 us: sd-event's default (0: 250 ms) would add up to that much to the frozen time. */
+        r = sd_event_add_time_relative(s->ctx->event, &j->freeze_timer, CLOCK_MONOTONIC, 0, 1, on_freeze_timer, j);
         if (r < 0) {
                 ProtoError err;
                 proto_error_set(&err, SBX_E_INTERNAL, NULL, "out of memory");
