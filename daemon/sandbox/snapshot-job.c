@@ -196,11 +196,43 @@ static CopyStats *walk_stats;
 static const CopyOptions *walk_shift;
 static int walk_errno;
 
+/* Inodes with more than one name seen so far (open addressing; one subvolume: inode numbers
+ * are unique in it), so that each counts once, as the copy counts them. */
+static uint64_t *links_seen;
+static size_t links_n, links_cap;
+
+static bool link_seen(uint64_t ino) {
+        size_t i;
+
+        if (links_n * 2 >= links_cap) {
+                size_t cap = links_cap ? links_cap * 2 : 1024;
+                uint64_t *t = calloc(cap, sizeof(*t)), *old = links_seen;
+                size_t old_cap = links_cap;
+                if (!t)
+                        return false; /* counted twice: only a number in a record */
+                links_seen = t;
+                links_cap = cap;
+                links_n = 0;
+                for (size_t k = 0; k < old_cap; k++)
+                        if (old[k])
+                                (void) link_seen(old[k]);
+                free(old);
+        }
+        for (i = ino % links_cap; links_seen[i]; i = (i + 1) % links_cap)
+                if (links_seen[i] == ino)
+                        return true;
+        links_seen[i] = ino;
+        links_n++;
+        return false;
+}
+
 static int count_entry(const char *path, const struct stat *st, int type, struct FTW *f) {
         if (f->level == 0)
                 return 0;
         if (S_ISDIR(st->st_mode))
                 walk_stats->dirs++;
+        else if (st->st_nlink > 1 && link_seen((uint64_t) st->st_ino))
+                walk_stats->links++;
         else {
                 walk_stats->files++;
                 if (S_ISREG(st->st_mode))
@@ -210,12 +242,15 @@ static int count_entry(const char *path, const struct stat *st, int type, struct
 }
 
 /* What a subvolume of the daemon's (a snapshot, nobody else's to change) holds, as the copy's
- * stats would say it (hard links counted per name). */
+ * stats would say it: each inode once. */
 static int tree_stats(int fd, CopyStats *st) {
         char path[64];
 
         snprintf(path, sizeof(path), "/proc/self/fd/%d/.", fd);
         walk_stats = st;
+        links_n = 0;
+        if (links_seen)
+                memset(links_seen, 0, links_cap * sizeof(*links_seen));
         return nftw(path, count_entry, 16, FTW_PHYS | FTW_MOUNT) != 0 ? -EIO : 0;
 }
 
@@ -236,6 +271,7 @@ static int shift_entry(const char *path, const struct stat *st, int type, struct
                 walk_errno = EIO;
                 return 1;
         }
+        (void) count_entry(path, st, type, f);
         if (u == st->st_uid && g == st->st_gid)
                 return 0;
         /* chown clears setuid and setgid on files, as the copy drops them. */
@@ -246,12 +282,17 @@ static int shift_entry(const char *path, const struct stat *st, int type, struct
         return 0;
 }
 
-/* The new subvolume's owners into the fork's uid range. No one but this process can reach it
- * yet (the fork's init waits for it), so names are safe to walk. */
-static int tree_shift(int fd, const CopyOptions *o) {
+/* The new subvolume's owners into the fork's uid range, counted as tree_stats() does it, in
+ * one walk. No one but this process can reach it yet (the fork's init waits for it), so names
+ * are safe to walk. */
+static int tree_shift(int fd, const CopyOptions *o, CopyStats *st) {
         char path[64];
 
         snprintf(path, sizeof(path), "/proc/self/fd/%d/.", fd);
+        walk_stats = st;
+        links_n = 0;
+        if (links_seen)
+                memset(links_seen, 0, links_cap * sizeof(*links_seen));
         walk_shift = o;
         walk_errno = 0;
         if (nftw(path, shift_entry, 16, FTW_PHYS | FTW_MOUNT) != 0)
@@ -377,9 +418,7 @@ static int fork_one(const Sandbox *s, int src_dir, const char *src_name, int dir
         if (fd < 0)
                 return fd;
         r = sandbox_quota_subvol(s, fd);
-        if (r >= 0)
-                r = tree_shift(fd, o);
-        if (r >= 0 && (r = tree_stats(fd, &more)) >= 0)
+        if (r >= 0 && (r = tree_shift(fd, o, &more)) >= 0)
                 add_stats(st, &more);
         return r;
 }

@@ -126,7 +126,7 @@ void storage_probe(Context *ctx, const char *dir) {
                 snprintf(f->fs, sizeof(f->fs), "%s", fs);
                 if (r >= 0)
                         snprintf(f->disk_quota_how, sizeof(f->disk_quota_how),
-                                 "btrfs qgroup at %s (a level-1 qgroup per sandbox; limits.files is not enforceable)", dir);
+                                 "btrfs qgroup of each writable subvolume at %s (limits.files is not enforceable)", dir);
                 else
                         snprintf(f->disk_quota_how, sizeof(f->disk_quota_how), "no qgroups at %s: %s", dir, why);
                 f->reflink = storage_has_reflink(ctx->state_fd);
