@@ -102,6 +102,26 @@ is "$(listing "$tree")" "$before" "the fork's writes leave the snapshot alone"
 r=$(rpc '{"op":"run","sandbox":"f","command":"dd if=/dev/zero of=/work/fill bs=1M count=80 conv=fsync 2>&1; echo status $?; rm -f /work/fill"}')
 like "$(jget "$r" .stdout)" "status 0" "the fork has no disk limit of its source's: 80M past the source's 64M written"
 
+# ---- an overlay root: its upper layer is a subvolume too, snapshotted, forked, restored ---------
+r=$(rpc '{"op":"create","best_effort":true,"name":"o","user":"root","root":"overlay"}')
+is "$(jget "$r" .ok)" true "a sandbox with an overlay root"
+odir=$(dirname "$(jget "$r" .sandbox.workdir)")
+r=$(rpc '{"op":"run","sandbox":"o","user":"root","command":"echo pkg > /usr/local/pkg && echo w > /work/w && echo ok"}')
+is "$(jget "$r" .stdout)" ok "a file installed in /usr/local, one in /work"
+is "$(stat -c %i "$odir/root-upper")" 256 "its upper layer's directory (root-upper: upper and overlayfs's work) is a subvolume"
+r=$(rpc '{"op":"snapshot","sandbox":"o"}')
+osnap=$(jget "$r" .snapshot.id)
+is "$(stat -c %i "$odir/snapshots/$osnap/root")" 256 "the snapshot has it as a subvolume of its own"
+r=$(rpc "$(jq -nc --arg s "o/$osnap" '{op:"create",best_effort:true,name:"of",user:"root",from_snapshot:$s}')")
+is "$(jget "$r" .ok)" true "a fork of it"
+r=$(rpc '{"op":"run","sandbox":"of","user":"root","command":"cat /usr/local/pkg /work/w; stat -c %u /usr/local/pkg"}')
+is "$(jget "$r" .stdout)" "$(printf 'pkg\nw\n0')" "the fork has the installed file (root's inside) and the workspace"
+rpc '{"op":"run","sandbox":"o","user":"root","command":"rm /usr/local/pkg"}' >/dev/null
+r=$(rpc "$(jq -nc --arg s "$osnap" '{op:"snapshot.restore",sandbox:"o",snapshot:$s}')")
+is "$(jget "$r" .ok)" true "restore"
+is "$(jget "$(rpc '{"op":"run","sandbox":"o","user":"root","command":"cat /usr/local/pkg"}')" .stdout)" pkg "the installed file is back"
+for x in of o; do rpc "{\"op\":\"destroy\",\"sandbox\":\"$x\"}" >/dev/null; done
+
 # ---- the disk limit, at write time -------------------------------------------------------------
 r=$(rpc '{"op":"create","best_effort":true,"name":"b"}')
 is "$(jget "$r" .ok)" true "another sandbox, no disk limit"

@@ -41,12 +41,12 @@ static int project_id_pick(Context *m, uint32_t *ret) {
 }
 
 /* btrfs storage: limits.disk is the max_rfer of each of its writable subvolumes' own qgroup
- * (btrfs.h): the workspace's, and the upper layer's for an overlay root. Set on those there
+ * (btrfs.h): the workspace's, and root-upper's (the upper layer's) for an overlay root. Set on those there
  * now; sandbox_make_workspace() calls again once it has made them, and a restore or a fork
  * sets it on the subvolumes it puts in place (snapshot-job.c). limits.files has no btrfs
  * counterpart (sandbox-request.c refuses it). */
 static int btrfs_quota_apply(Sandbox *s, int dir_fd) {
-        static const char *const subvols[] = { "work", SANDBOX_ROOT_UPPER "/upper", NULL };
+        static const char *const subvols[] = { "work", SANDBOX_ROOT_UPPER, NULL };
         int r;
 
         for (const char *const *n = subvols; *n; n++) {

@@ -95,16 +95,16 @@ int sandbox_make_workspace(Sandbox *s, bool existing) {
                 return -errno;
         /* An overlay root's upper layer and overlayfs's work directories, made by whoever mounts
          * them (root-overlay.h); root's alone. */
+        /* On btrfs root-upper is a subvolume: overlayfs's work directory must be in the same
+         * one as its upper layer (a copy-up renames from one into the other). */
+        if (s->root_overlay && s->ctx->features.btrfs) {
+                if ((r = make_work_dir(s, dfd, SANDBOX_ROOT_UPPER)) < 0)
+                        return r;
+                if (fchmodat(dfd, SANDBOX_ROOT_UPPER, 0700, 0) < 0)
+                        return -errno;
+        }
         if (s->root_overlay && mkdirat(dfd, SANDBOX_ROOT_UPPER, 0700) < 0 && errno != EEXIST)
                 return -errno;
-        /* On btrfs the upper layer is a subvolume too, made here (the mount finds it there). */
-        if (s->root_overlay && s->ctx->features.btrfs) {
-                _cleanup_close_ int ru = openat(dfd, SANDBOX_ROOT_UPPER, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-                if (ru < 0)
-                        return -errno;
-                if ((r = make_work_dir(s, ru, "upper")) < 0)
-                        return r;
-        }
         /* On btrfs the limit is on the subvolumes themselves, made just now (disk-quota.h). */
         if (s->ctx->features.btrfs && !existing && (r = sandbox_quota_apply(s, dfd, false)) < 0)
                 return r;

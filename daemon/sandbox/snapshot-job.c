@@ -339,10 +339,9 @@ _Noreturn static void child_snapshot_btrfs(const SnapshotJob *j, int sdir, int s
 
         if (r >= 0 && !made)
                 r = -ENOENT;
-        if (r >= 0 && j->sandbox->root_overlay) {
-                _cleanup_close_ int ru = open_dir_at(sdir, SANDBOX_ROOT_UPPER);
-                r = ru < 0 ? ru : snap_at(ru, "upper", tmp, SNAPSHOT_ROOT_TREE, true, qg, &root_made);
-        }
+        /* root-upper as a whole (the subvolume): the upper layer is its "upper". */
+        if (r >= 0 && j->sandbox->root_overlay)
+                r = snap_at(sdir, SANDBOX_ROOT_UPPER, tmp, SNAPSHOT_ROOT_TREE, true, qg, &root_made);
         if (r < 0) {
                 (void) rm_rf_at(snaps, tmp_name);
                 child_fail(out, "snapshot", r);
@@ -351,8 +350,9 @@ _Noreturn static void child_snapshot_btrfs(const SnapshotJob *j, int sdir, int s
         {
                 _cleanup_close_ int tree = open_dir_at(tmp, "tree");
                 _cleanup_close_ int root = root_made ? open_dir_at(tmp, SNAPSHOT_ROOT_TREE) : -EBADF;
+                _cleanup_close_ int upper = root >= 0 ? open_dir_at(root, "upper") : -EBADF;
                 r = tree < 0 ? tree : tree_stats(tree, &st);
-                if (r >= 0 && root >= 0 && (r = tree_stats(root, &more)) >= 0)
+                if (r >= 0 && upper >= 0 && (r = tree_stats(upper, &more)) >= 0)
                         add_stats(&st, &more);
         }
         if (r < 0) {
@@ -380,13 +380,13 @@ _Noreturn static void child_restore_btrfs(const SnapshotJob *j, int sdir, int sn
                 r = -ENOENT;
         if (r >= 0)
                 r = limit_at(j->sandbox, sdir, j->work_new);
+        /* The whole root-upper, as <sandbox>/upper.new-*, swapped for root-upper. */
         if (r >= 0 && j->sandbox->root_overlay) {
-                _cleanup_close_ int ru = open_dir_at(sdir, SANDBOX_ROOT_UPPER);
-                r = ru < 0 ? ru : snap_at(snap, SNAPSHOT_ROOT_TREE, ru, j->upper_new, false, 0, &made);
+                r = snap_at(snap, SNAPSHOT_ROOT_TREE, sdir, j->upper_new, false, 0, &made);
                 if (r >= 0 && made)
-                        r = limit_at(j->sandbox, ru, j->upper_new);
-                if (r < 0 && ru >= 0)
-                        (void) rm_rf_at(ru, j->upper_new);
+                        r = limit_at(j->sandbox, sdir, j->upper_new);
+                if (r < 0)
+                        (void) rm_rf_at(sdir, j->upper_new);
         }
         if (r < 0) {
                 (void) rm_rf_at(sdir, j->work_new);
@@ -400,8 +400,8 @@ _Noreturn static void child_restore_btrfs(const SnapshotJob *j, int sdir, int sn
 /* In place of the fork's empty subvolume dir/name, a writable snapshot of src_dir/src_name, its
  * owners shifted; its stats added to st. */
 static int fork_one(const Sandbox *s, int src_dir, const char *src_name, int dir, const char *name,
-                    const CopyOptions *o, CopyStats *st) {
-        _cleanup_close_ int fd = -EBADF;
+                    const char *shifted, const CopyOptions *o, CopyStats *st) {
+        _cleanup_close_ int fd = -EBADF, sub = -EBADF;
         CopyStats more = {};
         bool made;
         int r;
@@ -418,7 +418,12 @@ static int fork_one(const Sandbox *s, int src_dir, const char *src_name, int dir
         if (fd < 0)
                 return fd;
         r = sandbox_quota_subvol(s, fd);
-        if (r >= 0 && (r = tree_shift(fd, o, &more)) >= 0)
+        if (r < 0)
+                return r;
+        /* Only the sandbox's own tree in it (root-upper's "upper"); the rest stays root's. */
+        if (shifted && (sub = open_dir_at(fd, shifted)) < 0)
+                return sub == -ENOENT ? 0 : sub;
+        if ((r = tree_shift(shifted ? sub : fd, o, &more)) >= 0)
                 add_stats(st, &more);
         return r;
 }
@@ -528,11 +533,9 @@ _Noreturn static void child_fork(const SnapshotJob *j, int state_fd, int out) {
         if (m->features.btrfs) {
                 st = (CopyStats) {};
                 dst = safe_close(dst);
-                r = fork_one(j->sandbox, snap, "tree", sdir, "work", &o, &st);
-                if (r >= 0 && j->sandbox->root_overlay) {
-                        _cleanup_close_ int ru = open_dir_at(sdir, SANDBOX_ROOT_UPPER);
-                        r = ru < 0 ? ru : fork_one(j->sandbox, snap, SNAPSHOT_ROOT_TREE, ru, "upper", &o, &st);
-                }
+                r = fork_one(j->sandbox, snap, "tree", sdir, "work", NULL, &o, &st);
+                if (r >= 0 && j->sandbox->root_overlay)
+                        r = fork_one(j->sandbox, snap, SNAPSHOT_ROOT_TREE, sdir, SANDBOX_ROOT_UPPER, "upper", &o, &st);
                 if (r >= 0)
                         dst = open_dir_at(sdir, "work");
                 if (r >= 0 && dst < 0)
@@ -714,6 +717,12 @@ static int restore_swap_root(Sandbox *s, int dfd, const SnapshotJob *j) {
 
         if (!s->root_overlay)
                 return 0;
+        /* btrfs: root-upper is the subvolume, swapped as a whole (child_restore_btrfs()). */
+        if (s->ctx->features.btrfs) {
+                if (syscall(SYS_renameat2, dfd, j->upper_new, dfd, SANDBOX_ROOT_UPPER, RENAME_EXCHANGE) < 0)
+                        return errno == ENOENT ? 0 : -errno;
+                return fsync(dfd) < 0 ? -errno : 0;
+        }
         ru = open_dir_at(dfd, SANDBOX_ROOT_UPPER);
         if (ru < 0)
                 return ru;
@@ -736,7 +745,7 @@ static int restore_swap(Sandbox *s, void *userdata) {
 }
 
 static void remove_root_new(Sandbox *s, int dfd, const SnapshotJob *j) {
-        _cleanup_close_ int ru = open_dir_at(dfd, SANDBOX_ROOT_UPPER);
+        _cleanup_close_ int ru = s->ctx->features.btrfs ? dup(dfd) : open_dir_at(dfd, SANDBOX_ROOT_UPPER);
         if (ru >= 0)
                 (void) remove_async(s->ctx->event, s->ctx->run_helper_fd, ru, j->upper_new);
 }
