@@ -78,6 +78,8 @@ for op in ("snapshot", "frozen", "fork", "restore"):
     v = res[op]
     print("| %s (%s) | %s | %.3f | %.3f | %.3f–%.3f | %d |" % (kind, fs, op, statistics.median(v), q(v, 0.99), min(v), max(v), len(v)))
 PY
+        # A sandbox outlives its daemon (a restart keeps it): its init would hold the image.
+        call '{"op":"destroy","sandbox":"src"}' >/dev/null
         kill "$PID"
         wait "$PID" 2>/dev/null
         PID=
