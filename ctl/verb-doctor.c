@@ -330,14 +330,29 @@ static void print_report_json(const Doctor *d, CheckImpact verdict) {
 static void check_disk_limits(Doctor *d) {
         json_object *disk = json_child(json_child(d->hello, "capabilities"), "disk");
         const char *how = json_str(disk, "how"), *storage = json_str(disk, "storage");
-        const char *reflink = json_true(disk, "reflink") ? "copies share blocks (reflinks)" : "copies copy data (no reflinks)";
+        const char *fs = json_str(disk, "fs"), *snaps = json_str(disk, "snapshots");
+        bool subvol = snaps && strcmp(snaps, "subvolume") == 0;
+        const char *reflink = subvol ? "snapshots: btrfs subvolume snapshots (O(1): forks and restores copy nothing)"
+                              : json_true(disk, "reflink") ? "copies share blocks (reflinks)"
+                                                           : "copies copy data (no reflinks)";
         Check *c;
 
         if (!disk)
                 return;
         if (json_true(disk, "enforced")) {
-                doctor_add(d, "disk-limits", CHECK_OK, IMPACT_NONE, "disk limits are enforced at write time: %s (storage %s); %s",
-                           how ?: "?", storage ?: "?", reflink);
+                doctor_add(d, "disk-limits", CHECK_OK, IMPACT_NONE, "disk limits are enforced at write time: %s (storage %s, %s); %s%s",
+                           how ?: "?", storage ?: "?", fs ?: "?", reflink,
+                           json_true(disk, "files_enforced") || !json_child(disk, "files_enforced")
+                                   ? ""
+                                   : "; limits.files is not enforceable here (needs --best-effort)");
+                return;
+        }
+        if (subvol) {
+                c = doctor_add(d, "disk-limits", CHECK_WARN, IMPACT_NONE,
+                               "disk limits are applied by the sweep after the fact, not at write time (%s); %s", how ?: "?",
+                               reflink);
+                check_fix(c, "btrfs quotas (qgroups) could not be turned on for the storage image; see the daemon's log, "
+                             "or use storage = image:SIZE (XFS with project quotas)");
                 return;
         }
         c = doctor_add(d, "disk-limits", CHECK_WARN, IMPACT_NONE,

@@ -47,7 +47,7 @@ daemon_libsandboxd_la_SOURCES = \
 	daemon/core/output.c daemon/core/output.h \
 	daemon/sandbox/session.c daemon/sandbox/session.h \
 	daemon/core/ring.c daemon/core/ring.h \
-	daemon/exec/rm-rf.c daemon/exec/rm-rf.h daemon/host/remove-async.c daemon/host/remove-async.h \
+	daemon/exec/rm-rf.c daemon/exec/rm-rf.h daemon/exec/btrfs.c daemon/exec/btrfs.h daemon/host/remove-async.c daemon/host/remove-async.h \
 	daemon/exec/mount-source.c daemon/exec/mount-source.h daemon/host/mount-open.c daemon/host/mount-open.h \
 	daemon/sandbox/state.c daemon/sandbox/state.h \
 	daemon/sandbox/run-record.c daemon/sandbox/run-record.h \
@@ -98,7 +98,7 @@ daemon_sandboxd_run_helper_SOURCES = \
 	daemon/exec/run-exec.c daemon/exec/run-exec.h \
 	daemon/exec/identity.c daemon/exec/identity.h \
 	daemon/exec/sandbox-setup.c daemon/exec/root-overlay.c daemon/exec/root-overlay.h daemon/exec/idmap.c daemon/exec/idmap.h \
-	daemon/exec/rm-rf.c daemon/exec/rm-rf.h \
+	daemon/exec/rm-rf.c daemon/exec/rm-rf.h daemon/exec/btrfs.c daemon/exec/btrfs.h \
 	daemon/exec/mount-source.c daemon/exec/mount-source.h \
 	daemon/exec/spawn.c daemon/exec/spawn.h daemon/exec/syscall-filter.h daemon/exec/mount-compat.h
 daemon_sandboxd_run_helper_LDFLAGS = $(AM_LDFLAGS) $(HELPER_LDFLAGS)
@@ -113,7 +113,7 @@ daemon_sandboxd_file_helper_SOURCES = \
 	daemon/exec/run-exec.c daemon/exec/run-exec.h \
 	daemon/exec/identity.c daemon/exec/identity.h \
 	daemon/exec/sandbox-setup.c daemon/exec/root-overlay.c daemon/exec/root-overlay.h daemon/exec/idmap.c daemon/exec/idmap.h \
-	daemon/exec/rm-rf.c daemon/exec/rm-rf.h \
+	daemon/exec/rm-rf.c daemon/exec/rm-rf.h daemon/exec/btrfs.c daemon/exec/btrfs.h \
 	daemon/exec/spawn.c daemon/exec/spawn.h daemon/exec/syscall-filter.h daemon/exec/mount-compat.h
 daemon_sandboxd_file_helper_CPPFLAGS = $(DAEMON_INCLUDES) $(AM_CPPFLAGS) -DLIBEXECDIR=\"$(libexecdir)\"
 daemon_sandboxd_file_helper_CFLAGS = $(AM_CFLAGS) $(ARCHIVE_CFLAGS)

@@ -25,8 +25,8 @@ packages=(
 	zstd
 	# the README's raw protocol example
 	socat
-	# storage = image:SIZE (mkfs.xfs -m reflink=1); t-quota.sh's ext4 -O project,quota
-	xfsprogs e2fsprogs
+	# storage = image:SIZE (mkfs.xfs -m reflink=1), image:SIZE:btrfs (mkfs.btrfs); t-quota.sh's ext4 -O project,quota
+	xfsprogs e2fsprogs btrfs-progs
 	# t-metrics.sh: a real Prometheus scrapes the metrics endpoint (docs/metrics.md)
 	prometheus
 	# the Python package: mypy for t-python-types.sh; pip, setuptools and wheel for t-python.sh's

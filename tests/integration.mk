@@ -48,6 +48,7 @@ INTEGRATION_TESTS = \
 	tests/t-stream.sh \
 	tests/t-sweep.sh \
 	tests/t-quota.sh \
+	tests/t-btrfs.sh \
 	tests/t-teardown.sh \
 	tests/t-top.sh \
 	tests/t-v1.sh

@@ -62,7 +62,7 @@ EXTRA_DIST += tests/fuzz/replay-file-line.sh
 check_PROGRAMS += tests/fuzz/fuzz-image-layer-replay
 TESTS += tests/fuzz/replay-image-layer.sh
 tests_fuzz_fuzz_image_layer_replay_SOURCES = tests/fuzz/fuzz-replay.c tests/fuzz/fuzz-image-layer.c tests/fuzz/fuzz.h \
-	daemon/exec/image-import.c daemon/exec/image-import.h daemon/exec/entry-name.c daemon/exec/entry-name.h daemon/exec/open-beneath.c daemon/exec/open-beneath.h daemon/exec/blob-digest.c daemon/exec/blob-digest.h daemon/exec/rm-rf.c daemon/exec/rm-rf.h
+	daemon/exec/image-import.c daemon/exec/image-import.h daemon/exec/entry-name.c daemon/exec/entry-name.h daemon/exec/open-beneath.c daemon/exec/open-beneath.h daemon/exec/blob-digest.c daemon/exec/blob-digest.h daemon/exec/rm-rf.c daemon/exec/rm-rf.h daemon/exec/btrfs.c daemon/exec/btrfs.h
 tests_fuzz_fuzz_image_layer_replay_CPPFLAGS = $(DAEMON_INCLUDES) $(AM_CPPFLAGS)
 tests_fuzz_fuzz_image_layer_replay_CFLAGS = $(UNIT_CFLAGS) $(ARCHIVE_CFLAGS) $(CRYPTO_CFLAGS)
 tests_fuzz_fuzz_image_layer_replay_LDADD = $(UNIT_LDADD) $(ARCHIVE_LIBS) $(CRYPTO_LIBS)
@@ -104,7 +104,7 @@ fuzz-file-line: tests/fuzz/fuzz-file-line
 
 noinst_PROGRAMS += tests/fuzz/fuzz-image-layer
 tests_fuzz_fuzz_image_layer_SOURCES = tests/fuzz/fuzz-image-layer.c tests/fuzz/fuzz.h \
-	daemon/exec/image-import.c daemon/exec/image-import.h daemon/exec/entry-name.c daemon/exec/entry-name.h daemon/exec/open-beneath.c daemon/exec/open-beneath.h daemon/exec/blob-digest.c daemon/exec/blob-digest.h daemon/exec/rm-rf.c daemon/exec/rm-rf.h
+	daemon/exec/image-import.c daemon/exec/image-import.h daemon/exec/entry-name.c daemon/exec/entry-name.h daemon/exec/open-beneath.c daemon/exec/open-beneath.h daemon/exec/blob-digest.c daemon/exec/blob-digest.h daemon/exec/rm-rf.c daemon/exec/rm-rf.h daemon/exec/btrfs.c daemon/exec/btrfs.h
 tests_fuzz_fuzz_image_layer_CPPFLAGS = $(DAEMON_INCLUDES) $(AM_CPPFLAGS)
 tests_fuzz_fuzz_image_layer_CFLAGS = $(UNIT_CFLAGS) $(ARCHIVE_CFLAGS) $(FUZZ_FLAGS)
 tests_fuzz_fuzz_image_layer_LDFLAGS = $(AM_LDFLAGS) $(FUZZ_FLAGS)

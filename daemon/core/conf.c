@@ -237,6 +237,7 @@ static int parse_value(const ConfigKey *k, const char *value, uint64_t *ret) {
                         *ret = 0;
                         return 0;
                 }
+                /* "image:SIZE:btrfs" and "image:SIZE:xfs": set_key() has taken the suffix off. */
                 if (strncmp(value, "image:", 6) != 0 || parse_size(value + 6, ret) < 0 || *ret < (UINT64_C(300) << 20))
                         return -EINVAL;
                 return 0;
@@ -263,7 +264,7 @@ static const char *const type_hints[] = {
         [KEY_PREFIX] = "a private IPv4 prefix of /8 to /24 such as 10.200.0.0/16",
         [KEY_PREFIXES] = "IPv4 prefixes such as 10.0.0.0/8 169.254.0.0/16, separated by spaces, or none",
         [KEY_ADDR] = "an IPv4 address such as 192.0.2.53",
-        [KEY_STORAGE] = "\"state\" or \"image:SIZE\" with SIZE at least 300M, such as image:200G",
+        [KEY_STORAGE] = "\"state\" or \"image:SIZE[:xfs|:btrfs]\" with SIZE at least 300M, such as image:200G",
 };
 
 /* Where the sandbox's own filesystems are, or what it has already: no root_bind there. */
@@ -381,6 +382,25 @@ static int set_key(Config *c, const ConfigKey *k, const char *value) {
                 free(*(char **) field);
                 *(char **) field = strdup(value);
                 return *(char **) field ? 0 : -ENOMEM;
+        }
+        if (k->type == KEY_STORAGE) {
+                /* An image's filesystem: xfs (project quotas, reflinks) unless ":btrfs" (qgroups,
+                 * subvolume snapshots). */
+                const char *colon = strncmp(value, "image:", 6) == 0 ? strchr(value + 6, ':') : NULL;
+                char size[64];
+                c->storage_btrfs = false;
+                if (colon) {
+                        if (strcmp(colon + 1, "btrfs") != 0 && strcmp(colon + 1, "xfs") != 0)
+                                return -EINVAL;
+                        if ((size_t) (colon - value) >= sizeof(size))
+                                return -EINVAL;
+                        c->storage_btrfs = strcmp(colon + 1, "btrfs") == 0;
+                        snprintf(size, sizeof(size), "%.*s", (int) (colon - value), value);
+                        if (parse_value(k, size, &v) < 0)
+                                return -EINVAL;
+                        *(uint64_t *) field = v;
+                        return 0;
+                }
         }
         if (parse_value(k, value, &v) < 0)
                 return -EINVAL;

@@ -11,6 +11,7 @@ typedef struct Config {
         /* "storage": 0 for "state" (sandboxes on the state directory's filesystem), else the size
          * of <state_dir>/storage.img, an XFS image mounted over <state_dir>/sandboxes. */
         uint64_t storage_image_size;
+        bool storage_btrfs;         /* "image:SIZE:btrfs": the image is btrfs (subvolumes, qgroups) */
         char *cgroup_root;          /* NULL: discover the delegated subtree */
         char *root_dir;             /* the tree a sandbox's /usr, /etc and root_binds come from */
         char **root_binds;          /* NULL, or more directories of it, absolute, sorted, NULL-ended */

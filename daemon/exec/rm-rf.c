@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "btrfs.h"
 #include "macro.h"
 #include "mount-compat.h"
 #include "rm-rf.h"
@@ -21,10 +22,35 @@
 /* One open directory of the descent. */
 typedef struct Level {
         DIR *dir;
+        dev_t dev; /* a btrfs subvolume below the top has a device number of its own */
         struct Level *up;
         unsigned depth;
         char name[]; /* in up */
 } Level;
+
+/* From /proc/self/fdinfo: the run helper's C library (musl) may have no statx(). 0: unknown. */
+static unsigned long mount_id_of(int fd) {
+        char path[64], buf[256];
+        unsigned long id = 0;
+        FILE *f;
+
+        snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
+        f = fopen(path, "re");
+        if (!f)
+                return 0;
+        while (fgets(buf, sizeof(buf), f))
+                if (sscanf(buf, "mnt_id: %lu", &id) == 1)
+                        break;
+        fclose(f);
+        return id;
+}
+
+/* A btrfs subvolume's top directory in the same mount as its parent (a subvolume's st_dev is
+ * its own): not another mount, so the walk may go on into it. */
+static bool is_subvol_below(int parent, int fd) {
+        unsigned long a = mount_id_of(parent);
+        return a && a == mount_id_of(fd) && btrfs_is_subvol(fd);
+}
 
 static int open_level(int parent, const char *name, dev_t dev, Level *up, Level **ret) {
         struct stat st;
@@ -33,7 +59,7 @@ static int open_level(int parent, const char *name, dev_t dev, Level *up, Level 
         if (fd < 0)
                 return -errno;
         /* Never cross into another mount. */
-        if (fstat(fd, &st) < 0 || st.st_dev != dev) {
+        if (fstat(fd, &st) < 0 || (st.st_dev != dev && !is_subvol_below(parent, fd))) {
                 close(fd);
                 return -EXDEV;
         }
@@ -44,6 +70,7 @@ static int open_level(int parent, const char *name, dev_t dev, Level *up, Level 
                 return -ENOMEM;
         }
         strcpy(l->name, name);
+        l->dev = st.st_dev;
         l->up = up;
         l->depth = up ? up->depth + 1 : 0;
         *ret = l;
@@ -80,6 +107,21 @@ static int hoist(Level *at, const char *name, Level *top, unsigned *serial) {
         }
 }
 
+/* A btrfs subvolume (a sandbox's workspace, a snapshot of it) goes in one call, read-only
+ * snapshots included, whatever it holds; false where it is none or the call is refused (a
+ * subvolume nested in it: then its content is walked, as any directory's). */
+static bool subvol_delete(int parent, const char *name, dev_t parent_dev) {
+        struct stat st;
+        _cleanup_close_ int fd = -EBADF;
+
+        if (fstatat(parent, name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode) || st.st_dev == parent_dev)
+                return false;
+        fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0 || !is_subvol_below(parent, fd))
+                return false;
+        return btrfs_subvol_delete(parent, name) == 0;
+}
+
 /* One walk over the tree; *hoisted counts the subtrees moved up for another pass. */
 static int rm_rf_pass(int dir_fd, const char *name, dev_t dev, unsigned *serial, unsigned *hoisted) {
         Level *cur = NULL, *top;
@@ -102,14 +144,15 @@ static int rm_rf_pass(int dir_fd, const char *name, dev_t dev, unsigned *serial,
                                 r = -errno;
                         continue;
                 }
-                if (unlinkat(dirfd(cur->dir), de->d_name, AT_REMOVEDIR) == 0)
+                if (unlinkat(dirfd(cur->dir), de->d_name, AT_REMOVEDIR) == 0 ||
+                    subvol_delete(dirfd(cur->dir), de->d_name, cur->dev))
                         continue;
                 if (cur->depth + 1 >= RM_RF_MAX_OPEN) {
                         if (hoist(cur, de->d_name, top, serial) == 0)
                                 (*hoisted)++;
                         continue;
                 }
-                int k = open_level(dirfd(cur->dir), de->d_name, dev, cur, &l);
+                int k = open_level(dirfd(cur->dir), de->d_name, cur->dev, cur, &l);
                 if (k < 0) {
                         if (r == 0)
                                 r = k;
@@ -128,6 +171,11 @@ int rm_rf_at(int dir_fd, const char *name) {
                 return errno == ENOENT ? 0 : -errno;
         if (!S_ISDIR(st.st_mode))
                 return unlinkat(dir_fd, name, 0) < 0 ? -errno : 0;
+        if (btrfs_is_fs(dir_fd)) {
+                struct stat parent;
+                if (fstat(dir_fd, &parent) == 0 && subvol_delete(dir_fd, name, parent.st_dev))
+                        return 0;
+        }
         for (;;) {
                 unsigned hoisted = 0;
                 int r = rm_rf_pass(dir_fd, name, st.st_dev, &serial, &hoisted);

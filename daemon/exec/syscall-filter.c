@@ -4,6 +4,7 @@
 #include <linux/seccomp.h>
 #include <seccomp.h>
 #include <stdlib.h>
+#include <linux/btrfs.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
@@ -78,6 +79,16 @@ const SeccompRule seccomp_rules[] = {
                 "pushes input into a terminal that a more privileged process reads (bubblewrap CVE-2017-5226)"),
         DENY_IF("ioctl", "TIOCLINUX", 1, IOCTL_CMD_MASK, TIOCLINUX,
                 "virtual console copy and paste, the same injection (CVE-2023-28100, CVE-2023-1523)"),
+        /* On btrfs storage a workspace is a subvolume in the sandbox's qgroup; a subvolume or
+         * snapshot the sandbox made itself would be in none, its writes past limits.disk. */
+        DENY_IF("ioctl", "BTRFS_IOC_SUBVOL_CREATE", 1, IOCTL_CMD_MASK, BTRFS_IOC_SUBVOL_CREATE,
+                "a btrfs subvolume made inside would be outside the sandbox's qgroup: writes there past limits.disk"),
+        DENY_IF("ioctl", "BTRFS_IOC_SUBVOL_CREATE_V2", 1, IOCTL_CMD_MASK, BTRFS_IOC_SUBVOL_CREATE_V2,
+                "as BTRFS_IOC_SUBVOL_CREATE (its qgroup_inherit is chosen by the caller)"),
+        DENY_IF("ioctl", "BTRFS_IOC_SNAP_CREATE", 1, IOCTL_CMD_MASK, BTRFS_IOC_SNAP_CREATE,
+                "a snapshot of /work made inside would be a subvolume outside the sandbox's qgroup"),
+        DENY_IF("ioctl", "BTRFS_IOC_SNAP_CREATE_V2", 1, IOCTL_CMD_MASK, BTRFS_IOC_SNAP_CREATE_V2,
+                "as BTRFS_IOC_SNAP_CREATE"),
 };
 const size_t seccomp_rules_n = ELEMENTSOF(seccomp_rules);
 

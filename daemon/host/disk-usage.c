@@ -133,8 +133,9 @@ static Level *level_free(Level *l) {
         return up;
 }
 
-static int level_push_subdir(Level *l, uint64_t ino, const char *name) {
-        size_t need = sizeof(ino) + strlen(name) + 1;
+/* Each queued subdirectory: its device (a btrfs subvolume has one of its own), inode, name. */
+static int level_push_subdir(Level *l, uint64_t dev, uint64_t ino, const char *name) {
+        size_t need = sizeof(dev) + sizeof(ino) + strlen(name) + 1;
         if (l->len + need > l->alloc) {
                 size_t a = l->alloc ? l->alloc * 2 : 256;
                 char *p;
@@ -146,17 +147,20 @@ static int level_push_subdir(Level *l, uint64_t ino, const char *name) {
                 l->subdirs = p;
                 l->alloc = a;
         }
-        memcpy(l->subdirs + l->len, &ino, sizeof(ino));
-        strcpy(l->subdirs + l->len + sizeof(ino), name);
+        memcpy(l->subdirs + l->len, &dev, sizeof(dev));
+        memcpy(l->subdirs + l->len + sizeof(dev), &ino, sizeof(ino));
+        strcpy(l->subdirs + l->len + sizeof(dev) + sizeof(ino), name);
         l->len += need;
         return 0;
 }
 
+/* By mount id where the kernel has them: a btrfs subvolume below the top (a sandbox's workspace
+ * on btrfs storage) has a device number of its own but is the same mount, and counted. */
 static bool same_mount(const Walk *w, const struct statx *sx) {
         uint64_t dev = makedev(sx->stx_dev_major, sx->stx_dev_minor);
-        if (dev != w->dev)
-                return false;
-        return !(sx->stx_mask & STATX_MNT_ID) || !w->mnt_id || sx->stx_mnt_id == w->mnt_id;
+        if ((sx->stx_mask & STATX_MNT_ID) && w->mnt_id)
+                return sx->stx_mnt_id == w->mnt_id;
+        return dev == w->dev;
 }
 
 static void account(Walk *w, const struct statx *sx) {
@@ -204,7 +208,7 @@ static int read_level(Walk *w, int fd, Level *l) {
                         continue;
                 }
                 account(w, &sx);
-                if (S_ISDIR(sx.stx_mode) && (r = level_push_subdir(l, sx.stx_ino, de->d_name)) < 0)
+                if (S_ISDIR(sx.stx_mode) && (r = level_push_subdir(l, makedev(sx.stx_dev_major, sx.stx_dev_minor), sx.stx_ino, de->d_name)) < 0)
                         break;
         }
         closedir(d);
@@ -269,14 +273,14 @@ static void walk_free(Walk *w) {
         free(w->links.keys);
 }
 
-static int walk_descend(Walk *w, uint64_t ino, const char *name) {
+static int walk_descend(Walk *w, uint64_t dev, uint64_t ino, const char *name) {
         Level *l;
-        int fd = open_subdir(w->cur_fd, name, w->dev, ino);
+        int fd = open_subdir(w->cur_fd, name, dev, ino);
         if (fd < 0) {
                 w->u->skipped++;
                 return 0;
         }
-        l = level_new(name, w->dev, ino, w->cur);
+        l = level_new(name, dev, ino, w->cur);
         if (!l) {
                 close(fd);
                 return -ENOMEM;
@@ -312,11 +316,12 @@ static int walk_run(Walk *w) {
         while (r >= 0) {
                 Level *l = w->cur;
                 if (l->off < l->len) {
-                        uint64_t ino;
-                        const char *name = l->subdirs + l->off + sizeof(ino);
-                        memcpy(&ino, l->subdirs + l->off, sizeof(ino));
-                        l->off += sizeof(ino) + strlen(name) + 1;
-                        r = walk_descend(w, ino, name);
+                        uint64_t dev, ino;
+                        const char *name = l->subdirs + l->off + sizeof(dev) + sizeof(ino);
+                        memcpy(&dev, l->subdirs + l->off, sizeof(dev));
+                        memcpy(&ino, l->subdirs + l->off + sizeof(dev), sizeof(ino));
+                        l->off += sizeof(dev) + sizeof(ino) + strlen(name) + 1;
+                        r = walk_descend(w, dev, ino, name);
                 } else if (l == w->top)
                         break;
                 else

@@ -15,6 +15,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "btrfs.h"
 #include "macro.h"
 #include "storage-image.h"
 
@@ -25,9 +26,12 @@
 #define LOOP_CONFIGURE 0x4C0A
 #endif
 
-/* mkfs.xfs -q -m reflink=1 PATH, waited for. crc=1 is its default (and reflink needs it). */
-static int run_mkfs(const char *path, char *why, size_t len) {
-        char *argv[] = { (char *) "mkfs.xfs", (char *) "-q", (char *) "-m", (char *) "reflink=1", (char *) path, NULL };
+/* mkfs.xfs -q -m reflink=1 PATH (crc=1 is its default, and reflink needs it), or mkfs.btrfs -q
+ * PATH, waited for. */
+static int run_mkfs(const char *path, bool btrfs, char *why, size_t len) {
+        char *xfs[] = { (char *) "mkfs.xfs", (char *) "-q", (char *) "-m", (char *) "reflink=1", (char *) path, NULL };
+        char *bt[] = { (char *) "mkfs.btrfs", (char *) "-q", (char *) path, NULL };
+        char **argv = btrfs ? bt : xfs;
         int status;
         pid_t pid = fork();
 
@@ -43,18 +47,18 @@ static int run_mkfs(const char *path, char *why, size_t len) {
                 if (errno != EINTR)
                         return -errno;
         if (WIFEXITED(status) && WEXITSTATUS(status) == 127) {
-                snprintf(why, len, "cannot run mkfs.xfs: install xfsprogs");
+                snprintf(why, len, "cannot run %s: install %s", argv[0], btrfs ? "btrfs-progs" : "xfsprogs");
                 return -ENOENT;
         }
         if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-                snprintf(why, len, "mkfs.xfs -m reflink=1 %s failed (status %d)", path, status);
+                snprintf(why, len, "%s %s failed (status %d)", btrfs ? "mkfs.btrfs" : "mkfs.xfs -m reflink=1", path, status);
                 return -EIO;
         }
         return 0;
 }
 
 /* NAME.new, sparse, formatted, then renamed: an image at NAME is always a whole filesystem. */
-static int create_image(const char *image, uint64_t size, char *why, size_t len) {
+static int create_image(const char *image, uint64_t size, bool btrfs, char *why, size_t len) {
         _cleanup_free_ char *tmp = NULL;
         _cleanup_close_ int fd = -EBADF;
         int r;
@@ -69,7 +73,7 @@ static int create_image(const char *image, uint64_t size, char *why, size_t len)
                 (void) unlink(tmp);
                 return r;
         }
-        r = run_mkfs(tmp, why, len);
+        r = run_mkfs(tmp, btrfs, why, len);
         if (r >= 0 && (fsync(fd) < 0 || rename(tmp, image) < 0)) {
                 r = -errno;
                 snprintf(why, len, "cannot rename %s to %s: %s", tmp, image, strerror(-r));
@@ -175,14 +179,15 @@ static int wait_released(const char *image, char *why, size_t len) {
         return -EBUSY;
 }
 
-static bool is_xfs_mount_point(const char *target) {
+static bool is_mount_point_of(const char *target, bool btrfs) {
         _cleanup_free_ char *parent = NULL;
         struct statfs sf;
         struct stat a, b;
 
         if (asprintf(&parent, "%s/..", target) < 0 || stat(target, &a) < 0 || stat(parent, &b) < 0)
                 return false;
-        return a.st_dev != b.st_dev && statfs(target, &sf) == 0 && (unsigned long) sf.f_type == XFS_SUPER_MAGIC;
+        return a.st_dev != b.st_dev && statfs(target, &sf) == 0 &&
+               (unsigned long) sf.f_type == (btrfs ? BTRFS_SUPER_MAGIC : XFS_SUPER_MAGIC);
 }
 
 static int dir_is_empty(const char *path) {
@@ -201,6 +206,19 @@ static int dir_is_empty(const char *path) {
         return r;
 }
 
+/* btrfs: its limits are qgroups, turned on once mounted (a no-op when they are on already). */
+static int mount_loop_btrfs(const char *dev, const char *target, StorageImage *ret, char *why, size_t len) {
+        _cleanup_close_ int fd = -EBADF;
+
+        if (mount(dev, target, "btrfs", MS_NOSUID | MS_NODEV | MS_NOATIME, NULL) < 0) {
+                snprintf(why, len, "cannot mount %s (btrfs) on %s: %m", dev, target);
+                return -errno;
+        }
+        fd = open(target, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        ret->quota = fd >= 0 && btrfs_quota_enable(fd) == 0;
+        return 0;
+}
+
 static int mount_loop(const char *dev, const char *target, StorageImage *ret, char *why, size_t len) {
         const unsigned long flags = MS_NOSUID | MS_NODEV | MS_NOATIME;
 
@@ -216,15 +234,17 @@ static int mount_loop(const char *dev, const char *target, StorageImage *ret, ch
         return 0;
 }
 
-int storage_image_mount(const char *image, uint64_t size, const char *target, StorageImage *ret, char *why,
-                        size_t why_len) {
+int storage_image_mount(const char *image, uint64_t size, bool btrfs, const char *target, StorageImage *ret,
+                        char *why, size_t why_len) {
         _cleanup_close_ int loop_fd = -EBADF;
         struct stat st;
         int r;
 
-        *ret = (StorageImage) {};
-        if (is_xfs_mount_point(target)) {
+        *ret = (StorageImage) { .btrfs = btrfs };
+        if (is_mount_point_of(target, btrfs)) {
+                _cleanup_close_ int fd = btrfs ? open(target, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -EBADF;
                 ret->reused = true;
+                ret->quota = btrfs && fd >= 0 && btrfs_quota_enable(fd) == 0;
                 return 0;
         }
         r = dir_is_empty(target);
@@ -237,7 +257,7 @@ int storage_image_mount(const char *image, uint64_t size, const char *target, St
                         snprintf(why, why_len, "cannot stat %s: %m", image);
                         return -errno;
                 }
-                r = create_image(image, size, why, why_len);
+                r = create_image(image, size, btrfs, why, why_len);
                 if (r < 0)
                         return r;
                 ret->created = true;
@@ -249,5 +269,6 @@ int storage_image_mount(const char *image, uint64_t size, const char *target, St
         if (r < 0)
                 return r;
         /* On failure, closing loop_fd releases the device (autoclear). */
-        return mount_loop(ret->loop_dev, target, ret, why, why_len);
+        return btrfs ? mount_loop_btrfs(ret->loop_dev, target, ret, why, why_len)
+                     : mount_loop(ret->loop_dev, target, ret, why, why_len);
 }

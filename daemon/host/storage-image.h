@@ -10,7 +10,11 @@
  * unmount) and mounts it nosuid,nodev with prjquota. A kernel that refuses quotas on it (no
  * CONFIG_QUOTA) gets it mounted without, and is told in *ret_note: reflinks still work, the
  * limits are the sweep's. An image already mounted there (a daemon restarted in the same mount
- * namespace) is used as it is. It blocks (mkfs); the daemon calls it once, before serving. */
+ * namespace) is used as it is. It blocks (mkfs); the daemon calls it once, before serving.
+ *
+ * With btrfs ("storage = image:SIZE:btrfs"), the image is made by mkfs.btrfs and mounted
+ * nosuid,nodev with quotas (qgroups) turned on (btrfs.h): subvolume snapshots instead of
+ * reflinked copies, qgroup limits instead of project quotas. */
 #pragma once
 
 #include <stdbool.h>
@@ -23,11 +27,12 @@
 typedef struct StorageImage {
         bool created;      /* made and formatted now */
         bool reused;       /* already mounted there */
-        bool quota;        /* mounted with prjquota */
+        bool btrfs;        /* a btrfs image */
+        bool quota;        /* mounted with prjquota; btrfs: qgroups on */
         char loop_dev[32]; /* /dev/loopN, "" when reused */
 } StorageImage;
 
 /* image: the file's path; target: an existing directory, which must be empty unless the image
  * is mounted there already (-ENOTEMPTY: what it holds would be hidden). Errors in why. */
-int storage_image_mount(const char *image, uint64_t size, const char *target, StorageImage *ret, char *why,
-                        size_t why_len);
+int storage_image_mount(const char *image, uint64_t size, bool btrfs, const char *target, StorageImage *ret,
+                        char *why, size_t why_len);

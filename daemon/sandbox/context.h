@@ -43,6 +43,12 @@ typedef struct HostFeatures {
         char disk_quota_how[320];
         const char *storage;  /* "state" or "image" (storage.h) */
         bool reflink;         /* copies there share blocks (FICLONE) */
+        /* "storage = image:SIZE:btrfs": workspaces and upper layers are subvolumes, snapshots,
+         * forks and restores subvolume snapshots (btrfs.h), disk limits qgroups; "xfs" or the
+         * state directory's filesystem ("ext4", ...) otherwise */
+        bool btrfs;
+        char fs[16];
+        bool files_quota;     /* limits.files enforced too (project quotas: yes; btrfs: no) */
 } HostFeatures;
 
 #define CONTEXT_MAX_MASKED 8

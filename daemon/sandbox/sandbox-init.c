@@ -21,6 +21,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "btrfs.h"
 #include "cgroup.h"
 #include "log.h"
 #include "macro.h"
@@ -57,6 +58,23 @@ int sandbox_make_cgroup(Sandbox *s) {
         return cg_apply_limits(&m->cg, s->cg_rel, &l, s->enforced);
 }
 
+/* A directory of the sandbox's own files: on btrfs storage a subvolume in its qgroup (O(1)
+ * snapshots, disk-quota.h), else a directory. 0755, root's. There already: left as it is. */
+static int make_work_dir(Sandbox *s, int dir_fd, const char *name) {
+        struct stat st;
+        int r;
+
+        if (!s->ctx->features.btrfs)
+                return mkdirat(dir_fd, name, 0755) < 0 && errno != EEXIST ? -errno : 0;
+        if (fstatat(dir_fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0)
+                return S_ISDIR(st.st_mode) ? 0 : -ENOTDIR;
+        r = btrfs_subvol_create(dir_fd, name, 0);
+        if (r < 0)
+                return r;
+        /* Made 0777 less the umask, as mkdir would be. */
+        return fchmodat(dir_fd, name, 0755, 0) < 0 ? -errno : 0;
+}
+
 /* <state>/<id>/work (and root-upper for an overlay root), owned by the sandbox's unprivileged user (uid 1000 inside, host_uid + 1000
  * outside), so that runs write there without being root. The sandbox reaches it through an fd,
  * so the path's own permissions may stay closed to everyone else. */
@@ -73,14 +91,25 @@ int sandbox_make_workspace(Sandbox *s, bool existing) {
         /* A restored sandbox's quota waits for its record's limits (sandbox_quota_restore()). */
         if (!existing && (r = sandbox_quota_apply(s, dfd, false)) < 0)
                 return r;
-        if (mkdirat(dfd, "work", 0755) < 0 && errno != EEXIST)
-                return -errno;
+        if ((r = make_work_dir(s, dfd, "work")) < 0)
+                return r;
         if (fchownat(dfd, "work", s->host_uid + SANDBOX_USER_UID, s->host_uid + SANDBOX_USER_GID, AT_SYMLINK_NOFOLLOW) < 0)
                 return -errno;
         /* An overlay root's upper layer and overlayfs's work directories, made by whoever mounts
          * them (root-overlay.h); root's alone. */
+        /* On btrfs root-upper is a subvolume: overlayfs's work directory must be in the same
+         * one as its upper layer (a copy-up renames from one into the other). */
+        if (s->root_overlay && s->ctx->features.btrfs) {
+                if ((r = make_work_dir(s, dfd, SANDBOX_ROOT_UPPER)) < 0)
+                        return r;
+                if (fchmodat(dfd, SANDBOX_ROOT_UPPER, 0700, 0) < 0)
+                        return -errno;
+        }
         if (s->root_overlay && mkdirat(dfd, SANDBOX_ROOT_UPPER, 0700) < 0 && errno != EEXIST)
                 return -errno;
+        /* On btrfs the limit is on the subvolumes themselves, made just now (disk-quota.h). */
+        if (s->ctx->features.btrfs && !existing && (r = sandbox_quota_apply(s, dfd, false)) < 0)
+                return r;
         s->workdir_fd = openat(dfd, "work", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         return s->workdir_fd < 0 ? -errno : 0;
 }

@@ -122,10 +122,15 @@ static bool limit_given(json_object *limits, const char *key) {
  * default_disk is not asked for: it stays the sweep's, and the sandbox says enforced.disk
  * false (a configured default must not make every create fail where quotas are missing). */
 static int check_disk_enforceable(Context *m, Sandbox *s, json_object *limits, ProtoError *err) {
-        if (m->features.disk_quota || s->best_effort || s->memory_workspace)
+        if ((m->features.disk_quota && m->features.files_quota) || s->best_effort || s->memory_workspace)
                 return 0;
+        if (m->features.disk_quota && limit_given(limits, "files"))
+                return proto_error_set(err, SBX_E_LIMIT_UNENFORCEABLE, "limits.files",
+                                       "'limits.files' cannot be enforced on this host: btrfs qgroups count bytes, not "
+                                       "files (hello: capabilities.disk.files_enforced); pass best_effort to have the "
+                                       "sweep apply it after the fact");
         for (const char *const *k = (const char *const[]) { "disk", "files", NULL }; *k; k++)
-                if (limit_given(limits, *k))
+                if (!m->features.disk_quota && limit_given(limits, *k))
                         return proto_error_set(err, SBX_E_LIMIT_UNENFORCEABLE, *k[0] == 'd' ? "limits.disk" : "limits.files",
                                                "'limits.%s' cannot be enforced on this host: the sandboxes' storage has "
                                                "no project quotas (hello: capabilities.disk.how; sandboxd.conf(5) "

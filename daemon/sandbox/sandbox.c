@@ -118,6 +118,16 @@ int sandbox_start_deferred_init(Sandbox *s) {
         if (!s->init_deferred)
                 return 0;
         s->init_deferred = false;
+        if (s->ctx->features.btrfs) {
+                /* The fork's workspace is the snapshot put in place of the one made empty. */
+                _cleanup_close_ int dfd = openat(s->ctx->state_fd, s->id, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                if (dfd < 0)
+                        return -errno;
+                safe_close(s->workdir_fd);
+                s->workdir_fd = openat(dfd, "work", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                if (s->workdir_fd < 0)
+                        return -errno;
+        }
         return sandbox_spawn_init(s);
 }
 
@@ -240,9 +250,10 @@ static int sandbox_create_full(Context *m, json_object *req, const SandboxCaller
                 r = sandbox_disk_error(err, "cannot record the sandbox in the state directory", r);
                 goto fail_destroy;
         }
-        /* A fork's overlay root is mounted from the upper layer the fork's copy makes: its init
-         * waits for it (snapshot-job.c). */
-        s->init_deferred = s->root_overlay && json_object_object_get_ex(req, "from_snapshot", NULL);
+        /* A fork's overlay root is mounted from the upper layer the fork's copy makes, and on
+         * btrfs its workspace is the snapshot put in place of the empty one: its init waits for
+         * them (snapshot-job.c). */
+        s->init_deferred = (s->root_overlay || m->features.btrfs) && json_object_object_get_ex(req, "from_snapshot", NULL);
         if (!s->init_deferred && (r = sandbox_spawn_init(s)) < 0) {
                 if (s->net.error)
                         r = proto_error_set(err, SBX_E_SPAWN_FAILED, "network", "cannot give the sandbox egress: %s",

@@ -8,9 +8,20 @@
  *   error STEP ERRNO                   and it exits non-zero, having removed what it made
  *
  * A snapshot freezes the sandbox's cgroup first (cgroup.freeze, then cgroup.events "frozen 1")
- * and thaws it on every path: copied, failed, timed out, sandbox destroyed, daemon stopping. */
+ * and thaws it on every path: copied, failed, timed out, sandbox destroyed, daemon stopping.
+ *
+ * On btrfs storage (btrfs.h) nothing is copied: a snapshot is a read-only subvolume snapshot of
+ * the workspace (and of the upper layer), after which the child says
+ *
+ *   thaw                               the point in time is taken: the sandbox runs on
+ *
+ * and then counts what the snapshot holds for its record; a restore is a writable snapshot of
+ * it swapped in as before, a fork a writable snapshot put in place of the fork's empty
+ * workspace, whose owners are then moved into the fork's uid range (a walk that changes owners
+ * only: no data is read or written). */
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -25,8 +36,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "btrfs.h"
 #include "cgroup.h"
 #include "copy-tree.h"
+#include "disk-quota.h"
 #include "log.h"
 #include "macro.h"
 #include "context.h"
@@ -176,6 +189,245 @@ static int child_copy_root(int out, int src_dir, const char *src_name, int dst_d
         return r;
 }
 
+/* ---- btrfs: subvolume snapshots instead of copies ------------------------------------------- */
+
+/* nftw() has no userdata; the child is single-threaded. */
+static CopyStats *walk_stats;
+static const CopyOptions *walk_shift;
+static int walk_errno;
+
+/* Inodes with more than one name seen so far (open addressing; one subvolume: inode numbers
+ * are unique in it), so that each counts once, as the copy counts them. */
+static uint64_t *links_seen;
+static size_t links_n, links_cap;
+
+static bool link_seen(uint64_t ino) {
+        size_t i;
+
+        if (links_n * 2 >= links_cap) {
+                size_t cap = links_cap ? links_cap * 2 : 1024;
+                uint64_t *t = calloc(cap, sizeof(*t)), *old = links_seen;
+                size_t old_cap = links_cap;
+                if (!t)
+                        return false; /* counted twice: only a number in a record */
+                links_seen = t;
+                links_cap = cap;
+                links_n = 0;
+                for (size_t k = 0; k < old_cap; k++)
+                        if (old[k])
+                                (void) link_seen(old[k]);
+                free(old);
+        }
+        for (i = ino % links_cap; links_seen[i]; i = (i + 1) % links_cap)
+                if (links_seen[i] == ino)
+                        return true;
+        links_seen[i] = ino;
+        links_n++;
+        return false;
+}
+
+static int count_entry(const char *path, const struct stat *st, int type, struct FTW *f) {
+        if (f->level == 0)
+                return 0;
+        if (S_ISDIR(st->st_mode))
+                walk_stats->dirs++;
+        else if (st->st_nlink > 1 && link_seen((uint64_t) st->st_ino))
+                walk_stats->links++;
+        else {
+                walk_stats->files++;
+                if (S_ISREG(st->st_mode))
+                        walk_stats->bytes += (uint64_t) st->st_size;
+        }
+        return 0;
+}
+
+/* What a subvolume of the daemon's (a snapshot, nobody else's to change) holds, as the copy's
+ * stats would say it: each inode once. */
+static int tree_stats(int fd, CopyStats *st) {
+        char path[64];
+
+        snprintf(path, sizeof(path), "/proc/self/fd/%d/.", fd);
+        walk_stats = st;
+        links_n = 0;
+        if (links_seen)
+                memset(links_seen, 0, links_cap * sizeof(*links_seen));
+        return nftw(path, count_entry, 16, FTW_PHYS | FTW_MOUNT) != 0 ? -EIO : 0;
+}
+
+static uid_t shift_id(uid_t id) {
+        const CopyOptions *o = walk_shift;
+        if (id >= o->id_from && (uint64_t) (id - o->id_from) < o->id_count)
+                return o->id_to + (id - o->id_from);
+        if (id >= o->id_to && (uint64_t) (id - o->id_to) < o->id_count)
+                return id; /* a hard link met again: shifted already */
+        return o->id_to;
+}
+
+static int shift_entry(const char *path, const struct stat *st, int type, struct FTW *f) {
+        uid_t u = shift_id(st->st_uid);
+        gid_t g = (gid_t) shift_id((uid_t) st->st_gid);
+
+        if (type == FTW_NS || type == FTW_DNR) {
+                walk_errno = EIO;
+                return 1;
+        }
+        (void) count_entry(path, st, type, f);
+        if (u == st->st_uid && g == st->st_gid)
+                return 0;
+        /* chown clears setuid and setgid on files, as the copy drops them. */
+        if (lchown(path, u, g) < 0) {
+                walk_errno = errno;
+                return 1;
+        }
+        return 0;
+}
+
+/* The new subvolume's owners into the fork's uid range, counted as tree_stats() does it, in
+ * one walk. No one but this process can reach it yet (the fork's init waits for it), so names
+ * are safe to walk. */
+static int tree_shift(int fd, const CopyOptions *o, CopyStats *st) {
+        char path[64];
+
+        snprintf(path, sizeof(path), "/proc/self/fd/%d/.", fd);
+        walk_stats = st;
+        links_n = 0;
+        if (links_seen)
+                memset(links_seen, 0, links_cap * sizeof(*links_seen));
+        walk_shift = o;
+        walk_errno = 0;
+        if (nftw(path, shift_entry, 16, FTW_PHYS | FTW_MOUNT) != 0)
+                return -(walk_errno ?: EIO);
+        return 0;
+}
+
+/* A snapshot of dir/name (a subvolume) as dst_dir/dst_name; ENOENT (no such tree: an overlay
+ * root never mounted) is 0 and nothing, as the copies have it. */
+static int snap_at(int dir, const char *name, int dst_dir, const char *dst_name, bool readonly, uint64_t qgroup,
+                   bool *ret_made) {
+        _cleanup_close_ int src = open_dir_at(dir, name);
+
+        *ret_made = false;
+        if (src == -ENOENT)
+                return 0;
+        if (src < 0)
+                return src;
+        int r = btrfs_snapshot(src, dst_dir, dst_name, readonly, qgroup);
+        if (r == -ENOTTY || r == -EINVAL) /* a plain directory, not a subvolume: made before btrfs */
+                return -EXDEV;
+        *ret_made = r >= 0;
+        return r;
+}
+
+/* The sandbox's disk limit on the new writable subvolume dir/name (disk-quota.h). */
+static int limit_at(const Sandbox *s, int dir, const char *name) {
+        _cleanup_close_ int fd = open_dir_at(dir, name);
+        return fd < 0 ? fd : sandbox_quota_subvol(s, fd);
+}
+
+static void add_stats(CopyStats *st, const CopyStats *more) {
+        st->bytes += more->bytes;
+        st->files += more->files;
+        st->dirs += more->dirs;
+}
+
+_Noreturn static void child_snapshot_btrfs(const SnapshotJob *j, int sdir, int snaps, int tmp, const char *tmp_name,
+                                           int out) {
+        const uint64_t qg = 0; /* a snapshot is in no qgroup but its own (btrfs.h) */
+        CopyStats st = {}, more = {};
+        bool made, root_made = false;
+        int r = snap_at(sdir, "work", tmp, "tree", true, qg, &made);
+
+        if (r >= 0 && !made)
+                r = -ENOENT;
+        /* root-upper as a whole (the subvolume): the upper layer is its "upper". */
+        if (r >= 0 && j->sandbox->root_overlay)
+                r = snap_at(sdir, SANDBOX_ROOT_UPPER, tmp, SNAPSHOT_ROOT_TREE, true, qg, &root_made);
+        if (r < 0) {
+                (void) rm_rf_at(snaps, tmp_name);
+                child_fail(out, "snapshot", r);
+        }
+        child_say(out, "thaw\n");
+        {
+                _cleanup_close_ int tree = open_dir_at(tmp, "tree");
+                _cleanup_close_ int root = root_made ? open_dir_at(tmp, SNAPSHOT_ROOT_TREE) : -EBADF;
+                _cleanup_close_ int upper = root >= 0 ? open_dir_at(root, "upper") : -EBADF;
+                r = tree < 0 ? tree : tree_stats(tree, &st);
+                if (r >= 0 && upper >= 0 && (r = tree_stats(upper, &more)) >= 0)
+                        add_stats(&st, &more);
+        }
+        if (r < 0) {
+                (void) rm_rf_at(snaps, tmp_name);
+                child_fail(out, "count", r);
+        }
+        child_copied(out, &st);
+        /* The snapshot is on disk with its transaction; the record, then the name. */
+        if ((r = write_meta(tmp, j, &st)) < 0 || fsync(tmp) < 0 || renameat(snaps, tmp_name, snaps, j->snap_id) < 0 ||
+            fsync(snaps) < 0) {
+                r = r < 0 ? r : -errno;
+                (void) rm_rf_at(snaps, tmp_name);
+                child_fail(out, "sync", r);
+        }
+        child_say(out, "done\n");
+        _exit(0);
+}
+
+_Noreturn static void child_restore_btrfs(const SnapshotJob *j, int sdir, int snap, int out) {
+        CopyStats st = { .bytes = j->total_bytes, .files = j->total_files };
+        bool made;
+        int r = snap_at(snap, "tree", sdir, j->work_new, false, 0, &made);
+
+        if (r >= 0 && !made)
+                r = -ENOENT;
+        if (r >= 0)
+                r = limit_at(j->sandbox, sdir, j->work_new);
+        /* The whole root-upper, as <sandbox>/upper.new-*, swapped for root-upper. */
+        if (r >= 0 && j->sandbox->root_overlay) {
+                r = snap_at(snap, SNAPSHOT_ROOT_TREE, sdir, j->upper_new, false, 0, &made);
+                if (r >= 0 && made)
+                        r = limit_at(j->sandbox, sdir, j->upper_new);
+                if (r < 0)
+                        (void) rm_rf_at(sdir, j->upper_new);
+        }
+        if (r < 0) {
+                (void) rm_rf_at(sdir, j->work_new);
+                child_fail(out, "snapshot", r);
+        }
+        child_copied(out, &st);
+        child_say(out, "done\n");
+        _exit(0);
+}
+
+/* In place of the fork's empty subvolume dir/name, a writable snapshot of src_dir/src_name, its
+ * owners shifted; its stats added to st. */
+static int fork_one(const Sandbox *s, int src_dir, const char *src_name, int dir, const char *name,
+                    const char *shifted, const CopyOptions *o, CopyStats *st) {
+        _cleanup_close_ int fd = -EBADF, sub = -EBADF;
+        CopyStats more = {};
+        bool made;
+        int r;
+
+        if (faccessat(src_dir, src_name, F_OK, AT_SYMLINK_NOFOLLOW) < 0)
+                return errno == ENOENT ? 0 : -errno;
+        r = btrfs_subvol_delete(dir, name);
+        if (r < 0 && r != -ENOENT)
+                return r;
+        r = snap_at(src_dir, src_name, dir, name, false, 0, &made);
+        if (r < 0)
+                return r;
+        fd = open_dir_at(dir, name);
+        if (fd < 0)
+                return fd;
+        r = sandbox_quota_subvol(s, fd);
+        if (r < 0)
+                return r;
+        /* Only the sandbox's own tree in it (root-upper's "upper"); the rest stays root's. */
+        if (shifted && (sub = open_dir_at(fd, shifted)) < 0)
+                return sub == -ENOENT ? 0 : sub;
+        if ((r = tree_shift(shifted ? sub : fd, o, &more)) >= 0)
+                add_stats(st, &more);
+        return r;
+}
+
 /* <sandbox>/work -> <sandbox>/snapshots/.tmp-<id>/tree (and an overlay root's root-upper/upper
  * -> .../root), then meta.json, then renamed. */
 _Noreturn static void child_snapshot(const SnapshotJob *j, int state_fd, int out) {
@@ -193,6 +445,10 @@ _Noreturn static void child_snapshot(const SnapshotJob *j, int state_fd, int out
                 r = tmp < 0 ? tmp : tree < 0 ? tree : src;
                 (void) rm_rf_at(snaps, tmp_name);
                 child_fail(out, "open", r);
+        }
+        if (j->sandbox->ctx->features.btrfs) {
+                (void) unlinkat(tmp, "tree", AT_REMOVEDIR); /* the snapshot's own name */
+                child_snapshot_btrfs(j, sdir, snaps, tmp, tmp_name, out);
         }
         r = child_copy_one(out, src, tree, &(CopyOptions) {}, &st);
         if (r >= 0 && j->sandbox->root_overlay) {
@@ -226,6 +482,8 @@ _Noreturn static void child_restore(const SnapshotJob *j, int state_fd, int out)
         if (sdir < 0 || (snaps = open_dir_at(sdir, "snapshots")) < 0 || (snap = open_dir_at(snaps, j->snap_id)) < 0 ||
             (src = open_dir_at(snap, "tree")) < 0)
                 child_fail(out, "open", sdir < 0 ? sdir : snaps < 0 ? snaps : snap < 0 ? snap : src);
+        if (j->sandbox->ctx->features.btrfs)
+                child_restore_btrfs(j, sdir, snap, out);
         if ((dst = mkdir_open(sdir, j->work_new, false)) < 0)
                 child_fail(out, "open", dst);
         r = child_copy_one(out, src, dst, &(CopyOptions) {}, &st);
@@ -272,10 +530,22 @@ _Noreturn static void child_fork(const SnapshotJob *j, int state_fd, int out) {
             (snap = open_dir_at(snaps, j->snap_id)) < 0 || fstat(snap, &st_snap) < 0 ||
             (src = open_dir_at(snap, "tree")) < 0 || (dst = open_dir_at(sdir, "work")) < 0)
                 child_fail(out, "open", -ENOENT);
-        r = child_copy_one(out, src, dst, &o, &st);
-        if (r >= 0 && j->sandbox->root_overlay) {
-                _cleanup_close_ int ru = open_dir_at(sdir, SANDBOX_ROOT_UPPER);
-                r = ru < 0 ? ru : child_copy_root(out, snap, SNAPSHOT_ROOT_TREE, ru, "upper", &o, &st);
+        if (m->features.btrfs) {
+                st = (CopyStats) {};
+                dst = safe_close(dst);
+                r = fork_one(j->sandbox, snap, "tree", sdir, "work", NULL, &o, &st);
+                if (r >= 0 && j->sandbox->root_overlay)
+                        r = fork_one(j->sandbox, snap, SNAPSHOT_ROOT_TREE, sdir, SANDBOX_ROOT_UPPER, "upper", &o, &st);
+                if (r >= 0)
+                        dst = open_dir_at(sdir, "work");
+                if (r >= 0 && dst < 0)
+                        r = dst;
+        } else {
+                r = child_copy_one(out, src, dst, &o, &st);
+                if (r >= 0 && j->sandbox->root_overlay) {
+                        _cleanup_close_ int ru = open_dir_at(sdir, SANDBOX_ROOT_UPPER);
+                        r = ru < 0 ? ru : child_copy_root(out, snap, SNAPSHOT_ROOT_TREE, ru, "upper", &o, &st);
+                }
         }
         if (r < 0)
                 child_fail(out, "copy", r);
@@ -386,7 +656,9 @@ static void job_line(SnapshotJob *j, char *line) {
         else if (sscanf(line, "copied %" SCNu64 " %" SCNu64 " %" SCNu64, &st->bytes, &st->files, &st->skipped) == 3) {
                 j->copied = true;
                 job_thaw(j); /* syncing and renaming need no frozen sandbox */
-        } else if (strcmp(line, "done") == 0)
+        } else if (strcmp(line, "thaw") == 0)
+                job_thaw(j); /* btrfs: the snapshot is taken, what follows is counting it */
+        else if (strcmp(line, "done") == 0)
                 j->done = true;
         else if (sscanf(line, "error %15s %d", j->fail_step, &j->fail_errno) != 2)
                 log_warning("sandbox %s: unexpected line from the copy process", j->sandbox->id);
@@ -448,6 +720,12 @@ static int restore_swap_root(Sandbox *s, int dfd, const SnapshotJob *j) {
 
         if (!s->root_overlay)
                 return 0;
+        /* btrfs: root-upper is the subvolume, swapped as a whole (child_restore_btrfs()). */
+        if (s->ctx->features.btrfs) {
+                if (syscall(SYS_renameat2, dfd, j->upper_new, dfd, SANDBOX_ROOT_UPPER, RENAME_EXCHANGE) < 0)
+                        return errno == ENOENT ? 0 : -errno;
+                return fsync(dfd) < 0 ? -errno : 0;
+        }
         ru = open_dir_at(dfd, SANDBOX_ROOT_UPPER);
         if (ru < 0)
                 return ru;
@@ -470,7 +748,7 @@ static int restore_swap(Sandbox *s, void *userdata) {
 }
 
 static void remove_root_new(Sandbox *s, int dfd, const SnapshotJob *j) {
-        _cleanup_close_ int ru = open_dir_at(dfd, SANDBOX_ROOT_UPPER);
+        _cleanup_close_ int ru = s->ctx->features.btrfs ? dup(dfd) : open_dir_at(dfd, SANDBOX_ROOT_UPPER);
         if (ru >= 0)
                 (void) remove_async(s->ctx->event, s->ctx->run_helper_fd, ru, j->upper_new);
 }
@@ -649,7 +927,8 @@ static int job_freeze_then_copy(SnapshotJob *j) {
         j->frozen = true;
         j->freeze_start = now_usec(CLOCK_MONOTONIC);
         sandbox_set_frozen(s, true);
-        r = sd_event_add_time_relative(s->ctx->event, &j->freeze_timer, CLOCK_MONOTONIC, 0, 0, on_freeze_timer, j);
+        /* Accuracy 1 us: sd-event's default (0: 250 ms) would add up to that much to the frozen time. */
+        r = sd_event_add_time_relative(s->ctx->event, &j->freeze_timer, CLOCK_MONOTONIC, 0, 1, on_freeze_timer, j);
         if (r < 0) {
                 ProtoError err;
                 proto_error_set(&err, SBX_E_INTERNAL, NULL, "out of memory");

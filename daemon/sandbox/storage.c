@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "btrfs.h"
 #include "log.h"
 #include "macro.h"
 #include "project-quota.h"
@@ -23,7 +24,8 @@ static int image_path(Context *ctx, char **ret) {
 static int prepare_image(Context *ctx, const char *dir, const char *image) {
         StorageImage si;
         char why[512] = "", size[32];
-        int r = storage_image_mount(image, ctx->config.storage_image_size, dir, &si, why, sizeof(why));
+        int r = storage_image_mount(image, ctx->config.storage_image_size, ctx->config.storage_btrfs, dir, &si, why,
+                                    sizeof(why));
 
         if (r == -ENOTEMPTY)
                 return log_error_errno(r, "storage = image: %s already holds sandboxes on the state directory's own "
@@ -33,13 +35,16 @@ static int prepare_image(Context *ctx, const char *dir, const char *image) {
                 return log_error_errno(r, "storage = image: %s", why);
         format_size(size, sizeof(size), ctx->config.storage_image_size);
         if (si.created)
-                log_info("storage: made %s (%s, sparse, xfs with reflinks)", image, size);
+                log_info("storage: made %s (%s, sparse, %s)", image, size,
+                         si.btrfs ? "btrfs: subvolumes and qgroups" : "xfs with reflinks");
         /* The filesystem's root replaces the directory: the same closed mode. */
         if (chmod(dir, 0711) < 0)
                 return log_error_errno(-errno, "cannot chmod %s: %m", dir);
         if (!si.reused)
                 log_info("storage: %s mounted on %s through %s%s", image, dir, si.loop_dev,
-                         si.quota ? " with project quotas" : " WITHOUT project quotas (the kernel refused prjquota)");
+                         si.quota   ? (si.btrfs ? " with qgroups" : " with project quotas")
+                         : si.btrfs ? " WITHOUT qgroups (the kernel refused to turn quotas on)"
+                                    : " WITHOUT project quotas (the kernel refused prjquota)");
         return 0;
 }
 
@@ -90,14 +95,51 @@ static int probe_project_id(int state_fd, char *why, size_t len) {
         return r;
 }
 
+/* btrfs storage: a qgroup made and removed again proves quotas are on and ours to set. */
+static int probe_qgroups(int state_fd, char *why, size_t len) {
+        uint64_t q = BTRFS_QGROUP_L1(PQ_ID_BASE - 1);
+        int r = btrfs_quota_enable(state_fd);
+
+        if (r >= 0) {
+                r = btrfs_qgroup_create(state_fd, q);
+                if (r == -EEXIST)
+                        r = 0;
+                if (r >= 0)
+                        (void) btrfs_qgroup_destroy(state_fd, q);
+        }
+        if (r < 0)
+                snprintf(why, len, "btrfs quotas (qgroups) cannot be used: %s", strerror(-r));
+        return r;
+}
+
 void storage_probe(Context *ctx, const char *dir) {
         HostFeatures *f = &ctx->features;
         char why[256], fs[16];
-        int r = pq_probe(ctx->state_fd, fs, sizeof(fs), why, sizeof(why));
+        int r;
 
+        f->btrfs = ctx->config.storage_image_size && ctx->config.storage_btrfs && btrfs_is_fs(ctx->state_fd);
+        if (f->btrfs) {
+                snprintf(fs, sizeof(fs), "btrfs");
+                r = probe_qgroups(ctx->state_fd, why, sizeof(why));
+                f->disk_quota = r >= 0;
+                f->files_quota = false;
+                snprintf(f->fs, sizeof(f->fs), "%s", fs);
+                if (r >= 0)
+                        snprintf(f->disk_quota_how, sizeof(f->disk_quota_how),
+                                 "btrfs qgroup of each writable subvolume at %s (limits.files is not enforceable)", dir);
+                else
+                        snprintf(f->disk_quota_how, sizeof(f->disk_quota_how), "no qgroups at %s: %s", dir, why);
+                f->reflink = storage_has_reflink(ctx->state_fd);
+                log_info("storage: %s (%s, btrfs); disk limits %s: %s; reflinks: %s; snapshots: subvolume", dir,
+                         f->storage, f->disk_quota ? "enforced at write time" : "applied by the sweep",
+                         f->disk_quota_how, f->reflink ? "yes" : "no");
+                return;
+        }
+        r = pq_probe(ctx->state_fd, fs, sizeof(fs), why, sizeof(why));
+        snprintf(f->fs, sizeof(f->fs), "%s", fs);
         if (r >= 0)
                 r = probe_project_id(ctx->state_fd, why, sizeof(why));
-        f->disk_quota = r >= 0;
+        f->disk_quota = f->files_quota = r >= 0;
         if (r >= 0)
                 snprintf(f->disk_quota_how, sizeof(f->disk_quota_how), "project quota on %s at %s", fs, dir);
         else

@@ -36,6 +36,11 @@ static json_object *disk_caps_json(Context *m) {
         json_object_object_add(o, "how", json_object_new_string(m->features.disk_quota_how));
         json_object_object_add(o, "storage", json_object_new_string(m->features.storage ?: "state"));
         json_object_object_add(o, "reflink", json_object_new_boolean(m->features.reflink));
+        json_object_object_add(o, "fs", json_object_new_string(m->features.fs));
+        /* "subvolume": a snapshot, fork or restore is one btrfs ioctl, O(1) in the tree's size;
+         * "copy": a walk of the tree (blocks shared where reflink is true) */
+        json_object_object_add(o, "snapshots", json_object_new_string(m->features.btrfs ? "subvolume" : "copy"));
+        json_object_object_add(o, "files_enforced", json_object_new_boolean(m->features.files_quota));
         return o;
 }
 
