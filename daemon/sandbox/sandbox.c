@@ -168,13 +168,14 @@ int sandbox_create(Context *m, json_object *req, uid_t owner, bool ephemeral, Sa
         return sandbox_create_as(m, req, &(SandboxCaller) { .uid = owner, .gid = (gid_t) -1 }, ephemeral, ret, err);
 }
 
-int sandbox_create_as(Context *m, json_object *req, const SandboxCaller *caller, bool ephemeral, Sandbox **ret,
-                      ProtoError *err) {
+/* pooled: made for the pool (pool.h), no one's and not recorded until it is handed out. */
+static int sandbox_create_full(Context *m, json_object *req, const SandboxCaller *caller, bool ephemeral, bool pooled,
+                               Sandbox **ret, ProtoError *err) {
         uid_t owner = caller->uid;
         Sandbox *s;
         int r;
 
-        if (registry_count(m->registry) - registry_count_pooled(m->registry) >= m->config.max_sandboxes)
+        if (!pooled && registry_count(m->registry) - registry_count_pooled(m->registry) >= m->config.max_sandboxes)
                 return proto_error_set(err, SBX_E_RESOURCE_EXHAUSTED, NULL, "the daemon holds its maximum of %" PRIu64
                                        " sandboxes", m->config.max_sandboxes);
         if (owner != 0 && sandbox_count_owned(m, owner) >= m->config.max_sandboxes_per_uid)
@@ -188,6 +189,7 @@ int sandbox_create_as(Context *m, json_object *req, const SandboxCaller *caller,
                 return proto_error_set(err, SBX_E_INTERNAL, NULL, "out of memory");
         s->owner_uid = owner;
         s->ephemeral = ephemeral;
+        s->pooled = pooled;
         s->caller = *caller;
         r = sandbox_parse(m, s, req, err);
         if (r < 0)
@@ -213,7 +215,7 @@ int sandbox_create_as(Context *m, json_object *req, const SandboxCaller *caller,
                 r = sandbox_disk_error(err, "cannot create the workspace", r);
                 goto fail_destroy;
         }
-        if (!s->ephemeral && (r = registry_changed(&s->entry)) < 0) { /* state.c saves it */
+        if (!s->ephemeral && !s->pooled && (r = registry_changed(&s->entry)) < 0) { /* state.c saves it */
                 r = sandbox_disk_error(err, "cannot record the sandbox in the state directory", r);
                 goto fail_destroy;
         }
@@ -236,6 +238,77 @@ fail_destroy:
 fail:
         sandbox_free(s);
         return r;
+}
+
+int sandbox_create_as(Context *m, json_object *req, const SandboxCaller *caller, bool ephemeral, Sandbox **ret,
+                      ProtoError *err) {
+        return sandbox_create_full(m, req, caller, ephemeral, false, ret, err);
+}
+
+int sandbox_create_pooled(Context *m, json_object *req, bool ephemeral, Sandbox **ret, ProtoError *err) {
+        return sandbox_create_full(m, req, &(SandboxCaller) { .uid = 0, .gid = (gid_t) -1 }, ephemeral, true, ret, err);
+}
+
+static bool limits_same(const SandboxLimits *a, const SandboxLimits *b) {
+        return a->memory == b->memory && a->pids == b->pids && a->millicpus == b->millicpus &&
+               a->timeout_usec == b->timeout_usec && a->output_bytes == b->output_bytes && a->disk == b->disk &&
+               a->files == b->files && a->file_size == b->file_size && a->open_files == b->open_files;
+}
+
+/* What a create asks (want, parsed as for a fresh sandbox of the same caller) is what the
+ * pooled sandbox s was made as: everything its init and cgroup were set up with. */
+static bool pooled_fits(const Sandbox *s, const Sandbox *want) {
+        return limits_same(&s->limits, &want->limits) && want->n_mounts == 0 && !want->net.egress &&
+               want->root_overlay == s->root_overlay && want->memory_workspace == s->memory_workspace &&
+               ((!want->image && !s->image) || (want->image && s->image && strcmp(want->image, s->image) == 0));
+}
+
+/* What a create sets that a pooled sandbox's making did not depend on, moved from want. */
+static void pooled_take_fields(Sandbox *s, Sandbox *want, const SandboxCaller *caller) {
+        s->pooled = false;
+        registry_set_pooled(&s->entry, false);
+        s->owner_uid = s->entry.owner = caller->uid;
+        s->caller = *caller;
+        s->name = TAKE_PTR(want->name);
+        s->entry.name = s->name;
+        json_object_put(s->env);
+        s->env = TAKE_PTR(want->env);
+        s->user = want->user;
+        s->best_effort = want->best_effort;
+        s->enforced = want->enforced;
+        s->created_usec = now_usec(CLOCK_REALTIME);
+        s->ttl_usec = want->ttl_usec;
+        s->idle_usec = want->idle_usec;
+        s->last_active_usec = want->last_active_usec;
+        s->ttl_deadline_usec = want->ttl_deadline_usec;
+}
+
+int sandbox_hand_out(Sandbox *s, json_object *req, const SandboxCaller *caller, ProtoError *err) {
+        Context *m = s->ctx;
+        Sandbox *want = sandbox_alloc(m);
+        int r;
+
+        if (!want)
+                return 0;
+        want->owner_uid = caller->uid;
+        want->caller = *caller;
+        /* Anything it refuses, a fresh create refuses too, with its own words: made fresh then. */
+        if (sandbox_parse(m, want, req, err) < 0 || !pooled_fits(s, want)) {
+                sandbox_free(want);
+                return 0;
+        }
+        pooled_take_fields(s, want, caller);
+        sandbox_free(want);
+        r = registry_changed(&s->entry); /* state.c saves it */
+        if (r < 0) {
+                r = sandbox_disk_error(err, "cannot record the sandbox in the state directory", r);
+                sandbox_destroy(s, "create failed");
+                return r;
+        }
+        /* The pidfd of an init already there; one still to come is stored as it arrives. */
+        if (s->init_exit_source)
+                sandbox_store_init(s);
+        return 1;
 }
 
 static int restore_u64(json_object *o, const char *key, uint64_t *ret) {

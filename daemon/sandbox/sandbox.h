@@ -249,6 +249,14 @@ int sandbox_create(Context *m, json_object *req, uid_t owner, bool ephemeral, Sa
  * them). */
 int sandbox_create_as(Context *m, json_object *req, const SandboxCaller *caller, bool ephemeral, Sandbox **ret,
                       ProtoError *err);
+/* The same for the pool (pool.h): a sandbox of no one's, not recorded, made from req. */
+int sandbox_create_pooled(Context *m, json_object *req, bool ephemeral, Sandbox **ret, ProtoError *err);
+/* A pooled sandbox made for create (not ephemeral) becomes caller's, as the create req asks,
+ * where req asks for what it was made as (its limits, root, image; no mounts, no egress): its
+ * name, env, user, ttl and idle are set here and it is recorded. 1: handed out; 0: it does not
+ * fit, or the request is refused (a fresh create then says why); < 0 with err set: recording it
+ * failed, and it is destroyed. */
+int sandbox_hand_out(Sandbox *s, json_object *req, const SandboxCaller *caller, ProtoError *err);
 /* What a sandbox's root is, in one place: the tree its init binds as / (sent with the go,
  * sandbox_send_go()): its image's rootfs, shared read-only and idmapped with the init's user
  * namespace (its maps written), so that the image's owners are the ones inside; -EBADF for the

@@ -4,6 +4,7 @@
 
 #include "manager.h"
 #include "ops.h"
+#include "pool.h"
 #include "session.h"
 #include "sandbox.h"
 #include "snapshot.h"
@@ -16,9 +17,17 @@ int op_create(Request *c, json_object *id, json_object *req, ProtoError *err) {
         if (json_object_object_get_ex(req, "from_snapshot", NULL))
                 return op_create_from_snapshot(c, id, req, err);
         ops_caller(c, &caller);
-        r = sandbox_create_as(c->ctx, req, &caller, false, &s, err);
+        r = pool_take_create(c->ctx, req, &caller, &s, err);
+        if (r == 0)
+                r = sandbox_create_as(c->ctx, req, &caller, false, &s, err);
         if (r < 0)
                 return r;
+        if (s->state == SANDBOX_READY) { /* a pooled one, ready */
+                json_object *reply = json_object_new_object();
+                json_object_object_add(reply, "sandbox", sandbox_to_json(s, false));
+                reply_ok(c->reply, reply);
+                return 0;
+        }
         /* Answered when the sandbox's init reports ready (or failed). */
         sandbox_add_waiter(&s->create_waiters, c->reply);
         return 0;
