@@ -9,6 +9,7 @@
 #include "image.h"
 #include "pool.h"
 #include "sandbox.h"
+#include "state.h"
 #include "util.h"
 
 #define POOL_RETRY_USEC (1 * USEC_PER_SEC)
@@ -212,6 +213,47 @@ int pool_take(Context *m, json_object *req, uid_t owner, Sandbox **ret, ProtoErr
         return 1;
 }
 
+/* The records of the sandboxes handed out since the last time, written at once (state_save_many())
+ * once every request already read is handled: a burst of creates costs a few journal commits in
+ * all instead of three each. The creates are answered then. */
+static int on_pool_records(sd_event_source *src, void *userdata) {
+        Context *m = userdata;
+        Sandbox *v[256];
+        int res[256];
+        size_t n = 0;
+
+        for (Sandbox *s = registry_first(m->registry); s && n < ELEMENTSOF(v); s = registry_next(&s->entry)) {
+                if (!s->record_pending)
+                        continue;
+                if (s->state == SANDBOX_DESTROYING || s->state == SANDBOX_FAILED)
+                        s->record_pending = false; /* its create was answered with why */
+                else
+                        v[n++] = s;
+        }
+        state_save_many(v, n, res);
+        for (size_t i = 0; i < n; i++)
+                sandbox_record_done(v[i], res[i]);
+        /* More than one batch's worth: the rest on the next turn. */
+        for (Sandbox *s = registry_first(m->registry); s; s = registry_next(&s->entry))
+                if (s->record_pending) {
+                        pool_schedule_records(m);
+                        break;
+                }
+        return 0;
+}
+
+void pool_schedule_records(Context *m) {
+        if (!m->pool->records) {
+                if (sd_event_add_defer(m->event, &m->pool->records, on_pool_records, m) < 0) {
+                        on_pool_records(NULL, m); /* one by one then, but written */
+                        return;
+                }
+                /* After every request already read (SD_EVENT_PRIORITY_NORMAL), before the refill. */
+                (void) sd_event_source_set_priority(m->pool->records, SD_EVENT_PRIORITY_NORMAL + 1);
+        }
+        (void) sd_event_source_set_enabled(m->pool->records, SD_EVENT_ONESHOT);
+}
+
 /* The create pool for req's image ("image" absent or null: the host's root), if one is set. */
 static bool pool_create_kind(Context *m, json_object *req, PoolKind *ret) {
         json_object *v = NULL;
@@ -254,6 +296,7 @@ int pool_take_create(Context *m, json_object *req, const SandboxCaller *caller, 
         r = sandbox_hand_out(s, req, caller, err);
         if (r <= 0)
                 return r;
+        pool_schedule_records(m);
         metrics.pool_create_hits++;
         /* Refilled after the last of a burst of creates: the burst is answered first. */
         pool_schedule_refill_after_take(m);
@@ -304,4 +347,5 @@ void pool_done(Context *m) {
         m->pool->refill = sd_event_source_disable_unref(m->pool->refill);
         m->pool->retry = sd_event_source_disable_unref(m->pool->retry);
         m->pool->taken = sd_event_source_disable_unref(m->pool->taken);
+        m->pool->records = sd_event_source_disable_unref(m->pool->records);
 }

@@ -286,7 +286,6 @@ static void pooled_take_fields(Sandbox *s, Sandbox *want, const SandboxCaller *c
 int sandbox_hand_out(Sandbox *s, json_object *req, const SandboxCaller *caller, ProtoError *err) {
         Context *m = s->ctx;
         Sandbox *want = sandbox_alloc(m);
-        int r;
 
         if (!want)
                 return 0;
@@ -299,12 +298,7 @@ int sandbox_hand_out(Sandbox *s, json_object *req, const SandboxCaller *caller, 
         }
         pooled_take_fields(s, want, caller);
         sandbox_free(want);
-        r = registry_changed(&s->entry); /* state.c saves it */
-        if (r < 0) {
-                r = sandbox_disk_error(err, "cannot record the sandbox in the state directory", r);
-                sandbox_destroy(s, "create failed");
-                return r;
-        }
+        s->record_pending = true;
         /* The pidfd of an init already there; one still to come is stored as it arrives. */
         if (s->init_exit_source)
                 sandbox_store_init(s);
@@ -625,11 +619,27 @@ static void sandbox_members_start(Sandbox *s) {
 static void sandbox_go_ready(Sandbox *s) {
         s->state = SANDBOX_READY;
         sandbox_restart_finish(s, 0);
-        if (s->create_waiters) {
+        if (s->create_waiters && !s->record_pending) {
                 _cleanup_json_ json_object *j = sandbox_to_json(s, false);
                 waiters_answer(&s->create_waiters, j, "sandbox", NULL);
         }
         sandbox_members_start(s);
+}
+
+void sandbox_record_done(Sandbox *s, int r) {
+        ProtoError err;
+
+        s->record_pending = false;
+        if (r < 0) {
+                sandbox_disk_error(&err, "cannot record the sandbox in the state directory", r);
+                waiters_answer(&s->create_waiters, NULL, NULL, &err);
+                sandbox_destroy(s, "create failed");
+                return;
+        }
+        if (s->state == SANDBOX_READY && s->create_waiters) {
+                _cleanup_json_ json_object *j = sandbox_to_json(s, false);
+                waiters_answer(&s->create_waiters, j, "sandbox", NULL);
+        }
 }
 
 static void sandbox_teardown_step(Sandbox *s);

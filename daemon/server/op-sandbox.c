@@ -22,13 +22,8 @@ int op_create(Request *c, json_object *id, json_object *req, ProtoError *err) {
                 r = sandbox_create_as(c->ctx, req, &caller, false, &s, err);
         if (r < 0)
                 return r;
-        if (s->state == SANDBOX_READY) { /* a pooled one, ready */
-                json_object *reply = json_object_new_object();
-                json_object_object_add(reply, "sandbox", sandbox_to_json(s, false));
-                reply_ok(c->reply, reply);
-                return 0;
-        }
-        /* Answered when the sandbox's init reports ready (or failed). */
+        /* Answered when the sandbox's init reports ready (or failed), and a pooled one once its
+         * record is written. */
         sandbox_add_waiter(&s->create_waiters, c->reply);
         return 0;
 }
