@@ -163,10 +163,7 @@ static int save_write_tmp(Sandbox *s, SaveSlot *slot) {
         slot->fd = openat(slot->dfd, META_TMP, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
         if (slot->fd < 0)
                 return -errno;
-        if ((r = write_all(slot->fd, text, n)) < 0)
-                return r;
-        (void) sync_file_range(slot->fd, 0, 0, SYNC_FILE_RANGE_WRITE);
-        return 0;
+        return write_all(slot->fd, text, n);
 }
 
 void state_save_many(Sandbox *const *v, size_t n, int *ret) {
@@ -182,6 +179,10 @@ void state_save_many(Sandbox *const *v, size_t n, int *ret) {
                 slot[i] = (SaveSlot) { .dfd = -EBADF, .fd = -EBADF };
                 slot[i].r = save_write_tmp(v[i], &slot[i]);
         }
+        /* Their blocks allocated and written out together: the first fsync commits them all. */
+        for (size_t i = 0; i < n; i++)
+                if (slot[i].r == 0)
+                        (void) sync_file_range(slot[i].fd, 0, 0, SYNC_FILE_RANGE_WRITE);
         for (size_t i = 0; i < n; i++)
                 if (slot[i].r == 0 && fsync(slot[i].fd) < 0)
                         slot[i].r = -errno;
