@@ -150,7 +150,6 @@ static int save_write_tmp(Sandbox *s, SaveSlot *slot) {
         _cleanup_json_ json_object *o = state_to_json(s);
         _cleanup_free_ char *text = NULL;
         size_t n;
-        int r;
 
         text = proto_serialize(o, &n);
         if (!text)
