@@ -5,7 +5,8 @@
 # no one sees, a create that asks for what they are gets one, recorded as its own with the name,
 # env, user and ttl it asked for, and fresh: a new id, an empty /work (a file a previous user
 # left is not there), a uid range of its own; anything else is made fresh; the pool refills; an
-# image's pool serves creates from that image, and image.remove takes its pooled sandboxes away.
+# image's pool serves creates from that image, image.remove takes its pooled sandboxes away, and a
+# sandbox handed out comes back after a restart like any other.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
 
 BUSYBOX=$(command -v busybox || true)
@@ -112,5 +113,11 @@ check "the host root's pool stays (2 ready)" wait_until 30 _ready_is 2
 sleep 0.5
 is "$(jget "$(rpc '{"op":"health"}')" .capacity.pool.create.filling)" 0 "and nothing refills the removed image's"
 
+stop_daemon
+start_daemon --config "$T/sandboxd.conf" || exit 0
+r=$(rpc '{"op":"inspect","sandbox":"first"}')
+is "$(jget "$r" .sandbox.id)" "$b" "after a restart, a sandbox the pool handed out comes back from its record"
+is "$(jget "$(rpc "{\"op\":\"run\",\"sandbox\":\"$b\",\"argv\":[\"true\"]}")" .exit_code)" 0 "and runs"
+check "the pool fills again after the restart (2 ready)" wait_until 30 _ready_is 2
 for s in "$b" "$c" "$d"; do rpc "{\"op\":\"destroy\",\"sandbox\":\"$s\"}" >/dev/null; done
 stop_daemon
