@@ -213,9 +213,10 @@ int pool_take(Context *m, json_object *req, uid_t owner, Sandbox **ret, ProtoErr
         return 1;
 }
 
-/* The records of the sandboxes handed out since the last time, written at once (state_save_many())
- * once every request already read is handled: a burst of creates costs a few journal commits in
- * all instead of three each. The creates are answered then. */
+/* The records of the sandboxes created or handed out since the last time, written at once
+ * (state_save_many()) once every request already read is handled: a burst of creates costs a few
+ * journal commits in all instead of three fsyncs each, which the event loop waited for one after
+ * the other. The creates are answered then (a fresh one once its init is ready, too). */
 static int on_pool_records(sd_event_source *src, void *userdata) {
         Context *m = userdata;
         Sandbox *v[256];

@@ -56,7 +56,8 @@ int pool_take(Context *m, json_object *req, uid_t owner, Sandbox **ret, ProtoErr
 typedef struct SandboxCaller SandboxCaller;
 int pool_take_create(Context *m, json_object *req, const SandboxCaller *caller, Sandbox **ret, ProtoError *err);
 
-/* The records of the sandboxes handed out (Sandbox.record_pending) are written soon, all at once. */
+/* The records of the sandboxes created or handed out (Sandbox.record_pending) are written soon,
+ * all at once: once every request already read is handled. */
 void pool_schedule_records(Context *m);
 
 /* image is being removed: its pooled sandboxes let go of it and are destroyed. */

@@ -19,6 +19,7 @@
 #include "context.h"
 #include "fdstore.h"
 #include "image.h"
+#include "pool.h"
 #include "sandbox.h"
 #include "spawn.h"
 #include "util.h"
@@ -168,6 +169,16 @@ int sandbox_create(Context *m, json_object *req, uid_t owner, bool ephemeral, Sa
         return sandbox_create_as(m, req, &(SandboxCaller) { .uid = owner, .gid = (gid_t) -1 }, ephemeral, ret, err);
 }
 
+/* Its record is written with those of the creates around it (pool_schedule_records()), before
+ * its create is answered; at once where there is no pool (a unit test's context). */
+static int sandbox_record_soon(Sandbox *s) {
+        if (!s->ctx->pool)
+                return registry_changed(&s->entry); /* state.c saves it */
+        s->record_pending = true;
+        pool_schedule_records(s->ctx);
+        return 0;
+}
+
 /* pooled: made for the pool (pool.h), no one's and not recorded until it is handed out. */
 static int sandbox_create_full(Context *m, json_object *req, const SandboxCaller *caller, bool ephemeral, bool pooled,
                                Sandbox **ret, ProtoError *err) {
@@ -215,7 +226,7 @@ static int sandbox_create_full(Context *m, json_object *req, const SandboxCaller
                 r = sandbox_disk_error(err, "cannot create the workspace", r);
                 goto fail_destroy;
         }
-        if (!s->ephemeral && !s->pooled && (r = registry_changed(&s->entry)) < 0) { /* state.c saves it */
+        if (!s->ephemeral && !s->pooled && (r = sandbox_record_soon(s)) < 0) {
                 r = sandbox_disk_error(err, "cannot record the sandbox in the state directory", r);
                 goto fail_destroy;
         }

@@ -130,8 +130,9 @@ typedef struct Sandbox {
         bool init_deferred; /* a fork's overlay root: the init starts once the copy is in place */
         bool pooled;       /* waiting in the pool (pool.h): no one's, invisible, not counted */
         bool from_pool;    /* taken from it: its end refills the pool (pool_taken_done) */
-        /* Handed out to a create by the pool, its record not written yet: the create's answer
-         * waits for it (pool.c writes the records of a burst at once, sandbox_record_done()). */
+        /* Made by a create or handed out to one by the pool, its record not written yet: the
+         * create's answer waits for it (pool.c writes the records of a burst at once,
+         * sandbox_record_done()). */
         bool record_pending;
         json_object *env;  /* default environment for runs, or NULL */
         /* mounts[0] has target /work when the workspace is the caller's ("workspace":
