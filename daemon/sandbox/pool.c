@@ -243,16 +243,17 @@ static int on_pool_records(sd_event_source *src, void *userdata) {
         return 0;
 }
 
-void pool_schedule_records(Context *m) {
+int pool_schedule_records(Context *m) {
+        int r;
+
         if (!m->pool->records) {
-                if (sd_event_add_defer(m->event, &m->pool->records, on_pool_records, m) < 0) {
-                        on_pool_records(NULL, m); /* one by one then, but written */
-                        return;
-                }
+                r = sd_event_add_defer(m->event, &m->pool->records, on_pool_records, m);
+                if (r < 0)
+                        return r;
                 /* After every request already read (SD_EVENT_PRIORITY_NORMAL), before the refill. */
                 (void) sd_event_source_set_priority(m->pool->records, SD_EVENT_PRIORITY_NORMAL + 1);
         }
-        (void) sd_event_source_set_enabled(m->pool->records, SD_EVENT_ONESHOT);
+        return sd_event_source_set_enabled(m->pool->records, SD_EVENT_ONESHOT);
 }
 
 /* The create pool for req's image ("image" absent or null: the host's root), if one is set. */
@@ -297,7 +298,16 @@ int pool_take_create(Context *m, json_object *req, const SandboxCaller *caller, 
         r = sandbox_hand_out(s, req, caller, err);
         if (r <= 0)
                 return r;
-        pool_schedule_records(m);
+        if (pool_schedule_records(m) < 0) {
+                /* Written now, then, alone. */
+                s->record_pending = false;
+                r = registry_changed(&s->entry); /* state.c saves it */
+                if (r < 0) {
+                        r = sandbox_disk_error(err, "cannot record the sandbox in the state directory", r);
+                        sandbox_destroy(s, "create failed");
+                        return r;
+                }
+        }
         metrics.pool_create_hits++;
         /* Refilled after the last of a burst of creates: the burst is answered first. */
         pool_schedule_refill_after_take(m);

@@ -51,14 +51,14 @@ int pool_take(Context *m, json_object *req, uid_t owner, Sandbox **ret, ProtoErr
 /* The same for a create (op_create): a pooled sandbox made for create from req's image (or the
  * host's root) where pool_create or pool_images keeps one, handed out as req asks
  * (sandbox_hand_out()): 1 with *ret set (ready, or still being made: answer it when it is), 0
- * when none fits (< 0 with err set is kept for errors of the request itself). Its create is
- * answered once its record is written, with the records of the creates around it. */
+ * when none fits, < 0 with err set when its record could not be written (it is destroyed). Its
+ * create is answered once its record is written, with the records of the creates around it. */
 typedef struct SandboxCaller SandboxCaller;
 int pool_take_create(Context *m, json_object *req, const SandboxCaller *caller, Sandbox **ret, ProtoError *err);
 
 /* The records of the sandboxes created or handed out (Sandbox.record_pending) are written soon,
  * all at once: once every request already read is handled. */
-void pool_schedule_records(Context *m);
+int pool_schedule_records(Context *m);
 
 /* image is being removed: its pooled sandboxes let go of it and are destroyed. */
 void pool_drop_image(Context *m, const char *image);

@@ -175,8 +175,10 @@ static int sandbox_record_soon(Sandbox *s) {
         if (!s->ctx->pool)
                 return registry_changed(&s->entry); /* state.c saves it */
         s->record_pending = true;
-        pool_schedule_records(s->ctx);
-        return 0;
+        if (pool_schedule_records(s->ctx) >= 0)
+                return 0;
+        s->record_pending = false;
+        return registry_changed(&s->entry);
 }
 
 /* pooled: made for the pool (pool.h), no one's and not recorded until it is handed out. */
