@@ -121,3 +121,39 @@ is "$(jget "$(rpc "{\"op\":\"run\",\"sandbox\":\"$b\",\"argv\":[\"true\"]}")" .e
 check "the pool fills again after the restart (2 ready)" wait_until 30 _ready_is 2
 for s in "$b" "$c" "$d"; do rpc "{\"op\":\"destroy\",\"sandbox\":\"$s\"}" >/dev/null; done
 stop_daemon
+
+# ---- A record that cannot be written --------------------------------------------------------
+# The state directory on a tmpfs whose inodes run out as the record is written: the create is
+# told why, and its sandbox goes (the records of a burst are written after the creates are read).
+_no_sbx() { [ "$(sbx_ids | wc -l)" = "$1" ]; }
+full_after() { mount -o "remount,nr_inodes=$(($(df --output=iused "$T/state" | tail -n 1) + $1))" "$T/state"; }
+rm -rf "$T/state" && mkdir -p "$T/state"
+printf 'min_free_disk = 0\nmin_free_files = 0\n' >"$T/zero.conf"
+# Unmounted on every path below: nothing here exits early.
+if mount -t tmpfs -o size=512M,mode=0755 sbx-pool-test "$T/state"; then
+	start_daemon --config "$T/zero.conf"
+	full_after 2 # the sandbox's directory and its work/, not its meta.json
+	r=$(rpc '{"op":"create","best_effort":true}')
+	is "$(jget "$r" '.error | [.code, .field] | tostring')" '["resource_exhausted","disk"]' \
+		"a fresh create whose record cannot be written: resource_exhausted, field disk"
+	like "$(jget "$r" .error.message)" "cannot record the sandbox" "which says so"
+	check "and its sandbox is gone" wait_until 30 _no_sbx 0
+	stop_daemon
+	mount -o remount,nr_inodes=100000 "$T/state"
+	printf 'min_free_disk = 0\nmin_free_files = 0\npool_create = 1\n' >"$T/one.conf"
+	start_daemon --config "$T/one.conf"
+	check "a pool of 1 fills" wait_until 30 _ready_is 1
+	p=$(sbx_ids)
+	full_after 0
+	r=$(rpc '{"op":"create","best_effort":true}')
+	is "$(jget "$r" '.error | [.code, .field] | tostring')" '["resource_exhausted","disk"]' \
+		"a create from the pool whose record cannot be written: resource_exhausted, field disk"
+	_gone() { [ -n "$1" ] && ! sbx_ids | grep -qx "$1" && [ ! -e "$T/state/sandboxes/$1" ]; }
+	check "and the sandbox it was given is gone" wait_until 30 _gone "$p"
+	mount -o remount,nr_inodes=100000 "$T/state"
+	stop_daemon
+	umount "$T/state" || umount -l "$T/state"
+else
+	nok "a tmpfs for the state directory (mount -t tmpfs)"
+fi
+
