@@ -4,7 +4,8 @@
 # directory and cgroup2 directory, runs sandboxd-bench against it, then stops the daemon and
 # removes everything it made (cgroup directories bottom-up with rmdir, the temp dir).
 # Env: SANDBOXD, BENCH (the binaries; `make bench` sets both), BENCH_KEEP_LOG=1 keeps the log,
-#   POOL_SIZE=N sets the daemon's pool_size. SANDBOXCTL=PATH: the sandboxctl of the anchors rows
+#   POOL_SIZE=N sets the daemon's pool_size; POOL_CREATE=N and POOL_IMAGES='NAME:N ...' its
+#   pool_create and pool_images (the images scenario's pooled rows). SANDBOXCTL=PATH: the sandboxctl of the anchors rows
 #   and of the files scenario's "beside" rows (default: the build tree's). TMPDIR: where the files
 #   scenario makes its 1 GiB source and its copies (default /var/tmp).
 #   ANCHORS=.../anchors/run.sh: afterwards, runs that peers' harness (its own env knobs: QUICK,
@@ -123,6 +124,10 @@ CG=$CG_MOUNT/sandboxd-bench-$$
 printf 'max_sandboxes = 2048\nmax_connections = 4096\n' >"$T/sandboxd.conf"
 # POOL_SIZE=N: the daemon's pool of ready sandboxes for throwaway runs (default: the daemon's, 2).
 [[ -n ${POOL_SIZE:-} ]] && printf 'pool_size = %s\n' "$POOL_SIZE" >>"$T/sandboxd.conf"
+# POOL_CREATE=N, POOL_IMAGES='NAME:N ...': its pools for create (none by default); the images
+# scenario's pooled rows want POOL_CREATE=20 POOL_IMAGES=bench-busybox:20.
+[[ -n ${POOL_CREATE:-} ]] && printf 'pool_create = %s\n' "$POOL_CREATE" >>"$T/sandboxd.conf"
+[[ -n ${POOL_IMAGES:-} ]] && printf 'pool_images = %s\n' "$POOL_IMAGES" >>"$T/sandboxd.conf"
 mkdir -p "$T/state"
 "$SANDBOXD" --listen "$T/sock" --config "$T/sandboxd.conf" --state-dir "$T/state" --cgroup-root "$CG" \
 	>"$T/daemon.log" 2>&1 &

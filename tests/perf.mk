@@ -3,6 +3,7 @@
 PERF_TESTS = \
 	tests/t-fds.sh \
 	tests/t-load.sh \
-	tests/t-pool.sh
+	tests/t-pool.sh \
+	tests/t-pool-create.sh
 TESTS += $(PERF_TESTS)
 EXTRA_DIST += $(PERF_TESTS)

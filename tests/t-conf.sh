@@ -83,6 +83,12 @@ start_bad deny "egress_deny = 10.0.0.0/8 169.254.0.1/16"
 like "$out" "bad value '10.0.0.0/8 169.254.0.1/16' for key 'egress_deny'" "deny: a prefix with host bits is refused"
 start_bad dns "egress_dns = 10.0.0.0/8"
 like "$out" "bad value '10.0.0.0/8' for key 'egress_dns' \\(expected an IPv4 address" "dns: a prefix is not an address"
+for v in "py:0" "py:257" "py:x" "../etc" "py py" "py:3:4"; do
+	start_bad pool-images "pool_images = $v"
+	like "$out" "bad value '$v' for key 'pool_images' \\(expected image names" "pool-images: '$v' is refused"
+done
+start_bad pool-create "pool_create = 300"
+like "$out" "pool_create must be at most 256" "pool-create: more than 256 is refused"
 out=$("$SANDBOXD" --config "$T/does-not-exist.conf" --listen "$T/x.sock" --cgroup-root "$CG" 2>&1)
 is "$?" 1 "a --config file that does not exist stops sandboxd"
 is "$out" "sandboxd: $T/does-not-exist.conf: No such file or directory" "and names it"

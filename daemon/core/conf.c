@@ -29,7 +29,7 @@ static void strv_free(char **v) {
 #define MAX(a, b) ((a) > (b) ? (a) : (b))
 #define MAX3(a, b, c) MAX(MAX(a, b), c)
 
-typedef enum { KEY_PATH, KEY_PATHS, KEY_DIRS, KEY_NAME, KEY_SIZE, KEY_COUNT, KEY_DURATION, KEY_CPUS, KEY_PREFIX, KEY_PREFIXES, KEY_ADDR, KEY_STORAGE } KeyType;
+typedef enum { KEY_PATH, KEY_PATHS, KEY_DIRS, KEY_NAME, KEY_SIZE, KEY_COUNT, KEY_DURATION, KEY_CPUS, KEY_PREFIX, KEY_PREFIXES, KEY_ADDR, KEY_STORAGE, KEY_POOL_IMAGES } KeyType;
 
 typedef struct ConfigKey {
         const char *name;
@@ -94,6 +94,8 @@ static const ConfigKey config_keys[] = {
         KEY("session_idle_timeout", KEY_DURATION, session_idle_timeout_usec),
         KEY("max_sessions_per_uid", KEY_COUNT, max_sessions_per_uid),
         KEY("pool_size", KEY_COUNT, pool_size),
+        KEY("pool_create", KEY_COUNT, pool_create),
+        KEY("pool_images", KEY_POOL_IMAGES, n_pool_images),
         KEY("stop_sandboxes", KEY_COUNT, stop_sandboxes),
         KEY("teardown_timeout", KEY_DURATION, teardown_timeout_usec, 1000000),
         KEY("max_ports_per_sandbox", KEY_COUNT, max_ports_per_sandbox),
@@ -189,6 +191,8 @@ void config_done(Config *c) {
         free(c->egress_range);
         free(c->egress_deny);
         free(c->egress_dns);
+        for (unsigned i = 0; i < c->n_pool_images; i++)
+                free(c->pool_image_name[i]);
         *c = (Config) {};
 }
 
@@ -265,6 +269,7 @@ static const char *const type_hints[] = {
         [KEY_PREFIXES] = "IPv4 prefixes such as 10.0.0.0/8 169.254.0.0/16, separated by spaces, or none",
         [KEY_ADDR] = "an IPv4 address such as 192.0.2.53",
         [KEY_STORAGE] = "\"state\" or \"image:SIZE[:xfs|:btrfs]\" with SIZE at least 300M, such as image:200G",
+        [KEY_POOL_IMAGES] = "image names, each with :N (at most 256) or not (2), separated by spaces, such as python:8 node",
 };
 
 /* Where the sandbox's own filesystems are, or what it has already: no root_bind there. */
@@ -353,6 +358,59 @@ static int prefixes_valid(KeyType type, const char *value) {
         return n == 0 || (type != KEY_PREFIXES && n != 1) ? -EINVAL : 0;
 }
 
+/* An image's name as the store takes it (image_name_valid(), image.h). */
+static bool pool_image_name_valid(const char *n, size_t len) {
+        if (len == 0 || len > 64 || n[0] == '.' || n[0] == '-')
+                return false;
+        for (size_t i = 0; i < len; i++)
+                if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-", n[i]))
+                        return false;
+        return true;
+}
+
+/* "python:8 node": NAME[:N], N from 1 to CONFIG_POOL_MAX (2 if left out), no name twice. */
+static int parse_pool_images(Config *c, const char *value) {
+        char *name[CONFIG_POOL_IMAGES_MAX] = {};
+        uint64_t count[CONFIG_POOL_IMAGES_MAX];
+        unsigned n = 0;
+        int r = 0;
+
+        for (const char *s = value + strspn(value, " \t"); *s && r == 0; s += strspn(s, " \t")) {
+                size_t len = strcspn(s, " \t"), nlen = strcspn(s, ":");
+                char *end;
+
+                nlen = nlen < len ? nlen : len;
+                count[n] = 2;
+                if (n == CONFIG_POOL_IMAGES_MAX || !pool_image_name_valid(s, nlen))
+                        r = -EINVAL;
+                else if (nlen < len) {
+                        errno = 0;
+                        count[n] = strtoull(s + nlen + 1, &end, 10);
+                        if (errno || end != s + len || !isdigit((unsigned char) s[nlen + 1]) || count[n] < 1 ||
+                            count[n] > CONFIG_POOL_MAX)
+                                r = -EINVAL;
+                }
+                if (r == 0 && !(name[n] = strndup(s, nlen)))
+                        r = -ENOMEM;
+                for (unsigned i = 0; r == 0 && i < n; i++)
+                        if (strcmp(name[i], name[n]) == 0)
+                                r = -EINVAL;
+                n += r == 0;
+                s += len;
+        }
+        if (r < 0) {
+                for (unsigned i = 0; i <= n && i < CONFIG_POOL_IMAGES_MAX; i++)
+                        free(name[i]);
+                return r;
+        }
+        for (unsigned i = 0; i < c->n_pool_images; i++)
+                free(c->pool_image_name[i]);
+        memcpy(c->pool_image_name, name, sizeof(name));
+        memcpy(c->pool_image_count, count, sizeof(count));
+        c->n_pool_images = n;
+        return 0;
+}
+
 static int set_key(Config *c, const ConfigKey *k, const char *value) {
         void *field = (char *) c + k->offset;
         char **paths;
@@ -368,6 +426,8 @@ static int set_key(Config *c, const ConfigKey *k, const char *value) {
                 return 0;
         }
 
+        if (k->type == KEY_POOL_IMAGES)
+                return parse_pool_images(c, value);
         if (k->type == KEY_PREFIX || k->type == KEY_PREFIXES || k->type == KEY_ADDR) {
                 r = prefixes_valid(k->type, value);
                 if (r < 0)
@@ -581,18 +641,21 @@ static int config_check(Config *c, ConfigParse *p) {
         if (c->session_ring_bytes > (UINT64_C(1) << 30))
                 return config_error(p, "%s:%u: session_ring_bytes must be at most 1G", p->path,
                                     p->line[key_index("session_ring_bytes")]);
-        if (c->uid_base + c->uid_range * (c->max_sandboxes + c->pool_size) > UINT32_MAX - 1) {
+        if (c->uid_base + c->uid_range * (c->max_sandboxes + config_pool_total(c)) > UINT32_MAX - 1) {
                 line = MAX(MAX3(p->line[key_index("uid_base")], p->line[key_index("uid_range")],
                                 p->line[key_index("max_sandboxes")]),
-                           p->line[key_index("pool_size")]);
-                return config_error(p, "%s:%u: uid_base + uid_range * (max_sandboxes + pool_size) goes past the last uid (4294967294)",
-                                    p->path, line);
+                           MAX3(p->line[key_index("pool_size")], p->line[key_index("pool_create")],
+                                p->line[key_index("pool_images")]));
+                return config_error(p, "%s:%u: uid_base + uid_range * (max_sandboxes + the pools' sizes) goes past the last "
+                                    "uid (4294967294)", p->path, line);
         }
         if (c->stop_sandboxes > 1)
                 return config_error(p, "%s:%u: stop_sandboxes must be 0 (a stop leaves the sandboxes' processes running) or 1",
                                     p->path, p->line[key_index("stop_sandboxes")]);
         if (c->pool_size > 256)
                 return config_error(p, "%s:%u: pool_size must be at most 256", p->path, p->line[key_index("pool_size")]);
+        if (c->pool_create > CONFIG_POOL_MAX)
+                return config_error(p, "%s:%u: pool_create must be at most 256", p->path, p->line[key_index("pool_create")]);
         return 0;
 }
 

@@ -6,6 +6,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#define CONFIG_POOL_IMAGES_MAX 16
+#define CONFIG_POOL_MAX 256 /* pool_size, pool_create and each pool_images entry */
+
 typedef struct Config {
         char *state_dir;
         /* "storage": 0 for "state" (sandboxes on the state directory's filesystem), else the size
@@ -57,6 +60,11 @@ typedef struct Config {
         uint64_t session_idle_timeout_usec;  /* unattached this long: closed; 0: never */
         uint64_t max_sessions_per_uid;
         uint64_t pool_size;         /* ready sandboxes kept for throwaway runs (pool.h) */
+        uint64_t pool_create;       /* ... for create with the host's root (pool.h) */
+        /* ... for create from these images: pool_images = NAME[:N] ... (N: 2 if left out) */
+        unsigned n_pool_images;
+        char *pool_image_name[CONFIG_POOL_IMAGES_MAX];
+        uint64_t pool_image_count[CONFIG_POOL_IMAGES_MAX];
         uint64_t stop_sandboxes;        /* 1: no sandbox's processes outlive the daemon (a stop kills them, a restore starts anew) */
         uint64_t teardown_timeout_usec; /* a destroy with processes left after this: teardown_stuck */
         /* Published ports (port.c): per sandbox, per uid (not root) and connections in all. */
@@ -91,4 +99,12 @@ int config_check_root(const Config *c, char **ret_error);
 /* A byte limit's file limit when none is set: 0 (none) stays 0, a small one is at least 1. */
 static inline uint64_t config_files_for_bytes(uint64_t bytes) {
         return bytes == 0 ? 0 : bytes < SWEEP_BYTES_PER_FILE ? 1 : bytes / SWEEP_BYTES_PER_FILE;
+}
+
+/* Every sandbox the pools may hold: pool_size + pool_create + the pool_images counts. */
+static inline uint64_t config_pool_total(const Config *c) {
+        uint64_t n = c->pool_size + c->pool_create;
+        for (unsigned i = 0; i < c->n_pool_images; i++)
+                n += c->pool_image_count[i];
+        return n;
 }

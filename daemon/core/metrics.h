@@ -26,6 +26,8 @@ typedef struct Metrics {
         uint64_t run_duration_count;
         double run_duration_sum;
         uint64_t pool_hits;         /* throwaway runs given a pooled sandbox */
+        uint64_t pool_create_hits;  /* creates given one (pool_create, pool_images) */
+        uint64_t pool_create_misses; /* creates with such a pool that found it empty */
         uint64_t pool_misses;       /* ... that found the pool empty (with pool_size > 0) */
         uint64_t sweeps;            /* sweeps that ran to their end (dry runs included) */
         uint64_t sweep_freed_bytes; /* snapshots evicted and sandboxes expired, as measured */

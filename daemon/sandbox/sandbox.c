@@ -20,6 +20,7 @@
 #include "context.h"
 #include "fdstore.h"
 #include "image.h"
+#include "pool.h"
 #include "sandbox.h"
 #include "sandbox-control.h"
 #include "spawn.h"
@@ -180,8 +181,8 @@ static int internal_error(ProtoError *err, const char *what, int r) {
         return proto_error_set(err, SBX_E_INTERNAL, NULL, "%s: %s", what, strerror(-r));
 }
 
-static int sandbox_create_full(Context *m, json_object *req, const SandboxCaller *caller, bool ephemeral, int netns_fd,
-                               Sandbox **ret, ProtoError *err);
+static int sandbox_create_full(Context *m, json_object *req, const SandboxCaller *caller, bool ephemeral, bool pooled,
+                               int netns_fd, Sandbox **ret, ProtoError *err);
 
 int sandbox_create(Context *m, json_object *req, uid_t owner, bool ephemeral, Sandbox **ret, ProtoError *err) {
         return sandbox_create_as(m, req, &(SandboxCaller) { .uid = owner, .gid = (gid_t) -1 }, ephemeral, ret, err);
@@ -189,22 +190,36 @@ int sandbox_create(Context *m, json_object *req, uid_t owner, bool ephemeral, Sa
 
 int sandbox_create_as(Context *m, json_object *req, const SandboxCaller *caller, bool ephemeral, Sandbox **ret,
                       ProtoError *err) {
-        return sandbox_create_full(m, req, caller, ephemeral, -EBADF, ret, err);
+        return sandbox_create_full(m, req, caller, ephemeral, false, -EBADF, ret, err);
 }
 
 int sandbox_create_joined(Context *m, json_object *req, const SandboxCaller *caller, int netns_fd, Sandbox **ret,
                           ProtoError *err) {
-        return sandbox_create_full(m, req, caller, false, netns_fd, ret, err);
+        return sandbox_create_full(m, req, caller, false, false, netns_fd, ret, err);
 }
 
-static int sandbox_create_full(Context *m, json_object *req, const SandboxCaller *caller, bool ephemeral, int netns_fd,
-                               Sandbox **ret, ProtoError *err) {
+/* Its record is written with those of the creates around it (pool_schedule_records()), before
+ * its create is answered; at once where there is no pool (a unit test's context). */
+static int sandbox_record_soon(Sandbox *s) {
+        if (!s->ctx->pool)
+                return registry_changed(&s->entry); /* state.c saves it */
+        s->record_pending = true;
+        if (pool_schedule_records(s->ctx) >= 0)
+                return 0;
+        s->record_pending = false;
+        return registry_changed(&s->entry);
+}
+
+/* pooled: made for the pool (pool.h), no one's and not recorded until it is handed out; netns_fd:
+ * the network namespace "network": {"netns_fd"} named, or -1. */
+static int sandbox_create_full(Context *m, json_object *req, const SandboxCaller *caller, bool ephemeral, bool pooled,
+                               int netns_fd, Sandbox **ret, ProtoError *err) {
         _cleanup_close_ int join = netns_fd;
         uid_t owner = caller->uid;
         Sandbox *s;
         int r;
 
-        if (registry_count(m->registry) - registry_count_pooled(m->registry) >= m->config.max_sandboxes)
+        if (!pooled && registry_count(m->registry) - registry_count_pooled(m->registry) >= m->config.max_sandboxes)
                 return proto_error_set(err, SBX_E_RESOURCE_EXHAUSTED, NULL, "the daemon holds its maximum of %" PRIu64
                                        " sandboxes", m->config.max_sandboxes);
         if (owner != 0 && sandbox_count_owned(m, owner) >= m->config.max_sandboxes_per_uid)
@@ -218,6 +233,7 @@ static int sandbox_create_full(Context *m, json_object *req, const SandboxCaller
                 return proto_error_set(err, SBX_E_INTERNAL, NULL, "out of memory");
         s->owner_uid = owner;
         s->ephemeral = ephemeral;
+        s->pooled = pooled;
         s->caller = *caller;
         s->join_netns_fd = TAKE_FD(join);
         r = sandbox_parse(m, s, req, err);
@@ -246,7 +262,7 @@ static int sandbox_create_full(Context *m, json_object *req, const SandboxCaller
         }
         /* "ephemeral": never recorded, so never restored: a next daemon kills what is left of it
          * (remove_stale_cgroups()) and removes its directory. */
-        if (!s->ephemeral && !s->transient && (r = registry_changed(&s->entry)) < 0) { /* state.c saves it */
+        if (!s->ephemeral && !s->transient && !s->pooled && (r = sandbox_record_soon(s)) < 0) {
                 r = sandbox_disk_error(err, "cannot record the sandbox in the state directory", r);
                 goto fail_destroy;
         }
@@ -270,6 +286,68 @@ fail_destroy:
 fail:
         sandbox_free(s);
         return r;
+}
+
+
+int sandbox_create_pooled(Context *m, json_object *req, bool ephemeral, Sandbox **ret, ProtoError *err) {
+        return sandbox_create_full(m, req, &(SandboxCaller) { .uid = 0, .gid = (gid_t) -1 }, ephemeral, true, -EBADF, ret, err);
+}
+
+static bool limits_same(const SandboxLimits *a, const SandboxLimits *b) {
+        return a->memory == b->memory && a->pids == b->pids && a->millicpus == b->millicpus &&
+               a->timeout_usec == b->timeout_usec && a->output_bytes == b->output_bytes && a->disk == b->disk &&
+               a->files == b->files && a->file_size == b->file_size && a->open_files == b->open_files;
+}
+
+/* What a create asks (want, parsed as for a fresh sandbox of the same caller) is what the
+ * pooled sandbox s was made as: everything its init and cgroup were set up with. */
+static bool pooled_fits(const Sandbox *s, const Sandbox *want) {
+        return limits_same(&s->limits, &want->limits) && want->n_mounts == 0 && !want->net.egress &&
+               want->root_overlay == s->root_overlay && want->memory_workspace == s->memory_workspace &&
+               ((!want->image && !s->image) || (want->image && s->image && strcmp(want->image, s->image) == 0)) &&
+               !want->root_path && !want->hostname && !want->transient && want->join_netns_fd < 0;
+}
+
+/* What a create sets that a pooled sandbox's making did not depend on, moved from want. */
+static void pooled_take_fields(Sandbox *s, Sandbox *want, const SandboxCaller *caller) {
+        s->pooled = false;
+        registry_set_pooled(&s->entry, false);
+        s->owner_uid = s->entry.owner = caller->uid;
+        s->caller = *caller;
+        s->name = TAKE_PTR(want->name);
+        s->entry.name = s->name;
+        json_object_put(s->env);
+        s->env = TAKE_PTR(want->env);
+        s->user = want->user;
+        s->best_effort = want->best_effort;
+        s->enforced = want->enforced;
+        s->created_usec = now_usec(CLOCK_REALTIME);
+        s->ttl_usec = want->ttl_usec;
+        s->idle_usec = want->idle_usec;
+        s->last_active_usec = want->last_active_usec;
+        s->ttl_deadline_usec = want->ttl_deadline_usec;
+}
+
+int sandbox_hand_out(Sandbox *s, json_object *req, const SandboxCaller *caller, ProtoError *err) {
+        Context *m = s->ctx;
+        Sandbox *want = sandbox_alloc(m);
+
+        if (!want)
+                return 0;
+        want->owner_uid = caller->uid;
+        want->caller = *caller;
+        /* Anything it refuses, a fresh create refuses too, with its own words: made fresh then. */
+        if (sandbox_parse(m, want, req, err) < 0 || !pooled_fits(s, want)) {
+                sandbox_free(want);
+                return 0;
+        }
+        pooled_take_fields(s, want, caller);
+        sandbox_free(want);
+        s->record_pending = true;
+        /* The pidfd of an init already there; one still to come is stored as it arrives. */
+        if (s->init_exit_source)
+                sandbox_store_init(s);
+        return 1;
 }
 
 static int restore_u64(json_object *o, const char *key, uint64_t *ret) {
@@ -599,11 +677,27 @@ static void sandbox_members_start(Sandbox *s) {
 static void sandbox_go_ready(Sandbox *s) {
         s->state = SANDBOX_READY;
         sandbox_restart_finish(s, 0);
-        if (s->create_waiters) {
+        if (s->create_waiters && !s->record_pending) {
                 _cleanup_json_ json_object *j = sandbox_to_json(s, false);
                 waiters_answer(&s->create_waiters, j, "sandbox", NULL);
         }
         sandbox_members_start(s);
+}
+
+void sandbox_record_done(Sandbox *s, int r) {
+        ProtoError err;
+
+        s->record_pending = false;
+        if (r < 0) {
+                sandbox_disk_error(&err, "cannot record the sandbox in the state directory", r);
+                waiters_answer(&s->create_waiters, NULL, NULL, &err);
+                sandbox_destroy(s, "create failed");
+                return;
+        }
+        if (s->state == SANDBOX_READY && s->create_waiters) {
+                _cleanup_json_ json_object *j = sandbox_to_json(s, false);
+                waiters_answer(&s->create_waiters, j, "sandbox", NULL);
+        }
 }
 
 static void sandbox_teardown_step(Sandbox *s);

@@ -134,6 +134,10 @@ typedef struct Sandbox {
         bool init_deferred; /* a fork's overlay root: the init starts once the copy is in place */
         bool pooled;       /* waiting in the pool (pool.h): no one's, invisible, not counted */
         bool from_pool;    /* taken from it: its end refills the pool (pool_taken_done) */
+        /* Made by a create or handed out to one by the pool, its record not written yet: the
+         * create's answer waits for it (pool.c writes the records of a burst at once,
+         * sandbox_record_done()). */
+        bool record_pending;
         json_object *env;  /* default environment for runs, or NULL */
         /* mounts[0] has target /work when the workspace is the caller's ("workspace":
          * {"source"}): nothing of it is sandboxd's to snapshot, budget or remove. */
@@ -279,6 +283,16 @@ int sandbox_create_as(Context *m, json_object *req, const SandboxCaller *caller,
  * namespace, not the daemon's), taken by the sandbox whatever the outcome; -1: none came. */
 int sandbox_create_joined(Context *m, json_object *req, const SandboxCaller *caller, int netns_fd, Sandbox **ret,
                           ProtoError *err);
+/* The same for the pool (pool.h): a sandbox of no one's, not recorded, made from req. */
+int sandbox_create_pooled(Context *m, json_object *req, bool ephemeral, Sandbox **ret, ProtoError *err);
+/* A pooled sandbox made for create (not ephemeral) becomes caller's, as the create req asks,
+ * where req asks for what it was made as (its limits, root, image; no mounts, no egress): its
+ * name, env, user, ttl and idle are set here, and its record is to be written (record_pending).
+ * 1: handed out; 0: it does not fit, or the request is refused (a fresh create then says why). */
+int sandbox_hand_out(Sandbox *s, json_object *req, const SandboxCaller *caller, ProtoError *err);
+/* Its record (record_pending) is written (r 0) or could not be (the create is told, and the
+ * sandbox destroyed); a ready one's create is answered. */
+void sandbox_record_done(Sandbox *s, int r);
 /* What a sandbox's root is, in one place: the tree its init binds as / (sent with the go,
  * sandbox_send_go()): its image's rootfs, shared read-only and idmapped with the init's user
  * namespace (its maps written), so that the image's owners are the ones inside; -EBADF for the

@@ -16,6 +16,10 @@ typedef struct Sandbox Sandbox;
  * limits.files) and run-record's (interrupted_runs). The walk over <state>/sandboxes at start
  * (restore, quarantine, stale cgroups) is lifecycle.c's. */
 int state_save(Sandbox *s);
+/* The same for n sandboxes at once (ret[i] for v[i]), with a few journal commits for all of them
+ * instead of three each: the first records of a burst of creates, fresh or from the pool
+ * (pool.c; written so, not through the registry's REGISTRY_CHANGED). */
+void state_save_many(Sandbox *const *v, size_t n, int *ret);
 /* <state_fd>/<id>/meta.json, parsed: -EFBIG past its size limit, -EBADMSG when unreadable. */
 int state_read(int state_fd, const char *id, json_object **ret);
 /* The fields of other modules that state_save() wrote, into a sandbox sandbox_restore() made. */

@@ -197,7 +197,7 @@ static void expire(Plan *p) {
                 Tally *t = &p->t[i];
                 Sandbox *s = t->s;
                 json_object *a;
-                if (!s || s->ephemeral || s->state == SANDBOX_CREATING)
+                if (!s || s->ephemeral || s->pooled || s->state == SANDBOX_CREATING)
                         continue;
                 if (s->ttl_usec && p->now_mono >= s->ttl_deadline_usec)
                         t->expired = "ttl";

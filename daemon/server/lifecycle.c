@@ -87,7 +87,7 @@ int lifecycle_new(Daemon **ret, Config *config) {
         d->ctx.run_log = &d->run_log;
         d->ports = (PortTable) { .dir_fd = -EBADF, .home_netns_fd = -EBADF };
         d->ctx.sandbox_hooks = &sandbox_hooks;
-        r = registry_init(&d->registry, d->ctx.config.max_sandboxes + d->ctx.config.pool_size);
+        r = registry_init(&d->registry, d->ctx.config.max_sandboxes + config_pool_total(&d->ctx.config));
         if (r >= 0)
                 r = registry_observe(&d->registry, on_registry_changed, d);
         if (r >= 0)

@@ -215,7 +215,7 @@ static void render_pool(FILE *f, Context *m) {
         uint64_t pooled = 0, ready = 0;
 
         for (Sandbox *s = registry_first(m->registry); s; s = registry_next(&s->entry))
-                if (s->pooled) {
+                if (s->pooled && s->ephemeral) { /* the create pools: sandboxd_pool_create_* */
                         pooled++;
                         ready += s->state == SANDBOX_READY;
                 }
@@ -224,6 +224,10 @@ static void render_pool(FILE *f, Context *m) {
         one(f, "sandboxd_pool_ready", "gauge", "Sandboxes in the pool ready for a throwaway run.", ready);
         one(f, "sandboxd_pool_hits_total", "counter", "Throwaway runs given a pooled sandbox.", metrics.pool_hits);
         one(f, "sandboxd_pool_misses_total", "counter", "Throwaway runs that found the pool empty.", metrics.pool_misses);
+        one(f, "sandboxd_pool_create_hits_total", "counter", "Creates given a pooled sandbox (pool_create, pool_images).",
+            metrics.pool_create_hits);
+        one(f, "sandboxd_pool_create_misses_total", "counter", "Creates with a pool of their kind that found it empty.",
+            metrics.pool_create_misses);
 }
 
 static void render_others(FILE *f, Context *m, Manager *mgr) {

@@ -205,12 +205,17 @@ static json_object *disk_capacity_json(Context *m) {
         return o;
 }
 
-static json_object *pool_capacity_json(Context *m, unsigned ready, unsigned pooled) {
-        json_object *o = json_object_new_object();
+/* ready[0], pooled[0]: the throwaway runs' pool; [1]: the create pools (pool_create, pool_images). */
+static json_object *pool_capacity_json(Context *m, const unsigned ready[2], const unsigned pooled[2]) {
+        json_object *o = json_object_new_object(), *c = json_object_new_object();
 
         json_object_object_add(o, "size", json_object_new_int64((int64_t) m->config.pool_size));
-        json_object_object_add(o, "ready", json_object_new_int64(ready));
-        json_object_object_add(o, "filling", json_object_new_int64(pooled - ready));
+        json_object_object_add(o, "ready", json_object_new_int64(ready[0]));
+        json_object_object_add(o, "filling", json_object_new_int64(pooled[0] - ready[0]));
+        json_object_object_add(c, "size", json_object_new_int64((int64_t) (config_pool_total(&m->config) - m->config.pool_size)));
+        json_object_object_add(c, "ready", json_object_new_int64(ready[1]));
+        json_object_object_add(c, "filling", json_object_new_int64(pooled[1] - ready[1]));
+        json_object_object_add(o, "create", c);
         return o;
 }
 
@@ -219,15 +224,15 @@ static json_object *pool_capacity_json(Context *m, unsigned ready, unsigned pool
 static json_object *capacity_json(Request *c) {
         Context *m = c->ctx;
         json_object *o = json_object_new_object();
-        unsigned in_use = 0, own = 0, ready = 0, pooled = 0;
+        unsigned in_use = 0, own = 0, ready[2] = {}, pooled[2] = {};
         uint64_t memory = 0, pids = 0;
 
         for (Sandbox *s = registry_first(m->registry); s; s = registry_next(&s->entry)) {
                 memory += s->limits.memory;
                 pids += s->limits.pids;
                 if (s->pooled) {
-                        pooled++;
-                        ready += s->state == SANDBOX_READY;
+                        pooled[!s->ephemeral]++;
+                        ready[!s->ephemeral] += s->state == SANDBOX_READY;
                         continue;
                 }
                 in_use++;

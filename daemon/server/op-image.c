@@ -10,6 +10,7 @@
 #include "image.h"
 #include "manager.h"
 #include "ops.h"
+#include "pool.h"
 #include "sandbox.h"
 #include "util.h"
 
@@ -97,6 +98,7 @@ int op_image_remove(Request *c, json_object *id, json_object *req, ProtoError *e
         if ((r = admin_only(c, "image.remove", err)) < 0 || (r = lookup_image(c, req, &img, err)) < 0)
                 return r;
         snprintf(name, sizeof(name), "%s", img->name);
+        pool_drop_image(c->ctx, name); /* pooled sandboxes are no one's: they go */
         if (img->users > 0) {
                 json_object *ids = used_by(c, img);
                 char list[256] = "";

@@ -12,6 +12,7 @@
 
 #include "manager.h"
 #include "ops.h"
+#include "pool.h"
 #include "session.h"
 #include "sandbox.h"
 #include "sandbox-control.h"
@@ -77,10 +78,14 @@ int op_create(Request *c, json_object *id, json_object *req, ProtoError *err) {
         if ((r = take_netns_fd(c, req, &netns_fd, err)) < 0)
                 return r;
         ops_caller(c, &caller);
-        r = sandbox_create_joined(c->ctx, req, &caller, netns_fd, &s, err);
+        /* A pooled sandbox never has a joined network namespace (pool_take_create() tells). */
+        r = netns_fd < 0 ? pool_take_create(c->ctx, req, &caller, &s, err) : 0;
+        if (r == 0)
+                r = sandbox_create_joined(c->ctx, req, &caller, netns_fd, &s, err);
         if (r < 0)
                 return r;
-        /* Answered when the sandbox's init reports ready (or failed). */
+        /* Answered when the sandbox's init reports ready (or failed), and a pooled one once its
+         * record is written. */
         sandbox_add_waiter(&s->create_waiters, c->reply);
         return 0;
 }
