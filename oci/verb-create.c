@@ -87,14 +87,32 @@ static json_object *read_config(const char *bundle) {
         return json_object_from_file(p);
 }
 
+/* The engine's --root and its parents (the shim's <runc-root>/<namespace>). */
+static int mkdir_parents(const char *path) {
+        _cleanup_free_ char *p = strdup(path);
+
+        if (!p)
+                return -ENOMEM;
+        for (char *s = strchr(p + 1, '/');; s = strchr(s + 1, '/')) {
+                if (s)
+                        *s = 0;
+                if (mkdir(p, 0700) < 0 && errno != EEXIST)
+                        return -errno;
+                if (!s)
+                        return 0;
+                *s = '/';
+        }
+}
+
 /* The state dir, made exclusively: a second create of the same id fails here. */
 static int make_state_dir(const char *id) {
         _cleanup_free_ char *dir = oci_state_path(id, NULL), *fifo = oci_state_path(id, "fifo");
 
         if (!dir || !fifo)
                 return oci_error("out of memory");
-        if (mkdir(oci_arg.root, 0700) < 0 && errno != EEXIST)
-                return oci_error("cannot make the state directory %s: %m", oci_arg.root);
+        int r = mkdir_parents(oci_arg.root);
+        if (r < 0)
+                return oci_error("cannot make the state directory %s: %s", oci_arg.root, strerror(-r));
         if (mkdir(dir, 0700) < 0)
                 return errno == EEXIST ? oci_error("container with id %s exists already", id)
                                        : oci_error("cannot make %s: %m", dir);
