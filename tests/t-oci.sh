@@ -243,7 +243,7 @@ check "ctr task kill sends TERM" c task kill c2
 wait_until 10 sh -c "$NS ctr --address $T/ctrd/sock task ls 2>/dev/null | grep -q 'c2.*STOPPED'"
 is "$(c task ls | awk '$1 == "c2" {print $3}')" STOPPED "then the task is STOPPED"
 out=$(c task delete c2 2>&1)
-like "$out" "status 9" "ctr task delete reports the TERM trap's exit status 9"
+like "$out" "exit code 9" "ctr task delete reports the TERM trap's exit status 9"
 c containers rm c2 >/dev/null 2>&1
 is "$(rpc '{"op":"list"}' | jq '.sandboxes | length')" 0 "no sandbox is left"
 kill "$CTRD_PID"; wait "$CTRD_PID" 2>/dev/null; CTRD_PID=
