@@ -91,7 +91,10 @@ static int kill_running(const OciState *s, int sig, bool all) {
         /* Started but not yet recorded: the proxy forwards what it gets (and KILL ends it, which
          * ends the run with its connection). */
         if (!all && !run_id)
-                return signal_proxy(s, sig) < 0 ? 0 : 0;
+        {
+                (void) signal_proxy(s, sig);
+                return 0;
+        }
         if ((r = oci_connect(&c)) < 0)
                 return oci_error("kill: cannot reach sandboxd: %s", strerror(-r));
         if (all) {
@@ -129,12 +132,12 @@ static int kill_main(int argc, char *argv[]) {
         if (load_or_fail(argv[optind], &s) != 0)
                 return 1;
         const char *status = oci_state_status(&s);
+        r = 0;
+        /* Exit 0 even when the process is gone already, as runc. */
         if (strcmp(status, "created") == 0)
-                r = signal_proxy(&s, sig) < 0 ? 0 : 0;
+                (void) signal_proxy(&s, sig);
         else if (strcmp(status, "running") == 0)
                 r = kill_running(&s, sig, all);
-        else
-                r = 0;
         oci_state_done(&s);
         return r;
 }
