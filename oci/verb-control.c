@@ -90,8 +90,7 @@ static int kill_running(const OciState *s, int sig, bool all) {
 
         /* Started but not yet recorded: the proxy forwards what it gets (and KILL ends it, which
          * ends the run with its connection). */
-        if (!all && !run_id)
-        {
+        if (!all && !run_id) {
                 (void) signal_proxy(s, sig);
                 return 0;
         }
