@@ -93,7 +93,7 @@ sandboxd-oci = ["$T/sandboxd-oci"]
 EOF
 cat >"$T/storage.conf" <<EOF
 [storage]
-driver = "overlay"
+driver = "vfs"
 graphroot = "$T/graph"
 runroot = "$T/run"
 EOF
@@ -227,13 +227,13 @@ CTRD_PID=$!
 c() { $NS env TMPDIR="$T/tmp" timeout 120 ctr --address "$T/ctrd/sock" "$@"; }
 wait_until 20 c version >/dev/null 2>&1 || { nok "containerd answers"; diag "$(tail -5 "$T/ctrd/log")"; exit 0; }
 pod save --format oci-archive -o "$T/img-oci.tar" localhost/sbx-oci-test >/dev/null 2>&1
-check "ctr imports the image (saved by podman as an OCI archive)" c images import --base-name localhost/sbx-oci-test "$T/img-oci.tar"
+check "ctr imports the image (saved by podman as an OCI archive)" c images import --snapshotter native --base-name localhost/sbx-oci-test "$T/img-oci.tar"
 img=$(c images ls -q | grep sbx-oci-test | head -1)
-out=$(c run --runc-binary "$T/sandboxd-oci" --rm "$img" c1 sh -c 'echo hi; exit 6' 2>"$T/err"); rc=$?
+out=$(c run --snapshotter native --runc-binary "$T/sandboxd-oci" --rm "$img" c1 sh -c 'echo hi; exit 6' 2>"$T/err"); rc=$?
 is "$rc" 6 "ctr run --runc-binary sandboxd-oci returns the container's status (6)"
 is "$out" hi "its output came through the shim's fds"
 [ "$rc" = 6 ] || diag "$(cat "$T/err")"
-c run -d --runc-binary "$T/sandboxd-oci" "$img" c2 sh -c 'trap "exit 9" TERM; while :; do sleep 1; done' 2>"$T/err"
+c run -d --snapshotter native --runc-binary "$T/sandboxd-oci" "$img" c2 sh -c 'trap "exit 9" TERM; while :; do sleep 1; done' 2>"$T/err"
 wait_until 10 sh -c "ctr --address $T/ctrd/sock task ls 2>/dev/null | grep -q 'c2.*RUNNING'" 2>/dev/null ||
         $NS true
 is "$(c task ls | awk '$1 == "c2" {print $3}')" RUNNING "ctr run -d: the task is RUNNING"
