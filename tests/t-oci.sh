@@ -121,6 +121,14 @@ is "$rc" 138 "a process killed by SIGUSR1 is mirrored as a signal (podman says 1
 out=$(echo piped-in | prun --rm -i localhost/sbx-oci-test cat 2>/dev/null)
 is "$out" piped-in "run -i: stdin is the engine's pipe"
 
+# fds: --preserve-fds 1 gives fd 3 along; an fd the engine merely inherited (7) never arrives.
+echo preserved >"$T/pfile"
+out=$(prun --rm --preserve-fds 1 localhost/sbx-oci-test sh -c 'cat <&3; test -e /proc/self/fd/7 && echo leaked-7 || echo no-7' 3<"$T/pfile" 7<"$T/pfile" 2>"$T/err")
+is "$out" "preserved
+no-7" "--preserve-fds 1: fd 3 reaches the process; an inherited fd 7 does not"
+[ "$out" = "preserved
+no-7" ] || diag "$(cat "$T/err")"
+
 id=$(prun -d localhost/sbx-oci-test sleep 300 2>"$T/err")
 check "podman run -d starts a container" test -n "$id"
 [ -n "$id" ] || diag "$(cat "$T/err")"
