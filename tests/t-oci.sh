@@ -47,8 +47,16 @@ mkdir -p "$T/tmp" "$T/ptmp"
 
 oci_cleanup() {
         set +e
+        [ -n "${HOLDER:-}" ] && kill -0 "$HOLDER" 2>/dev/null && pod rm -af -t 0 >/dev/null 2>&1
         [ -n "${CTRD_PID:-}" ] && kill "$CTRD_PID" 2>/dev/null && wait "$CTRD_PID" 2>/dev/null
         _daemon_end
+        # Whatever is still in the namespace (a conmon or a shim of a test that failed half-way).
+        local hns p
+        hns=$(readlink "/proc/$HOLDER/ns/mnt" 2>/dev/null)
+        for p in /proc/[0-9]*; do
+                [ -n "$hns" ] && [ "${p#/proc/}" != "$HOLDER" ] && [ "$(readlink "$p/ns/mnt" 2>/dev/null)" = "$hns" ] &&
+                        kill -KILL "${p#/proc/}" 2>/dev/null
+        done
         [ -n "${HOLDER:-}" ] && kill "$HOLDER" 2>/dev/null && wait "$HOLDER" 2>/dev/null
         [ -n "$made_var_lib_containers" ] && rm -rf --one-file-system /var/lib/containers
         _cleanup
