@@ -266,3 +266,4 @@ kill "$CTRD_PID"; wait "$CTRD_PID" 2>/dev/null; CTRD_PID=
 
 pod rm -af >/dev/null 2>&1
 stop_daemon
+true
