@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "fdpass.h"
 #include "proto.h"
 #include "sandbox.h"
 
@@ -15,6 +16,9 @@ struct SbxClient {
         int fd;
         long long next_id;
         LineBuffer in;
+        SbxFdQueue fds;      /* received with SCM_RIGHTS, until their line is read */
+        int line_fds[SBX_FDS_PER_MESSAGE]; /* those of the line read last, until taken or the next */
+        size_t n_line_fds;
 };
 
 /* Sends request (taken) with n_fds fds in the sendmsg of its first byte ("fds":N is added);

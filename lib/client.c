@@ -38,6 +38,7 @@ SBX_CLIENT_EXPORT int sbx_client_connect(const char *path, SbxClient **ret) {
         c->next_id = 1;
         /* Replies carry whole run outputs; allow well above the request cap. */
         line_buffer_init(&c->in, 64u * 1024 * 1024);
+        sbx_fd_queue_init(&c->fds);
         *ret = c;
         return 0;
 }
@@ -46,6 +47,8 @@ SBX_CLIENT_EXPORT SbxClient *sbx_client_free(SbxClient *c) {
         if (!c)
                 return NULL;
         safe_close(c->fd);
+        (void) sbx_fd_queue_clear(&c->fds);
+        sbx_fds_close(c->line_fds, c->n_line_fds);
         line_buffer_done(&c->in);
         free(c);
         return NULL;
@@ -90,14 +93,53 @@ SBX_CLIENT_EXPORT int sbx_client_send(SbxClient *c, json_object *request, long l
         return r;
 }
 
+/* The next complete line, and the fds that came with it in c->line_fds (the last line's, not
+ * taken, closed): 1, 0 when more bytes are needed, -EMSGSIZE for an over-long one. */
+static int client_take_line(SbxClient *c, char **ret_line, size_t *ret_len) {
+        int r = line_buffer_next(&c->in, ret_line, ret_len);
+
+        if (r == -E2BIG) {
+                (void) sbx_fd_queue_drop_until(&c->fds, c->in.discarded_end);
+                return -EMSGSIZE;
+        }
+        if (r <= 0)
+                return r;
+        sbx_fds_close(c->line_fds, c->n_line_fds);
+        c->n_line_fds = 0;
+        if (sbx_fd_queue_take_line(&c->fds, c->in.line_end, c->line_fds, SBX_FDS_PER_MESSAGE, &c->n_line_fds) < 0)
+                c->n_line_fds = 0; /* closed: they came in two messages, or too many */
+        return 1;
+}
+
+/* One read of at most size bytes into the buffer, with the fds that came with them queued. */
+static ssize_t client_recv(SbxClient *c, size_t want, int flags) {
+        int fds[SBX_FDS_PER_MESSAGE];
+        size_t n_fds = 0, avail;
+        char *p;
+        ssize_t k;
+        int r = line_buffer_reserve(&c->in, want, &p, &avail);
+
+        if (r < 0)
+                return r;
+        k = sbx_fds_recv(c->fd, p, avail, flags, fds, SBX_FDS_PER_MESSAGE, &n_fds);
+        if (k <= 0) {
+                sbx_fds_close(fds, k == 0 ? n_fds : 0);
+                return k;
+        }
+        line_buffer_commit(&c->in, (size_t) k);
+        if (n_fds > 0 && sbx_fd_queue_push(&c->fds, fds, n_fds, c->in.committed - 1) < 0)
+                return -EMSGSIZE;
+        return k;
+}
+
 static int client_next_line(SbxClient *c, json_object **ret_message) {
         char *line;
         size_t len;
         ProtoError err;
-        int r = line_buffer_next(&c->in, &line, &len);
+        int r = client_take_line(c, &line, &len);
 
-        if (r == -E2BIG)
-                return -EMSGSIZE;
+        if (r < 0)
+                return r;
         if (r == 0)
                 return -EAGAIN;
         if (proto_parse_line(line, len, 64, ret_message, &err) < 0)
@@ -106,48 +148,44 @@ static int client_next_line(SbxClient *c, json_object **ret_message) {
 }
 
 SBX_CLIENT_EXPORT int sbx_client_read_nowait(SbxClient *c, json_object **ret_message) {
-        char *p;
-        size_t avail;
         ssize_t k;
         int r = client_next_line(c, ret_message);
 
         if (r != -EAGAIN)
                 return r;
-        r = line_buffer_reserve(&c->in, 65536, &p, &avail);
-        if (r < 0)
-                return r;
-        k = recv(c->fd, p, avail, MSG_DONTWAIT);
+        k = client_recv(c, 65536, MSG_DONTWAIT);
         if (k < 0)
-                return errno == EINTR || errno == EWOULDBLOCK ? -EAGAIN : -errno;
+                return k == -EINTR || k == -EWOULDBLOCK ? -EAGAIN : (int) k;
         if (k == 0)
                 return -ECONNRESET;
-        line_buffer_commit(&c->in, (size_t) k);
         return client_next_line(c, ret_message);
 }
 
 int client_read_line(SbxClient *c, char **ret_line, size_t *ret_len) {
         for (;;) {
-                char *p;
-                size_t avail;
-                int r = line_buffer_next(&c->in, ret_line, ret_len);
-                if (r == -E2BIG)
-                        return -EMSGSIZE;
+                int r = client_take_line(c, ret_line, ret_len);
+                if (r < 0)
+                        return r;
                 if (r > 0)
                         return 0;
                 /* Large reads: a file transfer's lines are about 1.4 MB each. */
-                r = line_buffer_reserve(&c->in, 256 * 1024, &p, &avail);
-                if (r < 0)
-                        return r;
-                ssize_t k = recv(c->fd, p, avail, 0);
-                if (k < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        return -errno;
-                }
+                ssize_t k = client_recv(c, 256 * 1024, 0);
+                if (k == -EINTR)
+                        continue;
+                if (k < 0)
+                        return (int) k;
                 if (k == 0)
                         return -ECONNRESET;
-                line_buffer_commit(&c->in, (size_t) k);
         }
+}
+
+SBX_CLIENT_EXPORT int sbx_client_line_fds(SbxClient *c, int *ret_fds, size_t max_fds, size_t *ret_n_fds) {
+        if (c->n_line_fds > max_fds)
+                return -EMSGSIZE;
+        memcpy(ret_fds, c->line_fds, c->n_line_fds * sizeof(int));
+        *ret_n_fds = c->n_line_fds;
+        c->n_line_fds = 0;
+        return 0;
 }
 
 SBX_CLIENT_EXPORT int sbx_client_read(SbxClient *c, json_object **ret_message) {

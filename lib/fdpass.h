@@ -80,6 +80,9 @@ typedef enum SbxFdAllow {
 /* What the file operations take: a regular file or a pipe, in the given direction. */
 #define SBX_FD_FILE_SOURCE (SBX_FD_REGULAR | SBX_FD_PIPE | SBX_FD_READ)
 #define SBX_FD_FILE_SINK (SBX_FD_REGULAR | SBX_FD_PIPE | SBX_FD_WRITE)
+/* What a run's "stdio" and "extra_fds" take (the OCI runtime's fds: the engine's pipes, sockets
+ * and terminals): any of those kinds, in whatever direction it was opened. */
+#define SBX_FD_STDIO (SBX_FD_REGULAR | SBX_FD_PIPE | SBX_FD_SOCKET | SBX_FD_CHAR)
 
 /* Checks fd against allow: never O_PATH, never a directory or a block device; a socket or a
  * character device only when allowed; a "regular file" that is a kernel object (nsfs, pidfs,

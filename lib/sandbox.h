@@ -53,6 +53,13 @@ int sbx_client_read(SbxClient *c, json_object **ret_message);
  * more); call it until -EAGAIN before polling again, since lines may be buffered already. */
 int sbx_client_read_nowait(SbxClient *c, json_object **ret_message);
 
+/* The fds (SCM_RIGHTS, O_CLOEXEC) that came with the line read last, by sbx_client_read*() or
+ * the event sbx_client_call() is handing to its on_event (a "tty" run's "started" carries the
+ * terminal's master, "master": its index): taken by the caller, who closes them; 0 of them for a
+ * line that came without. The next line read closes those not taken. -EMSGSIZE: more than
+ * max_fds (they stay). */
+int sbx_client_line_fds(SbxClient *c, int *ret_fds, size_t max_fds, size_t *ret_n_fds);
+
 /* sbx_client_call() with file descriptors (at most 8) sent in the same sendmsg() as the request
  * line, which gets "fds": n_fds; fields of the request name them by index ("fd": 0). The caller
  * keeps its fds (the kernel passes copies). */

@@ -31,6 +31,7 @@ INTEGRATION_TESTS = \
 	tests/t-leak.sh \
 	tests/t-listen.sh \
 	tests/t-metrics.sh \
+	tests/t-oci-run.sh \
 	tests/t-signals.sh \
 	tests/t-protocol.sh \
 	tests/t-pty.sh \
@@ -55,6 +56,11 @@ check_PROGRAMS += tests/file-write-tool
 tests_file_write_tool_SOURCES = tests/file-write-tool.c
 tests_file_write_tool_CFLAGS = $(UNIT_CFLAGS)
 tests_file_write_tool_LDADD = lib/libsandbox.la $(UNIT_LDADD)
+## t-oci-run.sh's client: a "tty" run's master taken from its started line (sbx_client_line_fds).
+check_PROGRAMS += tests/oci-tty-client
+tests_oci_tty_client_SOURCES = tests/oci-tty-client.c
+tests_oci_tty_client_CFLAGS = $(UNIT_CFLAGS)
+tests_oci_tty_client_LDADD = lib/libsandbox.la $(UNIT_LDADD)
 ## t-teardown.sh's filesystem that never answers (raw /dev/fuse, no libfuse).
 check_PROGRAMS += tests/fuse-hang
 tests_fuse_hang_SOURCES = tests/fuse-hang.c

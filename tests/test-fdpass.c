@@ -295,6 +295,19 @@ static void test_check(void) {
                 unlink(fifo);
         } else
                 ok(true, "# SKIP mkfifo: %s", strerror(errno));
+        /* A run's "stdio" and "extra_fds" (SBX_FD_STDIO): the engine's fds of any kind but these. */
+        is_int(sbx_fd_check(sp[0], SBX_FD_STDIO, &reason), SBX_FD_SOCKET, "stdio: a socket");
+        is_int(sbx_fd_check(p[1], SBX_FD_STDIO, &reason), SBX_FD_PIPE, "stdio: a pipe's write end");
+        is_int(sbx_fd_check(p[0], SBX_FD_STDIO, &reason), SBX_FD_PIPE, "stdio: a pipe's read end");
+        is_int(sbx_fd_check(null, SBX_FD_STDIO, &reason), SBX_FD_CHAR, "stdio: /dev/null");
+        is_int(sbx_fd_check(rdonly, SBX_FD_STDIO, &reason), SBX_FD_REGULAR, "stdio: a regular file");
+        check_refused(dir, SBX_FD_STDIO, "is a directory", "stdio: a directory");
+        check_refused(opath, SBX_FD_STDIO, "is opened O_PATH", "stdio: an O_PATH file");
+        if (ns >= 0)
+                check_refused(ns, SBX_FD_STDIO, "is a namespace, pidfd or other kernel object, not a file",
+                              "stdio: a namespace fd");
+        else
+                ok(true, "# SKIP /proc/self/ns/net cannot be opened here");
         int closed = dup(null);
         safe_close(closed);
         check_refused(closed, SBX_FD_FILE_SOURCE, "is not open", "a closed fd");

@@ -151,6 +151,18 @@ void reply_event(Reply *r, json_object *ev) {
         reply_send(r, ev);
 }
 
+void reply_event_fds(Reply *r, json_object *ev, int *fds, size_t n_fds) {
+        ReplySink *sink = r->sink;
+
+        if (sink->gone || !sink->ops->send_fds) {
+                for (size_t i = 0; i < n_fds; i++)
+                        fds[i] = safe_close(fds[i]);
+                reply_send(r, ev);
+                return;
+        }
+        sink->ops->send_fds(sink, ev, fds, n_fds);
+}
+
 bool reply_id_int(const Reply *r, int64_t *ret) {
         if (!r->id || !json_object_is_type(r->id, json_type_int))
                 return false;

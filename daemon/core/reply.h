@@ -62,6 +62,10 @@ typedef struct ReplySinkOps {
         /* Queues a line already serialized (ending in '\n'), as send would queue its JSON; NULL:
          * reply_send_line() parses it and calls send. */
         void (*send_line)(ReplySink *sink, const char *line, size_t len);
+        /* Queues msg (taken) with fds (taken: the sink closes them once sent, or when it cannot
+         * send them) on that line's bytes (SCM_RIGHTS, docs/protocol.md "File descriptors");
+         * NULL: the sink cannot pass fds, reply_event_fds() closes them and sends msg alone. */
+        void (*send_fds)(ReplySink *sink, json_object *msg, int *fds, size_t n_fds);
         /* Bytes queued that the peer has not read yet. */
         size_t (*backlog)(const ReplySink *sink);
         /* Whether the peer shut down its sending side: it asks nothing more, and is still answered. */
@@ -111,6 +115,9 @@ void reply_error_extra(Reply *r, const ProtoError *err, json_object *extra);
 json_object *reply_event_new(const Reply *r, const char *kind);
 /* ...and sent (taken); the request stays pending. */
 void reply_event(Reply *r, json_object *ev);
+/* The same with fds on its line (taken, closed on every path: to a peer that is gone, none is
+ * sent); ev should say "fds": n_fds for the peer. */
+void reply_event_fds(Reply *r, json_object *ev, int *fds, size_t n_fds);
 /* The request's id when it is an integer (lines formatted without json-c carry it so). */
 bool reply_id_int(const Reply *r, int64_t *ret);
 /* An event line formatted by the caller (canonical JSON with this request's id, ending in '\n'),

@@ -18,7 +18,16 @@ const FieldSpec request_run_fields[] = {
         { "file_size", FIELD_SIZE },
         { "open_files", FIELD_INT },
         { "stream", FIELD_BOOL },
-        { "user", FIELD_STRING },
+        { "user", FIELD_STRING_OR_OBJECT },
+        /* The OCI runtime's (docs/protocol.md "run"): the client's fds, a terminal handed over,
+         * the process as the bundle says. */
+        { "stdio", FIELD_ARRAY },
+        { "extra_fds", FIELD_ARRAY },
+        { "tty", FIELD_OBJECT },
+        { "no_timeout", FIELD_BOOL },
+        { "umask", FIELD_INT },
+        { "rlimits", FIELD_OBJECT },
+        { "env_defaults", FIELD_BOOL },
         /* For a throwaway sandbox only. */
         { "limits", FIELD_OBJECT },
         { "network", FIELD_STRING_OR_OBJECT },

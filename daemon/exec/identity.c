@@ -56,16 +56,30 @@ static int clear_capabilities(void) {
 }
 
 int identity_apply(SandboxUser u) {
+        return u == SANDBOX_USER_ROOT ? identity_apply_ids(u, 0, 0)
+                                      : identity_apply_ids(u, SANDBOX_USER_UID, SANDBOX_USER_GID);
+}
+
+int identity_apply_ids(SandboxUser u, uid_t uid, gid_t gid) {
         if (check_no_groups() < 0)
                 return -1;
         if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
                 return -1;
-        if (u == SANDBOX_USER_ROOT)
-                return 0;
+        if (u == SANDBOX_USER_ROOT) {
+                /* uid 0 with another group: root's capabilities stay (setresgid keeps them). */
+                if (uid != 0) {
+                        errno = EINVAL;
+                        return -1;
+                }
+                return gid != 0 && setresgid(gid, gid, gid) < 0 ? -1 : 0;
+        }
+        if (uid == 0) {
+                errno = EINVAL;
+                return -1;
+        }
         if (drop_bounding_set() < 0)
                 return -1;
-        if (setresgid(SANDBOX_USER_GID, SANDBOX_USER_GID, SANDBOX_USER_GID) < 0 ||
-            setresuid(SANDBOX_USER_UID, SANDBOX_USER_UID, SANDBOX_USER_UID) < 0)
+        if (setresgid(gid, gid, gid) < 0 || setresuid(uid, uid, uid) < 0)
                 return -1;
         if (clear_capabilities() < 0)
                 return -1;

@@ -5,6 +5,8 @@
  * the workspace. */
 #pragma once
 
+#include <sys/types.h>
+
 #define SANDBOX_USER_UID 1000
 #define SANDBOX_USER_GID 1000
 
@@ -22,3 +24,6 @@ SandboxUser sandbox_user_from_string(const char *s);
  * capabilities, and for SANDBOX_USER_SANDBOX empties the bounding set, switches to uid/gid 1000
  * and clears every capability set. Returns -1 with errno set on failure. */
 int identity_apply(SandboxUser u);
+/* The same with other ids of the sandbox's user namespace: SANDBOX_USER_ROOT with uid 0 (and
+ * any gid) keeps root's capabilities; SANDBOX_USER_SANDBOX with any uid but 0 has none. */
+int identity_apply_ids(SandboxUser u, uid_t uid, gid_t gid);

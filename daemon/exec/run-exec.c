@@ -335,6 +335,8 @@ pid_t run_exec_helper(int helper_fd, const RunParams *p, int cgroup_fd, int *ret
                 q.report_fd = to_slot(&h, p->report_fd);
                 for (int i = 0; i < 3; i++)
                         q.stdio[i] = to_slot(&h, p->stdio[i]);
+                for (unsigned i = 0; i < p->n_extra && i < RUN_EXTRA_FDS_MAX; i++)
+                        q.extra_fds[i] = to_slot(&h, p->extra_fds[i]);
         }
         h.argv = helper_argv(&q);
         if (!h.argv)

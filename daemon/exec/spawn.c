@@ -12,6 +12,7 @@
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -219,7 +220,7 @@ static int child_reset_signals(uint64_t ignored) {
 
 /* cwd is resolved inside the sandbox (no /proc magic links, CVE-2024-21626), and where it ends
  * up must still be /work or beneath it: a symlink that leads out is refused. */
-static int child_chdir(const char *cwd) {
+static int child_chdir(const char *cwd, bool anywhere) {
         struct open_how how = {
                 .flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
                 .resolve = RESOLVE_NO_MAGICLINKS,
@@ -234,6 +235,9 @@ static int child_chdir(const char *cwd) {
                 return -1;
         }
         safe_close(fd);
+        /* In a root of the sandbox's own (an image, a bundle's rootfs) every directory is its. */
+        if (anywhere)
+                return 0;
         if (!getcwd(buf, sizeof(buf)))
                 return -1;
         if (strcmp(buf, "/work") != 0 && strncmp(buf, "/work/", 6) != 0) {
@@ -243,24 +247,68 @@ static int child_chdir(const char *cwd) {
         return 0;
 }
 
-static int child_stdio(const int stdio[3]) {
-        for (int i = 0; i < 3; i++)
-                if (dup2(stdio[i], i) < 0)
+/* stdio becomes 0..2 and the extra fds 3, 4, ...: each is first copied above all the targets
+ * (a source may sit on another's target), and so is the error fd (*errfd may move). What is
+ * left at or above the last target is closed at exec (command_main()). */
+static int child_stdio(const RunParams *p, int *errfd) {
+        int top = 3 + (int) p->n_extra, src[3 + RUN_EXTRA_FDS_MAX];
+
+        if (p->n_extra > RUN_EXTRA_FDS_MAX) {
+                errno = EINVAL;
+                return -1;
+        }
+        if (*errfd < top) {
+                int e = fcntl(*errfd, F_DUPFD_CLOEXEC, top);
+                if (e < 0)
+                        return -1;
+                *errfd = e;
+        }
+        for (int i = 0; i < top; i++) {
+                src[i] = fcntl(i < 3 ? p->stdio[i] : p->extra_fds[i - 3], F_DUPFD_CLOEXEC, top);
+                if (src[i] < 0)
+                        return -1;
+        }
+        /* dup2 leaves the target without CLOEXEC: these, and only these, reach the command. */
+        for (int i = 0; i < top; i++)
+                if (dup2(src[i], i) < 0)
                         return -1;
         return 0;
 }
 
+static void rlimit_lower(struct rlimit *a, const struct rlimit *b) {
+        a->rlim_cur = b->rlim_cur < a->rlim_cur ? b->rlim_cur : a->rlim_cur;
+        a->rlim_max = b->rlim_max < a->rlim_max ? b->rlim_max : a->rlim_max;
+        a->rlim_cur = a->rlim_cur > a->rlim_max ? a->rlim_max : a->rlim_cur;
+}
+
+/* A guard of the daemon's over the run's own rlimit of that resource: the lower of both where it
+ * is a guard (cpu_s, pids and memory without their controllers), the daemon's where it is the
+ * run's explicit open_files or file_size (launch_params_guard() sets those only then). */
+static void rlimit_guard(struct rlimit *rl, uint32_t *mask, int r, bool set, const struct rlimit *g, bool lower) {
+        if (!set)
+                return;
+        if (lower && (*mask & (UINT32_C(1) << r)))
+                rlimit_lower(&rl[r], g);
+        else
+                rl[r] = *g;
+        *mask |= UINT32_C(1) << r;
+}
+
+/* The hard limit is lowered with the soft one in one call: never raised, which an unprivileged
+ * command could not. */
 static int child_rlimits(const RunParams *p) {
-        if (p->rl_cpu_set && setrlimit(RLIMIT_CPU, &p->rl_cpu) < 0)
-                return -1;
-        if (p->rl_nproc_set && setrlimit(RLIMIT_NPROC, &p->rl_nproc) < 0)
-                return -1;
-        if (p->rl_as_set && setrlimit(RLIMIT_AS, &p->rl_as) < 0)
-                return -1;
-        if (p->rl_nofile_set && setrlimit(RLIMIT_NOFILE, &p->rl_nofile) < 0)
-                return -1;
-        if (p->rl_fsize_set && setrlimit(RLIMIT_FSIZE, &p->rl_fsize) < 0)
-                return -1;
+        struct rlimit rl[RUN_RLIMITS_MAX];
+        uint32_t mask = p->rl_mask;
+
+        memcpy(rl, p->rl, sizeof(rl));
+        rlimit_guard(rl, &mask, RLIMIT_CPU, p->rl_cpu_set, &p->rl_cpu, true);
+        rlimit_guard(rl, &mask, RLIMIT_NPROC, p->rl_nproc_set, &p->rl_nproc, true);
+        rlimit_guard(rl, &mask, RLIMIT_AS, p->rl_as_set, &p->rl_as, true);
+        rlimit_guard(rl, &mask, RLIMIT_NOFILE, p->rl_nofile_set, &p->rl_nofile, false);
+        rlimit_guard(rl, &mask, RLIMIT_FSIZE, p->rl_fsize_set, &p->rl_fsize, false);
+        for (int r = 0; r < RUN_RLIMITS_MAX; r++)
+                if ((mask & (UINT32_C(1) << r)) && setrlimit(r, &rl[r]) < 0)
+                        return -1;
         return 0;
 }
 
@@ -295,28 +343,46 @@ static void child_exec(char *const *argv, char *const *envp) {
         errno = saved;
 }
 
+/* Who the command is: the user's own ids, or those the run gave. */
+static int child_identity(const RunParams *p) {
+        if (!p->ids_set)
+                return identity_apply(p->user);
+        return identity_apply_ids(p->user, p->uid, p->gid);
+}
+
+static uid_t child_uid(const RunParams *p) {
+        return p->ids_set ? p->uid : p->user == SANDBOX_USER_ROOT ? 0 : SANDBOX_USER_UID;
+}
+
+static gid_t child_gid(const RunParams *p) {
+        return p->ids_set ? p->gid : p->user == SANDBOX_USER_ROOT ? 0 : SANDBOX_USER_GID;
+}
+
 _Noreturn static void command_main(const RunParams *p, int errfd) {
         if (setsid() < 0)
                 child_fail(errfd, STEP_SETSID);
-        if (child_stdio(p->stdio) < 0)
+        if (child_stdio(p, &errfd) < 0)
                 child_fail(errfd, STEP_STDIO);
         /* The new session's leader takes the terminal as its controlling tty. */
         if (p->pty && ioctl(0, TIOCSCTTY, 0) < 0)
                 child_fail(errfd, STEP_TTY);
         /* As login does: the terminal belongs to its user, who may open it again by name. */
-        if (p->pty && p->user != SANDBOX_USER_ROOT && fchown(0, SANDBOX_USER_UID, SANDBOX_USER_GID) < 0)
+        if (p->pty && child_uid(p) != 0 && fchown(0, child_uid(p), child_gid(p)) < 0)
                 child_fail(errfd, STEP_TTY);
         /* Before anything that resolves a path: the cwd is checked as the user who will run. */
-        if (identity_apply(p->user) < 0)
+        if (child_identity(p) < 0)
                 child_fail(errfd, STEP_SETUID);
-        if (child_chdir(p->cwd) < 0)
+        if (p->umask_set)
+                (void) umask((mode_t) (p->umask & 0777));
+        if (child_chdir(p->cwd, p->cwd_anywhere) < 0)
                 child_fail(errfd, STEP_CWD);
         if (child_rlimits(p) < 0)
                 child_fail(errfd, STEP_RLIMIT);
         if (child_reset_signals(p->reset_signals) < 0)
                 child_fail(errfd, STEP_SIGNALS);
-        /* Nothing of the daemon's may survive into the sandbox (CVE-2024-21626). */
-        if (syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC) < 0)
+        /* Nothing of the daemon's may survive into the sandbox (CVE-2024-21626): only 0..2 and
+         * the run's extra fds (child_stdio()). */
+        if (syscall(SYS_close_range, 3U + p->n_extra, ~0U, CLOSE_RANGE_CLOEXEC) < 0)
                 child_fail(errfd, STEP_EXEC);
         /* Last, so that none of the setup above runs under the filter (the daemon compiled it
          * once at start: no allocation here); execve and the error pipe's write stay allowed. */
@@ -394,6 +460,8 @@ size_t run_params_fds(const RunParams *p, int ret[static RUN_PARAMS_FDS]) {
         ret[n++] = p->report_fd;
         for (int i = 0; i < 3; i++)
                 ret[n++] = p->stdio[i];
+        for (unsigned i = 0; i < p->n_extra && i < RUN_EXTRA_FDS_MAX; i++)
+                ret[n++] = p->extra_fds[i];
         return n;
 }
 

@@ -155,15 +155,27 @@ _Noreturn void sandbox_init_main(const InitParams *p);
  * sandboxd-run-helper (run-exec.c), this struct travels as bytes through its argv and the
  * pointers (argv, envp, cwd, filter) are set anew on the other side: a new pointer field needs a
  * line in run_exec_argv() and in the helper's main(); a new fd needs one in run_params_fds(). */
+#define RUN_EXTRA_FDS_MAX 8  /* a run's "extra_fds": its fds 3, 4, ... */
+#define RUN_RLIMITS_MAX 16   /* RLIMIT_CPU .. RLIMIT_RTTIME */
 typedef struct RunParams {
         int init_pidfd;     /* the sandbox's init: its namespaces are joined */
         int cgroup_fd;      /* >= 0: the helper was not born in the run's cgroup and moves there */
         int report_fd;
         int stdio[3];
+        int extra_fds[RUN_EXTRA_FDS_MAX]; /* become the command's 3, 4, ...; n_extra of them */
+        unsigned n_extra;
         char *const *argv;
         char *const *envp;
-        const char *cwd;    /* absolute, beneath /work */
+        const char *cwd;    /* absolute; beneath /work unless cwd_anywhere */
+        bool cwd_anywhere;  /* the sandbox has a root of its own: any directory of it */
         SandboxUser user;   /* who the command is inside (identity.h) */
+        bool ids_set;       /* uid/gid instead of the user's own ids (identity_apply_ids()) */
+        uint32_t uid, gid;
+        bool umask_set;     /* umask set before exec (else the helper's) */
+        unsigned umask;
+        /* Other rlimits the run asked for (bit r: RLIMIT_r), set before the guards below */
+        uint32_t rl_mask;
+        struct rlimit rl[RUN_RLIMITS_MAX];
         /* An interactive session: the helper opens a terminal in the sandbox's own devpts, passes
          * its master back (REPORT_TERMINAL) and the command gets the slave as its controlling
          * terminal and stdio (stdio[] is then unused). */
@@ -179,7 +191,7 @@ typedef struct RunParams {
 } RunParams;
 
 /* The fds of p the helper uses (-1 for none); returns how many it wrote (at most RUN_PARAMS_FDS). */
-#define RUN_PARAMS_FDS 8
+#define RUN_PARAMS_FDS (6 + RUN_EXTRA_FDS_MAX)
 size_t run_params_fds(const RunParams *p, int ret[static RUN_PARAMS_FDS]);
 
 /* Closes every fd but those in keep (which gets sorted); for children that do not exec. */

@@ -141,11 +141,11 @@ static void launch_params_guard(Sandbox *s, const LaunchSpec *spec, RunParams *p
         }
         /* limits.open_files, soft = hard (the daemon raised its own soft limit, main.c; a sandbox
          * restored from an old record without it has the default); limits.file_size when set. */
-        if (open_files) {
+        if (open_files && (spec->open_files || !spec->nofile_given)) {
                 p->rl_nofile = (struct rlimit) { (rlim_t) open_files, (rlim_t) open_files };
                 p->rl_nofile_set = true;
         }
-        if (file_size) {
+        if (file_size && (spec->file_size || !spec->fsize_given)) {
                 p->rl_fsize = (struct rlimit) { (rlim_t) file_size, (rlim_t) file_size };
                 p->rl_fsize_set = true;
         }
@@ -203,6 +203,8 @@ static int launch_spawn(Launch *l, const LaunchSpec *spec, LaunchFds *f) {
         p->stdio[0] = f->in[0];
         p->stdio[1] = f->out[1];
         p->stdio[2] = spec->stderr_fd ? *spec->stderr_fd : f->err[1];
+        if (spec->stdio)
+                memcpy(p->stdio, spec->stdio, sizeof(p->stdio));
         launch_params_guard(s, spec, p);
 #if LAUNCH_SANITIZED
         /* The file helper is our code and runs on after its rlimits (a command execs first): built

@@ -57,6 +57,9 @@ typedef struct LaunchSpec {
         bool via_helper;        /* through the exec'd run helper where the daemon has one; else a clone */
         bool file_helper;       /* sandboxd-file-helper instead (file-op.c): exec'd, never a clone */
         const int *stderr_fd;   /* the helper's fd 2 instead of the stderr pipe (file.read's sink), or NULL */
+        const int *stdio;       /* the command's 0..2 (a run's "stdio": the client's), or NULL */
+        bool nofile_given, fsize_given; /* the run's rlimits name NOFILE / FSIZE (params->rl): the
+                                         * sandbox's limit is not set over them */
         RunParams *params;      /* the owner's part (argv, envp, cwd, user, terminal, rl_cpu); the rest
                                  * (fds, cgroup, rlimit guards, signals, filter) is filled here */
         /* What the failure report says first: the cgroup, the fds, the rest could not be made. */

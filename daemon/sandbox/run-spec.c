@@ -2,11 +2,13 @@
 /* A run request (or a session's) read into a RunSpec, and resolved against its sandbox; with the
  * "user" and "env" fields a create request shares. */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "fdpass.h"
 #include "macro.h"
 #include "context.h"
 #include "run-spec.h"
@@ -60,7 +62,7 @@ static int parse_command(json_object *req, RunSpec *spec, ProtoError *err) {
         return spec->argv ? 0 : proto_error_set(err, SBX_E_INTERNAL, NULL, "out of memory");
 }
 
-static char **envp_from_object(json_object *env) {
+static char **envp_from_object(json_object *env, bool defaults) {
         size_t n = env ? (size_t) json_object_object_length(env) : 0, i = 0;
         bool have_path = false, have_home = false;
         char **envp = calloc(n + 3, sizeof(char *));
@@ -79,6 +81,8 @@ static char **envp_from_object(json_object *env) {
                         i++;
                 }
         }
+        if (!defaults)
+                return envp;
         if ((!have_path && !(envp[i++] = strdup("PATH=" DEFAULT_PATH))) ||
             (!have_home && !(envp[i++] = strdup("HOME=/work")))) {
                 strv_free(envp);
@@ -89,23 +93,33 @@ static char **envp_from_object(json_object *env) {
 
 static int parse_env(json_object *req, RunSpec *spec, ProtoError *err) {
         json_object *env;
-        int r;
+        bool defaults = true;
+        int r = proto_get_bool(req, "env_defaults", &defaults, err);
+
+        if (r < 0)
+                return r;
+        spec->env_exact = !defaults;
         if (!json_object_object_get_ex(req, "env", &env) || json_object_is_type(env, json_type_null))
+                env = NULL;
+        /* Without defaults the environment is exactly env, and absent is empty: not the sandbox's. */
+        if (!env && defaults)
                 return 0;
         r = sandbox_env_check(env, err);
         if (r < 0)
                 return r;
-        spec->envp = envp_from_object(env);
+        spec->envp = envp_from_object(env, defaults);
         return spec->envp ? 0 : proto_error_set(err, SBX_E_INTERNAL, NULL, "out of memory");
 }
 
-/* "/work/a/../b" -> "/work/b"; anything that ends up outside /work is refused here, and the
- * kernel refuses symlinks that lead out (openat2 RESOLVE_BENEATH) when the run starts. */
+/* "/work/a/../b" -> "/work/b"; 1 for a path that ends up outside /work (refused unless the
+ * sandbox's root is its own: run_spec_resolve()), and the helper refuses symlinks that lead out
+ * of /work when the run starts. */
 static int normalize_cwd(const char *in, char **ret) {
         _cleanup_free_ char *out = malloc(strlen(in) + 2);
         _cleanup_free_ char *copy = strdup(in);
         char *save = NULL;
         size_t len = 0;
+        int r;
 
         if (!out || !copy)
                 return -ENOMEM;
@@ -125,10 +139,11 @@ static int normalize_cwd(const char *in, char **ret) {
                 }
                 len += (size_t) sprintf(out + len, "/%s", seg);
         }
-        if (strcmp(out, "/work") != 0 && strncmp(out, "/work/", 6) != 0)
-                return -EXDEV;
+        if (!out[0])
+                strcpy(out, "/");
+        r = strcmp(out, "/work") != 0 && strncmp(out, "/work/", 6) != 0;
         *ret = TAKE_PTR(out);
-        return 0;
+        return r;
 }
 
 static int parse_cwd(json_object *req, RunSpec *spec, ProtoError *err) {
@@ -142,6 +157,7 @@ static int parse_cwd(json_object *req, RunSpec *spec, ProtoError *err) {
         if (r < 0)
                 return proto_error_set(err, SBX_E_INVALID_REQUEST, "cwd",
                                        "'cwd' must be an absolute path at or beneath /work");
+        spec->cwd_outside = r > 0;
         return 0;
 }
 
@@ -175,10 +191,54 @@ static int parse_stdin(json_object *req, RunSpec *spec, uint64_t max, ProtoError
         return 0;
 }
 
+/* "user": {"uid": U, "gid": G}, ids of the sandbox's user namespace (checked against its range
+ * in run_spec_resolve()). */
+static int parse_user_ids(json_object *user, RunSpec *spec, ProtoError *err) {
+        ProtoError e = {};
+        uint64_t uid, gid;
+
+        json_object_object_foreach(user, k, v) {
+                (void) v;
+                if (strcmp(k, "uid") != 0 && strcmp(k, "gid") != 0)
+                        return proto_error_set(err, SBX_E_INVALID_REQUEST, "user",
+                                               "unknown field 'user.%.64s' (a user is {\"uid\", \"gid\"}; supplementary "
+                                               "groups are not supported)", k);
+        }
+        if (proto_get_uint(user, "uid", 0, 65535, &uid, &e) <= 0 || proto_get_uint(user, "gid", 0, 65535, &gid, &e) <= 0)
+                return proto_error_set(err, SBX_E_INVALID_REQUEST, "user",
+                                       "'user' as an object needs 'uid' and 'gid', integers from 0 to 65535");
+        spec->ids_set = true;
+        spec->uid = (uint32_t) uid;
+        spec->gid = (uint32_t) gid;
+        /* uid 0 has what "root" has; any other uid what "sandbox" has: no capabilities. */
+        spec->user = uid == 0 ? SANDBOX_USER_ROOT : SANDBOX_USER_SANDBOX;
+        return 0;
+}
+
+static int parse_user(json_object *req, RunSpec *spec, ProtoError *err) {
+        json_object *v;
+
+        if (json_object_object_get_ex(req, "user", &v) && json_object_is_type(v, json_type_object))
+                return parse_user_ids(v, spec, err);
+        return sandbox_user_parse(req, &spec->user, err);
+}
+
 int sandbox_user_parse(json_object *req, SandboxUser *ret, ProtoError *err) {
         const char *s = NULL;
         SandboxUser u;
-        int r = proto_get_string(req, "user", 16, &s, err);
+        json_object *v;
+        int r;
+
+        /* A run's {"uid", "gid"} (checked by run_spec_parse()), for the throwaway sandbox made for
+         * it: uid 0 is a run as root, any other one as "sandbox". Other requests' fields refuse
+         * an object before this. */
+        if (json_object_object_get_ex(req, "user", &v) && json_object_is_type(v, json_type_object)) {
+                json_object *uid = json_object_object_get(v, "uid");
+                *ret = uid && json_object_is_type(uid, json_type_int) && json_object_get_int64(uid) == 0 ? SANDBOX_USER_ROOT
+                                                                                                   : SANDBOX_USER_SANDBOX;
+                return 0;
+        }
+        r = proto_get_string(req, "user", 16, &s, err);
 
         if (r < 0 || !s)
                 return r;
@@ -189,6 +249,141 @@ int sandbox_user_parse(json_object *req, SandboxUser *ret, ProtoError *err) {
                                        "(root of the sandbox's user namespace)");
         *ret = u;
         return 0;
+}
+
+/* "tty": {"rows", "cols"}: a terminal of the sandbox's whose master goes to the client. */
+static int parse_tty(json_object *req, RunSpec *spec, ProtoError *err) {
+        json_object *tty;
+        ProtoError e = {};
+        uint64_t rows, cols;
+
+        if (!json_object_object_get_ex(req, "tty", &tty) || json_object_is_type(tty, json_type_null))
+                return 0;
+        json_object_object_foreach(tty, k, v) {
+                (void) v;
+                if (strcmp(k, "rows") != 0 && strcmp(k, "cols") != 0)
+                        return proto_error_set(err, SBX_E_INVALID_REQUEST, "tty", "unknown field 'tty.%.64s'", k);
+        }
+        if (proto_get_uint(tty, "rows", 1, 1000, &rows, &e) <= 0 || proto_get_uint(tty, "cols", 1, 4096, &cols, &e) <= 0)
+                return proto_error_set(err, SBX_E_INVALID_REQUEST, "tty",
+                                       "'tty' needs 'rows' (1 to 1000) and 'cols' (1 to 4096)");
+        spec->tty = true;
+        spec->rows = (unsigned short) rows;
+        spec->cols = (unsigned short) cols;
+        return 0;
+}
+
+static const char *const rlimit_names[RUN_RLIMITS_MAX] = {
+        [RLIMIT_CPU] = "CPU",         [RLIMIT_FSIZE] = "FSIZE",   [RLIMIT_DATA] = "DATA",
+        [RLIMIT_STACK] = "STACK",     [RLIMIT_CORE] = "CORE",     [RLIMIT_RSS] = "RSS",
+        [RLIMIT_NPROC] = "NPROC",     [RLIMIT_NOFILE] = "NOFILE", [RLIMIT_MEMLOCK] = "MEMLOCK",
+        [RLIMIT_AS] = "AS",           [RLIMIT_LOCKS] = "LOCKS",   [RLIMIT_SIGPENDING] = "SIGPENDING",
+        [RLIMIT_MSGQUEUE] = "MSGQUEUE", [RLIMIT_NICE] = "NICE",   [RLIMIT_RTPRIO] = "RTPRIO",
+        [RLIMIT_RTTIME] = "RTTIME",
+};
+
+static int rlimit_from_name(const char *name) {
+        for (int r = 0; r < RUN_RLIMITS_MAX; r++)
+                if (rlimit_names[r] && strcmp(rlimit_names[r], name) == 0)
+                        return r;
+        return -1;
+}
+
+/* An integer (UINT64_MAX, as OCI writes RLIM_INFINITY, is that) or "unlimited". */
+static int rlimit_value(json_object *v, rlim_t *ret) {
+        if (json_object_is_type(v, json_type_string) && strcmp(json_object_get_string(v), "unlimited") == 0) {
+                *ret = RLIM_INFINITY;
+                return 0;
+        }
+        if (!json_object_is_type(v, json_type_int))
+                return -EINVAL;
+        int64_t x = json_object_get_int64(v);
+        if (x < 0)
+                return -EINVAL;
+        *ret = x == INT64_MAX ? (rlim_t) json_object_get_uint64(v) : (rlim_t) x;
+        return 0;
+}
+
+/* "rlimits": {"NOFILE": [soft, hard], ...}: soft <= hard <= the daemon's own hard limit (what
+ * the command could never raise itself to is refused, not cut). */
+static int parse_rlimit(const char *name, json_object *v, RunSpec *spec, ProtoError *err) {
+        char field[32];
+        struct rlimit have;
+        rlim_t soft, hard;
+        int r = rlimit_from_name(name);
+
+        snprintf(field, sizeof(field), "rlimits.%.16s", name);
+        if (r < 0)
+                return proto_error_set(err, SBX_E_INVALID_REQUEST, "rlimits",
+                                       "unknown rlimit '%.32s' (the names are RLIMIT_* without the prefix: NOFILE, NPROC, ...)",
+                                       name);
+        if (!json_object_is_type(v, json_type_array) || json_object_array_length(v) != 2 ||
+            rlimit_value(json_object_array_get_idx(v, 0), &soft) < 0 || rlimit_value(json_object_array_get_idx(v, 1), &hard) < 0)
+                return proto_error_set(err, SBX_E_INVALID_REQUEST, field,
+                                       "'%s' must be [soft, hard], each an integer or \"unlimited\"", field);
+        if (soft > hard)
+                return proto_error_set(err, SBX_E_INVALID_REQUEST, field, "'%s': the soft limit is above the hard one", field);
+        if (getrlimit(r, &have) == 0 && hard > have.rlim_max)
+                return proto_error_set(err, SBX_E_INVALID_REQUEST, field,
+                                       "'%s': the hard limit is above the daemon's own (%llu)", field,
+                                       (unsigned long long) have.rlim_max);
+        spec->rlimit[r] = (struct rlimit) { soft, hard };
+        spec->rlimit_mask |= UINT32_C(1) << r;
+        return 0;
+}
+
+static int parse_rlimits(json_object *req, RunSpec *spec, ProtoError *err) {
+        json_object *o;
+        int r;
+
+        if (!json_object_object_get_ex(req, "rlimits", &o) || json_object_is_type(o, json_type_null))
+                return 0;
+        json_object_object_foreach(o, k, v)
+                if ((r = parse_rlimit(k, v, spec, err)) < 0)
+                        return r;
+        return 0;
+}
+
+static bool has_field(json_object *req, const char *name) {
+        json_object *v;
+        return json_object_object_get_ex(req, name, &v) && !json_object_is_type(v, json_type_null);
+}
+
+/* With the client's own stdio or a terminal handed over, nothing goes through the daemon. */
+static int check_own_stdio(json_object *req, RunSpec *spec, ProtoError *err) {
+        const char *not_with[] = { "stdin", "stream", "output_bytes" };
+        bool stdio = has_field(req, "stdio");
+
+        if (stdio && spec->tty)
+                return proto_error_set(err, SBX_E_INVALID_REQUEST, "tty", "give either 'stdio' or 'tty', not both");
+        if (has_field(req, "extra_fds") && !stdio && !spec->tty)
+                return proto_error_set(err, SBX_E_INVALID_REQUEST, "extra_fds", "'extra_fds' needs 'stdio' or 'tty'");
+        if (!stdio && !spec->tty)
+                return 0;
+        for (size_t i = 0; i < ELEMENTSOF(not_with); i++)
+                if (has_field(req, not_with[i]))
+                        return proto_error_set(err, SBX_E_INVALID_REQUEST, not_with[i],
+                                               "'%s' is refused with '%s': the command's stdio is the client's", not_with[i],
+                                               stdio ? "stdio" : "tty");
+        return 0;
+}
+
+static int parse_process(json_object *req, RunSpec *spec, ProtoError *err) {
+        uint64_t mask;
+        int r;
+
+        spec->umask = -1;
+        if ((r = proto_get_uint(req, "umask", 0, 0777, &mask, err)) < 0)
+                return r;
+        if (r > 0)
+                spec->umask = (int) mask;
+        if ((r = proto_get_bool(req, "no_timeout", &spec->no_timeout, err)) < 0)
+                return r;
+        if (spec->no_timeout && has_field(req, "timeout_s"))
+                return proto_error_set(err, SBX_E_INVALID_REQUEST, "no_timeout", "give either 'no_timeout' or 'timeout_s', not both");
+        if ((r = parse_tty(req, spec, err)) < 0 || (r = check_own_stdio(req, spec, err)) < 0)
+                return r;
+        return parse_rlimits(req, spec, err);
 }
 
 int run_spec_parse(json_object *req, uint64_t max_stdin, RunSpec *spec, ProtoError *err) {
@@ -205,7 +400,7 @@ int run_spec_parse(json_object *req, uint64_t max_stdin, RunSpec *spec, ProtoErr
             (r = proto_get_size(req, "file_size", &spec->file_size, err)) < 0 ||
             (r = proto_get_uint(req, "open_files", 16, INT32_MAX, &spec->open_files, err)) < 0 ||
             (r = proto_get_bool(req, "stream", &spec->stream, err)) < 0 ||
-            (r = sandbox_user_parse(req, &spec->user, err)) < 0)
+            (r = parse_user(req, spec, err)) < 0 || (r = parse_process(req, spec, err)) < 0)
                 return r;
         /* Absent means the sandbox's value (no CPU limit for cpu_s); 0 given is no limit either
          * way, and refused as create refuses it (THREATS PRO-03). */
@@ -222,20 +417,120 @@ int run_spec_parse(json_object *req, uint64_t max_stdin, RunSpec *spec, ProtoErr
         return 0;
 }
 
-int run_spec_resolve(RunSpec *spec, Sandbox *s, ProtoError *err) {
+/* One entry of "stdio" or "extra_fds": an index into the line's fds (marked used), or null for
+ * /dev/null; what the command gets is a copy of ours. */
+static int take_fd(json_object *v, const char *field, const int *fds, size_t n_fds, bool *used, int *ret,
+                   ProtoError *err) {
+        const char *reason = NULL;
+        int64_t i;
+        int fd;
+
+        if (!v || json_object_is_type(v, json_type_null))
+                fd = open("/dev/null", O_RDWR | O_CLOEXEC | O_NOCTTY);
+        else {
+                if (!json_object_is_type(v, json_type_int))
+                        return proto_error_set(err, SBX_E_INVALID_REQUEST, field,
+                                               "'%s' holds indexes into the request's fds, or null", field);
+                i = json_object_get_int64(v);
+                if (i < 0 || (uint64_t) i >= n_fds)
+                        return proto_error_set(err, SBX_E_INVALID_REQUEST, field,
+                                               "'%s': fd %" PRId64 " did not come with this request (%zu did)", field, i, n_fds);
+                if (sbx_fd_check(fds[i], SBX_FD_STDIO, &reason) < 0)
+                        return proto_error_set(err, SBX_E_INVALID_REQUEST, field, "'%s': fd %" PRId64 " %s", field, i,
+                                               reason ? reason : "is refused");
+                used[i] = true;
+                fd = fcntl(fds[i], F_DUPFD_CLOEXEC, 3);
+        }
+        if (fd < 0)
+                return proto_error_set(err, SBX_E_INTERNAL, field, "cannot hold the fd: %s", strerror(errno));
+        *ret = fd;
+        return 0;
+}
+
+static int take_fd_list(json_object *req, const char *field, size_t min, size_t max, const int *fds, size_t n_fds,
+                        bool *used, int *ret, size_t *ret_n, ProtoError *err) {
+        json_object *a;
+        size_t n;
+        int r;
+
+        if (!json_object_object_get_ex(req, field, &a) || json_object_is_type(a, json_type_null))
+                return 0;
+        if (!json_object_is_type(a, json_type_array))
+                return proto_error_set(err, SBX_E_INVALID_REQUEST, field, "'%s' must be an array", field);
+        n = json_object_array_length(a);
+        if (n < min || n > max)
+                return min == max ? proto_error_set(err, SBX_E_INVALID_REQUEST, field, "'%s' must hold %zu entries", field, min)
+                                  : proto_error_set(err, SBX_E_INVALID_REQUEST, field, "'%s' holds at most %zu entries",
+                                                    field, max);
+        for (size_t i = 0; i < n; i++) {
+                if ((r = take_fd(json_object_array_get_idx(a, i), field, fds, n_fds, used, &ret[i], err)) < 0)
+                        return r;
+                (*ret_n)++; /* owned by the spec from here: run_spec_done() closes it */
+        }
+        return 0;
+}
+
+int run_spec_take_fds(json_object *req, const int *fds, size_t n_fds, RunSpec *spec, ProtoError *err) {
+        bool used[SBX_FDS_PER_MESSAGE] = {};
+        int r;
+
+        if (n_fds > SBX_FDS_PER_MESSAGE)
+                return proto_error_set(err, SBX_E_INVALID_REQUEST, "fds", "too many file descriptors");
+        if ((r = take_fd_list(req, "stdio", 3, 3, fds, n_fds, used, spec->stdio_fd, &spec->n_stdio, err)) < 0 ||
+            (r = take_fd_list(req, "extra_fds", 0, RUN_EXTRA_FDS_MAX, fds, n_fds, used, spec->extra_fd, &spec->n_extra,
+                              err)) < 0)
+                return r;
+        /* An fd nobody named would be accepted and ignored: refused instead. */
+        for (size_t i = 0; i < n_fds; i++)
+                if (!used[i])
+                        return proto_error_set(err, SBX_E_INVALID_REQUEST, "fds",
+                                               "fd %zu came with this request but neither 'stdio' nor 'extra_fds' names it", i);
+        return 0;
+}
+
+/* The run's user and its rlimits against what its sandbox allows. */
+static int resolve_identity(RunSpec *spec, Sandbox *s, ProtoError *err) {
         const Config *c = &s->ctx->config;
 
-        if (!spec->timeout_usec)
-                spec->timeout_usec = s->limits.timeout_usec;
         if (spec->user == SANDBOX_USER_UNSET)
                 spec->user = s->user;
+        if (spec->ids_set && (spec->uid >= c->uid_range || spec->gid >= c->uid_range))
+                return proto_error_set(err, SBX_E_INVALID_REQUEST, "user",
+                                       "'user': uid %u / gid %u is not mapped in the sandbox (it has ids 0 to %" PRIu64 ")",
+                                       spec->uid, spec->gid, c->uid_range - 1);
+        /* A run may lower its sandbox's rlimits, never raise them (as open_files and file_size). */
+        if ((spec->rlimit_mask & (UINT32_C(1) << RLIMIT_NOFILE)) && s->limits.open_files &&
+            spec->rlimit[RLIMIT_NOFILE].rlim_max > s->limits.open_files)
+                return proto_error_set(err, SBX_E_INVALID_REQUEST, "rlimits.NOFILE",
+                                       "'rlimits.NOFILE' must not exceed the sandbox's open_files (%" PRIu64 ")",
+                                       s->limits.open_files);
+        if ((spec->rlimit_mask & (UINT32_C(1) << RLIMIT_FSIZE)) && s->limits.file_size &&
+            spec->rlimit[RLIMIT_FSIZE].rlim_max > s->limits.file_size)
+                return proto_error_set(err, SBX_E_INVALID_REQUEST, "rlimits.FSIZE",
+                                       "'rlimits.FSIZE' must not exceed the sandbox's file_size (%" PRIu64 ")",
+                                       s->limits.file_size);
+        if (spec->cwd_outside && !sandbox_has_own_root(s))
+                return proto_error_set(err, SBX_E_INVALID_REQUEST, "cwd",
+                                       "'cwd' must be an absolute path at or beneath /work (anywhere only in a sandbox "
+                                       "with a root of its own: an image)");
+        return 0;
+}
+
+int run_spec_resolve(RunSpec *spec, Sandbox *s, ProtoError *err) {
+        const Config *c = &s->ctx->config;
+        int r;
+
+        if (!spec->timeout_usec && !spec->no_timeout)
+                spec->timeout_usec = s->limits.timeout_usec;
+        if ((r = resolve_identity(spec, s, err)) < 0)
+                return r;
         if (spec->user == SANDBOX_USER_ROOT && s->unprivileged_only)
                 return proto_error_set(err, SBX_E_INVALID_REQUEST, "user",
                                        "sandbox %s is a throwaway sandbox made for a run as \"sandbox\": its mounts are not "
                                        "locked against root, so \"user\":\"root\" needs a sandbox of its own "
                                        "(a throwaway run that asks for it, or create)", s->id);
         if (!spec->output_bytes)
-                spec->output_bytes = s->limits.output_bytes;
+                spec->output_bytes = run_spec_own_stdio(spec) ? 2 : s->limits.output_bytes;
         if (spec->timeout_usec > c->max_timeout_usec)
                 return proto_error_set(err, SBX_E_INVALID_REQUEST, "timeout_s", "'timeout_s' exceeds the maximum of %" PRIu64 "s",
                                        c->max_timeout_usec / USEC_PER_SEC);
@@ -255,7 +550,7 @@ int run_spec_resolve(RunSpec *spec, Sandbox *s, ProtoError *err) {
         if (spec->open_files && spec->open_files > s->limits.open_files)
                 return proto_error_set(err, SBX_E_INVALID_REQUEST, "open_files",
                                        "'open_files' must not exceed the sandbox's (%" PRIu64 ")", s->limits.open_files);
-        if (!spec->envp && !(spec->envp = envp_from_object(s->env)))
+        if (!spec->envp && !(spec->envp = envp_from_object(s->env, true)))
                 return proto_error_set(err, SBX_E_INTERNAL, NULL, "out of memory");
         return 0;
 }
@@ -263,6 +558,9 @@ int run_spec_resolve(RunSpec *spec, Sandbox *s, ProtoError *err) {
 /* The most its reply can take: both streams at their cap, as base64 (output that is not UTF-8),
  * with room for the JSON around them; and its stdin until written. */
 uint64_t run_spec_held(const RunSpec *spec) {
+        /* Nothing captured: its final reply is an account. */
+        if (run_spec_own_stdio(spec))
+                return 1024;
         return 2 * (4 * ((spec->output_bytes + 2) / 3) + 256) + spec->stdin_len;
 }
 
@@ -271,6 +569,10 @@ void run_spec_done(RunSpec *spec) {
         strv_free(spec->envp);
         free(spec->cwd);
         free(spec->stdin_data);
+        for (size_t i = 0; i < spec->n_stdio && i < 3; i++)
+                safe_close(spec->stdio_fd[i]);
+        for (size_t i = 0; i < spec->n_extra && i < RUN_EXTRA_FDS_MAX; i++)
+                safe_close(spec->extra_fd[i]);
         *spec = (RunSpec) {};
 }
 

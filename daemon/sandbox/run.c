@@ -103,7 +103,7 @@ int run_new(Sandbox *s, Reply *reply, RunSpec *spec, Run **ret) {
         r->spec = *spec;
         *spec = (RunSpec) {};
         launch_init(&r->launch, s, &run_launch_ops, r);
-        r->main_pidfd = r->stdin_fd = -EBADF;
+        r->main_pidfd = r->stdin_fd = r->tty_master = -EBADF;
         r->out_fd[0] = r->out_fd[1] = -EBADF;
         output_init(&r->out[0], r->spec.output_bytes);
         output_init(&r->out[1], r->spec.output_bytes);
@@ -123,6 +123,7 @@ static void run_close_io(Run *r) {
         }
         r->stdin_source = sd_event_source_disable_unref(r->stdin_source);
         r->stdin_fd = safe_close(r->stdin_fd);
+        r->tty_master = safe_close(r->tty_master);
         r->launch.report_source = sd_event_source_disable_unref(r->launch.report_source);
         r->launch.report_fd = safe_close(r->launch.report_fd);
         r->timeout_source = sd_event_source_disable_unref(r->timeout_source);
@@ -364,8 +365,12 @@ static const char *run_reply(Run *r) {
         json_object_object_add(o, "run_id", json_object_new_string(r->id));
         json_object_object_add(o, "sandbox", json_object_new_string(r->sandbox->id));
         why = run_add_outcome(r, o, oom);
-        output_to_json(&r->out[0], o, "stdout");
-        output_to_json(&r->out[1], o, "stderr");
+        if (run_spec_own_stdio(&r->spec))
+                json_object_object_add(o, "captured", json_object_new_boolean(false));
+        else {
+                output_to_json(&r->out[0], o, "stdout");
+                output_to_json(&r->out[1], o, "stderr");
+        }
         run_add_stats(r, o);
         reply_ok(r->reply, o);
         return why;
@@ -405,17 +410,61 @@ static void run_finish(Run *r) {
 
 /* ---- Events ------------------------------------------------------------------------------ */
 
+/* The pid of pidfd's process in its own (innermost) pid namespace: the last of its fdinfo's
+ * "NSpid:" (the sandbox's, where the command is). -errno when it cannot be read. */
+static int pidfd_inner_pid(int pidfd) {
+        char path[64], buf[1024];
+        const char *line, *p;
+        ssize_t n;
+        int fd, pid = -ENOENT;
+
+        snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", pidfd);
+        fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        n = read(fd, buf, sizeof(buf) - 1);
+        safe_close(fd);
+        if (n <= 0)
+                return n < 0 ? -errno : -ENOENT;
+        buf[n] = '\0';
+        line = strstr(buf, "NSpid:");
+        if (!line)
+                return -ENOENT;
+        for (p = line + 6; *p && *p != '\n';) {
+                char *end;
+                long v = strtol(p, &end, 10);
+                if (end == p)
+                        break;
+                pid = (int) v;
+                p = end;
+        }
+        return pid > 0 ? pid : -ESRCH;
+}
+
 /* Tells the client the run's id while it is in flight, so that it (or another connection of
- * the same user) can kill it. */
+ * the same user) can kill it, and the command's pid inside the sandbox; a "tty" run's terminal
+ * goes with it, and the daemon keeps no copy. */
 static void run_send_started(Run *r) {
         json_object *ev;
+        int pid;
 
-        if (r->answered)
+        if (r->answered) {
+                r->tty_master = safe_close(r->tty_master);
                 return;
+        }
         ev = reply_event_new(r->reply, "started");
         json_object_object_add(ev, "run_id", json_object_new_string(r->id));
         json_object_object_add(ev, "sandbox", json_object_new_string(r->sandbox->id));
-        reply_event(r->reply, ev);
+        pid = r->main_pidfd >= 0 ? pidfd_inner_pid(r->main_pidfd) : -EBADF;
+        json_object_object_add(ev, "pid", pid > 0 ? json_object_new_int(pid) : NULL);
+        if (r->tty_master < 0) {
+                reply_event(r->reply, ev);
+                return;
+        }
+        json_object_object_add(ev, "fds", json_object_new_int(1));
+        json_object_object_add(ev, "master", json_object_new_int(0));
+        reply_event_fds(r->reply, ev, &r->tty_master, 1);
+        r->tty_master = -EBADF;
 }
 
 static void run_handle_report(void *userdata, const SpawnReport *rep, int fd) {
@@ -437,6 +486,13 @@ static void run_handle_report(void *userdata, const SpawnReport *rep, int fd) {
         case REPORT_FAILED:
                 r->fail_step = rep->step;
                 r->fail_errno = rep->err;
+                break;
+        case REPORT_TERMINAL:
+                /* Only a "tty" run's helper opens one; held until "started" takes it. */
+                if (r->spec.tty && r->tty_master < 0 && fd >= 0) {
+                        r->tty_master = fd;
+                        return;
+                }
                 break;
         }
         safe_close(fd);
@@ -586,12 +642,33 @@ static void run_rlimit_cpu(Run *r, RunParams *p) {
 
 #define RUN_PIPE_SIZE (1 << 20)
 
+/* Its timeout (none with no_timeout) and CPU budget watched. */
+static int run_watch_clock(Run *r) {
+        sd_event *e = r->sandbox->ctx->event;
+        int k;
+
+        if (!r->spec.no_timeout &&
+            (k = sd_event_add_time_relative(e, &r->timeout_source, CLOCK_MONOTONIC, r->spec.timeout_usec, 1000,
+                                            on_timeout, r)) < 0)
+                return k;
+        /* Started while its sandbox is frozen for a snapshot: the clock starts at the thaw. */
+        if (r->sandbox->frozen)
+                run_timeout_pause(r, now_usec(CLOCK_MONOTONIC));
+        if (r->spec.cpu_usec &&
+            (k = sd_event_add_time_relative(e, &r->cpu_source, CLOCK_MONOTONIC, 10 * USEC_PER_MSEC, 1000, on_cpu_check, r)) < 0)
+                return k;
+        return 0;
+}
+
 /* Its pipes: the output read, stdin written; its timeout and CPU budget watched. */
 static int run_watch(void *userdata, LaunchFds *f) {
         Run *r = userdata;
         sd_event *e = r->sandbox->ctx->event;
         int k;
 
+        /* The client's own fds or a terminal: nothing to read or write here. */
+        if (run_spec_own_stdio(&r->spec))
+                return run_watch_clock(r);
         r->out_fd[0] = TAKE_FD(f->out[0]);
         r->out_fd[1] = TAKE_FD(f->err[0]);
         r->stdin_fd = TAKE_FD(f->in[1]);
@@ -612,16 +689,7 @@ static int run_watch(void *userdata, LaunchFds *f) {
                         return k;
         } else
                 r->stdin_fd = safe_close(r->stdin_fd);
-        if ((k = sd_event_add_time_relative(e, &r->timeout_source, CLOCK_MONOTONIC, r->spec.timeout_usec, 1000,
-                                            on_timeout, r)) < 0)
-                return k;
-        /* Started while its sandbox is frozen for a snapshot: the clock starts at the thaw. */
-        if (r->sandbox->frozen)
-                run_timeout_pause(r, now_usec(CLOCK_MONOTONIC));
-        if (r->spec.cpu_usec &&
-            (k = sd_event_add_time_relative(e, &r->cpu_source, CLOCK_MONOTONIC, 10 * USEC_PER_MSEC, 1000, on_cpu_check, r)) < 0)
-                return k;
-        return 0;
+        return run_watch_clock(r);
 }
 
 static const LaunchOps run_launch_ops = {
@@ -642,6 +710,26 @@ static void run_fail_start(Run *r, const ProtoError *e) {
         sandbox_run_finished(s, NULL);
 }
 
+/* What the run asked of its process besides the command: its ids, umask, rlimits, its own fds
+ * or a terminal, a cwd anywhere in a root of its own. */
+static void run_params_process(Run *r, RunParams *p) {
+        const RunSpec *sp = &r->spec;
+
+        p->cwd_anywhere = sandbox_has_own_root(r->sandbox);
+        p->ids_set = sp->ids_set;
+        p->uid = sp->uid;
+        p->gid = sp->gid;
+        p->umask_set = sp->umask >= 0;
+        p->umask = sp->umask >= 0 ? (unsigned) sp->umask : 0;
+        p->rl_mask = sp->rlimit_mask;
+        memcpy(p->rl, sp->rlimit, sizeof(p->rl));
+        p->n_extra = (unsigned) sp->n_extra;
+        memcpy(p->extra_fds, sp->extra_fd, sp->n_extra * sizeof(int));
+        p->pty = sp->tty;
+        p->rows = sp->rows;
+        p->cols = sp->cols;
+}
+
 void run_start(Run *r) {
         RunParams p = {
                 .argv = r->spec.argv,
@@ -655,7 +743,10 @@ void run_start(Run *r) {
                 .pids = r->spec.pids,
                 .file_size = r->spec.file_size,
                 .open_files = r->spec.open_files,
-                .pipes = true,
+                .pipes = !run_spec_own_stdio(&r->spec),
+                .stdio = r->spec.n_stdio == 3 ? r->spec.stdio_fd : NULL,
+                .nofile_given = r->spec.rlimit_mask & (UINT32_C(1) << RLIMIT_NOFILE),
+                .fsize_given = r->spec.rlimit_mask & (UINT32_C(1) << RLIMIT_FSIZE),
                 .via_helper = true,
                 .params = &p,
                 .what_cgroup = "cannot create the run's cgroup",
@@ -674,8 +765,15 @@ void run_start(Run *r) {
         if (r->sandbox->enforced & CG_PIDS)
                 (void) cg_read_keyed(r->sandbox->cg_fd, "pids.events", "max", &r->sandbox_pids_max_events);
         run_rlimit_cpu(r, &p);
+        run_params_process(r, &p);
         if (launch_start(&r->launch, &spec, &err) < 0)
                 return run_fail_start(r, &err);
+        /* The helper has its copies: ours would keep the client's pipes open (no EOF for its
+         * reader) for as long as the run lasts. */
+        for (size_t i = 0; i < r->spec.n_stdio; i++)
+                r->spec.stdio_fd[i] = safe_close(r->spec.stdio_fd[i]);
+        for (size_t i = 0; i < r->spec.n_extra; i++)
+                r->spec.extra_fd[i] = safe_close(r->spec.extra_fd[i]);
 }
 
 /* ---- As a member of its sandbox ---------------------------------------------------------- */

@@ -51,6 +51,7 @@ typedef struct Run {
         RunSpec spec;
         Launch launch;          /* its cgroup, its helper, the helper's reports */
         int main_pidfd;         /* the command itself, once started */
+        int tty_master;         /* a "tty" run's terminal, until it goes to the client with "started" */
         int out_fd[2];
         int stdin_fd;
         size_t stdin_off;

@@ -242,6 +242,12 @@ static inline bool sandbox_caller_workspace(const Sandbox *s) {
         return s->n_mounts > 0 && s->mounts[0].target && strcmp(s->mounts[0].target, "/work") == 0;
 }
 
+/* Whether the sandbox's root is its own rather than the host's minimal view (an image's): a
+ * run's cwd may then be any directory of it (run_spec_resolve()). */
+static inline bool sandbox_has_own_root(const Sandbox *s) {
+        return s->image != NULL;
+}
+
 /* Validates a create request (shared by throwaway runs) into a new sandbox that is being set
  * up; the reply comes later through the waiters or pending runs. */
 int sandbox_create(Context *m, json_object *req, uid_t owner, bool ephemeral, Sandbox **ret, ProtoError *err);

@@ -957,6 +957,7 @@ void session_start(Session *p) {
                 .argv = p->spec.argv,
                 .envp = p->spec.envp,
                 .cwd = p->spec.cwd,
+                .cwd_anywhere = sandbox_has_own_root(p->sandbox),
                 .user = p->sandbox->user,
                 .pty = p->pty,
                 .rows = (unsigned short) p->rows,

@@ -24,6 +24,12 @@
 
 static void connection_update_events(Connection *c);
 
+static void out_fds_clear(Connection *c) {
+        for (size_t i = 0; i < c->n_out_fds; i++)
+                sbx_fds_close(c->out_fds[i].fd, c->out_fds[i].n);
+        c->n_out_fds = 0;
+}
+
 static void conn_link(ConnectionSet *m, Connection *c) {
         c->next = m->head;
         if (m->head)
@@ -66,6 +72,7 @@ Connection *connection_unref(Connection *c) {
         sd_event_source_disable_unref(c->partial_timer);
         safe_close(c->fd);
         (void) sbx_fd_queue_clear(&c->fds);
+        out_fds_clear(c);
         line_buffer_done(&c->in);
         free(c->out);
         free(c);
@@ -101,6 +108,7 @@ void connection_close(Connection *c) {
         c->finish = sd_event_source_disable_unref(c->finish);
         c->fd = safe_close(c->fd);
         (void) sbx_fd_queue_clear(&c->fds);
+        out_fds_clear(c);
         line_buffer_done(&c->in);
         free(c->out);
         c->out = NULL;
@@ -132,15 +140,61 @@ static void connection_shrink(Connection *c) {
         }
 }
 
+/* One sendmsg() of at most len bytes of out with the fds of the first line that has them (the
+ * kernel attaches them to these bytes: the client's recvmsg() gets them with a byte of that
+ * line, lib/fdpass.h). Returns the byte count or -errno. */
+static ssize_t send_with_fds(Connection *c, size_t len) {
+        union {
+                struct cmsghdr align;
+                char buf[CMSG_SPACE(sizeof(int) * SBX_FDS_PER_MESSAGE)];
+        } control = {};
+        struct iovec iov = { .iov_base = c->out + c->out_off, .iov_len = len };
+        struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = control.buf };
+        size_t n_fds = c->out_fds[0].n;
+        struct cmsghdr *cm;
+        ssize_t n;
+
+        mh.msg_controllen = CMSG_SPACE(sizeof(int) * n_fds);
+        cm = CMSG_FIRSTHDR(&mh);
+        if (!cm)
+                return -EINVAL;
+        cm->cmsg_level = SOL_SOCKET;
+        cm->cmsg_type = SCM_RIGHTS;
+        cm->cmsg_len = CMSG_LEN(sizeof(int) * n_fds);
+        memcpy(CMSG_DATA(cm), c->out_fds[0].fd, sizeof(int) * n_fds);
+        n = sendmsg(c->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (n < 0)
+                return -errno;
+        /* The kernel holds its own references now: ours go, and the line's entry with them. */
+        sbx_fds_close(c->out_fds[0].fd, n_fds);
+        memmove(c->out_fds, c->out_fds + 1, (c->n_out_fds - 1) * sizeof(c->out_fds[0]));
+        c->n_out_fds--;
+        return n;
+}
+
+/* What goes in the next send: up to the next line with fds, or that line with them. */
+static ssize_t connection_send_some(Connection *c) {
+        size_t len = c->out_len - c->out_off;
+        ssize_t n;
+
+        if (c->n_out_fds > 0 && c->out_fds[0].at == c->out_sent)
+                return send_with_fds(c, len < c->out_fds[0].len ? len : c->out_fds[0].len);
+        if (c->n_out_fds > 0 && c->out_fds[0].at - c->out_sent < len)
+                len = (size_t) (c->out_fds[0].at - c->out_sent);
+        n = send(c->fd, c->out + c->out_off, len, MSG_NOSIGNAL | MSG_DONTWAIT);
+        return n < 0 ? -errno : n;
+}
+
 static int connection_flush(Connection *c) {
         while (c->out_off < c->out_len) {
-                ssize_t n = send(c->fd, c->out + c->out_off, c->out_len - c->out_off, MSG_NOSIGNAL | MSG_DONTWAIT);
+                ssize_t n = connection_send_some(c);
                 if (n < 0) {
-                        if (errno == EAGAIN || errno == EINTR)
+                        if (n == -EAGAIN || n == -EINTR)
                                 return 0;
-                        return -errno;
+                        return (int) n;
                 }
                 c->out_off += (size_t) n;
+                c->out_sent += (uint64_t) n;
         }
         c->out_off = c->out_len = 0;
         return 0;
@@ -169,6 +223,7 @@ static int out_append(Connection *c, const char *data, size_t n) {
         }
         memcpy(c->out + c->out_len, data, n);
         c->out_len += n;
+        c->out_queued += n;
         return 0;
 }
 
@@ -257,6 +312,39 @@ static void connection_send_line(Connection *c, json_object *msg, bool take) {
         connection_queue_line(c, line, n);
 }
 
+/* The line of msg (taken) with fds (taken) on its first byte. */
+static void connection_send_fds(Connection *c, json_object *msg, int *fds, size_t n_fds) {
+        _cleanup_free_ char *line = NULL;
+        size_t n = 0;
+
+        if (c->dead || n_fds > SBX_FDS_PER_MESSAGE) {
+                sbx_fds_close(fds, n_fds);
+                json_object_put(msg);
+                return;
+        }
+        if (c->n_out_fds >= CONNECTION_OUT_FDS_MAX) {
+                log_notice("connection from pid %d: %d lines with fds unread, closing", (int) c->peer.pid,
+                           CONNECTION_OUT_FDS_MAX);
+                sbx_fds_close(fds, n_fds);
+                json_object_put(msg);
+                connection_close(c);
+                return;
+        }
+        line = proto_serialize(msg, &n);
+        json_object_put(msg);
+        if (line && n_fds > 0) {
+                size_t k = c->n_out_fds++;
+                memcpy(c->out_fds[k].fd, fds, n_fds * sizeof(int));
+                c->out_fds[k].n = n_fds;
+                c->out_fds[k].len = n;
+                c->out_fds[k].at = c->out_queued;
+                for (size_t i = 0; i < n_fds; i++)
+                        fds[i] = -EBADF; /* the connection's now */
+        } else
+                sbx_fds_close(fds, n_fds);
+        connection_queue_line(c, line, n);
+}
+
 static void connection_reply_error(Connection *c, json_object *id, const ProtoError *err) {
         metrics_error(err->code);
         connection_send_line(c, proto_reply_error(id, err), true);
@@ -270,6 +358,10 @@ static Connection *sink_connection(const ReplySink *sink) {
 
 static void sink_send(ReplySink *sink, json_object *msg) {
         connection_send_line(sink_connection(sink), msg, true);
+}
+
+static void sink_send_fds(ReplySink *sink, json_object *msg, int *fds, size_t n_fds) {
+        connection_send_fds(sink_connection(sink), msg, fds, n_fds);
 }
 
 static void sink_send_line(ReplySink *sink, const char *line, size_t len) {
@@ -295,6 +387,7 @@ static void sink_unref(ReplySink *sink) {
 static const ReplySinkOps connection_sink_ops = {
         .send = sink_send,
         .send_line = sink_send_line,
+        .send_fds = sink_send_fds,
         .backlog = sink_backlog,
         .input_ended = sink_input_ended,
         .ref = sink_ref,

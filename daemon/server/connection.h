@@ -15,6 +15,9 @@
 
 typedef struct Connection Connection;
 
+/* Lines with fds a connection may hold unsent (a client that does not read): past it, it is closed. */
+#define CONNECTION_OUT_FDS_MAX 8
+
 /* What the transport knows of the daemon: the callbacks it was given at connection_new(), as
  * sd-varlink's server knows its bind_method and bind_disconnect. dispatch answers through reply
  * (it takes its own reference to answer later; fds are the n_fds file descriptors that came with
@@ -59,6 +62,15 @@ struct Connection {
         SbxFdQueue fds;    /* received, until their line is complete (lib/fdpass.h) */
         char *out;
         size_t out_len, out_off, out_alloc;
+        /* fds that go with lines of out (reply_event_fds()): each set on the sendmsg() that starts
+         * its line, at stream offset at (counted as out_queued and out_sent count), len bytes */
+        struct {
+                int fd[SBX_FDS_PER_MESSAGE];
+                size_t n, len;
+                uint64_t at;
+        } out_fds[CONNECTION_OUT_FDS_MAX];
+        size_t n_out_fds;
+        uint64_t out_queued, out_sent;
         bool dead;         /* fd closed; replies are dropped; the close is deferred to close_source */
         sd_event_source *close_source; /* runs the close hooks and drops it from the manager */
         bool input_ended;  /* the client shut down its sending side; it is still answered */

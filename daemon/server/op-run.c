@@ -67,6 +67,8 @@ int op_run(Request *c, json_object *id, json_object *req, ProtoError *err) {
                                        "uid %u has its maximum of %llu runs in flight (max_runs_per_uid)",
                                        (unsigned) c->peer.uid, (unsigned long long) c->ctx->config.max_runs_per_uid);
         k = run_spec_parse(req, c->ctx->config.max_stdin_bytes, &spec, err);
+        if (k >= 0)
+                k = run_spec_take_fds(req, c->fds, c->n_fds, &spec, err);
         if (k < 0)
                 goto fail;
         k = run_sandbox(c, req, &s, &made, err);

@@ -133,7 +133,7 @@ static const Op ops[] = {
         { "list", op_list, list_fields },
         { "inspect", op_inspect, sandbox_fields },
         { "destroy", op_destroy, sandbox_fields },
-        { "run", op_run, request_run_fields },
+        { "run", op_run, request_run_fields, .takes_fds = true },
         { "kill", op_kill, kill_fields },
         { "sweep", op_sweep, sweep_fields },
         { "pty.open", op_pty_open, pty_open_fields },
