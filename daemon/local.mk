@@ -28,6 +28,7 @@ daemon_libsandboxd_la_SOURCES = \
 	daemon/host/cgroup.c daemon/host/cgroup.h daemon/host/cgroup-limits.c \
 	daemon/sandbox/sandbox.c daemon/sandbox/sandbox.h \
 	daemon/sandbox/sandbox-request.c \
+	daemon/sandbox/sandbox-control.c daemon/sandbox/sandbox-control.h \
 	daemon/sandbox/sandbox-init.c \
 	daemon/sandbox/sandbox-teardown.c \
 	daemon/exec/sandbox-setup.c daemon/exec/root-overlay.c daemon/exec/root-overlay.h daemon/exec/idmap.c daemon/exec/idmap.h \

@@ -38,11 +38,13 @@ const FieldSpec request_run_fields[] = {
         {},
 };
 
+const FieldSpec request_root_fields[] = { { "path", FIELD_STRING, true }, { "read_only", FIELD_BOOL }, {} };
+
 const FieldSpec request_workspace_fields[] = { { "source", FIELD_STRING, true }, {} };
 
 const FieldSpec request_mount_fields[] = {
         { "source", FIELD_STRING, true }, { "target", FIELD_STRING, true }, { "read_only", FIELD_BOOL },
-        {},
+        { "idmap", FIELD_STRING }, {},
 };
 
 const FieldSpec request_limits_fields[] = {

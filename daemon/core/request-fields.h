@@ -14,4 +14,5 @@ extern const FieldSpec request_run_fields[];
 /* "limits" of create and of a throwaway run; messages name them "limits.X". */
 extern const FieldSpec request_limits_fields[];
 extern const FieldSpec request_mount_fields[];
+extern const FieldSpec request_root_fields[]; /* create's "root": {"path", "read_only"} */
 extern const FieldSpec request_workspace_fields[]; /* create's "workspace": {"source"} */ /* an entry of create's and run's "mounts" */

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -39,10 +40,11 @@ const char *mount_step_to_string(int step) {
 _Noreturn static void caller_child(const MountSource *m, int fd) {
         SpawnReport r = { .kind = REPORT_FAILED };
         struct open_how how = {
-                .flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
+                .flags = O_PATH | O_NOFOLLOW | O_CLOEXEC,
                 .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
         };
-        int root = -1, src = -1;
+        int root = -1, src = -1, mode = R_OK | (m->read_only ? 0 : W_OK);
+        struct stat st;
 
         if (syscall(SYS_setgroups, (size_t) m->n_groups, m->groups) < 0 || syscall(SYS_setresgid, m->gid, m->gid, m->gid) < 0 ||
             syscall(SYS_setresuid, m->uid, m->uid, m->uid) < 0) {
@@ -61,8 +63,20 @@ _Noreturn static void caller_child(const MountSource *m, int fd) {
                 r.step = MOUNT_STEP_RESOLVE;
                 goto fail;
         }
+        /* A directory, or a regular file (the daemon says where one may be mounted): nothing
+         * else, no device, socket or fifo. */
+        if (fstat(src, &st) < 0) {
+                r.step = MOUNT_STEP_RESOLVE;
+                goto fail;
+        }
+        if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode)) {
+                /* O_PATH|O_NOFOLLOW opens a last component that is a symlink as the link. */
+                errno = S_ISLNK(st.st_mode) ? ELOOP : ENOTDIR;
+                r.step = MOUNT_STEP_RESOLVE;
+                goto fail;
+        }
         /* Real and effective ids are the caller's now: the kernel's own check, as the caller. */
-        if (faccessat(src, ".", R_OK | X_OK | (m->read_only ? 0 : W_OK), 0) < 0) {
+        if (S_ISDIR(st.st_mode) ? faccessat(src, ".", mode | X_OK, 0) < 0 : faccessat(src, "", mode, AT_EMPTY_PATH) < 0) {
                 r.step = MOUNT_STEP_ACCESS;
                 goto fail;
         }

@@ -349,12 +349,21 @@ pid_t run_exec_helper(int helper_fd, const RunParams *p, int cgroup_fd, int *ret
 /* The helper's init argv: 14 fixed, up to 16 masks, "--" and the root_binds, NULL. */
 #define INIT_ARGV_MAX (14 + 16 + 1 + ROOT_BINDS_MAX + 1)
 
+/* "lock" or "nolock" (InitParams.lock_mounts), with "+root" or "+rootro" for a root.path. */
+static const char *init_mode_arg(const InitParams *p) {
+        if (!p->own_root)
+                return p->lock_mounts ? "lock" : "nolock";
+        if (p->own_root_read_only)
+                return p->lock_mounts ? "lock+rootro" : "nolock+rootro";
+        return p->lock_mounts ? "lock+root" : "nolock+root";
+}
+
 pid_t run_exec_init(int helper_fd, const InitParams *p, int cgroup_fd, int leaf_fd, int *ret_pidfd) {
         char *const envp[] = { NULL };
         char fd[16], cg[16], size[24], net[16] = "-", ids[32];
         char *argv[INIT_ARGV_MAX] = { (char *) "sandboxd-run-helper", (char *) (leaf_fd >= 0 ? RUN_HELPER_INIT_CGNS : RUN_HELPER_INIT),
                                 fd, cg, (char *) (p->workdir ? p->workdir : ""), (char *) p->root_dir, (char *) p->hostname,
-                                (char *) (p->dev_dir ? p->dev_dir : ""), size, (char *) (p->lock_mounts ? "lock" : "nolock"),
+                                (char *) (p->dev_dir ? p->dev_dir : ""), size, (char *) init_mode_arg(p),
                                 net, (char *) (p->root_upper.dir ? p->root_upper.dir : ""), ids,
                                 (char *) (p->image_root ? p->image_root : "") };
         HelperExec h = { .helper_fd = helper_fd, .argv = argv, .envp = envp,

@@ -78,10 +78,28 @@ static int fail_step(InitParams *p, SpawnStep step) {
 }
 
 /* argv: "init", the sync fd, the sandbox's cgroup fd, workdir ("" for one in memory), root_dir, hostname, the /dev
- * template ("" for none), the tmpfs size in bytes, "lock" or "nolock" (InitParams.lock_mounts), the network
+ * template ("" for none), the tmpfs size in bytes, "lock" or "nolock" (InitParams.lock_mounts, "+root" or "+rootro" appended for a root.path), the network
  * namespace's fd ("-" for a new one), the overlay root's directory ("" for a read-only root), its "HOSTUID:COUNT",
  * the image's rootfs under an overlay root ("" for the host's view), the paths to mask, "--" and the root_binds. The init is cloned from this small process, not from the daemon
  * (run-exec.h). */
+/* "lock" or "nolock", then "+root" or "+rootro" for a root.path (run-exec.c init_mode_arg()). */
+static int parse_init_mode(const char *s, InitParams *p) {
+        const char *plus = strchr(s, '+');
+        size_t n = plus ? (size_t) (plus - s) : strlen(s);
+
+        if (n == 4 && strncmp(s, "lock", 4) == 0)
+                p->lock_mounts = true;
+        else if (!(n == 6 && strncmp(s, "nolock", 6) == 0))
+                return -1;
+        if (!plus)
+                return 0;
+        if (strcmp(plus, "+root") != 0 && strcmp(plus, "+rootro") != 0)
+                return -1;
+        p->own_root = true;
+        p->own_root_read_only = strcmp(plus, "+rootro") == 0;
+        return 0;
+}
+
 static int init_main(int argc, char **argv, bool cgns) {
         SpawnReport r = { .kind = REPORT_STARTED };
         InitParams p = { .cgroupns_ready = cgns, .netns_fd = -1, .sysfs_fd = -1 };
@@ -90,7 +108,7 @@ static int init_main(int argc, char **argv, bool cgns) {
         pid_t pid;
 
         if (argc < 14 || (p.sync_fd = parse_fd(argv[2])) < 0 || (cg_fd = parse_fd(argv[3])) < 0 ||
-            parse_u64(argv[8], &p.tmpfs_size) < 0 || (strcmp(argv[9], "lock") != 0 && strcmp(argv[9], "nolock") != 0) ||
+            parse_u64(argv[8], &p.tmpfs_size) < 0 || parse_init_mode(argv[9], &p) < 0 ||
             (strcmp(argv[10], "-") != 0 && (p.netns_fd = parse_fd(argv[10])) < 0) ||
             sscanf(argv[12], "%u:%u", &p.root_upper.host_uid, &p.root_upper.count) != 2)
                 return 127;
@@ -99,7 +117,6 @@ static int init_main(int argc, char **argv, bool cgns) {
         p.root_dir = argv[5];
         p.hostname = argv[6];
         p.dev_dir = argv[7][0] ? argv[7] : NULL;
-        p.lock_mounts = strcmp(argv[9], "lock") == 0;
         p.root_upper.dir = argv[11][0] ? argv[11] : NULL;
         p.image_root = p.root_upper.dir && argv[13][0] ? argv[13] : NULL;
         split_paths(&p, argv + 14);

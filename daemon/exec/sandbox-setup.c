@@ -412,7 +412,7 @@ static int bind_dev_node(const char *name) {
  * /dev/shm a link to /run/shm (a directory of the sandbox's own tmpfs), as Debian had it once. The
  * daemon's template (dev-template.h) has the nodes and links already: one bind. Without it, the
  * host's nodes are bound one by one into a directory of the root tmpfs. */
-static int setup_dev_nodes(void) {
+static int setup_dev_nodes(bool shm_dir) {
         static const char *const nodes[] = { "null", "zero", "full", "random", "urandom", "tty", NULL };
         static const char *const links[][2] = {
                 { "/proc/self/fd", "fd" },       { "/proc/self/fd/0", "stdin" }, { "/proc/self/fd/1", "stdout" },
@@ -426,12 +426,17 @@ static int setup_dev_nodes(void) {
         for (const char *const *n = nodes; *n; n++)
                 if (bind_dev_node(*n) < 0)
                         return -1;
-        for (size_t i = 0; i < ELEMENTSOF(links); i++) {
+        for (size_t i = 0; i < ELEMENTSOF(links) - (shm_dir ? 1 : 0); i++) {
                 snprintf(path, sizeof(path), NEWROOT "/dev/%s", links[i][1]);
                 if (symlink(links[i][0], path) < 0)
                         return -1;
         }
         if (mkdir(NEWROOT "/dev/pts", 0755) < 0)
+                return -1;
+        /* A root.path's /run is its own: /dev/shm is then a directory of the root tmpfs, bound
+         * writable before /dev turns read-only. */
+        if (shm_dir && (make_dir(NEWROOT "/dev/shm", 01777) < 0 ||
+                        bind_self(NEWROOT "/dev/shm", MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, 0) < 0))
                 return -1;
         return mount_setattr(AT_FDCWD, NEWROOT "/dev", 0, &ro, sizeof(ro));
 }
@@ -445,10 +450,23 @@ static int setup_dev_template(int dev_fd) {
         return move_mount(tree, "", AT_FDCWD, NEWROOT "/dev", MOVE_MOUNT_F_EMPTY_PATH);
 }
 
-static int setup_dev(int dev_fd) {
-        if ((dev_fd >= 0 ? setup_dev_template(dev_fd) : setup_dev_nodes()) < 0 || make_dir(NEWROOT "/run/shm", 01777) < 0)
-                return -1;
+static int mount_devpts(void) {
         return mount("devpts", NEWROOT "/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC, "newinstance,ptmxmode=0666,mode=0620");
+}
+
+static int setup_dev(int dev_fd) {
+        if ((dev_fd >= 0 ? setup_dev_template(dev_fd) : setup_dev_nodes(false)) < 0 || make_dir(NEWROOT "/run/shm", 01777) < 0)
+                return -1;
+        return mount_devpts();
+}
+
+/* A root.path's /dev: a directory of the root tmpfs (bound over the root's own by
+ * setup_own_root()) with the nodes one by one and /dev/shm a directory of its own: the template's
+ * shm link would point into the root's /run. */
+static int setup_dev_own(void) {
+        if (setup_dev_nodes(true) < 0)
+                return -1;
+        return mount_devpts();
 }
 
 /* The workspace arrives as an fd: its host path may be closed to the sandbox's uids. Without
@@ -775,24 +793,46 @@ static int setup_caller_mounts(const InitMounts *mounts) {
         for (unsigned i = 0; i < mounts->n; i++) {
                 char path[4096];
                 _cleanup_close_ int dir = open_no_symlinks(AT_FDCWD, NEWROOT, 0);
-                char *comp, *save = NULL;
+                char *comp, *next_comp, *save = NULL;
+                struct stat src, dst;
 
-                if (dir < 0)
+                if (dir < 0 || fstat(mounts->fd[i], &src) < 0)
                         return -1;
                 snprintf(path, sizeof(path), "%s", mounts->target[i]);
-                for (comp = strtok_r(path, "/", &save); comp; comp = strtok_r(NULL, "/", &save)) {
+                for (comp = strtok_r(path, "/", &save); comp; comp = next_comp) {
                         int next;
+
+                        next_comp = strtok_r(NULL, "/", &save);
                         if (strcmp(comp, ".") == 0 || strcmp(comp, "..") == 0) {
                                 errno = EINVAL;
                                 return -1;
                         }
-                        if (mkdirat(dir, comp, 0755) < 0 && errno != EEXIST)
+                        /* A file's target (a root.path's only: sandbox_open_mounts()) is an empty
+                         * file, made where there is none; every other component a directory. */
+                        if (!next_comp && S_ISREG(src.st_mode)) {
+                                int fd = openat(dir, comp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+                                if (fd < 0 && errno != EEXIST)
+                                        return -1;
+                                safe_close(fd);
+                        } else if (mkdirat(dir, comp, 0755) < 0 && errno != EEXIST)
                                 return -1;
                         next = open_target(dir, comp);
                         if (next < 0)
                                 return -1;
                         safe_close(dir);
                         dir = next;
+                }
+                /* Never onto a symlink (O_PATH|O_NOFOLLOW opens the link itself), and a file onto a
+                 * file, a directory onto a directory. */
+                if (fstat(dir, &dst) < 0)
+                        return -1;
+                if (S_ISLNK(dst.st_mode)) {
+                        errno = ELOOP;
+                        return -1;
+                }
+                if (S_ISDIR(src.st_mode) != S_ISDIR(dst.st_mode) || (!S_ISDIR(dst.st_mode) && !S_ISREG(dst.st_mode))) {
+                        errno = S_ISDIR(src.st_mode) ? ENOTDIR : EISDIR;
+                        return -1;
                 }
                 if (move_onto(mounts->fd[i], dir) < 0)
                         return -1;
@@ -848,6 +888,45 @@ static int setup_image_root(int tree, bool own_dev, bool own_work) {
         return 0;
 }
 
+/* A root.path's tree (the daemon's: detached, idmapped with the same ids, read-only if asked)
+ * becomes the new root, over the root tmpfs, whose "dev" directory is bound over the root's
+ * /dev. Everything else is the root's own, /tmp and /run included. /proc and /dev must be
+ * directories of it (made in a writable one where missing); /sys is mounted where it has one.
+ * None may be a symlink. */
+static int setup_own_root(int tree, bool read_only) {
+        _cleanup_close_ int scratch = -EBADF;
+
+        if (make_dir(NEWROOT "/dev", 0755) < 0)
+                return -1;
+        scratch = open(NEWROOT, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (scratch < 0 || move_mount(tree, "", AT_FDCWD, NEWROOT, MOVE_MOUNT_F_EMPTY_PATH) < 0)
+                return -1;
+        for (const char *const *d = (const char *const[]) { "proc", "dev", "sys", NULL }; *d; d++) {
+                char path[64];
+                int fd;
+
+                snprintf(path, sizeof(path), NEWROOT "/%s", *d);
+                if (!read_only && mkdir(path, 0755) < 0 && errno != EEXIST)
+                        return -1;
+                fd = open_no_symlinks(AT_FDCWD, path, 0);
+                if (fd < 0 && errno == ENOENT && strcmp(*d, "sys") == 0)
+                        continue;
+                if (fd < 0)
+                        return -1;
+                close(fd);
+        }
+        return bind_scratch(scratch, "dev");
+}
+
+static bool own_root_has_sys(void) {
+        int fd = open_no_symlinks(AT_FDCWD, NEWROOT "/sys", 0);
+
+        if (fd < 0)
+                return false;
+        close(fd);
+        return true;
+}
+
 /* The root the go brought (target "/", first): taken out of the caller's mounts. -1: none. */
 static int take_root_tree(InitMounts *mounts) {
         int fd;
@@ -866,6 +945,8 @@ static int take_root_tree(InitMounts *mounts) {
 static int setup_base(const InitParams *p, int root_tree, int workdir_fd, int dev_fd) {
         if (mount_root_tmpfs(p->tmpfs_size) < 0)
                 return -1;
+        if (root_tree >= 0 && p->own_root)
+                return setup_own_root(root_tree, p->own_root_read_only);
         if (root_tree >= 0)
                 return setup_image_root(root_tree, dev_fd < 0, workdir_fd < 0);
         if (setup_root(p) < 0)
@@ -887,11 +968,11 @@ static int setup_mounts(const InitParams *p, InitMounts *mounts, int workdir_fd,
                 return STEP_MOUNT_PRIVATE;
         if (setup_base(p, root_tree, workdir_fd, dev_fd) < 0)
                 return STEP_ROOT;
-        if (setup_sys(p->sysfs_fd) < 0)
+        if ((!p->own_root || own_root_has_sys()) && setup_sys(p->sysfs_fd) < 0)
                 return STEP_ROOT;
         if (mount("proc", NEWROOT "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
                 return STEP_PROC;
-        if (setup_dev(dev_fd) < 0)
+        if ((p->own_root ? setup_dev_own() : setup_dev(dev_fd)) < 0)
                 return STEP_DEV;
         if (setup_kernel_masks() < 0)
                 return STEP_MASK;
@@ -899,14 +980,15 @@ static int setup_mounts(const InitParams *p, InitMounts *mounts, int workdir_fd,
                               bind_self(NEWROOT "/tmp", MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, 0) < 0 ||
                               bind_self(NEWROOT "/run", MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, 0) < 0))
                 return STEP_TMP;
-        if (setup_work(workdir_fd) < 0)
+        /* A root.path has no /work of the daemon's (a mount may make one). */
+        if (!p->own_root && setup_work(workdir_fd) < 0)
                 return STEP_WORK;
         if (setup_caller_mounts(mounts) < 0)
                 return STEP_MOUNTS;
         /* An image's accounts are its own (its packages' users among them). */
         if (setup_masks(p->mask_paths) < 0 || (root_tree < 0 && setup_accounts(p->root_upper.dir) < 0))
                 return STEP_MASK;
-        if (setup_pivot(p->image_root) < 0)
+        if (setup_pivot(p->image_root || (p->own_root && !p->own_root_read_only)) < 0)
                 return STEP_PIVOT;
         return STEP_NONE;
 }

@@ -129,6 +129,11 @@ typedef struct InitParams {
         RootTrees trees;     /* made by whoever clones the init, from root_dir and root_binds */
         bool cgroupns_ready; /* born in the sandbox's own cgroup namespace: no unshare */
         bool lock_mounts;    /* end in a child user namespace whose mounts are locked (sandbox-setup.c) */
+        /* The go's "/" tree is a root.path (create's "root": {"path"}): the whole root as it is,
+         * with the sandbox's own /proc, /sys, /dev, /dev/pts and /dev/shm over it, writable unless
+         * own_root_read_only; no /work of the daemon's. */
+        bool own_root;
+        bool own_root_read_only;
         /* >= 0: the network namespace to join (netns-pool.h), for the helper that clones the
          * init; -1: the init gets a new one of its own */
         int netns_fd;

@@ -731,6 +731,8 @@ int file_op_start(Sandbox *s, const FileOpSpec *spec, Reply *reply, ProtoError *
                 return proto_error_set(err, SBX_E_CONFLICT, "sandbox", "the sandbox is not ready");
         if (s->ctx->file_helper_fd < 0)
                 return proto_error_set(err, SBX_E_INTERNAL, NULL, "sandboxd-file-helper was not found at start");
+        if (s->user_frozen)
+                return proto_error_set(err, SBX_E_CONFLICT, "sandbox", "the sandbox is frozen (sandbox.thaw resumes it)");
         if (s->frozen)
                 return proto_error_set(err, SBX_E_CONFLICT, "sandbox", "the sandbox is frozen for a snapshot; try again");
         argv = helper_argv(spec);

@@ -16,6 +16,8 @@
 #include <sys/socket.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
+#include <linux/magic.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -192,12 +194,14 @@ pid_t sandbox_start_init(Sandbox *s, int *ret_helper_pidfd) {
         InitParams p = {
                 .workdir = s->memory_workspace ? NULL : sandbox_workdir_path(s, workdir, sizeof(workdir)),
                 .root_dir = m->config.root_dir,
-                .hostname = "sandbox",
+                .hostname = s->hostname ? s->hostname : "sandbox",
                 .dev_dir = m->dev_dir,
                 .tmpfs_size = sandbox_tmpfs_size(s),
                 .mask_paths = sandbox_mask_paths(m),
                 .root_binds = (const char *const *) m->config.root_binds,
                 .lock_mounts = !s->unprivileged_only,
+                .own_root = s->root_path != NULL,
+                .own_root_read_only = s->root_read_only,
                 .root_upper = { .dir = s->root_overlay ? sandbox_root_upper_path(s, upper, sizeof(upper)) : NULL,
                                 .host_uid = s->host_uid,
                                 .count = (unsigned) m->config.uid_range },
@@ -220,7 +224,16 @@ pid_t sandbox_start_init(Sandbox *s, int *ret_helper_pidfd) {
                  * before the new ones are made. */
                 egress_detach_now(m, &s->net);
                 netns_pool_put(&m->netns, TAKE_FD(s->netns_fd));
-                if (s->net.egress) {
+                if (s->join_netns_fd >= 0) {
+                        /* The client's namespace (create's network.netns_fd), as it is. */
+                        s->netns_fd = fcntl(s->join_netns_fd, F_DUPFD_CLOEXEC, 3);
+                        if (s->netns_fd < 0) {
+                                int r = -errno;
+                                close(sp[0]);
+                                close(sp[1]);
+                                return r;
+                        }
+                } else if (s->net.egress) {
                         int r = sandbox_egress_netns(s);
                         if (r < 0) {
                                 close(sp[0]);
@@ -234,7 +247,7 @@ pid_t sandbox_start_init(Sandbox *s, int *ret_helper_pidfd) {
         }
         /* Without the helper, the daemon makes the init's trees: in the host's user namespace. An
          * overlay root needs a process of its own (root-overlay.h): refused at create. */
-        if (p.root_upper.dir) {
+        if (p.root_upper.dir || s->join_netns_fd >= 0) {
                 close(sp[0]);
                 close(sp[1]);
                 return -EOPNOTSUPP;
@@ -374,6 +387,9 @@ static int check_image_targets(Sandbox *s, ImageStore *st, ProtoError *err) {
 int sandbox_check_root(Sandbox *s, ProtoError *err) {
         ImageStore *st = s->ctx->images;
 
+        if (s->root_path)
+                return 0; /* opened and checked in sandbox_open_mounts() */
+
         if (!s->image)
                 return 0; /* the host's view: root_trees_open() in the helper */
         if (!st || !image_find(st, s->image))
@@ -418,11 +434,54 @@ int sandbox_open_root(Sandbox *s) {
         return TAKE_FD(tree);
 }
 
+/* Host ids [0, n) on disk are the same ids inside: on disk k is host_uid + k outside, which the
+ * init's maps make k again (an image's tree, a root.path, a mount with "idmap": "same"). */
+static unsigned same_ids_count(const Sandbox *s) {
+        return s->ctx->config.uid_range < 65536 ? (unsigned) s->ctx->config.uid_range : 65536;
+}
+
+/* create's root.path, opened as a root client's mount source is (mount-source.h: no symlink in
+ * the path, no kernel filesystem), read-only if asked, idmapped with the same ids: into
+ * s->root_tree_fd. */
+static int sandbox_open_root_path(Sandbox *s, ProtoError *err) {
+        MountSource src = { .uid = 0, .gid = 0, .root = "/", .rest = s->root_path + 1, .read_only = s->root_read_only,
+                            .map_uid = s->host_uid, .map_gid = s->host_uid, .map_count = same_ids_count(s) };
+        SandboxMount sm = { .source = s->root_path, .read_only = s->root_read_only };
+        struct statfs sfs;
+        struct stat st;
+        MountStep step;
+        int fd = mount_open(s->ctx->run_helper_fd, &src, 10000, &step);
+
+        /* Linux idmaps overlayfs's layers, never an overlayfs mount itself (no FS_ALLOW_IDMAP,
+         * still so in 6.18): an engine's "merged" directory is refused, said plainly. */
+        if (fd < 0 && step == MOUNT_STEP_IDMAP && statfs(s->root_path, &sfs) == 0 &&
+            (unsigned long) sfs.f_type == (unsigned long) OVERLAYFS_SUPER_MAGIC)
+                return proto_error_set(err, SBX_E_INVALID_REQUEST, "root.path",
+                                       "%s is an overlayfs mount, which this kernel cannot idmap (%s; it idmaps the "
+                                       "layers of an overlay, not the overlay): give a directory of ext4, xfs, btrfs or "
+                                       "tmpfs", s->root_path, strerror(-fd));
+        if (fd < 0)
+                return mount_error(err, "root.path", &sm, step, fd);
+        if (fstat(fd, &st) < 0 || !S_ISDIR(st.st_mode)) {
+                safe_close(fd);
+                return proto_error_set(err, SBX_E_INVALID_REQUEST, "root.path", "%s is not a directory", s->root_path);
+        }
+        safe_close(s->root_tree_fd);
+        s->root_tree_fd = fd;
+        return 0;
+}
+
+bool sandbox_opens_trees(const Sandbox *s) {
+        return s->n_mounts > 0 || s->image || s->root_path;
+}
+
 int sandbox_open_mounts(Sandbox *s, ProtoError *err) {
         Context *m = s->ctx;
         int r = sandbox_check_root(s, err);
 
         if (r < 0)
+                return r;
+        if (s->root_path && (r = sandbox_open_root_path(s, err)) < 0)
                 return r;
 
         for (unsigned i = 0; i < s->n_mounts; i++) {
@@ -437,7 +496,14 @@ int sandbox_open_mounts(Sandbox *s, ProtoError *err) {
                 };
                 char field[48];
                 MountStep step;
+                struct stat st;
                 int fd;
+
+                if (sm->idmap_same) {
+                        src.uid = src.gid = 0;
+                        src.map_uid = src.map_gid = s->host_uid;
+                        src.map_count = same_ids_count(s);
+                }
 
                 if (sandbox_caller_workspace(s) && i == 0)
                         snprintf(field, sizeof(field), "workspace.source");
@@ -452,6 +518,13 @@ int sandbox_open_mounts(Sandbox *s, ProtoError *err) {
                 fd = mount_open(m->run_helper_fd, &src, 10000, &step);
                 if (fd < 0)
                         return mount_error(err, field, sm, step, fd);
+                /* A file is mounted only in a root.path sandbox, whose init makes file targets. */
+                if (fstat(fd, &st) < 0 || (!S_ISDIR(st.st_mode) && !(s->root_path && S_ISREG(st.st_mode)))) {
+                        safe_close(fd);
+                        return proto_error_set(err, SBX_E_INVALID_REQUEST, field,
+                                               "%s is not a directory (files are mounted in root.path sandboxes only)",
+                                               sm->source);
+                }
                 safe_close(sm->tree_fd);
                 sm->tree_fd = fd;
         }
@@ -470,6 +543,12 @@ int sandbox_send_go(Sandbox *s) {
                 s->root_tree_fd = sandbox_open_root(s);
                 if (s->root_tree_fd < 0)
                         return s->root_tree_fd;
+                im.target[im.n] = "/";
+                im.fd[im.n++] = s->root_tree_fd;
+        } else if (s->root_path) {
+                /* Opened at create, restart or restore (sandbox_open_root_path()). */
+                if (s->root_tree_fd < 0)
+                        return -EBADF;
                 im.target[im.n] = "/";
                 im.fd[im.n++] = s->root_tree_fd;
         }

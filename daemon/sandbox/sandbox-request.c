@@ -14,6 +14,7 @@
 #include "context.h"
 #include "image.h"
 #include "request-fields.h"
+#include "run-exec.h"
 #include "run-spec.h"
 #include "sandbox.h"
 #include "util.h"
@@ -174,6 +175,22 @@ static int parse_sweep_fields(Context *m, Sandbox *s, json_object *req, ProtoErr
 
 /* Where a mount may go: beneath /work (not /work itself: that is the workspace), or at or
  * beneath /mnt, /opt, /srv, /home. Never over, beneath or above a root_bind or a mask. */
+/* In a root.path sandbox: anywhere in its root but /, /proc, /sys and /dev (/dev/shm is fine),
+ * and never over, beneath or above another mount. */
+static int mount_target_check_own_root(const Sandbox *s, const char *t, const char *field, ProtoError *err) {
+        if (strcmp(t, "/") == 0 || path_is_below(t, "/proc") || path_is_below(t, "/sys") ||
+            (path_is_below(t, "/dev") && !path_is_below(t, "/dev/shm")))
+                return proto_error_set(err, SBX_E_INVALID_REQUEST, field,
+                                       "'%s' must not be /, nor at or beneath /proc, /sys or /dev (but /dev/shm): "
+                                       "those are the sandbox's own", field);
+        for (unsigned i = 0; i < s->n_mounts; i++)
+                if (path_is_below(t, s->mounts[i].target) || path_is_below(s->mounts[i].target, t))
+                        return proto_error_set(err, SBX_E_INVALID_REQUEST, field,
+                                               "'%s' is, contains or lies beneath the target of mounts[%u]", field,
+                                               i - (sandbox_caller_workspace(s) ? 1 : 0));
+        return 0;
+}
+
 static int mount_target_check(Context *m, const Sandbox *s, const char *t, const char *field, ProtoError *err) {
         static const char *const allowed[] = { "/mnt", "/opt", "/srv", "/home" };
         bool ok = path_is_below(t, "/work") && strcmp(t, "/work") != 0;
@@ -181,6 +198,8 @@ static int mount_target_check(Context *m, const Sandbox *s, const char *t, const
         if (!path_is_normal(t, PATH_MAX))
                 return proto_error_set(err, SBX_E_INVALID_REQUEST, field,
                                        "'%s' must be an absolute normal path (no '.', '..', '//' or trailing '/')", field);
+        if (s->root_path)
+                return mount_target_check_own_root(s, t, field, err);
         for (size_t i = 0; i < ELEMENTSOF(allowed); i++)
                 ok = ok || path_is_below(t, allowed[i]);
         if (!ok)
@@ -260,7 +279,7 @@ static int parse_mounts(Context *m, Sandbox *s, json_object *mounts, ProtoError 
         for (size_t i = 0; i < n; i++) {
                 json_object *e = json_object_array_get_idx(mounts, i), *v;
                 char prefix[32], field[48];
-                const char *src, *dst;
+                const char *src, *dst, *idmap = NULL;
                 SandboxMount *sm;
 
                 snprintf(prefix, sizeof(prefix), "mounts[%zu].", i);
@@ -286,6 +305,17 @@ static int parse_mounts(Context *m, Sandbox *s, json_object *mounts, ProtoError 
                 if (!sm->source || !sm->target)
                         return proto_error_set(err, SBX_E_INTERNAL, NULL, "out of memory");
                 sm->read_only = json_object_object_get_ex(e, "read_only", &v) && json_object_get_boolean(v);
+                snprintf(field, sizeof(field), "mounts[%zu].idmap", i);
+                if ((r = proto_get_string(e, "idmap", 16, &idmap, err)) < 0)
+                        return r;
+                if (idmap && strcmp(idmap, "same") != 0 && strcmp(idmap, "caller") != 0)
+                        return proto_error_set(err, SBX_E_INVALID_REQUEST, field,
+                                               "'%s' must be \"caller\" (the default: your uid and gid are the sandbox "
+                                               "user's inside) or \"same\"", field);
+                sm->idmap_same = idmap && strcmp(idmap, "same") == 0;
+                if (sm->idmap_same && (s->caller.uid != 0 || s->caller.gid == (gid_t) -1))
+                        return proto_error_set(err, SBX_E_PERMISSION_DENIED, field,
+                                               "'%s': \"same\" (host ids as they are inside) is for root clients only", field);
         }
         return 0;
 }
@@ -316,17 +346,49 @@ static int parse_image(Context *m, Sandbox *s, json_object *req, ProtoError *err
         return 0;
 }
 
-/* create's "root": "readonly" (the default) or "overlay" (root-overlay.h), where the host can
- * make one (probed at start: hello's capabilities.root_overlay). */
-static int parse_root(Context *m, Sandbox *s, json_object *req, ProtoError *err) {
-        const char *root = NULL;
-        int r = proto_get_string(req, "root", 16, &root, err);
+/* create's "root": {"path", "read_only"}: a host directory as the whole root (root clients only),
+ * opened and idmapped later (sandbox_open_mounts()); checked as text here. */
+static int parse_root_path(Context *m, Sandbox *s, json_object *root, json_object *req, ProtoError *err) {
+        const char *path;
+        int r = proto_check_fields(root, request_root_fields, "root.", err);
 
+        if (r < 0 || (r = proto_get_bool(root, "read_only", &s->root_read_only, err)) < 0)
+                return r;
+        if (s->caller.uid != 0 || s->caller.gid == (gid_t) -1)
+                return proto_error_set(err, SBX_E_PERMISSION_DENIED, "root.path",
+                                       "'root.path' (a host directory as the sandbox's root) is for root clients only");
+        path = json_object_get_string(json_object_object_get(root, "path"));
+        if (!path_is_normal(path, PATH_MAX) || strcmp(path, "/") == 0)
+                return proto_error_set(err, SBX_E_INVALID_REQUEST, "root.path",
+                                       "'root.path' must be an absolute normal path (no '.', '..', '//' or trailing '/'), "
+                                       "not /");
+        if (json_object_object_get_ex(req, "image", NULL) || json_object_object_get_ex(req, "from_snapshot", NULL))
+                return proto_error_set(err, SBX_E_INVALID_REQUEST, "root.path",
+                                       "'root.path' cannot be combined with 'image' or 'from_snapshot'");
+        if (!m->features.mount_idmap)
+                return proto_error_set(err, SBX_E_INVALID_REQUEST, "root.path",
+                                       "this kernel has no idmapped mounts (mount_setattr MOUNT_ATTR_IDMAP): a sandbox "
+                                       "cannot see the directory's files with their owners");
+        if (!(s->root_path = strdup(path)))
+                return proto_error_set(err, SBX_E_INTERNAL, NULL, "out of memory");
+        return 0;
+}
+
+/* create's "root": "readonly" (the default) or "overlay" (root-overlay.h), where the host can
+ * make one (probed at start: hello's capabilities.root_overlay), or {"path"} (parse_root_path()). */
+static int parse_root(Context *m, Sandbox *s, json_object *req, ProtoError *err) {
+        json_object *obj = json_object_object_get(req, "root");
+        const char *root = NULL;
+        int r;
+
+        if (obj && json_object_is_type(obj, json_type_object))
+                return parse_root_path(m, s, obj, req, err);
+        r = proto_get_string(req, "root", 16, &root, err);
         if (r < 0 || !root)
                 return r;
         if (strcmp(root, "overlay") != 0 && strcmp(root, "readonly") != 0)
                 return proto_error_set(err, SBX_E_INVALID_REQUEST, "root",
-                                       "'root' must be \"readonly\" (the default) or \"overlay\"");
+                                       "'root' must be \"readonly\" (the default), \"overlay\" or {\"path\": DIR}");
         s->root_overlay = strcmp(root, "overlay") == 0;
         if (s->root_overlay && m->features.root_overlay_error < 0)
                 return proto_error_set(err, SBX_E_INVALID_REQUEST, "root",
@@ -336,17 +398,62 @@ static int parse_root(Context *m, Sandbox *s, json_object *req, ProtoError *err)
         return 0;
 }
 
+/* create's "hostname": an RFC 1123 label (letters, digits, '-', neither first nor last), at
+ * most 64 characters (HOST_NAME_MAX). */
+static int parse_hostname(Sandbox *s, json_object *req, ProtoError *err) {
+        const char *h = NULL;
+        size_t n;
+        int r = proto_get_string(req, "hostname", 256, &h, err);
+
+        if (r < 0 || !h)
+                return r;
+        n = strlen(h);
+        if (n == 0 || n > 64 || h[0] == '-' || h[n - 1] == '-' ||
+            strspn(h, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-") != n)
+                return proto_error_set(err, SBX_E_INVALID_REQUEST, "hostname",
+                                       "'hostname' must be 1-64 of [A-Za-z0-9-], not starting or ending with '-'");
+        if (!(s->hostname = strdup(h)))
+                return proto_error_set(err, SBX_E_INTERNAL, NULL, "out of memory");
+        return 0;
+}
+
+/* "network": "none", {"egress"} (egress.h), or {"netns_fd": i}: the namespace that came with the
+ * request (op-sandbox.c checked and took it: s->join_netns_fd). Such a sandbox is never recorded,
+ * since a restarted daemon could not join that namespace again. */
+static int parse_network(Context *m, Sandbox *s, json_object *net, ProtoError *err) {
+        int r;
+
+        if (!net || !json_object_is_type(net, json_type_object) || !json_object_object_get_ex(net, "netns_fd", NULL)) {
+                if (s->join_netns_fd >= 0)
+                        return proto_error_set(err, SBX_E_INTERNAL, "network", "a network namespace came without network.netns_fd");
+                if ((r = egress_parse(m, net, &s->net, err)) < 0 || (s->net.egress && (r = egress_check(m, err)) < 0))
+                        return r;
+                return 0;
+        }
+        if (json_object_object_length(net) != 1)
+                return proto_error_set(err, SBX_E_INVALID_REQUEST, "network",
+                                       "'network' with 'netns_fd' takes nothing else (no egress of the daemon's)");
+        if (s->join_netns_fd < 0)
+                return proto_error_set(err, SBX_E_INVALID_REQUEST, "network.netns_fd",
+                                       "'network.netns_fd' is for create with the namespace's fd passed along");
+        if (s->ctx->run_helper_fd < 0)
+                return proto_error_set(err, SBX_E_INVALID_REQUEST, "network.netns_fd",
+                                       "joining a network namespace needs " RUN_HELPER_NAME ", which was not found at start");
+        s->transient = true;
+        return 0;
+}
+
 int sandbox_parse(Context *m, Sandbox *s, json_object *req, ProtoError *err) {
         json_object *limits = NULL, *env = NULL;
         const char *name = NULL, *workspace = NULL;
         json_object *ws = json_object_object_get(req, "workspace");
-        bool ws_source = ws && json_object_is_type(ws, json_type_object);
+        bool ws_source = ws && json_object_is_type(ws, json_type_object), ephemeral = false;
         int r;
 
         if ((r = proto_get_string(req, "name", SANDBOX_NAME_MAX, &name, err)) < 0 ||
             (!ws_source && (r = proto_get_string(req, "workspace", 16, &workspace, err)) < 0) ||
             (r = proto_get_bool(req, "best_effort", &s->best_effort, err)) < 0 ||
-            (r = sandbox_user_parse(req, &s->user, err)) < 0 || (r = parse_root(m, s, req, err)) < 0)
+            (r = sandbox_user_parse(req, &s->user, err)) < 0)
                 return r;
         if (name && !name_valid(name))
                 return proto_error_set(err, SBX_E_INVALID_REQUEST, "name",
@@ -354,8 +461,7 @@ int sandbox_parse(Context *m, Sandbox *s, json_object *req, ProtoError *err) {
         /* Per owner: another user's names are neither told nor taken (THREATS PRO-09). */
         if (name && registry_find_named(m->registry, s->owner_uid, name))
                 return proto_error_set(err, SBX_E_CONFLICT, "name", "you have a sandbox named '%s' already", name);
-        if ((r = egress_parse(m, json_object_object_get(req, "network"), &s->net, err)) < 0 ||
-            (s->net.egress && (r = egress_check(m, err)) < 0))
+        if ((r = parse_network(m, s, json_object_object_get(req, "network"), err)) < 0)
                 return r;
         if (workspace && strcmp(workspace, "memory") != 0 && strcmp(workspace, "disk") != 0)
                 return proto_error_set(err, SBX_E_INVALID_REQUEST, "workspace",
@@ -363,6 +469,13 @@ int sandbox_parse(Context *m, Sandbox *s, json_object *req, ProtoError *err) {
         /* Only a throwaway run has the field (create's field list refuses it). */
         s->memory_workspace = s->ephemeral && !(workspace && strcmp(workspace, "disk") == 0);
         s->unprivileged_only = s->ephemeral && s->user != SANDBOX_USER_ROOT;
+        if ((r = parse_root(m, s, req, err)) < 0 || (r = parse_hostname(s, req, err)) < 0 || (r = proto_get_bool(req, "ephemeral", &ephemeral, err)) < 0)
+                return r;
+        s->transient = s->transient || ephemeral; /* a joined namespace makes it so (parse_network()) */
+        /* A root.path has no /work unless a mount asks for one: an ephemeral one nothing in the
+         * state directory (a recorded one its record's directory, with an unused work/). */
+        if (s->root_path && s->transient)
+                s->memory_workspace = true;
         (void) json_object_object_get_ex(req, "limits", &limits);
         if (limits && json_object_is_type(limits, json_type_null))
                 limits = NULL;
@@ -389,7 +502,7 @@ int sandbox_parse(Context *m, Sandbox *s, json_object *req, ProtoError *err) {
 }
 
 int sandbox_parse_request(Context *m, json_object *req, SandboxRequest *ret, ProtoError *err) {
-        Sandbox tmp = { .ctx = m, .ephemeral = true };
+        Sandbox tmp = { .ctx = m, .ephemeral = true, .join_netns_fd = -EBADF, .root_tree_fd = -EBADF };
         int r = sandbox_parse(m, &tmp, req, err);
 
         *ret = (SandboxRequest) { .limits = tmp.limits, .best_effort = tmp.best_effort,
@@ -399,6 +512,8 @@ int sandbox_parse_request(Context *m, json_object *req, SandboxRequest *ret, Pro
         sandbox_mounts_free(&tmp);
         image_release(m->images, tmp.image);
         free(tmp.image);
+        free(tmp.root_path);
+        free(tmp.hostname);
         if (r < 0)
                 sandbox_request_done(ret);
         return r;

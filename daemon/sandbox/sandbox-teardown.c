@@ -43,7 +43,7 @@ void sandbox_remove_workspace(Sandbox *s) {
         sandbox_quota_release(s);
         /* A throwaway has no record to lose half-way, and its workspace is mostly empty: if a
          * crash interrupts this, the next start removes what is left (state.c). */
-        if (s->ephemeral && remove_if_empty(m->state_fd, s->id) == 0)
+        if ((s->ephemeral || s->transient) && remove_if_empty(m->state_fd, s->id) == 0)
                 return;
         snprintf(trash, sizeof(trash), ".trash-%s", s->id);
         if (renameat(m->state_fd, s->id, m->state_fd, trash) < 0) {

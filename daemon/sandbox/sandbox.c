@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +21,7 @@
 #include "fdstore.h"
 #include "image.h"
 #include "sandbox.h"
+#include "sandbox-control.h"
 #include "spawn.h"
 #include "util.h"
 
@@ -37,6 +39,7 @@ static Sandbox *sandbox_alloc(Context *m) {
                 return NULL;
         s->ctx = m;
         s->cg_fd = s->workdir_fd = s->init_pidfd = s->setup_fd = s->netns_fd = s->root_tree_fd = -EBADF;
+        s->join_netns_fd = -EBADF;
         s->uid_slot = UINT32_MAX;
         s->user = SANDBOX_USER_SANDBOX;
         s->created_usec = now_usec(CLOCK_REALTIME);
@@ -86,7 +89,7 @@ static void sandbox_store_init(Sandbox *s) {
         char name[FDSTORE_NAME_MAX];
         int r;
 
-        if (s->ephemeral || s->pooled)
+        if (s->ephemeral || s->transient || s->pooled)
                 return;
         r = fdstore_push(fdstore_name(name, 's', s->id, "init"), s->init_pidfd);
         if (r < 0)
@@ -96,7 +99,7 @@ static void sandbox_store_init(Sandbox *s) {
 static void sandbox_unstore_init(Sandbox *s) {
         char name[FDSTORE_NAME_MAX];
 
-        if (!s->ephemeral && !s->pooled)
+        if (!s->ephemeral && !s->transient && !s->pooled)
                 (void) fdstore_remove(fdstore_name(name, 's', s->id, "init"));
 }
 
@@ -157,6 +160,9 @@ int sandbox_disk_error(ProtoError *err, const char *what, int r) {
 
 int sandbox_check_run(Sandbox *s, ProtoError *err) {
         const SandboxHooks *h = s->ctx->sandbox_hooks;
+
+        if (s->user_frozen)
+                return proto_error_set(err, SBX_E_CONFLICT, "sandbox", "the sandbox is frozen (sandbox.thaw resumes it)");
         return h && h->check_run ? h->check_run(s, err) : 0;
 }
 
@@ -164,12 +170,26 @@ static int internal_error(ProtoError *err, const char *what, int r) {
         return proto_error_set(err, SBX_E_INTERNAL, NULL, "%s: %s", what, strerror(-r));
 }
 
+static int sandbox_create_full(Context *m, json_object *req, const SandboxCaller *caller, bool ephemeral, int netns_fd,
+                               Sandbox **ret, ProtoError *err);
+
 int sandbox_create(Context *m, json_object *req, uid_t owner, bool ephemeral, Sandbox **ret, ProtoError *err) {
         return sandbox_create_as(m, req, &(SandboxCaller) { .uid = owner, .gid = (gid_t) -1 }, ephemeral, ret, err);
 }
 
 int sandbox_create_as(Context *m, json_object *req, const SandboxCaller *caller, bool ephemeral, Sandbox **ret,
                       ProtoError *err) {
+        return sandbox_create_full(m, req, caller, ephemeral, -EBADF, ret, err);
+}
+
+int sandbox_create_joined(Context *m, json_object *req, const SandboxCaller *caller, int netns_fd, Sandbox **ret,
+                          ProtoError *err) {
+        return sandbox_create_full(m, req, caller, false, netns_fd, ret, err);
+}
+
+static int sandbox_create_full(Context *m, json_object *req, const SandboxCaller *caller, bool ephemeral, int netns_fd,
+                               Sandbox **ret, ProtoError *err) {
+        _cleanup_close_ int join = netns_fd;
         uid_t owner = caller->uid;
         Sandbox *s;
         int r;
@@ -189,6 +209,7 @@ int sandbox_create_as(Context *m, json_object *req, const SandboxCaller *caller,
         s->owner_uid = owner;
         s->ephemeral = ephemeral;
         s->caller = *caller;
+        s->join_netns_fd = TAKE_FD(join);
         r = sandbox_parse(m, s, req, err);
         if (r < 0)
                 goto fail;
@@ -213,7 +234,9 @@ int sandbox_create_as(Context *m, json_object *req, const SandboxCaller *caller,
                 r = sandbox_disk_error(err, "cannot create the workspace", r);
                 goto fail_destroy;
         }
-        if (!s->ephemeral && (r = registry_changed(&s->entry)) < 0) { /* state.c saves it */
+        /* "ephemeral": never recorded, so never restored: a next daemon kills what is left of it
+         * (remove_stale_cgroups()) and removes its directory. */
+        if (!s->ephemeral && !s->transient && (r = registry_changed(&s->entry)) < 0) { /* state.c saves it */
                 r = sandbox_disk_error(err, "cannot record the sandbox in the state directory", r);
                 goto fail_destroy;
         }
@@ -286,8 +309,19 @@ static int sandbox_restore_fields(Sandbox *s, json_object *meta) {
                 s->user = sandbox_user_from_string(json_object_get_string(v));
         if (s->user == SANDBOX_USER_UNSET)
                 return -EBADMSG;
+        if (json_object_object_get_ex(meta, "hostname", &v) && json_object_is_type(v, json_type_string) &&
+            !(s->hostname = strdup(json_object_get_string(v))))
+                return -ENOMEM;
         /* Absent: a record from before overlay roots, or a read-only root. */
-        if (json_object_object_get_ex(meta, "root", &v)) {
+        if (json_object_object_get_ex(meta, "root", &v) && json_object_is_type(v, json_type_object)) {
+                json_object *path, *ro;
+                if (!json_object_object_get_ex(v, "path", &path) || !json_object_is_type(path, json_type_string) ||
+                    !path_is_normal(json_object_get_string(path), PATH_MAX))
+                        return -EBADMSG;
+                if (!(s->root_path = strdup(json_object_get_string(path))))
+                        return -ENOMEM;
+                s->root_read_only = json_object_object_get_ex(v, "read_only", &ro) && json_object_get_boolean(ro);
+        } else if (json_object_object_get_ex(meta, "root", &v)) {
                 if (!json_object_is_type(v, json_type_string))
                         return -EBADMSG;
                 if (strcmp(json_object_get_string(v), "overlay") == 0)
@@ -325,6 +359,8 @@ static int sandbox_restore_mounts(Sandbox *s, json_object *meta) {
                 if (!sm->source || !sm->target)
                         return -ENOMEM;
                 sm->read_only = json_object_object_get_ex(e, "read_only", &v) && json_object_get_boolean(v);
+                sm->idmap_same = json_object_object_get_ex(e, "idmap", &v) && json_object_is_type(v, json_type_string) &&
+                                 strcmp(json_object_get_string(v), "same") == 0;
         }
         return 0;
 }
@@ -434,7 +470,7 @@ int sandbox_restore(Context *m, json_object *meta, Sandbox **ret) {
                 *ret = s;
                 return 0;
         }
-        if (s->n_mounts > 0 || s->image) {
+        if (sandbox_opens_trees(s)) {
                 /* The caller's directories again, as the caller: one removed or no longer
                  * readable to them leaves the sandbox down (its workspace kept, retried at the
                  * next start). */
@@ -762,7 +798,14 @@ void sandbox_destroy(Sandbox *s, const char *reason) {
         log_debug("destroying sandbox %s (%s)", s->id, reason);
         s->teardown_start_usec = now_usec(CLOCK_MONOTONIC);
         sandbox_restart_cancel(s); /* its snapshot job is aborted below, with the other members */
+        sandbox_freeze_cancel(s);
         s->state = SANDBOX_DESTROYING;
+        /* Frozen by its client: thawed, so that what is killed below can die. */
+        if (s->user_frozen && s->cg_fd >= 0) {
+                (void) cg_write(s->cg_fd, "cgroup.freeze", "0");
+                s->user_frozen = false;
+                sandbox_set_frozen(s, false);
+        }
         /* An init still to arrive is awaited on the setup socket, to be killed and reaped. */
         if (!s->init_pending) {
                 s->setup_source = sd_event_source_disable_unref(s->setup_source);
@@ -784,6 +827,7 @@ Sandbox *sandbox_free(Sandbox *s) {
         if (!s)
                 return NULL;
         registry_remove(&s->entry); /* the pool refills (pool.c observes) */
+        sandbox_freeze_cancel(s);
         s->setup_helper = sd_event_source_disable_unref(s->setup_helper);
         while (s->members)
                 s->members->ops->free(s->members); /* the snapshot job's also cancels its restart */
@@ -796,6 +840,7 @@ Sandbox *sandbox_free(Sandbox *s) {
         egress_detach(s->ctx, &s->net);
         free(s->net.error);
         netns_pool_drop(&s->ctx->netns, TAKE_FD(s->netns_fd));
+        safe_close(s->join_netns_fd);
         safe_close(s->cg_fd);
         safe_close(s->workdir_fd);
         if (s->uid_slot != UINT32_MAX)
@@ -805,6 +850,8 @@ Sandbox *sandbox_free(Sandbox *s) {
         safe_close(s->root_tree_fd);
         image_release(s->ctx->images, s->image);
         free(s->image);
+        free(s->root_path);
+        free(s->hostname);
         json_object_put(s->interrupted_runs);
         json_object_put(s->teardown_stuck);
         free(s->name);
@@ -883,9 +930,22 @@ static json_object *mounts_to_json(const Sandbox *s) {
                 json_object_object_add(e, "source", json_object_new_string(s->mounts[i].source));
                 json_object_object_add(e, "target", json_object_new_string(s->mounts[i].target));
                 json_object_object_add(e, "read_only", json_object_new_boolean(s->mounts[i].read_only));
+                if (s->mounts[i].idmap_same)
+                        json_object_object_add(e, "idmap", json_object_new_string("same"));
                 json_object_array_add(a, e);
         }
         return a;
+}
+
+json_object *sandbox_root_json(const Sandbox *s) {
+        json_object *o;
+
+        if (!s->root_path)
+                return json_object_new_string(s->root_overlay ? "overlay" : "readonly");
+        o = json_object_new_object();
+        json_object_object_add(o, "path", json_object_new_string(s->root_path));
+        json_object_object_add(o, "read_only", json_object_new_boolean(s->root_read_only));
+        return o;
 }
 
 json_object *sandbox_to_json(Sandbox *s, bool with_usage) {
@@ -928,11 +988,14 @@ json_object *sandbox_to_json(Sandbox *s, bool with_usage) {
         json_object_object_add(e, "disk", json_object_new_boolean(s->disk_enforced));
         json_object_object_add(o, "enforced", e);
         json_object_object_add(o, "best_effort", json_object_new_boolean(s->best_effort));
-        json_object_object_add(o, "network", egress_state_json(&s->net));
+        json_object_object_add(o, "network", s->join_netns_fd >= 0 ? json_object_new_string("joined") : egress_state_json(&s->net));
         json_object_object_add(o, "user", json_object_new_string(sandbox_user_to_string(s->user)));
         if (s->image)
                 json_object_object_add(o, "image", json_object_new_string(s->image));
-        json_object_object_add(o, "root", json_object_new_string(s->root_overlay ? "overlay" : "readonly"));
+        json_object_object_add(o, "root", sandbox_root_json(s));
+        json_object_object_add(o, "hostname", json_object_new_string(s->hostname ? s->hostname : "sandbox"));
+        json_object_object_add(o, "ephemeral", json_object_new_boolean(s->transient));
+        json_object_object_add(o, "frozen", json_object_new_boolean(s->user_frozen));
         json_object_object_add(o, "created", json_object_new_string(format_utc(ts, s->created_usec)));
         json_object_object_add(o, "restarted_at", s->restored_usec ? json_object_new_string(format_utc(ts,
                                                                                                      s->restored_usec))
@@ -991,7 +1054,7 @@ static void sandbox_restart_respawn(Sandbox *s) {
         s->init_ready = false;
         s->init_adopted = NULL;
         k = sandbox_renew_cgroup(s);
-        if (k >= 0 && (s->n_mounts > 0 || s->image)) {
+        if (k >= 0 && (sandbox_opens_trees(s))) {
                 /* The new init gets the caller's directories again, opened as the caller. */
                 ProtoError err;
                 if (sandbox_open_mounts(s, &err) < 0) {

@@ -21,6 +21,7 @@
 typedef struct Sandbox Sandbox;
 typedef struct Run Run;
 typedef struct Session Session;
+typedef struct SandboxFreeze SandboxFreeze;
 
 typedef enum SandboxState {
         SANDBOX_CREATING,
@@ -93,6 +94,9 @@ typedef struct SandboxRestart {
 typedef struct SandboxMount {
         char *source, *target;
         bool read_only;
+        /* "idmap": "same" (root clients only): host ids 0..65535 are the same ids inside, instead
+         * of the caller's uid and gid becoming the sandbox user's */
+        bool idmap_same;
         int tree_fd; /* the detached idmapped tree until the init has it, else -1 */
 } SandboxMount;
 
@@ -141,6 +145,15 @@ typedef struct Sandbox {
          * it (sandbox_open_root()), else -1. */
         char *image;
         int root_tree_fd;
+        /* create's "root": {"path", "read_only"} (root clients only): that host directory, idmapped
+         * so that host ids 0..65535 are the same inside, is the whole root (sandbox_open_mounts()
+         * opens it into root_tree_fd); NULL: none. */
+        char *root_path;
+        bool root_read_only;
+        char *hostname;    /* create's "hostname", or NULL: "sandbox" */
+        /* create's "ephemeral": true: never restored by a restarted daemon (its record removed,
+         * its processes killed), never pooled. Not a throwaway (ephemeral above). */
+        bool transient;
         uint64_t created_usec; /* CLOCK_REALTIME */
         uint64_t restored_usec; /* when a restarted daemon brought it back, or 0 */
         bool keep_workspace;   /* a teardown that must leave the workspace (failed restore) */
@@ -151,6 +164,9 @@ typedef struct Sandbox {
         int init_pidfd;
         int setup_fd;      /* the init's setup report */
         int netns_fd;      /* its network namespace, from the pool (netns-pool.h), or -1: its own */
+        /* create's "network": {"netns_fd"}: the client's namespace, which every init of the
+         * sandbox joins (netns_fd is a dup of it then), or -1 */
+        int join_netns_fd;
         SandboxNet net;    /* create's "network": egress (egress.h) */
         bool init_pending; /* the helper that clones the init has yet to send its pidfd */
         bool init_in_leaf; /* ... and clones it into <cgroup>/init, in the sandbox's cgroup namespace */
@@ -177,6 +193,10 @@ typedef struct Sandbox {
         ProtoError failure;
         SnapshotJob *job;      /* a snapshot, restore or fork copy in flight (snapshot-job.c) */
         bool frozen;           /* ... which froze the sandbox's cgroup (sandbox_set_frozen()) */
+        /* sandbox.freeze (sandbox-control.h): frozen at a client's asking until sandbox.thaw; new
+         * runs, sessions and file operations are refused meanwhile */
+        bool user_frozen;
+        SandboxFreeze *freeze_op; /* a freeze or thaw waiting for cgroup.events */
         unsigned ready_holds;  /* work that must end before a new sandbox is ready (a fork's copy) */
         bool init_ready;       /* its init is set up, waiting for the holds */
         SandboxRestart *restart;
@@ -242,10 +262,10 @@ static inline bool sandbox_caller_workspace(const Sandbox *s) {
         return s->n_mounts > 0 && s->mounts[0].target && strcmp(s->mounts[0].target, "/work") == 0;
 }
 
-/* Whether the sandbox's root is its own rather than the host's minimal view (an image's): a
- * run's cwd may then be any directory of it (run_spec_resolve()). */
+/* Whether the sandbox's root is its own rather than the host's minimal view (an image's, or a
+ * root.path): a run's cwd may then be any directory of it (run_spec_resolve()). */
 static inline bool sandbox_has_own_root(const Sandbox *s) {
-        return s->image != NULL;
+        return s->image != NULL || s->root_path != NULL;
 }
 
 /* Validates a create request (shared by throwaway runs) into a new sandbox that is being set
@@ -255,6 +275,10 @@ int sandbox_create(Context *m, json_object *req, uid_t owner, bool ephemeral, Sa
  * them). */
 int sandbox_create_as(Context *m, json_object *req, const SandboxCaller *caller, bool ephemeral, Sandbox **ret,
                       ProtoError *err);
+/* The same with the network namespace that "network": {"netns_fd"} named (checked: a network
+ * namespace, not the daemon's), taken by the sandbox whatever the outcome; -1: none came. */
+int sandbox_create_joined(Context *m, json_object *req, const SandboxCaller *caller, int netns_fd, Sandbox **ret,
+                          ProtoError *err);
 /* What a sandbox's root is, in one place: the tree its init binds as / (sent with the go,
  * sandbox_send_go()): its image's rootfs, shared read-only and idmapped with the init's user
  * namespace (its maps written), so that the image's owners are the ones inside; -EBADF for the
@@ -266,6 +290,9 @@ int sandbox_check_root(Sandbox *s, ProtoError *err);
 /* Checks s's root (sandbox_check_root()) and opens its mounts as s->caller (mount-open.h),
  * before its init is started: 0, or a reply's error naming image or mounts[i].source. */
 int sandbox_open_mounts(Sandbox *s, ProtoError *err);
+/* Whether the sandbox's init gets trees opened beforehand (sandbox_open_mounts()): mounts, an
+ * image, a root.path. */
+bool sandbox_opens_trees(const Sandbox *s);
 /* The init's go (its maps are written), with the mounts' trees, which are then closed. */
 int sandbox_send_go(Sandbox *s);
 /* Brings back a sandbox recorded by an earlier daemon (state.c) with a new init. */
@@ -277,6 +304,8 @@ Sandbox *sandbox_free(Sandbox *s);
 
 void sandbox_add_waiter(Waiter **list, Reply *reply);
 json_object *sandbox_to_json(Sandbox *s, bool with_usage);
+/* SANDBOX's and the record's "root": "readonly", "overlay" or {"path", "read_only"}. */
+json_object *sandbox_root_json(const Sandbox *s);
 bool sandbox_visible_to(Sandbox *s, const ReplyPeer *peer);
 /* Sandboxes whose teardown is stuck (health's teardown_stuck). */
 unsigned sandbox_count_stuck(Context *m);

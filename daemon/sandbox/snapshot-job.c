@@ -319,6 +319,9 @@ static void job_thaw(SnapshotJob *j) {
                 return;
         j->frozen = false;
         j->frozen_usec = now_usec(CLOCK_MONOTONIC) - j->freeze_start;
+        /* Frozen by its client as well (sandbox.freeze): it stays so. */
+        if (j->sandbox->user_frozen)
+                return;
         r = cg_write(j->sandbox->cg_fd, "cgroup.freeze", "0");
         if (r < 0)
                 log_warning_errno(r, "sandbox %s: cannot thaw it: %m", j->sandbox->id);

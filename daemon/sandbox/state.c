@@ -100,7 +100,8 @@ static json_object *state_to_json(Sandbox *s) {
         json_object_object_add(o, "created_usec", json_object_new_int64((int64_t) s->created_usec));
         json_object_object_add(o, "best_effort", json_object_new_boolean(s->best_effort));
         json_object_object_add(o, "user", json_object_new_string(sandbox_user_to_string(s->user)));
-        json_object_object_add(o, "root", json_object_new_string(s->root_overlay ? "overlay" : "readonly"));
+        json_object_object_add(o, "root", sandbox_root_json(s));
+        json_object_object_add(o, "hostname", s->hostname ? json_object_new_string(s->hostname) : NULL);
         json_object_object_add(o, "network", s->net.egress ? egress_spec_json(&s->net) : NULL);
         json_object_object_add(l, "memory", json_object_new_int64((int64_t) s->limits.memory));
         json_object_object_add(l, "pids", json_object_new_int64((int64_t) s->limits.pids));
@@ -121,6 +122,8 @@ static json_object *state_to_json(Sandbox *s) {
                         json_object_object_add(e, "source", json_object_new_string(s->mounts[i].source));
                         json_object_object_add(e, "target", json_object_new_string(s->mounts[i].target));
                         json_object_object_add(e, "read_only", json_object_new_boolean(s->mounts[i].read_only));
+                        if (s->mounts[i].idmap_same)
+                                json_object_object_add(e, "idmap", json_object_new_string("same"));
                         json_object_array_add(a, e);
                 }
                 for (unsigned i = 0; i < s->caller.n_groups; i++)

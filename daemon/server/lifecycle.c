@@ -46,7 +46,7 @@ static bool daemon_busy(void *userdata) {
 /* state.c keeps meta.json as the sandbox changes (sandbox_create's registry_changed()). */
 static int on_registry_changed(Registry *reg, RegistryEvent ev, RegistryEntry *e, void *userdata) {
         Sandbox *s = e->data;
-        return ev == REGISTRY_CHANGED && !s->ephemeral ? state_save(s) : 0;
+        return ev == REGISTRY_CHANGED && !s->ephemeral && !s->transient ? state_save(s) : 0;
 }
 
 static void sandbox_json_others(Sandbox *s, json_object *o) {
@@ -509,11 +509,11 @@ int lifecycle_setup(Daemon *d) {
 /* ---- Stopping ----------------------------------------------------------------------------- */
 
 /* What a stop kills: with stop_sandboxes, everything; else only what no next daemon could take
- * back (a throwaway or pooled sandbox, never recorded; one not ready yet, whose init waits for a
+ * back (a throwaway, pooled or "ephemeral" sandbox, never recorded; one not ready yet, whose init waits for a
  * go that will not come). A ready recorded sandbox goes on running: its runs and sessions lose
  * their daemon's end of their pipes and terminal, and are reported lost by the next one. */
 static bool stop_kills(Daemon *d, Sandbox *s) {
-        return d->ctx.config.stop_sandboxes || s->ephemeral || s->pooled || s->state != SANDBOX_READY;
+        return d->ctx.config.stop_sandboxes || s->ephemeral || s->transient || s->pooled || s->state != SANDBOX_READY;
 }
 
 /* On stop, those sandboxes' processes are killed and their cgroups removed; workspaces stay. */

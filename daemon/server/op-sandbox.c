@@ -1,22 +1,83 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* create, list, inspect, destroy. */
+#include <errno.h>
+#include <inttypes.h>
+#include <linux/nsfs.h>
+#include <sched.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <linux/magic.h>
 
 #include "manager.h"
 #include "ops.h"
 #include "session.h"
 #include "sandbox.h"
+#include "sandbox-control.h"
 #include "snapshot.h"
+#include "util.h"
+
+/* create's "network": {"netns_fd": i}: the one fd that came with the request, a network
+ * namespace (nsfs, NS_GET_NSTYPE), never the daemon's own (the host's, by its inode), from a root
+ * client. Taken from the request: *ret_fd, or -EBADF when the request names none (and has none). */
+static int take_netns_fd(Request *c, json_object *req, int *ret_fd, ProtoError *err) {
+        json_object *net = json_object_object_get(req, "network"), *v;
+        struct stat st, own;
+        struct statfs sfs;
+        uint64_t i;
+        int fd, type;
+
+        *ret_fd = -EBADF;
+        if (!net || !json_object_is_type(net, json_type_object) || !json_object_object_get_ex(net, "netns_fd", &v)) {
+                if (c->n_fds > 0)
+                        return proto_error_set(err, SBX_E_INVALID_REQUEST, "fds",
+                                               "%zu file descriptors came with this create, which names none "
+                                               "(network.netns_fd takes one)", c->n_fds);
+                return 0;
+        }
+        if (!json_object_is_type(v, json_type_int) || json_object_get_int64(v) < 0 ||
+            (i = (uint64_t) json_object_get_int64(v)) >= c->n_fds)
+                return proto_error_set(err, SBX_E_INVALID_REQUEST, "network.netns_fd",
+                                       "'network.netns_fd' must be the index of an fd that came with this request (%zu did)",
+                                       c->n_fds);
+        if (c->n_fds != 1)
+                return proto_error_set(err, SBX_E_INVALID_REQUEST, "fds", "create takes one fd (network.netns_fd), not %zu",
+                                       c->n_fds);
+        if (c->peer.uid != 0)
+                return proto_error_set(err, SBX_E_PERMISSION_DENIED, "network.netns_fd",
+                                       "joining a network namespace by fd is for root clients only");
+        fd = c->fds[i];
+        if (fstatfs(fd, &sfs) < 0 || (unsigned long) sfs.f_type != (unsigned long) NSFS_MAGIC ||
+            (type = ioctl(fd, NS_GET_NSTYPE)) < 0 || type != CLONE_NEWNET)
+                return proto_error_set(err, SBX_E_INVALID_REQUEST, "network.netns_fd",
+                                       "fd %" PRIu64 " is not a network namespace (an nsfs fd, /proc/PID/ns/net or a "
+                                       "file ip netns add bound)", i);
+        if (fstat(fd, &st) < 0 || stat("/proc/self/ns/net", &own) < 0)
+                return proto_error_set(err, SBX_E_INTERNAL, "network.netns_fd", "cannot compare the namespace: %m");
+        if (st.st_dev == own.st_dev && st.st_ino == own.st_ino)
+                return proto_error_set(err, SBX_E_PERMISSION_DENIED, "network.netns_fd",
+                                       "fd %" PRIu64 " is the daemon's own network namespace (the host's): never a sandbox's",
+                                       i);
+        c->fds[i] = -EBADF;
+        *ret_fd = fd;
+        return 0;
+}
 
 int op_create(Request *c, json_object *id, json_object *req, ProtoError *err) {
         SandboxCaller caller;
         Sandbox *s;
-        int r;
+        int r, netns_fd;
 
-        if (json_object_object_get_ex(req, "from_snapshot", NULL))
+        if (json_object_object_get_ex(req, "from_snapshot", NULL)) {
+                if (c->n_fds > 0)
+                        return proto_error_set(err, SBX_E_INVALID_REQUEST, "fds", "a fork takes no file descriptors");
                 return op_create_from_snapshot(c, id, req, err);
+        }
+        if ((r = take_netns_fd(c, req, &netns_fd, err)) < 0)
+                return r;
         ops_caller(c, &caller);
-        r = sandbox_create_as(c->ctx, req, &caller, false, &s, err);
+        r = sandbox_create_joined(c->ctx, req, &caller, netns_fd, &s, err);
         if (r < 0)
                 return r;
         /* Answered when the sandbox's init reports ready (or failed). */
@@ -39,7 +100,7 @@ int op_list(Request *c, json_object *id, json_object *req, ProtoError *err) {
 
 int op_inspect(Request *c, json_object *id, json_object *req, ProtoError *err) {
         Sandbox *s;
-        json_object *reply, *sj;
+        json_object *reply, *sj, *v;
         int r = ops_lookup_sandbox(c, req, &s, err);
         if (r < 0)
                 return r;
@@ -47,6 +108,8 @@ int op_inspect(Request *c, json_object *id, json_object *req, ProtoError *err) {
         sj = sandbox_to_json(s, true);
         json_object_object_add(sj, "snapshots", snapshot_list_json(s));
         json_object_object_add(sj, "sessions", session_sessions_json(s));
+        if (json_object_object_get_ex(req, "pids", &v) && json_object_get_boolean(v))
+                json_object_object_add(sj, "pids", sandbox_pids_json(s));
         json_object_object_add(reply, "sandbox", sj);
         reply_ok(c->reply, reply);
         return 0;
@@ -83,5 +146,65 @@ int op_destroy(Request *c, json_object *id, json_object *req, ProtoError *err) {
                 return sandbox_teardown_error(s, err);
         sandbox_add_waiter(&s->destroy_waiters, c->reply);
         sandbox_destroy(s, "requested");
+        return 0;
+}
+
+/* sandbox.signal: every process of the sandbox's runs and sessions (not its init). */
+int op_sandbox_signal(Request *c, json_object *id, json_object *req, ProtoError *err) {
+        json_object *reply, *v;
+        unsigned n = 0;
+        Sandbox *s;
+        int sig, r = ops_lookup_sandbox(c, req, &s, err);
+
+        if (r < 0)
+                return r;
+        v = json_object_object_get(req, "signal");
+        sig = signal_from_string(json_object_get_string(v));
+        if (sig <= 0)
+                return proto_error_set(err, SBX_E_INVALID_REQUEST, "signal", "unknown signal '%.32s'", json_object_get_string(v));
+        if (s->state != SANDBOX_READY)
+                return proto_error_set(err, SBX_E_CONFLICT, "sandbox", "the sandbox is not ready");
+        r = sandbox_signal_all(s, sig, &n);
+        if (r < 0)
+                return proto_error_set(err, SBX_E_INTERNAL, NULL, "cannot signal the sandbox's processes: %s", strerror(-r));
+        reply = json_object_new_object();
+        json_object_object_add(reply, "signalled", json_object_new_int64(n));
+        reply_ok(c->reply, reply);
+        return 0;
+}
+
+static int freeze_op(Request *c, json_object *req, bool freeze, ProtoError *err) {
+        Sandbox *s;
+        int r = ops_lookup_sandbox(c, req, &s, err);
+
+        return r < 0 ? r : sandbox_freeze(s, freeze, c->reply, err);
+}
+
+int op_sandbox_freeze(Request *c, json_object *id, json_object *req, ProtoError *err) {
+        return freeze_op(c, req, true, err);
+}
+
+int op_sandbox_thaw(Request *c, json_object *id, json_object *req, ProtoError *err) {
+        return freeze_op(c, req, false, err);
+}
+
+/* sandbox.update: new memory, pids and cpu limits; the reply is the SANDBOX. */
+int op_sandbox_update(Request *c, json_object *id, json_object *req, ProtoError *err) {
+        json_object *reply, *limits;
+        Sandbox *s;
+        bool best_effort;
+        int r = ops_lookup_sandbox(c, req, &s, err);
+
+        if (r < 0)
+                return r;
+        best_effort = s->best_effort;
+        if ((r = proto_get_bool(req, "best_effort", &best_effort, err)) < 0)
+                return r;
+        limits = json_object_object_get(req, "limits");
+        if ((r = sandbox_update_limits(s, limits, best_effort, err)) < 0)
+                return r;
+        reply = json_object_new_object();
+        json_object_object_add(reply, "sandbox", sandbox_to_json(s, true));
+        reply_ok(c->reply, reply);
         return 0;
 }

@@ -38,6 +38,12 @@ static int lookup_for_job(Request *c, json_object *req, Sandbox **ret, ProtoErro
         if (s->job)
                 return proto_error_set(err, SBX_E_CONFLICT, "sandbox",
                                        "sandbox %s is busy with another snapshot, restore or fork", s->id);
+        if (s->root_path)
+                return proto_error_set(err, SBX_E_CONFLICT, "sandbox",
+                                       "the root of sandbox %s is a host directory (root.path): snapshots are of "
+                                       "workspaces sandboxd owns", s->id);
+        if (s->user_frozen)
+                return proto_error_set(err, SBX_E_CONFLICT, "sandbox", "the sandbox is frozen (sandbox.thaw resumes it)");
         *ret = s;
         return 0;
 }

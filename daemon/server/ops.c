@@ -25,8 +25,17 @@ static const FieldSpec create_fields[] = {
         { "mounts", FIELD_ARRAY },
         { "workspace", FIELD_OBJECT },
         { "image", FIELD_STRING },
-        { "root", FIELD_STRING },
+        { "root", FIELD_STRING_OR_OBJECT },
+        { "hostname", FIELD_STRING },
+        { "ephemeral", FIELD_BOOL },
         {},
+};
+static const FieldSpec inspect_fields[] = { ENVELOPE, { "sandbox", FIELD_STRING, true }, { "pids", FIELD_BOOL }, {} };
+static const FieldSpec sandbox_signal_fields[] = {
+        ENVELOPE, { "sandbox", FIELD_STRING, true }, { "signal", FIELD_ID, true }, {},
+};
+static const FieldSpec sandbox_update_fields[] = {
+        ENVELOPE, { "sandbox", FIELD_STRING, true }, { "limits", FIELD_OBJECT, true }, { "best_effort", FIELD_BOOL }, {},
 };
 static const FieldSpec sweep_fields[] = { ENVELOPE, { "dry_run", FIELD_BOOL }, {} };
 static const FieldSpec kill_fields[] = {
@@ -129,10 +138,14 @@ static const FieldSpec image_fields[] = { ENVELOPE, { "image", FIELD_STRING, tru
 static const Op ops[] = {
         { "hello", op_hello, no_fields },
         { "health", op_health, no_fields },
-        { "create", op_create, create_fields },
+        { "create", op_create, create_fields, .takes_fds = true }, /* network.netns_fd */
         { "list", op_list, list_fields },
-        { "inspect", op_inspect, sandbox_fields },
+        { "inspect", op_inspect, inspect_fields },
         { "destroy", op_destroy, sandbox_fields },
+        { "sandbox.signal", op_sandbox_signal, sandbox_signal_fields },
+        { "sandbox.freeze", op_sandbox_freeze, sandbox_fields },
+        { "sandbox.thaw", op_sandbox_thaw, sandbox_fields },
+        { "sandbox.update", op_sandbox_update, sandbox_update_fields },
         { "run", op_run, request_run_fields, .takes_fds = true },
         { "kill", op_kill, kill_fields },
         { "sweep", op_sweep, sweep_fields },
