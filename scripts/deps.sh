@@ -34,6 +34,9 @@ packages=(
 	mypy python3-pip python3-setuptools python3-wheel
 	# the Debian packages (scripts/build-deb.sh), python3-sandboxd with pybuild
 	debhelper dpkg-dev dh-python python3-all pybuild-plugin-pyproject
+	# sandboxd-oci's engines (tests/t-oci*.sh): podman with conmon and crun, containerd with ctr
+	# and its runc shim
+	podman conmon crun containerd
 	# the peer that `make bench` measures beside sandboxd (docs/performance.md)
 	bubblewrap
 	# the real-systemd VM: qemu (TCG), a Debian kernel and busybox for the initramfs; the VM

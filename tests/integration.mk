@@ -19,6 +19,7 @@ INTEGRATION_TESTS = \
 	tests/t-layers.sh \
 	tests/t-mounts.sh \
 	tests/t-netns.sh \
+	tests/t-oci.sh \
 	tests/t-oci-sandbox.sh \
 	tests/t-oracle.sh \
 	tests/t-overlay-root.sh \

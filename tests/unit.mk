@@ -178,3 +178,12 @@ tests_test_pool_SOURCES = tests/test-pool.c tests/daemon-fixture.h tests/tap.h
 tests_test_pool_CPPFLAGS = $(DAEMON_UNIT_CPPFLAGS)
 tests_test_pool_CFLAGS = $(DAEMON_UNIT_CFLAGS)
 tests_test_pool_LDADD = $(DAEMON_LIBS)
+
+## sandboxd-oci's config.json translation and refusals, on config.json files as podman and ctr
+## write them (tests/oci/*.json).
+check_PROGRAMS += tests/oci/test-oci-config
+TESTS += tests/oci/test-oci-config
+tests_oci_test_oci_config_SOURCES = tests/oci/test-oci-config.c tests/tap.h oci/config.c oci/config.h
+tests_oci_test_oci_config_CFLAGS = $(UNIT_CFLAGS)
+tests_oci_test_oci_config_LDADD = $(UNIT_LDADD)
+EXTRA_DIST += tests/oci/podman-run.json tests/oci/podman-run-tty.json tests/oci/ctr-run.json

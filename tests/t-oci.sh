@@ -1,0 +1,269 @@
+#!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# sandboxd-oci under the real engines (issue #24; design/oci-runtime.md): podman 4.3 with conmon
+# and containerd 1.6's ctr with the runc shim drive it as their runtime, and each container is a
+# sandbox of a test daemon. `run --rm` mirrors the exit status, `run -d` + exec + stop + rm work,
+# `run -it` gets a terminal that follows a resize (under tmux), `ctr run` returns the status and
+# `ctr task kill`/`delete` behave as with runc, a proxy killed with SIGKILL leaves no process
+# behind, and every refusal is refused with the field named.
+#
+# No engine may see this host's cgroup v1 hierarchies, so everything (engines and the daemon,
+# which must see the engines' overlay mounts) runs in a private mount namespace whose
+# /sys/fs/cgroup is the cgroup2 hierarchy alone, with a tmpfs on /run (crun/containerd/shim state, the
+# shims' sockets) and on /var/lib/containers (podman's blob-info cache), and TMPDIR in the test's
+# directory (conmon's and the shim's console sockets). Images come from a tarball the test builds
+# (podman import): no registry. podman runs with --cgroups=disabled (crun-style --cgroup-manager
+# disabled): this host has no cgroup2 memory or pids controller.
+. "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
+
+OCI=$top_builddir/oci/sandboxd-oci
+for tool in podman conmon ctr containerd containerd-shim-runc-v2 tmux nsenter unshare; do
+        command -v "$tool" >/dev/null || skip_all "$tool is not installed (scripts/deps.sh installs it)"
+done
+[ -x "$OCI" ] || skip_all "no sandboxd-oci at $OCI (build the tree first)"
+BUSYBOX=$(command -v busybox) || skip_all "busybox (static) is not installed"
+
+# ---- the private mount namespace -----------------------------------------------------------
+made_var_lib_containers=
+[ -d /var/lib/containers ] || { mkdir /var/lib/containers && made_var_lib_containers=1; }
+cat >"$T/holder.sh" <<EOF
+#!/bin/sh
+# The host's /sys/fs/cgroup (a tmpfs of v1 hierarchies) is detached here only (private
+# propagation), so that neither the engines nor the daemon can find a v1 hierarchy at all.
+umount -l /sys/fs/cgroup || exit 1
+mount -t cgroup2 cgroup2 /sys/fs/cgroup || exit 1
+mount -t tmpfs tmpfs /run || exit 1
+mount -t tmpfs tmpfs /var/lib/containers || exit 1
+exec sleep infinity
+EOF
+chmod +x "$T/holder.sh"
+unshare -m --propagation private "$T/holder.sh" &
+HOLDER=$!
+wait_until 5 sh -c "[ \"\$(nsenter -t $HOLDER -m stat -f -c %T /sys/fs/cgroup 2>/dev/null)\" = cgroup2fs ]" ||
+        { nok "the private mount namespace has cgroup2 at /sys/fs/cgroup"; exit 0; }
+NS="nsenter -t $HOLDER -m --"
+CG_INSIDE=/sys/fs/cgroup${CG#"$CG_MOUNT"}
+mkdir -p "$T/tmp" "$T/ptmp"
+
+oci_cleanup() {
+        set +e
+        [ -n "${HOLDER:-}" ] && kill -0 "$HOLDER" 2>/dev/null && pod rm -af -t 0 >/dev/null 2>&1
+        [ -n "${CTRD_PID:-}" ] && kill "$CTRD_PID" 2>/dev/null && wait "$CTRD_PID" 2>/dev/null
+        _daemon_end
+        # Whatever is still in the namespace (a conmon or a shim of a test that failed half-way).
+        local hns p
+        hns=$(readlink "/proc/$HOLDER/ns/mnt" 2>/dev/null)
+        for p in /proc/[0-9]*; do
+                [ -n "$hns" ] && [ "${p#/proc/}" != "$HOLDER" ] && [ "$(readlink "$p/ns/mnt" 2>/dev/null)" = "$hns" ] &&
+                        kill -KILL "${p#/proc/}" 2>/dev/null
+        done
+        [ -n "${HOLDER:-}" ] && kill "$HOLDER" 2>/dev/null && wait "$HOLDER" 2>/dev/null
+        [ -n "$made_var_lib_containers" ] && rm -rf --one-file-system /var/lib/containers
+        _cleanup
+}
+trap oci_cleanup EXIT
+
+# The daemon in the namespace: its --cgroup-root as the namespace sees it.
+cat >"$T/sandboxd-ns" <<EOF
+#!/bin/bash
+cg='$CG' inside='$CG_INSIDE'
+args=()
+for a in "\$@"; do
+        case \$a in "\$cg"*) a=\$inside\${a#"\$cg"} ;; esac
+        args+=("\$a")
+done
+exec $NS "$SANDBOXD" "\${args[@]}"
+EOF
+chmod +x "$T/sandboxd-ns"
+REAL_SANDBOXD=$SANDBOXD
+SANDBOXD=$T/sandboxd-ns
+start_daemon || exit 0
+SANDBOXD=$REAL_SANDBOXD
+
+# The runtime as the engines call it: this test's daemon, limits best effort (no controllers).
+cat >"$T/sandboxd-oci" <<EOF
+#!/bin/sh
+exec "$OCI" --socket "$SOCK" --best-effort "\$@"
+EOF
+chmod +x "$T/sandboxd-oci"
+
+# ---- podman ----------------------------------------------------------------------------------
+cat >"$T/containers.conf" <<EOF
+[containers]
+default_ulimits = ["nofile=1024:1024", "nproc=1024:1024"]
+[engine]
+cgroup_manager = "cgroupfs"
+events_logger = "file"
+runtime_supports_json = ["sandboxd-oci"]
+runtime_supports_nocgroup = ["sandboxd-oci"]
+[engine.runtimes]
+sandboxd-oci = ["$T/sandboxd-oci"]
+EOF
+cat >"$T/storage.conf" <<EOF
+[storage]
+driver = "vfs"
+graphroot = "$T/graph"
+runroot = "$T/run"
+EOF
+pod() {
+        $NS env TMPDIR="$T/tmp" CONTAINERS_CONF="$T/containers.conf" CONTAINERS_STORAGE_CONF="$T/storage.conf" \
+                timeout 120 podman --root "$T/graph" --runroot "$T/run" --tmpdir "$T/ptmp" --runtime sandboxd-oci "$@"
+}
+prun() { pod run --pull=never --cgroups=disabled --network none "$@"; }
+
+mkdir -p "$T/rootfs/bin" "$T/rootfs/etc" "$T/rootfs/tmp" "$T/rootfs/proc" "$T/rootfs/dev" "$T/rootfs/sys" "$T/rootfs/run"
+cp "$BUSYBOX" "$T/rootfs/bin/busybox"
+for c in sh echo sleep cat ls id stty head true kill env tty; do ln -s busybox "$T/rootfs/bin/$c"; done
+tar -C "$T/rootfs" -cf "$T/img.tar" .
+check "podman imports the test's rootfs tarball" pod import "$T/img.tar" localhost/sbx-oci-test
+
+out=$(prun --rm localhost/sbx-oci-test sh -c 'echo remote-output; exit 7' 2>"$T/err"); rc=$?
+is "$rc" 7 "podman run --rm IMG sh -c 'exit 7' exits 7"
+is "$out" remote-output "its stdout is the engine's own pipe"
+[ "$rc" = 7 ] || diag "$(cat "$T/err")"
+is "$(ls "$T/run/overlay-containers" 2>/dev/null | wc -l)" 0 "--rm removed the container"
+
+out=$(prun --rm localhost/sbx-oci-test sh -c 'kill -USR1 $$; sleep 5' 2>/dev/null); rc=$?
+is "$rc" 138 "a process killed by SIGUSR1 is mirrored as a signal (podman says 128+10)"
+
+out=$(echo piped-in | prun --rm -i localhost/sbx-oci-test cat 2>/dev/null)
+is "$out" piped-in "run -i: stdin is the engine's pipe"
+
+# fds: --preserve-fds 1 gives fd 3 along; an fd the engine merely inherited (7) never arrives.
+echo preserved >"$T/pfile"
+out=$(prun --rm --preserve-fds 1 localhost/sbx-oci-test sh -c 'cat <&3; test -e /proc/self/fd/7 && echo leaked-7 || echo no-7' 3<"$T/pfile" 7<"$T/pfile" 2>"$T/err")
+is "$out" "preserved
+no-7" "--preserve-fds 1: fd 3 reaches the process; an inherited fd 7 does not"
+[ "$out" = "preserved
+no-7" ] || diag "$(cat "$T/err")"
+
+id=$(prun -d localhost/sbx-oci-test sleep 300 2>"$T/err")
+check "podman run -d starts a container" test -n "$id"
+[ -n "$id" ] || diag "$(cat "$T/err")"
+is "$(pod inspect -f '{{.State.Status}}' "$id" 2>/dev/null)" running "it is running"
+is "$(pod exec "$id" echo from-exec 2>"$T/err")" from-exec "podman exec runs in it"
+pod exec "$id" sh -c 'exit 3' 2>/dev/null
+is "$?" 3 "an exec's exit status is mirrored"
+is "$(pod exec "$id" cat /etc/hostname 2>/dev/null)" "${id:0:12}" "the bind of /etc/hostname is podman's"
+state=$($NS "$OCI" --root /run/sandboxd-oci state "$id" 2>/dev/null | jq -r .status)
+is "$state" running "sandboxd-oci state says running"
+check "podman stop stops it" pod stop -t 2 "$id"
+is "$(pod inspect -f '{{.State.Status}}' "$id" 2>/dev/null)" exited "it exited"
+check "podman rm removes it" pod rm "$id"
+is "$(rpc '{"op":"list"}' | jq '.sandboxes | length')" 0 "sandboxd destroyed its sandbox"
+
+# A proxy killed with SIGKILL: the connection closes, sandboxd kills the run.
+id=$(prun -d localhost/sbx-oci-test sleep 301 2>/dev/null)
+proxy=$(pod inspect -f '{{.State.Pid}}' "$id" 2>/dev/null)
+check "the container's pid is the proxy, running sandboxd-oci" grep -q sandboxd-oci "/proc/$proxy/cmdline"
+wait_until 10 pgrep -f 'sleep 30[1]' >/dev/null
+kill -KILL "$proxy"
+wait_until 10 sh -c '! pgrep -f "sleep 30[1]" >/dev/null'
+check "no process is left behind once the proxy is SIGKILLed" sh -c '! pgrep -f "sleep 30[1]"'
+pod rm -f "$id" >/dev/null 2>&1
+
+# A terminal: podman run -it under tmux, its size followed.
+tmux -L "sbx-oci-$$" new-session -d -x 100 -y 30 \
+        "$NS env TMPDIR=$T/tmp CONTAINERS_CONF=$T/containers.conf CONTAINERS_STORAGE_CONF=$T/storage.conf podman --root $T/graph --runroot $T/run --tmpdir $T/ptmp --runtime sandboxd-oci run --rm -it --pull=never --cgroups=disabled --network none localhost/sbx-oci-test sh; sleep 30"
+tm() { tmux -L "sbx-oci-$$" "$@" 2>/dev/null; }
+pane_has() { tm capture-pane -p | grep -q "$1"; }
+wait_until 20 pane_has '#' || diag "$(tm capture-pane -p)"
+tm send-keys 'tty; stty size; echo MARK$((6*7))' Enter
+wait_until 10 pane_has MARK42
+check "run -it: the shell's stdin is a terminal of the sandbox's devpts" pane_has '^/dev/pts/'
+check "it has the size of tmux's window (30 100)" pane_has '^30 100'
+tm resize-window -x 120 -y 40
+sleep 1
+tm send-keys 'stty size; echo MARK$((7*7))' Enter
+wait_until 10 pane_has MARK49
+check "after a resize it has the new size (40 120)" pane_has '^40 120'
+tm send-keys 'exit 4' Enter
+tm kill-server 2>/dev/null
+
+# ---- refusals (each with the field named, before any sandbox is made) -------------------------
+refused() {
+        local desc=$1 needle=$2
+        shift 2
+        out=$(prun --rm "$@" localhost/sbx-oci-test true 2>&1)
+        rc=$?
+        if [ "$rc" != 0 ] && printf '%s' "$out" | grep -q -- "$needle"; then
+                ok "refused: $desc"
+        else
+                nok "refused: $desc"
+                diag "rc=$rc: $out"
+        fi
+}
+refused "--privileged" "refused" --privileged
+refused "--cap-add SYS_ADMIN" "CAP_SYS_ADMIN" --cap-add SYS_ADMIN
+refused "--ipc host" "\"ipc\" namespace" --ipc host
+refused "--device /dev/fuse" "devices" --device /dev/fuse
+refused "--group-add 10" "additionalGids" --group-add 10
+refused "--sysctl" "linux.sysctl" --sysctl kernel.msgmax=8192
+refused "an rshared bind" "propagation" -v "$T/tmp:/data:rshared"
+refused "--tmpfs /data" "tmpfs" --tmpfs /data
+refused "--memory-swap above --memory" "memory.swap" --memory 64m --memory-swap 128m
+out=$(pod run --rm --pull=never --cgroups=disabled --network host localhost/sbx-oci-test true 2>&1)
+like "$out" '"network" namespace' "refused: --network host"
+# A pod's way of sharing: the other container's /proc/<proxy pid>/ns/net, a host process.
+id=$(prun -d localhost/sbx-oci-test sleep 302 2>/dev/null)
+out=$(pod run --rm --pull=never --cgroups=disabled --network "container:$id" localhost/sbx-oci-test true 2>&1)
+like "$out" "proxy" "refused: --network container:X (X's pid is our proxy: the host's network)"
+pod rm -f "$id" >/dev/null 2>&1
+
+# ---- the runtime called directly: refusals on --log as runc's JSON lines, state, delete ---------
+mkdir -p "$T/bundle"
+jq --arg root "$T/rootfs" '.root.path = $root | .mounts |= map(select(.type != "bind"))
+        | .linux.namespaces |= map(select(.type != "pid"))' "$TESTS_DIR/oci/podman-run.json" >"$T/bundle/config.json"
+rt() { $NS "$OCI" --socket "$SOCK" --best-effort --root /run/sbx-oci-direct --log "$T/direct.log" --log-format json "$@"; }
+rt create --bundle "$T/bundle" --pid-file "$T/bundle/pid" direct1 2>/dev/null
+is "$?" 1 "create of a config without a pid namespace fails"
+last=$(tail -n 1 "$T/direct.log")
+is "$(printf '%s' "$last" | jq -r .level)" error "the error is a runc JSON line on --log"
+like "$(printf '%s' "$last" | jq -r .msg)" 'linux.namespaces: no "pid" namespace' "naming the field"
+like "$(printf "%s" "$last" | jq -r .time)" "^20[0-9-]+T[0-9:.]+Z\$" "with a time"
+check "nothing is recorded for it" sh -c "! $NS test -e /run/sbx-oci-direct/direct1"
+rt delete direct1 2>/dev/null
+is "$?" 1 "delete of a container that does not exist fails"
+like "$(tail -n 1 "$T/direct.log" | jq -r .msg)" "does not exist" "saying it does not exist (what the engines look for)"
+rt state direct1 >/dev/null 2>&1
+is "$?" 1 "so does state"
+
+# ---- containerd ------------------------------------------------------------------------------
+mkdir -p "$T/ctrd"
+cat >"$T/ctrd/config.toml" <<EOF
+version = 2
+root = "$T/ctrd/root"
+state = "/run/ctrd-test"
+disabled_plugins = ["io.containerd.grpc.v1.cri"]
+[grpc]
+  address = "$T/ctrd/sock"
+EOF
+$NS env TMPDIR="$T/tmp" containerd --config "$T/ctrd/config.toml" >"$T/ctrd/log" 2>&1 &
+CTRD_PID=$!
+c() { $NS env TMPDIR="$T/tmp" timeout 120 ctr --address "$T/ctrd/sock" "$@"; }
+wait_until 20 c version >/dev/null 2>&1 || { nok "containerd answers"; diag "$(tail -5 "$T/ctrd/log")"; exit 0; }
+pod save --format oci-archive -o "$T/img-oci.tar" localhost/sbx-oci-test >/dev/null 2>&1
+check "ctr imports the image (saved by podman as an OCI archive)" c images import --snapshotter native --base-name localhost/sbx-oci-test "$T/img-oci.tar"
+img=$(c images ls -q | grep sbx-oci-test | head -1)
+out=$(c run --snapshotter native --runc-binary "$T/sandboxd-oci" --rm "$img" c1 sh -c 'echo hi; exit 6' 2>"$T/err"); rc=$?
+is "$rc" 6 "ctr run --runc-binary sandboxd-oci returns the container's status (6)"
+is "$out" hi "its output came through the shim's fds"
+[ "$rc" = 6 ] || diag "$(cat "$T/err")"
+c run -d --snapshotter native --runc-binary "$T/sandboxd-oci" "$img" c2 sh -c 'trap "exit 9" TERM; while :; do sleep 1; done' 2>"$T/err"
+wait_until 10 sh -c "ctr --address $T/ctrd/sock task ls 2>/dev/null | grep -q 'c2.*RUNNING'" 2>/dev/null ||
+        $NS true
+is "$(c task ls | awk '$1 == "c2" {print $3}')" RUNNING "ctr run -d: the task is RUNNING"
+pids=$(c task ps c2 2>/dev/null | tail -n +2 | wc -l)
+check "ctr task ps lists its processes (sandboxd-oci ps)" test "$pids" -ge 1
+check "ctr task kill sends TERM" c task kill c2
+wait_until 10 sh -c "$NS ctr --address $T/ctrd/sock task ls 2>/dev/null | grep -q 'c2.*STOPPED'"
+is "$(c task ls | awk '$1 == "c2" {print $3}')" STOPPED "then the task is STOPPED"
+out=$(c task delete c2 2>&1)
+like "$out" "exit code 9" "ctr task delete reports the TERM trap's exit status 9"
+c containers rm c2 >/dev/null 2>&1
+is "$(rpc '{"op":"list"}' | jq '.sandboxes | length')" 0 "no sandbox is left"
+kill "$CTRD_PID"; wait "$CTRD_PID" 2>/dev/null; CTRD_PID=
+
+pod rm -af >/dev/null 2>&1
+stop_daemon
+true
