@@ -25,7 +25,6 @@
 #include "image.h"
 #include "log.h"
 #include "mount-open.h"
-#include "pool.h"
 #include "macro.h"
 #include "remove-async.h"
 #include "rm-rf.h"
@@ -607,7 +606,8 @@ static int job_commit(ImageJob *j, ProtoError *err) {
         }
         img->next = st->images;
         st->images = img;
-        pool_schedule_refill(st->ctx); /* its pool_images entry, if it has one */
+        if (st->imported)
+                st->imported(st->ctx); /* its pool_images entry, if it has one */
         log_info("image %s imported (%s, %" PRIu64 " bytes, %" PRIu64 " files)", img->name, img->kind, img->bytes, img->files);
         o = json_object_new_object();
         json_object_object_add(o, "image", image_to_json(img, NULL));

@@ -44,6 +44,8 @@ typedef struct ImageStore {
          * idmapped mounts and this filesystem not, tmpfs before Linux 6.3); else the errno. */
         bool idmap;
         int idmap_error;
+        /* An image was imported (its pool_images entry fills: pool.c, wired by lifecycle.c). */
+        void (*imported)(Context *ctx);
 } ImageStore;
 
 /* Opens (makes) the store, removes what unfinished imports left, reads every image.json. */

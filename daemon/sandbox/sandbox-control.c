@@ -99,6 +99,7 @@ int sandbox_signal_all(Sandbox *s, int sig, unsigned *ret_signalled) {
 /* ---- freeze and thaw ---------------------------------------------------------------------- */
 
 struct SandboxFreeze {
+        SandboxMember member; /* in the sandbox's members, so that its destroy or free ends it */
         Sandbox *sandbox;
         Reply *reply;
         bool freeze;
@@ -111,6 +112,7 @@ static void freeze_finish(SandboxFreeze *f, const ProtoError *err) {
         Sandbox *s = f->sandbox;
 
         s->freeze_op = NULL;
+        sandbox_member_remove(s, &f->member);
         sd_event_source_disable_unref(f->timer);
         if (err)
                 reply_error(f->reply, err);
@@ -123,14 +125,24 @@ static void freeze_finish(SandboxFreeze *f, const ProtoError *err) {
         free(f);
 }
 
-void sandbox_freeze_cancel(Sandbox *s) {
+/* The sandbox is destroyed or freed while the freeze is in flight: its client is told. */
+static void freeze_member_end(SandboxMember *m) {
+        SandboxFreeze *f = SANDBOX_MEMBER_OF(m, SandboxFreeze, member);
         ProtoError err;
 
-        if (!s->freeze_op)
-                return;
-        sandbox_gone_error(s, &err);
-        freeze_finish(s->freeze_op, &err);
+        sandbox_gone_error(f->sandbox, &err);
+        freeze_finish(f, &err);
 }
+
+static void freeze_member_kill(SandboxMember *m, int sig) {
+        (void) sig;
+        freeze_member_end(m);
+}
+
+static const SandboxMemberOps freeze_member_ops = {
+        .kill = freeze_member_kill,
+        .free = freeze_member_end,
+};
 
 static int on_freeze_timer(sd_event_source *src, uint64_t usec, void *userdata) {
         SandboxFreeze *f = userdata;
@@ -184,14 +196,14 @@ int sandbox_freeze(Sandbox *s, bool freeze, Reply *reply, ProtoError *err) {
                 return proto_error_set(err, SBX_E_INTERNAL, NULL, "out of memory");
         *f = (SandboxFreeze) { .sandbox = s, .reply = reply_ref(reply), .freeze = freeze,
                                .start = now_usec(CLOCK_MONOTONIC) };
-        s->freeze_op = f;
         r = sd_event_add_time_relative(s->ctx->event, &f->timer, CLOCK_MONOTONIC, 0, 0, on_freeze_timer, f);
         if (r < 0) {
-                s->freeze_op = NULL;
                 reply_unref(f->reply);
                 free(f);
                 return proto_error_set(err, SBX_E_INTERNAL, NULL, "out of memory");
         }
+        s->freeze_op = f;
+        sandbox_member_add(s, &f->member, &freeze_member_ops);
         return 0;
 }
 

@@ -14,8 +14,8 @@ int sandbox_signal_all(Sandbox *s, int sig, unsigned *ret_signalled);
  * 5 s, else an error, and a freeze is undone). While frozen, new runs, sessions and file
  * operations are refused (conflict). 0, or < 0 with err set (nothing changed, reply not kept). */
 int sandbox_freeze(Sandbox *s, bool freeze, Reply *reply, ProtoError *err);
-/* A freeze or thaw waiting for the kernel is answered with the sandbox's end (destroy, free). */
-void sandbox_freeze_cancel(Sandbox *s);
+/* (A freeze or thaw waiting for the kernel is a member of the sandbox: its destroy or free
+ * answers it with the sandbox's end.) */
 /* "limits": {"memory", "pids", "cpus"}, validated as at create, into the kernel and the record. */
 int sandbox_update_limits(Sandbox *s, json_object *limits, bool best_effort, ProtoError *err);
 /* The host pids in the sandbox's cgroup tree, sorted, at most 4096. */

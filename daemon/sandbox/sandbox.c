@@ -20,9 +20,7 @@
 #include "context.h"
 #include "fdstore.h"
 #include "image.h"
-#include "pool.h"
 #include "sandbox.h"
-#include "sandbox-control.h"
 #include "spawn.h"
 #include "util.h"
 
@@ -198,13 +196,16 @@ int sandbox_create_joined(Context *m, json_object *req, const SandboxCaller *cal
         return sandbox_create_full(m, req, caller, false, false, netns_fd, ret, err);
 }
 
-/* Its record is written with those of the creates around it (pool_schedule_records()), before
- * its create is answered; at once where there is no pool (a unit test's context). */
+/* Its record is written with those of the creates around it (SandboxHooks.schedule_records,
+ * the pool's), before its create is answered; at once where there is no pool (a unit test's
+ * context). */
 static int sandbox_record_soon(Sandbox *s) {
-        if (!s->ctx->pool)
+        const SandboxHooks *h = s->ctx->sandbox_hooks;
+
+        if (!s->ctx->pool || !h || !h->schedule_records)
                 return registry_changed(&s->entry); /* state.c saves it */
         s->record_pending = true;
-        if (pool_schedule_records(s->ctx) >= 0)
+        if (h->schedule_records(s->ctx) >= 0)
                 return 0;
         s->record_pending = false;
         return registry_changed(&s->entry);
@@ -903,7 +904,6 @@ void sandbox_destroy(Sandbox *s, const char *reason) {
         log_debug("destroying sandbox %s (%s)", s->id, reason);
         s->teardown_start_usec = now_usec(CLOCK_MONOTONIC);
         sandbox_restart_cancel(s); /* its snapshot job is aborted below, with the other members */
-        sandbox_freeze_cancel(s);
         s->state = SANDBOX_DESTROYING;
         /* Frozen by its client: thawed, so that what is killed below can die. */
         if (s->user_frozen && s->cg_fd >= 0) {
@@ -932,7 +932,6 @@ Sandbox *sandbox_free(Sandbox *s) {
         if (!s)
                 return NULL;
         registry_remove(&s->entry); /* the pool refills (pool.c observes) */
-        sandbox_freeze_cancel(s);
         s->setup_helper = sd_event_source_disable_unref(s->setup_helper);
         while (s->members)
                 s->members->ops->free(s->members); /* the snapshot job's also cancels its restart */

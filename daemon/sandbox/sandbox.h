@@ -234,6 +234,9 @@ struct SandboxHooks {
         /* Members of other modules in a sandbox's replies: expiry and disk (sweep.c), interrupted
          * runs (run-record.c). */
         void (*to_json)(Sandbox *s, json_object *o);
+        /* A create's record is to be written with the others of this loop turn (pool.c): 0, or
+         * < 0 (it is then written alone). */
+        int (*schedule_records)(Context *ctx);
 };
 
 /* A failure to write the state directory (what names it): ENOSPC and EDQUOT are

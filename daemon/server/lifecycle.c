@@ -60,6 +60,7 @@ static const SandboxHooks sandbox_hooks = {
         .check_create = sweep_check_create,
         .check_run = sweep_check_run,
         .to_json = sandbox_json_others,
+        .schedule_records = pool_schedule_records,
 };
 
 static void on_connection_closed(Connection *c, void *userdata) {
@@ -493,6 +494,7 @@ int lifecycle_setup(Daemon *d) {
         if (r < 0)
                 return log_error_errno(r, "cannot open the image store %s/images: %m", ctx->config.state_dir);
         ctx->images = &d->images;
+        d->images.imported = pool_schedule_refill;
         r = restore_all(ctx);
         if (r < 0)
                 log_warning_errno(r, "cannot read the state directory: %m");

@@ -8,7 +8,6 @@
 #include <string.h>
 
 #include "image.h"
-#include "manager.h"
 #include "ops.h"
 #include "pool.h"
 #include "sandbox.h"

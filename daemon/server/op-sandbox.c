@@ -10,7 +10,6 @@
 #include <sys/statfs.h>
 #include <linux/magic.h>
 
-#include "manager.h"
 #include "ops.h"
 #include "pool.h"
 #include "session.h"
