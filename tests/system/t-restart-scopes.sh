@@ -20,7 +20,8 @@ health() { SBX_TIMEOUT=10 call '{"op":"health"}' | jq -r .ok 2>/dev/null; }
 wait_up() { # OLD_MAINPID
 	local i
 	for i in $(seq 300); do
-		[ "$(mainpid)" != "${1:-x}" ] && [ "$(mainpid)" != 0 ] && [ "$(health)" = true ] && return 0
+		# health first: its connection starts the service (socket activation)
+		[ "$(health)" = true ] && [ "$(mainpid)" != "${1:-x}" ] && [ "$(mainpid)" != 0 ] && return 0
 		sleep 0.2
 	done
 	return 1
