@@ -178,11 +178,14 @@ ScopeManager *scope_manager_free(ScopeManager *sm) {
 static int append_properties(sd_bus_message *m, const char *description, pid_t pid) {
         int r = sd_bus_message_open_container(m, 'a', "(sv)");
 
-        /* CollectMode: a scope that failed (a process killed by a signal) is not left behind. */
+        /* CollectMode: a scope that failed (a process killed by a signal) is not left behind.
+         * TimeoutStopUSec: the sandbox's init is pid 1 of its namespace and ignores the SIGTERM
+         * of a stop (a host's shutdown): its processes get 5 s, then SIGKILL, not 90. */
         if (r >= 0)
-                r = sd_bus_message_append(m, "(sv)(sv)(sv)(sv)(sv)", "Slice", "s", SCOPE_SLICE, "Delegate", "b", 1,
+                r = sd_bus_message_append(m, "(sv)(sv)(sv)(sv)(sv)(sv)", "Slice", "s", SCOPE_SLICE, "Delegate", "b", 1,
                                           "PIDs", "au", 1, (uint32_t) pid, "CollectMode", "s", "inactive-or-failed",
-                                          "Description", "s", description);
+                                          "Description", "s", description, "TimeoutStopUSec", "t",
+                                          (uint64_t) 5 * 1000000);
         if (r >= 0)
                 r = sd_bus_message_close_container(m);
         return r;
