@@ -112,11 +112,16 @@ wait_up "$old" && [ "$(readlink "/proc/$(mainpid)/exe")" = /usr/sbin/sandboxd ]
 ok $? "the packaged daemon runs ($(readlink "/proc/$(mainpid)/exe"))"
 survived "a restart into the packaged daemon"
 # The upgrade: postinst's try-restart (debhelper's --restart-after-upgrade; prerm does not stop).
-old=$(mainpid)
+old=$(mainpid) store0=$(systemctl show -p NFileDescriptorStore --value sandboxd.service)
 out=$(timeout 240 dpkg -i "${debs[@]}" 2>&1)
 ok $? "dpkg -i of the rebuilt packages again (an upgrade)"
 diag "$(tail -n 3 <<<"$out")"
 check "the package's upgrade restarted the daemon" wait_up "$old"
 survived "dpkg -i"
+# preinst did not stop the service (debian/rules: --restart-after-upgrade): the store was kept.
+r=$(call "{\"op\":\"inspect\",\"sandbox\":\"$id\"}")
+[ "$(jqr .sandbox.restored_init "$r")" = "fd store" ] &&
+	[ "$(systemctl show -p NFileDescriptorStore --value sandboxd.service)" = "$store0" ]
+ok $? "the upgrade was a restart, not a stop and a start: the init's pidfd came back from the fd store ($(jqr .sandbox.restored_init "$r"); store $store0 -> $(systemctl show -p NFileDescriptorStore --value sandboxd.service))"
 call "{\"op\":\"destroy\",\"sandbox\":\"$id\"}" >/dev/null
 done_testing
