@@ -261,7 +261,7 @@ int sandbox_update_limits(Sandbox *s, json_object *limits, bool best_effort, Pro
                                                need[i].controller, need[i].field);
         s->limits = l;
         cl = sandbox_cg_limits(s);
-        r = cg_apply_limits(&s->ctx->cg, s->cg_rel, &cl, s->enforced);
+        r = cg_apply_limits(&s->ctx->cg, s->cg_path, &cl, s->enforced);
         if (r < 0)
                 return proto_error_set(err, SBX_E_INTERNAL, "limits", "cannot write the sandbox's cgroup limits: %s",
                                        strerror(-r));
