@@ -447,7 +447,8 @@ _Noreturn void run_helper_main(const RunParams *p) {
 
         /* The sandbox must not ptrace us or open our /proc/PID/exe (CVE-2019-5736). */
         (void) prctl(PR_SET_DUMPABLE, 0);
-        (void) prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (!p->keep)
+                (void) prctl(PR_SET_PDEATHSIG, SIGKILL);
         /* A daemon that died before the prctl above sends no signal: then our parent is no longer
          * the daemon, and nobody would supervise the command (THREATS DMN-08). Born in the
          * sandbox's pid namespace (direct), we see no parent at all (0) while the daemon lives. */

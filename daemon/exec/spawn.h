@@ -175,6 +175,9 @@ typedef struct RunParams {
         bool reset_oom_score;   /* the daemon's oom_score_adj is negative: the helper sets 0 */
         pid_t parent;           /* the daemon, whose death must end the helper (launch_params_guard) */
         bool direct;        /* the helper is in the sandbox's pid namespace and becomes the command */
+        /* The run is kept across a restart (its fds in the fd store): no parent-death signal,
+         * the helper reports the command's end to whichever daemon reads its socket. */
+        bool keep;
         const SeccompProgram *filter; /* compiled once by the daemon */
 } RunParams;
 

@@ -31,6 +31,10 @@ static bool name_is_valid(const char *name) {
         return true;
 }
 
+bool fdstore_available(void) {
+        return getenv("NOTIFY_SOCKET") != NULL;
+}
+
 int fdstore_push(const char *name, int fd) {
         char msg[64 + FDSTORE_NAME_MAX];
 

@@ -15,6 +15,8 @@ bool fdstore_name_is_ours(const char *name);
 #define FDSTORE_NAME_MAX 64
 const char *fdstore_name(char *buf, char kind, const char *id, const char *what);
 
+/* Whether there is a service manager to keep fds ($NOTIFY_SOCKET). */
+bool fdstore_available(void);
 /* fd into the store under name (FDPOLL=0: systemd never drops it on its own). 0 outside
  * systemd, > 0 when it was sent, -errno. */
 int fdstore_push(const char *name, int fd);

@@ -254,12 +254,15 @@ static int restore_all(Context *m) {
                         m->registry->n_quarantined++;
         closedir(d);
         remove_stale_cgroups(m);
-        /* Stored fds no restored sandbox claimed (a sandbox destroyed by hand, a record set
-         * aside): systemd must not keep them for ever. */
+        return 0;
+}
+
+/* Stored fds no restored sandbox or run claimed (a sandbox destroyed by hand, a record set aside,
+ * a run that ended as its daemon died): systemd must not keep them for ever. */
+static void drop_unclaimed(Context *m) {
         size_t n = fdstore_drop_unclaimed(&m->fdstore);
         if (n > 0)
                 log_info("closed %zu fd(s) of the fd store that no sandbox claims", n);
-        return 0;
 }
 
 /* ---- Setup -------------------------------------------------------------------------------- */
@@ -498,6 +501,7 @@ int lifecycle_setup(Daemon *d) {
         if (r < 0)
                 log_warning_errno(r, "cannot open %s/runs.log: %m; runs in flight will not be reported after a crash",
                                   ctx->config.state_dir);
+        drop_unclaimed(ctx); /* after runs.log: its runs in flight claim theirs */
         if ((r = sweep_setup_timer(ctx)) < 0 || (r = idle_exit_setup(&d->idle, d->manager, daemon_busy, d)) < 0)
                 return r;
         log_info("cgroup subtree %s; enforceable: memory=%s pids=%s cpu=%s", ctx->cg.base,

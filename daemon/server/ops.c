@@ -29,6 +29,12 @@ static const FieldSpec create_fields[] = {
         {},
 };
 static const FieldSpec sweep_fields[] = { ENVELOPE, { "dry_run", FIELD_BOOL }, {} };
+static const FieldSpec run_attach_fields[] = {
+        ENVELOPE,
+        { "run_id", FIELD_STRING, true },
+        { "from", FIELD_OBJECT },
+        {},
+};
 static const FieldSpec kill_fields[] = {
         ENVELOPE,
         { "run_id", FIELD_STRING, true },
@@ -135,6 +141,7 @@ static const Op ops[] = {
         { "destroy", op_destroy, sandbox_fields },
         { "run", op_run, request_run_fields },
         { "kill", op_kill, kill_fields },
+        { "run.attach", op_run_attach, run_attach_fields },
         { "sweep", op_sweep, sweep_fields },
         { "pty.open", op_pty_open, pty_open_fields },
         { "pty.write", op_pty_write, pty_write_fields },

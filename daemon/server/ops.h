@@ -56,6 +56,7 @@ int op_inspect(Request *c, json_object *id, json_object *req, ProtoError *err);
 int op_destroy(Request *c, json_object *id, json_object *req, ProtoError *err);
 int op_run(Request *c, json_object *id, json_object *req, ProtoError *err);
 int op_kill(Request *c, json_object *id, json_object *req, ProtoError *err);
+int op_run_attach(Request *c, json_object *id, json_object *req, ProtoError *err);
 int op_snapshot(Request *c, json_object *id, json_object *req, ProtoError *err);
 int op_snapshot_list(Request *c, json_object *id, json_object *req, ProtoError *err);
 int op_snapshot_restore(Request *c, json_object *id, json_object *req, ProtoError *err);
