@@ -71,6 +71,9 @@ static void on_client_gone(Hook *h, void *userdata) {
         Run *r = userdata;
         Sandbox *s = r->sandbox;
 
+        /* The daemon stops: a kept run is the next daemon's (its fds are in the store). */
+        if (r->kept && s->ctx->stopping)
+                return;
         /* A client that came back with run.attach may go again: the run goes on without one. */
         if (r->attached && r->keep_reply) {
                 run_set_reply(r, r->keep_reply);

@@ -555,6 +555,7 @@ int lifecycle_run(Daemon *d) {
                           ctx->cg.enforceable & CG_CPU ? "enforced" : "unavailable");
         pool_schedule_refill(ctx);
         r = sd_event_loop(ctx->event);
+        ctx->stopping = true;
         d->pool.stopping = d->sweeper.stopping = true; /* nothing refills or sweeps from here */
         kill_all(d);
         return r;
