@@ -219,6 +219,22 @@ is_((a.get("error") or {}).get("code"), "not_found", "a second run.attach finds 
 check(wait_for(lambda: "r." not in store(), 5), "nothing of the run is left in the fd store", store())
 PY
 
+# ---- sandboxctl reattach --------------------------------------------------------------------
+run_py "sandboxctl reattach" 60 "$SANDBOXCTL" <<'PY'
+import os, signal, subprocess, sys, time
+sys.path.insert(0, os.environ["T"])
+from restart import *
+c = Conn(SOCK, 30)
+c.send({"id": 1, "op": "run", "sandbox": "keep", "argv": ["sh", "-c", "echo one; sleep 2; echo two >&2; exit 5"]})
+m = c.recv_json()
+is_(m.get("event"), "started", "a run started")
+time.sleep(0.3)
+check(restart(signal.SIGKILL), "the daemon was killed and started again")
+p = subprocess.run([sys.argv[1], "--socket", SOCK, "reattach", m["run_id"]], capture_output=True, timeout=20)
+is_((p.stdout, p.stderr), (b"one\n", b"two\n"), "sandboxctl reattach passes its stdout and stderr through")
+is_(p.returncode, 5, "and exits with its status")
+PY
+
 # ---- a torn capture header ------------------------------------------------------------------
 r=$(rpc '{"op":"run","sandbox":"keep","command":"pgrep -cx sleep"}')
 is "$(jget "$r" .stdout)" 0 "no sleep runs in the sandbox before"
