@@ -5,7 +5,6 @@
 
 #include "context.h"
 #include "macro.h"
-#include "run.h"
 #include "util.h"
 
 void context_init(Context *ctx, Config *config) {
@@ -24,7 +23,6 @@ void context_done(Context *ctx) {
         safe_close(ctx->file_helper_fd);
         safe_close(ctx->self_pidns_fd);
         netns_pool_done(&ctx->netns);
-        run_results_free(ctx);
         fdstore_done(&ctx->fdstore);
         free(ctx->filter.insns);
         cg_root_done(&ctx->cg);

@@ -14,7 +14,6 @@
 #include "cgroup.h"
 #include "context.h"
 #include "run-record.h"
-#include "run.h"
 #include "sandbox.h"
 #include "util.h"
 
@@ -269,9 +268,10 @@ static bool note_adopt(Sandbox *s, json_object *note) {
         char reason[160];
         int k;
 
-        if (!s->init_adopted || (json_object_object_get_ex(note, "session", &v) && json_object_get_boolean(v)))
+        if (!s->init_adopted || !s->ctx->run_log->adopt ||
+            (json_object_object_get_ex(note, "session", &v) && json_object_get_boolean(v)))
                 return false;
-        k = run_adopt(s, note, &lost, &why);
+        k = s->ctx->run_log->adopt(s, note, &lost, &why);
         if (k == 0)
                 return true;
         if (k != -ENOENT && lost) {
@@ -367,8 +367,8 @@ int run_log_open(Context *m) {
                 return -errno;
         m->run_log->bytes = all_saved ? 0 : (uint64_t) n;
         m->run_log->fd = TAKE_FD(fd);
-        for (Sandbox *s = registry_first(m->registry); s; s = registry_next(&s->entry))
-                run_note_adopted(s);
+        for (Sandbox *s = registry_first(m->registry); s && m->run_log->adopted; s = registry_next(&s->entry))
+                m->run_log->adopted(s);
         return 0;
 }
 

@@ -27,6 +27,7 @@
 #include "rm-rf.h"
 #include "file-helper.h"
 #include "run-exec.h"
+#include "run.h"
 #include "mount-open.h"
 #include "sandbox.h"
 #include "snapshot.h"
@@ -84,6 +85,8 @@ int lifecycle_new(Daemon **ret, Config *config) {
         d->ctx.pool = &d->pool;
         d->ctx.sweeper = &d->sweeper;
         d->ctx.run_log = &d->run_log;
+        d->run_log.adopt = run_adopt;
+        d->run_log.adopted = run_note_adopted;
         d->ports = (PortTable) { .dir_fd = -EBADF, .home_netns_fd = -EBADF };
         d->ctx.sandbox_hooks = &sandbox_hooks;
         r = registry_init(&d->registry, d->ctx.config.max_sandboxes + d->ctx.config.pool_size);
@@ -123,6 +126,7 @@ Daemon *lifecycle_free(Daemon *d) {
         egress_done(&d->ctx);  /* after the sandboxes, whose interfaces and chains it removed */
         d->manager = manager_free(d->manager);
         safe_close(d->run_log.fd);
+        run_results_free(&d->ctx);
         context_done(&d->ctx);
         registry_done(&d->registry);
         free(d);
