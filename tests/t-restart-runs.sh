@@ -282,3 +282,5 @@ DAEMON_PID=
 kill -TERM "$MGR"
 wait "$MGR"
 is "$(find "$CG/sandboxes" -mindepth 1 -type d | wc -l)" 0 "no sandbox cgroup is left"
+_sanitizer_clean() { ! grep -Eq 'ERROR: (Address|Leak)Sanitizer|runtime error:' "$T/daemon.log"; }
+check "no sanitizer report in the daemons' log" _sanitizer_clean
