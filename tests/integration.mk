@@ -38,6 +38,7 @@ INTEGRATION_TESTS = \
 	tests/t-restart.sh \
 	tests/t-restart-standalone.sh \
 	tests/t-restart-runs.sh \
+	tests/t-restart-sessions.sh \
 	tests/t-rlimits.sh \
 	tests/t-run.sh \
 	tests/t-shell.sh \

@@ -447,11 +447,12 @@ _Noreturn void run_helper_main(const RunParams *p) {
 
         /* The sandbox must not ptrace us or open our /proc/PID/exe (CVE-2019-5736). */
         (void) prctl(PR_SET_DUMPABLE, 0);
-        if (!p->keep)
+        if (!p->outlive_daemon)
                 (void) prctl(PR_SET_PDEATHSIG, SIGKILL);
         /* A daemon that died before the prctl above sends no signal: then our parent is no longer
          * the daemon, and nobody would supervise the command (THREATS DMN-08). Born in the
-         * sandbox's pid namespace (direct), we see no parent at all (0) while the daemon lives. */
+         * sandbox's pid namespace (direct), we see no parent at all (0) while the daemon lives.
+         * One that may outlive the daemon must still have been started by a live one. */
         if (getppid() != (p->direct ? 0 : p->parent))
                 _exit(1);
         close_all_fds_except(keep, n_keep);

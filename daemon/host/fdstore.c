@@ -4,6 +4,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <systemd/sd-daemon.h>
 #include <unistd.h>
 
@@ -31,8 +34,9 @@ static bool name_is_valid(const char *name) {
         return true;
 }
 
-bool fdstore_available(void) {
-        return getenv("NOTIFY_SOCKET") != NULL;
+bool fdstore_enabled(void) {
+        const char *e = getenv("NOTIFY_SOCKET");
+        return e && e[0];
 }
 
 int fdstore_push(const char *name, int fd) {
@@ -107,6 +111,75 @@ void fdstore_done(FdStore *st) {
         }
         free(st->entries);
         *st = (FdStore) {};
+}
+
+static int fd_link(int fd, char *buf, size_t size) {
+        char path[64];
+        ssize_t n;
+
+        snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+        n = readlink(path, buf, size - 1);
+        if (n < 0)
+                return -errno;
+        buf[n] = '\0';
+        return 0;
+}
+
+int fdstore_check_pidfd_any(int fd, int *ret_pid) {
+        int k = fdstore_check_pidfd(fd, ret_pid);
+        if (k == -ESRCH) {
+                *ret_pid = 0;
+                return 0;
+        }
+        return k;
+}
+
+int fdstore_check_tty_master(int fd) {
+        struct stat st;
+        unsigned n;
+
+        if (fstat(fd, &st) < 0)
+                return -errno;
+        if (!S_ISCHR(st.st_mode) || major(st.st_rdev) != 5 || ioctl(fd, TIOCGPTN, &n) < 0)
+                return -EBADFD;
+        return 0;
+}
+
+int fdstore_check_fifo(int fd, int accmode) {
+        struct stat st;
+        int fl = fcntl(fd, F_GETFL);
+
+        if (fl < 0 || fstat(fd, &st) < 0)
+                return -errno;
+        if (!S_ISFIFO(st.st_mode) || (fl & O_ACCMODE) != accmode)
+                return -EBADFD;
+        return 0;
+}
+
+int fdstore_check_socket(int fd) {
+        struct stat st;
+
+        if (fstat(fd, &st) < 0)
+                return -errno;
+        return S_ISSOCK(st.st_mode) ? 0 : -EBADFD;
+}
+
+int fdstore_check_memfd(int fd, const char *name, unsigned seals, size_t *ret_size) {
+        char link[256], want[128];
+        struct stat st;
+        int have, k;
+
+        if ((k = fd_link(fd, link, sizeof(link))) < 0)
+                return k;
+        /* "/memfd:NAME (deleted)" */
+        snprintf(want, sizeof(want), "/memfd:%s (deleted)", name);
+        if (strcmp(link, want) != 0)
+                return -EBADFD;
+        have = fcntl(fd, F_GET_SEALS);
+        if (have < 0 || (unsigned) have != seals || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
+                return -EBADFD;
+        *ret_size = (size_t) st.st_size;
+        return 0;
 }
 
 int fdstore_check_pidfd(int fd, int *ret_pid) {

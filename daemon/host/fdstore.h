@@ -15,8 +15,10 @@ bool fdstore_name_is_ours(const char *name);
 #define FDSTORE_NAME_MAX 64
 const char *fdstore_name(char *buf, char kind, const char *id, const char *what);
 
-/* Whether there is a service manager to keep fds ($NOTIFY_SOCKET). */
-bool fdstore_available(void);
+/* Whether there is a store to push to ($NOTIFY_SOCKET): what outlives the daemon only there
+ * (a session's helper, its terminal) is made to only then. */
+bool fdstore_enabled(void);
+
 /* fd into the store under name (FDPOLL=0: systemd never drops it on its own). 0 outside
  * systemd, > 0 when it was sent, -errno. */
 int fdstore_push(const char *name, int fd);
@@ -45,3 +47,16 @@ void fdstore_done(FdStore *st);
 /* Whether fd is a pidfd (anon_inode:[pidfd]) of a process that has not ended: its pid (as our
  * pid namespace sees it) into *ret_pid. 0, -EBADFD (not a pidfd), -ESRCH (ended), -errno. */
 int fdstore_check_pidfd(int fd, int *ret_pid);
+
+/* Whether a stored fd is what its name says (-EBADFD when not, -errno): */
+/* a pidfd, of a process that may have ended (*ret_pid 0 then); */
+int fdstore_check_pidfd_any(int fd, int *ret_pid);
+/* a terminal's master (/dev/ptmx of some devpts: a character device of major 5, which answers
+ * TIOCGPTN; 136 and up are the slaves); */
+int fdstore_check_tty_master(int fd);
+/* a pipe's end opened for accmode (O_RDONLY, O_WRONLY); */
+int fdstore_check_fifo(int fd, int accmode);
+/* a Unix socket; */
+int fdstore_check_socket(int fd);
+/* a memfd named name ("memfd:<name>") with exactly the seals given: its size. */
+int fdstore_check_memfd(int fd, const char *name, unsigned seals, size_t *ret_size);

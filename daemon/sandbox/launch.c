@@ -20,6 +20,7 @@
 #include "log.h"
 #include "macro.h"
 #include "context.h"
+#include "fdstore.h"
 #include "run-exec.h"
 #include "sandbox.h"
 #include "spawn.h"
@@ -79,6 +80,36 @@ static int on_helper_exit(sd_event_source *src, const siginfo_t *si, void *userd
         l->child_source = sd_event_source_disable_unref(l->child_source);
         l->ops->helper_exit(l->userdata, si);
         return 0;
+}
+
+static int on_adopted_helper_exit(sd_event_source *src, int fd, uint32_t revents, void *userdata) {
+        Launch *l = userdata;
+        l->child_source = sd_event_source_disable_unref(l->child_source);
+        l->ops->helper_exit(l->userdata, &(siginfo_t) {});
+        return 0;
+}
+
+int launch_adopt(Launch *l, const char *cg_name, int pidfd, int report_fd) {
+        sd_event *e = l->sandbox->ctx->event;
+        int k, pid = 0;
+
+        l->pidfd = pidfd;
+        l->report_fd = report_fd;
+        if (pidfd < 0 || report_fd < 0)
+                return -EBADF;
+        snprintf(l->cg_name, sizeof(l->cg_name), "%s", cg_name);
+        l->cg_fd = openat(l->sandbox->cg_fd, cg_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (l->cg_fd < 0)
+                return -errno;
+        k = cg_open_kill(l->cg_fd);
+        if (k < 0 && k != -ENOENT)
+                return k;
+        l->kill_fd = k;
+        if (fdstore_check_pidfd(pidfd, &pid) >= 0)
+                l->pid = pid; /* 0 when it has ended already */
+        if ((k = sd_event_add_io(e, &l->report_source, report_fd, EPOLLIN, on_report, l)) < 0)
+                return k;
+        return sd_event_add_io(e, &l->child_source, pidfd, EPOLLIN, on_adopted_helper_exit, l);
 }
 
 /* ---- Starting ---------------------------------------------------------------------------- */
@@ -205,7 +236,7 @@ static int launch_spawn(Launch *l, const LaunchSpec *spec, LaunchFds *f) {
         p->stdio[1] = f->out[1];
         p->stdio[2] = spec->stderr_fd ? *spec->stderr_fd : f->err[1];
         launch_params_guard(s, spec, p);
-        p->keep = spec->keep;
+        p->outlive_daemon = p->outlive_daemon || spec->keep;
 #if LAUNCH_SANITIZED
         /* The file helper is our code and runs on after its rlimits (a command execs first): built
          * with ASan, it maps shadow and allocator memory far beyond any RLIMIT_AS a sandbox's
@@ -283,7 +314,7 @@ int launch_start(Launch *l, const LaunchSpec *spec, ProtoError *err) {
         return 0;
 }
 
-int launch_adopt(Launch *l, const char *cg_name, int cg_fd, int report_fd) {
+int launch_adopt_reports(Launch *l, const char *cg_name, int cg_fd, int report_fd) {
         int k;
 
         snprintf(l->cg_name, sizeof(l->cg_name), "%s", cg_name);

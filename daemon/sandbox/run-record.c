@@ -154,17 +154,35 @@ static void note_unlink(RunNote *n) {
         n->linked = false;
 }
 
+static void note_link(RunNote *n, Sandbox *s) {
+        n->next = s->notes;
+        if (s->notes)
+                s->notes->prev = n;
+        s->notes = n;
+        n->linked = true;
+}
+
 void run_note_start(RunNote *n, Sandbox *s, const char *id, char *const *argv, bool session, const char *cgroup) {
         *n = (RunNote) { .sandbox = s, .id = id, .argv = argv, .session = session };
         snprintf(n->cgroup, sizeof(n->cgroup), "%s", cgroup ?: "");
         if (s->ephemeral)
                 return;
         record_start(s, n);
-        n->next = s->notes;
-        if (s->notes)
-                s->notes->prev = n;
-        s->notes = n;
-        n->linked = true;
+        note_link(n, s);
+}
+
+void run_note_adopt(RunNote *n, Sandbox *s, const char *id, char *const *argv, bool session, const char *cgroup) {
+        *n = (RunNote) { .sandbox = s, .id = id, .argv = argv, .session = session };
+        snprintf(n->cgroup, sizeof(n->cgroup), "%s", cgroup ?: "");
+        if (!s->ephemeral)
+                note_link(n, s);
+}
+
+static bool note_linked(const Sandbox *s, const char *id) {
+        for (const RunNote *n = s->notes; n; n = n->next)
+                if (strcmp(n->id, id) == 0)
+                        return true;
+        return false;
 }
 
 /* The end line is written with n still linked: a compaction it sets off leaves n out. */
@@ -316,7 +334,8 @@ static void log_recover(Context *m, char *buf, size_t n) {
                                                  json_object_object_get_ex(o, "started_at", NULL) &&
                                                  (s = registry_find(m->registry, json_object_get_string(sb))) &&
                                                  strcmp(s->id, json_object_get_string(sb)) == 0 &&
-                                                 !interrupted_has(s, json_object_get_string(v)) && !note_adopt(s, o)) {
+                                                 !interrupted_has(s, json_object_get_string(v)) &&
+                                                 !note_linked(s, json_object_get_string(v)) && !note_adopt(s, o)) {
                                                 log_warning("sandbox %s: run %s was interrupted: the daemon restarted", s->id,
                                                             json_object_get_string(v));
                                                 end_lost(s, o);
@@ -367,9 +386,20 @@ int run_log_open(Context *m) {
                 return -errno;
         m->run_log->bytes = all_saved ? 0 : (uint64_t) n;
         m->run_log->fd = TAKE_FD(fd);
+        /* What was taken back is in flight again: noted anew, for the next restart (the runs
+         * that adopt took back are noted, and linked, by adopted()). */
+        if (all_saved)
+                for (Sandbox *s = registry_first(m->registry); s; s = registry_next(&s->entry))
+                        for (const RunNote *note = s->notes; note; note = note->next)
+                                record_start(s, note);
         for (Sandbox *s = registry_first(m->registry); s && m->run_log->adopted; s = registry_next(&s->entry))
                 m->run_log->adopted(s);
         return 0;
+}
+
+void run_records_add_lost(Sandbox *s, json_object *rec) {
+        interrupted_add(s, rec);
+        s->interrupted_changed = true;
 }
 
 /* The one-file-per-run notes of earlier versions (<id>/runs/<run-id>.json). */

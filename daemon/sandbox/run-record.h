@@ -54,6 +54,12 @@ void run_note_start(RunNote *n, Sandbox *s, const char *id, char *const *argv, b
  * back for it is told session_lost. A session's end is noted when its processes are gone, not
  * when it is freed: one that exited and stayed to be read was not ended by the restart. */
 void run_note_end(RunNote *n);
+/* A note an earlier daemon wrote, of a run or session taken back after a restart: linked again
+ * without a line (run_log_open() writes the linked notes anew once it has read the log). */
+void run_note_adopt(RunNote *n, Sandbox *s, const char *id, char *const *argv, bool session, const char *cgroup);
+/* A run or session of s that a restart lost, rec its interrupted_runs entry (with its "reason"):
+ * listed, saved with the others by run_log_open(); its note in the log is then not listed twice. */
+void run_records_add_lost(Sandbox *s, json_object *rec);
 /* Unlinked without an end line (freed with the daemon's stop: the next start finds it
  * interrupted). */
 void run_note_forget(RunNote *n);

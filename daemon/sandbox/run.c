@@ -889,7 +889,7 @@ static bool run_keep(Run *r) {
         };
         int k;
 
-        if (s->ephemeral || s->pooled || s->ctx->config.stop_sandboxes || !fdstore_available())
+        if (s->ephemeral || s->pooled || s->ctx->config.stop_sandboxes || !fdstore_enabled())
                 return false;
         if ((k = run_keep_reply_init(r)) < 0 || (k = capture_new(&r->capture, &f, r->out)) < 0) {
                 log_warning_errno(k, "run %s: cannot make its capture, it will not outlive the daemon: %m", r->id);
@@ -1091,7 +1091,7 @@ static int adopt_watch(Run *r, int fds[static 5], const char *cgroup) {
 
         if (cg_fd < 0)
                 return -errno;
-        if ((k = launch_adopt(&r->launch, cgroup, cg_fd, TAKE_FD(fds[3]))) < 0)
+        if ((k = launch_adopt_reports(&r->launch, cgroup, cg_fd, TAKE_FD(fds[3]))) < 0)
                 return k;
         for (int i = 0; i < 2; i++) {
                 if (fds[i] < 0)

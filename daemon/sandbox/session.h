@@ -66,7 +66,16 @@ typedef struct Session {
         sd_event_source *out_source[2], *in_source;
         sd_event_source *idle_timer, *kill_timer, *reap_timer;
         unsigned reap_tries;
-        Ring ring;
+        Ring ring;              /* on ring_mem, the memfd ring_fd (in the fd store as p.<id>.ring) */
+        int ring_fd;
+        void *ring_mem;
+        size_t ring_size;
+        /* Its fds went into the fd store and its record beside its sandbox's (session_store()):
+         * taken out again when it ends, left for the next daemon when this one stops. */
+        bool in_store, stored;
+        bool stdin_closed;      /* a pipe session's stdin closed (eof): out of the store too */
+        bool restored;          /* taken back from an earlier daemon */
+        char output_lost[160];  /* what of its output a restart lost, for inspect ("" none) */
         Subscriber *subs;
         unsigned n_subs;
         bool pumping, pump_again;
@@ -106,5 +115,10 @@ int session_resize(Session *p, unsigned rows, unsigned cols, ProtoError *err);
 int session_signal(Session *p, int sig, unsigned *ret_count, ProtoError *err);
 /* SIGHUP, a grace, then cgroup.kill; the reply comes once nothing of the session is left. */
 void session_close(Session *p, Reply *reply);
+
+/* At start, for a sandbox whose processes were kept: the sessions of its records
+ * (<id>/sessions/<session>.json) taken back with their fds from the store, checked; one that
+ * cannot be is ended, its processes killed, and listed in interrupted_runs with what was lost. */
+void session_restore_all(Sandbox *s);
 
 

@@ -20,6 +20,7 @@
 #include "connection.h"
 #include "dev-template.h"
 #include "fdstore.h"
+#include "session.h"
 #include "lifecycle.h"
 #include "log.h"
 #include "macro.h"
@@ -188,6 +189,7 @@ static void restore_entry(Context *m, const char *name) {
                         log_info("sandbox %s restored after a restart", name);
                         state_restore_fields(s, meta);
                         (void) run_records_collect(s);
+                        session_restore_all(s);
                 }
                 return;
         }
