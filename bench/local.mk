@@ -14,7 +14,7 @@ bench_sandboxd_bench_SOURCES = \
 	bench/stats.c bench/stats.h
 bench_sandboxd_bench_CFLAGS = $(AM_CFLAGS) $(JSONC_CFLAGS) -pthread
 bench_sandboxd_bench_LDADD = lib/libsandbox.la $(JSONC_LIBS) -lm -lpthread
-EXTRA_DIST += bench/run-bench.sh bench/storage-copies.sh
+EXTRA_DIST += bench/run-bench.sh bench/storage-copies.sh bench/restart-latency.py bench/vm-restart-bench.sh
 CLEANFILES += bench/sandboxd-bench$(EXEEXT)
 
 BENCH_ARGS =
@@ -28,4 +28,10 @@ bench: bench/sandboxd-bench$(EXEEXT) daemon/sandboxd$(EXEEXT) ctl/sandboxctl$(EX
 bench-storage: daemon/sandboxd$(EXEEXT) bench-force
 	$(SHELL) '$(abs_top_srcdir)/bench/storage-copies.sh' '$(abs_top_builddir)' $(BENCH_RUNS)
 BENCH_RUNS = 5
+# Standalone: daemon start to the first answered health with BENCH_SANDBOXES sandboxes alive
+# (bench/restart-latency.py; under systemd, in the VM: restart-latency.py systemd N ROUNDS).
+bench-restart: daemon/sandboxd$(EXEEXT) bench-force
+	python3 '$(abs_top_srcdir)/bench/restart-latency.py' standalone $(BENCH_SANDBOXES) $(BENCH_RUNS) \
+		'$(abs_top_builddir)/daemon/sandboxd' "$$(sed -n 's/^[^ ]* [^ ]* [^ ]* [^ ]* \([^ ]*\) .* - cgroup2 .*/\1/p' /proc/self/mountinfo | head -n1)"
+BENCH_SANDBOXES = 1000
 bench-force:

@@ -233,6 +233,22 @@ static void check_delegation(Doctor *d) {
                      "parent enables them in cgroup.subtree_control");
 }
 
+/* Where the daemon puts the sandboxes (hello's capabilities.placement): said, never a fault. */
+static void check_placement(Doctor *d) {
+        const char *p = json_str(json_child(d->hello, "capabilities"), "placement");
+
+        if (!p)
+                return;
+        if (strcmp(p, "scope") == 0)
+                doctor_add(d, "placement", CHECK_OK, IMPACT_NONE,
+                           "each sandbox in a transient scope of its own (sandboxd-<id>.scope in sandboxd.slice): a "
+                           "restart, a crash or an upgrade of sandboxd leaves their processes running");
+        else
+                doctor_add(d, "placement", CHECK_OK, IMPACT_NONE,
+                           "the sandboxes are in sandboxd's cgroup subtree (no systemd to make scopes): their processes "
+                           "outlive the daemon as long as nothing kills that subtree");
+}
+
 static bool doctor_has_fix(const Doctor *d, const char *name) {
         for (size_t i = 0; i < d->n_checks; i++)
                 if (strcmp(d->checks[i].name, name) == 0 && d->checks[i].fix)
@@ -369,6 +385,7 @@ static void doctor_run_checks(Doctor *d, bool state_dir_given) {
                 check_daemon(d);
         if (d->hello) {
                 check_delegation(d);
+                check_placement(d);
                 check_enforced(d);
                 check_disk_limits(d);
         } else

@@ -53,8 +53,10 @@ is "$rc" "$([ "$v2_has_all" = 1 ] && echo 0 || echo 1)" "with --json the exit st
 is "$(jq -r .exit_status "$T/out")" "$rc" "the JSON report carries the exit status"
 is "$(jq -r .verdict "$T/out")" "$([ "$v2_has_all" = 1 ] && echo full || echo best_effort)" "the JSON verdict matches"
 is "$(jq -r '[.checks[].name] | join(" ")' "$T/out")" \
-        "cgroup2 controllers socket daemon delegation limits disk-limits userns clone3 CLONE_INTO_CGROUP pidfd_open openat2 cgroup.kill mounts images egress disk" \
+        "cgroup2 controllers socket daemon delegation placement limits disk-limits userns clone3 CLONE_INTO_CGROUP pidfd_open openat2 cgroup.kill mounts images egress disk" \
         "the JSON report lists every check, in order"
+is "$(jq -r '.checks[] | select(.name == "placement") | .message' "$T/out" | cut -d' ' -f1-4)" "the sandboxes are in" \
+        "placement: without systemd, doctor says the sandboxes are in the daemon's subtree"
 is "$(jq -r '[.checks[] | select(.status != "ok" and .fix == null)] | length' "$T/out")" 0 \
         "every check that is not ok carries a fix"
 is "$(jq -r '[.checks[] | select(.status == "ok" and .fix != null)] | length' "$T/out")" 0 \

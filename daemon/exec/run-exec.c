@@ -382,6 +382,14 @@ pid_t run_exec_init(int helper_fd, const InitParams *p, int cgroup_fd, int leaf_
         return vfork_exec_slots(&h, leaf_fd >= 0 ? cgroup_fd : -1, ret_pidfd);
 }
 
+pid_t run_exec_placeholder(int helper_fd, int cgroup_fd, int *ret_pidfd) {
+        char *const envp[] = { NULL };
+        char *argv[] = { (char *) "sandboxd-placeholder", (char *) RUN_HELPER_PLACEHOLDER, NULL };
+        HelperExec h = { .helper_fd = helper_fd, .argv = argv, .envp = envp, .n_fds = 0, .report_fd = -1 };
+
+        return vfork_exec_slots(&h, cgroup_fd, ret_pidfd);
+}
+
 pid_t run_exec_mount(int helper_fd, const MountSource *m, int report_fd, int *ret_pidfd) {
         char *const envp[] = { NULL };
         char fd[16], uid[16], gid[16], muid[16], mgid[16], mcount[16], groups[MOUNT_GROUPS_MAX * 11 + 2] = "-";

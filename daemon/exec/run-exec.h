@@ -17,6 +17,7 @@
 #define RUN_HELPER_RM "rm" /* ... when it is to remove a destroyed workspace */
 #define RUN_HELPER_MOUNT "mount" /* ... when it is to open a caller's directory for a mount */
 #define RUN_HELPER_INIT_CGNS "init-cgns" /* ... with its cgroup namespace (the helper is in the sandbox's cgroup) */
+#define RUN_HELPER_PLACEHOLDER "placeholder" /* ... when it is to wait until killed (scope.h) */
 
 /* Opens the helper binary: next to our own executable (a build tree), else in LIBEXECDIR.
  * $SANDBOXD_RUN_HELPER names another path, or "fork" for none (the helper is then a clone of the
@@ -48,6 +49,10 @@ pid_t run_exec_helper(int helper_fd, const RunParams *p, int cgroup_fd, int *ret
  * in cgroup_fd and clones the init into leaf_fd with a new cgroup namespace rooted at
  * cgroup_fd. */
 pid_t run_exec_init(int helper_fd, const InitParams *p, int cgroup_fd, int leaf_fd, int *ret_pidfd);
+
+/* Starts the helper as sandboxd-placeholder: a process that only waits, with no fd of ours, to
+ * be born in cgroup_fd (if >= 0) and keep a sandbox's scope from being empty (scope.h). */
+pid_t run_exec_placeholder(int helper_fd, int cgroup_fd, int *ret_pidfd);
 
 /* Starts the helper as sandboxd-rm, removing dir_fd/name (rm_rf_at) in the background. */
 pid_t run_exec_rm(int helper_fd, int dir_fd, const char *name, int *ret_pidfd);

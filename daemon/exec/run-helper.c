@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -183,6 +184,17 @@ static int mount_main(int argc, char **argv) {
         return report_send(fd, &r, tree) < 0 ? 1 : 0;
 }
 
+/* A sandbox scope's placeholder: nothing but a process, until it is killed. The daemon's blocked
+ * signals are unblocked, so that systemd's SIGTERM at a scope's stop ends it. */
+_Noreturn static void placeholder_main(void) {
+        sigset_t none;
+
+        sigemptyset(&none);
+        (void) sigprocmask(SIG_SETMASK, &none, NULL);
+        for (;;)
+                pause();
+}
+
 int main(int argc, char **argv) {
         static struct sock_filter insns[BPF_MAXINSNS];
         SeccompProgram filter = { .insns = insns };
@@ -197,6 +209,8 @@ int main(int argc, char **argv) {
                 return rm_main(argc, argv);
         if (argc > 1 && strcmp(argv[1], RUN_HELPER_MOUNT) == 0)
                 return mount_main(argc, argv);
+        if (argc > 1 && strcmp(argv[1], RUN_HELPER_PLACEHOLDER) == 0)
+                placeholder_main();
         if (argc < 5 || run_exec_unhex(argv[1], &p, sizeof(p)) < 0) {
                 fprintf(stderr, "%s: started by sandboxd only\n", RUN_HELPER_NAME);
                 return 127;

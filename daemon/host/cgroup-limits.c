@@ -83,23 +83,22 @@ static int add_limit_values(struct cgroup *cg, const CgLimits *l, unsigned mask)
         return r;
 }
 
-int cg_apply_limits(const CgroupRoot *root, const char *rel_path, const CgLimits *l, unsigned mask) {
+int cg_apply_limits(const CgroupRoot *root, const char *path, const CgLimits *l, unsigned mask) {
         _cleanup_(cgroup_freep) struct cgroup *cg = NULL;
-        _cleanup_free_ char *path = NULL;
-        const char *rel;
+        size_t n = strlen(root->mount);
         int r;
 
         mask &= root->enforceable;
         if (!mask)
                 return 0;
+        /* Only below the cgroup2 mount (HOST.md: never a v1 hierarchy). */
+        if (strncmp(path, root->mount, n) != 0 || path[n] != '/' || strstr(path, "/../"))
+                return -EINVAL;
         r = cg_lib_init();
         if (r < 0)
                 return r;
         /* libcgroup wants the path relative to the controller's mount point. */
-        rel = root->base + strlen(root->mount);
-        if (asprintf(&path, "%s/%s", rel, rel_path) < 0)
-                return -ENOMEM;
-        cg = cgroup_new_cgroup(path);
+        cg = cgroup_new_cgroup(path + n);
         if (!cg)
                 return -ENOMEM;
         r = add_limit_values(cg, l, mask);

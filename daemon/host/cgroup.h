@@ -46,8 +46,10 @@ int cg_create(int parent_fd, const char *name, int *ret_fd);
 /* Removes parent/name and every cgroup below it (all must be empty of processes). */
 int cg_remove_tree(int parent_fd, const char *name);
 int cg_enable_controllers(int dir_fd, unsigned mask);
-/* Writes the limits for the controllers in mask; libcgroup does the writing (cgroup-limits.c). */
-int cg_apply_limits(const CgroupRoot *root, const char *rel_path, const CgLimits *l, unsigned mask);
+/* Writes the limits for the controllers in mask into the cgroup at path (absolute, below
+ * root->mount: a sandbox's cgroup in the subtree or in its scope); libcgroup does the writing
+ * (cgroup-limits.c). */
+int cg_apply_limits(const CgroupRoot *root, const char *path, const CgLimits *l, unsigned mask);
 
 /* The same values, written straight through the cgroup's directory fd: for the cgroup of every
  * run, where libcgroup would rebuild a path and walk its controller list each time. */

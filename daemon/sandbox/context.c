@@ -24,6 +24,7 @@ void context_done(Context *ctx) {
         safe_close(ctx->self_pidns_fd);
         netns_pool_done(&ctx->netns);
         fdstore_done(&ctx->fdstore);
+        ctx->scopes = scope_manager_free(ctx->scopes);
         free(ctx->filter.insns);
         cg_root_done(&ctx->cg);
         config_done(&ctx->config);

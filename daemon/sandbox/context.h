@@ -17,6 +17,7 @@
 #include "cgroup.h"
 #include "conf.h"
 #include "fdstore.h"
+#include "scope.h"
 #include "netns-pool.h"
 #include "syscall-filter.h"
 
@@ -70,6 +71,9 @@ typedef struct Context {
         /* What systemd's fd store gave back at start (fdstore.h), claimed by the sandboxes as
          * they are restored; the rest is dropped once the restore is done. */
         FdStore fdstore;
+        /* Placement "scope": each sandbox in a transient scope of sandboxd.slice (scope.h); NULL:
+         * placement "subtree", the sandboxes below cg.sandboxes_fd. */
+        ScopeManager *scopes;
         /* The modules' own state, each behind its header; NULL where a module is not wired (a
          * unit test's Context). */
         Registry *registry;        /* the sandboxes (registry.h) */

@@ -44,15 +44,176 @@ CgLimits sandbox_cg_limits(const Sandbox *s) {
         };
 }
 
-int sandbox_make_cgroup(Sandbox *s) {
+int sandbox_cg_parent_fd(const Sandbox *s) {
+        return s->scope_fd >= 0 ? s->scope_fd : s->ctx->cg.sandboxes_fd;
+}
+
+const char *sandbox_cg_name(const Sandbox *s) {
+        return s->scope_fd >= 0 ? "sandbox" : s->id;
+}
+
+/* The cgroup below its parent (sandboxes/, or the scope's), with the limits: never in the
+ * scope's own files, which systemd owns and rewrites at a daemon-reload. */
+static int sandbox_make_cgroup_in(Sandbox *s, const char *parent_path) {
         Context *m = s->ctx;
         CgLimits l = sandbox_cg_limits(s);
-        int r = cg_create(m->cg.sandboxes_fd, s->id, &s->cg_fd);
+        int r = cg_create(sandbox_cg_parent_fd(s), sandbox_cg_name(s), &s->cg_fd);
         if (r < 0)
                 return r;
-        if (asprintf(&s->cg_rel, "sandboxes/%s", s->id) < 0)
+        free(s->cg_path);
+        if (asprintf(&s->cg_path, "%s/%s", parent_path, sandbox_cg_name(s)) < 0) {
+                s->cg_path = NULL;
                 return -ENOMEM;
-        return cg_apply_limits(&m->cg, s->cg_rel, &l, s->enforced);
+        }
+        return cg_apply_limits(&m->cg, s->cg_path, &l, s->enforced);
+}
+
+static char *sandboxes_path(Context *m) {
+        char *p = NULL;
+        return asprintf(&p, "%s/sandboxes", m->cg.base) < 0 ? NULL : p;
+}
+
+/* Where the sandboxes' controllers are enabled: the scope's subtree_control, allowed once the
+ * scope's own cgroup holds no process (its placeholder is in hold/: no internal processes). */
+static int sandbox_scope_cgroup(Sandbox *s, const char *scope_path) {
+        _cleanup_free_ char *path = strdup(scope_path);
+        int r;
+
+        if (!path)
+                return -ENOMEM;
+        r = cg_enable_controllers(s->scope_fd, s->enforced);
+        return r < 0 ? r : sandbox_make_cgroup_in(s, path);
+}
+
+int sandbox_hold_start(Sandbox *s) {
+        _cleanup_close_ int hold = -EBADF;
+        Context *m = s->ctx;
+        int r;
+
+        if (s->scope_fd < 0 || s->hold_pidfd >= 0)
+                return 0;
+        r = cg_create(s->scope_fd, "hold", &hold);
+        if (r < 0)
+                return r;
+        s->hold_pid = run_exec_placeholder(m->run_helper_fd, run_exec_into_cgroup() ? hold : -1, &s->hold_pidfd);
+        if (s->hold_pid < 0) {
+                r = s->hold_pid;
+                s->hold_pid = 0;
+                s->hold_pidfd = -EBADF;
+                return r;
+        }
+        return run_exec_into_cgroup() ? 0 : cg_move_pid(hold, s->hold_pid);
+}
+
+static void hold_kill(Sandbox *s) {
+        if (s->hold_pidfd < 0)
+                return;
+        /* Our child, waiting in pause(): gone as soon as SIGKILL is delivered. */
+        (void) syscall(SYS_pidfd_send_signal, s->hold_pidfd, SIGKILL, NULL, 0);
+        (void) waitid(P_PIDFD, (id_t) s->hold_pidfd, &(siginfo_t) {}, WEXITED);
+        s->hold_pidfd = safe_close(s->hold_pidfd);
+        s->hold_pid = 0;
+}
+
+void sandbox_hold_end(Sandbox *s) {
+        _cleanup_close_ int hold = -EBADF;
+
+        hold_kill(s);
+        if (s->scope_fd < 0)
+                return;
+        /* An earlier daemon's placeholder too (one that died in a restart of the sandbox). */
+        hold = openat(s->scope_fd, "hold", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (hold < 0)
+                return;
+        for (int i = 0; i < 100 && cg_populated(hold) > 0; i++) {
+                (void) cg_kill(hold);
+                usleep(1000);
+        }
+        (void) unlinkat(s->scope_fd, "hold", AT_REMOVEDIR);
+}
+
+void sandbox_release_scope(Sandbox *s) {
+        char unit[SCOPE_UNIT_MAX];
+
+        s->scope_job = scope_job_cancel(s->scope_job);
+        hold_kill(s);
+        if (s->scope_fd < 0 || !s->ctx->scopes)
+                return;
+        sandbox_hold_end(s);
+        /* Empty, systemd stops it by itself; a stop asked for says so at once. */
+        (void) scope_stop(s->ctx->scopes, scope_unit_name(unit, s->id));
+        s->scope_fd = safe_close(s->scope_fd);
+}
+
+/* The scope's placeholder, born in our own cgroup: systemd moves it into the new scope (PIDs=). */
+static int sandbox_scope_begin(Sandbox *s, ScopeDone done) {
+        Context *m = s->ctx;
+        char unit[SCOPE_UNIT_MAX], desc[160];
+        int r;
+
+        s->hold_pid = run_exec_placeholder(m->run_helper_fd, -1, &s->hold_pidfd);
+        if (s->hold_pid < 0) {
+                r = s->hold_pid;
+                s->hold_pid = 0;
+                s->hold_pidfd = -EBADF;
+                return r;
+        }
+        snprintf(desc, sizeof(desc), "sandbox %s of uid %u%s%s%s", s->id, (unsigned) s->owner_uid, s->name ? " (" : "",
+                 s->name ? s->name : "", s->name ? ")" : "");
+        r = scope_start(m->scopes, scope_unit_name(unit, s->id), desc, s->hold_pid, done, s, &s->scope_job);
+        if (r < 0)
+                hold_kill(s);
+        return r < 0 ? r : 1;
+}
+
+int sandbox_settle_scope(Sandbox *s) {
+        _cleanup_free_ char *path = NULL;
+        _cleanup_close_ int hold = -EBADF;
+        char unit[SCOPE_UNIT_MAX];
+        int r;
+
+        s->scope_fd = scope_open_cgroup(s->ctx->scopes, scope_unit_name(unit, s->id), &path);
+        if (s->scope_fd < 0)
+                return s->scope_fd;
+        r = cg_create(s->scope_fd, "hold", &hold);
+        if (r >= 0)
+                r = cg_move_pid(hold, s->hold_pid);
+        return r < 0 ? r : sandbox_scope_cgroup(s, path);
+}
+
+/* The cgroup where the sandbox is now: in its scope (s->scope_fd, reopened for its path), or in
+ * the subtree. */
+static int sandbox_make_cgroup_here(Sandbox *s) {
+        _cleanup_free_ char *path = NULL;
+        char unit[SCOPE_UNIT_MAX];
+        int fd;
+
+        if (s->scope_fd < 0) {
+                path = sandboxes_path(s->ctx);
+                return path ? sandbox_make_cgroup_in(s, path) : -ENOMEM;
+        }
+        fd = scope_open_cgroup(s->ctx->scopes, scope_unit_name(unit, s->id), &path);
+        if (fd < 0)
+                return fd;
+        safe_close(s->scope_fd);
+        s->scope_fd = fd;
+        return sandbox_scope_cgroup(s, path);
+}
+
+int sandbox_make_cgroup(Sandbox *s, ScopeDone done) {
+        Context *m = s->ctx;
+        char unit[SCOPE_UNIT_MAX];
+        int r;
+
+        if (m->scopes && s->scope_fd < 0) {
+                s->scope_fd = scope_open_cgroup(m->scopes, scope_unit_name(unit, s->id), NULL);
+                if (s->scope_fd < 0)
+                        return sandbox_scope_begin(s, done);
+        }
+        /* Its scope outlived its processes (a restore that gives it a new init): kept by a
+         * placeholder while the sandbox's cgroup is made again. */
+        r = sandbox_hold_start(s);
+        return r < 0 ? r : sandbox_make_cgroup_here(s);
 }
 
 /* <state>/<id>/work (and root-upper for an overlay root), owned by the sandbox's unprivileged user (uid 1000 inside, host_uid + 1000
@@ -263,33 +424,51 @@ pid_t sandbox_start_init(Sandbox *s, int *ret_helper_pidfd) {
         return pid;
 }
 
-/* A cgroup of an earlier daemon's sandbox: its processes did not survive the restart (the init
- * may have), so it is emptied and removed before the sandbox gets a new one. */
-int sandbox_clear_old_cgroup(Sandbox *s) {
-        Context *m = s->ctx;
-        _cleanup_close_ int fd = openat(m->cg.sandboxes_fd, s->id, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+static void empty_and_remove(int parent_fd, const char *name) {
+        _cleanup_close_ int fd = openat(parent_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 
         if (fd < 0)
-                return errno == ENOENT ? 0 : -errno;
+                return;
         /* It may have been frozen for a snapshot when the daemon died. */
         (void) cg_write(fd, "cgroup.freeze", "0");
         for (int i = 0; i < 1000 && cg_populated(fd) > 0; i++) {
                 (void) cg_kill(fd);
                 usleep(1000);
         }
-        return cg_remove_tree(m->cg.sandboxes_fd, s->id);
+        (void) cg_remove_tree(parent_fd, name);
+}
+
+/* A cgroup of an earlier daemon's sandbox: its processes did not survive the restart (the init
+ * may have), so it is emptied and removed before the sandbox gets a new one. In a scope that
+ * still exists, a placeholder keeps the scope meanwhile (systemd collects an empty one). */
+int sandbox_clear_old_cgroup(Sandbox *s) {
+        Context *m = s->ctx;
+        char unit[SCOPE_UNIT_MAX];
+        int r;
+
+        empty_and_remove(m->cg.sandboxes_fd, s->id);
+        if (!m->scopes)
+                return 0;
+        s->scope_fd = safe_close(s->scope_fd);
+        s->scope_fd = scope_open_cgroup(m->scopes, scope_unit_name(unit, s->id), NULL);
+        if (s->scope_fd < 0)
+                return s->scope_fd == -ENOENT ? 0 : s->scope_fd;
+        r = sandbox_hold_start(s);
+        if (r < 0)
+                return r;
+        empty_and_remove(s->scope_fd, "sandbox");
+        return 0;
 }
 
 /* A new cgroup, as a new sandbox gets: a cgroup once killed through cgroup.kill may kill what
- * is later cloned into it (seen on 6.18: the new init died of SIGKILL at birth). */
+ * is later cloned into it (seen on 6.18: the new init died of SIGKILL at birth). The scope, kept
+ * by its placeholder (sandbox_restart()), stays. */
 int sandbox_renew_cgroup(Sandbox *s) {
         s->cg_fd = safe_close(s->cg_fd);
-        free(s->cg_rel);
-        s->cg_rel = NULL;
-        int r = cg_remove_tree(s->ctx->cg.sandboxes_fd, s->id);
+        int r = cg_remove_tree(sandbox_cg_parent_fd(s), sandbox_cg_name(s));
         if (r < 0)
                 return r;
-        return sandbox_make_cgroup(s);
+        return sandbox_make_cgroup_here(s);
 }
 
 /* Which mount_roots entry holds source (lexically; resolution beneath it is the child's), "/"

@@ -37,6 +37,7 @@ static Sandbox *sandbox_alloc(Context *m) {
                 return NULL;
         s->ctx = m;
         s->cg_fd = s->workdir_fd = s->init_pidfd = s->setup_fd = s->netns_fd = s->root_tree_fd = -EBADF;
+        s->scope_fd = s->hold_pidfd = -EBADF;
         s->uid_slot = UINT32_MAX;
         s->user = SANDBOX_USER_SANDBOX;
         s->created_usec = now_usec(CLOCK_REALTIME);
@@ -47,6 +48,7 @@ static int on_setup_report(sd_event_source *src, int fd, uint32_t revents, void 
 static int on_init_exit(sd_event_source *src, const siginfo_t *si, void *userdata);
 
 static int sandbox_init_started(Sandbox *s);
+static void sandbox_fail(Sandbox *s, const ProtoError *err);
 
 static void sandbox_ready(Sandbox *s);
 static void sandbox_go_ready(Sandbox *s);
@@ -115,6 +117,9 @@ int sandbox_start_deferred_init(Sandbox *s) {
         if (!s->init_deferred)
                 return 0;
         s->init_deferred = false;
+        /* Its scope is still being made: on_scope_done() starts it. */
+        if (s->scope_job)
+                return 0;
         return sandbox_spawn_init(s);
 }
 
@@ -164,6 +169,29 @@ static int internal_error(ProtoError *err, const char *what, int r) {
         return proto_error_set(err, SBX_E_INTERNAL, NULL, "%s: %s", what, strerror(-r));
 }
 
+/* systemd's job for the sandbox's new scope is over: the cgroup is made in it, and the init
+ * started unless it waits for a fork's copy. */
+static void on_scope_done(int error, void *userdata) {
+        Sandbox *s = userdata;
+        char unit[SCOPE_UNIT_MAX];
+        ProtoError err;
+        int r = error;
+
+        s->scope_job = NULL;
+        if (r >= 0)
+                r = sandbox_settle_scope(s);
+        if (r >= 0 && !s->init_deferred)
+                r = sandbox_spawn_init(s);
+        if (r < 0) {
+                log_warning_errno(r, "sandbox %s: cannot start it in %s: %m", s->id, scope_unit_name(unit, s->id));
+                proto_error_set(&err, SBX_E_SPAWN_FAILED, NULL, "cannot start the sandbox in its scope %s: %s", unit,
+                                strerror(-r));
+                /* A restored one keeps its workspace: only the processes are given up. */
+                s->keep_workspace = s->restored_usec != 0;
+                sandbox_fail(s, &err);
+        }
+}
+
 int sandbox_create(Context *m, json_object *req, uid_t owner, bool ephemeral, Sandbox **ret, ProtoError *err) {
         return sandbox_create_as(m, req, &(SandboxCaller) { .uid = owner, .gid = (gid_t) -1 }, ephemeral, ret, err);
 }
@@ -205,8 +233,8 @@ int sandbox_create_as(Context *m, json_object *req, const SandboxCaller *caller,
                 goto fail;
         sandbox_link(m, s);
         s->state = SANDBOX_CREATING;
-        if ((r = sandbox_make_cgroup(s)) < 0) {
-                r = internal_error(err, "cannot create the sandbox's cgroup", r);
+        if ((r = sandbox_make_cgroup(s, on_scope_done)) < 0) {
+                r = internal_error(err, m->scopes ? "cannot create the sandbox's scope and cgroup" : "cannot create the sandbox's cgroup", r);
                 goto fail_destroy;
         }
         if (!s->memory_workspace && (r = sandbox_make_workspace(s, false)) < 0) {
@@ -220,7 +248,7 @@ int sandbox_create_as(Context *m, json_object *req, const SandboxCaller *caller,
         /* A fork's overlay root is mounted from the upper layer the fork's copy makes: its init
          * waits for it (snapshot-job.c). */
         s->init_deferred = s->root_overlay && json_object_object_get_ex(req, "from_snapshot", NULL);
-        if (!s->init_deferred && (r = sandbox_spawn_init(s)) < 0) {
+        if (!s->init_deferred && !s->scope_job && (r = sandbox_spawn_init(s)) < 0) {
                 if (s->net.error)
                         r = proto_error_set(err, SBX_E_SPAWN_FAILED, "network", "cannot give the sandbox egress: %s",
                                             s->net.error);
@@ -370,8 +398,31 @@ static void sandbox_adopt_undo(Sandbox *s) {
         s->init_pidfd = safe_close(s->init_pidfd);
         s->init_pid = 0;
         s->cg_fd = safe_close(s->cg_fd);
-        free(s->cg_rel);
-        s->cg_rel = NULL;
+        s->scope_fd = safe_close(s->scope_fd);
+        free(s->cg_path);
+        s->cg_path = NULL;
+}
+
+/* Where an earlier daemon left the sandbox's cgroup: its scope's sandbox/, or sandboxes/<id> (a
+ * daemon that had no systemd to ask). */
+static int sandbox_open_old_cgroup(Sandbox *s) {
+        Context *m = s->ctx;
+        char unit[SCOPE_UNIT_MAX];
+        _cleanup_free_ char *path = NULL;
+
+        if (m->scopes) {
+                s->scope_fd = scope_open_cgroup(m->scopes, scope_unit_name(unit, s->id), &path);
+                if (s->scope_fd >= 0) {
+                        s->cg_fd = openat(s->scope_fd, "sandbox", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                        if (s->cg_fd >= 0)
+                                return asprintf(&s->cg_path, "%s/sandbox", path) < 0 ? -ENOMEM : 0;
+                        s->scope_fd = safe_close(s->scope_fd);
+                }
+        }
+        s->cg_fd = openat(m->cg.sandboxes_fd, s->id, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (s->cg_fd < 0)
+                return -errno;
+        return asprintf(&s->cg_path, "%s/sandboxes/%s", m->cg.base, s->id) < 0 ? -ENOMEM : 0;
 }
 
 /* The sandbox an earlier daemon left is still running (a restart that kept its processes): its
@@ -383,15 +434,12 @@ static int sandbox_adopt(Sandbox *s) {
         bool stored = false;
         int r;
 
-        s->cg_fd = openat(m->cg.sandboxes_fd, s->id, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        if (s->cg_fd < 0)
-                return -errno;
-        r = sandbox_find_live_init(s, &stored);
-        if (r >= 0 && asprintf(&s->cg_rel, "sandboxes/%s", s->id) < 0)
-                r = -ENOMEM;
+        r = sandbox_open_old_cgroup(s);
+        if (r >= 0)
+                r = sandbox_find_live_init(s, &stored);
         /* What the host enforces now, and this configuration's swap_max. */
         if (r >= 0)
-                r = cg_apply_limits(&m->cg, s->cg_rel, &l, s->enforced);
+                r = cg_apply_limits(&m->cg, s->cg_path, &l, s->enforced);
         if (r >= 0)
                 r = cg_enable_controllers(s->cg_fd, s->enforced);
         if (r >= 0)
@@ -400,8 +448,10 @@ static int sandbox_adopt(Sandbox *s) {
                 sandbox_adopt_undo(s);
                 return r;
         }
-        /* It may have been frozen for a snapshot when the daemon died (the copy is gone). */
+        /* It may have been frozen for a snapshot when the daemon died (the copy is gone), or
+         * restarted with a placeholder in its scope. */
         (void) cg_write(s->cg_fd, "cgroup.freeze", "0");
+        sandbox_hold_end(s);
         if (!stored)
                 sandbox_store_init(s);
         s->next_run_no = sandbox_highest_member_cgroup(s);
@@ -447,8 +497,8 @@ int sandbox_restore(Context *m, json_object *meta, Sandbox **ret) {
                         return r;
                 }
         }
-        if ((r = sandbox_clear_old_cgroup(s)) < 0 || (r = sandbox_make_cgroup(s)) < 0 ||
-            (r = sandbox_make_workspace(s, true)) < 0 || (r = sandbox_spawn_init(s)) < 0) {
+        if ((r = sandbox_clear_old_cgroup(s)) < 0 || (r = sandbox_make_cgroup(s, on_scope_done)) < 0 ||
+            (r = sandbox_make_workspace(s, true)) < 0 || (!s->scope_job && (r = sandbox_spawn_init(s)) < 0)) {
                 /* Keep the workspace: only the processes are given up. */
                 s->keep_workspace = true;
                 sandbox_destroy(s, "restore failed");
@@ -534,6 +584,8 @@ static void sandbox_ready(Sandbox *s) {
                 return;
         }
         s->init_ready = true;
+        /* The init holds the scope now. */
+        sandbox_hold_end(s);
         if (s->ready_holds == 0)
                 sandbox_go_ready(s);
 }
@@ -653,9 +705,10 @@ static void sandbox_finish_destroy(Sandbox *s) {
 
         if (s->cg_fd >= 0)
                 (void) unlinkat(s->cg_fd, "init", AT_REMOVEDIR);
-        r = cg_remove_tree(m->cg.sandboxes_fd, s->id);
+        r = cg_remove_tree(sandbox_cg_parent_fd(s), sandbox_cg_name(s));
         if (r < 0)
                 log_warning_errno(r, "sandbox %s: cannot remove its cgroup: %m", s->id);
+        sandbox_release_scope(s);
         /* Its cgroup was empty: none of its processes is left to hold a socket. */
         egress_detach(m, &s->net);
         netns_pool_put(&m->netns, TAKE_FD(s->netns_fd));
@@ -777,6 +830,8 @@ void sandbox_destroy(Sandbox *s, const char *reason) {
                 (void) syscall(SYS_pidfd_send_signal, s->init_pidfd, SIGKILL, NULL, 0);
         if (s->cg_fd >= 0)
                 (void) cg_kill(s->cg_fd);
+        /* A scope still being made is not waited for: stopped when the teardown is done. */
+        s->scope_job = scope_job_cancel(s->scope_job);
         sandbox_teardown_step(s);
 }
 
@@ -797,6 +852,14 @@ Sandbox *sandbox_free(Sandbox *s) {
         free(s->net.error);
         netns_pool_drop(&s->ctx->netns, TAKE_FD(s->netns_fd));
         safe_close(s->cg_fd);
+        /* Its scope outlives the daemon with its processes; a placeholder of ours does not. */
+        scope_job_cancel(s->scope_job);
+        if (s->hold_pidfd >= 0) {
+                (void) syscall(SYS_pidfd_send_signal, s->hold_pidfd, SIGKILL, NULL, 0);
+                (void) waitid(P_PIDFD, (id_t) s->hold_pidfd, &(siginfo_t) {}, WEXITED);
+                safe_close(s->hold_pidfd);
+        }
+        safe_close(s->scope_fd);
         safe_close(s->workdir_fd);
         if (s->uid_slot != UINT32_MAX)
                 registry_free_uid_slot(s->ctx->registry, s->uid_slot);
@@ -808,7 +871,7 @@ Sandbox *sandbox_free(Sandbox *s) {
         json_object_put(s->interrupted_runs);
         json_object_put(s->teardown_stuck);
         free(s->name);
-        free(s->cg_rel);
+        free(s->cg_path);
         free(s);
         return NULL;
 }
@@ -912,8 +975,11 @@ json_object *sandbox_to_json(Sandbox *s, bool with_usage) {
         } else
                 json_object_object_add(o, "workspace", json_object_new_string(s->memory_workspace ? "memory" : "disk"));
         json_object_object_add(o, "mounts", mounts_to_json(s));
-        snprintf(buf, sizeof(buf), "%s/%s", s->ctx->cg.base, s->cg_rel ? s->cg_rel : "");
-        json_object_object_add(o, "cgroup", json_object_new_string(buf));
+        json_object_object_add(o, "cgroup", s->cg_path ? json_object_new_string(s->cg_path) : NULL);
+        if (s->scope_fd >= 0 || s->scope_job)
+                json_object_object_add(o, "scope", json_object_new_string(scope_unit_name(buf, s->id)));
+        else
+                json_object_object_add(o, "scope", NULL);
         json_object_object_add(l, "memory", json_object_new_int64((int64_t) s->limits.memory));
         json_object_object_add(l, "pids", json_object_new_int64((int64_t) s->limits.pids));
         json_object_object_add(l, "cpus", json_object_new_double((double) s->limits.millicpus / 1000.0));
@@ -1044,6 +1110,13 @@ int sandbox_restart(Sandbox *s, int (*swap)(Sandbox *s, void *userdata),
                 return -ENOMEM;
         *s->restart = (SandboxRestart) { .swap = swap, .done = done, .userdata = userdata };
         /* Runs asked for meanwhile wait for the new init, as they do for a new sandbox. */
+        /* Nothing of the sandbox lives for a while: a placeholder keeps its scope from being
+         * collected by systemd meanwhile. */
+        int r = sandbox_hold_start(s);
+        if (r < 0) {
+                free(TAKE_PTR(s->restart));
+                return r;
+        }
         s->state = SANDBOX_CREATING;
         sandbox_members_kill(s); /* runs killed, sessions end as when the sandbox goes */
         (void) cg_kill(s->cg_fd);

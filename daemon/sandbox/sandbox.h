@@ -17,6 +17,7 @@
 #include "proto.h"
 #include "registry.h"
 #include "reply.h"
+#include "scope.h"
 
 typedef struct Sandbox Sandbox;
 typedef struct Run Run;
@@ -144,8 +145,16 @@ typedef struct Sandbox {
         uint64_t created_usec; /* CLOCK_REALTIME */
         uint64_t restored_usec; /* when a restarted daemon brought it back, or 0 */
         bool keep_workspace;   /* a teardown that must leave the workspace (failed restore) */
-        char *cg_rel;      /* "sandboxes/sbx-..." below the cgroup base */
+        char *cg_path;     /* its cgroup's path: <base>/sandboxes/<id>, or <scope>/sandbox */
         int cg_fd;
+        /* Placement "scope" (scope.h): its scope's cgroup, the parent of cg_fd; -1 in the
+         * daemon's subtree. scope_job: systemd's job for a new scope, until it is done; the
+         * placeholder that keeps the scope from being empty meanwhile (at birth, and while a
+         * restart has no process in it), in <scope>/hold. */
+        int scope_fd;
+        ScopeJob *scope_job;
+        pid_t hold_pid;
+        int hold_pidfd;
         int workdir_fd;    /* O_PATH of the workspace */
         pid_t init_pid;
         int init_pidfd;
@@ -293,9 +302,22 @@ int sandbox_restart(Sandbox *s, int (*swap)(Sandbox *s, void *userdata),
 void sandbox_restart_cancel(Sandbox *s);
 /* Helpers of sandbox.c, which return values and call nothing of its state machine: what a sandbox
  * is built of (sandbox-init.c; each returns 0 or -errno) ... */
-/* sandboxes/<id> with the sandbox's limits (s->cg_fd, s->cg_rel). */
+/* Its cgroup with the sandbox's limits (s->cg_fd, s->cg_path): sandboxes/<id>, or <scope>/sandbox
+ * in a scope that exists (0). For a new scope, the placeholder and systemd's job are started
+ * (1, s->scope_job; done is called when the job ends, sandbox_settle_scope() then does the
+ * rest). */
 CgLimits sandbox_cg_limits(const Sandbox *s);
-int sandbox_make_cgroup(Sandbox *s);
+int sandbox_make_cgroup(Sandbox *s, ScopeDone done);
+/* The new scope is there: its placeholder moved to <scope>/hold, its cgroup made. */
+int sandbox_settle_scope(Sandbox *s);
+/* Where the sandbox's cgroup is: the parent's fd and the name below it. */
+int sandbox_cg_parent_fd(const Sandbox *s);
+const char *sandbox_cg_name(const Sandbox *s);
+/* A placeholder in <scope>/hold (none in the subtree), or killed, reaped and its cgroup removed. */
+int sandbox_hold_start(Sandbox *s);
+void sandbox_hold_end(Sandbox *s);
+/* The scope's own leftovers at a destroy: the placeholder, and the scope stopped. */
+void sandbox_release_scope(Sandbox *s);
 /* A new one after a cgroup.kill (a restart's): the old one removed. */
 int sandbox_renew_cgroup(Sandbox *s);
 /* An earlier daemon's cgroup of the sandbox, emptied and removed (restore). */

@@ -257,8 +257,8 @@ int snapshot_cleanup_partial(int state_fd, const char *sandbox_id) {
         return 0;
 }
 
-void snapshot_discard_cgroup(Context *m, const char *sandbox_id) {
-        _cleanup_close_ int fd = openat(m->cg.sandboxes_fd, sandbox_id, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+static void discard_cgroup_at(int parent_fd, const char *name, const char *sandbox_id) {
+        _cleanup_close_ int fd = openat(parent_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         int r;
 
         if (fd < 0)
@@ -268,7 +268,25 @@ void snapshot_discard_cgroup(Context *m, const char *sandbox_id) {
                 (void) cg_kill(fd);
                 usleep(1000);
         }
-        r = cg_remove_tree(m->cg.sandboxes_fd, sandbox_id);
+        r = cg_remove_tree(parent_fd, name);
         if (r < 0)
                 log_warning_errno(r, "sandbox %s: cannot remove its cgroup: %m", sandbox_id);
+}
+
+void snapshot_discard_cgroup(Context *m, const char *sandbox_id) {
+        char unit[SCOPE_UNIT_MAX];
+        _cleanup_close_ int scope = -EBADF;
+
+        discard_cgroup_at(m->cg.sandboxes_fd, sandbox_id, sandbox_id);
+        if (!m->scopes)
+                return;
+        scope = scope_open_cgroup(m->scopes, scope_unit_name(unit, sandbox_id), NULL);
+        if (scope < 0)
+                return;
+        /* Killed from the top: cgroup.kill takes the scope's whole tree; systemd removes it. */
+        for (int i = 0; i < 1000 && cg_populated(scope) > 0; i++) {
+                (void) cg_kill(scope);
+                usleep(1000);
+        }
+        (void) scope_stop(m->scopes, unit);
 }

@@ -29,6 +29,7 @@
 #include "file-helper.h"
 #include "run-exec.h"
 #include "run.h"
+#include "scope.h"
 #include "mount-open.h"
 #include "sandbox.h"
 #include "snapshot.h"
@@ -236,6 +237,43 @@ static void remove_stale_cgroups(Context *m) {
         closedir(d);
 }
 
+/* A scope of sandboxd.slice that no restored sandbox claims (a throwaway sandbox of a daemon that
+ * died, a record removed by hand): its processes killed, the scope stopped. */
+static void stop_stale_scope(Context *m, int slice_fd, const char *unit) {
+        _cleanup_close_ int fd = openat(slice_fd, unit, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        int r;
+
+        if (fd < 0)
+                return;
+        (void) cg_write(fd, "cgroup.freeze", "0");
+        for (int i = 0; i < 1000 && cg_populated(fd) > 0; i++) {
+                (void) cg_kill(fd);
+                usleep(1000);
+        }
+        r = scope_stop(m->scopes, unit);
+        if (r < 0)
+                log_warning_errno(r, "cannot stop the stale scope %s: %m", unit);
+        else
+                log_info("stopped the stale scope %s of an earlier daemon", unit);
+}
+
+static void stop_stale_scopes(Context *m) {
+        int fd = m->scopes ? scope_open_slice(m->scopes) : -ENOENT;
+        char id[32];
+        DIR *d;
+        struct dirent *de;
+
+        if (fd < 0 || !(d = fdopendir(fd))) {
+                safe_close(fd);
+                return;
+        }
+        while ((de = readdir(d)))
+                if (de->d_type == DT_DIR && scope_unit_id(de->d_name, id, sizeof(id)) && state_is_sandbox_id(id) &&
+                    !registry_find(m->registry, id))
+                        stop_stale_scope(m, dirfd(d), de->d_name);
+        closedir(d);
+}
+
 static int restore_all(Context *m) {
         int fd = openat(m->state_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         DIR *d;
@@ -260,6 +298,7 @@ static int restore_all(Context *m) {
                         m->registry->n_quarantined++;
         closedir(d);
         remove_stale_cgroups(m);
+        stop_stale_scopes(m);
         return 0;
 }
 
@@ -423,6 +462,22 @@ static int prepare_runs(Context *ctx) {
         return 0;
 }
 
+/* Each sandbox in a transient scope of its own where systemd can make one (placement "scope"),
+ * else in the daemon's subtree ("subtree"): standalone, a cgroup_root of the configuration (the
+ * host test suite), no helper for the scopes' placeholders, or SANDBOXD_PLACEMENT=subtree. */
+static void setup_placement(Context *ctx) {
+        const char *e = getenv("SANDBOXD_PLACEMENT");
+        int r;
+
+        if ((e && strcmp(e, "subtree") == 0) || ctx->config.cgroup_root || ctx->run_helper_fd < 0)
+                return;
+        r = scope_manager_new(ctx->event, ctx->cg.mount, &ctx->scopes);
+        if (r < 0)
+                log_info_errno(r, "no systemd to make scopes (%m): the sandboxes stay in the daemon's cgroup subtree");
+        else
+                log_info("each sandbox in a scope of its own, in " SCOPE_SLICE);
+}
+
 int lifecycle_setup_context(Context *ctx) {
         sigset_t mask;
         int r;
@@ -443,6 +498,8 @@ int lifecycle_setup_context(Context *ctx) {
         r = cg_setup(ctx->config.cgroup_root, &ctx->cg);
         if (r < 0)
                 return log_error_errno(r, "cannot set up the cgroup subtree: %m");
+        if (ctx->event)
+                setup_placement(ctx);
         r = open_state(ctx);
         if (r < 0)
                 return log_error_errno(r, "cannot open the state directory %s: %m", ctx->config.state_dir);
@@ -547,8 +604,10 @@ static void kill_all(Daemon *d) {
                 usleep(10000);
         }
         for (Sandbox *s = registry_first(reg); s; s = registry_next(&s->entry))
-                if (stop_kills(d, s))
-                        (void) cg_remove_tree(d->ctx.cg.sandboxes_fd, s->id);
+                if (stop_kills(d, s)) {
+                        (void) cg_remove_tree(sandbox_cg_parent_fd(s), sandbox_cg_name(s));
+                        sandbox_release_scope(s);
+                }
 }
 
 int lifecycle_run(Daemon *d) {

@@ -86,7 +86,11 @@ static uint64_t minus(uint64_t total, uint64_t part) {
  * less the labelled ones; disk, which no cgroup holds, is added up. */
 static void rest_sample(Context *m, const SandboxSample *v, size_t n, size_t labelled, SandboxSample *ret) {
         *ret = (SandboxSample) { .memory_peak = CG_USAGE_UNKNOWN, .disk_bytes = 0 };
-        cg_read_usage(m->cg.sandboxes_fd, m->cg.enforceable, &ret->usage);
+        int slice = m->scopes ? scope_open_slice(m->scopes) : -ENOENT;
+
+        /* Placement "scope": the sandboxes are all below sandboxd.slice instead. */
+        cg_read_usage(slice >= 0 ? slice : m->cg.sandboxes_fd, m->cg.enforceable, &ret->usage);
+        safe_close(slice);
         for (size_t i = 0; i < labelled; i++) {
                 ret->usage.memory_bytes = minus(ret->usage.memory_bytes, v[i].usage.memory_bytes == CG_USAGE_UNKNOWN ? 0 : v[i].usage.memory_bytes);
                 ret->usage.pids = minus(ret->usage.pids, v[i].usage.pids == CG_USAGE_UNKNOWN ? 0 : v[i].usage.pids);

@@ -12,12 +12,15 @@ export SANDBOXD_SOCKET=/run/sandboxd/sandboxd.sock
 conf=$(sandboxd --help | sed -n 's/.*configuration file (default \(.*\))/\1/p')
 diag "configuration file: $conf"
 base=/sys/fs/cgroup/system.slice/sandboxd.service/sandboxes
+slice=/sys/fs/cgroup/sandboxd.slice # placement "scope": sandboxd-<id>.scope there
 
 # The sandbox cgroups that list does not show: the daemon's pool of ready sandboxes.
 pool_cgroups() {
 	local listed
 	listed=$(call '{"op":"list"}' | jq -r '.sandboxes[].id')
-	find "$base" -mindepth 1 -maxdepth 1 -type d -name 'sbx-*' -printf '%f\n' | grep -vxF -f <(printf '%s\n' $listed) | sort
+	{ find "$base" -mindepth 1 -maxdepth 1 -type d -name 'sbx-*' -printf '%f\n'
+	  find "$slice" -mindepth 1 -maxdepth 1 -type d -name 'sandboxd-sbx-*.scope' -printf '%f\n' | sed 's/^sandboxd-//; s/\.scope$//'
+	} 2>/dev/null | grep -vxF -f <(printf '%s\n' $listed) | sort
 }
 
 r=$(call "{\"op\":\"create\",\"name\":\"durable-$$\",\"limits\":{\"memory\":\"256M\"}}")
@@ -58,7 +61,8 @@ ok $? "the workspace is intact; the interrupted run's process is gone"
 # Besides it, only the new daemon's pool of ready sandboxes (pool_size, 2 by default): the
 # earlier daemon's pooled cgroups are gone. Sandboxes listed besides this test's are not its own:
 # they are not counted.
-cgs=$(find "$base" -mindepth 1 -maxdepth 1 -type d -printf '%f\n')
+cgs=$({ find "$base" -mindepth 1 -maxdepth 1 -type d -printf '%f\n'
+	find "$slice" -mindepth 1 -maxdepth 1 -type d -name 'sandboxd-sbx-*.scope' -printf '%f\n' | sed 's/^sandboxd-//; s/\.scope$//'; } 2>/dev/null)
 pool_after=$(pool_cgroups)
 diag "the pool's cgroups: before $(echo $pool_before), after $(echo $pool_after)"
 [ "$(grep -cx "$sid" <<<"$cgs")" = 1 ] && [ -z "$(comm -12 <(echo "$pool_before") <(echo "$pool_after"))" ] &&
@@ -127,7 +131,11 @@ diag "after idling: ActiveState=$state Result=$result"
 [ "$state" = inactive ] && [ "$result" = success ]
 ok $? "idle, the daemon exits by itself, cleanly (inactive, result success)"
 check "the socket is still listening" systemctl is-active sandboxd.socket
-check "no sandbox process is left" bash -c "[ -z \"\$(find $base -name cgroup.procs -exec cat {} + 2>/dev/null)\" ]"
+check "no sandbox process is left in the service's cgroup" bash -c "[ -z \"\$(find $base -name cgroup.procs -exec cat {} + 2>/dev/null)\" ]"
+# Placement "scope": the recorded sandbox outlives the daemon in its own scope (its init goes on).
+if [ -d "$slice/sandboxd-$sid.scope" ]; then
+	check "the sandbox's init still runs in its scope" bash -c "[ -n \"\$(cat $slice/sandboxd-$sid.scope/sandbox/init/cgroup.procs)\" ]"
+fi
 r=$(call '{"op":"run","sandbox":"'"$sid"'","argv":["cat","/work/d/file"]}')
 second=$(systemctl show -p MainPID --value sandboxd.service)
 diag "daemon pid $first -> $second"

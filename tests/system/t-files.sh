@@ -25,7 +25,7 @@ ok $? "a 256 MiB source file on the host"
 sid=$(sandboxctl create --memory 512M --pids 64 2>&1)
 [[ $sid == sbx-* ]]
 ok $? "a sandbox limited to 512M ($sid)"
-scg=$base/sandboxes/$sid
+scg=$(call "{\"op\":\"inspect\",\"sandbox\":\"$sid\"}" | jq -r .sandbox.cgroup) # its scope's, or $base/sandboxes/$sid
 [ "$(cat "$scg/memory.max")" = 536870912 ]
 ok $? "its memory.max is 512M"
 kills0=$(sed -n 's/^oom_kill //p' "$scg/memory.events")

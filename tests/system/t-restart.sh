@@ -3,12 +3,13 @@
 # in the service's store (FDSTORE=1, FDNAME=s.<id>.init, FDPOLL=0; NFileDescriptorStore counts
 # them), and a loop of `systemctl restart` and a SIGKILL with Restart=on-failure leak nothing:
 # fds in the store, sandbox cgroups and processes are as many after as before, and every sandbox
-# comes back ready. Under systemd the service's stop still kills its cgroup, sandboxes included
-# (no transient scopes yet, docs/design/restarts.md): each comes back with a new init, whose
-# pidfd replaces the stale one in the store. Only this test's sandboxes are made and destroyed.
+# comes back ready. Each sandbox is in a transient scope of sandboxd.slice (placement "scope",
+# t-restart-scopes.sh), outside the service's cgroup, so a restart keeps its init and its pidfd
+# in the store. Only this test's sandboxes are made and destroyed.
 source "$(dirname "$0")/lib.sh"
 export SANDBOXD_SOCKET=/run/sandboxd/sandboxd.sock
 base=/sys/fs/cgroup/system.slice/sandboxd.service/sandboxes
+slice=/sys/fs/cgroup/sandboxd.slice
 N=5
 
 store() { systemctl show -p NFileDescriptorStore --value sandboxd.service; }
@@ -27,8 +28,8 @@ ours_ready() {
 		[ "$(jqr .sandbox.state "$(call "{\"op\":\"inspect\",\"sandbox\":\"$id\"}")")" = ready ] || return 1
 	done
 }
-cgroups() { find "$base" -mindepth 1 -maxdepth 1 -type d -name 'sbx-*' 2>/dev/null | wc -l; }
-procs() { find "$base" -name cgroup.procs -exec cat {} + 2>/dev/null | wc -l; }
+cgroups() { { find "$base" -mindepth 1 -maxdepth 1 -type d -name 'sbx-*'; find "$slice" -mindepth 1 -maxdepth 1 -type d -name 'sandboxd-sbx-*.scope'; } 2>/dev/null | wc -l; }
+procs() { find "$base" "$slice" -name cgroup.procs -exec cat {} + 2>/dev/null | wc -l; }
 stable() { # the pool refills after a start: wait until the counts stop moving
 	local a b i
 	for i in $(seq 50); do

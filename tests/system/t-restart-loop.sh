@@ -1,0 +1,118 @@
+#!/bin/bash
+# Sandbox scopes over their lifetime (issue 22; t-restart-scopes.sh for one restart of each kind):
+# a throwaway sandbox's scope that a SIGKILL of the daemon left without a record is stopped by the
+# next daemon; a snapshot restore (no process in the sandbox for a while) keeps the sandbox's scope;
+# then a loop of `systemctl restart sandboxd` and a SIGKILL of the daemon (systemd restarts it),
+# in turn, LOOPS times (10), while a second sandbox keeps a CPU busy; a background HTTP server in
+# the first is the same process after each, and nothing leaks: the fds in the service's store,
+# the scopes, the cgroups and the processes of sandboxd.slice are as many after as before. Only
+# this test's sandboxes are made and destroyed.
+source "$(dirname "$0")/lib.sh"
+export SANDBOXD_SOCKET=/run/sandboxd/sandboxd.sock
+slice=/sys/fs/cgroup/sandboxd.slice
+LOOPS=${LOOPS:-10}
+
+store() { systemctl show -p NFileDescriptorStore --value sandboxd.service; }
+mainpid() { systemctl show -p MainPID --value sandboxd.service; }
+health() { SBX_TIMEOUT=10 call '{"op":"health"}' | jq -r .ok 2>/dev/null; }
+wait_up() { # OLD_MAINPID
+	local i
+	for i in $(seq 300); do
+		# health first: its connection starts the service (socket activation)
+		[ "$(health)" = true ] && [ "$(mainpid)" != "${1:-x}" ] && [ "$(mainpid)" != 0 ] && return 0
+		sleep 0.2
+	done
+	return 1
+}
+scopes() { systemctl list-units --all --plain --no-legend 'sandboxd-*.scope' | grep -c '^sandboxd-'; }
+cgroups() { find "$slice" -type d 2>/dev/null | wc -l; }
+procs() { find "$slice" -name cgroup.procs -exec cat {} + 2>/dev/null | wc -l; }
+counts() { echo "store $(store) scopes $(scopes) cgroups $(cgroups) processes $(procs)"; }
+stable() { # the pool refills after a start: wait until the counts stop moving
+	local a b i
+	for i in $(seq 40); do
+		a=$(counts)
+		sleep 0.5
+		b=$(counts)
+		[ "$a" = "$b" ] && return 0
+	done
+	return 1
+}
+run_in() { # SANDBOX COMMAND: its stdout
+	call "$(jq -cn --arg s "$1" --arg c "$2" '{"op":"run","sandbox":$s,"argv":["sh","-c",$c]}')" | jq -r .stdout
+}
+
+check "the daemon answers" wait_up
+r=$(call "{\"op\":\"create\",\"name\":\"loop-$$\"}")
+id=$(jqr .sandbox.id "$r")
+unit=sandboxd-$id.scope
+run_in "$id" 'cd /work && echo hello > index.txt && (setsid python3 -m http.server 8000 --bind 127.0.0.1 >/dev/null 2>&1 & echo $! > /work/srv.pid)' >/dev/null
+srv=$(run_in "$id" 'cat /work/srv.pid')
+SAME='test "$(tr "\0" " " < /proc/'"$srv"'/cmdline)" = "python3 -m http.server 8000 --bind 127.0.0.1 " && echo same'
+[ "$(run_in "$id" "$SAME")" = same ]
+ok $? "a sandbox $id with a background HTTP server (pid $srv inside)"
+# A throwaway sandbox (never recorded) in flight when the daemon is killed: its scope has no
+# record, and the next daemon stops it.
+call '{"op":"run","argv":["sleep","1000"]}' >/dev/null 2>&1 &
+client=$!
+throwaway=
+for _ in $(seq 100); do
+	throwaway=$(systemctl list-units --all --plain --no-legend 'sandboxd-*.scope' | awk '{print $1}' |
+		while read -r u; do [ -n "$(find "$slice/$u" -name cgroup.procs -exec cat {} + | xargs -r ps -o comm= -p | grep -x sleep)" ] && echo "$u"; done | head -n1)
+	[ -n "$throwaway" ] && break
+	sleep 0.2
+done
+[ -n "$throwaway" ]
+ok $? "a throwaway sandbox's run is in its own scope ($throwaway)"
+old=$(mainpid)
+kill -9 "$old"
+wait_up "$old"
+wait "$client" 2>/dev/null
+for _ in $(seq 50); do systemctl is-active --quiet "$throwaway" || break; sleep 0.2; done
+! systemctl is-active --quiet "$throwaway" && [ ! -d "$slice/$throwaway" ]
+ok $? "the next daemon stopped that scope, which no record claims ($(systemctl is-active "$throwaway" 2>&1))"
+
+# A snapshot restore kills every process of the sandbox: its scope is kept meanwhile.
+inv=$(systemctl show -p InvocationID --value "$unit")
+snap=$(call "{\"op\":\"snapshot\",\"sandbox\":\"$id\"}" | jq -r .snapshot.id)
+r=$(call "{\"op\":\"snapshot.restore\",\"sandbox\":\"$id\",\"snapshot\":\"$snap\"}")
+[ "$(jqr .ok "$r")" = true ]
+ok $? "snapshot.restore of the sandbox ($(jqr '.error.message // "ok"' "$r"))"
+[ "$(systemctl show -p InvocationID --value "$unit")" = "$inv" ] && systemctl is-active --quiet "$unit"
+ok $? "its scope is the same one, active (InvocationID $inv): systemd did not collect it while it was empty"
+[ "$(run_in "$id" 'cat /work/index.txt')" = hello ] && [ ! -e "$slice/$unit/hold" ]
+ok $? "the sandbox runs again with its workspace, its placeholder gone"
+run_in "$id" 'cd /work && (setsid python3 -m http.server 8000 --bind 127.0.0.1 >/dev/null 2>&1 & echo $! > /work/srv.pid)' >/dev/null
+srv=$(run_in "$id" 'cat /work/srv.pid')
+SAME='test "$(tr "\0" " " < /proc/'"$srv"'/cmdline)" = "python3 -m http.server 8000 --bind 127.0.0.1 " && echo same'
+
+
+# Load: a second sandbox keeps a CPU busy through the loop.
+r=$(call "{\"op\":\"create\",\"name\":\"loop-load-$$\"}")
+load=$(jqr .sandbox.id "$r")
+run_in "$load" '(setsid sh -c "while :; do :; done" >/dev/null 2>&1 &)' >/dev/null
+[ "$(run_in "$load" 'pgrep -c sh')" -ge 1 ]
+ok $? "a second sandbox $load keeps a CPU busy"
+stable
+before=$(counts)
+fails=1
+for i in $(seq "$LOOPS"); do
+	old=$(mainpid)
+	if [ $((i % 2)) = 0 ]; then systemctl restart sandboxd.service; else kill -9 "$old"; fi
+	wait_up "$old" || { diag "restart $i: the daemon did not come back"; break; }
+	# a run in the loaded sandbox right after each start
+	[ "$(run_in "$load" 'echo up')" = up ] || { diag "restart $i: no run in the loaded sandbox"; break; }
+	[ "$(run_in "$id" "$SAME")" = same ] || { diag "restart $i: the server is not the same process"; break; }
+	[ "$i" = "$LOOPS" ] && fails=0
+done
+ok $fails "$LOOPS restarts (kill -9 and systemctl restart, in turn) under load: runs work and the server is the same process after each"
+stable
+after=$(counts)
+diag "before: $before; after: $after"
+[ "$before" = "$after" ]
+ok $? "nothing leaked: $after"
+for s in "$id" "$load"; do call "{\"op\":\"destroy\",\"sandbox\":\"$s\"}" >/dev/null; done
+stable
+! systemctl list-units --all --plain --no-legend "sandboxd-$id.scope" "sandboxd-$load.scope" | grep -q .
+ok $? "destroyed, both scopes are gone"
+done_testing
