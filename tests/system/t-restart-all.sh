@@ -147,6 +147,7 @@ def finish_run(how, run_id, have, k):
                 have[m["stream"]] = m["offset"] + m["bytes"]
     except ClientError as e:
         final = {"client_error": str(e)}
+    c.close()
     final = final or {}
     ok(final.get("ok") and final.get("exit_code") == 0 and final.get("reason") == "exited",
        "after %s, the run's client, back with run.attach, gets its final reply: exit 0" % how, final)
@@ -175,6 +176,7 @@ def check_all(how):
        (how, ns[0] if ns else 0, ns[-1] if ns else 0), [x for i, x in enumerate(ns[1:]) if x != ns[i] + 1][:5])
     if s:
         seq, seen = s.next_seq, whole
+        s.c.close()  # detached: an attached client that does not read would hold the program back
 
 
 def restart(how):
