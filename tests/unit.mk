@@ -178,3 +178,12 @@ tests_test_pool_SOURCES = tests/test-pool.c tests/daemon-fixture.h tests/tap.h
 tests_test_pool_CPPFLAGS = $(DAEMON_UNIT_CPPFLAGS)
 tests_test_pool_CFLAGS = $(DAEMON_UNIT_CFLAGS)
 tests_test_pool_LDADD = $(DAEMON_LIBS)
+
+## A run's capture in a memfd, across a restart (daemon/sandbox/run-capture.c).
+check_PROGRAMS += tests/test-run-capture
+TESTS += tests/test-run-capture
+tests_test_run_capture_SOURCES = tests/test-run-capture.c tests/tap.h daemon/sandbox/run-capture.c \
+	daemon/sandbox/run-capture.h daemon/core/output.c daemon/core/output.h
+tests_test_run_capture_CPPFLAGS = $(DAEMON_INCLUDES) $(AM_CPPFLAGS)
+tests_test_run_capture_CFLAGS = $(UNIT_CFLAGS)
+tests_test_run_capture_LDADD = $(UNIT_LDADD)
