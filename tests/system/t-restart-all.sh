@@ -94,7 +94,7 @@ ok(r.get("ok"), "a sandbox %s" % sbx, r)
 run_sh(sbx, "cd /work && echo hello > index.txt && (setsid python3 -m http.server 8000 --bind 127.0.0.1 >/dev/null 2>&1 & echo $! > /work/srv.pid)")
 GET = ('for i in $(seq 100); do python3 -c "import urllib.request; print(urllib.request.urlopen('
        '\\"http://127.0.0.1:8000/index.txt\\", timeout=5).read().decode(), end=\\"\\")" 2>/dev/null && exit 0; sleep 0.1; done; exit 1')
-ok(run_sh(sbx, GET).get("stdout") == "hello", "a background HTTP server answers in it")
+ok(run_sh(sbx, GET).get("stdout", "").strip() == "hello", "a background HTTP server answers in it")
 srv = run_sh(sbx, "cat /work/srv.pid").get("stdout", "").strip()
 SAME = 'test "$(tr "\\0" " " < /proc/%s/cmdline)" = "python3 -m http.server 8000 --bind 127.0.0.1 " && echo same' % srv
 
@@ -125,7 +125,9 @@ def start_run(k):
         e = c.recv_json(10)
         if e and e.get("event") in ("stdout", "stderr"):
             have[e["event"]] += len(data_of(e))
-    return m.get("run_id"), have
+        elif e and "event" not in e:
+            print("# the run ended before the restart: %s" % str(e)[:1500])
+    return m.get("run_id"), have, c  # c stays open: a run whose first client goes is killed
 
 
 def finish_run(how, run_id, have, k):
@@ -149,6 +151,11 @@ def finish_run(how, run_id, have, k):
         final = {"client_error": str(e)}
     c.close()
     final = final or {}
+    if not final.get("ok"):
+        r = call({"op": "inspect", "sandbox": sbx})
+        print("# interrupted_runs: %s" % [x for x in (r.get("sandbox") or {}).get("interrupted_runs", []) if x.get("id") == run_id])
+        for line in sh("journalctl -u sandboxd.service --no-pager -o short-monotonic | grep -i -e run- -e store -e capture | tail -n 20").stdout.splitlines():
+            print("# " + line[:300])
     ok(final.get("ok") and final.get("exit_code") == 0 and final.get("reason") == "exited",
        "after %s, the run's client, back with run.attach, gets its final reply: exit 0" % how, final)
     ok(not gaps, "after %s, the rest of its stream follows on from what the client had" % how, gaps[:3])
@@ -163,7 +170,7 @@ def check_all(how):
     global seq, seen
     r = call({"op": "inspect", "sandbox": sbx})
     ok((r.get("sandbox") or {}).get("restored_processes") == "kept", "after %s, the sandbox is back with its processes" % how, r)
-    ok(run_sh(sbx, GET).get("stdout") == "hello", "after %s, the background server answers" % how)
+    ok(run_sh(sbx, GET).get("stdout", "").strip() == "hello", "after %s, the background server answers" % how)
     ok(run_sh(sbx, SAME).get("stdout", "").strip() == "same", "after %s, it is the same process, pid %s inside" % (how, srv))
     ar, s = attach(Conn(SOCK, 60), sid, from_seq=seq)
     ok(ar.get("ok") and ar.get("first_seq") == seq and ar.get("dropped") == 0,
@@ -196,10 +203,11 @@ for k, how in enumerate(("systemctl restart", "kill -9", "dpkg -i")):
         n += 1
         print("ok %d # SKIP dpkg -i: no packages in %s (scripts/build-deb.sh)" % (n, sys.argv[2]))
         continue
-    run_id, have = start_run(k)
+    run_id, have, first = start_run(k)
     ok(run_id and have["stdout"] > 0, "a run prints for 20 s (%s; %d bytes so far)" % (run_id, have["stdout"]))
     if not restart(how):
         break
+    first.close()  # its connection ended with the old daemon
     check_all(how)
     finish_run(how, run_id, have, k)
 
