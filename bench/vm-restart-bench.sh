@@ -4,7 +4,7 @@
 # comments: tests/vm/run-vm.sh "$PWD/build/vm-stage" "$PWD/bench/vm-restart-bench.sh"
 # (after make -C build install DESTDIR=$PWD/build/vm-stage). N=sandboxes alive, ROUNDS=restarts.
 echo "1..1"
-out=$(python3 "$(dirname "$0")/restart-latency.py" systemd "${N:-200}" "${ROUNDS:-10}" 2>&1)
+out=$(python3 "$(dirname "$0")/restart-latency.py" systemd "${N:-100}" "${ROUNDS:-5}" 2>&1)
 rc=$?
 sed 's/^/# /' <<<"$out"
 [ $rc = 0 ] && echo "ok 1 - restart latency measured" || echo "not ok 1 - restart-latency.py failed ($rc)"

@@ -113,6 +113,8 @@ static void print_hello(json_object *hello) {
 
         print_kv("sandboxd", "%s (protocol %s)", fmt_value(a, hello, "version"), fmt_value(b, hello, "protocol"));
         print_kv("cgroup root", "%s", fmt_value(a, caps, "cgroup_root"));
+        if (json_child(caps, "placement"))
+                print_kv("placement", "%s", fmt_value(a, caps, "placement"));
         if (print_cgroup_capabilities(json_child(caps, "cgroup")))
                 printf("%18s(such limits are refused unless --best-effort is given)\n", "");
         print_kernel_features(json_child(caps, "kernel"));

@@ -620,6 +620,7 @@ if [ -x "$SANDBOXCTL" ]; then
         out=$(ctl status 2>&1)
         is "$?" 0 "sandboxctl status exits 0"
         like "$out" "0\.1|version|Version" "sandboxctl status prints the daemon's version"
+        like "$out" "placement: +subtree" "sandboxctl status prints the placement (subtree: no systemd here)"
         out=$(timeout 10 "$SANDBOXCTL" --socket "$T/nonexistent.sock" status 2>&1)
         rc=$?
         check "sandboxctl status without a daemon fails (status $rc)" [ "$rc" != 0 ]

@@ -30,7 +30,7 @@ procs() { find "$slice" -name cgroup.procs -exec cat {} + 2>/dev/null | wc -l; }
 counts() { echo "store $(store) scopes $(scopes) cgroups $(cgroups) processes $(procs)"; }
 stable() { # the pool refills after a start: wait until the counts stop moving
 	local a b i
-	for i in $(seq 40); do
+	for i in $(seq 20); do
 		a=$(counts)
 		sleep 0.5
 		b=$(counts)
@@ -111,8 +111,8 @@ after=$(counts)
 diag "before: $before; after: $after"
 [ "$before" = "$after" ]
 ok $? "nothing leaked: $after"
-for s in "$id" "$load"; do call "{\"op\":\"destroy\",\"sandbox\":\"$s\"}" >/dev/null; done
-stable
+call "{\"op\":\"destroy\",\"sandbox\":\"$id\"}" "{\"op\":\"destroy\",\"sandbox\":\"$load\"}" >/dev/null
+for _ in $(seq 50); do systemctl list-units --all --plain --no-legend "sandboxd-$id.scope" "sandboxd-$load.scope" | grep -q . || break; sleep 0.2; done
 ! systemctl list-units --all --plain --no-legend "sandboxd-$id.scope" "sandboxd-$load.scope" | grep -q .
 ok $? "destroyed, both scopes are gone"
 done_testing
