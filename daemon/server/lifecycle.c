@@ -75,6 +75,19 @@ static const ConnectionHooks connection_hooks = {
         .closed = on_connection_closed,
 };
 
+static int on_never(sd_event_source *s, uint64_t usec, void *userdata) {
+        return 0;
+}
+
+/* Run timeouts are on CLOCK_BOOTTIME (run.c): sd-event makes that clock's timerfd at its first
+ * timer and keeps it; made now, the daemon's fds at rest are those it has after its first run. */
+static int make_boottime_timerfd(sd_event *e) {
+        sd_event_source *t = NULL;
+        int r = sd_event_add_time(e, &t, CLOCK_BOOTTIME, UINT64_MAX, 0, on_never, NULL);
+        sd_event_source_disable_unref(t);
+        return r;
+}
+
 int lifecycle_new(Daemon **ret, Config *config) {
         Daemon *d = calloc(1, sizeof(*d));
         int r;
@@ -98,6 +111,8 @@ int lifecycle_new(Daemon **ret, Config *config) {
                 r = pool_init(&d->pool, &d->ctx);
         if (r >= 0)
                 r = sd_event_default(&d->ctx.event);
+        if (r >= 0)
+                r = make_boottime_timerfd(d->ctx.event);
         if (r >= 0)
                 r = manager_new(&d->manager, &d->ctx, &connection_hooks);
         if (r >= 0)
