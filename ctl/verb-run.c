@@ -12,6 +12,7 @@
 
 static int verb_run_run(int argc, char *argv[]);
 static int verb_kill_run(int argc, char *argv[]);
+static int verb_reattach_run(int argc, char *argv[]);
 
 const Verb verb_run = {
         .name = "run",
@@ -71,6 +72,22 @@ const Verb verb_kill = {
                 "\nKILL kills every process of the run; other signals go to its main process.\n",
         .failure_status = EXIT_FAILURE,
         .run = verb_kill_run,
+};
+
+const Verb verb_reattach = {
+        .name = "reattach",
+        .args = "[-v] RUN_ID",
+        .summary = "Get the output and exit status of a run that outlived a restart of sandboxd",
+        .help = "Options:\n"
+                "  -v --verbose           Print the run's account on stderr, as 'run -v' does\n"
+                "\nA run whose client lost its connection when sandboxd restarted goes on (where\n"
+                "sandboxd keeps it in systemd's fd store). reattach (run.attach) prints what its\n"
+                "capture holds of its stdout and stderr, a note where the middle was dropped\n"
+                "(past its output_bytes), then the rest as it comes, and exits with the run's status\n"
+                "as 'run' does. A run that ended meanwhile keeps its result for run_result_keep\n"
+                "(sandboxd.conf(5)), for one reattach.\n",
+        .failure_status = EXIT_RUNNER_FAILED,
+        .run = verb_reattach_run,
 };
 
 enum {
@@ -432,6 +449,20 @@ static int on_run_event(json_object *event, void *userdata) {
         return write_stream(event, "data", fd);
 }
 
+/* reattach: the output events, and a note for what the capture dropped. */
+static int on_reattach_event(json_object *event, void *userdata) {
+        const char *kind = json_str(event, "event");
+        char buf[FIELD_BUF];
+
+        if (kind && strcmp(kind, "attached") == 0)
+                *(bool *) userdata = true;
+        if (kind && strcmp(kind, "dropped") == 0) {
+                log_info("[... %s bytes of %s dropped ...]", fmt_value(buf, event, "bytes"), json_str(event, "stream") ?: "-");
+                return 0;
+        }
+        return on_run_event(event, userdata);
+}
+
 static int run_output(json_object *reply, bool verbose, bool streamed) {
         int r;
 
@@ -517,4 +548,46 @@ static int verb_kill_run(int argc, char *argv[]) {
         if (r < 0)
                 return r;
         return daemon_request(TAKE_PTR(req), &reply);
+}
+
+/* ---- reattach ---------------------------------------------------------------------------- */
+
+static int reattach_parse(int argc, char *argv[], bool *ret_verbose) {
+        static const struct option options[] = {
+                COMMON_OPTIONS,
+                { "verbose", no_argument, NULL, 'v' },
+                {},
+        };
+        int c, r;
+
+        optind = 0;
+        while ((c = getopt_long(argc, argv, "hv", options, NULL)) >= 0) {
+                if (c == 'v') {
+                        *ret_verbose = true;
+                        continue;
+                }
+                r = common_option(&verb_reattach, c);
+                if (r <= 0)
+                        return r;
+        }
+        return check_arg_count(&verb_reattach, argc, argv, 1, 1);
+}
+
+static int verb_reattach_run(int argc, char *argv[]) {
+        _cleanup_json_ json_object *req = request_new("run.attach"), *reply = NULL;
+        bool verbose = false, attached = false;
+        int r = reattach_parse(argc, argv, &verbose);
+
+        if (r <= 0)
+                return r;
+        r = add_string(req, "run_id", argv[optind]);
+        if (r < 0)
+                return r;
+        r = daemon_request_events(TAKE_PTR(req), arg.json ? NULL : on_reattach_event, &attached, &reply);
+        if (r < 0)
+                return r;
+        if (arg.json)
+                return run_exit_status(reply);
+        /* A run in flight streams its output ("attached" first); a kept result has it in the reply. */
+        return run_output(reply, verbose, attached);
 }

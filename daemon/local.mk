@@ -41,6 +41,7 @@ daemon_libsandboxd_la_SOURCES = \
 	daemon/sandbox/file-op.c daemon/sandbox/file-op.h daemon/exec/file-helper.h \
 	daemon/sandbox/file-inflow.c daemon/sandbox/file-inflow.h \
 	daemon/sandbox/run-spec.c daemon/sandbox/run-spec.h \
+	daemon/sandbox/run-capture.c daemon/sandbox/run-capture.h \
 	daemon/exec/run-exec.c daemon/exec/run-exec.h \
 	daemon/sandbox/pool.c daemon/sandbox/pool.h \
 	daemon/host/netns-pool.c daemon/host/netns-pool.h daemon/host/fdstore.c daemon/host/fdstore.h \

@@ -40,6 +40,7 @@ INTEGRATION_TESTS = \
 	tests/t-python-types.sh \
 	tests/t-restart.sh \
 	tests/t-restart-standalone.sh \
+	tests/t-restart-runs.sh \
 	tests/t-restart-sessions.sh \
 	tests/t-rlimits.sh \
 	tests/t-run.sh \

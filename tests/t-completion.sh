@@ -33,9 +33,9 @@ comp() {
         printf '%s\n' "${COMPREPLY[@]}" | sort | tr '\n' ' ' | sed 's/ $//'
 }
 
-is "$(comp sandboxctl r)" "restore run" "sandboxctl r<TAB> -> restore run"
+is "$(comp sandboxctl r)" "reattach restore run" "sandboxctl r<TAB> -> reattach restore run"
 is "$(comp sandboxctl run --ti)" "--timeout" "sandboxctl run --ti<TAB> -> --timeout"
-is "$(comp sandboxctl '')" "attach cat cp create destroy doctor exec health hello help image inspect kill list ls port restore run shell snapshot snapshot-delete snapshots status sweep top" "sandboxctl <TAB> -> every verb"
+is "$(comp sandboxctl '')" "attach cat cp create destroy doctor exec health hello help image inspect kill list ls port reattach restore run shell snapshot snapshot-delete snapshots status sweep top" "sandboxctl <TAB> -> every verb"
 is "$(comp sandboxctl exec -i)" "-i" "sandboxctl exec -i<TAB> -> -i"
 is "$(comp sandboxctl shell --be)" "--best-effort" "sandboxctl shell --be<TAB> -> --best-effort"
 is "$(comp sandboxctl --v)" "--version" "sandboxctl --v<TAB> -> --version"
@@ -46,6 +46,7 @@ is "$(comp sandboxctl run --cpu)" "--cpu-time --cpus" "run --cpu<TAB> -> --cpu-t
 is "$(comp sandboxctl list -)" "--help --json --quiet --socket -h -q" "list -<TAB> -> its options and the common ones"
 is "$(comp sandboxctl kill -s T)" "TERM" "kill -s T<TAB> -> TERM"
 is "$(comp sandboxctl kill --signal K)" "KILL" "kill --signal K<TAB> -> KILL"
+is "$(comp sandboxctl reattach -)" "--help --json --socket --verbose -h -v" "reattach -<TAB> -> -v and the common options"
 is "$(comp sandboxctl create --network '')" "none" "create --network <TAB> -> none"
 is "$(comp sandboxctl run --workspace '')" "disk memory" "run --workspace <TAB> -> disk memory"
 is "$(comp sandboxctl run --user '')" "root sandbox" "run --user <TAB> -> root sandbox"

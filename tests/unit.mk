@@ -187,3 +187,12 @@ tests_oci_test_oci_config_SOURCES = tests/oci/test-oci-config.c tests/tap.h oci/
 tests_oci_test_oci_config_CFLAGS = $(UNIT_CFLAGS)
 tests_oci_test_oci_config_LDADD = $(UNIT_LDADD)
 EXTRA_DIST += tests/oci/podman-run.json tests/oci/podman-run-tty.json tests/oci/ctr-run.json
+
+## A run's capture in a memfd, across a restart (daemon/sandbox/run-capture.c).
+check_PROGRAMS += tests/test-run-capture
+TESTS += tests/test-run-capture
+tests_test_run_capture_SOURCES = tests/test-run-capture.c tests/tap.h daemon/sandbox/run-capture.c \
+	daemon/sandbox/run-capture.h daemon/core/output.c daemon/core/output.h
+tests_test_run_capture_CPPFLAGS = $(DAEMON_INCLUDES) $(AM_CPPFLAGS)
+tests_test_run_capture_CFLAGS = $(UNIT_CFLAGS)
+tests_test_run_capture_LDADD = $(UNIT_LDADD)

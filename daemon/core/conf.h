@@ -55,6 +55,9 @@ typedef struct Config {
          * per SWEEP_BYTES_PER_FILE of it (sweep.c). */
         uint64_t files_budget, default_files, max_files, min_free_files;
         uint64_t idle_exit_usec;        /* socket-activated daemon exits when idle this long */
+        /* The final reply of a run taken back after a restart that ended with no client attached:
+         * kept this long for one run.attach (run.c). */
+        uint64_t run_result_keep_usec;
         /* Interactive sessions (session.c). */
         uint64_t session_ring_bytes;         /* output kept per session for reattaching */
         uint64_t session_idle_timeout_usec;  /* unattached this long: closed; 0: never */

@@ -17,9 +17,24 @@ int output_init(Output *o, size_t cap) {
         return 0;
 }
 
+void output_init_borrowed(Output *o, size_t cap, char *head, char *tail, size_t head_len, size_t tail_start,
+                          size_t tail_len, uint64_t total) {
+        output_init(o, cap);
+        o->head = head;
+        o->head_alloc = o->head_cap;
+        o->tail = tail;
+        o->head_len = head_len;
+        o->tail_start = tail_start;
+        o->tail_len = tail_len;
+        o->total = total;
+        o->borrowed = true;
+}
+
 void output_done(Output *o) {
-        free(o->head);
-        free(o->tail);
+        if (!o->borrowed) {
+                free(o->head);
+                free(o->tail);
+        }
         *o = (Output) {};
 }
 

@@ -15,9 +15,14 @@ typedef struct Output {
         char *tail; /* ring */
         size_t tail_start, tail_len, tail_cap;
         uint64_t total;
+        bool borrowed;  /* head and tail are the caller's (a run's capture memfd): never freed */
 } Output;
 
 int output_init(Output *o, size_t cap);
+/* The same on the caller's buffers: head of cap - cap / 2 bytes, tail of cap / 2 (run-capture.h),
+ * holding head_len, and tail_len from tail_start, of total bytes seen (0 for a new capture). */
+void output_init_borrowed(Output *o, size_t cap, char *head, char *tail, size_t head_len, size_t tail_start,
+                          size_t tail_len, uint64_t total);
 void output_done(Output *o);
 void output_append(Output *o, const char *data, size_t n);
 /* Whether output_read() can read straight into the tail: the head is full and the ring is large

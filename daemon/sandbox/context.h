@@ -86,6 +86,8 @@ typedef struct Context {
         Pool *pool;                /* pool.h */
         Sweeper *sweeper;          /* sweep.h */
         RunLog *run_log;           /* run-record.h */
+        struct RunResult *run_results; /* final replies no client took yet (run.h), oldest first */
+        bool stopping;             /* the event loop is over: connections close, kept runs stay */
         const SandboxHooks *sandbox_hooks; /* what sandbox.c asks of others (sandbox.h), or NULL */
         PortTable *ports;          /* published ports (port.h) */
         ImageStore *images;        /* the image store (image.h) */

@@ -67,9 +67,10 @@ static int on_report(sd_event_source *src, int fd, uint32_t revents, void *userd
         if (k > 0)
                 l->ops->report(l->userdata, &rep, passed);
         else if (k == 0 || (k < 0 && k != -EAGAIN && k != -EINTR)) {
+                /* First: the owner may end (and free l) on the report's end (an adopted run). */
+                l->report_source = sd_event_source_disable_unref(l->report_source);
                 if (k == 0 && l->ops->report_eof)
                         l->ops->report_eof(l->userdata);
-                l->report_source = sd_event_source_disable_unref(l->report_source);
         }
         return 0;
 }
@@ -237,6 +238,7 @@ static int launch_spawn(Launch *l, const LaunchSpec *spec, LaunchFds *f) {
         if (spec->stdio)
                 memcpy(p->stdio, spec->stdio, sizeof(p->stdio));
         launch_params_guard(s, spec, p);
+        p->outlive_daemon = p->outlive_daemon || spec->keep;
 #if LAUNCH_SANITIZED
         /* The file helper is our code and runs on after its rlimits (a command execs first): built
          * with ASan, it maps shadow and allocator memory far beyond any RLIMIT_AS a sandbox's
@@ -253,7 +255,7 @@ static int launch_spawn(Launch *l, const LaunchSpec *spec, LaunchFds *f) {
                 /* Born in the sandbox's pid namespace, the helper can become the command itself:
                  * no fork, and no helper waiting for it. setns(CLONE_NEWPID) only sets where our
                  * children are born; we stay where we are, and set it back at once. */
-                else if (m->self_pidns_fd >= 0 && setns(s->init_pidfd, CLONE_NEWPID) == 0)
+                else if (!spec->keep && m->self_pidns_fd >= 0 && setns(s->init_pidfd, CLONE_NEWPID) == 0)
                         p->direct = true;
                 pid = run_exec_helper(helper_fd, p, born_in ? l->cg_fd : -1, &l->pidfd);
                 /* Our later children (other sandboxes' inits among them) must never be born in
@@ -312,6 +314,20 @@ int launch_start(Launch *l, const LaunchSpec *spec, ProtoError *err) {
         if (k < 0)
                 return launch_error(err, spec->what_start, k);
         return 0;
+}
+
+int launch_adopt_reports(Launch *l, const char *cg_name, int cg_fd, int report_fd) {
+        int k;
+
+        snprintf(l->cg_name, sizeof(l->cg_name), "%s", cg_name);
+        l->cg_fd = cg_fd;
+        l->report_fd = report_fd;
+        k = cg_open_kill(l->cg_fd);
+        if (k < 0 && k != -ENOENT)
+                return k;
+        l->kill_fd = k;
+        (void) fcntl(l->report_fd, F_SETFL, O_NONBLOCK);
+        return sd_event_add_io(l->sandbox->ctx->event, &l->report_source, l->report_fd, EPOLLIN, on_report, l);
 }
 
 void launch_abort(Launch *l) {

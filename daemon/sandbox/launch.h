@@ -55,6 +55,8 @@ typedef struct LaunchSpec {
         uint64_t file_size, open_files; /* its rlimits; 0: the sandbox's */
         bool pipes;             /* stdin, stdout and stderr on pipes (else a terminal, the helper's) */
         bool via_helper;        /* through the exec'd run helper where the daemon has one; else a clone */
+        bool keep;              /* outlives the daemon (RunParams.outlive_daemon): never direct, whose end only
+                                 * its parent could read */
         bool file_helper;       /* sandboxd-file-helper instead (file-op.c): exec'd, never a clone */
         const int *stderr_fd;   /* the helper's fd 2 instead of the stderr pipe (file.read's sink), or NULL */
         const int *stdio;       /* the command's 0..2 (a run's "stdio": the client's), or NULL */
@@ -73,6 +75,10 @@ int launch_start(Launch *l, const LaunchSpec *spec, ProtoError *err);
 /* The name the next launch_start() of that kind in s gives its cgroup ("run-8"): what a run's note
  * records before it starts (run-record.h). */
 const char *launch_next_cgroup_name(Sandbox *s, const char *kind, char *buf, size_t len);
+/* A run taken back after a restart (run_adopt()): its cgroup (cg_fd) and its helper's report
+ * socket, both taken, watched; the helper is not our child, its end is the socket's EOF
+ * (ops->report_eof) rather than a pidfd's, as launch_adopt() has it for a session. */
+int launch_adopt_reports(Launch *l, const char *cg_name, int cg_fd, int report_fd);
 /* After a failed start: the helper (ours, unreaped) killed and waited for, the cgroup removed. */
 void launch_abort(Launch *l);
 /* Reads the reports the helper left (ops->report, then ops->report_eof at the end). */

@@ -278,7 +278,33 @@ static void end_lost(Sandbox *s, json_object *note) {
                 (void) cg_kill(fd);
 }
 
-/* Parses the log: every start without an end becomes its sandbox's interrupted run. */
+/* A run in a sandbox that kept its processes, taken back from the fd store (run_adopt()): true.
+ * Else note is its interrupted run's record, with what could not be kept where some of it was. */
+static bool note_adopt(Sandbox *s, json_object *note) {
+        json_object *lost = NULL, *v;
+        const char *why = NULL;
+        char reason[160];
+        int k;
+
+        if (!s->init_adopted || !s->ctx->run_log->adopt ||
+            (json_object_object_get_ex(note, "session", &v) && json_object_get_boolean(v)))
+                return false;
+        k = s->ctx->run_log->adopt(s, note, &lost, &why);
+        if (k == 0)
+                return true;
+        if (k != -ENOENT && lost) {
+                snprintf(reason, sizeof(reason), "%s: %s", REASON, why ?: "not all of it was kept");
+                log_warning("sandbox %s: run %s cannot be taken back: %s", s->id, json_object_get_string(json_object_object_get(note, "id")),
+                            reason + strlen(REASON) + 2);
+                json_object_object_add(note, "lost", lost);
+                json_object_object_add(note, "reason", json_object_new_string(reason));
+        } else
+                json_object_put(lost);
+        return false;
+}
+
+/* Parses the log: every start without an end becomes its sandbox's interrupted run, but for the
+ * runs taken back. */
 static void log_recover(Context *m, char *buf, size_t n) {
         _cleanup_json_ json_object *ended = json_object_new_object();
         char key[64];
@@ -309,12 +335,13 @@ static void log_recover(Context *m, char *buf, size_t n) {
                                                  (s = registry_find(m->registry, json_object_get_string(sb))) &&
                                                  strcmp(s->id, json_object_get_string(sb)) == 0 &&
                                                  !interrupted_has(s, json_object_get_string(v)) &&
-                                                 !note_linked(s, json_object_get_string(v))) {
+                                                 !note_linked(s, json_object_get_string(v)) && !note_adopt(s, o)) {
                                                 log_warning("sandbox %s: run %s was interrupted: the daemon restarted", s->id,
                                                             json_object_get_string(v));
                                                 end_lost(s, o);
                                                 json_object_object_del(o, "sandbox");
-                                                json_object_object_add(o, "reason", json_object_new_string(REASON));
+                                                if (!json_object_object_get_ex(o, "reason", NULL))
+                                                        json_object_object_add(o, "reason", json_object_new_string(REASON));
                                                 interrupted_add(s, TAKE_PTR(o));
                                                 s->interrupted_changed = true;
                                         }
@@ -359,11 +386,14 @@ int run_log_open(Context *m) {
                 return -errno;
         m->run_log->bytes = all_saved ? 0 : (uint64_t) n;
         m->run_log->fd = TAKE_FD(fd);
-        /* What was taken back is in flight again: noted anew, for the next restart. */
+        /* What was taken back is in flight again: noted anew, for the next restart (the runs
+         * that adopt took back are noted, and linked, by adopted()). */
         if (all_saved)
                 for (Sandbox *s = registry_first(m->registry); s; s = registry_next(&s->entry))
                         for (const RunNote *note = s->notes; note; note = note->next)
                                 record_start(s, note);
+        for (Sandbox *s = registry_first(m->registry); s && m->run_log->adopted; s = registry_next(&s->entry))
+                m->run_log->adopted(s);
         return 0;
 }
 

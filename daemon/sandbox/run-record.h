@@ -24,6 +24,12 @@ typedef struct Sandbox Sandbox;
 typedef struct RunLog {
         int fd;
         uint64_t bytes; /* its size, counted as it is written (no fstat per run) */
+        /* At start, a note of a run cut short in a sandbox that kept its processes is offered to
+         * adopt first (run.h, run_adopt(): 0 taken back; -ENOENT nothing of it kept; else *lost
+         * and *why for its record); adopted(s) writes the start notes of what s took back once
+         * the log is open. NULL: runs are never taken back. */
+        int (*adopt)(Sandbox *s, json_object *note, json_object **lost, const char **why);
+        void (*adopted)(Sandbox *s);
 } RunLog;
 
 /* The note of one run or session in flight, embedded in it (Run.note, Session.note): linked in

@@ -7,11 +7,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "cgroup.h"
+#include "fdstore.h"
 #include "log.h"
 #include "macro.h"
 #include "metrics.h"
@@ -24,8 +27,14 @@
 
 /* ---- Lifecycle --------------------------------------------------------------------------- */
 
+#ifndef NSEC_PER_USEC
+#  define NSEC_PER_USEC UINT64_C(1000)
+#endif
+
 static const SandboxMemberOps run_member_ops;
 static const LaunchOps run_launch_ops;
+static void run_set_reading(Run *r, bool on);
+static void run_set_reply(Run *r, Reply *reply);
 
 static void run_link(Run **list, Run *r) {
         r->prev = NULL;
@@ -62,6 +71,14 @@ static void on_client_gone(Hook *h, void *userdata) {
         Run *r = userdata;
         Sandbox *s = r->sandbox;
 
+        /* The daemon stops: a kept run is the next daemon's (its fds are in the store). */
+        if (r->kept && s->ctx->stopping)
+                return;
+        /* A client that came back with run.attach may go again: the run goes on without one. */
+        if (r->attached && r->keep_reply) {
+                run_set_reply(r, r->keep_reply);
+                return;
+        }
         if (r->in_flight) {
                 run_kill(r, SIGKILL, REASON_KILLED);
                 return;
@@ -70,7 +87,6 @@ static void on_client_gone(Hook *h, void *userdata) {
         sandbox_run_finished(s, NULL); /* may free s */
 }
 
-static void run_set_reading(Run *r, bool on);
 
 /* The client's backlog is below STREAM_PAUSE_BYTES again (the connection's OUT_PAUSE_READING / 4
  * of before): a stream it paused reads on. */
@@ -102,6 +118,7 @@ int run_new(Sandbox *s, Reply *reply, RunSpec *spec, Run **ret) {
         reply_on_writable(r->reply, &r->writable_hook);
         r->spec = *spec;
         *spec = (RunSpec) {};
+        r->capture = CAPTURE_NONE;
         launch_init(&r->launch, s, &run_launch_ops, r);
         r->main_pidfd = r->stdin_fd = r->tty_master = -EBADF;
         r->out_fd[0] = r->out_fd[1] = -EBADF;
@@ -130,6 +147,179 @@ static void run_close_io(Run *r) {
         r->cpu_source = sd_event_source_disable_unref(r->cpu_source);
 }
 
+/* ---- Kept across a restart --------------------------------------------------------------- */
+
+static const char *const store_what[] = { "out", "err", "in", "rep", "cap" };
+
+static const char *run_store_name(const Run *r, char buf[static FDSTORE_NAME_MAX], const char *what) {
+        return fdstore_name(buf, 'r', r->id, what);
+}
+
+static void run_publish(Run *r) {
+        if (r->kept)
+                capture_publish(&r->capture, r->out, &r->acct);
+}
+
+/* One of its pipe ends is closed (EOF, stdin all written): out of the store too. */
+static void run_store_drop(Run *r, const char *what, uint32_t bit) {
+        char name[FDSTORE_NAME_MAX];
+
+        if (!r->kept || !(r->acct.open & bit))
+                return;
+        r->acct.open &= ~bit;
+        run_publish(r);
+        (void) fdstore_remove(run_store_name(r, name, what));
+}
+
+static void run_store_forget(Run *r) {
+        char name[FDSTORE_NAME_MAX];
+
+        for (size_t i = 0; i < ELEMENTSOF(store_what); i++)
+                (void) fdstore_remove(run_store_name(r, name, store_what[i]));
+}
+
+/* Its pipes, report socket and capture into the store. A run the store does not take whole is
+ * still run, as one the next daemon reports lost. */
+static void run_store_push(Run *r) {
+        int fds[] = { r->out_fd[0], r->out_fd[1], r->stdin_fd, r->launch.report_fd, r->capture.fd };
+        char name[FDSTORE_NAME_MAX];
+
+        r->acct.open = CAPTURE_OPEN_OUT | CAPTURE_OPEN_ERR | (r->stdin_fd >= 0 ? CAPTURE_OPEN_IN : 0);
+        run_publish(r);
+        for (size_t i = 0; i < ELEMENTSOF(store_what); i++) {
+                int k = fds[i] >= 0 ? fdstore_push(run_store_name(r, name, store_what[i]), fds[i]) : 0;
+                if (k < 0)
+                        log_warning_errno(k, "run %s: cannot put %s into the fd store, it will not outlive the daemon: %m",
+                                          r->id, name);
+        }
+}
+
+/* The sink of a run with no client: events go nowhere, the final reply is kept. */
+static Run *run_of_sink(ReplySink *sink) {
+        return (Run *) ((char *) sink - offsetof(Run, keep_sink));
+}
+
+typedef struct RunResult {
+        struct RunResult *next;
+        char id[24];
+        uid_t owner;
+        uint64_t expires_usec;
+        size_t bytes;
+        json_object *reply;
+} RunResult;
+
+static RunResult *run_result_free(RunResult *res) {
+        RunResult *next = res->next;
+        json_object_put(res->reply);
+        free(res);
+        return next;
+}
+
+static void run_results_expire(Context *m) {
+        uint64_t now = now_usec(CLOCK_MONOTONIC);
+        for (RunResult **p = &m->run_results; *p;)
+                if ((*p)->expires_usec <= now)
+                        *p = run_result_free(*p);
+                else
+                        p = &(*p)->next;
+}
+
+/* Kept for run_result_keep; a uid's kept replies never hold more than max_buffered_per_uid (its
+ * oldest go first). */
+static void run_result_add(Run *r, json_object *msg) {
+        Context *m = r->sandbox->ctx;
+        RunResult *res, **tail;
+        uint64_t held = 0;
+
+        run_results_expire(m);
+        if (m->config.run_result_keep_usec == 0 || !(res = calloc(1, sizeof(*res)))) {
+                json_object_put(msg);
+                return;
+        }
+        snprintf(res->id, sizeof(res->id), "%s", r->id);
+        res->owner = r->sandbox->owner_uid;
+        res->expires_usec = now_usec(CLOCK_MONOTONIC) + m->config.run_result_keep_usec;
+        res->bytes = strlen(json_object_to_json_string_ext(msg, JSON_C_TO_STRING_PLAIN));
+        res->reply = msg;
+        for (tail = &m->run_results; *tail; tail = &(*tail)->next)
+                if ((*tail)->owner == res->owner)
+                        held += (*tail)->bytes;
+        *tail = res;
+        for (RunResult **p = &m->run_results; *p && *p != res && held + res->bytes > m->config.max_buffered_per_uid;)
+                if ((*p)->owner == res->owner) {
+                        held -= (*p)->bytes;
+                        *p = run_result_free(*p);
+                } else
+                        p = &(*p)->next;
+        log_info("run %s ended with no client: its result is kept for run.attach", r->id);
+}
+
+json_object *run_result_take(Context *m, const char *id, const ReplyPeer *peer) {
+        run_results_expire(m);
+        for (RunResult **p = &m->run_results; *p; p = &(*p)->next)
+                if (strcmp((*p)->id, id) == 0 && (peer->admin || peer->cred.uid == (*p)->owner)) {
+                        json_object *reply = json_object_get((*p)->reply);
+                        *p = run_result_free(*p);
+                        return reply;
+                }
+        return NULL;
+}
+
+void run_results_free(Context *m) {
+        while (m->run_results)
+                m->run_results = run_result_free(m->run_results);
+}
+
+static void keep_send(ReplySink *sink, json_object *msg) {
+        if (json_object_object_get_ex(msg, "event", NULL))
+                json_object_put(msg);
+        else
+                run_result_add(run_of_sink(sink), msg);
+}
+
+static size_t keep_backlog(const ReplySink *sink) {
+        return 0;
+}
+
+static bool keep_input_ended(const ReplySink *sink) {
+        return false;
+}
+
+static void keep_ref(ReplySink *sink) {
+}
+
+static const ReplySinkOps keep_sink_ops = {
+        .send = keep_send,
+        .backlog = keep_backlog,
+        .input_ended = keep_input_ended,
+        .ref = keep_ref,
+        .unref = keep_ref,
+};
+
+static int run_keep_reply_init(Run *r) {
+        reply_sink_init(&r->keep_sink, &keep_sink_ops, &(ReplyPeer) { .n_groups = -1 });
+        return reply_new(&r->keep_sink, NULL, &r->keep_reply);
+}
+
+/* reply is its client from now on: the accounting and the hooks move with it. */
+static void run_set_reply(Run *r, Reply *reply) {
+        Reply *old = r->reply;
+
+        if (old == reply)
+                return;
+        hook_remove(&r->close_hook);
+        hook_remove(&r->writable_hook);
+        r->reply = reply_ref(reply);
+        if (old) {
+                reply_account(old, -1, -(int64_t) r->reserved);
+                reply_unref(old);
+        }
+        reply_account(r->reply, 1, (int64_t) r->reserved);
+        reply_on_close(r->reply, &r->close_hook);
+        reply_on_writable(r->reply, &r->writable_hook);
+        r->attached = reply != r->keep_reply;
+}
+
 /* record_end false: its end is not recorded (the daemon stops; the next finds it interrupted). */
 static Run *run_free_full(Run *r, bool record_end) {
         Sandbox *s;
@@ -147,6 +337,9 @@ static Run *run_free_full(Run *r, bool record_end) {
                 s->n_runs--;
         } else
                 run_unlink(&s->pending_runs, r);
+        /* Ended, its fds leave the store; the daemon stopping leaves them for the next one. */
+        if (r->kept && record_end)
+                run_store_forget(r);
         run_close_io(r);
         launch_done(&r->launch);
         safe_close(r->main_pidfd);
@@ -156,8 +349,10 @@ static Run *run_free_full(Run *r, bool record_end) {
                 reply_account(r->reply, -1, -(int64_t) r->reserved);
                 reply_unref(r->reply);
         }
+        reply_unref(r->keep_reply);
         output_done(&r->out[0]);
         output_done(&r->out[1]);
+        capture_done(&r->capture);
         run_spec_done(&r->spec);
         free(r);
         return NULL;
@@ -211,7 +406,15 @@ static void run_send_output(Run *r, int i, const char *data, size_t n, bool last
         ev = reply_event_new(r->reply, i == 0 ? "stdout" : "stderr");
         json_object_object_add(ev, "seq", json_object_new_int64((int64_t) r->seq++));
         proto_add_bytes(ev, "data", buf, len);
+        if (r->attached)
+                json_object_object_add(ev, "offset", json_object_new_int64((int64_t) (r->out[i].total - len - keep)));
         reply_event(r->reply, ev);
+        r->acct.seq = r->seq;
+}
+
+/* Output goes out as events: the run asked for them, or a client came back for the rest. */
+static bool run_streams(const Run *r) {
+        return r->spec.stream || r->attached;
 }
 
 static void run_set_reading(Run *r, bool on) {
@@ -223,9 +426,12 @@ static void run_set_reading(Run *r, bool on) {
 
 static void run_output_chunk(Run *r, int i, const char *data, size_t n) {
         output_append(&r->out[i], data, n);
-        if (!r->spec.stream)
+        if (!run_streams(r)) {
+                run_publish(r);
                 return;
+        }
         run_send_output(r, i, data, n, false);
+        run_publish(r);
         if (!reply_gone(r->reply) && reply_backlog(r->reply) > STREAM_PAUSE_BYTES)
                 run_set_reading(r, false);
 }
@@ -241,8 +447,9 @@ static void drain_fd(Run *r, int i) {
                 }
                 run_output_chunk(r, i, buf, (size_t) n);
         }
-        if (r->spec.stream && r->carry[i].len)
+        if (run_streams(r) && r->carry[i].len)
                 run_send_output(r, i, "", 0, true);
+        run_publish(r);
 }
 
 static void add_u64_or_null(json_object *o, const char *key, int r, uint64_t v) {
@@ -472,7 +679,12 @@ static void run_handle_report(void *userdata, const SpawnReport *rep, int fd) {
         switch (rep->kind) {
         case REPORT_STARTED:
                 r->started = true;
+                r->acct.open |= CAPTURE_STARTED;
+                run_publish(r);
+                safe_close(r->main_pidfd);
                 r->main_pidfd = fd;
+                if (r->adopted)
+                        return; /* its client had its "started" from the daemon before */
                 run_send_started(r);
                 /* Streamed output waited in the pipe so that "started" comes first. */
                 if (r->spec.stream && reply_backlog(r->reply) <= STREAM_PAUSE_BYTES)
@@ -503,6 +715,11 @@ static void run_handle_report(void *userdata, const SpawnReport *rep, int fd) {
 static void run_report_eof(void *userdata) {
         Run *r = userdata;
         SpawnReport rep = { .kind = REPORT_STARTED };
+        /* Taken back, the helper is not our child: its socket's end is its end. */
+        if (r->adopted) {
+                run_finish(r);
+                return;
+        }
         if (!r->launch.direct || r->started || r->fail_step != STEP_NONE)
                 return;
         run_handle_report(r, &rep, fcntl(r->launch.pidfd, F_DUPFD_CLOEXEC, 3));
@@ -514,9 +731,11 @@ static int on_output(sd_event_source *src, int fd, uint32_t revents, void *userd
         char buf[65536];
         ssize_t n;
 
-        if (!r->spec.stream && output_reads_direct(&r->out[i]))
+        if (!run_streams(r) && output_reads_direct(&r->out[i])) {
                 n = output_read(&r->out[i], fd);
-        else if ((n = read(fd, buf, sizeof(buf))) > 0) {
+                if (n > 0)
+                        run_publish(r);
+        } else if ((n = read(fd, buf, sizeof(buf))) > 0) {
                 run_output_chunk(r, i, buf, (size_t) n);
                 return 0;
         }
@@ -527,6 +746,7 @@ static int on_output(sd_event_source *src, int fd, uint32_t revents, void *userd
                 return 0;
         r->out_source[i] = sd_event_source_disable_unref(r->out_source[i]);
         r->out_fd[i] = safe_close(r->out_fd[i]);
+        run_store_drop(r, store_what[i], i == 0 ? CAPTURE_OPEN_OUT : CAPTURE_OPEN_ERR);
         return 0;
 }
 
@@ -540,6 +760,7 @@ static int on_stdin(sd_event_source *src, int fd, uint32_t revents, void *userda
         if (n < 0 || r->stdin_off >= r->spec.stdin_len) {
                 r->stdin_source = sd_event_source_disable_unref(r->stdin_source);
                 r->stdin_fd = safe_close(r->stdin_fd);
+                run_store_drop(r, "in", CAPTURE_OPEN_IN);
         }
         return 0;
 }
@@ -572,12 +793,18 @@ static void run_timeout_pause(Run *r, uint64_t now) {
                 return;
         r->timeout_left = t > now ? t - now : 0;
         r->timeout_paused = sd_event_source_set_enabled(r->timeout_source, SD_EVENT_OFF) >= 0;
+        if (r->timeout_paused) {
+                r->acct = (CaptureAccount) { r->acct.seq, r->timeout_left * NSEC_PER_USEC, r->acct.open, true };
+                run_publish(r);
+        }
 }
 
 static void run_timeout_resume(Run *r, uint64_t now) {
         if (!r->timeout_paused)
                 return;
         r->timeout_paused = false;
+        r->acct = (CaptureAccount) { r->acct.seq, (now + r->timeout_left) * NSEC_PER_USEC, r->acct.open, false };
+        run_publish(r);
         if (sd_event_source_set_time(r->timeout_source, now + r->timeout_left) < 0 ||
             sd_event_source_set_enabled(r->timeout_source, SD_EVENT_ONESHOT) < 0)
                 run_kill(r, SIGKILL, REASON_TIMEOUT); /* a timeout that cannot be kept is over */
@@ -645,15 +872,23 @@ static void run_rlimit_cpu(Run *r, RunParams *p) {
 /* Its timeout (none with no_timeout) and CPU budget watched. */
 static int run_watch_clock(Run *r) {
         sd_event *e = r->sandbox->ctx->event;
+        uint64_t deadline;
         int k;
 
-        if (!r->spec.no_timeout &&
-            (k = sd_event_add_time_relative(e, &r->timeout_source, CLOCK_MONOTONIC, r->spec.timeout_usec, 1000,
-                                            on_timeout, r)) < 0)
-                return k;
+        /* On CLOCK_BOOTTIME, which a next daemon reads as this one does (run_adopt()), and which
+         * counts a suspend of the host as the time it is; UINT64_MAX: no timeout. */
+        r->acct.deadline_ns = UINT64_MAX;
+        if (!r->spec.no_timeout) {
+                deadline = now_usec(CLOCK_BOOTTIME) + r->spec.timeout_usec;
+                r->acct.deadline_ns = deadline * NSEC_PER_USEC;
+                if ((k = sd_event_add_time(e, &r->timeout_source, CLOCK_BOOTTIME, deadline, 1000, on_timeout, r)) < 0)
+                        return k;
+        }
+        if (r->kept)
+                run_store_push(r);
         /* Started while its sandbox is frozen for a snapshot: the clock starts at the thaw. */
         if (r->sandbox->frozen)
-                run_timeout_pause(r, now_usec(CLOCK_MONOTONIC));
+                run_timeout_pause(r, now_usec(CLOCK_BOOTTIME));
         if (r->spec.cpu_usec &&
             (k = sd_event_add_time_relative(e, &r->cpu_source, CLOCK_MONOTONIC, 10 * USEC_PER_MSEC, 1000, on_cpu_check, r)) < 0)
                 return k;
@@ -730,6 +965,33 @@ static void run_params_process(Run *r, RunParams *p) {
         p->cols = sp->cols;
 }
 
+/* A run outlives the daemon where a next one can take it back: its sandbox is recorded (and
+ * kept at a stop), and the daemon has an fd store for its pipes and capture. */
+static bool run_keep(Run *r) {
+        Sandbox *s = r->sandbox;
+        CaptureFixed f = {
+                .cap = r->spec.output_bytes,
+                .start_usec = r->start_usec,
+                .cpu_usec = r->spec.cpu_usec,
+                .pids_max_events = r->sandbox_pids_max_events,
+                .stdin_len = r->spec.stdin_len,
+                .stream = r->spec.stream,
+        };
+        int k;
+
+        /* A run on the client's own fds (an OCI proxy's) has nothing of ours to keep, and ends
+         * with its client; so do the runs of sandboxes that are never recorded. */
+        if (s->ephemeral || s->pooled || s->transient || run_spec_own_stdio(&r->spec) || s->ctx->config.stop_sandboxes ||
+            !fdstore_enabled())
+                return false;
+        if ((k = run_keep_reply_init(r)) < 0 || (k = capture_new(&r->capture, &f, r->out)) < 0) {
+                log_warning_errno(k, "run %s: cannot make its capture, it will not outlive the daemon: %m", r->id);
+                return false;
+        }
+        r->kept = true;
+        return true;
+}
+
 void run_start(Run *r) {
         RunParams p = {
                 .argv = r->spec.argv,
@@ -766,6 +1028,7 @@ void run_start(Run *r) {
                 (void) cg_read_keyed(r->sandbox->cg_fd, "pids.events", "max", &r->sandbox_pids_max_events);
         run_rlimit_cpu(r, &p);
         run_params_process(r, &p);
+        spec.keep = run_keep(r);
         if (launch_start(&r->launch, &spec, &err) < 0)
                 return run_fail_start(r, &err);
         /* The helper has its copies: ours would keep the client's pipes open (no EOF for its
@@ -814,7 +1077,7 @@ static bool run_member_start(SandboxMember *m) {
  * sandbox is frozen and goes on from where it was when it is thawed. */
 static void run_member_frozen(SandboxMember *m) {
         Run *r = SANDBOX_MEMBER_OF(m, Run, member);
-        uint64_t now = now_usec(CLOCK_MONOTONIC);
+        uint64_t now = now_usec(CLOCK_BOOTTIME);
 
         if (r->sandbox->frozen)
                 run_timeout_pause(r, now);
@@ -833,3 +1096,288 @@ static const SandboxMemberOps run_member_ops = {
         .frozen = run_member_frozen,
         .free = run_member_free,
 };
+
+/* ---- Taken back after a restart ---------------------------------------------------------- */
+
+/* What a run's stored fds must be: its pipes' ends (a FIFO, read or written), its report socket
+ * (a SOCK_SEQPACKET). */
+static bool fd_is_pipe_end(int fd, int accmode) {
+        struct stat st;
+        int fl = fcntl(fd, F_GETFL);
+        return fl >= 0 && (fl & O_ACCMODE) == accmode && fstat(fd, &st) >= 0 && S_ISFIFO(st.st_mode);
+}
+
+static bool fd_is_report_socket(int fd) {
+        struct stat st;
+        int type = 0;
+        socklen_t len = sizeof(type);
+        return fstat(fd, &st) >= 0 && S_ISSOCK(st.st_mode) && getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) >= 0 &&
+               type == SOCK_SEQPACKET;
+}
+
+/* The run's stored fds, taken out of the context's store: fds[i] for store_what[i], -1 where
+ * there was none. Returns how many there were. */
+static int adopt_take(Context *m, const char *id, int fds[static 5]) {
+        char name[FDSTORE_NAME_MAX];
+        int n = 0;
+
+        for (size_t i = 0; i < ELEMENTSOF(store_what); i++) {
+                fds[i] = fdstore_take(&m->fdstore, fdstore_name(name, 'r', id, store_what[i]));
+                if (fds[i] >= 0)
+                        n++;
+                else
+                        fds[i] = -EBADF;
+        }
+        return n;
+}
+
+/* A run that cannot be taken back: its fds closed and out of the store. */
+static void adopt_drop(const char *id, int fds[static 5]) {
+        char name[FDSTORE_NAME_MAX];
+
+        for (size_t i = 0; i < ELEMENTSOF(store_what); i++) {
+                (void) fdstore_remove(fdstore_name(name, 'r', id, store_what[i]));
+                fds[i] = safe_close(fds[i]);
+        }
+}
+
+static bool run_id_valid(const char *id) {
+        if (strlen(id) != 16 || strncmp(id, "run-", 4) != 0)
+                return false;
+        for (const char *p = id + 4; *p; p++)
+                if (!((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f')))
+                        return false;
+        return true;
+}
+
+/* What of its fds is missing or not what its name says, into lost; the capture checked first
+ * (it says which pipe ends must be there). */
+static void adopt_check(Run *r, int fds[static 5], json_object *lost, const char **why) {
+        static const char *const lost_name[] = { "stdout", "stderr", "stdin", "report", "capture" };
+        CaptureFixed f;
+        bool bad[5] = { false };
+
+        if (fds[4] < 0) {
+                bad[4] = true;
+                *why = "its capture is not in the fd store";
+        } else if (capture_open(&r->capture, fds[4], &f, &r->acct, r->out, why) < 0)
+                bad[4] = true;
+        else {
+                fds[4] = -EBADF; /* the capture's now */
+                r->spec.output_bytes = f.cap;
+                r->spec.cpu_usec = f.cpu_usec;
+                r->spec.stream = f.stream;
+                r->start_usec = f.start_usec;
+                r->sandbox_pids_max_events = f.pids_max_events;
+                r->stdin_lost = (r->acct.open & CAPTURE_OPEN_IN) && f.stdin_len > 0;
+                r->seq = r->acct.seq;
+                r->started = r->acct.open & CAPTURE_STARTED;
+        }
+        for (int i = 0; i < 2 && !bad[4]; i++)
+                if ((r->acct.open & (i ? CAPTURE_OPEN_ERR : CAPTURE_OPEN_OUT)) && (fds[i] < 0 || !fd_is_pipe_end(fds[i], O_RDONLY))) {
+                        bad[i] = true;
+                        *why = fds[i] < 0 ? "a pipe of its output is not in the fd store" : "a stored pipe end is no pipe's";
+                }
+        if (fds[3] < 0 || !fd_is_report_socket(fds[3])) {
+                bad[3] = true;
+                *why = fds[3] < 0 ? "its helper's report socket is not in the fd store" : "its stored report socket is no socket";
+        }
+        for (size_t i = 0; i < ELEMENTSOF(lost_name); i++)
+                if (bad[i])
+                        json_object_array_add(lost, json_object_new_string(lost_name[i]));
+}
+
+static int adopt_watch(Run *r, int fds[static 5], const char *cgroup) {
+        sd_event *e = r->sandbox->ctx->event;
+        uint64_t now = now_usec(CLOCK_BOOTTIME), deadline = r->acct.deadline_ns / NSEC_PER_USEC;
+        int k, cg_fd = openat(r->sandbox->cg_fd, cgroup, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
+        if (cg_fd < 0)
+                return -errno;
+        if ((k = launch_adopt_reports(&r->launch, cgroup, cg_fd, TAKE_FD(fds[3]))) < 0)
+                return k;
+        for (int i = 0; i < 2; i++) {
+                if (fds[i] < 0)
+                        continue;
+                r->out_fd[i] = TAKE_FD(fds[i]);
+                (void) fcntl(r->out_fd[i], F_SETFL, O_NONBLOCK);
+                if ((k = sd_event_add_io(e, &r->out_source[i], r->out_fd[i], EPOLLIN, on_output, r)) < 0)
+                        return k;
+        }
+        /* The rest of its stdin was in the old daemon's memory: the command sees its end now. */
+        fds[2] = safe_close(fds[2]);
+        if (r->acct.open & CAPTURE_OPEN_IN)
+                run_store_drop(r, "in", CAPTURE_OPEN_IN);
+        /* Its timeout counted on while no daemon ran: one passed is over now, as it would have been. */
+        if (r->acct.paused)
+                deadline = now + deadline;
+        r->acct.paused = false;
+        /* A run without a timeout (no_timeout) has none after the restart either. */
+        if (r->acct.deadline_ns != UINT64_MAX) {
+                r->acct.deadline_ns = deadline * NSEC_PER_USEC;
+                if ((k = sd_event_add_time(e, &r->timeout_source, CLOCK_BOOTTIME, deadline, 1000, on_timeout, r)) < 0)
+                        return k;
+        }
+        if (r->spec.cpu_usec &&
+            (k = sd_event_add_time_relative(e, &r->cpu_source, CLOCK_MONOTONIC, 0, 1000, on_cpu_check, r)) < 0)
+                return k;
+        run_publish(r);
+        return 0;
+}
+
+static int adopt_argv(Run *r, json_object *note) {
+        json_object *argv;
+        size_t n;
+
+        if (!json_object_object_get_ex(note, "argv", &argv) || !json_object_is_type(argv, json_type_array))
+                return -EINVAL;
+        n = json_object_array_length(argv);
+        if (n == 0 || !(r->spec.argv = calloc(n + 1, sizeof(char *))))
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++)
+                if (!(r->spec.argv[i] = strdup(json_object_get_string(json_object_array_get_idx(argv, i)) ?: "")))
+                        return -ENOMEM;
+        return 0;
+}
+
+int run_adopt(Sandbox *s, json_object *note, json_object **ret_lost, const char **ret_why) {
+        _cleanup_json_ json_object *lost = json_object_new_array();
+        const char *id = NULL, *cgroup = NULL;
+        int fds[5], k;
+        json_object *v;
+        Run *r;
+
+        if (json_object_object_get_ex(note, "id", &v))
+                id = json_object_get_string(v);
+        if (json_object_object_get_ex(note, "cgroup", &v) && json_object_is_type(v, json_type_string))
+                cgroup = json_object_get_string(v);
+        if (!id || !run_id_valid(id) || adopt_take(s->ctx, id, fds) == 0)
+                return -ENOENT;
+        *ret_why = "its cgroup was not recorded";
+        if (!cgroup || strncmp(cgroup, "run-", 4) != 0 || strchr(cgroup, '/') || !(r = calloc(1, sizeof(*r)))) {
+                adopt_drop(id, fds);
+                json_object_array_add(lost, json_object_new_string("cgroup"));
+                *ret_lost = TAKE_PTR(lost);
+                return -EBADMSG;
+        }
+        snprintf(r->id, sizeof(r->id), "%s", id);
+        r->sandbox = s;
+        r->main_pidfd = r->stdin_fd = r->out_fd[0] = r->out_fd[1] = -EBADF;
+        r->capture = CAPTURE_NONE;
+        r->kept = r->adopted = true;
+        launch_init(&r->launch, s, &run_launch_ops, r);
+        hook_init(&r->close_hook, on_client_gone, r);
+        hook_init(&r->writable_hook, on_client_writable, r);
+        adopt_check(r, fds, lost, ret_why);
+        if (json_object_array_length(lost) > 0 || (k = adopt_argv(r, note)) < 0 || (k = run_keep_reply_init(r)) < 0) {
+                adopt_drop(id, fds);
+                r->kept = false; /* its store names are gone already; the capture is unmapped below */
+                capture_done(&r->capture);
+                output_done(&r->out[0]);
+                output_done(&r->out[1]);
+                run_spec_done(&r->spec);
+                reply_unref(r->keep_reply);
+                free(r);
+                if (json_object_array_length(lost) == 0)
+                        json_object_array_add(lost, json_object_new_string("memory"));
+                *ret_lost = TAKE_PTR(lost);
+                return -EBADMSG;
+        }
+        sandbox_member_add(s, &r->member, &run_member_ops);
+        run_mark_in_flight(r);
+        run_set_reply(r, r->keep_reply);
+        if ((k = adopt_watch(r, fds, cgroup)) < 0) {
+                /* Half taken back: it is killed and reported lost, as one with nothing stored. */
+                log_warning_errno(k, "run %s: cannot be watched again: %m", r->id);
+                adopt_drop(id, fds);
+                if (r->launch.cg_fd >= 0)
+                        (void) cg_kill(r->launch.cg_fd);
+                run_store_forget(r);
+                r->kept = false;
+                run_free_full(r, false);
+                json_object_array_add(lost, json_object_new_string(k == -ENOENT ? "cgroup" : "watch"));
+                *ret_why = k == -ENOENT ? "its cgroup is gone" : "it cannot be watched again";
+                *ret_lost = TAKE_PTR(lost);
+                return k;
+        }
+        log_info("sandbox %s: run %s taken back from the fd store (%" PRIu64 " + %" PRIu64 " bytes of output so far)", s->id,
+                 r->id, r->out[0].total, r->out[1].total);
+        return 0;
+}
+
+void run_note_adopted(Sandbox *s) {
+        for (Run *r = s->runs; r; r = r->next)
+                if (r->adopted && !r->note.linked)
+                        run_note_start(&r->note, s, r->id, r->spec.argv, false, r->launch.cg_name);
+}
+
+/* ---- run.attach -------------------------------------------------------------------------- */
+
+static void attach_send(Run *r, int i, const char *data, size_t n, uint64_t offset) {
+        for (size_t done = 0; done < n;) {
+                size_t len = n - done > 65536 ? 65536 : n - done;
+                json_object *ev = reply_event_new(r->reply, i == 0 ? "stdout" : "stderr");
+                json_object_object_add(ev, "seq", json_object_new_int64((int64_t) r->seq++));
+                proto_add_bytes(ev, "data", data + done, len);
+                json_object_object_add(ev, "offset", json_object_new_int64((int64_t) (offset + done)));
+                reply_event(r->reply, ev);
+                done += len;
+        }
+}
+
+/* Stream i from byte from on, as the capture holds it: the head, what was dropped (counted), the
+ * tail. */
+static void attach_catch_up(Run *r, int i, uint64_t from) {
+        const Output *o = &r->out[i];
+        uint64_t tail_from = o->total - o->tail_len, pos = from;
+        json_object *ev;
+
+        if (pos < o->head_len) {
+                attach_send(r, i, o->head + pos, o->head_len - pos, pos);
+                pos = o->head_len;
+        }
+        if (pos < tail_from) {
+                ev = reply_event_new(r->reply, "dropped");
+                json_object_object_add(ev, "stream", json_object_new_string(i == 0 ? "stdout" : "stderr"));
+                json_object_object_add(ev, "offset", json_object_new_int64((int64_t) pos));
+                json_object_object_add(ev, "bytes", json_object_new_int64((int64_t) (tail_from - pos)));
+                reply_event(r->reply, ev);
+                pos = tail_from;
+        }
+        /* The ring from its oldest byte: at most two pieces. */
+        for (uint64_t k = pos - tail_from; k < o->tail_len;) {
+                size_t at = (o->tail_start + k) % o->tail_cap, len = o->tail_len - k;
+                if (len > o->tail_cap - at)
+                        len = o->tail_cap - at;
+                attach_send(r, i, o->tail + at, len, tail_from + k);
+                k += len;
+        }
+}
+
+int run_attach(Run *r, Reply *reply, const uint64_t from[2], ProtoError *err) {
+        json_object *ev;
+
+        if (!r->keep_reply || r->attached || r->reply != r->keep_reply || r->finished)
+                return proto_error_set(err, SBX_E_CONFLICT, "run_id", "run %s has a client", r->id);
+        for (int i = 0; i < 2; i++)
+                if (from[i] > r->out[i].total)
+                        return proto_error_set(err, SBX_E_INVALID_REQUEST, "from",
+                                               "'from' passes what the run wrote to %s (%" PRIu64 " bytes)",
+                                               i == 0 ? "stdout" : "stderr", r->out[i].total);
+        run_set_reply(r, reply);
+        ev = reply_event_new(r->reply, "attached");
+        json_object_object_add(ev, "run_id", json_object_new_string(r->id));
+        json_object_object_add(ev, "sandbox", json_object_new_string(r->sandbox->id));
+        json_object_object_add(ev, "stdout_bytes", json_object_new_int64((int64_t) r->out[0].total));
+        json_object_object_add(ev, "stderr_bytes", json_object_new_int64((int64_t) r->out[1].total));
+        reply_event(r->reply, ev);
+        for (int i = 0; i < 2; i++) {
+                r->carry[i].len = 0; /* in the capture, and so in what is sent now */
+                attach_catch_up(r, i, from[i]);
+        }
+        r->acct.seq = r->seq;
+        run_publish(r);
+        if (r->started && r->in_flight)
+                run_set_reading(r, reply_backlog(r->reply) <= STREAM_PAUSE_BYTES);
+        return 0;
+}

@@ -14,6 +14,7 @@
 #include "output.h"
 #include "proto.h"
 #include "reply.h"
+#include "run-capture.h"
 #include "run-record.h"
 #include "run-spec.h"
 #include "sandbox.h"
@@ -69,6 +70,18 @@ typedef struct Run {
         RunReason forced;       /* what we did to it: timeout, cpu_limit, killed, destroyed */
         bool in_flight, started, exited, finished;
         bool answered;          /* told teardown_stuck already (run_answer_stuck()): nothing more is sent */
+        /* Kept (a recorded sandbox, a daemon with an fd store): its capture in a memfd, its pipe
+         * ends, report socket and capture in the fd store (r.<id>.out, .err, .in, .rep, .cap), so
+         * that it outlives the daemon and the next one takes it back (run_adopt()). */
+        bool kept, adopted;
+        bool attached;          /* reply is a run.attach's: its client going detaches, not kills */
+        bool stdin_lost;        /* taken back with stdin not all written: the rest is lost */
+        Capture capture;
+        CaptureAccount acct;
+        /* With no client (taken back, or its attached client gone): events are dropped, the
+         * final reply kept for run.attach (run_result_keep). */
+        ReplySink keep_sink;
+        Reply *keep_reply;
         int wait_code, wait_status; /* siginfo si_code/si_status of the command */
         int fail_step, fail_errno;
         struct Run *next, *prev;
@@ -85,3 +98,19 @@ int run_kill(Run *r, int sig, RunReason why);
 void run_answer_stuck(Run *r, const ProtoError *err);
 Run *run_free(Run *r);
 Run *manager_find_run(Context *m, const char *id);
+
+/* At restore, in a sandbox that kept its processes: the run of this runs.log note taken back from
+ * the fd store (its capture, pipes, report socket) and its cgroup, its timeout re-armed from the
+ * stored deadline. 0; -ENOENT: nothing of it was stored; else -errno with *ret_lost (a new array:
+ * "capture", "stdout", ...) and *ret_why saying what could not be kept. What it took of the store
+ * is closed and removed from it on failure. */
+int run_adopt(Sandbox *s, json_object *note, json_object **ret_lost, const char **ret_why);
+/* Once runs.log is open again: the start notes of the runs s took back. */
+void run_note_adopted(Sandbox *s);
+
+/* run.attach: reply becomes the run's client; it is sent what it lacks of each stream (from[i]:
+ * the bytes it has), then the rest as it comes and the final reply. */
+int run_attach(Run *r, Reply *reply, const uint64_t from[2], ProtoError *err);
+/* The kept final reply of a run that ended with no client, taken (once), or NULL. */
+json_object *run_result_take(Context *m, const char *id, const ReplyPeer *peer);
+void run_results_free(Context *m);

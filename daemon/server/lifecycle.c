@@ -28,6 +28,7 @@
 #include "rm-rf.h"
 #include "file-helper.h"
 #include "run-exec.h"
+#include "run.h"
 #include "scope.h"
 #include "mount-open.h"
 #include "sandbox.h"
@@ -75,6 +76,19 @@ static const ConnectionHooks connection_hooks = {
         .closed = on_connection_closed,
 };
 
+static int on_never(sd_event_source *s, uint64_t usec, void *userdata) {
+        return 0;
+}
+
+/* Run timeouts are on CLOCK_BOOTTIME (run.c): sd-event makes that clock's timerfd at its first
+ * timer and keeps it; made now, the daemon's fds at rest are those it has after its first run. */
+static int make_boottime_timerfd(sd_event *e) {
+        sd_event_source *t = NULL;
+        int r = sd_event_add_time(e, &t, CLOCK_BOOTTIME, UINT64_MAX, 0, on_never, NULL);
+        sd_event_source_disable_unref(t);
+        return r;
+}
+
 int lifecycle_new(Daemon **ret, Config *config) {
         Daemon *d = calloc(1, sizeof(*d));
         int r;
@@ -87,6 +101,8 @@ int lifecycle_new(Daemon **ret, Config *config) {
         d->ctx.pool = &d->pool;
         d->ctx.sweeper = &d->sweeper;
         d->ctx.run_log = &d->run_log;
+        d->run_log.adopt = run_adopt;
+        d->run_log.adopted = run_note_adopted;
         d->ports = (PortTable) { .dir_fd = -EBADF, .home_netns_fd = -EBADF };
         d->ctx.sandbox_hooks = &sandbox_hooks;
         r = registry_init(&d->registry, d->ctx.config.max_sandboxes + config_pool_total(&d->ctx.config));
@@ -96,6 +112,8 @@ int lifecycle_new(Daemon **ret, Config *config) {
                 r = pool_init(&d->pool, &d->ctx);
         if (r >= 0)
                 r = sd_event_default(&d->ctx.event);
+        if (r >= 0)
+                r = make_boottime_timerfd(d->ctx.event);
         if (r >= 0)
                 r = manager_new(&d->manager, &d->ctx, &connection_hooks);
         if (r >= 0)
@@ -126,6 +144,7 @@ Daemon *lifecycle_free(Daemon *d) {
         egress_done(&d->ctx);  /* after the sandboxes, whose interfaces and chains it removed */
         d->manager = manager_free(d->manager);
         safe_close(d->run_log.fd);
+        run_results_free(&d->ctx);
         context_done(&d->ctx);
         registry_done(&d->registry);
         free(d);
@@ -296,12 +315,15 @@ static int restore_all(Context *m) {
         closedir(d);
         remove_stale_cgroups(m);
         stop_stale_scopes(m);
-        /* Stored fds no restored sandbox claimed (a sandbox destroyed by hand, a record set
-         * aside): systemd must not keep them for ever. */
+        return 0;
+}
+
+/* Stored fds no restored sandbox or run claimed (a sandbox destroyed by hand, a record set aside,
+ * a run that ended as its daemon died): systemd must not keep them for ever. */
+static void drop_unclaimed(Context *m) {
         size_t n = fdstore_drop_unclaimed(&m->fdstore);
         if (n > 0)
                 log_info("closed %zu fd(s) of the fd store that no sandbox claims", n);
-        return 0;
 }
 
 /* ---- Setup -------------------------------------------------------------------------------- */
@@ -559,6 +581,7 @@ int lifecycle_setup(Daemon *d) {
         if (r < 0)
                 log_warning_errno(r, "cannot open %s/runs.log: %m; runs in flight will not be reported after a crash",
                                   ctx->config.state_dir);
+        drop_unclaimed(ctx); /* after runs.log: its runs in flight claim theirs */
         if ((r = sweep_setup_timer(ctx)) < 0 || (r = idle_exit_setup(&d->idle, d->manager, daemon_busy, d)) < 0)
                 return r;
         log_info("cgroup subtree %s; enforceable: memory=%s pids=%s cpu=%s", ctx->cg.base,
@@ -614,6 +637,7 @@ int lifecycle_run(Daemon *d) {
                           ctx->cg.enforceable & CG_CPU ? "enforced" : "unavailable");
         pool_schedule_refill(ctx);
         r = sd_event_loop(ctx->event);
+        ctx->stopping = true;
         d->pool.stopping = d->sweeper.stopping = true; /* nothing refills or sweeps from here */
         kill_all(d);
         return r;

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "connection.h"
+#include "macro.h"
 #include "ops.h"
 #include "pool.h"
 #include "run.h"
@@ -122,5 +123,52 @@ int op_kill(Request *c, json_object *id, json_object *req, ProtoError *err) {
         if (k < 0)
                 return proto_error_set(err, SBX_E_CONFLICT, "run_id", "cannot signal run %s: %s", r->id, strerror(-k));
         reply_ok(c->reply, NULL);
+        return 0;
+}
+
+/* run.attach: a client back for a run it lost with its daemon (docs/protocol.md "Restarts"). */
+static int attach_from(json_object *req, uint64_t from[2], ProtoError *err) {
+        static const char *const keys[] = { "stdout", "stderr" };
+        json_object *f;
+        int k;
+
+        from[0] = from[1] = 0;
+        if (!json_object_object_get_ex(req, "from", &f) || json_object_is_type(f, json_type_null))
+                return 0;
+        json_object_object_foreach(f, key, val) {
+                (void) val;
+                if (strcmp(key, "stdout") != 0 && strcmp(key, "stderr") != 0)
+                        return proto_error_set(err, SBX_E_INVALID_REQUEST, "from", "'from' takes only stdout and stderr");
+        }
+        for (int i = 0; i < 2; i++)
+                if ((k = proto_get_uint(f, keys[i], 0, INT64_MAX, &from[i], err)) < 0)
+                        return k;
+        return 0;
+}
+
+int op_run_attach(Request *c, json_object *id, json_object *req, ProtoError *err) {
+        const char *run_id = NULL;
+        uint64_t from[2];
+        _cleanup_free_ char *line = NULL;
+        json_object *kept;
+        size_t len;
+        Run *r;
+        int k;
+
+        if ((k = proto_get_string(req, "run_id", 64, &run_id, err)) < 0 || (k = attach_from(req, from, err)) < 0)
+                return k;
+        r = manager_find_run(c->ctx, run_id);
+        if (r && sandbox_visible_to(r->sandbox, reply_peer(c->reply)))
+                return run_attach(r, c->reply, from, err);
+        kept = run_result_take(c->ctx, run_id, reply_peer(c->reply));
+        if (!kept)
+                return proto_error_set(err, SBX_E_NOT_FOUND, "run_id", "no run '%.64s' in flight or kept", run_id);
+        /* The reply as the run's first client would have had it, but for the id: this request's. */
+        json_object_object_add(kept, "id", id ? json_object_get(id) : NULL);
+        line = proto_serialize(kept, &len);
+        json_object_put(kept);
+        if (!line)
+                return proto_error_set(err, SBX_E_INTERNAL, NULL, "out of memory");
+        reply_send_line(c->reply, line, len);
         return 0;
 }

@@ -38,6 +38,12 @@ static const FieldSpec sandbox_update_fields[] = {
         ENVELOPE, { "sandbox", FIELD_STRING, true }, { "limits", FIELD_OBJECT, true }, { "best_effort", FIELD_BOOL }, {},
 };
 static const FieldSpec sweep_fields[] = { ENVELOPE, { "dry_run", FIELD_BOOL }, {} };
+static const FieldSpec run_attach_fields[] = {
+        ENVELOPE,
+        { "run_id", FIELD_STRING, true },
+        { "from", FIELD_OBJECT },
+        {},
+};
 static const FieldSpec kill_fields[] = {
         ENVELOPE,
         { "run_id", FIELD_STRING, true },
@@ -148,6 +154,7 @@ static const Op ops[] = {
         { "sandbox.update", op_sandbox_update, sandbox_update_fields },
         { "run", op_run, request_run_fields, .takes_fds = true },
         { "kill", op_kill, kill_fields },
+        { "run.attach", op_run_attach, run_attach_fields },
         { "sweep", op_sweep, sweep_fields },
         { "pty.open", op_pty_open, pty_open_fields },
         { "pty.write", op_pty_write, pty_write_fields },

@@ -60,6 +60,7 @@ int op_sandbox_thaw(Request *c, json_object *id, json_object *req, ProtoError *e
 int op_sandbox_update(Request *c, json_object *id, json_object *req, ProtoError *err);
 int op_run(Request *c, json_object *id, json_object *req, ProtoError *err);
 int op_kill(Request *c, json_object *id, json_object *req, ProtoError *err);
+int op_run_attach(Request *c, json_object *id, json_object *req, ProtoError *err);
 int op_snapshot(Request *c, json_object *id, json_object *req, ProtoError *err);
 int op_snapshot_list(Request *c, json_object *id, json_object *req, ProtoError *err);
 int op_snapshot_restore(Request *c, json_object *id, json_object *req, ProtoError *err);

@@ -1,0 +1,286 @@
+#!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# Runs in flight outlive the daemon (issue 22; docs/protocol.md "Restarts", run.attach). Under a
+# service manager with an fd store (tests/fake-fdstore.py standing in for systemd's): a run
+# printing for a few seconds goes on across a daemon SIGTERM and a SIGKILL, and a client that
+# comes back with run.attach gets the rest of both streams and a final reply whose head, tail and
+# byte counts are those of what the program wrote (it writes the same to files, compared byte for
+# byte); a timeout holds across the time no daemon ran; a run that ended while no daemon ran has
+# its result kept, fetched once; a capture whose header is torn is reported lost, precisely, and
+# what is left of the run is killed; nothing of the ended runs stays in the store.
+. "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
+
+mkdir -p "$T/state"
+python3 "$TESTS_DIR/fake-fdstore.py" "$T/notify" "$T/store" "$T/daemon.pid" -- \
+        "$SANDBOXD" --listen "$SOCK" --state-dir "$T/state" --cgroup-root "$CG" --pool-size 0 >>"$T/daemon.log" 2>&1 &
+MGR=$!
+export MGR
+_pid_file() { [ -s "$T/daemon.pid" ] && [ "$(cat "$T/daemon.pid")" != "${1:-}" ]; }
+daemon_up() { # OLD_PID: the one it must not be
+        wait_until 10 _pid_file "${1:-}" && DAEMON_PID=$(cat "$T/daemon.pid") && wait_until 15 _health_ok
+}
+if ! check "a daemon under a service manager with an fd store answers" daemon_up; then
+        kill -TERM "$MGR"
+        exit 0
+fi
+r=$(rpc '{"op":"create","best_effort":true,"name":"keep","user":"root"}')
+sid=$(jget "$r" .sandbox.id)
+like "$sid" '^sbx-' "a sandbox 'keep'"
+_only_init() { [ "$(cat "$T/store")" = "s.$sid.init anon_inode:[pidfd]" ]; }
+check "the store holds its init's pidfd alone" wait_until 5 _only_init
+
+# The helpers of the Python part: the daemon restarted by the manager, after SIG and DOWN seconds.
+cat >"$T/restart.py" <<'PY'
+import base64, json, os, signal, time
+from client import Conn, ClientError, check, is_, wait_for
+T = os.environ["T"]
+SOCK = os.environ["SOCK"]
+
+def daemon_pid():
+    with open(T + "/daemon.pid") as f:
+        return int(f.read())
+
+def alive(pid):
+    try:
+        with open("/proc/%d/status" % pid) as f:
+            return "\nState:\tZ" not in f.read()
+    except OSError:
+        return False
+
+def health():
+    try:
+        c = Conn(SOCK, 2)
+        ok = c.call({"op": "health"}).get("ok")
+        c.close()
+        return ok
+    except (OSError, ClientError):
+        return False
+
+def restart(sig, down=0.0):
+    old = daemon_pid()
+    os.kill(old, sig)
+    wait_for(lambda: not alive(old), 15)
+    time.sleep(down)
+    os.kill(int(os.environ["MGR"]), signal.SIGUSR1)
+    wait_for(lambda: daemon_pid() != old, 10)
+    return wait_for(health, 15)
+
+def data(ev):
+    d = ev.get("data", "")
+    return base64.b64decode(d) if ev.get("data_encoding") == "base64" else d.encode()
+
+def head_tail(b, cap):
+    """The run reply's view of stream b with output_bytes cap (docs/protocol.md)."""
+    if len(b) <= cap:
+        return b
+    h, t = cap - cap // 2, cap // 2
+    return b[:h] + b"\n[... %d bytes dropped ...]\n" % (len(b) - h - t) + b[len(b) - t:]
+
+def store():
+    with open(T + "/store") as f:
+        return f.read()
+PY
+
+# ---- a run printing for a few seconds, across a SIGTERM and a SIGKILL -------------------------
+run_py "a run across SIGTERM and SIGKILL" 90 "$sid" <<'PY'
+import os, signal, sys, time
+sys.path.insert(0, os.environ["T"])
+from restart import *
+sid = sys.argv[1]
+PROG = r'''
+import sys, time
+o = open("/work/out.txt", "w"); e = open("/work/err.txt", "w")
+for i in range(300):
+    s = "o%05d %s\n" % (i, "x" * 40)
+    sys.stdout.write(s); sys.stdout.flush(); o.write(s); o.flush()
+    s = "e%05d\n" % i
+    sys.stderr.write(s); sys.stderr.flush(); e.write(s); e.flush()
+    time.sleep(0.02)
+'''
+CAP = 4096
+c = Conn(SOCK, 30)
+c.send({"id": 1, "op": "run", "sandbox": "keep", "stream": True, "output_bytes": CAP, "timeout_s": 60,
+        "argv": ["python3", "-c", PROG]})
+got = {"stdout": {}, "stderr": {}}  # offset -> bytes, from every connection
+have = {"stdout": 0, "stderr": 0}
+gaps = []  # (stream, expected offset, event offset) where they differ
+m = c.recv_json()
+is_(m.get("event"), "started", "the run started")
+run_id = m.get("run_id")
+def read_events(c, until):
+    """Events until the final reply or EOF (None) or until() is true; returns the final reply."""
+    while not until():
+        m = c.recv_json()
+        if m is None:
+            return None
+        ev = m.get("event")
+        if ev in ("stdout", "stderr"):
+            off = m.get("offset", have[ev])
+            if off != have[ev]:
+                gaps.append((ev, have[ev], off))
+            got[ev][off] = data(m)
+            have[ev] = off + len(data(m))
+        elif ev == "dropped":
+            have[m["stream"]] = m["offset"] + m["bytes"]
+        elif ev is None:
+            return m
+    return False
+t0 = time.monotonic()
+read_events(c, lambda: time.monotonic() - t0 > 1.0)
+check(have["stdout"] > 0, "the first connection got output before the daemon went (%d bytes)" % have["stdout"])
+check(restart(signal.SIGTERM), "after SIGTERM, the next daemon answers")
+try:
+    m = read_events(c, lambda: False)
+except Exception:
+    m = None
+check(m is None, "the first connection ended with the old daemon, without a final reply", m)
+c = Conn(SOCK, 30)
+c.send({"id": 2, "op": "run.attach", "run_id": run_id, "from": dict(have)})
+m = c.recv_json()
+is_((m or {}).get("event"), "attached", "run.attach: the run is there after SIGTERM")
+t0 = time.monotonic()
+read_events(c, lambda: time.monotonic() - t0 > 1.0)
+check(restart(signal.SIGKILL), "after SIGKILL, the next daemon answers")
+c = Conn(SOCK, 30)
+c.send({"id": 3, "op": "run.attach", "run_id": run_id, "from": dict(have)})
+final = read_events(c, lambda: False)
+check(final is not None and final.get("ok"), "run.attach after SIGKILL: the final reply", final)
+final = final or {}
+r = Conn(SOCK, 30).call({"op": "run", "sandbox": "keep", "output_bytes": 1 << 20,
+                         "argv": ["sh", "-c", "cat /work/out.txt; cat /work/err.txt >&2"]})
+out, err = r["stdout"].encode(), r["stderr"].encode()
+is_(gaps, [], "every event of each stream continued where the last one (or the 'from' of run.attach) ended")
+is_(len(out), 300 * 48, "the program wrote all of its stdout (its file)")
+is_(final.get("exit_code"), 0, "it exited 0")
+is_(final.get("reason"), "exited", "reason: exited")
+is_(final.get("stdout_bytes"), len(out), "stdout_bytes counts all it wrote, across both restarts")
+is_(final.get("stderr_bytes"), len(err), "stderr_bytes too")
+is_(final.get("stdout", "").encode(), head_tail(out, CAP), "the final stdout: the head and tail of what it wrote")
+is_(final.get("stderr", "").encode(), head_tail(err, CAP), "the final stderr: all of it")
+is_(final.get("stdout_truncated"), True, "stdout_truncated")
+is_(final.get("run_id"), run_id, "the final reply names the run")
+for ev, whole in (("stdout", out), ("stderr", err)):
+    bad = [o for o, b in got[ev].items() if whole[o:o + len(b)] != b]
+    is_(bad, [], "every %s event's bytes are the program's at their offset" % ev)
+seen = sum(len(b) for b in got["stderr"].values())
+is_(seen, len(err), "the streamed stderr is whole: nothing lost, nothing twice")
+check(wait_for(lambda: "r." not in store(), 5), "nothing of the run is left in the fd store", store())
+PY
+
+# ---- the timeout holds across the time no daemon ran ------------------------------------------
+run_py "a timeout across a gap" 60 <<'PY'
+import os, signal, sys, time
+sys.path.insert(0, os.environ["T"])
+from restart import *
+c = Conn(SOCK, 30)
+c.send({"id": 1, "op": "run", "sandbox": "keep", "timeout_s": 3, "argv": ["sleep", "100"]})
+m = c.recv_json()
+is_(m.get("event"), "started", "a run with timeout 3 s started")
+t0 = time.monotonic()
+run_id = m["run_id"]
+time.sleep(0.5)
+check(restart(signal.SIGKILL, down=2.0), "the daemon was killed and was down for 2 s")
+c = Conn(SOCK, 30)
+c.send({"id": 2, "op": "run.attach", "run_id": run_id})
+final = None
+while True:
+    m = c.recv_json(10)
+    if m is None or "event" not in m:
+        final = m
+        break
+t = time.monotonic() - t0
+final = final or {}
+is_(final.get("reason"), "timeout", "it ended by its timeout")
+is_(final.get("exit_code"), 124, "exit_code 124")
+check(2.9 <= final.get("duration_s", 0) < 5, "at about 3 s of its start (%.2f s): the gap counted" % final.get("duration_s", 0), final)
+check(t < 8, "the final reply came in time (%.1f s)" % t)
+PY
+
+# ---- a run that ended while no daemon ran: its result kept, fetched once -----------------------
+run_py "a result kept" 60 <<'PY'
+import os, signal, sys, time
+sys.path.insert(0, os.environ["T"])
+from restart import *
+c = Conn(SOCK, 30)
+c.send({"id": 1, "op": "run", "sandbox": "keep", "argv": ["sh", "-c", "echo begun; sleep 1; echo done; exit 3"]})
+m = c.recv_json()
+is_(m.get("event"), "started", "a short run started")
+run_id = m["run_id"]
+time.sleep(0.3)
+check(restart(signal.SIGKILL, down=2.0), "the daemon was killed and was down until after the run's end")
+time.sleep(0.5)
+a = Conn(SOCK, 30).call({"op": "run.attach", "run_id": run_id})
+is_(a.get("ok"), True, "run.attach gets the kept final reply")
+is_(a.get("stdout"), "begun\ndone\n", "with all its output")
+is_(a.get("exit_code"), 3, "and its exit status, from the helper's report that waited in the store")
+is_(a.get("reason"), "exited", "reason: exited")
+a = Conn(SOCK, 30).call({"op": "run.attach", "run_id": run_id})
+is_((a.get("error") or {}).get("code"), "not_found", "a second run.attach finds nothing: fetched once")
+check(wait_for(lambda: "r." not in store(), 5), "nothing of the run is left in the fd store", store())
+PY
+
+# ---- sandboxctl reattach --------------------------------------------------------------------
+run_py "sandboxctl reattach" 60 "$SANDBOXCTL" <<'PY'
+import os, signal, subprocess, sys, time
+sys.path.insert(0, os.environ["T"])
+from restart import *
+c = Conn(SOCK, 30)
+c.send({"id": 1, "op": "run", "sandbox": "keep", "argv": ["sh", "-c", "echo one; sleep 2; echo two >&2; exit 5"]})
+m = c.recv_json()
+is_(m.get("event"), "started", "a run started")
+time.sleep(0.3)
+check(restart(signal.SIGKILL), "the daemon was killed and started again")
+p = subprocess.run([sys.argv[1], "--socket", SOCK, "reattach", m["run_id"]], capture_output=True, timeout=20)
+is_((p.stdout, p.stderr), (b"one\n", b"two\n"), "sandboxctl reattach passes its stdout and stderr through")
+is_(p.returncode, 5, "and exits with its status")
+PY
+
+# ---- a torn capture header ------------------------------------------------------------------
+r=$(rpc '{"op":"run","sandbox":"keep","command":"pgrep -cx sleep"}')
+is "$(jget "$r" .stdout)" 0 "no sleep runs in the sandbox before"
+run_py "a torn capture" 60 <<'PY'
+import os, signal, sys, time
+sys.path.insert(0, os.environ["T"])
+from restart import *
+c = Conn(SOCK, 30)
+c.send({"id": 1, "op": "run", "sandbox": "keep", "argv": ["sh", "-c", "echo x; exec sleep 100"]})
+m = c.recv_json()
+is_(m.get("event"), "started", "a run started")
+run_id = m["run_id"]
+check(wait_for(lambda: ("r.%s.cap" % run_id) in store(), 5), "its capture is in the store", store())
+old = daemon_pid()
+os.kill(old, signal.SIGKILL)
+wait_for(lambda: not alive(old), 10)
+mgr = int(os.environ["MGR"])
+caps = [f for f in os.listdir("/proc/%d/fd" % mgr) if os.readlink("/proc/%d/fd/%s" % (mgr, f)).startswith("/memfd:sandboxd-capture")]
+is_(len(caps), 1, "the manager holds one capture memfd")
+with open("/proc/%d/fd/%s" % (mgr, caps[0]), "r+b") as f:
+    f.write(b"\0" * 8)  # its magic
+os.kill(mgr, signal.SIGUSR1)
+wait_for(lambda: daemon_pid() != old, 10)
+check(wait_for(health, 15), "the next daemon answers")
+s = Conn(SOCK, 30).call({"op": "inspect", "sandbox": "keep"})["sandbox"]
+lost = [x for x in s.get("interrupted_runs", []) if x.get("id") == run_id]
+is_(len(lost), 1, "the run is in interrupted_runs")
+lost = (lost or [{}])[0]
+is_(lost.get("lost"), ["capture"], "lost: exactly its capture")
+is_(lost.get("reason"), "daemon restarted: its header has no capture's magic and version", "the reason says what is torn")
+a = Conn(SOCK, 30).call({"op": "run.attach", "run_id": run_id})
+is_((a.get("error") or {}).get("code"), "not_found", "run.attach finds no such run")
+check(wait_for(lambda: "r." not in store(), 5), "its other fds were closed and removed from the store", store())
+PY
+_no_sleep() { [ "$(jget "$(rpc '{"op":"run","sandbox":"keep","command":"pgrep -cx sleep"}')" .stdout)" = 0 ]; }
+check "what was left of the run with the torn capture was killed" wait_until 5 _no_sleep
+
+check "in the end the store holds the init's pidfd alone" wait_until 5 _only_init
+r=$(rpc '{"op":"destroy","sandbox":"keep"}')
+is "$(jget "$r" .destroyed)" true "destroy"
+DAEMON_PID=$(cat "$T/daemon.pid")
+kill -TERM "$DAEMON_PID"
+check "the daemon stops on SIGTERM" wait_until 15 _daemon_gone
+DAEMON_PID=
+kill -TERM "$MGR"
+wait "$MGR"
+is "$(find "$CG/sandboxes" -mindepth 1 -type d | wc -l)" 0 "no sandbox cgroup is left"
+_sanitizer_clean() { ! grep -Eq 'ERROR: (Address|Leak)Sanitizer|runtime error:' "$T/daemon.log"; }
+check "no sanitizer report in the daemons' log" _sanitizer_clean
