@@ -49,6 +49,7 @@
 #include "snapshot-job.h"
 #include "snapshot.h"
 #include "spawn.h"
+#include "state.h"
 #include "util.h"
 
 #define FREEZE_TIMEOUT_USEC (10 * USEC_PER_SEC)
@@ -69,6 +70,7 @@ struct SnapshotJob {
         char label[SNAPSHOT_LABEL_MAX + 1];
         char src_sandbox[24];      /* fork: the sandbox the snapshot belongs to */
         uid_t src_host_uid;        /* fork: its uid range */
+        uid_t tree_uid;            /* fork, restore: the host uid of id 0 in the snapshot's tree */
         char work_new[32];         /* restore: work.new-<rand> */
         char upper_new[32];        /* ... and root-upper/upper.new-<rand> for an overlay root */
         uint64_t created_usec;
@@ -140,6 +142,7 @@ static int write_meta(int dir, const SnapshotJob *j, const CopyStats *st) {
         json_object_object_add(o, "bytes", json_object_new_int64((int64_t) st->bytes));
         json_object_object_add(o, "files", json_object_new_int64((int64_t) st->files));
         json_object_object_add(o, "skipped", json_object_new_int64((int64_t) st->skipped));
+        json_object_object_add(o, "tree_uid", json_object_new_int64((int64_t) j->sandbox->work_uid));
         text = proto_serialize(o, &n);
         if (!text)
                 return -ENOMEM;
@@ -398,7 +401,7 @@ _Noreturn static void child_restore_btrfs(const SnapshotJob *j, int sdir, int sn
 }
 
 /* In place of the fork's empty subvolume dir/name, a writable snapshot of src_dir/src_name, its
- * owners shifted; its stats added to st. */
+ * owners shifted (o NULL: kept); its stats added to st. */
 static int fork_one(const Sandbox *s, int src_dir, const char *src_name, int dir, const char *name,
                     const char *shifted, const CopyOptions *o, CopyStats *st) {
         _cleanup_close_ int fd = -EBADF, sub = -EBADF;
@@ -423,7 +426,8 @@ static int fork_one(const Sandbox *s, int src_dir, const char *src_name, int dir
         /* Only the sandbox's own tree in it (root-upper's "upper"); the rest stays root's. */
         if (shifted && (sub = open_dir_at(fd, shifted)) < 0)
                 return sub == -ENOENT ? 0 : sub;
-        if ((r = tree_shift(shifted ? sub : fd, o, &more)) >= 0)
+        r = o ? tree_shift(shifted ? sub : fd, o, &more) : tree_stats(fd, &more);
+        if (r >= 0)
                 add_stats(st, &more);
         return r;
 }
@@ -533,7 +537,8 @@ _Noreturn static void child_fork(const SnapshotJob *j, int state_fd, int out) {
         if (m->features.btrfs) {
                 st = (CopyStats) {};
                 dst = safe_close(dst);
-                r = fork_one(j->sandbox, snap, "tree", sdir, "work", NULL, &o, &st);
+                /* The workspace keeps its owners: the fork's init idmaps it (sandbox_open_work()). */
+                r = fork_one(j->sandbox, snap, "tree", sdir, "work", NULL, NULL, &st);
                 if (r >= 0 && j->sandbox->root_overlay)
                         r = fork_one(j->sandbox, snap, SNAPSHOT_ROOT_TREE, sdir, SANDBOX_ROOT_UPPER, "upper", &o, &st);
                 if (r >= 0)
@@ -744,6 +749,9 @@ static int restore_swap(Sandbox *s, void *userdata) {
                 return -errno;
         if (fsync(dfd) < 0)
                 return -errno;
+        /* A subvolume snapshot keeps the owners the snapshot's tree has (a copy: the same). */
+        s->work_uid = j->tree_uid;
+        (void) state_save(s);
         return restore_swap_root(s, dfd, j);
 }
 
@@ -813,6 +821,10 @@ static void job_finish(SnapshotJob *j) {
         if (j->kind == JOB_FORK) {
                 bool ok = j->done;
                 int r;
+                if (ok && s->ctx->features.btrfs) {
+                        s->work_uid = j->tree_uid;
+                        (void) state_save(s); /* the fork's record; a restart reads it back */
+                }
                 job_error_from_child(j, &err);
                 job_free(j);
                 /* An overlay root's init mounts the upper layer the copy made. */
@@ -990,6 +1002,13 @@ int snapshot_job_snapshot(Sandbox *s, Reply *reply, const char *label, ProtoErro
         return 0;
 }
 
+/* The base a snapshot's tree carries: its record's, or its sandbox's own for one from before the
+ * record said (forks then took their own range's owners). */
+static uid_t snapshot_tree_uid(const Sandbox *owner, const SnapshotInfo *snap) {
+        return snap->tree_uid && sandbox_uid_base_valid(owner->ctx, snap->tree_uid) ? (uid_t) snap->tree_uid
+                                                                                     : owner->host_uid;
+}
+
 int snapshot_job_restore(Sandbox *s, Reply *reply, const SnapshotInfo *snap, ProtoError *err) {
         SnapshotJob *j = job_new(JOB_RESTORE, s, reply);
         uint8_t b[6];
@@ -1000,6 +1019,7 @@ int snapshot_job_restore(Sandbox *s, Reply *reply, const SnapshotInfo *snap, Pro
                 return oom(err);
         }
         snprintf(j->snap_id, sizeof(j->snap_id), "%s", snap->id);
+        j->tree_uid = snapshot_tree_uid(s, snap);
         j->total_bytes = snap->bytes;
         j->total_files = snap->files;
         snprintf(j->work_new, sizeof(j->work_new), "work.new-%02x%02x%02x%02x%02x%02x", b[0], b[1], b[2], b[3], b[4],
@@ -1020,7 +1040,7 @@ static int write_fork_marker(Sandbox *s) {
         return fsync(fd) < 0 || fsync(dfd) < 0 ? -errno : 0;
 }
 
-int snapshot_job_fork(Sandbox *s, Sandbox *src, const char *snap_id, ProtoError *err) {
+int snapshot_job_fork(Sandbox *s, Sandbox *src, const SnapshotInfo *snap, ProtoError *err) {
         SnapshotJob *j;
         int r = write_fork_marker(s);
 
@@ -1029,9 +1049,10 @@ int snapshot_job_fork(Sandbox *s, Sandbox *src, const char *snap_id, ProtoError 
         j = job_new(JOB_FORK, s, NULL);
         if (!j)
                 return oom(err);
-        snprintf(j->snap_id, sizeof(j->snap_id), "%s", snap_id);
+        snprintf(j->snap_id, sizeof(j->snap_id), "%s", snap->id);
         snprintf(j->src_sandbox, sizeof(j->src_sandbox), "%s", src->id);
         j->src_host_uid = src->host_uid;
+        j->tree_uid = snapshot_tree_uid(src, snap);
         s->ready_holds++;
         r = job_start_child(j);
         if (r < 0) {
