@@ -74,7 +74,7 @@ struct SnapshotJob {
         char work_new[32];         /* restore: work.new-<rand> */
         char upper_new[32];        /* ... and root-upper/upper.new-<rand> for an overlay root */
         uint64_t created_usec;
-        uint64_t total_bytes, total_files; /* restore: the snapshot's, for a progress bar */
+        uint64_t total_bytes, total_files; /* restore, fork: the snapshot's (a progress bar, btrfs's stats) */
         uint64_t freeze_start;
         uint64_t frozen_usec;  /* how long the sandbox was frozen (until job_thaw()) */
         bool frozen, copied, done;
@@ -401,7 +401,7 @@ _Noreturn static void child_restore_btrfs(const SnapshotJob *j, int sdir, int sn
 }
 
 /* In place of the fork's empty subvolume dir/name, a writable snapshot of src_dir/src_name, its
- * owners shifted (o NULL: kept); its stats added to st. */
+ * owners shifted and its stats added to st (o NULL: neither). */
 static int fork_one(const Sandbox *s, int src_dir, const char *src_name, int dir, const char *name,
                     const char *shifted, const CopyOptions *o, CopyStats *st) {
         _cleanup_close_ int fd = -EBADF, sub = -EBADF;
@@ -426,8 +426,9 @@ static int fork_one(const Sandbox *s, int src_dir, const char *src_name, int dir
         /* Only the sandbox's own tree in it (root-upper's "upper"); the rest stays root's. */
         if (shifted && (sub = open_dir_at(fd, shifted)) < 0)
                 return sub == -ENOENT ? 0 : sub;
-        r = o ? tree_shift(shifted ? sub : fd, o, &more) : tree_stats(fd, &more);
-        if (r >= 0)
+        if (!o)
+                return 0; /* its owners kept, its stats the snapshot record's */
+        if ((r = tree_shift(shifted ? sub : fd, o, &more)) >= 0)
                 add_stats(st, &more);
         return r;
 }
@@ -535,12 +536,16 @@ _Noreturn static void child_fork(const SnapshotJob *j, int state_fd, int out) {
             (src = open_dir_at(snap, "tree")) < 0 || (dst = open_dir_at(sdir, "work")) < 0)
                 child_fail(out, "open", -ENOENT);
         if (m->features.btrfs) {
-                st = (CopyStats) {};
+                st = (CopyStats) { .bytes = j->total_bytes, .files = j->total_files };
                 dst = safe_close(dst);
                 /* The workspace keeps its owners: the fork's init idmaps it (sandbox_open_work()). */
                 r = fork_one(j->sandbox, snap, "tree", sdir, "work", NULL, NULL, &st);
+                /* The upper layer's owners still moved (its stats are in the record's already):
+                 * overlayfs would take an idmapped upper layer from 5.19, root_overlay_mount()
+                 * does not make one yet. */
                 if (r >= 0 && j->sandbox->root_overlay)
-                        r = fork_one(j->sandbox, snap, SNAPSHOT_ROOT_TREE, sdir, SANDBOX_ROOT_UPPER, "upper", &o, &st);
+                        r = fork_one(j->sandbox, snap, SNAPSHOT_ROOT_TREE, sdir, SANDBOX_ROOT_UPPER, "upper", &o,
+                                     &(CopyStats) {});
                 if (r >= 0)
                         dst = open_dir_at(sdir, "work");
                 if (r >= 0 && dst < 0)
@@ -1053,6 +1058,8 @@ int snapshot_job_fork(Sandbox *s, Sandbox *src, const SnapshotInfo *snap, ProtoE
         snprintf(j->src_sandbox, sizeof(j->src_sandbox), "%s", src->id);
         j->src_host_uid = src->host_uid;
         j->tree_uid = snapshot_tree_uid(src, snap);
+        j->total_bytes = snap->bytes;
+        j->total_files = snap->files;
         s->ready_holds++;
         r = job_start_child(j);
         if (r < 0) {
