@@ -5,7 +5,10 @@
 #    (qgroups) on; hello says storage image, fs btrfs, snapshots "subvolume";
 #  - a workspace is a subvolume; a snapshot a read-only subvolume snapshot of it with the same
 #    content (files, directories, symlinks, hard links, modes); a restore puts that content back
-#    and the old workspace goes; a fork has the content, owned by its own uid range;
+#    and the old workspace goes; a fork has the content, its files keeping the source's owners on
+#    disk and idmapped at /work onto the fork's own user (its new files too; a fork of a fork's
+#    snapshot, a restore in a fork, a daemon restart keep the mapping right; the source's range
+#    given to another sandbox leaves the fork's files out of its reach);
 #  - limits.disk is the sandbox's qgroup: a write past it fails inside with EDQUOT while another
 #    sandbox and the host write on; a restart keeps the limit; limits.files is
 #    limit_unenforceable unless best_effort;
