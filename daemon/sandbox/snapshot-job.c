@@ -17,8 +17,9 @@
  *
  * and then counts what the snapshot holds for its record; a restore is a writable snapshot of
  * it swapped in as before, a fork a writable snapshot put in place of the fork's empty
- * workspace, whose owners are then moved into the fork's uid range (a walk that changes owners
- * only: no data is read or written). */
+ * workspace that keeps its source's owners (the fork's init mounts it idmapped onto its own uid
+ * range: sandbox_open_work()); an overlay root's upper layer gets its owners moved into the
+ * fork's range (a walk that changes owners only: no data is read or written). */
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
