@@ -5,7 +5,10 @@
 #    (qgroups) on; hello says storage image, fs btrfs, snapshots "subvolume";
 #  - a workspace is a subvolume; a snapshot a read-only subvolume snapshot of it with the same
 #    content (files, directories, symlinks, hard links, modes); a restore puts that content back
-#    and the old workspace goes; a fork has the content, owned by its own uid range;
+#    and the old workspace goes; a fork has the content, its files keeping the source's owners on
+#    disk and idmapped at /work onto the fork's own user (its new files too; a fork of a fork's
+#    snapshot, a restore in a fork, a daemon restart keep the mapping right; the source's range
+#    given to another sandbox leaves the fork's files out of its reach);
 #  - limits.disk is the sandbox's qgroup: a write past it fails inside with EDQUOT while another
 #    sandbox and the host write on; a restart keeps the limit; limits.files is
 #    limit_unenforceable unless best_effort;
@@ -96,11 +99,39 @@ r=$(rpc '{"op":"run","sandbox":"f","command":"stat -c \"%u:%g\" /work/big /work/
 is "$(jget "$r" .stdout)" "1000:1000" "owned by the fork's own user inside"
 auid=$(stat -c %u "$wd/big")
 fuid=$(stat -c %u "$fwd/big")
-[ "$auid" != "$fuid" ]
-okif $? "on the host, by another uid than the source's ($auid, $fuid)"
+is "$fuid" "$auid" "on the host, its files keep the source's owners (no chown walk)"
+abase=$((auid - 1000))
+fdir=$(dirname "$fwd")
+is "$(jq -r .work_uid "$fdir/meta.json")" "$abase" "the fork's record names the host uid its workspace's files carry"
+[ "$(jq -r .uid_slot "$fdir/meta.json")" != "$(jq -r .uid_slot "$sbdir/meta.json")" ]
+okif $? "while its own uid range is another one"
+r=$(rpc '{"op":"run","sandbox":"f","command":"id -u; id -g; echo x >> /work/d/f && mkdir /work/nd && echo n > /work/nd/new && stat -c %u:%g /work/nd /work/nd/new /work/d/f | sort -u"}')
+is "$(jget "$r" .stdout)" "$(printf '1000\n1000\n1000:1000')" "inside the fork: its user, who writes its files and whose new files are its own"
+is "$(stat -c %u:%g "$fwd/nd/new")" "$auid:$auid" "a new file of the fork's carries the same base on disk as the rest of its tree"
+r=$(rpc '{"op":"run","sandbox":"f","user":"root","command":"stat -c %u /work/nd/new; chown 0:0 /work/nd/new && stat -c %u:%g /work/nd/new"}')
+is "$(jget "$r" .stdout)" "$(printf '1000\n0:0')" "root inside the fork chowns in /work within the fork's ids"
+is "$(stat -c %u "$fwd/nd/new")" "$abase" "which is the base on disk"
+rpc '{"op":"run","sandbox":"f","command":"rm -r /work/nd"}' >/dev/null
 is "$(listing "$tree")" "$before" "the fork's writes leave the snapshot alone"
 r=$(rpc '{"op":"run","sandbox":"f","command":"dd if=/dev/zero of=/work/fill bs=1M count=80 conv=fsync 2>&1; echo status $?; rm -f /work/fill"}')
 like "$(jget "$r" .stdout)" "status 0" "the fork has no disk limit of its source's: 80M past the source's 64M written"
+
+# ---- a fork of a fork's snapshot, a restore in a fork ------------------------------------------
+r=$(rpc '{"op":"snapshot","sandbox":"f"}')
+fsnap=$(jget "$r" .snapshot.id)
+is "$(jq -r .tree_uid "$fdir/snapshots/$fsnap/meta.json")" "$abase" "a fork's snapshot records the base its tree carries"
+r=$(rpc "$(jq -nc --arg s "f/$fsnap" '{op:"create",best_effort:true,name:"g",from_snapshot:$s}')")
+is "$(jget "$r" .ok)" true "a fork of the fork's snapshot"
+gwd=$(jget "$r" .sandbox.workdir)
+is "$(jq -r .work_uid "$(dirname "$gwd")/meta.json")" "$abase" "its record: the same base"
+r=$(rpc '{"op":"run","sandbox":"g","command":"stat -c %u:%g /work/big /work/d/f | sort -u; echo y >> /work/d/f && tail -c 2 /work/d/f"}')
+is "$(jget "$r" .stdout)" "$(printf '1000:1000\ny')" "its files are its user's inside, and writable"
+rpc '{"op":"run","sandbox":"f","command":"rm -r /work/d"}' >/dev/null
+r=$(rpc "$(jq -nc --arg s "$fsnap" '{op:"snapshot.restore",sandbox:"f",snapshot:$s}')")
+is "$(jget "$r" .ok)" true "a restore in the fork"
+r=$(rpc '{"op":"run","sandbox":"f","command":"stat -c %u:%g /work/d/f /work/big | sort -u; echo z >> /work/d/f && echo ok"}')
+is "$(jget "$r" .stdout)" "$(printf '1000:1000\nok')" "the restored workspace is the fork's user's, writable"
+is "$(jq -r .work_uid "$fdir/meta.json")" "$abase" "the fork's record keeps the base after the restore"
 
 # ---- an overlay root: its upper layer is a subvolume too, snapshotted, forked, restored ---------
 r=$(rpc '{"op":"create","best_effort":true,"name":"o","user":"root","root":"overlay"}')
@@ -155,6 +186,16 @@ start_daemon --config "$T/sandboxd.conf" || exit 0
 r=$(rpc '{"op":"run","sandbox":"a","command":"dd if=/dev/zero of=/work/fill bs=1M count=100 conv=fsync 2>&1; rm -f /work/fill"}')
 like "$(jget "$r" .stdout)" "Disk quota exceeded" "after a restart, the limit still holds"
 like "$(jget "$(rpc '{"op":"run","sandbox":"f","command":"cat /work/d/hard"}')" .stdout)" "one" "the fork is there too"
+# The base comes back from the record: a snapshot taken now, and a fork of it, carry it.
+r=$(rpc '{"op":"snapshot","sandbox":"f"}')
+fsnap2=$(jget "$r" .snapshot.id)
+is "$(jq -r .tree_uid "$fdir/snapshots/$fsnap2/meta.json")" "$abase" "after a restart, the fork's snapshot records its base"
+r=$(rpc "$(jq -nc --arg s "f/$fsnap2" '{op:"create",best_effort:true,name:"h",from_snapshot:$s}')")
+r=$(rpc '{"op":"run","sandbox":"h","command":"stat -c %u:%g /work/d/f /work/big | sort -u; echo w >> /work/d/f && echo ok"}')
+is "$(jget "$r" .stdout)" "$(printf '1000:1000\nok')" "and a fork of it has its user's files, writable"
+r=$(rpc "$(jq -nc --arg s "$fsnap2" '{op:"snapshot.restore",sandbox:"f",snapshot:$s}')")
+r=$(rpc '{"op":"run","sandbox":"f","command":"stat -c %u:%g /work/d/f; echo v >> /work/d/f && echo ok"}')
+is "$(jget "$r" .stdout)" "$(printf '1000:1000\nok')" "a restart of the fork's init after the daemon's (a restore) idmaps /work again"
 
 # ---- nothing left behind ----------------------------------------------------------------------
 r=$(rpc "$(jq -nc --arg s "$snap" '{op:"snapshot.delete",sandbox:"a",snapshot:$s}')")
@@ -162,7 +203,16 @@ is "$(jget "$r" .ok)" true "snapshot.delete"
 snap_gone() { [ ! -e "$sbdir/snapshots/$snap" ]; }
 wait_until 10 snap_gone
 okif $? "the snapshot's subvolume is gone"
-for n in a b f; do
+# The source's uid range given to another sandbox: the fork's files carry that sandbox's host
+# ids on disk, out of its reach (the state directory is in no sandbox's view).
+is "$(jget "$(rpc '{"op":"destroy","sandbox":"a"}')" .ok)" true "destroy a, the fork's source"
+r=$(rpc '{"op":"create","best_effort":true,"name":"c"}')
+cdir=$(dirname "$(jget "$r" .sandbox.workdir)")
+rpc '{"op":"run","sandbox":"c","command":"touch /work/mine"}' >/dev/null
+is "$(stat -c %u "$cdir/work/mine")" "$auid" "a new sandbox has the source's uid range (its files: the host uid of the fork's on disk)"
+r=$(rpc "$(jq -nc --arg p "$fwd" '{op:"run",sandbox:"c",user:"root",command:("cat " + $p + "/d/hard 2>&1 || echo refused; ls /proc/1/root" + $p + " 2>&1 | head -1")}')")
+like "$(jget "$r" .stdout)" "refused" "the sandbox with the source's range cannot reach the fork's files"
+for n in b c f g h; do
         is "$(jget "$(rpc "{\"op\":\"destroy\",\"sandbox\":\"$n\"}")" .ok)" true "destroy $n"
 done
 no_subvols() { [ -z "$(btrfs subvolume list -o "$ST/sandboxes" 2>/dev/null)" ] && [ -z "$(ls -A "$ST/sandboxes" | grep '^sbx-')" ]; }

@@ -28,6 +28,7 @@
 #include "mount-compat.h"
 #include "context.h"
 #include "fdstore.h"
+#include "idmap.h"
 #include "image.h"
 #include "disk-quota.h"
 #include "mount-open.h"
@@ -739,11 +740,39 @@ int sandbox_open_mounts(Sandbox *s, ProtoError *err) {
         return 0;
 }
 
+/* A btrfs fork's workspace keeps its source's owners on disk (no chown walk: issue #20): its
+ * tree idmapped so that on-disk id work_uid + k is host_uid + k, which the init's maps make k
+ * inside; what the fork writes there is work_uid + k on disk again. Only the daemon can idmap
+ * it (CAP_SYS_ADMIN over btrfs's superblock, the initial user namespace). */
+static int sandbox_open_work(Sandbox *s) {
+        struct mount_attr attr = {
+                .attr_set = MOUNT_ATTR_IDMAP | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
+                .propagation = MS_PRIVATE,
+        };
+        unsigned n = s->ctx->config.uid_range;
+        _cleanup_close_ int userns = -EBADF, tree = -EBADF;
+
+        userns = idmap_userns_open(s->work_uid, s->host_uid, s->work_uid, s->host_uid, n);
+        if (userns < 0)
+                return -errno;
+        tree = open_tree(s->workdir_fd, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH);
+        if (tree < 0)
+                return -errno;
+        attr.userns_fd = (uint64_t) userns;
+        if (mount_setattr(tree, "", AT_EMPTY_PATH, &attr, sizeof(attr)) < 0)
+                return -errno;
+        return TAKE_FD(tree);
+}
+
+static bool sandbox_work_idmapped(const Sandbox *s) {
+        return !s->memory_workspace && !s->root_path && !sandbox_caller_workspace(s) && s->work_uid != s->host_uid;
+}
+
 /* The root's tree first, as "/" (sandbox-setup.c then builds on it instead of the host's view);
  * an overlay root over an image the helper made already (sandbox_image_root_path()). */
 int sandbox_send_go(Sandbox *s) {
         InitMounts im = {};
-        _cleanup_close_ int resolv = -EBADF;
+        _cleanup_close_ int resolv = -EBADF, work = -EBADF;
         int r;
 
         if (s->image && !s->root_overlay) {
@@ -759,6 +788,14 @@ int sandbox_send_go(Sandbox *s) {
                         return -EBADF;
                 im.target[im.n] = "/";
                 im.fd[im.n++] = s->root_tree_fd;
+        }
+        /* Over the init's own bind of the workspace, before the caller's mounts below /work. */
+        if (sandbox_work_idmapped(s)) {
+                work = sandbox_open_work(s);
+                if (work < 0)
+                        return work;
+                im.target[im.n] = "/work";
+                im.fd[im.n++] = work;
         }
         for (unsigned i = 0; i < s->n_mounts; i++) {
                 if (s->mounts[i].tree_fd < 0)

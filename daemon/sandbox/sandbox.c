@@ -276,6 +276,7 @@ static int sandbox_create_full(Context *m, json_object *req, const SandboxCaller
                 goto fail;
         }
         s->host_uid = (uid_t) (m->config.uid_base + (uint64_t) s->uid_slot * m->config.uid_range);
+        s->work_uid = s->host_uid;
         if ((r = sandbox_open_mounts(s, err)) < 0)
                 goto fail;
         sandbox_link(m, s);
@@ -384,6 +385,26 @@ static int restore_u64(json_object *o, const char *key, uint64_t *ret) {
             json_object_get_int64(v) < 0)
                 return -EBADMSG;
         *ret = (uint64_t) json_object_get_int64(v);
+        return 0;
+}
+
+bool sandbox_uid_base_valid(const Context *m, uint64_t u) {
+        uint64_t off = u - m->config.uid_base;
+        return u >= m->config.uid_base && off % m->config.uid_range == 0 &&
+               off / m->config.uid_range < m->registry->n_uid_slots;
+}
+
+/* The base of a slot of the daemon's uid range (a record predating the field: host_uid). */
+static int sandbox_restore_work_uid(Sandbox *s, json_object *meta) {
+        const Context *m = s->ctx;
+        uint64_t u;
+
+        s->work_uid = s->host_uid;
+        if (!json_object_object_get_ex(meta, "work_uid", NULL))
+                return 0;
+        if (restore_u64(meta, "work_uid", &u) < 0 || !sandbox_uid_base_valid(m, u))
+                return -EBADMSG;
+        s->work_uid = (uid_t) u;
         return 0;
 }
 
@@ -507,6 +528,8 @@ static int sandbox_restore_claim(Sandbox *s, json_object *meta) {
             registry_claim_uid_slot(m->registry, s->uid_slot) < 0)
                 return -EEXIST;
         s->host_uid = (uid_t) (m->config.uid_base + (uint64_t) s->uid_slot * m->config.uid_range);
+        if (sandbox_restore_work_uid(s, meta) < 0)
+                return -EBADMSG;
         /* What the host enforces now, which need not be what it enforced before. */
         s->enforced = m->cg.enforceable & (CG_MEMORY | CG_PIDS | CG_CPU);
         return 0;

@@ -117,6 +117,9 @@ typedef struct Sandbox {
         uid_t owner_uid;
         unsigned uid_slot;
         uid_t host_uid; /* uid 0 inside maps here */
+        /* The host uid (and gid) id 0 of the workspace's files carries on disk: host_uid, or a
+         * btrfs fork's source's (its /work is then idmapped onto host_uid: sandbox_open_work()) */
+        uid_t work_uid;
         SandboxLimits limits;
         unsigned enforced; /* CgController mask */
         bool best_effort;
@@ -319,6 +322,8 @@ int sandbox_open_mounts(Sandbox *s, ProtoError *err);
 /* Whether the sandbox's init gets trees opened beforehand (sandbox_open_mounts()): mounts, an
  * image, a root.path. */
 bool sandbox_opens_trees(const Sandbox *s);
+/* u is the first host uid of one of the daemon's uid slots. */
+bool sandbox_uid_base_valid(const Context *m, uint64_t u);
 /* The init's go (its maps are written), with the mounts' trees, which are then closed. */
 int sandbox_send_go(Sandbox *s);
 /* Brings back a sandbox recorded by an earlier daemon (state.c) with a new init. */

@@ -17,8 +17,9 @@
  *
  * and then counts what the snapshot holds for its record; a restore is a writable snapshot of
  * it swapped in as before, a fork a writable snapshot put in place of the fork's empty
- * workspace, whose owners are then moved into the fork's uid range (a walk that changes owners
- * only: no data is read or written). */
+ * workspace that keeps its source's owners (the fork's init mounts it idmapped onto its own uid
+ * range: sandbox_open_work()); an overlay root's upper layer gets its owners moved into the
+ * fork's range (a walk that changes owners only: no data is read or written). */
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -49,6 +50,7 @@
 #include "snapshot-job.h"
 #include "snapshot.h"
 #include "spawn.h"
+#include "state.h"
 #include "util.h"
 
 #define FREEZE_TIMEOUT_USEC (10 * USEC_PER_SEC)
@@ -69,10 +71,11 @@ struct SnapshotJob {
         char label[SNAPSHOT_LABEL_MAX + 1];
         char src_sandbox[24];      /* fork: the sandbox the snapshot belongs to */
         uid_t src_host_uid;        /* fork: its uid range */
+        uid_t tree_uid;            /* fork, restore: the host uid of id 0 in the snapshot's tree */
         char work_new[32];         /* restore: work.new-<rand> */
         char upper_new[32];        /* ... and root-upper/upper.new-<rand> for an overlay root */
         uint64_t created_usec;
-        uint64_t total_bytes, total_files; /* restore: the snapshot's, for a progress bar */
+        uint64_t total_bytes, total_files; /* restore, fork: the snapshot's (a progress bar, btrfs's stats) */
         uint64_t freeze_start;
         uint64_t frozen_usec;  /* how long the sandbox was frozen (until job_thaw()) */
         bool frozen, copied, done;
@@ -140,6 +143,7 @@ static int write_meta(int dir, const SnapshotJob *j, const CopyStats *st) {
         json_object_object_add(o, "bytes", json_object_new_int64((int64_t) st->bytes));
         json_object_object_add(o, "files", json_object_new_int64((int64_t) st->files));
         json_object_object_add(o, "skipped", json_object_new_int64((int64_t) st->skipped));
+        json_object_object_add(o, "tree_uid", json_object_new_int64((int64_t) j->sandbox->work_uid));
         text = proto_serialize(o, &n);
         if (!text)
                 return -ENOMEM;
@@ -398,7 +402,7 @@ _Noreturn static void child_restore_btrfs(const SnapshotJob *j, int sdir, int sn
 }
 
 /* In place of the fork's empty subvolume dir/name, a writable snapshot of src_dir/src_name, its
- * owners shifted; its stats added to st. */
+ * owners shifted and its stats added to st (o NULL: neither). */
 static int fork_one(const Sandbox *s, int src_dir, const char *src_name, int dir, const char *name,
                     const char *shifted, const CopyOptions *o, CopyStats *st) {
         _cleanup_close_ int fd = -EBADF, sub = -EBADF;
@@ -423,6 +427,8 @@ static int fork_one(const Sandbox *s, int src_dir, const char *src_name, int dir
         /* Only the sandbox's own tree in it (root-upper's "upper"); the rest stays root's. */
         if (shifted && (sub = open_dir_at(fd, shifted)) < 0)
                 return sub == -ENOENT ? 0 : sub;
+        if (!o)
+                return 0; /* its owners kept, its stats the snapshot record's */
         if ((r = tree_shift(shifted ? sub : fd, o, &more)) >= 0)
                 add_stats(st, &more);
         return r;
@@ -531,11 +537,16 @@ _Noreturn static void child_fork(const SnapshotJob *j, int state_fd, int out) {
             (src = open_dir_at(snap, "tree")) < 0 || (dst = open_dir_at(sdir, "work")) < 0)
                 child_fail(out, "open", -ENOENT);
         if (m->features.btrfs) {
-                st = (CopyStats) {};
+                st = (CopyStats) { .bytes = j->total_bytes, .files = j->total_files };
                 dst = safe_close(dst);
-                r = fork_one(j->sandbox, snap, "tree", sdir, "work", NULL, &o, &st);
+                /* The workspace keeps its owners: the fork's init idmaps it (sandbox_open_work()). */
+                r = fork_one(j->sandbox, snap, "tree", sdir, "work", NULL, NULL, &st);
+                /* The upper layer's owners still moved (its stats are in the record's already):
+                 * overlayfs would take an idmapped upper layer from 5.19, root_overlay_mount()
+                 * does not make one yet. */
                 if (r >= 0 && j->sandbox->root_overlay)
-                        r = fork_one(j->sandbox, snap, SNAPSHOT_ROOT_TREE, sdir, SANDBOX_ROOT_UPPER, "upper", &o, &st);
+                        r = fork_one(j->sandbox, snap, SNAPSHOT_ROOT_TREE, sdir, SANDBOX_ROOT_UPPER, "upper", &o,
+                                     &(CopyStats) {});
                 if (r >= 0)
                         dst = open_dir_at(sdir, "work");
                 if (r >= 0 && dst < 0)
@@ -744,6 +755,9 @@ static int restore_swap(Sandbox *s, void *userdata) {
                 return -errno;
         if (fsync(dfd) < 0)
                 return -errno;
+        /* A subvolume snapshot keeps the owners the snapshot's tree has (a copy: the same). */
+        s->work_uid = j->tree_uid;
+        (void) state_save(s);
         return restore_swap_root(s, dfd, j);
 }
 
@@ -813,6 +827,10 @@ static void job_finish(SnapshotJob *j) {
         if (j->kind == JOB_FORK) {
                 bool ok = j->done;
                 int r;
+                if (ok && s->ctx->features.btrfs) {
+                        s->work_uid = j->tree_uid;
+                        (void) state_save(s); /* the fork's record; a restart reads it back */
+                }
                 job_error_from_child(j, &err);
                 job_free(j);
                 /* An overlay root's init mounts the upper layer the copy made. */
@@ -990,6 +1008,13 @@ int snapshot_job_snapshot(Sandbox *s, Reply *reply, const char *label, ProtoErro
         return 0;
 }
 
+/* The base a snapshot's tree carries: its record's, or its sandbox's own for one from before the
+ * record said (forks then took their own range's owners). */
+static uid_t snapshot_tree_uid(const Sandbox *owner, const SnapshotInfo *snap) {
+        return snap->tree_uid && sandbox_uid_base_valid(owner->ctx, snap->tree_uid) ? (uid_t) snap->tree_uid
+                                                                                     : owner->host_uid;
+}
+
 int snapshot_job_restore(Sandbox *s, Reply *reply, const SnapshotInfo *snap, ProtoError *err) {
         SnapshotJob *j = job_new(JOB_RESTORE, s, reply);
         uint8_t b[6];
@@ -1000,6 +1025,7 @@ int snapshot_job_restore(Sandbox *s, Reply *reply, const SnapshotInfo *snap, Pro
                 return oom(err);
         }
         snprintf(j->snap_id, sizeof(j->snap_id), "%s", snap->id);
+        j->tree_uid = snapshot_tree_uid(s, snap);
         j->total_bytes = snap->bytes;
         j->total_files = snap->files;
         snprintf(j->work_new, sizeof(j->work_new), "work.new-%02x%02x%02x%02x%02x%02x", b[0], b[1], b[2], b[3], b[4],
@@ -1020,7 +1046,7 @@ static int write_fork_marker(Sandbox *s) {
         return fsync(fd) < 0 || fsync(dfd) < 0 ? -errno : 0;
 }
 
-int snapshot_job_fork(Sandbox *s, Sandbox *src, const char *snap_id, ProtoError *err) {
+int snapshot_job_fork(Sandbox *s, Sandbox *src, const SnapshotInfo *snap, ProtoError *err) {
         SnapshotJob *j;
         int r = write_fork_marker(s);
 
@@ -1029,9 +1055,12 @@ int snapshot_job_fork(Sandbox *s, Sandbox *src, const char *snap_id, ProtoError 
         j = job_new(JOB_FORK, s, NULL);
         if (!j)
                 return oom(err);
-        snprintf(j->snap_id, sizeof(j->snap_id), "%s", snap_id);
+        snprintf(j->snap_id, sizeof(j->snap_id), "%s", snap->id);
         snprintf(j->src_sandbox, sizeof(j->src_sandbox), "%s", src->id);
         j->src_host_uid = src->host_uid;
+        j->tree_uid = snapshot_tree_uid(src, snap);
+        j->total_bytes = snap->bytes;
+        j->total_files = snap->files;
         s->ready_holds++;
         r = job_start_child(j);
         if (r < 0) {

@@ -19,4 +19,4 @@ int snapshot_job_snapshot(Sandbox *s, Reply *reply, const char *label, ProtoErro
 int snapshot_job_restore(Sandbox *s, Reply *reply, const SnapshotInfo *snap, ProtoError *err);
 /* Fills the workspace of s (being created; held until the copy is done) from src's snapshot,
  * with owners moved from src's uid range into s's. */
-int snapshot_job_fork(Sandbox *s, Sandbox *src, const char *snap_id, ProtoError *err);
+int snapshot_job_fork(Sandbox *s, Sandbox *src, const SnapshotInfo *snap, ProtoError *err);

@@ -75,6 +75,9 @@ static int parse_meta(const char *text, size_t len, const char *id, SnapshotInfo
         if (meta_u64(o, "created_usec", &i.created_usec) < 0 || meta_u64(o, "bytes", &i.bytes) < 0 ||
             meta_u64(o, "files", &i.files) < 0)
                 return -EBADMSG;
+        /* Absent: a snapshot from before btrfs forks kept their source's owners, its sandbox's. */
+        if (json_object_object_get_ex(o, "tree_uid", NULL) && meta_u64(o, "tree_uid", &i.tree_uid) < 0)
+                return -EBADMSG;
         *ret = i;
         return 0;
 }

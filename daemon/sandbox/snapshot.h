@@ -42,6 +42,7 @@ struct SnapshotInfo {
         uint64_t created_usec;              /* CLOCK_REALTIME: when the sandbox was frozen */
         uint64_t bytes;                     /* apparent size of its files, each inode once */
         uint64_t files;                     /* files, symlinks and FIFOs, each inode once */
+        uint64_t tree_uid;                  /* host uid of id 0 in its tree's files; 0: its sandbox's */
 };
 
 bool snapshot_id_valid(const char *id);

@@ -98,6 +98,7 @@ static json_object *state_to_json(Sandbox *s) {
         json_object_object_add(o, "name", s->name ? json_object_new_string(s->name) : NULL);
         json_object_object_add(o, "owner_uid", json_object_new_int64(s->owner_uid));
         json_object_object_add(o, "uid_slot", json_object_new_int64(s->uid_slot));
+        json_object_object_add(o, "work_uid", json_object_new_int64(s->work_uid));
         json_object_object_add(o, "created_usec", json_object_new_int64((int64_t) s->created_usec));
         json_object_object_add(o, "best_effort", json_object_new_boolean(s->best_effort));
         json_object_object_add(o, "user", json_object_new_string(sandbox_user_to_string(s->user)));

@@ -179,7 +179,7 @@ int op_create_from_snapshot(Request *c, json_object *id, json_object *req, Proto
         r = sandbox_create(c->ctx, req, c->peer.uid, false, &s, err);
         if (r < 0)
                 return r;
-        r = snapshot_job_fork(s, src, info.id, err);
+        r = snapshot_job_fork(s, src, &info, err);
         if (r < 0) {
                 sandbox_destroy(s, "fork failed");
                 return r;

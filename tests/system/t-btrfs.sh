@@ -50,6 +50,11 @@ ok $? "a fork of it"
 r=$(call '{"op":"run","sandbox":"qf","command":"cat /work/l; stat -c %u /work/d/f; echo x > /work/d/g && echo written"}')
 [ "$(jqr .stdout "$r")" = "$(printf 'hello\n1000\nwritten')" ]
 ok $? "the fork has the content, owned by its user, writable ($(jqr .stdout "$r" | tr '\n' ' '))"
+wa=$(jqr .sandbox.workdir "$(call '{"op":"inspect","sandbox":"qa"}')")
+wf=$(jqr .sandbox.workdir "$(call '{"op":"inspect","sandbox":"qf"}')")
+oa=$(inns stat -c %u "$wa/d/f"); of=$(inns stat -c %u "$wf/d/f" "$wf/d/g" | sort -u)
+[ -n "$oa" ] && [ "$of" = "$oa" ] && [ "$(jqr .stdout "$(call '{"op":"run","sandbox":"qf","command":"id -u"}')")" = 1000 ]
+ok $? "no chown: the fork's files and its new one keep the source's host uid $oa on disk ($of), idmapped to its user"
 
 qstart "$STATE" "${CONF[@]}"
 ok $? "the unit restarts"
