@@ -236,7 +236,8 @@ check "SIGKILL with the strays" restart KILL
 sess "the pipe session after SIGKILL" pipes-after
 _strays_gone() { ! grep -q "pty-000000000000\|bogus" "$T/store"; }
 check "the stray fds were closed and removed from the store" wait_until 5 _strays_gone
-is "$(stored "$psid")" 0 "the ended pipe session left nothing in the store"
+_pipe_gone() { [ "$(stored "$psid")" = 0 ]; }
+check "the ended pipe session left nothing in the store" wait_until 5 _pipe_gone
 sess "after the strays" reattach "after the strays"
 
 # A torn ring header: the daemon stopped, the header's start set past its end, then SIGKILL.
