@@ -342,13 +342,16 @@ static int resources_memory(json_object *mem, const char *prefix, json_object *l
                 return fail(ret_error, "%s.memory.limit: not an integer", prefix);
         if (limit == 0 || limit < -1)
                 return fail(ret_error, "%s.memory.limit: %" PRId64 " is not a limit", prefix, limit);
-        /* OCI's swap is memory + swap. sandboxd's swap is its own configuration's (swap_max):
-         * only "no more than the limit" (or nothing said) is what it gives. */
-        if ((v = get(mem, "swap")) && (get_int64(v, &swap) < 0 || (swap != limit && !(limit == -1 && swap == -1))))
-                return fail(ret_error,
-                            "%s.memory.swap: must equal memory.limit or be unset (sandboxd's swap is set by its own "
-                            "configuration); refused",
-                            prefix);
+        /* OCI's swap is memory + swap, an upper bound. sandboxd's swap is its own configuration's
+         * (swap_max, 0 by default: no swap around the memory limit), never more than a bound at
+         * or above the limit allows; a bound below the limit is no OCI value. */
+        if ((v = get(mem, "swap")) &&
+            (get_int64(v, &swap) < 0 || (swap != -1 && (swap < 0 || (limit > 0 && swap < limit)))))
+                return fail(ret_error, "%s.memory.swap: %" PRId64 " is below memory.limit (OCI's swap counts the memory "
+                            "too); refused", prefix, swap);
+        if (v && swap != limit)
+                note(notes, "%s.memory.swap: the sandbox gets sandboxd's swap_max (0 unless configured), not the "
+                     "bundle's %" PRId64, prefix, swap);
         if (has_content(get(mem, "reservation")) || get(mem, "kernel") || get(mem, "kernelTCP") ||
             has_content(get(mem, "disableOOMKiller")))
                 return fail(ret_error,

@@ -198,6 +198,22 @@ static void test_resources(void) {
         }
         json_object_put(cfg);
 
+        /* podman's --memory 64m alone: a swap bound of twice that; the sandbox gets swap_max. */
+        cfg = fixture("podman-run.json");
+        set(cfg, "/linux/resources/memory", "{\"limit\":67108864,\"swap\":134217728}");
+        r = oci_spec_from_config(cfg, "/bundle", lookup, NULL, &s, &err);
+        if (!ok(r == 0, "memory with a swap bound of twice the limit is accepted"))
+                diag("error: %s", err);
+        if (r == 0) {
+                bool noted = false;
+                is_int(json_object_get_int64(at(s.create, "/limits/memory")), 67108864, "... limits.memory is the limit");
+                for (size_t i = 0; s.notes && i < json_object_array_length(s.notes); i++)
+                        noted |= strstr(json_object_get_string(json_object_array_get_idx(s.notes, i)), "swap_max") != NULL;
+                ok(noted, "... with a log line that the swap is sandboxd's swap_max");
+                oci_spec_done(&s);
+        }
+        json_object_put(cfg);
+
         json_object *limits = NULL, *res = json_tokener_parse("{\"memory\":{\"limit\":134217728}}");
         r = oci_limits_from_resources(res, "resources", NULL, &limits, &err);
         ok(r == 0 && json_object_get_int64(at(limits, "/memory")) == 134217728,
@@ -290,8 +306,8 @@ int main(void) {
                 "a tmpfs volume");
         refused("/mounts/5", "{\"destination\":\"/x\",\"type\":\"nfs\",\"source\":\"srv:/x\"}", "nfs",
                 "an nfs mount");
-        refused("/linux/resources/memory", "{\"limit\":67108864,\"swap\":134217728}", "linux.resources.memory.swap",
-                "swap above the memory limit (podman's default 2x)");
+        refused("/linux/resources/memory", "{\"limit\":67108864,\"swap\":33554432}", "linux.resources.memory.swap",
+                "swap below the memory limit (no OCI value)");
         refused("/linux/resources/memory", "{\"limit\":67108864,\"reservation\":1000}", "linux.resources.memory",
                 "a memory reservation");
         refused("/linux/resources/cpu", "{\"cpus\":\"0-1\"}", "linux.resources.cpu.cpus", "a cpuset");

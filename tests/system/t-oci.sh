@@ -52,7 +52,7 @@ rc=$?
 ok $? "podman run --rm (systemd cgroup manager) exits 7 (got $rc)"
 [ "$rc" = 7 ] || diag "$(cat "$D/err")"
 
-prun --rm --memory 64m --memory-swap 64m localhost/sbx-oci sh -c 'head -c 200m /dev/zero | tail' 2>"$D/err"
+prun --rm --memory 64m localhost/sbx-oci sh -c 'head -c 200m /dev/zero | tail' 2>"$D/err"
 rc=$?
 [ "$rc" = 137 ]
 ok $? "--memory 64m: an allocation past it is OOM-killed, and podman reports it (exit 137; got $rc)"
