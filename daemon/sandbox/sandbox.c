@@ -47,6 +47,8 @@ static Sandbox *sandbox_alloc(Context *m) {
 }
 
 static int on_setup_report(sd_event_source *src, int fd, uint32_t revents, void *userdata);
+static void sandbox_restart_step(Sandbox *s);
+
 static int on_init_exit(sd_event_source *src, const siginfo_t *si, void *userdata);
 
 static int sandbox_init_started(Sandbox *s);
@@ -859,6 +861,8 @@ static int on_init_exit(sd_event_source *src, const siginfo_t *si, void *userdat
                 proto_error_set(&s->failure, SBX_E_INTERNAL, NULL, "the sandbox's init exited");
         } else if (s->state == SANDBOX_DESTROYING)
                 sandbox_teardown_step(s);
+        else if (s->restart)
+                sandbox_restart_step(s); /* its processes may all be gone now: no poll to wait for */
         return 0;
 }
 
@@ -1210,6 +1214,8 @@ void sandbox_run_finished(Sandbox *s, Run *r) {
                 sandbox_destroy(s, "throwaway run finished");
         else if (s->state == SANDBOX_DESTROYING)
                 sandbox_teardown_step(s);
+        else if (s->restart)
+                sandbox_restart_step(s);
 }
 
 void sandbox_release_hold(Sandbox *s, const ProtoError *err) {
