@@ -11,7 +11,7 @@ VM_SYSTEM_TESTS = tests/system/t-user-state-before.sh \
 	tests/system/t-quota.sh tests/system/t-quota-state.sh tests/system/t-oci.sh tests/system/t-oci-sandbox.sh tests/system/t-btrfs.sh \
 	tests/system/t-user-state-after.sh
 EXTRA_DIST += tests/vm/run-vm.sh tests/vm/guest-init.sh tests/vm/guest-run.sh tests/vm/vm-check.sh \
-	tests/vm/README.md tests/system/lib.sh tests/system/quota-lib.sh tests/system/sbx-call.py tests/system/t-deb.sh tests/system/t-restart-deb.sh $(VM_SYSTEM_TESTS)
+	tests/vm/README.md tests/system/lib.sh tests/system/quota-lib.sh tests/system/restart-lib.sh tests/system/sbx-call.py tests/system/t-deb.sh tests/system/t-restart-deb.sh $(VM_SYSTEM_TESTS)
 
 check-vm:
 	rm -rf $(abs_top_builddir)/vm-stage
