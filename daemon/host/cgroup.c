@@ -289,6 +289,16 @@ int cg_kill(int dir_fd) {
         return kill_by_pidfd ? cg_kill_fallback(dir_fd) : cg_write(dir_fd, "cgroup.kill", "1");
 }
 
+bool cg_kill_wait_empty(int dir_fd, bool thaw, unsigned max_ms) {
+        if (thaw)
+                (void) cg_write(dir_fd, "cgroup.freeze", "0");
+        for (unsigned i = 0; i < max_ms && cg_populated(dir_fd) > 0; i++) {
+                (void) cg_kill(dir_fd);
+                usleep(1000);
+        }
+        return cg_populated(dir_fd) <= 0;
+}
+
 int cg_open_kill(int dir_fd) {
         int fd;
 

@@ -61,6 +61,10 @@ int cg_read(int dir_fd, const char *file, char *buf, size_t size);
 int cg_read_keyed(int dir_fd, const char *file, const char *key, uint64_t *ret);
 int cg_read_u64(int dir_fd, const char *file, uint64_t *ret);
 int cg_kill(int dir_fd);
+/* Kills dir_fd's cgroup (thawed first when thaw: it may have been frozen for a snapshot when a
+ * daemon died) and waits, at most max_ms milliseconds, until nothing is left in it: whether it is
+ * empty. Blocks: for the start-up walk and discards, never the event loop's hot paths. */
+bool cg_kill_wait_empty(int dir_fd, bool thaw, unsigned max_ms);
 /* dir_fd's cgroup.kill, opened ahead for a kill that must not need a new fd (a run's timeout
  * when the daemon is out of fds, THREATS DMN-10): the fd, -ENOENT where the kernel has no
  * cgroup.kill (the fallback of cg_kill() is used then), or -errno. */

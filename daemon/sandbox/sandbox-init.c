@@ -129,10 +129,7 @@ void sandbox_hold_end(Sandbox *s) {
         hold = openat(s->scope_fd, "hold", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (hold < 0)
                 return;
-        for (int i = 0; i < 100 && cg_populated(hold) > 0; i++) {
-                (void) cg_kill(hold);
-                usleep(1000);
-        }
+        (void) cg_kill_wait_empty(hold, false, 100);
         (void) unlinkat(s->scope_fd, "hold", AT_REMOVEDIR);
 }
 
@@ -473,11 +470,7 @@ static void empty_and_remove(int parent_fd, const char *name) {
         if (fd < 0)
                 return;
         /* It may have been frozen for a snapshot when the daemon died. */
-        (void) cg_write(fd, "cgroup.freeze", "0");
-        for (int i = 0; i < 1000 && cg_populated(fd) > 0; i++) {
-                (void) cg_kill(fd);
-                usleep(1000);
-        }
+        (void) cg_kill_wait_empty(fd, true, 1000);
         (void) cg_remove_tree(parent_fd, name);
 }
 

@@ -266,11 +266,7 @@ static void discard_cgroup_at(int parent_fd, const char *name, const char *sandb
 
         if (fd < 0)
                 return;
-        (void) cg_write(fd, "cgroup.freeze", "0");
-        for (int i = 0; i < 1000 && cg_populated(fd) > 0; i++) {
-                (void) cg_kill(fd);
-                usleep(1000);
-        }
+        (void) cg_kill_wait_empty(fd, true, 1000);
         r = cg_remove_tree(parent_fd, name);
         if (r < 0)
                 log_warning_errno(r, "sandbox %s: cannot remove its cgroup: %m", sandbox_id);
@@ -287,9 +283,6 @@ void snapshot_discard_cgroup(Context *m, const char *sandbox_id) {
         if (scope < 0)
                 return;
         /* Killed from the top: cgroup.kill takes the scope's whole tree; systemd removes it. */
-        for (int i = 0; i < 1000 && cg_populated(scope) > 0; i++) {
-                (void) cg_kill(scope);
-                usleep(1000);
-        }
+        (void) cg_kill_wait_empty(scope, false, 1000);
         (void) scope_stop(m->scopes, unit);
 }

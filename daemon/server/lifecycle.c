@@ -227,10 +227,7 @@ static void remove_stale_cgroup(Context *m, const char *name) {
 
         if (fd < 0)
                 return;
-        for (int i = 0; i < 1000 && cg_populated(fd) > 0; i++) {
-                (void) cg_kill(fd);
-                usleep(1000);
-        }
+        (void) cg_kill_wait_empty(fd, false, 1000);
         r = cg_remove_tree(m->cg.sandboxes_fd, name);
         if (r < 0)
                 log_warning_errno(r, "cannot remove the stale cgroup sandboxes/%s: %m", name);
@@ -261,11 +258,7 @@ static void stop_stale_scope(Context *m, int slice_fd, const char *unit) {
 
         if (fd < 0)
                 return;
-        (void) cg_write(fd, "cgroup.freeze", "0");
-        for (int i = 0; i < 1000 && cg_populated(fd) > 0; i++) {
-                (void) cg_kill(fd);
-                usleep(1000);
-        }
+        (void) cg_kill_wait_empty(fd, true, 1000);
         r = scope_stop(m->scopes, unit);
         if (r < 0)
                 log_warning_errno(r, "cannot stop the stale scope %s: %m", unit);
