@@ -12,7 +12,7 @@ set -Eeuo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 BOOT_TIMEOUT=${VM_BOOT_TIMEOUT:-600}
-TEST_TIMEOUT=${VM_TEST_TIMEOUT:-300}
+TEST_TIMEOUT=${VM_TEST_TIMEOUT:-600}
 CACHE_DIR=${VM_CACHE_DIR:-${TMPDIR:-/tmp}/sandboxd-vm-cache}
 MUST_WORK=${SANDBOXD_TEST_MUST_WORK:-0}
 # Modules the initramfs needs; their dependencies are added in order.
