@@ -111,6 +111,8 @@ built = {k.op for k in (
     _ops.file_remove("x", "p"), _ops.file_read("x", "p"), _ops.file_write("x", "p", b""), _ops.file_put("x", "p", 0),
     _ops.file_get("x", "p", 1))}
 built |= {k.op for k in (_ops.port_open("x", 1), _ops.port_close("x", 1))}
+built |= {k.op for k in (_ops.run_attach("r"), _ops.sandbox_signal("x", "TERM"), _ops.sandbox_freeze("x"),
+                         _ops.sandbox_thaw("x"), _ops.sandbox_update("x", memory="64M"))}
 built |= {k.op for k in (_ops.image_import("n", "/s"), _ops.image_list(), _ops.image_inspect("n"), _ops.image_remove("n"))}
 up = _ops.Upload(1, b"xy")  # file.chunk: the lines of a file.write by chunks, not a request of their own
 up.take({"id": 1, "event": "ready", "chunk_bytes": 1, "window": 4})
@@ -840,6 +842,12 @@ try:
 finally:
     proc.terminate()
     proc.wait(10)
+
+# ---- a sandbox's processes as a whole: freeze, thaw, signal, update ---------------------
+is_(c.freeze(sb.id), True, "Client.freeze: sandbox.freeze answers frozen")
+is_(c.thaw(sb.id), False, "Client.thaw: sandbox.thaw answers not frozen")
+check(c.signal_all(sb.id, "CONT") >= 0, "Client.signal_all: sandbox.signal answers how many it signalled")
+is_(c.update_limits(sb.id, pids=50, best_effort=True).limits.get("pids"), 50, "Client.update_limits: the SANDBOX with pids 50")
 
 # ---- the end: the sandbox and the connection ---------------------------------------------
 d = sb.destroy()

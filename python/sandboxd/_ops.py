@@ -168,6 +168,33 @@ def kill(run_id: str, signal: Signal | None = None) -> Call[None]:
     return Call("kill", {"run_id": run_id, "signal": signal}, _none)
 
 
+def run_attach(run_id: str, from_stdout: int | None = None, from_stderr: int | None = None) -> Call[RunResult]:
+    """``run.attach``: a run that outlived a daemon restart; from_*: the bytes already had."""
+    since = None if from_stdout is None and from_stderr is None else {"stdout": from_stdout or 0,
+                                                                       "stderr": from_stderr or 0}
+    return Call("run.attach", {"run_id": run_id, "from": since}, RunResult.from_json)
+
+
+def sandbox_signal(sandbox: str, signal: Signal) -> Call[int]:
+    """``sandbox.signal``: every process of the sandbox's runs and sessions; how many."""
+    return Call("sandbox.signal", {"sandbox": sandbox, "signal": signal}, lambda r: _i(r, "signalled"))
+
+
+def sandbox_freeze(sandbox: str) -> Call[bool]:
+    return Call("sandbox.freeze", {"sandbox": sandbox}, lambda r: _b(r, "frozen"))
+
+
+def sandbox_thaw(sandbox: str) -> Call[bool]:
+    return Call("sandbox.thaw", {"sandbox": sandbox}, lambda r: _b(r, "frozen"))
+
+
+def sandbox_update(sandbox: str, *, memory: Size | None = None, pids: int | None = None,
+                   cpus: float | None = None, best_effort: bool | None = None) -> Call[SandboxInfo]:
+    limits = {k: v for k, v in (("memory", memory), ("pids", pids), ("cpus", cpus)) if v is not None}
+    return Call("sandbox.update", {"sandbox": sandbox, "limits": limits, "best_effort": best_effort},
+                lambda r: SandboxInfo.from_json(_d(r, "sandbox")))
+
+
 def sweep(dry_run: bool = False) -> Call[SweepResult]:
     return Call("sweep", {"dry_run": True if dry_run else None}, SweepResult.from_json)
 

@@ -324,6 +324,20 @@ class AsyncClient:
     async def kill(self, run_id: str, signal: Signal | None = None) -> None:
         await self._call(_ops.kill(run_id, signal))
 
+    async def signal_all(self, sandbox: str, signal: Signal) -> int:
+        return await self._call(_ops.sandbox_signal(sandbox, signal))
+
+    async def freeze(self, sandbox: str) -> bool:
+        return await self._call(_ops.sandbox_freeze(sandbox))
+
+    async def thaw(self, sandbox: str) -> bool:
+        return await self._call(_ops.sandbox_thaw(sandbox))
+
+    async def update_limits(self, sandbox: str, *, memory: Size | None = None, pids: int | None = None,
+                            cpus: float | None = None, best_effort: bool | None = None) -> SandboxInfo:
+        return await self._call(_ops.sandbox_update(sandbox, memory=memory, pids=pids, cpus=cpus,
+                                                    best_effort=best_effort))
+
     async def snapshot(self, sandbox: str, label: str | None = None,
                        on_progress: Callable[[Progress], None] | None = None) -> SnapshotResult:
         return await self._call(_ops.snapshot(sandbox, label), _progress(on_progress))

@@ -327,6 +327,22 @@ class Client:
         """``kill``: ``KILL`` (the default) kills the run's whole cgroup."""
         self._call(_ops.kill(run_id, signal))
 
+    def signal_all(self, sandbox: str, signal: Signal) -> int:
+        """``sandbox.signal``: every process of the sandbox's runs; how many were signalled."""
+        return self._call(_ops.sandbox_signal(sandbox, signal))
+
+    def freeze(self, sandbox: str) -> bool:
+        """``sandbox.freeze``: every process stopped (cgroup.freeze) until thaw."""
+        return self._call(_ops.sandbox_freeze(sandbox))
+
+    def thaw(self, sandbox: str) -> bool:
+        return self._call(_ops.sandbox_thaw(sandbox))
+
+    def update_limits(self, sandbox: str, *, memory: Size | None = None, pids: int | None = None,
+                      cpus: float | None = None, best_effort: bool | None = None) -> SandboxInfo:
+        """``sandbox.update``: new memory, pids and cpu limits, written to the kernel."""
+        return self._call(_ops.sandbox_update(sandbox, memory=memory, pids=pids, cpus=cpus, best_effort=best_effort))
+
     # ---- snapshots --------------------------------------------------------------------
 
     def snapshot(self, sandbox: str, label: str | None = None,
