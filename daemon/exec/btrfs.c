@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <linux/btrfs.h>
 #include <linux/magic.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,16 +32,19 @@ static int set_name(struct btrfs_ioctl_vol_args_v2 *a, const char *name) {
         return 0;
 }
 
-/* One qgroup to inherit into, in the layout the ioctls read. */
-typedef struct Inherit {
+/* One qgroup to inherit into, in the layout the ioctls read: the header, then its qgroups[]
+ * (a flexible array member, so a union rather than a struct with a field after it). */
+typedef union Inherit {
         struct btrfs_qgroup_inherit h;
-        uint64_t id;
+        uint8_t bytes[sizeof(struct btrfs_qgroup_inherit) + sizeof(uint64_t)];
 } Inherit;
 
 static void set_inherit(struct btrfs_ioctl_vol_args_v2 *a, Inherit *in, uint64_t qgroup) {
         if (!qgroup)
                 return;
-        *in = (Inherit) { .h.num_qgroups = 1, .id = qgroup };
+        memset(in, 0, sizeof(*in));
+        in->h.num_qgroups = 1;
+        memcpy(in->bytes + offsetof(struct btrfs_qgroup_inherit, qgroups), &qgroup, sizeof(qgroup));
         a->flags |= BTRFS_SUBVOL_QGROUP_INHERIT;
         a->size = sizeof(*in);
         a->qgroup_inherit = &in->h;
