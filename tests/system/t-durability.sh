@@ -1,6 +1,8 @@
 #!/bin/bash
 # sandboxd under a real systemd, dying and idling: SIGKILLed in the middle of a run, it comes
-# back on the next connection with every sandbox and file, and reports the interrupted run;
+# back on the next connection with every sandbox and file, and the run goes on (its sandbox is a
+# scope of its own and its pipes were in the fd store: issue 22; t-restart-all.sh follows one to
+# its final reply);
 # SIGKILLed in the middle of a snapshot, it keeps the finished snapshots and discards the cut one;
 # with idle_exit_s it exits by itself once idle (a clean stop, not a failure) and the next
 # connection starts it again through the socket, everything where it was.
@@ -53,11 +55,15 @@ new=$(systemctl show -p MainPID --value sandboxd.service)
 diag "daemon pid $old -> $new; interrupted: $(jq -c .sandbox.interrupted_runs <<<"$r")"
 [ "$new" != "$old" ] && [ "$(jqr .sandbox.id "$r")" = "$sid" ]
 ok $? "after SIGKILL the next connection finds a new daemon with the sandbox"
-[ "$(jqr '.sandbox.interrupted_runs | map(select(.id == "'"$run_id"'" and .reason == "daemon restarted" and .argv == ["sleep","1000"])) | length' "$r")" = 1 ]
-ok $? "inspect reports the interrupted run: id, argv, reason \"daemon restarted\""
+[ "$(jqr '.sandbox.interrupted_runs | length' "$r")" = 0 ]
+ok $? "the run in flight was not interrupted: inspect lists no interrupted run"
 r=$(call "{\"op\":\"run\",\"sandbox\":\"$sid\",\"command\":\"cat /work/d/file; pgrep -c sleep || true\"}")
-[ "$(jqr .stdout "$r")" = $'precious\n0' ]
-ok $? "the workspace is intact; the interrupted run's process is gone"
+[ "$(jqr .stdout "$r")" = $'precious\n1' ]
+ok $? "the workspace is intact, and the run's sleep still runs ($(jqr .stdout "$r" | tr '\n' ' '))"
+r=$(call "{\"op\":\"kill\",\"run_id\":\"$run_id\"}")
+k=$(call "{\"op\":\"run\",\"sandbox\":\"$sid\",\"command\":\"for i in \$(seq 50); do pgrep sleep >/dev/null || exit 0; sleep 0.1; done; exit 1\"}")
+[ "$(jqr .ok "$r")" = true ] && [ "$(jqr .exit_code "$k")" = 0 ]
+ok $? "the next daemon knows the run by its id: kill ends it ($(jqr .ok "$r"), the sleep gone: $(jqr .exit_code "$k"))"
 # Besides it, only the new daemon's pool of ready sandboxes (pool_size, 2 by default): the
 # earlier daemon's pooled cgroups are gone. Sandboxes listed besides this test's are not its own:
 # they are not counted.
@@ -142,8 +148,8 @@ diag "daemon pid $first -> $second"
 [ "$(jqr .stdout "$r")" = precious ] && [ "$second" != "$first" ] && [ "$second" != 0 ]
 ok $? "the next connection starts it again through the socket; the sandbox and its files are there"
 r=$(call '{"op":"inspect","sandbox":"'"$sid"'"}')
-[ "$(jqr '.sandbox.interrupted_runs | length' "$r")" = 1 ]
-ok $? "the idle exit interrupted no run (still only the SIGKILLed one)"
+[ "$(jqr '.sandbox.interrupted_runs | length' "$r")" = 0 ]
+ok $? "the idle exit interrupted no run"
 
 restore_conf
 trap - EXIT
