@@ -262,6 +262,18 @@ int storage_image_mount(const char *image, uint64_t size, bool btrfs, const char
                         return r;
                 ret->created = true;
         }
+        /* Still attached: an earlier daemon's mount, in a mount namespace of its own (systemd's),
+         * which its sandboxes keep alive across a restart (their processes outlive it). That
+         * loop device's filesystem is mounted here too: the same device is the same superblock,
+         * never a second one of the image. */
+        loop_of(image, ret->loop_dev, sizeof(ret->loop_dev));
+        if (ret->loop_dev[0]) {
+                r = btrfs ? mount_loop_btrfs(ret->loop_dev, target, ret, why, why_len)
+                          : mount_loop(ret->loop_dev, target, ret, why, why_len);
+                if (r >= 0)
+                        return 0;
+                ret->loop_dev[0] = '\0';
+        }
         r = wait_released(image, why, why_len);
         if (r < 0)
                 return r;

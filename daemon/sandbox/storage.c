@@ -24,7 +24,19 @@ static int image_path(Context *ctx, char **ret) {
 static int prepare_image(Context *ctx, const char *dir, const char *image) {
         StorageImage si;
         char why[512] = "", size[32];
-        int r = storage_image_mount(image, ctx->config.storage_image_size, ctx->config.storage_btrfs, dir, &si, why,
+        int r;
+
+        /* The image's filesystem is mounted in the daemon's mount namespace (systemd's own for
+         * the service), and every sandbox's mount namespace holds it: sandboxes kept through a
+         * restart would keep the earlier daemon's mount, which the next one cannot take over yet
+         * (it waited for the image's release, then failed to start). So here a stop stops the
+         * sandboxes, as stop_sandboxes = 1 says. */
+        if (!ctx->config.stop_sandboxes) {
+                log_info("storage = image: a stop of the daemon stops the sandboxes' processes too (their mounts hold "
+                         "the image's filesystem): as stop_sandboxes = 1");
+                ctx->config.stop_sandboxes = 1;
+        }
+        r = storage_image_mount(image, ctx->config.storage_image_size, ctx->config.storage_btrfs, dir, &si, why,
                                     sizeof(why));
 
         if (r == -ENOTEMPTY)
