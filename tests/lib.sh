@@ -458,3 +458,18 @@ _fds_are() { [ "$(daemon_fds)" = "$1" ]; }
 wait_fds() { wait_until 5 _fds_are "$1"; }
 
 _setup
+
+# The daemon under tests/fake-fdstore.py, a stand-in for systemd's fd store (the restart tests):
+# MGR is the stand-in's pid, $T/store lists what it holds, $T/daemon.pid the daemon it started
+# last (it starts the next one when that one exits); daemon_up [OLD_PID] waits for one that answers
+# and is not OLD_PID, and sets DAEMON_PID.
+start_under_fake_fdstore() {
+        mkdir -p "$T/state"
+        python3 "$TESTS_DIR/fake-fdstore.py" "$T/notify" "$T/store" "$T/daemon.pid" -- \
+                "$SANDBOXD" --listen "$SOCK" --state-dir "$T/state" --cgroup-root "$CG" --pool-size 0 >>"$T/daemon.log" 2>&1 &
+        MGR=$!
+}
+_pid_file() { [ -s "$T/daemon.pid" ] && [ "$(cat "$T/daemon.pid")" != "${1:-}" ]; }
+daemon_up() { # OLD_PID: the one it must not be
+        wait_until 10 _pid_file "${1:-}" && DAEMON_PID=$(cat "$T/daemon.pid") && wait_until 15 _health_ok
+}

@@ -10,15 +10,8 @@
 # what is left of the run is killed; nothing of the ended runs stays in the store.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
 
-mkdir -p "$T/state"
-python3 "$TESTS_DIR/fake-fdstore.py" "$T/notify" "$T/store" "$T/daemon.pid" -- \
-        "$SANDBOXD" --listen "$SOCK" --state-dir "$T/state" --cgroup-root "$CG" --pool-size 0 >>"$T/daemon.log" 2>&1 &
-MGR=$!
+start_under_fake_fdstore
 export MGR
-_pid_file() { [ -s "$T/daemon.pid" ] && [ "$(cat "$T/daemon.pid")" != "${1:-}" ]; }
-daemon_up() { # OLD_PID: the one it must not be
-        wait_until 10 _pid_file "${1:-}" && DAEMON_PID=$(cat "$T/daemon.pid") && wait_until 15 _health_ok
-}
 if ! check "a daemon under a service manager with an fd store answers" daemon_up; then
         kill -TERM "$MGR"
         exit 0

@@ -182,12 +182,7 @@ rpc '{"op":"destroy","sandbox":"solo"}' >/dev/null
 stop_daemon
 
 # ---- an fd store --------------------------------------------------------------------------
-mkdir -p "$T/state"
-python3 "$TESTS_DIR/fake-fdstore.py" "$T/notify" "$T/store" "$T/daemon.pid" -- \
-        "$SANDBOXD" --listen "$SOCK" --state-dir "$T/state" --cgroup-root "$CG" --pool-size 0 >>"$T/daemon.log" 2>&1 &
-MGR=$!
-_pid_file() { [ -s "$T/daemon.pid" ] && [ "$(cat "$T/daemon.pid")" != "${1:-}" ]; }
-daemon_up() { wait_until 10 _pid_file "${1:-}" && DAEMON_PID=$(cat "$T/daemon.pid") && wait_until 15 _health_ok; }
+start_under_fake_fdstore
 restart() { # SIGNAL
         local old=$DAEMON_PID
         kill -"$1" "$DAEMON_PID"

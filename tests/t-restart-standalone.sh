@@ -91,14 +91,7 @@ is "$(cg_procs | wc -l)" 0 "no process is left in any sandbox"
 stop_daemon
 
 # ---- an fd store: the init's pidfd comes back from it ----------------------------------------
-mkdir -p "$T/state"
-python3 "$TESTS_DIR/fake-fdstore.py" "$T/notify" "$T/store" "$T/daemon.pid" -- \
-        "$SANDBOXD" --listen "$SOCK" --state-dir "$T/state" --cgroup-root "$CG" --pool-size 0 >>"$T/daemon.log" 2>&1 &
-MGR=$!
-_pid_file() { [ -s "$T/daemon.pid" ] && [ "$(cat "$T/daemon.pid")" != "${1:-}" ]; }
-daemon_up() { # OLD_PID: the one it must not be
-        wait_until 10 _pid_file "${1:-}" && DAEMON_PID=$(cat "$T/daemon.pid") && wait_until 15 _health_ok
-}
+start_under_fake_fdstore
 check "a daemon under a service manager with an fd store answers" daemon_up
 r=$(rpc '{"op":"create","best_effort":true,"name":"st"}')
 sid=$(jget "$r" .sandbox.id)
