@@ -5,6 +5,9 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "run-capture.h"
@@ -104,9 +107,117 @@ static void test_not_ours(void) {
         close(fd);
 }
 
+/* read(2) of this program, run-capture.c's too: in a child, a daemon killed just before or just
+ * after its read of die_fd (the kernel has copied the bytes, nothing after it ran). */
+static int die_fd = -1;
+static enum { DIE_NEVER, DIE_BEFORE_READ, DIE_AFTER_READ } die_when;
+
+ssize_t read(int fd, void *buf, size_t n) {
+        ssize_t k;
+
+        if (fd == die_fd && die_when == DIE_BEFORE_READ)
+                _exit(0);
+        k = syscall(SYS_read, fd, buf, n);
+        if (fd == die_fd && die_when == DIE_AFTER_READ)
+                _exit(0);
+        return k;
+}
+
+static int pipe_holds(int fd) {
+        int n = -1;
+        return ioctl(fd, FIONREAD, &n) < 0 ? -1 : n;
+}
+
+static void test_read_through(void) {
+        CaptureFixed f = { .cap = CAP }, g;
+        CaptureAccount a = { .seq = 3 }, b;
+        Capture c = CAPTURE_NONE, again = CAPTURE_NONE;
+        Output out[2], back[2];
+        const char *why = NULL, *data = NULL;
+        int p[2];
+
+        if (capture_new(&c, &f, out) < 0 || pipe2(p, O_CLOEXEC | O_NONBLOCK) < 0) {
+                ok(false, "a capture and a pipe");
+                return;
+        }
+        errno = 0;
+        ok(capture_read(&c, out, &a, 0, p[0], &data) == -1 && errno == EAGAIN, "capture_read of an empty pipe: EAGAIN");
+        (void) write(p[1], "0123456789", 10);
+        is_int((int) capture_read(&c, out, &a, 0, p[0], &data), 10, "capture_read takes what the pipe holds");
+        ok(data && memcmp(data, "0123456789", 10) == 0, "and gives those bytes");
+        is_int(pipe_holds(p[0]), 0, "the pipe is empty");
+        is_int(reopen(&c, &again, back, &g, &b, &why), 0, "taken back");
+        is_uint64(back[0].total, 10, "the bytes read are published");
+        ok(memcmp(back[0].head, "0123456789", 10) == 0, "in its head");
+        is_uint64(b.seq, 3, "with the account given");
+        capture_done(&again);
+        close(p[1]);
+        is_int((int) capture_read(&c, out, &a, 0, p[0], &data), 0, "at the pipe's end: 0");
+        close(p[0]);
+        capture_done(&c);
+}
+
+/* A daemon killed in capture_read(), before or after its read: the next one loses no byte and
+ * counts none twice, whichever it was, with the tail's ring full and turning. */
+static void killed_in_read(int when, const char *what) {
+        CaptureFixed f = { .cap = CAP }, g;
+        CaptureAccount a = { 0 }, b;
+        Capture c = CAPTURE_NONE, again = CAPTURE_NONE;
+        Output out[2], back[2];
+        const char *why = NULL, *data;
+        char first[100], next[48], all[148];
+        int p[2], status = -1;
+        pid_t pid;
+
+        for (size_t i = 0; i < sizeof(all); i++)
+                all[i] = (char) ('A' + i % 53);
+        memcpy(first, all, sizeof(first));
+        memcpy(next, all + sizeof(first), sizeof(next));
+        if (capture_new(&c, &f, out) < 0 || pipe2(p, O_CLOEXEC | O_NONBLOCK) < 0) {
+                ok(false, "%s: a capture and a pipe", what);
+                return;
+        }
+        (void) write(p[1], first, sizeof(first));
+        (void) capture_read(&c, out, &a, 1, p[0], &data);
+        (void) write(p[1], next, sizeof(next));
+        pid = fork();
+        if (pid == 0) {
+                die_fd = p[0];
+                die_when = when;
+                (void) capture_read(&c, out, &a, 1, p[0], &data);
+                _exit(1);
+        }
+        ok(pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0,
+           "%s: the daemon died in its read", what);
+        is_int(reopen(&c, &again, back, &g, &b, &why), 0, "%s: its capture is taken back, not torn (%s)", what, why ? why : "");
+        if (when == DIE_BEFORE_READ) {
+                is_uint64(back[1].total, 100, "%s: the bytes not read are not counted", what);
+                is_int(pipe_holds(p[0]), 48, "%s: they are still in the pipe", what);
+                (void) capture_read(&again, back, &b, 1, p[0], &data);
+        } else {
+                is_uint64(back[1].total, 148, "%s: the bytes read are counted", what);
+                is_int(pipe_holds(p[0]), 0, "%s: and are no longer in the pipe", what);
+        }
+        is_uint64(back[1].total, 148, "%s: in the end every byte is counted once", what);
+        ok(memcmp(back[1].head, all, 32) == 0, "%s: the head holds the first bytes", what);
+        ok(back[1].tail_len == 32 && memcmp(back[1].tail + back[1].tail_start, all + 148 - 32, 32 - back[1].tail_start) == 0 &&
+                   memcmp(back[1].tail, all + 148 - back[1].tail_start, back[1].tail_start) == 0,
+           "%s: the tail holds the last ones, in order", what);
+        capture_done(&again);
+        is_int(reopen(&c, &again, back, &g, &b, &why), 0, "%s: taken back a second time", what);
+        is_uint64(back[1].total, 148, "%s: nothing is appended twice", what);
+        capture_done(&again);
+        close(p[0]);
+        close(p[1]);
+        capture_done(&c);
+}
+
 int main(void) {
         test_round_trip();
         test_torn();
         test_not_ours();
+        test_read_through();
+        killed_in_read(DIE_BEFORE_READ, "killed before its read");
+        killed_in_read(DIE_AFTER_READ, "killed after its read");
         return done_testing();
 }

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -11,7 +12,7 @@
 #include "run-capture.h"
 
 #define CAPTURE_MAGIC 0x3170614378625353ULL /* "SSbxCap1", little-endian */
-#define CAPTURE_VERSION 1
+#define CAPTURE_VERSION 2 /* 1: no staging area, no read in flight (an earlier daemon's, still opened) */
 #define CAPTURE_HEADER_SIZE 4096u
 #define CAPTURE_SEALS (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL)
 
@@ -27,6 +28,15 @@ typedef struct CaptureState {
         uint64_t check;
 } CaptureState;
 
+/* A read in flight (capture_read()): bytes of stream are being read into the staging area, whose
+ * first byte holds the complement of first until the read has taken place. */
+typedef struct CaptureInFlight {
+        uint64_t gen;   /* that of the state it goes with */
+        uint64_t bytes; /* 0: none */
+        uint32_t stream, first;
+        uint64_t check;
+} CaptureInFlight;
+
 struct CaptureHeader {
         uint64_t magic;
         uint32_t version, header_size;
@@ -36,6 +46,7 @@ struct CaptureHeader {
         uint64_t fixed_check;
         uint64_t current;
         CaptureState state[2];
+        CaptureInFlight reading[2]; /* version 2 on: reading[k] goes with state[k] */
 };
 
 _Static_assert(sizeof(CaptureHeader) <= CAPTURE_HEADER_SIZE, "the header fits its page");
@@ -56,6 +67,14 @@ static uint64_t state_check(const CaptureState *s) {
         return fnv1a(s, offsetof(CaptureState, check));
 }
 
+static uint64_t in_flight_check(const CaptureInFlight *f) {
+        return fnv1a(f, offsetof(CaptureInFlight, check));
+}
+
+static size_t staging_size(uint32_t version) {
+        return version >= 2 ? CAPTURE_STAGING : 0;
+}
+
 /* The layout: the header's page, then stdout's head and tail, then stderr's. */
 static char *stream_head(const Capture *c, int i) {
         uint64_t cap = c->h->cap;
@@ -65,6 +84,11 @@ static char *stream_head(const Capture *c, int i) {
 static char *stream_tail(const Capture *c, int i) {
         uint64_t cap = c->h->cap;
         return stream_head(c, i) + (cap - cap / 2);
+}
+
+/* After both streams (version 2 on). */
+static char *staging(const Capture *c) {
+        return c->h->version >= 2 ? stream_head(c, 2) : NULL;
 }
 
 static int capture_map(Capture *c, int fd, size_t size) {
@@ -80,9 +104,9 @@ int capture_new(Capture *c, const CaptureFixed *f, Output out[2]) {
         size_t size;
         int k;
 
-        if (f->cap > (SIZE_MAX - CAPTURE_HEADER_SIZE) / 2)
+        if (f->cap > (SIZE_MAX - CAPTURE_HEADER_SIZE - CAPTURE_STAGING) / 2)
                 return -EFBIG;
-        size = CAPTURE_HEADER_SIZE + 2 * (size_t) f->cap;
+        size = CAPTURE_HEADER_SIZE + 2 * (size_t) f->cap + CAPTURE_STAGING;
         fd = memfd_create("sandboxd-capture", MFD_CLOEXEC | MFD_ALLOW_SEALING);
         if (fd < 0)
                 return -errno;
@@ -111,7 +135,9 @@ int capture_new(Capture *c, const CaptureFixed *f, Output out[2]) {
         return 0;
 }
 
-void capture_publish(Capture *c, const Output out[2], const CaptureAccount *a) {
+/* The counts of out[] and a, and the read in flight (or none), into the copy not in use; then the
+ * flip. */
+static void publish(Capture *c, const Output out[2], const CaptureAccount *a, const CaptureInFlight *reading) {
         uint64_t cur;
         CaptureState *next;
 
@@ -129,7 +155,89 @@ void capture_publish(Capture *c, const Output out[2], const CaptureAccount *a) {
         for (int i = 0; i < 2; i++)
                 next->stream[i] = (CaptureCounts) { out[i].head_len, out[i].tail_start, out[i].tail_len, out[i].total };
         next->check = state_check(next);
+        if (c->h->version >= 2) {
+                CaptureInFlight *f = &c->h->reading[!cur];
+                *f = reading ? *reading : (CaptureInFlight) {};
+                f->gen = next->gen;
+                f->check = in_flight_check(f);
+        }
         __atomic_store_n(&c->h->current, !cur, __ATOMIC_RELEASE);
+}
+
+void capture_publish(Capture *c, const Output out[2], const CaptureAccount *a) {
+        publish(c, out, a, NULL);
+}
+
+/* One byte of what the pipe holds, left in it: tee(2) into a pipe of our own, read back. 1, 0 at
+ * its end, -1 with errno (EAGAIN: nothing yet; EINVAL: fd is no pipe). */
+static int peek_first(int fd, unsigned char *ret) {
+        static int scratch[2] = { -EBADF, -EBADF };
+        ssize_t n;
+
+        if (scratch[0] < 0 && pipe2(scratch, O_CLOEXEC | O_NONBLOCK) < 0)
+                return -1;
+        n = tee(fd, scratch[1], 1, SPLICE_F_NONBLOCK);
+        if (n <= 0)
+                return (int) n;
+        if (read(scratch[0], ret, 1) == 1)
+                return 1;
+        /* Cannot happen; a byte left in it would be taken for the next pipe's. */
+        scratch[0] = safe_close(scratch[0]);
+        scratch[1] = safe_close(scratch[1]);
+        errno = EIO;
+        return -1;
+}
+
+ssize_t capture_read(Capture *c, Output out[2], const CaptureAccount *a, int i, int fd, const char **ret_data) {
+        static char plain[CAPTURE_STAGING];
+        char *st = c->h ? staging(c) : NULL;
+        unsigned char first;
+        int avail = 0, k;
+        ssize_t n;
+
+        k = st ? peek_first(fd, &first) : -1;
+        if (k == 0 || (k < 0 && errno == EAGAIN))
+                return k;
+        if (k < 0 || ioctl(fd, FIONREAD, &avail) < 0 || avail <= 0) {
+                /* No pipe, or an earlier daemon's capture without a staging area: a plain read, and a
+                 * daemon killed before its publish loses what it read. */
+                *ret_data = plain;
+                n = read(fd, plain, sizeof(plain));
+                if (n > 0) {
+                        output_append(&out[i], plain, (size_t) n);
+                        capture_publish(c, out, a);
+                }
+                return n;
+        }
+        /* The pipe holds avail bytes and is ours alone to read: a read of them returns them all.
+         * Announced first, with evidence that tells afterwards whether it took place. */
+        CaptureInFlight f = {
+                .bytes = (uint64_t) avail < CAPTURE_STAGING ? (uint64_t) avail : CAPTURE_STAGING,
+                .stream = (uint32_t) i,
+                .first = first,
+        };
+        st[0] = (char) ~first;
+        publish(c, out, a, &f);
+        n = read(fd, st, f.bytes);
+        if (n > 0 && (uint64_t) n != f.bytes) {
+                f.bytes = (uint64_t) n;
+                publish(c, out, a, &f);
+        }
+        if (n > 0)
+                output_append(&out[i], st, (size_t) n);
+        capture_publish(c, out, a);
+        *ret_data = st;
+        return n;
+}
+
+static const char *in_flight_torn(const CaptureHeader *h) {
+        const CaptureInFlight *f = &h->reading[h->current];
+
+        if (f->check != in_flight_check(f) || f->gen != h->state[h->current].gen)
+                return "its header's read in flight fails its check";
+        if (f->bytes > CAPTURE_STAGING || f->stream > 1 || f->first > 0xff)
+                return "its header's read in flight passes the staging area";
+        return NULL;
 }
 
 static const char *counts_torn(const CaptureCounts *n, uint64_t cap) {
@@ -150,12 +258,13 @@ static const char *header_torn(const Capture *c, const struct stat *st) {
         const CaptureState *s;
         const char *why;
 
-        if (h->magic != CAPTURE_MAGIC || h->version != CAPTURE_VERSION || h->header_size != CAPTURE_HEADER_SIZE)
+        if (h->magic != CAPTURE_MAGIC || h->version < 1 || h->version > CAPTURE_VERSION ||
+            h->header_size != CAPTURE_HEADER_SIZE)
                 return "its header has no capture's magic and version";
         if (h->fixed_check != fixed_check(h))
                 return "its header's fixed part fails its check";
         if (h->cap < 2 || h->cap > ((uint64_t) st->st_size - CAPTURE_HEADER_SIZE) / 2 ||
-            h->size != (uint64_t) st->st_size || h->size != CAPTURE_HEADER_SIZE + 2 * h->cap)
+            h->size != (uint64_t) st->st_size || h->size != CAPTURE_HEADER_SIZE + 2 * h->cap + staging_size(h->version))
                 return "its header's sizes disagree with the memfd's";
         if (h->current > 1)
                 return "its header's current copy is neither of the two";
@@ -165,6 +274,8 @@ static const char *header_torn(const Capture *c, const struct stat *st) {
         for (int i = 0; i < 2; i++)
                 if ((why = counts_torn(&s->stream[i], h->cap)))
                         return why;
+        if (h->version >= 2 && (why = in_flight_torn(h)))
+                return why;
         return NULL;
 }
 
@@ -219,6 +330,15 @@ int capture_open(Capture *c, int fd, CaptureFixed *ret_fixed, CaptureAccount *re
         for (int i = 0; i < 2; i++)
                 output_init_borrowed(&out[i], c->h->cap, stream_head(c, i), stream_tail(c, i), s->stream[i].head_len,
                                      s->stream[i].tail_start, s->stream[i].tail_len, s->stream[i].total);
+        /* A daemon killed in capture_read(): the bytes it read are in the staging area, or still in
+         * the pipe. Appended again on the same counts, they land where they may already be. */
+        if (c->h->version >= 2 && c->h->reading[c->h->current].bytes) {
+                const CaptureInFlight *f = &c->h->reading[c->h->current];
+                const char *data = staging(c);
+                if ((unsigned char) data[0] == f->first)
+                        output_append(&out[f->stream], data, f->bytes);
+                capture_publish(c, out, ret_acct);
+        }
         return 0;
 }
 

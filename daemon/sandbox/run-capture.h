@@ -8,12 +8,19 @@
  * The header's changing part is kept twice: a publish writes the copy not in use, with its own
  * check, and then flips "current" with a release store, so that a daemon killed between two
  * publishes leaves one copy that describes bytes that are there. A header that fails a check is
- * "torn": capture_open() names the check, and the run's capture is lost (run.c). */
+ * "torn": capture_open() names the check, and the run's capture is lost (run.c).
+ *
+ * A read from a pipe takes the bytes out of it: a daemon killed after its read and before the
+ * publish of what it read would lose them. capture_read() announces each read first (how many
+ * bytes, into a staging area after the streams, and the first of them, peeked with tee(2)), so
+ * that the next daemon tells whether it took place (the staging area's first byte held that
+ * byte's complement until it did) and appends them, or finds them still in the pipe. */
 #pragma once
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "output.h"
 
@@ -21,6 +28,8 @@
 #define CAPTURE_OPEN_ERR 2u
 #define CAPTURE_OPEN_IN 4u   /* the stdin write end */
 #define CAPTURE_STARTED 8u   /* its command was started (the report of it was read) */
+
+#define CAPTURE_STAGING (64u * 1024) /* the most one capture_read() takes */
 
 /* What a run's capture says of the run, besides its output. */
 typedef struct CaptureAccount {
@@ -57,4 +66,8 @@ int capture_new(Capture *c, const CaptureFixed *f, Output out[2]);
 int capture_open(Capture *c, int fd, CaptureFixed *ret_fixed, CaptureAccount *ret_acct, Output out[2], const char **ret_why);
 /* The counts of out[] and a into the header (the copy not in use, then the flip). */
 void capture_publish(Capture *c, const Output out[2], const CaptureAccount *a);
+/* One read of stream i's pipe fd (non-blocking) into out[i], published with a, as above. Returns
+ * the bytes read (*ret_data: them, valid until the next call), 0 at the pipe's end, -1 with errno
+ * (EAGAIN: nothing yet). A daemon killed anywhere in it loses none of them. */
+ssize_t capture_read(Capture *c, Output out[2], const CaptureAccount *a, int i, int fd, const char **ret_data);
 void capture_done(Capture *c);

@@ -424,28 +424,38 @@ static void run_set_reading(Run *r, bool on) {
         r->paused = !on;
 }
 
-static void run_output_chunk(Run *r, int i, const char *data, size_t n) {
-        output_append(&r->out[i], data, n);
-        if (!run_streams(r)) {
-                run_publish(r);
-                return;
-        }
-        run_send_output(r, i, data, n, false);
-        run_publish(r);
+/* One read of stream i into its Output, then out as an event where the run streams. A kept run
+ * reads through its capture (run-capture.h: a daemon killed in the read loses none of it); a run
+ * that needs no bytes of it but the tail's reads straight into the ring. Returns what read(2)
+ * returned. */
+static ssize_t run_read_output(Run *r, int i) {
+        char buf[65536];
+        const char *data = buf;
+        ssize_t n;
+
+        if (r->kept)
+                n = capture_read(&r->capture, r->out, &r->acct, i, r->out_fd[i], &data);
+        else if (!run_streams(r) && output_reads_direct(&r->out[i]))
+                return output_read(&r->out[i], r->out_fd[i]);
+        else if ((n = read(r->out_fd[i], buf, sizeof(buf))) > 0)
+                output_append(&r->out[i], buf, (size_t) n);
+        if (n <= 0 || !run_streams(r))
+                return n;
+        run_send_output(r, i, data, (size_t) n, false);
+        run_publish(r); /* the next event's seq */
         if (!reply_gone(r->reply) && reply_backlog(r->reply) > STREAM_PAUSE_BYTES)
                 run_set_reading(r, false);
+        return n;
 }
 
 static void drain_fd(Run *r, int i) {
-        char buf[65536];
         while (r->out_fd[i] >= 0) {
-                ssize_t n = read(r->out_fd[i], buf, sizeof(buf));
+                ssize_t n = run_read_output(r, i);
                 if (n <= 0) {
                         if (n < 0 && errno == EINTR)
                                 continue;
                         break;
                 }
-                run_output_chunk(r, i, buf, (size_t) n);
         }
         if (run_streams(r) && r->carry[i].len)
                 run_send_output(r, i, "", 0, true);
@@ -728,17 +738,7 @@ static void run_report_eof(void *userdata) {
 static int on_output(sd_event_source *src, int fd, uint32_t revents, void *userdata) {
         Run *r = userdata;
         int i = fd == r->out_fd[0] ? 0 : 1;
-        char buf[65536];
-        ssize_t n;
-
-        if (!run_streams(r) && output_reads_direct(&r->out[i])) {
-                n = output_read(&r->out[i], fd);
-                if (n > 0)
-                        run_publish(r);
-        } else if ((n = read(fd, buf, sizeof(buf))) > 0) {
-                run_output_chunk(r, i, buf, (size_t) n);
-                return 0;
-        }
+        ssize_t n = run_read_output(r, i);
 
         if (n > 0)
                 return 0;
