@@ -195,9 +195,12 @@ ssize_t capture_read(Capture *c, Output out[2], const CaptureAccount *a, int i, 
         int avail = 0, k;
         ssize_t n;
 
-        k = st ? peek_first(fd, &first) : -1;
-        if (k == 0 || (k < 0 && errno == EAGAIN))
-                return k;
+        if (st) {
+                k = peek_first(fd, &first);
+                if (k == 0 || (k < 0 && errno == EAGAIN))
+                        return k;
+        } else
+                k = -1;
         if (k < 0 || ioctl(fd, FIONREAD, &avail) < 0 || avail <= 0) {
                 /* No pipe, or an earlier daemon's capture without a staging area: a plain read, and a
                  * daemon killed before its publish loses what it read. */
