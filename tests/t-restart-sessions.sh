@@ -140,6 +140,14 @@ elif step == "two-after":
     msg = (r.get("error") or {}).get("message", "")
     check(err_code(r) == "session_lost" and "not in the fd store: its terminal;" in msg,
           "a session whose terminal left the store is session_lost, saying so", r)
+    # Its staging pipe had left the store too, as a session of a daemon before staging pipes.
+    for _ in range(50):
+        st = open(sys.argv[3]).read()
+        if re.search(r"^p\.%s\.stage pipe:" % re.escape(a), st, re.M):
+            break
+        time.sleep(0.1)
+    check(re.search(r"^p\.%s\.stage pipe:" % re.escape(a), st, re.M),
+          "a terminal session taken back without a staging pipe gets a new one, in the store", st)
     r = c.call({"op": "pty.close", "session": a}, 30)
     check(r.get("ok"), "pty.close", r)
 elif step == "lost":
@@ -198,17 +206,18 @@ sbx=$(jget "$r" .sandbox.id)
 like "$sbx" '^sbx-' "a sandbox"
 sess "open a session" open keep "$counter"
 sid=$(cat "$T/sid")
-_four() { [ "$(stored "$sid")" = 4 ]; }
-check "its terminal, ring, report socket and helper are in the store" wait_until 5 _four
+_five() { [ "$(stored "$sid")" = 5 ]; }
+check "its terminal, ring, report socket, helper and staging pipe are in the store" wait_until 5 _five
 like "$(grep "^p\\.$sid\\.ring " "$T/store")" "memfd:sandboxd-ring" "the ring is a memfd"
+like "$(grep "^p\\.$sid\\.stage " "$T/store")" "pipe:" "the staging pipe is a pipe"
 
 check "SIGTERM, and a next daemon" restart TERM
 sess "after SIGTERM" reattach "after SIGTERM"
-is "$(stored "$sid")" 4 "after SIGTERM, the store holds the session's 4 fds, no more"
+is "$(stored "$sid")" 5 "after SIGTERM, the store holds the session's 5 fds, no more"
 check "SIGKILL, and a next daemon" restart KILL
 sess "after SIGKILL" reattach "after SIGKILL"
 sess "input after the restart" input
-is "$(stored "$sid")" 4 "after SIGKILL, still 4"
+is "$(stored "$sid")" 5 "after SIGKILL, still 5"
 
 # A pipe session too: its three pipes instead of the terminal.
 sess "a pipe session" pipes keep
@@ -258,7 +267,7 @@ kill -USR1 "$MGR"
 check "the next daemon starts" daemon_up "$old"
 sess "a torn ring" torn "after a torn ring" "$end" keep
 like "$(cat "$T/daemon.log")" "output ring's header was torn" "the log says so"
-is "$(stored "$sid")" 4 "the new ring is in the store, in place of the torn one"
+is "$(stored "$sid")" 5 "the new ring is in the store, in place of the torn one"
 
 sess "close after the restarts" close
 
@@ -266,8 +275,8 @@ sess "close after the restarts" close
 # other's terminal left the store (that session is lost, and says so; its processes are killed).
 sess "two sessions" two keep "$counter"
 a=$(cat "$T/sid_a") b=$(cat "$T/sid_b")
-_eight() { [ "$(stored "$a")" = 4 ] && [ "$(stored "$b")" = 4 ]; }
-check "both in the store" wait_until 5 _eight
+_ten() { [ "$(stored "$a")" = 5 ] && [ "$(stored "$b")" = 5 ]; }
+check "both in the store" wait_until 5 _ten
 python3 - "$T/notify" "$a" "$b" <<'PY'
 import array, os, socket, sys
 s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
@@ -276,12 +285,13 @@ s.sendto(("FDSTOREREMOVE=1\nFDNAME=p.%s.ring" % sys.argv[2]).encode(), sys.argv[
 s.sendmsg([("FDSTORE=1\nFDNAME=p.%s.ring\nFDPOLL=0" % sys.argv[2]).encode()],
            [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [fd]).tobytes())], 0, sys.argv[1])
 s.sendto(("FDSTOREREMOVE=1\nFDNAME=p.%s.master" % sys.argv[3]).encode(), sys.argv[1])
+s.sendto(("FDSTOREREMOVE=1\nFDNAME=p.%s.stage" % sys.argv[2]).encode(), sys.argv[1])
 PY
-_changed() { grep -qx "p.$a.ring /dev/null" "$T/store" && ! grep -q "^p.$b.master " "$T/store"; }
-check "the store now holds /dev/null as one's ring and not the other's terminal" wait_until 5 _changed
+_changed() { grep -qx "p.$a.ring /dev/null" "$T/store" && ! grep -q "^p.$b.master " "$T/store" && ! grep -q "^p.$a.stage " "$T/store"; }
+check "the store now holds /dev/null as one's ring, not the other's terminal, nor the first's staging pipe" wait_until 5 _changed
 bcg=$(jq -r .cgroup "$T/state/sandboxes/$sbx/sessions/$b.json")
 check "SIGKILL, and a next daemon" restart KILL
-sess "what the store lost" two-after keep
+sess "what the store lost" two-after keep "$T/store"
 _bcg_empty() { [ ! -s "$CG/sandboxes/$sbx/$bcg/cgroup.procs" ]; }
 check "the lost session's processes were killed ($bcg empty)" wait_until 5 _bcg_empty
 r=$(rpc '{"op":"inspect","sandbox":"keep"}')

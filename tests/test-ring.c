@@ -1,8 +1,16 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Unit tests for daemon/core/ring.c: a session's output ring, its sequence numbers and its marks. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <termios.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "tap.h"
 #include "ring.h"
@@ -125,10 +133,258 @@ static void test_always_valid(void) {
         free(mem);
 }
 
+/* read(2) and splice(2) of this program, ring.c's too: in a child, a daemon killed just before or
+ * just after its read of die_fd, or just after a splice (the kernel has moved the bytes, nothing
+ * after it ran). */
+static int die_fd = -1;
+static enum { DIE_NEVER, DIE_BEFORE_READ, DIE_AFTER_READ, DIE_AFTER_SPLICE } die_when;
+
+ssize_t read(int fd, void *buf, size_t n) {
+        ssize_t k;
+
+        if (fd == die_fd && die_when == DIE_BEFORE_READ)
+                _exit(0);
+        k = syscall(SYS_read, fd, buf, n);
+        if (fd == die_fd && die_when == DIE_AFTER_READ)
+                _exit(0);
+        return k;
+}
+
+ssize_t splice(int in, loff_t *in_off, int out, loff_t *out_off, size_t len, unsigned flags) {
+        ssize_t k = syscall(SYS_splice, in, in_off, out, out_off, len, flags);
+        if (k > 0 && die_when == DIE_AFTER_SPLICE)
+                _exit(0);
+        return k;
+}
+
+static int fd_holds(int fd) {
+        int n = -1;
+        return ioctl(fd, FIONREAD, &n) < 0 ? -1 : n;
+}
+
+/* The ring on memory that a child's stores reach, as the memfd's do. */
+static void *shared_block(size_t size) {
+        void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+        return p == MAP_FAILED ? NULL : p;
+}
+
+/* Everything from seq from to the end, of one stream or not, into buf. */
+static size_t ring_all(const Ring *r, uint64_t from, char *buf, size_t max) {
+        size_t done = 0, n;
+        int stream;
+
+        while (from + done < ring_end(r) && done < max &&
+               (n = ring_copy(r, from + done, buf + done, max - done, &stream)) > 0)
+                done += n;
+        return done;
+}
+
+static void test_read_pipe(void) {
+        size_t size = ring_size(64, 8), v1_size = size - 64 - RING_STAGING;
+        char *mem = shared_block(size), buf[128];
+        Ring r, again;
+        int p[2], stream = -1;
+
+        if (!mem || ring_format(&r, mem, size, 64, 8, 0) < 0 || pipe2(p, O_CLOEXEC | O_NONBLOCK) < 0) {
+                ok(false, "a ring and a pipe");
+                return;
+        }
+        errno = 0;
+        ok(ring_read(&r, 0, p[0], 64) == -1 && errno == EAGAIN, "ring_read of an empty pipe: EAGAIN");
+        (void) write(p[1], "0123456789", 10);
+        is_int((int) ring_read(&r, 1, p[0], 64), 10, "ring_read takes what the pipe holds");
+        is_int(fd_holds(p[0]), 0, "the pipe is empty");
+        is_int((int) ring_copy(&r, 0, buf, sizeof(buf), &stream), 10, "the ring holds them");
+        ok(memcmp(buf, "0123456789", 10) == 0 && stream == 1, "as the stream given");
+        (void) write(p[1], "abcdefgh", 8);
+        is_int((int) ring_read(&r, 0, p[0], 3), 3, "at most max bytes");
+        is_int(fd_holds(p[0]), 5, "the rest stays in the pipe");
+        is_int(ring_open(&again, mem, size), 0, "a read that was appended is not appended again");
+        is_uint64(ring_end(&again), 13, "the end is the same");
+        is_int((int) ring_read(&r, 0, p[0], 64), 5, "the rest");
+        close(p[1]);
+        is_int((int) ring_read(&r, 0, p[0], 64), 0, "at the pipe's end: 0");
+        close(p[0]);
+
+        /* An earlier daemon's ring (version 1: no staging area) is opened and read plainly. */
+        ring_format(&r, mem, size, 64, 8, 7);
+        r.h->version = 1;
+        is_int(ring_open(&again, mem, v1_size), 0, "a version 1 ring is still opened");
+        ok(!again.reading, "it has no read in flight");
+        is_int(ring_open(&again, mem, size), -EBADMSG, "not at version 2's size");
+        (void) ring_open(&again, mem, v1_size);
+        if (pipe2(p, O_CLOEXEC | O_NONBLOCK) == 0) {
+                (void) write(p[1], "xyz", 3);
+                is_int((int) ring_read(&again, 0, p[0], 64), 3, "ring_read on it: a plain read");
+                ok(ring_copy(&again, 7, buf, sizeof(buf), &stream) == 3 && memcmp(buf, "xyz", 3) == 0, "into it");
+                close(p[0]);
+                close(p[1]);
+        }
+
+        /* A read in flight that fails its check was being announced: its read had not begun. */
+        ring_format(&r, mem, size, 64, 8, 0);
+        *r.reading = (RingInFlight) { .seq = 0, .bytes = 3, .stream = 0, .first = 'a', .check = 1 };
+        memcpy(r.staging, "abc", 3);
+        is_int(ring_open(&again, mem, size), 0, "a read in flight torn in its announcement appends nothing");
+        is_uint64(ring_end(&again), 0, "the end stays");
+        munmap(mem, size);
+}
+
+/* A daemon killed in ring_read(), before or after its read: the next one loses no byte and
+ * appends none twice, whichever it was, with the ring full and turning. */
+static void killed_in_read(int when, const char *what) {
+        size_t size = ring_size(64, 8);
+        char *mem = shared_block(size), all[88], back[64];
+        Ring r, again;
+        int p[2], status = -1;
+        pid_t pid;
+
+        for (size_t i = 0; i < sizeof(all); i++)
+                all[i] = (char) ('A' + i % 53);
+        if (!mem || ring_format(&r, mem, size, 64, 8, 0) < 0 || pipe2(p, O_CLOEXEC | O_NONBLOCK) < 0) {
+                ok(false, "%s: a ring and a pipe", what);
+                return;
+        }
+        (void) write(p[1], all, 40);
+        (void) ring_read(&r, 1, p[0], 64);
+        (void) write(p[1], all + 40, 48);
+        pid = fork();
+        if (pid == 0) {
+                die_fd = p[0];
+                die_when = when;
+                (void) ring_read(&r, 1, p[0], 64);
+                _exit(1);
+        }
+        ok(pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0,
+           "%s: the daemon died in its read", what);
+        is_int(ring_open(&again, mem, size), when == DIE_AFTER_READ ? 48 : 0,
+               "%s: the next daemon appends what was read, if it was", what);
+        is_int(fd_holds(p[0]), when == DIE_AFTER_READ ? 0 : 48, "%s: what was not read is still in the pipe", what);
+        if (when != DIE_AFTER_READ)
+                is_int((int) ring_read(&again, 1, p[0], 64), 48, "%s: and is read now", what);
+        is_uint64(ring_end(&again), 88, "%s: in the end every byte is counted once", what);
+        ok(ring_all(&again, ring_start(&again), back, sizeof(back)) == 64 && memcmp(back, all + 24, 64) == 0,
+           "%s: the ring holds the last 64 in order", what);
+        is_int(ring_open(&again, mem, size), 0, "%s: taken back a second time, nothing is appended twice", what);
+        is_uint64(ring_end(&again), 88, "%s: the same end", what);
+        close(p[0]);
+        close(p[1]);
+        munmap(mem, size);
+}
+
+static int open_terminal(int *ret_slave) {
+        int m = posix_openpt(O_RDWR | O_NOCTTY | O_NONBLOCK | O_CLOEXEC), s;
+        struct termios t;
+
+        if (m < 0 || grantpt(m) < 0 || unlockpt(m) < 0 || (s = open(ptsname(m), O_RDWR | O_NOCTTY | O_CLOEXEC)) < 0) {
+                if (m >= 0)
+                        close(m);
+                return -1;
+        }
+        if (tcgetattr(s, &t) == 0) {
+                cfmakeraw(&t);
+                (void) tcsetattr(s, TCSANOW, &t);
+        }
+        *ret_slave = s;
+        return m;
+}
+
+/* The terminal's line discipline passes bytes on to the master later: until it holds n. */
+static bool master_holds(int m, int n) {
+        for (int i = 0; i < 200; i++) {
+                if (fd_holds(m) >= n)
+                        return true;
+                nanosleep(&(struct timespec) { .tv_nsec = 10 * 1000 * 1000 }, NULL);
+        }
+        return false;
+}
+
+static void test_read_terminal(void) {
+        size_t size = ring_size(64, 8);
+        char *mem = shared_block(size), buf[64];
+        int m, s = -1, stage = ring_stage_new(), stream;
+        Ring r;
+
+        ok(stage >= 0 && (fcntl(stage, F_GETFL) & O_ACCMODE) == O_RDWR, "a staging pipe is one fd, read-write");
+        if (!mem || ring_format(&r, mem, size, 64, 8, 0) < 0 || (m = open_terminal(&s)) < 0 || stage < 0) {
+                ok(false, "a ring, a terminal and a staging pipe");
+                return;
+        }
+        errno = 0;
+        ok(ring_read_terminal(&r, m, stage, 64) == -1 && errno == EAGAIN, "nothing on the terminal: EAGAIN");
+        (void) write(s, "hello", 5);
+        ok(master_holds(m, 5), "the master holds 5 bytes");
+        is_int((int) ring_read_terminal(&r, m, stage, 64), 5, "ring_read_terminal takes them, through the staging pipe");
+        is_int(fd_holds(stage), 0, "which is empty again");
+        ok(ring_copy(&r, 0, buf, sizeof(buf), &stream) == 5 && memcmp(buf, "hello", 5) == 0, "into the ring");
+        (void) write(s, "plain", 5);
+        ok(master_holds(m, 5), "5 more");
+        is_int((int) ring_read_terminal(&r, m, -EBADF, 64), 5, "without a staging pipe: a plain read of the master");
+        ok(ring_copy(&r, 5, buf, sizeof(buf), &stream) == 5 && memcmp(buf, "plain", 5) == 0, "into the ring too");
+        close(s);
+        errno = 0;
+        ok(ring_read_terminal(&r, m, stage, 64) == -1 && errno == EIO, "the terminal's other end closed: EIO");
+        close(m);
+        close(stage);
+        munmap(mem, size);
+}
+
+/* A daemon killed in ring_read_terminal(): after its splice (the bytes are in the staging pipe,
+ * which the fd store keeps), before or after its read of the staging pipe. */
+static void killed_in_terminal_read(int when, const char *what) {
+        size_t size = ring_size(64, 8);
+        char *mem = shared_block(size), all[88], back[64];
+        int m, s = -1, stage = ring_stage_new(), status = -1;
+        Ring r, again;
+        pid_t pid;
+
+        for (size_t i = 0; i < sizeof(all); i++)
+                all[i] = (char) ('a' + i % 26);
+        if (!mem || ring_format(&r, mem, size, 64, 8, 0) < 0 || stage < 0 || (m = open_terminal(&s)) < 0) {
+                ok(false, "%s: a ring, a terminal and a staging pipe", what);
+                return;
+        }
+        (void) write(s, all, 40);
+        if (master_holds(m, 40))
+                (void) ring_read_terminal(&r, m, stage, 64);
+        (void) write(s, all + 40, 48);
+        ok(master_holds(m, 48), "%s: 48 more bytes on the terminal", what);
+        pid = fork();
+        if (pid == 0) {
+                die_fd = stage;
+                die_when = when;
+                (void) ring_read_terminal(&r, m, stage, 64);
+                _exit(1);
+        }
+        ok(pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0,
+           "%s: the daemon died in its read", what);
+        is_int(fd_holds(m), 0, "%s: the master no longer holds them", what);
+        is_int(ring_open(&again, mem, size), when == DIE_AFTER_READ ? 48 : 0,
+               "%s: the next daemon appends what was read from the staging pipe, if it was", what);
+        is_int(fd_holds(stage), when == DIE_AFTER_READ ? 0 : 48, "%s: the rest is in the staging pipe", what);
+        ring_read_staged(&again, stage);
+        is_int(fd_holds(stage), 0, "%s: and is taken from there", what);
+        is_uint64(ring_end(&again), 88, "%s: in the end every byte is counted once", what);
+        ok(ring_all(&again, ring_start(&again), back, sizeof(back)) == 64 && memcmp(back, all + 24, 64) == 0,
+           "%s: the ring holds the last 64 in order", what);
+        is_int(ring_open(&again, mem, size), 0, "%s: taken back a second time, nothing is appended twice", what);
+        close(s);
+        close(m);
+        close(stage);
+        munmap(mem, size);
+}
+
 int main(void) {
         test_fill_and_wrap();
         test_streams();
         test_reopen();
         test_always_valid();
+        test_read_pipe();
+        killed_in_read(DIE_BEFORE_READ, "killed before its read");
+        killed_in_read(DIE_AFTER_READ, "killed after its read");
+        test_read_terminal();
+        killed_in_terminal_read(DIE_AFTER_SPLICE, "terminal, killed after its splice");
+        killed_in_terminal_read(DIE_BEFORE_READ, "terminal, killed before its read");
+        killed_in_terminal_read(DIE_AFTER_READ, "terminal, killed after its read");
         return done_testing();
 }

@@ -1,7 +1,11 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
 
 #include "ring.h"
 
@@ -12,13 +16,40 @@ static size_t ring_data_offset(size_t max_marks) {
         return (n + 63) & ~(size_t) 63;
 }
 
-size_t ring_size(size_t cap, size_t max_marks) {
-        return ring_data_offset(max_marks ? max_marks : 1) + cap;
+/* Version 2 on, between the marks and the data: the read in flight, on a line of its own, then
+ * its staging area. */
+static size_t ring_buf_offset(uint32_t version, size_t max_marks) {
+        return ring_data_offset(max_marks) + (version >= 2 ? 64 + RING_STAGING : 0);
 }
+
+static size_t ring_size_of(uint32_t version, size_t cap, size_t max_marks) {
+        return ring_buf_offset(version, max_marks ? max_marks : 1) + cap;
+}
+
+size_t ring_size(size_t cap, size_t max_marks) {
+        return ring_size_of(RING_VERSION, cap, max_marks);
+}
+
+_Static_assert(sizeof(RingInFlight) <= 64, "the read in flight fits its line");
 
 static void ring_attach(Ring *r, void *mem, bool owned) {
         RingHeader *h = mem;
-        *r = (Ring) { .h = h, .buf = (char *) mem + ring_data_offset(h->max_marks), .cap = h->cap, .owned = owned };
+        char *reading = (char *) mem + ring_data_offset(h->max_marks);
+
+        *r = (Ring) { .h = h, .buf = (char *) mem + ring_buf_offset(h->version, h->max_marks), .cap = h->cap, .owned = owned };
+        if (h->version >= 2) {
+                r->reading = (RingInFlight *) reading;
+                r->staging = reading + 64;
+        }
+}
+
+static uint64_t in_flight_check(const RingInFlight *f) {
+        const unsigned char *p = (const unsigned char *) f;
+        uint64_t x = UINT64_C(0xcbf29ce484222325);
+
+        for (size_t i = 0; i < offsetof(RingInFlight, check); i++)
+                x = (x ^ p[i]) * UINT64_C(0x100000001b3);
+        return x;
 }
 
 int ring_format(Ring *r, void *mem, size_t size, size_t cap, size_t max_marks, uint64_t seq) {
@@ -28,6 +59,8 @@ int ring_format(Ring *r, void *mem, size_t size, size_t cap, size_t max_marks, u
         if (cap == 0 || max_marks > RING_MAX_MARKS || size < ring_size(cap, max_marks))
                 return -EINVAL;
         memset(h, 0, sizeof(*h));
+        /* No read in flight: a stale one would name a seq of another ring. */
+        memset((char *) mem + ring_data_offset(max_marks), 0, sizeof(RingInFlight));
         *h = (RingHeader) {
                 .version = RING_VERSION,
                 .max_marks = (uint32_t) max_marks,
@@ -80,8 +113,9 @@ static RingMark *mark_at(const Ring *r, size_t i) {
 static bool ring_header_valid(const RingHeader *h, size_t size) {
         uint64_t prev = 0;
 
-        if (size < sizeof(*h) || h->magic != RING_MAGIC || h->version != RING_VERSION || h->max_marks == 0 ||
-            h->max_marks > RING_MAX_MARKS || h->cap == 0 || h->cap > size || ring_size(h->cap, h->max_marks) != size)
+        if (size < sizeof(*h) || h->magic != RING_MAGIC || h->version < 1 || h->version > RING_VERSION ||
+            h->max_marks == 0 || h->max_marks > RING_MAX_MARKS || h->cap == 0 || h->cap > size ||
+            ring_size_of(h->version, h->cap, h->max_marks) != size)
                 return false;
         if (h->start > h->end || h->end - h->start > h->cap || span_first(h) >= h->max_marks || span_n(h) > h->max_marks)
                 return false;
@@ -96,16 +130,32 @@ static bool ring_header_valid(const RingHeader *h, size_t size) {
         return true;
 }
 
+/* A daemon killed in ring_read() after its announcement: the read took place when the staging
+ * area's first byte is no longer its complement, and its bytes are not in the ring yet when the
+ * announced seq is still the end (the append moves end last, by all of them at once: at most cap).
+ * A read in flight that fails its check was being announced: its read had not taken place. */
+static size_t ring_finish_read(Ring *r) {
+        const RingInFlight *f = r->reading;
+        size_t n;
+
+        if (!f || f->check != in_flight_check(f) || f->bytes == 0 || f->bytes > RING_STAGING || f->bytes > r->cap ||
+            f->stream > 1 || f->first > 0xff || f->seq != r->h->end || (unsigned char) r->staging[0] != f->first)
+                return 0;
+        n = (size_t) f->bytes;
+        ring_append(r, (int) f->stream, r->staging, n);
+        return n;
+}
+
 int ring_open(Ring *r, void *mem, size_t size) {
         if (!ring_header_valid(mem, size))
                 return -EBADMSG;
         ring_attach(r, mem, false);
-        return 0;
+        return (int) ring_finish_read(r);
 }
 
 bool ring_torn_end(const void *mem, size_t size, uint64_t *ret_end) {
         const RingHeader *h = mem;
-        if (size < sizeof(*h) || h->magic != RING_MAGIC || h->version != RING_VERSION)
+        if (size < sizeof(*h) || h->magic != RING_MAGIC || h->version < 1 || h->version > RING_VERSION)
                 return false;
         *ret_end = h->end;
         return true;
@@ -198,4 +248,115 @@ size_t ring_copy(const Ring *r, uint64_t from, void *buf, size_t max, int *ret_s
         }
         *ret_stream = stream;
         return n;
+}
+
+/* One byte of what the pipe holds, left in it: tee(2) into a pipe of our own, read back. 1, 0 at
+ * its end, -1 with errno (EAGAIN: nothing yet; EINVAL: fd is no pipe). */
+static int peek_first(int fd, unsigned char *ret) {
+        static int scratch[2] = { -EBADF, -EBADF };
+        ssize_t n;
+
+        if (scratch[0] < 0 && pipe2(scratch, O_CLOEXEC | O_NONBLOCK) < 0)
+                return -1;
+        n = tee(fd, scratch[1], 1, SPLICE_F_NONBLOCK);
+        if (n <= 0)
+                return (int) n;
+        if (read(scratch[0], ret, 1) == 1)
+                return 1;
+        /* Cannot happen; a byte left in it would be taken for the next pipe's. */
+        close(scratch[0]);
+        close(scratch[1]);
+        scratch[0] = scratch[1] = -EBADF;
+        errno = EIO;
+        return -1;
+}
+
+/* The fields first, their check last: a daemon killed in between leaves one that fails it. */
+static void ring_announce(Ring *r, const RingInFlight *f) {
+        RingInFlight *to = r->reading;
+
+        to->seq = f->seq;
+        to->bytes = f->bytes;
+        to->stream = f->stream;
+        to->first = f->first;
+        __atomic_store_n(&to->check, in_flight_check(f), __ATOMIC_RELEASE);
+}
+
+ssize_t ring_read(Ring *r, int stream, int fd, size_t max) {
+        static char plain[RING_STAGING];
+        unsigned char first = 0;
+        int avail = 0, k = -1;
+        ssize_t n;
+
+        max = max < RING_STAGING ? max : RING_STAGING;
+        max = max < r->cap ? max : r->cap;
+        if (r->reading) {
+                k = peek_first(fd, &first);
+                if (k == 0 || (k < 0 && errno == EAGAIN))
+                        return k;
+        }
+        if (k < 0 || ioctl(fd, FIONREAD, &avail) < 0 || avail <= 0) {
+                /* No pipe (a terminal), or a version 1 ring: a plain read. */
+                n = read(fd, plain, max);
+                if (n > 0)
+                        ring_append(r, stream, plain, (size_t) n);
+                return n;
+        }
+        /* The pipe holds avail bytes and is ours alone to read: a read of them returns them all. */
+        RingInFlight f = {
+                .seq = r->h->end,
+                .bytes = (size_t) avail < max ? (uint64_t) avail : max,
+                .stream = (uint32_t) stream,
+                .first = first,
+        };
+        r->staging[0] = (char) ~first;
+        ring_announce(r, &f);
+        n = read(fd, r->staging, (size_t) f.bytes);
+        if (n > 0 && (uint64_t) n != f.bytes) {
+                f.bytes = (uint64_t) n;
+                ring_announce(r, &f);
+        }
+        if (n > 0)
+                ring_append(r, stream, r->staging, (size_t) n);
+        return n;
+}
+
+int ring_stage_new(void) {
+        int fds[2], fd, k;
+        char path[64];
+
+        if (pipe2(fds, O_CLOEXEC | O_NONBLOCK) < 0)
+                return -errno;
+        snprintf(path, sizeof(path), "/proc/self/fd/%d", fds[0]);
+        fd = open(path, O_RDWR | O_NONBLOCK | O_CLOEXEC);
+        k = -errno;
+        close(fds[0]);
+        close(fds[1]);
+        return fd < 0 ? k : fd;
+}
+
+ssize_t ring_read_terminal(Ring *r, int master, int stage, size_t max) {
+        int queued = 0;
+        ssize_t n;
+
+        if (stage < 0)
+                return ring_read(r, 0, master, max);
+        max = max < RING_STAGING ? max : RING_STAGING;
+        max = max < r->cap ? max : r->cap; /* all of it is read at once, none waits in stage */
+        if (ioctl(stage, FIONREAD, &queued) < 0 || queued <= 0) {
+                n = splice(master, NULL, stage, NULL, max, SPLICE_F_NONBLOCK);
+                if (n < 0 && errno == EINVAL) /* a kernel that cannot splice from a terminal */
+                        return ring_read(r, 0, master, max);
+                if (n <= 0)
+                        return n;
+        }
+        return ring_read(r, 0, stage, max);
+}
+
+void ring_read_staged(Ring *r, int stage) {
+        int queued = 0;
+
+        while (stage >= 0 && ioctl(stage, FIONREAD, &queued) >= 0 && queued > 0)
+                if (ring_read(r, 0, stage, RING_STAGING) <= 0)
+                        break;
 }

@@ -125,9 +125,12 @@ int session_new(Sandbox *s, Reply *reply, RunSpec *spec, bool pty, unsigned rows
                 free(p);
                 return -EIO;
         }
-        p->ring_fd = -EBADF;
+        p->ring_fd = p->stage_fd = -EBADF;
         k = session_ring_new(p, s->ctx->config.session_ring_bytes, 0);
+        if (k >= 0 && pty && (p->stage_fd = ring_stage_new()) < 0)
+                k = p->stage_fd;
         if (k < 0) {
+                session_ring_unmap(p);
                 free(p);
                 return k;
         }
@@ -182,6 +185,7 @@ static void session_destroy(Session *p) {
         sd_event_source_disable_unref(p->kill_timer);
         sd_event_source_disable_unref(p->reap_timer);
         safe_close(p->in_fd);
+        safe_close(p->stage_fd);
         safe_close(p->main_pidfd);
         while (p->subs) {
                 Subscriber *sub = p->subs;
@@ -419,19 +423,18 @@ static void session_close_out(Session *p, int i) {
         p->out_fd[i] = safe_close(p->out_fd[i]);
 }
 
-/* One read of stream i; > 0 when bytes came, 0 when there is nothing (more) to read now. */
+/* One read of stream i; > 0 when bytes came, 0 when there is nothing (more) to read now. It is
+ * announced in the ring first, a terminal's goes through its staging pipe (ring_read(),
+ * ring_read_terminal()): a daemon killed between the read and the append loses nothing. */
 static int session_read(Session *p, int i) {
-        char buf[PTY_CHUNK];
         size_t room = session_room(p);
         ssize_t n;
 
         if (room == 0)
                 return 0;
-        n = read(p->out_fd[i], buf, room);
-        if (n > 0) {
-                ring_append(&p->ring, i, buf, (size_t) n);
+        n = p->pty ? ring_read_terminal(&p->ring, p->out_fd[0], p->stage_fd, room) : ring_read(&p->ring, i, p->out_fd[i], room);
+        if (n > 0)
                 return 1;
-        }
         if (n < 0 && errno == EINTR)
                 return 1;
         /* EIO: the terminal's last other end is closed. After the processes are gone, "nothing
@@ -1075,7 +1078,7 @@ static const SandboxMemberOps session_member_ops = {
 /* ---- Across a restart (docs/design/restarts.md, section 4) -------------------------------- */
 
 /* What a session keeps in the fd store, by the last part of its name (p.<session>.<what>). */
-static const char *const stored_pty[] = { "master", "ring", "rep", "helper", NULL };
+static const char *const stored_pty[] = { "master", "ring", "rep", "helper", "stage", NULL };
 static const char *const stored_pipes[] = { "out", "err", "in", "ring", "rep", "helper", NULL };
 
 static const char *const *session_stored_names(bool pty) {
@@ -1149,6 +1152,8 @@ static int session_stored_fd(Session *p, const char *what) {
                 return p->ring_fd;
         if (strcmp(what, "rep") == 0)
                 return p->launch.report_fd;
+        if (strcmp(what, "stage") == 0)
+                return p->stage_fd;
         return p->launch.pidfd; /* "helper" */
 }
 
@@ -1306,6 +1311,8 @@ static int stored_check(const char *what, int fd) {
                 return fdstore_check_memfd(fd, RING_MEMFD_NAME, RING_SEALS, &size);
         if (strcmp(what, "rep") == 0)
                 return fdstore_check_socket(fd);
+        if (strcmp(what, "stage") == 0)
+                return fdstore_check_fifo(fd, O_RDWR);
         return fdstore_check_pidfd_any(fd, &pid);
 }
 
@@ -1313,7 +1320,7 @@ static const char *stored_what_words(const char *what) {
         static const char *const words[][2] = {
                 { "master", "terminal" }, { "out", "stdout" },           { "err", "stderr" },
                 { "in", "stdin" },        { "ring", "output ring" },     { "rep", "report socket" },
-                { "helper", "helper" },
+                { "helper", "helper" },   { "stage", "staging pipe" },
         };
         for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++)
                 if (strcmp(words[i][0], what) == 0)
@@ -1334,8 +1341,10 @@ static void session_fds_take(Sandbox *s, const SessionRecord *r, SessionFds *f) 
                         (void) fdstore_remove(name);
                 }
                 f->fd[i] = fd < 0 ? -EBADF : fd;
-                /* The ring alone may be missing: the session goes on, its output lost. */
-                if (fd < 0 && strcmp(names[i], "ring") != 0 && !(r->stdin_closed && strcmp(names[i], "in") == 0)) {
+                /* The ring alone may be missing: the session goes on, its output lost. An earlier
+                 * daemon's terminal session has no staging pipe: it gets one. */
+                if (fd < 0 && strcmp(names[i], "ring") != 0 && strcmp(names[i], "stage") != 0 &&
+                    !(r->stdin_closed && strcmp(names[i], "in") == 0)) {
                         size_t n = strlen(f->missing);
                         snprintf(f->missing + n, sizeof(f->missing) - n, "%s%s", n ? ", " : "", stored_what_words(names[i]));
                 }
@@ -1388,8 +1397,12 @@ static int session_ring_take(Session *p, int fd) {
         int k;
 
         if (fd >= 0 && fdstore_check_memfd(fd, RING_MEMFD_NAME, RING_SEALS, &size) >= 0 && session_ring_map(p, fd, size) >= 0) {
-                if (ring_open(&p->ring, p->ring_mem, size) >= 0)
+                if ((k = ring_open(&p->ring, p->ring_mem, size)) >= 0) {
+                        if (k > 0)
+                                log_info("session %s: the %d bytes the last daemon read and did not append are in its ring",
+                                         p->id, k);
                         return 0;
+                }
                 known = ring_torn_end(p->ring_mem, size, &end);
                 session_ring_unmap(p);
                 snprintf(p->output_lost, sizeof(p->output_lost),
@@ -1417,6 +1430,16 @@ static int session_rewatch(Session *p, const SessionRecord *r, SessionFds *f) {
 
         if (p->pty) {
                 int master = session_fd_of(r, f, "master");
+                p->stage_fd = session_fd_of(r, f, "stage");
+                if (p->stage_fd < 0) {
+                        /* An earlier daemon's session; one out of the store would lose what it holds. */
+                        p->stage_fd = ring_stage_new();
+                        if (p->stage_fd < 0 || session_push(p, "stage", p->stage_fd) <= 0) {
+                                p->stage_fd = safe_close(p->stage_fd);
+                                log_warning("session %s: no staging pipe for its terminal: a daemon killed in a read will "
+                                            "lose what it read", p->id);
+                        }
+                }
                 in = fcntl(master, F_DUPFD_CLOEXEC, 3);
                 if (in < 0) {
                         safe_close(master);
@@ -1454,7 +1477,7 @@ static int session_adopt(Sandbox *s, SessionRecord *r, SessionFds *f, Session **
         p->cols = r->cols;
         p->created_usec = r->created_usec;
         p->main_pid = r->main_pid;
-        p->main_pidfd = p->in_fd = p->ring_fd = -EBADF;
+        p->main_pidfd = p->in_fd = p->ring_fd = p->stage_fd = -EBADF;
         p->out_fd[0] = p->out_fd[1] = -EBADF;
         p->started = p->restored = p->in_store = p->stored = true;
         launch_init(&p->launch, s, &session_launch_ops, p);
@@ -1465,6 +1488,7 @@ static int session_adopt(Sandbox *s, SessionRecord *r, SessionFds *f, Session **
         *ret = p;
         if ((k = session_ring_take(p, session_fd_of(r, f, "ring"))) < 0 || (k = session_rewatch(p, r, f)) < 0)
                 return k;
+        ring_read_staged(&p->ring, p->stage_fd); /* before anything more of its terminal */
         helper = session_fd_of(r, f, "helper");
         return launch_adopt(&p->launch, r->cgroup, helper, session_fd_of(r, f, "rep"));
 }

@@ -63,6 +63,8 @@ typedef struct Session {
         pid_t main_pid;         /* as the daemon sees it */
         int out_fd[2];          /* pty: [0] is the master; pipes: stdout, stderr */
         int in_fd;              /* pty: a dup of the master; pipes: stdin */
+        int stage_fd;           /* pty: a pipe (both ends) the master's bytes are spliced into
+                                 * before the ring takes them (in the fd store as p.<id>.stage) */
         sd_event_source *out_source[2], *in_source;
         sd_event_source *idle_timer, *kill_timer, *reap_timer;
         unsigned reap_tries;
