@@ -119,10 +119,11 @@ fuzz-image-layer: tests/fuzz/fuzz-image-layer
 .PHONY: fuzz fuzz-file-line fuzz-image-layer check-vm
 endif
 
-## daemon/core/ring.c is self-contained: compiled into its test directly.
+## daemon/core/ring.c (and the pipe peek it uses) compiled into its test directly.
 check_PROGRAMS += tests/test-ring
 TESTS += tests/test-ring
-tests_test_ring_SOURCES = tests/test-ring.c tests/tap.h daemon/core/ring.c daemon/core/ring.h
+tests_test_ring_SOURCES = tests/test-ring.c tests/tap.h daemon/core/ring.c daemon/core/ring.h \
+	daemon/core/pipe-peek.c daemon/core/pipe-peek.h
 tests_test_ring_CPPFLAGS = $(DAEMON_INCLUDES) $(AM_CPPFLAGS)
 tests_test_ring_CFLAGS = $(UNIT_CFLAGS)
 tests_test_ring_LDADD = $(UNIT_LDADD)
@@ -192,7 +193,8 @@ EXTRA_DIST += tests/oci/podman-run.json tests/oci/podman-run-tty.json tests/oci/
 check_PROGRAMS += tests/test-run-capture
 TESTS += tests/test-run-capture
 tests_test_run_capture_SOURCES = tests/test-run-capture.c tests/tap.h daemon/sandbox/run-capture.c \
-	daemon/sandbox/run-capture.h daemon/core/output.c daemon/core/output.h
+	daemon/sandbox/run-capture.h daemon/core/output.c daemon/core/output.h daemon/core/pipe-peek.c \
+	daemon/core/pipe-peek.h
 tests_test_run_capture_CPPFLAGS = $(DAEMON_INCLUDES) $(AM_CPPFLAGS)
 tests_test_run_capture_CFLAGS = $(UNIT_CFLAGS)
 tests_test_run_capture_LDADD = $(UNIT_LDADD)

@@ -7,6 +7,7 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
+#include "pipe-peek.h"
 #include "ring.h"
 
 #define RING_MAX_MARKS (1u << 20)
@@ -250,27 +251,6 @@ size_t ring_copy(const Ring *r, uint64_t from, void *buf, size_t max, int *ret_s
         return n;
 }
 
-/* One byte of what the pipe holds, left in it: tee(2) into a pipe of our own, read back. 1, 0 at
- * its end, -1 with errno (EAGAIN: nothing yet; EINVAL: fd is no pipe). */
-static int peek_first(int fd, unsigned char *ret) {
-        static int scratch[2] = { -EBADF, -EBADF };
-        ssize_t n;
-
-        if (scratch[0] < 0 && pipe2(scratch, O_CLOEXEC | O_NONBLOCK) < 0)
-                return -1;
-        n = tee(fd, scratch[1], 1, SPLICE_F_NONBLOCK);
-        if (n <= 0)
-                return (int) n;
-        if (read(scratch[0], ret, 1) == 1)
-                return 1;
-        /* Cannot happen; a byte left in it would be taken for the next pipe's. */
-        close(scratch[0]);
-        close(scratch[1]);
-        scratch[0] = scratch[1] = -EBADF;
-        errno = EIO;
-        return -1;
-}
-
 /* The fields first, their check last: a daemon killed in between leaves one that fails it. */
 static void ring_announce(Ring *r, const RingInFlight *f) {
         RingInFlight *to = r->reading;
@@ -291,7 +271,7 @@ ssize_t ring_read(Ring *r, int stream, int fd, size_t max) {
         max = max < RING_STAGING ? max : RING_STAGING;
         max = max < r->cap ? max : r->cap;
         if (r->reading) {
-                k = peek_first(fd, &first);
+                k = pipe_peek_byte(fd, &first);
                 if (k == 0 || (k < 0 && errno == EAGAIN))
                         return k;
         }

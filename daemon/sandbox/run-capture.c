@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "macro.h"
+#include "pipe-peek.h"
 #include "run-capture.h"
 
 #define CAPTURE_MAGIC 0x3170614378625353ULL /* "SSbxCap1", little-endian */
@@ -168,26 +169,6 @@ void capture_publish(Capture *c, const Output out[2], const CaptureAccount *a) {
         publish(c, out, a, NULL);
 }
 
-/* One byte of what the pipe holds, left in it: tee(2) into a pipe of our own, read back. 1, 0 at
- * its end, -1 with errno (EAGAIN: nothing yet; EINVAL: fd is no pipe). */
-static int peek_first(int fd, unsigned char *ret) {
-        static int scratch[2] = { -EBADF, -EBADF };
-        ssize_t n;
-
-        if (scratch[0] < 0 && pipe2(scratch, O_CLOEXEC | O_NONBLOCK) < 0)
-                return -1;
-        n = tee(fd, scratch[1], 1, SPLICE_F_NONBLOCK);
-        if (n <= 0)
-                return (int) n;
-        if (read(scratch[0], ret, 1) == 1)
-                return 1;
-        /* Cannot happen; a byte left in it would be taken for the next pipe's. */
-        scratch[0] = safe_close(scratch[0]);
-        scratch[1] = safe_close(scratch[1]);
-        errno = EIO;
-        return -1;
-}
-
 ssize_t capture_read(Capture *c, Output out[2], const CaptureAccount *a, int i, int fd, const char **ret_data) {
         static char plain[CAPTURE_STAGING];
         char *st = c->h ? staging(c) : NULL;
@@ -196,7 +177,7 @@ ssize_t capture_read(Capture *c, Output out[2], const CaptureAccount *a, int i, 
         ssize_t n;
 
         if (st) {
-                k = peek_first(fd, &first);
+                k = pipe_peek_byte(fd, &first);
                 if (k == 0 || (k < 0 && errno == EAGAIN))
                         return k;
         } else
