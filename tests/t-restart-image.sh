@@ -9,7 +9,9 @@
 # sandboxes' namespaces still hold it), the loop device still attached to the image is found by
 # the image's device and inode and mounted again: the same filesystem, which a file written from
 # the host and read in the sandbox proves. Refused, saying why: another filesystem mounted on the
-# sandboxes' directory, and an image file replaced while its loop device is still held.
+# sandboxes' directory, an image file replaced (told by storage.img.loop, the record of the loop
+# device and inode, and without it by the loop device's backing file) or moved away while its
+# loop device is still held.
 # The script runs in a mount namespace of its own: its mounts go with it.
 if [ -z "${SBX_IMAGE_NS:-}" ]; then
         SBX_IMAGE_NS=1 exec unshare --mount --propagation private -- "$0" "$@"
@@ -51,6 +53,7 @@ start_refused() {
         out=$(timeout -k 5 30 "$SANDBOXD" --config "$T/sandboxd.conf" --listen "$T/refused.sock" --state-dir "$ST" \
                 --cgroup-root "$CG" --pool-size 0 2>&1)
         rc=$?
+        diag "$(grep 'storage = image' <<<"$out" | tail -n 1)"
         [ "$rc" != 0 ] && [ "$rc" != 124 ]
         check "$1: sandboxd refuses to start (status $rc)" [ "$?" = 0 ]
         like "$out" "$2" "$1: and says why"
@@ -127,8 +130,15 @@ start_refused "a tmpfs mounted on $ST/sandboxes" "already a mount point \(tmpfs 
 umount "$ST/sandboxes"
 ln "$ST/storage.img" "$T/kept.img"
 mv "$T/other.img" "$ST/storage.img"
-start_refused "storage.img replaced while $loop holds the earlier one" "$ST/storage.img is not the file $loop is attached to.*put the earlier image back"
+start_refused "storage.img replaced while $loop holds the earlier one" "$ST/storage.img is another file, but $loop is still attached to the image that was there.*put that file back"
+# Without storage.img.loop (a daemon of before it), the kernel's backing file still tells.
+mv "$ST/storage.img.loop" "$T/record"
+start_refused "storage.img replaced, and no record of the loop device" "$ST/storage.img is not the file $loop is attached to.*put the earlier image back"
+mv "$T/record" "$ST/storage.img.loop"
 check "nothing was mounted" eval '! mountpoint -q "$ST/sandboxes"'
+mv "$ST/storage.img" "$T/other.img"
+start_refused "storage.img moved away while $loop holds it" "$ST/storage.img is missing, but $loop is still attached to the image that was there"
+check "no new image was made in its place" [ ! -e "$ST/storage.img" ]
 mv "$T/kept.img" "$ST/storage.img"
 after "the image put back" "storage: $ST/storage.img still attached to $loop .*mounted again"
 

@@ -265,6 +265,78 @@ static int wait_released(const char *image, char *why, size_t len) {
         return -EBUSY;
 }
 
+/* IMAGE.loop, beside the image and outside it: the loop device it was last mounted through and
+ * the image's inode then ("/dev/loop0 131 8:1"). It catches what the kernel cannot say: an image
+ * moved away while kept sandboxes still hold it, whose loop device's backing file is no longer at
+ * the image's path. Written once the image is mounted; a record that does not parse, or names a
+ * device no longer attached to that inode, is stale and says nothing. */
+static int record_write(const char *image, const char *dev, char *why, size_t len) {
+        _cleanup_free_ char *path = NULL, *tmp = NULL;
+        _cleanup_close_ int fd = -EBADF;
+        struct stat st;
+        int r;
+
+        if (asprintf(&path, "%s.loop", image) < 0 || asprintf(&tmp, "%s.loop.new", image) < 0)
+                return -ENOMEM;
+        if (stat(image, &st) < 0) {
+                snprintf(why, len, "cannot stat %s: %m", image);
+                return -errno;
+        }
+        fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (fd < 0 || dprintf(fd, "%s %llu %u:%u\n", dev, (unsigned long long) st.st_ino, major(st.st_dev),
+                              minor(st.st_dev)) < 0 || fsync(fd) < 0 || rename(tmp, path) < 0) {
+                r = -errno;
+                snprintf(why, len, "cannot write %s: %s", path, strerror(-r));
+                (void) unlink(tmp);
+                return r;
+        }
+        return 0;
+}
+
+static bool is_loop_dev_path(const char *s) {
+        if (strncmp(s, "/dev/loop", 9) != 0 || !s[9])
+                return false;
+        for (s += 9; *s; s++)
+                if (*s < '0' || *s > '9')
+                        return false;
+        return true;
+}
+
+static int record_check(const char *image, char *why, size_t len) {
+        _cleanup_free_ char *path = NULL;
+        _cleanup_close_ int fd = -EBADF, dfd = -EBADF;
+        struct loop_info64 info = {};
+        char buf[128], dev[32];
+        unsigned long long ino;
+        unsigned maj, min;
+        struct stat st;
+        ssize_t n;
+
+        if (asprintf(&path, "%s.loop", image) < 0)
+                return -ENOMEM;
+        fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0)
+                return 0;
+        n = read(fd, buf, sizeof(buf) - 1);
+        if (n <= 0)
+                return 0;
+        buf[n] = '\0';
+        if (sscanf(buf, "%31s %llu %u:%u", dev, &ino, &maj, &min) != 4 || !is_loop_dev_path(dev))
+                return 0;
+        dfd = open(dev, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+        if (dfd < 0 || ioctl(dfd, LOOP_GET_STATUS64, &info) < 0 || info.lo_inode != ino ||
+            !lo_device_is(info.lo_device, makedev(maj, min)))
+                return 0;
+        if (stat(image, &st) == 0 && st.st_ino == ino && st.st_dev == makedev(maj, min))
+                return 0;
+        snprintf(why, len,
+                 "%s is %s, but %s is still attached to the image that was there (inode %llu on %u:%u), which "
+                 "sandboxes kept from an earlier sandboxd may hold: put that file back at this path, or stop those "
+                 "sandboxes so that %s is released",
+                 image, access(image, F_OK) < 0 ? "missing" : "another file", dev, ino, maj, min, dev);
+        return -ESTALE;
+}
+
 static int refuse_stale(const char *image, const LoopOf *lo, char *why, size_t len) {
         snprintf(why, len,
                  "%s is not the file %s is attached to, which still holds the filesystem of sandboxes kept from an "
@@ -276,7 +348,8 @@ static int refuse_stale(const char *image, const LoopOf *lo, char *why, size_t l
 
 /* Something is mounted on target already (a daemon restarted in the same mount namespace): it is
  * used only if it is the image's own filesystem, through the loop device of the image's inode. */
-static int check_mount(const char *image, bool btrfs, const char *target, const MountAt *m, char *why, size_t len) {
+static int check_mount(const char *image, bool btrfs, const char *target, const MountAt *m, LoopOf *ret, char *why,
+                       size_t len) {
         const char *want = btrfs ? "btrfs" : "xfs";
         LoopOf lo;
 
@@ -297,6 +370,7 @@ static int check_mount(const char *image, bool btrfs, const char *target, const 
                          target, m->fstype, m->source, major(m->dev), minor(m->dev), image, want, lo.dev);
                 return -EEXIST;
         }
+        *ret = lo;
         return 0;
 }
 
@@ -360,7 +434,10 @@ int storage_image_mount(const char *image, uint64_t size, bool btrfs, const char
         }
         r = mount_at(real, &m);
         if (r >= 0) {
-                r = check_mount(image, btrfs, target, &m, why, why_len);
+                r = check_mount(image, btrfs, target, &m, &lo, why, why_len);
+                if (r < 0)
+                        return r;
+                r = record_write(image, lo.dev, why, why_len);
                 if (r < 0)
                         return r;
                 _cleanup_close_ int fd = btrfs ? open(target, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -EBADF;
@@ -377,6 +454,9 @@ int storage_image_mount(const char *image, uint64_t size, bool btrfs, const char
                 snprintf(why, why_len, "%s %s", target, r == 0 ? "is not empty" : "cannot be read");
                 return r == 0 ? -ENOTEMPTY : r;
         }
+        r = record_check(image, why, why_len);
+        if (r < 0)
+                return r;
         if (stat(image, &st) < 0) {
                 if (errno != ENOENT) {
                         snprintf(why, why_len, "cannot stat %s: %m", image);
@@ -401,7 +481,7 @@ int storage_image_mount(const char *image, uint64_t size, bool btrfs, const char
                           : mount_loop(ret->loop_dev, target, ret, why, why_len);
                 if (r >= 0) {
                         ret->taken_over = true;
-                        return 0;
+                        return record_write(image, ret->loop_dev, why, why_len);
                 }
                 ret->loop_dev[0] = '\0';
         }
@@ -412,6 +492,9 @@ int storage_image_mount(const char *image, uint64_t size, bool btrfs, const char
         if (r < 0)
                 return r;
         /* On failure, closing loop_fd releases the device (autoclear). */
-        return btrfs ? mount_loop_btrfs(ret->loop_dev, target, ret, why, why_len)
-                     : mount_loop(ret->loop_dev, target, ret, why, why_len);
+        r = btrfs ? mount_loop_btrfs(ret->loop_dev, target, ret, why, why_len)
+                  : mount_loop(ret->loop_dev, target, ret, why, why_len);
+        if (r < 0)
+                return r;
+        return record_write(image, ret->loop_dev, why, why_len);
 }

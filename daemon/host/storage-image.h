@@ -17,7 +17,9 @@
  * own, systemd's, which the sandboxes it left running still hold), is mounted again from that
  * device: the same superblock, so the sandboxes and the daemon share one filesystem. A loop
  * device attached to a file that was at the image's path but is another inode (the image
- * replaced since) is refused (-ESTALE). It blocks (mkfs); the daemon calls it once, before serving.
+ * replaced since) is refused (-ESTALE), and so is an image missing or replaced while the loop
+ * device recorded in IMAGE.loop (written at each mount: the device and the image's inode) is
+ * still attached to the inode recorded there (the image moved away while kept sandboxes hold it). It blocks (mkfs); the daemon calls it once, before serving.
  *
  * With btrfs ("storage = image:SIZE:btrfs"), the image is made by mkfs.btrfs and mounted
  * nosuid,nodev with quotas (qgroups) turned on (btrfs.h): subvolume snapshots instead of
