@@ -26,18 +26,12 @@ static int prepare_image(Context *ctx, const char *dir, const char *image) {
         char why[512] = "", size[32];
         int r;
 
-        /* The image's filesystem is mounted in the daemon's mount namespace (systemd's own for
-         * the service), and every sandbox's mount namespace holds it: sandboxes kept through a
-         * restart would keep the earlier daemon's mount, which the next one cannot take over yet
-         * (it waited for the image's release, then failed to start). So here a stop stops the
-         * sandboxes, as stop_sandboxes = 1 says. */
-        if (!ctx->config.stop_sandboxes) {
-                log_info("storage = image: a stop of the daemon stops the sandboxes' processes too (their mounts hold "
-                         "the image's filesystem): as stop_sandboxes = 1");
-                ctx->config.stop_sandboxes = 1;
-        }
+        /* The image's filesystem is mounted in the daemon's mount namespace (systemd's own for the
+         * service), and every sandbox's mount namespace holds it: sandboxes kept through a restart
+         * keep the earlier daemon's mount, whose loop device the next daemon finds (by the image's
+         * device and inode) and mounts again, the same filesystem (storage-image.h). */
         r = storage_image_mount(image, ctx->config.storage_image_size, ctx->config.storage_btrfs, dir, &si, why,
-                                    sizeof(why));
+                                sizeof(why));
 
         if (r == -ENOTEMPTY)
                 return log_error_errno(r, "storage = image: %s already holds sandboxes on the state directory's own "
@@ -52,7 +46,11 @@ static int prepare_image(Context *ctx, const char *dir, const char *image) {
         /* The filesystem's root replaces the directory: the same closed mode. */
         if (chmod(dir, 0711) < 0)
                 return log_error_errno(-errno, "cannot chmod %s: %m", dir);
-        if (!si.reused)
+        if (si.taken_over)
+                log_info("storage: %s still attached to %s (the earlier daemon's mount, held by the sandboxes it left "
+                         "running): the same filesystem mounted again on %s%s", image, si.loop_dev, dir,
+                         si.quota ? "" : " WITHOUT quotas");
+        else if (!si.reused)
                 log_info("storage: %s mounted on %s through %s%s", image, dir, si.loop_dev,
                          si.quota   ? (si.btrfs ? " with qgroups" : " with project quotas")
                          : si.btrfs ? " WITHOUT qgroups (the kernel refused to turn quotas on)"

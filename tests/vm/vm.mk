@@ -8,7 +8,7 @@ VM_SYSTEM_TESTS = tests/system/t-user-state-before.sh \
 	tests/system/t-doctor.sh tests/system/t-top.sh tests/system/t-metrics.sh \
 	tests/system/t-snapshot.sh tests/system/t-frozen.sh tests/system/t-mounts.sh tests/system/t-files.sh \
 	tests/system/t-ports.sh tests/system/t-restart.sh tests/system/t-restart-all.sh tests/system/t-restart-scopes.sh tests/system/t-restart-loop.sh tests/system/t-images.sh tests/system/t-overlay-root.sh tests/system/t-egress.sh \
-	tests/system/t-quota.sh tests/system/t-quota-state.sh tests/system/t-oci.sh tests/system/t-oci-sandbox.sh tests/system/t-btrfs.sh \
+	tests/system/t-quota.sh tests/system/t-restart-image.sh tests/system/t-quota-state.sh tests/system/t-oci.sh tests/system/t-oci-sandbox.sh tests/system/t-btrfs.sh \
 	tests/system/t-user-state-after.sh
 EXTRA_DIST += tests/vm/run-vm.sh tests/vm/guest-init.sh tests/vm/guest-run.sh tests/vm/vm-check.sh \
 	tests/vm/README.md tests/system/lib.sh tests/system/quota-lib.sh tests/system/restart-lib.sh tests/system/sbx-call.py tests/system/t-deb.sh tests/system/t-restart-deb.sh $(VM_SYSTEM_TESTS)
