@@ -259,7 +259,8 @@ int hold_main(int argc, char **argv) {
         close(3);
         log_info("holder: %zu fd(s) kept on %s for %" PRIu64 " s", held.n, sa.sun_path, timeout / 1000000);
 
-        deadline = now_usec(CLOCK_BOOTTIME) + timeout;
+        deadline = now_usec(CLOCK_BOOTTIME);
+        deadline = timeout > UINT64_MAX - deadline ? UINT64_MAX : deadline + timeout;
         for (;;) {
                 uint64_t now = now_usec(CLOCK_BOOTTIME);
                 struct pollfd p = { .fd = lfd, .events = POLLIN };
