@@ -15,7 +15,7 @@ noinst_LTLIBRARIES += daemon/libsandboxd.la
 daemon_libsandboxd_la_SOURCES = \
 	daemon/sandbox/context.c daemon/sandbox/context.h \
 	daemon/sandbox/registry.c daemon/sandbox/registry.h \
-	daemon/server/lifecycle.c daemon/server/lifecycle.h \
+	daemon/server/lifecycle.c daemon/server/lifecycle.h daemon/server/hold.c daemon/server/hold.h \
 	daemon/core/conf.c daemon/core/conf.h \
 	daemon/core/log.c daemon/core/log.h \
 	daemon/core/reply.c daemon/core/reply.h \

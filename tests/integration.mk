@@ -43,6 +43,7 @@ INTEGRATION_TESTS = \
 	tests/t-restart-runs.sh \
 	tests/t-restart-sessions.sh \
 	tests/t-restart-image.sh \
+	tests/t-restart-hold.sh \
 	tests/t-rlimits.sh \
 	tests/t-run.sh \
 	tests/t-shell.sh \

@@ -6,8 +6,9 @@
 # with from_seq gets exactly what it missed, the counter has no gap and no duplicate, seq
 # continues, input, resize and close work. A torn ring header is reported as output lost with
 # the exact count; what is not ours in the store is closed and removed; nothing is left in the
-# store after the session ends. Without a store: the sandbox's processes survive, the session
-# is session_lost with the reason, and its processes are killed.
+# store after the session ends. Without a store and without a holder (hold_timeout = 0;
+# tests/t-restart-hold.sh has the holder): the sandbox's processes survive, the session is
+# session_lost with the reason, and its processes are killed.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
 
 KEEP_SANDBOXES=1
@@ -161,8 +162,9 @@ counter=$(jq -cn --rawfile p "$T/counter.py" '["python3","-u","-c",$p]')
 sess() { run_py "$1" 90 "${@:2}" <"$T/sess.py"; }
 alive() { kill -0 "$1" 2>/dev/null && [ "$(awk '/^State:/ { print $2 }' "/proc/$1/status" 2>/dev/null)" != Z ]; }
 
-# ---- no store: the processes survive, the session is lost, saying why -----------------------
-start_daemon || exit 0
+# ---- no store, no holder: the processes survive, the session is lost, saying why ------------
+echo "hold_timeout = 0" >"$T/nohold.conf"
+start_daemon --config "$T/nohold.conf" || exit 0
 r=$(rpc '{"op":"create","best_effort":true,"name":"solo","user":"root"}')
 solo=$(jget "$r" .sandbox.id)
 like "$solo" '^sbx-' "a sandbox without a store"
@@ -177,7 +179,7 @@ pcg=$(basename "$(dirname "$(grep -l . "$CG/sandboxes/$solo"/pty-*/cgroup.procs 
 kill -KILL "$DAEMON_PID"
 wait "$DAEMON_PID" 2>/dev/null
 DAEMON_PID=
-start_daemon || exit 0
+start_daemon --config "$T/nohold.conf" || exit 0
 r=$(rpc '{"op":"run","sandbox":"solo","command":"kill -0 $(cat /work/bg.pid) && echo alive"}')
 is "$(jget "$r" .stdout)" alive "no store, SIGKILL: the sandbox's background process survives"
 sess "the session without a store" lost

@@ -1,6 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: LGPL-2.1-or-later
-# Sandboxes outlive the daemon (issue 22; docs/protocol.md "Restarts"). Without systemd: after a
+# Sandboxes outlive the daemon (issue 22; docs/protocol.md "Restarts"). Without systemd and without
+# a holder (hold_timeout = 0; tests/t-restart-hold.sh has the holder): after a
 # SIGTERM and after a SIGKILL, a background server in a sandbox goes on, the next daemon takes the
 # sandbox back with the same init and the same processes (the server answers, the same pid
 # inside), and the runs the daemon's death cut short are reported lost, and what is left of
@@ -10,7 +11,8 @@
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
 
 KEEP_SANDBOXES=1
-start_daemon || exit 0
+echo "hold_timeout = 0" >"$T/nohold.conf"
+start_daemon --config "$T/nohold.conf" || exit 0
 r=$(rpc '{"op":"create","best_effort":true,"name":"keep","user":"root"}')
 id=$(jget "$r" .sandbox.id)
 like "$id" '^sbx-' "a sandbox 'keep'"
@@ -54,7 +56,7 @@ after() { # HOW: the daemon was stopped so; checks the sandbox came back whole
         local how=$1 r
         check "after $how, the init still runs (pid $init)" alive "$init"
         check "after $how, the sandbox's cgroup is still there" [ -d "$CG/sandboxes/$id/init" ]
-        start_daemon || return 1
+        start_daemon --config "$T/nohold.conf" || return 1
         r=$(rpc '{"op":"inspect","sandbox":"keep"}')
         is "$(jget "$r" '.sandbox.state + " " + .sandbox.restored_processes + " " + .sandbox.restored_init')" \
                 "ready kept cgroup" "after $how, the next daemon takes the sandbox back with its processes (init found in its cgroup)"

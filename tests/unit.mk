@@ -198,3 +198,11 @@ tests_test_run_capture_SOURCES = tests/test-run-capture.c tests/tap.h daemon/san
 tests_test_run_capture_CPPFLAGS = $(DAEMON_INCLUDES) $(AM_CPPFLAGS)
 tests_test_run_capture_CFLAGS = $(UNIT_CFLAGS)
 tests_test_run_capture_LDADD = $(UNIT_LDADD)
+
+## The holder's wire (daemon/server/hold.c): names and fds, 253 a message, hostile senders.
+check_PROGRAMS += tests/test-hold
+TESTS += tests/test-hold
+tests_test_hold_SOURCES = tests/test-hold.c tests/tap.h
+tests_test_hold_CPPFLAGS = $(DAEMON_UNIT_CPPFLAGS)
+tests_test_hold_CFLAGS = $(DAEMON_UNIT_CFLAGS)
+tests_test_hold_LDADD = $(DAEMON_LIBS)

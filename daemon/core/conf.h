@@ -58,6 +58,7 @@ typedef struct Config {
         /* The final reply of a run taken back after a restart that ended with no client attached:
          * kept this long for one run.attach (run.c). */
         uint64_t run_result_keep_usec;
+        uint64_t hold_timeout_usec;     /* a stop's holder gives up after this long; 0: no holder */
         /* Interactive sessions (session.c). */
         uint64_t session_ring_bytes;         /* output kept per session for reattaching */
         uint64_t session_idle_timeout_usec;  /* unattached this long: closed; 0: never */

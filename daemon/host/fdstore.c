@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "fdstore.h"
+#include "log.h"
 #include "macro.h"
 #include "util.h"
 
@@ -34,18 +35,73 @@ static bool name_is_valid(const char *name) {
         return true;
 }
 
-bool fdstore_enabled(void) {
+/* A copy of every fd pushed (and of every one taken back), under its name, for a holder at the
+ * stop (server/hold.c): systemd's store does not tell what it holds, and is dropped at a stop. */
+static FdStore kept;
+static bool holder_on;
+
+static bool have_notify_socket(void) {
         const char *e = getenv("NOTIFY_SOCKET");
         return e && e[0];
 }
 
+void fdstore_set_holder(bool on) {
+        holder_on = on;
+        if (!on)
+                fdstore_done(&kept);
+}
+
+bool fdstore_holder_enabled(void) {
+        return holder_on;
+}
+
+const FdStore *fdstore_kept(void) {
+        return &kept;
+}
+
+bool fdstore_enabled(void) {
+        return holder_on || have_notify_socket();
+}
+
+static void kept_add(const char *name, int fd) {
+        int copy;
+
+        if (!holder_on)
+                return;
+        copy = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+        if (copy < 0 || fdstore_add(&kept, name, copy) < 0)
+                log_warning("cannot keep a copy of %s for the holder: it will not outlive a stop", name);
+}
+
+static void kept_remove(const char *name) {
+        size_t j = 0;
+
+        for (size_t i = 0; i < kept.n; i++) {
+                if (strcmp(kept.entries[i].name, name) == 0) {
+                        safe_close(kept.entries[i].fd);
+                        free(kept.entries[i].name);
+                } else
+                        kept.entries[j++] = kept.entries[i];
+        }
+        kept.n = j;
+}
+
 int fdstore_push(const char *name, int fd) {
+        if (!name_is_valid(name) || strlen(name) >= FDSTORE_NAME_MAX || fd < 0)
+                return -EINVAL;
+        if (!fdstore_enabled())
+                return 0;
+        kept_add(name, fd);
+        return fdstore_resend(name, fd);
+}
+
+int fdstore_resend(const char *name, int fd) {
         char msg[64 + FDSTORE_NAME_MAX];
 
         if (!name_is_valid(name) || strlen(name) >= FDSTORE_NAME_MAX || fd < 0)
                 return -EINVAL;
-        if (!getenv("NOTIFY_SOCKET"))
-                return 0;
+        if (!have_notify_socket())
+                return holder_on;
         /* FDPOLL=0 (systemd 246+): a pidfd whose process ended, a pipe whose writer is gone, must
          * stay until the next daemon has looked at it, not be dropped by systemd on POLLIN/HUP. */
         snprintf(msg, sizeof(msg), "FDSTORE=1\nFDNAME=%s\nFDPOLL=0", name);
@@ -57,7 +113,8 @@ int fdstore_remove(const char *name) {
 
         if (!name_is_valid(name) || strlen(name) >= FDSTORE_NAME_MAX)
                 return -EINVAL;
-        if (!getenv("NOTIFY_SOCKET"))
+        kept_remove(name);
+        if (!have_notify_socket())
                 return 0;
         snprintf(msg, sizeof(msg), "FDSTOREREMOVE=1\nFDNAME=%s", name);
         return sd_notify(0, msg);
@@ -87,9 +144,20 @@ int fdstore_add(FdStore *st, const char *name, int fd) {
 
 int fdstore_take(FdStore *st, const char *name) {
         for (size_t i = 0; i < st->n; i++)
-                if (st->entries[i].fd >= 0 && strcmp(st->entries[i].name, name) == 0)
+                if (st->entries[i].fd >= 0 && strcmp(st->entries[i].name, name) == 0) {
+                        /* Still in systemd's store; the holder of the next stop needs it too. */
+                        if (st != &kept)
+                                kept_add(name, st->entries[i].fd);
                         return TAKE_FD(st->entries[i].fd);
+                }
         return -ENOENT;
+}
+
+bool fdstore_has(const FdStore *st, const char *name) {
+        for (size_t i = 0; i < st->n; i++)
+                if (st->entries[i].fd >= 0 && strcmp(st->entries[i].name, name) == 0)
+                        return true;
+        return false;
 }
 
 size_t fdstore_drop_unclaimed(FdStore *st) {

@@ -15,14 +15,27 @@ bool fdstore_name_is_ours(const char *name);
 #define FDSTORE_NAME_MAX 64
 const char *fdstore_name(char *buf, char kind, const char *id, const char *what);
 
-/* Whether there is a store to push to ($NOTIFY_SOCKET): what outlives the daemon only there
- * (a session's helper, its terminal) is made to only then. */
+/* Whether there is a store to push to ($NOTIFY_SOCKET) or a holder to hand the fds to at the
+ * stop (fdstore_set_holder()): what outlives the daemon only there (a session's helper, its
+ * terminal) is made to only then. */
 bool fdstore_enabled(void);
 
-/* fd into the store under name (FDPOLL=0: systemd never drops it on its own). 0 outside
- * systemd, > 0 when it was sent, -errno. */
+/* With a holder (hold_timeout > 0 and stop_sandboxes 0: server/hold.c), every fd pushed, and
+ * every one taken back, is also kept as a copy of ours under its name, until it is removed: the
+ * list a stop hands to `sandboxd --hold`. Off: the copies are closed. */
+void fdstore_set_holder(bool on);
+bool fdstore_holder_enabled(void);
+/* Those copies (the caller must not change them). */
+struct FdStore;
+const struct FdStore *fdstore_kept(void);
+
+/* fd into the store under name (FDPOLL=0: systemd never drops it on its own), and a copy kept
+ * for the holder. 0 with neither store nor holder, > 0 when it was sent or kept, -errno. */
 int fdstore_push(const char *name, int fd);
-/* Every fd of that name out of the store. */
+/* Into systemd's store only, no copy kept (an fd a holder gave back, not in the store any more:
+ * the unit was stopped). 0 outside systemd (1 with a holder), > 0 when sent, -errno. */
+int fdstore_resend(const char *name, int fd);
+/* Every fd of that name out of the store, and out of the holder's copies. */
 int fdstore_remove(const char *name);
 
 /* What the store gave back at start, until it is claimed. */
@@ -38,8 +51,10 @@ typedef struct FdStore {
 
 /* Takes fd (named name) into st: 0 or -ENOMEM (fd then closed). */
 int fdstore_add(FdStore *st, const char *name, int fd);
-/* The fd stored under name, now the caller's; -ENOENT. */
+/* The fd stored under name, now the caller's (a copy is kept for the holder); -ENOENT. */
 int fdstore_take(FdStore *st, const char *name);
+/* Whether st still has an unclaimed fd of that name. */
+bool fdstore_has(const FdStore *st, const char *name);
 /* What nobody claimed: closed and removed from systemd's store. Returns how many. */
 size_t fdstore_drop_unclaimed(FdStore *st);
 void fdstore_done(FdStore *st);

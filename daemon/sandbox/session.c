@@ -1512,7 +1512,7 @@ static void session_restore_one(Sandbox *s, json_object *o, const char *file) {
         }
         session_fds_take(s, &r, &f);
         if (!r.stored && !r.had_store)
-                snprintf(why, sizeof(why), "the daemon had no fd store (no $NOTIFY_SOCKET): its terminal and output "
+                snprintf(why, sizeof(why), "the daemon had no fd store and no holder: its terminal and output "
                                            "ended with it; its processes were killed");
         else if (!r.stored)
                 snprintf(why, sizeof(why), "the fd store refused some of its fds (full?): its terminal and output ended "

@@ -132,6 +132,7 @@ Daemon *lifecycle_free(Daemon *d) {
         if (!d)
                 return NULL;
         pool_done(&d->ctx); /* nothing refills the pool from here */
+        d->holder = hold_free(d->holder); /* before the scopes' bus goes */
         sweep_free_all(&d->ctx);
         idle_exit_done(&d->idle);
         if (d->manager)
@@ -147,6 +148,8 @@ Daemon *lifecycle_free(Daemon *d) {
         run_results_free(&d->ctx);
         context_done(&d->ctx);
         registry_done(&d->registry);
+        fdstore_set_holder(false); /* the holder has its copies now */
+        free(d->runtime_dir);
         free(d);
         return NULL;
 }
@@ -404,12 +407,35 @@ static void probe_features(Context *ctx) {
         probe_root_overlay(ctx);
 }
 
+static void on_holder_ready(void *userdata) {
+        Daemon *d = userdata;
+        (void) sd_event_exit(d->ctx.event, 0);
+}
+
+static int on_holder_late(sd_event_source *s, uint64_t usec, void *userdata) {
+        on_holder_ready(userdata);
+        return 0;
+}
+
+/* With a holder and something for it, the loop ends once the holder is placed (its scope's job
+ * done, at most 5 s): then the fds are handed to it (lifecycle_run()). */
 static int on_signal(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata) {
         Daemon *d = userdata;
+        int r;
+
         log_info("received SIG%s, stopping", si->ssi_signo == SIGTERM ? "TERM" : "INT");
         d->manager->stopping = true;
         (void) sd_notify(0, "STOPPING=1\nSTATUS=Stopping");
-        return sd_event_exit(d->ctx.event, 0);
+        if (d->holder || !fdstore_holder_enabled() || fdstore_kept()->n == 0)
+                return sd_event_exit(d->ctx.event, 0);
+        r = hold_spawn(&d->ctx, d->runtime_dir, on_holder_ready, d, &d->holder);
+        if (r < 0) {
+                log_warning_errno(r, "cannot start a holder (%m): sessions and runs end with the daemon");
+                return sd_event_exit(d->ctx.event, 0);
+        }
+        if (sd_event_add_time_relative(d->ctx.event, NULL, CLOCK_MONOTONIC, 5 * USEC_PER_SEC, 0, on_holder_late, d) < 0)
+                return sd_event_exit(d->ctx.event, 0);
+        return 0;
 }
 
 static int resolve_admin_group(Context *ctx) {
@@ -520,23 +546,26 @@ int lifecycle_setup_context(Context *ctx) {
         return 0;
 }
 
-/* Published ports' sockets go to a directory of their own beside the daemon's socket (under
- * systemd /run/sandboxd, its RuntimeDirectory=), emptied of an earlier daemon's. */
-static int setup_ports(Daemon *d) {
-        _cleanup_free_ char *dir = NULL;
+/* Published ports' sockets and the holder's socket go beside the daemon's socket (under systemd
+ * /run/sandboxd, its RuntimeDirectory=). */
+static int find_runtime_dir(Daemon *d) {
         const char *e = getenv("RUNTIME_DIRECTORY");
         char *slash;
-        int r;
 
         if (d->manager->n_listen > 0 && d->manager->listen_paths[0] && d->manager->listen_paths[0][0] == '/') {
-                dir = strdup(d->manager->listen_paths[0]);
-                if (!dir)
+                d->runtime_dir = strdup(d->manager->listen_paths[0]);
+                if (!d->runtime_dir)
                         return -ENOMEM;
-                slash = strrchr(dir, '/');
-                slash[slash == dir] = '\0';
-        } else if (e && e[0] == '/' && !(dir = strndup(e, strcspn(e, ":"))))
+                slash = strrchr(d->runtime_dir, '/');
+                slash[slash == d->runtime_dir] = '\0';
+        } else if (e && e[0] == '/' && !(d->runtime_dir = strndup(e, strcspn(e, ":"))))
                 return -ENOMEM;
-        r = ports_init(&d->ports, &d->ctx, dir);
+        return 0;
+}
+
+/* The ports' directory there, emptied of an earlier daemon's. */
+static int setup_ports(Daemon *d) {
+        int r = ports_init(&d->ports, &d->ctx, d->runtime_dir);
         if (r < 0)
                 return log_error_errno(r, "cannot set up published ports: %m");
         d->ctx.ports = &d->ports;
@@ -558,9 +587,14 @@ int lifecycle_setup(Daemon *d) {
         if ((r = sd_event_add_signal(ctx->event, NULL, SIGTERM, on_signal, d)) < 0 ||
             (r = sd_event_add_signal(ctx->event, NULL, SIGINT, on_signal, d)) < 0)
                 return r;
-        r = setup_ports(d);
-        if (r < 0)
+        if ((r = find_runtime_dir(d)) < 0 || (r = setup_ports(d)) < 0)
                 return r;
+        /* A holder (hold.h) keeps what the fd store keeps across a stop and a start too, and
+         * standalone; its fds join the store's before anything claims them. */
+        fdstore_set_holder(ctx->config.hold_timeout_usec > 0 && !ctx->config.stop_sandboxes);
+        r = hold_take_back(ctx, d->runtime_dir);
+        if (r < 0)
+                log_warning_errno(r, "cannot take the fds back from a holder: %m");
         /* Before the restore: a restored sandbox takes its image again. */
         r = image_store_open(&d->images, ctx);
         if (r < 0)
@@ -633,5 +667,7 @@ int lifecycle_run(Daemon *d) {
         ctx->stopping = true;
         d->pool.stopping = d->sweeper.stopping = true; /* nothing refills or sweeps from here */
         kill_all(d);
+        if (d->holder)
+                (void) hold_hand_over(d->holder);
         return r;
 }

@@ -5,6 +5,7 @@
 #pragma once
 
 #include "context.h"
+#include "hold.h"
 #include "image.h"
 #include "idle-exit.h"
 #include "manager.h"
@@ -26,6 +27,8 @@ typedef struct Daemon {
         ImageStore images;
         Manager *manager;
         MetricsServer *metrics;    /* the metrics endpoint's listeners (none: not served) */
+        char *runtime_dir;         /* beside the control socket: ports/, hold.sock (NULL: none) */
+        Holder *holder;            /* spawned at SIGTERM, handed the fds after the loop */
 } Daemon;
 
 /* Takes the configuration (*config is emptied on success). */

@@ -21,6 +21,7 @@
 #include "log.h"
 #include "macro.h"
 #include "fdstore.h"
+#include "hold.h"
 #include "lifecycle.h"
 #include "manager.h"
 #include "util.h"
@@ -56,6 +57,7 @@ static void help(void) {
                "  --check-config       read and check the configuration, then exit\n"
                "  --pool-size N        ready sandboxes kept for throwaway runs (default 2)\n"
                "  --stop-sandboxes     a stop kills every sandbox's processes (stop_sandboxes = 1)\n"
+               "  --hold PATH USEC     (internal) hold a stopping daemon's fds on fd 3 for the next one\n"
                "  -d, --debug          log debug messages\n"
                "  -h, --help           this help\n"
                "      --version        print the version\n",
@@ -380,6 +382,9 @@ int main(int argc, char **argv) {
         int r;
 
         log_open();
+        /* The holder of a stop's fds (hold.h), spawned by a stopping daemon: nothing else. */
+        if (argc > 1 && strcmp(argv[1], "--hold") == 0)
+                return hold_main(argc, argv);
         if (parse_args(argc, argv, &args) < 0)
                 return 2;
         if (args.check_config) {

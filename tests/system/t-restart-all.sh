@@ -2,7 +2,9 @@
 # A restart of sandboxd is invisible to the sandboxes (issue 22, "Done means"; docs/design/
 # restarts.md section 8), under a real systemd 252: with a background HTTP server in a sandbox, an
 # open session printing a counter every 10 ms and a run printing for 20 s, each of `systemctl
-# restart sandboxd` and `kill -9` of the daemon (systemd restarts it) and, when DEB_DIR names
+# restart sandboxd`, `kill -9` of the daemon (systemd restarts it), `systemctl stop sandboxd;
+# systemctl start sandboxd` (systemd drops the fd store at the stop: the holder, `sandboxd
+# --hold` in a scope of its own, keeps the fds until the start) and, when DEB_DIR names
 # packages built by scripts/build-deb.sh (a run by hand, as t-deb.sh's: CI does not build them),
 # `dpkg -i` of them leave all three going: the server answers with the same pid inside, the session reattaches with from_seq
 # and its counter has no gap and no duplicate, and the run's client, back with run.attach, gets
@@ -195,15 +197,33 @@ def restart(how):
         r = sh("systemctl restart sandboxd.service")
     elif how == "kill -9":
         r = sh("kill -9 %s" % old)
+    elif how == "systemctl stop; systemctl start":
+        r = sh("systemctl stop sandboxd.service")
+        held = sh("systemctl list-units --plain --no-legend 'sandboxd-hold-*.scope'").stdout
+        ok(r.returncode == 0 and re.search(r"^sandboxd-hold-\d+\.scope +loaded active running", held, re.M),
+           "systemctl stop: a holder runs in a scope of its own", held, r.stderr[-500:])
+        ok(store() == "0", "systemctl stop: systemd dropped the fd store (%s fds)" % store())
+        ok(os.path.exists("/run/sandboxd/hold.sock"), "the holder listens on /run/sandboxd/hold.sock")
+        time.sleep(2)
+        r = sh("systemctl start sandboxd.service")
     else:
         r = sh("dpkg -i %s" % " ".join(DEBS))
     ok(r.returncode == 0, "%s" % how, r.stdout[-500:], r.stderr[-500:])
-    return ok(wait_up(old), "after %s, a new daemon answers" % how)
+    up = ok(wait_up(old), "after %s, a new daemon answers" % how)
+    if how == "systemctl stop; systemctl start":
+        end = time.monotonic() + 20
+        while sh("systemctl list-units --plain --no-legend 'sandboxd-hold-*.scope'").stdout.strip() and time.monotonic() < end:
+            time.sleep(0.5)
+        ok(not sh("systemctl list-units --plain --no-legend 'sandboxd-hold-*.scope'").stdout.strip() and
+           not os.path.exists("/run/sandboxd/hold.sock"), "after %s, the holder gave its fds and is gone, its scope too" % how)
+        j = sh("journalctl -u sandboxd.service --no-pager | grep -e 'back from the holder' | tail -n 1").stdout
+        ok(re.search(r"took [1-9]\d* fd\(s\) back from the holder", j), "the new daemon took the fds back from the holder", j)
+    return up
 
 
 if DEBS is not None and len(DEBS) < 2:
     ok(False, "DEB_DIR=%s holds libsandbox0 and sandboxd packages (scripts/build-deb.sh)" % sys.argv[2])
-for k, how in enumerate(("systemctl restart", "kill -9") + (("dpkg -i",) if DEBS else ())):
+for k, how in enumerate(("systemctl restart", "kill -9", "systemctl stop; systemctl start") + (("dpkg -i",) if DEBS else ())):
     run_id, have, first = start_run(k)
     ok(run_id and have["stdout"] > 0, "a run prints for 20 s (%s; %d bytes so far)" % (run_id, have["stdout"]))
     if not restart(how):
