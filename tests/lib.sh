@@ -368,7 +368,8 @@ stop_daemon() {
         [ "$rc" = 0 ] || diag "$(tail -n 20 "$T/daemon.log")"
         DAEMON_PID=
         [ -d "$CG" ] || { nok "the daemon's cgroup $CG exists"; return 1; }
-        # Workspace removers may still be finishing in the daemon's leaf; give them a moment.
+        # The daemon waited for its workspace removers at the stop (remove_async_stop()) and they die
+        # with it; the leaf may take a moment to show them gone.
         wait_until 10 _cg_leaf_empty "$CG/daemon"
         left=$(find "$CG/sandboxes" -mindepth 1 -type d 2>/dev/null | wc -l)
         is "$left" 0 "no sandbox cgroup is left after the daemon stopped"

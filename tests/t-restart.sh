@@ -52,6 +52,22 @@ start_daemon || exit 0
 is "$(jget "$(rpc '{"op":"list"}')" '.sandboxes | length')" 0 "a destroyed sandbox stays destroyed across a restart"
 stop_daemon
 
+# ---- a stop leaves nothing of the daemon running: its workspace removers are waited for --------
+# A destroyed workspace is removed by a sandboxd-rm child after the reply; a stop right after
+# waits for it (a while: REMOVE_STOP_WAIT_USEC) rather than leaving it in the daemon's leaf.
+start_daemon || exit 0
+r=$(rpc '{"op":"create","best_effort":true,"name":"big"}')
+big=$(jget "$r" .sandbox.id)
+r=$(rpc '{"op":"run","sandbox":"big","command":"mkdir -p /work/t && cd /work/t && seq 1 30000 | xargs touch && ls | wc -l"}' 120)
+is "$(jget "$r" .stdout)" 30000 "30000 files in sandbox 'big'"
+is "$(jget "$(rpc '{"op":"destroy","sandbox":"big"}')" .destroyed)" true "destroyed"
+kill -TERM "$DAEMON_PID"
+wait "$DAEMON_PID"
+is "$?" 0 "a SIGTERM right after: the daemon exits with status 0"
+DAEMON_PID=
+is "$(cat "$CG/daemon/cgroup.procs")" "" "nothing is left in the daemon's leaf as it exits (no remover outlives it)"
+is "$(ls -A "$T/state/sandboxes" | grep -c -e "$big" -e '^\.trash-')" 0 "the stop waited for the removal: the workspace is gone"
+
 # ---- sessions end with the daemon; a client that comes back is told so (THREATS DMN-12) -----
 start_daemon || exit 0
 r=$(rpc '{"op":"create","best_effort":true,"name":"ses"}')

@@ -423,11 +423,12 @@ pid_t run_exec_mount(int helper_fd, const MountSource *m, int report_fd, int *re
 
 pid_t run_exec_rm(int helper_fd, int dir_fd, const char *name, int *ret_pidfd) {
         char *const envp[] = { NULL };
-        char fd[16];
-        char *argv[] = { (char *) "sandboxd-rm", (char *) RUN_HELPER_RM, fd, (char *) name, NULL };
+        char fd[16], parent[16];
+        char *argv[] = { (char *) "sandboxd-rm", (char *) RUN_HELPER_RM, fd, (char *) name, parent, NULL };
         HelperExec h = { .helper_fd = helper_fd, .argv = argv, .envp = envp, .fds = { dir_fd }, .n_fds = 1,
                          .report_fd = -1 };
 
         snprintf(fd, sizeof(fd), "%d", to_slot(&h, dir_fd));
+        snprintf(parent, sizeof(parent), "%d", (int) getpid());
         return vfork_exec_slots(&h, -1, ret_pidfd);
 }

@@ -151,11 +151,18 @@ static int init_main(int argc, char **argv, bool cgns) {
         return report_send(p.sync_fd, &r, pidfd) < 0 ? 1 : 0;
 }
 
-/* argv: "rm", the directory fd, the name to remove below it. */
+/* argv: "rm", the directory fd, the name to remove below it, the daemon's pid. The remover dies
+ * with its daemon: nothing of a daemon outlives it in its cgroup, and the next start removes what
+ * is left (remove-async.h). */
 static int rm_main(int argc, char **argv) {
-        int fd = argc == 4 ? parse_fd(argv[2]) : -1;
-        if (fd < 0)
+        int fd = argc == 5 ? parse_fd(argv[2]) : -1;
+        int parent = argc == 5 ? parse_fd(argv[4]) : -1;
+        if (fd < 0 || parent <= 0)
                 return 127;
+        (void) prctl(PR_SET_PDEATHSIG, SIGKILL);
+        /* A daemon that died before the prctl sends no signal: then our parent is another. */
+        if (getppid() != parent)
+                return 1;
         (void) prctl(PR_SET_NAME, "sandboxd-rm");
         return rm_rf_at(fd, argv[3]) < 0 ? 1 : 0;
 }

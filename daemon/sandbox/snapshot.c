@@ -244,7 +244,7 @@ static void remove_matching(int dir_fd, const char *prefix, const char *where) {
 
 int snapshot_cleanup_partial(int state_fd, const char *sandbox_id) {
         _cleanup_close_ int dfd = openat(state_fd, sandbox_id, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        _cleanup_close_ int snaps = -EBADF;
+        _cleanup_close_ int snaps = -EBADF, ru = -EBADF;
         struct stat st;
 
         if (dfd < 0)
@@ -254,6 +254,10 @@ int snapshot_cleanup_partial(int state_fd, const char *sandbox_id) {
                 return -ESTALE;
         }
         remove_matching(dfd, "work.new-", sandbox_id);
+        /* An overlay root's upper layer swapped out by a restore, whose remover did not finish. */
+        ru = openat(dfd, SANDBOX_ROOT_UPPER, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (ru >= 0)
+                remove_matching(ru, "upper.new-", sandbox_id);
         snaps = openat(dfd, "snapshots", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (snaps >= 0)
                 remove_matching(snaps, ".tmp-", sandbox_id);

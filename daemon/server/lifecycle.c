@@ -25,6 +25,7 @@
 #include "log.h"
 #include "macro.h"
 #include "ops.h"
+#include "remove-async.h"
 #include "rm-rf.h"
 #include "file-helper.h"
 #include "run-exec.h"
@@ -143,6 +144,8 @@ Daemon *lifecycle_free(Daemon *d) {
         ports_done(&d->ports); /* after the sandboxes, whose members the ports are */
         image_store_done(&d->images); /* after the sandboxes, which hold images */
         egress_done(&d->ctx);  /* after the sandboxes, whose interfaces and chains it removed */
+        /* After the sandboxes too, whose teardown may start one; before the event loop goes. */
+        (void) remove_async_stop(REMOVE_STOP_WAIT_USEC);
         d->manager = manager_free(d->manager);
         safe_close(d->run_log.fd);
         run_results_free(&d->ctx);
