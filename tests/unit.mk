@@ -196,3 +196,11 @@ tests_test_run_capture_SOURCES = tests/test-run-capture.c tests/tap.h daemon/san
 tests_test_run_capture_CPPFLAGS = $(DAEMON_INCLUDES) $(AM_CPPFLAGS)
 tests_test_run_capture_CFLAGS = $(UNIT_CFLAGS)
 tests_test_run_capture_LDADD = $(UNIT_LDADD)
+
+## The fd store's table, taken by name at a restart, and the pidfd check (daemon/host/fdstore.c).
+check_PROGRAMS += tests/test-fdstore
+TESTS += tests/test-fdstore
+tests_test_fdstore_SOURCES = tests/test-fdstore.c tests/tap.h daemon/host/fdstore.c daemon/host/fdstore.h
+tests_test_fdstore_CPPFLAGS = $(DAEMON_INCLUDES) $(AM_CPPFLAGS)
+tests_test_fdstore_CFLAGS = $(UNIT_CFLAGS)
+tests_test_fdstore_LDADD = $(UNIT_LDADD) $(SYSTEMD_LIBS)
