@@ -20,6 +20,10 @@
       `systemctl restart` does. For N in 1, 100 and 1000 use "1,100,1000". Also the latency of
       `run true` in an existing sandbox, RUNS times before the first restart and after the last.
 
+      For a profile: RESTART_BENCH_LOG=PREFIX keeps each daemon log (PREFIX.N),
+      RESTART_BENCH_PERF=FILE records `perf record -a -g` across each restart,
+      RESTART_BENCH_STRACE=PREFIX `strace -f -ff -tt` of the stand-in (so the new daemon too).
+
 Prints median and p99 of each, in ms. Never touches a cgroup v1 hierarchy (the standalone cgroup
 is made below the cgroup2 mount given)."""
 import json

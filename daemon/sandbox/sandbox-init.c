@@ -881,13 +881,17 @@ static int init_from_cgroup(int leaf_fd, pid_t *ret_pid) {
 static bool is_set_up_stored_init(int pidfd, pid_t pid, int inner_pid) {
         char path[64], buf[4096];
         struct pollfd p = { .fd = pidfd, .events = POLLIN };
+        int k;
 
         if (inner_pid != 1)
                 return false;
         snprintf(path, sizeof(path), "/proc/%d/uid_map", (int) pid);
         if (read_small_file(AT_FDCWD, path, false, buf, sizeof(buf)) <= 0)
                 return false;
-        return poll(&p, 1, 0) == 0;
+        do
+                k = poll(&p, 1, 0);
+        while (k < 0 && errno == EINTR);
+        return k == 0;
 }
 
 int sandbox_find_live_init(Sandbox *s, bool *ret_from_store) {
