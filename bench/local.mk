@@ -28,10 +28,15 @@ bench: bench/sandboxd-bench$(EXEEXT) daemon/sandboxd$(EXEEXT) ctl/sandboxctl$(EX
 bench-storage: daemon/sandboxd$(EXEEXT) bench-force
 	$(SHELL) '$(abs_top_srcdir)/bench/storage-copies.sh' '$(abs_top_builddir)' $(BENCH_RUNS)
 BENCH_RUNS = 5
-# Standalone: daemon start to the first answered health with BENCH_SANDBOXES sandboxes alive
-# (bench/restart-latency.py; under systemd, in the VM: restart-latency.py systemd N ROUNDS).
+# Under the fd-store stand-in (tests/fake-fdstore.py, as a restart under systemd): restart to the
+# first answered health with each of BENCH_SANDBOXES sandboxes alive, BENCH_RESTARTS times, and
+# `run true` in them before and after (bench/restart-latency.py fdstore; standalone, no store:
+# restart-latency.py standalone; under systemd, in the VM: bench/vm-restart-bench.sh).
 bench-restart: daemon/sandboxd$(EXEEXT) bench-force
-	python3 '$(abs_top_srcdir)/bench/restart-latency.py' standalone $(BENCH_SANDBOXES) $(BENCH_RUNS) \
-		'$(abs_top_builddir)/daemon/sandboxd' "$$(sed -n 's/^[^ ]* [^ ]* [^ ]* [^ ]* \([^ ]*\) .* - cgroup2 .*/\1/p' /proc/self/mountinfo | head -n1)"
-BENCH_SANDBOXES = 1000
+	python3 '$(abs_top_srcdir)/bench/restart-latency.py' fdstore $(BENCH_SANDBOXES) $(BENCH_RESTARTS) \
+		'$(abs_top_builddir)/daemon/sandboxd' "$$(sed -n 's/^[^ ]* [^ ]* [^ ]* [^ ]* \([^ ]*\) .* - cgroup2 .*/\1/p' /proc/self/mountinfo | head -n1)" \
+		$(BENCH_RESTART_RUNS)
+BENCH_SANDBOXES = 1,100,1000
+BENCH_RESTARTS = 10
+BENCH_RESTART_RUNS = 200
 bench-force:

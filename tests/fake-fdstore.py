@@ -82,6 +82,9 @@ def receive(sock):
     dump()
 
 
+# A signal wakes the select below at once (not at its next 50 ms turn).
+wake_r, wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+signal.set_wakeup_fd(wake_w)
 sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM | socket.SOCK_CLOEXEC)
 sock.bind(notify_path)
 dump()
@@ -97,10 +100,15 @@ while running:
         start = False
         spawn()
     try:
-        r, _, _ = select.select([sock], [], [], 0.05)
+        r, _, _ = select.select([sock, wake_r], [], [], 0.05)
     except InterruptedError:
         continue
-    if r:
+    if wake_r in r:
+        try:
+            os.read(wake_r, 256)
+        except BlockingIOError:
+            pass
+    if sock in r:
         receive(sock)
 for _, fd in store:
     os.close(fd)

@@ -11,6 +11,7 @@
 
 int log_max_level = LOG_INFO;
 static bool log_prefix;
+static char log_buf[4096];
 
 /* $JOURNAL_STREAM is "device:inode" of the stream journald gave us as stderr. */
 void log_open(void) {
@@ -21,7 +22,9 @@ void log_open(void) {
         if (e && sscanf(e, "%llu:%llu", &dev, &ino) == 2 && fstat(STDERR_FILENO, &st) == 0 &&
             (unsigned long long) st.st_dev == dev && (unsigned long long) st.st_ino == ino)
                 log_prefix = true;
-        setvbuf(stderr, NULL, _IOLBF, 0);
+        /* A buffer of its own: with none, glibc's stderr stays unbuffered and a line took one
+         * write(2) per piece (nine for "sandbox ... restored", 9,000 at a restart of 1,000). */
+        setvbuf(stderr, log_buf, _IOLBF, sizeof(log_buf));
 }
 
 void log_msg(int level, const char *fmt, ...) {

@@ -211,6 +211,10 @@ int cg_list_pids(int dir_fd, pid_t *pids, int max) {
         return list_procs(dir_fd, 0, pids, 0, max);
 }
 
+int cg_list_own_pids(int dir_fd, pid_t *pids, int max) {
+        return list_procs(dir_fd, KILL_MAX_DEPTH, pids, 0, max);
+}
+
 static bool listed(const pid_t *pids, int n, pid_t pid) {
         for (int i = 0; i < n; i++)
                 if (pids[i] == pid)

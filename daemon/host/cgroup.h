@@ -74,6 +74,8 @@ int cg_kill_at(int kill_fd, int dir_fd);
 /* The pids in dir_fd's cgroup.procs and in its descendants' (8 levels deep), at most max: how
  * many, or -errno. */
 int cg_list_pids(int dir_fd, pid_t *pids, int max);
+/* The pids in dir_fd's own cgroup.procs, at most max (none of its descendants'). */
+int cg_list_own_pids(int dir_fd, pid_t *pids, int max);
 
 /* What a cgroup uses now; CG_USAGE_UNKNOWN where it cannot be read. memory.current and
  * pids.current exist only where that controller is enabled (mask), while cpu.stat's usage_usec

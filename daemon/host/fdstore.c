@@ -138,17 +138,40 @@ int fdstore_add(FdStore *st, const char *name, int fd) {
                 safe_close(fd);
                 return -ENOMEM;
         }
-        st->entries[st->n++] = (FdStoreEntry) { .name = copy, .fd = fd };
+        st->entries[st->n] = (FdStoreEntry) { .name = copy, .fd = fd, .seq = st->n };
+        st->n++;
+        st->sorted = false;
         return 0;
 }
 
+static int entry_cmp(const void *a, const void *b) {
+        const FdStoreEntry *x = a, *y = b;
+        int c = strcmp(x->name, y->name);
+        return c ? c : x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
 int fdstore_take(FdStore *st, const char *name) {
-        for (size_t i = 0; i < st->n; i++)
-                if (st->entries[i].fd >= 0 && strcmp(st->entries[i].name, name) == 0) {
+        size_t lo = 0, hi = st->n;
+
+        if (!st->sorted) {
+                if (st->n > 1)
+                        qsort(st->entries, st->n, sizeof(*st->entries), entry_cmp);
+                st->sorted = true;
+        }
+        /* The first entry of that name, then the first of them still unclaimed. */
+        while (lo < hi) {
+                size_t mid = lo + (hi - lo) / 2;
+                if (strcmp(st->entries[mid].name, name) < 0)
+                        lo = mid + 1;
+                else
+                        hi = mid;
+        }
+        for (; lo < st->n && strcmp(st->entries[lo].name, name) == 0; lo++)
+                if (st->entries[lo].fd >= 0) {
                         /* Still in systemd's store; the holder of the next stop needs it too. */
                         if (st != &kept)
-                                kept_add(name, st->entries[i].fd);
-                        return TAKE_FD(st->entries[i].fd);
+                                kept_add(name, st->entries[lo].fd);
+                        return TAKE_FD(st->entries[lo].fd);
                 }
         return -ENOENT;
 }
@@ -251,7 +274,11 @@ int fdstore_check_memfd(int fd, const char *name, unsigned seals, size_t *ret_si
 }
 
 int fdstore_check_pidfd(int fd, int *ret_pid) {
-        char path[64], link[64], info[1024], *p;
+        return fdstore_check_pidfd_ns(fd, ret_pid, NULL);
+}
+
+int fdstore_check_pidfd_ns(int fd, int *ret_pid, int *ret_inner_pid) {
+        char path[64], link[64], info[1024], *p, *nl;
         ssize_t n;
         int pid;
 
@@ -271,6 +298,19 @@ int fdstore_check_pidfd(int fd, int *ret_pid) {
         /* -1: the process has ended; 0: it is not in our pid namespace. */
         if (pid <= 0)
                 return -ESRCH;
+        if (ret_inner_pid) {
+                /* "NSpid:\t<ours>\t...\t<innermost>": only one level is not a namespace's pid. */
+                p = strstr(info, "\nNSpid:\t");
+                if (!p)
+                        return -EBADFD;
+                p += 8;
+                nl = strchr(p, '\n');
+                if (nl)
+                        *nl = '\0';
+                nl = strrchr(p, '\t');
+                if (!nl || sscanf(nl + 1, "%d", ret_inner_pid) != 1)
+                        *ret_inner_pid = 0;
+        }
         *ret_pid = pid;
         return 0;
 }

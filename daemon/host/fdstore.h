@@ -42,16 +42,21 @@ int fdstore_remove(const char *name);
 typedef struct FdStoreEntry {
         char *name;
         int fd;
+        size_t seq; /* the order systemd gave it in */
 } FdStoreEntry;
 
+/* Sorted by name (then seq) at the first take, so that a take is a binary search: a restart takes
+ * one name per sandbox, run and session, thousands of them. */
 typedef struct FdStore {
         FdStoreEntry *entries;
         size_t n, allocated;
+        bool sorted;
 } FdStore;
 
 /* Takes fd (named name) into st: 0 or -ENOMEM (fd then closed). */
 int fdstore_add(FdStore *st, const char *name, int fd);
-/* The fd stored under name, now the caller's (a copy is kept for the holder); -ENOENT. */
+/* The fd stored under name (the first systemd gave of that name, if several), now the caller's
+ * (a copy is kept for the holder); -ENOENT. */
 int fdstore_take(FdStore *st, const char *name);
 /* Whether st still has an unclaimed fd of that name. */
 bool fdstore_has(const FdStore *st, const char *name);
@@ -62,6 +67,9 @@ void fdstore_done(FdStore *st);
 /* Whether fd is a pidfd (anon_inode:[pidfd]) of a process that has not ended: its pid (as our
  * pid namespace sees it) into *ret_pid. 0, -EBADFD (not a pidfd), -ESRCH (ended), -errno. */
 int fdstore_check_pidfd(int fd, int *ret_pid);
+/* The same, and the process's pid in its innermost pid namespace (fdinfo's last "NSpid:" field;
+ * 0 when it has no namespace of its own) into *ret_inner_pid. */
+int fdstore_check_pidfd_ns(int fd, int *ret_pid, int *ret_inner_pid);
 
 /* Whether a stored fd is what its name says (-EBADFD when not, -errno): */
 /* a pidfd, of a process that may have ended (*ret_pid 0 then); */

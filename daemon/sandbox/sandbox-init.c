@@ -9,6 +9,7 @@
 #include <limits.h>
 #include <linux/openat2.h>
 #include <linux/sched.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -842,7 +843,7 @@ static bool is_set_up_init(pid_t pid) {
 
 static bool pid_in_cgroup(int cg_fd, pid_t pid) {
         pid_t pids[16];
-        int n = cg_list_pids(cg_fd, pids, (int) ELEMENTSOF(pids));
+        int n = cg_list_own_pids(cg_fd, pids, (int) ELEMENTSOF(pids));
 
         for (int i = 0; i < n && i < (int) ELEMENTSOF(pids); i++)
                 if (pids[i] == pid)
@@ -855,7 +856,7 @@ static bool pid_in_cgroup(int cg_fd, pid_t pid) {
  * (sandbox_find_live_init() looks at the cgroup again). */
 static int init_from_cgroup(int leaf_fd, pid_t *ret_pid) {
         pid_t pids[16];
-        int n = cg_list_pids(leaf_fd, pids, (int) ELEMENTSOF(pids));
+        int n = cg_list_own_pids(leaf_fd, pids, (int) ELEMENTSOF(pids));
 
         if (n < 0)
                 return n;
@@ -872,17 +873,39 @@ static int init_from_cgroup(int leaf_fd, pid_t *ret_pid) {
         return -ESRCH;
 }
 
+/* A stored pidfd's process is that process for good (a pid is not): what is_set_up_init() reads in
+ * /proc/<pid>/status comes from the pidfd's own fdinfo (its pid namespace's pid) and poll (a
+ * pidfd turns readable once its process has exited, a zombie too), which is one procfs file
+ * fewer per sandbox at a restart. The uid_map is read before the poll: a process that had not
+ * exited after it was read could not have given its pid away before. */
+static bool is_set_up_stored_init(int pidfd, pid_t pid, int inner_pid) {
+        char path[64], buf[4096];
+        struct pollfd p = { .fd = pidfd, .events = POLLIN };
+        int k;
+
+        if (inner_pid != 1)
+                return false;
+        snprintf(path, sizeof(path), "/proc/%d/uid_map", (int) pid);
+        if (read_small_file(AT_FDCWD, path, false, buf, sizeof(buf)) <= 0)
+                return false;
+        do
+                k = poll(&p, 1, 0);
+        while (k < 0 && errno == EINTR);
+        return k == 0;
+}
+
 int sandbox_find_live_init(Sandbox *s, bool *ret_from_store) {
         _cleanup_close_ int leaf = -EBADF, fd = -EBADF;
         char name[FDSTORE_NAME_MAX];
         bool stored = false;
         pid_t pid = 0;
+        int inner = 0;
 
         leaf = openat(s->cg_fd, "init", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (leaf < 0)
                 return -ESRCH;
         fd = fdstore_take(&s->ctx->fdstore, fdstore_name(name, 's', s->id, "init"));
-        if (fd >= 0 && fdstore_check_pidfd(fd, &pid) >= 0)
+        if (fd >= 0 && fdstore_check_pidfd_ns(fd, &pid, &inner) >= 0)
                 stored = true;
         else {
                 /* Not a pidfd of a live process: out of the store (sandbox_adopt() puts the one
@@ -895,8 +918,10 @@ int sandbox_find_live_init(Sandbox *s, bool *ret_from_store) {
                         return fd;
         }
         /* A pid that is no longer what the cgroup or the store said is not the sandbox's. */
-        if (!pid_in_cgroup(leaf, pid) || !is_set_up_init(pid) ||
-            syscall(SYS_pidfd_send_signal, fd, 0, NULL, 0) < 0)
+        if (!pid_in_cgroup(leaf, pid))
+                return -ESRCH;
+        if (stored ? !is_set_up_stored_init(fd, pid, inner)
+                   : !is_set_up_init(pid) || syscall(SYS_pidfd_send_signal, fd, 0, NULL, 0) < 0)
                 return -ESRCH;
         s->init_pid = pid;
         s->init_pidfd = TAKE_FD(fd);
