@@ -210,7 +210,8 @@ tests_test_hold_LDADD = $(DAEMON_LIBS)
 ## The fd store's table, taken by name at a restart, and the pidfd check (daemon/host/fdstore.c).
 check_PROGRAMS += tests/test-fdstore
 TESTS += tests/test-fdstore
-tests_test_fdstore_SOURCES = tests/test-fdstore.c tests/tap.h daemon/host/fdstore.c daemon/host/fdstore.h
+tests_test_fdstore_SOURCES = tests/test-fdstore.c tests/tap.h daemon/host/fdstore.c daemon/host/fdstore.h \
+	daemon/core/log.c daemon/core/log.h
 tests_test_fdstore_CPPFLAGS = $(DAEMON_INCLUDES) $(AM_CPPFLAGS)
 tests_test_fdstore_CFLAGS = $(UNIT_CFLAGS)
 tests_test_fdstore_LDADD = $(UNIT_LDADD) $(SYSTEMD_LIBS)
