@@ -66,6 +66,19 @@ def head_tail(b, cap):
     h, t = cap - cap // 2, cap // 2
     return b[:h] + b"\n[... %d bytes dropped ...]\n" % (len(b) - h - t) + b[len(b) - t:]
 
+def take_all():
+    """What a daemon does with hold.sock: every message until the end marker. (socket, fds got)"""
+    import socket
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    s.connect(os.path.join(T, "hold.sock"))
+    n = 0
+    while True:
+        msg, anc, flags, _ = s.recvmsg(1 << 16, socket.CMSG_SPACE(253 * 4))
+        if not msg or msg[8] & 1:
+            break
+        n += sum(len(d) // 4 for (_, _, d) in anc)
+    return s, n
+
 def data(ev):
     d = ev.get("data", "")
     return base64.b64decode(d) if ev.get("data_encoding") == "base64" else d.encode()
@@ -140,30 +153,14 @@ elif step == "lost":
           "pty.attach says session_lost: %s" % why, r)
 elif step == "taker":
     # Another daemon: takes everything, acknowledges a few seconds later.
-    import socket
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-    s.connect(os.path.join(T, "hold.sock"))
-    n = 0
-    while True:
-        msg, anc, flags, _ = s.recvmsg(1 << 16, socket.CMSG_SPACE(253 * 4))
-        if not msg or msg[8] & 1:
-            break
-        n += sum(len(d) // 4 for (_, _, d) in anc)
+    s, n = take_all()
     save("taken", str(n))
     time.sleep(3)
     s.send(b"K")
     time.sleep(0.5)
 elif step == "nack":
     # A client of the holder's uid that takes the fds and goes without its 'K'.
-    import socket
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-    s.connect(os.path.join(T, "hold.sock"))
-    n = 0
-    while True:
-        msg, anc, flags, _ = s.recvmsg(1 << 16, socket.CMSG_SPACE(253 * 4))
-        if not msg or msg[8] & 1:
-            break
-        n += sum(len(d) // 4 for (_, _, d) in anc)
+    s, n = take_all()
     check(n > 0, "a client got %d fd(s) from the holder" % n)
     s.close()
 PY
