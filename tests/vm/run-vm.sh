@@ -218,6 +218,9 @@ write_config() {
 		printf 'STAGE_DIR=%q\n' "$STAGE_DIR"
 		printf 'TEST_TIMEOUT=%q\n' "$TEST_TIMEOUT"
 		printf 'MUST_WORK=%q\n' "$MUST_WORK"
+		# The Debian packages for t-deb.sh, t-restart-deb.sh and t-restart-all.sh (host paths)
+		printf 'DEB_DIR=%q\n' "${DEB_DIR:+$(absolute "$DEB_DIR")}"
+		printf 'DEB_UPGRADE_DIR=%q\n' "${DEB_UPGRADE_DIR:+$(absolute "$DEB_UPGRADE_DIR")}"
 		printf 'TESTS=('
 		for t in "${TESTS[@]}"; do printf ' %q' "$t"; done
 		printf ' )\n'
