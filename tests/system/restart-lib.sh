@@ -23,11 +23,12 @@ service_procs() { find /sys/fs/cgroup/system.slice/sandboxd.service -name cgroup
 counts() { echo "store $(store) scopes $(scopes) cgroups $(cgroups) processes $(procs) service-processes $(service_procs)"; }
 stable() { # the pool refills after a start: wait until the counts stop moving
 	local a b i
+	a=$(counts)
 	for i in $(seq 60); do
-		a=$(counts)
 		sleep 0.5
 		b=$(counts)
 		[ "$a" = "$b" ] && return 0
+		a=$b
 	done
 	return 1
 }

@@ -24,8 +24,10 @@ rm -f /var/lib/man-db/auto-update /usr/sbin/policy-rc.d
 # The first install over a staged one replaces its unit (ExecStart= of /usr/sbin) and does not
 # restart a running service: then a restart by hand runs the packaged daemon. Over nothing, the
 # socket is started and the first connection starts the packaged daemon.
-out=$(timeout 240 dpkg -i "${debs[@]}" 2>&1)
-ok $? "dpkg -i of the packages ($v0)"
+# timeout: under TCG on a loaded host an install takes minutes (ldconfig and py3compile over 9p,
+# daemon-reloads)
+out=$(timeout 480 dpkg -i "${debs[@]}" 2>&1)
+ok $? "dpkg -i of the packages ($v0) (exit $?)"
 diag "$(tail -n 3 <<<"$out")"
 if systemctl is-active --quiet sandboxd.service && [ "$(readlink "/proc/$(mainpid)/exe")" != /usr/sbin/sandboxd ]; then
 	old=$(mainpid)
@@ -39,8 +41,8 @@ sandbox_with_server "deb-$$"
 
 # The upgrade: the old prerm (which does not stop the service) and the new postinst's try-restart.
 old=$(mainpid) store0=$(store)
-out=$(timeout 240 dpkg -i "${upgrade[@]}" 2>&1)
-ok $? "dpkg -i of the rebuilt packages ($v1): an upgrade"
+out=$(timeout 480 dpkg -i "${upgrade[@]}" 2>&1)
+ok $? "dpkg -i of the rebuilt packages ($v1): an upgrade (exit $?)"
 diag "$(tail -n 3 <<<"$out")"
 [ "$(installed_version sandboxd)" = "$v1" ] && [ "$(installed_version libsandbox0)" = "$v1" ]
 ok $? "sandboxd and libsandbox0 $v1 are installed (dpkg-query: $(installed_version sandboxd), $(installed_version libsandbox0))"

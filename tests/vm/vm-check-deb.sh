@@ -4,6 +4,8 @@
 # packages themselves; run-vm.sh hands both to the guest. A test report of its own
 # (vm-check-deb.trs), beside check-vm's.
 set -u
+# Each script installs packages (ldconfig, py3compile, systemd reloads: minutes under TCG).
+export VM_TEST_TIMEOUT=${VM_TEST_TIMEOUT:-1200}
 stage=$top_builddir/vm-stage-none
 rm -rf "$stage" && mkdir -p "$stage" || exit 1
 # shellcheck disable=SC2086
