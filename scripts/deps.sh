@@ -32,8 +32,9 @@ packages=(
 	# the Python package: mypy for t-python-types.sh; pip, setuptools and wheel for t-python.sh's
 	# `pip install ./python`
 	mypy python3-pip python3-setuptools python3-wheel
-	# the Debian packages (scripts/build-deb.sh), python3-sandboxd with pybuild
-	debhelper dpkg-dev dh-python python3-all pybuild-plugin-pyproject
+	# the Debian packages (scripts/build-deb.sh, which .ci/run runs), python3-sandboxd with pybuild;
+	# t-deb.sh (in the VM, which boots this root) scrapes the packaged metrics socket with curl
+	debhelper dpkg-dev dh-python python3-all pybuild-plugin-pyproject curl
 	# sandboxd-oci's engines (tests/t-oci*.sh): podman with conmon and crun, containerd with ctr
 	# and its runc shim
 	podman conmon crun containerd

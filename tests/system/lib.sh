@@ -20,3 +20,26 @@ done_testing() { echo "1..$n"; exit 0; }
 call() { python3 "$here/sbx-call.py" "$@"; }
 # jqr FILTER JSON: a field of a reply
 jqr() { jq -r "$1" <<<"$2"; }
+
+# The packages scripts/build-deb.sh builds: DEB_DIR holds the first build, DEB_UPGRADE_DIR
+# the same tree rebuilt with a higher version (DEB_VERSION=0.1.0+ci2), installed over it as an
+# upgrade. Prints "1..0 # SKIP" and exits where there are none, or fails where they must be
+# there (SANDBOXD_TEST_MUST_WORK=1, as CI sets it: a package build that failed is a failure).
+DEB_DIR=${DEB_DIR:-$here/../../deb-out}
+DEB_UPGRADE_DIR=${DEB_UPGRADE_DIR:-}
+need_debs() { # DIR PACKAGE...
+	local dir=$1 p
+	shift
+	for p in "$@"; do
+		ls "$dir/${p}"_*.deb >/dev/null 2>&1 && continue
+		if [ "${SANDBOXD_TEST_MUST_WORK:-0}" = 1 ]; then
+			echo "not ok 1 - no ${p}_*.deb in ${dir:-(DEB_UPGRADE_DIR unset)} (scripts/build-deb.sh makes them; CI must build them)"
+			echo "1..1"
+		else
+			echo "1..0 # SKIP no ${p}_*.deb in ${dir:-(DEB_UPGRADE_DIR unset)} (scripts/build-deb.sh makes them)"
+		fi
+		exit 0
+	done
+}
+deb_version() { dpkg-deb -f "$1" Version; }
+installed_version() { dpkg-query -W -f '${Version}' "$1" 2>/dev/null; }

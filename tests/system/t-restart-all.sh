@@ -4,21 +4,31 @@
 # open session printing a counter every 10 ms and a run printing for 20 s, each of `systemctl
 # restart sandboxd`, `kill -9` of the daemon (systemd restarts it), `systemctl stop sandboxd;
 # systemctl start sandboxd` (systemd drops the fd store at the stop: the holder, `sandboxd
-# --hold` in a scope of its own, keeps the fds until the start) and, when DEB_DIR names
-# packages built by scripts/build-deb.sh (a run by hand, as t-deb.sh's: CI does not build them),
-# `dpkg -i` of them leave all three going: the server answers with the same pid inside, the session reattaches with from_seq
+# --hold` in a scope of its own, keeps the fds until the start) and, when DEB_DIR and
+# DEB_UPGRADE_DIR name packages built by scripts/build-deb.sh (`make check-vm-deb` builds none
+# itself: .ci/run does not run it yet), `dpkg -i` of a rebuilt package over the installed
+# one (DEB_DIR's is installed first and runs; DEB_UPGRADE_DIR's, a higher version, is the
+# upgrade, through the maintainer scripts) leave all three going: the server answers with the same pid inside, the session reattaches with from_seq
 # and its counter has no gap and no duplicate, and the run's client, back with run.attach, gets
 # the rest of the stream and a final reply whose head, tail and byte counts are those of what the
 # program wrote (it writes the same to a file, compared byte for byte). In the end the fd store
 # holds what it held before. Only this test's sandbox is made and destroyed.
+DEB_DIR_SET=${DEB_DIR:-}
 source "$(dirname "$0")/lib.sh"
-exec python3 - "$here/.." "${DEB_DIR:-}" <<'PY'
+# DEB_DIR here is what the caller set, not lib.sh's default: without it, no dpkg part.
+exec python3 - "$here/.." "${DEB_DIR_SET:-}" "${DEB_UPGRADE_DIR:-}" <<'PY'
 import glob, os, re, subprocess, sys, time
 sys.path.insert(0, sys.argv[1])
 from client import Conn, ClientError
 from ptyclient import attach, data_of, open_session
 
-DEBS = sorted(glob.glob(sys.argv[2] + "/libsandbox0_*.deb") + glob.glob(sys.argv[2] + "/sandboxd_*.deb")) if sys.argv[2] else None
+
+def debs_in(d):
+    return sorted(glob.glob(d + "/libsandbox0_*.deb") + glob.glob(d + "/sandboxd_*.deb")) if d else []
+
+
+DEBS0, DEBS = debs_in(sys.argv[2]), debs_in(sys.argv[3])
+WANT_DEBS = bool(sys.argv[2] or sys.argv[3])
 SOCK = "/run/sandboxd/sandboxd.sock"
 n = 0
 
@@ -87,6 +97,33 @@ def counters(text):
     return [int(x) for x in re.findall(r"^n=(\d+)\r?$", text, re.M)]
 
 
+def version(deb):
+    return sh("dpkg-deb -f %s Version" % deb).stdout.strip()
+
+
+def installed(pkg):
+    return sh("dpkg-query -W -f '${Version}' %s" % pkg).stdout.strip()
+
+
+upgrade = False
+if WANT_DEBS:
+    upgrade = ok(len(DEBS0) == 2 and len(DEBS) == 2 and
+                 subprocess.run(["dpkg", "--compare-versions", version(DEBS[1]), "gt", version(DEBS0[1])]).returncode == 0,
+                 "DEB_DIR=%s and DEB_UPGRADE_DIR=%s hold libsandbox0 and sandboxd, the second a higher version (%s over %s)" %
+                 (sys.argv[2], sys.argv[3], DEBS and version(DEBS[1]), DEBS0 and version(DEBS0[1])))
+fresh = not os.path.exists("/var/lib/sandboxd") and not installed("sandboxd")
+if upgrade:
+    # As t-deb.sh: no man-db re-index over 9p, no container's policy-rc.d forbidding restarts.
+    sh("rm -f /var/lib/man-db/auto-update /usr/sbin/policy-rc.d")
+    r = sh("dpkg -i %s" % " ".join(DEBS0))
+    ok(r.returncode == 0, "dpkg -i of DEB_DIR's packages (%s), the version to upgrade from" % version(DEBS0[1]), r.stdout[-500:], r.stderr[-500:])
+    old = mainpid()
+    if old not in ("0", "") and os.readlink("/proc/%s/exe" % old) != "/usr/sbin/sandboxd":
+        sh("systemctl restart sandboxd.service")  # the staged daemon gives way to the packaged one
+    else:
+        old = "x"
+    ok(wait_up(old) and os.readlink("/proc/%s/exe" % mainpid()) == "/usr/sbin/sandboxd" and installed("sandboxd") == version(DEBS0[1]),
+       "the packaged daemon %s runs" % installed("sandboxd"))
 ok(wait_up("x"), "the daemon answers")
 store0 = store()
 r = call({"op": "create", "name": "restart-all-%d" % os.getpid()})
@@ -208,7 +245,11 @@ def restart(how):
         r = sh("systemctl start sandboxd.service")
     else:
         r = sh("dpkg -i %s" % " ".join(DEBS))
+        how = "dpkg -i of the rebuilt packages (%s over %s)" % (version(DEBS[1]), version(DEBS0[1]))
     ok(r.returncode == 0, "%s" % how, r.stdout[-500:], r.stderr[-500:])
+    if how.startswith("dpkg"):
+        ok(installed("sandboxd") == version(DEBS[1]) and installed("libsandbox0") == version(DEBS[1]),
+           "the upgrade installed sandboxd and libsandbox0 %s" % version(DEBS[1]))
     up = ok(wait_up(old), "after %s, a new daemon answers" % how)
     if how == "systemctl stop; systemctl start":
         end = time.monotonic() + 20
@@ -221,9 +262,7 @@ def restart(how):
     return up
 
 
-if DEBS is not None and len(DEBS) < 2:
-    ok(False, "DEB_DIR=%s holds libsandbox0 and sandboxd packages (scripts/build-deb.sh)" % sys.argv[2])
-for k, how in enumerate(("systemctl restart", "kill -9", "systemctl stop; systemctl start") + (("dpkg -i",) if DEBS else ())):
+for k, how in enumerate(("systemctl restart", "kill -9", "systemctl stop; systemctl start") + (("dpkg -i",) if upgrade else ())):
     run_id, have, first = start_run(k)
     ok(run_id and have["stdout"] > 0, "a run prints for 20 s (%s; %d bytes so far)" % (run_id, have["stdout"]))
     if not restart(how):
@@ -240,5 +279,10 @@ end = time.monotonic() + 20
 while store() != store0 and time.monotonic() < end:
     time.sleep(0.5)
 ok(store() == store0, "the fd store holds as many fds as before (%s, was %s)" % (store(), store0))
+if upgrade and fresh:
+    # A guest with no sandboxd before (make check-vm-deb) is left as found, for t-restart-deb.sh.
+    r = sh("dpkg --purge sandboxd libsandbox0")
+    ok(r.returncode == 0 and not installed("sandboxd") and not os.path.exists("/var/lib/sandboxd"),
+       "dpkg --purge sandboxd libsandbox0: the guest is as the test found it", r.stdout[-500:], r.stderr[-500:])
 print("1..%d" % n)
 PY

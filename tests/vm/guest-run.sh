@@ -3,7 +3,8 @@
 # (sandboxd-vmtest.service, written by guest-init.sh). run-vm.sh copies this
 # file into the shared directory, seen here as /vmout.
 #
-# In:  /vmout/config      STAGE_DIR, TESTS (array), TEST_TIMEOUT, MUST_WORK
+# In:  /vmout/config      STAGE_DIR, TESTS (array), TEST_TIMEOUT, MUST_WORK, DEB_DIR,
+#                         DEB_UPGRADE_DIR
 # Out: /vmout/booted      written once systemd finished booting (its state)
 #      /vmout/install.tap "ok - install: ..." lines, renumbered by the host
 #      /vmout/t<i>.out/.err/.rc   stdout, stderr, "STATUS SECONDS" of TESTS[i]
@@ -92,7 +93,8 @@ install_stage() {
 		return
 	fi
 	if [ -z "$(find "$STAGE" -mindepth 1 ! -type d -print -quit)" ]; then
-		tap "ok - install: nothing to install # SKIP STAGE_DIR is empty"
+		# Nothing to install: the scripts install what they test (the deb VM, make check-vm-deb).
+		tap "ok - install: nothing staged (STAGE_DIR is empty)"
 		return
 	fi
 
@@ -150,6 +152,9 @@ main() {
 	# For tests that want to look at the stage itself (already installed).
 	SANDBOXD_STAGE_DIR=$(guest_path "$STAGE_DIR")
 	export SANDBOXD_STAGE_DIR
+	# The packages the deb tests install, as the host named them (unset: none given).
+	if [ -n "${DEB_DIR:-}" ]; then DEB_DIR=$(guest_path "$DEB_DIR"); export DEB_DIR; else unset DEB_DIR; fi
+	if [ -n "${DEB_UPGRADE_DIR:-}" ]; then DEB_UPGRADE_DIR=$(guest_path "$DEB_UPGRADE_DIR"); export DEB_UPGRADE_DIR; else unset DEB_UPGRADE_DIR; fi
 	wait_for_boot
 	: >"$OUT/install.tap"
 	install_stage

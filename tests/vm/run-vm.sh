@@ -12,7 +12,7 @@ set -Eeuo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 BOOT_TIMEOUT=${VM_BOOT_TIMEOUT:-600}
-TEST_TIMEOUT=${VM_TEST_TIMEOUT:-600}
+TEST_TIMEOUT=${VM_TEST_TIMEOUT:-900}
 CACHE_DIR=${VM_CACHE_DIR:-${TMPDIR:-/tmp}/sandboxd-vm-cache}
 MUST_WORK=${SANDBOXD_TEST_MUST_WORK:-0}
 # Modules the initramfs needs; their dependencies are added in order.
@@ -218,6 +218,9 @@ write_config() {
 		printf 'STAGE_DIR=%q\n' "$STAGE_DIR"
 		printf 'TEST_TIMEOUT=%q\n' "$TEST_TIMEOUT"
 		printf 'MUST_WORK=%q\n' "$MUST_WORK"
+		# The Debian packages for t-deb.sh, t-restart-deb.sh and t-restart-all.sh (host paths)
+		printf 'DEB_DIR=%q\n' "${DEB_DIR:+$(absolute "$DEB_DIR")}"
+		printf 'DEB_UPGRADE_DIR=%q\n' "${DEB_UPGRADE_DIR:+$(absolute "$DEB_UPGRADE_DIR")}"
 		printf 'TESTS=('
 		for t in "${TESTS[@]}"; do printf ' %q' "$t"; done
 		printf ' )\n'
