@@ -5,8 +5,9 @@
 # as systemd does, and starts the daemon (CMD) with the stored fds as its activation fds
 # (LISTEN_FDS, LISTEN_FDNAMES, LISTEN_PID), again on each SIGUSR1 once the last one is gone.
 #   fake-fdstore.py NOTIFY_PATH STORE_FILE PID_FILE -- CMD...
-# STORE_FILE lists the store after each change: "NAME TARGET" a line (TARGET: the fd's
-# /proc/self/fd link, "anon_inode:[pidfd]" for a pidfd), sorted. SIGTERM: exit, closing all.
+# STORE_FILE lists the store once the messages queued are taken (not after each one: a dump reads
+# every stored fd's link): "NAME TARGET" a line (TARGET: the fd's /proc/self/fd link,
+# "anon_inode:[pidfd]" for a pidfd), sorted. SIGTERM: exit, closing all.
 import array, os, select, signal, socket, sys
 
 notify_path, store_file, pid_file = sys.argv[1:4]
@@ -60,9 +61,13 @@ def spawn():
 
 
 def receive(sock):
+    """One message; False when none is queued."""
     global store
     fds = array.array("i")
-    msg, anc, _, _ = sock.recvmsg(4096, socket.CMSG_SPACE(253 * fds.itemsize))
+    try:
+        msg, anc, _, _ = sock.recvmsg(4096, socket.CMSG_SPACE(253 * fds.itemsize), socket.MSG_DONTWAIT)
+    except BlockingIOError:
+        return False
     for level, typ, data in anc:
         if level == socket.SOL_SOCKET and typ == socket.SCM_RIGHTS:
             fds.frombytes(data[:len(data) - (len(data) % fds.itemsize)])
@@ -79,7 +84,7 @@ def receive(sock):
         store = [(n, fd) for n, fd in store if n != name]
     for fd in fds:
         os.close(fd)
-    dump()
+    return True
 
 
 # A signal wakes the select below at once (not at its next 50 ms turn).
@@ -109,7 +114,11 @@ while running:
         except BlockingIOError:
             pass
     if sock in r:
-        receive(sock)
+        # The file is written once what is queued is taken (a dump reads every stored fd's link:
+        # one per message made each of a run's messages cost the number of sandboxes alive).
+        while receive(sock):
+            pass
+        dump()
 for _, fd in store:
     os.close(fd)
 os.unlink(notify_path)
