@@ -5,14 +5,16 @@
 # as systemd does, and starts the daemon (CMD) with the stored fds as its activation fds
 # (LISTEN_FDS, LISTEN_FDNAMES, LISTEN_PID), again on each SIGUSR1 once the last one is gone.
 #   fake-fdstore.py NOTIFY_PATH STORE_FILE PID_FILE -- CMD...
-# STORE_FILE lists the store once the messages queued are taken (not after each one: a dump reads
-# every stored fd's link): "NAME TARGET" a line (TARGET: the fd's /proc/self/fd link,
-# "anon_inode:[pidfd]" for a pidfd), sorted. SIGTERM: exit, closing all.
+# STORE_FILE lists the store once the messages queued are taken: "NAME TARGET" a line (TARGET:
+# the fd's /proc/self/fd link as it was read when the fd came, "anon_inode:[pidfd]" for a pidfd),
+# sorted. Neither is per stored fd per message (that made each of a run's messages cost the
+# number of sandboxes alive). SIGTERM: exit, closing all.
 import array, os, select, signal, socket, sys
 
 notify_path, store_file, pid_file = sys.argv[1:4]
 cmd = sys.argv[5:] if sys.argv[4] == "--" else sys.argv[4:]
 store = []  # [(name, fd)], in the order received
+links = {}  # fd: its /proc/self/fd link, read once
 child = None
 start = True
 running = True
@@ -33,7 +35,7 @@ signal.signal(signal.SIGTERM, on_term)
 
 
 def dump():
-    lines = sorted("%s %s" % (n, os.readlink("/proc/self/fd/%d" % fd)) for n, fd in store)
+    lines = sorted("%s %s" % (n, links[fd]) for n, fd in store)
     tmp = store_file + ".tmp"
     with open(tmp, "w") as f:
         f.write("".join(l + "\n" for l in lines))
@@ -75,12 +77,15 @@ def receive(sock):
     if fields.get("FDSTORE") == "1":
         name = fields.get("FDNAME", "stored")
         store += [(name, fd) for fd in fds]
+        for fd in fds:
+            links[fd] = os.readlink("/proc/self/fd/%d" % fd)
         fds = []
     elif fields.get("FDSTOREREMOVE") == "1":
         name = fields.get("FDNAME")
         for n, fd in store:
             if n == name:
                 os.close(fd)
+                del links[fd]
         store = [(n, fd) for n, fd in store if n != name]
     for fd in fds:
         os.close(fd)
@@ -114,8 +119,7 @@ while running:
         except BlockingIOError:
             pass
     if sock in r:
-        # The file is written once what is queued is taken (a dump reads every stored fd's link:
-        # one per message made each of a run's messages cost the number of sandboxes alive).
+        # The file is written once what is queued is taken.
         while receive(sock):
             pass
         dump()
