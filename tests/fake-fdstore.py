@@ -5,13 +5,16 @@
 # as systemd does, and starts the daemon (CMD) with the stored fds as its activation fds
 # (LISTEN_FDS, LISTEN_FDNAMES, LISTEN_PID), again on each SIGUSR1 once the last one is gone.
 #   fake-fdstore.py NOTIFY_PATH STORE_FILE PID_FILE -- CMD...
-# STORE_FILE lists the store after each change: "NAME TARGET" a line (TARGET: the fd's
-# /proc/self/fd link, "anon_inode:[pidfd]" for a pidfd), sorted. SIGTERM: exit, closing all.
+# STORE_FILE lists the store once the messages queued are taken: "NAME TARGET" a line (TARGET:
+# the fd's /proc/self/fd link as it was read when the fd came, "anon_inode:[pidfd]" for a pidfd),
+# sorted. Neither is per stored fd per message (that made each of a run's messages cost the
+# number of sandboxes alive). SIGTERM: exit, closing all.
 import array, os, select, signal, socket, sys
 
 notify_path, store_file, pid_file = sys.argv[1:4]
 cmd = sys.argv[5:] if sys.argv[4] == "--" else sys.argv[4:]
 store = []  # [(name, fd)], in the order received
+links = {}  # fd: its /proc/self/fd link, read once
 child = None
 start = True
 running = True
@@ -32,7 +35,7 @@ signal.signal(signal.SIGTERM, on_term)
 
 
 def dump():
-    lines = sorted("%s %s" % (n, os.readlink("/proc/self/fd/%d" % fd)) for n, fd in store)
+    lines = sorted("%s %s" % (n, links[fd]) for n, fd in store)
     tmp = store_file + ".tmp"
     with open(tmp, "w") as f:
         f.write("".join(l + "\n" for l in lines))
@@ -60,9 +63,13 @@ def spawn():
 
 
 def receive(sock):
+    """One message; False when none is queued."""
     global store
     fds = array.array("i")
-    msg, anc, _, _ = sock.recvmsg(4096, socket.CMSG_SPACE(253 * fds.itemsize))
+    try:
+        msg, anc, _, _ = sock.recvmsg(4096, socket.CMSG_SPACE(253 * fds.itemsize), socket.MSG_DONTWAIT)
+    except BlockingIOError:
+        return False
     for level, typ, data in anc:
         if level == socket.SOL_SOCKET and typ == socket.SCM_RIGHTS:
             fds.frombytes(data[:len(data) - (len(data) % fds.itemsize)])
@@ -70,16 +77,19 @@ def receive(sock):
     if fields.get("FDSTORE") == "1":
         name = fields.get("FDNAME", "stored")
         store += [(name, fd) for fd in fds]
+        for fd in fds:
+            links[fd] = os.readlink("/proc/self/fd/%d" % fd)
         fds = []
     elif fields.get("FDSTOREREMOVE") == "1":
         name = fields.get("FDNAME")
         for n, fd in store:
             if n == name:
                 os.close(fd)
+                del links[fd]
         store = [(n, fd) for n, fd in store if n != name]
     for fd in fds:
         os.close(fd)
-    dump()
+    return True
 
 
 # A signal wakes the select below at once (not at its next 50 ms turn).
@@ -109,7 +119,10 @@ while running:
         except BlockingIOError:
             pass
     if sock in r:
-        receive(sock)
+        # The file is written once what is queued is taken.
+        while receive(sock):
+            pass
+        dump()
 for _, fd in store:
     os.close(fd)
 os.unlink(notify_path)

@@ -168,14 +168,22 @@ static void run_store_drop(Run *r, const char *what, uint32_t bit) {
                 return;
         r->acct.open &= ~bit;
         run_publish(r);
+        for (size_t i = 0; i < ELEMENTSOF(store_what); i++)
+                if (strcmp(store_what[i], what) == 0)
+                        r->stored &= ~(1u << i);
         (void) fdstore_remove(run_store_name(r, name, what));
 }
 
+/* What is left of it in the store goes: not the names it never had, nor those already dropped
+ * (a run true used to send five removes after the two drops, each one a walk of the manager's
+ * store, whose size is the number of sandboxes alive). */
 static void run_store_forget(Run *r) {
         char name[FDSTORE_NAME_MAX];
 
         for (size_t i = 0; i < ELEMENTSOF(store_what); i++)
-                (void) fdstore_remove(run_store_name(r, name, store_what[i]));
+                if (r->stored & (1u << i))
+                        (void) fdstore_remove(run_store_name(r, name, store_what[i]));
+        r->stored = 0;
 }
 
 /* Its pipes, report socket and capture into the store. A run the store does not take whole is
@@ -188,6 +196,8 @@ static void run_store_push(Run *r) {
         run_publish(r);
         for (size_t i = 0; i < ELEMENTSOF(store_what); i++) {
                 int k = fds[i] >= 0 ? fdstore_push(run_store_name(r, name, store_what[i]), fds[i]) : 0;
+                if (fds[i] >= 0)
+                        r->stored |= 1u << i; /* a failed push may still have kept a copy for the holder */
                 if (k < 0)
                         log_warning_errno(k, "run %s: cannot put %s into the fd store, it will not outlive the daemon: %m",
                                           r->id, name);
@@ -1265,6 +1275,7 @@ int run_adopt(Sandbox *s, json_object *note, json_object **ret_lost, const char 
         r->main_pidfd = r->stdin_fd = r->out_fd[0] = r->out_fd[1] = -EBADF;
         r->capture = CAPTURE_NONE;
         r->kept = r->adopted = true;
+        r->stored = (1u << ELEMENTSOF(store_what)) - 1; /* what the last daemon stored is not known here */
         launch_init(&r->launch, s, &run_launch_ops, r);
         hook_init(&r->close_hook, on_client_gone, r);
         hook_init(&r->writable_hook, on_client_writable, r);

@@ -74,6 +74,9 @@ typedef struct Run {
          * ends, report socket and capture in the fd store (r.<id>.out, .err, .in, .rep, .cap), so
          * that it outlives the daemon and the next one takes it back (run_adopt()). */
         bool kept, adopted;
+        /* Which of store_what[] (bit i) may still be in the fd store: only those are removed
+         * when it ends (each message costs the service manager a look at its whole store). */
+        uint8_t stored;
         bool attached;          /* reply is a run.attach's: its client going detaches, not kills */
         bool stdin_lost;        /* taken back with stdin not all written: the rest is lost */
         Capture capture;
