@@ -5,11 +5,18 @@
 
 #include "pipe-peek.h"
 
+static int scratch[2] = { -EBADF, -EBADF };
+
+int pipe_peek_init(void) {
+        if (scratch[0] < 0 && pipe2(scratch, O_CLOEXEC | O_NONBLOCK) < 0)
+                return -errno;
+        return 0;
+}
+
 int pipe_peek_byte(int fd, unsigned char *ret) {
-        static int scratch[2] = { -EBADF, -EBADF };
         ssize_t n;
 
-        if (scratch[0] < 0 && pipe2(scratch, O_CLOEXEC | O_NONBLOCK) < 0)
+        if (pipe_peek_init() < 0)
                 return -1;
         n = tee(fd, scratch[1], 1, SPLICE_F_NONBLOCK);
         if (n <= 0)

@@ -5,6 +5,9 @@
  * whether the read took place. */
 #pragma once
 
+/* The daemon's own pipe for it, made at start so that the daemon's fds are all there from its
+ * first request (tests count them); made at the first peek otherwise. 0 or -errno. */
+int pipe_peek_init(void);
 /* 1 and *ret, 0 at the pipe's end, -1 with errno (EAGAIN: nothing yet; EINVAL: fd is no pipe). fd
  * must be non-blocking or hold a byte. */
 int pipe_peek_byte(int fd, unsigned char *ret);

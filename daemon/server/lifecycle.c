@@ -25,6 +25,7 @@
 #include "log.h"
 #include "macro.h"
 #include "ops.h"
+#include "pipe-peek.h"
 #include "remove-async.h"
 #include "rm-rf.h"
 #include "file-helper.h"
@@ -582,6 +583,10 @@ int lifecycle_setup(Daemon *d) {
         r = lifecycle_setup_context(ctx);
         if (r < 0)
                 return r;
+        /* The pipe of the reads that announce themselves (runs' captures, sessions' rings). */
+        r = pipe_peek_init();
+        if (r < 0)
+                return log_error_errno(r, "cannot make a pipe: %m");
         /* The listeners' paths are masked in every sandbox: known before the first is restored. */
         r = manager_setup(d->manager);
         if (r < 0)
