@@ -12,8 +12,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "tap.h"
+#include "die-in-read.h"
 #include "ring.h"
+#include "tap.h"
 
 static void test_fill_and_wrap(void) {
         Ring r;
@@ -131,35 +132,6 @@ static void test_always_valid(void) {
         }
         ok(all, "after each of 400 appends of 1 to 90 bytes, two streams, the header checks");
         free(mem);
-}
-
-/* read(2) and splice(2) of this program, ring.c's too: in a child, a daemon killed just before or
- * just after its read of die_fd, or just after a splice (the kernel has moved the bytes, nothing
- * after it ran). */
-static int die_fd = -1;
-static enum { DIE_NEVER, DIE_BEFORE_READ, DIE_AFTER_READ, DIE_AFTER_SPLICE } die_when;
-
-ssize_t read(int fd, void *buf, size_t n) {
-        ssize_t k;
-
-        if (fd == die_fd && die_when == DIE_BEFORE_READ)
-                _exit(0);
-        k = syscall(SYS_read, fd, buf, n);
-        if (fd == die_fd && die_when == DIE_AFTER_READ)
-                _exit(0);
-        return k;
-}
-
-ssize_t splice(int in, loff_t *in_off, int out, loff_t *out_off, size_t len, unsigned flags) {
-        ssize_t k = syscall(SYS_splice, in, in_off, out, out_off, len, flags);
-        if (k > 0 && die_when == DIE_AFTER_SPLICE)
-                _exit(0);
-        return k;
-}
-
-static int fd_holds(int fd) {
-        int n = -1;
-        return ioctl(fd, FIONREAD, &n) < 0 ? -1 : n;
 }
 
 /* The ring on memory that a child's stores reach, as the memfd's do. */

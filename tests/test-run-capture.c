@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "die-in-read.h"
 #include "run-capture.h"
 #include "tap.h"
 
@@ -107,27 +108,6 @@ static void test_not_ours(void) {
         close(fd);
 }
 
-/* read(2) of this program, run-capture.c's too: in a child, a daemon killed just before or just
- * after its read of die_fd (the kernel has copied the bytes, nothing after it ran). */
-static int die_fd = -1;
-static enum { DIE_NEVER, DIE_BEFORE_READ, DIE_AFTER_READ } die_when;
-
-ssize_t read(int fd, void *buf, size_t n) {
-        ssize_t k;
-
-        if (fd == die_fd && die_when == DIE_BEFORE_READ)
-                _exit(0);
-        k = syscall(SYS_read, fd, buf, n);
-        if (fd == die_fd && die_when == DIE_AFTER_READ)
-                _exit(0);
-        return k;
-}
-
-static int pipe_holds(int fd) {
-        int n = -1;
-        return ioctl(fd, FIONREAD, &n) < 0 ? -1 : n;
-}
-
 static void test_read_through(void) {
         CaptureFixed f = { .cap = CAP }, g;
         CaptureAccount a = { .seq = 3 }, b;
@@ -145,7 +125,7 @@ static void test_read_through(void) {
         (void) write(p[1], "0123456789", 10);
         is_int((int) capture_read(&c, out, &a, 0, p[0], &data), 10, "capture_read takes what the pipe holds");
         ok(data && memcmp(data, "0123456789", 10) == 0, "and gives those bytes");
-        is_int(pipe_holds(p[0]), 0, "the pipe is empty");
+        is_int(fd_holds(p[0]), 0, "the pipe is empty");
         is_int(reopen(&c, &again, back, &g, &b, &why), 0, "taken back");
         is_uint64(back[0].total, 10, "the bytes read are published");
         ok(memcmp(back[0].head, "0123456789", 10) == 0, "in its head");
@@ -192,11 +172,11 @@ static void killed_in_read(int when, const char *what) {
         is_int(reopen(&c, &again, back, &g, &b, &why), 0, "%s: its capture is taken back, not torn (%s)", what, why ? why : "");
         if (when == DIE_BEFORE_READ) {
                 is_uint64(back[1].total, 100, "%s: the bytes not read are not counted", what);
-                is_int(pipe_holds(p[0]), 48, "%s: they are still in the pipe", what);
+                is_int(fd_holds(p[0]), 48, "%s: they are still in the pipe", what);
                 (void) capture_read(&again, back, &b, 1, p[0], &data);
         } else {
                 is_uint64(back[1].total, 148, "%s: the bytes read are counted", what);
-                is_int(pipe_holds(p[0]), 0, "%s: and are no longer in the pipe", what);
+                is_int(fd_holds(p[0]), 0, "%s: and are no longer in the pipe", what);
         }
         is_uint64(back[1].total, 148, "%s: in the end every byte is counted once", what);
         ok(memcmp(back[1].head, all, 32) == 0, "%s: the head holds the first bytes", what);

@@ -122,7 +122,7 @@ endif
 ## daemon/core/ring.c (and the pipe peek it uses) compiled into its test directly.
 check_PROGRAMS += tests/test-ring
 TESTS += tests/test-ring
-tests_test_ring_SOURCES = tests/test-ring.c tests/tap.h daemon/core/ring.c daemon/core/ring.h \
+tests_test_ring_SOURCES = tests/test-ring.c tests/tap.h tests/die-in-read.h daemon/core/ring.c daemon/core/ring.h \
 	daemon/core/pipe-peek.c daemon/core/pipe-peek.h
 tests_test_ring_CPPFLAGS = $(DAEMON_INCLUDES) $(AM_CPPFLAGS)
 tests_test_ring_CFLAGS = $(UNIT_CFLAGS)
@@ -192,7 +192,7 @@ EXTRA_DIST += tests/oci/podman-run.json tests/oci/podman-run-tty.json tests/oci/
 ## A run's capture in a memfd, across a restart (daemon/sandbox/run-capture.c).
 check_PROGRAMS += tests/test-run-capture
 TESTS += tests/test-run-capture
-tests_test_run_capture_SOURCES = tests/test-run-capture.c tests/tap.h daemon/sandbox/run-capture.c \
+tests_test_run_capture_SOURCES = tests/test-run-capture.c tests/tap.h tests/die-in-read.h daemon/sandbox/run-capture.c \
 	daemon/sandbox/run-capture.h daemon/core/output.c daemon/core/output.h daemon/core/pipe-peek.c \
 	daemon/core/pipe-peek.h
 tests_test_run_capture_CPPFLAGS = $(DAEMON_INCLUDES) $(AM_CPPFLAGS)
