@@ -12,9 +12,11 @@
 # rules name the denied ranges; names resolve through the daemon's relay (resolv.conf inside says
 # 127.0.0.53); root inside cannot add an address, a route or a rule; a throwaway run gets egress
 # and never a pooled sandbox; a network namespace with an interface is never used again; hostile
-# entries are refused naming the field; after destroy, and after SIGKILL of the daemon and a new
-# start, no interface, chain or conntrack entry of the sandbox is left, and a restored sandbox
-# has its egress again.
+# entries are refused naming the field; after destroy no interface, chain or conntrack entry of
+# the sandbox is left; after SIGKILL of the daemon and a new start, the throwaway run's are gone
+# and a sandbox still running keeps its interface, with its rules in the new daemon's table; a
+# second daemon in the same network namespace says it cannot give egress, and leaves the first's
+# interfaces and table alone.
 if [ -z "${EGRESS_TEST_NETNS:-}" ] && [ "$(id -u)" = 0 ] && command -v unshare >/dev/null; then
         EGRESS_TEST_NETNS=1 exec unshare --net -- "$BASH" "$0" "$@"
 fi
@@ -25,10 +27,11 @@ for tool in ip nft nsenter; do
         command -v $tool >/dev/null || skip_all "$tool is not installed (scripts/deps.sh)"
 done
 
-RPID= RSERVER= HSERVER=
+RPID= RSERVER= HSERVER= D2=
 _egress_cleanup() {
         local rc=$?
         _daemon_end
+        [ -n "${D2:-}" ] && kill -KILL "$D2" 2>/dev/null
         for p in $RSERVER $HSERVER $RPID; do kill "$p" 2>/dev/null; done
         wait 2>/dev/null
         (exit "$rc")
@@ -221,16 +224,23 @@ ctl run --best-effort --egress all -- sleep 60 >/dev/null 2>&1 &
 RUNNER=$!
 wait_until 10 sh -c "[ \$(ip -o link | grep -c ' sx-') -ge 2 ]" || diag "$(ip -o link)"
 links=$(ip -o link | sed -n 's/^[0-9]*: \(sx-[0-9a-f]*\)@.*/\1/p' | sort)
+ifindex() { ip -o link show dev "$1" 2>/dev/null | cut -d: -f1; }
+kidx=$(ifindex "sx-${K#sbx-}")
 { kill -KILL "$DAEMON_PID"; wait "$DAEMON_PID"; } 2>/dev/null
 DAEMON_PID=
 kill $RUNNER 2>/dev/null; wait $RUNNER 2>/dev/null
 is "$(ip -o link | grep -c ' sx-')" "$(echo "$links" | wc -l)" "a daemon killed by SIGKILL leaves its interfaces behind"
 check "... and its table" sh -c "nft list table inet sandboxd >/dev/null"
-POOL_SIZE=1 start_daemon --config "$T/sandboxd.conf" || exit 0
+# This one takes the running sandboxes back (KEEP_SANDBOXES: no --stop-sandboxes).
+KEEP_SANDBOXES=1 POOL_SIZE=1 start_daemon --config "$T/sandboxd.conf" || exit 0
 grep -q "removed [0-9]* interface(s) an earlier daemon left" "$T/daemon.log" && ok "the next daemon removed them at start" ||
         nok "the next daemon removed them at start"
-grep -q "removed the nftables table an earlier daemon left" "$T/daemon.log" && ok "... and the table, to make it anew" ||
-        nok "... and the table, to make it anew"
+# K's init outlived the daemon: it keeps its interface (the same one: its connections go on), and
+# the new table, which replaced the killed daemon's in one commit, has its chain.
+grep -q "egress: 1 sandbox(es) taken back running have their interfaces and rules" "$T/daemon.log" &&
+        ok "... and took the running sandbox's interface back, with its rules in a new table" ||
+        nok "... and took the running sandbox's interface back, with its rules in a new table"
+is "$(ifindex "sx-${K#sbx-}")" "$kidx" "... the same interface (ifindex $kidx), not a new one"
 KIF=sx-${K#sbx-}
 wait_until 10 sh -c "ip link show '$KIF' >/dev/null 2>&1"
 now=$(ip -o link | sed -n 's/^[0-9]*: \(sx-[0-9a-f]*\)@.*/\1/p' | sort)
@@ -239,6 +249,39 @@ rules=$(nft list table inet sandboxd)
 is "$(printf '%s\n' "$rules" | grep -c 'chain sx_')" 1 "... and only its chain"
 is "$(sbx_probe keep 198.51.100.7 80)" "reached remote 198.51.100.7:80" "the restored sandbox has its egress again"
 like "$(sbx_probe keep 198.51.100.8 80)" "^refused" "... and its allow list"
+# A second daemon (its own state directory, cgroup and socket) in the same network namespace: no
+# egress of its own, and nothing of the first's removed at its start.
+mkdir -p "$T/state2"
+# shellcheck disable=SC2046
+"$SANDBOXD" --listen "$T/sock2" --state-dir "$T/state2" --cgroup-root "$CG-2" --pool-size 0 $(_stop_opt) >"$T/daemon2.log" 2>&1 &
+D2=$!
+wait_until 15 test -S "$T/sock2" || diag "$(tail -5 "$T/daemon2.log")"
+r=$(timeout 30 python3 "$TESTS_DIR/client.py" "$T/sock2" call '{"op":"hello"}')
+is "$(jget "$r" .capabilities.egress.available)" false "a second daemon in the same network namespace gives no egress"
+like "$(jget "$r" .capabilities.egress.reason)" "another sandboxd gives egress in this network namespace" "... and says why"
+kill -TERM "$D2" 2>/dev/null
+wait "$D2" 2>/dev/null
+D2=
+rmdir "$CG-2/sandboxes" "$CG-2/daemon" "$CG-2" 2>/dev/null
+is "$(ip -o link | sed -n 's/^[0-9]*: \(sx-[0-9a-f]*\)@.*/\1/p')" "$KIF" "... and the first's interface is left alone"
+is "$(sbx_probe keep 198.51.100.7 80)" "reached remote 198.51.100.7:80" "... and so is its sandbox's way out"
+# A stop that leaves the sandbox running leaves its way out (interface, table, chain) for the next
+# daemon; that one (with --stop-sandboxes) stops it, starts its init anew, and makes a new one.
+kill -TERM "$DAEMON_PID"
+wait "$DAEMON_PID"
+DAEMON_PID=
+is "$(ifindex "$KIF")" "$kidx" "a stop that leaves the sandbox running leaves its interface"
+check "... and its chain" sh -c "nft list table inet sandboxd | grep -q 'chain sx_${K#sbx-}'"
+POOL_SIZE=1 start_daemon --config "$T/sandboxd.conf" || exit 0
+wait_until 10 sh -c "ip link show '$KIF' >/dev/null 2>&1"
+n=$(ifindex "$KIF")
+if [ -n "$n" ] && [ "$n" != "$kidx" ]; then
+        ok "a daemon that stops sandboxes makes its init and interface anew (ifindex $kidx -> $n)"
+else
+        nok "a daemon that stops sandboxes makes its init and interface anew (ifindex $kidx -> $n)"
+fi
+is "$(sbx_probe keep 198.51.100.7 80)" "reached remote 198.51.100.7:80" "... and it has its egress"
+is "$(nft list table inet sandboxd | grep -c 'chain sx_')" 1 "... one chain, its own"
 stop_daemon
 is "$(ip -o link | grep -c ' sx-')" 0 "a daemon stopped with SIGTERM removes its interfaces"
 check "... and its table" sh -c "! nft list table inet sandboxd 2>/dev/null"

@@ -2,6 +2,7 @@
 /* The veth pair of a sandbox with egress (veth.h). */
 #include <errno.h>
 #include <fcntl.h>
+#include <ifaddrs.h>
 #include <net/if.h>
 #include <sched.h>
 #include <stdio.h>
@@ -278,66 +279,39 @@ int veth_remove(const char *host_name) {
         return link_del(fd, host_name);
 }
 
-/* The names of the daemon's namespace's interfaces that start with VETH_PREFIX, into names
- * (IFNAMSIZ each), at most max. */
-static int list_stale(int fd, char (*names)[IFNAMSIZ], size_t max, size_t *ret_n) {
-        char reply[32768] __attribute__((aligned(NLMSG_ALIGNTO)));
-        struct ifinfomsg *ifi;
+int veth_list(VethFound **ret, size_t *ret_n) {
+        struct ifaddrs *ifa = NULL;
+        VethFound *v = NULL;
         size_t n = 0;
-        NlMsg m;
 
-        nl_init(&m, RTM_GETLINK, NLM_F_DUMP);
-        m.nh.nlmsg_flags &= (uint16_t) ~NLM_F_ACK;
-        if (!(ifi = nl_reserve(&m, sizeof(*ifi))))
-                return -ENOBUFS;
-        ifi->ifi_family = AF_UNSPEC;
-        if (send(fd, &m, m.nh.nlmsg_len, 0) < 0)
+        if (getifaddrs(&ifa) < 0)
                 return -errno;
-        for (;;) {
-                ssize_t len = recv(fd, reply, sizeof(reply), 0);
-                if (len < 0 && errno == EINTR)
+        /* Every link comes as an AF_PACKET entry, and each IPv4 address as an AF_INET one. */
+        for (struct ifaddrs *i = ifa; i; i = i->ifa_next) {
+                size_t k;
+                if (!i->ifa_name || strncmp(i->ifa_name, VETH_PREFIX, strlen(VETH_PREFIX)) != 0 ||
+                    strlen(i->ifa_name) >= IFNAMSIZ)
                         continue;
-                if (len <= 0)
-                        return len < 0 ? -errno : -EBADMSG;
-                for (struct nlmsghdr *nh = (struct nlmsghdr *) reply; NLMSG_OK(nh, (size_t) len); nh = NLMSG_NEXT(nh, len)) {
-                        if (nh->nlmsg_type == NLMSG_DONE) {
-                                *ret_n = n;
-                                return 0;
+                for (k = 0; k < n && strcmp(v[k].name, i->ifa_name) != 0; k++)
+                        ;
+                if (k == n) {
+                        VethFound *nv = realloc(v, (n + 1) * sizeof(*v));
+                        if (!nv) {
+                                free(v);
+                                freeifaddrs(ifa);
+                                return -ENOMEM;
                         }
-                        if (nh->nlmsg_type == NLMSG_ERROR)
-                                return -EBADMSG;
-                        if (nh->nlmsg_type != RTM_NEWLINK || nh->nlmsg_len < NLMSG_LENGTH(sizeof(struct ifinfomsg)))
-                                continue;
-                        int alen = (int) (nh->nlmsg_len - NLMSG_LENGTH(sizeof(struct ifinfomsg)));
-                        for (struct rtattr *a = IFLA_RTA(NLMSG_DATA(nh)); RTA_OK(a, alen); a = RTA_NEXT(a, alen)) {
-                                const char *name = RTA_DATA(a);
-                                size_t l = RTA_PAYLOAD(a);
-                                if (a->rta_type != IFLA_IFNAME || l == 0 || l > IFNAMSIZ || name[l - 1] != '\0')
-                                        continue;
-                                if (strncmp(name, VETH_PREFIX, strlen(VETH_PREFIX)) == 0 && n < max)
-                                        memcpy(names[n++], name, l);
-                        }
+                        v = nv;
+                        v[n++] = (VethFound) {};
+                        snprintf(v[k].name, sizeof(v[k].name), "%s", i->ifa_name);
                 }
+                if (i->ifa_addr && i->ifa_addr->sa_family == AF_INET && !v[k].host_addr)
+                        v[k].host_addr = ntohl(((struct sockaddr_in *) i->ifa_addr)->sin_addr.s_addr);
         }
-}
-
-int veth_remove_stale(void) {
-        _cleanup_close_ int fd = nl_socket();
-        char (*names)[IFNAMSIZ] = NULL;
-        size_t n = 0, max = 4096;
-        int r, removed = 0;
-
-        if (fd < 0)
-                return fd;
-        names = calloc(max, IFNAMSIZ);
-        if (!names)
-                return -ENOMEM;
-        r = list_stale(fd, names, max, &n);
-        for (size_t i = 0; r >= 0 && i < n; i++)
-                if (link_del(fd, names[i]) >= 0)
-                        removed++;
-        free(names);
-        return r < 0 ? r : removed;
+        freeifaddrs(ifa);
+        *ret = v;
+        *ret_n = n;
+        return 0;
 }
 
 int veth_udp_socket_in(int netns_fd, int home_fd, uint32_t addr, uint16_t port, int *ret_fd) {

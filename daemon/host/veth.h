@@ -4,10 +4,14 @@
  * on sockets of the namespace each step is for: no fork of ip(8), nothing that blocks for long. */
 #pragma once
 
+#include <net/if.h>
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 /* Interfaces of sandboxd in the daemon's namespace are named VETH_PREFIX + the sandbox's id
- * without its "sbx-": a new daemon removes every one of them it does not know (veth_remove_stale). */
+ * without its "sbx-": a new daemon keeps those of the sandboxes it takes back running and removes
+ * every other one (egress.c, from veth_list()). */
 #define VETH_PREFIX "sx-"
 /* The sandbox's end, inside its namespace. */
 #define VETH_INSIDE "eth0"
@@ -26,9 +30,16 @@ typedef struct VethSpec {
 int veth_create(const VethSpec *spec);
 /* Removes the host's end (the kernel removes its peer with it); -ENODEV when there is none. */
 int veth_remove(const char *host_name);
-/* Removes every interface named VETH_PREFIX* of the daemon's namespace: an earlier daemon's,
- * left by a crash. Returns how many, or < 0. */
-int veth_remove_stale(void);
+/* An interface named VETH_PREFIX* of the daemon's namespace (an earlier daemon's) and the first
+ * IPv4 address of it (host order; 0: none). */
+typedef struct VethFound {
+        char name[IFNAMSIZ];
+        uint32_t host_addr;
+        bool claimed;   /* egress.c: a sandbox taken back running has it again */
+} VethFound;
+
+/* Every one of them, malloc'ed in *ret (*ret_n of them; NULL when none). */
+int veth_list(VethFound **ret, size_t *ret_n);
 
 /* A non-blocking UDP socket bound to addr:port (network order) inside netns_fd's namespace: the
  * sandbox's resolver (egress-dns.h), bound before anything of the sandbox runs there. */

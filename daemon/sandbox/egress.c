@@ -15,8 +15,10 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -39,6 +41,10 @@
 /* How long a daemon that stops waits for the teardowns still running (then kills them: the next
  * start removes what they left). */
 #define EGRESS_TEARDOWN_WAIT_MS 5000
+/* Held by the one daemon of a network namespace that gives egress (an abstract socket: per
+ * namespace, gone with its holder): another instance would remove this one's interfaces and
+ * table at its start, and each table's rules would drop the other's sandboxes' packets. */
+#define EGRESS_LOCK_NAME "sandboxd/egress"
 
 /* A sandbox's interface, rules and connections being removed by a child (egress_detach()). Its
  * slot, and so its /30 and its ct mark, stays taken until the child has exited. */
@@ -64,10 +70,22 @@ struct Egress {
         struct sockaddr_in dns;   /* sin_family 0: none */
         char *resolv_path;
         int home_fd;              /* our own network namespace */
+        int lock_fd;              /* EGRESS_LOCK_NAME */
         Teardown *teardowns;      /* running */
+        /* From the start to egress_restored(): an earlier daemon's interfaces (those of the
+         * sandboxes taken back running are claimed, with their slots, the others removed), its
+         * table (in force until ours replaces it), and the claimed sandboxes whose chains are not
+         * in our table yet. */
+        VethFound *found;
+        size_t n_found;
+        bool old_table;
+        struct Pending { SandboxNet *net; char id[32]; } *pending;
+        size_t n_pending;
+        unsigned n_kept;          /* left attached for a next daemon (egress_keep()) */
 };
 
 static void teardowns_wait(Egress *e);
+static void give_slot(Egress *e, unsigned slot);
 
 static int set_reason(Egress *e, const char *fmt, ...) _printf_(2, 3);
 static int set_reason(Egress *e, const char *fmt, ...) {
@@ -156,6 +174,50 @@ static void setup_range_and_dns(Context *m, Egress *e) {
                 e->dns = (struct sockaddr_in) { .sin_family = AF_INET, .sin_port = htons(53), .sin_addr = ns };
 }
 
+static int take_lock(Egress *e) {
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+        if (fd < 0)
+                return -errno;
+        memcpy(sa.sun_path + 1, EGRESS_LOCK_NAME, strlen(EGRESS_LOCK_NAME));
+        if (bind(fd, (struct sockaddr *) &sa, offsetof(struct sockaddr_un, sun_path) + 1 + strlen(EGRESS_LOCK_NAME)) < 0) {
+                int r = -errno;
+                close(fd);
+                return r;
+        }
+        e->lock_fd = fd;
+        return 0;
+}
+
+/* The slot an earlier daemon's interface was addressed from, if it was from our range. */
+static bool found_slot(const Egress *e, const VethFound *f, unsigned *ret) {
+        uint32_t off = f->host_addr - e->range_addr;
+
+        if (!f->host_addr || off % 4 != 1 || off / 4 >= e->n_slots)
+                return false;
+        *ret = off / 4;
+        return true;
+}
+
+static VethFound *found_get(Egress *e, const char *ifname) {
+        for (size_t i = 0; i < e->n_found; i++)
+                if (!e->found[i].claimed && strcmp(e->found[i].name, ifname) == 0)
+                        return &e->found[i];
+        return NULL;
+}
+
+/* An earlier daemon's interface no sandbox claims: removed, its slot given back. */
+static void found_remove(Egress *e, VethFound *f) {
+        unsigned slot;
+
+        f->claimed = true; /* dealt with */
+        if (veth_remove(f->name) < 0)
+                log_warning("egress: cannot remove the interface %s an earlier daemon left", f->name);
+        if (found_slot(e, f, &slot))
+                give_slot(e, slot);
+}
+
 int egress_init(Context *m) {
         Egress *e = calloc(1, sizeof(*e));
         _cleanup_free_ char *msg = NULL;
@@ -164,31 +226,41 @@ int egress_init(Context *m) {
 
         if (!e)
                 return -ENOMEM;
-        e->home_fd = -EBADF;
+        e->home_fd = e->lock_fd = -EBADF;
         m->egress = e;
         setup_range_and_dns(m, e);
         e->slots = calloc(e->n_slots, 1);
         if (!e->slots)
                 return -ENOMEM;
         e->available = true;
-        /* An earlier daemon's interfaces, whatever else is known (their peers go with them). */
-        r = veth_remove_stale();
-        if (r > 0)
-                log_info("egress: removed %d interface(s) an earlier daemon left", r);
+        r = take_lock(e);
+        if (r == -EADDRINUSE)
+                return set_reason(e, "another sandboxd gives egress in this network namespace (another state "
+                                     "directory: its interfaces and table are its own)");
+        if (r < 0)
+                return set_reason(e, "cannot bind the abstract socket @" EGRESS_LOCK_NAME ": %s", strerror(-r));
+        /* An earlier daemon's interfaces: kept for the sandboxes taken back running (their slots
+         * taken now), removed at egress_restored() otherwise (their peers go with them). */
+        r = veth_list(&e->found, &e->n_found);
+        if (r < 0)
+                log_warning_errno(r, "egress: cannot list the interfaces an earlier daemon left: %m");
+        for (size_t i = 0; i < e->n_found; i++) {
+                unsigned slot;
+                if (found_slot(e, &e->found[i], &slot))
+                        e->slots[slot] = 1, e->n_taken++;
+        }
         r = nftables_new(&e->nft);
         if (r == -EOPNOTSUPP)
                 return set_reason(e, "sandboxd was built without libnftables");
         if (r < 0)
                 return set_reason(e, "cannot use nftables: %s", strerror(-r));
-        /* An earlier daemon's table, whatever it held; it is made again at the first egress. Looked
-         * for first: a read answers at once, and tells whether nftables is ours to use, where a
-         * commit waits for RCU (tens of ms at every start, most of which find none). */
+        /* An earlier daemon's table, whatever it held: it stays in force (for the sandboxes still
+         * running) until ours replaces it in one commit, at the first egress or at
+         * egress_restored(). A read answers at once, and tells whether nftables is ours to use. */
         r = nftables_list(e->nft, "list table " EGRESS_TABLE "\n", &listing, &msg);
         if (r >= 0) {
                 free(listing);
-                r = nftables_run(e->nft, "delete table " EGRESS_TABLE "\n", &msg);
-                if (r >= 0)
-                        log_info("egress: removed the nftables table an earlier daemon left");
+                e->old_table = true;
         } else if (r == -ENOENT)
                 r = 0;
         if (r < 0)
@@ -210,10 +282,14 @@ void egress_done(Context *m) {
         if (!e)
                 return;
         teardowns_wait(e); /* before the table goes: they delete from it */
-        if (e->table_made && e->nft)
+        /* Sandboxes left running keep their rules for the next daemon, which replaces them. */
+        if (e->table_made && e->nft && !e->n_kept)
                 (void) nftables_run(e->nft, "delete table " EGRESS_TABLE "\n", NULL);
         nftables_free(e->nft);
         safe_close(e->home_fd);
+        safe_close(e->lock_fd);
+        free(e->found);
+        free(e->pending);
         free(e->reason);
         free(e->resolv_path);
         free(e->slots);
@@ -647,20 +723,31 @@ static int attach_fail(char **ret_error, int r, const char *fmt, ...) {
         return r;
 }
 
+/* Our table when it is not made yet (it replaces an earlier daemon's in the same commit), the
+ * host's addresses, and the chains of the sandboxes taken back running that it lacks. */
+static void rules_text(Context *m, Text *t) {
+        Egress *e = m->egress;
+
+        if (!e->table_made)
+                table_text(m, t);
+        host_addresses_text(t);
+        for (size_t i = 0; i < e->n_pending; i++)
+                sandbox_text(t, e->pending[i].net, e->pending[i].id);
+}
+
 static int attach_rules(Egress *e, Context *m, SandboxNet *n, const char *id, char **ret_error) {
         _cleanup_free_ char *msg = NULL;
         Text t = {};
         int r;
 
-        if (!e->table_made)
-                table_text(m, &t);
-        host_addresses_text(&t);
+        rules_text(m, &t);
         sandbox_text(&t, n, id);
         r = nft_apply(e, &t, &msg);
         free(t.data);
         if (r < 0)
                 return attach_fail(ret_error, r, "nftables refused the sandbox's rules: %s", msg ? msg : strerror(-r));
         e->table_made = true;
+        e->n_pending = 0;
         return 0;
 }
 
@@ -693,6 +780,10 @@ int egress_attach(Context *m, SandboxNet *n, const char *id, int netns_fd, char 
         n->host_addr = net + 1;
         n->addr = net + 2;
         snprintf(n->ifname, sizeof(n->ifname), VETH_PREFIX "%s", id + 4);
+        /* An earlier daemon's interface of the same name (its sandbox's init is new): removed. */
+        VethFound *f = found_get(e, n->ifname);
+        if (f)
+                found_remove(e, f);
         n->attached = true; /* from here egress_detach() undoes what was done */
         if ((r = attach_rules(e, m, n, id, ret_error)) < 0)
                 goto fail;
@@ -712,6 +803,115 @@ int egress_attach(Context *m, SandboxNet *n, const char *id, int netns_fd, char 
 fail:
         egress_detach_now(m, n);
         return r;
+}
+
+/* The init's network namespace, checked to be its (the pid was not reused) through its pidfd. */
+static int init_netns(pid_t pid, int pidfd) {
+        char path[64];
+        int fd;
+
+        snprintf(path, sizeof(path), "/proc/%d/ns/net", (int) pid);
+        fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        if (syscall(SYS_pidfd_send_signal, pidfd, 0, NULL, 0) < 0) {
+                close(fd);
+                return -ESRCH;
+        }
+        return fd;
+}
+
+int egress_adopt(Context *m, SandboxNet *n, const char *id, pid_t init_pid, int init_pidfd, char **ret_error) {
+        Egress *e = m->egress;
+        _cleanup_close_ int netns_fd = -EBADF;
+        char ifname[IFNAMSIZ];
+        struct Pending *p;
+        VethFound *f;
+        unsigned slot;
+        int r;
+
+        if (ret_error)
+                *ret_error = NULL;
+        if (!e || !e->available)
+                return attach_fail(ret_error, -EOPNOTSUPP, "egress cannot be given on this host: %s",
+                                   e && e->reason ? e->reason : "not set up");
+        netns_fd = init_netns(init_pid, init_pidfd);
+        if (netns_fd < 0)
+                return attach_fail(ret_error, netns_fd, "cannot open its init's network namespace: %s", strerror(-netns_fd));
+        snprintf(ifname, sizeof(ifname), VETH_PREFIX "%s", id + 4);
+        f = found_get(e, ifname);
+        if (!f || !found_slot(e, f, &slot))
+                /* Gone, or from another egress_range: a new one, into the same namespace. */
+                return egress_attach(m, n, id, netns_fd, ret_error);
+        p = realloc(e->pending, (e->n_pending + 1) * sizeof(*p));
+        if (!p)
+                return attach_fail(ret_error, -ENOMEM, "out of memory");
+        e->pending = p;
+        f->claimed = true; /* its slot was taken at the start */
+        n->slot = slot;
+        n->host_addr = f->host_addr;
+        n->addr = f->host_addr + 1;
+        memcpy(n->ifname, ifname, sizeof(ifname));
+        n->attached = true;
+        p = &e->pending[e->n_pending++];
+        p->net = n;
+        snprintf(p->id, sizeof(p->id), "%s", id);
+        /* The earlier daemon's resolver socket went with it. */
+        r = attach_dns(m, e, n, netns_fd);
+        if (r < 0)
+                log_warning_errno(r, "egress: sandbox %s: cannot bind its resolver again: %m; names do not resolve in it", id);
+        return 0;
+}
+
+void egress_restored(Context *m) {
+        Egress *e = m->egress;
+        _cleanup_free_ char *msg = NULL;
+        unsigned removed = 0;
+        Text t = {};
+        int r = 0;
+
+        if (!e)
+                return;
+        if (e->n_pending && e->available) {
+                rules_text(m, &t);
+                r = nft_apply(e, &t, &msg);
+                free(t.data);
+                if (r >= 0) {
+                        e->table_made = true;
+                        log_info("egress: %zu sandbox(es) taken back running have their interfaces and rules", e->n_pending);
+                } else
+                        for (size_t i = 0; i < e->n_pending; i++) {
+                                log_warning("egress: sandbox %s: nftables refused its rules again (%s): it has no way "
+                                            "out until its init is restarted", e->pending[i].id, msg ? msg : strerror(-r));
+                                egress_detach_now(m, e->pending[i].net);
+                        }
+                e->n_pending = 0;
+        } else if (e->old_table && !e->table_made && e->nft) {
+                r = nftables_run(e->nft, "delete table " EGRESS_TABLE "\n", NULL);
+                if (r >= 0)
+                        log_info("egress: removed the nftables table an earlier daemon left");
+        }
+        e->old_table = false;
+        for (size_t i = 0; i < e->n_found; i++)
+                if (!e->found[i].claimed) {
+                        found_remove(e, &e->found[i]);
+                        removed++;
+                }
+        if (removed)
+                log_info("egress: removed %u interface(s) an earlier daemon left", removed);
+        free(e->found);
+        e->found = NULL;
+        e->n_found = 0;
+}
+
+void egress_keep(Context *m, SandboxNet *n) {
+        Egress *e = m->egress;
+
+        if (!n->attached || !e)
+                return;
+        n->dns = dns_relay_free(n->dns);
+        n->attached = false;
+        e->n_kept++;
 }
 
 int egress_resolv_tree(Context *m) {

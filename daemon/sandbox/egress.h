@@ -10,15 +10,19 @@
  * sandboxes), no connection in from outside, and masquerade out. DNS goes through the daemon's
  * relay on the sandbox's own loopback (egress-dns.h); its /etc/resolv.conf says so.
  *
- * Everything of it is named after the sandbox (interface sx-<id>, chain sx_<id>), and a daemon
- * at start removes every interface and the whole table an earlier one left (a crash, SIGKILL):
- * what is live is made again when its sandbox's init is. */
+ * Everything of it is named after the sandbox (interface sx-<id>, chain sx_<id>). A sandbox that
+ * outlives its daemon (a restart, a crash, SIGKILL) keeps its interface, and the earlier daemon's
+ * table stays in force while none runs; the next daemon takes the interface back with the
+ * sandbox (egress_adopt()), replaces the table with its own in one commit, and removes every
+ * other interface an earlier daemon left (egress_restored()). One daemon of a network namespace
+ * gives egress: another instance (another state directory) says it cannot. */
 #pragma once
 
 #include <json-c/json.h>
 #include <net/if.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "context.h"
 #include "proto.h"
@@ -64,6 +68,16 @@ json_object *egress_spec_json(const SandboxNet *n);
 json_object *egress_state_json(const SandboxNet *n);
 /* hello's capabilities.egress. */
 json_object *egress_capability_json(Context *m);
+
+/* A sandbox taken back running (its init_pid, alive: init_pidfd): its interface again, as the
+ * earlier daemon left it, or a new one into the init's namespace; its rules at egress_restored(). */
+int egress_adopt(Context *m, SandboxNet *n, const char *id, pid_t init_pid, int init_pidfd, char **ret_error);
+/* After the restore: the table of ours with the adopted sandboxes' chains (or the earlier
+ * daemon's removed), and the interfaces no sandbox claimed removed. */
+void egress_restored(Context *m);
+/* At a stop that leaves n's sandbox running: its interface and rules are left for the next
+ * daemon (which takes them back); only the resolver goes. */
+void egress_keep(Context *m, SandboxNet *n);
 
 /* Its interface, rules and resolver, into netns_fd (a namespace just made): on failure nothing
  * is left and *ret_error says what failed (malloc'ed). */

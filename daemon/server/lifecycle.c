@@ -130,6 +130,8 @@ int lifecycle_new(Daemon **ret, Config *config) {
         return 0;
 }
 
+static bool stop_kills(Daemon *d, Sandbox *s);
+
 Daemon *lifecycle_free(Daemon *d) {
         if (!d)
                 return NULL;
@@ -140,6 +142,10 @@ Daemon *lifecycle_free(Daemon *d) {
         if (d->manager)
                 manager_close_connections(d->manager);
         d->metrics = metrics_server_free(d->metrics);
+        /* A sandbox left running keeps its way out for the next daemon. */
+        for (Sandbox *s = registry_first(&d->registry); s; s = registry_next(&s->entry))
+                if (!stop_kills(d, s) && s->init_pidfd >= 0)
+                        egress_keep(&d->ctx, &s->net);
         while (registry_first(&d->registry))
                 sandbox_free(registry_first(&d->registry));
         ports_done(&d->ports); /* after the sandboxes, whose members the ports are */
@@ -612,6 +618,7 @@ int lifecycle_setup(Daemon *d) {
         r = restore_all(ctx);
         if (r < 0)
                 log_warning_errno(r, "cannot read the state directory: %m");
+        egress_restored(ctx);
         r = run_log_open(ctx);
         if (r < 0)
                 log_warning_errno(r, "cannot open %s/runs.log: %m; runs in flight will not be reported after a crash",

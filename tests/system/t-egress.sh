@@ -4,10 +4,10 @@
 # "remote" network namespace behind a veth pair of the VM (198.51.100.0/24 and 169.254.169.254
 # routed into it, checked first). The allowed address and port is reached, another port and the
 # link-local metadata address are refused, root inside cannot add a route, destroy leaves no
-# interface or chain, and after systemctl kill -s KILL (KillMode=mixed: the sandboxes' inits die
-# too, and the kernel removes their veth pairs with their namespaces) the restarted daemon removed
-# the table the killed one left, with a throwaway run's chain, and gave the restored sandbox its
-# egress again.
+# interface or chain, and after systemctl kill -s KILL (the sandboxes run on in their scopes) the
+# restarted daemon took the running sandbox back with its interface (the same one) and replaced
+# the killed one's table, a throwaway run's chain with it, by its own with the sandbox's chain;
+# a systemctl restart keeps it too.
 source "$(dirname "$0")/lib.sh"
 export SANDBOXD_SOCKET=/run/sandboxd/sandboxd.sock
 ctl=$(command -v sandboxctl)
@@ -82,6 +82,8 @@ for i in $(seq 100); do [ "$(nft list table inet sandboxd 2>/dev/null | grep -c 
 [ "$(nft list table inet sandboxd 2>/dev/null | grep -c 'chain sx_')" = 2 ]
 ok $? "a throwaway run with egress is in flight: two chains"
 pid=$(systemctl show -p MainPID --value sandboxd.service)
+ifindex() { ip -o link show dev "$1" 2>/dev/null | cut -d: -f1; }
+kidx=$(ifindex "sx-${id#sbx-}")
 systemctl kill -s KILL sandboxd.service
 kill "$runner" 2>/dev/null
 for i in $(seq 300); do
@@ -97,6 +99,12 @@ ok $? "... and one chain, its own: the throwaway run's went with the killed daem
 got=$(sprobe "$id" 198.51.100.7 80)
 [ "$got" = "reached remote 198.51.100.7:80" ]
 ok $? "the restored sandbox reaches its allowed address again"
+[ -n "$kidx" ] && [ "$(ifindex "sx-${id#sbx-}")" = "$kidx" ]
+ok $? "... through the same interface (ifindex $kidx): the sandbox ran on, and so did its way out"
+systemctl restart sandboxd.service
+got=$(sprobe "$id" 198.51.100.7 80)
+[ "$got" = "reached remote 198.51.100.7:80" ] && [ "$(ifindex "sx-${id#sbx-}")" = "$kidx" ]
+ok $? "after systemctl restart: the same interface, the allowed address reached ($got)"
 "$ctl" destroy "$id" >/dev/null 2>&1
 for _ in $(seq 100); do [ "$(ip -o link | grep -c ' sx-')" = 0 ] && break; sleep 0.1; done
 [ "$(ip -o link | grep -c ' sx-')" = 0 ]
