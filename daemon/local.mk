@@ -54,6 +54,7 @@ daemon_libsandboxd_la_SOURCES = \
 	daemon/exec/mount-source.c daemon/exec/mount-source.h daemon/host/mount-open.c daemon/host/mount-open.h \
 	daemon/sandbox/state.c daemon/sandbox/state.h \
 	daemon/sandbox/run-record.c daemon/sandbox/run-record.h \
+	daemon/sandbox/run-result.c daemon/sandbox/run-result.h \
 	daemon/host/disk-usage.c daemon/host/disk-usage.h \
 	daemon/sandbox/sweep.c daemon/sandbox/sweep.h daemon/host/sweep-walk.c daemon/host/sweep-walk.h daemon/server/op-sweep.c \
 	daemon/server/idle-exit.c daemon/server/idle-exit.h \

@@ -189,7 +189,7 @@ check(2.9 <= final.get("duration_s", 0) < 5, "at about 3 s of its start (%.2f s)
 check(t < 8, "the final reply came in time (%.1f s)" % t)
 PY
 
-# ---- a run that ended while no daemon ran: its result kept, fetched once -----------------------
+# ---- a run that ended while no daemon ran: its result kept (across another restart), fetched once
 run_py "a result kept" 60 <<'PY'
 import os, signal, sys, time
 sys.path.insert(0, os.environ["T"])
@@ -201,14 +201,17 @@ is_(m.get("event"), "started", "a short run started")
 run_id = m["run_id"]
 time.sleep(0.3)
 check(restart(signal.SIGKILL, down=2.0), "the daemon was killed and was down until after the run's end")
-time.sleep(0.5)
+kept = os.path.join(os.environ["T"], "state", "results", run_id + ".json")
+check(wait_for(lambda: os.path.exists(kept), 5), "the next daemon kept its result on disk too (results/%s.json)" % run_id)
+check(restart(signal.SIGTERM), "and the daemon restarted once more (an upgrade's second restart)")
 a = Conn(SOCK, 30).call({"op": "run.attach", "run_id": run_id})
-is_(a.get("ok"), True, "run.attach gets the kept final reply")
+is_(a.get("ok"), True, "run.attach gets the kept final reply, across that restart")
 is_(a.get("stdout"), "begun\ndone\n", "with all its output")
 is_(a.get("exit_code"), 3, "and its exit status, from the helper's report that waited in the store")
 is_(a.get("reason"), "exited", "reason: exited")
 a = Conn(SOCK, 30).call({"op": "run.attach", "run_id": run_id})
 is_((a.get("error") or {}).get("code"), "not_found", "a second run.attach finds nothing: fetched once")
+check(not os.path.exists(kept), "its file went with it")
 check(wait_for(lambda: "r." not in store(), 5), "nothing of the run is left in the fd store", store())
 PY
 

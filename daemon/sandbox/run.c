@@ -20,6 +20,7 @@
 #include "metrics.h"
 #include "context.h"
 #include "run-record.h"
+#include "run-result.h"
 #include "run.h"
 #include "sandbox.h"
 #include "spawn.h"
@@ -209,82 +210,12 @@ static Run *run_of_sink(ReplySink *sink) {
         return (Run *) ((char *) sink - offsetof(Run, keep_sink));
 }
 
-typedef struct RunResult {
-        struct RunResult *next;
-        char id[24];
-        uid_t owner;
-        uint64_t expires_usec;
-        size_t bytes;
-        json_object *reply;
-} RunResult;
-
-static RunResult *run_result_free(RunResult *res) {
-        RunResult *next = res->next;
-        json_object_put(res->reply);
-        free(res);
-        return next;
-}
-
-static void run_results_expire(Context *m) {
-        uint64_t now = now_usec(CLOCK_MONOTONIC);
-        for (RunResult **p = &m->run_results; *p;)
-                if ((*p)->expires_usec <= now)
-                        *p = run_result_free(*p);
-                else
-                        p = &(*p)->next;
-}
-
-/* Kept for run_result_keep; a uid's kept replies never hold more than max_buffered_per_uid (its
- * oldest go first). */
-static void run_result_add(Run *r, json_object *msg) {
-        Context *m = r->sandbox->ctx;
-        RunResult *res, **tail;
-        uint64_t held = 0;
-
-        run_results_expire(m);
-        if (m->config.run_result_keep_usec == 0 || !(res = calloc(1, sizeof(*res)))) {
-                json_object_put(msg);
-                return;
-        }
-        snprintf(res->id, sizeof(res->id), "%s", r->id);
-        res->owner = r->sandbox->owner_uid;
-        res->expires_usec = now_usec(CLOCK_MONOTONIC) + m->config.run_result_keep_usec;
-        res->bytes = strlen(json_object_to_json_string_ext(msg, JSON_C_TO_STRING_PLAIN));
-        res->reply = msg;
-        for (tail = &m->run_results; *tail; tail = &(*tail)->next)
-                if ((*tail)->owner == res->owner)
-                        held += (*tail)->bytes;
-        *tail = res;
-        for (RunResult **p = &m->run_results; *p && *p != res && held + res->bytes > m->config.max_buffered_per_uid;)
-                if ((*p)->owner == res->owner) {
-                        held -= (*p)->bytes;
-                        *p = run_result_free(*p);
-                } else
-                        p = &(*p)->next;
-        log_info("run %s ended with no client: its result is kept for run.attach", r->id);
-}
-
-json_object *run_result_take(Context *m, const char *id, const ReplyPeer *peer) {
-        run_results_expire(m);
-        for (RunResult **p = &m->run_results; *p; p = &(*p)->next)
-                if (strcmp((*p)->id, id) == 0 && (peer->admin || peer->cred.uid == (*p)->owner)) {
-                        json_object *reply = json_object_get((*p)->reply);
-                        *p = run_result_free(*p);
-                        return reply;
-                }
-        return NULL;
-}
-
-void run_results_free(Context *m) {
-        while (m->run_results)
-                m->run_results = run_result_free(m->run_results);
-}
-
 static void keep_send(ReplySink *sink, json_object *msg) {
         if (json_object_object_get_ex(msg, "event", NULL))
                 json_object_put(msg);
         else
-                run_result_add(run_of_sink(sink), msg);
+                run_result_add(run_of_sink(sink)->sandbox->ctx, run_of_sink(sink)->id,
+                               run_of_sink(sink)->sandbox->owner_uid, msg);
 }
 
 static size_t keep_backlog(const ReplySink *sink) {

@@ -114,6 +114,3 @@ void run_note_adopted(Sandbox *s);
 /* run.attach: reply becomes the run's client; it is sent what it lacks of each stream (from[i]:
  * the bytes it has), then the rest as it comes and the final reply. */
 int run_attach(Run *r, Reply *reply, const uint64_t from[2], ProtoError *err);
-/* The kept final reply of a run that ended with no client, taken (once), or NULL. */
-json_object *run_result_take(Context *m, const char *id, const ReplyPeer *peer);
-void run_results_free(Context *m);

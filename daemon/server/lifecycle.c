@@ -30,6 +30,7 @@
 #include "rm-rf.h"
 #include "file-helper.h"
 #include "run-exec.h"
+#include "run-result.h"
 #include "run.h"
 #include "scope.h"
 #include "mount-open.h"
@@ -624,6 +625,7 @@ int lifecycle_setup(Daemon *d) {
                 log_warning_errno(r, "cannot open %s/runs.log: %m; runs in flight will not be reported after a crash",
                                   ctx->config.state_dir);
         drop_unclaimed(ctx); /* after runs.log: its runs in flight claim theirs */
+        run_results_load(ctx);
         if ((r = sweep_setup_timer(ctx)) < 0 || (r = idle_exit_setup(&d->idle, d->manager, daemon_busy, d)) < 0)
                 return r;
         log_info("cgroup subtree %s; enforceable: memory=%s pids=%s cpu=%s", ctx->cg.base,

@@ -8,6 +8,7 @@
 #include "macro.h"
 #include "ops.h"
 #include "pool.h"
+#include "run-result.h"
 #include "run.h"
 #include "sandbox.h"
 #include "util.h"
