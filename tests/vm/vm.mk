@@ -15,7 +15,7 @@ VM_SYSTEM_TESTS = tests/system/t-user-state-before.sh \
 ## t-deb.sh installs and purges DEB_DIR's; t-restart-all.sh installs them and upgrades to
 ## DEB_UPGRADE_DIR's (the same tree rebuilt with a higher version) under its three kinds of
 ## restart; t-restart-deb.sh does that upgrade with a sandbox's scope, init and server. Run by
-## hand (README, "Debian packages"), not yet by .ci/run; where a set is missing, each test skips
+## .ci/run (and by hand: README, "Debian packages"); where a set is missing, each test skips
 ## (fails with SANDBOXD_TEST_MUST_WORK=1).
 VM_DEB_TESTS = tests/system/t-deb.sh tests/system/t-restart-all.sh tests/system/t-restart-deb.sh
 EXTRA_DIST += tests/vm/run-vm.sh tests/vm/guest-init.sh tests/vm/guest-run.sh tests/vm/vm-check.sh \
