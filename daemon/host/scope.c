@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,8 +26,32 @@ struct ScopeManager {
         sd_bus_slot *job_removed;
         int mount_fd;
         char *mount;
+        char slice[SCOPE_SLICE_MAX];
+        char slice_path[2 * SCOPE_SLICE_MAX]; /* its cgroup, below the mount */
         ScopeJob *jobs;
 };
+
+const char *scope_slice_name(char buf[static SCOPE_SLICE_MAX], const char *state_dir) {
+        const char *base;
+        size_t n = strlen(state_dir);
+        uint32_t h = 2166136261u; /* FNV-1a */
+
+        while (n > 1 && state_dir[n - 1] == '/')
+                n--;
+        for (size_t i = 0; i < n; i++)
+                h = (h ^ (unsigned char) state_dir[i]) * 16777619u;
+        base = memrchr(state_dir, '/', n);
+        base = base ? base + 1 : state_dir;
+        if ((size_t) (state_dir + n - base) == strlen("sandboxd") && strncmp(base, "sandboxd", 8) == 0)
+                snprintf(buf, SCOPE_SLICE_MAX, "%s", SCOPE_SLICE);
+        else
+                snprintf(buf, SCOPE_SLICE_MAX, "sandboxd-%08x.slice", h);
+        return buf;
+}
+
+const char *scope_manager_slice(const ScopeManager *sm) {
+        return sm->slice;
+}
 
 const char *scope_unit_name(char *buf, const char *id) {
         snprintf(buf, SCOPE_UNIT_MAX, "sandboxd-%s.scope", id);
@@ -132,7 +157,7 @@ static int connect_bus(sd_bus **ret) {
         return sd_bus_open_system(ret);
 }
 
-int scope_manager_new(sd_event *event, const char *cg_mount, ScopeManager **ret) {
+int scope_manager_new(sd_event *event, const char *cg_mount, const char *slice, ScopeManager **ret) {
         ScopeManager *sm;
         int r;
 
@@ -141,6 +166,13 @@ int scope_manager_new(sd_event *event, const char *cg_mount, ScopeManager **ret)
         sm = calloc(1, sizeof(*sm));
         if (!sm)
                 return -ENOMEM;
+        /* sandboxd.slice is a child of -.slice (<mount>/sandboxd.slice), sandboxd-X.slice one of
+         * sandboxd.slice. */
+        snprintf(sm->slice, sizeof(sm->slice), "%s", slice);
+        if (strcmp(slice, SCOPE_SLICE) == 0)
+                snprintf(sm->slice_path, sizeof(sm->slice_path), "%s", slice);
+        else
+                snprintf(sm->slice_path, sizeof(sm->slice_path), "%s/%s", SCOPE_SLICE, slice);
         sm->mount = strdup(cg_mount);
         sm->mount_fd = open(cg_mount, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         r = !sm->mount ? -ENOMEM : sm->mount_fd < 0 ? -errno : connect_bus(&sm->bus);
@@ -175,14 +207,14 @@ ScopeManager *scope_manager_free(ScopeManager *sm) {
         return NULL;
 }
 
-static int append_properties(sd_bus_message *m, const char *description, pid_t pid) {
+static int append_properties(sd_bus_message *m, const char *slice, const char *description, pid_t pid) {
         int r = sd_bus_message_open_container(m, 'a', "(sv)");
 
         /* CollectMode: a scope that failed (a process killed by a signal) is not left behind.
          * TimeoutStopUSec: the sandbox's init is pid 1 of its namespace and ignores the SIGTERM
          * of a stop (a host's shutdown): its processes get 5 s, then SIGKILL, not 90. */
         if (r >= 0)
-                r = sd_bus_message_append(m, "(sv)(sv)(sv)(sv)(sv)(sv)", "Slice", "s", SCOPE_SLICE, "Delegate", "b", 1,
+                r = sd_bus_message_append(m, "(sv)(sv)(sv)(sv)(sv)(sv)", "Slice", "s", slice, "Delegate", "b", 1,
                                           "PIDs", "au", 1, (uint32_t) pid, "CollectMode", "s", "inactive-or-failed",
                                           "Description", "s", description, "TimeoutStopUSec", "t",
                                           (uint64_t) 5 * 1000000);
@@ -210,7 +242,7 @@ int scope_start(ScopeManager *sm, const char *unit, const char *description, pid
         if (r >= 0)
                 r = sd_bus_message_append(m, "ss", unit, "fail");
         if (r >= 0)
-                r = append_properties(m, description, pid);
+                r = append_properties(m, sm->slice, description, pid);
         if (r >= 0)
                 r = sd_bus_message_append(m, "a(sa(sv))", 0);
         if (r >= 0)
@@ -235,11 +267,10 @@ int scope_stop(ScopeManager *sm, const char *unit) {
 }
 
 int scope_open_cgroup(ScopeManager *sm, const char *unit, char **ret_path) {
-        char rel[sizeof(SCOPE_SLICE) + SCOPE_UNIT_MAX + 1];
+        char rel[2 * SCOPE_SLICE_MAX + SCOPE_UNIT_MAX + 1];
         int fd;
 
-        /* sandboxd.slice is a child of -.slice: its cgroup is <mount>/sandboxd.slice. */
-        snprintf(rel, sizeof(rel), "%s/%s", SCOPE_SLICE, unit);
+        snprintf(rel, sizeof(rel), "%s/%s", sm->slice_path, unit);
         fd = openat(sm->mount_fd, rel, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (fd < 0)
                 return -errno;
@@ -251,6 +282,6 @@ int scope_open_cgroup(ScopeManager *sm, const char *unit, char **ret_path) {
 }
 
 int scope_open_slice(ScopeManager *sm) {
-        int fd = openat(sm->mount_fd, SCOPE_SLICE, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        int fd = openat(sm->mount_fd, sm->slice_path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         return fd < 0 ? -errno : fd;
 }

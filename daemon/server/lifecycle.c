@@ -264,7 +264,7 @@ static void remove_stale_cgroups(Context *m) {
         closedir(d);
 }
 
-/* A scope of sandboxd.slice that no restored sandbox claims (a throwaway sandbox of a daemon that
+/* A scope of our slice (scope_slice_name()) that no restored sandbox claims (a throwaway sandbox of a daemon that
  * died, a record removed by hand): its processes killed, the scope stopped. */
 static void stop_stale_scope(Context *m, int slice_fd, const char *unit) {
         _cleanup_close_ int fd = openat(slice_fd, unit, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -517,11 +517,12 @@ static void setup_placement(Context *ctx) {
 
         if ((e && strcmp(e, "subtree") == 0) || ctx->config.cgroup_root || ctx->run_helper_fd < 0)
                 return;
-        r = scope_manager_new(ctx->event, ctx->cg.mount, &ctx->scopes);
+        char slice[SCOPE_SLICE_MAX];
+        r = scope_manager_new(ctx->event, ctx->cg.mount, scope_slice_name(slice, ctx->config.state_dir), &ctx->scopes);
         if (r < 0)
                 log_info_errno(r, "no systemd to make scopes (%m): the sandboxes stay in the daemon's cgroup subtree");
         else
-                log_info("each sandbox in a scope of its own, in " SCOPE_SLICE);
+                log_info("each sandbox in a scope of its own, in %s (state directory %s)", slice, ctx->config.state_dir);
 }
 
 int lifecycle_setup_context(Context *ctx) {

@@ -11,6 +11,7 @@
 #include "image.h"
 #include "manager.h"
 #include "ops.h"
+#include "scope.h"
 #include "sandbox.h"
 #include "util.h"
 
@@ -64,9 +65,10 @@ static json_object *caps_json(Context *m) {
                 json_object_array_add(roots, json_object_new_string(*r));
         json_object_object_add(caps, "mount_roots", roots);
         json_object_object_add(caps, "cgroup_root", json_object_new_string(m->cg.base));
-        /* "scope": each sandbox in a transient scope of sandboxd.slice, outside the service's
+        /* "scope": each sandbox in a transient scope of its slice (scope_slice_name()), outside the service's
          * cgroup; "subtree": below cgroup_root, where no systemd could make scopes. */
         json_object_object_add(caps, "placement", json_object_new_string(m->scopes ? "scope" : "subtree"));
+        json_object_object_add(caps, "slice", m->scopes ? json_object_new_string(scope_manager_slice(m->scopes)) : NULL);
         json_object_object_add(caps, "state_dir", json_object_new_string(m->config.state_dir));
         json_object_object_add(caps, "images", image_store_capabilities(m->images));
         json_object_object_add(caps, "root_overlay", root_overlay_json(m));

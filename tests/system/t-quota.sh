@@ -18,6 +18,19 @@ journalctl -u $Q.service --no-pager -o cat | grep storage: | sed 's/^/# /'
 ok $? "it made $STATE/storage.img and mounted it (xfs) in its namespace"
 [ "$(jqr '.capabilities.disk | .storage + " " + (.reflink|tostring)' "$(call '{"op":"hello"}')")" = "image true" ]
 ok $? "hello: storage image, reflinks"
+# Another state directory, another slice: a child of sandboxd.slice that the main daemon's walk
+# for stale scopes never enters (it stopped every scope of the main daemon's before).
+main_scopes=$(ls /sys/fs/cgroup/sandboxd.slice | grep -c '^sandboxd-sbx-.*\.scope$')
+qslice=$(jqr .capabilities.slice "$(call '{"op":"hello"}')")
+[[ $qslice =~ ^sandboxd-[0-9a-f]{8}\.slice$ ]]
+ok $? "hello: the instance's own slice ($qslice)"
+qid=$(jqr .sandbox.id "$(call '{"op":"create"}')")
+[ -d "/sys/fs/cgroup/sandboxd.slice/$qslice/sandboxd-$qid.scope/sandbox" ]
+ok $? "its sandbox's scope is in that slice, below sandboxd.slice"
+call "{\"op\":\"destroy\",\"sandbox\":\"$qid\"}" >/dev/null
+qstart "$STATE" "${CONF[@]}"
+[ "$(ls /sys/fs/cgroup/sandboxd.slice | grep -c '^sandboxd-sbx-.*\.scope$')" -ge "$main_scopes" ]
+ok $? "its restart left the main daemon's $main_scopes scope(s) alone"
 scenario image xfs restart
 systemctl stop $Q.service
 quota_unit_remove
