@@ -643,6 +643,11 @@ static void host_addresses_text(Text *t) {
         freeifaddrs(ifa);
 }
 
+/* The host's end of the sandbox's veth pair: sx-<id without "sbx-">. */
+static void ifname_of(char buf[static IFNAMSIZ], const char *id) {
+        snprintf(buf, IFNAMSIZ, VETH_PREFIX "%s", id + 4);
+}
+
 static void chain_name(char *buf, size_t size, const char *id) {
         snprintf(buf, size, "sx_%s", id + 4);
 }
@@ -779,7 +784,7 @@ int egress_attach(Context *m, SandboxNet *n, const char *id, int netns_fd, char 
         net = e->range_addr + 4 * n->slot;
         n->host_addr = net + 1;
         n->addr = net + 2;
-        snprintf(n->ifname, sizeof(n->ifname), VETH_PREFIX "%s", id + 4);
+        ifname_of(n->ifname, id);
         /* An earlier daemon's interface of the same name (its sandbox's init is new): removed. */
         VethFound *f = found_get(e, n->ifname);
         if (f)
@@ -838,7 +843,7 @@ int egress_adopt(Context *m, SandboxNet *n, const char *id, pid_t init_pid, int 
         netns_fd = init_netns(init_pid, init_pidfd);
         if (netns_fd < 0)
                 return attach_fail(ret_error, netns_fd, "cannot open its init's network namespace: %s", strerror(-netns_fd));
-        snprintf(ifname, sizeof(ifname), VETH_PREFIX "%s", id + 4);
+        ifname_of(ifname, id);
         f = found_get(e, ifname);
         if (!f || !found_slot(e, f, &slot))
                 /* Gone, or from another egress_range: a new one, into the same namespace. */
