@@ -60,6 +60,9 @@ mount -t tmpfs -o mode=1777,nosuid,nodev tmpfs /newroot/tmp || die "tmpfs /tmp"
 # instead of the kernel command line, and skip units that do not run in
 # containers. This VM is a real machine: hide the marker (whiteout).
 rm -f /newroot/.dockerenv /newroot/run/.containerenv
+# A mark in the overlay's upper layer only, never on the host: tests that must remove what the
+# host's root holds (t-deb.sh's purge of /var/lib/sandboxd) do so only where they find it.
+echo "the root of a sandboxd test VM: the host's, under a throwaway overlay" >/newroot/.sandboxd-test-vm
 
 UNITDIR=/newroot/etc/systemd/system
 
