@@ -25,7 +25,6 @@ from sandboxd import (
     LimitUnenforceable, NoSpace, NotFound, Output, ResourceExhausted, Sandbox, SandboxdError,
     SpawnFailed, Started, TooLarge, UnknownOp, errors,
 )
-from sandboxd import sidecar
 from sandboxd._wire import Wire
 from sandboxd import _ops
 
@@ -765,83 +764,7 @@ async def async_main():
 c2 = None
 asyncio.run(asyncio.wait_for(async_main(), 120))
 
-# ---- the sidecar adapter -----------------------------------------------------------------
-cfg = sidecar.Config(SOCK, best_effort=not ENFORCES)
-server = sidecar.make_server("127.0.0.1", 0, cfg)
-sidecar.serve_in_thread(server)
-PORT = server.server_address[1]
-
-
-def post(body, raw=None, headers=None):
-    hc = http.client.HTTPConnection("127.0.0.1", PORT, timeout=60)
-    data = raw if raw is not None else json.dumps(body).encode()
-    hc.request("POST", "/exec", data, headers or {"Content-Type": "application/json"})
-    resp = hc.getresponse()
-    out = resp.status, json.loads(resp.read() or b"{}")
-    hc.close()
-    return out
-
-
-hc = http.client.HTTPConnection("127.0.0.1", PORT, timeout=30)
-hc.request("GET", "/health")
-resp = hc.getresponse()
-hbody = json.loads(resp.read())
-is_((resp.status, hbody.get("status")), (200, "ok"), "sidecar GET /health: 200, status ok")
-hc.close()
-st, b = post({"command": "echo out; echo err >&2; exit 3"})
-is_((st, b["stdout"], b["stderr"], b["exit_code"], b["timed_out"], b["error"]), (200, "out\n", "err\n", 3, False, None),
-    "sidecar /exec: stdout, stderr, exit_code 3, timed_out false, error null (a failing command is no runner failure)")
-st, b = post({"command": ["sh", "-c", 'pwd; echo "$FOO"'], "workdir": "/work", "env": {"FOO": "bar"}})
-is_((st, b["stdout"], b["error"]), (200, "/work\nbar\n", None), "sidecar /exec: command as argv, workdir, env")
-st, b = post({"command": "sleep 10; echo late", "limits": {"timeout": 0.5}})
-is_((st, b["exit_code"], b["timed_out"], b["error"], b["stdout"]), (200, 124, True, None, ""),
-    "sidecar /exec: a timeout is exit_code 124 and timed_out true, error null")
-st, b = post({"command": "head -c 100000 /dev/zero | tr '\\0' a; printf END", "limits": {"output_bytes": 1000}})
-check(st == 200 and b["stdout"].startswith("aaa") and b["stdout"].endswith("END") and "[... " in b["stdout"]
-      and len(b["stdout"]) < 1100 and b["stdout_truncated"], "sidecar /exec: output over the cap keeps its head and tail", b.get("stdout", "")[-80:])
-st, b = post({"command": "true", "mounts": [{"source": "/srv/data", "target": "/data"}]})
-check(st == 400 and b["exit_code"] is None and "mounts are not supported" in (b["error"] or ""),
-      "sidecar /exec with mounts: 400 and an error saying so, never run without them", b)
-st, b = post({"command": "true", "workdir": "/etc"})
-check(st == 400 and "workdir" in (b["error"] or ""), "sidecar /exec with a workdir outside /work: 400", b)
-st, b = post({"command": "true", "limits": {"gpus": 1}})
-check(st == 400 and "gpus" in (b["error"] or ""), "sidecar /exec with an unknown limit: 400 naming it", b)
-st, b = post(None, raw=b"{not json")
-check(st == 400 and b["error"], "sidecar /exec with a body that is not JSON: 400", b)
-st, b = post({"command": ["/nonexistent/prog"]})
-check(st == 500 and b["exit_code"] is None and "could not be started" in (b["error"] or ""),
-      "sidecar /exec of a program that does not exist: a runner failure, error set, no exit code", b)
-pad = b'{"command":"echo edge"}'
-exact = pad + b" " * (sidecar.MAX_REQUEST_BYTES - len(pad))
-st, b = post(None, raw=exact)
-is_((st, b.get("stdout")), (200, "edge\n"), "sidecar /exec of exactly 4 MiB: run")
-st, b = post(None, raw=exact + b" ")
-check(st == 413 and b["error"], "sidecar /exec of 4 MiB + 1 byte: 413", (st, b))
-raw = socket.create_connection(("127.0.0.1", PORT), timeout=30)
-raw.sendall(b"POST /exec HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n" % (64 << 20))
-answer = raw.recv(4096)
-raw.close()
-check(answer.startswith(b"HTTP/1.0 413") or answer.startswith(b"HTTP/1.1 413"),
-      "sidecar: a Content-Length of 64 MiB is answered 413 before the body is read", answer[:60])
-server.shutdown()
-server.server_close()
-down = sidecar.Config(os.path.join(os.environ["T"], "nonexistent.sock"))
-code, b = sidecar.execute({"command": "true"}, down)
-check(code == 500 and "unreachable" in (b["error"] or ""), "sidecar with sandboxd unreachable: /exec is a runner failure (500, error)", b)
-code, b = sidecar.health(down)
-is_((code, b.get("status")), (503, "error"), "sidecar with sandboxd unreachable: /health 503")
-# python3 -m sandboxd.sidecar, as a program
-proc = subprocess.Popen([sys.executable, "-m", "sandboxd.sidecar", "--port", "0", "--socket", SOCK]
-                        + ([] if ENFORCES else ["--best-effort"]), stderr=subprocess.PIPE, text=True)
-line = proc.stderr.readline()
-m = re.search(r"http://127\.0\.0\.1:(\d+)", line)
-PORT = int(m.group(1)) if m else 0
-try:
-    st, b = post({"command": "echo prog"})
-    is_((st, b.get("stdout")), (200, "prog\n"), "python3 -m sandboxd.sidecar serves /exec")
-finally:
-    proc.terminate()
-    proc.wait(10)
+# The runner-sidecar adapter (sandboxd.sidecar) has its own test: t-sidecar.sh.
 
 # ---- a sandbox's processes as a whole: freeze, thaw, signal, update ---------------------
 is_(c.freeze(sb.id), True, "Client.freeze: sandbox.freeze answers frozen")
