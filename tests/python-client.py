@@ -764,6 +764,75 @@ async def async_main():
 c2 = None
 asyncio.run(asyncio.wait_for(async_main(), 120))
 
+# ---- the other designs' faces: the backend object and the terminal -----------------------
+from sandboxd.backend import AsyncSandboxBackend, ExecResult, SandboxBackend
+from sandboxd.terminal import AsyncTerminal, Terminal
+
+with SandboxBackend(best_effort=BE) as bk:
+    sid = bk.spawn(memory_bytes=256 << 20, cpu_seconds=1, file_size_bytes=4096)
+    r = bk.exec(sid, "echo hi; echo err >&2; exit 2")
+    is_((r.returncode, r.stdout, r.stderr, isinstance(r, ExecResult), r.duration_s >= 0),
+        (2, "hi\n", "err\n", True, True), "SandboxBackend.exec: an ExecResult of returncode, stdout, stderr, duration_s")
+    r = bk.exec(sid, "head -c 10000 /dev/zero > big; echo $? $(stat -c %s big)")
+    check(r.stdout.split()[1:] == ["4096"] and r.stdout.split()[0] != "0",
+          "SandboxBackend.spawn(file_size_bytes=4096): a write past it fails, the file stops at 4096", r)
+    r = bk.exec(sid, ["sh", "-c", "while :; do :; done"], timeout_s=30)
+    check(r.returncode not in (0, 124) and r.duration_s < 30,
+          "SandboxBackend.spawn(cpu_seconds=1): a busy loop is ended by its CPU time, not the timeout", r)
+    bk.exec(sid, "echo v1 > f")
+    snap = bk.snapshot(sid, "one")
+    check(snap in [x.id for x in c.snapshot_list(sid)], "SandboxBackend.snapshot: the snapshot's id", snap)
+    bk.destroy(sid)
+    check(sid not in [x.id for x in c.list()], "SandboxBackend.destroy: the sandbox is gone")
+
+
+async def backend_async():
+    async with await AsyncSandboxBackend.connect(best_effort=BE) as ab:
+        sid = await ab.spawn(memory_bytes=128 << 20)
+        r = await ab.exec(sid, ["sh", "-c", "echo async; exit 5"])
+        is_((r.returncode, r.stdout), (5, "async\n"), "AsyncSandboxBackend.exec")
+        snap = await ab.snapshot(sid)
+        await ab.destroy(sid)
+        return sid, snap
+sid, snap = asyncio.run(asyncio.wait_for(backend_async(), 60))
+check(snap and sid not in [x.id for x in c.list()], "AsyncSandboxBackend: snapshot, then destroy leaves no sandbox", snap)
+
+t = Terminal.open("sh", rows=30, cols=100, best_effort=BE)
+t.write("stty size\n")
+check(b"30 100" in t.read_until("30 100", 20), "Terminal.open(rows=30, cols=100): the terminal's size")
+t.resize(40, 120)
+t.write("stty size\n")
+check(b"40 120" in t.read_until("40 120", 20), "Terminal.resize(40, 120)")
+t.write("sleep 100; echo slept\n")
+time.sleep(0.5)
+n = t.signal("INT")
+t.write("echo back$((1+1))\n")
+got = t.read_until("back2", 20)
+check(n >= 1 and b"\nslept" not in got, "Terminal.signal(INT): the foreground command is interrupted, the shell goes on", n, got)
+t.write("exit 7\n")
+is_(t.wait(20), 7, "Terminal.wait: the exit code")
+tsb = t.sandbox
+t.close()
+check(tsb not in [x.id for x in c.list()], "Terminal.close: the sandbox it made is gone")
+with Terminal.open(["cat"], pty=False, best_effort=BE) as t:
+    t.write("abc", eof=True)
+    is_((t.read_until("abc", 20), t.wait(20)), (b"abc", 0), "Terminal.open(pty=False): on pipes, write with eof, read, wait")
+is_(Terminal.run("echo one; exit 3", best_effort=BE, timeout=30), (3, b"one\n"), "Terminal.run: one command to its end")
+n_before = len(c.list())
+
+
+async def terminal_async():
+    t = await AsyncTerminal.open(["sh"], best_effort=BE)
+    await t.write("echo hello-$((6*7))\n")
+    got = await t.read_until("hello-42", 20)
+    await t.write("exit 4\n")
+    code = await t.wait(20)
+    await t.close()
+    return got, code, await AsyncTerminal.run(["sh", "-c", "echo two; exit 1"], best_effort=BE, timeout=30)
+got, code, ran = asyncio.run(asyncio.wait_for(terminal_async(), 90))
+is_((got.endswith(b"hello-42"), code, ran, len(c.list())), (True, 4, (1, b"two\n"), n_before),
+    "AsyncTerminal: open, write, read_until, wait, close, run; no sandbox left")
+
 # The runner-sidecar adapter (sandboxd.sidecar) has its own test: t-sidecar.sh.
 
 # ---- a sandbox's processes as a whole: freeze, thaw, signal, update ---------------------
