@@ -254,6 +254,7 @@ SLOW = 500
 p, port, line = program("--port", "0", "--workers", "4", "--request-timeout", "3")
 slow = []
 try:
+    idle = socket.create_connection(("127.0.0.1", port), timeout=30)
     for i in range(SLOW):
         c = socket.create_connection(("127.0.0.1", port), timeout=30)
         c.sendall(b"POST /exec HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nContent-Type: appl" % port)
@@ -267,6 +268,8 @@ try:
     first = slow[0].recv(4096)
     check(first.startswith(b"HTTP/1.1 408 "), "a request that has not arrived within "
           "--request-timeout is answered 408 and closed", first[:60])
+    is_(idle.recv(4096), b"", "an idle connection (no request begun) is closed after --request-timeout, unanswered")
+    idle.close()
     gone = wait_for(lambda: len(os.listdir(f"/proc/{p.pid}/fd")) < 50, 30)
     check(gone, "... and the slow connections' descriptors are all released")
 finally:

@@ -248,7 +248,7 @@ def parse_exec(body: Any, cfg: Config) -> dict[str, Any]:
         if not _beneath(workdir, roots):
             raise Refused(f"workdir {workdir!r} is outside the shared workspace roots "
                           f"({':'.join(roots)}); refusing to execute")
-        cwd = os.path.normpath(workdir)
+        cwd = os.path.abspath(workdir)  # normal; relative to the sidecar's own, as the reference
         # The reference's runner sees the roots at the same paths; a sandbox sees only what is
         # mounted, so a workdir no mount holds is mounted at its own path.
         if not any(cwd == m["target"] or cwd.startswith(m["target"].rstrip("/") + "/")
@@ -484,12 +484,14 @@ class Sidecar:
         try:
             while True:
                 self.arriving[writer] = asyncio.get_running_loop().time()
+                begun: list[bool] = []
                 try:
-                    got = await asyncio.wait_for(self._arrive(reader, writer),
+                    got = await asyncio.wait_for(self._arrive(reader, writer, begun),
                                                  self.cfg.request_timeout)
                 except asyncio.TimeoutError:
-                    await self._send(writer, 408, reply(error="the request did not arrive "
-                                     f"within {self.cfg.request_timeout:g} s"), close=True)
+                    if begun:  # an idle keep-alive connection is closed without an answer
+                        await self._send(writer, 408, reply(error="the request did not arrive "
+                                         f"within {self.cfg.request_timeout:g} s"), close=True)
                     break
                 except HttpError as e:
                     await self._send(writer, e.status, reply(error=str(e)), close=True)
@@ -516,11 +518,12 @@ class Sidecar:
         writer.write(head.encode() + data)
         await writer.drain()
 
-    async def _head(self, reader: asyncio.StreamReader) -> Request | None:
+    async def _head(self, reader: asyncio.StreamReader, begun: list[bool]) -> Request | None:
         try:
             line = await reader.readline()
             if not line:
                 return None
+            begun.append(True)
             if line in (b"\r\n", b"\n"):  # a stray blank line between requests (RFC 9112 2.2)
                 line = await reader.readline()
             parts = line.decode("latin-1").split()
@@ -563,16 +566,17 @@ class Sidecar:
                                                                    self.cfg.token.encode()):
                 raise HttpError(401, "a bearer token is required (--token-file)")
 
-    async def _arrive(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
-                      ) -> tuple[Request, bytes] | None:
-        """One request, header and body; HttpError for one refused (its body unread)."""
-        req = await self._head(reader)
+    async def _arrive(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
+                      begun: list[bool]) -> tuple[Request, bytes] | None:
+        """One request, header and body; HttpError for one refused (its body unread). ``begun``
+        gets an element once its first line came."""
+        req = await self._head(reader, begun)
         if req is None:
             return None
         path = req.path.split("?", 1)[0].rstrip("/") or "/"
         self._policy(req)
         if path in ("/health", "/"):
-            if req.method not in ("GET", "HEAD"):
+            if req.method != "GET":
                 raise HttpError(405, "/health takes GET")
             return req, b""
         if path != "/exec":
@@ -610,7 +614,7 @@ class Sidecar:
         conn = req.headers.get("connection", "").lower()
         close = conn == "close" or (req.version == "HTTP/1.0" and conn != "keep-alive")
         loop = asyncio.get_running_loop()
-        if req.method in ("GET", "HEAD"):
+        if req.method == "GET":
             status, obj = await loop.run_in_executor(self.pool, health, self.cfg)
         else:
             try:
