@@ -37,6 +37,7 @@ INTEGRATION_TESTS = \
 	tests/t-protocol.sh \
 	tests/t-pty.sh \
 	tests/t-python.sh \
+	tests/t-sidecar.sh \
 	tests/t-python-types.sh \
 	tests/t-restart.sh \
 	tests/t-restart-standalone.sh \
@@ -72,7 +73,9 @@ check_PROGRAMS += tests/fuse-hang
 tests_fuse_hang_SOURCES = tests/fuse-hang.c
 tests_fuse_hang_CFLAGS = $(WARN_CFLAGS)
 EXTRA_DIST += $(INTEGRATION_TESTS) tests/lib.sh tests/client.py tests/ptyclient.py tests/python-client.py \
-	tests/metrics.py tests/fake-fdstore.py tests/egress-remote.py
+	tests/metrics.py tests/fake-fdstore.py tests/egress-remote.py tests/sidecar.py \
+	tests/fixtures/deeptutor/argv.http tests/fixtures/deeptutor/env.http tests/fixtures/deeptutor/memory-hog.http tests/fixtures/deeptutor/mount-readonly.http \
+	tests/fixtures/deeptutor/output.http tests/fixtures/deeptutor/plain.http tests/fixtures/deeptutor/timeout.http tests/fixtures/deeptutor/workdir-inside.http tests/fixtures/deeptutor/workdir-outside.http
 
 ## t-v1.sh checks what the others may have done to the cgroup v1 hierarchies: it runs after them,
 ## also under make -j.

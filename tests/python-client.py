@@ -25,7 +25,6 @@ from sandboxd import (
     LimitUnenforceable, NoSpace, NotFound, Output, ResourceExhausted, Sandbox, SandboxdError,
     SpawnFailed, Started, TooLarge, UnknownOp, errors,
 )
-from sandboxd import sidecar
 from sandboxd._wire import Wire
 from sandboxd import _ops
 
@@ -765,83 +764,76 @@ async def async_main():
 c2 = None
 asyncio.run(asyncio.wait_for(async_main(), 120))
 
-# ---- the sidecar adapter -----------------------------------------------------------------
-cfg = sidecar.Config(SOCK, best_effort=not ENFORCES)
-server = sidecar.make_server("127.0.0.1", 0, cfg)
-sidecar.serve_in_thread(server)
-PORT = server.server_address[1]
+# ---- the other designs' faces: the backend object and the terminal -----------------------
+from sandboxd.backend import AsyncSandboxBackend, ExecResult, SandboxBackend
+from sandboxd.terminal import AsyncTerminal, Terminal
+
+with SandboxBackend(best_effort=BE) as bk:
+    sid = bk.spawn(memory_bytes=256 << 20, cpu_seconds=1, file_size_bytes=4096)
+    r = bk.exec(sid, "echo hi; echo err >&2; exit 2")
+    is_((r.returncode, r.stdout, r.stderr, isinstance(r, ExecResult), r.duration_s >= 0),
+        (2, "hi\n", "err\n", True, True), "SandboxBackend.exec: an ExecResult of returncode, stdout, stderr, duration_s")
+    r = bk.exec(sid, "head -c 10000 /dev/zero > big; echo $? $(stat -c %s big)")
+    check(r.stdout.split()[1:] == ["4096"] and r.stdout.split()[0] != "0",
+          "SandboxBackend.spawn(file_size_bytes=4096): a write past it fails, the file stops at 4096", r)
+    r = bk.exec(sid, ["sh", "-c", "while :; do :; done"], timeout_s=30)
+    check(r.returncode not in (0, 124) and r.duration_s < 30,
+          "SandboxBackend.spawn(cpu_seconds=1): a busy loop is ended by its CPU time, not the timeout", r)
+    bk.exec(sid, "echo v1 > f")
+    snap = bk.snapshot(sid, "one")
+    check(snap in [x.id for x in c.snapshot_list(sid)], "SandboxBackend.snapshot: the snapshot's id", snap)
+    bk.destroy(sid)
+    check(sid not in [x.id for x in c.list()], "SandboxBackend.destroy: the sandbox is gone")
 
 
-def post(body, raw=None, headers=None):
-    hc = http.client.HTTPConnection("127.0.0.1", PORT, timeout=60)
-    data = raw if raw is not None else json.dumps(body).encode()
-    hc.request("POST", "/exec", data, headers or {"Content-Type": "application/json"})
-    resp = hc.getresponse()
-    out = resp.status, json.loads(resp.read() or b"{}")
-    hc.close()
-    return out
+async def backend_async():
+    async with await AsyncSandboxBackend.connect(best_effort=BE) as ab:
+        sid = await ab.spawn(memory_bytes=128 << 20)
+        r = await ab.exec(sid, ["sh", "-c", "echo async; exit 5"])
+        is_((r.returncode, r.stdout), (5, "async\n"), "AsyncSandboxBackend.exec")
+        snap = await ab.snapshot(sid)
+        await ab.destroy(sid)
+        return sid, snap
+sid, snap = asyncio.run(asyncio.wait_for(backend_async(), 60))
+check(snap and sid not in [x.id for x in c.list()], "AsyncSandboxBackend: snapshot, then destroy leaves no sandbox", snap)
+
+t = Terminal.open("sh", rows=30, cols=100, best_effort=BE)
+t.write("stty size\n")
+check(b"30 100" in t.read_until("30 100", 20), "Terminal.open(rows=30, cols=100): the terminal's size")
+t.resize(40, 120)
+t.write("stty size\n")
+check(b"40 120" in t.read_until("40 120", 20), "Terminal.resize(40, 120)")
+t.write("sleep 100; echo slept\n")
+time.sleep(0.5)
+n = t.signal("INT")
+t.write("echo back$((1+1))\n")
+got = t.read_until("back2", 20)
+check(n >= 1 and b"\nslept" not in got, "Terminal.signal(INT): the foreground command is interrupted, the shell goes on", n, got)
+t.write("exit 7\n")
+is_(t.wait(20), 7, "Terminal.wait: the exit code")
+tsb = t.sandbox
+t.close()
+check(tsb not in [x.id for x in c.list()], "Terminal.close: the sandbox it made is gone")
+with Terminal.open(["cat"], pty=False, best_effort=BE) as t:
+    t.write("abc", eof=True)
+    is_((t.read_until("abc", 20), t.wait(20)), (b"abc", 0), "Terminal.open(pty=False): on pipes, write with eof, read, wait")
+is_(Terminal.run("echo one; exit 3", best_effort=BE, timeout=30), (3, b"one\n"), "Terminal.run: one command to its end")
+n_before = len(c.list())
 
 
-hc = http.client.HTTPConnection("127.0.0.1", PORT, timeout=30)
-hc.request("GET", "/health")
-resp = hc.getresponse()
-hbody = json.loads(resp.read())
-is_((resp.status, hbody.get("status")), (200, "ok"), "sidecar GET /health: 200, status ok")
-hc.close()
-st, b = post({"command": "echo out; echo err >&2; exit 3"})
-is_((st, b["stdout"], b["stderr"], b["exit_code"], b["timed_out"], b["error"]), (200, "out\n", "err\n", 3, False, None),
-    "sidecar /exec: stdout, stderr, exit_code 3, timed_out false, error null (a failing command is no runner failure)")
-st, b = post({"command": ["sh", "-c", 'pwd; echo "$FOO"'], "workdir": "/work", "env": {"FOO": "bar"}})
-is_((st, b["stdout"], b["error"]), (200, "/work\nbar\n", None), "sidecar /exec: command as argv, workdir, env")
-st, b = post({"command": "sleep 10; echo late", "limits": {"timeout": 0.5}})
-is_((st, b["exit_code"], b["timed_out"], b["error"], b["stdout"]), (200, 124, True, None, ""),
-    "sidecar /exec: a timeout is exit_code 124 and timed_out true, error null")
-st, b = post({"command": "head -c 100000 /dev/zero | tr '\\0' a; printf END", "limits": {"output_bytes": 1000}})
-check(st == 200 and b["stdout"].startswith("aaa") and b["stdout"].endswith("END") and "[... " in b["stdout"]
-      and len(b["stdout"]) < 1100 and b["stdout_truncated"], "sidecar /exec: output over the cap keeps its head and tail", b.get("stdout", "")[-80:])
-st, b = post({"command": "true", "mounts": [{"source": "/srv/data", "target": "/data"}]})
-check(st == 400 and b["exit_code"] is None and "mounts are not supported" in (b["error"] or ""),
-      "sidecar /exec with mounts: 400 and an error saying so, never run without them", b)
-st, b = post({"command": "true", "workdir": "/etc"})
-check(st == 400 and "workdir" in (b["error"] or ""), "sidecar /exec with a workdir outside /work: 400", b)
-st, b = post({"command": "true", "limits": {"gpus": 1}})
-check(st == 400 and "gpus" in (b["error"] or ""), "sidecar /exec with an unknown limit: 400 naming it", b)
-st, b = post(None, raw=b"{not json")
-check(st == 400 and b["error"], "sidecar /exec with a body that is not JSON: 400", b)
-st, b = post({"command": ["/nonexistent/prog"]})
-check(st == 500 and b["exit_code"] is None and "could not be started" in (b["error"] or ""),
-      "sidecar /exec of a program that does not exist: a runner failure, error set, no exit code", b)
-pad = b'{"command":"echo edge"}'
-exact = pad + b" " * (sidecar.MAX_REQUEST_BYTES - len(pad))
-st, b = post(None, raw=exact)
-is_((st, b.get("stdout")), (200, "edge\n"), "sidecar /exec of exactly 4 MiB: run")
-st, b = post(None, raw=exact + b" ")
-check(st == 413 and b["error"], "sidecar /exec of 4 MiB + 1 byte: 413", (st, b))
-raw = socket.create_connection(("127.0.0.1", PORT), timeout=30)
-raw.sendall(b"POST /exec HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n" % (64 << 20))
-answer = raw.recv(4096)
-raw.close()
-check(answer.startswith(b"HTTP/1.0 413") or answer.startswith(b"HTTP/1.1 413"),
-      "sidecar: a Content-Length of 64 MiB is answered 413 before the body is read", answer[:60])
-server.shutdown()
-server.server_close()
-down = sidecar.Config(os.path.join(os.environ["T"], "nonexistent.sock"))
-code, b = sidecar.execute({"command": "true"}, down)
-check(code == 500 and "unreachable" in (b["error"] or ""), "sidecar with sandboxd unreachable: /exec is a runner failure (500, error)", b)
-code, b = sidecar.health(down)
-is_((code, b.get("status")), (503, "error"), "sidecar with sandboxd unreachable: /health 503")
-# python3 -m sandboxd.sidecar, as a program
-proc = subprocess.Popen([sys.executable, "-m", "sandboxd.sidecar", "--port", "0", "--socket", SOCK]
-                        + ([] if ENFORCES else ["--best-effort"]), stderr=subprocess.PIPE, text=True)
-line = proc.stderr.readline()
-m = re.search(r"http://127\.0\.0\.1:(\d+)", line)
-PORT = int(m.group(1)) if m else 0
-try:
-    st, b = post({"command": "echo prog"})
-    is_((st, b.get("stdout")), (200, "prog\n"), "python3 -m sandboxd.sidecar serves /exec")
-finally:
-    proc.terminate()
-    proc.wait(10)
+async def terminal_async():
+    t = await AsyncTerminal.open(["sh"], best_effort=BE)
+    await t.write("echo hello-$((6*7))\n")
+    got = await t.read_until("hello-42", 20)
+    await t.write("exit 4\n")
+    code = await t.wait(20)
+    await t.close()
+    return got, code, await AsyncTerminal.run(["sh", "-c", "echo two; exit 1"], best_effort=BE, timeout=30)
+got, code, ran = asyncio.run(asyncio.wait_for(terminal_async(), 90))
+is_((got.endswith(b"hello-42"), code, ran, len(c.list())), (True, 4, (1, b"two\n"), n_before),
+    "AsyncTerminal: open, write, read_until, wait, close, run; no sandbox left")
+
+# The runner-sidecar adapter (sandboxd.sidecar) has its own test: t-sidecar.sh.
 
 # ---- a sandbox's processes as a whole: freeze, thaw, signal, update ---------------------
 is_(c.freeze(sb.id), True, "Client.freeze: sandbox.freeze answers frozen")

@@ -3,7 +3,7 @@
 # The Python package (python/sandboxd, docs/python.md) against a private daemon: every method of
 # Client, Sandbox, RunStream, Session and their asyncio twins, the error classes (one per code of
 # docs/protocol.md), a disconnect mid-stream from either side, runs in flight at once from threads
-# and from asyncio tasks, and the runner-sidecar adapter's contract (python -m sandboxd.sidecar).
+# and from asyncio tasks (the runner-sidecar adapter, python -m sandboxd.sidecar, is t-sidecar.sh's).
 # The checks are tests/python-client.py; `pip install` of the package into a scratch directory is
 # checked here. The package is imported from the source tree (no bytecode is written there).
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"

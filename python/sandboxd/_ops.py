@@ -151,7 +151,9 @@ def run(command: Command | None = None, *, sandbox: str | None = None,
         output_bytes: Size | None = None, memory: Size | None = None, pids: int | None = None,
         user: str | None = None, stream: bool = False, limits: JSON | None = None,
         network: str | Mapping[str, Any] | None = None, best_effort: bool | None = None,
-        workspace: str | None = None, image: str | None = None) -> Call[RunResult]:
+        workspace: str | None = None, image: str | None = None,
+        mounts: Sequence[Mapping[str, Any]] | None = None,
+        env_defaults: bool | None = None) -> Call[RunResult]:
     fields: JSON = {"sandbox": sandbox}
     fields.update(_command(command, argv))
     fields.update(_payload(stdin, "stdin", "stdin_encoding"))
@@ -160,6 +162,8 @@ def run(command: Command | None = None, *, sandbox: str | None = None,
         "cpu_s": cpu_s, "output_bytes": output_bytes, "memory": memory, "pids": pids,
         "user": user, "stream": True if stream else None, "limits": limits, "network": _network(network),
         "best_effort": best_effort, "workspace": workspace, "image": image,
+        "mounts": [dict(m) for m in mounts] if mounts is not None else None,
+        "env_defaults": env_defaults,
     })
     return Call("run", fields, RunResult.from_json)
 

@@ -297,13 +297,16 @@ class AsyncClient:
                   output_bytes: Size | None = None, memory: Size | None = None,
                   pids: int | None = None, user: str | None = None,
                   limits: Mapping[str, Any] | None = None, network: str | Mapping[str, Any] | None = None,
-                  best_effort: bool | None = None, workspace: str | None = None) -> RunResult:
+                  best_effort: bool | None = None, workspace: str | None = None,
+                  mounts: Sequence[Mapping[str, Any]] | None = None,
+                  env_defaults: bool | None = None) -> RunResult:
         return await self._call(_ops.run(command, sandbox=sandbox, argv=argv, env=env, cwd=cwd,
                                          stdin=stdin, timeout=timeout, cpu_s=cpu_s,
                                          output_bytes=output_bytes, memory=memory, pids=pids,
                                          user=user, limits=dict(limits) if limits else None,
                                          network=network, best_effort=best_effort,
-                                         workspace=workspace))
+                                         workspace=workspace, mounts=mounts,
+                                         env_defaults=env_defaults))
 
     def stream(self, command: Command | None = None, *, sandbox: str | None = None,
                argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None,

@@ -277,9 +277,12 @@ class Client:
             pids: int | None = None, user: str | None = None,
             limits: Mapping[str, Any] | None = None, network: str | Mapping[str, Any] | None = None,
             best_effort: bool | None = None, workspace: str | None = None,
-            image: str | None = None) -> RunResult:
+            image: str | None = None, mounts: Sequence[Mapping[str, Any]] | None = None,
+            env_defaults: bool | None = None) -> RunResult:
         """``run``: waits for the final reply. Without ``sandbox``, a throwaway sandbox is made
-        for the run (``limits``, ``network``, ``best_effort``, ``workspace``, ``image`` are its).
+        for the run (``limits``, ``network``, ``best_effort``, ``workspace``, ``image``,
+        ``mounts`` (``[{"source", "target", "read_only"}]``) are its). ``env_defaults=False``:
+        the environment is exactly ``env``, no ``PATH`` or ``HOME`` added.
         A command that ran is a RunResult whatever its exit; the runner's failures are
         SpawnFailed."""
         return self._call(_ops.run(command, sandbox=sandbox, argv=argv, env=env, cwd=cwd,
@@ -287,7 +290,8 @@ class Client:
                                    output_bytes=output_bytes, memory=memory, pids=pids,
                                    user=user, limits=dict(limits) if limits else None,
                                    network=network, best_effort=best_effort,
-                                   workspace=workspace, image=image))
+                                   workspace=workspace, image=image, mounts=mounts,
+                                   env_defaults=env_defaults))
 
     # ---- images -----------------------------------------------------------------------
 
