@@ -521,10 +521,14 @@ static void seen_add(Get *g, const struct stat *st, const char *name) {
         }
 }
 
+/* What comes out of a sandbox carries no setuid, setgid or sticky meaning, whoever unpacks it
+ * (GNU tar as root keeps them): the stream itself has none. */
+#define GET_MODE_MASK ((mode_t) (S_IFMT | 0777))
+
 static int get_header(Get *g, const struct stat *st, const char *arcname) {
         archive_entry_clear(g->e);
         archive_entry_copy_pathname(g->e, arcname);
-        archive_entry_set_mode(g->e, st->st_mode);
+        archive_entry_set_mode(g->e, st->st_mode & GET_MODE_MASK);
         archive_entry_set_uid(g->e, st->st_uid);
         archive_entry_set_gid(g->e, st->st_gid);
         archive_entry_set_mtime(g->e, st->st_mtim.tv_sec, st->st_mtim.tv_nsec);
@@ -540,16 +544,86 @@ static int get_write_header(Get *g, const char *arcname) {
                         TAR_REASON_NONE, arcname);
 }
 
+/* At most this many data regions in a sparse map; the rest of a file more fragmented than that
+ * goes as data (its zeros written out), so a hostile file cannot grow the map without bound. */
+#define SPARSE_MAX_REGIONS 4096
+
+/* A file with holes (SEEK_DATA/SEEK_HOLE) gets a sparse map in its header (pax GNU.sparse 1.0):
+ * only its data regions travel, and tar -x or tarfile leave the holes as holes, so a sandbox's
+ * 1 GiB of nothing never becomes 1 GiB on a client's disk. A file without holes (or a
+ * filesystem without SEEK_DATA) gets no map: its stream is as it was. */
+static void get_sparse_map(Get *g, int fd, uint64_t size) {
+        uint64_t pos = 0;
+        unsigned n = 0;
+
+        if (size == 0)
+                return;
+        for (;;) {
+                off_t d = lseek(fd, (off_t) pos, SEEK_DATA), h;
+                if (d < 0 && errno == ENXIO)
+                        d = (off_t) size; /* a hole to the end */
+                else if (d < 0) {
+                        archive_entry_sparse_clear(g->e);
+                        return;
+                }
+                if ((uint64_t) d >= size)
+                        break;
+                h = ++n >= SPARSE_MAX_REGIONS ? (off_t) size : lseek(fd, d, SEEK_HOLE);
+                if (h < 0 || (uint64_t) h > size)
+                        h = (off_t) size;
+                if (pos == 0 && d == 0 && (uint64_t) h == size)
+                        return; /* all data: no map */
+                archive_entry_sparse_add_entry(g->e, d, h - d);
+                pos = (uint64_t) h;
+                if (pos >= size)
+                        return;
+        }
+        /* It ends in a hole: an empty region at the end says its length (as GNU tar writes it). */
+        archive_entry_sparse_add_entry(g->e, (la_int64_t) size, 0);
+}
+
+/* Whether pos is in a hole of the entry's sparse map; *ret_end: where that hole or data ends. */
+static bool get_in_hole(Get *g, uint64_t pos, uint64_t size, uint64_t *ret_end) {
+        la_int64_t off, len;
+
+        if (archive_entry_sparse_reset(g->e) == 0) {
+                *ret_end = size;
+                return false;
+        }
+        while (archive_entry_sparse_next(g->e, &off, &len) == ARCHIVE_OK) {
+                if (pos < (uint64_t) off) {
+                        *ret_end = (uint64_t) off;
+                        return true;
+                }
+                if (pos < (uint64_t) (off + len)) {
+                        *ret_end = (uint64_t) (off + len);
+                        return false;
+                }
+        }
+        *ret_end = size;
+        return true;
+}
+
 /* Exactly the size in its header: a file that grew is cut there, one that shrank is padded
- * with zeros; either is counted in changed. */
+ * with zeros; either is counted in changed. A hole of the map is handed to libarchive as zeros,
+ * which it counts and does not write (nothing is read for it). */
 static int get_data(Get *g, int fd, const struct stat *st, const char *arcname) {
-        static char buf[TAR_BUF];
-        uint64_t pos = 0, size = (uint64_t) st->st_size;
-        bool short_ = false;
+        static char buf[TAR_BUF], zeros[TAR_BUF];
+        uint64_t pos = 0, size = (uint64_t) st->st_size, region_end = 0;
+        bool short_ = false, hole = false;
         struct stat after;
 
         while (pos < size) {
-                size_t want = size - pos < sizeof(buf) ? (size_t) (size - pos) : sizeof(buf);
+                if (pos >= region_end)
+                        hole = get_in_hole(g, pos, size, &region_end);
+                uint64_t left = region_end - pos;
+                size_t want = left < sizeof(buf) ? (size_t) left : sizeof(buf);
+                if (hole) {
+                        if (archive_write_data(g->a, zeros, want) != (la_ssize_t) want)
+                                return tar_fail(g->f, g->werr ? g->werr : EIO, TAR_REASON_NONE, arcname);
+                        pos += want;
+                        continue;
+                }
                 ssize_t k = short_ ? 0 : pread(fd, buf, want, (off_t) pos);
                 if (k < 0 && errno == EINTR)
                         continue;
@@ -624,6 +698,7 @@ static int get_regular(Get *g, int dir_fd, const char *name, int data_fd, const 
                 g->st->skipped++;
                 return 0;
         }
+        get_sparse_map(g, fd, (uint64_t) st->st_size);
         if ((r = get_write_header(g, arcname)) == 0 && (r = get_data(g, fd, st, arcname)) == 0) {
                 g->st->entries++;
                 if (st->st_nlink > 1)
