@@ -206,11 +206,11 @@ check "cp SBX:FILE onto a FIFO: refused, without blocking" \
         sh -c '! timeout 20 "$0" --socket "$1" cp sb:/work/blob "$2" 2>/dev/null && test -p "$2"' \
         "$SANDBOXCTL" "$T/sock" "$T/host/o9/fifo"
 mkdir -p "$T/host/o9b/tree" "$R/work/tree/dlink" && echo planted >"$R/work/tree/dlink/passwd"
-ln -s "$T/host/victim" "$T/host/o9b/tree/dlink"
-check "cp SBX:TREE DIR where DIR/TREE/dlink is a symlink and the tree has a directory there" \
+ln -s "$T/host/victim" "$T/host/o9b/tree/dlink" && echo new >"$R/work/tree/g" && ln -s "$T/host/victim/g" "$T/host/o9b/tree/g"
+check "cp SBX:TREE DIR where DIR/TREE/dlink and DIR/TREE/g are symlinks, a directory and a file in the tree" \
         ctl cp sb:/work/tree "$T/host/o9b"
-check "... the link was replaced by the directory, nothing written through it" \
-        sh -c 'test ! -L "$0/tree/dlink" && test -f "$0/tree/dlink/passwd" && test -z "$(ls -A "$1")"' \
+check "... the links were replaced by the directory and the file, nothing written through them" \
+        sh -c 'test ! -L "$0/tree/dlink" && test -f "$0/tree/dlink/passwd" && test ! -L "$0/tree/g" && test -z "$(ls -A "$1")"' \
         "$T/host/o9b" "$T/host/victim"
 
 check "the stand-in saw no fd left unclaimed, no malformed line" sh -c '! grep -q . "$0"' "$T/fake.err"
