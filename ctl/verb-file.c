@@ -405,7 +405,6 @@ static int log_local_error(int r, const char *path) {
                                  "on the host (an earlier copy may have left it); name the real directory "
                                  "(realpath)",
                                  esc(path));
-        errno = -r;
         return log_error_errno(r, "cp: %s: %m", esc(path));
 }
 
@@ -428,7 +427,7 @@ static int open_file_out(int dir_fd, const char *name, const char *shown, int64_
         if (!S_ISREG(st.st_mode))
                 return log_error("cp: %s exists and is not a regular file", esc(shown));
         if (ftruncate(fd, 0) < 0 || ((st.st_mode & 07000) && fchmod(fd, st.st_mode & 0777) < 0) ||
-            fcntl(fd, F_SETFL, O_WRONLY) < 0)
+            fcntl(fd, F_SETFL, 0) < 0) /* O_NONBLOCK off: the daemon writes it as any file */
                 return log_error_errno(negative_errno(), "cp: %s: %m", esc(shown));
         return TAKE_FD(fd);
 }
