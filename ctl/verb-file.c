@@ -5,10 +5,12 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <linux/openat2.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -39,7 +41,9 @@ const Verb verb_cp = {
                 "  make report | sandboxctl cp - SBX:/work/report.txt   (one file from stdin)\n"
                 "  sandboxctl cp SBX:/work/dst - | tar tf -       (a tar stream out)\n"
                 "A DST that ends in / must be an existing directory. A progress bar is drawn on a\n"
-                "terminal (stderr). Trees go through tar(1) on the host side.\n",
+                "terminal (stderr). Trees go through tar(1) on the host side. Out of a sandbox,\n"
+                "no setuid, setgid or sticky bit is kept, holes stay holes, and no symlink on the\n"
+                "host side (DST, a directory on the way, a name in the tree) is followed.\n",
         .failure_status = EXIT_FAILURE,
         .run = verb_cp_run,
 };
@@ -223,14 +227,16 @@ static int remote_type(SbxClient *c, const char *sandbox, const char *path, unsi
         return 1;
 }
 
-/* Runs tar with the given fd as its stdin (in) or stdout (out); returns its pid. */
-static pid_t spawn_tar(char *const argv[], int in, int out) {
+/* Runs tar with the given fd as its stdin (in) or stdout (out), in the directory cwd_fd (an
+ * O_PATH handle, or -1: ours); returns its pid. */
+static pid_t spawn_tar(char *const argv[], int in, int out, int cwd_fd) {
         pid_t pid = fork();
 
         if (pid < 0)
                 return log_error_errno(negative_errno(), "fork: %m");
         if (pid == 0) {
-                if ((in >= 0 && dup2(in, STDIN_FILENO) < 0) || (out >= 0 && dup2(out, STDOUT_FILENO) < 0))
+                if ((in >= 0 && dup2(in, STDIN_FILENO) < 0) || (out >= 0 && dup2(out, STDOUT_FILENO) < 0) ||
+                    (cwd_fd >= 0 && fchdir(cwd_fd) < 0))
                         _exit(126);
                 execvp(argv[0], argv);
                 fprintf(stderr, "sandboxctl: cannot run tar: %s\n", strerror(errno));
@@ -280,7 +286,7 @@ static int cp_tree_in(SbxClient *c, const char *dir, const char *name, const cha
 
         if (pipe2(pipefd, O_CLOEXEC) < 0)
                 return log_error_errno(negative_errno(), "pipe: %m");
-        pid_t pid = spawn_tar(argv, -1, pipefd[1]);
+        pid_t pid = spawn_tar(argv, -1, pipefd[1], -1);
         safe_close(pipefd[1]);
         if (pid < 0) {
                 safe_close(pipefd[0]);
@@ -381,35 +387,83 @@ static int cp_in(SbxClient *c, const Endpoint *src, const Endpoint *dst, bool fo
 
 /* ---- cp: out of the sandbox -------------------------------------------------------------- */
 
-static int cp_file_out(SbxClient *c, const char *sandbox, const char *src, json_object *st, const char *dst,
-                       Progress *p) {
+/* The host side of a copy out never follows a symlink (docs/man/sandboxctl.1): any link on
+ * the way to DST, or at DST, may be one an earlier copy-out left there, and following it would
+ * let the sandbox choose where on the host its bytes land. Every component is resolved with
+ * RESOLVE_NO_SYMLINKS; what is written is opened or made beneath that fd, O_NOFOLLOW, and tar
+ * runs in it (fchdir), so nothing is looked up again by path. */
+static int open_local(int dir_fd, const char *path, int flags) {
+        struct open_how how = { .flags = (uint64_t) (flags | O_CLOEXEC),
+                                .resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS };
+        int fd = (int) syscall(SYS_openat2, dir_fd, path, &how, sizeof(how));
+        return fd < 0 ? negative_errno() : fd;
+}
+
+static int log_local_error(int r, const char *path) {
+        if (r == -ELOOP)
+                return log_error("cp: %s is or goes through a symlink: a copy out of a sandbox never follows a link "
+                                 "on the host (an earlier copy may have left it); name the real directory "
+                                 "(realpath)",
+                                 esc(path));
+        return log_error_errno(r, "cp: %s: %m", esc(path));
+}
+
+/* The regular file name beneath dir_fd, made (mode & 0777) or truncated; never a link, a FIFO
+ * or a device, and no setuid, setgid or sticky bit left on it. */
+static int open_file_out(int dir_fd, const char *name, const char *shown, int64_t mode) {
+        _cleanup_close_ int fd = -1;
+        struct stat st;
+
+        /* Looked at first: opening a device (or a FIFO) for writing is already an action. */
+        if (fstatat(dir_fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && !S_ISREG(st.st_mode))
+                return S_ISLNK(st.st_mode) ? log_local_error(-ELOOP, shown)
+                                           : log_error("cp: %s exists and is not a regular file", esc(shown));
+        fd = openat(dir_fd, name, O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC,
+                    (mode_t) (mode & 0777));
+        if (fd < 0)
+                return log_local_error(negative_errno(), shown);
+        if (fstat(fd, &st) < 0)
+                return log_error_errno(negative_errno(), "cp: %s: %m", esc(shown));
+        if (!S_ISREG(st.st_mode))
+                return log_error("cp: %s exists and is not a regular file", esc(shown));
+        if (ftruncate(fd, 0) < 0 || ((st.st_mode & 07000) && fchmod(fd, st.st_mode & 0777) < 0) ||
+            fcntl(fd, F_SETFL, 0) < 0) /* O_NONBLOCK off: the daemon writes it as any file */
+                return log_error_errno(negative_errno(), "cp: %s: %m", esc(shown));
+        return TAKE_FD(fd);
+}
+
+static int cp_file_out(SbxClient *c, const char *sandbox, const char *src, json_object *st, int dir_fd,
+                       const char *name, const char *shown, Progress *p) {
         int64_t mode = 0644;
         json_object *reply = NULL;
         int r;
 
         (void) json_int(st, "mode", &mode);
-        _cleanup_close_ int fd = open(dst, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOCTTY, (mode_t) (mode & 0777));
+        _cleanup_close_ int fd = open_file_out(dir_fd, name, shown, mode);
         if (fd < 0)
-                return log_error_errno(negative_errno(), "cannot create %s: %m", esc(dst));
+                return fd;
         r = sbx_file_read_fd(c, sandbox, src, 0, UINT64_MAX, fd, SBX_FILE_NOFOLLOW, on_progress, p, &reply);
         r = finish_call(r, &reply, p);
         json_object_put(reply);
         return r;
 }
 
-/* file.get into a pipe that tar -x reads, in dir; strip drops the top name (a copy to a new
- * name). */
-static int cp_tree_out(SbxClient *c, const char *sandbox, const char *src, unsigned flags, const char *dir, bool strip,
+/* file.get into a pipe that tar -x reads, in the directory dir_fd; strip drops the top name (a
+ * copy to a new name). As root, GNU tar would keep setuid bits and existing directories' modes
+ * would take the sandbox's: --no-same-permissions and --no-overwrite-dir. A directory entry
+ * meeting a symlink replaces it (never --keep-directory-symlink); a sparse entry stays sparse. */
+static int cp_tree_out(SbxClient *c, const char *sandbox, const char *src, unsigned flags, int dir_fd, bool strip,
                        Progress *p) {
         char *argv[] = { (char *) "tar", (char *) "-x", (char *) "-f", (char *) "-", (char *) "--no-same-owner",
-                         (char *) "-C", (char *) dir, strip ? (char *) "--strip-components=1" : NULL, NULL };
+                         (char *) "--no-same-permissions", (char *) "--no-overwrite-dir",
+                         strip ? (char *) "--strip-components=1" : NULL, NULL };
         int pipefd[2];
         json_object *reply = NULL;
         int r;
 
         if (pipe2(pipefd, O_CLOEXEC) < 0)
                 return log_error_errno(negative_errno(), "pipe: %m");
-        pid_t pid = spawn_tar(argv, pipefd[0], -1);
+        pid_t pid = spawn_tar(argv, pipefd[0], -1, dir_fd);
         safe_close(pipefd[0]);
         if (pid < 0) {
                 safe_close(pipefd[1]);
@@ -423,11 +477,49 @@ static int cp_tree_out(SbxClient *c, const char *sandbox, const char *src, unsig
         return r < 0 ? r : t;
 }
 
-static int cp_out(SbxClient *c, const Endpoint *src, const Endpoint *dst, bool follow, Progress *p) {
-        _cleanup_free_ char *type = NULL, *base = NULL, *target = NULL;
-        _cleanup_json_ json_object *st = NULL;
-        unsigned flags = follow ? SBX_FILE_FOLLOW : 0;
+/* DST that does not exist: its parent, opened as above (base: its last component). */
+static int open_local_parent(const char *path, char **ret_base) {
+        _cleanup_free_ char *dir = dir_name(path), *base = base_name(path);
+        int fd;
+
+        if (!dir || !base)
+                return log_error_errno(-ENOMEM, "%m");
+        if (strcmp(base, ".") == 0 || strcmp(base, "..") == 0 || strcmp(base, "/") == 0)
+                return log_error("cp: %s: no such directory", esc(path));
+        fd = open_local(AT_FDCWD, dir, O_PATH | O_DIRECTORY);
+        if (fd < 0)
+                return log_local_error(fd, dir);
+        *ret_base = TAKE_PTR(base);
+        return fd;
+}
+
+static int cp_out_new(SbxClient *c, const Endpoint *src, const Endpoint *dst, const char *type, json_object *st,
+                      unsigned flags, Progress *p) {
+        _cleanup_free_ char *name = NULL;
+        _cleanup_close_ int parent = open_local_parent(dst->path, &name), fd = -1;
         bool contents = ends_with(src->path, "/.");
+
+        if (parent < 0)
+                return parent;
+        if (strcmp(type, "file") == 0)
+                return cp_file_out(c, src->sandbox, src->path, st, parent, name, dst->path, p);
+        /* A new name: made here, and the tree's own top name dropped (or "./" of "/."). */
+        if (strcmp(type, "dir") != 0)
+                return log_error("cp: %s:%s is a %s: it can be copied into an existing directory", esc(src->sandbox),
+                                 esc(src->path), esc(type));
+        if (mkdirat(parent, name, 0777) < 0)
+                return log_error_errno(negative_errno(), "cannot create %s: %m", esc(dst->path));
+        fd = openat(parent, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0)
+                return log_local_error(negative_errno(), dst->path);
+        return cp_tree_out(c, src->sandbox, src->path, flags, fd, !contents, p);
+}
+
+static int cp_out(SbxClient *c, const Endpoint *src, const Endpoint *dst, bool follow, Progress *p) {
+        _cleanup_free_ char *type = NULL, *base = NULL, *parent_name = NULL;
+        _cleanup_json_ json_object *st = NULL;
+        _cleanup_close_ int local = -1, parent = -1;
+        unsigned flags = follow ? SBX_FILE_FOLLOW : 0;
         struct stat lst;
         int r;
 
@@ -445,7 +537,16 @@ static int cp_out(SbxClient *c, const Endpoint *src, const Endpoint *dst, bool f
                 return r;
         if (r == 0)
                 return log_error("cp: %s:%s: no such file or directory", esc(src->sandbox), esc(src->path));
-        bool local_exists = stat(dst->path, &lst) == 0, local_dir = local_exists && S_ISDIR(lst.st_mode);
+        local = open_local(AT_FDCWD, dst->path, O_PATH);
+        if (local == -ENOENT && !ends_with(dst->path, "/"))
+                return cp_out_new(c, src, dst, type, st, flags, p);
+        if (local == -ENOENT || local == -ENOTDIR)
+                return log_error("cp: %s is not an existing directory", esc(dst->path));
+        if (local < 0)
+                return log_local_error(local, dst->path);
+        if (fstat(local, &lst) < 0)
+                return log_error_errno(negative_errno(), "cp: %s: %m", esc(dst->path));
+        bool local_dir = S_ISDIR(lst.st_mode);
         if (ends_with(dst->path, "/") && !local_dir)
                 return log_error("cp: %s is not an existing directory", esc(dst->path));
         base = base_name(src->path);
@@ -453,22 +554,21 @@ static int cp_out(SbxClient *c, const Endpoint *src, const Endpoint *dst, bool f
                 return log_error_errno(-ENOMEM, "%m");
 
         if (strcmp(type, "file") == 0) {
-                target = local_dir ? path_join(dst->path, base) : strdup(dst->path);
-                if (!target)
-                        return log_error_errno(-ENOMEM, "%m");
-                return cp_file_out(c, src->sandbox, src->path, st, target, p);
+                if (local_dir) {
+                        _cleanup_free_ char *shown = path_join(dst->path, base);
+                        return cp_file_out(c, src->sandbox, src->path, st, local, base, shown ?: base, p);
+                }
+                parent = open_local_parent(dst->path, &parent_name);
+                if (parent < 0)
+                        return parent;
+                return cp_file_out(c, src->sandbox, src->path, st, parent, parent_name, dst->path, p);
         }
-        if (strcmp(type, "dir") == 0 && local_exists && !local_dir)
+        if (strcmp(type, "dir") == 0 && !local_dir)
                 return log_error("cp: cannot copy a directory onto %s, which is not a directory", esc(dst->path));
-        if (local_dir)
-                return cp_tree_out(c, src->sandbox, src->path, flags, dst->path, false, p);
-        /* A new name: made here, and the tree's own top name dropped (or "./" of "/."). */
-        if (strcmp(type, "dir") != 0)
+        if (!local_dir)
                 return log_error("cp: %s:%s is a %s: it can be copied into an existing directory", esc(src->sandbox),
                                  esc(src->path), esc(type));
-        if (mkdir(dst->path, 0777) < 0)
-                return log_error_errno(negative_errno(), "cannot create %s: %m", esc(dst->path));
-        return cp_tree_out(c, src->sandbox, src->path, flags, dst->path, !contents, p);
+        return cp_tree_out(c, src->sandbox, src->path, flags, local, false, p);
 }
 
 /* ---- cp ---------------------------------------------------------------------------------- */

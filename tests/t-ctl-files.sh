@@ -164,5 +164,54 @@ check "ls /work/newtree lists the names, one a line" \
 check "ls -l shows types, modes and link targets" \
         sh -c '"$0" --socket "$1" ls -l sb /work/newtree | grep -q "^l.* link -> a.txt$"' "$SANDBOXCTL" "$T/sock"
 
+# Out, whatever the stream says: no setuid, setgid or sticky bit on the host (GNU tar as root
+# would keep them; the stand-in's tar -c sends them).
+mkdir -p "$R/work/modes/gdir" "$R/work/modes/tdir"
+printf 'tool' >"$R/work/modes/tool" && chmod 4755 "$R/work/modes/tool" && chmod 2775 "$R/work/modes/gdir" &&
+        chmod 1777 "$R/work/modes/tdir" && printf 'g' >"$R/work/modes/gdir/sg" && chmod 2755 "$R/work/modes/gdir/sg"
+check "cp SBX:TREE with setuid, setgid and sticky modes out exits 0" ctl cp sb:/work/modes "$T/host/modes-out"
+check "... nothing on the host has a setuid, setgid or sticky bit" \
+        sh -c 'test -f "$0/tool" && test -z "$(find "$0" -perm /7000)"' "$T/host/modes-out"
+check "... the rest of the mode kept (tool 0755)" test "$(stat -c %a "$T/host/modes-out/tool")" = 755
+mkdir -m 0700 "$T/host/modes-into"
+check "cp SBX:TREE/. into an existing directory: its mode stays the host's" \
+        sh -c '"$0" --socket "$1" cp sb:/work/modes/tdir/. "$2" && test "$(stat -c %a "$2")" = 700' \
+        "$SANDBOXCTL" "$T/sock" "$T/host/modes-into"
+cp "$T/host/blob" "$T/host/was-suid" && chmod 4755 "$T/host/was-suid"
+check "cp SBX:FILE over an existing setuid file exits 0" ctl cp sb:/work/blob "$T/host/was-suid"
+check "... the file keeps no setuid bit" test "$(stat -c %a "$T/host/was-suid")" = 755
+
+# Out, never through a link on the host: a symlink an earlier copy out left (one to a directory,
+# one to a file) is not followed as DST, at DST, or on the way to DST; a tree over it replaces it.
+mkdir -p "$T/host/victim" "$T/host/o9"
+ln -s "$T/host/victim" "$R/work/dlink" && ln -s "$T/host/victim/f" "$R/work/flink"
+check "cp SBX:SYMLINK DIR/ leaves a symlink on the host (an earlier copy out)" \
+        sh -c '"$0" --socket "$1" cp sb:/work/dlink "$2/" && "$0" --socket "$1" cp sb:/work/flink "$2/" && test -L "$2/dlink" && test -L "$2/flink"' \
+        "$SANDBOXCTL" "$T/sock" "$T/host/o9"
+refused9() {
+        local d=$1 out
+        shift
+        out=$(timeout 20 "$SANDBOXCTL" --socket "$T/sock" cp "$@" 2>&1 </dev/null)
+        if [ $? = 1 ] && [[ $out == *symlink* ]]; then ok "$d"; else nok "$d"; printf '# %s\n' "$out"; fi
+}
+refused9 "cp SBX:FILE onto a symlink to a directory: refused" sb:/work/blob "$T/host/o9/dlink"
+refused9 "cp SBX:FILE into a symlink to a directory (DST/): refused" sb:/work/blob "$T/host/o9/dlink/"
+refused9 "cp SBX:FILE to a new name beneath a symlink: refused" sb:/work/blob "$T/host/o9/dlink/new"
+refused9 "cp SBX:FILE onto a symlink to a file: refused" sb:/work/blob "$T/host/o9/flink"
+refused9 "cp SBX:TREE into a symlink to a directory: refused" sb:/work/newtree "$T/host/o9/dlink"
+refused9 "cp SBX:TREE to a new name beneath a symlink: refused" sb:/work/newtree "$T/host/o9/dlink/t"
+check "... nothing was written where the links point" sh -c 'test -z "$(ls -A "$0")"' "$T/host/victim"
+mkfifo "$T/host/o9/fifo"
+check "cp SBX:FILE onto a FIFO: refused, without blocking" \
+        sh -c '! timeout 20 "$0" --socket "$1" cp sb:/work/blob "$2" 2>/dev/null && test -p "$2"' \
+        "$SANDBOXCTL" "$T/sock" "$T/host/o9/fifo"
+mkdir -p "$T/host/o9b/tree" "$R/work/tree/dlink" && echo planted >"$R/work/tree/dlink/passwd"
+ln -s "$T/host/victim" "$T/host/o9b/tree/dlink" && echo new >"$R/work/tree/g" && ln -s "$T/host/victim/g" "$T/host/o9b/tree/g"
+check "cp SBX:TREE DIR where DIR/TREE/dlink and DIR/TREE/g are symlinks, a directory and a file in the tree" \
+        ctl cp sb:/work/tree "$T/host/o9b"
+check "... the links were replaced by the directory and the file, nothing written through them" \
+        sh -c 'test ! -L "$0/tree/dlink" && test -f "$0/tree/dlink/passwd" && test ! -L "$0/tree/g" && test -z "$(ls -A "$1")"' \
+        "$T/host/o9b" "$T/host/victim"
+
 check "the stand-in saw no fd left unclaimed, no malformed line" sh -c '! grep -q . "$0"' "$T/fake.err"
 [ -s "$T/fake.err" ] && sed 's/^/# /' "$T/fake.err"

@@ -120,6 +120,8 @@ check(members["src/sub/hard"].islnk() or members["src/a.txt"].islnk(), "... a ha
 check("src/ünïcødé ✓" in members and "src/new\nline" in members, "... unicode and newline names as they are")
 check(any(len(n) > 400 for n in names), "... a name longer than ustar's 255 bytes (pax)")
 is_(members["src/a.txt"].mtime, 981173106, "... mtimes kept")
+is_((members["src/suid"].mode, members["src/sticky"].mode, members["src/exec"].mode), (0o755, 0o777, 0o751),
+    "... no setuid, setgid or sticky bit in the stream, the rest of the mode kept")
 p = subprocess.run(["tar", "-tvf", "-"], input=tar, capture_output=True)
 check(p.returncode == 0, "GNU tar reads the stream", p.stderr)
 
@@ -127,10 +129,18 @@ check(p.returncode == 0, "GNU tar reads the stream", p.stderr)
 r = put_bytes("/work/copy", tar)
 check(r.get("ok"), "file.put of that stream into a new directory: ok", r)
 is_((r.get("entries"), r.get("bytes"), r.get("skipped")), (len(names), len(tar), 0), "... entries, bytes, skipped")
-got = listing("/work/copy/src").replace("|4755|", "|755|")
-is_(got, src_list.replace("|4755|", "|755|"), "put back, the tree lists as the original (types, modes, sizes, targets, data, hard links)")
-is_(run("stat -c '%a' /work/copy/src/suid /work/copy/src/sticky /work/copy/src/sub"), "755\n1777\n700\n",
-    "... setuid dropped, the sticky bit kept on a directory, a 0700 directory's mode applied last")
+got = listing("/work/copy/src")
+is_(got, src_list.replace("|4755|", "|755|").replace("|1777|", "|777|"),
+    "put back, the tree lists as the original (types, modes, sizes, targets, data, hard links)")
+is_(run("stat -c '%a' /work/copy/src/suid /work/copy/src/sticky /work/copy/src/sub"), "755\n777\n700\n",
+    "... setuid and sticky came out of none of it, a 0700 directory's mode applied last")
+buf = io.BytesIO()
+with tarfile.open(fileobj=buf, mode="w") as tf:
+    ti = tarfile.TarInfo("st")
+    ti.type, ti.mode = tarfile.DIRTYPE, 0o1777
+    tf.addfile(ti)
+check(put_bytes("/work/stickyin", buf.getvalue()).get("ok") and run("stat -c %a /work/stickyin/st") == "1777\n",
+      "file.put keeps a directory's sticky bit going in")
 is_(run("stat -c '%Y %u' /work/copy/src/a.txt /work/copy/src/empty"), "981173106 1000\n981173106 1000\n",
     "... mtimes kept (a directory's too), the sandbox user's files")
 is_(run("ls -a /work | grep -c sbx-put"), "0\n", "... no .sbx-put directory left")
@@ -143,7 +153,7 @@ enames = tarfile.open(fileobj=io.BytesIO(data)).getnames()
 check(enames[0] in (".", "./") and all(n.startswith("./") for n in enames[1:]), "... a path ending in /. archives the contents as ./...", enames[:3])
 r = call("file.put", path="/work/inline", data=base64.b64encode(data).decode())
 check(r.get("ok"), "file.put of inline base64 data: ok", r)
-is_(listing("/work/inline").replace("|4755|", "|755|"), src_list.replace("|4755|", "|755|"), "... the same tree")
+is_(listing("/work/inline"), src_list.replace("|4755|", "|755|").replace("|1777|", "|777|"), "... the same tree")
 
 # a stream made on the host by Python's tarfile into an existing directory
 buf = io.BytesIO()

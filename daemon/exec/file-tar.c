@@ -521,10 +521,14 @@ static void seen_add(Get *g, const struct stat *st, const char *name) {
         }
 }
 
+/* What comes out of a sandbox carries no setuid, setgid or sticky meaning, whoever unpacks it
+ * (GNU tar as root keeps them): the stream itself has none. */
+#define GET_MODE_MASK ((mode_t) (S_IFMT | 0777))
+
 static int get_header(Get *g, const struct stat *st, const char *arcname) {
         archive_entry_clear(g->e);
         archive_entry_copy_pathname(g->e, arcname);
-        archive_entry_set_mode(g->e, st->st_mode);
+        archive_entry_set_mode(g->e, st->st_mode & GET_MODE_MASK);
         archive_entry_set_uid(g->e, st->st_uid);
         archive_entry_set_gid(g->e, st->st_gid);
         archive_entry_set_mtime(g->e, st->st_mtim.tv_sec, st->st_mtim.tv_nsec);
@@ -540,16 +544,125 @@ static int get_write_header(Get *g, const char *arcname) {
                         TAR_REASON_NONE, arcname);
 }
 
+/* At most this many data regions in a sparse map (the helper holds it twice, libarchive's entry
+ * and its writer's list). A file more fragmented than that is mapped again with its holes under
+ * 64 KiB counted as data (at most 16 times the data it has, each region being at least a 4 KiB
+ * block); one still over is skipped: written out whole, it would make the client's disk the
+ * sandbox's amplifier. */
+#define SPARSE_MAX_REGIONS 65536
+#define SPARSE_MERGE_HOLE (64u * 1024)
+
+/* The data regions of fd below size, holes shorter than min_hole merged into the data around
+ * them, added to the entry. 1: a map made (the file has a hole); 0: no map (all data, or no
+ * SEEK_DATA here); -E2BIG: more than SPARSE_MAX_REGIONS. */
+static int get_sparse_walk(Get *g, int fd, uint64_t size, uint64_t min_hole) {
+        uint64_t pos = 0, start = 0, end = 0;
+        unsigned n = 0;
+        bool open_region = false;
+
+        archive_entry_sparse_clear(g->e);
+        while (pos < size) {
+                off_t d = lseek(fd, (off_t) pos, SEEK_DATA), h;
+                if (d < 0 && errno != ENXIO) {
+                        archive_entry_sparse_clear(g->e);
+                        return 0;
+                }
+                if (d < 0 || (uint64_t) d >= size)
+                        break; /* a hole to the end */
+                h = lseek(fd, d, SEEK_HOLE);
+                if (h < 0 || (uint64_t) h > size)
+                        h = (off_t) size;
+                if (open_region && (uint64_t) d - end < min_hole)
+                        end = (uint64_t) h; /* a short hole: data */
+                else {
+                        if (open_region) {
+                                if (++n > SPARSE_MAX_REGIONS)
+                                        return -E2BIG;
+                                archive_entry_sparse_add_entry(g->e, (la_int64_t) start, (la_int64_t) (end - start));
+                        }
+                        start = (uint64_t) d;
+                        end = (uint64_t) h;
+                        open_region = true;
+                }
+                pos = (uint64_t) h;
+        }
+        if (open_region && start == 0 && end >= size) {
+                archive_entry_sparse_clear(g->e); /* all data: no map, the stream as it always was */
+                return 0;
+        }
+        if (open_region) {
+                if (++n > SPARSE_MAX_REGIONS)
+                        return -E2BIG;
+                archive_entry_sparse_add_entry(g->e, (la_int64_t) start, (la_int64_t) (end - start));
+        }
+        /* It ends in a hole: an empty region at the end says its length (as GNU tar writes it). */
+        if (end < size)
+                archive_entry_sparse_add_entry(g->e, (la_int64_t) size, 0);
+        return 1;
+}
+
+/* A file with holes (SEEK_DATA/SEEK_HOLE) gets a sparse map in its header (pax GNU.sparse 1.0):
+ * only its data regions travel, and tar -x or tarfile leave the holes as holes, so a sandbox's
+ * 1 GiB of nothing never becomes 1 GiB on a client's disk. A file without holes (or a
+ * filesystem without SEEK_DATA) gets no map: its stream is as it was. -E2BIG: skip the file. */
+static int get_sparse_map(Get *g, int fd, uint64_t size) {
+        int r = size ? get_sparse_walk(g, fd, size, 0) : 0;
+        if (r == -E2BIG)
+                r = get_sparse_walk(g, fd, size, SPARSE_MERGE_HOLE);
+        if (r == -E2BIG)
+                archive_entry_sparse_clear(g->e);
+        return r;
+}
+
+/* A walk along the entry's sparse map as get_data() moves forward (once: a map may be long). */
+typedef struct SparseCursor {
+        bool mapped, more;
+        la_int64_t off, len;
+} SparseCursor;
+
+static void sparse_start(Get *g, SparseCursor *c) {
+        c->mapped = archive_entry_sparse_reset(g->e) > 0;
+        c->more = c->mapped && archive_entry_sparse_next(g->e, &c->off, &c->len) == ARCHIVE_OK;
+}
+
+/* Whether pos is in a hole; *ret_end: where that hole or data ends. */
+static bool sparse_at(Get *g, SparseCursor *c, uint64_t pos, uint64_t size, uint64_t *ret_end) {
+        if (!c->mapped) {
+                *ret_end = size;
+                return false;
+        }
+        while (c->more && pos >= (uint64_t) (c->off + c->len))
+                c->more = archive_entry_sparse_next(g->e, &c->off, &c->len) == ARCHIVE_OK;
+        if (!c->more) {
+                *ret_end = size;
+                return true;
+        }
+        *ret_end = pos < (uint64_t) c->off ? (uint64_t) c->off : (uint64_t) (c->off + c->len);
+        return pos < (uint64_t) c->off;
+}
+
 /* Exactly the size in its header: a file that grew is cut there, one that shrank is padded
- * with zeros; either is counted in changed. */
+ * with zeros; either is counted in changed. A hole of the map is handed to libarchive as zeros,
+ * which it counts and does not write (nothing is read for it). */
 static int get_data(Get *g, int fd, const struct stat *st, const char *arcname) {
-        static char buf[TAR_BUF];
-        uint64_t pos = 0, size = (uint64_t) st->st_size;
-        bool short_ = false;
+        static char buf[TAR_BUF], zeros[TAR_BUF];
+        uint64_t pos = 0, size = (uint64_t) st->st_size, region_end = 0;
+        bool short_ = false, hole = false;
+        SparseCursor cur;
         struct stat after;
 
+        sparse_start(g, &cur);
         while (pos < size) {
-                size_t want = size - pos < sizeof(buf) ? (size_t) (size - pos) : sizeof(buf);
+                if (pos >= region_end)
+                        hole = sparse_at(g, &cur, pos, size, &region_end);
+                uint64_t left = region_end - pos;
+                size_t want = left < sizeof(buf) ? (size_t) left : sizeof(buf);
+                if (hole) {
+                        if (archive_write_data(g->a, zeros, want) != (la_ssize_t) want)
+                                return tar_fail(g->f, g->werr ? g->werr : EIO, TAR_REASON_NONE, arcname);
+                        pos += want;
+                        continue;
+                }
                 ssize_t k = short_ ? 0 : pread(fd, buf, want, (off_t) pos);
                 if (k < 0 && errno == EINTR)
                         continue;
@@ -619,6 +732,12 @@ static int get_regular(Get *g, int dir_fd, const char *name, int data_fd, const 
         if (fd < 0)
                 fd = open_beneath(dir_fd, name, O_RDONLY | O_NONBLOCK | O_NOCTTY);
         if (fd < 0 || fstat(fd, &now) < 0 || now.st_dev != st->st_dev || now.st_ino != st->st_ino) {
+                if (fd != data_fd)
+                        safe_close(fd);
+                g->st->skipped++;
+                return 0;
+        }
+        if (get_sparse_map(g, fd, (uint64_t) st->st_size) == -E2BIG) {
                 if (fd != data_fd)
                         safe_close(fd);
                 g->st->skipped++;

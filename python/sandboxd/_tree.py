@@ -58,6 +58,37 @@ def _parent(root: str, parts: list[str]) -> str:
     return d
 
 
+def _no_links(path: str) -> None:
+    """Refuses a destination that is, or goes through, a symlink: an earlier copy out of a
+    sandbox may have left it there, and following it would let the sandbox choose where on the
+    host its entries land (sandboxctl cp's rule, docs/man/sandboxctl.1)."""
+    d = "/"
+    for p in os.path.abspath(path).split("/"):
+        if not p:
+            continue
+        d = os.path.join(d, p)
+        try:
+            if stat.S_ISLNK(os.lstat(d).st_mode):
+                raise ValueError(f"{path!r} goes through the symlink {d!r}: a copy out never follows a link on the host")
+        except FileNotFoundError:
+            return
+
+
+def _copy_data(src: IO[bytes], out: IO[bytes], m: tarfile.TarInfo) -> None:
+    """A sparse member's data regions only (its holes stay holes); any other member whole."""
+    if not m.sparse:
+        while chunk := src.read(1 << 20):
+            out.write(chunk)
+        return
+    for offset, size in m.sparse:
+        src.seek(offset)
+        out.seek(offset)
+        while size > 0 and (chunk := src.read(min(size, 1 << 20))):
+            out.write(chunk)
+            size -= len(chunk)
+    out.truncate(m.size)
+
+
 def _clear(path: str) -> None:
     try:
         if not stat.S_ISDIR(os.lstat(path).st_mode):
@@ -68,9 +99,11 @@ def _clear(path: str) -> None:
 
 def unpack(stream: IO[bytes], local_dir: str | os.PathLike[str], strip: int = 0) -> int:
     """Every entry of the stream beneath local_dir (made when missing), the first ``strip``
-    name components dropped. Devices and sockets are skipped; modes & 0o7777 without setuid
-    and setgid; mtimes kept. The number of entries made."""
-    root = os.path.realpath(os.fspath(local_dir))
+    name components dropped. Devices and sockets are skipped; modes & 0o777 (no setuid, setgid
+    or sticky bit, whatever the stream says); sparse members stay sparse; mtimes kept; a
+    local_dir that is or goes through a symlink is refused. The number of entries made."""
+    _no_links(os.fspath(local_dir))
+    root = os.path.abspath(os.fspath(local_dir))
     os.makedirs(root, exist_ok=True)
     dirs: list[tuple[str, int, float]] = []
     made = 0
@@ -80,7 +113,7 @@ def unpack(stream: IO[bytes], local_dir: str | os.PathLike[str], strip: int = 0)
             if not parts:
                 continue
             path = os.path.join(_parent(root, parts), parts[-1])
-            mode = m.mode & 0o1777
+            mode = m.mode & 0o777
             if m.isdir():
                 if not os.path.isdir(path) or os.path.islink(path):
                     _clear(path)
@@ -91,8 +124,8 @@ def unpack(stream: IO[bytes], local_dir: str | os.PathLike[str], strip: int = 0)
                 src = tf.extractfile(m)
                 fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
                 with os.fdopen(fd, "wb") as out:
-                    while src is not None and (chunk := src.read(1 << 20)):
-                        out.write(chunk)
+                    if src is not None:
+                        _copy_data(src, out, m)
                     os.fchmod(out.fileno(), mode & 0o777)
                 os.utime(path, (m.mtime, m.mtime), follow_symlinks=False)
             elif m.issym():

@@ -6,6 +6,7 @@ tests_security_probe_SOURCES = tests/security/probe.c
 tests_security_probe_CFLAGS = $(WARN_CFLAGS)
 tests_security_probe_LDFLAGS = -all-static
 
-SECURITY_TESTS = tests/security/t-seccomp.sh tests/security/t-escape.sh tests/security/t-files-race.sh
+SECURITY_TESTS = tests/security/t-seccomp.sh tests/security/t-escape.sh tests/security/t-files-race.sh \
+	tests/security/t-copy-out.sh
 TESTS += $(SECURITY_TESTS)
 EXTRA_DIST += $(SECURITY_TESTS)
