@@ -32,9 +32,6 @@ packages=(
 	# the Python package: mypy for t-python-types.sh; pip, setuptools and wheel for t-python.sh's
 	# `pip install ./python`
 	mypy python3-pip python3-setuptools python3-wheel
-	# not make check: the DeepTutor check of docs/python.md runs DeepTutor's own runner client (httpx)
-	# and its tests (pytest, pytest-asyncio; they call `python`) against python -m sandboxd.sidecar
-	python3-httpx python3-pytest python3-pytest-asyncio python-is-python3
 	# the Debian packages (scripts/build-deb.sh, which .ci/run runs), python3-sandboxd with pybuild;
 	# t-deb.sh (in the VM, which boots this root) scrapes the packaged metrics socket with curl
 	debhelper dpkg-dev dh-python python3-all pybuild-plugin-pyproject curl
