@@ -84,7 +84,7 @@ check(re.search(r"^teardown stuck: +for [0-9.]+ s: pid %d cat \(D\)$" % cat, out
 t0 = time.monotonic()
 r = d.call({"op": "destroy", "sandbox": "stuck"}, 30)
 is_((r.get("error") or {}).get("code"), "teardown_stuck", "a second destroy is told teardown_stuck too")
-check(time.monotonic() - t0 < 1, "... at once")
+check(time.monotonic() - t0 < 10, "... at once (not after the stuck teardown, which never ends)")
 is_(d.call({"op": "run", "sandbox": "other", "argv": ["echo", "ok"]}).get("stdout"), "ok\n",
     "meanwhile another sandbox runs commands")
 is_(d.call({"op": "run", "best_effort": True, "argv": ["echo", "ok"]}).get("stdout"), "ok\n", "... and a throwaway run works")
