@@ -124,9 +124,12 @@ static int parse_terminal(json_object *req, RunSpec *spec, bool *ret_pty, uint64
 
 static int check_caps(Request *c, ProtoError *err) {
         Context *m = c->ctx;
-        if (c->peer.uid != 0 && session_count_owned(m, c->peer.uid) >= m->config.max_sessions_per_uid)
+        if (c->peer.uid == 0)
+                return 0;
+        session_make_room(m, c->peer.uid, m->config.max_sessions_per_uid);
+        if (session_count_owned(m, c->peer.uid) >= m->config.max_sessions_per_uid)
                 return proto_error_set(err, SBX_E_RESOURCE_EXHAUSTED, NULL,
-                                       "uid %u has its maximum of %llu sessions (max_sessions_per_uid)",
+                                       "uid %u has its maximum of %llu running sessions (max_sessions_per_uid)",
                                        (unsigned) c->peer.uid, (unsigned long long) m->config.max_sessions_per_uid);
         return 0;
 }
