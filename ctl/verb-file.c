@@ -206,8 +206,9 @@ static int remote_type(SbxClient *c, const char *sandbox, const char *path, unsi
         if (r < 0)
                 return log_transport_error(r);
         if (!sbx_reply_ok(reply)) {
-                const char *code = sbx_reply_error_code(reply);
-                if (code && strcmp(code, "not_found") == 0)
+                const char *code = sbx_reply_error_code(reply), *field = json_str(json_child(reply, "error"), "field");
+                /* A sandbox that does not exist is not a path that does not: the daemon's words. */
+                if (code && strcmp(code, "not_found") == 0 && !(field && strcmp(field, "sandbox") == 0))
                         return 0;
                 return reply_check(reply);
         }

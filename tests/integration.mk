@@ -8,6 +8,7 @@ INTEGRATION_TESTS = \
 	tests/t-activation.sh \
 	tests/t-durability.sh \
 	tests/t-egress.sh \
+	tests/t-errors.sh \
 	tests/t-files.sh \
 	tests/t-files-big.sh \
 	tests/t-files-tar.sh \

@@ -178,7 +178,7 @@ int sandbox_check_run(Sandbox *s, ProtoError *err) {
         const SandboxHooks *h = s->ctx->sandbox_hooks;
 
         if (s->user_frozen)
-                return proto_error_set(err, SBX_E_CONFLICT, "sandbox", "the sandbox is frozen (sandbox.thaw resumes it)");
+                return proto_error_set(err, SBX_E_CONFLICT, "sandbox", "sandbox %s is frozen (sandbox.thaw resumes it)", s->id);
         return h && h->check_run ? h->check_run(s, err) : 0;
 }
 
@@ -975,7 +975,7 @@ void sandbox_gone_error(Sandbox *s, ProtoError *err) {
         if (s->failure.code)
                 *err = s->failure;
         else
-                proto_error_set(err, SBX_E_CONFLICT, "sandbox", "the sandbox was destroyed before it was ready");
+                proto_error_set(err, SBX_E_CONFLICT, "sandbox", "sandbox %s was destroyed before it was ready", s->id);
 }
 
 void sandbox_destroy(Sandbox *s, const char *reason) {

@@ -150,7 +150,7 @@ int op_pty_open(Request *c, json_object *id, json_object *req, ProtoError *err) 
                                        : s->state == SANDBOX_FAILED ? "broken (its init died)"
                                                                     : "being destroyed");
         if (s->user_frozen)
-                return proto_error_set(err, SBX_E_CONFLICT, "sandbox", "the sandbox is frozen (sandbox.thaw resumes it)");
+                return proto_error_set(err, SBX_E_CONFLICT, "sandbox", "sandbox %s is frozen (sandbox.thaw resumes it)", s->id);
         if ((k = default_argv(req, s, err)) < 0 || (k = run_spec_parse(req, 0, &spec, err)) < 0 ||
             (k = run_spec_resolve(&spec, s, err)) < 0 || (k = parse_terminal(req, &spec, &pty, &rows, &cols, err)) < 0)
                 return k;

@@ -43,7 +43,7 @@ static int lookup_for_job(Request *c, json_object *req, Sandbox **ret, ProtoErro
                                        "the root of sandbox %s is a host directory (root.path): snapshots are of "
                                        "workspaces sandboxd owns", s->id);
         if (s->user_frozen)
-                return proto_error_set(err, SBX_E_CONFLICT, "sandbox", "the sandbox is frozen (sandbox.thaw resumes it)");
+                return proto_error_set(err, SBX_E_CONFLICT, "sandbox", "sandbox %s is frozen (sandbox.thaw resumes it)", s->id);
         *ret = s;
         return 0;
 }
