@@ -22,7 +22,7 @@ static int verb_ls_run(int argc, char *argv[]);
 
 const Verb verb_cp = {
         .name = "cp",
-        .args = "[-L] SRC DST",
+        .args = "[-L] [-q] SRC DST",
         .summary = "Copy files or trees between the host and a sandbox (docker cp's shape)",
         .help = "Options:\n"
                 "  -L --follow-link       Follow a symlink given as SRC (else it is copied as a link)\n"

@@ -50,6 +50,7 @@ INTEGRATION_TESTS = \
 	tests/t-sessions.sh \
 	tests/t-shell.sh \
 	tests/t-snapshot.sh \
+	tests/t-snapshot-small.sh \
 	tests/t-socket-fds.sh \
 	tests/t-stream.sh \
 	tests/t-sweep.sh \

@@ -716,7 +716,7 @@ static void job_finish_snapshot(SnapshotJob *j) {
         json_object_object_add(reply, "snapshot", snapshot_info_to_json(&i));
         json_object_object_add(reply, "skipped", json_object_new_int64((int64_t) j->stats.skipped));
         json_object_object_add(reply, "frozen", json_object_new_boolean(j->freeze_start != 0));
-        json_object_object_add(reply, "frozen_s", json_object_new_double((double) j->frozen_usec / 1e6));
+        json_object_object_add(reply, "frozen_s", proto_seconds(j->frozen_usec));
         log_info("sandbox %s: snapshot %s made (%" PRIu64 " bytes, %" PRIu64 " files)", j->sandbox->id, j->snap_id,
                  j->stats.bytes, j->stats.files);
         reply_ok(j->reply, reply);
