@@ -46,6 +46,7 @@ INTEGRATION_TESTS = \
 	tests/t-restart-image.sh \
 	tests/t-restart-hold.sh \
 	tests/t-rlimits.sh \
+	tests/t-readme.sh \
 	tests/t-run.sh \
 	tests/t-sessions.sh \
 	tests/t-shell.sh \
