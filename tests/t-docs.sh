@@ -53,6 +53,11 @@ done
 check "docs/python.md's put_tree and get_tree are described, not called missing" \
         sh -c "! grep -iE 'not (there )?yet' '$top_srcdir/docs/python.md' | grep -qE 'put_tree|get_tree'"
 
+# pip's build isolation fetches setuptools: the docs say how to install without the network.
+check "docs/python.md says how to pip install offline (--no-build-isolation)" \
+        grep -q 'pip install --no-build-isolation ./python' "$top_srcdir/docs/python.md"
+check "README.md says it too" grep -q 'pip install --no-build-isolation ./python' "$top_srcdir/README.md"
+
 if command -v man >/dev/null; then
         for page in "$MAN"/*.[1-8]; do
                 warnings=$(LC_ALL=C.UTF-8 MANWIDTH=80 man --warnings -l "$page" 2>&1 >/dev/null)
