@@ -15,6 +15,11 @@ is() { if [ "$1" = "$2" ]; then ok "$3"; else nok "$3"; printf '# got: %s\n# exp
 T=$(mktemp -d "${TMPDIR:-/tmp}/sbxt-quickstart.XXXXXX") || { echo "1..0 # SKIP mktemp failed"; exit 0; }
 trap 'rm -rf "$T"; echo "1..$n"; exit 0' EXIT
 
+# Sourcing a script without its guard would run it: install into /usr and start a daemon. Never.
+if ! grep -q '^\[\[ "${BASH_SOURCE\[0\]}" != "$0" \]\] && return 0$' "$QS"; then
+        nok "scripts/quickstart.sh returns when sourced (its guard line), so its functions can be tested"
+        exit 0
+fi
 # qs FUNCTION ARGS...: one function of the script, in a subshell (its traps and set -e stay there).
 qs() { (. "$QS" && "$@") 2>&1; }
 
