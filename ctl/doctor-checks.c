@@ -370,6 +370,20 @@ void doctor_check_kernel(Doctor *d) {
         doctor_check_egress(d);
 }
 
+/* The fix that matches the daemon's reason (daemon/sandbox/egress.c's words). */
+static const char *egress_fix(const char *reason) {
+        if (strstr(reason, "another sandboxd"))
+                return "one sandboxd per network namespace gives egress: stop the other instance (another state "
+                       "directory, e.g. a test's or a quickstart's daemon) and restart this one, or do without egress here";
+        if (strstr(reason, "sandboxd-run-helper"))
+                return "install sandboxd-run-helper beside sandboxd (make install puts it in libexecdir), then restart "
+                       "sandboxd";
+        if (strstr(reason, "nftables"))
+                return "install nftables' library (Debian: libnftables1) and load nf_tables, nf_nat, nf_conntrack and "
+                       "veth (modules-load.d: the service may not load modules), then restart sandboxd";
+        return "see the reason above and the journal of sandboxd (egress:), then restart sandboxd";
+}
+
 /* create's "network" egress (the daemon's hello says whether it can be given): nftables, the
  * run helper, and an interface that forwards the replies back. Sandboxes run without. */
 static void doctor_check_egress(Doctor *d) {
@@ -391,8 +405,7 @@ static void doctor_check_egress(Doctor *d) {
         }
         if (reason) {
                 c = doctor_add(d, "egress", CHECK_WARN, IMPACT_NONE, "no egress for sandboxes: %s", reason);
-                check_fix(c, "install nftables' library (Debian: libnftables1) and load nf_tables, nf_nat, "
-                             "nf_conntrack and veth (modules-load.d: the service may not load modules), then restart sandboxd");
+                check_fix(c, "%s", egress_fix(reason));
                 return;
         }
         c = doctor_add(d, "egress", CHECK_WARN, IMPACT_NONE,

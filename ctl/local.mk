@@ -9,6 +9,7 @@ ctl_sandboxctl_SOURCES = \
 	ctl/verb-create.c \
 	ctl/verb-file.c \
 	ctl/verb-pty.c \
+	ctl/verb-session.c \
 	ctl/verb-port.c \
 	ctl/verb-image.c \
 	ctl/verb-run.c \

@@ -22,6 +22,7 @@ static const Verb verb_help_entry = {
 static const Verb *const verbs[] = {
         &verb_status, &verb_create,  &verb_run,   &verb_list,  &verb_inspect,
         &verb_destroy, &verb_kill, &verb_reattach,   &verb_shell, &verb_exec,   &verb_attach,
+        &verb_sessions, &verb_session,
         &verb_cp,      &verb_cat,    &verb_ls,
         &verb_port,    &verb_image,
         &verb_snapshot, &verb_snapshots, &verb_restore, &verb_snapshot_delete,

@@ -24,7 +24,7 @@ static int verb_ls_run(int argc, char *argv[]);
 
 const Verb verb_cp = {
         .name = "cp",
-        .args = "[-L] SRC DST",
+        .args = "[-L] [-q] SRC DST",
         .summary = "Copy files or trees between the host and a sandbox (docker cp's shape)",
         .help = "Options:\n"
                 "  -L --follow-link       Follow a symlink given as SRC (else it is copied as a link)\n"
@@ -210,8 +210,9 @@ static int remote_type(SbxClient *c, const char *sandbox, const char *path, unsi
         if (r < 0)
                 return log_transport_error(r);
         if (!sbx_reply_ok(reply)) {
-                const char *code = sbx_reply_error_code(reply);
-                if (code && strcmp(code, "not_found") == 0)
+                const char *code = sbx_reply_error_code(reply), *field = json_str(json_child(reply, "error"), "field");
+                /* A sandbox that does not exist is not a path that does not: the daemon's words. */
+                if (code && strcmp(code, "not_found") == 0 && !(field && strcmp(field, "sandbox") == 0))
                         return 0;
                 return reply_check(reply);
         }

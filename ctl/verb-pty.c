@@ -34,7 +34,8 @@ static int verb_attach_run(int argc, char *argv[]);
         "\nThe local terminal is put in raw mode while attached: every key, Ctrl-C and Ctrl-Z\n"  \
         "included, goes to the program, and the window size follows the local one. Ctrl-]\n"     \
         "(or --detach-key) detaches (the session goes on; come back with 'sandboxctl attach SESSION'). The\n"      \
-        "session id is printed on stderr when it starts.\n"                                        \
+        "session id is printed on stderr when it starts. A session that shell or exec opened is\n" \
+        "closed when its program ends ('sandboxctl sessions SANDBOX' lists those left).\n"                                        \
         "\nExit status: the program's own (128+N for a signal N); 0 after a detach; 125 when\n" \
         "sandboxctl or sandboxd failed (e.g. spawn_failed: the program could not start).\n"
 
@@ -334,9 +335,23 @@ static int interact(Interact *it) {
         return it->status;
 }
 
-/* Opens or attaches (request is taken), then runs the session interactively. */
-static int session_run(json_object *request, bool tty, bool forward_stdin, bool pipe_eof, char **ret_session,
-                       int *ret_status) {
+/* A session opened for one command ends with it: closed once its exit was seen, so that it does
+ * not stay (exited) until session_idle_timeout. Not found is fine: someone closed it already. */
+static void session_close_quietly(SbxClient *c, const char *session) {
+        _cleanup_json_ json_object *reply = NULL;
+        json_object *req = request_new("pty.close");
+
+        json_object_object_add(req, "session", json_object_new_string(session));
+        if (daemon_call(c, req, &reply) >= 0 && !sbx_reply_ok(reply) &&
+            strcmp(sbx_reply_error_code(reply) ?: "", "not_found") != 0)
+                fprintf(stderr, "sandboxctl: could not close session %s: %s\n", esc(session),
+                        esc(sbx_reply_error_message(reply) ?: "error"));
+}
+
+/* Opens or attaches (request is taken), then runs the session interactively; close_at_exit:
+ * closes it once the program exited (not after a detach). */
+static int session_run(json_object *request, bool tty, bool forward_stdin, bool pipe_eof, bool close_at_exit,
+                       char **ret_session, int *ret_status) {
         _cleanup_(sbx_client_freep) SbxClient *c = NULL;
         /* 0: never one of the ids libsandbox numbers the later requests with (from 1). */
         _cleanup_json_ json_object *reply = NULL, *id = json_object_new_int(0);
@@ -371,6 +386,8 @@ static int session_run(json_object *request, bool tty, bool forward_stdin, bool 
         r = interact(&it);
         if (r < 0)
                 return r;
+        if (close_at_exit && it.status >= 0)
+                session_close_quietly(c, it.session);
         *ret_status = it.detached && it.status < 0 ? -1 : r;
         return 0;
 }
@@ -481,7 +498,7 @@ static int verb_shell_run(int argc, char *argv[]) {
                 goto out;
         if (!sandbox && (r = create_throwaway(a.best_effort, &throwaway)) < 0)
                 goto out;
-        r = session_run(open_request(sandbox ?: throwaway, &a, true), true, true, false, &session, &status);
+        r = session_run(open_request(sandbox ?: throwaway, &a, true), true, true, false, true, &session, &status);
         if (throwaway && (r < 0 || status >= 0))
                 destroy_sandbox(throwaway);
         else if (throwaway)
@@ -515,7 +532,7 @@ static int verb_exec_run(int argc, char *argv[]) {
                 optind++;
         add_argv(req, argc - optind - 1, argv + optind + 1);
         /* -t alone still forwards the keys of a local terminal (as ssh -t does). */
-        r = session_run(req, a.tty, a.interactive || (a.tty && isatty(STDIN_FILENO)), !a.tty, &session, &status);
+        r = session_run(req, a.tty, a.interactive || (a.tty && isatty(STDIN_FILENO)), !a.tty, true, &session, &status);
         if (r >= 0)
                 r = status < 0 ? 0 : status;
 out:
@@ -537,7 +554,7 @@ static int verb_attach_run(int argc, char *argv[]) {
                 json_object_put(req);
                 goto out;
         }
-        r = session_run(req, true, isatty(STDIN_FILENO), false, &session, &status);
+        r = session_run(req, true, isatty(STDIN_FILENO), false, false, &session, &status);
         if (r >= 0)
                 r = status < 0 ? 0 : status;
 out:

@@ -39,9 +39,10 @@ const Verb verb_snapshots = {
 const Verb verb_restore = {
         .name = "restore",
         .args = "SANDBOX SNAPSHOT",
-        .summary = "Replace a sandbox's workspace with a snapshot (restarts its processes)",
+        .summary = "Replace a sandbox's workspace with a snapshot (kills its processes)",
         .help = "The new tree is built aside and swapped in as a whole. Every process of the\n"
-                "sandbox is killed (runs in flight end as \"killed\") and it gets a new init.\n",
+                "sandbox is killed (runs in flight end as \"killed\", sessions end) and it gets a new\n"
+                "init; nothing that ran is started again.\n",
         .failure_status = EXIT_FAILURE,
         .run = verb_restore_run,
 };
@@ -225,8 +226,11 @@ static int verb_restore_run(int argc, char *argv[]) {
         if (r < 0 || arg.json)
                 return r;
         (void) json_int(reply, "runs_killed", &killed);
-        printf("restored %s from %s (%s); processes restarted, %lld runs killed\n", esc(argv[optind]),
-               esc(argv[optind + 1]), esc(fmt_size(size, reply, "bytes")), (long long) killed);
+        /* The processes are killed, not restarted: nothing of them runs again by itself. */
+        printf("restored %s from %s (%s); every process of it was killed (%lld run%s in flight ended as killed, "
+               "sessions ended) and it has a new init\n",
+               esc(argv[optind]), esc(argv[optind + 1]), esc(fmt_size(size, reply, "bytes")), (long long) killed,
+               killed == 1 ? "" : "s");
         return 0;
 }
 

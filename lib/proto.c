@@ -512,3 +512,16 @@ void json_object_putp(json_object **o) {
         if (*o)
                 json_object_put(*o);
 }
+
+json_object *proto_seconds(uint64_t usec) {
+        char buf[40];
+        size_t n;
+
+        /* Exact: integer arithmetic, then the trailing zeros of the fraction dropped (one kept). */
+        snprintf(buf, sizeof(buf), "%llu.%06llu", (unsigned long long) (usec / 1000000),
+                 (unsigned long long) (usec % 1000000));
+        n = strlen(buf);
+        while (n > 0 && buf[n - 1] == '0' && buf[n - 2] != '.')
+                buf[--n] = '\0';
+        return json_object_new_double_s((double) usec / 1e6, buf);
+}

@@ -141,6 +141,9 @@ char *proto_serialize(json_object *obj, size_t *ret_len);
 /* Adds "text" or "base64" members for a byte string: data as UTF-8 text when valid, else base64
  * with "<key>_encoding":"base64". */
 int proto_add_bytes(json_object *obj, const char *key, const void *data, size_t len);
+/* Seconds from microseconds, a JSON number written with at most 6 decimals ("0.008759", not
+ * json-c's "0.0087589999999999994"); NULL when out of memory. */
+json_object *proto_seconds(uint64_t usec);
 
 void json_object_putp(json_object **o);
 #define _cleanup_json_ __attribute__((cleanup(json_object_putp)))

@@ -11,9 +11,25 @@ set -euo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
 sock=/run/sandboxd/sandboxd.sock
+pidfile=${QUICKSTART_PIDFILE:-/run/sandboxd/quickstart.pid} # the sandboxd started by hand
 say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 
+# usr_local_note [ROOT]: an earlier `make install` with configure's default prefix left a copy
+# in /usr/local, which comes before /usr in PATH: say so before installing over /usr beside it.
+usr_local_note() {
+	local root=${1:-} f found=()
+	for f in /usr/local/bin/sandboxctl /usr/local/sbin/sandboxd /usr/local/bin/sandboxd; do
+		[ -e "$root$f" ] && found+=("$f")
+	done
+	[ ${#found[@]} -eq 0 ] && return 0
+	say "An earlier install is in /usr/local: ${found[*]}"
+	echo "This script installs into /usr (--prefix=/usr), beside it, not over it. /usr/local/bin comes"
+	echo "first in PATH, so 'sandboxctl' would still be the old one: remove the old copy ('make"
+	echo "uninstall' in the build it came from, or delete those files), or call /usr/bin/sandboxctl."
+}
+
 install_sandboxd() {
+	usr_local_note
 	say "Installing dependencies and building"
 	"$top/scripts/deps.sh"
 	cd "$top"
@@ -38,10 +54,12 @@ start_sandboxd() {
 	say "No systemd as PID 1 here: starting sandboxd by hand on $sock"
 	if sandboxctl --socket "$sock" health >/dev/null 2>&1; then
 		echo "sandboxd is already running"
+		echo already >"$pidfile"
 		return
 	fi
 	mkdir -p /run/sandboxd
 	nohup sandboxd --listen "$sock" >/var/log/sandboxd.log 2>&1 &
+	echo $! >"$pidfile"
 	for _ in $(seq 50); do
 		sandboxctl --socket "$sock" health >/dev/null 2>&1 && return
 		sleep 0.1
@@ -133,7 +151,28 @@ except OSError as e:
 	say "All 4 demos showed what they should"
 }
 
+# closing_note: how to stop the daemon this script started, and where its log is.
+closing_note() {
+	say "The daemon"
+	if [ "$(readlink /proc/1/exe 2>/dev/null)" = /usr/lib/systemd/systemd ] ||
+		[ "$(readlink /proc/1/exe 2>/dev/null)" = /lib/systemd/systemd ]; then
+		echo "Log:  journalctl -u sandboxd.service"
+		echo "Stop: systemctl disable --now sandboxd.socket sandboxd.service"
+	elif [ -s "$pidfile" ] && [ "$(cat "$pidfile")" != already ]; then
+		echo "Log:  /var/log/sandboxd.log"
+		echo "Stop: kill $(cat "$pidfile")   (the sandboxd this script started on $sock)"
+	else
+		echo "Log:  /var/log/sandboxd.log if an earlier run of this script started it, else wherever its starter put it"
+		echo "Stop: kill $(pgrep -d ' ' -f -- "sandboxd --listen $sock" 2>/dev/null || echo PID)   (the sandboxd on $sock, running before this script)"
+	fi
+}
+
+# Sourced (tests/t-quickstart.sh): only the functions.
+[[ "${BASH_SOURCE[0]}" != "$0" ]] && return 0
 install_sandboxd
 start_sandboxd
 export SANDBOXD_SOCKET=$sock
-main_job
+rc=0
+main_job || rc=$?
+closing_note
+exit "$rc"

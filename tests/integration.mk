@@ -8,6 +8,7 @@ INTEGRATION_TESTS = \
 	tests/t-activation.sh \
 	tests/t-durability.sh \
 	tests/t-egress.sh \
+	tests/t-errors.sh \
 	tests/t-files.sh \
 	tests/t-files-big.sh \
 	tests/t-files-tar.sh \
@@ -46,9 +47,12 @@ INTEGRATION_TESTS = \
 	tests/t-restart-image.sh \
 	tests/t-restart-hold.sh \
 	tests/t-rlimits.sh \
+	tests/t-readme.sh \
 	tests/t-run.sh \
+	tests/t-sessions.sh \
 	tests/t-shell.sh \
 	tests/t-snapshot.sh \
+	tests/t-snapshot-small.sh \
 	tests/t-socket-fds.sh \
 	tests/t-stream.sh \
 	tests/t-sweep.sh \

@@ -80,6 +80,11 @@ if not ENFORCES:
           and e.message, "Sandbox.create(memory=\"256M\") on a host without the memory controller: "
           "LimitUnenforceable with code, field and message", repr(e))
     is_(len(c.list()), 0, "...and no sandbox was left by the refused create")
+    check(e is not None and "pass best_effort=True " in str(e),
+          "...whose text names the keyword to pass: best_effort=True", str(e))
+    e = raises(lambda: Sandbox.create(), LimitUnenforceable)
+    check(e is not None and e.field == "best_effort" and "default" in e.message and "limits.memory" not in str(e),
+          "Sandbox.create() without a limit: the refusal names the default and best_effort, not limits.memory", repr(e))
 with Sandbox.create(memory="256M", best_effort=BE) as sb:
     r = sb.run("echo hi; echo err >&2; exit 3", timeout=60)
     the_id = sb.id

@@ -23,6 +23,16 @@ for v in $verbs; do
         check "sandboxctl(1) has a section for $v" grep -qx "\\.SS $v" "$MAN/sandboxctl.1"
 done
 
+# A usage line that shows short flags ("cp [-L] SRC DST") shows them all.
+for v in $verbs; do
+        h=$("$SANDBOXCTL" "$v" --help)
+        usage=$(printf '%s\n' "$h" | head -n 1)
+        printf '%s' "$usage" | grep -q '\[-[a-zA-Z]\]' || continue
+        for f in $(printf '%s\n' "$h" | sed -n 's/^  \(-[a-gi-zA-Z]\) --[a-z-]*  .*/\1/p'); do
+                check "sandboxctl $v --help: the usage line shows $f ($usage)" grep -q -- "\[$f\]" <<<"$usage"
+        done
+done
+
 for o in $("$SANDBOXD" --help | grep -oE -- '--[a-z][a-z-]*' | sort -u); do
         check "sandboxd(8) documents $o" grep -q -- "$(printf '%s' "$o" | sed 's/-/\\\\-/g')" "$MAN/sandboxd.8"
 done
@@ -31,6 +41,22 @@ for op in $(sed -n 's/^ *{ "\([a-z_.]*\)", op_.*/\1/p' "$top_srcdir/daemon/serve
         check "sandboxd-protocol(7) documents the $op operation" grep -qx "\\.B $op" "$MAN/sandboxd-protocol.7"
         check "docs/protocol.md documents the $op operation" grep -q "^### \`$op\`" "$top_srcdir/docs/protocol.md"
 done
+
+# What the docs call missing must be missing: a method of the Python package named on a line
+# that says "not there yet" (or "not yet") is a stale sentence.
+for doc in "$top_srcdir/docs/python.md" "$top_srcdir/docs/fleet.md" "$top_srcdir/README.md"; do
+        for name in $(grep -iE 'not (there )?yet' "$doc" | grep -oE '`[a-z_]+`' | tr -d '`' | sort -u); do
+                check "$(basename "$doc") does not call $name missing: the package has no such method" \
+                        sh -c "! grep -qE 'def $name\(' '$top_srcdir'/python/sandboxd/*.py"
+        done
+done
+check "docs/python.md's put_tree and get_tree are described, not called missing" \
+        sh -c "! grep -iE 'not (there )?yet' '$top_srcdir/docs/python.md' | grep -qE 'put_tree|get_tree'"
+
+# pip's build isolation fetches setuptools: the docs say how to install without the network.
+check "docs/python.md says how to pip install offline (--no-build-isolation)" \
+        grep -q 'pip install --no-build-isolation ./python' "$top_srcdir/docs/python.md"
+check "README.md says it too" grep -q 'pip install --no-build-isolation ./python' "$top_srcdir/README.md"
 
 if command -v man >/dev/null; then
         for page in "$MAN"/*.[1-8]; do

@@ -65,6 +65,23 @@ is "$(jq -r '[.checks[] | select(.fix != null) | .name] as $fixed |
         [.checks[] | select(.name == "limits") | (.fix // "") | scan("\u0027([a-z]+)\u0027") | .[0]] - $fixed | join(" ")' "$T/out")" "" \
         "the checks whose fixes the limits fix points at all have one"
 
+# ---- a second daemon: egress is the first's, and the fix says so -------------------------
+# One sandboxd per network namespace gives egress (an abstract socket lock): a second one started
+# now finds it taken, by the first or by any other on this host.
+CG2=$CG_MOUNT/sandboxd-test-doctor2-$$
+mkdir -p "$T/state2"
+"$SANDBOXD" --listen "$T/sock2" --state-dir "$T/state2" --cgroup-root "$CG2" --pool-size 0 --stop-sandboxes >>"$T/daemon2.log" 2>&1 &
+pid2=$!
+wait_until 30 sh -c "python3 '$TESTS_DIR/client.py' '$T/sock2' call '{\"op\":\"health\"}' --timeout 5 | grep -q '\"ok\":true'"
+timeout -k 5 60 "$SANDBOXCTL" --socket "$T/sock2" --json doctor --state-dir "$T/state2" >"$T/out" 2>"$T/err"
+msg=$(jq -r '.checks[] | select(.name == "egress") | .message' "$T/out")
+fix=$(jq -r '.checks[] | select(.name == "egress") | .fix' "$T/out")
+kill "$pid2" 2>/dev/null; wait "$pid2" 2>/dev/null
+find "$CG2" -depth -type d -exec rmdir {} + 2>/dev/null
+like "$msg" "another sandboxd gives egress" "a second daemon's egress check says another sandboxd gives egress ($msg)"
+like "$fix" "stop the other instance" "its fix says to stop the other instance ($fix)"
+check "and does not say to install libnftables, which is not the cause" sh -c "! printf '%s' '$fix' | grep -q libnftables"
+
 # ---- without a daemon: cannot run, and how to start it -----------------------------------
 timeout -k 5 60 "$SANDBOXCTL" --socket "$T/none.sock" doctor --state-dir "$T/state" >"$T/out" 2>&1
 rc=$?

@@ -189,7 +189,7 @@ c1=$(cpu_of); sleep 0.5; c2=$(cpu_of)
 is "$c2" "$c1" "a busy loop in the frozen sandbox accumulates no CPU time (usage_usec $c1 over 0.5 s)"
 is "$(jget "$(rpc '{"op":"inspect","sandbox":"'"$op"'"}')" .sandbox.frozen)" true "inspect says frozen"
 r=$(run_in "$op" 'true')
-is "$(jget "$r" '[.error.code, .error.message] | tostring')" '["conflict","the sandbox is frozen (sandbox.thaw resumes it)"]' "a run in a frozen sandbox: conflict, frozen"
+is "$(jget "$r" '[.error.code, .error.message] | tostring')" '["conflict","sandbox '"$op"' is frozen (sandbox.thaw resumes it)"]' "a run in a frozen sandbox: conflict, frozen"
 r=$(rpc '{"op":"file.stat","sandbox":"'"$op"'","path":"/work"}')
 is "$(jget "$r" .error.code)" conflict "a file operation in a frozen sandbox: conflict"
 r=$(rpc '{"op":"pty.open","sandbox":"'"$op"'","argv":["/bin/sh"]}')

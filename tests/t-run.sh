@@ -19,8 +19,13 @@ caps = c.call({"op": "hello"})["capabilities"]["cgroup"]
 missing = [f for f, k in (("limits.memory", "memory"), ("limits.pids", "pids"), ("limits.cpus", "cpu")) if not caps[k]]
 r = c.call({"op": "create"})
 if missing:
-    check(r.get("ok") is False and r["error"].get("code") == "limit_unenforceable" and r["error"].get("field") == missing[0],
-          "create without best_effort: limit_unenforceable naming %s" % missing[0], r)
+    # No limit was given: the refusal names best_effort, and the default, not limits.X.
+    check(r.get("ok") is False and r["error"].get("code") == "limit_unenforceable" and r["error"].get("field") == "best_effort"
+          and ("the default %s limit (default_%s)" % (missing[0][7:], missing[0][7:])) in r["error"].get("message", ""),
+          "create without limits nor best_effort: limit_unenforceable, field best_effort, naming the default %s" % missing[0], r)
+    r = c.call({"op": "create", "limits": {"memory": "64M", "pids": 10, "cpus": 1}})
+    check(r.get("ok") is False and r["error"].get("field") == missing[0],
+          "create with limits it cannot enforce: limit_unenforceable naming %s" % missing[0], r)
     r2 = c.call({"op": "run", "argv": ["true"]})
     check(r2.get("ok") is False and r2["error"].get("code") == "limit_unenforceable",
           "a throwaway run without best_effort: limit_unenforceable", r2)
@@ -612,6 +617,11 @@ if [ -x "$SANDBOXCTL" ]; then
                 like "$err" "limit_unenforceable: .*pass --best-effort to run anyway" \
                         "sandboxctl run's refusal names the option to add: --best-effort"
                 check "...and not the protocol field best_effort" [ "${err/pass best_effort/}" = "$err" ]
+                ctl run --timeout 30s -- python3 -c 'print(2 + 2)' >/dev/null 2>"$T/err"
+                err=$(cat "$T/err")
+                like "$err" "not even the default memory limit \(default_memory\) can be enforced; pass --best-effort" \
+                        "sandboxctl run --timeout 30s (no limit given): the refusal says it is the default, names --best-effort"
+                check "...and does not name limits.memory, which the user never set" [ "${err/limits.memory/}" = "$err" ]
                 ctl create --memory 64M >/dev/null 2>"$T/err"
                 is "$?" 1 "sandboxctl create --memory 64M on this host fails"
                 like "$(cat "$T/err")" "memory.*pass --best-effort to run anyway" \

@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -464,26 +465,46 @@ static bool reply_tar_error(FileOp *f) {
         return true;
 }
 
+/* The request's path for a message: escaped as entry names are, its middle cut when it would
+ * not leave room for the words in ProtoError's message. */
+static const char *path_for_message(const FileOp *f, char *buf, size_t size) {
+        char full[4 * PATH_MAX + 1];
+        size_t n;
+
+        escape_name(f->path ? f->path : "", full, sizeof(full));
+        n = strlen(full);
+        if (n < size)
+                return strcpy(buf, full);
+        snprintf(buf, size, "%.*s...%s", (int) (size / 2 - 2), full, full + n - (size / 2 - 2));
+        return buf;
+}
+
+/* Every message names the path, as a shell's "cat: /work/x: No such file or directory" does:
+ * a client that sent several requests (a tree, a cp) must not have to guess which one. */
 static void reply_helper_error(FileOp *f) {
         int e = f->end.err;
         FileReason reason = f->end.reason;
         SbxErrorCode code = code_of(e, reason);
         ProtoError err;
+        char path[120];
 
         if (reply_tar_error(f))
                 return;
+        path_for_message(f, path, sizeof(path));
         if (e == ENOTDIR && reason == FILE_REASON_NONE)
-                proto_error_set(&err, code, "path", "no such file or directory (a component is not a directory)");
+                proto_error_set(&err, code, "path", "%s: no such file or directory (a component is not a directory)", path);
         else if (reason == FILE_REASON_SHORT)
-                proto_error_set(&err, code, "size", "the data ended after %" PRIu64 " bytes, short of size; the old file is as it was",
+                proto_error_set(&err, code, "size",
+                                "%s: the data ended after %" PRIu64 " bytes, short of size; the old file is as it was", path,
                                 f->end.count);
         else if (reason == FILE_REASON_SPACE || e == EFBIG)
-                proto_error_set(&err, code, "size", "%s", e == EFBIG ? "larger than the sandbox's file size limit" : reason_words(e, reason));
+                proto_error_set(&err, code, "size", "%s: %s", path,
+                                e == EFBIG ? "larger than the sandbox's file size limit" : reason_words(e, reason));
         else if (code == SBX_E_NO_SPACE)
-                proto_error_set(&err, code, "data", "the sandbox's disk is full (%s); the old file is as it was", strerror(e));
+                proto_error_set(&err, code, "data", "%s: the sandbox's disk is full (%s); the old file is as it was", path,
+                                strerror(e));
         else
-                proto_error_set(&err, code, code == SBX_E_INTERNAL ? NULL : code == SBX_E_NO_SPACE ? "data" : "path",
-                                "%s", reason_words(e, reason));
+                proto_error_set(&err, code, code == SBX_E_INTERNAL ? NULL : "path", "%s: %s", path, reason_words(e, reason));
         reply_error(f->reply, &err);
 }
 
@@ -728,13 +749,13 @@ int file_op_start(Sandbox *s, const FileOpSpec *spec, Reply *reply, ProtoError *
         int k, pipe_read = -EBADF;
 
         if (s->state != SANDBOX_READY)
-                return proto_error_set(err, SBX_E_CONFLICT, "sandbox", "the sandbox is not ready");
+                return proto_error_set(err, SBX_E_CONFLICT, "sandbox", "sandbox %s is not ready", s->id);
         if (s->ctx->file_helper_fd < 0)
                 return proto_error_set(err, SBX_E_INTERNAL, NULL, "sandboxd-file-helper was not found at start");
         if (s->user_frozen)
-                return proto_error_set(err, SBX_E_CONFLICT, "sandbox", "the sandbox is frozen (sandbox.thaw resumes it)");
+                return proto_error_set(err, SBX_E_CONFLICT, "sandbox", "sandbox %s is frozen (sandbox.thaw resumes it)", s->id);
         if (s->frozen)
-                return proto_error_set(err, SBX_E_CONFLICT, "sandbox", "the sandbox is frozen for a snapshot; try again");
+                return proto_error_set(err, SBX_E_CONFLICT, "sandbox", "sandbox %s is frozen for a snapshot; try again", s->id);
         argv = helper_argv(spec);
         f = calloc(1, sizeof(*f));
         if (f) {

@@ -442,9 +442,9 @@ static void run_add_stats(Run *r, json_object *o) {
                                                                        : -ENODATA;
 
         json_object_object_add(o, "duration_s",
-                               json_object_new_double((double) (now_usec(CLOCK_MONOTONIC) - r->start_usec) / 1e6));
-        json_object_object_add(o, "cpu_user_s", ru < 0 ? NULL : json_object_new_double((double) user / 1e6));
-        json_object_object_add(o, "cpu_system_s", rs < 0 ? NULL : json_object_new_double((double) sys / 1e6));
+                               proto_seconds(now_usec(CLOCK_MONOTONIC) - r->start_usec));
+        json_object_object_add(o, "cpu_user_s", ru < 0 ? NULL : proto_seconds((uint64_t) user));
+        json_object_object_add(o, "cpu_system_s", rs < 0 ? NULL : proto_seconds((uint64_t) sys));
         add_u64_or_null(o, "memory_peak_bytes", rm, peak);
         add_u64_or_null(o, "pids_peak", rp, pids);
         run_add_pids_limit_hit(r, o);

@@ -179,7 +179,7 @@ int sandbox_freeze(Sandbox *s, bool freeze, Reply *reply, ProtoError *err) {
         int r;
 
         if (s->state != SANDBOX_READY)
-                return proto_error_set(err, SBX_E_CONFLICT, "sandbox", "the sandbox is not ready");
+                return proto_error_set(err, SBX_E_CONFLICT, "sandbox", "sandbox %s is not ready", s->id);
         if (s->job || s->freeze_op)
                 return proto_error_set(err, SBX_E_CONFLICT, "sandbox", "the sandbox is being %s; try again",
                                        s->job ? "copied (a snapshot, restore or fork)" : "frozen or thawed");
@@ -236,7 +236,7 @@ int sandbox_update_limits(Sandbox *s, json_object *limits, bool best_effort, Pro
         int r;
 
         if (s->state != SANDBOX_READY)
-                return proto_error_set(err, SBX_E_CONFLICT, "sandbox", "the sandbox is not ready");
+                return proto_error_set(err, SBX_E_CONFLICT, "sandbox", "sandbox %s is not ready", s->id);
         if ((r = proto_check_fields(limits, update_limits_fields, "limits.", err)) < 0)
                 return r;
         if ((r = proto_get_size(limits, "memory", &l.memory, err)) < 0 ||

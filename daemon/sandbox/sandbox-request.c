@@ -92,29 +92,41 @@ static int parse_limits(Context *m, json_object *limits, SandboxLimits *l, Proto
         return 0;
 }
 
-/* Honest reporting: a limit this host cannot enforce is refused unless best_effort. */
-static int check_enforceable(Context *m, bool best_effort, unsigned *ret_enforced, ProtoError *err) {
+static bool limit_given(json_object *limits, const char *key) {
+        json_object *v;
+        return limits && json_object_object_get_ex(limits, key, &v) && !json_object_is_type(v, json_type_null);
+}
+
+/* Honest reporting: a limit this host cannot enforce is refused unless best_effort. One the
+ * request did not give is the configured default: the message says so, and field best_effort
+ * names what to change (the caller never wrote limits.memory). */
+static int check_enforceable(Context *m, json_object *limits, bool best_effort, unsigned *ret_enforced,
+                             ProtoError *err) {
         static const struct {
                 unsigned mask;
-                const char *field, *controller;
+                const char *key, *field, *controller, *conf;
         } need[] = {
-                { CG_MEMORY, "limits.memory", "memory" },
-                { CG_PIDS, "limits.pids", "pids" },
-                { CG_CPU, "limits.cpus", "cpu" },
+                { CG_MEMORY, "memory", "limits.memory", "memory", "default_memory" },
+                { CG_PIDS, "pids", "limits.pids", "pids", "default_pids" },
+                { CG_CPU, "cpus", "limits.cpus", "cpu", "default_cpus" },
         };
-        for (size_t i = 0; i < ELEMENTSOF(need); i++)
-                if (!(m->cg.enforceable & need[i].mask) && !best_effort)
+        for (size_t i = 0; i < ELEMENTSOF(need) && !best_effort; i++)
+                if (!(m->cg.enforceable & need[i].mask) && limit_given(limits, need[i].key))
                         return proto_error_set(err, SBX_E_LIMIT_UNENFORCEABLE, need[i].field,
                                                "the cgroup v2 '%s' controller is not available to sandboxd on this host, "
                                                "so '%s' cannot be enforced; pass best_effort to run anyway",
                                                need[i].controller, need[i].field);
+        for (size_t i = 0; i < ELEMENTSOF(need) && !best_effort; i++) {
+                if (m->cg.enforceable & need[i].mask)
+                        continue;
+                return proto_error_set(err, SBX_E_LIMIT_UNENFORCEABLE, "best_effort",
+                                       "this host cannot enforce every limit: the cgroup v2 '%s' controller is not "
+                                       "available to sandboxd, so not even the default %s limit (%s) can be "
+                                       "enforced; pass best_effort to run anyway with what it can enforce",
+                                       need[i].controller, need[i].key, need[i].conf);
+        }
         *ret_enforced = m->cg.enforceable & (CG_MEMORY | CG_PIDS | CG_CPU);
         return 0;
-}
-
-static bool limit_given(json_object *limits, const char *key) {
-        json_object *v;
-        return limits && json_object_object_get_ex(limits, key, &v) && !json_object_is_type(v, json_type_null);
 }
 
 /* A disk or file limit the request asks for, on a host whose sandbox storage has no project
@@ -488,7 +500,7 @@ int sandbox_parse(Context *m, Sandbox *s, json_object *req, ProtoError *err) {
         if (r < 0)
                 return r;
         r = check_disk_enforceable(m, s, limits, err);
-        if (r < 0 || (r = check_enforceable(m, s->best_effort, &s->enforced, err)) < 0 ||
+        if (r < 0 || (r = check_enforceable(m, limits, s->best_effort, &s->enforced, err)) < 0 ||
             (r = parse_sweep_fields(m, s, req, err)) < 0)
                 return r;
         if (json_object_object_get_ex(req, "env", &env) && json_object_is_type(env, json_type_object)) {

@@ -178,7 +178,7 @@ int sandbox_check_run(Sandbox *s, ProtoError *err) {
         const SandboxHooks *h = s->ctx->sandbox_hooks;
 
         if (s->user_frozen)
-                return proto_error_set(err, SBX_E_CONFLICT, "sandbox", "the sandbox is frozen (sandbox.thaw resumes it)");
+                return proto_error_set(err, SBX_E_CONFLICT, "sandbox", "sandbox %s is frozen (sandbox.thaw resumes it)", s->id);
         return h && h->check_run ? h->check_run(s, err) : 0;
 }
 
@@ -975,7 +975,7 @@ void sandbox_gone_error(Sandbox *s, ProtoError *err) {
         if (s->failure.code)
                 *err = s->failure;
         else
-                proto_error_set(err, SBX_E_CONFLICT, "sandbox", "the sandbox was destroyed before it was ready");
+                proto_error_set(err, SBX_E_CONFLICT, "sandbox", "sandbox %s was destroyed before it was ready", s->id);
 }
 
 void sandbox_destroy(Sandbox *s, const char *reason) {
@@ -1115,7 +1115,7 @@ static json_object *sandbox_usage_json(Sandbox *s) {
         json_object_object_add(u, "pids", json_usage_or_null(usage.pids));
         json_object_object_add(u, "cpu_s", usage.cpu_usec == CG_USAGE_UNKNOWN
                                                    ? NULL
-                                                   : json_object_new_double((double) usage.cpu_usec / 1e6));
+                                                   : proto_seconds(usage.cpu_usec));
         return u;
 }
 
@@ -1153,8 +1153,7 @@ json_object *sandbox_to_json(Sandbox *s, bool with_usage) {
         json_object_object_add(o, "state", json_object_new_string(state_name(s->state)));
         if (s->teardown_stuck) {
                 json_object *t = json_object_new_object();
-                json_object_object_add(t, "since_s", json_object_new_double(
-                                                             (double) (now_usec(CLOCK_MONOTONIC) - s->teardown_start_usec) / 1e6));
+                json_object_object_add(t, "since_s", proto_seconds(now_usec(CLOCK_MONOTONIC) - s->teardown_start_usec));
                 json_object_object_add(t, "processes", json_object_get(s->teardown_stuck));
                 json_object_object_add(o, "teardown_stuck", t);
         } else
@@ -1176,7 +1175,7 @@ json_object *sandbox_to_json(Sandbox *s, bool with_usage) {
         json_object_object_add(l, "memory", json_object_new_int64((int64_t) s->limits.memory));
         json_object_object_add(l, "pids", json_object_new_int64((int64_t) s->limits.pids));
         json_object_object_add(l, "cpus", json_object_new_double((double) s->limits.millicpus / 1000.0));
-        json_object_object_add(l, "timeout_s", json_object_new_double((double) s->limits.timeout_usec / 1e6));
+        json_object_object_add(l, "timeout_s", proto_seconds(s->limits.timeout_usec));
         json_object_object_add(l, "output_bytes", json_object_new_int64((int64_t) s->limits.output_bytes));
         json_object_object_add(l, "file_size", s->limits.file_size ? json_object_new_int64((int64_t) s->limits.file_size) : NULL);
         json_object_object_add(l, "open_files", json_object_new_int64((int64_t) s->limits.open_files));

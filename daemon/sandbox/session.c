@@ -254,13 +254,47 @@ json_object *session_sessions_json(Sandbox *s) {
         return arr;
 }
 
+/* An exited session only keeps its output and outcome for a client to read: it does not hold
+ * a place under max_sessions_per_uid. */
+static bool session_exited(const Session *p) {
+        return p->procs_gone && !p->free_when_done;
+}
+
 unsigned session_count_owned(Context *m, uid_t uid) {
         unsigned n = 0;
         for (Sandbox *s = registry_first(m->registry); s; s = registry_next(&s->entry))
                 if (s->owner_uid == uid)
                         for (Session *p = s->sessions; p; p = p->next)
-                                n++;
+                                n += !p->procs_gone && !p->free_when_done;
         return n;
+}
+
+/* The oldest exited session of uid that no client is attached to, or NULL. */
+static Session *session_oldest_exited(Context *m, uid_t uid, unsigned *ret_total) {
+        Session *oldest = NULL;
+        unsigned total = 0;
+
+        for (Sandbox *s = registry_first(m->registry); s; s = registry_next(&s->entry))
+                if (s->owner_uid == uid)
+                        for (Session *p = s->sessions; p; p = p->next) {
+                                total += !p->free_when_done;
+                                if (session_exited(p) && p->n_subs == 0 &&
+                                    (!oldest || p->created_usec < oldest->created_usec))
+                                        oldest = p;
+                        }
+        *ret_total = total;
+        return oldest;
+}
+
+void session_make_room(Context *m, uid_t uid, unsigned max) {
+        unsigned total;
+
+        for (Session *p; (p = session_oldest_exited(m, uid, &total)) && total >= max;) {
+                log_debug("session %s: exited and unattached, closed to make room for a new one of uid %u", p->id,
+                          (unsigned) uid);
+                session_hang_up(p, SESSION_REASON_CLOSED);
+                session_pump(p);
+        }
 }
 
 /* ---- Outcome ----------------------------------------------------------------------------- */

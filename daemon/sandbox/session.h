@@ -106,7 +106,11 @@ Session *session_find(Context *m, const char *id);
 /* The sandbox's sessions for inspect: [{id, argv, pty, rows, cols, state, attached, output_seq,
  * created}] (an empty array when there are none). */
 json_object *session_sessions_json(Sandbox *s);
+/* The sessions of uid that have not exited (what max_sessions_per_uid caps). */
 unsigned session_count_owned(Context *m, uid_t uid);
+/* Closes the oldest exited, unattached sessions of uid while it has max or more in all, so that
+ * what exited sessions keep stays bounded although they are not counted. */
+void session_make_room(Context *m, uid_t uid, unsigned max);
 
 int session_attach(Session *p, Reply *reply, uint64_t from_seq, bool from_given, ProtoError *err);
 /* The subscription of reply's client. */

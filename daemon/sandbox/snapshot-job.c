@@ -716,7 +716,7 @@ static void job_finish_snapshot(SnapshotJob *j) {
         json_object_object_add(reply, "snapshot", snapshot_info_to_json(&i));
         json_object_object_add(reply, "skipped", json_object_new_int64((int64_t) j->stats.skipped));
         json_object_object_add(reply, "frozen", json_object_new_boolean(j->freeze_start != 0));
-        json_object_object_add(reply, "frozen_s", json_object_new_double((double) j->frozen_usec / 1e6));
+        json_object_object_add(reply, "frozen_s", proto_seconds(j->frozen_usec));
         log_info("sandbox %s: snapshot %s made (%" PRIu64 " bytes, %" PRIu64 " files)", j->sandbox->id, j->snap_id,
                  j->stats.bytes, j->stats.files);
         reply_ok(j->reply, reply);
@@ -920,8 +920,8 @@ static int on_freeze_timer(sd_event_source *src, uint64_t usec, void *userdata) 
                 return 0;
         }
         if (now_usec(CLOCK_MONOTONIC) - j->freeze_start > FREEZE_TIMEOUT_USEC) {
-                proto_error_set(&err, SBX_E_CONFLICT, "sandbox", "the sandbox's processes could not be frozen within %us",
-                                (unsigned) (FREEZE_TIMEOUT_USEC / USEC_PER_SEC));
+                proto_error_set(&err, SBX_E_CONFLICT, "sandbox", "the processes of sandbox %s could not be frozen within %us",
+                                j->sandbox->id, (unsigned) (FREEZE_TIMEOUT_USEC / USEC_PER_SEC));
                 job_fail_now(j, &err);
                 return 0;
         }
@@ -1088,7 +1088,7 @@ void snapshot_job_abort(Sandbox *s) {
                 j->pid = 0;
         }
         job_thaw(j);
-        proto_error_set(&err, SBX_E_CONFLICT, "sandbox", "the sandbox went away while its workspace was copied");
+        proto_error_set(&err, SBX_E_CONFLICT, "sandbox", "sandbox %s went away while its workspace was copied", s->id);
         job_reply_error(j, &err);
         job_free(j);
 }

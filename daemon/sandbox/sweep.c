@@ -135,7 +135,7 @@ int sweep_check_run(Sandbox *s, ProtoError *err) {
 /* ---- ttl, idle, limits.disk in create and replies (meta.json: state.c) -------------------------- */
 
 static json_object *seconds_or_null(uint64_t usec) {
-        return usec ? json_object_new_double((double) usec / 1e6) : NULL;
+        return usec ? proto_seconds(usec) : NULL;
 }
 
 void sweep_sandbox_json(Sandbox *s, json_object *o) {
@@ -430,7 +430,7 @@ static json_object *sweep_reply(Plan *p, bool budget_over) {
         json_object_object_add(reply, "free_files", sv.f_files ? json_object_new_int64((int64_t) sv.f_favail) : NULL);
         json_object_object_add(reply, "actions", json_object_get(p->actions));
         json_object_object_add(reply, "duration_s",
-                               json_object_new_double((double) (now_usec(CLOCK_MONOTONIC) - p->sw->start_usec) / 1e6));
+                               proto_seconds(now_usec(CLOCK_MONOTONIC) - p->sw->start_usec));
         return reply;
 }
 

@@ -519,8 +519,12 @@ static void setup_placement(Context *ctx) {
                 return;
         char slice[SCOPE_SLICE_MAX];
         r = scope_manager_new(ctx->event, ctx->cg.mount, scope_slice_name(slice, ctx->config.state_dir), &ctx->scopes);
-        if (r < 0)
-                log_info_errno(r, "no systemd to make scopes (%m): the sandboxes stay in the daemon's cgroup subtree");
+        if (r == -EHOSTDOWN) /* scope_manager_new(): sd_booted() says PID 1 is not systemd */
+                log_info("this host was not booted with systemd (PID 1 is another init), so there are no scopes "
+                         "to make: each sandbox is a child cgroup of the daemon's subtree");
+        else if (r < 0)
+                log_info_errno(r, "cannot make systemd scopes (%m): each sandbox is a child cgroup of the daemon's "
+                                  "subtree");
         else
                 log_info("each sandbox in a scope of its own, in %s (state directory %s)", slice, ctx->config.state_dir);
 }

@@ -257,7 +257,7 @@ int op_health(Request *c, json_object *id, json_object *req, ProtoError *err) {
 
         json_object_object_add(reply, "status", json_object_new_string("ok"));
         json_object_object_add(reply, "uptime_s",
-                               json_object_new_double((double) (now_usec(CLOCK_MONOTONIC) - m->ctx->start_usec) / 1e6));
+                               proto_seconds(now_usec(CLOCK_MONOTONIC) - m->ctx->start_usec));
         health_counts(c, reply);
         json_object_object_add(reply, "capacity", capacity_json(c));
         reply_ok(c->reply, reply);

@@ -124,9 +124,12 @@ static int parse_terminal(json_object *req, RunSpec *spec, bool *ret_pty, uint64
 
 static int check_caps(Request *c, ProtoError *err) {
         Context *m = c->ctx;
-        if (c->peer.uid != 0 && session_count_owned(m, c->peer.uid) >= m->config.max_sessions_per_uid)
+        if (c->peer.uid == 0)
+                return 0;
+        session_make_room(m, c->peer.uid, m->config.max_sessions_per_uid);
+        if (session_count_owned(m, c->peer.uid) >= m->config.max_sessions_per_uid)
                 return proto_error_set(err, SBX_E_RESOURCE_EXHAUSTED, NULL,
-                                       "uid %u has its maximum of %llu sessions (max_sessions_per_uid)",
+                                       "uid %u has its maximum of %llu running sessions (max_sessions_per_uid)",
                                        (unsigned) c->peer.uid, (unsigned long long) m->config.max_sessions_per_uid);
         return 0;
 }
@@ -147,7 +150,7 @@ int op_pty_open(Request *c, json_object *id, json_object *req, ProtoError *err) 
                                        : s->state == SANDBOX_FAILED ? "broken (its init died)"
                                                                     : "being destroyed");
         if (s->user_frozen)
-                return proto_error_set(err, SBX_E_CONFLICT, "sandbox", "the sandbox is frozen (sandbox.thaw resumes it)");
+                return proto_error_set(err, SBX_E_CONFLICT, "sandbox", "sandbox %s is frozen (sandbox.thaw resumes it)", s->id);
         if ((k = default_argv(req, s, err)) < 0 || (k = run_spec_parse(req, 0, &spec, err)) < 0 ||
             (k = run_spec_resolve(&spec, s, err)) < 0 || (k = parse_terminal(req, &spec, &pty, &rows, &cols, err)) < 0)
                 return k;

@@ -43,7 +43,7 @@ static int lookup_for_job(Request *c, json_object *req, Sandbox **ret, ProtoErro
                                        "the root of sandbox %s is a host directory (root.path): snapshots are of "
                                        "workspaces sandboxd owns", s->id);
         if (s->user_frozen)
-                return proto_error_set(err, SBX_E_CONFLICT, "sandbox", "the sandbox is frozen (sandbox.thaw resumes it)");
+                return proto_error_set(err, SBX_E_CONFLICT, "sandbox", "sandbox %s is frozen (sandbox.thaw resumes it)", s->id);
         *ret = s;
         return 0;
 }
@@ -162,6 +162,63 @@ static int find_source(Request *c, const char *spec, Sandbox **ret_src, Snapshot
         return proto_error_set(err, SBX_E_NOT_FOUND, "from_snapshot", "no snapshot '%.100s'", spec);
 }
 
+static void limit_add(json_object *limits, const char *key, json_object *v) {
+        if (json_object_object_get_ex(limits, key, NULL))
+                json_object_put(v); /* given: the request's */
+        else
+                json_object_object_add(limits, key, v);
+}
+
+static json_object *duration_json(uint64_t usec) {
+        char buf[32];
+        snprintf(buf, sizeof(buf), "%lluus", (unsigned long long) usec);
+        return json_object_new_string(buf);
+}
+
+/* A fork is its source again: its limits are the source's, each unless the request gives it,
+ * and so is best_effort (a source that runs only best-effort here would be refused otherwise).
+ * disk and files only where the source had more than the defaults, which are the sweep's where
+ * quotas are missing and must not turn into a refused request. */
+static int fork_inherit_limits(Context *m, const Sandbox *src, json_object *req, ProtoError *err) {
+        const SandboxLimits *l = &src->limits;
+        json_object *limits = NULL;
+        uint64_t files;
+        char cpus[32];
+
+        if (json_object_object_get_ex(req, "limits", &limits) && !json_object_is_type(limits, json_type_object)) {
+                if (json_object_is_type(limits, json_type_null))
+                        limits = NULL;
+                else
+                        return proto_error_set(err, SBX_E_INVALID_REQUEST, "limits", "'limits' must be an object");
+        }
+        if (!limits) {
+                limits = json_object_new_object();
+                json_object_object_add(req, "limits", limits);
+        }
+        limit_add(limits, "memory", json_object_new_int64((int64_t) l->memory));
+        if (l->pids)
+                limit_add(limits, "pids", json_object_new_int64((int64_t) l->pids));
+        if (l->millicpus) {
+                snprintf(cpus, sizeof(cpus), "%llu.%03llu", (unsigned long long) (l->millicpus / 1000),
+                         (unsigned long long) (l->millicpus % 1000));
+                limit_add(limits, "cpus", json_object_new_string(cpus));
+        }
+        limit_add(limits, "timeout_s", duration_json(l->timeout_usec));
+        limit_add(limits, "output_bytes", json_object_new_int64((int64_t) l->output_bytes));
+        limit_add(limits, "file_size", json_object_new_int64((int64_t) l->file_size));
+        limit_add(limits, "open_files", json_object_new_int64((int64_t) l->open_files));
+        if (l->disk != m->config.default_disk)
+                limit_add(limits, "disk", json_object_new_int64((int64_t) l->disk));
+        files = m->config.default_files ?: config_files_for_bytes(l->disk);
+        if (m->config.max_files && (files == 0 || files > m->config.max_files))
+                files = m->config.max_files;
+        if (l->files != files)
+                limit_add(limits, "files", json_object_new_int64((int64_t) l->files));
+        if (src->best_effort && !json_object_object_get_ex(req, "best_effort", NULL))
+                json_object_object_add(req, "best_effort", json_object_new_boolean(true));
+        return 0;
+}
+
 int op_create_from_snapshot(Request *c, json_object *id, json_object *req, ProtoError *err) {
         const char *spec = NULL;
         SnapshotInfo info;
@@ -176,6 +233,8 @@ int op_create_from_snapshot(Request *c, json_object *id, json_object *req, Proto
                 json_object_object_add(req, "root", json_object_new_string("overlay"));
         if (src && src->image && !json_object_object_get_ex(req, "image", NULL))
                 json_object_object_add(req, "image", json_object_new_string(src->image));
+        if ((r = fork_inherit_limits(c->ctx, src, req, err)) < 0)
+                return r;
         r = sandbox_create(c->ctx, req, c->peer.uid, false, &s, err);
         if (r < 0)
                 return r;

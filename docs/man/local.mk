@@ -7,5 +7,5 @@ dist_man_MANS = \
 	docs/man/sandboxd-oci.1
 
 ## Every verb, daemon option and operation has its place in the pages, and they render cleanly.
-TESTS += tests/t-docs.sh
-EXTRA_DIST += tests/t-docs.sh
+TESTS += tests/t-docs.sh tests/t-quickstart.sh
+EXTRA_DIST += tests/t-docs.sh tests/t-quickstart.sh

@@ -37,7 +37,11 @@ class SandboxdError(Error):
         self.op = op
         where = f"{op}: " if op else ""
         at = f" (field {field})" if field else ""
-        super().__init__(f"{where}{self.code}: {message}{at}")
+        super().__init__(f"{where}{self.code}: {self._for_python(message)}{at}")
+
+    def _for_python(self, message: str) -> str:
+        """The message as this package's caller reads it (``message`` stays the daemon's)."""
+        return message
 
 
 class InvalidJson(SandboxdError):
@@ -66,6 +70,10 @@ class PermissionDenied(SandboxdError):
 
 class LimitUnenforceable(SandboxdError):
     code = "limit_unenforceable"
+
+    def _for_python(self, message: str) -> str:
+        # The daemon names its protocol field; a Python caller needs the keyword to pass.
+        return message.replace("pass best_effort ", "pass best_effort=True ", 1)
 
 
 class ResourceExhausted(SandboxdError):

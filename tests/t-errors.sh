@@ -1,0 +1,45 @@
+#!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# Errors say what they are about: every error about a path names the path, every error about a
+# sandbox names the sandbox, in the daemon's reply (so that every client shows it), and
+# sandboxctl cat/cp print it.
+. "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
+
+start_daemon || exit 0
+sbx=$(jget "$(rpc '{"op":"create","best_effort":true,"name":"e1"}')" .sandbox.id)
+like "$sbx" '^sbx-' "a sandbox ($sbx)"
+
+r=$(rpc '{"op":"file.stat","sandbox":"e1","path":"/work/nope"}')
+is "$(jget "$r" '[.error.code, .error.field, .error.message] | tostring')" \
+        '["not_found","path","/work/nope: No such file or directory"]' "file.stat of a missing path names it"
+r=$(rpc '{"op":"file.read","sandbox":"e1","path":"nope/deeper"}')
+is "$(jget "$r" .error.message)" "/work/nope/deeper: No such file or directory" "a relative path is named as resolved below /work"
+rpc '{"op":"run","sandbox":"e1","command":"echo x > /work/f"}' >/dev/null
+r=$(rpc '{"op":"file.stat","sandbox":"e1","path":"/work/f/x"}')
+is "$(jget "$r" .error.message)" "/work/f/x: no such file or directory (a component is not a directory)" \
+        "a file used as a directory: named"
+r=$(rpc '{"op":"file.write","sandbox":"e1","path":"/usr/x","data":"hi"}')
+is "$(jget "$r" '[.error.code, .error.message] | tostring')" '["permission_denied","/usr/x: Read-only file system"]' \
+        "a write to the read-only /usr names the path"
+r=$(rpc '{"op":"file.remove","sandbox":"e1","path":"/work"}')
+like "$(jget "$r" .error.message)" '^/work: is / or /work' "a refused remove names the path"
+r=$(rpc "{\"op\":\"file.stat\",\"sandbox\":\"e1\",\"path\":\"/work/$(printf 'a%.0s' $(seq 1 250))/$(printf 'b%.0s' $(seq 1 250))\"}")
+like "$(jget "$r" .error.message)" '^/work/aaaa+\.\.\.b+: No such file or directory$' "a long path is cut in its middle, the words stay"
+
+out=$(ctl cat e1 /work/x 2>&1)
+is "$out" "sandboxctl: not_found: /work/x: No such file or directory (field: path)" "sandboxctl cat names the path"
+out=$(cd "$T" && ctl cp nosuch:/work/x ./x 2>&1)
+is "$out" "sandboxctl: not_found: no sandbox 'nosuch' (field: sandbox)" "cp from a sandbox that does not exist says so, naming it"
+out=$(cd "$T" && ctl cp ./nothing-here e1:/work/y 2>&1)
+like "$out" "nothing-here" "cp of a missing local file names it ($out)"
+out=$(cd "$T" && ctl cp e1:/work/x ./x 2>&1)
+like "$out" "/work/x" "cp of a missing file in the sandbox names it ($out)"
+
+rpc '{"op":"sandbox.freeze","sandbox":"e1"}' >/dev/null
+r=$(rpc '{"op":"run","sandbox":"e1","command":"true"}')
+is "$(jget "$r" .error.message)" "sandbox $sbx is frozen (sandbox.thaw resumes it)" "a run in a frozen sandbox names it"
+r=$(rpc '{"op":"file.stat","sandbox":"e1","path":"/work"}')
+is "$(jget "$r" .error.message)" "sandbox $sbx is frozen (sandbox.thaw resumes it)" "so does a file operation"
+r=$(rpc '{"op":"pty.open","sandbox":"e1","argv":["true"]}')
+is "$(jget "$r" .error.message)" "sandbox $sbx is frozen (sandbox.thaw resumes it)" "and a session"
+rpc '{"op":"sandbox.thaw","sandbox":"e1"}' >/dev/null

@@ -1,0 +1,46 @@
+#!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# scripts/quickstart.sh's notes, from its own functions (the script sourced: nothing installed):
+# an earlier copy in /usr/local is named before installing into /usr beside it, and the closing
+# note says where the daemon's log is and how to stop it. Needs no daemon and no root; prints
+# TAP, exits 0.
+: "${top_srcdir:=$(cd "$(dirname "$0")/.." && pwd)}"
+QS=$top_srcdir/scripts/quickstart.sh
+
+n=0
+ok() { n=$((n + 1)); echo "ok $n - $*"; }
+nok() { n=$((n + 1)); echo "not ok $n - $*"; }
+like() { if printf '%s' "$1" | grep -qE -- "$2"; then ok "$3"; else nok "$3"; printf '# got: %s\n' "$1"; fi; }
+is() { if [ "$1" = "$2" ]; then ok "$3"; else nok "$3"; printf '# got: %s\n# expected: %s\n' "$1" "$2"; fi; }
+T=$(mktemp -d "${TMPDIR:-/tmp}/sbxt-quickstart.XXXXXX") || { echo "1..0 # SKIP mktemp failed"; exit 0; }
+trap 'rm -rf "$T"; echo "1..$n"; exit 0' EXIT
+
+# Sourcing a script without its guard would run it: install into /usr and start a daemon. Never.
+if ! grep -q '^\[\[ "${BASH_SOURCE\[0\]}" != "$0" \]\] && return 0$' "$QS"; then
+        nok "scripts/quickstart.sh returns when sourced (its guard line), so its functions can be tested"
+        exit 0
+fi
+# qs FUNCTION ARGS...: one function of the script, in a subshell (its traps and set -e stay there).
+qs() { (. "$QS" && "$@") 2>&1; }
+
+out=$(qs type usr_local_note)
+like "$out" "usr_local_note is a function" "the script can be sourced for its functions (nothing runs)"
+mkdir -p "$T/root/usr/local/bin"
+is "$(qs usr_local_note "$T/root")" "" "no copy in /usr/local: nothing said"
+touch "$T/root/usr/local/bin/sandboxctl"
+out=$(qs usr_local_note "$T/root")
+like "$out" "An earlier install is in /usr/local: /usr/local/bin/sandboxctl" "a copy in /usr/local is named"
+like "$out" "installs into /usr .*beside it" "...and the note says the install goes to /usr, beside it"
+like "$out" "comes$|first in PATH" "...and that the old one comes first in PATH"
+grep -q '^install_sandboxd() {$' "$QS" && grep -A2 '^install_sandboxd() {$' "$QS" | grep -q usr_local_note
+is "$?" 0 "install_sandboxd says so before it installs"
+
+echo 4242 >"$T/pid"
+out=$(QUICKSTART_PIDFILE=$T/pid qs closing_note)
+like "$out" "Log:  /var/log/sandboxd.log" "the closing note says where the log of the daemon it started is"
+like "$out" "Stop: kill 4242 " "...and how to stop it (its pid)"
+echo already >"$T/pid"
+out=$(QUICKSTART_PIDFILE=$T/pid qs closing_note)
+like "$out" "Stop: kill .*running before this script" "a daemon that was running already: how to stop it, said as not this script's"
+grep -q '^closing_note$' "$QS"
+is "$?" 0 "the script ends with the closing note, whatever the demos did"
