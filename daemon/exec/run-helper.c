@@ -188,6 +188,7 @@ static int mount_main(int argc, char **argv) {
             parse_id(argv[10], &m.map_gid) < 0 || parse_id(argv[11], &m.map_count) < 0)
                 return 127;
         m.read_only = strcmp(argv[8], "ro") == 0;
+        m.path_only = m.map_count == 0;
         if (strcmp(argv[5], "-") != 0)
                 for (char *g = argv[5]; g;) {
                         char *comma = strchr(g, ',');
