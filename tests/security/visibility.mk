@@ -12,7 +12,7 @@ tests/t-v1.log: tests/security/t-visibility.log tests/security/t-escape.log test
 ## Round 3 (issue 31): images (a non-root admin's import read as that admin, built-in
 ## decompressors only, every header counted, usage counts per caller, owner-only images) and
 ## the daemon (one daemon per cgroup subtree, the init's command line). Root only.
-ROUND3_TESTS = tests/security/t-images-sec.sh
+ROUND3_TESTS = tests/security/t-images-sec.sh tests/security/t-daemon-sec.sh
 TESTS += $(ROUND3_TESTS)
 EXTRA_DIST += $(ROUND3_TESTS)
-tests/t-v1.log: tests/security/t-images-sec.log
+tests/t-v1.log: tests/security/t-images-sec.log tests/security/t-daemon-sec.log
