@@ -12,7 +12,7 @@ static int verb_image_run(int argc, char *argv[]);
 
 const Verb verb_image = {
         .name = "image",
-        .args = "import NAME SOURCE [--tag TAG] | list [-q] | inspect NAME | rm NAME",
+        .args = "import NAME SOURCE [--tag TAG] [--owner-only] | list [-q] | inspect NAME | rm NAME",
         .summary = "Import, list, inspect and remove images (roots of sandboxes)",
         .help = "Sub-verbs:\n"
                 "  import NAME SOURCE   Import SOURCE (a path on the daemon's host: a directory, a\n"
@@ -26,12 +26,15 @@ const Verb verb_image = {
                 "     --tag TAG          import: the manifest of an OCI layout's index with that\n"
                 "                        tag (org.opencontainers.image.ref.name); needed when the\n"
                 "                        index lists more than one\n"
+                "     --owner-only       import: only you (and admins) may make sandboxes of it;\n"
+                "                        else every user may, and uid 0 of an image is root in\n"
+                "                        every sandbox of it: its root-only files are theirs\n"
                 "  -q --quiet            list: the names only, one a line\n",
         .failure_status = EXIT_FAILURE,
         .run = verb_image_run,
 };
 
-enum { ARG_TAG = ARG_VERB_FIRST };
+enum { ARG_TAG = ARG_VERB_FIRST, ARG_OWNER_ONLY };
 
 static int on_progress(json_object *ev, void *userdata) {
         json_object *imp = json_child(ev, "imported");
@@ -63,12 +66,13 @@ static void image_print(json_object *img) {
         print_kv("size", "%s", fmt_size(size, img, "size"));
         print_kv("files", "%s", fmt_value(files, img, "files"));
         print_kv("imported_at", "%s", json_str(img, "imported_at") ?: "-");
+        print_kv("owner_only", "%s", json_object_get_boolean(json_child(img, "owner_only")) ? "yes" : "no");
         print_kv("users", "%s", fmt_value(users, img, "users"));
         for (size_t i = 0; used && i < json_object_array_length(used); i++)
                 print_kv("used_by", "%s", json_object_get_string(json_object_array_get_idx(used, i)));
 }
 
-static int image_import(const char *name, const char *source, const char *tag) {
+static int image_import(const char *name, const char *source, const char *tag, bool owner_only) {
         _cleanup_json_ json_object *req = request_new("image.import"), *reply = NULL;
         _cleanup_free_ char *abs = NULL;
         bool shown = false, tty = !arg.json && isatty(STDERR_FILENO);
@@ -84,6 +88,8 @@ static int image_import(const char *name, const char *source, const char *tag) {
         if ((r = add_string(req, "name", name)) < 0 || (r = add_string(req, "source", source)) < 0 ||
             (tag && (r = add_string(req, "tag", tag)) < 0))
                 return r;
+        if (owner_only)
+                json_object_object_add(req, "owner_only", json_object_new_boolean(true));
         r = daemon_request_events(TAKE_PTR(req), tty ? on_progress : NULL, &shown, &reply);
         if (shown)
                 progress_clear();
@@ -135,8 +141,9 @@ static int image_one(const char *op, const char *name) {
 
 static int verb_image_run(int argc, char *argv[]) {
         const char *tag = NULL, *sub;
-        bool quiet = false;
-        const VerbOption options[] = { { "tag", ARG_TAG, .value = &tag }, { "quiet", 'q', .flag = &quiet }, {} };
+        bool quiet = false, owner_only = false;
+        const VerbOption options[] = { { "tag", ARG_TAG, .value = &tag }, { "owner-only", ARG_OWNER_ONLY, .flag = &owner_only },
+                                       { "quiet", 'q', .flag = &quiet }, {} };
         int r = parse_verb_options(&verb_image, argc, argv, "hq", options, 1, 3), n;
 
         if (r <= 0)
@@ -144,9 +151,9 @@ static int verb_image_run(int argc, char *argv[]) {
         sub = argv[optind];
         n = argc - optind - 1;
         if (strcmp(sub, "import") == 0 && n == 2)
-                return image_import(argv[optind + 1], argv[optind + 2], tag);
-        if (tag)
-                return log_error("image: --tag is for 'image import'");
+                return image_import(argv[optind + 1], argv[optind + 2], tag, owner_only);
+        if (tag || owner_only)
+                return log_error("image: --tag and --owner-only are for 'image import'");
         if (strcmp(sub, "list") == 0 && n == 0)
                 return image_list(quiet);
         if (quiet)

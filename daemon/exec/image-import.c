@@ -20,6 +20,7 @@
 #include "image-import.h"
 #include "macro.h"
 #include "rm-rf.h"
+#include "util.h"
 
 #define IMPORT_BUF (256u * 1024)
 #define NOBODY_ID 65534
@@ -32,10 +33,12 @@ const char *image_reason_to_string(ImageReason r) {
                 [IMAGE_REASON_LINK] = "a hard link to no regular file of the image",
                 [IMAGE_REASON_TOO_BIG] = "over image_max_size",
                 [IMAGE_REASON_TOO_MANY] = "over image_max_files",
-                [IMAGE_REASON_FORMAT] = "not a tar archive, or a damaged one",
+                [IMAGE_REASON_FORMAT] = "not a tar archive (plain, gzip, xz, bzip2 or zstd), or a damaged one",
                 [IMAGE_REASON_ENTRY] = "cannot make the entry",
                 [IMAGE_REASON_DIGEST] = "a blob whose sha256 differs from its descriptor's digest",
                 [IMAGE_REASON_SIZE] = "a blob whose size differs from its descriptor's",
+                [IMAGE_REASON_TOO_SLOW] = "over the import's time cap",
+                [IMAGE_REASON_UNREADABLE] = "a file its caller may not read",
         };
         return r >= 0 && r < _IMAGE_REASON_MAX && names[r] ? names[r] : "unknown";
 }
@@ -351,12 +354,17 @@ static int import_entry(Import *im, struct archive_entry *e) {
         _cleanup_close_ int dir = -EBADF;
         int r;
 
+        /* Every header counts, whatever becomes of it (a skipped device, the root, a whiteout):
+         * a stream of entries that make nothing must not be endless work. */
+        if (++im->c->entries > im->caps->max_files)
+                return import_fail(im, E2BIG, IMAGE_REASON_TOO_MANY, raw);
+        if (im->caps->deadline_usec && now_usec(CLOCK_MONOTONIC) > im->caps->deadline_usec)
+                return import_fail(im, ETIMEDOUT, IMAGE_REASON_TOO_SLOW, raw);
         if (!raw || !name_normalise(raw, rel, sizeof(rel)))
                 return import_fail(im, EXDEV, IMAGE_REASON_DOTDOT, raw);
         if (!*rel) /* "./": the root, which stays root's, 0755 */
                 return 0;
-        if (++im->c->files > im->caps->max_files)
-                return import_fail(im, E2BIG, IMAGE_REASON_TOO_MANY, raw);
+        im->c->files++;
         dir = open_parent(im, rel, &base);
         if (dir < 0)
                 return import_fail(im, errno, errno == ELOOP || errno == ENOTDIR || errno == EXDEV ? IMAGE_REASON_UNDER_SYMLINK
@@ -375,7 +383,7 @@ static int import_entry(Import *im, struct archive_entry *e) {
                 r = make_node(im, e, dir, base, type);
         else {
                 im->c->skipped++;
-                im->c->files--;
+                im->c->files--; /* made nothing; its header counted in entries */
                 return 0;
         }
         if (r < 0)
@@ -468,10 +476,34 @@ static int blob_reader_init(BlobReader *b, int fd, const ImageBlob *blob) {
         return 0;
 }
 
+/* Whether libarchive decodes a filter itself: ARCHIVE_WARN means it would run an outside
+ * program of that name from PATH (as root), which an import never does. Tried on an archive of
+ * its own, since a filter once enabled cannot be taken back. */
+static bool filter_built_in(int (*enable)(struct archive *)) {
+        struct archive *probe = archive_read_new();
+        bool ok = probe && enable(probe) == ARCHIVE_OK;
+        archive_read_free(probe);
+        return ok;
+}
+
+/* Exactly the filters the documentation lists, each only built in: never
+ * archive_read_support_filter_all(), whose lrzip, lzop, grzip, lz4 ... run programs. */
+static void enable_filters(struct archive *a) {
+        static int (*const filters[])(struct archive *) = {
+                archive_read_support_filter_gzip,
+                archive_read_support_filter_xz,
+                archive_read_support_filter_bzip2,
+                archive_read_support_filter_zstd,
+        };
+        for (size_t i = 0; i < ELEMENTSOF(filters); i++)
+                if (filter_built_in(filters[i]))
+                        filters[i](a);
+}
+
 static int import_archive(Import *im, BlobReader *b) {
         int r;
 
-        archive_read_support_filter_all(im->a);
+        enable_filters(im->a);
         archive_read_support_format_tar(im->a);
         archive_read_support_format_gnutar(im->a);
         if (archive_read_open(im->a, b, NULL, blob_read_cb, NULL) != ARCHIVE_OK)

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The archive side of image.import (image-import.c): one tar stream (a rootfs tarball, or one
- * layer of an OCI image, plain, gzip or zstd: libarchive's filters) applied beneath the image's
+ * layer of an OCI image, plain or gzip, xz, bzip2 or zstd: libarchive's built-in filters, never
+ * one that runs a program) applied beneath the image's
  * new root, a directory fd of the daemon's temporary tree. It runs in the import's child process
  * (sandbox/image.c), as host root, and treats the archive as hostile:
  *   - every name is normalised relative to the root ('..' refused, a leading '/' dropped) and
@@ -24,7 +25,8 @@
 
 typedef struct ImageCaps {
         uint64_t max_bytes;  /* sum of regular files' sizes */
-        uint64_t max_files;  /* entries made, over every layer */
+        uint64_t max_files;  /* headers read (made, skipped, whiteouts, the root), over every layer */
+        uint64_t deadline_usec; /* CLOCK_MONOTONIC: past it between two entries, IMAGE_REASON_TOO_SLOW; 0: none */
         uint64_t id_count;   /* owners at or above become 65534 */
         bool allow_devices;
 } ImageCaps;
@@ -32,6 +34,7 @@ typedef struct ImageCaps {
 typedef struct ImageCounts {
         uint64_t bytes;          /* sizes of the regular files made (apparent) */
         uint64_t files;          /* entries made */
+        uint64_t entries;        /* headers read, whatever became of them */
         uint64_t stream_bytes;   /* of the archives, compressed, read so far */
         uint64_t skipped;        /* device nodes and sockets left out */
         uint64_t setid_dropped;  /* files whose setuid or setgid bit was dropped */
@@ -49,6 +52,8 @@ typedef enum ImageReason {
         IMAGE_REASON_ENTRY,         /* any other errno while making an entry */
         IMAGE_REASON_DIGEST,        /* an OCI blob whose sha256 is not its descriptor's */
         IMAGE_REASON_SIZE,          /* an OCI blob whose size is not its descriptor's */
+        IMAGE_REASON_TOO_SLOW,      /* past caps->deadline_usec */
+        IMAGE_REASON_UNREADABLE,    /* a source entry its caller may not read (sandbox/image.c) */
         _IMAGE_REASON_MAX,
 } ImageReason;
 

@@ -146,6 +146,10 @@ int mount_source_open(const MountSource *m, MountStep *ret_step) {
                 errno = EMEDIUMTYPE;
                 return -1;
         }
+        if (m->path_only) {
+                *ret_step = MOUNT_STEP_NONE;
+                return TAKE_FD(src);
+        }
         *ret_step = MOUNT_STEP_USERNS;
         /* The caller's ids on disk become the sandbox user's (host ids). */
         userns = idmap_userns_open(m->uid, m->map_uid, m->gid, m->map_gid, m->map_count ? m->map_count : 1);

@@ -36,6 +36,9 @@ typedef struct MountSource {
         uid_t map_uid;           /* host ids the caller's become: the sandbox user's */
         gid_t map_gid;
         unsigned map_count;      /* ids mapped from uid and gid on: 0 or 1 for one (an image's tree: a whole range) */
+        /* Only the source opened as the caller (O_PATH, checked as above), no tree cloned or
+         * idmapped: what image.import reads (map_* unused). */
+        bool path_only;
 } MountSource;
 
 /* Returns the detached, idmapped tree (O_CLOEXEC), or -1 with errno set and *ret_step saying

@@ -415,7 +415,8 @@ pid_t run_exec_mount(int helper_fd, const MountSource *m, int report_fd, int *re
         snprintf(gid, sizeof(gid), "%u", (unsigned) m->gid);
         snprintf(muid, sizeof(muid), "%u", (unsigned) m->map_uid);
         snprintf(mgid, sizeof(mgid), "%u", (unsigned) m->map_gid);
-        snprintf(mcount, sizeof(mcount), "%u", m->map_count ? m->map_count : 1);
+        /* 0 ids mapped: path_only (no idmap of no ids is ever asked). */
+        snprintf(mcount, sizeof(mcount), "%u", m->path_only ? 0 : m->map_count ? m->map_count : 1);
         for (unsigned i = 0; i < m->n_groups && i < MOUNT_GROUPS_MAX; i++)
                 n += (size_t) snprintf(groups + n, sizeof(groups) - n, "%s%u", i ? "," : "", (unsigned) m->groups[i]);
         return vfork_exec_slots(&h, -1, ret_pidfd);

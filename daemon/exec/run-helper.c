@@ -101,6 +101,16 @@ static int parse_init_mode(const char *s, InitParams *p) {
         return 0;
 }
 
+/* A copy of argv on the heap: the init wipes the strings of its command line (sandbox-setup.c,
+ * init_hide_args()), which its parameters must not point into. */
+static char **argv_copy(int argc, char **argv) {
+        char **copy = calloc((size_t) argc + 1, sizeof(char *));
+        for (int i = 0; copy && i < argc; i++)
+                if (!(copy[i] = strdup(argv[i])))
+                        return NULL; /* the helper exits at once: nothing to free */
+        return copy;
+}
+
 static int init_main(int argc, char **argv, bool cgns) {
         SpawnReport r = { .kind = REPORT_STARTED };
         InitParams p = { .cgroupns_ready = cgns, .netns_fd = -1, .sysfs_fd = -1 };
@@ -108,7 +118,7 @@ static int init_main(int argc, char **argv, bool cgns) {
         int cg_fd, pidfd = -1;
         pid_t pid;
 
-        if (argc < 14 || (p.sync_fd = parse_fd(argv[2])) < 0 || (cg_fd = parse_fd(argv[3])) < 0 ||
+        if (argc < 14 || !(argv = argv_copy(argc, argv)) || (p.sync_fd = parse_fd(argv[2])) < 0 || (cg_fd = parse_fd(argv[3])) < 0 ||
             parse_u64(argv[8], &p.tmpfs_size) < 0 || parse_init_mode(argv[9], &p) < 0 ||
             (strcmp(argv[10], "-") != 0 && (p.netns_fd = parse_fd(argv[10])) < 0) ||
             sscanf(argv[12], "%u:%u", &p.root_upper.host_uid, &p.root_upper.count) != 2)
@@ -188,6 +198,7 @@ static int mount_main(int argc, char **argv) {
             parse_id(argv[10], &m.map_gid) < 0 || parse_id(argv[11], &m.map_count) < 0)
                 return 127;
         m.read_only = strcmp(argv[8], "ro") == 0;
+        m.path_only = m.map_count == 0;
         if (strcmp(argv[5], "-") != 0)
                 for (char *g = argv[5]; g;) {
                         char *comma = strchr(g, ',');

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/xattr.h>
@@ -473,6 +474,41 @@ static int mkdir_p(const char *path) {
         return 0;
 }
 
+/* The first pid in base/daemon, where a live daemon of this subtree sits; 0: none found. */
+static pid_t cg_daemon_pid(int base_fd) {
+        char buf[64];
+        long pid;
+        if (cg_read(base_fd, "daemon/cgroup.procs", buf, sizeof(buf)) < 0 || sscanf(buf, "%ld", &pid) != 1 || pid <= 0)
+                return 0;
+        return (pid_t) pid;
+}
+
+/* One daemon per subtree: a second one would take the first's sandboxes for an earlier
+ * daemon's, remove their "stale" cgroups and kill them. The lock is the kernel's (flock on the
+ * base directory, an fd of our own with O_CLOEXEC, which no helper or holder keeps past its
+ * exec): it goes with its holder, so a dead daemon never blocks the next, and one that is
+ * stopping gets a few seconds to go. Taken before anything below base is touched. */
+static int cg_lock(CgroupRoot *root) {
+        pid_t other;
+
+        root->lock_fd = open(root->base, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (root->lock_fd < 0)
+                return -errno;
+        for (unsigned i = 0; i < 50; i++) {
+                if (flock(root->lock_fd, LOCK_EX | LOCK_NB) == 0)
+                        return 0;
+                if (errno != EWOULDBLOCK)
+                        return -errno;
+                (void) usleep(100 * 1000);
+        }
+        other = cg_daemon_pid(root->base_fd);
+        log_error("another sandboxd%s%.0ld%s owns the cgroup subtree %s: two daemons must never share one (each would take "
+                  "the other's sandboxes for stale and kill them). Give this daemon a subtree of its own with --cgroup-root "
+                  "%s/NAME (cgroup_root in sandboxd.conf) and a state directory of its own, or stop the other one first",
+                  other ? " (pid " : "", (long) other, other ? ")" : "", root->base, root->mount);
+        return -EBUSY;
+}
+
 static void cg_probe_features(CgroupRoot *root) {
         struct stat st;
         /* SANDBOXD_TEST_NO_CGROUP_KILL: the tests' way to the fallback on a kernel that has it. */
@@ -484,7 +520,7 @@ static void cg_probe_features(CgroupRoot *root) {
 }
 
 int cg_setup(const char *override, CgroupRoot *ret) {
-        CgroupRoot root = { .base_fd = -EBADF, .sandboxes_fd = -EBADF };
+        CgroupRoot root = { .base_fd = -EBADF, .sandboxes_fd = -EBADF, .lock_fd = -EBADF };
         _cleanup_close_ int daemon_fd = -EBADF;
         unsigned avail = 0;
         int r;
@@ -505,6 +541,9 @@ int cg_setup(const char *override, CgroupRoot *ret) {
                 r = -errno;
                 goto fail;
         }
+        r = cg_lock(&root);
+        if (r < 0)
+                goto fail;
         /* No internal processes: leave base before enabling controllers for its children. */
         r = cg_create(root.base_fd, "daemon", &daemon_fd);
         if (r < 0)
@@ -541,5 +580,6 @@ void cg_root_done(CgroupRoot *root) {
         free(root->base);
         safe_close(root->base_fd);
         safe_close(root->sandboxes_fd);
-        *root = (CgroupRoot) { .base_fd = -EBADF, .sandboxes_fd = -EBADF };
+        safe_close(root->lock_fd);
+        *root = (CgroupRoot) { .base_fd = -EBADF, .sandboxes_fd = -EBADF, .lock_fd = -EBADF };
 }

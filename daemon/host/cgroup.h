@@ -19,6 +19,8 @@ typedef struct CgroupRoot {
         char *base;         /* absolute path of our subtree */
         int base_fd;
         int sandboxes_fd;   /* base/sandboxes: one child per sandbox */
+        /* base again, flock()ed (LOCK_EX) for as long as we live: one daemon per subtree. */
+        int lock_fd;
         unsigned enforceable; /* CgController mask usable for sandboxes */
         bool has_kill;      /* cgroup.kill (5.14) */
         bool has_memory_peak;

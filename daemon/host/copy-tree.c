@@ -423,6 +423,8 @@ static int copy_entry(Copier *c, Level *l, const char *name) {
                 return fd;
         if (fstat(fd, &st) < 0)
                 return -errno;
+        if (c->o->may_read && (S_ISDIR(st.st_mode) || S_ISREG(st.st_mode)) && (r = c->o->may_read(fd, &st, c->o->userdata)) < 0)
+                return r;
         if (S_ISDIR(st.st_mode))
                 return copy_dir(c, fd, &st, l->dst, name);
         if (is_whiteout(c->o, &st)) {

@@ -30,6 +30,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #define COPY_TREE_MAX_OPEN 64
@@ -52,6 +53,10 @@ typedef struct CopyOptions {
         /* The tree is an overlayfs upper layer (root-overlay.h): whiteouts and opaque
          * directories are copied as such */
         bool overlay_upper;
+        /* When set, asked before a directory is listed or a regular file read (path_fd: its
+         * O_PATH fd): a negative errno stops the copy with it. A copy done for someone who
+         * must not read what root may (image.import of a non-root admin). */
+        int (*may_read)(int path_fd, const struct stat *st, void *userdata);
         /* Called at most every progress_usec (and never when NULL); a negative return stops. */
         int (*progress)(const CopyStats *st, void *userdata);
         void *userdata;

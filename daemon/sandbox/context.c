@@ -13,7 +13,7 @@ void context_init(Context *ctx, Config *config) {
         *config = (Config) {};
         ctx->state_fd = ctx->run_helper_fd = ctx->file_helper_fd = ctx->self_pidns_fd = -EBADF;
         ctx->netns.host_fd = -EBADF;
-        ctx->cg = (CgroupRoot) { .base_fd = -EBADF, .sandboxes_fd = -EBADF };
+        ctx->cg = (CgroupRoot) { .base_fd = -EBADF, .sandboxes_fd = -EBADF, .lock_fd = -EBADF };
         ctx->start_usec = now_usec(CLOCK_MONOTONIC);
 }
 

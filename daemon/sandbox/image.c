@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The image store and its imports (image.h). */
 #include <dirent.h>
+#include <grp.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -25,6 +26,7 @@
 #include "image.h"
 #include "log.h"
 #include "mount-open.h"
+#include "sandbox.h"
 #include "macro.h"
 #include "remove-async.h"
 #include "rm-rf.h"
@@ -36,6 +38,9 @@
 #define OCI_JSON_MAX (4u << 20)
 #define OCI_LAYERS_MAX 256
 #define TMP_PREFIX ".tmp-"
+/* However small its caps, an import is work done as root off the event loop: one hour of it at
+ * most (a stream of headers that make nothing, a slow or stalled source). */
+#define IMPORT_MAX_USEC (3600 * USEC_PER_SEC)
 
 /* ---- Records ------------------------------------------------------------------------------- */
 
@@ -85,7 +90,11 @@ static json_object *string_or_null(const char *s) {
         return s ? json_object_new_string(s) : NULL;
 }
 
-json_object *image_to_json(const Image *img, json_object *used_by) {
+bool image_usable_by(const Image *img, uid_t uid, bool admin) {
+        return !img->owner_only || admin || uid == img->importer;
+}
+
+json_object *image_to_json(const Image *img, long users, json_object *used_by) {
         json_object *o = json_object_new_object();
         char when[32];
 
@@ -97,7 +106,8 @@ json_object *image_to_json(const Image *img, json_object *used_by) {
         json_object_object_add(o, "size", json_object_new_int64((int64_t) img->bytes));
         json_object_object_add(o, "files", json_object_new_int64((int64_t) img->files));
         json_object_object_add(o, "imported_at", json_object_new_string(when));
-        json_object_object_add(o, "users", json_object_new_int64(img->users));
+        json_object_object_add(o, "owner_only", json_object_new_boolean(img->owner_only));
+        json_object_object_add(o, "users", json_object_new_int64(users < 0 ? (int64_t) img->users : users));
         if (used_by)
                 json_object_object_add(o, "used_by", used_by);
         return o;
@@ -113,12 +123,31 @@ static json_object *image_record_json(const Image *img) {
         json_object_object_add(o, "size", json_object_new_int64((int64_t) img->bytes));
         json_object_object_add(o, "files", json_object_new_int64((int64_t) img->files));
         json_object_object_add(o, "imported_usec", json_object_new_int64((int64_t) img->imported_usec));
+        json_object_object_add(o, "owner_only", json_object_new_boolean(img->owner_only));
+        json_object_object_add(o, "importer", json_object_new_int64(img->importer));
         return o;
 }
 
 /* A small file beneath dir_fd, no symlink followed, NUL-terminated: 0 or -errno. want_size:
  * the size it must have (UINT64_MAX: any up to max); another is -EMSGSIZE, before reading. */
-static int read_file_beneath(int dir_fd, const char *path, size_t max, uint64_t want_size, char **ret, size_t *ret_len) {
+/* Whether who may read (and with a directory, search) what st describes, by its mode bits: the
+ * daemon's own reads of a caller's source (an OCI layout's JSON files), where it cannot take the
+ * caller's ids. An ACL grants nothing here; one that denies is honoured as far as the mode bits
+ * (its mask) say. NULL or root: yes. */
+static bool caller_may_read(const SandboxCaller *who, const struct stat *st) {
+        mode_t need = S_ISDIR(st->st_mode) ? 05 : 04, bits;
+        bool in_group = who && st->st_gid == who->gid;
+
+        if (!who || who->uid == 0)
+                return true;
+        for (unsigned i = 0; who && i < who->n_groups && !in_group; i++)
+                in_group = who->groups[i] == st->st_gid;
+        bits = st->st_uid == who->uid ? (st->st_mode >> 6) & 07 : in_group ? (st->st_mode >> 3) & 07 : st->st_mode & 07;
+        return (bits & need) == need;
+}
+
+static int read_file_beneath(int dir_fd, const char *path, const SandboxCaller *who, size_t max, uint64_t want_size, char **ret,
+                             size_t *ret_len) {
         struct open_how how = { .flags = O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK,
                                 .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS };
         _cleanup_close_ int fd = (int) syscall(SYS_openat2, dir_fd, path, &how, sizeof(how));
@@ -130,6 +159,8 @@ static int read_file_beneath(int dir_fd, const char *path, size_t max, uint64_t 
                 return -errno;
         if (!S_ISREG(st.st_mode))
                 return -EINVAL;
+        if (!caller_may_read(who, &st))
+                return -EACCES;
         if (want_size != UINT64_MAX && (uint64_t) st.st_size != want_size)
                 return -EMSGSIZE;
         if ((uint64_t) st.st_size > max)
@@ -167,10 +198,10 @@ static json_object *parse_json_object(const char *buf) {
 }
 
 /* A small JSON file beneath dir_fd, no symlink followed; NULL with errno. */
-static json_object *read_json_beneath(int dir_fd, const char *path, size_t max) {
+static json_object *read_json_beneath(int dir_fd, const char *path, const SandboxCaller *who, size_t max) {
         _cleanup_free_ char *buf = NULL;
         size_t len;
-        int r = read_file_beneath(dir_fd, path, max, UINT64_MAX, &buf, &len);
+        int r = read_file_beneath(dir_fd, path, who, max, UINT64_MAX, &buf, &len);
         if (r < 0) {
                 errno = -r;
                 return NULL;
@@ -191,6 +222,11 @@ static uint64_t json_u64(json_object *o, const char *key) {
                        : 0;
 }
 
+static bool json_flag(json_object *o, const char *key) {
+        json_object *v;
+        return json_object_object_get_ex(o, key, &v) && json_object_is_type(v, json_type_boolean) && json_object_get_boolean(v);
+}
+
 static int strdup_or_null(const char *s, char **ret) {
         *ret = s ? strdup(s) : NULL;
         return s && !*ret ? -ENOMEM : 0;
@@ -203,7 +239,7 @@ static int image_load(ImageStore *st, const char *name) {
         int r;
 
         snprintf(path, sizeof(path), "%s/" IMAGE_JSON, name);
-        o = read_json_beneath(st->dir_fd, path, IMAGE_JSON_MAX);
+        o = read_json_beneath(st->dir_fd, path, NULL, IMAGE_JSON_MAX);
         if (!o)
                 return -errno;
         img = calloc(1, sizeof(*img));
@@ -214,6 +250,9 @@ static int image_load(ImageStore *st, const char *name) {
         img->bytes = json_u64(o, "size");
         img->files = json_u64(o, "files");
         img->imported_usec = json_u64(o, "imported_usec");
+        img->owner_only = json_flag(o, "owner_only");
+        /* A record without an importer (or a broken one) leaves an owner-only image to admins. */
+        img->importer = json_u64(o, "importer") < UINT32_MAX ? (uid_t) json_u64(o, "importer") : 0;
         if (!(img->name = strdup(name)) || (r = strdup_or_null(json_str(o, "kind") ?: "directory", &img->kind)) < 0 ||
             (r = strdup_or_null(json_str(o, "source"), &img->source)) < 0 ||
             (r = strdup_or_null(json_str(o, "digest"), &img->digest)) < 0) {
@@ -332,7 +371,26 @@ typedef struct ImportChild {
         uint64_t last_usec;
         uint32_t layer, n_layers;
         const ImageCaps *caps;
+        bool as_caller; /* the real ids are the caller's: every source read checked with them */
 } ImportChild;
+
+/* The caller's ids as the child's real ids (and groups), root's kept as the effective ones:
+ * the child writes the image as root, and faccessat() without AT_EACCESS asks the kernel
+ * whether the caller (real ids, no capabilities) may read what it is about to read. Not
+ * dumpable, so that the caller cannot ptrace what now has its real uid. */
+static int child_take_caller(const SandboxCaller *who) {
+        if (who->uid == 0)
+                return 0;
+        if (prctl(PR_SET_DUMPABLE, 0) < 0 || setgroups(who->n_groups, who->groups) < 0 || setresgid(who->gid, 0, 0) < 0 ||
+            setresuid(who->uid, 0, 0) < 0)
+                return -errno;
+        return 1;
+}
+
+/* The source entry path_fd may be read by the caller: the kernel's own check, on the real ids. */
+static int child_may_read(int path_fd, bool dir) {
+        return faccessat(path_fd, "", R_OK | (dir ? X_OK : 0), AT_EMPTY_PATH) < 0 ? -errno : 0;
+}
 
 static void child_emit(ImportChild *c, uint32_t kind, const ImageCounts *counts, const ImageFail *f) {
         ImportRecord rec = { .kind = kind, .layer = c->layer, .n_layers = c->n_layers, .counts = *counts };
@@ -356,24 +414,44 @@ static void child_progress(const ImageCounts *counts, void *userdata) {
 typedef struct DirCopy {
         ImportChild *child;
         ImageCounts *counts;
+        char refused[512]; /* the entry the caller may not read */
 } DirCopy;
+
+static int dir_copy_may_read(int path_fd, const struct stat *st, void *userdata) {
+        DirCopy *d = userdata;
+        char proc[64];
+        ssize_t n;
+        int r = child_may_read(path_fd, S_ISDIR(st->st_mode));
+
+        if (r < 0) {
+                snprintf(proc, sizeof(proc), "/proc/self/fd/%d", path_fd);
+                n = readlink(proc, d->refused, sizeof(d->refused) - 1);
+                d->refused[n > 0 ? n : 0] = '\0';
+        }
+        return r;
+}
 
 static int dir_copy_progress(const CopyStats *s, void *userdata) {
         DirCopy *d = userdata;
         d->counts->bytes = s->bytes;
         d->counts->files = s->files + s->dirs + s->links;
         d->counts->skipped = s->skipped;
+        d->counts->entries = d->counts->files + s->skipped;
         if (s->bytes > d->child->caps->max_bytes)
                 return -E2BIG;
-        if (d->counts->files > d->child->caps->max_files)
+        /* What was left out counts too (image-import.h: every entry read). */
+        if (d->counts->entries > d->child->caps->max_files)
                 return -EMLINK; /* told apart from the size below */
+        if (d->child->caps->deadline_usec && now_usec(CLOCK_MONOTONIC) > d->child->caps->deadline_usec)
+                return -ETIMEDOUT;
         child_progress(d->counts, d->child);
         return 0;
 }
 
 static int child_copy_dir(ImportChild *c, int src_fd, int root_fd, ImageCounts *counts, ImageFail *f) {
         DirCopy d = { .child = c, .counts = counts };
-        CopyOptions o = { .progress = dir_copy_progress, .userdata = &d, .progress_usec = 0 };
+        CopyOptions o = { .progress = dir_copy_progress, .userdata = &d, .progress_usec = 0,
+                          .may_read = c->as_caller ? dir_copy_may_read : NULL };
         CopyStats s;
         int r = copy_tree(src_fd, root_fd, &o, &s);
 
@@ -381,8 +459,12 @@ static int child_copy_dir(ImportChild *c, int src_fd, int root_fd, ImageCounts *
                 r = dir_copy_progress(&s, &d);
         if (r < 0) {
                 *f = (ImageFail) { .err = r == -EMLINK ? E2BIG : -r,
-                                   .reason = r == -E2BIG ? IMAGE_REASON_TOO_BIG : r == -EMLINK ? IMAGE_REASON_TOO_MANY
-                                                                                              : IMAGE_REASON_ENTRY };
+                                   .reason = r == -E2BIG       ? IMAGE_REASON_TOO_BIG
+                                             : r == -EMLINK    ? IMAGE_REASON_TOO_MANY
+                                             : r == -ETIMEDOUT ? IMAGE_REASON_TOO_SLOW
+                                             : d.refused[0]    ? IMAGE_REASON_UNREADABLE
+                                                               : IMAGE_REASON_ENTRY };
+                snprintf(f->name, sizeof(f->name), "%s", d.refused);
                 return -f->err;
         }
         return 0;
@@ -408,6 +490,11 @@ static int child_apply_layers(ImportChild *c, int src_fd, const ImageBlob *layer
                 _cleanup_close_ int fd = open_layer(src_fd, layers[i].path);
                 int r;
                 c->layer = (uint32_t) i + 1;
+                if (fd >= 0 && c->as_caller && (r = child_may_read(fd, false)) < 0) {
+                        *f = (ImageFail) { .err = -r, .reason = IMAGE_REASON_UNREADABLE };
+                        snprintf(f->name, sizeof(f->name), "%s", layers[i].path);
+                        return r;
+                }
                 if (fd < 0) {
                         *f = (ImageFail) { .err = errno, .reason = IMAGE_REASON_ENTRY };
                         snprintf(f->name, sizeof(f->name), "%s", layers[i].path);
@@ -422,7 +509,7 @@ static int child_apply_layers(ImportChild *c, int src_fd, const ImageBlob *layer
 
 /* Builds <images>/<tmp>/rootfs; the daemon renames the whole only once it said done. */
 _noreturn_ static void import_child(int images_fd, const char *tmp, const char *kind, int src_fd, const ImageBlob *layers,
-                                    size_t n_layers, const ImageCaps *caps, int out) {
+                                    size_t n_layers, const ImageCaps *caps, const SandboxCaller *who, int out) {
         ImportChild c = { .out = out, .caps = caps };
         ImageCounts counts = {};
         ImageFail f = {};
@@ -432,8 +519,15 @@ _noreturn_ static void import_child(int images_fd, const char *tmp, const char *
         (void) prctl(PR_SET_NAME, "sandboxd-import");
         (void) prctl(PR_SET_PDEATHSIG, SIGKILL);
         (void) setpriority(PRIO_PROCESS, 0, 10);
+        /* The backstop of caps->deadline_usec, for a read that never returns. */
+        (void) alarm((unsigned) (IMPORT_MAX_USEC / USEC_PER_SEC) + 60);
         umask(022);
-        if ((tmp_fd = openat(images_fd, tmp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0 ||
+        r = child_take_caller(who);
+        c.as_caller = r > 0;
+        if (r < 0) {
+                f = (ImageFail) { .err = -r, .reason = IMAGE_REASON_ENTRY };
+                snprintf(f.name, sizeof(f.name), "(taking uid %u's ids)", (unsigned) who->uid);
+        } else if ((tmp_fd = openat(images_fd, tmp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0 ||
             mkdirat(tmp_fd, "rootfs", 0755) < 0 ||
             (root_fd = openat(tmp_fd, "rootfs", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0) {
                 f = (ImageFail) { .err = errno, .reason = IMAGE_REASON_ENTRY };
@@ -471,6 +565,9 @@ struct ImageJob {
         size_t have;
         uint64_t progress_usec;
         uint64_t start_usec;
+        bool owner_only;
+        uid_t importer;
+        SandboxCaller caller; /* whose rights the source is read with */
 };
 
 static ImageJob *image_job_free(ImageJob *j) {
@@ -579,7 +676,7 @@ static Image *job_image(ImageJob *j) {
                 return NULL;
         *img = (Image) { .bytes = j->last.counts.bytes, .files = j->last.counts.files, .imported_usec = now_usec(CLOCK_REALTIME),
                          .name = TAKE_PTR(j->name), .kind = TAKE_PTR(j->kind), .source = TAKE_PTR(j->source),
-                         .digest = TAKE_PTR(j->digest) };
+                         .digest = TAKE_PTR(j->digest), .owner_only = j->owner_only, .importer = j->importer };
         return img;
 }
 
@@ -610,7 +707,7 @@ static int job_commit(ImageJob *j, ProtoError *err) {
                 st->imported(st->ctx); /* its pool_images entry, if it has one */
         log_info("image %s imported (%s, %" PRIu64 " bytes, %" PRIu64 " files)", img->name, img->kind, img->bytes, img->files);
         o = json_object_new_object();
-        json_object_object_add(o, "image", image_to_json(img, NULL));
+        json_object_object_add(o, "image", image_to_json(img, -1, NULL));
         reply_ok(j->reply, o);
         return 0;
 }
@@ -628,6 +725,12 @@ static int import_error(ImageJob *j, ProtoError *err) {
                                        "'%s': %s (%" PRIu64 " of image_max_size, %" PRIu64 " of image_max_files)%s%s",
                                        j->source, why, j->st->ctx->config.image_max_size, j->st->ctx->config.image_max_files,
                                        rec->name[0] ? " at " : "", rec->name);
+        case IMAGE_REASON_UNREADABLE:
+                return proto_error_set(err, SBX_E_PERMISSION_DENIED, "source", "'%s': refused: %s (uid %u): %s", j->source, why,
+                                       (unsigned) j->caller.uid, rec->name);
+        case IMAGE_REASON_TOO_SLOW:
+                return proto_error_set(err, SBX_E_RESOURCE_EXHAUSTED, "source", "'%s': %s (%d s)%s%s", j->source, why,
+                                       (int) (IMPORT_MAX_USEC / USEC_PER_SEC), rec->name[0] ? " at " : "", rec->name);
         case IMAGE_REASON_DIGEST:
         case IMAGE_REASON_SIZE:
                 return proto_error_set(err, SBX_E_INVALID_REQUEST, "source", "'%s': refused: layer %" PRIu32 " of %" PRIu32 ", %s: %s",
@@ -734,7 +837,7 @@ static json_object *oci_pick(json_object *o, const char *tag, bool nested, Proto
 }
 
 /* A small blob (a manifest, an index, a config), read whole: its size and sha256 checked, then parsed. */
-static json_object *oci_read_blob(int dir_fd, json_object *d, const char *what, ProtoError *err) {
+static json_object *oci_read_blob(int dir_fd, const SandboxCaller *who, json_object *d, const char *what, ProtoError *err) {
         _cleanup_free_ char *buf = NULL;
         uint8_t got[SHA256_LEN];
         ImageBlob b;
@@ -744,7 +847,7 @@ static json_object *oci_read_blob(int dir_fd, json_object *d, const char *what, 
 
         if (oci_descriptor(d, what, &b, err) < 0)
                 return NULL;
-        r = read_file_beneath(dir_fd, b.path, OCI_JSON_MAX, b.size, &buf, &len);
+        r = read_file_beneath(dir_fd, b.path, who, OCI_JSON_MAX, b.size, &buf, &len);
         if (r == -EMSGSIZE) {
                 proto_error_set(err, SBX_E_INVALID_REQUEST, "source", "%s %s: %s", what, b.path,
                                 image_reason_to_string(IMAGE_REASON_SIZE));
@@ -773,7 +876,7 @@ static int oci_layers(ImageJob *j, json_object *manifest, ProtoError *err) {
         config = json_object_object_get(manifest, "config");
         if (!config || !json_object_is_type(config, json_type_object))
                 return proto_error_set(err, SBX_E_INVALID_REQUEST, "source", "the manifest has no config descriptor");
-        config = oci_read_blob(j->src_fd, config, "the config", err);
+        config = oci_read_blob(j->src_fd, &j->caller, config, "the config", err);
         if (!config)
                 return -EINVAL;
         json_object_put(config);
@@ -792,7 +895,7 @@ static int oci_layers(ImageJob *j, json_object *manifest, ProtoError *err) {
 
 /* index.json -> (an index ->) the manifest -> its layers, in order. Small files, read here. */
 static int oci_resolve(ImageJob *j, const char *tag, ProtoError *err) {
-        json_object *index = read_json_beneath(j->src_fd, "index.json", OCI_JSON_MAX), *manifest = NULL, *d;
+        json_object *index = read_json_beneath(j->src_fd, "index.json", &j->caller, OCI_JSON_MAX), *manifest = NULL, *d;
         const char *digest;
         int r = -EINVAL;
 
@@ -803,7 +906,7 @@ static int oci_resolve(ImageJob *j, const char *tag, ProtoError *err) {
         for (int depth = 0; d && depth < 2; depth++) {
                 digest = json_str(d, "digest");
                 json_object_put(manifest);
-                manifest = oci_read_blob(j->src_fd, d, media_is_index(json_str(d, "mediaType")) ? "the image index" : "the manifest",
+                manifest = oci_read_blob(j->src_fd, &j->caller, d, media_is_index(json_str(d, "mediaType")) ? "the image index" : "the manifest",
                                          err);
                 if (!manifest)
                         break;
@@ -825,16 +928,47 @@ static int oci_resolve(ImageJob *j, const char *tag, ProtoError *err) {
 
 /* ---- Starting an import ---------------------------------------------------------------------- */
 
-/* The source as root opened it: a directory (an OCI layout when it has index.json) or a file. */
+/* The source opened as its caller opens it (mount-source.h): with the caller's own ids, beneath
+ * a mount_roots entry unless root, no symlink followed, no kernel filesystem; an O_PATH fd. Root
+ * reading a host directory for an admin who is not root would hand over every file of it. */
+static int job_open_as_caller(ImageJob *j, ProtoError *err) {
+        Context *m = j->st->ctx;
+        MountSource src = { .uid = j->caller.uid, .gid = j->caller.gid, .read_only = true, .path_only = true,
+                            .n_groups = j->caller.n_groups < MOUNT_GROUPS_MAX ? j->caller.n_groups : MOUNT_GROUPS_MAX };
+        MountStep step;
+        int fd;
+
+        memcpy(src.groups, j->caller.groups, sizeof(gid_t) * src.n_groups);
+        src.root = sandbox_mount_root(m, j->caller.uid, j->source, &src.rest);
+        if (!src.root)
+                return proto_error_set(err, SBX_E_PERMISSION_DENIED, "source", "%s is not beneath any of mount_roots (%s)", j->source,
+                                       m->config.mount_roots ? "see hello's capabilities.mount_roots" : "none configured");
+        fd = mount_open(m->run_helper_fd, &src, 10000, &step);
+        if (fd == -ELOOP || fd == -EXDEV)
+                return proto_error_set(err, SBX_E_INVALID_REQUEST, "source",
+                                       "%s goes through a symlink (or leaves its mount root): refused, never followed", j->source);
+        if (fd == -ENOENT || fd == -ENOTDIR)
+                return proto_error_set(err, SBX_E_NOT_FOUND, "source", "%s: %s", j->source, strerror(-fd));
+        if (fd == -EACCES || fd == -EPERM)
+                return proto_error_set(err, SBX_E_PERMISSION_DENIED, "source", "%s: not readable by uid %u: %s", j->source,
+                                       (unsigned) j->caller.uid, strerror(-fd));
+        if (fd < 0)
+                return proto_error_set(err, SBX_E_INVALID_REQUEST, "source", "%s: cannot be opened (%s): %s", j->source,
+                                       mount_step_to_string(step), strerror(-fd));
+        return fd;
+}
+
+/* The source: a directory (an OCI layout when it has index.json) or a file. */
 static int job_open_source(ImageJob *j, const char *tag, ProtoError *err) {
-        _cleanup_close_ int path_fd = open(j->source, O_PATH | O_CLOEXEC);
+        _cleanup_close_ int path_fd = job_open_as_caller(j, err);
         struct stat st;
         char proc[64];
         const char *kind;
 
-        if (path_fd < 0 || fstat(path_fd, &st) < 0)
-                return proto_error_set(err, errno == ENOENT ? SBX_E_NOT_FOUND : SBX_E_INVALID_REQUEST, "source", "%s: %s",
-                                       j->source, strerror(errno));
+        if (path_fd < 0)
+                return path_fd;
+        if (fstat(path_fd, &st) < 0)
+                return proto_error_set(err, SBX_E_INVALID_REQUEST, "source", "%s: %s", j->source, strerror(errno));
         if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode))
                 return proto_error_set(err, SBX_E_INVALID_REQUEST, "source",
                                        "%s is neither a directory nor a regular file (a tar archive)", j->source);
@@ -862,7 +996,8 @@ static int job_make_tmp(ImageJob *j) {
 static int job_spawn(ImageJob *j) {
         const Config *c = &j->st->ctx->config;
         ImageCaps caps = { .max_bytes = c->image_max_size, .max_files = c->image_max_files, .id_count = c->uid_range,
-                           .allow_devices = c->image_devices != 0 };
+                           .allow_devices = c->image_devices != 0,
+                           .deadline_usec = now_usec(CLOCK_MONOTONIC) + IMPORT_MAX_USEC };
         int p[2], r;
 
         if (pipe2(p, O_CLOEXEC) < 0)
@@ -871,7 +1006,7 @@ static int job_spawn(ImageJob *j) {
         if (j->pid == 0) {
                 int keep[] = { 2, j->st->dir_fd, j->src_fd, p[1] };
                 close_all_fds_except(keep, ELEMENTSOF(keep));
-                import_child(j->st->dir_fd, j->tmp, j->kind, j->src_fd, j->layers, j->n_layers, &caps, p[1]);
+                import_child(j->st->dir_fd, j->tmp, j->kind, j->src_fd, j->layers, j->n_layers, &caps, &j->caller, p[1]);
         }
         close(p[1]);
         j->fd = p[0];
@@ -899,7 +1034,8 @@ int image_import_start(ImageStore *st, const ImageImportRequest *rq, Reply *repl
         j = calloc(1, sizeof(*j));
         if (!j)
                 return proto_error_set(err, SBX_E_INTERNAL, NULL, "out of memory");
-        *j = (ImageJob) { .st = st, .src_fd = -EBADF, .pidfd = -EBADF, .fd = -EBADF, .start_usec = now_usec(CLOCK_MONOTONIC) };
+        *j = (ImageJob) { .st = st, .src_fd = -EBADF, .pidfd = -EBADF, .fd = -EBADF, .start_usec = now_usec(CLOCK_MONOTONIC),
+                          .owner_only = rq->owner_only, .importer = rq->importer, .caller = *rq->caller };
         j->next = st->jobs;
         st->jobs = j;
         if (!(j->name = strdup(rq->name)) || !(j->source = strdup(rq->source))) {

@@ -20,6 +20,7 @@
 
 typedef struct Context Context;
 typedef struct ImageJob ImageJob;
+typedef struct SandboxCaller SandboxCaller;
 
 #define IMAGE_NAME_MAX 64
 
@@ -31,6 +32,10 @@ typedef struct Image {
         uint64_t bytes, files;
         uint64_t imported_usec; /* CLOCK_REALTIME */
         unsigned users;       /* sandboxes made from it that exist */
+        /* Only its importer (and root and admin_group) may make sandboxes of it: uid 0 of an
+         * image is root in every sandbox of it, so its root-only files are every user's. */
+        bool owner_only;
+        uid_t importer;
         struct Image *next;
 } Image;
 
@@ -64,13 +69,22 @@ int image_dir_exists(ImageStore *st, const char *name, const char *path);
 void image_hold(Image *img);
 void image_release(ImageStore *st, const char *name);
 
-/* {name, kind, source, digest, size, files, imported_at}; used_by (taken, or NULL) added. */
-json_object *image_to_json(const Image *img, json_object *used_by);
+/* Whether uid (admin: root or admin_group's) may make a sandbox of img. */
+bool image_usable_by(const Image *img, uid_t uid, bool admin);
+
+/* {name, kind, source, digest, size, files, imported_at, owner_only, users}; users: the count
+ * the caller may see (a negative: all of img->users); used_by (taken, or NULL) added. */
+json_object *image_to_json(const Image *img, long users, json_object *used_by);
 
 typedef struct ImageImportRequest {
         const char *name;
         const char *source; /* absolute path on the host */
         const char *tag;    /* OCI: which manifest of index.json (org.opencontainers.image.ref.name); NULL: the only one */
+        bool owner_only;    /* Image.owner_only */
+        uid_t importer;     /* the caller's uid */
+        /* Who asked: the source is opened and read with these ids' rights (never root's for
+         * another uid), beneath a mount_roots entry unless uid 0, no symlink followed. */
+        const SandboxCaller *caller;
 } ImageImportRequest;
 
 /* Starts an import answered on reply (progress events, then the image or an error). */

@@ -285,6 +285,9 @@ int pool_take_create(Context *m, json_object *req, const SandboxCaller *caller, 
 
         if (!m->pool || !pool_create_kind(m, req, &k))
                 return 0;
+        /* An owner-only image's sandboxes are made for their caller, never handed out. */
+        if (k.image && m->images && image_find(m->images, k.image) && image_find(m->images, k.image)->owner_only)
+                return 0;
         s = pool_find_ready(m, &k);
         if (!s) {
                 metrics.pool_create_misses++;

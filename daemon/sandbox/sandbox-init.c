@@ -510,7 +510,7 @@ int sandbox_renew_cgroup(Sandbox *s) {
 
 /* Which mount_roots entry holds source (lexically; resolution beneath it is the child's), "/"
  * for root. NULL: none. */
-static const char *mount_root_for(Context *m, uid_t uid, const char *source, const char **ret_rest) {
+const char *sandbox_mount_root(Context *m, uid_t uid, const char *source, const char **ret_rest) {
         if (uid == 0) {
                 *ret_rest = source[1] ? source + 1 : ".";
                 return "/";
@@ -713,7 +713,7 @@ int sandbox_open_mounts(Sandbox *s, ProtoError *err) {
                 else
                         snprintf(field, sizeof(field), "mounts[%u].source", i - (sandbox_caller_workspace(s) ? 1 : 0));
                 memcpy(src.groups, s->caller.groups, sizeof(gid_t) * src.n_groups);
-                src.root = mount_root_for(m, s->caller.uid, sm->source, &src.rest);
+                src.root = sandbox_mount_root(m, s->caller.uid, sm->source, &src.rest);
                 if (!src.root)
                         return proto_error_set(err, SBX_E_PERMISSION_DENIED, field, "%s is not beneath any of mount_roots (%s)",
                                                sm->source, m->config.mount_roots ? "see hello's capabilities.mount_roots"

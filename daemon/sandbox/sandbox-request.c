@@ -337,6 +337,20 @@ static int parse_mounts(Context *m, Sandbox *s, json_object *mounts, ProtoError 
         return 0;
 }
 
+/* Whether the sandbox's caller is root or in admin_group, as far as its groups are known. */
+static bool caller_is_admin(Context *m, const SandboxCaller *c) {
+        if (c->uid == 0)
+                return true;
+        if (!m->have_admin_gid || c->gid == (gid_t) -1)
+                return false;
+        if (c->gid == m->admin_gid)
+                return true;
+        for (unsigned i = 0; i < c->n_groups; i++)
+                if (c->groups[i] == m->admin_gid)
+                        return true;
+        return false;
+}
+
 /* "image": an image of the store, which the sandbox holds from here (sandbox_free() lets go). */
 static int parse_image(Context *m, Sandbox *s, json_object *req, ProtoError *err) {
         const char *name = NULL;
@@ -348,6 +362,10 @@ static int parse_image(Context *m, Sandbox *s, json_object *req, ProtoError *err
         img = image_name_valid(name) ? image_find(m->images, name) : NULL;
         if (!img)
                 return proto_error_set(err, SBX_E_NOT_FOUND, "image", "no image '%.64s' (image.list shows them)", name);
+        if (!image_usable_by(img, s->owner_uid, caller_is_admin(m, &s->caller)))
+                return proto_error_set(err, SBX_E_PERMISSION_DENIED, "image",
+                                       "image '%.64s' is owner-only: only uid %u, who imported it, and admins may use it", name,
+                                       (unsigned) img->importer);
         if (!m->features.mount_idmap)
                 return proto_error_set(err, SBX_E_INVALID_REQUEST, "image",
                                        "this kernel has no idmapped mounts (mount_setattr MOUNT_ATTR_IDMAP): a sandbox cannot "

@@ -292,6 +292,11 @@ static inline bool sandbox_has_own_root(const Sandbox *s) {
 int sandbox_create(Context *m, json_object *req, uid_t owner, bool ephemeral, Sandbox **ret, ProtoError *err);
 /* The same for a client whose credentials are known (needed by "mounts"; sandbox_create refuses
  * them). */
+/* Which mount_roots entry holds source (absolute, lexically), "/" for root; NULL: none. The rest
+ * of source beneath it in *ret_rest ("." for the entry itself). A caller's mounts and a non-root
+ * admin's image.import sources are opened as the caller beneath it. */
+const char *sandbox_mount_root(Context *m, uid_t uid, const char *source, const char **ret_rest);
+
 int sandbox_create_as(Context *m, json_object *req, const SandboxCaller *caller, bool ephemeral, Sandbox **ret,
                       ProtoError *err);
 /* The same with the network namespace that "network": {"netns_fd"} named (checked: a network

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* image.import, image.list, image.inspect, image.remove (sandbox/image.h). Images are the
  * daemon's, shared by every user: importing and removing are for root and admin_group (an
- * import reads the source as root); listing and inspecting for everyone, who see among the
+ * import reads the source with its caller's rights); listing and inspecting for everyone, who see among the
  * users of an image only the sandboxes they may see. */
 #include <errno.h>
 #include <stdio.h>
@@ -44,6 +44,17 @@ static int lookup_image(Request *c, json_object *req, Image **ret, ProtoError *e
         return 0;
 }
 
+/* How many sandboxes use img, as the caller may count them: all for root and admins, else only
+ * the caller's own (other users' sandboxes do not exist for them, as in health). */
+static long users_seen(Request *c, const Image *img) {
+        long n = 0;
+        if (c->admin)
+                return -1;
+        for (Sandbox *s = registry_first(c->ctx->registry); s; s = registry_next(&s->entry))
+                n += s->image && strcmp(s->image, img->name) == 0 && sandbox_visible_to(s, reply_peer(c->reply));
+        return n;
+}
+
 /* The ids of the sandboxes the caller may see that use img. */
 static json_object *used_by(Request *c, const Image *img) {
         json_object *a = json_object_new_array();
@@ -55,12 +66,17 @@ static json_object *used_by(Request *c, const Image *img) {
 
 int op_image_import(Request *c, json_object *id, json_object *req, ProtoError *err) {
         ImageImportRequest rq = {};
+        SandboxCaller caller;
         int r;
 
         if ((r = admin_only(c, "image.import", err)) < 0 || (r = get_image_name(req, "name", &rq.name, err)) < 0 ||
             (r = proto_get_string(req, "source", 4096, &rq.source, err)) < 0 ||
-            (r = proto_get_string(req, "tag", 256, &rq.tag, err)) < 0)
+            (r = proto_get_string(req, "tag", 256, &rq.tag, err)) < 0 ||
+            (r = proto_get_bool(req, "owner_only", &rq.owner_only, err)) < 0)
                 return r;
+        rq.importer = c->peer.uid;
+        ops_caller(c, &caller);
+        rq.caller = &caller;
         if (!rq.source || rq.source[0] != '/')
                 return proto_error_set(err, SBX_E_INVALID_REQUEST, "source",
                                        "'source' must be an absolute path (a directory, a tar archive or an OCI image layout)");
@@ -70,7 +86,7 @@ int op_image_import(Request *c, json_object *id, json_object *req, ProtoError *e
 int op_image_list(Request *c, json_object *id, json_object *req, ProtoError *err) {
         json_object *a = json_object_new_array(), *o = json_object_new_object();
         for (Image *img = c->ctx->images->images; img; img = img->next)
-                json_object_array_add(a, image_to_json(img, NULL));
+                json_object_array_add(a, image_to_json(img, users_seen(c, img), NULL));
         json_object_object_add(o, "images", a);
         reply_ok(c->reply, o);
         return 0;
@@ -83,7 +99,7 @@ int op_image_inspect(Request *c, json_object *id, json_object *req, ProtoError *
         if (r < 0)
                 return r;
         o = json_object_new_object();
-        json_object_object_add(o, "image", image_to_json(img, used_by(c, img)));
+        json_object_object_add(o, "image", image_to_json(img, users_seen(c, img), used_by(c, img)));
         reply_ok(c->reply, o);
         return 0;
 }

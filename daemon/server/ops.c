@@ -137,7 +137,8 @@ static const FieldSpec port_fields[] = {
 static const FieldSpec port_close_fields[] = { ENVELOPE, { "sandbox", FIELD_STRING, true }, { "port", FIELD_INT, true }, {} };
 
 static const FieldSpec image_import_fields[] = {
-        ENVELOPE, { "name", FIELD_STRING, true }, { "source", FIELD_STRING, true }, { "tag", FIELD_STRING }, {},
+        ENVELOPE, { "name", FIELD_STRING, true }, { "source", FIELD_STRING, true }, { "tag", FIELD_STRING },
+        { "owner_only", FIELD_BOOL }, {},
 };
 static const FieldSpec image_fields[] = { ENVELOPE, { "image", FIELD_STRING, true }, {} };
 

@@ -574,8 +574,8 @@ def _image(r: JSON) -> JSON:
     return image
 
 
-def image_import(name: str, source: str, tag: str | None = None) -> Call[JSON]:
-    return Call("image.import", {"name": name, "source": source, "tag": tag}, _image)
+def image_import(name: str, source: str, tag: str | None = None, owner_only: bool | None = None) -> Call[JSON]:
+    return Call("image.import", {"name": name, "source": source, "tag": tag, "owner_only": owner_only}, _image)
 
 
 def image_list() -> Call[list[JSON]]:

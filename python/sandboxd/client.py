@@ -296,10 +296,11 @@ class Client:
     # ---- images -----------------------------------------------------------------------
 
     def image_import(self, name: str, source: str, tag: str | None = None,
-                     timeout: float | None = None) -> JSON:
+                     timeout: float | None = None, owner_only: bool | None = None) -> JSON:
         """``image.import`` of ``source`` (a path on the daemon's host: a directory, a tar
-        archive or an OCI image layout) as ``name``: the reply's ``image``."""
-        return self._call(_ops.image_import(name, source, tag), timeout=timeout)
+        archive or an OCI image layout) as ``name``: the reply's ``image``. ``owner_only``:
+        only the importer (and admins) may make sandboxes of it."""
+        return self._call(_ops.image_import(name, source, tag, owner_only), timeout=timeout)
 
     def image_list(self) -> builtins.list[JSON]:
         return self._call(_ops.image_list())
