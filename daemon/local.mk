@@ -13,6 +13,7 @@ DAEMON_INCLUDES = -I$(top_srcdir)/daemon/server -I$(top_srcdir)/daemon/sandbox \
 ## Every daemon source but main.c, built once: sandboxd and the unit tests (tests/unit.mk) link it.
 noinst_LTLIBRARIES += daemon/libsandboxd.la
 daemon_libsandboxd_la_SOURCES = \
+	daemon/sandbox/caller.c daemon/sandbox/caller.h \
 	daemon/sandbox/context.c daemon/sandbox/context.h \
 	daemon/sandbox/registry.c daemon/sandbox/registry.h \
 	daemon/server/lifecycle.c daemon/server/lifecycle.h daemon/server/hold.c daemon/server/hold.h \

@@ -20,13 +20,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "caller.h"
 #include "context.h"
 #include "copy-tree.h"
 #include "image-import.h"
 #include "image.h"
 #include "log.h"
 #include "mount-open.h"
-#include "sandbox.h"
 #include "macro.h"
 #include "remove-async.h"
 #include "rm-rf.h"
@@ -939,7 +939,7 @@ static int job_open_as_caller(ImageJob *j, ProtoError *err) {
         int fd;
 
         memcpy(src.groups, j->caller.groups, sizeof(gid_t) * src.n_groups);
-        src.root = sandbox_mount_root(m, j->caller.uid, j->source, &src.rest);
+        src.root = caller_mount_root(m, j->caller.uid, j->source, &src.rest);
         if (!src.root)
                 return proto_error_set(err, SBX_E_PERMISSION_DENIED, "source", "%s is not beneath any of mount_roots (%s)", j->source,
                                        m->config.mount_roots ? "see hello's capabilities.mount_roots" : "none configured");

@@ -510,21 +510,6 @@ int sandbox_renew_cgroup(Sandbox *s) {
 
 /* Which mount_roots entry holds source (lexically; resolution beneath it is the child's), "/"
  * for root. NULL: none. */
-const char *sandbox_mount_root(Context *m, uid_t uid, const char *source, const char **ret_rest) {
-        if (uid == 0) {
-                *ret_rest = source[1] ? source + 1 : ".";
-                return "/";
-        }
-        for (char **r = m->config.mount_roots; r && *r; r++) {
-                size_t n = strlen(*r);
-                if (strncmp(source, *r, n) == 0 && (source[n] == '\0' || source[n] == '/')) {
-                        *ret_rest = source[n] ? source + n + 1 : ".";
-                        return *r;
-                }
-        }
-        return NULL;
-}
-
 static int mount_error(ProtoError *err, const char *field, const SandboxMount *sm, MountStep step, int r) {
         switch (step) {
         case MOUNT_STEP_ROOT:
@@ -713,7 +698,7 @@ int sandbox_open_mounts(Sandbox *s, ProtoError *err) {
                 else
                         snprintf(field, sizeof(field), "mounts[%u].source", i - (sandbox_caller_workspace(s) ? 1 : 0));
                 memcpy(src.groups, s->caller.groups, sizeof(gid_t) * src.n_groups);
-                src.root = sandbox_mount_root(m, s->caller.uid, sm->source, &src.rest);
+                src.root = caller_mount_root(m, s->caller.uid, sm->source, &src.rest);
                 if (!src.root)
                         return proto_error_set(err, SBX_E_PERMISSION_DENIED, field, "%s is not beneath any of mount_roots (%s)",
                                                sm->source, m->config.mount_roots ? "see hello's capabilities.mount_roots"

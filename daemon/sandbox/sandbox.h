@@ -11,6 +11,7 @@
 #include <sys/types.h>
 #include <systemd/sd-event.h>
 
+#include "caller.h"
 #include "context.h"
 #include "egress.h"
 #include "identity.h"
@@ -91,7 +92,6 @@ typedef struct SandboxRestart {
 /* A caller's directory in the sandbox (create's "mounts"): opened with the credentials of the
  * client that made it (caller below), kept in meta.json so that a restart reopens it so. */
 #define SANDBOX_MOUNTS_MAX 16
-#define SANDBOX_GROUPS_MAX 64
 typedef struct SandboxMount {
         char *source, *target;
         bool read_only;
@@ -100,14 +100,6 @@ typedef struct SandboxMount {
         bool idmap_same;
         int tree_fd; /* the detached idmapped tree until the init has it, else -1 */
 } SandboxMount;
-
-/* Who asked for a sandbox: SO_PEERCRED's uid and gid, SO_PEERGROUPS' groups. */
-typedef struct SandboxCaller {
-        uid_t uid;
-        gid_t gid;
-        unsigned n_groups;
-        gid_t groups[SANDBOX_GROUPS_MAX];
-} SandboxCaller;
 
 typedef struct Sandbox {
         Context *ctx;
@@ -292,10 +284,6 @@ static inline bool sandbox_has_own_root(const Sandbox *s) {
 int sandbox_create(Context *m, json_object *req, uid_t owner, bool ephemeral, Sandbox **ret, ProtoError *err);
 /* The same for a client whose credentials are known (needed by "mounts"; sandbox_create refuses
  * them). */
-/* Which mount_roots entry holds source (absolute, lexically), "/" for root; NULL: none. The rest
- * of source beneath it in *ret_rest ("." for the entry itself). A caller's mounts and a non-root
- * admin's image.import sources are opened as the caller beneath it. */
-const char *sandbox_mount_root(Context *m, uid_t uid, const char *source, const char **ret_rest);
 
 int sandbox_create_as(Context *m, json_object *req, const SandboxCaller *caller, bool ephemeral, Sandbox **ret,
                       ProtoError *err);
