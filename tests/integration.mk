@@ -3,26 +3,31 @@
 ## They need python3 and jq; systemd-socket-activate for t-activation.sh and t-metrics.sh,
 ## prometheus for t-metrics.sh (scripts/deps.sh installs it). Without root they
 ## print "1..0 # SKIP".
+## The slowest first (.ci/run lists them): under make -j2, a long test started last runs alone.
 INTEGRATION_TESTS = \
+	tests/t-snapshot.sh \
+	tests/t-sessions.sh \
+	tests/t-frozen.sh \
+	tests/t-run.sh \
+	tests/t-images.sh \
+	tests/t-files-progress.sh \
+	tests/t-oci.sh \
+	tests/t-oracle.sh \
+	tests/t-restart.sh \
+	tests/t-egress.sh \
 	tests/t-access.sh \
 	tests/t-activation.sh \
 	tests/t-durability.sh \
-	tests/t-egress.sh \
 	tests/t-errors.sh \
 	tests/t-files.sh \
 	tests/t-files-big.sh \
 	tests/t-files-tar.sh \
 	tests/t-files-chunks.sh \
-	tests/t-files-progress.sh \
-	tests/t-frozen.sh \
-	tests/t-images.sh \
 	tests/t-kill-fallback.sh \
 	tests/t-layers.sh \
 	tests/t-mounts.sh \
 	tests/t-netns.sh \
-	tests/t-oci.sh \
 	tests/t-oci-sandbox.sh \
-	tests/t-oracle.sh \
 	tests/t-overlay-root.sh \
 	tests/t-ports.sh \
 	tests/t-conf.sh \
@@ -40,7 +45,6 @@ INTEGRATION_TESTS = \
 	tests/t-python.sh \
 	tests/t-sidecar.sh \
 	tests/t-python-types.sh \
-	tests/t-restart.sh \
 	tests/t-restart-standalone.sh \
 	tests/t-restart-runs.sh \
 	tests/t-restart-sessions.sh \
@@ -48,10 +52,7 @@ INTEGRATION_TESTS = \
 	tests/t-restart-hold.sh \
 	tests/t-rlimits.sh \
 	tests/t-readme.sh \
-	tests/t-run.sh \
-	tests/t-sessions.sh \
 	tests/t-shell.sh \
-	tests/t-snapshot.sh \
 	tests/t-snapshot-small.sh \
 	tests/t-socket-fds.sh \
 	tests/t-stream.sh \
