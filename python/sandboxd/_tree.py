@@ -8,7 +8,7 @@ import os
 import stat
 import tarfile
 import tempfile
-from typing import IO
+from typing import IO, cast
 
 
 def pack(local_dir: str | os.PathLike[str]) -> IO[bytes]:
@@ -80,7 +80,8 @@ def _copy_data(src: IO[bytes], out: IO[bytes], m: tarfile.TarInfo) -> None:
         while chunk := src.read(1 << 20):
             out.write(chunk)
         return
-    for offset, size in m.sparse:
+    # (offset, size) pairs; the typeshed of Debian 12's mypy says int.
+    for offset, size in cast("list[tuple[int, int]]", m.sparse):
         src.seek(offset)
         out.seek(offset)
         while size > 0 and (chunk := src.read(min(size, 1 << 20))):
