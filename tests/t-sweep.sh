@@ -182,10 +182,9 @@ is "$(jget "$r" .stdout)" again "a run is accepted again"
 # -- over again: removing files and running again is enough, no sweep_interval to wait for ------
 r=$(rpc '{"op":"run","sandbox":"quota","command":"head -c 2000000 /dev/zero > /work/big"}')
 is "$(jget "$r" .exit_code)" 0 "2M written again"
-r=$(rpc '{"op":"sweep","sandbox":"quota"}')
-is "$(jget "$r" '[.sandboxes[].id] | join(",")')" "$qid" "sweep with sandbox: that one only is measured"
+r=$(rpc '{"op":"sweep"}')
 is "$(jget "$r" "[.actions[] | select(.sandbox == \"$qid\") | .action] | join(\",\")")" "refuse_runs" \
-	"... and its runs are refused"
+	"over its limit again: runs are refused"
 r=$(rpc '{"op":"run","sandbox":"quota","argv":["true"]}')
 like "$(jget "$r" .error.message)" "remove files .* and run again" "the refusal says that removing files and running again works"
 r=$(rpc '{"op":"file.remove","sandbox":"quota","path":"/work/big"}')
@@ -194,10 +193,12 @@ _run_taken() { [ "$(jget "$(rpc '{"op":"run","sandbox":"quota","argv":["echo","t
 check "a run after the files were removed is taken (the refusal had the sandbox measured again)" wait_until 60 _run_taken
 r=$(rpc '{"op":"run","sandbox":"quota","command":"head -c 2000000 /dev/zero > /work/big"}')
 r=$(rpc '{"op":"sweep","sandbox":"quota"}')
-is "$(jget "$(rpc '{"op":"inspect","sandbox":"quota"}')" .sandbox.disk_refused)" true "over once more: refused"
+is "$(jget "$r" '[.sandboxes[].id] | join(",")')" "$qid" "sweep with sandbox: that one only is measured"
+is "$(jget "$r" "[.actions[] | select(.sandbox == \"$qid\") | .action] | join(\",\")")" "refuse_runs" \
+	"... and, over once more, its runs are refused"
 rm -f "$T/state/sandboxes/$qid/work/big"
-ctl sweep quota >"$T/sweep-one.out" 2>&1
-like "$(cat "$T/sweep-one.out")" "quota" "sandboxctl sweep SANDBOX measures that sandbox now"
+r=$(ctl sweep --json quota)
+is "$(jget "$r" '[.sandboxes[].id] | join(",")')" "$qid" "sandboxctl sweep SANDBOX measures that sandbox only, now"
 r=$(rpc '{"op":"run","sandbox":"quota","argv":["echo","now"]}')
 is "$(jget "$r" .stdout)" now "... and its runs are taken at once"
 r=$(rpc '{"op":"sweep","sandbox":"nosuch"}')
