@@ -12,7 +12,7 @@ static int verb_sweep_run(int argc, char *argv[]);
 
 const Verb verb_sweep = {
         .name = "sweep",
-        .args = "[--dry-run]",
+        .args = "[--dry-run] [SANDBOX]",
         .summary = "Measure sandboxes' disk use; evict, refuse and expire as configured",
         .help = "Options:\n"
                 "  -n --dry-run           Report what would be done, change nothing\n"
@@ -20,7 +20,8 @@ const Verb verb_sweep = {
                 "files are inodes counted once. Over its disk limit a sandbox loses its oldest\n"
                 "snapshots first; if still over, its runs are refused until it is back under.\n"
                 "Sandboxes past their ttl or idle time are destroyed. Root and admin_group\n"
-                "members sweep every sandbox.\n",
+                "members sweep every sandbox. With SANDBOX, that one only, now: a sandbox\n"
+                "whose runs were refused and whose files were removed since takes runs again.\n",
         .failure_status = EXIT_FAILURE,
         .run = verb_sweep_run,
 };
@@ -126,11 +127,13 @@ static int verb_sweep_run(int argc, char *argv[]) {
         bool dry_run = false, shown = false;
         const VerbOption options[] = { { "dry-run", 'n', .flag = &dry_run }, {} };
         json_object *request;
-        int r = parse_verb_options(&verb_sweep, argc, argv, "hn", options, 0, 0);
+        int r = parse_verb_options(&verb_sweep, argc, argv, "hn", options, 0, 1);
 
         if (r <= 0)
                 return r;
         request = request_new("sweep");
+        if (optind < argc)
+                json_object_object_add(request, "sandbox", json_object_new_string(argv[optind]));
         if (dry_run)
                 json_object_object_add(request, "dry_run", json_object_new_boolean(1));
         r = daemon_request_events(request, !arg.json && isatty(STDERR_FILENO) ? on_sweep_progress : NULL, &shown, &reply);

@@ -45,6 +45,7 @@ INTEGRATION_TESTS = \
 	tests/t-python.sh \
 	tests/t-sidecar.sh \
 	tests/t-python-types.sh \
+	tests/t-python-fields.sh \
 	tests/t-restart-standalone.sh \
 	tests/t-restart-runs.sh \
 	tests/t-restart-sessions.sh \

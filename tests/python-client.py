@@ -846,6 +846,36 @@ is_(c.thaw(sb.id), False, "Client.thaw: sandbox.thaw answers not frozen")
 check(c.signal_all(sb.id, "CONT") >= 0, "Client.signal_all: sandbox.signal answers how many it signalled")
 is_(c.update_limits(sb.id, pids=50, best_effort=True).limits.get("pids"), 50, "Client.update_limits: the SANDBOX with pids 50")
 
+# ---- the protocol's create and run fields as keywords (t-python-fields.sh: all of them) ---
+with tempfile.TemporaryDirectory() as ws:
+    with open(os.path.join(ws, "marker"), "w") as f:
+        f.write("from-the-host")
+    os.chmod(ws, 0o755)
+    try:
+        with Sandbox.create(client=c, best_effort=BE, hostname="pyhost", workspace=ws, open_files=100) as kw:
+            r = kw.run("hostname; cat /work/marker; echo; ulimit -n")
+            is_(r.stdout.split(), ["pyhost", "from-the-host", "100"],
+                "create(hostname=, workspace=, open_files=): the sandbox's hostname, the caller's directory as /work, its limit")
+    except sandboxd.Error as e:
+        check(False, "create(hostname=, workspace=, open_files=)", repr(e))
+r = c.run("umask; id -u", sandbox=sb.id, umask=0o027, user={"uid": 0, "gid": 0})
+is_(r.stdout.split(), ["0027", "0"], "run(umask=, user={uid, gid}): as asked")
+rfd, wfd = os.pipe()
+try:
+    r = c.run(["echo", "through-my-fd"], sandbox=sb.id, stdio=[None, wfd, None])
+    os.close(wfd)
+    wfd = -1
+    with os.fdopen(rfd, "rb") as f:
+        rfd = -1
+        got = f.read()
+    is_((r.exit_code, got), (0, b"through-my-fd\n"), "run(stdio=[None, fd, None]): the command wrote to the caller's own fd")
+finally:
+    for fd in (rfd, wfd):
+        if fd >= 0:
+            os.close(fd)
+sw = c.sweep(sandbox=sb.id)
+is_([s.get("id") for s in sw.sandboxes], [sb.id], "sweep(sandbox=): that sandbox only")
+
 # ---- the end: the sandbox and the connection ---------------------------------------------
 d = sb.destroy()
 is_((d.destroyed, d.already_gone), (True, False), "destroy: destroyed")

@@ -179,6 +179,31 @@ is "$(jget "$r" "[.actions[] | select(.sandbox == \"$qid\") | .action] | join(\"
 r=$(rpc '{"op":"run","sandbox":"quota","argv":["echo","again"]}')
 is "$(jget "$r" .stdout)" again "a run is accepted again"
 
+# -- over again: removing files and running again is enough, no sweep_interval to wait for ------
+r=$(rpc '{"op":"run","sandbox":"quota","command":"head -c 2000000 /dev/zero > /work/big"}')
+is "$(jget "$r" .exit_code)" 0 "2M written again"
+r=$(rpc '{"op":"sweep"}')
+is "$(jget "$r" "[.actions[] | select(.sandbox == \"$qid\") | .action] | join(\",\")")" "refuse_runs" \
+	"over its limit again: runs are refused"
+r=$(rpc '{"op":"run","sandbox":"quota","argv":["true"]}')
+like "$(jget "$r" .error.message)" "remove files .* and run again" "the refusal says that removing files and running again works"
+r=$(rpc '{"op":"file.remove","sandbox":"quota","path":"/work/big"}')
+is "$(jget "$r" .ok)" true "file.remove is not refused over the limit"
+_run_taken() { [ "$(jget "$(rpc '{"op":"run","sandbox":"quota","argv":["echo","taken"]}')" .stdout)" = taken ]; }
+check "a run after the files were removed is taken (the refusal had the sandbox measured again)" wait_until 60 _run_taken
+r=$(rpc '{"op":"run","sandbox":"quota","command":"head -c 2000000 /dev/zero > /work/big"}')
+r=$(rpc '{"op":"sweep","sandbox":"quota"}')
+is "$(jget "$r" '[.sandboxes[].id] | join(",")')" "$qid" "sweep with sandbox: that one only is measured"
+is "$(jget "$r" "[.actions[] | select(.sandbox == \"$qid\") | .action] | join(\",\")")" "refuse_runs" \
+	"... and, over once more, its runs are refused"
+rm -f "$T/state/sandboxes/$qid/work/big"
+r=$(ctl sweep --json quota)
+is "$(jget "$r" '[.sandboxes[].id] | join(",")')" "$qid" "sandboxctl sweep SANDBOX measures that sandbox only, now"
+r=$(rpc '{"op":"run","sandbox":"quota","argv":["echo","now"]}')
+is "$(jget "$r" .stdout)" now "... and its runs are taken at once"
+r=$(rpc '{"op":"sweep","sandbox":"nosuch"}')
+is "$(jget "$r" .error.code)" not_found "sweep of a sandbox that does not exist: not_found"
+
 # -- ttl and idle ------------------------------------------------------------------------------
 r=$(rpc '{"op":"create","best_effort":true,"name":"short","ttl":"1s"}')
 tid=$(jget "$r" .sandbox.id)

@@ -216,6 +216,7 @@ typedef struct Sandbox {
         bool disk_measured;
         uint64_t disk_walked_usec;     /* CLOCK_MONOTONIC: the last sweep that walked it (to its end
                                         * or cut short in it); sweeps walk the least recent first */
+        uint64_t disk_remeasure_usec;  /* CLOCK_MONOTONIC: the last walk a refused run asked for */
         uint64_t disk_bytes;           /* workspace + snapshots at the last sweep */
         uint64_t disk_files;           /* and their files */
         /* Its directory's project (disk-quota.h): the filesystem enforces limits.disk and

@@ -29,6 +29,7 @@ typedef struct Sweep {
         Context *ctx;
         Reply *reply; /* NULL for the timer */
         bool dry_run, all;
+        bool timer;     /* the periodic one */
         char (*ids)[24];
         size_t n_ids;
         SweepWalk *walk;
@@ -112,20 +113,37 @@ int sweep_check_create(Context *m, ProtoError *err) {
         return 0;
 }
 
+/* A refused sandbox whose files may have been removed since: walked again now, in the background
+ * as any sweep is, unless it was walked (or asked) less than SWEEP_REMEASURE_USEC ago. */
+static void remeasure(Sandbox *s) {
+        uint64_t now = now_usec(CLOCK_MONOTONIC);
+        ProtoError err;
+
+        if (s->ctx->sweeper->stopping || now < s->disk_walked_usec + SWEEP_REMEASURE_USEC || now < s->disk_remeasure_usec + SWEEP_REMEASURE_USEC)
+                return;
+        s->disk_remeasure_usec = now;
+        if (sweep_start(s->ctx, NULL, s, false, &err) < 0)
+                log_debug("disk sweep: cannot measure %s again now: %s", s->id, err.message);
+}
+
+#define REFUSED_HOW "runs are refused until it is back under: remove files (file.remove, sandboxctl rm) and run " \
+                    "again (a refused run has it measured again, at most every 5 s; sandboxctl sweep SANDBOX " \
+                    "measures it now), restore a smaller snapshot, or destroy it"
+
 int sweep_check_run(Sandbox *s, ProtoError *err) {
         char a[32], b[32];
 
+        if (s->disk_refused)
+                remeasure(s);
         if (s->disk_refused && s->limits.files && s->disk_files > s->limits.files)
                 return proto_error_set(err, SBX_E_RESOURCE_EXHAUSTED, "disk",
                                        "sandbox %s holds %" PRIu64 " files, more than its file limit (%" PRIu64 ") even "
-                                       "without its snapshots: runs are refused until it is back under (restore a "
-                                       "smaller snapshot, or destroy it)",
+                                       "without its snapshots: " REFUSED_HOW,
                                        s->id, s->disk_files, s->limits.files);
         if (s->disk_refused)
                 return proto_error_set(err, SBX_E_RESOURCE_EXHAUSTED, "disk",
                                        "sandbox %s uses %s, more than its disk limit (%s) even without its snapshots: "
-                                       "runs are refused until it is back under (restore a smaller snapshot, or "
-                                       "destroy it)",
+                                       REFUSED_HOW,
                                        s->id, human(a, s->disk_bytes), human(b, s->limits.disk));
         if (s->ctx->sweeper->disk_budget_exceeded)
                 return budget_error(s->ctx, "runs are refused", err);
@@ -488,7 +506,7 @@ static Sweep *sweep_free(Sweep *sw) {
         if (sw->next)
                 sw->next->prev = sw->prev;
         m->sweeper->n_sweeps--;
-        if (!sw->reply)
+        if (sw->timer)
                 m->sweeper->timer_sweep_running = false;
         sweep_walk_free(sw->walk);
         reply_unref(sw->reply);
@@ -602,7 +620,7 @@ static int cmp_walked(const void *a, const void *b) {
 
 /* The sandboxes a sweep walked least recently come first (never: first of all, newest first), so
  * that sweeps cut short by sweep_timeout still get round to every sandbox in turn. */
-static int sweep_list(Sweep *sw) {
+static int sweep_list(Sweep *sw, Sandbox *only) {
         Context *m = sw->ctx;
         _cleanup_free_ ListEntry *v = calloc(registry_count(m->registry) + 1, sizeof(*v));
         size_t n = 0;
@@ -610,6 +628,10 @@ static int sweep_list(Sweep *sw) {
         sw->ids = calloc(registry_count(m->registry) + 1, sizeof(*sw->ids));
         if (!sw->ids || !v)
                 return -ENOMEM;
+        if (only) {
+                memcpy(sw->ids[sw->n_ids++], only->id, sizeof(sw->ids[0]));
+                return 0;
+        }
         for (Sandbox *s = registry_first(m->registry); s; s = registry_next(&s->entry))
                 if (s->state != SANDBOX_DESTROYING && !s->pooled && (sw->all || sandbox_visible_to(s, reply_peer(sw->reply)))) {
                         v[n] = (ListEntry) { .walked_usec = s->disk_walked_usec, .order = n, .id = s->id };
@@ -621,7 +643,7 @@ static int sweep_list(Sweep *sw) {
         return 0;
 }
 
-int sweep_start(Context *m, Reply *reply, bool dry_run, ProtoError *err) {
+int sweep_start(Context *m, Reply *reply, Sandbox *only, bool dry_run, ProtoError *err) {
         Sweep *sw;
         int r;
 
@@ -630,7 +652,8 @@ int sweep_start(Context *m, Reply *reply, bool dry_run, ProtoError *err) {
         sw = calloc(1, sizeof(*sw));
         if (!sw)
                 return proto_error_set(err, SBX_E_INTERNAL, NULL, "out of memory");
-        *sw = (Sweep) { .ctx = m, .dry_run = dry_run, .all = !reply || reply_peer(reply)->admin, .start_usec = now_usec(CLOCK_MONOTONIC) };
+        *sw = (Sweep) { .ctx = m, .dry_run = dry_run, .all = !only && (!reply || reply_peer(reply)->admin),
+                        .timer = !reply && !only, .start_usec = now_usec(CLOCK_MONOTONIC) };
         sw->next = m->sweeper->sweeps;
         if (m->sweeper->sweeps)
                 m->sweeper->sweeps->prev = sw;
@@ -638,9 +661,9 @@ int sweep_start(Context *m, Reply *reply, bool dry_run, ProtoError *err) {
         m->sweeper->n_sweeps++;
         if (reply)
                 sw->reply = reply_ref(reply);
-        else
+        if (sw->timer)
                 m->sweeper->timer_sweep_running = true;
-        r = sweep_list(sw);
+        r = sweep_list(sw, only);
         if (r >= 0)
                 r = sweep_walk_start(m->event, m->state_fd, m->config.sweep_timeout_usec, sw->ids, sw->n_ids, on_walk_done, sw, &sw->walk);
         if (r < 0) {
@@ -662,7 +685,7 @@ static int on_sweep_timer(sd_event_source *src, uint64_t usec, void *userdata) {
         Context *m = userdata;
         ProtoError err;
 
-        if (!m->sweeper->timer_sweep_running && registry_count(m->registry) > 0 && !m->sweeper->stopping && sweep_start(m, NULL, false, &err) < 0)
+        if (!m->sweeper->timer_sweep_running && registry_count(m->registry) > 0 && !m->sweeper->stopping && sweep_start(m, NULL, NULL, false, &err) < 0)
                 log_warning("disk sweep: %s", err.message);
         (void) sd_event_source_set_time_relative(src, m->config.sweep_interval_usec);
         return sd_event_source_set_enabled(src, SD_EVENT_ONESHOT);

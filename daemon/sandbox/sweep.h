@@ -31,8 +31,9 @@ typedef struct Sweeper {
 } Sweeper;
 
 /* Starts a sweep of the sandboxes reply's client may see (all of them for the timer, reply
- * NULL); the answer goes to reply when it is done. */
-int sweep_start(Context *m, Reply *reply, bool dry_run, ProtoError *err);
+ * NULL), or of only that one sandbox (the global budget is then left as it is); the answer goes
+ * to reply when it is done. */
+int sweep_start(Context *m, Reply *reply, Sandbox *only, bool dry_run, ProtoError *err);
 /* Arms the periodic sweep (sweep_interval). */
 int sweep_setup_timer(Context *m);
 /* At exit: kills the walks in flight and drops their requests. */
@@ -41,7 +42,10 @@ void sweep_free_all(Context *m);
 /* create: refused below min_free_disk or min_free_files on the state directory's filesystem, or
  * over the budget. */
 int sweep_check_create(Context *m, ProtoError *err);
-/* run: refused while the sandbox is over its disk limit or all are over the budget. */
+/* run: refused while the sandbox is over its disk limit or all are over the budget. A refusal for
+ * the sandbox's own limit has it walked again (in the background, at most every
+ * SWEEP_REMEASURE_USEC), so that a run after its files were removed is taken. */
+#define SWEEP_REMEASURE_USEC (5 * USEC_PER_SEC)
 int sweep_check_run(Sandbox *s, ProtoError *err);
 /* The sandbox's disk and expiry members in replies (ttl_s, idle_s, expires_at, disk_refused). */
 void sweep_sandbox_json(Sandbox *s, json_object *o);

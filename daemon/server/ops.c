@@ -37,7 +37,7 @@ static const FieldSpec sandbox_signal_fields[] = {
 static const FieldSpec sandbox_update_fields[] = {
         ENVELOPE, { "sandbox", FIELD_STRING, true }, { "limits", FIELD_OBJECT, true }, { "best_effort", FIELD_BOOL }, {},
 };
-static const FieldSpec sweep_fields[] = { ENVELOPE, { "dry_run", FIELD_BOOL }, {} };
+static const FieldSpec sweep_fields[] = { ENVELOPE, { "dry_run", FIELD_BOOL }, { "sandbox", FIELD_STRING }, {} };
 static const FieldSpec run_attach_fields[] = {
         ENVELOPE,
         { "run_id", FIELD_STRING, true },

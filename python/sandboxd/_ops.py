@@ -95,11 +95,13 @@ def _snapshot_id(s: SnapshotRef) -> str:
 def limits(memory: Size | None = None, pids: int | None = None, cpus: float | str | None = None,
            timeout: Duration | None = None, output_bytes: Size | None = None,
            disk: Size | None = None, files: int | None = None,
-           extra: Mapping[str, Any] | None = None) -> JSON | None:
+           extra: Mapping[str, Any] | None = None, file_size: Size | None = None,
+           open_files: int | None = None) -> JSON | None:
     """The ``limits`` object of create (and of a throwaway run); None when empty."""
     out: JSON = dict(extra or {})
     for k, v in (("memory", memory), ("pids", pids), ("cpus", cpus), ("timeout_s", timeout),
-                 ("output_bytes", output_bytes), ("disk", disk), ("files", files)):
+                 ("output_bytes", output_bytes), ("disk", disk), ("files", files),
+                 ("file_size", file_size), ("open_files", open_files)):
         if v is not None:
             out[k] = v
     return out or None
@@ -118,16 +120,40 @@ def _network(network: str | Mapping[str, Any] | None) -> str | dict[str, Any] | 
     return dict(network) if isinstance(network, Mapping) else network
 
 
+def _mounts(mounts: Sequence[Mapping[str, Any]] | None) -> list[dict[str, Any]] | None:
+    return [dict(m) for m in mounts] if mounts is not None else None
+
+
+def _workspace(workspace: str | os.PathLike[str] | Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """create's ``workspace``: a directory of the caller's as ``/work``, {"source": DIR}."""
+    if workspace is None:
+        return None
+    if isinstance(workspace, Mapping):
+        return dict(workspace)
+    return {"source": os.fspath(workspace)}
+
+
+#: create's ``root``: "readonly", "overlay", or {"path": DIR, "read_only": bool} (root clients).
+Root = Union[str, Mapping[str, Any]]
+#: A run's ``user``: "sandbox", "root", or {"uid": U, "gid": G}.
+RunUser = Union[str, Mapping[str, int]]
+
+
 def create(*, name: str | None = None, limits: JSON | None = None, network: str | Mapping[str, Any] | None = None,
            env: Mapping[str, str] | None = None, best_effort: bool | None = None,
            ttl: Duration | None = None, idle: Duration | None = None, user: str | None = None,
            from_snapshot: SnapshotRef | None = None, image: str | None = None,
-           root: str | None = None) -> Call[SandboxInfo]:
-    return Call("create", {"image": image, "root": root,
+           root: Root | None = None, mounts: Sequence[Mapping[str, Any]] | None = None,
+           workspace: str | os.PathLike[str] | Mapping[str, Any] | None = None,
+           hostname: str | None = None, ephemeral: bool | None = None) -> Call[SandboxInfo]:
+    return Call("create", {
         "name": name, "limits": limits, "network": _network(network),
         "env": dict(env) if env is not None else None, "best_effort": best_effort, "ttl": ttl,
-        "idle": idle, "user": user, "root": root,
+        "idle": idle, "user": user, "image": image,
+        "root": dict(root) if isinstance(root, Mapping) else root,
         "from_snapshot": _snapshot_ref(from_snapshot) if from_snapshot is not None else None,
+        "mounts": _mounts(mounts), "workspace": _workspace(workspace), "hostname": hostname,
+        "ephemeral": ephemeral,
     }, lambda r: SandboxInfo.from_json(_d(r, "sandbox")))
 
 
@@ -144,28 +170,53 @@ def destroy(sandbox: str) -> Call[DestroyResult]:
     return Call("destroy", {"sandbox": sandbox}, DestroyResult.from_json)
 
 
+def _client_fds(stdio: Sequence[int | None] | None, extra_fds: Sequence[int] | None) -> tuple[JSON, tuple[int, ...]]:
+    """``stdio`` and ``extra_fds`` as indexes into the fds sent with the line (the caller's own)."""
+    fds: list[int] = []
+    fields: JSON = {}
+
+    def index(fd: int) -> int:
+        fds.append(fd)
+        return len(fds) - 1
+
+    if stdio is not None:
+        fields["stdio"] = [None if fd is None else index(fd) for fd in stdio]
+    if extra_fds is not None:
+        fields["extra_fds"] = [index(fd) for fd in extra_fds]
+    if fds:
+        fields["fds"] = len(fds)
+    return fields, tuple(fds)
+
+
 def run(command: Command | None = None, *, sandbox: str | None = None,
         argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None,
         cwd: str | None = None, stdin: str | bytes | None = None,
         timeout: Duration | None = None, cpu_s: Duration | None = None,
         output_bytes: Size | None = None, memory: Size | None = None, pids: int | None = None,
-        user: str | None = None, stream: bool = False, limits: JSON | None = None,
+        user: RunUser | None = None, stream: bool = False, limits: JSON | None = None,
         network: str | Mapping[str, Any] | None = None, best_effort: bool | None = None,
         workspace: str | None = None, image: str | None = None,
         mounts: Sequence[Mapping[str, Any]] | None = None,
-        env_defaults: bool | None = None) -> Call[RunResult]:
+        env_defaults: bool | None = None, file_size: Size | None = None,
+        open_files: int | None = None, no_timeout: bool | None = None, umask: int | None = None,
+        rlimits: Mapping[str, Any] | None = None, stdio: Sequence[int | None] | None = None,
+        extra_fds: Sequence[int] | None = None) -> Call[RunResult]:
     fields: JSON = {"sandbox": sandbox}
     fields.update(_command(command, argv))
     fields.update(_payload(stdin, "stdin", "stdin_encoding"))
     fields.update({
         "env": dict(env) if env is not None else None, "cwd": cwd, "timeout_s": timeout,
         "cpu_s": cpu_s, "output_bytes": output_bytes, "memory": memory, "pids": pids,
-        "user": user, "stream": True if stream else None, "limits": limits, "network": _network(network),
+        "user": dict(user) if isinstance(user, Mapping) else user,
+        "stream": True if stream else None, "limits": limits, "network": _network(network),
         "best_effort": best_effort, "workspace": workspace, "image": image,
-        "mounts": [dict(m) for m in mounts] if mounts is not None else None,
-        "env_defaults": env_defaults,
+        "mounts": _mounts(mounts), "env_defaults": env_defaults, "file_size": file_size,
+        "open_files": open_files, "no_timeout": no_timeout, "umask": umask,
+        "rlimits": dict(rlimits) if rlimits is not None else None,
     })
-    return Call("run", fields, RunResult.from_json)
+    fd_fields, fds = _client_fds(stdio, extra_fds)
+    fields.update(fd_fields)
+    return Call("run", fields, RunResult.from_json, fds)
 
 
 def kill(run_id: str, signal: Signal | None = None) -> Call[None]:
@@ -199,8 +250,8 @@ def sandbox_update(sandbox: str, *, memory: Size | None = None, pids: int | None
                 lambda r: SandboxInfo.from_json(_d(r, "sandbox")))
 
 
-def sweep(dry_run: bool = False) -> Call[SweepResult]:
-    return Call("sweep", {"dry_run": True if dry_run else None}, SweepResult.from_json)
+def sweep(dry_run: bool = False, sandbox: str | None = None) -> Call[SweepResult]:
+    return Call("sweep", {"dry_run": True if dry_run else None, "sandbox": sandbox}, SweepResult.from_json)
 
 
 def snapshot(sandbox: str, label: str | None = None) -> Call[SnapshotResult]:

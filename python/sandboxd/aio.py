@@ -24,7 +24,9 @@ from ._common import (
     INLINE_WRITE_MAX, RUN_EVENT_TYPES, SESSION_EVENT_TYPES, fileno_of, progress_hook as _progress,
     socket_path,
 )
-from ._ops import BytesSink, Call, Command, Duration, Mode, PathArg, Signal, Size, SnapshotRef, WriterSink
+from ._ops import (
+    BytesSink, Call, Command, Duration, Mode, PathArg, Root, RunUser, Signal, Size, SnapshotRef, WriterSink,
+)
 from ._wire import DEFAULT_MAX_LINE, DETACHED_EVENT, JSON, Pending, Wire
 from .errors import ConnectionLost, Error, NotFound
 from .replies import (
@@ -260,8 +262,11 @@ class AsyncClient:
         return await self._call(_ops.health())
 
     async def sweep(self, dry_run: bool = False,
-                    on_progress: Callable[[Progress], None] | None = None) -> SweepResult:
-        return await self._call(_ops.sweep(dry_run), _progress(on_progress))
+                    on_progress: Callable[[Progress], None] | None = None,
+                    sandbox: str | None = None) -> SweepResult:
+        """``sweep``; ``sandbox``: that one only, measured now (a sandbox refused for its disk
+        limit takes runs again once its files are removed)."""
+        return await self._call(_ops.sweep(dry_run, sandbox), _progress(on_progress))
 
     async def create(self, *, name: str | None = None, memory: Size | None = None,
                      pids: int | None = None, cpus: float | str | None = None,
@@ -270,13 +275,17 @@ class AsyncClient:
                      limits: Mapping[str, Any] | None = None, network: str | Mapping[str, Any] | None = None,
                      env: Mapping[str, str] | None = None, best_effort: bool | None = None,
                      ttl: Duration | None = None, idle: Duration | None = None,
-                     user: str | None = None,
-                     from_snapshot: SnapshotRef | None = None,
-                     image: str | None = None, root: str | None = None) -> SandboxInfo:
-        lim = _ops.limits(memory, pids, cpus, timeout, output_bytes, disk, files, limits)
+                     user: str | None = None, from_snapshot: SnapshotRef | None = None,
+                     image: str | None = None, root: Root | None = None,
+                     file_size: Size | None = None, open_files: int | None = None,
+                     mounts: Sequence[Mapping[str, Any]] | None = None,
+                     workspace: str | os.PathLike[str] | Mapping[str, Any] | None = None,
+                     hostname: str | None = None, ephemeral: bool | None = None) -> SandboxInfo:
+        lim = _ops.limits(memory, pids, cpus, timeout, output_bytes, disk, files, limits, file_size, open_files)
         return await self._call(_ops.create(name=name, limits=lim, network=network, env=env,
                                             best_effort=best_effort, ttl=ttl, idle=idle,
-                                            user=user, from_snapshot=from_snapshot, image=image, root=root))
+                                            user=user, from_snapshot=from_snapshot, image=image, root=root,
+                                            mounts=mounts, workspace=workspace, hostname=hostname, ephemeral=ephemeral))
 
     async def list(self, usage: bool = False) -> builtins.list[SandboxInfo]:
         return await self._call(_ops.list_sandboxes(usage))
@@ -295,18 +304,21 @@ class AsyncClient:
                   cwd: str | None = None, stdin: str | bytes | None = None,
                   timeout: Duration | None = None, cpu_s: Duration | None = None,
                   output_bytes: Size | None = None, memory: Size | None = None,
-                  pids: int | None = None, user: str | None = None,
+                  pids: int | None = None, user: RunUser | None = None,
                   limits: Mapping[str, Any] | None = None, network: str | Mapping[str, Any] | None = None,
                   best_effort: bool | None = None, workspace: str | None = None,
-                  mounts: Sequence[Mapping[str, Any]] | None = None,
-                  env_defaults: bool | None = None) -> RunResult:
+                  image: str | None = None, mounts: Sequence[Mapping[str, Any]] | None = None,
+                  env_defaults: bool | None = None, file_size: Size | None = None,
+                  open_files: int | None = None, no_timeout: bool | None = None, umask: int | None = None,
+                  rlimits: Mapping[str, Any] | None = None, stdio: Sequence[int | None] | None = None,
+                  extra_fds: Sequence[int] | None = None) -> RunResult:
         return await self._call(_ops.run(command, sandbox=sandbox, argv=argv, env=env, cwd=cwd,
                                          stdin=stdin, timeout=timeout, cpu_s=cpu_s,
                                          output_bytes=output_bytes, memory=memory, pids=pids,
                                          user=user, limits=dict(limits) if limits else None,
                                          network=network, best_effort=best_effort,
-                                         workspace=workspace, mounts=mounts,
-                                         env_defaults=env_defaults))
+                                         workspace=workspace, image=image, mounts=mounts,
+                                         env_defaults=env_defaults, file_size=file_size, open_files=open_files, no_timeout=no_timeout, umask=umask, rlimits=rlimits, stdio=stdio, extra_fds=extra_fds))
 
     def stream(self, command: Command | None = None, *, sandbox: str | None = None,
                argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None,
@@ -774,9 +786,13 @@ class AsyncSandbox:
                files: int | None = None, limits: Mapping[str, Any] | None = None,
                network: str | Mapping[str, Any] | None = None, env: Mapping[str, str] | None = None,
                best_effort: bool | None = None, ttl: Duration | None = None,
-               idle: Duration | None = None, user: str | None = None,
-               from_snapshot: SnapshotRef | None = None,
-               image: str | None = None, root: str | None = None) -> _Making[AsyncSandbox]:
+               idle: Duration | None = None,
+               user: str | None = None, from_snapshot: SnapshotRef | None = None,
+               image: str | None = None, root: Root | None = None,
+               file_size: Size | None = None, open_files: int | None = None,
+               mounts: Sequence[Mapping[str, Any]] | None = None,
+               workspace: str | os.PathLike[str] | Mapping[str, Any] | None = None,
+               hostname: str | None = None, ephemeral: bool | None = None) -> _Making[AsyncSandbox]:
         async def make() -> AsyncSandbox:
             c = client if client is not None else await AsyncClient.connect(socket)
             try:
@@ -784,7 +800,8 @@ class AsyncSandbox:
                                       timeout=timeout, output_bytes=output_bytes, disk=disk,
                                       files=files, limits=limits, network=network, env=env,
                                       best_effort=best_effort, ttl=ttl, idle=idle, user=user,
-                                      from_snapshot=from_snapshot, image=image, root=root)
+                                      from_snapshot=from_snapshot, image=image, root=root,
+                                      file_size=file_size, open_files=open_files, mounts=mounts, workspace=workspace, hostname=hostname, ephemeral=ephemeral)
             except BaseException:
                 if client is None:
                     await c.close()
@@ -837,12 +854,16 @@ class AsyncSandbox:
                   env: Mapping[str, str] | None = None, cwd: str | None = None,
                   stdin: str | bytes | None = None, timeout: Duration | None = None,
                   cpu_s: Duration | None = None, output_bytes: Size | None = None,
-                  memory: Size | None = None, pids: int | None = None,
-                  user: str | None = None) -> RunResult:
+                  memory: Size | None = None,
+                  pids: int | None = None, user: RunUser | None = None,
+                  env_defaults: bool | None = None, file_size: Size | None = None,
+                  open_files: int | None = None, no_timeout: bool | None = None, umask: int | None = None,
+                  rlimits: Mapping[str, Any] | None = None, stdio: Sequence[int | None] | None = None,
+                  extra_fds: Sequence[int] | None = None) -> RunResult:
         return await self.client.run(command, sandbox=self.id, argv=argv, env=env, cwd=cwd,
                                      stdin=stdin, timeout=timeout, cpu_s=cpu_s,
                                      output_bytes=output_bytes, memory=memory, pids=pids,
-                                     user=user)
+                                     user=user, env_defaults=env_defaults, file_size=file_size, open_files=open_files, no_timeout=no_timeout, umask=umask, rlimits=rlimits, stdio=stdio, extra_fds=extra_fds)
 
     def stream(self, command: Command | None = None, *, argv: Sequence[str] | None = None,
                env: Mapping[str, str] | None = None, cwd: str | None = None,

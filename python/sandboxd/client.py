@@ -23,7 +23,9 @@ from ._common import (
     INLINE_WRITE_MAX, RUN_EVENT_TYPES, SESSION_EVENT_TYPES, fileno_of, progress_hook as _progress,
     socket_path,
 )
-from ._ops import BytesSink, Call, Command, Duration, Mode, PathArg, Signal, Size, SnapshotRef, WriterSink
+from ._ops import (
+    BytesSink, Call, Command, Duration, Mode, PathArg, Root, RunUser, Signal, Size, SnapshotRef, WriterSink,
+)
 from ._wire import DEFAULT_MAX_LINE, DETACHED_EVENT, JSON, Pending, Wire
 from .errors import ConnectionLost, Error, NotFound
 from .replies import (
@@ -230,8 +232,11 @@ class Client:
         return self._call(_ops.health())
 
     def sweep(self, dry_run: bool = False,
-              on_progress: Callable[[Progress], None] | None = None) -> SweepResult:
-        return self._call(_ops.sweep(dry_run), _progress(on_progress))
+              on_progress: Callable[[Progress], None] | None = None,
+              sandbox: str | None = None) -> SweepResult:
+        """``sweep``; ``sandbox``: that one only, measured now (a sandbox refused for its disk
+        limit takes runs again once its files are removed)."""
+        return self._call(_ops.sweep(dry_run, sandbox), _progress(on_progress))
 
     # ---- sandboxes --------------------------------------------------------------------
 
@@ -243,15 +248,23 @@ class Client:
                env: Mapping[str, str] | None = None, best_effort: bool | None = None,
                ttl: Duration | None = None, idle: Duration | None = None,
                user: str | None = None, from_snapshot: SnapshotRef | None = None,
-               image: str | None = None, root: str | None = None) -> SandboxInfo:
+               image: str | None = None, root: Root | None = None,
+               file_size: Size | None = None, open_files: int | None = None,
+               mounts: Sequence[Mapping[str, Any]] | None = None,
+               workspace: str | os.PathLike[str] | Mapping[str, Any] | None = None,
+               hostname: str | None = None, ephemeral: bool | None = None) -> SandboxInfo:
         """``create``: the new sandbox's SANDBOX. ``timeout`` is the default ``timeout_s`` of
         its runs; ``limits`` adds members to the limits object as they are; ``image``: its
         root is that image of the daemon's store; ``root``: ``"readonly"`` (the default) or
-        ``"overlay"`` (writable by root inside, kept)."""
-        lim = _ops.limits(memory, pids, cpus, timeout, output_bytes, disk, files, limits)
+        ``"overlay"`` (writable by root inside, kept), or ``{"path": DIR, "read_only": False}``;
+        ``mounts``: ``[{"source", "target", "read_only"}]``, the caller's directories inside;
+        ``workspace``: a directory of the caller's (or ``{"source": DIR}``) as ``/work`` itself.
+        Every field of the protocol's create is a keyword here (docs/protocol.md)."""
+        lim = _ops.limits(memory, pids, cpus, timeout, output_bytes, disk, files, limits, file_size, open_files)
         return self._call(_ops.create(name=name, limits=lim, network=network, env=env,
                                       best_effort=best_effort, ttl=ttl, idle=idle, user=user,
-                                      from_snapshot=from_snapshot, image=image, root=root))
+                                      from_snapshot=from_snapshot, image=image, root=root,
+                                      mounts=mounts, workspace=workspace, hostname=hostname, ephemeral=ephemeral))
 
     def list(self, usage: bool = False) -> builtins.list[SandboxInfo]:
         return self._call(_ops.list_sandboxes(usage))
@@ -274,15 +287,20 @@ class Client:
             cwd: str | None = None, stdin: str | bytes | None = None,
             timeout: Duration | None = None, cpu_s: Duration | None = None,
             output_bytes: Size | None = None, memory: Size | None = None,
-            pids: int | None = None, user: str | None = None,
+            pids: int | None = None, user: RunUser | None = None,
             limits: Mapping[str, Any] | None = None, network: str | Mapping[str, Any] | None = None,
             best_effort: bool | None = None, workspace: str | None = None,
             image: str | None = None, mounts: Sequence[Mapping[str, Any]] | None = None,
-            env_defaults: bool | None = None) -> RunResult:
+            env_defaults: bool | None = None, file_size: Size | None = None,
+            open_files: int | None = None, no_timeout: bool | None = None, umask: int | None = None,
+            rlimits: Mapping[str, Any] | None = None, stdio: Sequence[int | None] | None = None,
+            extra_fds: Sequence[int] | None = None) -> RunResult:
         """``run``: waits for the final reply. Without ``sandbox``, a throwaway sandbox is made
         for the run (``limits``, ``network``, ``best_effort``, ``workspace``, ``image``,
         ``mounts`` (``[{"source", "target", "read_only"}]``) are its). ``env_defaults=False``:
-        the environment is exactly ``env``, no ``PATH`` or ``HOME`` added.
+        the environment is exactly ``env``, no ``PATH`` or ``HOME`` added. ``stdio`` (three
+        fds of the caller's, or None for /dev/null) and ``extra_fds`` are the command's own fds
+        (sent with the request; nothing is captured). ``user``: also ``{"uid": U, "gid": G}``.
         A command that ran is a RunResult whatever its exit; the runner's failures are
         SpawnFailed."""
         return self._call(_ops.run(command, sandbox=sandbox, argv=argv, env=env, cwd=cwd,
@@ -291,7 +309,7 @@ class Client:
                                    user=user, limits=dict(limits) if limits else None,
                                    network=network, best_effort=best_effort,
                                    workspace=workspace, image=image, mounts=mounts,
-                                   env_defaults=env_defaults))
+                                   env_defaults=env_defaults, file_size=file_size, open_files=open_files, no_timeout=no_timeout, umask=umask, rlimits=rlimits, stdio=stdio, extra_fds=extra_fds))
 
     # ---- images -----------------------------------------------------------------------
 
@@ -809,8 +827,13 @@ class Sandbox:
                files: int | None = None, limits: Mapping[str, Any] | None = None,
                network: str | Mapping[str, Any] | None = None, env: Mapping[str, str] | None = None,
                best_effort: bool | None = None, ttl: Duration | None = None,
-               idle: Duration | None = None, user: str | None = None,
-               from_snapshot: SnapshotRef | None = None, image: str | None = None, root: str | None = None) -> Sandbox:
+               idle: Duration | None = None,
+               user: str | None = None, from_snapshot: SnapshotRef | None = None,
+               image: str | None = None, root: Root | None = None,
+               file_size: Size | None = None, open_files: int | None = None,
+               mounts: Sequence[Mapping[str, Any]] | None = None,
+               workspace: str | os.PathLike[str] | Mapping[str, Any] | None = None,
+               hostname: str | None = None, ephemeral: bool | None = None) -> Sandbox:
         """``create`` on ``client`` (default: a new connection to ``socket``, closed with the
         sandbox)."""
         c = client if client is not None else Client(socket)
@@ -818,7 +841,8 @@ class Sandbox:
             info = c.create(name=name, memory=memory, pids=pids, cpus=cpus, timeout=timeout,
                             output_bytes=output_bytes, disk=disk, files=files, limits=limits,
                             network=network, env=env, best_effort=best_effort, ttl=ttl,
-                            idle=idle, user=user, from_snapshot=from_snapshot, image=image, root=root)
+                            idle=idle, user=user, from_snapshot=from_snapshot, image=image, root=root,
+                            file_size=file_size, open_files=open_files, mounts=mounts, workspace=workspace, hostname=hostname, ephemeral=ephemeral)
         except BaseException:
             if client is None:
                 c.close()
@@ -872,12 +896,17 @@ class Sandbox:
             env: Mapping[str, str] | None = None, cwd: str | None = None,
             stdin: str | bytes | None = None, timeout: Duration | None = None,
             cpu_s: Duration | None = None, output_bytes: Size | None = None,
-            memory: Size | None = None, pids: int | None = None,
-            user: str | None = None) -> RunResult:
+            memory: Size | None = None,
+            pids: int | None = None, user: RunUser | None = None,
+            env_defaults: bool | None = None, file_size: Size | None = None,
+            open_files: int | None = None, no_timeout: bool | None = None, umask: int | None = None,
+            rlimits: Mapping[str, Any] | None = None, stdio: Sequence[int | None] | None = None,
+            extra_fds: Sequence[int] | None = None) -> RunResult:
         """Runs ``command`` (a string for /bin/sh -c, or an argv) and waits for its result."""
         return self.client.run(command, sandbox=self.id, argv=argv, env=env, cwd=cwd,
                                stdin=stdin, timeout=timeout, cpu_s=cpu_s,
-                               output_bytes=output_bytes, memory=memory, pids=pids, user=user)
+                               output_bytes=output_bytes, memory=memory, pids=pids, user=user,
+                               env_defaults=env_defaults, file_size=file_size, open_files=open_files, no_timeout=no_timeout, umask=umask, rlimits=rlimits, stdio=stdio, extra_fds=extra_fds)
 
     def stream(self, command: Command | None = None, *, argv: Sequence[str] | None = None,
                env: Mapping[str, str] | None = None, cwd: str | None = None,
