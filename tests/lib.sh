@@ -250,6 +250,14 @@ wait_until() {
         "$@"
 }
 
+# wait_ready SANDBOX [SECONDS]: until inspect says ready (default 60 s). A sandbox that a start
+# must make again (its init did not outlive the daemon) is "creating" for a while after the daemon
+# answers, longer under ASan on a loaded machine: "it is back" means it became ready.
+_sandbox_ready() { [ "$(jget "$(rpc "{\"op\":\"inspect\",\"sandbox\":\"$1\"}" 10)" .sandbox.state)" = ready ]; }
+wait_ready() {
+        wait_until "${2:-60}" _sandbox_ready "$1"
+}
+
 _daemon_gone() {
         ! kill -0 "$DAEMON_PID" 2>/dev/null
 }

@@ -65,6 +65,7 @@ wait "$DAEMON_PID" 2>/dev/null
 DAEMON_PID=
 start_daemon --config "$T/sandboxd.conf" || exit 0
 chmod 0666 "$SOCK"
+wait_ready w
 r=$(rpc_as $A '{"op":"inspect","sandbox":"w"}')
 is "$(jget "$r" '[.sandbox.state, .sandbox.mounts[0].target] | tostring')" '["ready","/mnt/src"]' \
 	"after the daemon was killed and restarted, the sandbox is back with its mount"

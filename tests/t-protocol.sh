@@ -407,6 +407,14 @@ def procs_under(path):
         except OSError:
             pass
     return pids
+def start_time(pid):
+    """The process's start time (field 22 of /proc/PID/stat), None once it is gone: a pid alone
+    may have been given to another process since (pid_max is 32768 on this kind of machine, and
+    the suite forks fast)."""
+    try:
+        return open("/proc/%d/stat" % pid).read().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return None
 def wait_for(pred, limit):
     end = time.monotonic() + limit
     while time.monotonic() < end:
@@ -439,8 +447,8 @@ c = Conn(sock)
 c.send({"id": "r", "op": "run", "best_effort": True, "argv": ["sleep", "60"]})
 started = wait_for(lambda: health().get("runs") == 1 and procs_under(cg + "/sandboxes"), 10)
 check(started, "the run started (health counts it, its cgroup has processes)", health())
-pids = procs_under(cg + "/sandboxes")
-print("# processes in the sandbox cgroups: %s" % pids)
+pids = [(p, start_time(p)) for p in procs_under(cg + "/sandboxes")]
+print("# processes in the sandbox cgroups: %s" % [p for p, _ in pids])
 c.close()
 t0 = time.monotonic()
 # sleep 60 against a bound of 30 s: the run was killed, with room for a loaded machine.
@@ -448,7 +456,7 @@ gone = wait_for(lambda: health().get("runs") == 0 and health().get("sandboxes") 
 check(gone, "after the client left, health shows no run and no sandbox", health())
 check(time.monotonic() - t0 < 30, "the run was killed, not left to finish its sleep 60")
 check(wait_for(lambda: not sandbox_cgroups(), 5), "no child cgroup is left under sandboxes/", sandbox_cgroups())
-alive = [p for p in pids if os.path.exists("/proc/%d" % p)]
+alive = [p for p, t in pids if t is not None and start_time(p) == t]
 is_(alive, [], "no process of the run survived")
 is_(health().get("status"), "ok", "the daemon keeps answering others")
 EOF

@@ -140,6 +140,8 @@ c = Conn(os.environ["SOCK"], 30)
 def states():
     sb = c.call({"op": "inspect", "sandbox": "ses"})["sandbox"]
     return {x.get("id"): x.get("state") for x in sb.get("sessions", [])}
+# The start made the sandbox's init again (a stop ends it): it is ready after a while.
+wait_for(lambda: c.call({"op": "inspect", "sandbox": "ses"}).get("sandbox", {}).get("state") == "ready", 60)
 ended = [c.call({"op": "pty.open", "sandbox": "ses", "argv": argv, "pty": pty}).get("session")
          for argv, pty in ((["true"], True), (["sh", "-c", "exit 3"], False))]
 running = c.call({"op": "pty.open", "sandbox": "ses", "argv": ["sleep", "1000"]}).get("session")

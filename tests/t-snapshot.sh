@@ -328,8 +328,10 @@ is "$(jget "$(rpc '{"op":"snapshot.list","sandbox":"a"}')" '[.snapshots[].id] | 
 	"after SIGKILL and a restart, the sandbox's snapshots are all listed, oldest first"
 check "a half-made snapshot (.tmp-*) was removed at start" [ ! -e "$T/state/sandboxes/$a/snapshots/.tmp-snap-0123456789ab" ]
 check "a half-made workspace (work.new-*) was removed at start" [ ! -e "$T/state/sandboxes/$a/work.new-0123456789ab" ]
-r=$(rpc "{\"op\":\"snapshot.restore\",\"sandbox\":\"a\",\"snapshot\":\"$s1\"}")
+wait_ready a
+r=$(rpc "{\"op\":\"snapshot.restore\",\"sandbox\":\"a\",\"snapshot\":\"$s1\"}" 120)
 is "$(jget "$r" .ok)" true "a snapshot from before the restart restores"
+[ "$(jget "$r" .ok)" = true ] || diag "$r"
 is "$(runout a "$MANIFEST_TEXT")" "$expected" "to the same tree"
 
 # This daemon's copy processes: its children named so, and any in this test's cgroups (another
@@ -358,6 +360,7 @@ check "the interrupted snapshot's .tmp- directory is gone after the restart" sh 
 list_after=$(jget "$(rpc '{"op":"snapshot.list","sandbox":"a"}')" '[.snapshots[].id] | join(",")')
 like "$list_after" "^$list_before(,snap-[0-9a-f]{12})?\$" "the snapshots from before are listed (and the interrupted one only if it had finished)"
 is "$(sed -n 's/^frozen //p' "$CG/sandboxes/$a/cgroup.events")" 0 "the sandbox is not frozen"
+wait_ready a
 
 # ---- sandboxctl -----------------------------------------------------------------------------
 out=$(ctl snapshot a --label via-ctl)

@@ -102,9 +102,13 @@ static int parse_init_mode(const char *s, InitParams *p) {
 }
 
 /* A copy of argv on the heap: the init wipes the strings of its command line (sandbox-setup.c,
- * init_hide_args()), which its parameters must not point into. */
+ * init_hide_args()), which its parameters must not point into. Kept for the process's life, here
+ * where LeakSanitizer sees it held (the init ends by exit(), never by freeing its parameters). */
+static char **argv_kept;
+
 static char **argv_copy(int argc, char **argv) {
         char **copy = calloc((size_t) argc + 1, sizeof(char *));
+        argv_kept = copy;
         for (int i = 0; copy && i < argc; i++)
                 if (!(copy[i] = strdup(argv[i])))
                         return NULL; /* the helper exits at once: nothing to free */

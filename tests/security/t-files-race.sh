@@ -44,7 +44,9 @@ done""" % T
 swappers = []
 for where in ("race", "put"):
     s = Conn(sock, 300)
-    s.send({"id": 1, "op": "run", "sandbox": sb, "argv": ["sh", "-c", swap, "swap", where]})
+    # The default 30 s timeout is shorter than 300 copies take under ASan on a loaded machine: the
+    # swapper runs until the test removes /work/go (and 600 s at most).
+    s.send({"id": 1, "op": "run", "sandbox": sb, "argv": ["sh", "-c", swap, "swap", where], "timeout_s": 600})
     swappers.append(s)
 time.sleep(0.5)
 
