@@ -44,7 +44,7 @@ done""" % T
 swappers = []
 for where in ("race", "put"):
     s = Conn(sock, 300)
-    # The default 30 s timeout is shorter than 300 copies take under ASan on a loaded machine: the
+    # The default 60 s timeout is shorter than 300 copies take under ASan on a loaded machine: the
     # swapper runs until the test removes /work/go (and 600 s at most).
     s.send({"id": 1, "op": "run", "sandbox": sb, "argv": ["sh", "-c", swap, "swap", where], "timeout_s": 600})
     swappers.append(s)
