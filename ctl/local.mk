@@ -6,6 +6,7 @@ ctl_sandboxctl_SOURCES = \
 	ctl/common.c \
 	ctl/format.c \
 	ctl/verb-daemon.c \
+	ctl/verb-call.c \
 	ctl/verb-create.c \
 	ctl/verb-file.c \
 	ctl/verb-pty.c \

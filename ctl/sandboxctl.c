@@ -26,7 +26,7 @@ static const Verb *const verbs[] = {
         &verb_cp,      &verb_cat,    &verb_ls,
         &verb_port,    &verb_image,
         &verb_snapshot, &verb_snapshots, &verb_restore, &verb_snapshot_delete,
-        &verb_sweep,   &verb_top,    &verb_doctor, &verb_hello, &verb_health, &verb_help_entry,
+        &verb_sweep,   &verb_top,    &verb_doctor, &verb_hello, &verb_health, &verb_call, &verb_help_entry,
 };
 
 static const Verb *verb_find(const char *name) {

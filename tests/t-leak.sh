@@ -1,9 +1,16 @@
 #!/bin/bash
 # SPDX-License-Identifier: LGPL-2.1-or-later
 # Nothing leaks: 1,000 throwaway runs (create + run + destroy in one request each), from four
-# connections at once, leave no cgroup, process, mount, fd or directory of theirs behind.
+# connections at once, leave no cgroup, process, mount, fd or directory of theirs behind, and the
+# daemon's RSS grows by less than 8 MiB. In an ASan build 200 runs: RSS says nothing there (the
+# check is skipped) and LeakSanitizer reports any block the daemon lost at its exit, while the
+# 1,000 took 318 s there against 22 s in the gcc build (CI, 2 cores); a cgroup, process, fd, mount
+# or directory left by a run shows after one as after a thousand.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
 
+RUNS=1000
+daemon_is_asan && RUNS=200
+export RUNS
 start_daemon || exit 0
 fds0=$(daemon_fd_baseline)
 # The daemon shares the host's mount table, which the tests make check runs beside this one may
@@ -13,7 +20,7 @@ test_mounts() { awk -v t="$T" 'index($5, t) == 1 || index($4, t) == 1' "/proc/$D
 mounts0=$(test_mounts)
 rss0=$(daemon_rss_kb)
 
-run_py "1000 throwaway runs" 600 <<'PYEOF'
+run_py "$RUNS throwaway runs" 600 <<'PYEOF'
 import os, threading
 from client import Conn, check, is_
 sock = os.environ["SOCK"]
@@ -27,18 +34,19 @@ def worker(n):
             results.append(r)
     c.close()
 
-threads = [threading.Thread(target=worker, args=(250,)) for _ in range(4)]
+runs = int(os.environ["RUNS"])
+threads = [threading.Thread(target=worker, args=(runs // 4,)) for _ in range(4)]
 for t in threads:
     t.start()
 for t in threads:
     t.join()
-is_(len(results), 1000, "1000 replies came back")
+is_(len(results), runs, "%d replies came back" % runs)
 good = [r for r in results if r.get("ok") and r.get("exit_code") == 0 and r.get("stdout", "").strip().isdigit()]
 bad = [r for r in results if r not in good]
-is_(len(good), 1000, "every run succeeded and printed its pid")
+is_(len(good), runs, "every run succeeded and printed its pid")
 for r in bad[:3]:
     print("# not so: %r" % ({k: r.get(k) for k in ("ok", "error", "exit_code", "reason", "signal", "stdout", "stderr")},))
-is_(len({r.get("sandbox") for r in results}), 1000, "each run had a sandbox of its own")
+is_(len({r.get("sandbox") for r in results}), runs, "each run had a sandbox of its own")
 PYEOF
 
 wait_until 30 _cg_leaf_empty "$CG/sandboxes" 2>/dev/null

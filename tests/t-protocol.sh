@@ -637,6 +637,26 @@ else
         nok "sandboxctl is built ($SANDBOXCTL)"
 fi
 
+# ---- sandboxctl call: requests as given, replies as JSON lines ---------------------------
+out=$(ctl call '{"op":"hello"}' '{"op":"nosuch"}' '{"id":"mine","op":"health"}' 2>"$T/call.err")
+rc=$?
+is "$rc" 0 "sandboxctl call of three requests exits 0, one of them refused ($(cat "$T/call.err"))"
+is "$(printf '%s\n' "$out" | wc -l)" 3 "sandboxctl call prints one line a request"
+is "$(printf '%s\n' "$out" | jq -rs '[.[0].protocol, .[1].error.code, .[2].id, .[2].status] | join(" ")' 2>&1)" \
+        "1 unknown_op mine ok" "each line is the reply to its request, in order: hello, the refusal, health with the caller's id"
+out=$(ctl call '{"op":"hello"' 2>&1)
+rc=$?
+check "sandboxctl call of a request that is not JSON fails before it connects (status $rc)" [ "$rc" = 1 ]
+like "$out" "request 1 is not a JSON object" "and says which request"
+out=$(ctl call --timeout 1 '{"op":"run","best_effort":true,"argv":["sleep","30"]}' 2>&1)
+rc=$?
+check "sandboxctl call --timeout 1 of a 30 s run gives up with status 1 (status $rc)" [ "$rc" = 1 ]
+like "$out" "no reply within the --timeout" "and says why"
+out=$(timeout 10 "$SANDBOXCTL" --socket "$T/nonexistent.sock" call '{"op":"hello"}' 2>&1)
+rc=$?
+check "sandboxctl call without a daemon fails (status $rc)" [ "$rc" = 1 ]
+like "$out" "no sandboxd socket" "and names the missing socket"
+
 stop_daemon
 
 # ---- the partial-line timeout (request_timeout) ------------------------------------------
