@@ -94,10 +94,10 @@ static void print_kernel_features(json_object *kernel) {
                 print_kv("kernel features", "%s", line);
 }
 
-/* Whether create --root overlay works here (hello's capabilities.root_overlay; absent from an
- * older daemon). */
+/* Whether create --root overlay works here, over the host's root and over an image (hello's
+ * capabilities.root_overlay and its "image"; absent from an older daemon). */
 static void print_root_overlay(json_object *o) {
-        json_object *v = json_child(o, "available");
+        json_object *v = json_child(o, "available"), *img = json_child(o, "image");
 
         if (!v)
                 return;
@@ -105,6 +105,12 @@ static void print_root_overlay(json_object *o) {
                 print_kv("overlay roots", "yes (create --root overlay)");
         else
                 print_kv("overlay roots", "no: %s", json_str(o, "error") ?: "?");
+        if (!json_child(img, "available"))
+                return;
+        if (json_true(img, "available"))
+                print_kv("image overlays", "yes (create --image NAME --root overlay)");
+        else
+                print_kv("image overlays", "no: %s", json_str(img, "error") ?: "?");
 }
 
 static void print_hello(json_object *hello) {

@@ -249,9 +249,9 @@ tree_sum() { # the image's rootfs: names, owners, modes and contents
 	(cd "$IMAGES/img-tar/rootfs" && find . -printf '%p %U:%G %m %y\n' | sort &&
 		find . -type f -print0 | sort -z | xargs -0 sha256sum) | sha256sum
 }
-ov_ok=$(jget "$(rpc '{"op":"hello"}')" .capabilities.root_overlay.available)
+ov_ok=$(jget "$(rpc '{"op":"hello"}')" .capabilities.root_overlay.image.available)
 if [ "$ov_ok" != true ]; then
-	diag "overlay roots do not work on this host: $(jget "$(rpc '{"op":"hello"}')" .capabilities.root_overlay.error)"
+	diag "overlay roots of images do not work on this host: $(jget "$(rpc '{"op":"hello"}')" .capabilities.root_overlay.image.error)"
 else
 	sum0=$(tree_sum)
 	osh() { # SANDBOX USER SCRIPT: the run's reply (the image's /bin/sh)

@@ -175,11 +175,26 @@ if mount -t overlay -o "lowerdir=$T/rl,upperdir=$T/ru,workdir=$T/rw" sbxt-ovl "$
 	start_daemon --config "$T/ovl.conf" || exit 0
 	r=$(rpc '{"op":"hello"}')
 	is "$(jget "$r" .capabilities.root_overlay.available)" false "hello: not available with a root_dir on overlayfs"
-	like "$(jget "$r" .capabilities.root_overlay.error)" "idmapped lower layer" "and says why"
+	like "$(jget "$r" .capabilities.root_overlay.error)" "idmapped lower layer \(the host root's filesystem" "and says why"
 	like "$(ctl status)" "overlay roots: +no: an idmapped lower layer" "as sandboxctl status does"
 	r=$(rpc '{"op":"create","best_effort":true,"root":"overlay"}')
 	is "$(jget "$r" .error.code) $(jget "$r" .error.field)" "invalid_request root" "create with root: overlay is refused there"
-	like "$(jget "$r" .error.message)" "^overlay roots do not work on this host \(an idmapped lower layer" "clearly"
+	like "$(jget "$r" .error.message)" "^overlay roots of the host's root do not work on this host \(an idmapped lower layer" "clearly"
+	# An image's lower layer is on the image store's filesystem, which can be idmapped here:
+	# the host root's refusal is not the image's (issue 35).
+	is "$(jget "$(rpc '{"op":"hello"}')" '.capabilities.root_overlay.image | [.available, .error] | tostring')" '[true,null]' \
+		"hello: overlay roots of images are available there (capabilities.root_overlay.image)"
+	like "$(ctl status)" "image overlays: +yes" "as sandboxctl status says"
+	mkdir -p "$T/img/bin" "$T/img/etc"
+	cp "$(command -v busybox)" "$T/img/bin/busybox" && ln -s busybox "$T/img/bin/sh"
+	r=$(rpc '{"op":"image.import","name":"ovl-img","source":"'"$T/img"'"}' 60)
+	is "$(jget "$r" .ok)" true "an image is imported there ($(jget "$r" .error.message))"
+	r=$(rpc '{"op":"create","best_effort":true,"name":"io","image":"ovl-img","root":"overlay","user":"root"}')
+	is "$(jget "$r" '[.sandbox.state, .sandbox.root] | tostring')" '["ready","overlay"]' \
+		"create with that image and root: overlay is ready ($(jget "$r" .error.message))"
+	r=$(rpc '{"op":"run","sandbox":"io","user":"root","argv":["/bin/sh","-c","echo kept > /etc/mine && /bin/busybox cat /etc/mine"]}' 60)
+	is "$(jget "$r" .stdout)" kept "root writes the image's /etc in its overlay"
+	rpc '{"op":"destroy","sandbox":"io"}' >/dev/null
 	stop_daemon
 	umount "$T/r"
 else

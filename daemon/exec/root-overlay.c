@@ -168,7 +168,10 @@ int root_overlay_mount(RootOverlay *o, int lower, const char *name) {
         work = make_dir_at(o->work_fd, name, 0, 0700);
         if (work < 0)
                 return -1;
-        o->step = etc ? "the sandbox's passwd and group" : "an idmapped lower layer (the root's filesystem cannot be idmapped?)";
+        o->step = etc ? "the sandbox's passwd and group"
+              : strcmp(name, ROOT_OVERLAY_IMAGE) == 0
+                      ? "an idmapped lower layer (the image store's filesystem cannot be idmapped?)"
+                      : "an idmapped lower layer (the host root's filesystem cannot be idmapped?)";
         if (etc ? setup_upper_etc(o, upper) < 0 : idmap_tree(o, lower) < 0)
                 return -1;
         o->step = "attaching a lower layer";

@@ -243,7 +243,8 @@ int init_trees_open(InitParams *p) {
         return r;
 }
 
-static int probe_in(const char *root_dir, const char *scratch, uid_t host_uid, unsigned count, const char **ret_step) {
+static int probe_in(const char *root_dir, const char *image_root, const char *scratch, uid_t host_uid, unsigned count,
+                    const char **ret_step) {
         RootUpper u = { .dir = scratch, .host_uid = host_uid, .count = count };
         RootOverlay o;
         RootTrees t;
@@ -251,7 +252,7 @@ static int probe_in(const char *root_dir, const char *scratch, uid_t host_uid, u
 
         if (root_overlay_open(&u, &o) < 0)
                 r = -errno;
-        else if (root_trees_open(root_dir, NULL, &o, &t) < 0)
+        else if ((image_root ? image_trees_open(image_root, &o, &t) : root_trees_open(root_dir, NULL, &o, &t)) < 0)
                 r = -errno;
         else
                 root_trees_close(&t);
@@ -262,9 +263,10 @@ static int probe_in(const char *root_dir, const char *scratch, uid_t host_uid, u
 
 /* In a child: root_overlay_open() leaves the caller's mount namespace, which must stay the
  * daemon's. It writes "ERRNO STEP" (0 when all went well) to the pipe. */
-_Noreturn static void probe_child(int out, const char *root_dir, const char *scratch, uid_t host_uid, unsigned count) {
+_Noreturn static void probe_child(int out, const char *root_dir, const char *image_root, const char *scratch, uid_t host_uid,
+                                  unsigned count) {
         const char *step = NULL;
-        int r = probe_in(root_dir, scratch, host_uid, count, &step);
+        int r = probe_in(root_dir, image_root, scratch, host_uid, count, &step);
         char line[256];
         int n = snprintf(line, sizeof(line), "%d %s", -r, step ? step : "");
 
@@ -288,8 +290,8 @@ static int probe_wait(pid_t pid, int in, char *ret_step, size_t len) {
         return -err;
 }
 
-int root_overlay_probe(const char *root_dir, int state_fd, const char *state_path, uid_t host_uid, unsigned count,
-                       char *ret_step, size_t len) {
+int root_overlay_probe(const char *root_dir, const char *image_root, int state_fd, const char *state_path,
+                       uid_t host_uid, unsigned count, char *ret_step, size_t len) {
         /* One name: what a daemon killed in the middle of it left is removed by the next. */
         static const char name[] = ".overlay-probe";
         char scratch[4096];
@@ -309,7 +311,7 @@ int root_overlay_probe(const char *root_dir, int state_fd, const char *state_pat
         pid = fork();
         if (pid == 0) {
                 close(pfd[0]);
-                probe_child(pfd[1], root_dir, scratch, host_uid, count);
+                probe_child(pfd[1], root_dir, image_root, scratch, host_uid, count);
         }
         close(pfd[1]);
         r = pid < 0 ? -errno : probe_wait(pid, pfd[0], ret_step, len);

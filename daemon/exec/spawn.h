@@ -143,11 +143,13 @@ typedef struct InitParams {
         int sysfs_fd;
 } InitParams;
 
-/* Whether overlay roots work here: the overlays of root_dir's trees made in a child, their upper
- * in a scratch directory below state_fd, which is state_path (removed again). 0, or -errno and
- * ret_step (what failed, in words). */
-int root_overlay_probe(const char *root_dir, int state_fd, const char *state_path, uid_t host_uid, unsigned count,
-                       char *ret_step, size_t len);
+/* Whether overlay roots work here: the overlays of root_dir's trees (image_root NULL), or of
+ * image_root as an image's rootfs (an empty directory on the image store's filesystem), made in a
+ * child, their upper in a scratch directory below state_fd, which is state_path (removed again).
+ * Each lower layer is idmapped, which its filesystem may not allow: the host's root and the image
+ * store are probed apart. 0, or -errno and ret_step (what failed, in words). */
+int root_overlay_probe(const char *root_dir, const char *image_root, int state_fd, const char *state_path,
+                       uid_t host_uid, unsigned count, char *ret_step, size_t len);
 
 /* p->trees from p->root_dir, p->root_binds and p->root_upper (root_trees_open()), or the overlay
  * of p->image_root, by host root in the host's user namespace. 0, or -1 with errno set. */

@@ -38,6 +38,10 @@ typedef struct HostFeatures {
          * -errno of the step that failed, and root_overlay_step says which */
         int root_overlay_error;
         const char *root_overlay_step;
+        /* The same for an image's root ("image" with "root": "overlay"): its lower layer is on
+         * the image store's filesystem, not the host root's, and is probed apart */
+        int image_overlay_error;
+        const char *image_overlay_step;
         /* Project quotas on the sandboxes' filesystem (project-quota.h): limits.disk enforced
          * at write time. disk_quota_how: "project quota on xfs at PATH", or why not. */
         bool disk_quota;

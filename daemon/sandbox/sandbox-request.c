@@ -425,11 +425,19 @@ static int parse_root(Context *m, Sandbox *s, json_object *req, ProtoError *err)
                 return proto_error_set(err, SBX_E_INVALID_REQUEST, "root",
                                        "'root' must be \"readonly\" (the default), \"overlay\" or {\"path\": DIR}");
         s->root_overlay = strcmp(root, "overlay") == 0;
-        if (s->root_overlay && m->features.root_overlay_error < 0)
+        /* An image's root has its lower layer on the image store's filesystem, the host's root
+         * its own: each was probed at start. */
+        if (s->root_overlay && json_object_object_get_ex(req, "image", NULL)) {
+                if (m->features.image_overlay_error < 0)
+                        return proto_error_set(err, SBX_E_INVALID_REQUEST, "root",
+                                               "overlay roots of images do not work on this host (%s: %s); see hello's "
+                                               "capabilities.root_overlay.image",
+                                               m->features.image_overlay_step ?: "probe", strerror(-m->features.image_overlay_error));
+        } else if (s->root_overlay && m->features.root_overlay_error < 0)
                 return proto_error_set(err, SBX_E_INVALID_REQUEST, "root",
-                                       "overlay roots do not work on this host (%s: %s); see hello's "
-                                       "capabilities.root_overlay",
-                                       m->features.root_overlay_step ? m->features.root_overlay_step : "probe", strerror(-m->features.root_overlay_error));
+                                       "overlay roots of the host's root do not work on this host (%s: %s); see hello's "
+                                       "capabilities.root_overlay (an image's root may: capabilities.root_overlay.image)",
+                                       m->features.root_overlay_step ?: "probe", strerror(-m->features.root_overlay_error));
         return 0;
 }
 

@@ -368,31 +368,48 @@ static int open_state(Context *ctx) {
 
 /* An overlay of root_dir's /usr (and /etc) with its upper in the state directory, made and
  * dropped once at start: what create's "root": "overlay" needs (overlayfs, idmapped layers on
- * the filesystem of root_dir, an upper on the state directory's; not on an overlayfs there). */
+ * the filesystem of root_dir, an upper on the state directory's; not on an overlayfs there).
+ * Then the same over an empty directory in the image store (<state_dir>/images, which may be a
+ * filesystem of its own): what an image's overlay root needs. A host whose root cannot be
+ * idmapped (a 9p or overlayfs root, as in a VM or a container) may still give images theirs. */
 static void probe_root_overlay(Context *ctx) {
+        static char step[160], image_step[160];
+        char path[4096], image_root[4096];
         int r;
 
-        if (!ctx->features.mount_idmap) {
-                ctx->features.root_overlay_error = -EOPNOTSUPP;
-                ctx->features.root_overlay_step = "idmapped mounts";
-                return;
-        }
-        static char step[160];
-        char path[4096];
-
-        if (ctx->run_helper_fd < 0) {
+        if (!ctx->features.mount_idmap || ctx->run_helper_fd < 0) {
                 /* Only a process of its own may leave the daemon's mount namespace to make them. */
-                ctx->features.root_overlay_error = -ENOENT;
-                ctx->features.root_overlay_step = "no " RUN_HELPER_NAME;
+                r = !ctx->features.mount_idmap ? -EOPNOTSUPP : -ENOENT;
+                ctx->features.root_overlay_error = ctx->features.image_overlay_error = r;
+                ctx->features.root_overlay_step = ctx->features.image_overlay_step =
+                        !ctx->features.mount_idmap ? "idmapped mounts" : "no " RUN_HELPER_NAME;
                 return;
         }
         snprintf(path, sizeof(path), "%s/sandboxes", ctx->config.state_dir);
-        r = root_overlay_probe(ctx->config.root_dir, ctx->state_fd, path, (uid_t) ctx->config.uid_base,
+        r = root_overlay_probe(ctx->config.root_dir, NULL, ctx->state_fd, path, (uid_t) ctx->config.uid_base,
                                (unsigned) ctx->config.uid_range, step, sizeof(step));
         ctx->features.root_overlay_error = r;
         ctx->features.root_overlay_step = r < 0 ? step : NULL;
         if (r < 0)
-                log_info_errno(r, "overlay roots (create's \"root\": \"overlay\") do not work here: %m");
+                log_info_errno(r, "overlay roots (create's \"root\": \"overlay\") do not work here: %s: %m", step);
+
+        /* One name: what a daemon killed in the middle of it left is removed by the next. */
+        /* The store's loader leaves out names that are not images' (image_name_valid()). */
+        snprintf(image_root, sizeof(image_root), "%s/images", ctx->config.state_dir);
+        (void) mkdir(image_root, 0700);
+        snprintf(image_root, sizeof(image_root), "%s/images/.overlay-probe", ctx->config.state_dir);
+        (void) rmdir(image_root);
+        if (mkdir(image_root, 0755) < 0) {
+                r = -errno;
+                snprintf(image_step, sizeof(image_step), "an empty directory in the image store");
+        } else
+                r = root_overlay_probe(NULL, image_root, ctx->state_fd, path, (uid_t) ctx->config.uid_base,
+                                       (unsigned) ctx->config.uid_range, image_step, sizeof(image_step));
+        (void) rmdir(image_root);
+        ctx->features.image_overlay_error = r;
+        ctx->features.image_overlay_step = r < 0 ? image_step : NULL;
+        if (r < 0)
+                log_info_errno(r, "overlay roots of images do not work here: %s: %m", image_step);
 }
 
 /* A tiny clone3(CLONE_INTO_CGROUP) of a child that exits at once tells whether the kernel

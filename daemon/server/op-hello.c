@@ -15,16 +15,24 @@
 #include "sandbox.h"
 #include "util.h"
 
-/* Whether create's "root": "overlay" works here, and if not, why (probed at start). */
-static json_object *root_overlay_json(Context *m) {
+/* {"available": bool, "error": why not or null} of one overlay probe (lifecycle.c). */
+static json_object *overlay_probe_json(int error, const char *step) {
         json_object *o = json_object_new_object();
-        char why[160];
+        char why[200];
 
-        json_object_object_add(o, "available", json_object_new_boolean(m->features.root_overlay_error == 0));
-        if (m->features.root_overlay_error < 0)
-                snprintf(why, sizeof(why), "%s: %s", m->features.root_overlay_step ? m->features.root_overlay_step : "probe",
-                         strerror(-m->features.root_overlay_error));
-        json_object_object_add(o, "error", m->features.root_overlay_error < 0 ? json_object_new_string(why) : NULL);
+        json_object_object_add(o, "available", json_object_new_boolean(error == 0));
+        if (error < 0)
+                snprintf(why, sizeof(why), "%s: %s", step ?: "probe", strerror(-error));
+        json_object_object_add(o, "error", error < 0 ? json_object_new_string(why) : NULL);
+        return o;
+}
+
+/* Whether create's "root": "overlay" works here, and if not, why (probed at start): over the
+ * host's root (available, error), and over an image (image: the same two). */
+static json_object *root_overlay_json(Context *m) {
+        json_object *o = overlay_probe_json(m->features.root_overlay_error, m->features.root_overlay_step);
+
+        json_object_object_add(o, "image", overlay_probe_json(m->features.image_overlay_error, m->features.image_overlay_step));
         return o;
 }
 

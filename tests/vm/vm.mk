@@ -5,7 +5,7 @@
 ## before are neither counted nor touched by the scripts between them.
 VM_SYSTEM_TESTS = tests/system/t-user-state-before.sh \
 	tests/system/t-systemd.sh tests/system/t-durability.sh tests/system/t-isolation.sh \
-	tests/system/t-doctor.sh tests/system/t-top.sh tests/system/t-metrics.sh \
+	tests/system/t-doctor.sh tests/system/t-readme.sh tests/system/t-top.sh tests/system/t-metrics.sh \
 	tests/system/t-snapshot.sh tests/system/t-frozen.sh tests/system/t-mounts.sh tests/system/t-files.sh \
 	tests/system/t-ports.sh tests/system/t-restart.sh tests/system/t-restart-all.sh tests/system/t-restart-scopes.sh tests/system/t-restart-loop.sh tests/system/t-images.sh tests/system/t-overlay-root.sh tests/system/t-egress.sh \
 	tests/system/t-quota.sh tests/system/t-restart-image.sh tests/system/t-quota-state.sh tests/system/t-oci.sh tests/system/t-oci-sandbox.sh tests/system/t-btrfs.sh \
