@@ -17,18 +17,28 @@ wait_up() { # OLD_MAINPID
 	return 1
 }
 scopes() { systemctl list-units --all --plain --no-legend 'sandboxd-*.scope' | grep -c '^sandboxd-'; }
-cgroups() { find "$slice" -type d 2>/dev/null | wc -l; }
-procs() { find "$slice" -name cgroup.procs -exec cat {} + 2>/dev/null | wc -l; }
-service_procs() { find /sys/fs/cgroup/system.slice/sandboxd.service -name cgroup.procs -exec cat {} + 2>/dev/null | wc -l; }
-counts() { echo "store $(store) scopes $(scopes) cgroups $(cgroups) processes $(procs) service-processes $(service_procs)"; }
-stable() { # the pool refills after a start: wait until the counts stop moving
-	local a b i
+# counts: the fds in the store, the scopes, the cgroups and processes of sandboxd.slice and the
+# processes of the service's own cgroup. Each cgroup has one cgroup.procs, found by the shell's
+# own globbing: a TCG guest takes a few tenths of a second a process, and stable() counts often.
+counts() {
+	local cg svc
+	shopt -s globstar nullglob
+	cg=("$slice"/**/cgroup.procs)
+	svc=(/sys/fs/cgroup/system.slice/sandboxd.service/**/cgroup.procs)
+	shopt -u globstar nullglob
+	echo "store $(store) scopes $(scopes) cgroups ${#cg[@]}" \
+		"processes $(cat "${cg[@]}" /dev/null 2>/dev/null | wc -l) service-processes $(cat "${svc[@]}" /dev/null 2>/dev/null | wc -l)"
+}
+# stable: the pool refills after a start: wait until the counts stop moving; STABLE is the last
+# counts taken (the settled ones when the status is 0).
+stable() {
+	local a i
 	a=$(counts)
 	for i in $(seq 60); do
 		sleep 0.5
-		b=$(counts)
-		[ "$a" = "$b" ] && return 0
-		a=$b
+		STABLE=$(counts)
+		[ "$a" = "$STABLE" ] && return 0
+		a=$STABLE
 	done
 	return 1
 }

@@ -74,7 +74,7 @@ systemd-run --quiet --collect --unit="$hog" -p CPUWeight=1 -p Nice=19 sh -c 'whi
 systemctl is-active --quiet "$hog"
 ok $? "a busy loop in the guest, outside sandboxd, at CPUWeight=1 ($hog)"
 stable
-before=$(counts)
+before=$STABLE
 diag "before the loop: $before"
 fails=1 leaked=
 start=$SECONDS
@@ -86,7 +86,7 @@ for i in $(seq "$LOOPS"); do
 	[ "$(run_in "$load" 'echo up')" = up ] || { diag "restart $i: no run in the loaded sandbox"; break; }
 	[ "$(run_in "$id" "$SAME")" = same ] || { diag "restart $i: the server is not the same process"; break; }
 	stable || diag "restart $i: the counts are still moving"
-	now=$(counts)
+	now=$STABLE
 	[ "$now" = "$before" ] || { leaked="restart $i: $now"; diag "after restart $i: $now (before: $before)"; break; }
 	diag "restart $i ($how): back, checked and stable in $((SECONDS - t)) s"
 	[ "$i" = "$LOOPS" ] && fails=0
