@@ -238,7 +238,9 @@ as_other() {
 
 # ---- Waiting -----------------------------------------------------------------------------
 
-# wait_until SECONDS CMD... : polls CMD every 0.1 s; status 0 when it succeeded in time.
+# wait_until SECONDS CMD... : polls CMD up to SECONDS * 10 times, 0.1 s apart; status 0 when it
+# succeeded. The time CMD itself takes comes on top: a bound that stays generous under ASan and
+# load (an rpc-based CMD makes "60" about two minutes), for hang detectors, not measurements.
 wait_until() {
         local limit=$1 i=0
         shift
@@ -250,9 +252,10 @@ wait_until() {
         "$@"
 }
 
-# wait_ready SANDBOX [SECONDS]: until inspect says ready (default 60 s). A sandbox that a start
-# must make again (its init did not outlive the daemon) is "creating" for a while after the daemon
-# answers, longer under ASan on a loaded machine: "it is back" means it became ready.
+# wait_ready SANDBOX [SECONDS]: until root's inspect says ready (default 60 s); SANDBOX by id, or
+# by a name of root's own (names are per owner). A sandbox that a start must make again (its init
+# did not outlive the daemon) is "creating" for a while after the daemon answers, longer under
+# ASan on a loaded machine: "it is back" means it became ready.
 _sandbox_ready() { [ "$(jget "$(rpc "{\"op\":\"inspect\",\"sandbox\":\"$1\"}" 10)" .sandbox.state)" = ready ]; }
 wait_ready() {
         wait_until "${2:-60}" _sandbox_ready "$1"

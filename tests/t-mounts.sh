@@ -51,6 +51,7 @@ is "$(jget "$r" .ok)" true "destroyed"
 # Writable: a run writes there; the file is the caller's on the host.
 before=$(cd "$ROOTS/rw" && find . -printf '%p %U %s\n' | sort | sha256sum)
 r=$(rpc_as $A '{"op":"create","best_effort":true,"name":"w","mounts":'"$(mounts "$ROOTS/rw" /mnt/src)"'}')
+w_id=$(jget "$r" .sandbox.id)
 is "$(jget "$r" .sandbox.state)" ready "user $A creates a sandbox with $ROOTS/rw mounted writable at /mnt/src"
 r=$(rpc_as $A '{"op":"run","sandbox":"w","command":"echo made inside > /mnt/src/out.txt && mkdir /mnt/src/d && stat -c %u /mnt/src/out.txt"}')
 is "$(jget "$r" .stdout)" 1000 "a run writes /mnt/src/out.txt (uid 1000 inside)"
@@ -65,7 +66,8 @@ wait "$DAEMON_PID" 2>/dev/null
 DAEMON_PID=
 start_daemon --config "$T/sandboxd.conf" || exit 0
 chmod 0666 "$SOCK"
-wait_ready w
+# By id: the name w is user $A's, and root's own lookup of a name finds only root's.
+check "the sandbox is ready again after the restart" wait_ready "$w_id"
 r=$(rpc_as $A '{"op":"inspect","sandbox":"w"}')
 is "$(jget "$r" '[.sandbox.state, .sandbox.mounts[0].target] | tostring')" '["ready","/mnt/src"]' \
 	"after the daemon was killed and restarted, the sandbox is back with its mount"
