@@ -716,20 +716,6 @@ static int config_mounts(json_object *config, const char *bundle, json_object *c
 
 /* ---- the rest of linux, root, hooks -------------------------------------------------------- */
 
-/* runc's rule: the sysctls of namespaces the container has of its own, which a sandbox always
- * has (linux_namespaces() refuses the host's network and ipc namespaces). */
-static bool sysctl_namespaced(const char *k) {
-        static const char *const ipc[] = { "kernel.shmmax", "kernel.shmall",  "kernel.shmmni", "kernel.shm_rmid_forced",
-                                           "kernel.msgmax", "kernel.msgmnb",  "kernel.msgmni", "kernel.sem" };
-
-        if ((strncmp(k, "net.", 4) == 0 && k[4]) || (strncmp(k, "fs.mqueue.", 10) == 0 && k[10]))
-                return true;
-        for (size_t i = 0; i < ELEMENTSOF(ipc); i++)
-                if (strcmp(k, ipc[i]) == 0)
-                        return true;
-        return false;
-}
-
 /* linux.sysctl → create's "sysctls" (sandboxd checks names and values again, as hostile input). */
 static int linux_sysctl(json_object *sysctl, json_object *create, char **ret_error) {
         if (!sysctl)
@@ -737,7 +723,9 @@ static int linux_sysctl(json_object *sysctl, json_object *create, char **ret_err
         if (!is_type(sysctl, json_type_object))
                 return fail(ret_error, "linux.sysctl: not an object");
         json_object_object_foreach(sysctl, k, v) {
-                if (!sysctl_namespaced(k) || strchr(k, '/') || strstr(k, ".."))
+                /* runc's rule: the sysctls of namespaces the container has of its own, which a
+                 * sandbox always has (linux_namespaces() refuses the host's network and ipc). */
+                if (!sysctl_name_namespaced(k))
                         return fail(ret_error,
                                     "linux.sysctl: %.128s is not a sysctl of the container's own network or ipc "
                                     "namespace (net.*, kernel.shm*, kernel.msg*, kernel.sem, fs.mqueue.*): it is the "

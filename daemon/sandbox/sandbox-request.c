@@ -452,60 +452,17 @@ static int parse_hostname(Sandbox *s, json_object *req, ProtoError *err) {
         return 0;
 }
 
-/* The sysctls a sandbox may set: those of the namespaces it has of its own (runc's rule): its
- * network namespace's, and its ipc namespace's. Anything else is the host's. */
-static bool sysctl_namespaced(const char *k) {
-        static const char *const ipc[] = { "kernel.shmmax", "kernel.shmall",  "kernel.shmmni", "kernel.shm_rmid_forced",
-                                           "kernel.msgmax", "kernel.msgmnb",  "kernel.msgmni", "kernel.sem" };
-
-        if (strncmp(k, "net.", 4) == 0 || strncmp(k, "fs.mqueue.", 10) == 0)
-                return true;
-        for (size_t i = 0; i < ELEMENTSOF(ipc); i++)
-                if (strcmp(k, ipc[i]) == 0)
-                        return true;
-        return false;
-}
-
-/* A dotted name of non-empty [A-Za-z0-9_-] components: no "/", no "..", nothing a path could
- * make more of once the dots are /proc/sys's slashes. */
-static bool sysctl_key_valid(const char *k) {
-        size_t n = strlen(k), comp = 0;
-
-        if (n == 0 || n > 128)
-                return false;
-        for (const char *c = k; *c; c++) {
-                if (*c == '.') {
-                        if (comp == 0)
-                                return false;
-                        comp = 0;
-                } else if (strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-", *c))
-                        comp++;
-                else
-                        return false;
-        }
-        return comp > 0;
-}
-
-static bool sysctl_value_valid(const char *v, size_t n) {
-        if (n == 0 || n > 256)
-                return false;
-        for (size_t i = 0; i < n; i++)
-                if (!(v[i] == '\t' || (v[i] >= 0x20 && v[i] < 0x7f)))
-                        return false;
-        return true;
-}
-
 int sandbox_sysctls_check(json_object *sysctls, ProtoError *err) {
         if (!json_object_is_type(sysctls, json_type_object))
                 return proto_error_set(err, SBX_E_INVALID_REQUEST, "sysctls", "'sysctls' must be an object of strings");
         if (json_object_object_length(sysctls) > INIT_SYSCTLS_MAX)
                 return proto_error_set(err, SBX_E_INVALID_REQUEST, "sysctls", "'sysctls': at most %d", INIT_SYSCTLS_MAX);
         json_object_object_foreach(sysctls, k, v) {
-                if (!sysctl_key_valid(k))
+                if (!sysctl_name_valid(k))
                         return proto_error_set(err, SBX_E_INVALID_REQUEST, "sysctls",
                                                "'sysctls': '%.64s' is not a sysctl name (dotted components of "
                                                "[A-Za-z0-9_-], at most 128 characters)", k);
-                if (!sysctl_namespaced(k))
+                if (!sysctl_name_namespaced(k))
                         return proto_error_set(err, SBX_E_INVALID_REQUEST, "sysctls",
                                                "'sysctls': %s is not a sysctl of the sandbox's own namespaces (net.*, "
                                                "kernel.shm*, kernel.msg*, kernel.sem, fs.mqueue.*): it is the host's; refused", k);
