@@ -189,6 +189,48 @@ bool path_is_below(const char *path, const char *dir) {
         return strncmp(path, dir, n) == 0 && (path[n] == '\0' || path[n] == '/');
 }
 
+bool sysctl_name_valid(const char *name) {
+        size_t n = strlen(name), comp = 0;
+
+        if (n == 0 || n > 128)
+                return false;
+        for (const char *c = name; *c; c++) {
+                if (*c == '.') {
+                        if (comp == 0)
+                                return false;
+                        comp = 0;
+                } else if ((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') ||
+                           *c == '_' || *c == '-')
+                        comp++;
+                else
+                        return false;
+        }
+        return comp > 0;
+}
+
+bool sysctl_name_namespaced(const char *name) {
+        static const char *const ipc[] = { "kernel.shmmax", "kernel.shmall", "kernel.shmmni", "kernel.shm_rmid_forced",
+                                           "kernel.msgmax", "kernel.msgmnb", "kernel.msgmni", "kernel.sem" };
+
+        if (!sysctl_name_valid(name))
+                return false;
+        if ((strncmp(name, "net.", 4) == 0 && name[4]) || (strncmp(name, "fs.mqueue.", 10) == 0 && name[10]))
+                return true;
+        for (size_t i = 0; i < sizeof(ipc) / sizeof(ipc[0]); i++)
+                if (strcmp(name, ipc[i]) == 0)
+                        return true;
+        return false;
+}
+
+bool sysctl_value_valid(const char *value, size_t len) {
+        if (len == 0 || len > 256)
+                return false;
+        for (size_t i = 0; i < len; i++)
+                if (!(value[i] == '\t' || (value[i] >= 0x20 && value[i] < 0x7f)))
+                        return false;
+        return true;
+}
+
 /* RFC 3629: no overlongs, no surrogates, nothing above U+10FFFF. */
 bool utf8_is_valid(const char *str, size_t len) {
         const unsigned char *s = (const unsigned char *) str;

@@ -29,6 +29,15 @@ bool utf8_is_valid(const char *s, size_t len);
 bool path_is_normal(const char *p, size_t max);
 /* Whether path is dir or beneath it (both normal); "/" holds every path. */
 bool path_is_below(const char *path, const char *dir);
+/* A sysctl name as a request gives it: dotted components of [A-Za-z0-9_-], 1-128 bytes; no "/"
+ * and no empty component, so nothing more than that entry once the dots are /proc/sys's slashes. */
+bool sysctl_name_valid(const char *name);
+/* Whether name is a sysctl of a namespace a sandbox has of its own (runc's list): net.* (its
+ * network namespace); kernel.shmmax, shmall, shmmni, shm_rmid_forced, msgmax, msgmnb, msgmni,
+ * sem and fs.mqueue.* (its ipc namespace). */
+bool sysctl_name_namespaced(const char *name);
+/* A sysctl value: 1-256 bytes of printable ASCII or tabs (no newline: one value, one write). */
+bool sysctl_value_valid(const char *value, size_t len);
 /* Length of the longest prefix of s that is valid UTF-8 (where a cut string ends cleanly). */
 size_t utf8_valid_prefix(const char *s, size_t len);
 /* How many bytes at the end of s form an incomplete (so far valid) UTF-8 sequence: what a stream

@@ -23,6 +23,8 @@
 
 #define OCI_MAX_MOUNTS 16
 #define OCI_PATH_MAX 4096
+#define OCI_MAX_GROUPS 32 /* sandboxd's RUN_GROUPS_MAX */
+#define OCI_MAX_PATHS 64  /* sandboxd's INIT_PATHS_MAX */
 
 _printf_(2, 3) static int fail(char **ret_error, const char *fmt, ...) {
         va_list ap;
@@ -106,6 +108,8 @@ void oci_spec_done(OciSpec *s) {
         s->create = NULL;
         free(s->netns_path);
         s->netns_path = NULL;
+        free(s->root_relative);
+        s->root_relative = NULL;
         oci_process_done(&s->process);
         json_object_put(s->notes);
         s->notes = NULL;
@@ -180,6 +184,32 @@ static int user_id(json_object *user, const char *key, const char *prefix, int64
         return 0;
 }
 
+/* Engines list the user's groups from the image's /etc/group (Alpine's root is in bin, daemon,
+ * sys, adm, ...): gids of the sandbox's user namespace, set by sandboxd with setgroups there. */
+static int user_groups(json_object *gids, const char *prefix, json_object *u, char **ret_error) {
+        size_t n = is_type(gids, json_type_array) ? json_object_array_length(gids) : 0;
+        json_object *out;
+
+        if (!gids)
+                return 0;
+        if (!is_type(gids, json_type_array))
+                return fail(ret_error, "%s.user.additionalGids: not an array", prefix);
+        if (n > OCI_MAX_GROUPS)
+                return fail(ret_error, "%s.user.additionalGids: more than %d groups; refused", prefix, OCI_MAX_GROUPS);
+        out = json_object_new_array();
+        json_object_object_add(u, "groups", out);
+        for (size_t i = 0; i < n; i++) {
+                int64_t g;
+                if (get_int64(json_object_array_get_idx(gids, i), &g) < 0 || g < 0 || g > 65535)
+                        return fail(ret_error,
+                                    "%s.user.additionalGids[%zu]: must be 0..65535 (a gid of the sandbox's user "
+                                    "namespace)",
+                                    prefix, i);
+                json_object_array_add(out, json_object_new_int64(g));
+        }
+        return 0;
+}
+
 static int process_user(json_object *process, const char *prefix, json_object *run, char **ret_error) {
         json_object *user = get(process, "user"), *v;
         int64_t uid, gid, umask;
@@ -190,25 +220,12 @@ static int process_user(json_object *process, const char *prefix, json_object *r
                 return r;
         if (get(user, "username"))
                 return fail(ret_error, "%s.user.username: a Windows field, refused", prefix);
-        /* Engines list the user's groups from the image's /etc/group; the primary group alone is
-         * what the process has anyway. Anything more needs setgroups, which sandboxd denies. */
-        if ((v = get(user, "additionalGids"))) {
-                size_t n = is_type(v, json_type_array) ? json_object_array_length(v) : 0;
-                if (!is_type(v, json_type_array))
-                        return fail(ret_error, "%s.user.additionalGids: not an array", prefix);
-                for (size_t i = 0; i < n; i++) {
-                        int64_t g;
-                        if (get_int64(json_object_array_get_idx(v, i), &g) < 0 || g != gid)
-                                return fail(ret_error,
-                                            "%s.user.additionalGids[%zu]: supplementary groups are not supported "
-                                            "(sandboxd denies setgroups in a sandbox); refused",
-                                            prefix, i);
-                }
-        }
         json_object *u = json_object_new_object();
         json_object_object_add(u, "uid", json_object_new_int64(uid));
         json_object_object_add(u, "gid", json_object_new_int64(gid));
         json_object_object_add(run, "user", u);
+        if ((r = user_groups(get(user, "additionalGids"), prefix, u, ret_error)) < 0)
+                return r;
         if ((v = get(user, "umask"))) {
                 if (get_int64(v, &umask) < 0 || umask < 0 || umask > 0777)
                         return fail(ret_error, "%s.user.umask: must be 0..0777", prefix);
@@ -227,6 +244,9 @@ static int process_rlimits(json_object *process, const char *prefix, json_object
                 return fail(ret_error, "%s.rlimits: not an array", prefix);
         out = json_object_new_object();
         json_object_object_add(run, "rlimits", out);
+        /* Engines ask more than a sandbox gives (podman: NOFILE 1048576): lowered to sandboxd's
+         * maximum, which only takes from the process, and said in the log (the proxy). */
+        json_object_object_add(run, "rlimits_lower", json_object_new_boolean(true));
         n = json_object_array_length(rl);
         for (size_t i = 0; i < n; i++) {
                 json_object *e = json_object_array_get_idx(rl, i), *t = get(e, "type"), *pair;
@@ -260,13 +280,20 @@ static bool cap_allowed(const char *c) {
         return false;
 }
 
-static int process_caps(json_object *process, const char *prefix, char **ret_error) {
+/* The five sets exactly as given (an absent one, or no capabilities at all, is empty: what runc
+ * does), for sandboxd to set within the sandbox's user namespace: --cap-drop=ALL is no capability
+ * at all, even for uid 0. */
+static int process_caps(json_object *process, const char *prefix, json_object *run, char **ret_error) {
         static const char *const sets[] = { "bounding", "effective", "inheritable", "permitted", "ambient" };
-        json_object *caps = get(process, "capabilities");
+        json_object *caps = get(process, "capabilities"), *out = json_object_new_object();
 
-        for (size_t s = 0; caps && s < ELEMENTSOF(sets); s++) {
-                json_object *set = get(caps, sets[s]);
+        json_object_object_add(run, "capabilities", out);
+        if (caps && !is_type(caps, json_type_object))
+                return fail(ret_error, "%s.capabilities: not an object", prefix);
+        for (size_t s = 0; s < ELEMENTSOF(sets); s++) {
+                json_object *set = get(caps, sets[s]), *list = json_object_new_array();
                 size_t n = is_type(set, json_type_array) ? json_object_array_length(set) : 0;
+                json_object_object_add(out, sets[s], list);
                 if (set && !is_type(set, json_type_array))
                         return fail(ret_error, "%s.capabilities.%s: not an array", prefix, sets[s]);
                 for (size_t i = 0; i < n; i++) {
@@ -277,6 +304,7 @@ static int process_caps(json_object *process, const char *prefix, char **ret_err
                                             "%s.capabilities.%s: %s is a privileged capability: sandboxd-oci runs no "
                                             "privileged containers; refused",
                                             prefix, sets[s], name);
+                        json_object_array_add(list, json_object_new_string(name));
                 }
         }
         return 0;
@@ -313,7 +341,7 @@ int oci_process_from_json(json_object *process, const char *prefix, json_object 
             (r = process_cwd(process, prefix, p.run, ret_error)) < 0 ||
             (r = process_user(process, prefix, p.run, ret_error)) < 0 ||
             (r = process_rlimits(process, prefix, p.run, ret_error)) < 0 ||
-            (r = process_caps(process, prefix, ret_error)) < 0 ||
+            (r = process_caps(process, prefix, p.run, ret_error)) < 0 ||
             (r = process_terminal(process, prefix, &p, ret_error)) < 0) {
                 oci_process_done(&p);
                 return r;
@@ -688,10 +716,56 @@ static int config_mounts(json_object *config, const char *bundle, json_object *c
 
 /* ---- the rest of linux, root, hooks -------------------------------------------------------- */
 
+/* linux.sysctl → create's "sysctls" (sandboxd checks names and values again, as hostile input). */
+static int linux_sysctl(json_object *sysctl, json_object *create, char **ret_error) {
+        if (!sysctl)
+                return 0;
+        if (!is_type(sysctl, json_type_object))
+                return fail(ret_error, "linux.sysctl: not an object");
+        json_object_object_foreach(sysctl, k, v) {
+                /* runc's rule: the sysctls of namespaces the container has of its own, which a
+                 * sandbox always has (linux_namespaces() refuses the host's network and ipc). */
+                if (!sysctl_name_namespaced(k))
+                        return fail(ret_error,
+                                    "linux.sysctl: %.128s is not a sysctl of the container's own network or ipc "
+                                    "namespace (net.*, kernel.shm*, kernel.msg*, kernel.sem, fs.mqueue.*): it is the "
+                                    "host's; refused",
+                                    k);
+                if (!is_type(v, json_type_string))
+                        return fail(ret_error, "linux.sysctl.%.128s: not a string", k);
+        }
+        if (json_object_object_length(sysctl) > 0)
+                json_object_object_add(create, "sysctls", json_object_get(sysctl));
+        return 0;
+}
+
+/* linux.maskedPaths / readonlyPaths → create's masked_paths / readonly_paths, which sandboxd's
+ * init masks (an empty read-only tmpfs, /dev/null) or binds read-only, as runc does. */
+static int linux_paths(json_object *paths, const char *field, const char *key, json_object *create,
+                       char **ret_error) {
+        size_t n = is_type(paths, json_type_array) ? json_object_array_length(paths) : 0;
+
+        if (!paths)
+                return 0;
+        if (!is_type(paths, json_type_array))
+                return fail(ret_error, "%s: not an array", field);
+        if (n > OCI_MAX_PATHS)
+                return fail(ret_error, "%s: more than %d paths; refused", field, OCI_MAX_PATHS);
+        for (size_t i = 0; i < n; i++) {
+                json_object *p = json_object_array_get_idx(paths, i);
+                const char *s = is_type(p, json_type_string) ? json_object_get_string(p) : NULL;
+                if (!s || strlen(s) > 1024 || !path_is_normal(s, 1024) || strcmp(s, "/") == 0)
+                        return fail(ret_error, "%s[%zu]: not an absolute, normal path (no \"..\", \".\", \"//\"; not /); refused",
+                                    field, i);
+        }
+        if (n > 0)
+                json_object_object_add(create, key, json_object_get(paths));
+        return 0;
+}
+
 static int config_linux(json_object *config, oci_proxy_lookup_fn lookup, void *userdata, OciSpec *spec,
                         char **ret_error) {
-        static const char *const refused[] = { "sysctl", "devices", "intelRdt", "personality", "timeOffsets",
-                                               "seccompNotify" };
+        static const char *const refused[] = { "devices", "intelRdt", "personality", "timeOffsets", "seccompNotify" };
         json_object *linux_ = get(config, "linux"), *prop, *limits = NULL;
         int r;
 
@@ -705,7 +779,11 @@ static int config_linux(json_object *config, oci_proxy_lookup_fn lookup, void *u
                 if (strcmp(s, "private") != 0 && strcmp(s, "rprivate") != 0 && *s)
                         return fail(ret_error, "linux.rootfsPropagation: \"%s\" refused (only private)", s);
         }
-        if ((r = linux_namespaces(linux_, lookup, userdata, spec, ret_error)) < 0)
+        if ((r = linux_namespaces(linux_, lookup, userdata, spec, ret_error)) < 0 ||
+            (r = linux_sysctl(get(linux_, "sysctl"), spec->create, ret_error)) < 0 ||
+            (r = linux_paths(get(linux_, "maskedPaths"), "linux.maskedPaths", "masked_paths", spec->create, ret_error)) < 0 ||
+            (r = linux_paths(get(linux_, "readonlyPaths"), "linux.readonlyPaths", "readonly_paths", spec->create,
+                             ret_error)) < 0)
                 return r;
         if ((r = oci_limits_from_resources(get(linux_, "resources"), "linux.resources", spec->notes, &limits,
                                            ret_error)) < 0)
@@ -737,17 +815,24 @@ static int config_hooks(json_object *config, char **ret_error) {
         return 0;
 }
 
-static int config_root(json_object *config, const char *bundle, json_object *create, char **ret_error) {
+static int config_root(json_object *config, const char *bundle, json_object *create, char **ret_relative,
+                       char **ret_error) {
         json_object *root = get(config, "root"), *p = get(root, "path"), *ro = get(root, "readonly");
         const char *s = is_type(p, json_type_string) ? json_object_get_string(p) : NULL;
         _cleanup_free_ char *path = NULL;
 
         if (!s || !*s)
                 return fail(ret_error, "root.path: missing");
+        if (strlen(s) >= OCI_PATH_MAX)
+                return fail(ret_error, "root.path: too long");
+        /* Relative ("rootfs", ".", as runtime-tools writes): resolved beneath the bundle at
+         * create (oci_root_open()); the joined path only says where. */
         if (s[0] == '/' ? !(path = strdup(s)) : asprintf(&path, "%s/%s", bundle, s) < 0)
                 return -ENOMEM;
-        if (!path_is_normal(path, OCI_PATH_MAX))
+        if (s[0] == '/' && !path_is_normal(path, OCI_PATH_MAX))
                 return fail(ret_error, "root.path: \"%s\" is not a normal path", s);
+        if (s[0] != '/' && !(*ret_relative = strdup(s)))
+                return -ENOMEM;
         json_object *r = json_object_new_object();
         json_object_object_add(r, "path", json_object_new_string(path));
         json_object_object_add(r, "read_only", json_object_new_boolean(ro && json_object_get_boolean(ro)));
@@ -775,7 +860,7 @@ int oci_spec_from_config(json_object *config, const char *bundle, oci_proxy_look
 
         if (!is_type(config, json_type_object))
                 r = fail(ret_error, "config.json: not a JSON object");
-        else if ((r = config_hooks(config, ret_error)) >= 0 && (r = config_root(config, bundle, s.create, ret_error)) >= 0 &&
+        else if ((r = config_hooks(config, ret_error)) >= 0 && (r = config_root(config, bundle, s.create, &s.root_relative, ret_error)) >= 0 &&
                  (r = config_hostname(config, s.create, ret_error)) >= 0 &&
                  (r = config_mounts(config, bundle, s.create, s.notes, ret_error)) >= 0 &&
                  (r = config_linux(config, lookup, userdata, &s, ret_error)) >= 0)
@@ -824,4 +909,107 @@ int oci_netns_open(const char *path, char **ret_error) {
         if (st.st_ino == self.st_ino && st.st_dev == self.st_dev)
                 return fail(ret_error, "linux.namespaces: %s is the host's network namespace; refused", path);
         return TAKE_FD(fd);
+}
+
+/* ---- a relative root.path ------------------------------------------------------------------- */
+
+int oci_root_open(const char *bundle, const char *relative, char **ret_path, char **ret_error) {
+        /* Symlinks in the bundle may lead anywhere beneath it, never out of it (nor through
+         * /proc's magic links): the kernel resolves it so, not a string check. */
+        struct open_how how = { .flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
+                                .resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS };
+        _cleanup_close_ int dir = -EBADF, fd = -EBADF;
+        char link[64], buf[OCI_PATH_MAX];
+        ssize_t n;
+
+        dir = open(bundle, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (dir < 0) {
+                int e = errno;
+                fail(ret_error, "root.path: the bundle %s: %s", bundle, strerror(e));
+                return -e;
+        }
+        fd = (int) syscall(SYS_openat2, dir, relative, &how, sizeof(how));
+        if (fd < 0) {
+                int e = errno;
+                if (e == EXDEV)
+                        fail(ret_error, "root.path: \"%s\" leads out of the bundle %s; refused", relative, bundle);
+                else
+                        fail(ret_error, "root.path: %s/%s: %s", bundle, relative, strerror(e));
+                return -e;
+        }
+        /* The directory's own path, every symlink resolved: what sandboxd opens again (it takes
+         * no path with a symlink in it). */
+        snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+        n = readlink(link, buf, sizeof(buf) - 1);
+        if (n <= 0 || (size_t) n >= sizeof(buf) - 1)
+                return fail(ret_error, "root.path: %s/%s: cannot read its path", bundle, relative);
+        buf[n] = 0;
+        *ret_path = strdup(buf);
+        return *ret_path ? 0 : -ENOMEM;
+}
+
+/* ---- the program, looked up as runc does at create --------------------------------------- */
+
+/* Whether path (absolute, inside) lies at or beneath a bind's target: the bind may bring it. */
+static bool under_a_bind(json_object *mounts, const char *path) {
+        size_t n = is_type(mounts, json_type_array) ? json_object_array_length(mounts) : 0;
+
+        for (size_t i = 0; i < n; i++) {
+                json_object *t = get(json_object_array_get_idx(mounts, i), "target");
+                if (t && path_is_below(path, json_object_get_string(t)))
+                        return true;
+        }
+        return false;
+}
+
+/* 1: an executable regular file at path inside the root (or a bind may bring one: it cannot be
+ * told now), 0: none. */
+static int exec_candidate(int root_fd, json_object *mounts, const char *path) {
+        struct open_how how = { .flags = O_PATH | O_CLOEXEC, .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS };
+        _cleanup_close_ int fd = -EBADF;
+        struct stat st;
+
+        if (under_a_bind(mounts, path))
+                return 1;
+        fd = (int) syscall(SYS_openat2, root_fd, path, &how, sizeof(how));
+        if (fd < 0)
+                return errno == ENOENT || errno == ENOTDIR ? 0 : 1;
+        return fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && (st.st_mode & 0111) ? 1 : 0;
+}
+
+int oci_exec_check(const char *rootfs, json_object *run, json_object *mounts, char **ret_error) {
+        json_object *argv = get(run, "argv"), *env = get(run, "env"), *cwd = get(run, "cwd");
+        const char *arg0 = json_object_get_string(json_object_array_get_idx(argv, 0));
+        const char *path = is_type(get(env, "PATH"), json_type_string) ? json_object_get_string(get(env, "PATH")) : NULL;
+        _cleanup_close_ int root_fd = open(rootfs, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        char buf[OCI_PATH_MAX];
+
+        if (root_fd < 0 || !arg0 || !*arg0)
+                return 0; /* reported elsewhere */
+        if (strchr(arg0, '/')) {
+                if (arg0[0] == '/')
+                        snprintf(buf, sizeof(buf), "%s", arg0);
+                else
+                        snprintf(buf, sizeof(buf), "%s/%s", cwd ? json_object_get_string(cwd) : "/", arg0);
+                if (exec_candidate(root_fd, mounts, buf))
+                        return 0;
+                fail(ret_error, "process.args[0]: exec: \"%s\": stat %s: no such file or directory (or not executable)",
+                     arg0, arg0);
+                return -ENOENT;
+        }
+        /* runc's default when the process has no PATH. */
+        if (!path)
+                path = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+        for (const char *d = path;; d++) {
+                size_t len = strcspn(d, ":");
+                if (len > 0 && d[0] == '/' && (size_t) snprintf(buf, sizeof(buf), "%.*s/%s", (int) len, d, arg0) < sizeof(buf) &&
+                    exec_candidate(root_fd, mounts, buf))
+                        return 0;
+                d += len;
+                if (!*d)
+                        break;
+        }
+        fail(ret_error, "process.args[0]: exec: \"%s\": executable file not found in $PATH: no such file or directory",
+             arg0);
+        return -ENOENT;
 }

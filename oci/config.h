@@ -22,6 +22,7 @@ typedef struct OciProcess {
 typedef struct OciSpec {
         json_object *create; /* the create request: root, mounts, limits, network, hostname, ... */
         char *netns_path;    /* a network namespace to join (create's network.netns_fd), or NULL */
+        char *root_relative; /* root.path as given when relative to the bundle (oci_root_open()), or NULL */
         OciProcess process;
         json_object *notes;  /* strings: what was ignored, for the log */
 } OciSpec;
@@ -50,3 +51,13 @@ int oci_proc_ns_path(const char *path, pid_t *ret_pid);
 /* Opens a network namespace file to join: a bind-mounted nsfs file (/run/netns/...), never a
  * magic link into /proc, never the host's own. Returns the fd or -errno with *ret_error. */
 int oci_netns_open(const char *path, char **ret_error);
+
+/* A relative root.path opened beneath the bundle directory (symlinks followed only within it,
+ * never out of it): its resolved absolute path in *ret_path. -errno with *ret_error. */
+int oci_root_open(const char *bundle, const char *relative, char **ret_path, char **ret_error);
+
+/* The process's program looked up in rootfs as runc does at create (process.args[0], in the
+ * run's PATH unless it has a slash; resolved in the root), so that a missing one fails create
+ * with runc's words and engines say 127: -ENOENT with *ret_error. One a bind (mounts: create's,
+ * their targets) may bring, or one that cannot be looked up, passes. */
+int oci_exec_check(const char *rootfs, json_object *run, json_object *mounts, char **ret_error);

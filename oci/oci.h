@@ -98,6 +98,9 @@ int oci_proc_start_time(pid_t pid, unsigned long long *ret);
 bool oci_proxy_alive(pid_t pid, unsigned long long start_time);
 /* "created", "running" or "stopped". */
 const char *oci_state_status(const OciState *s);
+/* Removes the state of containers whose proxy has ended and whose bundle is gone: an engine
+ * that removed a container without a delete leaves nothing behind (create calls it). */
+void oci_state_sweep(void);
 /* The run id the proxy recorded (malloc'd), or NULL. */
 char *oci_state_run_id(const char *id);
 /* oci_proxy_lookup_fn: pid is one of our proxies (a container's, by state.json and start time,

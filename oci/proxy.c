@@ -248,9 +248,22 @@ static void send_signal(ProxyConn *c, RunState *rs, int sig) {
         (void) conn_send(c, req, NULL, 0);
 }
 
+/* The rlimits sandboxd lowered to its maximum (the run's "rlimits_lower"): the engine's log says so. */
+static void log_lowered(OciProxy *p, json_object *ev) {
+        json_object *lowered;
+
+        if (!json_object_object_get_ex(ev, "rlimits_lowered", &lowered) || !json_object_is_type(lowered, json_type_object))
+                return;
+        json_object_object_foreach(lowered, name, pair)
+                oci_info("%s %s: process.rlimits: RLIMIT_%s is above what sandboxd allows, lowered to %s (soft, hard)",
+                         p->id ? "container" : "exec in sandbox", p->id ? p->id : p->sandbox, name,
+                         json_object_to_json_string_ext(pair, JSON_C_TO_STRING_PLAIN));
+}
+
 static int on_started(OciProxy *p, ProxyConn *c, RunState *rs, json_object *ev) {
         json_object *v;
 
+        log_lowered(p, ev);
         if (json_object_object_get_ex(ev, "run_id", &v) && json_object_is_type(v, json_type_string)) {
                 free(rs->run_id);
                 rs->run_id = strdup(json_object_get_string(v));

@@ -214,3 +214,31 @@ int oci_state_remove(const char *id) {
         }
         return rmdir(dir) < 0 && errno != ENOENT ? -errno : 0;
 }
+
+/* Orphaned: its proxy has ended (the sandbox went with the proxy's connection) and its bundle
+ * is gone, so the engine removed the container without a delete (podman run --rm --timeout:
+ * conmon kills the proxy and podman removes the container by itself). No engine can name it
+ * again; runc's state of such a container would stay forever. */
+static bool state_orphaned(const char *id) {
+        OciState s = {};
+        bool orphaned;
+
+        if (oci_state_load(id, &s) < 0)
+                return false;
+        orphaned = !oci_proxy_alive(s.pid, s.start_time) && s.bundle && access(s.bundle, F_OK) < 0 && errno == ENOENT;
+        if (orphaned)
+                oci_info("container %s: its proxy has ended and its bundle %s is gone (removed by the engine without "
+                         "a delete): its state is removed",
+                         id, s.bundle);
+        oci_state_done(&s);
+        return orphaned;
+}
+
+void oci_state_sweep(void) {
+        _cleanup_(closedirp) DIR *d = opendir(oci_arg.root);
+        struct dirent *de;
+
+        while (d && (de = readdir(d)))
+                if (de->d_name[0] != '.' && oci_id_valid(de->d_name) && state_orphaned(de->d_name))
+                        (void) oci_state_remove(de->d_name);
+}

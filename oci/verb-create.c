@@ -124,7 +124,22 @@ static int make_state_dir(const char *id) {
         return 0;
 }
 
-static int send_create(SbxClient *c, OciSpec *spec, const char *id, char **ret_sandbox) {
+/* root.path as sandboxd takes it: absolute, with no symlink in it. */
+static int resolve_root(const OciSpec *spec, const char *bundle, json_object *root, char **ret_path) {
+        _cleanup_free_ char *err = NULL;
+        json_object *path = root ? json_object_object_get(root, "path") : NULL;
+
+        if (spec->root_relative)
+                return oci_root_open(bundle, spec->root_relative, ret_path, &err) < 0
+                               ? oci_error("%s", err ? err : "root.path cannot be opened")
+                               : 0;
+        *ret_path = path ? realpath(json_object_get_string(path), NULL) : NULL;
+        if (!*ret_path)
+                return oci_error("root.path: %s: %m", path ? json_object_get_string(path) : "(none)");
+        return 0;
+}
+
+static int send_create(SbxClient *c, OciSpec *spec, const char *bundle, const char *id, char **ret_sandbox) {
         _cleanup_json_ json_object *reply = NULL;
         _cleanup_free_ char *err = NULL, *rootfs = NULL;
         _cleanup_close_ int netns = -EBADF;
@@ -132,11 +147,11 @@ static int send_create(SbxClient *c, OciSpec *spec, const char *id, char **ret_s
         int r;
 
         json_object_object_get_ex(spec->create, "root", &root);
-        json_object *path = root ? json_object_object_get(root, "path") : NULL;
-        rootfs = path ? realpath(json_object_get_string(path), NULL) : NULL;
-        if (!rootfs)
-                return oci_error("root.path: %s: %m", path ? json_object_get_string(path) : "(none)");
+        if (resolve_root(spec, bundle, root, &rootfs) != 0)
+                return 1;
         json_object_object_add(root, "path", json_object_new_string(rootfs));
+        if (oci_exec_check(rootfs, spec->process.run, json_object_object_get(spec->create, "mounts"), &err) < 0)
+                return oci_error("%s", err);
         if (spec->netns_path) {
                 netns = oci_netns_open(spec->netns_path, &err);
                 if (netns < 0)
@@ -146,6 +161,9 @@ static int send_create(SbxClient *c, OciSpec *spec, const char *id, char **ret_s
         }
         if (oci_arg.best_effort)
                 json_object_object_add(spec->create, "best_effort", json_object_new_boolean(true));
+        /* This connection goes to the proxy: whatever ends the proxy (its process's end, an
+         * engine's SIGKILL, a failed start) ends the sandbox with it. */
+        json_object_object_add(spec->create, "with_connection", json_object_new_boolean(true));
         r = oci_call(c, json_object_get(spec->create), netns >= 0 ? &netns : NULL, netns >= 0 ? 1 : 0, &reply, &err);
         if (r == -EPROTO)
                 return oci_error("container %s: sandboxd refused the sandbox: %s", id, err ? err : "?");
@@ -250,11 +268,12 @@ static int create_main(int argc, char *argv[]) {
                 oci_spec_done(&spec);
                 return oci_error("cannot reach sandboxd: %s", strerror(-r));
         }
+        oci_state_sweep();
         if (make_state_dir(a.id) != 0) {
                 oci_spec_done(&spec);
                 return 1;
         }
-        if (send_create(c, &spec, a.id, &sandbox) != 0)
+        if (send_create(c, &spec, bundle, a.id, &sandbox) != 0)
                 goto fail_state;
         if (console_for_create(&a, &spec, &relay) != 0 || (fifo = open_fifo(a.id)) < 0)
                 goto fail_sandbox;

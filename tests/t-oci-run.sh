@@ -4,7 +4,8 @@
 # the command's stdio ("stdio") and fds 3.. ("extra_fds"), passed with SCM_RIGHTS and
 # type-checked; nothing captured; no timeout; a terminal whose master is handed to the client
 # with "started"; the command's pid inside the sandbox; exit and signal fidelity; uid/gid,
-# umask, rlimits, an exact environment; a cwd outside /work in an image sandbox; and the run
+# supplementary groups, umask, rlimits (and "rlimits_lower"), the five capability sets exactly
+# ("capabilities"), an exact environment; a cwd outside /work in an image sandbox; and the run
 # killed when the client that asked for it is SIGKILLed.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
 
@@ -233,6 +234,35 @@ out, fin = output_of({"argv": ["sh", "-c", "id -u; id -g"], "user": {"uid": 0, "
 is_(out.split(), ["0", "5"], "user {uid 0, gid 5}: root with group 5")
 out, fin = output_of({"argv": ["sh", "-c", "grep CapEff /proc/self/status"], "user": {"uid": 1234, "gid": 1234}})
 check("0000000000000000" in out, "... and any other uid has no capabilities", out)
+# capabilities: exactly the five sets, for uid 0 too
+def caps_of(user, caps):
+    out, fin = output_of({"argv": ["sh", "-c", "grep ^Cap /proc/self/status"], "user": user, "capabilities": caps})
+    return {l.split(":")[0]: l.split(":")[1].strip() for l in out.splitlines() if ":" in l}, fin
+c, fin = caps_of({"uid": 0, "gid": 0}, {})
+is_([c.get(k) for k in ("CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb")], ["0000000000000000"] * 5,
+    "capabilities {} (every set empty, --cap-drop=ALL): uid 0 has no capability at all")
+two = ["CAP_CHOWN", "CAP_KILL"]
+c, fin = caps_of({"uid": 0, "gid": 0}, {"bounding": two, "effective": two, "permitted": two})
+is_([c.get(k) for k in ("CapPrm", "CapEff", "CapBnd", "CapAmb")], ["0000000000000021"] * 3 + ["0000000000000000"],
+    "CAP_CHOWN and CAP_KILL in bounding, effective, permitted: uid 0 has those two and no other")
+nb = ["CAP_NET_BIND_SERVICE"]
+c, fin = caps_of({"uid": 1234, "gid": 1234}, {"bounding": nb, "effective": nb, "permitted": nb, "inheritable": nb, "ambient": nb})
+is_([c.get(k) for k in ("CapPrm", "CapEff", "CapBnd", "CapAmb")], ["0000000000000400"] * 4,
+    "uid 1234 with CAP_NET_BIND_SERVICE in every set (ambient too) keeps it across exec")
+c, fin = caps_of({"uid": 1234, "gid": 1234}, {"bounding": nb})
+is_([c.get(k) for k in ("CapPrm", "CapEff", "CapBnd")], ["0000000000000000", "0000000000000000", "0000000000000400"],
+    "... with it in bounding only: a bounding set of one, nothing effective")
+for caps, desc in (({"effective": ["CAP_KILL"]}, "effective beyond permitted"),
+                   ({"ambient": ["CAP_KILL"], "permitted": ["CAP_KILL"]}, "ambient beyond inheritable"),
+                   ({"bounding": ["CAP_NOPE"]}, "an unknown capability name"),
+                   ({"bounding": "CAP_KILL"}, "a set that is not an array"),
+                   ({"extra": []}, "an unknown set")):
+    st, _, fin = run_fds({"sandbox": SB, "argv": ["true"], "user": {"uid": 0, "gid": 0}, "capabilities": caps}, [])
+    is_(err_of(fin).get("field"), "capabilities", "capabilities: %s is refused" % desc)
+st, _, fin = run_fds({"best_effort": True, "argv": ["true"], "user": {"uid": 1234, "gid": 1234}, "capabilities": {"permitted": ["CAP_KILL"]}}, [])
+is_(err_of(fin).get("field"), "capabilities",
+    "capabilities for a uid other than 0 in a throwaway sandbox (its mounts not locked) are refused")
+
 out, fin = output_of({"argv": ["sh", "-c", "ulimit -n; ulimit -Hn; ulimit -c"],
                       "rlimits": {"NOFILE": [100, 200], "CORE": [0, 0]}})
 is_(out.split(), ["100", "200", "0"], "rlimits NOFILE [100, 200] and CORE [0, 0] as given")
@@ -240,14 +270,40 @@ out, fin = output_of({"argv": ["sh", "-c", "ulimit -n"], "rlimits": {"NOFILE": [
 is_(out.split(), ["50"], "... open_files wins where both are given")
 st, _, fin = run_fds({"sandbox": SB, "argv": ["true"], "rlimits": {"NOFILE": [10, 1 << 40]}}, [])
 is_(err_of(fin).get("field"), "rlimits.NOFILE", "a hard limit above the daemon's is refused naming rlimits.NOFILE")
+def lowered(rlimits):
+    o_r, o_w = os.pipe()
+    st, _, fin = run_fds({"sandbox": SB, "argv": ["sh", "-c", "ulimit -n; ulimit -Hn"], "rlimits": rlimits,
+                          "rlimits_lower": True, "stdio": [None, 0, None]}, [o_w])
+    out, _ = read_all(o_r)
+    os.close(o_r)
+    return out.decode().split(), st, fin
+out, st, fin = lowered({"NOFILE": [1 << 40, 1 << 40]})
+is_(out, ["1000", "1000"], "rlimits_lower: NOFILE [2^40, 2^40] is lowered to the sandbox's open_files (1000), not refused")
+is_((st or {}).get("rlimits_lowered"), {"NOFILE": [1000, 1000]}, "... and started says so: rlimits_lowered")
+out, st, fin = lowered({"NOFILE": [100, 1 << 40]})
+is_(out, ["100", "1000"], "... a soft limit below the maximum stays as given")
+out, st, fin = lowered({"NOFILE": [100, 200]})
+check(out == ["100", "200"] and st and "rlimits_lowered" not in st, "... and limits within it are not touched", out, st)
 st, _, fin = run_fds({"sandbox": SB, "argv": ["true"], "rlimits": {"NOFILE": [20, 10]}}, [])
 is_(err_of(fin).get("field"), "rlimits.NOFILE", "soft above hard is refused")
 st, _, fin = run_fds({"sandbox": SB, "argv": ["true"], "rlimits": {"BOGUS": [1, 1]}}, [])
 is_(err_of(fin).get("field"), "rlimits", "an unknown rlimit is refused")
 st, _, fin = run_fds({"sandbox": SB, "argv": ["true"], "user": {"uid": 70000, "gid": 0}}, [])
 is_(err_of(fin).get("field"), "user", "a uid past 65535 is refused")
-st, _, fin = run_fds({"sandbox": SB, "argv": ["true"], "user": {"uid": 1, "gid": 1, "groups": [2]}}, [])
-is_(err_of(fin).get("field"), "user", "supplementary groups are refused")
+out, fin = output_of({"argv": ["sh", "-c", "id -G; grep ^Groups: /proc/self/status"], "user": {"uid": 0, "gid": 0, "groups": [0, 1, 2, 10]}})
+is_(out.split(), ["0", "1", "2", "10", "Groups:", "0", "1", "2", "10"], "user.groups [0, 1, 2, 10] for uid 0: its supplementary groups inside")
+out, fin = output_of({"argv": ["sh", "-c", "id -u; id -G"], "user": {"uid": 1234, "gid": 1234, "groups": [5, 6]}})
+is_(out.split(), ["1234", "1234", "5", "6"], "... and for uid 1234: gid 1234, groups 5 and 6")
+out, fin = output_of({"argv": ["sh", "-c", "grep ^Groups: /proc/self/status"], "user": {"uid": 1234, "gid": 1234}})
+is_(out.split(), ["Groups:"], "... without them, no supplementary group at all")
+out, fin = output_of({"argv": ["sh", "-c", "grep ^Groups: /proc/self/status"]})
+is_(out.split(), ["Groups:"], "... nor for a run that names no user")
+st, _, fin = run_fds({"sandbox": SB, "argv": ["true"], "user": {"uid": 1, "gid": 1, "groups": [70000]}}, [])
+is_(err_of(fin).get("field"), "user", "a group past 65535 is refused")
+st, _, fin = run_fds({"sandbox": SB, "argv": ["true"], "user": {"uid": 1, "gid": 1, "groups": list(range(33))}}, [])
+is_(err_of(fin).get("field"), "user", "more than 32 groups are refused")
+st, _, fin = run_fds({"sandbox": SB, "argv": ["true"], "user": {"uid": 1, "gid": 1, "groups": ["5"]}}, [])
+is_(err_of(fin).get("field"), "user", "a group that is not an integer is refused")
 out, fin = output_of({"argv": ["/usr/bin/env"], "env": {"A": "1", "B": "two"}, "env_defaults": False})
 is_(sorted(out.split("\n")[:-1]), ["A=1", "B=two"], "env_defaults false: the environment is exactly env")
 out, fin = output_of({"argv": ["/usr/bin/env"], "env": {"A": "1"}})

@@ -7,7 +7,9 @@
 # but /proc, /sys, /dev, made inside the root never through a symlink, "idmap": "same"); root
 # clients only; sandbox.signal, inspect's pids, sandbox.freeze / thaw, sandbox.update (what the
 # host can show of them: tests/system/t-oci-sandbox.sh has the controllers); "network":
-# {"netns_fd"} joining a namespace made by unshare --net with a veth in it, and its refusals.
+# {"netns_fd"} joining a namespace made by unshare --net with a veth in it, and its refusals;
+# "sysctls" of the sandbox's network and ipc namespaces (hostile names and values refused),
+# "masked_paths" and "readonly_paths" (runc's way, locked), and "with_connection" (issue 30).
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
 
 BUSYBOX=$(command -v busybox || true)
@@ -99,6 +101,78 @@ for h in -a a- "a_b" "$(printf 'a%.0s' $(seq 65))" ""; do
 done
 r=$(rpc '{"op":"create","best_effort":true,"ephemeral":1}')
 is "$(err_of "$r")" '["invalid_request","ephemeral"]' "ephemeral that is not a boolean: refused"
+
+# ---- sysctls of the sandbox's own namespaces (create's "sysctls") ------------------------------
+host_sysctls=$(cat /proc/sys/kernel/msgmax /proc/sys/fs/mqueue/msg_max /proc/sys/net/ipv4/ping_group_range | tr '\n\t' '  ')
+r=$(rpc '{"op":"create","best_effort":true,"ephemeral":true,"root":{"path":"'"$ROOT"'"},"sysctls":{"kernel.msgmax":"12345","fs.mqueue.msg_max":"20","net.ipv4.ping_group_range":"0 0","net.ipv4.ip_unprivileged_port_start":"80"}}')
+sid=$(jget "$r" .sandbox.id)
+is "$(jget "$r" .sandbox.state)" ready "create with sysctls of the ipc and network namespaces: ready"
+[ "$sid" != null ] || diag "$r"
+is "$(jget "$r" '.sandbox.sysctls["kernel.msgmax"]')" 12345 "SANDBOX shows them"
+r=$(run_in "$sid" 'cat /proc/sys/kernel/msgmax /proc/sys/fs/mqueue/msg_max /proc/sys/net/ipv4/ping_group_range /proc/sys/net/ipv4/ip_unprivileged_port_start' sandbox)
+is "$(echo $(out_of "$r"))" "12345 20 0 0 80" \
+	"inside: kernel.msgmax, fs.mqueue.msg_max, ip_unprivileged_port_start as given, ping_group_range's gids the sandbox's own (0 0)"
+is "$(cat /proc/sys/kernel/msgmax /proc/sys/fs/mqueue/msg_max /proc/sys/net/ipv4/ping_group_range | tr '\n\t' '  ')" "$host_sysctls" \
+	"the host's values are untouched"
+r=$(run_in "$sid" 'echo 1 >/proc/sys/net/ipv4/ip_unprivileged_port_start 2>/dev/null && echo wrote; cat /proc/sys/net/ipv4/ip_unprivileged_port_start')
+is "$(out_of "$r")" 80 "root inside still cannot write the network namespace's sysctls"
+rpc '{"op":"destroy","sandbox":"'"$sid"'"}' >/dev/null
+r=$(rpc '{"op":"create","best_effort":true,"ephemeral":true,"root":{"path":"'"$ROOT"'"}}')
+sid=$(jget "$r" .sandbox.id)
+r=$(run_in "$sid" 'cat /proc/sys/kernel/msgmax /proc/sys/net/ipv4/ip_unprivileged_port_start' sandbox)
+is "$(echo $(out_of "$r"))" "8192 0" \
+	"the next sandbox has the defaults, the pool's port 0 (a namespace whose sysctls were set is never used again)"
+rpc '{"op":"destroy","sandbox":"'"$sid"'"}' >/dev/null
+long=$(printf 'x%.0s' $(seq 257))
+many=$(for i in $(seq 33); do printf '"net.ipv4.conf.lo.x%d":"1",' "$i"; done)
+for bad in '"kernel.panic":"1"' '"vm.overcommit_memory":"0"' '"kernel.hostname":"x"' '"net..ipv4":"1"' '"net/ipv4":"1"' \
+	'"net.ipv4.":"1"' '".net":"1"' '"net.ipv4.ip_forward":1' '"net.ipv4.ip_forward":""' "\"net.ipv4.ip_forward\":\"$long\"" \
+	'"net.ipv4.ip_forward":"1\n2"' "${many%,}"; do
+	r=$(rpc '{"op":"create","best_effort":true,"ephemeral":true,"root":{"path":"'"$ROOT"'"},"sysctls":{'"$bad"'}}')
+	is "$(err_of "$r")" '["invalid_request","sysctls"]' "sysctls {${bad:0:40}}: refused"
+done
+r=$(rpc '{"op":"create","best_effort":true,"ephemeral":true,"root":{"path":"'"$ROOT"'"},"sysctls":{"kernel.panic":"1"}}')
+like "$(jget "$r" .error.message)" "kernel.panic is not a sysctl of the sandbox's own namespaces" "... naming the key"
+r=$(rpc '{"op":"create","best_effort":true,"ephemeral":true,"root":{"path":"'"$ROOT"'"},"sysctls":{"kernel.msgmax":"-5x"}}')
+is "$(jget "$r" '[.error.code, .error.step] | tostring')" '["spawn_failed","sysctl"]' "a value the kernel refuses: spawn_failed at step sysctl"
+is "$(cat /proc/sys/kernel/msgmax /proc/sys/fs/mqueue/msg_max /proc/sys/net/ipv4/ping_group_range | tr '\n\t' '  ')" "$host_sysctls" \
+	"the host's values are still untouched"
+
+# ---- with_connection: the sandbox ends with the connection that created it ----------------------
+r=$(rpc '{"op":"create","best_effort":true,"root":{"path":"'"$ROOT"'"},"with_connection":true}')
+wid=$(jget "$r" .sandbox.id)
+is "$(jget "$r" '[.sandbox.state, .sandbox.ephemeral] | tostring')" '["ready",true]' "create with with_connection: ready, and ephemeral"
+for _ in $(seq 40); do rpc '{"op":"list"}' | jq -e --arg id "$wid" '[.sandboxes[].id] | index($id) == null' >/dev/null && break; sleep 0.25; done
+wait_until 10 sh -c "! ls '$CG/sandboxes' 2>/dev/null | grep -q '$wid'"
+check "the connection that created it closed (rpc's, once answered): the sandbox was destroyed, its cgroup gone" \
+        sh -c "! ls '$CG/sandboxes' 2>/dev/null | grep -q '$wid' && [ '$wid' != null ]"
+is "$(rpc '{"op":"list"}' | jq --arg id "$wid" '[.sandboxes[].id] | index($id)')" null "... and is not listed"
+r=$(rpc '{"op":"create","best_effort":true,"root":{"path":"'"$ROOT"'"},"with_connection":1}')
+is "$(err_of "$r")" '["invalid_request","with_connection"]' "with_connection that is not a boolean: refused"
+
+# ---- masked_paths and readonly_paths (an OCI config's maskedPaths and readonlyPaths) ------------
+mkdir -p "$ROOT/secret-dir" "$ROOT/data" && echo hidden >"$ROOT/secret-dir/f" && echo hidden >"$ROOT/secret" && chmod 0666 "$ROOT/secret"
+chmod 0777 "$ROOT/data" && ln -sfn /secret "$ROOT/secretlink"
+r=$(rpc '{"op":"create","best_effort":true,"ephemeral":true,"root":{"path":"'"$ROOT"'"},"masked_paths":["/secretlink","/secret-dir","/no/such"],"readonly_paths":["/data","/proc/sys"]}')
+pid_=$(jget "$r" .sandbox.id)
+is "$(jget "$r" .sandbox.state)" ready "create with masked_paths (a symlink to a file, a directory, a missing path) and readonly_paths"
+[ "$pid_" != null ] || diag "$r"
+is "$(jget "$r" '.sandbox.masked_paths | length')" 3 "SANDBOX shows masked_paths"
+r=$(run_in "$pid_" 'cat /secret; echo "[$(ls -A /secret-dir)]"; echo x >/secret-dir/g 2>&1 || echo ro-dir; echo y >/secret 2>/dev/null; cat /secret; touch /data/new 2>&1 || echo ro-data')
+is "$(out_of "$r" | grep -v 'Read-only\|Permission')" "$(printf '[]
+ro-dir
+ro-data')" \
+	"the masked file (through its symlink) reads empty, the masked directory is empty and read-only, the read-only path cannot be written, as root"
+r=$(run_in "$pid_" 'umount /data 2>&1; umount /secret 2>&1; touch /data/new2 2>&1; cat /secret')
+check "root inside cannot unmount them (locked), and nothing was written" test ! -e "$ROOT/data/new" -a ! -e "$ROOT/data/new2"
+is "$(cat "$ROOT/secret")" hidden "the host's file behind the mask is untouched"
+rpc '{"op":"destroy","sandbox":"'"$pid_"'"}' >/dev/null
+for bad in '"masked_paths":["relative"]' '"masked_paths":["/a/../b"]' '"readonly_paths":["/"]' '"readonly_paths":"/data"' \
+	'"masked_paths":[1]' "\"masked_paths\":[$(for i in $(seq 65); do printf '"/p%d",' "$i"; done | sed 's/,$//')]"; do
+	field=${bad%%\":*}; field=${field#\"}
+	r=$(rpc '{"op":"create","best_effort":true,"ephemeral":true,"root":{"path":"'"$ROOT"'"},'"$bad"'}')
+	is "$(err_of "$r")" "[\"invalid_request\",\"$field\"]" "${bad:0:40}: refused"
+done
 
 # ---- Mounts in a root.path sandbox ------------------------------------------------------------
 mkdir -p "$T/bundle/data" && echo "127.0.0.1 oci-host" >"$T/bundle/hosts" && echo d >"$T/bundle/data/f"

@@ -5,7 +5,11 @@
 # sandbox of a test daemon. `run --rm` mirrors the exit status, `run -d` + exec + stop + rm work,
 # `run -it` gets a terminal that follows a resize (under tmux), `ctr run` returns the status and
 # `ctr task kill`/`delete` behave as with runc, a proxy killed with SIGKILL leaves no process
-# behind, and every refusal is refused with the field named.
+# behind, and every refusal is refused with the field named. podman runs with no default_ulimits
+# or sysctl of ours and an Alpine-style /etc/group in the image (issue 30): its NOFILE 1048576 is
+# lowered, sysctls of the container's namespaces set, additionalGids given, the capability sets
+# and masked paths exactly as asked, a missing program is 127, a --timeout leaves no sandbox, and
+# a relative root.path is the bundle's.
 #
 # No engine may see this host's cgroup v1 hierarchies, so everything (engines and the daemon,
 # which must see the engines' overlay mounts) runs in a private mount namespace whose
@@ -87,10 +91,16 @@ exec "$OCI" --socket "$SOCK" --best-effort "\$@"
 EOF
 chmod +x "$T/sandboxd-oci"
 
+sandboxes() { rpc '{"op":"list"}' | jq '.sandboxes | length'; }
+
 # ---- podman ----------------------------------------------------------------------------------
-cat >"$T/containers.conf" <<EOF
-[containers]
-default_ulimits = ["nofile=1024:1024", "nproc=1024:1024"]
+# CONTAINERS_CONF replaces the distribution's containers.conf: its [containers] defaults (Debian's
+# default_sysctls, net.ipv4.ping_group_range) are carried over as it ships them.
+{
+        echo "[containers]"
+        sed -n '/^\[containers\]/,/^\[/{/^default_sysctls *=/,/\]/p}' /usr/share/containers/containers.conf 2>/dev/null
+} >"$T/containers.conf"
+cat >>"$T/containers.conf" <<EOF
 [engine]
 cgroup_manager = "cgroupfs"
 events_logger = "file"
@@ -113,7 +123,24 @@ prun() { pod run --pull=never --cgroups=disabled --network none "$@"; }
 
 mkdir -p "$T/rootfs/bin" "$T/rootfs/etc" "$T/rootfs/tmp" "$T/rootfs/proc" "$T/rootfs/dev" "$T/rootfs/sys" "$T/rootfs/run"
 cp "$BUSYBOX" "$T/rootfs/bin/busybox"
-for c in sh echo sleep cat ls id stty head true kill env tty; do ln -s busybox "$T/rootfs/bin/$c"; done
+for c in sh echo sleep cat ls id stty head true kill env tty grep; do ln -s busybox "$T/rootfs/bin/$c"; done
+mkdir -p "$T/rootfs/srv/dir" && echo secret >"$T/rootfs/srv/secret" && echo f >"$T/rootfs/srv/dir/f"
+# Alpine's accounts: root is listed in bin, daemon, sys, adm, disk, wheel and floppy, and podman
+# passes those as additionalGids of every container run as root.
+echo 'root:x:0:0:root:/root:/bin/sh' >"$T/rootfs/etc/passwd"
+cat >"$T/rootfs/etc/group" <<'EOF'
+root:x:0:root
+bin:x:1:root,bin,daemon
+daemon:x:2:root,bin,daemon
+sys:x:3:root,bin,adm
+adm:x:4:root,adm,daemon
+tty:x:5:
+disk:x:6:root,adm
+lp:x:7:lp
+kmem:x:9:
+wheel:x:10:root
+floppy:x:11:root
+EOF
 tar -C "$T/rootfs" -cf "$T/img.tar" .
 check "podman imports the test's rootfs tarball" pod import "$T/img.tar" localhost/sbx-oci-test
 
@@ -122,6 +149,57 @@ is "$rc" 7 "podman run --rm IMG sh -c 'exit 7' exits 7"
 is "$out" remote-output "its stdout is the engine's own pipe"
 [ "$rc" = 7 ] || diag "$(cat "$T/err")"
 is "$(ls "$T/run/overlay-containers" 2>/dev/null | wc -l)" 0 "--rm removed the container"
+
+# Capabilities exactly as podman asks: none at all with --cap-drop=ALL (uid 0 included), its
+# default set otherwise (bounding = effective = permitted), nothing added.
+out=$(prun --rm --cap-drop=ALL localhost/sbx-oci-test grep ^Cap /proc/self/status 2>"$T/err")
+is "$(printf '%s\n' "$out" | awk '{print $2}' | sort -u)" "0000000000000000" "--cap-drop=ALL: every capability set is empty, for root too"
+[ -n "$out" ] || diag "$(cat "$T/err")"
+out=$(prun --rm localhost/sbx-oci-test grep ^Cap /proc/self/status 2>/dev/null)
+eff=$(printf '%s\n' "$out" | awk '$1 == "CapEff:" {print $2}')
+bnd=$(printf '%s\n' "$out" | awk '$1 == "CapBnd:" {print $2}')
+check "podman's default capabilities: CapEff = CapBnd ($eff), no CAP_SYS_ADMIN, not all of them" \
+        sh -c "[ -n '$eff' ] && [ '$eff' = '$bnd' ] && [ \$(( 0x$eff & (1 << 21) )) = 0 ] && [ '$eff' != 0000000000000000 ]"
+out=$(prun --rm --cap-drop=ALL --cap-add=CHOWN localhost/sbx-oci-test grep ^CapEff /proc/self/status 2>/dev/null)
+is "$(echo $out)" "CapEff: 0000000000000001" "--cap-drop=ALL --cap-add=CHOWN: CAP_CHOWN alone"
+
+# Masked paths, as podman's --security-opt mask= asks (beside its default list).
+out=$(prun --rm --security-opt mask=/srv/secret:/srv/dir localhost/sbx-oci-test sh -c 'cat /srv/secret; echo "[$(ls /srv/dir)]"' 2>"$T/err")
+is "$out" "[]" "--security-opt mask=: the file reads empty, the directory is empty"
+[ "$out" = "[]" ] || diag "$(cat "$T/err")"
+out=$(prun --rm localhost/sbx-oci-test sh -c 'cat /srv/secret; ls /srv/dir' 2>/dev/null)
+is "$(echo $out)" "secret f" "... and without it they are there"
+
+# An Alpine-style /etc/group: podman's additionalGids are the container's groups, not refused.
+out=$(prun --rm localhost/sbx-oci-test grep ^Groups: /proc/self/status 2>"$T/err"); rc=$?
+is "$(printf '%s' "$out" | tr -s ' \t' '\n' | grep -v Groups: | sort -nu | tr '\n' ' ')" "0 1 2 3 4 6 10 11 " \
+        "root's groups of the image's /etc/group (bin, daemon, sys, adm, disk, wheel, floppy) are its supplementary groups (rc=$rc)"
+[ "$rc" = 0 ] || diag "$(cat "$T/err")"
+out=$(prun --rm --group-add 7 localhost/sbx-oci-test grep ^Groups: /proc/self/status 2>&1)
+like "$out" "Groups:.*[[:space:]]7([[:space:]]|\$)" "--group-add 7 adds group 7"
+
+# podman's own rlimits (NOFILE 1048576:1048576 for a rootful container), no default_ulimits of
+# ours: lowered to the sandbox's open_files (4096 by default), not refused.
+out=$(prun --rm localhost/sbx-oci-test sh -c 'ulimit -n; ulimit -Hn' 2>"$T/err"); rc=$?
+is "$(echo $out)" "4096 4096" "podman's NOFILE 1048576 is lowered to the sandbox's open_files (4096), not refused (rc=$rc)"
+[ "$rc" = 0 ] || diag "$(cat "$T/err")"
+
+# Sysctls of the container's namespaces: Debian's containers.conf default (ping_group_range, as
+# podman sends it with no setting of ours) and an ipc one.
+if grep -q 'ping_group_range' "$T/containers.conf"; then
+        out=$(prun --rm localhost/sbx-oci-test cat /proc/sys/net/ipv4/ping_group_range 2>"$T/err")
+        is "$(echo $out)" "$(sed -n 's/.*ping_group_range=\([0-9]*\) \([0-9]*\).*/\1 \2/p' "$T/containers.conf")" \
+                "the distribution's default_sysctls (net.ipv4.ping_group_range) is set inside, as the container's gids"
+        [ -n "$out" ] || diag "$(cat "$T/err")"
+fi
+host_msgmax=$(cat /proc/sys/kernel/msgmax)
+out=$(prun --rm --sysctl kernel.msgmax=16384 --sysctl net.ipv4.ping_group_range="0 1" localhost/sbx-oci-test \
+        sh -c 'cat /proc/sys/kernel/msgmax /proc/sys/net/ipv4/ping_group_range' 2>"$T/err"); rc=$?
+is "$(echo $out)" "16384 0 1" "--sysctl kernel.msgmax and net.ipv4.ping_group_range are set inside, the gids as the container's (rc=$rc)"
+[ "$rc" = 0 ] || diag "$(cat "$T/err")"
+is "$(cat /proc/sys/kernel/msgmax)" "$host_msgmax" "the host's kernel.msgmax is untouched"
+out=$(prun --rm --sysctl kernel.domainname=x localhost/sbx-oci-test true 2>&1); rc=$?
+like "$out" "kernel.domainname" "refused: a sysctl of no namespace of the container's, naming it"
 
 out=$(prun --rm localhost/sbx-oci-test sh -c 'kill -USR1 $$; sleep 5' 2>/dev/null); rc=$?
 is "$rc" 138 "a process killed by SIGUSR1 is mirrored as a signal (podman says 128+10)"
@@ -141,6 +219,8 @@ id=$(prun -d localhost/sbx-oci-test sleep 300 2>"$T/err")
 check "podman run -d starts a container" test -n "$id"
 [ -n "$id" ] || diag "$(cat "$T/err")"
 is "$(pod inspect -f '{{.State.Status}}' "$id" 2>/dev/null)" running "it is running"
+check "the runtime's log (podman's oci-log) says RLIMIT_NOFILE was lowered" \
+        sh -c "grep -rqs 'RLIMIT_NOFILE is above what sandboxd allows, lowered to \[4096,4096\]' '$T/run' '$T/graph'"
 is "$(pod exec "$id" echo from-exec 2>"$T/err")" from-exec "podman exec runs in it"
 pod exec "$id" sh -c 'exit 3' 2>/dev/null
 is "$?" 3 "an exec's exit status is mirrored"
@@ -161,6 +241,23 @@ kill -KILL "$proxy"
 wait_until 10 sh -c '! pgrep -f "sleep 30[1]" >/dev/null'
 check "no process is left behind once the proxy is SIGKILLed" sh -c '! pgrep -f "sleep 30[1]"'
 pod rm -f "$id" >/dev/null 2>&1
+
+# A program that is not there fails create, in runc's words: podman says 127, as with runc.
+out=$(prun --rm localhost/sbx-oci-test /no/such/command 2>&1); rc=$?
+is "$rc" 127 "podman run IMG /no/such/command exits 127"
+like "$out" "no such file or directory" "... saying so"
+out=$(prun --rm localhost/sbx-oci-test no-such-command 2>&1); rc=$?
+is "$rc" 127 "podman run IMG no-such-command (looked up in PATH) exits 127"
+is "$(sandboxes)" 0 "... and neither left a sandbox"
+
+# podman run --timeout: conmon SIGKILLs the proxy; the sandbox goes with the proxy's connection.
+prun --rm --timeout 3 localhost/sbx-oci-test sleep 60 >/dev/null 2>&1
+for _ in $(seq 40); do [ "$(sandboxes)" = 0 ] && break; sleep 0.5; done
+is "$(sandboxes)" 0 "podman run --timeout 3 of a sleep 60 leaves no sandbox behind"
+# podman removes such a container by itself, with no delete: the next create sweeps its state.
+pod rm -af >/dev/null 2>&1
+prun --rm localhost/sbx-oci-test true >/dev/null 2>&1
+is "$($NS ls /run/sandboxd-oci 2>/dev/null | wc -l)" 0 "... nor any state once the next container ran"
 
 # A terminal: podman run -it under tmux, its size followed.
 tmux -L "sbx-oci-$$" new-session -d -x 100 -y 30 \
@@ -197,8 +294,6 @@ refused "--privileged" "refused" --privileged
 refused "--cap-add SYS_ADMIN" "CAP_SYS_ADMIN" --cap-add SYS_ADMIN
 refused "--ipc host" "\"ipc\" namespace" --ipc host
 refused "--device /dev/fuse" "devices" --device /dev/fuse
-refused "--group-add 10" "additionalGids" --group-add 10
-refused "--sysctl" "linux.sysctl" --sysctl kernel.msgmax=8192
 refused "an rshared bind" "propagation" -v "$T/tmp:/data:rshared"
 refused "--tmpfs /data" "tmpfs" --tmpfs /data
 out=$(prun --rm --memory 64m localhost/sbx-oci-test true 2>&1)
@@ -231,6 +326,26 @@ is "$?" 1 "delete of a container that does not exist fails"
 like "$(tail -n 1 "$T/direct.log" | jq -r .msg)" "does not exist" "saying it does not exist (what the engines look for)"
 rt state direct1 >/dev/null 2>&1
 is "$?" 1 "so does state"
+
+# A relative root.path ("rootfs", as runtime-tools writes it) is the bundle's; one whose symlink
+# leads out of the bundle is refused.
+mkdir -p "$T/rel"
+cp -a "$T/rootfs" "$T/rel/rootfs"
+jq '.root.path = "rootfs" | .mounts |= map(select(.type != "bind")) | .process.args = ["sh", "-c", "cat /etc/group | head -n 1"]' \
+        "$TESTS_DIR/oci/podman-run.json" >"$T/rel/config.json"
+rt create --bundle "$T/rel" --pid-file "$T/rel/pid" rel1 >"$T/rel/out" 2>"$T/rel/err"
+is "$?" 0 "create with root.path \"rootfs\" (relative to the bundle)"
+[ -s "$T/rel/err" ] && diag "$(cat "$T/rel/err")"
+rt start rel1 2>/dev/null
+wait_until 20 sh -c "$NS $OCI --root /run/sbx-oci-direct state rel1 2>/dev/null | grep -q '\"stopped\"'"
+is "$(cat "$T/rel/out")" "root:x:0:root" "its process ran in the bundle's rootfs"
+rt delete --force rel1 2>/dev/null
+mkdir -p "$T/esc"
+ln -s /etc "$T/esc/rootfs"
+cp "$T/rel/config.json" "$T/esc/config.json"
+rt create --bundle "$T/esc" --pid-file "$T/esc/pid" esc1 >/dev/null 2>&1
+is "$?" 1 "create with a root.path whose symlink leads out of the bundle fails"
+like "$(tail -n 1 "$T/direct.log" | jq -r .msg)" "root.path.*leads out of the bundle" "naming root.path"
 
 # ---- containerd ------------------------------------------------------------------------------
 mkdir -p "$T/ctrd"

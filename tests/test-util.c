@@ -272,6 +272,37 @@ static void test_paths(void) {
         ok(path_is_below("/etc", "/") && path_is_below("/", "/"), "path_is_below: \"/\" holds every path");
 }
 
+/* ---- sysctl names and values (create's "sysctls", hostile input) ----------------------- */
+
+static void test_sysctls(void) {
+        static const char *const good[] = { "net.ipv4.ping_group_range", "kernel.msgmax", "kernel.sem",
+                                            "fs.mqueue.msg_max", "net.ipv4.conf.eth0-1.forwarding", "net.ipv6.conf.lo.mtu" };
+        static const char *const host[] = { "kernel.panic", "vm.overcommit_memory", "kernel.hostname", "kernel.shm",
+                                            "kernel.msgmaxx", "fs.mqueue", "net", "fs.file-max" };
+        static const char *const bad[] = { "", ".", "net.", ".net", "net..ipv4", "net/ipv4", "net.ipv4/../../x",
+                                           "net.ipv4.a b", "net.\u00e9", "net.ipv4.\n" };
+        char longname[160];
+
+        for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++)
+                ok(sysctl_name_valid(good[i]) && sysctl_name_namespaced(good[i]), "sysctl %s: valid, the sandbox's own", good[i]);
+        for (size_t i = 0; i < sizeof(host) / sizeof(host[0]); i++)
+                ok(!sysctl_name_namespaced(host[i]), "sysctl '%s': not the sandbox's own", host[i]);
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+                ok(!sysctl_name_valid(bad[i]) && !sysctl_name_namespaced(bad[i]), "sysctl name '%s': refused", bad[i]);
+        memset(longname, 'a', sizeof(longname) - 1);
+        memcpy(longname, "net.", 4);
+        longname[129] = '\0';
+        ok(!sysctl_name_valid(longname), "a sysctl name of 129 bytes: refused");
+        longname[128] = '\0';
+        ok(sysctl_name_valid(longname), "... of 128 bytes: valid");
+        ok(sysctl_value_valid("0 2147483647", 12) && sysctl_value_valid("250\t32000", 9), "sysctl values with spaces and tabs");
+        ok(!sysctl_value_valid("", 0) && !sysctl_value_valid("1\n", 2) && !sysctl_value_valid("a\0b", 3),
+           "empty values, newlines and NULs are refused");
+        char value[300];
+        memset(value, '1', sizeof(value));
+        ok(sysctl_value_valid(value, 256) && !sysctl_value_valid(value, 257), "values: 256 bytes at most");
+}
+
 /* ---- utf8_is_valid ---------------------------------------------------------------------- */
 
 static void test_utf8(void) {
@@ -662,6 +693,7 @@ int main(void) {
         test_format_duration();
         test_utf8();
         test_paths();
+        test_sysctls();
         test_base64_vectors();
         test_base64_round_trips();
         test_base64_decode_errors();

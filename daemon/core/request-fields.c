@@ -27,6 +27,8 @@ const FieldSpec request_run_fields[] = {
         { "no_timeout", FIELD_BOOL },
         { "umask", FIELD_INT },
         { "rlimits", FIELD_OBJECT },
+        { "rlimits_lower", FIELD_BOOL },
+        { "capabilities", FIELD_OBJECT },
         { "env_defaults", FIELD_BOOL },
         /* For a throwaway sandbox only. */
         { "limits", FIELD_OBJECT },

@@ -346,8 +346,24 @@ pid_t run_exec_helper(int helper_fd, const RunParams *p, int cgroup_fd, int *ret
         return pid;
 }
 
-/* The helper's init argv: 14 fixed, up to 16 masks, "--" and the root_binds, NULL. */
-#define INIT_ARGV_MAX (14 + 16 + 1 + ROOT_BINDS_MAX + 1)
+/* The helper's init argv: 14 fixed, up to 16 masks, "--" and the root_binds, "--sysctl" and the
+ * sysctls, NULL. */
+#define INIT_ARGV_MAX (14 + 16 + 1 + ROOT_BINDS_MAX + 1 + INIT_SYSCTLS_MAX + 2 * (1 + INIT_PATHS_MAX) + 1)
+
+/* A marker and the strings after it, when there are any. */
+static int init_argv_list(char **argv, size_t max, size_t *n, const char *marker, const char *const *list) {
+        if (!list || !list[0])
+                return 0;
+        if (*n >= max - 1)
+                return -E2BIG;
+        argv[(*n)++] = (char *) marker;
+        for (; *list; list++) {
+                if (*n >= max - 1)
+                        return -E2BIG;
+                argv[(*n)++] = (char *) *list;
+        }
+        return 0;
+}
 
 /* "lock" or "nolock" (InitParams.lock_mounts), with "+root" or "+rootro" for a root.path. */
 static const char *init_mode_arg(const InitParams *p) {
@@ -390,6 +406,11 @@ pid_t run_exec_init(int helper_fd, const InitParams *p, int cgroup_fd, int leaf_
                         argv[n++] = (char *) *b;
                 }
         }
+        int r;
+        if ((r = init_argv_list(argv, ELEMENTSOF(argv), &n, "--sysctl", p->sysctls)) < 0 ||
+            (r = init_argv_list(argv, ELEMENTSOF(argv), &n, "--masked", p->masked_paths)) < 0 ||
+            (r = init_argv_list(argv, ELEMENTSOF(argv), &n, "--readonly", p->readonly_paths)) < 0)
+                return r;
         return vfork_exec_slots(&h, leaf_fd >= 0 ? cgroup_fd : -1, ret_pidfd);
 }
 

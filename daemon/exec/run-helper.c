@@ -61,15 +61,25 @@ static int join_netns(InitParams *p) {
         return p->sysfs_fd < 0 ? -1 : 0;
 }
 
-/* The paths to mask, then "--" and the root_binds: split in place. */
+/* The paths to mask, then "--" and the root_binds, "--sysctl" and the sysctls, "--masked" and
+ * "--readonly" and create's paths: split in place (each marker ends the list before it). */
 static void split_paths(InitParams *p, char **paths) {
         p->mask_paths = (const char *const *) paths;
-        for (; *paths; paths++)
-                if (strcmp(*paths, "--") == 0) {
-                        *paths = NULL;
-                        p->root_binds = (const char *const *) paths + 1;
-                        return;
-                }
+        for (; *paths; paths++) {
+                const char *const **list;
+                if (strcmp(*paths, "--") == 0)
+                        list = &p->root_binds;
+                else if (strcmp(*paths, "--sysctl") == 0)
+                        list = &p->sysctls;
+                else if (strcmp(*paths, "--masked") == 0)
+                        list = &p->masked_paths;
+                else if (strcmp(*paths, "--readonly") == 0)
+                        list = &p->readonly_paths;
+                else
+                        continue;
+                *paths = NULL;
+                *list = (const char *const *) paths + 1;
+        }
 }
 
 static int fail_step(InitParams *p, SpawnStep step) {
@@ -81,7 +91,8 @@ static int fail_step(InitParams *p, SpawnStep step) {
 /* argv: "init", the sync fd, the sandbox's cgroup fd, workdir ("" for one in memory), root_dir, hostname, the /dev
  * template ("" for none), the tmpfs size in bytes, "lock" or "nolock" (InitParams.lock_mounts, "+root" or "+rootro" appended for a root.path), the network
  * namespace's fd ("-" for a new one), the overlay root's directory ("" for a read-only root), its "HOSTUID:COUNT",
- * the image's rootfs under an overlay root ("" for the host's view), the paths to mask, "--" and the root_binds. The init is cloned from this small process, not from the daemon
+ * the image's rootfs under an overlay root ("" for the host's view), the paths to mask, "--" and the root_binds,
+ * "--sysctl" and the sysctls ("key=value"), "--masked" and "--readonly" and their paths. The init is cloned from this small process, not from the daemon
  * (run-exec.h). */
 /* "lock" or "nolock", then "+root" or "+rootro" for a root.path (run-exec.c init_mode_arg()). */
 static int parse_init_mode(const char *s, InitParams *p) {
@@ -138,6 +149,11 @@ static int init_main(int argc, char **argv, bool cgns) {
         if (p.netns_fd >= 0) {
                 if (join_netns(&p) < 0)
                         return fail_step(&p, STEP_SETNS);
+                /* Host root in it: the namespace is the host user namespace's, which nothing in the
+                 * sandbox may write (a value naming ids, such as ping_group_range's gids, was
+                 * made the host's ids of the sandbox's by the daemon). */
+                if (sandbox_sysctls_write(p.sysctls, true, false) < 0)
+                        return fail_step(&p, STEP_SYSCTL);
                 close(p.netns_fd);
                 flags &= ~(uint64_t) CLONE_NEWNET;
         }

@@ -663,6 +663,66 @@ static int bind_ro_self(int target_fd) {
         return move_onto(tree, target_fd);
 }
 
+/* create's masked_paths and readonly_paths, runc's way: resolved in the new root (a symlink
+ * followed only within it, no magic link), a missing one skipped. */
+static int open_in_newroot(int root_fd, const char *path) {
+        struct open_how how = { .flags = O_PATH | O_CLOEXEC, .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS };
+        int fd = -1;
+
+        for (int i = 0; i < 64; i++) {
+                fd = (int) syscall(SYS_openat2, root_fd, path, &how, sizeof(how));
+                if (fd >= 0 || errno != EAGAIN)
+                        break;
+        }
+        return fd;
+}
+
+/* Read-only with whatever is mounted below it (a clone without them would be refused where they
+ * are locked, and would uncover what they hide). */
+static int bind_ro_tree(int target_fd) {
+        struct mount_attr attr = { .attr_set = MOUNT_ATTR_RDONLY };
+        _cleanup_close_ int tree = open_tree(target_fd, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH | AT_RECURSIVE);
+        if (tree < 0 || mount_setattr(tree, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr, sizeof(attr)) < 0)
+                return -1;
+        return move_onto(tree, target_fd);
+}
+
+static int mask_path(int root_fd, const char *path, int *null_fd) {
+        _cleanup_close_ int fd = open_in_newroot(root_fd, path);
+        struct stat st;
+
+        if (fd < 0)
+                return errno == ENOENT ? 0 : -1;
+        if (fstat(fd, &st) < 0)
+                return -1;
+        if (S_ISDIR(st.st_mode))
+                return mask_dir(fd);
+        if (*null_fd < 0 && (*null_fd = open_dev_null()) < 0)
+                return -1;
+        return mask_file(fd, *null_fd);
+}
+
+static int setup_config_paths(const char *const *masked, const char *const *readonly) {
+        _cleanup_close_ int root_fd = -EBADF, null_fd = -EBADF;
+
+        if ((!masked || !*masked) && (!readonly || !*readonly))
+                return 0;
+        root_fd = open(NEWROOT, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (root_fd < 0)
+                return -1;
+        for (; masked && *masked; masked++)
+                if (mask_path(root_fd, *masked, &null_fd) < 0)
+                        return -1;
+        for (; readonly && *readonly; readonly++) {
+                _cleanup_close_ int fd = open_in_newroot(root_fd, *readonly);
+                if (fd < 0 && errno != ENOENT)
+                        return -1;
+                if (fd >= 0 && bind_ro_tree(fd) < 0)
+                        return -1;
+        }
+        return 0;
+}
+
 typedef enum MaskKind { MASK_NULL, MASK_EMPTY_DIR, MASK_READONLY } MaskKind;
 
 typedef struct Mask {
@@ -987,6 +1047,9 @@ static int setup_mounts(const InitParams *p, InitMounts *mounts, int workdir_fd,
                 return STEP_WORK;
         if (setup_caller_mounts(mounts) < 0)
                 return STEP_MOUNTS;
+        /* After the mounts, so that a path beneath one is masked too. */
+        if (setup_config_paths(p->masked_paths, p->readonly_paths) < 0)
+                return STEP_MASK;
         /* An image's accounts are its own (its packages' users among them). */
         if (setup_masks(p->mask_paths) < 0 || (root_tree < 0 && setup_accounts(p->root_upper.dir) < 0))
                 return STEP_MASK;
@@ -1053,7 +1116,7 @@ static int map_writer(void *userdata) {
  * init moves last into such a pair, and runs join it there. The pid, network, ipc, uts and
  * cgroup namespaces stay owned by the outer user namespace, which no process keeps: root inside
  * cannot change the hostname or the network, or mount a procfs or sysfs, even in a nested
- * mount namespace. setgroups stays denied (inherited). */
+ * mount namespace. setgroups is inherited (allowed: sandbox_write_maps() says why). */
 static int lock_mounts(void) {
         char stack[8192] __attribute__((aligned(16))); /* the setup above has touched these pages already */
         int go[2], status = 0;
@@ -1139,6 +1202,51 @@ static void init_hide_args(void) {
         memcpy((void *) a[0], name, sizeof(name)); /* NULs pad the rest: nothing is moved (no PR_SET_MM) */
 }
 
+static int sysctl_write(const char *key, const char *value) {
+        char path[sizeof("/proc/sys/") + 128];
+        size_t n = strlen(value);
+        int fd;
+
+        if (snprintf(path, sizeof(path), "/proc/sys/%s", key) >= (int) sizeof(path)) {
+                errno = ENAMETOOLONG;
+                return -1;
+        }
+        for (char *c = path + sizeof("/proc/sys/") - 1; *c; c++)
+                if (*c == '.')
+                        *c = '/';
+        fd = open(path, O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0)
+                return -1;
+        /* One write: the kernel parses a sysctl from a single write at offset 0. */
+        ssize_t k = write(fd, value, n);
+        int e = errno;
+        close(fd);
+        if (k != (ssize_t) n) {
+                errno = k < 0 ? e : EIO;
+                return -1;
+        }
+        return 0;
+}
+
+int sandbox_sysctls_write(const char *const *kv, bool net, bool other) {
+        char key[129];
+
+        for (; kv && *kv; kv++) {
+                const char *eq = strchr(*kv, '=');
+                size_t n = eq ? (size_t) (eq - *kv) : 0;
+                if (n == 0 || n >= sizeof(key)) {
+                        errno = EINVAL;
+                        return -1;
+                }
+                memcpy(key, *kv, n);
+                key[n] = 0;
+                bool is_net = strncmp(key, "net.", 4) == 0;
+                if ((is_net ? net : other) && sysctl_write(key, eq + 1) < 0)
+                        return -1;
+        }
+        return 0;
+}
+
 _Noreturn void sandbox_init_main(const InitParams *p) {
         static char go[INIT_GO_MAX];
         SpawnReport r = { .kind = REPORT_READY };
@@ -1166,6 +1274,11 @@ _Noreturn void sandbox_init_main(const InitParams *p) {
                 init_fail(p->sync_fd, STEP_DEV);
         if (setresgid(0, 0, 0) < 0 || setresuid(0, 0, 0) < 0)
                 init_fail(p->sync_fd, STEP_SETUID);
+        /* Root of our user namespace, in the ipc namespace it owns (and a network namespace of our
+         * own where none was joined): through the host's /proc still here, before any mask. A
+         * joined network namespace had its sysctls from the helper, which owns it. */
+        if (sandbox_sysctls_write(p->sysctls, p->netns_fd < 0, true) < 0)
+                init_fail(p->sync_fd, STEP_SYSCTL);
         /* Our own cgroup namespace, rooted at the sandbox's cgroup (clone3 would root it at the
          * daemon's). */
         if (!p->cgroupns_ready && unshare(CLONE_NEWCGROUP) < 0)

@@ -35,7 +35,7 @@ static const char *const step_names[_STEP_MAX] = {
         [STEP_FORK] = "fork",       [STEP_SETSID] = "setsid",      [STEP_STDIO] = "stdio",
         [STEP_CWD] = "cwd",         [STEP_RLIMIT] = "rlimit",      [STEP_SIGNALS] = "signals",
         [STEP_EXEC] = "exec",       [STEP_SECCOMP] = "seccomp",     [STEP_TTY] = "tty",
-        [STEP_OOM_SCORE] = "oom-score",  [STEP_MOUNTS] = "mounts",
+        [STEP_OOM_SCORE] = "oom-score",  [STEP_MOUNTS] = "mounts",   [STEP_SYSCTL] = "sysctl",
 };
 
 const char *spawn_step_to_string(int step) {
@@ -343,11 +343,16 @@ static void child_exec(char *const *argv, char *const *envp) {
         errno = saved;
 }
 
-/* Who the command is: the user's own ids, or those the run gave. */
+/* Who the command is: the user's own ids, or those the run gave; its capabilities the user's,
+ * or exactly the run's sets. */
 static int child_identity(const RunParams *p) {
+        if (p->caps_set)
+                return identity_apply_caps(p->ids_set ? p->uid : p->user == SANDBOX_USER_ROOT ? 0 : SANDBOX_USER_UID,
+                                           p->ids_set ? p->gid : p->user == SANDBOX_USER_ROOT ? 0 : SANDBOX_USER_GID,
+                                           p->groups, p->ids_set ? p->n_groups : 0, &p->caps);
         if (!p->ids_set)
                 return identity_apply(p->user);
-        return identity_apply_ids(p->user, p->uid, p->gid);
+        return identity_apply_groups(p->user, p->uid, p->gid, p->groups, p->n_groups);
 }
 
 static uid_t child_uid(const RunParams *p) {

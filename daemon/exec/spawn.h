@@ -41,6 +41,7 @@ typedef enum SpawnStep {
         STEP_TTY,
         STEP_OOM_SCORE,
         STEP_MOUNTS,
+        STEP_SYSCTL,
         _STEP_MAX,
 } SpawnStep;
 
@@ -111,6 +112,8 @@ int init_go_send(int fd, const InitMounts *m);
 /* Receives into buf (INIT_GO_MAX bytes, which the targets point into). -1 with errno. */
 int init_go_recv(int fd, char *buf, InitMounts *ret);
 
+#define INIT_SYSCTLS_MAX 32 /* create's "sysctls" */
+#define INIT_PATHS_MAX 64   /* create's "masked_paths", and its "readonly_paths" */
 typedef struct InitParams {
         int sync_fd;        /* the child's end: wait for the id maps, then report */
         const char *workdir; /* host path of the workspace; NULL: a directory of the root tmpfs */
@@ -141,7 +144,21 @@ typedef struct InitParams {
          * leaving the host's user namespace: a sandbox may not mount one of a namespace it does
          * not own. -1: the init mounts its own, and brings its own loopback up. */
         int sysfs_fd;
+        /* create's "sysctls" as "key=value" (keys checked by the daemon: namespaced ones only),
+         * NULL-terminated, or NULL: net.* written by the helper that joined netns_fd (a namespace
+         * of the host's user namespace, which nothing inside may write), the rest by the init */
+        const char *const *sysctls;
+        /* create's "masked_paths" and "readonly_paths" (absolute, checked by the daemon), each
+         * NULL-terminated, or NULL: resolved in the new root, masked (a directory by an empty
+         * read-only tmpfs, anything else by /dev/null) or bound read-only; a missing one skipped */
+        const char *const *masked_paths;
+        const char *const *readonly_paths;
 } InitParams;
+
+/* Writes the "key=value" sysctls of kv (the key's dots become /proc/sys's slashes) in the
+ * namespaces of the caller: those of the network namespace (net.*) when net, the others when
+ * other. -1 with errno set at the first that fails. */
+int sandbox_sysctls_write(const char *const *kv, bool net, bool other);
 
 /* Whether overlay roots work here: the overlays of root_dir's trees (image_root NULL), or of
  * image_root as an image's rootfs (an empty directory on the image store's filesystem), made in a
@@ -164,6 +181,7 @@ _Noreturn void sandbox_init_main(const InitParams *p);
  * line in run_exec_argv() and in the helper's main(); a new fd needs one in run_params_fds(). */
 #define RUN_EXTRA_FDS_MAX 8  /* a run's "extra_fds": its fds 3, 4, ... */
 #define RUN_RLIMITS_MAX 16   /* RLIMIT_CPU .. RLIMIT_RTTIME */
+#define RUN_GROUPS_MAX 32    /* a run's "user.groups" */
 typedef struct RunParams {
         int init_pidfd;     /* the sandbox's init: its namespaces are joined */
         int cgroup_fd;      /* >= 0: the helper was not born in the run's cgroup and moves there */
@@ -178,6 +196,10 @@ typedef struct RunParams {
         SandboxUser user;   /* who the command is inside (identity.h) */
         bool ids_set;       /* uid/gid instead of the user's own ids (identity_apply_ids()) */
         uint32_t uid, gid;
+        uint32_t groups[RUN_GROUPS_MAX]; /* with ids_set: supplementary gids, n_groups of them */
+        unsigned n_groups;
+        bool caps_set;      /* the run's own capability sets instead of the user's (identity_apply_caps()) */
+        IdentityCaps caps;
         bool umask_set;     /* umask set before exec (else the helper's) */
         unsigned umask;
         /* Other rlimits the run asked for (bit r: RLIMIT_r), set before the guards below */

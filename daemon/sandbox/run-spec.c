@@ -191,22 +191,47 @@ static int parse_stdin(json_object *req, RunSpec *spec, uint64_t max, ProtoError
         return 0;
 }
 
-/* "user": {"uid": U, "gid": G}, ids of the sandbox's user namespace (checked against its range
+/* "user.groups": supplementary gids of the sandbox's user namespace (checked against its range
  * in run_spec_resolve()). */
+static int parse_user_groups(json_object *user, RunSpec *spec, ProtoError *err) {
+        json_object *g;
+        size_t n;
+
+        if (!json_object_object_get_ex(user, "groups", &g) || json_object_is_type(g, json_type_null))
+                return 0;
+        if (!json_object_is_type(g, json_type_array) || (n = json_object_array_length(g)) > RUN_GROUPS_MAX)
+                return proto_error_set(err, SBX_E_INVALID_REQUEST, "user",
+                                       "'user.groups' must be an array of at most %d gids", RUN_GROUPS_MAX);
+        for (size_t i = 0; i < n; i++) {
+                json_object *v = json_object_array_get_idx(g, i);
+                int64_t x = json_object_is_type(v, json_type_int) ? json_object_get_int64(v) : -1;
+                if (x < 0 || x > 65535)
+                        return proto_error_set(err, SBX_E_INVALID_REQUEST, "user",
+                                               "'user.groups[%zu]' must be an integer from 0 to 65535", i);
+                spec->groups[i] = (uint32_t) x;
+        }
+        spec->n_groups = n;
+        return 0;
+}
+
+/* "user": {"uid": U, "gid": G, "groups": [...]}, ids of the sandbox's user namespace (checked
+ * against its range in run_spec_resolve()). */
 static int parse_user_ids(json_object *user, RunSpec *spec, ProtoError *err) {
         ProtoError e = {};
         uint64_t uid, gid;
+        int r;
 
         json_object_object_foreach(user, k, v) {
                 (void) v;
-                if (strcmp(k, "uid") != 0 && strcmp(k, "gid") != 0)
+                if (strcmp(k, "uid") != 0 && strcmp(k, "gid") != 0 && strcmp(k, "groups") != 0)
                         return proto_error_set(err, SBX_E_INVALID_REQUEST, "user",
-                                               "unknown field 'user.%.64s' (a user is {\"uid\", \"gid\"}; supplementary "
-                                               "groups are not supported)", k);
+                                               "unknown field 'user.%.64s' (a user is {\"uid\", \"gid\", \"groups\"})", k);
         }
         if (proto_get_uint(user, "uid", 0, 65535, &uid, &e) <= 0 || proto_get_uint(user, "gid", 0, 65535, &gid, &e) <= 0)
                 return proto_error_set(err, SBX_E_INVALID_REQUEST, "user",
                                        "'user' as an object needs 'uid' and 'gid', integers from 0 to 65535");
+        if ((r = parse_user_groups(user, spec, err)) < 0)
+                return r;
         spec->ids_set = true;
         spec->uid = (uint32_t) uid;
         spec->gid = (uint32_t) gid;
@@ -304,8 +329,20 @@ static int rlimit_value(json_object *v, rlim_t *ret) {
         return 0;
 }
 
+/* With "rlimits_lower": a limit above what the run may have is set to that maximum (never a
+ * weaker sandbox: a lower limit only takes from the command) and noted for "started". */
+static void rlimit_lower_to(RunSpec *spec, int r, rlim_t max) {
+        struct rlimit *l = &spec->rlimit[r];
+
+        if (l->rlim_max > max)
+                l->rlim_max = max;
+        if (l->rlim_cur > l->rlim_max)
+                l->rlim_cur = l->rlim_max;
+        spec->rlimit_lowered |= UINT32_C(1) << r;
+}
+
 /* "rlimits": {"NOFILE": [soft, hard], ...}: soft <= hard <= the daemon's own hard limit (what
- * the command could never raise itself to is refused, not cut). */
+ * the command could never raise itself to is refused, not cut, unless "rlimits_lower"). */
 static int parse_rlimit(const char *name, json_object *v, RunSpec *spec, ProtoError *err) {
         char field[32];
         struct rlimit have;
@@ -323,12 +360,15 @@ static int parse_rlimit(const char *name, json_object *v, RunSpec *spec, ProtoEr
                                        "'%s' must be [soft, hard], each an integer or \"unlimited\"", field);
         if (soft > hard)
                 return proto_error_set(err, SBX_E_INVALID_REQUEST, field, "'%s': the soft limit is above the hard one", field);
-        if (getrlimit(r, &have) == 0 && hard > have.rlim_max)
-                return proto_error_set(err, SBX_E_INVALID_REQUEST, field,
-                                       "'%s': the hard limit is above the daemon's own (%llu)", field,
-                                       (unsigned long long) have.rlim_max);
         spec->rlimit[r] = (struct rlimit) { soft, hard };
         spec->rlimit_mask |= UINT32_C(1) << r;
+        if (getrlimit(r, &have) == 0 && hard > have.rlim_max) {
+                if (!spec->rlimits_lower)
+                        return proto_error_set(err, SBX_E_INVALID_REQUEST, field,
+                                               "'%s': the hard limit is above the daemon's own (%llu)", field,
+                                               (unsigned long long) have.rlim_max);
+                rlimit_lower_to(spec, r, have.rlim_max);
+        }
         return 0;
 }
 
@@ -336,6 +376,8 @@ static int parse_rlimits(json_object *req, RunSpec *spec, ProtoError *err) {
         json_object *o;
         int r;
 
+        if ((r = proto_get_bool(req, "rlimits_lower", &spec->rlimits_lower, err)) < 0)
+                return r;
         if (!json_object_object_get_ex(req, "rlimits", &o) || json_object_is_type(o, json_type_null))
                 return 0;
         json_object_object_foreach(o, k, v)
@@ -368,6 +410,64 @@ static int check_own_stdio(json_object *req, RunSpec *spec, ProtoError *err) {
         return 0;
 }
 
+/* One of "capabilities"' sets: an array of "CAP_*" names. */
+static int parse_cap_set(json_object *caps, const char *name, uint64_t *ret, ProtoError *err) {
+        json_object *a;
+        size_t n;
+
+        *ret = 0;
+        if (!json_object_object_get_ex(caps, name, &a) || json_object_is_type(a, json_type_null))
+                return 0;
+        if (!json_object_is_type(a, json_type_array) || (n = json_object_array_length(a)) > 64)
+                return proto_error_set(err, SBX_E_INVALID_REQUEST, "capabilities",
+                                       "'capabilities.%s' must be an array of capability names", name);
+        for (size_t i = 0; i < n; i++) {
+                json_object *c = json_object_array_get_idx(a, i);
+                int cap = json_object_is_type(c, json_type_string) ? identity_cap_from_name(json_object_get_string(c)) : -1;
+                if (cap < 0)
+                        return proto_error_set(err, SBX_E_INVALID_REQUEST, "capabilities",
+                                               "'capabilities.%s[%zu]' is not a capability name (CAP_CHOWN, ...)", name, i);
+                *ret |= UINT64_C(1) << cap;
+        }
+        return 0;
+}
+
+/* "capabilities": {"bounding", "effective", "inheritable", "permitted", "ambient"}, each absent
+ * one empty: exactly these, over the sandbox's user namespace (none is more than its root has).
+ * What the kernel would refuse is refused here, naming it. */
+static int parse_caps(json_object *req, RunSpec *spec, ProtoError *err) {
+        static const char *const names[_CAPS_MAX] = { [CAPS_BOUNDING] = "bounding", [CAPS_EFFECTIVE] = "effective",
+                                                      [CAPS_INHERITABLE] = "inheritable", [CAPS_PERMITTED] = "permitted",
+                                                      [CAPS_AMBIENT] = "ambient" };
+        json_object *caps;
+        int r;
+
+        if (!json_object_object_get_ex(req, "capabilities", &caps) || json_object_is_type(caps, json_type_null))
+                return 0;
+        json_object_object_foreach(caps, k, v) {
+                (void) v;
+                bool known = false;
+                for (int i = 0; i < _CAPS_MAX; i++)
+                        known |= strcmp(k, names[i]) == 0;
+                if (!known)
+                        return proto_error_set(err, SBX_E_INVALID_REQUEST, "capabilities",
+                                               "unknown field 'capabilities.%.32s' (bounding, effective, inheritable, "
+                                               "permitted, ambient)", k);
+        }
+        for (int i = 0; i < _CAPS_MAX; i++)
+                if ((r = parse_cap_set(caps, names[i], &spec->caps.set[i], err)) < 0)
+                        return r;
+        const uint64_t *c = spec->caps.set;
+        if (c[CAPS_EFFECTIVE] & ~c[CAPS_PERMITTED])
+                return proto_error_set(err, SBX_E_INVALID_REQUEST, "capabilities",
+                                       "'capabilities.effective' must be within 'capabilities.permitted'");
+        if (c[CAPS_AMBIENT] & ~(c[CAPS_PERMITTED] & c[CAPS_INHERITABLE]))
+                return proto_error_set(err, SBX_E_INVALID_REQUEST, "capabilities",
+                                       "'capabilities.ambient' must be within both 'permitted' and 'inheritable'");
+        spec->caps_set = true;
+        return 0;
+}
+
 static int parse_process(json_object *req, RunSpec *spec, ProtoError *err) {
         uint64_t mask;
         int r;
@@ -381,7 +481,8 @@ static int parse_process(json_object *req, RunSpec *spec, ProtoError *err) {
                 return r;
         if (spec->no_timeout && has_field(req, "timeout_s"))
                 return proto_error_set(err, SBX_E_INVALID_REQUEST, "no_timeout", "give either 'no_timeout' or 'timeout_s', not both");
-        if ((r = parse_tty(req, spec, err)) < 0 || (r = check_own_stdio(req, spec, err)) < 0)
+        if ((r = parse_tty(req, spec, err)) < 0 || (r = check_own_stdio(req, spec, err)) < 0 ||
+            (r = parse_caps(req, spec, err)) < 0)
                 return r;
         return parse_rlimits(req, spec, err);
 }
@@ -488,9 +589,24 @@ int run_spec_take_fds(json_object *req, const int *fds, size_t n_fds, RunSpec *s
         return 0;
 }
 
+/* rlimits.NOFILE and .FSIZE at most the sandbox's open_files and file_size (max; 0: none). */
+static int rlimit_within(RunSpec *spec, int r, uint64_t max, const char *what, ProtoError *err) {
+        const char *name = r == RLIMIT_NOFILE ? "NOFILE" : "FSIZE";
+
+        if (!(spec->rlimit_mask & (UINT32_C(1) << r)) || !max || spec->rlimit[r].rlim_max <= max)
+                return 0;
+        if (spec->rlimits_lower) {
+                rlimit_lower_to(spec, r, (rlim_t) max);
+                return 0;
+        }
+        return proto_error_set(err, SBX_E_INVALID_REQUEST, r == RLIMIT_NOFILE ? "rlimits.NOFILE" : "rlimits.FSIZE",
+                               "'rlimits.%s' must not exceed the sandbox's %s (%" PRIu64 ")", name, what, max);
+}
+
 /* The run's user and its rlimits against what its sandbox allows. */
 static int resolve_identity(RunSpec *spec, Sandbox *s, ProtoError *err) {
         const Config *c = &s->ctx->config;
+        int r;
 
         if (spec->user == SANDBOX_USER_UNSET)
                 spec->user = s->user;
@@ -498,17 +614,15 @@ static int resolve_identity(RunSpec *spec, Sandbox *s, ProtoError *err) {
                 return proto_error_set(err, SBX_E_INVALID_REQUEST, "user",
                                        "'user': uid %u / gid %u is not mapped in the sandbox (it has ids 0 to %" PRIu64 ")",
                                        spec->uid, spec->gid, c->uid_range - 1);
+        for (size_t i = 0; i < spec->n_groups; i++)
+                if (spec->groups[i] >= c->uid_range)
+                        return proto_error_set(err, SBX_E_INVALID_REQUEST, "user",
+                                               "'user.groups': gid %u is not mapped in the sandbox (it has ids 0 to %" PRIu64 ")",
+                                               spec->groups[i], c->uid_range - 1);
         /* A run may lower its sandbox's rlimits, never raise them (as open_files and file_size). */
-        if ((spec->rlimit_mask & (UINT32_C(1) << RLIMIT_NOFILE)) && s->limits.open_files &&
-            spec->rlimit[RLIMIT_NOFILE].rlim_max > s->limits.open_files)
-                return proto_error_set(err, SBX_E_INVALID_REQUEST, "rlimits.NOFILE",
-                                       "'rlimits.NOFILE' must not exceed the sandbox's open_files (%" PRIu64 ")",
-                                       s->limits.open_files);
-        if ((spec->rlimit_mask & (UINT32_C(1) << RLIMIT_FSIZE)) && s->limits.file_size &&
-            spec->rlimit[RLIMIT_FSIZE].rlim_max > s->limits.file_size)
-                return proto_error_set(err, SBX_E_INVALID_REQUEST, "rlimits.FSIZE",
-                                       "'rlimits.FSIZE' must not exceed the sandbox's file_size (%" PRIu64 ")",
-                                       s->limits.file_size);
+        if ((r = rlimit_within(spec, RLIMIT_NOFILE, s->limits.open_files, "open_files", err)) < 0 ||
+            (r = rlimit_within(spec, RLIMIT_FSIZE, s->limits.file_size, "file_size", err)) < 0)
+                return r;
         if (spec->cwd_outside && !sandbox_has_own_root(s))
                 return proto_error_set(err, SBX_E_INVALID_REQUEST, "cwd",
                                        "'cwd' must be an absolute path at or beneath /work (anywhere only in a sandbox "
@@ -524,6 +638,11 @@ int run_spec_resolve(RunSpec *spec, Sandbox *s, ProtoError *err) {
                 spec->timeout_usec = s->limits.timeout_usec;
         if ((r = resolve_identity(spec, s, err)) < 0)
                 return r;
+        /* Any capability there could undo its unlocked masks, whatever the uid. */
+        if (spec->caps_set && (spec->caps.set[CAPS_PERMITTED] || spec->caps.set[CAPS_AMBIENT]) && s->unprivileged_only)
+                return proto_error_set(err, SBX_E_INVALID_REQUEST, "capabilities",
+                                       "sandbox %s is a throwaway sandbox made for a run as \"sandbox\": its mounts are not "
+                                       "locked, so a run with capabilities needs a sandbox of its own", s->id);
         if (spec->user == SANDBOX_USER_ROOT && s->unprivileged_only)
                 return proto_error_set(err, SBX_E_INVALID_REQUEST, "user",
                                        "sandbox %s is a throwaway sandbox made for a run as \"sandbox\": its mounts are not "
@@ -600,4 +719,21 @@ int sandbox_env_check(json_object *env, ProtoError *err) {
                 return proto_error_set(err, SBX_E_INVALID_REQUEST, "env", "field 'env' has %zu bytes, more than %u",
                                        bytes, ENV_MAX_BYTES);
         return 0;
+}
+
+json_object *run_spec_rlimits_lowered(const RunSpec *spec) {
+        json_object *o;
+
+        if (!spec->rlimit_lowered)
+                return NULL;
+        o = json_object_new_object();
+        for (int r = 0; r < RUN_RLIMITS_MAX; r++) {
+                if (!(spec->rlimit_lowered & (UINT32_C(1) << r)) || !rlimit_names[r])
+                        continue;
+                json_object *pair = json_object_new_array();
+                json_object_array_add(pair, json_object_new_uint64(spec->rlimit[r].rlim_cur));
+                json_object_array_add(pair, json_object_new_uint64(spec->rlimit[r].rlim_max));
+                json_object_object_add(o, rlimit_names[r], pair);
+        }
+        return o;
 }

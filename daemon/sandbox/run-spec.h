@@ -34,6 +34,11 @@ typedef struct RunSpec {
          * else SANDBOX); ids_set false: the user's own (0/0 or 1000/1000) */
         bool ids_set;
         uint32_t uid, gid;
+        uint32_t groups[RUN_GROUPS_MAX]; /* "user.groups": its supplementary gids */
+        size_t n_groups;
+        /* "capabilities": the five sets exactly (caps_set), instead of what the user has */
+        bool caps_set;
+        IdentityCaps caps;
         int umask;              /* "umask"; -1: none given (the helper's, 022) */
         bool no_timeout;        /* "no_timeout": no wall-clock limit */
         bool env_exact;         /* "env_defaults": false: no PATH/HOME added */
@@ -50,6 +55,9 @@ typedef struct RunSpec {
         /* "rlimits": bit r of rlimit_mask set for RLIMIT_r given (rlimit[r]) */
         uint32_t rlimit_mask;
         struct rlimit rlimit[RUN_RLIMITS_MAX];
+        /* "rlimits_lower": one above the run's maximum is lowered to it (bit r of rlimit_lowered) */
+        bool rlimits_lower;
+        uint32_t rlimit_lowered;
 } RunSpec;
 
 /* With "stdio" or "tty": the client's fds or terminal, nothing captured. */
@@ -67,6 +75,8 @@ int run_spec_parse(json_object *req, uint64_t max_stdin, RunSpec *spec, ProtoErr
  * into spec; a fd of the line that no field names is refused. After run_spec_parse(). */
 int run_spec_take_fds(json_object *req, const int *fds, size_t n_fds, RunSpec *spec, ProtoError *err);
 void run_spec_done(RunSpec *spec);
+/* {"NOFILE": [soft, hard], ...}: the rlimits "rlimits_lower" lowered, as set; NULL for none. */
+json_object *run_spec_rlimits_lowered(const RunSpec *spec);
 /* What a run's output may take in the daemon, up to its reply (both streams at their cap, as
  * base64), and its stdin. */
 uint64_t run_spec_held(const RunSpec *spec);

@@ -615,6 +615,9 @@ static void run_send_started(Run *r) {
         json_object_object_add(ev, "sandbox", json_object_new_string(r->sandbox->id));
         pid = r->main_pidfd >= 0 ? pidfd_inner_pid(r->main_pidfd) : -EBADF;
         json_object_object_add(ev, "pid", pid > 0 ? json_object_new_int(pid) : NULL);
+        json_object *lowered = run_spec_rlimits_lowered(&r->spec);
+        if (lowered)
+                json_object_object_add(ev, "rlimits_lowered", lowered);
         if (r->tty_master < 0) {
                 reply_event(r->reply, ev);
                 return;
@@ -895,6 +898,10 @@ static void run_params_process(Run *r, RunParams *p) {
         p->ids_set = sp->ids_set;
         p->uid = sp->uid;
         p->gid = sp->gid;
+        p->n_groups = (unsigned) sp->n_groups;
+        memcpy(p->groups, sp->groups, sp->n_groups * sizeof(uint32_t));
+        p->caps_set = sp->caps_set;
+        p->caps = sp->caps;
         p->umask_set = sp->umask >= 0;
         p->umask = sp->umask >= 0 ? (unsigned) sp->umask : 0;
         p->rl_mask = sp->rlimit_mask;

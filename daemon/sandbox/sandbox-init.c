@@ -284,15 +284,18 @@ static int write_proc_file(pid_t pid, const char *file, const char *text) {
         return write(fd, text, strlen(text)) < 0 ? -errno : 0;
 }
 
-/* uid/gid 0..range-1 inside map to host_uid.. outside; setgroups is denied so that no one inside
- * can drop a group to gain access (CVE-2014-8989). The init is our unreaped child, so its pid
- * cannot have been reused. */
+/* uid/gid 0..range-1 inside map to host_uid.. outside. setgroups is allowed, for a run's
+ * "user.groups" (an OCI process's additionalGids): CVE-2014-8989 is a process dropping a group
+ * it brought from outside to pass a negative group ACL, and nothing enters a sandbox holding one
+ * (the daemon and the helper drop theirs, the command checks it holds none before it sets the
+ * run's); setgroups takes only gids of the sandbox's own range, and root inside could become any
+ * of them with setgid anyway. The init is our unreaped child, so its pid cannot have been reused. */
 int sandbox_write_maps(Sandbox *s) {
         char map[64];
         int r;
         snprintf(map, sizeof(map), "0 %u %" PRIu64 "\n", (unsigned) s->host_uid, s->ctx->config.uid_range);
         if ((r = write_proc_file(s->init_pid, "uid_map", map)) < 0 ||
-            (r = write_proc_file(s->init_pid, "setgroups", "deny")) < 0 ||
+            (r = write_proc_file(s->init_pid, "setgroups", "allow")) < 0 ||
             (r = write_proc_file(s->init_pid, "gid_map", map)) < 0)
                 return r;
         /* The reaper must outlive any memory hog of the sandbox. */
@@ -376,10 +379,95 @@ static const char *sandbox_image_root_path(Sandbox *s, char *buf, size_t len) {
         return buf;
 }
 
+/* One of create's sysctls as the init's "key=value". A network namespace the helper joins is the
+ * host user namespace's, written by host root, and the kernel reads ping_group_range's gids in
+ * the writer's user namespace: the sandbox's gids A..B are given as the host ids they map to
+ * (none where A is past its range). */
+static char *sysctl_entry(const Sandbox *s, const char *key, const char *value, bool host_writes_net) {
+        uint64_t range = s->ctx->config.uid_range;
+        unsigned long long a, b;
+        char *out = NULL;
+        int n;
+
+        if (!host_writes_net || strcmp(key, "net.ipv4.ping_group_range") != 0 || sscanf(value, "%llu %llu", &a, &b) != 2)
+                n = asprintf(&out, "%s=%s", key, value);
+        else if (a > b || a >= range)
+                n = asprintf(&out, "%s=1 0", key);
+        else
+                n = asprintf(&out, "%s=%llu %llu", key, (unsigned long long) s->host_uid + a,
+                             (unsigned long long) s->host_uid + (b < range ? b : range - 1));
+        return n < 0 ? NULL : out;
+}
+
+static void sysctl_list_free(char **kv) {
+        for (size_t i = 0; kv[i]; i++)
+                free(kv[i]);
+}
+
+/* kv: INIT_SYSCTLS_MAX + 1 slots, NULL-terminated. */
+static int sysctl_list(const Sandbox *s, bool host_writes_net, char **kv) {
+        size_t n = 0;
+
+        kv[0] = NULL;
+        if (!s->sysctls)
+                return 0;
+        json_object_object_foreach(s->sysctls, k, v) {
+                if (n >= INIT_SYSCTLS_MAX)
+                        break;
+                if (!(kv[n] = sysctl_entry(s, k, json_object_get_string(v), host_writes_net))) {
+                        sysctl_list_free(kv);
+                        return -ENOMEM;
+                }
+                kv[++n] = NULL;
+        }
+        return 0;
+}
+
+/* A namespace where its sysctls were set is never handed to another sandbox (netns-pool.h does
+ * not compare sysctls). */
+static bool sandbox_sets_net_sysctls(const Sandbox *s) {
+        if (!s->sysctls)
+                return false;
+        json_object_object_foreach(s->sysctls, k, v) {
+                (void) v;
+                if (strncmp(k, "net.", 4) == 0)
+                        return true;
+        }
+        return false;
+}
+
+static pid_t sandbox_exec_init_sysctls(Sandbox *s, int sp[2], InitParams *p, int *ret_pidfd) {
+        char *kv[INIT_SYSCTLS_MAX + 1];
+        int r = sysctl_list(s, p->netns_fd >= 0, kv);
+
+        if (r < 0) {
+                close(sp[0]);
+                close(sp[1]);
+                return r;
+        }
+        p->sysctls = (const char *const *) kv;
+        pid_t pid = sandbox_exec_init(s, sp, p, ret_pidfd);
+        sysctl_list_free(kv);
+        return pid;
+}
+
+/* create's masked_paths or readonly_paths as the init's list (into the sandbox's own strings). */
+static const char *const *paths_list(json_object *paths, const char **out) {
+        size_t n = paths ? json_object_array_length(paths) : 0;
+
+        if (n == 0)
+                return NULL;
+        for (size_t i = 0; i < n && i < INIT_PATHS_MAX; i++)
+                out[i] = json_object_get_string(json_object_array_get_idx(paths, i));
+        out[n < INIT_PATHS_MAX ? n : INIT_PATHS_MAX] = NULL;
+        return out;
+}
+
 /* The init, through the helper or cloned here (sandbox-init.h). */
 pid_t sandbox_start_init(Sandbox *s, int *ret_helper_pidfd) {
         Context *m = s->ctx;
         char workdir[4096], upper[4096], image[4096];
+        const char *masked[INIT_PATHS_MAX + 1], *readonly[INIT_PATHS_MAX + 1];
         InitParams p = {
                 .workdir = s->memory_workspace ? NULL : sandbox_workdir_path(s, workdir, sizeof(workdir)),
                 .root_dir = m->config.root_dir,
@@ -397,6 +485,8 @@ pid_t sandbox_start_init(Sandbox *s, int *ret_helper_pidfd) {
                 .image_root = sandbox_image_root_path(s, image, sizeof(image)),
                 .netns_fd = -EBADF,
                 .sysfs_fd = -EBADF,
+                .masked_paths = paths_list(s->masked_paths, masked),
+                .readonly_paths = paths_list(s->readonly_paths, readonly),
         };
         int sp[2];
         pid_t pid;
@@ -429,10 +519,12 @@ pid_t sandbox_start_init(Sandbox *s, int *ret_helper_pidfd) {
                                 close(sp[1]);
                                 return r;
                         }
-                } else
+                } else if (sandbox_sets_net_sysctls(s))
+                        s->netns_fd = netns_pool_fresh(&m->netns);
+                else
                         s->netns_fd = netns_pool_get(&m->netns);
                 p.netns_fd = s->netns_fd;
-                return sandbox_exec_init(s, sp, &p, ret_helper_pidfd);
+                return sandbox_exec_init_sysctls(s, sp, &p, ret_helper_pidfd);
         }
         /* Without the helper, the daemon makes the init's trees: in the host's user namespace. An
          * overlay root needs a process of its own (root-overlay.h): refused at create. */
@@ -441,12 +533,17 @@ pid_t sandbox_start_init(Sandbox *s, int *ret_helper_pidfd) {
                 close(sp[1]);
                 return -EOPNOTSUPP;
         }
-        if (init_trees_open(&p) < 0) {
-                int r = -errno;
+        char *kv[INIT_SYSCTLS_MAX + 1];
+        int k = sysctl_list(s, false, kv);
+        if (k < 0 || init_trees_open(&p) < 0) {
+                int r = k < 0 ? k : -errno;
+                if (k >= 0)
+                        sysctl_list_free(kv);
                 close(sp[0]);
                 close(sp[1]);
                 return r;
         }
+        p.sysctls = (const char *const *) kv;
         pid = clone3_pidfd(SANDBOX_NS_FLAGS, s->cg_fd, &s->init_pidfd);
         if (pid == 0) {
                 int keep[2 + ROOT_TREES_MAX] = { 2, sp[1] };
@@ -457,6 +554,7 @@ pid_t sandbox_start_init(Sandbox *s, int *ret_helper_pidfd) {
                 sandbox_init_main(&p);
         }
         root_trees_close(&p.trees);
+        sysctl_list_free(kv);
         close(sp[1]);
         s->setup_fd = sp[0];
         if (pid < 0)

@@ -460,6 +460,71 @@ static int parse_hostname(Sandbox *s, json_object *req, ProtoError *err) {
         return 0;
 }
 
+int sandbox_sysctls_check(json_object *sysctls, ProtoError *err) {
+        if (!json_object_is_type(sysctls, json_type_object))
+                return proto_error_set(err, SBX_E_INVALID_REQUEST, "sysctls", "'sysctls' must be an object of strings");
+        if (json_object_object_length(sysctls) > INIT_SYSCTLS_MAX)
+                return proto_error_set(err, SBX_E_INVALID_REQUEST, "sysctls", "'sysctls': at most %d", INIT_SYSCTLS_MAX);
+        json_object_object_foreach(sysctls, k, v) {
+                if (!sysctl_name_valid(k))
+                        return proto_error_set(err, SBX_E_INVALID_REQUEST, "sysctls",
+                                               "'sysctls': '%.64s' is not a sysctl name (dotted components of "
+                                               "[A-Za-z0-9_-], at most 128 characters)", k);
+                if (!sysctl_name_namespaced(k))
+                        return proto_error_set(err, SBX_E_INVALID_REQUEST, "sysctls",
+                                               "'sysctls': %s is not a sysctl of the sandbox's own namespaces (net.*, "
+                                               "kernel.shm*, kernel.msg*, kernel.sem, fs.mqueue.*): it is the host's; refused", k);
+                if (!json_object_is_type(v, json_type_string) ||
+                    !sysctl_value_valid(json_object_get_string(v), (size_t) json_object_get_string_len(v)))
+                        return proto_error_set(err, SBX_E_INVALID_REQUEST, "sysctls",
+                                               "'sysctls': the value of %s must be a string of 1-256 printable characters", k);
+        }
+        return 0;
+}
+
+static int parse_sysctls(Sandbox *s, json_object *req, ProtoError *err) {
+        json_object *v;
+        int r;
+
+        if (!json_object_object_get_ex(req, "sysctls", &v) || json_object_is_type(v, json_type_null))
+                return 0;
+        if ((r = sandbox_sysctls_check(v, err)) < 0)
+                return r;
+        if (json_object_object_length(v) > 0)
+                s->sysctls = json_object_get(v);
+        return 0;
+}
+
+int sandbox_paths_check(json_object *paths, const char *field, ProtoError *err) {
+        size_t n;
+
+        if (!json_object_is_type(paths, json_type_array) || (n = json_object_array_length(paths)) > INIT_PATHS_MAX)
+                return proto_error_set(err, SBX_E_INVALID_REQUEST, field, "'%s' must be an array of at most %d paths",
+                                       field, INIT_PATHS_MAX);
+        for (size_t i = 0; i < n; i++) {
+                json_object *v = json_object_array_get_idx(paths, i);
+                const char *p = json_object_is_type(v, json_type_string) ? json_object_get_string(v) : NULL;
+                if (!p || !path_is_normal(p, 1024) || strcmp(p, "/") == 0)
+                        return proto_error_set(err, SBX_E_INVALID_REQUEST, field,
+                                               "'%s[%zu]' must be an absolute, normal path inside (no '..', '.' or '//'; "
+                                               "not '/'), at most 1024 bytes", field, i);
+        }
+        return 0;
+}
+
+static int parse_paths(json_object *req, const char *field, json_object **ret, ProtoError *err) {
+        json_object *v;
+        int r;
+
+        if (!json_object_object_get_ex(req, field, &v) || json_object_is_type(v, json_type_null))
+                return 0;
+        if ((r = sandbox_paths_check(v, field, err)) < 0)
+                return r;
+        if (json_object_array_length(v) > 0)
+                *ret = json_object_get(v);
+        return 0;
+}
+
 /* "network": "none", {"egress"} (egress.h), or {"netns_fd": i}: the namespace that came with the
  * request (op-sandbox.c checked and took it: s->join_netns_fd). Such a sandbox is never recorded,
  * since a restarted daemon could not join that namespace again. */
@@ -512,9 +577,14 @@ int sandbox_parse(Context *m, Sandbox *s, json_object *req, ProtoError *err) {
         /* Only a throwaway run has the field (create's field list refuses it). */
         s->memory_workspace = s->ephemeral && !(workspace && strcmp(workspace, "disk") == 0);
         s->unprivileged_only = s->ephemeral && s->user != SANDBOX_USER_ROOT;
-        if ((r = parse_root(m, s, req, err)) < 0 || (r = parse_hostname(s, req, err)) < 0 || (r = proto_get_bool(req, "ephemeral", &ephemeral, err)) < 0)
+        if ((r = parse_root(m, s, req, err)) < 0 || (r = parse_hostname(s, req, err)) < 0 ||
+            (r = parse_sysctls(s, req, err)) < 0 || (r = parse_paths(req, "masked_paths", &s->masked_paths, err)) < 0 ||
+            (r = parse_paths(req, "readonly_paths", &s->readonly_paths, err)) < 0 ||
+            (r = proto_get_bool(req, "ephemeral", &ephemeral, err)) < 0 ||
+            (r = proto_get_bool(req, "with_connection", &s->with_connection, err)) < 0)
                 return r;
-        s->transient = s->transient || ephemeral; /* a joined namespace makes it so (parse_network()) */
+        /* One that ends with a connection is never brought back by a restarted daemon either. */
+        s->transient = s->transient || ephemeral || s->with_connection; /* a joined namespace makes it so (parse_network()) */
         /* A root.path has no /work unless a mount asks for one: an ephemeral one nothing in the
          * state directory (a recorded one its record's directory, with an unused work/). */
         if (s->root_path && s->transient)
@@ -557,6 +627,9 @@ int sandbox_parse_request(Context *m, json_object *req, SandboxRequest *ret, Pro
         free(tmp.image);
         free(tmp.root_path);
         free(tmp.hostname);
+        json_object_put(tmp.sysctls);
+        json_object_put(tmp.masked_paths);
+        json_object_put(tmp.readonly_paths);
         if (r < 0)
                 sandbox_request_done(ret);
         return r;

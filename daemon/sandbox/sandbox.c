@@ -336,7 +336,7 @@ static bool pooled_fits(const Sandbox *s, const Sandbox *want) {
         return limits_same(&s->limits, &want->limits) && want->n_mounts == 0 && !want->net.egress &&
                want->root_overlay == s->root_overlay && want->memory_workspace == s->memory_workspace &&
                ((!want->image && !s->image) || (want->image && s->image && strcmp(want->image, s->image) == 0)) &&
-               !want->root_path && !want->hostname && !want->transient && want->join_netns_fd < 0;
+               !want->root_path && !want->hostname && !want->sysctls && !want->masked_paths && !want->readonly_paths && !want->transient && want->join_netns_fd < 0;
 }
 
 /* What a create sets that a pooled sandbox's making did not depend on, moved from want. */
@@ -410,9 +410,23 @@ static int sandbox_restore_work_uid(Sandbox *s, json_object *meta) {
         return 0;
 }
 
+/* A record's masked_paths or readonly_paths, checked as a create's are. */
+static int restore_paths(json_object *meta, const char *field, json_object **ret) {
+        json_object *v;
+        ProtoError err;
+
+        if (!json_object_object_get_ex(meta, field, &v) || json_object_is_type(v, json_type_null))
+                return 0;
+        if (sandbox_paths_check(v, field, &err) < 0)
+                return -EBADMSG;
+        *ret = json_object_get(v);
+        return 0;
+}
+
 static int sandbox_restore_fields(Sandbox *s, json_object *meta) {
         json_object *l, *v;
         uint64_t owner, slot;
+        int r;
 
         if (!json_object_object_get_ex(meta, "limits", &l) || restore_u64(meta, "owner_uid", &owner) < 0 ||
             restore_u64(meta, "uid_slot", &slot) < 0 || restore_u64(meta, "created_usec", &s->created_usec) < 0 ||
@@ -452,6 +466,15 @@ static int sandbox_restore_fields(Sandbox *s, json_object *meta) {
         if (json_object_object_get_ex(meta, "hostname", &v) && json_object_is_type(v, json_type_string) &&
             !(s->hostname = strdup(json_object_get_string(v))))
                 return -ENOMEM;
+        if (json_object_object_get_ex(meta, "sysctls", &v) && !json_object_is_type(v, json_type_null)) {
+                ProtoError err;
+                if (sandbox_sysctls_check(v, &err) < 0)
+                        return -EBADMSG;
+                s->sysctls = json_object_get(v);
+        }
+        if ((r = restore_paths(meta, "masked_paths", &s->masked_paths)) < 0 ||
+            (r = restore_paths(meta, "readonly_paths", &s->readonly_paths)) < 0)
+                return r;
         /* Absent: a record from before overlay roots, or a read-only root. */
         if (json_object_object_get_ex(meta, "root", &v) && json_object_is_type(v, json_type_object)) {
                 json_object *path, *ro;
@@ -1012,9 +1035,31 @@ void sandbox_destroy(Sandbox *s, const char *reason) {
         sandbox_teardown_step(s);
 }
 
+static void on_connection_closed(Hook *h, void *userdata) {
+        Sandbox *s = userdata;
+
+        (void) h;
+        s->conn_reply = reply_unref(s->conn_reply);
+        sandbox_destroy(s, "the connection that created it closed");
+}
+
+void sandbox_tie_to_connection(Sandbox *s, Reply *reply) {
+        if (!s->with_connection || s->conn_reply)
+                return;
+        if (reply_gone(reply)) {
+                sandbox_destroy(s, "the connection that created it closed");
+                return;
+        }
+        s->conn_reply = reply_ref(reply);
+        hook_init(&s->conn_hook, on_connection_closed, s);
+        reply_on_close(reply, &s->conn_hook);
+}
+
 Sandbox *sandbox_free(Sandbox *s) {
         if (!s)
                 return NULL;
+        hook_remove(&s->conn_hook);
+        s->conn_reply = reply_unref(s->conn_reply);
         registry_remove(&s->entry); /* the pool refills (pool.c observes) */
         s->setup_helper = sd_event_source_disable_unref(s->setup_helper);
         while (s->members)
@@ -1048,6 +1093,9 @@ Sandbox *sandbox_free(Sandbox *s) {
         free(s->image);
         free(s->root_path);
         free(s->hostname);
+        json_object_put(s->sysctls);
+        json_object_put(s->masked_paths);
+        json_object_put(s->readonly_paths);
         json_object_put(s->interrupted_runs);
         json_object_put(s->teardown_stuck);
         free(s->name);
@@ -1192,6 +1240,10 @@ json_object *sandbox_to_json(Sandbox *s, bool with_usage) {
                 json_object_object_add(o, "image", json_object_new_string(s->image));
         json_object_object_add(o, "root", sandbox_root_json(s));
         json_object_object_add(o, "hostname", json_object_new_string(s->hostname ? s->hostname : "sandbox"));
+        json_object_object_add(o, "sysctls", s->sysctls ? json_object_get(s->sysctls) : json_object_new_object());
+        json_object_object_add(o, "masked_paths", s->masked_paths ? json_object_get(s->masked_paths) : json_object_new_array());
+        json_object_object_add(o, "readonly_paths",
+                               s->readonly_paths ? json_object_get(s->readonly_paths) : json_object_new_array());
         json_object_object_add(o, "ephemeral", json_object_new_boolean(s->transient));
         json_object_object_add(o, "frozen", json_object_new_boolean(s->user_frozen));
         json_object_object_add(o, "created", json_object_new_string(format_utc(ts, s->created_usec)));

@@ -151,6 +151,18 @@ typedef struct Sandbox {
         char *root_path;
         bool root_read_only;
         char *hostname;    /* create's "hostname", or NULL: "sandbox" */
+        /* create's "sysctls": {"key": "value"}, namespaced keys only (sandbox_sysctls_check()),
+         * written when its init starts (spawn.h InitParams.sysctls); NULL: none */
+        json_object *sysctls;
+        /* create's "with_connection": destroyed when the connection that created it closes (an
+         * OCI container's proxy holds it: whatever ends the proxy ends the sandbox). conn_reply
+         * is that create's reply, held for its close hook. */
+        bool with_connection;
+        Reply *conn_reply;
+        Hook conn_hook;
+        /* create's "masked_paths" and "readonly_paths": arrays of absolute paths inside, masked
+         * or made read-only by its init (spawn.h InitParams); NULL: none */
+        json_object *masked_paths, *readonly_paths;
         /* create's "ephemeral": true: never restored by a restarted daemon (its record removed,
          * its processes killed), never pooled. Not a throwaway (ephemeral above). */
         bool transient;
@@ -267,6 +279,13 @@ int sandbox_parse_request(Context *m, json_object *req, SandboxRequest *ret, Pro
 /* The same read into s, which is being made for s->owner_uid (s->ephemeral set): name, limits,
  * best_effort, user, workspace, env, and the sweep's fields (sandbox-request.c). */
 int sandbox_parse(Context *m, Sandbox *s, json_object *req, ProtoError *err);
+/* create's "sysctls" (or a record's): at most 32 keys of the sandbox's own namespaces (net.*;
+ * kernel.shm*, kernel.msg*, kernel.sem, fs.mqueue.*), each a dotted name of [A-Za-z0-9_-]
+ * components, each value 1-256 printable characters. 0 or -EINVAL with err. */
+int sandbox_sysctls_check(json_object *sysctls, ProtoError *err);
+/* create's "masked_paths" or "readonly_paths" (field), or a record's: at most 64 absolute normal
+ * paths (no "..", ".", "//"), each at most 1024 bytes, not "/". 0 or -EINVAL with err. */
+int sandbox_paths_check(json_object *paths, const char *field, ProtoError *err);
 void sandbox_request_done(SandboxRequest *r);
 void sandbox_mounts_free(Sandbox *s);
 /* Whether /work is the caller's directory (mounts[0], target /work). */
@@ -323,6 +342,8 @@ int sandbox_send_go(Sandbox *s);
 /* Brings back a sandbox recorded by an earlier daemon (state.c) with a new init. */
 int sandbox_restore(Context *m, json_object *meta, Sandbox **ret);
 void sandbox_destroy(Sandbox *s, const char *reason);
+/* With "with_connection": s is destroyed when reply's connection closes (at once if it has). */
+void sandbox_tie_to_connection(Sandbox *s, Reply *reply);
 /* The teardown_stuck error for a sandbox whose teardown is stuck (Sandbox.teardown_stuck). */
 int sandbox_teardown_error(Sandbox *s, ProtoError *err);
 Sandbox *sandbox_free(Sandbox *s);

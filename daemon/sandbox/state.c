@@ -104,6 +104,9 @@ static json_object *state_to_json(Sandbox *s) {
         json_object_object_add(o, "user", json_object_new_string(sandbox_user_to_string(s->user)));
         json_object_object_add(o, "root", sandbox_root_json(s));
         json_object_object_add(o, "hostname", s->hostname ? json_object_new_string(s->hostname) : NULL);
+        json_object_object_add(o, "sysctls", s->sysctls ? json_object_get(s->sysctls) : NULL);
+        json_object_object_add(o, "masked_paths", s->masked_paths ? json_object_get(s->masked_paths) : NULL);
+        json_object_object_add(o, "readonly_paths", s->readonly_paths ? json_object_get(s->readonly_paths) : NULL);
         json_object_object_add(o, "network", s->net.egress ? egress_spec_json(&s->net) : NULL);
         json_object_object_add(l, "memory", json_object_new_int64((int64_t) s->limits.memory));
         json_object_object_add(l, "pids", json_object_new_int64((int64_t) s->limits.pids));

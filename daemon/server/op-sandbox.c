@@ -86,6 +86,7 @@ int op_create(Request *c, json_object *id, json_object *req, ProtoError *err) {
         /* Answered when the sandbox's init reports ready (or failed), and a pooled one once its
          * record is written. */
         sandbox_add_waiter(&s->create_waiters, c->reply);
+        sandbox_tie_to_connection(s, c->reply);
         return 0;
 }
 

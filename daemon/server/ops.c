@@ -27,7 +27,11 @@ static const FieldSpec create_fields[] = {
         { "image", FIELD_STRING },
         { "root", FIELD_STRING_OR_OBJECT },
         { "hostname", FIELD_STRING },
+        { "sysctls", FIELD_OBJECT },
+        { "masked_paths", FIELD_ARRAY },
+        { "readonly_paths", FIELD_ARRAY },
         { "ephemeral", FIELD_BOOL },
+        { "with_connection", FIELD_BOOL },
         {},
 };
 static const FieldSpec inspect_fields[] = { ENVELOPE, { "sandbox", FIELD_STRING, true }, { "pids", FIELD_BOOL }, {} };

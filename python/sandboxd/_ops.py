@@ -145,7 +145,9 @@ def create(*, name: str | None = None, limits: JSON | None = None, network: str 
            from_snapshot: SnapshotRef | None = None, image: str | None = None,
            root: Root | None = None, mounts: Sequence[Mapping[str, Any]] | None = None,
            workspace: str | os.PathLike[str] | Mapping[str, Any] | None = None,
-           hostname: str | None = None, ephemeral: bool | None = None) -> Call[SandboxInfo]:
+           hostname: str | None = None, ephemeral: bool | None = None,
+           sysctls: Mapping[str, str] | None = None, masked_paths: Sequence[str] | None = None,
+           readonly_paths: Sequence[str] | None = None, with_connection: bool | None = None) -> Call[SandboxInfo]:
     return Call("create", {
         "name": name, "limits": limits, "network": _network(network),
         "env": dict(env) if env is not None else None, "best_effort": best_effort, "ttl": ttl,
@@ -153,7 +155,10 @@ def create(*, name: str | None = None, limits: JSON | None = None, network: str 
         "root": dict(root) if isinstance(root, Mapping) else root,
         "from_snapshot": _snapshot_ref(from_snapshot) if from_snapshot is not None else None,
         "mounts": _mounts(mounts), "workspace": _workspace(workspace), "hostname": hostname,
-        "ephemeral": ephemeral,
+        "ephemeral": ephemeral, "sysctls": dict(sysctls) if sysctls is not None else None,
+        "masked_paths": list(masked_paths) if masked_paths is not None else None,
+        "readonly_paths": list(readonly_paths) if readonly_paths is not None else None,
+        "with_connection": with_connection,
     }, lambda r: SandboxInfo.from_json(_d(r, "sandbox")))
 
 
@@ -199,7 +204,8 @@ def run(command: Command | None = None, *, sandbox: str | None = None,
         mounts: Sequence[Mapping[str, Any]] | None = None,
         env_defaults: bool | None = None, file_size: Size | None = None,
         open_files: int | None = None, no_timeout: bool | None = None, umask: int | None = None,
-        rlimits: Mapping[str, Any] | None = None, stdio: Sequence[int | None] | None = None,
+        rlimits: Mapping[str, Any] | None = None, rlimits_lower: bool | None = None,
+        capabilities: Mapping[str, Sequence[str]] | None = None, stdio: Sequence[int | None] | None = None,
         extra_fds: Sequence[int] | None = None) -> Call[RunResult]:
     fields: JSON = {"sandbox": sandbox}
     fields.update(_command(command, argv))
@@ -212,7 +218,8 @@ def run(command: Command | None = None, *, sandbox: str | None = None,
         "best_effort": best_effort, "workspace": workspace, "image": image,
         "mounts": _mounts(mounts), "env_defaults": env_defaults, "file_size": file_size,
         "open_files": open_files, "no_timeout": no_timeout, "umask": umask,
-        "rlimits": dict(rlimits) if rlimits is not None else None,
+        "rlimits": dict(rlimits) if rlimits is not None else None, "rlimits_lower": rlimits_lower,
+        "capabilities": {k: list(v) for k, v in capabilities.items()} if capabilities is not None else None,
     })
     fd_fields, fds = _client_fds(stdio, extra_fds)
     fields.update(fd_fields)

@@ -280,12 +280,15 @@ class AsyncClient:
                      file_size: Size | None = None, open_files: int | None = None,
                      mounts: Sequence[Mapping[str, Any]] | None = None,
                      workspace: str | os.PathLike[str] | Mapping[str, Any] | None = None,
-                     hostname: str | None = None, ephemeral: bool | None = None) -> SandboxInfo:
+                     hostname: str | None = None, ephemeral: bool | None = None,
+                     sysctls: Mapping[str, str] | None = None, masked_paths: Sequence[str] | None = None,
+                     readonly_paths: Sequence[str] | None = None, with_connection: bool | None = None) -> SandboxInfo:
         lim = _ops.limits(memory, pids, cpus, timeout, output_bytes, disk, files, limits, file_size, open_files)
         return await self._call(_ops.create(name=name, limits=lim, network=network, env=env,
                                             best_effort=best_effort, ttl=ttl, idle=idle,
                                             user=user, from_snapshot=from_snapshot, image=image, root=root,
-                                            mounts=mounts, workspace=workspace, hostname=hostname, ephemeral=ephemeral))
+                                            mounts=mounts, workspace=workspace, hostname=hostname, ephemeral=ephemeral, sysctls=sysctls,
+                                            masked_paths=masked_paths, readonly_paths=readonly_paths, with_connection=with_connection))
 
     async def list(self, usage: bool = False) -> builtins.list[SandboxInfo]:
         return await self._call(_ops.list_sandboxes(usage))
@@ -310,7 +313,8 @@ class AsyncClient:
                   image: str | None = None, mounts: Sequence[Mapping[str, Any]] | None = None,
                   env_defaults: bool | None = None, file_size: Size | None = None,
                   open_files: int | None = None, no_timeout: bool | None = None, umask: int | None = None,
-                  rlimits: Mapping[str, Any] | None = None, stdio: Sequence[int | None] | None = None,
+                  rlimits: Mapping[str, Any] | None = None, rlimits_lower: bool | None = None,
+                  capabilities: Mapping[str, Sequence[str]] | None = None, stdio: Sequence[int | None] | None = None,
                   extra_fds: Sequence[int] | None = None) -> RunResult:
         return await self._call(_ops.run(command, sandbox=sandbox, argv=argv, env=env, cwd=cwd,
                                          stdin=stdin, timeout=timeout, cpu_s=cpu_s,
@@ -318,7 +322,7 @@ class AsyncClient:
                                          user=user, limits=dict(limits) if limits else None,
                                          network=network, best_effort=best_effort,
                                          workspace=workspace, image=image, mounts=mounts,
-                                         env_defaults=env_defaults, file_size=file_size, open_files=open_files, no_timeout=no_timeout, umask=umask, rlimits=rlimits, stdio=stdio, extra_fds=extra_fds))
+                                         env_defaults=env_defaults, file_size=file_size, open_files=open_files, no_timeout=no_timeout, umask=umask, rlimits=rlimits, rlimits_lower=rlimits_lower, capabilities=capabilities, stdio=stdio, extra_fds=extra_fds))
 
     def stream(self, command: Command | None = None, *, sandbox: str | None = None,
                argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None,
@@ -792,7 +796,9 @@ class AsyncSandbox:
                file_size: Size | None = None, open_files: int | None = None,
                mounts: Sequence[Mapping[str, Any]] | None = None,
                workspace: str | os.PathLike[str] | Mapping[str, Any] | None = None,
-               hostname: str | None = None, ephemeral: bool | None = None) -> _Making[AsyncSandbox]:
+               hostname: str | None = None, ephemeral: bool | None = None,
+               sysctls: Mapping[str, str] | None = None, masked_paths: Sequence[str] | None = None,
+               readonly_paths: Sequence[str] | None = None, with_connection: bool | None = None) -> _Making[AsyncSandbox]:
         async def make() -> AsyncSandbox:
             c = client if client is not None else await AsyncClient.connect(socket)
             try:
@@ -801,7 +807,8 @@ class AsyncSandbox:
                                       files=files, limits=limits, network=network, env=env,
                                       best_effort=best_effort, ttl=ttl, idle=idle, user=user,
                                       from_snapshot=from_snapshot, image=image, root=root,
-                                      file_size=file_size, open_files=open_files, mounts=mounts, workspace=workspace, hostname=hostname, ephemeral=ephemeral)
+                                      file_size=file_size, open_files=open_files, mounts=mounts, workspace=workspace, hostname=hostname, ephemeral=ephemeral, sysctls=sysctls,
+                                      masked_paths=masked_paths, readonly_paths=readonly_paths, with_connection=with_connection)
             except BaseException:
                 if client is None:
                     await c.close()
@@ -858,12 +865,13 @@ class AsyncSandbox:
                   pids: int | None = None, user: RunUser | None = None,
                   env_defaults: bool | None = None, file_size: Size | None = None,
                   open_files: int | None = None, no_timeout: bool | None = None, umask: int | None = None,
-                  rlimits: Mapping[str, Any] | None = None, stdio: Sequence[int | None] | None = None,
+                  rlimits: Mapping[str, Any] | None = None, rlimits_lower: bool | None = None,
+                  capabilities: Mapping[str, Sequence[str]] | None = None, stdio: Sequence[int | None] | None = None,
                   extra_fds: Sequence[int] | None = None) -> RunResult:
         return await self.client.run(command, sandbox=self.id, argv=argv, env=env, cwd=cwd,
                                      stdin=stdin, timeout=timeout, cpu_s=cpu_s,
                                      output_bytes=output_bytes, memory=memory, pids=pids,
-                                     user=user, env_defaults=env_defaults, file_size=file_size, open_files=open_files, no_timeout=no_timeout, umask=umask, rlimits=rlimits, stdio=stdio, extra_fds=extra_fds)
+                                     user=user, env_defaults=env_defaults, file_size=file_size, open_files=open_files, no_timeout=no_timeout, umask=umask, rlimits=rlimits, rlimits_lower=rlimits_lower, capabilities=capabilities, stdio=stdio, extra_fds=extra_fds)
 
     def stream(self, command: Command | None = None, *, argv: Sequence[str] | None = None,
                env: Mapping[str, str] | None = None, cwd: str | None = None,

@@ -252,7 +252,9 @@ class Client:
                file_size: Size | None = None, open_files: int | None = None,
                mounts: Sequence[Mapping[str, Any]] | None = None,
                workspace: str | os.PathLike[str] | Mapping[str, Any] | None = None,
-               hostname: str | None = None, ephemeral: bool | None = None) -> SandboxInfo:
+               hostname: str | None = None, ephemeral: bool | None = None,
+               sysctls: Mapping[str, str] | None = None, masked_paths: Sequence[str] | None = None,
+               readonly_paths: Sequence[str] | None = None, with_connection: bool | None = None) -> SandboxInfo:
         """``create``: the new sandbox's SANDBOX. ``timeout`` is the default ``timeout_s`` of
         its runs; ``limits`` adds members to the limits object as they are; ``image``: its
         root is that image of the daemon's store; ``root``: ``"readonly"`` (the default) or
@@ -264,7 +266,8 @@ class Client:
         return self._call(_ops.create(name=name, limits=lim, network=network, env=env,
                                       best_effort=best_effort, ttl=ttl, idle=idle, user=user,
                                       from_snapshot=from_snapshot, image=image, root=root,
-                                      mounts=mounts, workspace=workspace, hostname=hostname, ephemeral=ephemeral))
+                                      mounts=mounts, workspace=workspace, hostname=hostname, ephemeral=ephemeral, sysctls=sysctls,
+                                      masked_paths=masked_paths, readonly_paths=readonly_paths, with_connection=with_connection))
 
     def list(self, usage: bool = False) -> builtins.list[SandboxInfo]:
         return self._call(_ops.list_sandboxes(usage))
@@ -293,7 +296,8 @@ class Client:
             image: str | None = None, mounts: Sequence[Mapping[str, Any]] | None = None,
             env_defaults: bool | None = None, file_size: Size | None = None,
             open_files: int | None = None, no_timeout: bool | None = None, umask: int | None = None,
-            rlimits: Mapping[str, Any] | None = None, stdio: Sequence[int | None] | None = None,
+            rlimits: Mapping[str, Any] | None = None, rlimits_lower: bool | None = None,
+            capabilities: Mapping[str, Sequence[str]] | None = None, stdio: Sequence[int | None] | None = None,
             extra_fds: Sequence[int] | None = None) -> RunResult:
         """``run``: waits for the final reply. Without ``sandbox``, a throwaway sandbox is made
         for the run (``limits``, ``network``, ``best_effort``, ``workspace``, ``image``,
@@ -309,7 +313,7 @@ class Client:
                                    user=user, limits=dict(limits) if limits else None,
                                    network=network, best_effort=best_effort,
                                    workspace=workspace, image=image, mounts=mounts,
-                                   env_defaults=env_defaults, file_size=file_size, open_files=open_files, no_timeout=no_timeout, umask=umask, rlimits=rlimits, stdio=stdio, extra_fds=extra_fds))
+                                   env_defaults=env_defaults, file_size=file_size, open_files=open_files, no_timeout=no_timeout, umask=umask, rlimits=rlimits, rlimits_lower=rlimits_lower, capabilities=capabilities, stdio=stdio, extra_fds=extra_fds))
 
     # ---- images -----------------------------------------------------------------------
 
@@ -833,7 +837,9 @@ class Sandbox:
                file_size: Size | None = None, open_files: int | None = None,
                mounts: Sequence[Mapping[str, Any]] | None = None,
                workspace: str | os.PathLike[str] | Mapping[str, Any] | None = None,
-               hostname: str | None = None, ephemeral: bool | None = None) -> Sandbox:
+               hostname: str | None = None, ephemeral: bool | None = None,
+               sysctls: Mapping[str, str] | None = None, masked_paths: Sequence[str] | None = None,
+               readonly_paths: Sequence[str] | None = None, with_connection: bool | None = None) -> Sandbox:
         """``create`` on ``client`` (default: a new connection to ``socket``, closed with the
         sandbox)."""
         c = client if client is not None else Client(socket)
@@ -842,7 +848,8 @@ class Sandbox:
                             output_bytes=output_bytes, disk=disk, files=files, limits=limits,
                             network=network, env=env, best_effort=best_effort, ttl=ttl,
                             idle=idle, user=user, from_snapshot=from_snapshot, image=image, root=root,
-                            file_size=file_size, open_files=open_files, mounts=mounts, workspace=workspace, hostname=hostname, ephemeral=ephemeral)
+                            file_size=file_size, open_files=open_files, mounts=mounts, workspace=workspace, hostname=hostname, ephemeral=ephemeral, sysctls=sysctls,
+                            masked_paths=masked_paths, readonly_paths=readonly_paths, with_connection=with_connection)
         except BaseException:
             if client is None:
                 c.close()
@@ -900,13 +907,14 @@ class Sandbox:
             pids: int | None = None, user: RunUser | None = None,
             env_defaults: bool | None = None, file_size: Size | None = None,
             open_files: int | None = None, no_timeout: bool | None = None, umask: int | None = None,
-            rlimits: Mapping[str, Any] | None = None, stdio: Sequence[int | None] | None = None,
+            rlimits: Mapping[str, Any] | None = None, rlimits_lower: bool | None = None,
+            capabilities: Mapping[str, Sequence[str]] | None = None, stdio: Sequence[int | None] | None = None,
             extra_fds: Sequence[int] | None = None) -> RunResult:
         """Runs ``command`` (a string for /bin/sh -c, or an argv) and waits for its result."""
         return self.client.run(command, sandbox=self.id, argv=argv, env=env, cwd=cwd,
                                stdin=stdin, timeout=timeout, cpu_s=cpu_s,
                                output_bytes=output_bytes, memory=memory, pids=pids, user=user,
-                               env_defaults=env_defaults, file_size=file_size, open_files=open_files, no_timeout=no_timeout, umask=umask, rlimits=rlimits, stdio=stdio, extra_fds=extra_fds)
+                               env_defaults=env_defaults, file_size=file_size, open_files=open_files, no_timeout=no_timeout, umask=umask, rlimits=rlimits, rlimits_lower=rlimits_lower, capabilities=capabilities, stdio=stdio, extra_fds=extra_fds)
 
     def stream(self, command: Command | None = None, *, argv: Sequence[str] | None = None,
                env: Mapping[str, str] | None = None, cwd: str | None = None,

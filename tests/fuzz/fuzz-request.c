@@ -64,6 +64,29 @@ static int check_stdin(json_object *req, ProtoError *err) {
         return 0;
 }
 
+/* create's "sysctls": what is accepted can never be more than one /proc/sys entry once the dots
+ * are slashes, nor a value of more than one line. */
+static int check_sysctls(json_object *req, ProtoError *err) {
+        json_object *o;
+
+        if (!json_object_object_get_ex(req, "sysctls", &o) || !json_object_is_type(o, json_type_object))
+                return 0;
+        json_object_object_foreach(o, k, v) {
+                if (!sysctl_name_valid(k)) {
+                        check(!sysctl_name_namespaced(k), "an invalid sysctl name is namespaced");
+                        return proto_error_set(err, SBX_E_INVALID_REQUEST, "sysctls", "not a sysctl name");
+                }
+                check(!strchr(k, '/') && !strstr(k, "..") && k[0] != '.' && strlen(k) <= 128,
+                      "a valid sysctl name could be more than one /proc/sys entry");
+                if (json_object_is_type(v, json_type_string) &&
+                    sysctl_value_valid(json_object_get_string(v), (size_t) json_object_get_string_len(v)))
+                        check(!memchr(json_object_get_string(v), '\n', (size_t) json_object_get_string_len(v)) &&
+                                      !memchr(json_object_get_string(v), '\0', (size_t) json_object_get_string_len(v)),
+                              "a valid sysctl value holds a newline or a NUL");
+        }
+        return 0;
+}
+
 static int check_values(json_object *req, ProtoError *err) {
         _cleanup_free_ const char **argv = NULL;
         const char *s;
@@ -121,6 +144,9 @@ static void handle_line(const char *line, size_t len) {
                 reply = proto_reply_error(NULL, &err);
         } else {
                 request_must_round_trip(req);
+                /* create's field, whatever the op: its checks hold alone. */
+                ProtoError sysctl_err = {};
+                (void) check_sysctls(req, &sysctl_err);
                 if (proto_request_envelope(req, &id, &op, &err) < 0 ||
                     proto_check_fields(req, request_run_fields, NULL, &err) < 0 || check_values(req, &err) < 0) {
                         check(err.code == SBX_E_INVALID_REQUEST && err.message[0], "a refused request has no reason");

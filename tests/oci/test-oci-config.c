@@ -8,6 +8,7 @@
 #include <json-c/json_pointer.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "../../oci/config.h"
@@ -126,6 +127,18 @@ static void test_podman(void) {
         ok(at(s.process.run, "/env/HOME") == NULL, "no HOME added");
         ok(!json_object_get_boolean(at(s.process.run, "/env_defaults")), "env_defaults false");
         is_int(json_object_get_int(at(s.process.run, "/user/uid")), 0, "uid 0");
+        ok(json_object_get_boolean(at(s.process.run, "/rlimits_lower")), "rlimits_lower: true");
+        ok(json_object_array_length(at(s.process.run, "/capabilities/bounding")) ==
+                   json_object_array_length(at(cfg, "/process/capabilities/bounding")) &&
+                   json_object_array_length(at(s.process.run, "/capabilities/bounding")) > 0,
+           "the capability sets go to the run as given (bounding)");
+        is_str(str(s.process.run, "/capabilities/effective/0"), str(cfg, "/process/capabilities/effective/0"),
+               "... effective");
+        ok(json_object_array_length(at(s.create, "/masked_paths")) == json_object_array_length(at(cfg, "/linux/maskedPaths")),
+           "linux.maskedPaths become create's masked_paths");
+        ok(json_object_array_length(at(s.create, "/readonly_paths")) ==
+                   json_object_array_length(at(cfg, "/linux/readonlyPaths")),
+           "linux.readonlyPaths become create's readonly_paths");
         is_int(json_object_get_int(at(s.process.run, "/umask")), 022, "umask 022");
         is_int(json_object_get_int(at(s.process.run, "/rlimits/NOFILE/1")), 1024, "RLIMIT_NOFILE");
         ok(json_object_get_boolean(at(s.process.run, "/no_timeout")), "no_timeout");
@@ -222,6 +235,78 @@ static void test_resources(void) {
         json_object_put(res);
 }
 
+/* --cap-drop=ALL: every set empty, and no capabilities member at all: no capability either way. */
+static void test_caps_empty(void) {
+        static const char *const sets[] = { "bounding", "effective", "inheritable", "permitted", "ambient" };
+        static const char *const given[] = { "{\"bounding\":[],\"effective\":[],\"permitted\":[]}", NULL };
+
+        for (size_t k = 0; k < 2; k++) {
+                json_object *cfg = fixture("podman-run.json");
+                char *err = NULL;
+                OciSpec s = {};
+                size_t total = 0;
+
+                if (given[k])
+                        set(cfg, "/process/capabilities", given[k]);
+                else
+                        json_object_object_del(at(cfg, "/process"), "capabilities");
+                int r = oci_spec_from_config(cfg, "/bundle", lookup, NULL, &s, &err);
+                for (size_t i = 0; r == 0 && i < 5; i++) {
+                        char ptr[64];
+                        snprintf(ptr, sizeof(ptr), "/capabilities/%s", sets[i]);
+                        json_object *a = at(s.process.run, ptr);
+                        total += a ? json_object_array_length(a) : 100;
+                }
+                ok(r == 0 && total == 0, "%s: the run's five capability sets are all empty",
+                   given[k] ? "every set empty (--cap-drop=ALL)" : "no process.capabilities");
+                if (r == 0)
+                        oci_spec_done(&s);
+                json_object_put(cfg);
+                free(err);
+        }
+}
+
+/* What podman sends for an Alpine image, whose /etc/group lists root in bin, daemon, sys, ... */
+static void test_groups(void) {
+        json_object *cfg = fixture("podman-run.json");
+        char *err = NULL;
+        OciSpec s = {};
+
+        set(cfg, "/process/user/additionalGids", "[0,1,2,3,4,6,10]");
+        int r = oci_spec_from_config(cfg, "/bundle", lookup, NULL, &s, &err);
+        if (!ok(r == 0, "process.user.additionalGids (an Alpine image's root) is accepted"))
+                diag("error: %s", err);
+        if (r == 0) {
+                json_object *g = at(s.process.run, "/user/groups");
+                ok(g && json_object_array_length(g) == 7 && json_object_get_int(json_object_array_get_idx(g, 6)) == 10,
+                   "... as the run's user.groups, in order");
+                oci_spec_done(&s);
+        }
+        json_object_put(cfg);
+        free(err);
+}
+
+/* Debian's containers.conf default and podman's --sysctl for the ipc namespace. */
+static void test_sysctl(void) {
+        json_object *cfg = fixture("podman-run.json");
+        char *err = NULL;
+        OciSpec s = {};
+
+        set(cfg, "/linux/sysctl",
+            "{\"net.ipv4.ping_group_range\":\"0 0\",\"kernel.msgmax\":\"16384\",\"fs.mqueue.msg_max\":\"20\"}");
+        int r = oci_spec_from_config(cfg, "/bundle", lookup, NULL, &s, &err);
+        if (!ok(r == 0, "linux.sysctl of the network and ipc namespaces is accepted"))
+                diag("error: %s", err);
+        if (r == 0) {
+                is_str(str(s.create, "/sysctls/net.ipv4.ping_group_range"), "0 0", "create's sysctls has net.ipv4.ping_group_range");
+                is_str(str(s.create, "/sysctls/kernel.msgmax"), "16384", "... kernel.msgmax");
+                is_str(str(s.create, "/sysctls/fs.mqueue.msg_max"), "20", "... fs.mqueue.msg_max");
+                oci_spec_done(&s);
+        }
+        json_object_put(cfg);
+        free(err);
+}
+
 static void test_netns(void) {
         json_object *cfg = fixture("podman-run.json");
         char *err = NULL, path[64];
@@ -269,11 +354,73 @@ static void test_netns(void) {
         refused("/linux/namespaces/5", "{\"type\":\"time\"}", "time", "a time namespace");
 }
 
+/* A relative root.path: "." and "rootfs" are the bundle's, a symlink may lead within the bundle
+ * but not out of it (oci_root_open()). */
+static void test_root_relative(void) {
+        char dir[] = "/tmp/test-oci-root-XXXXXX", p[256], want[256];
+        char *err = NULL, *path = NULL;
+        json_object *cfg = fixture("podman-run.json");
+        OciSpec s = {};
+
+        set(cfg, "/root/path", "\".\"");
+        int r = oci_spec_from_config(cfg, "/bundle", lookup, NULL, &s, &err);
+        ok(r == 0 && s.root_relative && strcmp(s.root_relative, ".") == 0, "root.path \".\" is accepted, relative");
+        if (r == 0)
+                oci_spec_done(&s);
+        json_object_put(cfg);
+        free(err);
+        err = NULL;
+
+        if (!mkdtemp(dir)) {
+                ok(false, "a bundle directory");
+                return;
+        }
+        snprintf(p, sizeof(p), "%s/rootfs", dir);
+        mkdir(p, 0755);
+        snprintf(p, sizeof(p), "%s/inside", dir);
+        (void) !symlink("rootfs", p);
+        snprintf(p, sizeof(p), "%s/out", dir);
+        (void) !symlink("/etc", p);
+        snprintf(p, sizeof(p), "%s/up", dir);
+        (void) !symlink("../..", p);
+
+        snprintf(want, sizeof(want), "%s/rootfs", dir);
+        r = oci_root_open(dir, "./rootfs", &path, &err);
+        ok(r == 0 && path && strcmp(path, want) == 0, "\"./rootfs\" is the bundle's rootfs");
+        free(path), path = NULL;
+        r = oci_root_open(dir, "inside", &path, &err);
+        ok(r == 0 && path && strcmp(path, want) == 0, "a symlink to rootfs within the bundle: its target's path");
+        free(path), path = NULL;
+        r = oci_root_open(dir, ".", &path, &err);
+        ok(r == 0 && path && strcmp(path, dir) == 0, "\".\" is the bundle itself");
+        free(path), path = NULL;
+        r = oci_root_open(dir, "out", &path, &err);
+        ok(r == -EXDEV && err && strstr(err, "leads out of the bundle"), "a symlink to /etc is refused");
+        free(err), err = NULL;
+        r = oci_root_open(dir, "up", &path, &err);
+        ok(r == -EXDEV && err && strstr(err, "root.path"), "a symlink to ../.. is refused");
+        free(err), err = NULL;
+        r = oci_root_open(dir, "../", &path, &err);
+        ok(r == -EXDEV, "\"../\" is refused");
+        free(err), err = NULL;
+        static const char *const made[] = { "inside", "out", "up", "rootfs" };
+        for (size_t i = 0; i < sizeof(made) / sizeof(made[0]); i++) {
+                snprintf(p, sizeof(p), "%s/%s", dir, made[i]);
+                if (unlink(p) < 0)
+                        rmdir(p);
+        }
+        rmdir(dir);
+}
+
 int main(void) {
         test_podman();
+        test_root_relative();
         test_podman_tty();
         test_ctr();
         test_resources();
+        test_sysctl();
+        test_groups();
+        test_caps_empty();
         test_netns();
 
         refused_without_namespace("network", "no network namespace (host network)");
@@ -292,10 +439,17 @@ int main(void) {
                 "CAP_SYS_ADMIN in the bounding set (privileged)");
         refused("/process/capabilities/effective/0", "\"CAP_NET_ADMIN\"", "CAP_NET_ADMIN", "CAP_NET_ADMIN in effective");
         refused("/process/capabilities/permitted/0", "\"CAP_SYS_MODULE\"", "CAP_SYS_MODULE", "CAP_SYS_MODULE");
-        refused("/process/user/additionalGids", "[0,10]", "process.user.additionalGids", "supplementary groups");
+        refused("/process/user/additionalGids", "[0,70000]", "process.user.additionalGids[1]", "a group past 65535");
+        refused("/process/user/additionalGids", "\"10\"", "process.user.additionalGids", "additionalGids not an array");
         refused("/process/user/uid", "70000", "process.user.uid", "a uid beyond the sandbox's 65536");
         refused("/process/args", "[]", "process.args", "no program");
-        refused("/linux/sysctl", "{\"net.ipv4.ip_forward\":\"1\"}", "linux.sysctl", "a sysctl");
+        refused("/linux/sysctl", "{\"kernel.panic\":\"1\"}", "linux.sysctl: kernel.panic",
+                "a sysctl of no namespace of the container's (kernel.panic), naming it");
+        refused("/linux/sysctl", "{\"kernel.shmmax\":\"1\",\"vm.overcommit_memory\":\"1\"}",
+                "vm.overcommit_memory", "vm.overcommit_memory beside a namespaced one");
+        refused("/linux/sysctl", "{\"net..x\":\"1\"}", "net..x", "a name with an empty component");
+        refused("/linux/sysctl", "{\"net.ipv4/../../x\":\"1\"}", "linux.sysctl", "a name with a slash");
+        refused("/linux/sysctl", "{\"net.ipv4.ip_forward\":1}", "linux.sysctl.net.ipv4.ip_forward", "a value that is no string");
         refused("/linux/rootfsPropagation", "\"shared\"", "linux.rootfsPropagation", "shared rootfs propagation");
         refused("/mounts/5/options", "[\"bind\",\"rshared\"]", "mounts[5].options", "an rshared bind");
         refused("/mounts/5/options", "[\"rbind\",\"rslave\"]", "mounts[5].options", "an rslave bind");
@@ -320,5 +474,10 @@ int main(void) {
         refused("/linux/intelRdt", "{\"closID\":\"x\"}", "linux.intelRdt", "intelRdt");
         refused("/linux/personality", "{\"domain\":\"LINUX32\"}", "linux.personality", "personality");
         refused("/root", "{}", "root.path", "no root.path");
+        refused("/linux/maskedPaths/0", "\"/proc/../etc\"", "linux.maskedPaths[0]", "a masked path with \"..\"");
+        refused("/linux/readonlyPaths/0", "\"proc/sys\"", "linux.readonlyPaths[0]", "a relative read-only path");
+        refused("/linux/maskedPaths", "\"/proc/kcore\"", "linux.maskedPaths", "maskedPaths not an array");
+        refused("/process/capabilities/ambient", "[\"CAP_SYS_ADMIN\"]", "process.capabilities.ambient",
+                "CAP_SYS_ADMIN in ambient");
         return done_testing();
 }
