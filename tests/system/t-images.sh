@@ -1,7 +1,8 @@
 #!/bin/bash
 # Images under a real systemd on the Debian 12 kernel (6.1): the store's filesystem is probed
 # for idmapped mounts (the VM's state directory is on its overlay root); a sandbox of an image
-# is refused clearly where it cannot be idmapped. With the store on ext4 (a loop image mounted
+# is refused clearly where it cannot be idmapped. On ext4 an image's overlay root works although
+# the machine's own root cannot be idmapped. With the store on ext4 (a loop image mounted
 # at /var/lib/sandboxd/images while the daemon is stopped), a .tar.gz and an OCI layout built
 # here are imported, their own /bin/sh runs `cat /etc/os-release`, two sandboxes share one
 # image, removal is refused while used, and a hostile archive leaves nothing.
@@ -75,6 +76,19 @@ r=$(call '{"op":"run","sandbox":"'"$b"'","argv":["/bin/sh","-c","head -1 /etc/os
 [ "$(jqr .stdout "$r")" = 'ID=sbxvm
 own' ]
 ok $? "a second sandbox of the same image sees it too, with a /work of its own"
+# The machine's root (9p + tmpfs overlayfs) cannot be idmapped, the store's ext4 can: an image's
+# overlay root works where the host root's does not (issue 35).
+r=$(call '{"op":"hello"}')
+diag "root_overlay: $(jq -c .capabilities.root_overlay <<<"$r")"
+[ "$(jqr '.capabilities.root_overlay | [.available, .image.available] | map(tostring) | join(" ")' "$r")" = "false true" ]
+ok $? "hello: overlay roots of the host's root are not available here, of images they are"
+r=$(call '{"op":"create","image":"vm-oci","name":"img-ov","root":"overlay","user":"root"}')
+diag "$(jq -c '.error // .sandbox.root' <<<"$r")"
+ov=$(jqr .sandbox.id "$r")
+r=$(call '{"op":"run","sandbox":"'"$ov"'","user":"root","argv":["/bin/sh","-c","echo mine > /etc/ov && cat /etc/ov"]}')
+[ "$(jqr .stdout "$r")" = mine ]
+ok $? "a sandbox of the image with root: overlay writes the image's /etc as root"
+call '{"op":"destroy","sandbox":"'"$ov"'"}' >/dev/null
 r=$(call '{"op":"image.remove","image":"vm-oci"}')
 [ "$(jqr .error.code "$r")" = conflict ]
 ok $? "image.remove while two sandboxes use it: conflict"

@@ -19,7 +19,7 @@ else
 	r=$(call '{"op":"create","root":"overlay"}')
 	diag "create: $(jq -c .error <<<"$r")"
 	[ "$(jqr .error.code "$r")" = invalid_request ] && [ "$(jqr .error.field "$r")" = root ] &&
-		jqr .error.message "$r" | grep -q "overlay roots do not work on this host ("
+		jqr .error.message "$r" | grep -q "overlay roots of the host's root do not work on this host ("
 	ok $? "where it cannot (this root's filesystem), create with root: overlay is refused, saying why"
 fi
 
