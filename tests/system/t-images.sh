@@ -77,18 +77,28 @@ r=$(call '{"op":"run","sandbox":"'"$b"'","argv":["/bin/sh","-c","head -1 /etc/os
 own' ]
 ok $? "a second sandbox of the same image sees it too, with a /work of its own"
 # The machine's root (9p + tmpfs overlayfs) cannot be idmapped, the store's ext4 can: an image's
-# overlay root works where the host root's does not (issue 35).
+# overlay root is judged by its own lower layer (issue 35). Its upper layer is in the state
+# directory, on the machine's overlayfs here, which overlayfs may refuse as an upper layer: then
+# the refusal names that step, not the idmapping.
 r=$(call '{"op":"hello"}')
 diag "root_overlay: $(jq -c .capabilities.root_overlay <<<"$r")"
-[ "$(jqr '.capabilities.root_overlay | [.available, .image.available] | map(tostring) | join(" ")' "$r")" = "false true" ]
-ok $? "hello: overlay roots of the host's root are not available here, of images they are"
+[ "$(jqr .capabilities.root_overlay.available "$r")" = false ] &&
+	! jqr .capabilities.root_overlay.image.error "$r" | grep -q 'idmapped lower layer'
+ok $? "hello: overlay roots of the host's root are not available here; of images, the idmapping is not what fails"
+img_ov=$(jqr .capabilities.root_overlay.image.available "$r")
 r=$(call '{"op":"create","image":"vm-oci","name":"img-ov","root":"overlay","user":"root"}')
 diag "$(jq -c '.error // .sandbox.root' <<<"$r")"
-ov=$(jqr .sandbox.id "$r")
-r=$(call '{"op":"run","sandbox":"'"$ov"'","user":"root","argv":["/bin/sh","-c","echo mine > /etc/ov && cat /etc/ov"]}')
-[ "$(jqr .stdout "$r")" = mine ]
-ok $? "a sandbox of the image with root: overlay writes the image's /etc as root"
-call '{"op":"destroy","sandbox":"'"$ov"'"}' >/dev/null
+if [ "$img_ov" = true ]; then
+	ov=$(jqr .sandbox.id "$r")
+	r=$(call '{"op":"run","sandbox":"'"$ov"'","user":"root","argv":["/bin/sh","-c","echo mine > /etc/ov && cat /etc/ov"]}')
+	[ "$(jqr .stdout "$r")" = mine ]
+	ok $? "a sandbox of the image with root: overlay writes the image's /etc as root"
+	call '{"op":"destroy","sandbox":"'"$ov"'"}' >/dev/null
+else
+	[ "$(jqr .error.field "$r")" = root ] && jqr .error.message "$r" | grep -q '^overlay roots of images do not work on this host' &&
+		! jqr .error.message "$r" | grep -q 'idmapped'
+	ok $? "create with image and root: overlay is refused for the image's own reason, as hello says"
+fi
 r=$(call '{"op":"image.remove","image":"vm-oci"}')
 [ "$(jqr .error.code "$r")" = conflict ]
 ok $? "image.remove while two sandboxes use it: conflict"
