@@ -219,8 +219,10 @@ id=$(prun -d localhost/sbx-oci-test sleep 300 2>"$T/err")
 check "podman run -d starts a container" test -n "$id"
 [ -n "$id" ] || diag "$(cat "$T/err")"
 is "$(pod inspect -f '{{.State.Status}}' "$id" 2>/dev/null)" running "it is running"
+# Written by the container's proxy when the daemon's "started" reaches it, which may come after
+# podman has seen the container running.
 check "the runtime's log (podman's oci-log) says RLIMIT_NOFILE was lowered" \
-        sh -c "grep -rqs 'RLIMIT_NOFILE is above what sandboxd allows, lowered to \[4096,4096\]' '$T/run' '$T/graph'"
+        wait_until 30 sh -c "grep -rqs 'RLIMIT_NOFILE is above what sandboxd allows, lowered to \[4096,4096\]' '$T/run' '$T/graph'"
 is "$(pod exec "$id" echo from-exec 2>"$T/err")" from-exec "podman exec runs in it"
 pod exec "$id" sh -c 'exit 3' 2>/dev/null
 is "$?" 3 "an exec's exit status is mirrored"
