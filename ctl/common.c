@@ -342,8 +342,9 @@ int daemon_connect(SbxClient **ret) {
                                        "sandboxd.socket' (or point --socket/$%s at the right path)", path,
                                        SBX_SOCKET_ENV);
         if (r == -ECONNREFUSED)
-                return log_error_errno(r, "nothing is listening on %s (a stale socket: sandboxd stopped without its "
-                                       "socket unit?): 'systemctl restart sandboxd.socket'", path);
+                return log_error_errno(r, "nothing is listening on %s (a stale socket: sandboxd stopped?): start it again: "
+                                       "'systemctl restart sandboxd.socket' under systemd, else 'sandboxd --listen %s' "
+                                       "(as scripts/quickstart.sh starts it)", path, path);
         if (r < 0)
                 return log_error_errno(r, "cannot connect to sandboxd at %s: %m", path);
         return 0;
