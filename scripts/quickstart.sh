@@ -78,7 +78,13 @@ trap 'rm -rf "$out"' EXIT
 demo() {
 	local what=$1 expect=$2
 	shift 2
-	printf '\n$ %s\n' "$*"
+	# Quoted as a shell needs it, so that the line can be pasted back.
+	printf '\n$'
+	local a
+	for a in "$@"; do
+		if [[ $a =~ ^[A-Za-z0-9_./:=@%+,-]+$ ]]; then printf ' %s' "$a"; else printf " '%s'" "${a//\'/\'\\\'\'}"; fi
+	done
+	printf '\n'
 	rc=0
 	"$@" >"$out/stdout" 2>"$out/stderr" || rc=$?
 	cat "$out/stdout"
