@@ -14,7 +14,7 @@ bench_sandboxd_bench_SOURCES = \
 	bench/stats.c bench/stats.h
 bench_sandboxd_bench_CFLAGS = $(AM_CFLAGS) $(JSONC_CFLAGS) -pthread
 bench_sandboxd_bench_LDADD = lib/libsandbox.la $(JSONC_LIBS) -lm -lpthread
-EXTRA_DIST += bench/run-bench.sh bench/storage-copies.sh bench/restart-latency.py bench/vm-restart-bench.sh
+EXTRA_DIST += bench/run-bench.sh bench/compare.sh bench/storage-copies.sh bench/restart-latency.py bench/vm-restart-bench.sh
 CLEANFILES += bench/sandboxd-bench$(EXEEXT)
 
 BENCH_ARGS =
@@ -24,6 +24,10 @@ bench: bench/sandboxd-bench$(EXEEXT) daemon/sandboxd$(EXEEXT) ctl/sandboxctl$(EX
 	SANDBOXD='$(abs_top_builddir)/daemon/sandboxd' BENCH='$(abs_top_builddir)/bench/sandboxd-bench' \
 		BUILDDIR='$(abs_top_builddir)' ANCHORS='$(ANCHORS)' \
 		$(SHELL) '$(abs_top_srcdir)/bench/run-bench.sh' $(BENCH_ARGS)
+# The same scenarios against the daemon of another revision, alternating (bench/compare.sh):
+## make bench-compare REV=d776a6b BENCH_ARGS='--runs 300 --clients 1 --only run,throwaway,floor'
+bench-compare: bench/sandboxd-bench$(EXEEXT) daemon/sandboxd$(EXEEXT) ctl/sandboxctl$(EXEEXT) bench-force
+	BUILDDIR='$(abs_top_builddir)' $(SHELL) '$(abs_top_srcdir)/bench/compare.sh' '$(REV)' $(BENCH_ARGS)
 # Snapshot, fork and restore of a 1 GB workspace on the state directory and on storage = image.
 bench-storage: daemon/sandboxd$(EXEEXT) bench-force
 	$(SHELL) '$(abs_top_srcdir)/bench/storage-copies.sh' '$(abs_top_builddir)' $(BENCH_RUNS)
