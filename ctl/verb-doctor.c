@@ -340,6 +340,14 @@ static void print_report_json(const Doctor *d, CheckImpact verdict) {
         print_json(o);
 }
 
+/* XFS's quotas are a build option of their own (CONFIG_XFS_QUOTA), which adds /proc/fs/xfs/xqm
+ * beside /proc/fs/xfs/stat: 1 yes, 0 no, -1 unknown (XFS not loaded). */
+static int xfs_quotas(void) {
+        if (access("/proc/fs/xfs/stat", F_OK) < 0)
+                return -1;
+        return access("/proc/fs/xfs/xqm", F_OK) == 0;
+}
+
 /* Disk limits: the filesystem's at write time (project quotas), or the sweep's after the fact.
  * Not a best-effort verdict: a limit only a default gives stays the sweep's and every create
  * goes on; one a request asks for is refused there (limit_unenforceable), as the line says. */
@@ -374,9 +382,14 @@ static void check_disk_limits(Doctor *d) {
         c = doctor_add(d, "disk-limits", CHECK_WARN, IMPACT_NONE,
                        "disk limits are applied by the sweep after the fact, not at write time (%s); a create that asks "
                        "for limits.disk needs --best-effort; %s", how ?: "?", reflink);
-        if (storage && strcmp(storage, "image") == 0)
-                check_fix(c, "the storage image is mounted without project quotas: this kernel has none (CONFIG_QUOTA, "
-                             "CONFIG_XFS_QUOTA); run sandboxd on one that has them");
+        if (xfs_quotas() == 0)
+                check_fix(c, "this kernel's XFS has no quotas (built without CONFIG_XFS_QUOTA), so an XFS image or state "
+                             "directory cannot give them: set storage = image:200G:btrfs in sandboxd.conf (btrfs qgroups; "
+                             "btrfs-progs installed), or keep the state directory on ext4 made with -O project,quota and "
+                             "mounted prjquota; then restart sandboxd (sandboxd.conf(5))");
+        else if (storage && strcmp(storage, "image") == 0)
+                check_fix(c, "the storage image is mounted without project quotas (the daemon's log says why): this "
+                             "kernel has none for XFS; set storage = image:200G:btrfs instead (btrfs qgroups)");
         else
                 check_fix(c, "set storage = image:200G in sandboxd.conf (an XFS image of the daemon's own, made and mounted "
                              "at start), or keep the state directory on XFS mounted with prjquota or on ext4 made with "

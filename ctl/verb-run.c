@@ -85,7 +85,8 @@ const Verb verb_reattach = {
                 "capture holds of its stdout and stderr, a note where the middle was dropped\n"
                 "(past its output_bytes), then the rest as it comes, and exits with the run's status\n"
                 "as 'run' does. A run that ended meanwhile keeps its result for run_result_keep\n"
-                "(sandboxd.conf(5)), for one reattach.\n",
+                "(sandboxd.conf(5)), for one reattach. A 'run' whose connection ends before its\n"
+                "reply names the run and this command.\n",
         .failure_status = EXIT_RUNNER_FAILED,
         .run = verb_reattach_run,
 };
@@ -463,6 +464,22 @@ static int on_reattach_event(json_object *event, void *userdata) {
         return on_run_event(event, userdata);
 }
 
+/* What the run verb keeps of its events: the run's id from "started", for the advice when the
+ * connection ends before the final reply (a restart of sandboxd: the run may go on). */
+typedef struct RunEvents {
+        bool stream;
+        char run_id[64];
+} RunEvents;
+
+static int on_run_events(json_object *event, void *userdata) {
+        RunEvents *e = userdata;
+        const char *kind = json_str(event, "event"), *id = json_str(event, "run_id");
+
+        if (kind && strcmp(kind, "started") == 0 && id)
+                snprintf(e->run_id, sizeof(e->run_id), "%s", id);
+        return e->stream ? on_run_event(event, NULL) : 0;
+}
+
 static int run_output(json_object *reply, bool verbose, bool streamed) {
         int r;
 
@@ -492,7 +509,11 @@ static int verb_run_run(int argc, char *argv[]) {
         r = run_build_request(&a, &req);
         if (r < 0)
                 return r;
-        r = daemon_request_events(TAKE_PTR(req), a.stream && !arg.json ? on_run_event : NULL, NULL, &reply);
+        RunEvents ev = { .stream = a.stream && !arg.json };
+        r = daemon_request_events(TAKE_PTR(req), on_run_events, &ev, &reply);
+        if ((r == -ECONNRESET || r == -EPIPE) && ev.run_id[0])
+                log_error("the run %s may go on (a restart of sandboxd keeps runs where it can): "
+                          "'sandboxctl reattach %s' gets the rest of its output and its exit status", ev.run_id, ev.run_id);
         if (r < 0)
                 return r;
         if (arg.json)

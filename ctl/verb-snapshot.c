@@ -113,8 +113,9 @@ static int verb_snapshot_run(int argc, char *argv[]) {
         if (r < 0 || arg.json)
                 return r;
         snap = json_child(reply, "snapshot");
-        printf("%s  %s in %s files  %s\n", esc(json_str(snap, "id") ?: "-"), esc(fmt_size(size, snap, "bytes")),
-               esc(fmt_value(files, snap, "files")), esc(json_str(snap, "created_at") ?: "-"));
+        fmt_value(files, snap, "files");
+        printf("%s  %s in %s %s  %s\n", esc(json_str(snap, "id") ?: "-"), esc(fmt_size(size, snap, "bytes")), esc(files),
+               strcmp(files, "1") == 0 ? "file" : "files", esc(json_str(snap, "created_at") ?: "-"));
         return 0;
 }
 

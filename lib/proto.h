@@ -42,7 +42,7 @@ SbxErrorCode sbx_error_code_from_string(const char *s);
 typedef struct ProtoError {
         SbxErrorCode code;
         char field[64];
-        char message[256];
+        char message[1024]; /* room for a path and its advice: a refusal is never cut short */
         char step[32];       /* spawn_failed: where ("exec") */
         char errno_name[32]; /* spawn_failed: why ("ENOENT") */
 } ProtoError;

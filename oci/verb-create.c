@@ -139,6 +139,18 @@ static int resolve_root(const OciSpec *spec, const char *bundle, json_object *ro
         return 0;
 }
 
+/* What an engine's user does about a refusal that names sandboxd's own terms. */
+static const char *refusal_hint(const char *err) {
+        if (!err)
+                return "";
+        if (strstr(err, "limit_unenforceable"))
+                return " (podman: run --cgroups=disabled, which sandboxd-oci takes as accepting best-effort limits; "
+                       "ctr: a --runc-binary wrapper that runs sandboxd-oci --best-effort; sandboxd-oci(1))";
+        if (strstr(err, "root.path"))
+                return " (podman: the vfs storage driver; ctr: --snapshotter native; docs/fleet.md)";
+        return "";
+}
+
 static int send_create(SbxClient *c, OciSpec *spec, const char *bundle, const char *id, char **ret_sandbox) {
         _cleanup_json_ json_object *reply = NULL;
         _cleanup_free_ char *err = NULL, *rootfs = NULL;
@@ -166,7 +178,7 @@ static int send_create(SbxClient *c, OciSpec *spec, const char *bundle, const ch
         json_object_object_add(spec->create, "with_connection", json_object_new_boolean(true));
         r = oci_call(c, json_object_get(spec->create), netns >= 0 ? &netns : NULL, netns >= 0 ? 1 : 0, &reply, &err);
         if (r == -EPROTO)
-                return oci_error("container %s: sandboxd refused the sandbox: %s", id, err ? err : "?");
+                return oci_error("container %s: sandboxd refused the sandbox: %s%s", id, err ? err : "?", refusal_hint(err));
         if (r < 0)
                 return oci_error("container %s: sandboxd: %s", id, strerror(-r));
         if (!json_object_object_get_ex(reply, "sandbox", &sb) || !json_object_object_get_ex(sb, "id", &sid))

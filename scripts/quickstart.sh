@@ -58,7 +58,8 @@ start_sandboxd() {
 		return
 	fi
 	mkdir -p /run/sandboxd
-	nohup sandboxd --listen "$sock" >/var/log/sandboxd.log 2>&1 &
+	# From /: a daemon keeps no directory of the checkout busy.
+	(cd / && exec nohup sandboxd --listen "$sock" >/var/log/sandboxd.log 2>&1) &
 	echo $! >"$pidfile"
 	for _ in $(seq 50); do
 		sandboxctl --socket "$sock" health >/dev/null 2>&1 && return
@@ -167,6 +168,7 @@ closing_note() {
 	elif [ -s "$pidfile" ] && [ "$(cat "$pidfile")" != already ]; then
 		echo "Log:  /var/log/sandboxd.log"
 		echo "Stop: kill $(cat "$pidfile")   (the sandboxd this script started on $sock)"
+		echo "Start it again: (cd / && nohup sandboxd --listen $sock >>/var/log/sandboxd.log 2>&1 &)"
 	else
 		echo "Log:  /var/log/sandboxd.log if an earlier run of this script started it, else wherever its starter put it"
 		echo "Stop: kill $(pgrep -d ' ' -f -- "sandboxd --listen $sock" 2>/dev/null || echo PID)   (the sandboxd on $sock, running before this script)"

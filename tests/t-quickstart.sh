@@ -39,6 +39,7 @@ echo 4242 >"$T/pid"
 out=$(QUICKSTART_PIDFILE=$T/pid qs closing_note)
 like "$out" "Log:  /var/log/sandboxd.log" "the closing note says where the log of the daemon it started is"
 like "$out" "Stop: kill 4242 " "...and how to stop it (its pid)"
+like "$out" "Start it again: \(cd / && nohup sandboxd --listen " "...and how to start it again without systemd"
 echo already >"$T/pid"
 out=$(QUICKSTART_PIDFILE=$T/pid qs closing_note)
 like "$out" "Stop: kill .*running before this script" "a daemon that was running already: how to stop it, said as not this script's"

@@ -217,7 +217,7 @@ PY
 
 # ---- sandboxctl reattach --------------------------------------------------------------------
 run_py "sandboxctl reattach" 60 "$SANDBOXCTL" <<'PY'
-import os, signal, subprocess, sys, time
+import os, re, signal, subprocess, sys, time
 sys.path.insert(0, os.environ["T"])
 from restart import *
 c = Conn(SOCK, 30)
@@ -229,6 +229,17 @@ check(restart(signal.SIGKILL), "the daemon was killed and started again")
 p = subprocess.run([sys.argv[1], "--socket", SOCK, "reattach", m["run_id"]], capture_output=True, timeout=20)
 is_((p.stdout, p.stderr), (b"one\n", b"two\n"), "sandboxctl reattach passes its stdout and stderr through")
 is_(p.returncode, 5, "and exits with its status")
+# A sandboxctl run that loses its daemon says which run goes on and how to get it back.
+p = subprocess.Popen([sys.argv[1], "--socket", SOCK, "run", "--sandbox", "keep", "--", "sh", "-c",
+                      "sleep 1; echo back; exit 4"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+time.sleep(0.5)
+check(restart(signal.SIGKILL), "the daemon was killed under a sandboxctl run and started again")
+out, err = p.communicate(timeout=20)
+m = re.search(rb"sandboxctl reattach (run-[0-9a-f]+)", err)
+check(m is not None, "sandboxctl run names the run and 'sandboxctl reattach RUN_ID'", err)
+if m:
+    p = subprocess.run([sys.argv[1], "--socket", SOCK, "reattach", m.group(1).decode()], capture_output=True, timeout=20)
+    is_((p.stdout, p.returncode), (b"back\n", 4), "and that command gets the run's output and status")
 PY
 
 # ---- a torn capture header ------------------------------------------------------------------
