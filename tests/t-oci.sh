@@ -4,12 +4,13 @@
 # and containerd 1.6's ctr with the runc shim drive it as their runtime, and each container is a
 # sandbox of a test daemon. `run --rm` mirrors the exit status, `run -d` + exec + stop + rm work,
 # `run -it` gets a terminal that follows a resize (under tmux), `ctr run` returns the status and
-# `ctr task kill`/`delete` behave as with runc, a proxy killed with SIGKILL leaves no process
-# behind, and every refusal is refused with the field named. podman runs with no default_ulimits
-# or sysctl of ours and an Alpine-style /etc/group in the image (issue 30): its NOFILE 1048576 is
-# lowered, sysctls of the container's namespaces set, additionalGids given, the capability sets
-# and masked paths exactly as asked, a missing program is 127, a --timeout leaves no sandbox, and
-# a relative root.path is the bundle's.
+# `ctr task kill`/`delete` behave as with runc, kill of a stopped container fails as runc's does
+# ("container not running"; not with --all), podman stop/rm of an exited one work, a proxy killed
+# with SIGKILL leaves no process behind, and every refusal is refused with the field named. podman
+# runs with no default_ulimits or sysctl of ours and an Alpine-style /etc/group in the image
+# (issue 30): its NOFILE 1048576 is lowered, sysctls of the container's namespaces set,
+# additionalGids given, the capability sets and masked paths exactly as asked, a missing program
+# is 127, a --timeout leaves no sandbox, and a relative root.path is the bundle's.
 #
 # No engine may see this host's cgroup v1 hierarchies, so everything (engines and the daemon,
 # which must see the engines' overlay mounts) runs in a private mount namespace whose
@@ -233,6 +234,14 @@ check "podman stop stops it" pod stop -t 2 "$id"
 is "$(pod inspect -f '{{.State.Status}}' "$id" 2>/dev/null)" exited "it exited"
 check "podman rm removes it" pod rm "$id"
 is "$(rpc '{"op":"list"}' | jq '.sandboxes | length')" 0 "sandboxd destroyed its sandbox"
+# One that ended by itself: stop and rm still work (the runtime's kill says "not running").
+id=$(prun -d localhost/sbx-oci-test true 2>/dev/null)
+pexited() { [ "$(pod inspect -f '{{.State.Status}}' "$1" 2>/dev/null)" = exited ]; }
+wait_until 20 pexited "$id"
+is "$(pod inspect -f '{{.State.Status}}' "$id" 2>/dev/null)" exited "a container whose process ended is exited"
+check "podman stop of it succeeds" pod stop -t 2 "$id"
+check "podman rm of it succeeds" pod rm "$id"
+is "$(sandboxes)" 0 "... and leaves no sandbox"
 
 # A proxy killed with SIGKILL: the connection closes, sandboxd kills the run.
 id=$(prun -d localhost/sbx-oci-test sleep 301 2>/dev/null)
@@ -341,6 +350,13 @@ is "$?" 0 "create with root.path \"rootfs\" (relative to the bundle)"
 rt start rel1 2>/dev/null
 wait_until 20 sh -c "$NS $OCI --root /run/sbx-oci-direct state rel1 2>/dev/null | grep -q '\"stopped\"'"
 is "$(cat "$T/rel/out")" "root:x:0:root" "its process ran in the bundle's rootfs"
+# kill of a stopped container fails, as the spec asks and runc says; with --all it is no error.
+rt kill rel1 KILL 2>"$T/rel/kill-err"
+is "$?" 1 "kill of a stopped container fails"
+like "$(tail -n 1 "$T/direct.log" | jq -r .msg)" "container not running" "saying \"container not running\" on --log (containerd's word for it)"
+like "$(cat "$T/rel/kill-err")" "container not running" "... and on stderr"
+rt kill --all rel1 KILL 2>/dev/null
+is "$?" 0 "kill --all of a stopped container succeeds (runc's rule)"
 rt delete --force rel1 2>/dev/null
 mkdir -p "$T/esc"
 ln -s /etc "$T/esc/rootfs"
