@@ -10,7 +10,8 @@
 # runs with no default_ulimits or sysctl of ours and an Alpine-style /etc/group in the image
 # (issue 30): its NOFILE 1048576 is lowered, sysctls of the container's namespaces set,
 # additionalGids given, the capability sets and masked paths exactly as asked, a missing program
-# is 127, a --timeout leaves no sandbox, and a relative root.path is the bundle's.
+# is 127 (in run and in exec), a --timeout leaves no sandbox, and a relative root.path is the
+# bundle's.
 #
 # No engine may see this host's cgroup v1 hierarchies, so everything (engines and the daemon,
 # which must see the engines' overlay mounts) runs in a private mount namespace whose
@@ -228,6 +229,13 @@ is "$(pod exec "$id" echo from-exec 2>"$T/err")" from-exec "podman exec runs in 
 pod exec "$id" sh -c 'exit 3' 2>/dev/null
 is "$?" 3 "an exec's exit status is mirrored"
 is "$(pod exec "$id" cat /etc/hostname 2>/dev/null)" "${id:0:12}" "the bind of /etc/hostname is podman's"
+# A program that is not there: 127 as with runc, for a path and for a name looked up in PATH.
+out=$(pod exec "$id" /no/such/program 2>&1); rc=$?
+is "$rc" 127 "podman exec CTR /no/such/program exits 127"
+like "$out" "[Nn]o such file or directory" "... saying so"
+pod exec "$id" no-such-program >/dev/null 2>&1
+is "$?" 127 "podman exec CTR no-such-program (looked up in PATH) exits 127"
+is "$(pod exec "$id" echo still-there 2>/dev/null)" still-there "... and the container goes on"
 state=$($NS "$OCI" --root /run/sandboxd-oci state "$id" 2>/dev/null | jq -r .status)
 is "$state" running "sandboxd-oci state says running"
 check "podman stop stops it" pod stop -t 2 "$id"
