@@ -52,6 +52,14 @@ for n in (256, 768):
 ')
 	is "$(echo $(jget "$r" .stdout))" "256 allocated 768 MemoryError" \
 		"memory really allocated: 256M fits under the 512M limit, 768M fails with MemoryError"
+	# A real Go binary, where the host has one (under RLIMIT_AS 512M: "fatal error: failed to
+	# reserve page summary memory").
+	for gobin in ctr containerd podman ""; do command -v "$gobin" >/dev/null 2>&1 && break; done
+	if [ -n "$gobin" ]; then
+		r=$(rpc "$(jq -nc --arg b "$(command -v "$gobin")" '{op:"run",sandbox:"dflt",argv:[$b,"--version"]}')" 60)
+		is "$(jget "$r" '[.exit_code, (.stderr | test("failed to reserve"))] | tostring')" '[0,false]' \
+			"a Go program ($gobin --version) starts under it"
+	fi
 fi
 
 r=$(rpc '{"op":"create","best_effort":true,"name":"lim","limits":{"file_size":"1M","open_files":64}}')
