@@ -11,7 +11,8 @@
 # (issue 30): its NOFILE 1048576 is lowered, sysctls of the container's namespaces set,
 # additionalGids given, the capability sets and masked paths exactly as asked, a missing program
 # is 127 (in run and in exec), a --timeout leaves no sandbox, and a relative root.path is the
-# bundle's.
+# bundle's. Stock podman (no CONTAINERS_CONF) runs the runtime through the containers.conf.d
+# drop-in the build ships.
 #
 # No engine may see this host's cgroup v1 hierarchies, so everything (engines and the daemon,
 # which must see the engines' overlay mounts) runs in a private mount namespace whose
@@ -295,6 +296,37 @@ wait_until 10 pane_has MARK49
 check "after a resize it has the new size (40 120)" pane_has '^40 120'
 tm send-keys 'exit 4' Enter
 tm kill-server 2>/dev/null
+
+# ---- podman as it ships, with the drop-in that make install ships ----------------------------
+# No CONTAINERS_CONF: the distribution's containers.conf, and /etc/containers/containers.conf.d
+# (the one system drop-in directory podman reads) holding the build's drop-in alone, bound over
+# it in the namespace with its runtime path made this build's. The runtime finds the daemon at
+# its default socket (/run/sandboxd/sandboxd.sock: here a link to this test's) and accepts
+# best-effort limits from --cgroups=disabled alone (runtime_supports_nocgroup). vfs storage is
+# podman's --storage-driver flag, as docs/fleet.md shows it: no configuration file of ours at all.
+DROPIN=$top_builddir/contrib/containers.conf.d/sandboxd-oci.conf
+like "$(grep '^sandboxd-oci = ' "$DROPIN" 2>&1)" '^sandboxd-oci = \["/[^"]*/sandboxd-oci"\]$' \
+        "the built drop-in names the runtime by one absolute path, in bindir"
+cp -a /etc/containers "$T/etc-containers" 2>/dev/null || mkdir -p "$T/etc-containers"
+rm -rf "$T/etc-containers/containers.conf.d"
+mkdir "$T/etc-containers/containers.conf.d"
+sed -E "s|^sandboxd-oci = \[\"/[^\"]*/sandboxd-oci\"\]\$|sandboxd-oci = [\"$OCI\"]|" "$DROPIN" \
+        >"$T/etc-containers/containers.conf.d/sandboxd-oci.conf"
+$NS sh -c "mount --bind '$T/etc-containers' /etc/containers && mkdir -p /run/sandboxd &&
+        ln -sf '$SOCK' /run/sandboxd/sandboxd.sock"
+stock() {
+        $NS env TMPDIR="$T/tmp" timeout 120 podman --storage-driver vfs --root "$T/graph" --runroot "$T/run" \
+                --tmpdir "$T/ptmp" "$@"
+}
+out=$(stock --runtime sandboxd-oci run --rm --pull=never --cgroups=disabled --network none localhost/sbx-oci-test \
+        sh -c 'echo from-stock; exit 5' 2>"$T/err"); rc=$?
+is "$rc $out" "5 from-stock" "stock podman, the shipped drop-in: --runtime sandboxd-oci --cgroups=disabled runs it (exit 5)"
+[ "$rc" = 5 ] || diag "$(cat "$T/err")"
+out=$(stock --runtime sandboxd-oci run --rm --pull=never --cgroups=disabled --network none --privileged \
+        localhost/sbx-oci-test true 2>&1); rc=$?
+like "$out" "refused" "... and a refusal shows the runtime's own error (rc=$rc)"
+is "$(sandboxes)" 0 "... leaving no sandbox"
+$NS sh -c 'umount /etc/containers; rm -f /run/sandboxd/sandboxd.sock'
 
 # ---- refusals (each with the field named, before any sandbox is made) -------------------------
 refused() {
