@@ -132,11 +132,15 @@ static int kill_main(int argc, char *argv[]) {
                 return 1;
         const char *status = oci_state_status(&s);
         r = 0;
-        /* Exit 0 even when the process is gone already, as runc. */
         if (strcmp(status, "created") == 0)
                 (void) signal_proxy(&s, sig);
         else if (strcmp(status, "running") == 0)
                 r = kill_running(&s, sig, all);
+        /* The spec: a signal to a container neither created nor running is an error. runc's
+         * words, which containerd's shim matches to "process already finished"; with --all
+         * runc ignores it (the shim's kill of what is left after the init ended). */
+        else if (!all)
+                r = oci_error("kill: container %s: container not running", s.id);
         oci_state_done(&s);
         return r;
 }

@@ -99,7 +99,7 @@ demo() {
 }
 verdict() { grep -qE "^sandboxctl: reason=$1 " "$out/stderr"; }
 
-# Enforced: the kernel kills it (reason=oom). Best-effort: RLIMIT_AS makes Python's allocation
+# Enforced: the kernel kills it (reason=oom). Best-effort: RLIMIT_DATA makes Python's allocation
 # fail (MemoryError, exit 1). Anything else (its timeout, exit 0, 125) means the limit did not hold.
 hog_stopped() {
 	if [ ${#best[@]} -eq 0 ]; then

@@ -4,12 +4,15 @@
 # and containerd 1.6's ctr with the runc shim drive it as their runtime, and each container is a
 # sandbox of a test daemon. `run --rm` mirrors the exit status, `run -d` + exec + stop + rm work,
 # `run -it` gets a terminal that follows a resize (under tmux), `ctr run` returns the status and
-# `ctr task kill`/`delete` behave as with runc, a proxy killed with SIGKILL leaves no process
-# behind, and every refusal is refused with the field named. podman runs with no default_ulimits
-# or sysctl of ours and an Alpine-style /etc/group in the image (issue 30): its NOFILE 1048576 is
-# lowered, sysctls of the container's namespaces set, additionalGids given, the capability sets
-# and masked paths exactly as asked, a missing program is 127, a --timeout leaves no sandbox, and
-# a relative root.path is the bundle's.
+# `ctr task kill`/`delete` behave as with runc, kill of a stopped container fails as runc's does
+# ("container not running"; not with --all), podman stop/rm of an exited one work, a proxy killed
+# with SIGKILL leaves no process behind, and every refusal is refused with the field named. podman
+# runs with no default_ulimits or sysctl of ours and an Alpine-style /etc/group in the image
+# (issue 30): its NOFILE 1048576 is lowered, sysctls of the container's namespaces set,
+# additionalGids given, the capability sets and masked paths exactly as asked, a missing program
+# is 127 (in run and in exec), a --timeout leaves no sandbox, and a relative root.path is the
+# bundle's. Stock podman (no CONTAINERS_CONF) runs the runtime through the containers.conf.d
+# drop-in the build ships.
 #
 # No engine may see this host's cgroup v1 hierarchies, so everything (engines and the daemon,
 # which must see the engines' overlay mounts) runs in a private mount namespace whose
@@ -227,12 +230,27 @@ is "$(pod exec "$id" echo from-exec 2>"$T/err")" from-exec "podman exec runs in 
 pod exec "$id" sh -c 'exit 3' 2>/dev/null
 is "$?" 3 "an exec's exit status is mirrored"
 is "$(pod exec "$id" cat /etc/hostname 2>/dev/null)" "${id:0:12}" "the bind of /etc/hostname is podman's"
+# A program that is not there: 127 as with runc, for a path and for a name looked up in PATH.
+out=$(pod exec "$id" /no/such/program 2>&1); rc=$?
+is "$rc" 127 "podman exec CTR /no/such/program exits 127"
+like "$out" "[Nn]o such file or directory" "... saying so"
+pod exec "$id" no-such-program >/dev/null 2>&1
+is "$?" 127 "podman exec CTR no-such-program (looked up in PATH) exits 127"
+is "$(pod exec "$id" echo still-there 2>/dev/null)" still-there "... and the container goes on"
 state=$($NS "$OCI" --root /run/sandboxd-oci state "$id" 2>/dev/null | jq -r .status)
 is "$state" running "sandboxd-oci state says running"
 check "podman stop stops it" pod stop -t 2 "$id"
 is "$(pod inspect -f '{{.State.Status}}' "$id" 2>/dev/null)" exited "it exited"
 check "podman rm removes it" pod rm "$id"
 is "$(rpc '{"op":"list"}' | jq '.sandboxes | length')" 0 "sandboxd destroyed its sandbox"
+# One that ended by itself: stop and rm still work (the runtime's kill says "not running").
+id=$(prun -d localhost/sbx-oci-test true 2>/dev/null)
+pexited() { [ "$(pod inspect -f '{{.State.Status}}' "$1" 2>/dev/null)" = exited ]; }
+wait_until 20 pexited "$id"
+is "$(pod inspect -f '{{.State.Status}}' "$id" 2>/dev/null)" exited "a container whose process ended is exited"
+check "podman stop of it succeeds" pod stop -t 2 "$id"
+check "podman rm of it succeeds" pod rm "$id"
+is "$(sandboxes)" 0 "... and leaves no sandbox"
 
 # A proxy killed with SIGKILL: the connection closes, sandboxd kills the run.
 id=$(prun -d localhost/sbx-oci-test sleep 301 2>/dev/null)
@@ -278,6 +296,37 @@ wait_until 10 pane_has MARK49
 check "after a resize it has the new size (40 120)" pane_has '^40 120'
 tm send-keys 'exit 4' Enter
 tm kill-server 2>/dev/null
+
+# ---- podman as it ships, with the drop-in that make install ships ----------------------------
+# No CONTAINERS_CONF: the distribution's containers.conf, and /etc/containers/containers.conf.d
+# (the one system drop-in directory podman reads) holding the build's drop-in alone, bound over
+# it in the namespace with its runtime path made this build's. The runtime finds the daemon at
+# its default socket (/run/sandboxd/sandboxd.sock: here a link to this test's) and accepts
+# best-effort limits from --cgroups=disabled alone (runtime_supports_nocgroup). vfs storage is
+# podman's --storage-driver flag, as docs/fleet.md shows it: no configuration file of ours at all.
+DROPIN=$top_builddir/contrib/containers.conf.d/sandboxd-oci.conf
+like "$(grep '^sandboxd-oci = ' "$DROPIN" 2>&1)" '^sandboxd-oci = \["/[^"]*/sandboxd-oci"\]$' \
+        "the built drop-in names the runtime by one absolute path, in bindir"
+cp -a /etc/containers "$T/etc-containers" 2>/dev/null || mkdir -p "$T/etc-containers"
+rm -rf "$T/etc-containers/containers.conf.d"
+mkdir "$T/etc-containers/containers.conf.d"
+sed -E "s|^sandboxd-oci = \[\"/[^\"]*/sandboxd-oci\"\]\$|sandboxd-oci = [\"$OCI\"]|" "$DROPIN" \
+        >"$T/etc-containers/containers.conf.d/sandboxd-oci.conf"
+$NS sh -c "mount --bind '$T/etc-containers' /etc/containers && mkdir -p /run/sandboxd &&
+        ln -sf '$SOCK' /run/sandboxd/sandboxd.sock"
+stock() {
+        $NS env TMPDIR="$T/tmp" timeout 120 podman --storage-driver vfs --root "$T/graph" --runroot "$T/run" \
+                --tmpdir "$T/ptmp" "$@"
+}
+out=$(stock --runtime sandboxd-oci run --rm --pull=never --cgroups=disabled --network none localhost/sbx-oci-test \
+        sh -c 'echo from-stock; exit 5' 2>"$T/err"); rc=$?
+is "$rc $out" "5 from-stock" "stock podman, the shipped drop-in: --runtime sandboxd-oci --cgroups=disabled runs it (exit 5)"
+[ "$rc" = 5 ] || diag "$(cat "$T/err")"
+out=$(stock --runtime sandboxd-oci run --rm --pull=never --cgroups=disabled --network none --privileged \
+        localhost/sbx-oci-test true 2>&1); rc=$?
+like "$out" "refused" "... and a refusal shows the runtime's own error (rc=$rc)"
+is "$(sandboxes)" 0 "... leaving no sandbox"
+$NS sh -c 'umount /etc/containers; rm -f /run/sandboxd/sandboxd.sock'
 
 # ---- refusals (each with the field named, before any sandbox is made) -------------------------
 refused() {
@@ -341,6 +390,13 @@ is "$?" 0 "create with root.path \"rootfs\" (relative to the bundle)"
 rt start rel1 2>/dev/null
 wait_until 20 sh -c "$NS $OCI --root /run/sbx-oci-direct state rel1 2>/dev/null | grep -q '\"stopped\"'"
 is "$(cat "$T/rel/out")" "root:x:0:root" "its process ran in the bundle's rootfs"
+# kill of a stopped container fails, as the spec asks and runc says; with --all it is no error.
+rt kill rel1 KILL 2>"$T/rel/kill-err"
+is "$?" 1 "kill of a stopped container fails"
+like "$(tail -n 1 "$T/direct.log" | jq -r .msg)" "container not running" "saying \"container not running\" on --log (containerd's word for it)"
+like "$(cat "$T/rel/kill-err")" "container not running" "... and on stderr"
+rt kill --all rel1 KILL 2>/dev/null
+is "$?" 0 "kill --all of a stopped container succeeds (runc's rule)"
 rt delete --force rel1 2>/dev/null
 mkdir -p "$T/esc"
 ln -s /etc "$T/esc/rootfs"

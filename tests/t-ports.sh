@@ -24,7 +24,7 @@ export FDS0
 
 # The servers inside: python's http.server on 8000, and an echo server on 9000 that sends back
 # every byte and closes after the client's end of stream (so the half-close must pass both ways).
-# Its threads get small stacks: a best-effort sandbox's memory limit is RLIMIT_AS.
+# Its threads get small stacks: a best-effort sandbox's memory limit is RLIMIT_DATA, which counts them.
 cat >"$T/echo.py" <<'EOF'
 import socket, threading
 threading.stack_size(1 << 18)

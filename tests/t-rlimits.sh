@@ -4,7 +4,8 @@
 # create and on a throwaway run, lowered by a run's own file_size and open_files, defaults and maxima from the configuration, reported in
 # `limits`, kept across a daemon restart, and what a command meets: a write past file_size
 # fails with EFBIG (SIGXFSZ ignored) or kills it with SIGXFSZ; open() past open_files fails with
-# EMFILE.
+# EMFILE. Where the memory controller is missing, a best-effort memory limit is RLIMIT_DATA:
+# a PROT_NONE reservation of 4 GiB succeeds under 512M, memory really used past it fails.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
 
 start_daemon || exit 0
@@ -14,6 +15,52 @@ is "$(jget "$r" '.sandbox.limits | [.open_files, .file_size] | tostring')" '[409
 	"a sandbox without these limits reports open_files 4096 and file_size null (none)"
 r=$(rpc '{"op":"run","sandbox":"dflt","command":"ulimit -Sn; ulimit -Hn; ulimit -f"}')
 is "$(jget "$r" .stdout)" $'4096\n4096\nunlimited' "... and its commands run with RLIMIT_NOFILE 4096 (soft and hard), no RLIMIT_FSIZE"
+
+# A best-effort memory limit (no cgroup v2 memory controller) is RLIMIT_DATA of each command: what
+# it writes is bounded, what it merely reserves is not (Go's runtime reserves hundreds of MB with
+# PROT_NONE at start, and died under the RLIMIT_AS this used to be).
+pyrun() { rpc "$(jq -nc --arg s "$2" --arg sb "$1" '{op:"run",sandbox:$sb,argv:["python3","-c",$s]}')" 60; }
+if [ "$(jget "$(rpc '{"op":"hello"}')" .capabilities.cgroup.memory)" != true ]; then
+	r=$(pyrun dflt 'import resource as r; print(r.getrlimit(r.RLIMIT_DATA), r.getrlimit(r.RLIMIT_AS))')
+	is "$(jget "$r" .stdout)" '(536870912, 536870912) (-1, -1)' \
+		"best effort: the default 512M memory limit is each command's RLIMIT_DATA; RLIMIT_AS is left alone"
+	r=$(pyrun dflt '
+import ctypes, mmap
+libc = ctypes.CDLL(None, use_errno=True)
+libc.mmap.restype = ctypes.c_void_p
+libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
+libc.mprotect.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+p = libc.mmap(None, 4 << 30, mmap.PROT_NONE if hasattr(mmap, "PROT_NONE") else 0, mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS, -1, 0)
+if p in (None, ctypes.c_void_p(-1).value):
+    print("reserve", ctypes.get_errno()); raise SystemExit(0)
+print("reserved")
+rw = mmap.PROT_READ | mmap.PROT_WRITE
+print("commit-64M", libc.mprotect(p, 64 << 20, rw))
+print("commit-1G", libc.mprotect(p + (1 << 30), 1 << 30, rw), ctypes.get_errno())
+')
+	out=$(jget "$r" .stdout)
+	is "$(printf '%s\n' "$out" | head -1)" reserved "... a 4 GiB PROT_NONE reservation (as Go's and Java's runtimes make) succeeds under it"
+	is "$(printf '%s\n' "$out" | sed -n 2p)" "commit-64M 0" "... 64M of it made writable (used) is within the limit"
+	is "$(printf '%s\n' "$out" | sed -n 3p)" "commit-1G -1 12" "... 1G of it made writable is past the limit: ENOMEM"
+	[ -n "$out" ] || diag "$r"
+	r=$(pyrun dflt '
+for n in (256, 768):
+    try:
+        b = bytearray(n << 20); del b; print(n, "allocated")
+    except MemoryError:
+        print(n, "MemoryError")
+')
+	is "$(echo $(jget "$r" .stdout))" "256 allocated 768 MemoryError" \
+		"memory really allocated: 256M fits under the 512M limit, 768M fails with MemoryError"
+	# A real Go binary, where the host has one (under RLIMIT_AS 512M: "fatal error: failed to
+	# reserve page summary memory").
+	for gobin in ctr containerd podman ""; do command -v "$gobin" >/dev/null 2>&1 && break; done
+	if [ -n "$gobin" ]; then
+		r=$(rpc "$(jq -nc --arg b "$(command -v "$gobin")" '{op:"run",sandbox:"dflt",argv:[$b,"--version"]}')" 60)
+		is "$(jget "$r" '[.exit_code, (.stderr | test("failed to reserve"))] | tostring')" '[0,false]' \
+			"a Go program ($gobin --version) starts under it"
+	fi
+fi
 
 r=$(rpc '{"op":"create","best_effort":true,"name":"lim","limits":{"file_size":"1M","open_files":64}}')
 is "$(jget "$r" '.sandbox.limits | [.open_files, .file_size] | tostring')" '[64,1048576]' \

@@ -303,7 +303,7 @@ static int child_rlimits(const RunParams *p) {
         memcpy(rl, p->rl, sizeof(rl));
         rlimit_guard(rl, &mask, RLIMIT_CPU, p->rl_cpu_set, &p->rl_cpu, true);
         rlimit_guard(rl, &mask, RLIMIT_NPROC, p->rl_nproc_set, &p->rl_nproc, true);
-        rlimit_guard(rl, &mask, RLIMIT_AS, p->rl_as_set, &p->rl_as, true);
+        rlimit_guard(rl, &mask, RLIMIT_DATA, p->rl_data_set, &p->rl_data, true);
         rlimit_guard(rl, &mask, RLIMIT_NOFILE, p->rl_nofile_set, &p->rl_nofile, false);
         rlimit_guard(rl, &mask, RLIMIT_FSIZE, p->rl_fsize_set, &p->rl_fsize, false);
         for (int r = 0; r < RUN_RLIMITS_MAX; r++)

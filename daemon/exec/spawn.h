@@ -210,8 +210,8 @@ typedef struct RunParams {
          * terminal and stdio (stdio[] is then unused). */
         bool pty;
         unsigned short rows, cols;
-        struct rlimit rl_cpu, rl_nproc, rl_as, rl_nofile, rl_fsize;
-        bool rl_cpu_set, rl_nproc_set, rl_as_set, rl_nofile_set, rl_fsize_set;
+        struct rlimit rl_cpu, rl_nproc, rl_data, rl_nofile, rl_fsize;
+        bool rl_cpu_set, rl_nproc_set, rl_data_set, rl_nofile_set, rl_fsize_set;
         uint64_t reset_signals; /* bit n-1: signal n is ignored in the daemon; the command resets it */
         bool reset_oom_score;   /* the daemon's oom_score_adj is negative: the helper sets 0 */
         pid_t parent;           /* the daemon, whose death must end the helper (launch_params_guard) */

@@ -156,7 +156,10 @@ static int launch_make_cgroup(Launch *l, const LaunchSpec *spec) {
 #endif
 
 /* rlimits are the second guard where the kernel's cgroup limit is not available (pids and
- * memory: the command's own limits, 0 for the sandbox's). */
+ * memory: the command's own limits, 0 for the sandbox's). Memory is RLIMIT_DATA, not RLIMIT_AS:
+ * since Linux 4.7 it counts private writable mappings (heap, anonymous memory, thread stacks,
+ * a reservation made writable later), not PROT_NONE reservations, which Go's runtime (hundreds
+ * of MB of arena index at start) and Java's heap make and which RLIMIT_AS refused outright. */
 static void launch_params_guard(Sandbox *s, const LaunchSpec *spec, RunParams *p) {
         uint64_t pids = spec->pids, memory = spec->memory;
         uint64_t open_files = spec->open_files ?: s->limits.open_files, file_size = spec->file_size ?: s->limits.file_size;
@@ -168,8 +171,8 @@ static void launch_params_guard(Sandbox *s, const LaunchSpec *spec, RunParams *p
         }
         if (!(s->enforced & CG_MEMORY)) {
                 rlim_t n = (rlim_t) (memory ? memory : s->limits.memory);
-                p->rl_as = (struct rlimit) { n, n };
-                p->rl_as_set = true;
+                p->rl_data = (struct rlimit) { n, n };
+                p->rl_data_set = true;
         }
         /* limits.open_files, soft = hard (the daemon raised its own soft limit, main.c; a sandbox
          * restored from an old record without it has the default); limits.file_size when set. */
@@ -241,10 +244,11 @@ static int launch_spawn(Launch *l, const LaunchSpec *spec, LaunchFds *f) {
         p->outlive_daemon = p->outlive_daemon || spec->keep;
 #if LAUNCH_SANITIZED
         /* The file helper is our code and runs on after its rlimits (a command execs first): built
-         * with ASan, it maps shadow and allocator memory far beyond any RLIMIT_AS a sandbox's
-         * memory limit gives. Only that build leaves it out; the pids guard stays. */
+         * with ASan, it maps shadow and allocator memory (writable: RLIMIT_DATA counts it) far
+         * beyond any limit a sandbox's memory gives. Only that build leaves it out; the pids
+         * guard stays. */
         if (spec->file_helper)
-                p->rl_as_set = false;
+                p->rl_data_set = false;
 #endif
         if (spec->file_helper || (spec->via_helper && m->run_helper_fd >= 0)) {
                 int helper_fd = spec->file_helper ? m->file_helper_fd : m->run_helper_fd;
