@@ -869,6 +869,9 @@ int oci_spec_from_config(json_object *config, const char *bundle, oci_proxy_look
                 oci_spec_done(&s);
                 return r;
         }
+        /* The container's process is the pid 1 of its pid namespace, as with runc: a signal it has
+         * no handler for (podman stop's SIGTERM to sleep) is ignored, and its end ends the rest. */
+        json_object_object_add(s.process.run, "pid_namespace", json_object_new_string("own"));
         json_object_object_add(s.create, "op", json_object_new_string("create"));
         json_object_object_add(s.create, "ephemeral", json_object_new_boolean(true));
         json_object_object_add(s.create, "network",

@@ -30,6 +30,7 @@ const FieldSpec request_run_fields[] = {
         { "rlimits_lower", FIELD_BOOL },
         { "capabilities", FIELD_OBJECT },
         { "env_defaults", FIELD_BOOL },
+        { "pid_namespace", FIELD_STRING },
         /* For a throwaway sandbox only. */
         { "limits", FIELD_OBJECT },
         { "network", FIELD_STRING_OR_OBJECT },

@@ -509,6 +509,31 @@ int helper_enter_sandbox(const RunParams *p, SpawnStep *ret_step) {
         return 0;
 }
 
+/* For "pid_namespace": "own": the kernel makes a pid namespace only for a process already in
+ * its parent (unshare(CLONE_NEWPID) is EINVAL where our children's namespace, the sandbox's
+ * after helper_join(), is not our own). So a child of ours, born in the sandbox's, makes it
+ * and returns to do the rest of the helper's work, its next child the namespace's pid 1; we
+ * wait for it and end. */
+static void helper_nest_pidns(const RunParams *p) {
+        siginfo_t si = {};
+        int pidfd = -1;
+        pid_t pid = clone3_pidfd(0, -1, &pidfd);
+
+        if (pid < 0) {
+                errno = -pid;
+                helper_fail(p->report_fd, STEP_FORK);
+        }
+        if (pid == 0) {
+                if (unshare(CLONE_NEWPID) < 0)
+                        helper_fail(p->report_fd, STEP_FORK);
+                return;
+        }
+        while (waitid(P_PIDFD, (id_t) pidfd, &si, WEXITED) < 0)
+                if (errno != EINTR)
+                        _exit(1);
+        _exit(0);
+}
+
 _Noreturn void run_helper_main(const RunParams *p) {
         int errpipe[2], cmd_pidfd = -1, slave = -1;
         RunParams with_tty;
@@ -551,6 +576,8 @@ _Noreturn void run_helper_main(const RunParams *p) {
          * failures go to the daemon as ours would; a successful exec closes the socket. */
         if (p->direct)
                 command_main(p, p->report_fd);
+        if (p->own_pidns)
+                helper_nest_pidns(p);
         if (pipe2(errpipe, O_CLOEXEC) < 0)
                 helper_fail(p->report_fd, STEP_FORK);
         pid = clone3_pidfd(0, -1, &cmd_pidfd);

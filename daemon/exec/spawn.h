@@ -216,6 +216,7 @@ typedef struct RunParams {
         bool reset_oom_score;   /* the daemon's oom_score_adj is negative: the helper sets 0 */
         pid_t parent;           /* the daemon, whose death must end the helper (launch_params_guard) */
         bool direct;        /* the helper is in the sandbox's pid namespace and becomes the command */
+        bool own_pidns;     /* the command is pid 1 of a pid namespace nested in the sandbox's (never direct) */
         /* No parent-death signal: a session's or a kept run's helper whose fds wait in systemd's
          * fd store for the next daemon, which supervises it again (restarts.md, 4 and 5); a run's
          * reports the command's end to whichever daemon reads its socket. */

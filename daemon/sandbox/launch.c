@@ -259,7 +259,7 @@ static int launch_spawn(Launch *l, const LaunchSpec *spec, LaunchFds *f) {
                 /* Born in the sandbox's pid namespace, the helper can become the command itself:
                  * no fork, and no helper waiting for it. setns(CLONE_NEWPID) only sets where our
                  * children are born; we stay where we are, and set it back at once. */
-                else if (!spec->keep && m->self_pidns_fd >= 0 && setns(s->init_pidfd, CLONE_NEWPID) == 0)
+                else if (!spec->keep && !p->own_pidns && m->self_pidns_fd >= 0 && setns(s->init_pidfd, CLONE_NEWPID) == 0)
                         p->direct = true;
                 pid = run_exec_helper(helper_fd, p, born_in ? l->cg_fd : -1, &l->pidfd);
                 /* Our later children (other sandboxes' inits among them) must never be born in

@@ -468,6 +468,22 @@ static int parse_caps(json_object *req, RunSpec *spec, ProtoError *err) {
         return 0;
 }
 
+/* "pid_namespace": "sandbox" (the default: the sandbox's, where the init is pid 1) or "own". */
+static int parse_pid_namespace(json_object *req, RunSpec *spec, ProtoError *err) {
+        json_object *v;
+        const char *s;
+
+        if (!json_object_object_get_ex(req, "pid_namespace", &v) || json_object_is_type(v, json_type_null))
+                return 0;
+        s = json_object_get_string(v);
+        if (!json_object_is_type(v, json_type_string) || (strcmp(s, "own") != 0 && strcmp(s, "sandbox") != 0))
+                return proto_error_set(err, SBX_E_INVALID_REQUEST, "pid_namespace",
+                                       "'pid_namespace' is \"sandbox\" (the default) or \"own\" (the command is pid 1 of a "
+                                       "pid namespace of its own)");
+        spec->own_pidns = strcmp(s, "own") == 0;
+        return 0;
+}
+
 static int parse_process(json_object *req, RunSpec *spec, ProtoError *err) {
         uint64_t mask;
         int r;
@@ -482,7 +498,7 @@ static int parse_process(json_object *req, RunSpec *spec, ProtoError *err) {
         if (spec->no_timeout && has_field(req, "timeout_s"))
                 return proto_error_set(err, SBX_E_INVALID_REQUEST, "no_timeout", "give either 'no_timeout' or 'timeout_s', not both");
         if ((r = parse_tty(req, spec, err)) < 0 || (r = check_own_stdio(req, spec, err)) < 0 ||
-            (r = parse_caps(req, spec, err)) < 0)
+            (r = parse_caps(req, spec, err)) < 0 || (r = parse_pid_namespace(req, spec, err)) < 0)
                 return r;
         return parse_rlimits(req, spec, err);
 }

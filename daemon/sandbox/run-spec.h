@@ -58,6 +58,9 @@ typedef struct RunSpec {
         /* "rlimits_lower": one above the run's maximum is lowered to it (bit r of rlimit_lowered) */
         bool rlimits_lower;
         uint32_t rlimit_lowered;
+        /* "pid_namespace": "own": the command is pid 1 of a pid namespace of its own, nested in
+         * the sandbox's (a container's process, as runc has it) */
+        bool own_pidns;
 } RunSpec;
 
 /* With "stdio" or "tty": the client's fds or terminal, nothing captured. */

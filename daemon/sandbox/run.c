@@ -909,6 +909,7 @@ static void run_params_process(Run *r, RunParams *p) {
         p->n_extra = (unsigned) sp->n_extra;
         memcpy(p->extra_fds, sp->extra_fd, sp->n_extra * sizeof(int));
         p->pty = sp->tty;
+        p->own_pidns = sp->own_pidns;
         p->rows = sp->rows;
         p->cols = sp->cols;
 }

@@ -204,7 +204,7 @@ def run(command: Command | None = None, *, sandbox: str | None = None,
         mounts: Sequence[Mapping[str, Any]] | None = None,
         env_defaults: bool | None = None, file_size: Size | None = None,
         open_files: int | None = None, no_timeout: bool | None = None, umask: int | None = None,
-        rlimits: Mapping[str, Any] | None = None, rlimits_lower: bool | None = None,
+        rlimits: Mapping[str, Any] | None = None, rlimits_lower: bool | None = None, pid_namespace: str | None = None,
         capabilities: Mapping[str, Sequence[str]] | None = None, stdio: Sequence[int | None] | None = None,
         extra_fds: Sequence[int] | None = None) -> Call[RunResult]:
     fields: JSON = {"sandbox": sandbox}
@@ -218,7 +218,7 @@ def run(command: Command | None = None, *, sandbox: str | None = None,
         "best_effort": best_effort, "workspace": workspace, "image": image,
         "mounts": _mounts(mounts), "env_defaults": env_defaults, "file_size": file_size,
         "open_files": open_files, "no_timeout": no_timeout, "umask": umask,
-        "rlimits": dict(rlimits) if rlimits is not None else None, "rlimits_lower": rlimits_lower,
+        "rlimits": dict(rlimits) if rlimits is not None else None, "rlimits_lower": rlimits_lower, "pid_namespace": pid_namespace,
         "capabilities": {k: list(v) for k, v in capabilities.items()} if capabilities is not None else None,
     })
     fd_fields, fds = _client_fds(stdio, extra_fds)

@@ -313,7 +313,7 @@ class AsyncClient:
                   image: str | None = None, mounts: Sequence[Mapping[str, Any]] | None = None,
                   env_defaults: bool | None = None, file_size: Size | None = None,
                   open_files: int | None = None, no_timeout: bool | None = None, umask: int | None = None,
-                  rlimits: Mapping[str, Any] | None = None, rlimits_lower: bool | None = None,
+                  rlimits: Mapping[str, Any] | None = None, rlimits_lower: bool | None = None, pid_namespace: str | None = None,
                   capabilities: Mapping[str, Sequence[str]] | None = None, stdio: Sequence[int | None] | None = None,
                   extra_fds: Sequence[int] | None = None) -> RunResult:
         return await self._call(_ops.run(command, sandbox=sandbox, argv=argv, env=env, cwd=cwd,
@@ -322,7 +322,7 @@ class AsyncClient:
                                          user=user, limits=dict(limits) if limits else None,
                                          network=network, best_effort=best_effort,
                                          workspace=workspace, image=image, mounts=mounts,
-                                         env_defaults=env_defaults, file_size=file_size, open_files=open_files, no_timeout=no_timeout, umask=umask, rlimits=rlimits, rlimits_lower=rlimits_lower, capabilities=capabilities, stdio=stdio, extra_fds=extra_fds))
+                                         env_defaults=env_defaults, file_size=file_size, open_files=open_files, no_timeout=no_timeout, umask=umask, rlimits=rlimits, rlimits_lower=rlimits_lower, pid_namespace=pid_namespace, capabilities=capabilities, stdio=stdio, extra_fds=extra_fds))
 
     def stream(self, command: Command | None = None, *, sandbox: str | None = None,
                argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None,
@@ -865,13 +865,13 @@ class AsyncSandbox:
                   pids: int | None = None, user: RunUser | None = None,
                   env_defaults: bool | None = None, file_size: Size | None = None,
                   open_files: int | None = None, no_timeout: bool | None = None, umask: int | None = None,
-                  rlimits: Mapping[str, Any] | None = None, rlimits_lower: bool | None = None,
+                  rlimits: Mapping[str, Any] | None = None, rlimits_lower: bool | None = None, pid_namespace: str | None = None,
                   capabilities: Mapping[str, Sequence[str]] | None = None, stdio: Sequence[int | None] | None = None,
                   extra_fds: Sequence[int] | None = None) -> RunResult:
         return await self.client.run(command, sandbox=self.id, argv=argv, env=env, cwd=cwd,
                                      stdin=stdin, timeout=timeout, cpu_s=cpu_s,
                                      output_bytes=output_bytes, memory=memory, pids=pids,
-                                     user=user, env_defaults=env_defaults, file_size=file_size, open_files=open_files, no_timeout=no_timeout, umask=umask, rlimits=rlimits, rlimits_lower=rlimits_lower, capabilities=capabilities, stdio=stdio, extra_fds=extra_fds)
+                                     user=user, env_defaults=env_defaults, file_size=file_size, open_files=open_files, no_timeout=no_timeout, umask=umask, rlimits=rlimits, rlimits_lower=rlimits_lower, pid_namespace=pid_namespace, capabilities=capabilities, stdio=stdio, extra_fds=extra_fds)
 
     def stream(self, command: Command | None = None, *, argv: Sequence[str] | None = None,
                env: Mapping[str, str] | None = None, cwd: str | None = None,
