@@ -382,14 +382,16 @@ static void check_disk_limits(Doctor *d) {
         c = doctor_add(d, "disk-limits", CHECK_WARN, IMPACT_NONE,
                        "disk limits are applied by the sweep after the fact, not at write time (%s); a create that asks "
                        "for limits.disk needs --best-effort; %s", how ?: "?", reflink);
-        if (xfs_quotas() == 0)
+        if (xfs_quotas() == 0 && !(storage && strcmp(storage, "image") == 0))
                 check_fix(c, "this kernel's XFS has no quotas (built without CONFIG_XFS_QUOTA), so an XFS image or state "
                              "directory cannot give them: set storage = image:200G:btrfs in sandboxd.conf (btrfs qgroups; "
                              "btrfs-progs installed), or keep the state directory on ext4 made with -O project,quota and "
                              "mounted prjquota; then restart sandboxd (sandboxd.conf(5))");
         else if (storage && strcmp(storage, "image") == 0)
                 check_fix(c, "the storage image is mounted without project quotas (the daemon's log says why): this "
-                             "kernel has none for XFS; set storage = image:200G:btrfs instead (btrfs qgroups)");
+                             "kernel has none for XFS; switch to storage = image:200G:btrfs (btrfs qgroups): destroy every "
+                             "sandbox, stop sandboxd, umount <state_dir>/sandboxes, remove <state_dir>/storage.img and "
+                             "storage.img.loop, then set it and start sandboxd");
         else
                 check_fix(c, "set storage = image:200G in sandboxd.conf (an XFS image of the daemon's own, made and mounted "
                              "at start), or keep the state directory on XFS mounted with prjquota or on ext4 made with "

@@ -80,13 +80,14 @@ const Verb verb_reattach = {
         .summary = "Get the output and exit status of a run that outlived a restart of sandboxd",
         .help = "Options:\n"
                 "  -v --verbose           Print the run's account on stderr, as 'run -v' does\n"
-                "\nA run whose client lost its connection when sandboxd restarted goes on (where\n"
-                "sandboxd keeps it in systemd's fd store). reattach (run.attach) prints what its\n"
-                "capture holds of its stdout and stderr, a note where the middle was dropped\n"
-                "(past its output_bytes), then the rest as it comes, and exits with the run's status\n"
-                "as 'run' does. A run that ended meanwhile keeps its result for run_result_keep\n"
-                "(sandboxd.conf(5)), for one reattach. A 'run' whose connection ends before its\n"
-                "reply names the run and this command.\n",
+                "\nA run whose client lost its connection when sandboxd restarted goes on where\n"
+                "sandboxd keeps it (systemd's fd store, or its holder across a stop and start).\n"
+                "reattach (run.attach) prints what its capture holds of its stdout and stderr, a\n"
+                "note where the middle was dropped (past its output_bytes), then the rest as it\n"
+                "comes, and exits with the run's status as 'run' does. A run that ended meanwhile\n"
+                "keeps its result for run_result_keep (sandboxd.conf(5)), for one reattach; one the\n"
+                "restart interrupted is said so. A 'run' whose connection ends before its reply\n"
+                "names the run and this command.\n",
         .failure_status = EXIT_RUNNER_FAILED,
         .run = verb_reattach_run,
 };
@@ -511,9 +512,12 @@ static int verb_run_run(int argc, char *argv[]) {
                 return r;
         RunEvents ev = { .stream = a.stream && !arg.json };
         r = daemon_request_events(TAKE_PTR(req), on_run_events, &ev, &reply);
-        if ((r == -ECONNRESET || r == -EPIPE) && ev.run_id[0])
-                log_error("the run %s may go on (a restart of sandboxd keeps runs where it can): "
-                          "'sandboxctl reattach %s' gets the rest of its output and its exit status", ev.run_id, ev.run_id);
+        if ((r == -ECONNRESET || r == -EPIPE) && ev.run_id[0] && a.sandbox)
+                log_error("the run %s may go on where sandboxd keeps runs across a restart (systemd's fd store, or its "
+                          "holder across a stop and start; not a standalone SIGKILL): 'sandboxctl reattach %s' gets the rest "
+                          "of its output and its exit status, or says it was interrupted", ev.run_id, ev.run_id);
+        else if ((r == -ECONNRESET || r == -EPIPE) && ev.run_id[0])
+                log_error("the run %s ended with its throwaway sandbox (a throwaway run never outlives a restart)", ev.run_id);
         if (r < 0)
                 return r;
         if (arg.json)

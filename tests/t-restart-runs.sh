@@ -269,6 +269,9 @@ check(wait_for(health, 15), "the next daemon answers")
 s = Conn(SOCK, 30).call({"op": "inspect", "sandbox": "keep"})["sandbox"]
 lost = [x for x in s.get("interrupted_runs", []) if x.get("id") == run_id]
 is_(len(lost), 1, "the run is in interrupted_runs")
+a = Conn(SOCK, 30).call({"op": "run.attach", "run_id": run_id})
+check((a.get("error") or {}).get("code") == "not_found" and "was interrupted when the daemon restarted" in
+      (a.get("error") or {}).get("message", ""), "run.attach of it says it was interrupted, not merely unknown", a)
 lost = (lost or [{}])[0]
 is_(lost.get("lost"), ["capture"], "lost: exactly its capture")
 is_(lost.get("reason"), "daemon restarted: its header has no capture's magic and version", "the reason says what is torn")

@@ -55,8 +55,8 @@ static int probe_state(int fd, const char *fs, char *why, size_t len) {
         if (r == -ENOSYS) {
                 /* No quotactl_fd (CONFIG_QUOTACTL, 5.14), or no quota operations for this
                  * filesystem: one errno for both. */
-                snprintf(why, len, "no quota support for %s in this kernel (CONFIG_QUOTACTL, CONFIG_XFS_QUOTA, "
-                         "CONFIG_QFMT_V2) or in the filesystem", fs);
+                snprintf(why, len, "no quota support for %s in this kernel (CONFIG_QUOTACTL, %s) or in the filesystem", fs,
+                         strcmp(fs, "xfs") == 0 ? "CONFIG_XFS_QUOTA" : "CONFIG_QUOTA, CONFIG_QFMT_V2");
                 return r;
         }
         if (r == -ENOTTY || r == -EOPNOTSUPP || r == -EINVAL) {

@@ -197,12 +197,13 @@ void run_note_forget(RunNote *n) {
         note_unlink(n);
 }
 
-json_object *run_records_lost_session(Sandbox *s, const char *id) {
+json_object *run_records_lost(Sandbox *s, const char *id, bool session) {
         size_t n = s->interrupted_runs ? json_object_array_length(s->interrupted_runs) : 0;
         for (size_t i = 0; i < n; i++) {
                 json_object *e = json_object_array_get_idx(s->interrupted_runs, i), *v;
-                if (json_object_object_get_ex(e, "session", &v) && json_object_get_boolean(v) &&
-                    json_object_object_get_ex(e, "id", &v) && strcmp(json_object_get_string(v), id) == 0)
+                bool is_session = json_object_object_get_ex(e, "session", &v) && json_object_get_boolean(v);
+                if (is_session == session && json_object_object_get_ex(e, "id", &v) &&
+                    strcmp(json_object_get_string(v), id) == 0)
                         return e;
         }
         return NULL;

@@ -63,8 +63,9 @@ void run_records_add_lost(Sandbox *s, json_object *rec);
 /* Unlinked without an end line (freed with the daemon's stop: the next start finds it
  * interrupted). */
 void run_note_forget(RunNote *n);
-/* The interrupted_runs entry of a session of s that the daemon's death ended, or NULL. */
-json_object *run_records_lost_session(Sandbox *s, const char *id);
+/* The interrupted_runs entry of a run (session false) or a session of s that a restart ended, or
+ * NULL. */
+json_object *run_records_lost(Sandbox *s, const char *id, bool session);
 /* At restore: notes of earlier versions left by the previous daemon into s->interrupted_runs,
  * saved in meta.json, then the notes go. */
 int run_records_collect(Sandbox *s);

@@ -114,3 +114,6 @@ void run_note_adopted(Sandbox *s);
 /* run.attach: reply becomes the run's client; it is sent what it lacks of each stream (from[i]:
  * the bytes it has), then the rest as it comes and the final reply. */
 int run_attach(Run *r, Reply *reply, const uint64_t from[2], ProtoError *err);
+/* run.attach of an id that is neither in flight nor kept: not_found, saying so where a restart
+ * interrupted that run of one of peer's sandboxes (its interrupted_runs). Always < 0. */
+int run_gone(Context *ctx, const ReplyPeer *peer, const char *run_id, ProtoError *err);

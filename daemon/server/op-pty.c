@@ -166,7 +166,7 @@ int op_pty_open(Request *c, json_object *id, json_object *req, ProtoError *err) 
 static int session_gone(Request *c, const char *key, ProtoError *err) {
         for (Sandbox *s = registry_first(c->ctx->registry); s; s = registry_next(&s->entry)) {
                 json_object *e, *at, *why;
-                if (!sandbox_visible_to(s, reply_peer(c->reply)) || !(e = run_records_lost_session(s, key)))
+                if (!sandbox_visible_to(s, reply_peer(c->reply)) || !(e = run_records_lost(s, key, true)))
                         continue;
                 /* One the next daemon could not take back says why (session.c, session_lost()). */
                 if (json_object_object_get_ex(e, "reason", &why) && strcmp(json_object_get_string(why), "daemon restarted") != 0)

@@ -163,7 +163,7 @@ int op_run_attach(Request *c, json_object *id, json_object *req, ProtoError *err
                 return run_attach(r, c->reply, from, err);
         kept = run_result_take(c->ctx, run_id, reply_peer(c->reply));
         if (!kept)
-                return proto_error_set(err, SBX_E_NOT_FOUND, "run_id", "no run '%.64s' in flight or kept", run_id);
+                return run_gone(c->ctx, reply_peer(c->reply), run_id, err);
         /* The reply as the run's first client would have had it, but for the id: this request's. */
         json_object_object_add(kept, "id", id ? json_object_get(id) : NULL);
         line = proto_serialize(kept, &len);
