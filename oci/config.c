@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -348,6 +349,8 @@ int oci_process_from_json(json_object *process, const char *prefix, json_object 
         }
         if (has_content(get(process, "apparmorProfile")) || has_content(get(process, "selinuxLabel")))
                 note(notes, "%s: apparmorProfile/selinuxLabel ignored: sandboxd's own confinement applies", prefix);
+        if (get(process, "oomScoreAdj"))
+                note(notes, "%s.oomScoreAdj ignored: a sandbox's processes keep 0 (sandboxd sets it)", prefix);
         if (get(process, "scheduler") || get(process, "ioPriority") || get(process, "execCPUAffinity"))
                 return oci_process_done(&p),
                        fail(ret_error, "%s: scheduler, ioPriority and execCPUAffinity are not supported; refused",
@@ -670,6 +673,13 @@ static int one_mount(json_object *m, size_t i, const char *bundle, json_object *
                 return r;
         if (bind && (!*type || strcmp(type, "none") == 0))
                 type = "bind";
+        /* No mqueue is mounted: mq_open() and the rest are system calls of the sandbox's own IPC
+         * namespace and need none; only listing the queues as files does. */
+        if (strcmp(dest, "/dev/mqueue") == 0 && strcmp(type, "mqueue") == 0) {
+                note(notes, "%s: mqueue %s is not mounted: the sandbox's IPC namespace is its own, and its message "
+                     "queues work without it", field, dest);
+                return 0;
+        }
         if (mount_is_sandboxes_own(dest, type)) {
                 note(notes, "%s: %s %s is the sandbox's own", field, type, dest);
                 return 0;
@@ -792,9 +802,28 @@ static int config_linux(json_object *config, oci_proxy_lookup_fn lookup, void *u
                 json_object_object_add(spec->create, "limits", limits);
         else
                 json_object_put(limits);
+        if (has_content(get(linux_, "cgroupsPath")))
+                note(spec->notes, "linux.cgroupsPath %s recorded, not used: the container's cgroup is its sandbox's, in "
+                     "sandboxd's subtree", json_object_get_string(get(linux_, "cgroupsPath")));
         if (has_content(get(linux_, "seccomp")))
                 json_object_array_add(spec->notes, json_object_new_string(
                                                            "linux.seccomp replaced by sandboxd's own filter"));
+        return 0;
+}
+
+/* "ociVersion" is REQUIRED, in SemVer 2.0.0: MAJOR.MINOR.PATCH, then any -pre-release or
+ * +build. A 1.x one: the spec's versions this runtime knows (the features verb). */
+static int config_version(json_object *config, char **ret_error) {
+        json_object *v = get(config, "ociVersion");
+        const char *s = is_type(v, json_type_string) ? json_object_get_string(v) : NULL;
+        unsigned major, minor, patch;
+        int n = 0;
+
+        if (!s || sscanf(s, "%u.%u.%u%n", &major, &minor, &patch, &n) != 3 || !strchr("-+", s[n]) || !isdigit(s[0]))
+                return fail(ret_error, "ociVersion: %s%s%s is not a SemVer version (1.0.2, ...); refused", s ? "\"" : "",
+                            s ?: "missing", s ? "\"" : "");
+        if (major != 1)
+                return fail(ret_error, "ociVersion: \"%s\" is not a version 1 runtime spec; refused", s);
         return 0;
 }
 
@@ -860,7 +889,7 @@ int oci_spec_from_config(json_object *config, const char *bundle, oci_proxy_look
 
         if (!is_type(config, json_type_object))
                 r = fail(ret_error, "config.json: not a JSON object");
-        else if ((r = config_hooks(config, ret_error)) >= 0 && (r = config_root(config, bundle, s.create, &s.root_relative, ret_error)) >= 0 &&
+        else if ((r = config_version(config, ret_error)) >= 0 && (r = config_hooks(config, ret_error)) >= 0 && (r = config_root(config, bundle, s.create, &s.root_relative, ret_error)) >= 0 &&
                  (r = config_hostname(config, s.create, ret_error)) >= 0 &&
                  (r = config_mounts(config, bundle, s.create, s.notes, ret_error)) >= 0 &&
                  (r = config_linux(config, lookup, userdata, &s, ret_error)) >= 0)

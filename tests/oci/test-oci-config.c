@@ -123,6 +123,11 @@ static void test_podman(void) {
         ok(!json_object_get_boolean(at(s.create, "/mounts/0/read_only")), "writable, as given");
         ok(at(s.create, "/limits") == NULL, "no limits (podman --cgroups=disabled gives none)");
         is_str(str(s.process.run, "/argv/2"), "exit 7", "argv");
+        is_str(str(s.process.run, "/pid_namespace"), "own", "the container's process is pid 1 of its own pid namespace");
+        bool mq = false;
+        for (size_t i = 0; i < json_object_array_length(s.notes); i++)
+                mq |= strstr(json_object_get_string(json_object_array_get_idx(s.notes, i)), "mqueue /dev/mqueue is not mounted") != NULL;
+        ok(mq, "the log says /dev/mqueue is not mounted (not that it is the sandbox's own)");
         is_str(str(s.process.run, "/env/container"), "podman", "env as an object");
         ok(at(s.process.run, "/env/HOME") == NULL, "no HOME added");
         ok(!json_object_get_boolean(at(s.process.run, "/env_defaults")), "env_defaults false");
@@ -451,6 +456,10 @@ int main(void) {
         refused("/linux/sysctl", "{\"net.ipv4/../../x\":\"1\"}", "linux.sysctl", "a name with a slash");
         refused("/linux/sysctl", "{\"net.ipv4.ip_forward\":1}", "linux.sysctl.net.ipv4.ip_forward", "a value that is no string");
         refused("/linux/rootfsPropagation", "\"shared\"", "linux.rootfsPropagation", "shared rootfs propagation");
+        refused("/ociVersion", "\"invalid\"", "ociVersion: \"invalid\" is not a SemVer version", "an ociVersion that is no version");
+        refused("/ociVersion", "\"1.0\"", "ociVersion", "an ociVersion without its patch number");
+        refused("/ociVersion", "\"2.0.0\"", "not a version 1 runtime spec", "an ociVersion 2");
+        refused("/ociVersion", "1", "ociVersion: missing", "an ociVersion that is no string");
         refused("/mounts/5/options", "[\"bind\",\"rshared\"]", "mounts[5].options", "an rshared bind");
         refused("/mounts/5/options", "[\"rbind\",\"rslave\"]", "mounts[5].options", "an rslave bind");
         refused("/mounts/5/source", "\"/proc/kcore\"", "kernel interface", "a bind of /proc/kcore");
