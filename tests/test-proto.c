@@ -46,7 +46,8 @@ static void test_error_codes(void) {
         char longname[200];
         memset(longname, 'f', sizeof(longname) - 1);
         longname[sizeof(longname) - 1] = '\0';
-        proto_error_set(&e, SBX_E_INVALID_REQUEST, longname, "%s%s", longname, longname);
+        proto_error_set(&e, SBX_E_INVALID_REQUEST, longname, "%s%s%s%s%s%s", longname, longname, longname, longname,
+                        longname, longname);
         ok(strlen(e.field) == sizeof(e.field) - 1 && strlen(e.message) == sizeof(e.message) - 1,
            "proto_error_set truncates a long field and message");
 }
