@@ -153,16 +153,25 @@ int add_cpus(json_object *obj, const char *key, const char *opt, const char *val
         return 0;
 }
 
-int add_uint(json_object *obj, const char *key, const char *opt, const char *value) {
+static int add_integer(json_object *obj, const char *key, const char *opt, const char *value, unsigned long long min) {
         char *end;
         unsigned long long v;
 
         errno = 0;
         v = strtoull(value, &end, 10);
-        if (errno || end == value || *end || value[0] == '-' || v == 0 || v > INT64_MAX)
-                return log_error("invalid number for %s: '%s' (a positive integer)", opt, value);
+        if (errno || end == value || *end || value[0] == '-' || v < min || v > INT64_MAX)
+                return log_error("invalid number for %s: '%s' (%s)", opt, value,
+                                 min ? "a positive integer" : "an integer, 0 or more");
         json_object_object_add(obj, key, json_object_new_int64((int64_t) v));
         return 0;
+}
+
+int add_uint(json_object *obj, const char *key, const char *opt, const char *value) {
+        return add_integer(obj, key, opt, value, 1);
+}
+
+int add_offset(json_object *obj, const char *key, const char *opt, const char *value) {
+        return add_integer(obj, key, opt, value, 0);
 }
 
 int add_string(json_object *obj, const char *key, const char *value) {

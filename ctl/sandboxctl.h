@@ -88,6 +88,8 @@ int add_size(json_object *obj, const char *key, const char *opt, const char *val
 int add_duration(json_object *obj, const char *key, const char *opt, const char *value);
 int add_cpus(json_object *obj, const char *key, const char *opt, const char *value);
 int add_uint(json_object *obj, const char *key, const char *opt, const char *value);
+/* The same, 0 allowed (a byte offset). */
+int add_offset(json_object *obj, const char *key, const char *opt, const char *value);
 int add_string(json_object *obj, const char *key, const char *value);
 /* "K=V" into the env object, creating it on first use. */
 int add_env(json_object **env, const char *assignment);

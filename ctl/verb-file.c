@@ -411,12 +411,13 @@ static int log_local_error(int r, const char *path) {
 
 /* The regular file name beneath dir_fd, made (mode & 0777) or truncated; never a link, a FIFO
  * or a device, and no setuid, setgid or sticky bit left on it. */
-static int open_file_out(int dir_fd, const char *name, const char *shown, int64_t mode) {
+static int open_file_out(int dir_fd, const char *name, const char *shown, int64_t mode, bool *ret_made) {
         _cleanup_close_ int fd = -1;
         struct stat st;
 
         /* Looked at first: opening a device (or a FIFO) for writing is already an action. */
-        if (fstatat(dir_fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && !S_ISREG(st.st_mode))
+        *ret_made = fstatat(dir_fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 && errno == ENOENT;
+        if (!*ret_made && !S_ISREG(st.st_mode))
                 return S_ISLNK(st.st_mode) ? log_local_error(-ELOOP, shown)
                                            : log_error("cp: %s exists and is not a regular file", esc(shown));
         fd = openat(dir_fd, name, O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC,
@@ -433,19 +434,24 @@ static int open_file_out(int dir_fd, const char *name, const char *shown, int64_
         return TAKE_FD(fd);
 }
 
-static int cp_file_out(SbxClient *c, const char *sandbox, const char *src, json_object *st, int dir_fd,
+/* A symlink as src is read through only with follow (-L), resolved in the sandbox; a file this
+ * copy made and could not fill is removed again. */
+static int cp_file_out(SbxClient *c, const char *sandbox, const char *src, json_object *st, bool follow, int dir_fd,
                        const char *name, const char *shown, Progress *p) {
         int64_t mode = 0644;
         json_object *reply = NULL;
+        bool made = false;
         int r;
 
         (void) json_int(st, "mode", &mode);
-        _cleanup_close_ int fd = open_file_out(dir_fd, name, shown, mode);
+        _cleanup_close_ int fd = open_file_out(dir_fd, name, shown, mode, &made);
         if (fd < 0)
                 return fd;
-        r = sbx_file_read_fd(c, sandbox, src, 0, UINT64_MAX, fd, SBX_FILE_NOFOLLOW, on_progress, p, &reply);
+        r = sbx_file_read_fd(c, sandbox, src, 0, UINT64_MAX, fd, follow ? 0 : SBX_FILE_NOFOLLOW, on_progress, p, &reply);
         r = finish_call(r, &reply, p);
         json_object_put(reply);
+        if (r < 0 && made)
+                (void) unlinkat(dir_fd, name, 0);
         return r;
 }
 
@@ -503,7 +509,7 @@ static int cp_out_new(SbxClient *c, const Endpoint *src, const Endpoint *dst, co
         if (parent < 0)
                 return parent;
         if (strcmp(type, "file") == 0)
-                return cp_file_out(c, src->sandbox, src->path, st, parent, name, dst->path, p);
+                return cp_file_out(c, src->sandbox, src->path, st, flags & SBX_FILE_FOLLOW, parent, name, dst->path, p);
         /* A new name: made here, and the tree's own top name dropped (or "./" of "/."). */
         if (strcmp(type, "dir") != 0)
                 return log_error("cp: %s:%s is a %s: it can be copied into an existing directory", esc(src->sandbox),
@@ -557,12 +563,12 @@ static int cp_out(SbxClient *c, const Endpoint *src, const Endpoint *dst, bool f
         if (strcmp(type, "file") == 0) {
                 if (local_dir) {
                         _cleanup_free_ char *shown = path_join(dst->path, base);
-                        return cp_file_out(c, src->sandbox, src->path, st, local, base, shown ?: base, p);
+                        return cp_file_out(c, src->sandbox, src->path, st, follow, local, base, shown ?: base, p);
                 }
                 parent = open_local_parent(dst->path, &parent_name);
                 if (parent < 0)
                         return parent;
-                return cp_file_out(c, src->sandbox, src->path, st, parent, parent_name, dst->path, p);
+                return cp_file_out(c, src->sandbox, src->path, st, follow, parent, parent_name, dst->path, p);
         }
         if (strcmp(type, "dir") == 0 && !local_dir)
                 return log_error("cp: cannot copy a directory onto %s, which is not a directory", esc(dst->path));

@@ -550,7 +550,7 @@ static int verb_attach_run(int argc, char *argv[]) {
                 goto out;
         req = request_new("pty.attach");
         json_object_object_add(req, "session", json_object_new_string(argv[optind]));
-        if (a.from_seq && (r = add_uint(req, "from_seq", "--from-seq", a.from_seq)) < 0) {
+        if (a.from_seq && (r = add_offset(req, "from_seq", "--from-seq", a.from_seq)) < 0) {
                 json_object_put(req);
                 goto out;
         }

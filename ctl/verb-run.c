@@ -47,8 +47,9 @@ const Verb verb_run = {
                 "     --mount SRC:DST[:ro]  Your directory SRC at DST in a throwaway sandbox, as\n"
                 "                         'sandboxctl create --mount' (repeatable)\n"
                 "     --image NAME        The root of a throwaway sandbox: that image\n"
-                "  -v --verbose           Print an account of the run on stderr (reason, exit status,\n"
-                "                         time, CPU, peak memory, ids) and note truncated output\n"
+                "  -v --verbose           Print the run's id on stderr as it starts, then an account\n"
+                "                         of the run (reason, exit status, time, CPU, peak memory,\n"
+                "                         ids) and note truncated output\n"
                 "     --stream            Print the output as it is produced, not at the end\n"
                 "\nThe command's stdout and stderr are written to sandboxctl's, byte for byte, once\n"
                 "it has ended (or as they arrive with --stream; then nothing is dropped). Without\n"
@@ -468,16 +469,20 @@ static int on_reattach_event(json_object *event, void *userdata) {
 /* What the run verb keeps of its events: the run's id from "started", for the advice when the
  * connection ends before the final reply (a restart of sandboxd: the run may go on). */
 typedef struct RunEvents {
-        bool stream;
+        bool stream, verbose;
         char run_id[64];
 } RunEvents;
 
+/* -v says the run's id as it starts, for 'sandboxctl kill' while it runs. */
 static int on_run_events(json_object *event, void *userdata) {
         RunEvents *e = userdata;
         const char *kind = json_str(event, "event"), *id = json_str(event, "run_id");
 
-        if (kind && strcmp(kind, "started") == 0 && id)
+        if (kind && strcmp(kind, "started") == 0 && id) {
                 snprintf(e->run_id, sizeof(e->run_id), "%s", id);
+                if (e->verbose)
+                        log_info("run=%s started", esc(id));
+        }
         return e->stream ? on_run_event(event, NULL) : 0;
 }
 
@@ -510,7 +515,7 @@ static int verb_run_run(int argc, char *argv[]) {
         r = run_build_request(&a, &req);
         if (r < 0)
                 return r;
-        RunEvents ev = { .stream = a.stream && !arg.json };
+        RunEvents ev = { .stream = a.stream && !arg.json, .verbose = a.verbose && !arg.json };
         r = daemon_request_events(TAKE_PTR(req), on_run_events, &ev, &reply);
         if ((r == -ECONNRESET || r == -EPIPE) && ev.run_id[0] && a.sandbox)
                 log_error("the run %s may go on where sandboxd keeps runs across a restart (systemd's fd store, or its "

@@ -127,6 +127,15 @@ def op_read(c, req):
     fd, err = c.take_fd(req, True)
     if err:
         return err
+    # As the daemon: nofollow refuses a symlink as the last name; a file named "unreadable" is
+    # one the sandbox's user may not read.
+    p = host_path(req["path"])
+    if req.get("nofollow") and os.path.islink(p):
+        os.close(fd)
+        return error("invalid_request", "path", req["path"] + ": is a symlink (and nofollow was asked)")
+    if os.path.basename(p) == "unreadable":
+        os.close(fd)
+        return error("permission_denied", "path", req["path"] + ": Permission denied")
     try:
         with open(host_path(req["path"]), "rb") as f:
             data = f.read()

@@ -118,6 +118,12 @@ check "... /work/flat/a.txt, not /work/flat/src" sh -c 'test -f "$0/a.txt" && ! 
 check "cp SBX:/work/blob FILE exits 0" ctl cp sb:/work/blob "$T/host/back"
 check "... same bytes" cmp -s "$T/host/blob" "$T/host/back"
 check "... mode 0640" test "$(stat -c %a "$T/host/back")" = 640
+ln -s blob "$R/work/bloblink"
+check "cp -L SBX:SYMLINK FILE copies the file the link names (read through it, in the sandbox)" \
+        sh -c '"$0" --socket "$1" cp -L sb:/work/bloblink "$2" && cmp -s "$3" "$2"' "$SANDBOXCTL" "$T/sock" "$T/host/via-link" "$T/host/blob"
+: >"$R/work/unreadable"
+check "cp SBX:FILE NEW that the sandbox refuses to read fails and leaves no empty NEW behind" \
+        sh -c '! "$0" --socket "$1" cp sb:/work/unreadable "$2" 2>/dev/null && test ! -e "$2"' "$SANDBOXCTL" "$T/sock" "$T/host/unreadable"
 check "... sent as file.read with the file's fd" \
         python3 -c 'import json,sys; r=json.loads(sys.argv[1]); sys.exit(not (r["op"]=="file.read" and r["fds"]==1))' "$(last_request)"
 mkdir -p "$T/host/outdir"

@@ -661,6 +661,17 @@ if [ -x "$SANDBOXCTL" ]; then
         is "$?" 0 "sandboxctl destroy of a sandbox already gone is not an error"
         out=$(ctl list -q)
         check "sandboxctl list -q no longer shows it" [ "${out/$id/}" = "$out" ]
+        # run -v says the run's id as it starts, which sandboxctl kill takes while it runs.
+        kv=$(ctl create --best-effort)
+        ctl run --sandbox "$kv" -v -- sleep 60 2>"$T/v.err" &
+        vpid=$!
+        check "sandboxctl run -v says 'run=ID started' on stderr while the run goes on" \
+                wait_until 10 grep -q '^sandboxctl: run=run-[0-9a-f]* started$' "$T/v.err"
+        rid=$(sed -n 's/^sandboxctl: run=\(run-[0-9a-f]*\) started$/\1/p' "$T/v.err")
+        check "sandboxctl kill of that id" ctl kill "$rid"
+        wait "$vpid"
+        is "$?" 137 "... ends the run (kill's default, SIGKILL: 137)"
+        ctl destroy "$kv" >/dev/null
 else
         nok "sandboxctl is built ($SANDBOXCTL)"
 fi

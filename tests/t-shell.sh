@@ -67,8 +67,8 @@ check "Ctrl-] detaches" wait_until 20 test -s "$T/status2"
 is "$(cat "$T/status2" 2>/dev/null)" "STATUS=0 SAME=yes" "a detach exits 0 with the terminal restored"
 session=$(grep -o 'pty-[0-9a-f]*' "$T/stderr" | tail -n 1)
 like "$session" '^pty-[0-9a-f]{12}$' "sandboxctl named the session ($session)"
-tm_new "$(pane_cmd "attach $session" "$T/status3")"
-check "sandboxctl attach replays the output so far" wait_until 20 screen_has 'first-2'
+tm_new "$(pane_cmd "attach --from-seq 0 $session" "$T/status3")"
+check "sandboxctl attach --from-seq 0 replays the output from its first byte" wait_until 20 screen_has 'first-2'
 type_line 'exit 4'
 check "the attached shell exits" wait_until 20 test -s "$T/status3"
 is "$(cat "$T/status3" 2>/dev/null)" "STATUS=4 SAME=yes" "sandboxctl attach exits with the shell's status 4"
