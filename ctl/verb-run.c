@@ -517,11 +517,12 @@ static int verb_run_run(int argc, char *argv[]) {
                 return r;
         RunEvents ev = { .stream = a.stream && !arg.json, .verbose = a.verbose && !arg.json };
         r = daemon_request_events(TAKE_PTR(req), on_run_events, &ev, &reply);
-        if ((r == -ECONNRESET || r == -EPIPE) && ev.run_id[0] && a.sandbox)
+        bool cut_off = (r == -ECONNRESET || r == -EPIPE) && ev.run_id[0];
+        if (cut_off && a.sandbox)
                 log_error("the run %s may go on where sandboxd keeps runs across a restart (systemd's fd store, or its "
                           "holder across a stop and start; not a standalone SIGKILL): 'sandboxctl reattach %s' gets the rest "
                           "of its output and its exit status, or says it was interrupted", ev.run_id, ev.run_id);
-        else if ((r == -ECONNRESET || r == -EPIPE) && ev.run_id[0])
+        else if (cut_off)
                 log_error("the run %s ended with its throwaway sandbox (a throwaway run never outlives a restart)", ev.run_id);
         if (r < 0)
                 return r;
