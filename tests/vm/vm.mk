@@ -25,11 +25,11 @@ EXTRA_DIST += tests/vm/run-vm.sh tests/vm/guest-init.sh tests/vm/guest-run.sh te
 check-vm:
 	rm -rf $(abs_top_builddir)/vm-stage
 	$(MAKE) $(AM_MAKEFLAGS) install DESTDIR=$(abs_top_builddir)/vm-stage >/dev/null
-	$(MAKE) $(AM_MAKEFLAGS) check TESTS=tests/vm/vm-check.sh \
+	SANDBOXD_TEST_TIMEOUT=0 $(MAKE) $(AM_MAKEFLAGS) check TESTS=tests/vm/vm-check.sh \
 		VM_SYSTEM_TESTS_ABS="$(addprefix $(abs_top_srcdir)/,$(VM_SYSTEM_TESTS))"
 
 check-vm-deb:
-	$(MAKE) $(AM_MAKEFLAGS) check TESTS=tests/vm/vm-check-deb.sh \
+	SANDBOXD_TEST_TIMEOUT=0 $(MAKE) $(AM_MAKEFLAGS) check TESTS=tests/vm/vm-check-deb.sh \
 		VM_SYSTEM_TESTS_ABS="$(addprefix $(abs_top_srcdir)/,$(VM_DEB_TESTS))"
 
 clean-local: clean-vm-stage
