@@ -140,13 +140,18 @@ static int resolve_root(const OciSpec *spec, const char *bundle, json_object *ro
 }
 
 /* What an engine's user does about a refusal that names sandboxd's own terms. */
-static const char *refusal_hint(const char *err) {
-        if (!err)
-                return "";
-        if (strstr(err, "limit_unenforceable"))
+/* What the engine's user can do about a refusal, by the reply's code and field. */
+static const char *refusal_hint(json_object *reply) {
+        const char *code = reply ? sbx_reply_error_code(reply) : NULL;
+        json_object *e, *f;
+        const char *field = reply && json_object_object_get_ex(reply, "error", &e) && json_object_object_get_ex(e, "field", &f)
+                                    ? json_object_get_string(f)
+                                    : NULL;
+
+        if (code && strcmp(code, "limit_unenforceable") == 0)
                 return " (podman: run --cgroups=disabled, which sandboxd-oci takes as accepting best-effort limits; "
                        "ctr: a --runc-binary wrapper that runs sandboxd-oci --best-effort; sandboxd-oci(1))";
-        if (strstr(err, "root.path"))
+        if (field && strcmp(field, "root.path") == 0)
                 return " (podman: the vfs storage driver; ctr: --snapshotter native; docs/fleet.md)";
         return "";
 }
@@ -178,7 +183,7 @@ static int send_create(SbxClient *c, OciSpec *spec, const char *bundle, const ch
         json_object_object_add(spec->create, "with_connection", json_object_new_boolean(true));
         r = oci_call(c, json_object_get(spec->create), netns >= 0 ? &netns : NULL, netns >= 0 ? 1 : 0, &reply, &err);
         if (r == -EPROTO)
-                return oci_error("container %s: sandboxd refused the sandbox: %s%s", id, err ? err : "?", refusal_hint(err));
+                return oci_error("container %s: sandboxd refused the sandbox: %s%s", id, err ? err : "?", refusal_hint(reply));
         if (r < 0)
                 return oci_error("container %s: sandboxd: %s", id, strerror(-r));
         if (!json_object_object_get_ex(reply, "sandbox", &sb) || !json_object_object_get_ex(sb, "id", &sid))

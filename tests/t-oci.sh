@@ -341,6 +341,16 @@ is "$rc $out" "5 from-stock" "stock podman, the shipped drop-in: --runtime sandb
 out=$(stock --runtime sandboxd-oci run --rm --pull=never --cgroups=disabled --network none --privileged \
         localhost/sbx-oci-test true 2>&1); rc=$?
 like "$out" "refused" "... and a refusal shows the runtime's own error (rc=$rc)"
+# Without --cgroups=disabled, podman asks for limits: a host that cannot enforce them refuses,
+# and the refusal says what to do (by the reply's code, limit_unenforceable); one that can runs it.
+out=$(stock --runtime sandboxd-oci run --rm --pull=never --network none localhost/sbx-oci-test \
+        sh -c 'echo with-cgroups' 2>&1); rc=$?
+if [ "$(rpc '{"op":"hello"}' | jq -r '[.capabilities.cgroup | .memory, .pids, .cpu] | all')" = true ]; then
+        is "$rc $out" "0 with-cgroups" "stock podman without --cgroups=disabled runs where the host enforces every limit"
+else
+        like "$rc $out" '^[1-9].*limit_unenforceable.*podman: run --cgroups=disabled' \
+                "stock podman without --cgroups=disabled, on a host that cannot enforce every limit: refused, and told of --cgroups=disabled"
+fi
 is "$(sandboxes)" 0 "... leaving no sandbox"
 $NS sh -c 'umount /etc/containers; rm -f /run/sandboxd/sandboxd.sock'
 

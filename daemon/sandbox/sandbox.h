@@ -401,7 +401,7 @@ int sandbox_find_live_init(Sandbox *s, bool *ret_from_store);
 unsigned sandbox_highest_member_cgroup(Sandbox *s);
 /* <state>/<id>/work (s->workdir_fd); existing: it may be there already (restore). */
 int sandbox_make_workspace(Sandbox *s, bool existing);
-/* The init's uid/gid maps, setgroups denied (s->init_pid, not yet reaped). */
+/* The init's uid/gid maps, setgroups allowed (sandbox-init.c says why; s->init_pid, not yet reaped). */
 int sandbox_write_maps(Sandbox *s);
 /* Starts the init: through the exec'd helper where there is one (its pid returned, its pidfd in
  * *ret_helper_pidfd, s->init_pending), else cloned by the daemon (s->init_pid, its pidfd in
