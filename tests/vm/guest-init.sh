@@ -60,6 +60,11 @@ mount -t tmpfs -o mode=1777,nosuid,nodev tmpfs /newroot/tmp || die "tmpfs /tmp"
 # instead of the kernel command line, and skip units that do not run in
 # containers. This VM is a real machine: hide the marker (whiteout).
 rm -f /newroot/.dockerenv /newroot/run/.containerenv
+# sandboxd's configuration and state on the host (a developer's daemon, a quickstart) are not the
+# VM's: whited out in the overlay (the host's copies are untouched), the VM starts from what its
+# stage installs, as a fresh machine does, and a host that changes them while the VM boots (over
+# 9p with cache=loose) cannot change what the tests see.
+rm -rf /newroot/etc/sandboxd /newroot/var/lib/sandboxd || die "cannot hide the host's /etc/sandboxd and /var/lib/sandboxd"
 # A mark in the overlay's upper layer only, never on the host: tests that must remove what the
 # host's root holds (t-deb.sh's purge of /var/lib/sandboxd) do so only where they find it.
 echo "the root of a sandboxd test VM: the host's, under a throwaway overlay" >/newroot/.sandboxd-test-vm
