@@ -13,6 +13,7 @@
 #include "macro.h"
 #include "cgroup.h"
 #include "context.h"
+#include "registry.h"
 #include "run-record.h"
 #include "sandbox.h"
 #include "util.h"
@@ -197,7 +198,7 @@ void run_note_forget(RunNote *n) {
         note_unlink(n);
 }
 
-json_object *run_records_lost(Sandbox *s, const char *id, bool session) {
+static json_object *lost_in(Sandbox *s, const char *id, bool session) {
         size_t n = s->interrupted_runs ? json_object_array_length(s->interrupted_runs) : 0;
         for (size_t i = 0; i < n; i++) {
                 json_object *e = json_object_array_get_idx(s->interrupted_runs, i), *v;
@@ -205,6 +206,17 @@ json_object *run_records_lost(Sandbox *s, const char *id, bool session) {
                 if (is_session == session && json_object_object_get_ex(e, "id", &v) &&
                     strcmp(json_object_get_string(v), id) == 0)
                         return e;
+        }
+        return NULL;
+}
+
+json_object *run_records_lost(Context *ctx, const ReplyPeer *peer, const char *id, bool session, Sandbox **ret_sandbox) {
+        for (Sandbox *s = registry_first(ctx->registry); s; s = registry_next(&s->entry)) {
+                json_object *e;
+                if (sandbox_visible_to(s, peer) && (e = lost_in(s, id, session))) {
+                        *ret_sandbox = s;
+                        return e;
+                }
         }
         return NULL;
 }

@@ -19,6 +19,7 @@
 
 typedef struct Context Context;
 typedef struct Sandbox Sandbox;
+typedef struct ReplyPeer ReplyPeer;
 
 /* runs.log, kept open (Context.run_log); fd -1: none, nothing is noted. */
 typedef struct RunLog {
@@ -63,9 +64,10 @@ void run_records_add_lost(Sandbox *s, json_object *rec);
 /* Unlinked without an end line (freed with the daemon's stop: the next start finds it
  * interrupted). */
 void run_note_forget(RunNote *n);
-/* The interrupted_runs entry of a run (session false) or a session of s that a restart ended, or
- * NULL. */
-json_object *run_records_lost(Sandbox *s, const char *id, bool session);
+/* The interrupted_runs entry of a run (session false) or a session that a restart ended, in one
+ * of the sandboxes peer may see (its sandbox in *ret_sandbox), or NULL: an unknown id, or
+ * another's (no oracle). */
+json_object *run_records_lost(Context *ctx, const ReplyPeer *peer, const char *id, bool session, Sandbox **ret_sandbox);
 /* At restore: notes of earlier versions left by the previous daemon into s->interrupted_runs,
  * saved in meta.json, then the notes go. */
 int run_records_collect(Sandbox *s);

@@ -1335,15 +1335,14 @@ int run_attach(Run *r, Reply *reply, const uint64_t from[2], ProtoError *err) {
 /* A run of one of the caller's sandboxes that a restart cut short says so (inspect lists it in
  * interrupted_runs); any other unknown id is just not found. */
 int run_gone(Context *ctx, const ReplyPeer *peer, const char *run_id, ProtoError *err) {
-        for (Sandbox *s = registry_first(ctx->registry); s; s = registry_next(&s->entry)) {
-                json_object *e, *at, *why;
-                if (!sandbox_visible_to(s, peer) || !(e = run_records_lost(s, run_id, false)))
-                        continue;
-                return proto_error_set(err, SBX_E_NOT_FOUND, "run_id",
-                                       "run %s of sandbox %s was interrupted when the daemon restarted (it had started at "
-                                       "%s; %s): its output and exit status are gone (inspect lists it in interrupted_runs)",
-                                       run_id, s->id, json_object_object_get_ex(e, "started_at", &at) ? json_object_get_string(at) : "?",
-                                       json_object_object_get_ex(e, "reason", &why) ? json_object_get_string(why) : "?");
-        }
-        return proto_error_set(err, SBX_E_NOT_FOUND, "run_id", "no run '%.64s' in flight or kept", run_id);
+        Sandbox *s;
+        json_object *e = run_records_lost(ctx, peer, run_id, false, &s), *at, *why;
+
+        if (!e)
+                return proto_error_set(err, SBX_E_NOT_FOUND, "run_id", "no run '%.64s' in flight or kept", run_id);
+        return proto_error_set(err, SBX_E_NOT_FOUND, "run_id",
+                               "run %s of sandbox %s was interrupted when the daemon restarted (it had started at %s; "
+                               "%s): its output and exit status are gone (inspect lists it in interrupted_runs)",
+                               run_id, s->id, json_object_object_get_ex(e, "started_at", &at) ? json_object_get_string(at) : "?",
+                               json_object_object_get_ex(e, "reason", &why) ? json_object_get_string(why) : "?");
 }

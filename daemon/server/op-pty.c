@@ -164,25 +164,22 @@ int op_pty_open(Request *c, json_object *id, json_object *req, ProtoError *err) 
 /* A session of one of the caller's sandboxes that the daemon's death ended (run-record.h):
  * session_lost, saying when; any other unknown id is not_found. */
 static int session_gone(Request *c, const char *key, ProtoError *err) {
-        for (Sandbox *s = registry_first(c->ctx->registry); s; s = registry_next(&s->entry)) {
-                json_object *e, *at, *why;
-                if (!sandbox_visible_to(s, reply_peer(c->reply)) || !(e = run_records_lost(s, key, true)))
-                        continue;
-                /* One the next daemon could not take back says why (session.c, session_lost()). */
-                if (json_object_object_get_ex(e, "reason", &why) && strcmp(json_object_get_string(why), "daemon restarted") != 0)
-                        return proto_error_set(err, SBX_E_SESSION_LOST, "session",
-                                               "session %s of sandbox %s was lost when the daemon restarted (it had started "
-                                               "at %s): %s",
-                                               key, s->id,
-                                               json_object_object_get_ex(e, "started_at", &at) ? json_object_get_string(at) : "?",
-                                               json_object_get_string(why));
+        Sandbox *s;
+        json_object *e = run_records_lost(c->ctx, reply_peer(c->reply), key, true, &s), *why;
+        const char *at;
+
+        if (!e)
+                return proto_error_set(err, SBX_E_NOT_FOUND, "session", "no session '%.64s'", key);
+        at = json_object_object_get_ex(e, "started_at", &why) ? json_object_get_string(why) : "?";
+        /* One the next daemon could not take back says why (session.c, session_lost()). */
+        if (json_object_object_get_ex(e, "reason", &why) && strcmp(json_object_get_string(why), "daemon restarted") != 0)
                 return proto_error_set(err, SBX_E_SESSION_LOST, "session",
-                                       "session %s of sandbox %s ended when the daemon restarted (it had started at %s); "
-                                       "its processes and output are gone",
-                                       key, s->id,
-                                       json_object_object_get_ex(e, "started_at", &at) ? json_object_get_string(at) : "?");
-        }
-        return proto_error_set(err, SBX_E_NOT_FOUND, "session", "no session '%.64s'", key);
+                                       "session %s of sandbox %s was lost when the daemon restarted (it had started at %s): %s",
+                                       key, s->id, at, json_object_get_string(why));
+        return proto_error_set(err, SBX_E_SESSION_LOST, "session",
+                               "session %s of sandbox %s ended when the daemon restarted (it had started at %s); its "
+                               "processes and output are gone",
+                               key, s->id, at);
 }
 
 /* The caller's session; not_found for others' (no oracle), as for sandboxes. */
