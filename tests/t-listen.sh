@@ -90,6 +90,18 @@ stop_daemon
 # ---- the default: sandboxd ----------------------------------------------------------------
 : >"$T/daemon.log"
 start_daemon || exit 0
+
+# A second daemon given the same --listen path (the quickstart's "start it again" pasted once too
+# often) must leave the first one's socket alone: it says so and exits, and the first still answers.
+ino=$(stat -c %i "$SOCK")
+mkdir -p "$T/state2" "$CG-second"
+out=$(timeout 30 "$SANDBOXD" --listen "$SOCK" --state-dir "$T/state2" --cgroup-root "$CG-second" 2>&1); rc=$?
+rmdir "$CG-second" 2>/dev/null
+like "$rc $out" "^1 .*cannot listen on $SOCK: something already listens there \\(another sandboxd" \
+        "a second daemon on a socket the first listens on exits 1 and says why"
+is "$(stat -c %i "$SOCK")" "$ino" "... leaving the first daemon's socket in place"
+is "$(jget "$(rpc '{"op":"health"}')" .ok)" true "... and the first daemon still answers on it"
+
 if getent group sandboxd >/dev/null; then
         is "$(stat -c '%a %G' "$SOCK")" "660 sandboxd" "by default the socket's group is sandboxd (mode 0660)"
 else

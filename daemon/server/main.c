@@ -202,6 +202,17 @@ static int listen_on(const char *path, const char *group, const char *key) {
         if (strlen(path) >= sizeof(sa.sun_path))
                 return -ENAMETOOLONG;
         strcpy(sa.sun_path, path);
+        /* A socket someone answers on is theirs (another sandboxd's, most likely): replacing it
+         * would cut every client off that daemon, which runs on unreachable. Only a stale one
+         * (nothing listening: ECONNREFUSED) is replaced. */
+        fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fd < 0)
+                return -errno;
+        if (connect(fd, (struct sockaddr *) &sa, sizeof(sa)) == 0) {
+                close(fd);
+                return -EADDRINUSE;
+        }
+        close(fd);
         fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
         if (fd < 0)
                 return -errno;
@@ -281,6 +292,9 @@ static int metrics_listen_on(const char *addr, const Config *c) {
         int fd = addr[0] == '/' ? listen_on(addr, c->metrics_group, "metrics_group") : listen_inet(addr);
         if (fd == -EINVAL)
                 log_error("--metrics-listen: '%s' is neither an absolute path nor IP:PORT (127.0.0.1:9464, [::1]:9464)", addr);
+        else if (fd == -EADDRINUSE && addr[0] == '/')
+                log_error_errno(fd, "cannot listen on %s for metrics: something already listens there (another "
+                                    "sandboxd?); its socket is left as it is", addr);
         else if (fd < 0)
                 log_error_errno(fd, "cannot listen on %s for metrics: %m", addr);
         return fd;
@@ -336,6 +350,10 @@ static int add_listeners(Daemon *d, const Args *a) {
         }
         if (a->listen) {
                 int fd = listen_on(a->listen, m->ctx->config.socket_group, "socket_group");
+                if (fd == -EADDRINUSE)
+                        return log_error_errno(fd, "cannot listen on %s: something already listens there (another "
+                                                   "sandboxd? 'sandboxctl status' asks it); its socket is left as it is",
+                                               a->listen);
                 if (fd < 0)
                         return log_error_errno(fd, "cannot listen on %s: %m", a->listen);
                 if ((r = manager_add_listener(m, fd)) < 0)
