@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* sandboxctl cp, cat, ls: files in and out of a sandbox (docs/design/files.md). cp has docker
+/* sandboxctl cp, cat, ls, rm: files in and out of a sandbox (docs/design/files.md). cp has docker
  * cp's shape; the host side of a tree is the caller's own tar(1), run with the caller's rights,
  * and every fd goes to the daemon whole (SCM_RIGHTS): no byte of a file passes through here. */
 #include <errno.h>
@@ -21,6 +21,7 @@
 static int verb_cp_run(int argc, char *argv[]);
 static int verb_cat_run(int argc, char *argv[]);
 static int verb_ls_run(int argc, char *argv[]);
+static int verb_rm_run(int argc, char *argv[]);
 
 const Verb verb_cp = {
         .name = "cp",
@@ -70,6 +71,21 @@ const Verb verb_ls = {
                 "  -R --recursive         The whole tree (at most 10000 entries)\n",
         .failure_status = EXIT_FAILURE,
         .run = verb_ls_run,
+};
+
+const Verb verb_rm = {
+        .name = "rm",
+        .args = "[-r] [-f] SANDBOX PATH...",
+        .summary = "Remove files or trees of a sandbox",
+        .help = "Options:\n"
+                "  -r --recursive         Remove a directory and everything in it (never following a\n"
+                "                         symlink, never crossing a mount)\n"
+                "  -f --force             A path that does not exist is not an error\n"
+                "\nWithout -r: a file, a symlink (the link, not its target) or an empty directory.\n"
+                "PATH is absolute, or relative to /work; /work itself is never removed. It works\n"
+                "when runs are refused (a sandbox over its disk limit): remove, then run again.\n",
+        .failure_status = EXIT_FAILURE,
+        .run = verb_rm_run,
 };
 
 /* ---- SRC and DST ------------------------------------------------------------------------- */
@@ -767,5 +783,40 @@ static int verb_ls_run(int argc, char *argv[]) {
         if (r >= 0 && !arg.json && json_true(reply, "truncated") && json_int(reply, "entries", &n))
                 fprintf(stderr, "sandboxctl: ls: the listing was cut at %" PRId64 " entries\n", n);
         json_object_put(reply);
+        return r;
+}
+
+/* ---- rm ---------------------------------------------------------------------------------- */
+
+static int verb_rm_run(int argc, char *argv[]) {
+        _cleanup_(sbx_client_freep) SbxClient *c = NULL;
+        _cleanup_free_ char *sandbox = NULL;
+        bool recursive = false, force = false;
+        const VerbOption opts[] = {
+                { "recursive", 'r', NULL, &recursive },
+                { "force", 'f', NULL, &force },
+                {},
+        };
+        int r = parse_verb_options(&verb_rm, argc, argv, "hrf", opts, 2, -1);
+
+        if (r <= 0)
+                return r;
+        if ((r = sandbox_ref_for_daemon(argv[optind], &sandbox)) < 0 || (r = daemon_connect(&c)) < 0)
+                return r;
+        for (int i = optind + 1; i < argc; i++) {
+                json_object *reply = NULL;
+                int k = sbx_file_remove(c, sandbox, argv[i], recursive ? SBX_FILE_RECURSIVE : 0, &reply);
+                const char *code = k >= 0 ? sbx_reply_error_code(reply) : NULL,
+                           *field = k >= 0 ? json_str(json_child(reply, "error"), "field") : NULL;
+
+                /* -f: a missing path is fine; a missing sandbox is still an error. */
+                if (force && code && strcmp(code, "not_found") == 0 && !(field && strcmp(field, "sandbox") == 0))
+                        k = 0;
+                else
+                        k = finish_call(k, &reply, NULL);
+                json_object_put(reply);
+                if (k < 0)
+                        r = k;
+        }
         return r;
 }

@@ -455,6 +455,23 @@ rc=$?
 ok_if "$rc" "sandboxctl ls of a missing path fails (status $rc)"
 like "$(cat "$T/ls.err")" 'not_found|No such' "... saying not found"
 
+# sandboxctl rm end to end (file.remove through libsandbox).
+ctl_run 'mkdir -p /work/rmt/d/e && echo x >/work/rmt/f && echo y >/work/rmt/d/e/g' >/dev/null
+out=$(ctl rm "$SB" /work/rmt/f 2>&1)
+is "$? $out $(ctl_run 'test -e /work/rmt/f && echo still')" "0  " "sandboxctl rm SBX FILE removes it"
+out=$(ctl rm "$SB" rmt/d 2>&1)
+like "$? $out" '^1 .*conflict' "sandboxctl rm of a directory that is not empty, without -r: exit 1, conflict"
+out=$(ctl rm -r "$SB" rmt/d 2>&1)
+is "$? $out $(ctl_run 'ls /work/rmt')" "0  " "sandboxctl rm -r removes the tree (a relative path is beneath /work)"
+out=$(ctl rm "$SB" /work/rmt/nope 2>&1)
+like "$? $out" '^1 .*not_found.*/work/rmt/nope' "sandboxctl rm of a missing path: exit 1, not_found naming it"
+out=$(ctl rm -f "$SB" /work/rmt/nope 2>&1)
+is "$? $out" "0 " "sandboxctl rm -f of a missing path: exit 0, silent"
+out=$(ctl rm -f sbx-000000000000 /work/x 2>&1)
+like "$? $out" '^1 .*not_found.*sbx-000000000000' "sandboxctl rm -f in a sandbox that does not exist still fails, naming it"
+out=$(ctl rm "$SB" /work 2>&1)
+like "$? $out" '^1 .*invalid_request' "sandboxctl rm of /work itself is refused"
+
 # sandboxctl cat and cp out of the sandbox, end to end (file.read into the fd sandboxctl passes).
 want=$(rpc '{"op":"run","sandbox":"'"$SB"'","argv":["sha256sum","/work/bin.dat"]}' | jq -r .stdout | cut -d' ' -f1)
 is "$(ctl cat "$SB" /work/bin.dat | sha256sum | cut -d' ' -f1)" "$want" "sandboxctl cat SBX /work/bin.dat | ...: the same bytes (a pipe)"
