@@ -33,18 +33,19 @@ const Verb verb_cp = {
                 "\nOne of SRC and DST is SANDBOX:PATH (a sandbox by id or name; PATH absolute, or\n"
                 "relative to /work), the other a local path, or - for a tar stream on stdin (SRC)\n"
                 "or stdout (DST). A local path with a ':' is written ./a:b or /abs/a:b. - as SRC\n"
-                "with a DST that is not an existing directory (nor ends in /) is that one file's\n"
-                "content instead.\n"
+                "is a tar stream only into a DST that is an existing directory or ends in /; into\n"
+                "any other DST it is that one file's content.\n"
                 "  cp ./src SBX:/work/src     a tree in (made when missing, else copied into it)\n"
                 "  cp SBX:/work/out .         a file or tree out, into the current directory\n"
                 "  cp ./src/. SBX:/work/dst   the contents of a directory, not the directory\n"
-                "  tar cf - . | sandboxctl cp - SBX:/work/dst     (a tar stream in)\n"
+                "  tar cf - . | sandboxctl cp - SBX:/work/dst/    (a tar stream in; dst/ is made)\n"
                 "  make report | sandboxctl cp - SBX:/work/report.txt   (one file from stdin)\n"
                 "  sandboxctl cp SBX:/work/dst - | tar tf -       (a tar stream out)\n"
-                "A DST that ends in / must be an existing directory. A progress bar is drawn on a\n"
-                "terminal (stderr). Trees go through tar(1) on the host side. Out of a sandbox,\n"
-                "no setuid, setgid or sticky bit is kept, holes stay holes, and no symlink on the\n"
-                "host side (DST, a directory on the way, a name in the tree) is followed.\n",
+                "Another DST that ends in / must be an existing directory. A progress bar is\n"
+                "drawn on a terminal (stderr). Trees go through tar(1) on the host side. Out of a\n"
+                "sandbox, no setuid, setgid or sticky bit is kept, holes stay holes, and no\n"
+                "symlink on the host side (DST, a directory on the way, a name in the tree) is\n"
+                "followed.\n",
         .failure_status = EXIT_FAILURE,
         .run = verb_cp_run,
 };
