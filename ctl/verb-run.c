@@ -52,8 +52,12 @@ const Verb verb_run = {
                 "                         ids) and note truncated output\n"
                 "     --stream            Print the output as it is produced, not at the end\n"
                 "\nThe command's stdout and stderr are written to sandboxctl's, byte for byte, once\n"
-                "it has ended (or as they arrive with --stream; then nothing is dropped). Without\n"
-                "--stdin or --stdin-file its standard input is empty.\n"
+                "it has ended (or as they arrive with --stream; then nothing is dropped). A\n"
+                "stream past --output-bytes keeps its head and tail, with a line '[... N bytes\n"
+                "dropped ...]' between them in that stream. Without --stdin or --stdin-file its\n"
+                "standard input is empty; with them, it is at most the daemon's max_stdin_bytes\n"
+                "(3M by default; binary input counts a third more): copy larger input in with\n"
+                "'sandboxctl cp' and redirect it.\n"
                 "Put -- before ARGV when it starts with an option.\n"
                 "\nExit status: the command's own; 128+N when a signal N killed it; 124 when the\n"
                 "timeout hit. 125 when the command could not be run: sandboxctl or sandboxd\n"
@@ -505,8 +509,17 @@ static int run_output(json_object *reply, bool verbose, bool streamed) {
         return run_exit_status(reply);
 }
 
+/* A request line past the daemon's max_line_bytes is refused before its fields are read: too_large
+ * with no field. With --stdin, that is the stdin's doing. */
+static bool run_stdin_too_large(json_object *reply, const RunArgs *a) {
+        const char *code = sbx_reply_error_code(reply);
+        return (a->read_stdin || a->stdin_file) && code && strcmp(code, "too_large") == 0 &&
+               !json_str(json_child(reply, "error"), "field");
+}
+
 static int verb_run_run(int argc, char *argv[]) {
         _cleanup_(run_args_done) RunArgs a = {};
+        _cleanup_(sbx_client_freep) SbxClient *c = NULL;
         _cleanup_json_ json_object *req = NULL, *reply = NULL;
         int r = run_parse(&a, argc, argv);
 
@@ -515,8 +528,10 @@ static int verb_run_run(int argc, char *argv[]) {
         r = run_build_request(&a, &req);
         if (r < 0)
                 return r;
+        if ((r = daemon_connect(&c)) < 0)
+                return r;
         RunEvents ev = { .stream = a.stream && !arg.json, .verbose = a.verbose && !arg.json };
-        r = daemon_request_events(TAKE_PTR(req), on_run_events, &ev, &reply);
+        r = daemon_call_events(c, TAKE_PTR(req), on_run_events, &ev, &reply);
         bool cut_off = (r == -ECONNRESET || r == -EPIPE) && ev.run_id[0];
         if (cut_off && a.sandbox)
                 log_error("the run %s may go on where sandboxd keeps runs across a restart (systemd's fd store, or its "
@@ -526,6 +541,18 @@ static int verb_run_run(int argc, char *argv[]) {
                 log_error("the run %s ended with its throwaway sandbox (a throwaway run never outlives a restart)", ev.run_id);
         if (r < 0)
                 return r;
+        if (arg.json)
+                print_json(reply);
+        if ((r = reply_check(reply)) < 0) {
+                if (run_stdin_too_large(reply, &a))
+                        log_error("the request was too long for sandboxd because of %s: a run's standard input goes "
+                                  "inside its request line (as base64, a third larger, when it is binary), at most "
+                                  "max_stdin_bytes (3M by default) in a line of max_line_bytes (4M). Larger input: copy "
+                                  "it in ('sandboxctl cp FILE SBX:/work/input') and redirect it in the command "
+                                  "('< /work/input')",
+                                  a.read_stdin ? "--stdin" : "--stdin-file");
+                return r;
+        }
         if (arg.json)
                 return run_exit_status(reply);
         return run_output(reply, a.verbose, a.stream);

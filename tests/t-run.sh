@@ -634,6 +634,10 @@ if [ -x "$SANDBOXCTL" ]; then
         fi
         out=$(printf 'piped\n' | ctl run --best-effort --timeout 3 --stdin -- cat)
         is "$?/$out" 0/piped "sandboxctl run --stdin -- cat: the input comes out, cat ends (status 0, not 124)"
+        # 5M of binary input is a request line past max_line_bytes (as base64): the refusal says why.
+        out=$(head -c 5M /dev/urandom | ctl run --best-effort --stdin -- wc -c 2>&1)
+        like "$? $out" "^125 .*too_large.*because of --stdin: .*max_stdin_bytes.*sandboxctl cp" \
+                "sandboxctl run --stdin of 5M binary: exit 125, the refusal says the stdin made it too long and what to do"
         id=$(ctl create --best-effort --name cli-box)
         like "$id" '^sbx-[0-9a-f]{12}$' "sandboxctl create prints the id"
         out=$(ctl run -s cli-box -- sh -c 'echo in-box > /work/f; cat /work/f')
