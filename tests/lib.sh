@@ -475,10 +475,10 @@ _setup
 # MGR is the stand-in's pid, $T/store lists what it holds, $T/daemon.pid the daemon it started
 # last (it starts the next one when that one exits); daemon_up [OLD_PID] waits for one that answers
 # and is not OLD_PID, and sets DAEMON_PID.
-start_under_fake_fdstore() {
+start_under_fake_fdstore() { # [DAEMON ARGS...]
         mkdir -p "$T/state"
         python3 "$TESTS_DIR/fake-fdstore.py" "$T/notify" "$T/store" "$T/daemon.pid" -- \
-                "$SANDBOXD" --listen "$SOCK" --state-dir "$T/state" --cgroup-root "$CG" --pool-size 0 >>"$T/daemon.log" 2>&1 &
+                "$SANDBOXD" --listen "$SOCK" --state-dir "$T/state" --cgroup-root "$CG" --pool-size 0 "$@" >>"$T/daemon.log" 2>&1 &
         MGR=$!
 }
 _pid_file() { [ -s "$T/daemon.pid" ] && [ "$(cat "$T/daemon.pid")" != "${1:-}" ]; }

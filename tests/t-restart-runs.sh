@@ -10,7 +10,7 @@
 # what is left of the run is killed; nothing of the ended runs stays in the store.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
 
-start_under_fake_fdstore
+start_under_fake_fdstore --metrics-listen "$T/metrics.sock"
 export MGR
 if ! check "a daemon under a service manager with an fd store answers" daemon_up; then
         kill -TERM "$MGR"
@@ -158,6 +158,25 @@ for ev, whole in (("stdout", out), ("stderr", err)):
 seen = sum(len(b) for b in got["stderr"].values())
 is_(seen, len(err), "the streamed stderr is whole: nothing lost, nothing twice")
 check(wait_for(lambda: "r." not in store(), 5), "nothing of the run is left in the fd store", store())
+# This daemon took the run back and ran one more: both are its started runs (docs/metrics.md).
+import socket
+m = socket.socket(socket.AF_UNIX)
+m.connect(T + "/metrics.sock")
+m.sendall(b"GET /metrics HTTP/1.0\r\n\r\n")
+text = b""
+while True:
+    b = m.recv(65536)
+    if not b:
+        break
+    text += b
+series = {}
+for line in text.decode().splitlines():
+    if line.startswith("sandboxd_runs_"):
+        name, value = line.rsplit(" ", 1)
+        series[name] = series.get(name, 0) + float(value) if name.startswith("sandboxd_runs_ended_total") else float(value)
+ended = sum(v for k, v in series.items() if k.startswith("sandboxd_runs_ended_total"))
+is_((series.get("sandboxd_runs_started_total"), ended, series.get("sandboxd_runs_in_flight")), (2.0, 2.0, 0.0),
+    "metrics after the restart: started 2 (the run taken back and one more) = ended 2 + in flight 0")
 PY
 
 # ---- the timeout holds across the time no daemon ran ------------------------------------------

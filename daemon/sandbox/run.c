@@ -1250,6 +1250,9 @@ int run_adopt(Sandbox *s, json_object *note, json_object **ret_lost, const char 
                 *ret_lost = TAKE_PTR(lost);
                 return k;
         }
+        /* Its end is counted here: so is its start, or started would no longer equal ended plus
+         * in flight (docs/metrics.md). */
+        metrics.runs_started++;
         log_info("sandbox %s: run %s taken back from the fd store (%" PRIu64 " + %" PRIu64 " bytes of output so far)", s->id,
                  r->id, r->out[0].total, r->out[1].total);
         return 0;
