@@ -158,6 +158,27 @@ except OSError as e:
 	say "All 4 demos showed what they should"
 }
 
+# listener_pids SOCK: the processes holding the listening socket at SOCK (/proc/net/unix: its
+# path, flag __SO_ACCEPTCON), not every process whose command line looks like a daemon's (a
+# session's helper keeps the daemon's).
+listener_pids() {
+	local inodes p fd pids=()
+	# Flags are 8 hex digits; __SO_ACCEPTCON (0x10000) is the low bit of the fourth (mawk has no and()).
+	inodes=$(awk -v s="$1" '$8 == s && index("13579bdfBDF", substr($4, 4, 1)) { print $7 }' /proc/net/unix 2>/dev/null)
+	[ -n "$inodes" ] || return 0
+	for p in /proc/[0-9]*; do
+		for fd in "$p"/fd/*; do
+			case " $(echo $inodes) " in
+			*" $(readlink "$fd" 2>/dev/null | sed -n 's/^socket:\[\([0-9]*\)\]$/\1/p') "*)
+				pids+=("${p#/proc/}")
+				break
+				;;
+			esac
+		done 2>/dev/null
+	done
+	echo "${pids[*]}"
+}
+
 # closing_note: how to stop the daemon this script started, and where its log is.
 closing_note() {
 	say "The daemon"
@@ -171,7 +192,9 @@ closing_note() {
 		echo "Start it again: (cd / && nohup sandboxd --listen $sock >>/var/log/sandboxd.log 2>&1 &)"
 	else
 		echo "Log:  /var/log/sandboxd.log if an earlier run of this script started it, else wherever its starter put it"
-		echo "Stop: kill $(pgrep -d ' ' -f -- "sandboxd --listen $sock" 2>/dev/null || echo PID)   (the sandboxd on $sock, running before this script)"
+		local pids
+		pids=$(listener_pids "$sock")
+		echo "Stop: kill ${pids:-PID}   (the sandboxd listening on $sock, running before this script)"
 	fi
 }
 

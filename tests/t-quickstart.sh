@@ -43,5 +43,26 @@ like "$out" "Start it again: \(cd / && nohup sandboxd --listen " "...and how to 
 echo already >"$T/pid"
 out=$(QUICKSTART_PIDFILE=$T/pid qs closing_note)
 like "$out" "Stop: kill .*running before this script" "a daemon that was running already: how to stop it, said as not this script's"
+# The pids it names are the listener's only: a process whose command line is the daemon's but
+# which holds no listening socket there (a session's helper) is not one, nor is a client.
+python3 - "$T/l.sock" "$T/fake-helper" >/dev/null 2>&1 <<'PY' &
+import os, socket, sys, time
+lst = socket.socket(socket.AF_UNIX)
+lst.bind(sys.argv[1])
+lst.listen(4)
+if os.fork() == 0:
+    lst.close()
+    c = socket.socket(socket.AF_UNIX)
+    c.connect(sys.argv[1])
+    open(sys.argv[2], "w").write(str(os.getpid()))
+    time.sleep(30)
+    os._exit(0)
+conn, _ = lst.accept()
+time.sleep(30)
+PY
+listener=$!
+for _ in $(seq 50); do [ -s "$T/fake-helper" ] && break; sleep 0.1; done
+is "$(qs listener_pids "$T/l.sock")" "$listener" "listener_pids names the process listening on the socket, not a client of it"
+kill "$listener" "$(cat "$T/fake-helper")" 2>/dev/null
 grep -q '^closing_note$' "$QS"
 is "$?" 0 "the script ends with the closing note, whatever the demos did"
