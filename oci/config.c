@@ -284,7 +284,37 @@ static bool cap_allowed(const char *c) {
 /* The five sets exactly as given (an absent one, or no capabilities at all, is empty: what runc
  * does), for sandboxd to set within the sandbox's user namespace: --cap-drop=ALL is no capability
  * at all, even for uid 0. */
-static int process_caps(json_object *process, const char *prefix, json_object *run, char **ret_error) {
+static bool list_has(json_object *list, const char *name) {
+        for (size_t i = 0; i < json_object_array_length(list); i++)
+                if (strcmp(json_object_get_string(json_object_array_get_idx(list, i)), name) == 0)
+                        return true;
+        return false;
+}
+
+/* An ambient capability must be permitted and inheritable (the kernel's rule, capabilities(7));
+ * runc and crun drop one that is not, and buildah's RUN steps send ambient = bounding with no
+ * inheritable at all. Dropping it gives the command less, never more: a note says which. */
+static void ambient_within(json_object *out, const char *prefix, json_object *notes) {
+        json_object *amb = json_object_object_get(out, "ambient"), *kept = json_object_new_array();
+        json_object *perm = json_object_object_get(out, "permitted"), *inh = json_object_object_get(out, "inheritable");
+        size_t dropped = 0;
+
+        for (size_t i = 0; i < json_object_array_length(amb); i++) {
+                const char *name = json_object_get_string(json_object_array_get_idx(amb, i));
+                if (list_has(perm, name) && list_has(inh, name))
+                        json_object_array_add(kept, json_object_new_string(name));
+                else
+                        dropped++;
+        }
+        if (dropped)
+                note(notes, "%s.capabilities.ambient: %zu capabilities not both permitted and inheritable dropped, as "
+                            "runc and crun drop them (the kernel cannot raise them)",
+                     prefix, dropped);
+        json_object_object_add(out, "ambient", kept);
+}
+
+static int process_caps(json_object *process, const char *prefix, json_object *run, json_object *notes,
+                        char **ret_error) {
         static const char *const sets[] = { "bounding", "effective", "inheritable", "permitted", "ambient" };
         json_object *caps = get(process, "capabilities"), *out = json_object_new_object();
 
@@ -308,6 +338,7 @@ static int process_caps(json_object *process, const char *prefix, json_object *r
                         json_object_array_add(list, json_object_new_string(name));
                 }
         }
+        ambient_within(out, prefix, notes);
         return 0;
 }
 
@@ -342,7 +373,7 @@ int oci_process_from_json(json_object *process, const char *prefix, json_object 
             (r = process_cwd(process, prefix, p.run, ret_error)) < 0 ||
             (r = process_user(process, prefix, p.run, ret_error)) < 0 ||
             (r = process_rlimits(process, prefix, p.run, ret_error)) < 0 ||
-            (r = process_caps(process, prefix, p.run, ret_error)) < 0 ||
+            (r = process_caps(process, prefix, p.run, notes, ret_error)) < 0 ||
             (r = process_terminal(process, prefix, &p, ret_error)) < 0) {
                 oci_process_done(&p);
                 return r;
@@ -611,11 +642,12 @@ static bool path_under_kernel_dirs(const char *p) {
 }
 
 /* bind, rbind and the propagation flags; sets *ret_bind and *ret_ro. */
-static int mount_options(json_object *opts, const char *field, bool *ret_bind, bool *ret_ro, char **ret_error) {
+static int mount_options(json_object *opts, const char *field, bool *ret_bind, bool *ret_ro, bool *ret_noexec,
+                         char **ret_error) {
         static const char *const propagation[] = { "shared", "rshared", "slave", "rslave" };
         size_t n = is_type(opts, json_type_array) ? json_object_array_length(opts) : 0;
 
-        *ret_bind = *ret_ro = false;
+        *ret_bind = *ret_ro = *ret_noexec = false;
         for (size_t i = 0; i < n; i++) {
                 json_object *o = json_object_array_get_idx(opts, i);
                 const char *s = is_type(o, json_type_string) ? json_object_get_string(o) : "";
@@ -625,6 +657,8 @@ static int mount_options(json_object *opts, const char *field, bool *ret_bind, b
                         *ret_ro = true;
                 else if (strcmp(s, "rw") == 0)
                         *ret_ro = false;
+                else if (strcmp(s, "noexec") == 0)
+                        *ret_noexec = true;
                 for (size_t k = 0; k < ELEMENTSOF(propagation); k++)
                         if (strcmp(s, propagation[k]) == 0)
                                 return fail(ret_error,
@@ -663,13 +697,13 @@ static int one_mount(json_object *m, size_t i, const char *bundle, json_object *
         const char *type = is_type(t, json_type_string) ? json_object_get_string(t) : "";
         _cleanup_free_ char *source = NULL;
         char field[32];
-        bool bind, ro;
+        bool bind, ro, noexec;
         int r;
 
         snprintf(field, sizeof(field), "mounts[%zu]", i);
         if (!dest || !path_is_normal(dest, OCI_PATH_MAX))
                 return fail(ret_error, "%s.destination: not an absolute, normal path", field);
-        if ((r = mount_options(get(m, "options"), field, &bind, &ro, ret_error)) < 0)
+        if ((r = mount_options(get(m, "options"), field, &bind, &ro, &noexec, ret_error)) < 0)
                 return r;
         if (bind && (!*type || strcmp(type, "none") == 0))
                 type = "bind";
@@ -696,6 +730,13 @@ static int one_mount(json_object *m, size_t i, const char *bundle, json_object *
         if (path_under_kernel_dirs(dest) || strcmp(dest, "/dev") == 0 || strcmp(dest, "/") == 0)
                 return fail(ret_error, "%s.destination: %s is the sandbox's own (/proc, /sys, /dev); refused", field,
                             dest);
+        /* Every bind of sandboxd's is nosuid and nodev; none is noexec: one asked to be noexec
+         * would run what it holds, less isolated than asked. */
+        if (noexec)
+                return fail(ret_error,
+                            "%s.options: \"noexec\" is not one sandboxd can give a bind (its binds are nosuid and "
+                            "nodev, never noexec); refused",
+                            field);
         if ((r = bind_source(m, field, bundle, &source, ret_error)) < 0)
                 return r;
         if (json_object_array_length(out) >= OCI_MAX_MOUNTS)

@@ -443,12 +443,13 @@ void oci_proxy_main(OciProxy *p) {
         int r;
 
         line_buffer_init(&c.in, 16u * 1024 * 1024);
-        if (p->relay >= 0) {
-                /* The host replica as our controlling terminal: the engine's resizes of its master
-                 * then reach us as SIGWINCH. */
-                if (setsid() >= 0)
-                        (void) ioctl(p->relay, TIOCSCTTY, 0);
-        }
+        /* A session of its own, as runc's and crun's container process has: conmon's timeout
+         * (podman run --timeout) kills the container pid's process group, which must not be
+         * conmon's own (conmon would die before it writes the exit file). With a terminal, the
+         * host replica becomes our controlling terminal: the engine's resizes of its master then
+         * reach us as SIGWINCH. */
+        if (setsid() >= 0 && p->relay >= 0)
+                (void) ioctl(p->relay, TIOCSCTTY, 0);
         if (p->fifo >= 0 && (r = wait_for_start(p)) < 0) {
                 oci_error("waiting for start: %s", strerror(-r));
                 _exit(255);

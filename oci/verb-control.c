@@ -164,7 +164,13 @@ static int delete_main(int argc, char *argv[]) {
                         return oci_error("delete: unknown option");
         if (optind != argc - 1)
                 return oci_error("delete: expects exactly one container id");
-        if (load_or_fail(argv[optind], &s) != 0)
+        /* runc's and crun's rule: --force of a container that is not there is done (an engine's
+         * cleanup may come after conmon's own delete); without it, it is an error (the spec's). */
+        if (force && (r = oci_state_load(argv[optind], &s)) == -ENOENT)
+                return 0;
+        if (force && r < 0)
+                return oci_error("container %s: its state cannot be read: %s", argv[optind], strerror(-r));
+        if (!force && load_or_fail(argv[optind], &s) != 0)
                 return 1;
         /* crun's rule: a created container is deleted as with --force, a running one needs it. */
         if (!force && strcmp(oci_state_status(&s), "running") == 0) {

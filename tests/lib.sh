@@ -2,7 +2,7 @@
 # Shared helpers of the host integration tests (tests/t-*.sh), sourced by each of them.
 #
 # What a test gets:
-#   TAP:      ok DESC, nok DESC, check DESC CMD..., is GOT EXPECTED DESC, like GOT ERE DESC,
+#   TAP:      ok DESC, nok DESC, check DESC CMD..., is GOT EXPECTED DESC, like GOT ERE DESC, unlike GOT ERE DESC,
 #             diag TEXT..., skip_all REASON.  The plan is printed at the end ("1..N"), always,
 #             and the script always exits 0: failures are "not ok" lines, never the exit status
 #             (the tap-driver would call a non-zero exit an ERROR).
@@ -78,13 +78,21 @@ is() {
         fi
 }
 
-# like GOT ERE DESC
+# like GOT ERE DESC (unlike: GOT must not match)
 like() {
         if [[ $1 =~ $2 ]]; then
                 ok "$3"
         else
                 nok "$3"
                 diag "got:      '$(printf '%s' "$1" | head -c 2000)'" "expected to match: $2"
+        fi
+}
+unlike() {
+        if [[ $1 =~ $2 ]]; then
+                nok "$3"
+                diag "got:      '$(printf '%s' "$1" | head -c 2000)'" "expected not to match: $2"
+        else
+                ok "$3"
         fi
 }
 

@@ -284,10 +284,16 @@ is "$rc" 127 "podman run IMG /no/such/command exits 127"
 like "$out" "no such file or directory" "... saying so"
 out=$(prun --rm localhost/sbx-oci-test no-such-command 2>&1); rc=$?
 is "$rc" 127 "podman run IMG no-such-command (looked up in PATH) exits 127"
+unlike "$out" "does not exist|Removing container" \
+        "... with no noise from podman's cleanup (delete --force of a container that is gone exits 0, as with crun)"
 is "$(sandboxes)" 0 "... and neither left a sandbox"
 
-# podman run --timeout: conmon SIGKILLs the proxy; the sandbox goes with the proxy's connection.
-prun --rm --timeout 3 localhost/sbx-oci-test sleep 60 >/dev/null 2>&1
+# podman run --timeout: conmon SIGKILLs the container's process group, which is the proxy's own
+# (a session of its own, as crun's container has; in conmon's, conmon died with it and podman
+# lost the exit status: 127 "no such exit code"); the sandbox goes with the proxy's connection.
+out=$(prun --rm --timeout 3 localhost/sbx-oci-test sleep 60 2>&1); rc=$?
+is "$rc" 255 "podman run --timeout 3 of a sleep 60 exits 255, as with crun (podman got conmon's exit file)"
+unlike "$out" "no such exit code" "... and podman found the container's exit code"
 for _ in $(seq 40); do [ "$(sandboxes)" = 0 ] && break; sleep 0.5; done
 is "$(sandboxes)" 0 "podman run --timeout 3 of a sleep 60 leaves no sandbox behind"
 # podman removes such a container by itself, with no delete: the next create sweeps its state.

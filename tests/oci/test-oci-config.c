@@ -271,6 +271,35 @@ static void test_caps_empty(void) {
         }
 }
 
+/* buildah's RUN steps: ambient = bounding, no inheritable. Ambient keeps only what is both
+ * permitted and inheritable (runc and crun drop the rest), and a note says so. */
+static void test_caps_ambient(void) {
+        json_object *cfg = fixture("podman-run.json");
+        char *err = NULL;
+        OciSpec s = {};
+        bool noted = false;
+
+        set(cfg, "/process/capabilities",
+            "{\"bounding\":[\"CAP_CHOWN\",\"CAP_KILL\"],\"effective\":[\"CAP_CHOWN\",\"CAP_KILL\"],"
+            "\"permitted\":[\"CAP_CHOWN\",\"CAP_KILL\"],\"inheritable\":[\"CAP_KILL\"],"
+            "\"ambient\":[\"CAP_CHOWN\",\"CAP_KILL\"]}");
+        int r = oci_spec_from_config(cfg, "/bundle", lookup, NULL, &s, &err);
+        json_object *amb = r == 0 ? at(s.process.run, "/capabilities/ambient") : NULL;
+        ok(r == 0 && amb && json_object_array_length(amb) == 1 &&
+                   strcmp(json_object_get_string(json_object_array_get_idx(amb, 0)), "CAP_KILL") == 0,
+           "ambient not within inheritable: not refused, lowered to what is both permitted and inheritable (CAP_KILL)");
+        for (size_t i = 0; r == 0 && s.notes && i < json_object_array_length(s.notes); i++)
+                noted |= strstr(json_object_get_string(json_object_array_get_idx(s.notes, i)),
+                                "capabilities.ambient: 1 capabilities not both permitted and inheritable dropped") != NULL;
+        ok(noted, "... and a note says one was dropped");
+        ok(r == 0 && json_object_array_length(at(s.process.run, "/capabilities/permitted")) == 2,
+           "... the other sets as given");
+        if (r == 0)
+                oci_spec_done(&s);
+        json_object_put(cfg);
+        free(err);
+}
+
 /* What podman sends for an Alpine image, whose /etc/group lists root in bin, daemon, sys, ... */
 static void test_groups(void) {
         json_object *cfg = fixture("podman-run.json");
@@ -426,6 +455,7 @@ int main(void) {
         test_sysctl();
         test_groups();
         test_caps_empty();
+        test_caps_ambient();
         test_netns();
 
         refused_without_namespace("network", "no network namespace (host network)");
@@ -462,6 +492,7 @@ int main(void) {
         refused("/ociVersion", "1", "ociVersion: missing", "an ociVersion that is no string");
         refused("/mounts/5/options", "[\"bind\",\"rshared\"]", "mounts[5].options", "an rshared bind");
         refused("/mounts/5/options", "[\"rbind\",\"rslave\"]", "mounts[5].options", "an rslave bind");
+        refused("/mounts/5/options", "[\"rbind\",\"noexec\"]", "noexec", "a noexec bind (sandboxd's binds cannot be noexec)");
         refused("/mounts/5/source", "\"/proc/kcore\"", "kernel interface", "a bind of /proc/kcore");
         refused("/mounts/5/source", "\"../../etc/shadow\"", "mounts[5].source", "a relative source out of the bundle");
         refused("/mounts/5/destination", "\"/proc/sysrq-trigger\"", "mounts[5].destination", "a bind onto /proc");
