@@ -234,6 +234,29 @@ int add_env(json_object **env, const char *assignment) {
         return add_string(*env, name, eq + 1);
 }
 
+/* In place: "/a/./b//c/." is "/a/b/c" (an absolute path; "/" stays "/"). */
+static void path_drop_dots(char *p) {
+        char *w = p;
+        const char *r = p;
+
+        while (*r) {
+                while (*r == '/')
+                        r++;
+                size_t n = strcspn(r, "/");
+                if (n == 0 || (n == 1 && r[0] == '.')) {
+                        r += n;
+                        continue;
+                }
+                *w++ = '/';
+                memmove(w, r, n);
+                w += n;
+                r += n;
+        }
+        if (w == p)
+                *w++ = '/';
+        *w = '\0';
+}
+
 /* --mount SRC:DST[:ro|:rw], SRC relative to the current directory (not resolved: the daemon
  * refuses a symlink anywhere beneath its mount root). */
 int add_mount(json_object **mounts, const char *spec) {
@@ -258,11 +281,9 @@ int add_mount(json_object **mounts, const char *spec) {
                 src = NULL;
         if (!src || !target)
                 return log_error_errno(-errno ?: -ENOMEM, "--mount: %m");
-        /* "dir/" and "." as a shell completes them. */
-        for (size_t n = strlen(src); n > 1 && src[n - 1] == '/'; n--)
-                src[n - 1] = '\0';
-        if (strlen(src) > 2 && strcmp(src + strlen(src) - 2, "/.") == 0)
-                src[strlen(src) - 2] = '\0';
+        /* "./dir", "dir/", "a//b" and "." as people and shells write them: the "." and empty
+         * components go (lexically: ".." stays, for the daemon to refuse, as a symlink would be). */
+        path_drop_dots(src);
         if (!*mounts)
                 *mounts = json_object_new_array();
         m = json_object_new_object();
@@ -348,8 +369,9 @@ int daemon_connect(SbxClient **ret) {
                 return log_access_denied(r, path);
         if (r == -ENOENT)
                 return log_error_errno(r, "no sandboxd socket at %s: start it with 'systemctl enable --now "
-                                       "sandboxd.socket' (or point --socket/$%s at the right path)", path,
-                                       SBX_SOCKET_ENV);
+                                       "sandboxd.socket' under systemd, else 'sandboxd --listen %s' (as "
+                                       "scripts/quickstart.sh starts it); or point --socket/$%s at the right path",
+                                       path, path, SBX_SOCKET_ENV);
         if (r == -ECONNREFUSED)
                 return log_error_errno(r, "nothing is listening on %s (a stale socket: sandboxd stopped?): start it again: "
                                        "'systemctl restart sandboxd.socket' under systemd, else 'sandboxd --listen %s' "

@@ -35,7 +35,8 @@ static int verb_attach_run(int argc, char *argv[]);
         "included, goes to the program, and the window size follows the local one. Ctrl-]\n"     \
         "(or --detach-key) detaches (the session goes on; come back with 'sandboxctl attach SESSION'). The\n"      \
         "session id is printed on stderr when it starts. A session that shell or exec opened is\n" \
-        "closed when its program ends ('sandboxctl sessions SANDBOX' lists those left).\n"                                        \
+        "closed when its program ends while they are attached; one they detached from stays\n" \
+        "until 'sandboxctl session close ID' ('sandboxctl sessions SANDBOX' lists those left).\n" \
         "\nExit status: the program's own (128+N for a signal N); 0 after a detach; 125 when\n" \
         "sandboxctl or sandboxd failed (e.g. spawn_failed: the program could not start).\n"
 

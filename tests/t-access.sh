@@ -260,8 +260,8 @@ like "$(ctl_as $B -- "$OTHER_SANDBOXCTL" --socket "$SOCK" list)" \
 is "$(ctl_as $ADMIN $ADMIN_GROUP -- "$OTHER_SANDBOXCTL" --socket "$SOCK" list)" "0: " "a member of the socket's group connects"
 chmod 0666 "$SOCK"
 like "$(ctl_as $B -- "$OTHER_SANDBOXCTL" --socket "$T/missing.sock" list)" \
-	"^1: sandboxctl: no sandboxd socket at $T/missing.sock: start it with 'systemctl enable --now sandboxd.socket'" \
-	"sandboxctl on a missing socket: ENOENT explained (enable sandboxd.socket)"
+	"^1: sandboxctl: no sandboxd socket at $T/missing.sock: start it with 'systemctl enable --now sandboxd.socket' under systemd, else 'sandboxd --listen $T/missing.sock'" \
+	"sandboxctl on a missing socket: ENOENT explained (enable sandboxd.socket, or without systemd sandboxd --listen)"
 python3 -c 'import socket,sys; s=socket.socket(socket.AF_UNIX); s.bind(sys.argv[1])' "$T/stale.sock" && chmod 0666 "$T/stale.sock"
 like "$(ctl_as $B -- "$OTHER_SANDBOXCTL" --socket "$T/stale.sock" list)" \
 	"^1: sandboxctl: nothing is listening on $T/stale.sock .*systemctl restart sandboxd.socket" \

@@ -120,6 +120,9 @@ ctl_as destroy "$id" >/dev/null
 ctl_as run --best-effort --mount "$ROOTS/rw/:/mnt/w" -- sh -c 'echo hi > /mnt/w/ctl.txt'
 is "$(stat -c %u "$ROOTS/rw/ctl.txt" 2>/dev/null)" $A "sandboxctl run --mount $ROOTS/rw/:/mnt/w: the file it writes is the caller's"
 rm -f "$ROOTS/rw/ctl.txt"
+out=$(as_other $A --regid=$A --clear-groups -- sh -c 'cd "$1" && shift && exec "$@"' _ "$ROOTS" \
+        timeout 60 "$OTHER_SANDBOXCTL" --socket "$SOCK" run --best-effort --mount "./ro/.//:/mnt/r:ro" -- cat /mnt/r/a.txt 2>&1)
+is "$out" "read me" "sandboxctl run --mount ./ro/.//:/mnt/r (relative, with . and //): taken from the current directory"
 out=$(ctl_as create --mount nocolon 2>&1)
 like "$out" 'invalid --mount' "sandboxctl refuses a --mount without a target"
 out=$(ctl_as create --mount "$ROOTS/ro:/work/x:rx" 2>&1)
