@@ -761,6 +761,13 @@ static int on_entries(json_object *ev, void *userdata) {
         return 0;
 }
 
+/* file.list of a path that is there and no directory: invalid_request about the path (a
+ * missing one is not_found). */
+static bool ls_not_a_directory(json_object *reply) {
+        const char *code = sbx_reply_error_code(reply), *field = json_str(json_child(reply, "error"), "field");
+        return code && strcmp(code, "invalid_request") == 0 && field && strcmp(field, "path") == 0;
+}
+
 static int verb_ls_run(int argc, char *argv[]) {
         _cleanup_(sbx_client_freep) SbxClient *c = NULL;
         _cleanup_free_ char *sandbox = NULL;
@@ -779,6 +786,17 @@ static int verb_ls_run(int argc, char *argv[]) {
         if ((r = sandbox_ref_for_daemon(argv[optind], &sandbox)) < 0 || (r = daemon_connect(&c)) < 0)
                 return r;
         r = sbx_file_list(c, sandbox, path, l.recursive ? SBX_FILE_RECURSIVE : 0, on_entries, &l, &reply);
+        /* ls(1) of a file lists that file: a path that is not a directory is stat'ed instead. */
+        if (r >= 0 && ls_not_a_directory(reply)) {
+                json_object_put(reply);
+                reply = NULL;
+                r = sbx_file_stat(c, sandbox, path, 0, &reply);
+                if (r >= 0 && sbx_reply_ok(reply) && !arg.json) {
+                        json_object *st = json_child(reply, "stat");
+                        json_object_object_add(st, "name", json_object_new_string(path));
+                        print_entry(&l, st);
+                }
+        }
         r = finish_call(r, &reply, NULL);
         int64_t n = 0;
         if (r >= 0 && !arg.json && json_true(reply, "truncated") && json_int(reply, "entries", &n))

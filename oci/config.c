@@ -1036,7 +1036,7 @@ static bool under_a_bind(json_object *mounts, const char *path) {
 }
 
 /* 1: an executable regular file at path inside the root (or a bind may bring one: it cannot be
- * told now), 0: none. */
+ * told now), 0: none, -EISDIR: a directory, -EACCES: a file without an x bit. */
 static int exec_candidate(int root_fd, json_object *mounts, const char *path) {
         struct open_how how = { .flags = O_PATH | O_CLOEXEC, .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS };
         _cleanup_close_ int fd = -EBADF;
@@ -1047,7 +1047,11 @@ static int exec_candidate(int root_fd, json_object *mounts, const char *path) {
         fd = (int) syscall(SYS_openat2, root_fd, path, &how, sizeof(how));
         if (fd < 0)
                 return errno == ENOENT || errno == ENOTDIR ? 0 : 1;
-        return fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && (st.st_mode & 0111) ? 1 : 0;
+        if (fstat(fd, &st) < 0)
+                return 1;
+        if (S_ISDIR(st.st_mode))
+                return -EISDIR;
+        return S_ISREG(st.st_mode) && (st.st_mode & 0111) ? 1 : -EACCES;
 }
 
 int oci_exec_check(const char *rootfs, json_object *run, json_object *mounts, char **ret_error) {
@@ -1064,11 +1068,17 @@ int oci_exec_check(const char *rootfs, json_object *run, json_object *mounts, ch
                         snprintf(buf, sizeof(buf), "%s", arg0);
                 else
                         snprintf(buf, sizeof(buf), "%s/%s", cwd ? json_object_get_string(cwd) : "/", arg0);
-                if (exec_candidate(root_fd, mounts, buf))
+                int k = exec_candidate(root_fd, mounts, buf);
+                if (k > 0)
                         return 0;
-                fail(ret_error, "process.args[0]: exec: \"%s\": stat %s: no such file or directory (or not executable)",
-                     arg0, arg0);
-                return -ENOENT;
+                /* runc's words, which engines read: "permission denied" is podman's 126,
+                 * "no such file or directory" its 127. */
+                if (k == -EISDIR || k == -EACCES)
+                        fail(ret_error, "process.args[0]: exec: \"%s\": %s: permission denied", arg0,
+                             k == -EISDIR ? "is a directory" : "not executable");
+                else
+                        fail(ret_error, "process.args[0]: exec: \"%s\": stat %s: no such file or directory", arg0, arg0);
+                return k < 0 ? k : -ENOENT;
         }
         /* runc's default when the process has no PATH. */
         if (!path)
@@ -1076,7 +1086,7 @@ int oci_exec_check(const char *rootfs, json_object *run, json_object *mounts, ch
         for (const char *d = path;; d++) {
                 size_t len = strcspn(d, ":");
                 if (len > 0 && d[0] == '/' && (size_t) snprintf(buf, sizeof(buf), "%.*s/%s", (int) len, d, arg0) < sizeof(buf) &&
-                    exec_candidate(root_fd, mounts, buf))
+                    exec_candidate(root_fd, mounts, buf) > 0)
                         return 0;
                 d += len;
                 if (!*d)

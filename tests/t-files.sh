@@ -448,6 +448,8 @@ ok_if() { if [ "$1" != 0 ]; then ok "$2"; else nok "$2"; fi; } # status $1 is no
 ctl_run() { rpc '{"op":"run","sandbox":"'"$SB"'","argv":["sh","-c","'"$1"'"]}' | jq -r .stdout; }
 is "$(ctl ls "$SB" /work/keep)" "k" "sandboxctl ls SBX /work/keep lists its file"
 is "$(ctl ls "$SB" keep)" "k" "... a relative path is beneath /work"
+is "$(ctl ls "$SB" /work/keep/k)" "/work/keep/k" "sandboxctl ls SBX FILE lists that file, as ls(1) does"
+like "$(ctl ls -l "$SB" /work/keep/k)" '^[-dl][-rwx]{9} +[0-9]+.* /work/keep/k$' "... and with -l its mode and size"
 like "$(ctl ls -l "$SB" /work/d)" 'l.* l -> /etc' "sandboxctl ls -l shows a symlink with its target"
 is "$(ctl ls -R "$SB" /work/m | sort)" "$(printf '/work/m/n\n/work/m/n/o')" "sandboxctl ls -R walks the tree"
 ctl ls "$SB" /work/nope >/dev/null 2>"$T/ls.err"

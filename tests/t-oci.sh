@@ -282,6 +282,12 @@ pod rm -f "$id" >/dev/null 2>&1
 out=$(prun --rm localhost/sbx-oci-test /no/such/command 2>&1); rc=$?
 is "$rc" 127 "podman run IMG /no/such/command exits 127"
 like "$out" "no such file or directory" "... saying so"
+# One that is there and cannot run: 126, as with runc (podman's 030-run "basic tests").
+out=$(prun --rm localhost/sbx-oci-test /etc 2>&1); rc=$?
+is "$rc" 126 "podman run IMG /etc (a directory) exits 126"
+like "$out" "is a directory" "... saying so"
+out=$(prun --rm localhost/sbx-oci-test /etc/passwd 2>&1); rc=$?
+is "$rc" 126 "podman run IMG /etc/passwd (no x bit) exits 126"
 out=$(prun --rm localhost/sbx-oci-test no-such-command 2>&1); rc=$?
 is "$rc" 127 "podman run IMG no-such-command (looked up in PATH) exits 127"
 unlike "$out" "does not exist|Removing container" \
