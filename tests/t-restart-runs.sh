@@ -159,23 +159,10 @@ seen = sum(len(b) for b in got["stderr"].values())
 is_(seen, len(err), "the streamed stderr is whole: nothing lost, nothing twice")
 check(wait_for(lambda: "r." not in store(), 5), "nothing of the run is left in the fd store", store())
 # This daemon took the run back and ran one more: both are its started runs (docs/metrics.md).
-import socket
-m = socket.socket(socket.AF_UNIX)
-m.connect(T + "/metrics.sock")
-m.sendall(b"GET /metrics HTTP/1.0\r\n\r\n")
-text = b""
-while True:
-    b = m.recv(65536)
-    if not b:
-        break
-    text += b
-series = {}
-for line in text.decode().splitlines():
-    if line.startswith("sandboxd_runs_"):
-        name, value = line.rsplit(" ", 1)
-        series[name] = series.get(name, 0) + float(value) if name.startswith("sandboxd_runs_ended_total") else float(value)
-ended = sum(v for k, v in series.items() if k.startswith("sandboxd_runs_ended_total"))
-is_((series.get("sandboxd_runs_started_total"), ended, series.get("sandboxd_runs_in_flight")), (2.0, 2.0, 0.0),
+import metrics
+sc = metrics.scrape(T + "/metrics.sock")
+ended = sum(v for (name, _), v in sc.samples.items() if name == "sandboxd_runs_ended_total")
+is_((sc.value("sandboxd_runs_started_total"), ended, sc.value("sandboxd_runs_in_flight")), (2.0, 2.0, 0.0),
     "metrics after the restart: started 2 (the run taken back and one more) = ended 2 + in flight 0")
 PY
 
