@@ -257,6 +257,43 @@ static void path_drop_dots(char *p) {
         *w = '\0';
 }
 
+/* cwd (absolute, as getcwd() gives it: no symlink in it) and the first n bytes of rel, a relative
+ * path: "." and empty components go, a leading ".." climbs from cwd; -EINVAL for a ".." after a
+ * name, whose meaning depends on whether that name is a symlink. */
+static int join_cwd(const char *cwd, const char *rel, size_t n, char **ret) {
+        _cleanup_free_ char *buf = malloc(strlen(cwd) + n + 2);
+        bool named = false;
+        size_t len;
+
+        if (!buf)
+                return -ENOMEM;
+        strcpy(buf, cwd);
+        len = strlen(buf);
+        for (size_t i = 0; i < n;) {
+                size_t c = 0;
+                while (i + c < n && rel[i + c] != '/')
+                        c++;
+                if (c == 2 && rel[i] == '.' && rel[i + 1] == '.') {
+                        if (named)
+                                return -EINVAL;
+                        while (len > 1 && buf[len - 1] != '/')
+                                len--;
+                        if (len > 1)
+                                len--;
+                } else if (c > 0 && !(c == 1 && rel[i] == '.')) {
+                        named = true;
+                        if (len > 1)
+                                buf[len++] = '/';
+                        memcpy(buf + len, rel + i, c);
+                        len += c;
+                }
+                buf[len] = '\0';
+                i += c + 1;
+        }
+        *ret = TAKE_PTR(buf);
+        return 0;
+}
+
 /* --mount SRC:DST[:ro|:rw], SRC relative to the current directory (not resolved: the daemon
  * refuses a symlink anywhere beneath its mount root). */
 int add_mount(json_object **mounts, const char *spec) {
@@ -264,6 +301,7 @@ int add_mount(json_object **mounts, const char *spec) {
         _cleanup_free_ char *src = NULL, *target = NULL, *cwd = NULL;
         json_object *m;
         bool ro = false;
+        int r;
 
         if (!colon || colon == spec || !colon[1])
                 return log_error("invalid --mount '%s' (use SOURCE:TARGET[:ro])", spec);
@@ -277,8 +315,10 @@ int add_mount(json_object **mounts, const char *spec) {
         target = strndup(dst, mode ? (size_t) (mode - dst) : strlen(dst));
         if (spec[0] == '/')
                 src = strndup(spec, (size_t) (colon - spec));
-        else if ((cwd = getcwd(NULL, 0)) && asprintf(&src, "%s/%.*s", cwd, (int) (colon - spec), spec) < 0)
-                src = NULL;
+        else if ((cwd = getcwd(NULL, 0)) && (r = join_cwd(cwd, spec, (size_t) (colon - spec), &src)) < 0)
+                return r == -EINVAL ? log_error("invalid --mount '%s': '..' after a name is not resolved here (the "
+                                                "name may be a symlink): give the path without it", spec)
+                                    : log_error_errno(r, "--mount: %m");
         if (!src || !target)
                 return log_error_errno(-errno ?: -ENOMEM, "--mount: %m");
         /* "./dir", "dir/", "a//b" and "." as people and shells write them: the "." and empty

@@ -84,7 +84,8 @@ const Verb verb_rm = {
                 "  -f --force             A path that does not exist is not an error\n"
                 "\nWithout -r: a file, a symlink (the link, not its target) or an empty directory.\n"
                 "PATH is absolute, or relative to /work; /work itself is never removed. It works\n"
-                "when runs are refused (a sandbox over its disk limit): remove, then run again.\n",
+                "when runs are refused (a sandbox over its disk limit): remove, then run again;\n"
+                "rm has such a sandbox measured again and says whether its runs are taken.\n",
         .failure_status = EXIT_FAILURE,
         .run = verb_rm_run,
 };
@@ -807,6 +808,29 @@ static int verb_ls_run(int argc, char *argv[]) {
 
 /* ---- rm ---------------------------------------------------------------------------------- */
 
+/* Runs refused for the disk limit are taken again once a sweep finds the sandbox back under:
+ * measured now, so that "remove, then run again" works at the first try, and said. */
+static void rm_remeasure(SbxClient *c, const char *sandbox) {
+        _cleanup_json_ json_object *info = NULL, *sweep = NULL;
+        json_object *req = json_object_new_object();
+
+        json_object_object_add(req, "op", json_object_new_string("inspect"));
+        json_object_object_add(req, "sandbox", json_object_new_string(sandbox));
+        if (sbx_client_call(c, req, NULL, NULL, &info) < 0 || !json_true(json_child(info, "sandbox"), "disk_refused"))
+                return;
+        req = json_object_new_object();
+        json_object_object_add(req, "op", json_object_new_string("sweep"));
+        json_object_object_add(req, "sandbox", json_object_new_string(sandbox));
+        if (sbx_client_call(c, req, NULL, NULL, &sweep) < 0 || !sbx_reply_ok(sweep))
+                return;
+        json_object *sb = json_object_array_get_idx(json_child(sweep, "sandboxes"), 0);
+        if (sb && !json_true(sb, "runs_refused"))
+                log_info("%s is back under its disk limit: its runs are taken again", sandbox);
+        else
+                log_info("%s is still over its disk limit: its runs stay refused (sandboxctl sweep %s shows what it holds)",
+                         sandbox, sandbox);
+}
+
 static int verb_rm_run(int argc, char *argv[]) {
         _cleanup_(sbx_client_freep) SbxClient *c = NULL;
         _cleanup_free_ char *sandbox = NULL;
@@ -822,9 +846,11 @@ static int verb_rm_run(int argc, char *argv[]) {
                 return r;
         if ((r = sandbox_ref_for_daemon(argv[optind], &sandbox)) < 0 || (r = daemon_connect(&c)) < 0)
                 return r;
+        bool removed = false;
         for (int i = optind + 1; i < argc; i++) {
                 json_object *reply = NULL;
                 int k = sbx_file_remove(c, sandbox, argv[i], recursive ? SBX_FILE_RECURSIVE : 0, &reply);
+                removed |= k >= 0 && sbx_reply_ok(reply);
                 const char *code = k >= 0 ? sbx_reply_error_code(reply) : NULL,
                            *field = k >= 0 ? json_str(json_child(reply, "error"), "field") : NULL;
 
@@ -837,5 +863,7 @@ static int verb_rm_run(int argc, char *argv[]) {
                 if (k < 0)
                         r = k;
         }
+        if (removed)
+                rm_remeasure(c, sandbox);
         return r;
 }

@@ -101,6 +101,15 @@ like "$rc $out" "^1 .*cannot listen on $SOCK: something already listens there \\
         "a second daemon on a socket the first listens on exits 1 and says why"
 is "$(stat -c %i "$SOCK")" "$ino" "... leaving the first daemon's socket in place"
 is "$(jget "$(rpc '{"op":"health"}')" .ok)" true "... and the first daemon still answers on it"
+# ... and one given another socket and subtree but the same state directory (the default one,
+# when only --listen and --cgroup-root are given) would restore the first's sandboxes as its own.
+mkdir -p "$CG-second"
+out=$(timeout 30 "$SANDBOXD" --listen "$T/sock2" --state-dir "$T/state" --cgroup-root "$CG-second" 2>&1); rc=$?
+find "$CG-second" -depth -type d -exec rmdir {} + 2>/dev/null
+like "$rc $out" "^1 .*another sandboxd uses the state directory $T/state" \
+        "a second daemon on the first's state directory exits 1 and says why"
+check "... leaving no socket of its own behind" test ! -e "$T/sock2"
+is "$(jget "$(rpc '{"op":"health"}')" .ok)" true "... and the first daemon still answers"
 
 if getent group sandboxd >/dev/null; then
         is "$(stat -c '%a %G' "$SOCK")" "660 sandboxd" "by default the socket's group is sandboxd (mode 0660)"

@@ -123,6 +123,11 @@ rm -f "$ROOTS/rw/ctl.txt"
 out=$(as_other $A --regid=$A --clear-groups -- sh -c 'cd "$1" && shift && exec "$@"' _ "$ROOTS" \
         timeout 60 "$OTHER_SANDBOXCTL" --socket "$SOCK" run --best-effort --mount "./ro/.//:/mnt/r:ro" -- cat /mnt/r/a.txt 2>&1)
 is "$out" "read me" "sandboxctl run --mount ./ro/.//:/mnt/r (relative, with . and //): taken from the current directory"
+out=$(as_other $A --regid=$A --clear-groups -- sh -c 'cd "$1" && shift && exec "$@"' _ "$ROOTS/rw" \
+        timeout 60 "$OTHER_SANDBOXCTL" --socket "$SOCK" run --best-effort --mount "../ro:/mnt/r:ro" -- cat /mnt/r/a.txt 2>&1)
+is "$out" "read me" "sandboxctl run --mount ../ro:/mnt/r: a leading .. climbs from the current directory"
+out=$(ctl_as run --best-effort --mount "ro/../ro:/mnt/r:ro" -- true 2>&1)
+like "$out" "'\.\.' after a name is not resolved" "... and one after a name is refused by sandboxctl, saying why"
 out=$(ctl_as create --mount nocolon 2>&1)
 like "$out" 'invalid --mount' "sandboxctl refuses a --mount without a target"
 out=$(ctl_as create --mount "$ROOTS/ro:/work/x:rx" 2>&1)

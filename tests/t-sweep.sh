@@ -185,11 +185,20 @@ is "$(jget "$r" .exit_code)" 0 "2M written again"
 r=$(rpc '{"op":"sweep"}')
 is "$(jget "$r" "[.actions[] | select(.sandbox == \"$qid\") | .action] | join(\",\")")" "refuse_runs" \
 	"over its limit again: runs are refused"
+# A restart does not forget it (the refusal is in the sandbox's record).
+stop_daemon
+start_daemon --config "$T/sweep.conf" || exit 0
+r=$(rpc '{"op":"run","sandbox":"quota","argv":["true"]}')
+is "$(jget "$r" .error.code)/$(jget "$r" .error.field)" "resource_exhausted/disk" \
+        "after a daemon restart, a run of the sandbox over its limit is still refused"
 r=$(rpc '{"op":"run","sandbox":"quota","argv":["true"]}')
 like "$(jget "$r" .error.message)" "remove files .* and run again" "the refusal says that removing files and running again works"
 like "$(jget "$r" .error.message)" "sandboxctl rm" "... naming sandboxctl rm"
 out=$(ctl rm quota /work/big 2>&1)
-is "$? $out" "0 " "sandboxctl rm (file.remove), as the refusal says, is not refused over the limit"
+like "$? $out" "^0 sandboxctl: quota is back under its disk limit: its runs are taken again$" \
+        "sandboxctl rm (file.remove), as the refusal says, is not refused over the limit, measures it again and says it is back under"
+r=$(rpc '{"op":"run","sandbox":"quota","argv":["echo","at-once"]}')
+is "$(jget "$r" .stdout)" at-once "... so the very next run is taken ('remove, then run again')"
 _run_taken() { [ "$(jget "$(rpc '{"op":"run","sandbox":"quota","argv":["echo","taken"]}')" .stdout)" = taken ]; }
 check "a run after the files were removed is taken (the refusal had the sandbox measured again)" wait_until 60 _run_taken
 r=$(rpc '{"op":"run","sandbox":"quota","command":"head -c 2000000 /dev/zero > /work/big"}')

@@ -37,6 +37,14 @@ static void sweep_meta_save(Sandbox *s, json_object *meta) {
                 json_object_object_add(meta, "project_id", json_object_new_int64(s->project_id));
         json_object_object_add(meta, "ttl_usec", json_object_new_int64((int64_t) s->ttl_usec));
         json_object_object_add(meta, "idle_usec", json_object_new_int64((int64_t) s->idle_usec));
+        /* Over its limit at the last sweep: runs stay refused across a restart until a sweep
+         * (the first refused run starts one) finds it back under. */
+        if (s->disk_refused) {
+                json_object *d = json_object_new_object();
+                json_object_object_add(d, "bytes", json_object_new_int64((int64_t) s->disk_bytes));
+                json_object_object_add(d, "files", json_object_new_int64((int64_t) s->disk_files));
+                json_object_object_add(meta, "disk_refused", d);
+        }
 }
 
 static uint64_t meta_u64(json_object *o, const char *key) {
@@ -61,6 +69,12 @@ static int sweep_meta_restore(Sandbox *s, json_object *meta) {
                 s->limits.files = s->ctx->config.default_files ?: config_files_for_bytes(s->limits.disk);
         s->ttl_usec = meta_u64(meta, "ttl_usec");
         s->idle_usec = meta_u64(meta, "idle_usec");
+        json_object *d;
+        if (json_object_object_get_ex(meta, "disk_refused", &d) && json_object_is_type(d, json_type_object)) {
+                s->disk_refused = s->disk_measured = true;
+                s->disk_bytes = meta_u64(d, "bytes");
+                s->disk_files = meta_u64(d, "files");
+        }
         /* The idle clock starts again: the daemon does not know what happened while it was gone. */
         s->last_active_usec = now_usec(CLOCK_MONOTONIC);
         /* What is left of the ttl comes from the wall clock, the only one that spans the time the

@@ -19,6 +19,7 @@
 #include "sandbox.h"
 #include "snapshot.h"
 #include "spawn.h"
+#include "state.h"
 #include "sweep-walk.h"
 #include "sweep.h"
 #include "util.h"
@@ -479,7 +480,12 @@ static void carry_out(Plan *p, bool budget_over, bool files_over) {
                         t->s->disk_files = t->files_left;
                         t->s->disk_measured = true;
                 }
-                t->s->disk_refused = t->refuse;
+                /* Kept in its record: a restart must not forget that its runs are refused. */
+                if (t->s->disk_refused != t->refuse) {
+                        t->s->disk_refused = t->refuse;
+                        if (!t->s->ephemeral && !t->s->pooled && !t->s->transient && t->s->state != SANDBOX_DESTROYING)
+                                (void) state_save(t->s);
+                }
         }
         if (p->sw->all) {
                 m->sweeper->disk_budget_exceeded = budget_over;

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -350,6 +351,33 @@ static int mkdir_parents_and(const char *path, mode_t mode) {
         return 0;
 }
 
+/* One daemon per state directory, as per cgroup subtree (cgroup.c, cg_lock()): a second one,
+ * given another subtree, would restore the first's sandboxes as its own and start inits of its
+ * own in them. flock on an fd of the directory's, O_CLOEXEC, held for the daemon's life. */
+static int lock_state(const char *dir) {
+        int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+        if (fd < 0)
+                return -errno;
+        int r = -EBUSY;
+        for (unsigned i = 0; i < 50; i++) {
+                if (flock(fd, LOCK_EX | LOCK_NB) == 0)
+                        return 0; /* fd stays open: the lock goes with the process */
+                if (errno != EWOULDBLOCK) {
+                        r = -errno;
+                        break;
+                }
+                (void) usleep(100 * 1000);
+        }
+        close(fd);
+        if (r == -EBUSY)
+                log_error("another sandboxd uses the state directory %s: two daemons must never share one (each would "
+                          "restore the other's sandboxes as its own). Give this daemon a state directory of its own "
+                          "with --state-dir (state_dir in sandboxd.conf), or stop the other one first",
+                          dir);
+        return r;
+}
+
 static int open_state(Context *ctx) {
         _cleanup_free_ char *dir = NULL;
         int r;
@@ -357,7 +385,7 @@ static int open_state(Context *ctx) {
         if (asprintf(&dir, "%s/sandboxes", ctx->config.state_dir) < 0)
                 return -ENOMEM;
         r = mkdir_parents_and(dir, 0711);
-        if (r < 0 || (r = storage_prepare(ctx, dir)) < 0)
+        if (r < 0 || (r = lock_state(ctx->config.state_dir)) < 0 || (r = storage_prepare(ctx, dir)) < 0)
                 return r;
         ctx->state_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (ctx->state_fd < 0)

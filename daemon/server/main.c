@@ -431,8 +431,8 @@ int main(int argc, char **argv) {
                 return log_error_errno(r, "cannot start: %m"), 1;
         }
         r = add_listeners(d, &args);
-        if (r >= 0)
-                r = lifecycle_setup(d);
+        if (r >= 0 && (r = lifecycle_setup(d)) < 0 && args.listen)
+                (void) unlink(args.listen); /* ours (add_listeners made it), and nobody will answer there */
         if (r >= 0)
                 r = lifecycle_run(d);
         lifecycle_free(d);
