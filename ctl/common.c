@@ -528,15 +528,24 @@ int daemon_call(SbxClient *c, json_object *request, json_object **ret_reply) {
 /* The daemon's hint names the protocol field; sandboxctl's user needs its option. NULL when
  * message has no such hint (or memory ran out: the daemon's words then stand). */
 static char *message_for_cli(const char *code, const char *message) {
-        static const char hint[] = "pass best_effort";
-        const char *at = strstr(message, hint);
+        static const struct {
+                const char *code, *field_hint, *option_hint;
+        } hints[] = {
+                { "limit_unenforceable", "pass best_effort", "pass --best-effort" },
+                { "conflict", "\"recursive\": true removes a tree", "rm -r removes a tree" },
+        };
         char *out = NULL;
 
-        if (strcmp(code, "limit_unenforceable") != 0 || !at)
-                return NULL;
-        if (asprintf(&out, "%.*spass --best-effort%s", (int) (at - message), message, at + strlen(hint)) < 0)
-                return NULL;
-        return out;
+        for (size_t i = 0; i < ELEMENTSOF(hints); i++) {
+                const char *at = strstr(message, hints[i].field_hint);
+                if (strcmp(code, hints[i].code) != 0 || !at)
+                        continue;
+                if (asprintf(&out, "%.*s%s%s", (int) (at - message), message, hints[i].option_hint,
+                             at + strlen(hints[i].field_hint)) < 0)
+                        return NULL;
+                return out;
+        }
+        return NULL;
 }
 
 int reply_check(json_object *reply) {

@@ -462,7 +462,7 @@ ctl_run 'mkdir -p /work/rmt/d/e && echo x >/work/rmt/f && echo y >/work/rmt/d/e/
 out=$(ctl rm "$SB" /work/rmt/f 2>&1)
 is "$? $out $(ctl_run 'test -e /work/rmt/f && echo still')" "0  " "sandboxctl rm SBX FILE removes it"
 out=$(ctl rm "$SB" rmt/d 2>&1)
-like "$? $out" '^1 .*conflict' "sandboxctl rm of a directory that is not empty, without -r: exit 1, conflict"
+like "$? $out" '^1 .*conflict.*\(rm -r removes a tree\)' "sandboxctl rm of a directory that is not empty, without -r: exit 1, conflict, naming -r"
 out=$(ctl rm -r "$SB" rmt/d 2>&1)
 is "$? $out $(ctl_run 'ls /work/rmt')" "0  " "sandboxctl rm -r removes the tree (a relative path is beneath /work)"
 out=$(ctl rm "$SB" /work/rmt/nope 2>&1)
