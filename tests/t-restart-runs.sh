@@ -215,6 +215,8 @@ is_(a.get("ok"), True, "run.attach gets the kept final reply, across that restar
 is_(a.get("stdout"), "begun\ndone\n", "with all its output")
 is_(a.get("exit_code"), 3, "and its exit status, from the helper's report that waited in the store")
 is_(a.get("reason"), "exited", "reason: exited")
+d = a.get("duration_s", 0)
+check(0.9 <= d < 1.8, "duration_s is the command's own (%.2f s), not up to the next daemon's start" % d, a)
 a = Conn(SOCK, 30).call({"op": "run.attach", "run_id": run_id})
 is_((a.get("error") or {}).get("code"), "not_found", "a second run.attach finds nothing: fetched once")
 check(not os.path.exists(kept), "its file went with it")

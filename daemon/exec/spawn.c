@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "identity.h"
@@ -181,7 +182,9 @@ int report_recv(int fd, SpawnReport *ret, int *ret_fd) {
                         memcpy(ret_fd, CMSG_DATA(cm), sizeof(int));
         if (n == 0)
                 return 0;
-        if ((size_t) n != sizeof(*ret)) {
+        if ((size_t) n == SPAWN_REPORT_V1_SIZE)
+                ret->reserved = 0, ret->end_usec = 0;
+        else if ((size_t) n != sizeof(*ret)) {
                 *ret_fd = safe_close(*ret_fd), *ret_fd = -1;
                 return -EBADMSG;
         }
@@ -539,6 +542,7 @@ _Noreturn void run_helper_main(const RunParams *p) {
         RunParams with_tty;
         SpawnReport r = {};
         siginfo_t si = {};
+        struct timespec ts = {};
         pid_t pid;
         int keep[RUN_PARAMS_FDS + 3] = { 0, 1, 2 };
         size_t n_keep = 3 + run_params_fds(p, keep + 3);
@@ -602,7 +606,9 @@ _Noreturn void run_helper_main(const RunParams *p) {
         while (waitid(P_PIDFD, (id_t) cmd_pidfd, &si, WEXITED) < 0)
                 if (errno != EINTR)
                         _exit(1);
-        r = (SpawnReport) { .kind = REPORT_EXITED, .code = si.si_code, .status = si.si_status };
+        (void) clock_gettime(CLOCK_MONOTONIC, &ts);
+        r = (SpawnReport) { .kind = REPORT_EXITED, .code = si.si_code, .status = si.si_status,
+                            .end_usec = (uint64_t) ts.tv_sec * 1000000 + (uint64_t) ts.tv_nsec / 1000 };
         report_send(p->report_fd, &r, -1);
         _exit(0);
 }

@@ -61,7 +61,14 @@ typedef struct SpawnReport {
         int32_t err;
         int32_t code;
         int32_t status;
+        int32_t reserved;
+        /* REPORT_EXITED: when the command ended (CLOCK_MONOTONIC, usec), so that a run that ended
+         * while no daemon ran is not timed to the next one's start. 0 when not known. */
+        uint64_t end_usec;
 } SpawnReport;
+
+/* The record of the helpers before end_usec: a daemon upgraded while runs live reads theirs. */
+#define SPAWN_REPORT_V1_SIZE (5 * sizeof(int32_t))
 
 /* clone3 with the given namespace flags into cgroup_fd (if >= 0), returning a pidfd. Returns the
  * pid in the parent, 0 in the child, -errno on failure. */

@@ -431,6 +431,13 @@ static void run_add_pids_limit_hit(Run *r, json_object *o) {
                                k < 0 ? NULL : json_object_new_boolean(run_max > 0 || sandbox_max > r->sandbox_pids_max_events));
 }
 
+/* To the command's end where its helper reported one (it may have ended while no daemon ran),
+ * else to now. */
+static uint64_t run_duration_usec(const Run *r) {
+        uint64_t end = r->end_usec > r->start_usec ? r->end_usec : now_usec(CLOCK_MONOTONIC);
+        return end > r->start_usec ? end - r->start_usec : 0;
+}
+
 static void run_add_stats(Run *r, json_object *o) {
         CgroupRoot *cg = &r->sandbox->ctx->cg;
         uint64_t user = 0, sys = 0, peak = 0, pids = 0;
@@ -441,8 +448,7 @@ static void run_add_stats(Run *r, json_object *o) {
         int rp = cg->has_pids_peak && (r->sandbox->enforced & CG_PIDS) ? cg_read_u64(r->launch.cg_fd, "pids.peak", &pids)
                                                                        : -ENODATA;
 
-        json_object_object_add(o, "duration_s",
-                               proto_seconds(now_usec(CLOCK_MONOTONIC) - r->start_usec));
+        json_object_object_add(o, "duration_s", proto_seconds(run_duration_usec(r)));
         json_object_object_add(o, "cpu_user_s", ru < 0 ? NULL : proto_seconds((uint64_t) user));
         json_object_object_add(o, "cpu_system_s", rs < 0 ? NULL : proto_seconds((uint64_t) sys));
         add_u64_or_null(o, "memory_peak_bytes", rm, peak);
@@ -558,7 +564,7 @@ static void run_finish(Run *r) {
         } else
                 ended = run_reply(r);
         if (r->start_usec) /* counted as started (run_start) */
-                metrics_run_ended(ended, now_usec(CLOCK_MONOTONIC) - r->start_usec);
+                metrics_run_ended(ended, run_duration_usec(r));
         /* Background processes keep the run's cgroup until the sandbox goes; an empty one goes now. */
         if (cg_populated(r->launch.cg_fd) == 0)
                 (void) unlinkat(s->cg_fd, r->launch.cg_name, AT_REMOVEDIR);
@@ -648,6 +654,7 @@ static void run_handle_report(void *userdata, const SpawnReport *rep, int fd) {
                 r->exited = true;
                 r->wait_code = rep->code;
                 r->wait_status = rep->status;
+                r->end_usec = rep->end_usec;
                 break;
         case REPORT_FAILED:
                 r->fail_step = rep->step;

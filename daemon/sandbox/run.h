@@ -65,6 +65,7 @@ typedef struct Run {
         uint64_t timeout_left;  /* while its sandbox is frozen: what was left of the timeout */
         bool timeout_paused;
         uint64_t start_usec;
+        uint64_t end_usec;      /* when the command ended, if its helper said (SpawnReport) */
         uint64_t sandbox_pids_max_events; /* the sandbox's pids.events "max" when it started */
         uint64_t reserved;      /* accounted on its reply until it ends: run_spec_held() */
         RunReason forced;       /* what we did to it: timeout, cpu_limit, killed, destroyed */
