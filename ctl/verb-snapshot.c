@@ -42,7 +42,8 @@ const Verb verb_restore = {
         .summary = "Replace a sandbox's workspace with a snapshot (kills its processes)",
         .help = "The new tree is built aside and swapped in as a whole. Every process of the\n"
                 "sandbox is killed (runs in flight end as \"killed\", sessions end) and it gets a new\n"
-                "init; nothing that ran is started again.\n",
+                "init; nothing that ran is started again. SNAPSHOT is an id, or SANDBOX/ID naming\n"
+                "the same sandbox.\n",
         .failure_status = EXIT_FAILURE,
         .run = verb_restore_run,
 };
@@ -51,7 +52,7 @@ const Verb verb_snapshot_delete = {
         .name = "snapshot-delete",
         .args = "SANDBOX SNAPSHOT...",
         .summary = "Delete snapshots of a sandbox",
-        .help = "",
+        .help = "Each SNAPSHOT is an id, or SANDBOX/ID naming the same sandbox.\n",
         .failure_status = EXIT_FAILURE,
         .run = verb_snapshot_delete_run,
 };
@@ -162,7 +163,7 @@ static int delete_one(SbxClient *c, const char *sandbox, const char *snapshot) {
         r = reply_check(reply);
         if (r < 0 || arg.json)
                 return r;
-        printf("deleted %s\n", esc(snapshot));
+        printf("deleted %s\n", esc(json_str(reply, "deleted") ?: snapshot));
         return 0;
 }
 
@@ -213,10 +214,27 @@ static int verb_snapshots_run(int argc, char *argv[]) {
 
 /* ---- restore, snapshot-delete ------------------------------------------------------------ */
 
+/* " (1 run in flight ended as killed, 2 sessions ended)", or "" when nothing was running. */
+static const char *restore_ended(char *buf, size_t len, json_object *reply) {
+        int64_t runs = 0, sessions = 0;
+        int n = 0;
+
+        (void) json_int(reply, "runs_killed", &runs);
+        (void) json_int(reply, "sessions_ended", &sessions);
+        buf[0] = '\0';
+        if (runs > 0)
+                n = snprintf(buf, len, " (%lld run%s in flight ended as killed", (long long) runs, runs == 1 ? "" : "s");
+        if (sessions > 0 && n >= 0 && (size_t) n < len)
+                n += snprintf(buf + n, len - (size_t) n, "%s%lld session%s ended", n ? ", " : " (", (long long) sessions,
+                              sessions == 1 ? "" : "s");
+        if (n > 0 && (size_t) n < len)
+                snprintf(buf + n, len - (size_t) n, ")");
+        return buf;
+}
+
 static int verb_restore_run(int argc, char *argv[]) {
         _cleanup_json_ json_object *req = request_new("snapshot.restore"), *reply = NULL;
-        char size[FIELD_BUF];
-        int64_t killed = 0;
+        char size[FIELD_BUF], ended[128];
         int r = parse_common_only(&verb_restore, argc, argv, 2, 2);
 
         if (r <= 0)
@@ -226,12 +244,9 @@ static int verb_restore_run(int argc, char *argv[]) {
         r = request_with_progress(TAKE_PTR(req), &reply);
         if (r < 0 || arg.json)
                 return r;
-        (void) json_int(reply, "runs_killed", &killed);
         /* The processes are killed, not restarted: nothing of them runs again by itself. */
-        printf("restored %s from %s (%s); every process of it was killed (%lld run%s in flight ended as killed, "
-               "sessions ended) and it has a new init\n",
-               esc(argv[optind]), esc(argv[optind + 1]), esc(fmt_size(size, reply, "bytes")), (long long) killed,
-               killed == 1 ? "" : "s");
+        printf("restored %s from %s (%s); every process of it was killed%s and it has a new init\n", esc(argv[optind]),
+               esc(argv[optind + 1]), esc(fmt_size(size, reply, "bytes")), restore_ended(ended, sizeof(ended), reply));
         return 0;
 }
 

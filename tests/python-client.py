@@ -297,6 +297,16 @@ with Sandbox.fork(snap, client=c, name="py-fork", best_effort=BE) as fk:
     fork_id = fk.id
 check(fork_id not in [s.id for s in c.list()], "the fork's with block destroyed the fork")
 check(not c.closed, "...and left the Client it was given open")
+# A snapshot argument is an id, "SANDBOX/ID" or a Snapshot (docs/python.md), for restore and delete too.
+sb.run("echo v3 > /work/f")
+rr = c.snapshot_restore(sb.id, f"{sb.id}/{snap.id}")
+is_((rr.snapshot, sb.run("cat /work/f").stdout), (snap.id, "v1\n"), "Client.snapshot_restore(sandbox, 'SANDBOX/ID')")
+is_(sb.restore(f"py-a/{snap.id}").snapshot, snap.id, "Sandbox.restore('NAME/ID')")
+e = raises(lambda: c.snapshot_restore(sb.id, f"py-fork/{snap.id}"), InvalidRequest)
+check(e is not None and e.field == "snapshot" and "another sandbox" in str(e),
+      "snapshot_restore with another sandbox's 'SANDBOX/ID': InvalidRequest, field snapshot, saying so", repr(e))
+snap2 = sb.snapshot("second")
+is_(c.snapshot_delete(sb.id, f"{sb.id}/{snap2.id}"), snap2.id, "Client.snapshot_delete(sandbox, 'SANDBOX/ID'): the id deleted")
 is_(sb.delete_snapshot(snap), snap.id, "delete_snapshot: the id deleted")
 is_(sb.snapshots(), [], "...and snapshots() is empty")
 e = raises(lambda: sb.restore(), NotFound)
@@ -668,6 +678,10 @@ async def async_checks():
         await asb.run("rm -f /work/a*; echo changed > /work/g")
         await asb.restore(snap)
         is_((await asb.run("ls /work | wc -l")).stdout.strip(), str(N), "await sb.snapshot(), sb.restore(snap)")
+        rr = await asb.client.snapshot_restore(asb.id, f"{asb.id}/{snap.id}")
+        is_(rr.snapshot, snap.id, "await AsyncClient.snapshot_restore(sandbox, 'SANDBOX/ID')")
+        snap2 = await asb.snapshot("second")
+        is_(await asb.delete_snapshot(f"py-async/{snap2.id}"), snap2.id, "await AsyncSandbox.delete_snapshot('NAME/ID')")
         fork = await AsyncSandbox.fork(snap, client=cl, best_effort=BE)
         is_((await fork.run("ls /work | wc -l")).stdout.strip(), str(N), "await AsyncSandbox.fork(snapshot)")
         is_((await fork.destroy()).destroyed, True, "await sb.destroy()")

@@ -43,8 +43,37 @@ r=$(rpc "{\"op\":\"create\",\"from_snapshot\":\"$snap\",\"name\":\"fork2\",\"lim
 is "$(jget "$r" '.sandbox.limits | [.memory, .timeout_s, .open_files] | tostring')" "[314572800,20,100]" \
         "a limit the fork's request gives is its own; the others are the source's"
 
-# restore says what happens.
+# restore says what happens, and only what did: nothing was running here.
 out=$(ctl restore src "$snap" 2>&1)
-like "$out" "^restored src from $snap \\(.*\\); every process of it was killed \\(0 runs in flight ended as killed, sessions ended\\) and it has a new init\$" \
-        "sandboxctl restore says the processes were killed ($out)"
+like "$out" "^restored src from $snap \\([^)]*\\); every process of it was killed and it has a new init\$" \
+        "sandboxctl restore says the processes were killed, and no runs or sessions where there were none ($out)"
 check "and does not say they were restarted" sh -c "! printf '%s' '$out' | grep -q restarted"
+# A run in flight and a session: the reply counts both, and so does sandboxctl.
+ctl run --sandbox src -- sleep 100 >/dev/null 2>&1 &
+runner=$!
+r=$(rpc '{"op":"pty.open","sandbox":"src","argv":["sleep","100"],"pty":false}')
+is "$(jget "$r" .ok)" true "a session runs in src"
+src_run() { [ "$(jget "$(rpc '{"op":"inspect","sandbox":"src"}')" .sandbox.runs_in_flight)" = 1 ]; }
+check "and a run" wait_until 30 src_run
+out=$(ctl restore src "src/$snap" 2>&1)
+like "$out" "^restored src from src/$snap \\([^)]*\\); every process of it was killed \\(1 run in flight ended as killed, 1 session ended\\) and it has a new init\$" \
+        "with a run and a session, restore names both ($out)"
+wait "$runner"
+r=$(rpc "{\"op\":\"snapshot.restore\",\"sandbox\":\"src\",\"snapshot\":\"$snap\"}" 120)
+is "$(jget "$r" '[.runs_killed, .sessions_ended] | tostring')" "[0,0]" "snapshot.restore's reply: runs_killed and sessions_ended"
+
+# A snapshot field may be "SANDBOX/ID" (as from_snapshot and the Python package's Snapshot.ref
+# write it) where SANDBOX is this sandbox, by id or name; another sandbox is refused, saying so.
+for ref in "src/$snap" "$src/$snap"; do
+        r=$(rpc "{\"op\":\"snapshot.restore\",\"sandbox\":\"src\",\"snapshot\":\"$ref\"}" 120)
+        is "$(jget "$r" '.ok, .snapshot' | tr '\n' ' ')" "true $snap " "snapshot.restore takes \"snapshot\":\"$ref\""
+done
+r=$(rpc "{\"op\":\"snapshot.restore\",\"sandbox\":\"src\",\"snapshot\":\"fork1/$snap\"}")
+is "$(jget "$r" '.error.code + " " + .error.field')" "invalid_request snapshot" "a SANDBOX/ID naming another sandbox is refused"
+like "$(jget "$r" .error.message)" "names another sandbox than $src" "and the message says so"
+r=$(rpc "{\"op\":\"snapshot.delete\",\"sandbox\":\"src\",\"snapshot\":\"nosuch/$snap\"}")
+is "$(jget "$r" '.error.code + " " + .error.field')" "invalid_request snapshot" "likewise one naming no sandbox, for snapshot.delete"
+snap2=$(jget "$(rpc '{"op":"snapshot","sandbox":"src"}' 120)" .snapshot.id)
+out=$(ctl snapshot-delete src "src/$snap2" 2>&1)
+is "$out" "deleted $snap2" "sandboxctl snapshot-delete SANDBOX SANDBOX/ID (it names the id deleted)"
+is "$(ctl --json snapshots src | jq -r '[.snapshots[].id] | join(" ")')" "$snap" "and that snapshot is gone"

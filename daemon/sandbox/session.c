@@ -254,6 +254,15 @@ json_object *session_sessions_json(Sandbox *s) {
         return arr;
 }
 
+unsigned session_count_running(const Sandbox *s) {
+        unsigned n = 0;
+
+        for (const Session *p = s->sessions; p; p = p->next)
+                if (!p->procs_gone)
+                        n++;
+        return n;
+}
+
 /* An exited session only keeps its output and outcome for a client to read: it does not hold
  * a place under max_sessions_per_uid. */
 static bool session_exited(const Session *p) {

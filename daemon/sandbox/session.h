@@ -106,6 +106,8 @@ Session *session_find(Context *m, const char *id);
 /* The sandbox's sessions for inspect: [{id, argv, pty, rows, cols, state, attached, output_seq,
  * created}] (an empty array when there are none). */
 json_object *session_sessions_json(Sandbox *s);
+/* The sandbox's sessions whose processes still run (or are starting). */
+unsigned session_count_running(const Sandbox *s);
 /* The sessions of uid that have not exited (what max_sessions_per_uid caps). */
 unsigned session_count_owned(Context *m, uid_t uid);
 /* Closes the oldest exited, unattached sessions of uid while it has max or more in all, so that

@@ -47,6 +47,7 @@
 #include "rm-rf.h"
 #include "sandbox.h"
 #include "remove-async.h"
+#include "session.h"
 #include "snapshot-job.h"
 #include "snapshot.h"
 #include "spawn.h"
@@ -89,6 +90,7 @@ struct SnapshotJob {
         char fail_step[16];
         int fail_errno;
         int runs_killed;
+        unsigned sessions_ended;
 };
 
 /* ---- The child ----------------------------------------------------------------------------- */
@@ -787,6 +789,7 @@ static void restore_done(Sandbox *s, int error, void *userdata) {
                 json_object_object_add(reply, "bytes", json_object_new_int64((int64_t) j->stats.bytes));
                 json_object_object_add(reply, "files", json_object_new_int64((int64_t) j->stats.files));
                 json_object_object_add(reply, "runs_killed", json_object_new_int(j->runs_killed));
+                json_object_object_add(reply, "sessions_ended", json_object_new_int((int) j->sessions_ended));
                 json_object_object_add(reply, "processes", json_object_new_string("restarted"));
                 log_info("sandbox %s: workspace restored from %s", s->id, j->snap_id);
                 reply_ok(j->reply, reply);
@@ -798,9 +801,11 @@ static void job_finish_restore(SnapshotJob *j) {
         Sandbox *s = j->sandbox;
         _cleanup_close_ int dfd = -EBADF;
         ProtoError err;
+        unsigned sessions = session_count_running(s);
         int r = sandbox_restart(s, restore_swap, restore_done, j);
 
         if (r >= 0) {
+                j->sessions_ended = sessions;
                 j->runs_killed = r; /* the reply comes from restore_done */
                 return;
         }

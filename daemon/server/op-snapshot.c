@@ -48,11 +48,26 @@ static int lookup_for_job(Request *c, json_object *req, Sandbox **ret, ProtoErro
         return 0;
 }
 
-static int get_snapshot_arg(json_object *req, Sandbox *s, SnapshotInfo *ret, ProtoError *err) {
-        const char *snap = NULL;
-        int r = proto_get_string(req, "snapshot", 64, &snap, err);
+/* "snap-...", or "<sandbox>/snap-..." as from_snapshot takes it (the sandbox by id, name or
+ * "UID/NAME"), where that sandbox must be s: a snapshot is restored into, or deleted from, its
+ * own sandbox only. */
+static int get_snapshot_arg(Request *c, json_object *req, Sandbox *s, SnapshotInfo *ret, ProtoError *err) {
+        const char *snap = NULL, *slash;
+        char key[SBX_MAX_ID_LEN + 1];
+        int r = proto_get_string(req, "snapshot", 200, &snap, err);
+
         if (r < 0)
                 return r;
+        slash = snap ? strrchr(snap, '/') : NULL;
+        if (slash) {
+                snprintf(key, sizeof(key), "%.*s", (int) (slash - snap), snap);
+                /* The same words whether that other sandbox exists or not (ops_sandbox_not_found()). */
+                if (ops_resolve_sandbox(c, key) != s)
+                        return proto_error_set(err, SBX_E_INVALID_REQUEST, "snapshot",
+                                               "snapshot '%.100s' names another sandbox than %s (a snapshot of another "
+                                               "sandbox is forked with create's from_snapshot)", snap, s->id);
+                snap = slash + 1;
+        }
         if (!snap || snapshot_get(s, snap, ret) < 0)
                 return proto_error_set(err, SBX_E_NOT_FOUND, "snapshot", "sandbox %s has no snapshot '%.64s'", s->id,
                                        snap ? snap : "");
@@ -109,7 +124,7 @@ int op_snapshot_restore(Request *c, json_object *id, json_object *req, ProtoErro
         SnapshotInfo info;
         Sandbox *s;
         int r = lookup_for_job(c, req, &s, err);
-        if (r < 0 || (r = get_snapshot_arg(req, s, &info, err)) < 0)
+        if (r < 0 || (r = get_snapshot_arg(c, req, s, &info, err)) < 0)
                 return r;
         return snapshot_job_restore(s, c->reply, &info, err);
 }
@@ -120,7 +135,7 @@ int op_snapshot_delete(Request *c, json_object *id, json_object *req, ProtoError
         Sandbox *s;
         int r = ops_lookup_sandbox(c, req, &s, err);
 
-        if (r < 0 || (r = get_snapshot_arg(req, s, &info, err)) < 0)
+        if (r < 0 || (r = get_snapshot_arg(c, req, s, &info, err)) < 0)
                 return r;
         r = snapshot_delete(s, info.id);
         if (r == -EBUSY)
