@@ -34,7 +34,8 @@ const Verb verb_top = {
                 "refresh (since creation on the first). MEMORY and PIDS are '-' where the host\n"
                 "cannot account them (their cgroup controller is not available to sandboxd).\n"
                 "DISK is the workspace and snapshots as the last sweep measured them ('-' before\n"
-                "the first). With --json prints each refresh as one JSON line.\n",
+                "the first), over its limit ('none' without one). With --json prints each refresh\n"
+                "as one JSON line.\n",
         .failure_status = EXIT_FAILURE,
         .run = verb_top_run,
 };
@@ -70,6 +71,7 @@ typedef struct Top {
         Sample *prev;
         size_t n_prev;
         uint64_t prev_usec;
+        long refreshes; /* done so far, this one included */
         bool interactive;
 } Top;
 
@@ -140,7 +142,7 @@ static int parse_sort(const char *s, SortKey *ret) {
                         *ret = (SortKey) i;
                         return 0;
                 }
-        return log_error("invalid --sort '%s' (mem, pids, cpu or name)", s);
+        return log_error("invalid --sort '%s' (mem, pids, cpu, disk or name)", s);
 }
 
 static int parse_iterations(const char *s, long *ret) {
@@ -316,13 +318,15 @@ static const char *fmt_amount(char *buf, size_t len, double v, bool size) {
         return buf;
 }
 
-/* "12M/256M", "3/512", "-" when the usage is unknown. */
-static const char *fmt_used(char buf[static FIELD_BUF], double used, double limit, bool size) {
+/* "12M/256M", "3/512", "-" when the usage is unknown; unlimited is what stands for no limit
+ * ("max" as cgroup files say it, "none" for disk as inspect does). */
+static const char *fmt_used(char buf[static FIELD_BUF], double used, double limit, bool size, const char *unlimited) {
         char u[FIELD_BUF / 2], l[FIELD_BUF / 2 - 2];
 
         if (used < 0)
                 return "-";
-        snprintf(buf, FIELD_BUF, "%s/%s", fmt_amount(u, sizeof(u), used, size), limit > 0 ? fmt_amount(l, sizeof(l), limit, size) : "max");
+        snprintf(buf, FIELD_BUF, "%s/%s", fmt_amount(u, sizeof(u), used, size),
+                 limit > 0 ? fmt_amount(l, sizeof(l), limit, size) : unlimited);
         return buf;
 }
 
@@ -343,11 +347,11 @@ static int table_add_sandbox(Table *tab, const Row *r) {
                 r->id,
                 r->name ?: "-",
                 r->state,
-                fmt_used(m, r->mem, r->mem_limit, true),
-                fmt_used(p, r->pids, r->pids_limit, false),
+                fmt_used(m, r->mem, r->mem_limit, true, "max"),
+                fmt_used(p, r->pids, r->pids_limit, false, "max"),
                 fmt_percent(c, r->cpu_pct),
                 fmt_cpu_time(s, r->cpu_s),
-                fmt_used(d, r->disk, r->disk_limit, true),
+                fmt_used(d, r->disk, r->disk_limit, true, "none"),
                 k,
         };
 
@@ -368,14 +372,27 @@ static int print_table(const Top *t) {
         return 0;
 }
 
+/* " - every 2s", " - 2 of 3, every 2s" with -n, nothing for a single refresh. */
+static const char *fmt_refreshes(char *buf, size_t len, const Top *t) {
+        double every = (double) t->args.interval_usec / 1e6;
+
+        if (t->args.iterations == 1)
+                return "";
+        if (t->args.iterations > 1)
+                snprintf(buf, len, " - %ld of %ld, every %gs", t->refreshes, t->args.iterations, every);
+        else
+                snprintf(buf, len, " - every %gs", every);
+        return buf;
+}
+
 static void print_header(const Top *t) {
-        char now[32];
+        char now[32], refreshes[64];
         time_t tt = time(NULL);
         struct tm tm;
 
         strftime(now, sizeof(now), "%H:%M:%S", localtime_r(&tt, &tm));
-        printf("sandboxctl top - %s - %zu sandbox%s - sorted by %s - every %gs%s\n\n", now, t->n_rows,
-               t->n_rows == 1 ? "" : "es", sort_names[t->args.sort], (double) t->args.interval_usec / 1e6,
+        printf("sandboxctl top - %s - %zu sandbox%s - sorted by %s%s%s\n\n", now, t->n_rows, t->n_rows == 1 ? "" : "es",
+               sort_names[t->args.sort], fmt_refreshes(refreshes, sizeof(refreshes), t),
                t->interactive ? " - keys: m p c d n sort, q quit" : "");
 }
 
@@ -383,8 +400,19 @@ static json_object *json_amount(double v) {
         return v < 0 ? NULL : json_object_new_int64((int64_t) v);
 }
 
-static json_object *json_fraction(double v) {
-        return v < 0 ? NULL : json_object_new_double(v);
+/* Seconds rounded to microseconds, as the daemon writes them (proto_seconds()). */
+static json_object *json_seconds(double s) {
+        return s < 0 ? NULL : proto_seconds((uint64_t) (s * 1e6 + 0.5));
+}
+
+/* A percentage to two decimals ("12.35"), not the 17 digits of a double. */
+static json_object *json_percent(double v) {
+        char buf[32];
+
+        if (v < 0)
+                return NULL;
+        snprintf(buf, sizeof(buf), "%.2f", v);
+        return json_object_new_double_s(strtod(buf, NULL), buf);
 }
 
 static json_object *row_to_json(const Row *r) {
@@ -395,8 +423,8 @@ static json_object *row_to_json(const Row *r) {
         json_object_object_add(o, "state", json_object_new_string(r->state));
         json_object_object_add(o, "memory_bytes", json_amount(r->mem));
         json_object_object_add(o, "pids", json_amount(r->pids));
-        json_object_object_add(o, "cpu_s", json_fraction(r->cpu_s));
-        json_object_object_add(o, "cpu_percent", json_fraction(r->cpu_pct));
+        json_object_object_add(o, "cpu_s", json_seconds(r->cpu_s));
+        json_object_object_add(o, "cpu_percent", json_percent(r->cpu_pct));
         json_object_object_add(o, "disk_bytes", json_amount(r->disk));
         json_object_object_add(o, "runs_in_flight", json_object_new_int64(r->runs));
         return o;
@@ -454,6 +482,7 @@ static int top_refresh(Top *t) {
         sandboxes = json_child(reply, "sandboxes");
         if (!json_object_is_type(sandboxes, json_type_array))
                 return log_error("the reply to list has no sandboxes array");
+        t->refreshes++;
         r = top_take(t, TAKE_PTR(reply), sandboxes, now_usec(CLOCK_MONOTONIC));
         return r < 0 ? r : top_draw(t);
 }

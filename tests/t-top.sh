@@ -38,7 +38,7 @@ out=$(ctl top --once)
 rc=$?
 diag "$out"
 is "$rc" 0 "top --once exits 0"
-like "$out" '^sandboxctl top - [0-9:]+ - 2 sandboxes - sorted by cpu - every 2s'$'\n' "the header counts the sandboxes and names the order"
+like "$out" '^sandboxctl top - [0-9:]+ - 2 sandboxes - sorted by cpu'$'\n' "the header counts the sandboxes and names the order (and no interval: --once refreshes once)"
 like "$out" $'\n''ID +NAME +STATE +MEMORY +PIDS +CPU% +CPU TIME +DISK +RUNS'$'\n' "the columns are named"
 like "$out" "$busy +b-busy +ready +[^ ]+ +[^ ]+ +[0-9.]+ +[^ ]+ +[^ ]+ +1"$'(\n|$)' "b-busy shows a CPU share and its run"
 like "$out" "$idle +a-idle +ready " "a-idle is listed"
@@ -47,6 +47,9 @@ if [ "$mem_enforced" != true ]; then
 fi
 is "$(printf '%s\n' "$out" | grep -c .)" 4 "--once prints one refresh: header, columns, two rows"
 
+out=$(ctl top -n 2 --interval 1s)
+is "$(printf '%s\n' "$out" | grep -o 'sorted by cpu.*' | tr '\n' '|')" "sorted by cpu - 1 of 2, every 1s|sorted by cpu - 2 of 2, every 1s|" \
+        "-n 2: each header says which refresh of how many, and the interval"
 ctl --json top -n 2 --interval 1s >"$T/top.json"
 is "$?" 0 "top -n 2 --json exits 0"
 is "$(grep -c . "$T/top.json")" 2 "-n 2 prints two refreshes, one JSON line each"
@@ -61,6 +64,8 @@ check "its cpu_s grew between the two refreshes" python3 -c 'import sys, json
 a, b = (json.loads(l) for l in open(sys.argv[1]))
 f = lambda r: [s["cpu_s"] for s in r["sandboxes"] if s["name"] == "b-busy"][0]
 sys.exit(0 if f(b) > f(a) else 1)' "$T/top.json"
+check "cpu_s and cpu_percent are written rounded (microseconds, hundredths), not as 17-digit doubles" sh -c \
+        "! grep -qE '\"cpu_s\":[0-9]+\\.[0-9]{7,}|\"cpu_percent\":[0-9]+\\.[0-9]{3,}' '$T/top.json'"
 
 is "$(ctl --json top --once --sort name | jq -r '[.sandboxes[].name] | join(" ")')" "a-idle b-busy" "--sort name orders by name"
 is "$(ctl --json top --once --sort pids | jq -r .sort)" pids "--sort pids is taken"
@@ -72,10 +77,12 @@ is "$(ctl --json top --once --sort disk | jq -r '[.sandboxes[].name] | join(" ")
         "after a sweep, --sort disk puts the sandbox holding 3M first"
 check "its disk_bytes is what the sweep measured (at least 3M)" \
         [ "$(ctl --json top --once | jq -r '.sandboxes[] | select(.name == "a-idle") | .disk_bytes')" -ge 3000000 ]
-like "$(ctl top --once --sort disk)" "a-idle +ready +[^ ]+ +[^ ]+ +[0-9.-]+ +[^ ]+ +[0-9.]+M/max " "the DISK column shows it in human units"
+like "$(ctl top --once --sort disk)" "a-idle +ready +[^ ]+ +[^ ]+ +[0-9.-]+ +[^ ]+ +[0-9.]+M/none " \
+        "the DISK column shows it in human units, and 'none' for no disk limit"
+like "$(ctl inspect a-idle)" "disk limit: +none" "as inspect says it"
 ctl top --sort bogus >/dev/null 2>"$T/err"
 is "$?" 1 "--sort with an unknown key fails"
-like "$(cat "$T/err")" "invalid --sort 'bogus'" "and says why"
+like "$(cat "$T/err")" "invalid --sort 'bogus' \\(mem, pids, cpu, disk or name\\)" "and says why, naming every key"
 ctl top -n 0 >/dev/null 2>&1
 is "$?" 1 "-n 0 is refused"
 
