@@ -47,10 +47,11 @@ static int on_progress(json_object *ev, void *userdata) {
         (void) json_int(imp, "files", &files);
         fmt_size(size, imp, "bytes");
         if (json_int(ev, "layer", &layer) && json_int(ev, "layers", &layers))
-                fprintf(stderr, "\r%c layer %lld/%lld: %s in %lld files   ", "|/-\\"[files % 4], (long long) layer,
-                        (long long) layers, esc(size), (long long) files);
+                fprintf(stderr, "\r%c layer %lld/%lld: %s in %lld file%s   ", "|/-\\"[files % 4], (long long) layer,
+                        (long long) layers, esc(size), (long long) files, files == 1 ? "" : "s");
         else
-                fprintf(stderr, "\r%c %s in %lld files   ", "|/-\\"[files % 4], esc(size), (long long) files);
+                fprintf(stderr, "\r%c %s in %lld file%s   ", "|/-\\"[files % 4], esc(size), (long long) files,
+                        files == 1 ? "" : "s");
         *shown = true;
         return 0;
 }

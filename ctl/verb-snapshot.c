@@ -78,7 +78,8 @@ static int on_progress(json_object *ev, void *userdata) {
                 progress_bar(bytes, total, size); /* a restore knows its snapshot's size */
         else
                 /* A snapshot's total is unknown before its walk ends: a counter that spins. */
-                fprintf(stderr, "\r%c copied %s in %lld files   ", "|/-\\"[files % 4], esc(size), (long long) files);
+                fprintf(stderr, "\r%c copied %s in %lld file%s   ", "|/-\\"[files % 4], esc(size), (long long) files,
+                        files == 1 ? "" : "s");
         p->shown = true;
         return 0;
 }

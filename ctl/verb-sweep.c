@@ -26,6 +26,11 @@ const Verb verb_sweep = {
         .run = verb_sweep_run,
 };
 
+/* "file" for a count of 1 as fmt_value() wrote it, else "files". */
+static const char *files_word(const char *count) {
+        return strcmp(count, "1") == 0 ? "file" : "files";
+}
+
 static const char *sweep_state(json_object *sbx) {
         if (json_str(sbx, "expired"))
                 return json_str(sbx, "expired")[0] == 't' ? "expired (ttl)" : "expired (idle)";
@@ -62,7 +67,7 @@ static void sweep_print_action(json_object *a) {
         if (json_child(a, "bytes"))
                 printf(" %s", esc(fmt_size(b, a, "bytes")));
         if (json_child(a, "files"))
-                printf(" in %s files", esc(fmt_value(b, a, "files")));
+                printf(" in %s %s", esc(fmt_value(b, a, "files")), files_word(b));
         if (json_str(a, "reason"))
                 printf(" [%s]", esc(json_str(a, "reason")));
         printf("\n");
@@ -85,13 +90,14 @@ static int sweep_print(json_object *reply) {
                         return log_error_errno(-ENOMEM, "%m");
         if (n > 0)
                 table_print(t);
-        printf("%sTotal: %s in %s files over %zu sandboxes; %s free", n > 0 ? "\n" : "", esc(fmt_size(b, tot, "bytes")),
-               esc(fmt_value(f, tot, "files")), n, esc(fmt_size(fr, reply, "free_bytes")));
+        fmt_value(f, tot, "files");
+        printf("%sTotal: %s in %s %s over %zu sandbox%s; %s free", n > 0 ? "\n" : "", esc(fmt_size(b, tot, "bytes")), esc(f),
+               files_word(f), n, n == 1 ? "" : "es", esc(fmt_size(fr, reply, "free_bytes")));
         if (json_child(reply, "free_files"))
-                printf(" (%s files)", esc(fmt_value(f, reply, "free_files")));
+                printf(" (%s %s)", esc(fmt_value(f, reply, "free_files")), files_word(f));
         printf("; budget %s", esc(fmt_size(bu, reply, "disk_budget")));
         if (json_child(reply, "files_budget"))
-                printf(" (%s files)", esc(fmt_value(f, reply, "files_budget")));
+                printf(" (%s %s)", esc(fmt_value(f, reply, "files_budget")), files_word(f));
         printf("\n");
         n = json_object_is_type(actions, json_type_array) ? json_object_array_length(actions) : 0;
         if (json_true(reply, "partial"))
@@ -115,8 +121,8 @@ static int on_sweep_progress(json_object *ev, void *userdata) {
         (void) json_int(ev, "sandboxes_done", &done);
         (void) json_int(ev, "sandboxes_total", &total);
         (void) json_int(ev, "files", &files);
-        snprintf(text, sizeof(text), "%lld/%lld sandboxes, %s in %lld files", (long long) done, (long long) total,
-                 fmt_size(size, ev, "bytes"), (long long) files);
+        snprintf(text, sizeof(text), "%lld/%lld sandbox%s, %s in %lld file%s", (long long) done, (long long) total,
+                 total == 1 ? "" : "es", fmt_size(size, ev, "bytes"), (long long) files, files == 1 ? "" : "s");
         progress_bar(done, total, text);
         *shown = true;
         return 0;

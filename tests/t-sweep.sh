@@ -209,6 +209,9 @@ is "$(jget "$r" "[.actions[] | select(.sandbox == \"$qid\") | .action] | join(\"
 rm -f "$T/state/sandboxes/$qid/work/big"
 r=$(ctl sweep --json quota)
 is "$(jget "$r" '[.sandboxes[].id] | join(",")')" "$qid" "sandboxctl sweep SANDBOX measures that sandbox only, now"
+out=$(ctl sweep --dry-run quota)
+like "$out" $'\nTotal: [^ ]+ in ([02-9]|[0-9]{2,}) files over 1 sandbox; ' "its total says '1 sandbox' ($(grep Total <<<"$out"))"
+check "and no '1 files' or '1 sandboxes' anywhere" bash -c '! grep -qE "(^|[^0-9])1 (files|sandboxes)" <<<"$1"' _ "$out"
 r=$(rpc '{"op":"run","sandbox":"quota","argv":["echo","now"]}')
 is "$(jget "$r" .stdout)" now "... and its runs are taken at once"
 r=$(rpc '{"op":"sweep","sandbox":"nosuch"}')
