@@ -474,11 +474,21 @@ static int owner_to_uid(json_object *req, const char *key, int skip) {
         return 0;
 }
 
+/* An empty SANDBOX (as "$id" is after a create that failed) would reach the daemon as a missing
+ * field: said here in the words of the command line. */
+static int check_sandbox_arg(const char *ref) {
+        if (ref && !*ref)
+                return log_error("the sandbox argument is empty: give a sandbox's id, name or USER/NAME");
+        return 0;
+}
+
 int sandbox_ref_for_daemon(const char *ref, char **ret) {
         _cleanup_json_ json_object *o = json_object_new_object();
         char *out;
         int r;
 
+        if ((r = check_sandbox_arg(ref)) < 0)
+                return r;
         if (!o)
                 return log_error_errno(-ENOMEM, "%m");
         json_object_object_add(o, "sandbox", json_object_new_string(ref));
@@ -496,7 +506,8 @@ int daemon_call_events(SbxClient *c, json_object *request, event_fn on_event, vo
         long long id;
         int r;
 
-        if ((r = owner_to_uid(request, "sandbox", 0)) < 0 || (r = owner_to_uid(request, "from_snapshot", 1)) < 0) {
+        if ((r = check_sandbox_arg(json_str(request, "sandbox"))) < 0 || (r = owner_to_uid(request, "sandbox", 0)) < 0 ||
+            (r = owner_to_uid(request, "from_snapshot", 1)) < 0) {
                 json_object_put(request);
                 return r;
         }

@@ -43,3 +43,30 @@ is "$(jget "$r" .error.message)" "sandbox $sbx is frozen (sandbox.thaw resumes i
 r=$(rpc '{"op":"pty.open","sandbox":"e1","argv":["true"]}')
 is "$(jget "$r" .error.message)" "sandbox $sbx is frozen (sandbox.thaw resumes it)" "and a session"
 rpc '{"op":"sandbox.thaw","sandbox":"e1"}' >/dev/null
+
+# An empty SANDBOX argument ("$id" after a create that failed) is said to be empty, by every verb
+# that takes one, before any request: not the protocol's "missing field 'sandbox'".
+empty_sbx() {
+        local name=$1 out rc
+        shift
+        out=$(ctl "$@" 2>&1 </dev/null)
+        rc=$?
+        # 1, or 125 for run, exec and shell (whose own statuses pass through otherwise).
+        is "$rc:$out" "$(case $name in run*|exec|shell) echo 125 ;; *) echo 1 ;; esac):sandboxctl: the sandbox argument is empty: give a sandbox's id, name or USER/NAME" \
+                "sandboxctl $name with an empty SANDBOX says so"
+}
+empty_sbx inspect inspect ""
+empty_sbx destroy destroy ""
+empty_sbx "run --sandbox" run --sandbox "" -- true
+empty_sbx exec exec "" true
+empty_sbx shell shell ""
+empty_sbx sessions sessions ""
+empty_sbx ls ls ""
+empty_sbx cat cat "" /work/f
+empty_sbx rm rm "" /work/f
+empty_sbx port port "" 8000
+empty_sbx snapshot snapshot ""
+empty_sbx snapshots snapshots ""
+empty_sbx restore restore "" snap-000000000000
+empty_sbx snapshot-delete snapshot-delete "" snap-000000000000
+empty_sbx sweep sweep ""
