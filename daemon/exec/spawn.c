@@ -537,6 +537,40 @@ static void helper_nest_pidns(const RunParams *p) {
         _exit(0);
 }
 
+/* The command, as posix_spawn makes a child: vfork, so that the helper's page tables are not
+ * copied, nor torn down again at the command's exec (a fork and its exec were a quarter of a
+ * run's time, issue 33). We are suspended until it has exec'd or failed; command_main() only
+ * makes system calls on its own stack frame, writes its failure to errfd and _exits. Its fd
+ * table and signal actions are its own (vfork shares neither); every signal stays blocked until
+ * command_main() resets them, so that no handler runs in it on our memory. The pidfd is opened
+ * after: an unreaped child of ours cannot be another process. */
+static pid_t command_vfork(const RunParams *p, int errfd, int *ret_pidfd) {
+        sigset_t all, old;
+        pid_t pid;
+        int e;
+
+        sigfillset(&all);
+        (void) sigprocmask(SIG_SETMASK, &all, &old);
+        pid = vfork();
+        if (pid == 0)
+                command_main(p, errfd);
+        e = errno;
+        (void) sigprocmask(SIG_SETMASK, &old, NULL);
+        if (pid < 0) {
+                errno = e;
+                return -1;
+        }
+        *ret_pidfd = (int) syscall(SYS_pidfd_open, pid, 0);
+        if (*ret_pidfd < 0) { /* out of fds: nobody could watch the command */
+                e = errno;
+                (void) kill(pid, SIGKILL);
+                (void) waitpid(pid, NULL, 0);
+                errno = e;
+                return -1;
+        }
+        return pid;
+}
+
 _Noreturn void run_helper_main(const RunParams *p) {
         int errpipe[2], cmd_pidfd = -1, slave = -1;
         RunParams with_tty;
@@ -584,14 +618,18 @@ _Noreturn void run_helper_main(const RunParams *p) {
                 helper_nest_pidns(p);
         if (pipe2(errpipe, O_CLOEXEC) < 0)
                 helper_fail(p->report_fd, STEP_FORK);
-        pid = clone3_pidfd(0, -1, &cmd_pidfd);
+        pid = command_vfork(p, errpipe[1], &cmd_pidfd);
         if (pid < 0)
                 helper_fail(p->report_fd, STEP_FORK);
-        if (pid == 0) {
-                close(errpipe[0]);
-                command_main(p, errpipe[1]);
-        }
         close(errpipe[1]);
+        /* The command has its copies. Ours would hold its output pipes open until we end, and
+         * their end is how the daemon knows it has all of the output. */
+        for (int i = 0; i < 3; i++)
+                if (p->stdio[i] > 2 && p->stdio[i] != p->report_fd)
+                        (void) close(p->stdio[i]);
+        for (unsigned i = 0; i < p->n_extra && i < RUN_EXTRA_FDS_MAX; i++)
+                if (p->extra_fds[i] > 2 && p->extra_fds[i] != p->report_fd)
+                        (void) close(p->extra_fds[i]);
         /* The master must see the end of the output when the session's last process is gone. */
         if (slave >= 0)
                 close(slave);
