@@ -166,6 +166,13 @@ tests_test_registry_CPPFLAGS = $(DAEMON_UNIT_CPPFLAGS)
 tests_test_registry_CFLAGS = $(DAEMON_UNIT_CFLAGS)
 tests_test_registry_LDADD = $(DAEMON_LIBS)
 
+check_PROGRAMS += tests/test-pidfd-exit
+TESTS += tests/test-pidfd-exit
+tests_test_pidfd_exit_SOURCES = tests/test-pidfd-exit.c tests/tap.h
+tests_test_pidfd_exit_CPPFLAGS = $(DAEMON_UNIT_CPPFLAGS)
+tests_test_pidfd_exit_CFLAGS = $(DAEMON_UNIT_CFLAGS)
+tests_test_pidfd_exit_LDADD = $(DAEMON_LIBS)
+
 check_PROGRAMS += tests/test-sandbox
 TESTS += tests/test-sandbox
 tests_test_sandbox_SOURCES = tests/test-sandbox.c tests/daemon-fixture.h tests/tap.h

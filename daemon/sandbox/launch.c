@@ -21,6 +21,7 @@
 #include "macro.h"
 #include "context.h"
 #include "fdstore.h"
+#include "pidfd-exit.h"
 #include "run-exec.h"
 #include "sandbox.h"
 #include "spawn.h"
@@ -44,6 +45,7 @@ void launch_done(Launch *l) {
         l->report_source = sd_event_source_disable_unref(l->report_source);
         l->report_fd = safe_close(l->report_fd);
         l->child_source = sd_event_source_disable_unref(l->child_source);
+        l->exit_retry = sd_event_source_disable_unref(l->exit_retry);
         l->pidfd = safe_close(l->pidfd);
         l->kill_fd = safe_close(l->kill_fd);
         l->cg_fd = safe_close(l->cg_fd);
@@ -258,8 +260,10 @@ static int launch_spawn(Launch *l, const LaunchSpec *spec, LaunchFds *f) {
                         p->cgroup_fd = l->cg_fd;
                 /* Born in the sandbox's pid namespace, the helper can become the command itself:
                  * no fork, and no helper waiting for it. setns(CLONE_NEWPID) only sets where our
-                 * children are born; we stay where we are, and set it back at once. */
-                else if (!spec->keep && !p->own_pidns && m->self_pidns_fd >= 0 && setns(s->init_pidfd, CLONE_NEWPID) == 0)
+                 * children are born; we stay where we are, and set it back at once. One that may
+                 * outlive us only where a next daemon can read its end from its pidfd. */
+                else if ((!spec->keep || m->features.pidfd_exit_info) && !p->own_pidns && m->self_pidns_fd >= 0 &&
+                         setns(s->init_pidfd, CLONE_NEWPID) == 0)
                         p->direct = true;
                 pid = run_exec_helper(helper_fd, p, born_in ? l->cg_fd : -1, &l->pidfd);
                 /* Our later children (other sandboxes' inits among them) must never be born in
@@ -332,6 +336,50 @@ int launch_adopt_reports(Launch *l, const char *cg_name, int cg_fd, int report_f
         l->kill_fd = k;
         (void) fcntl(l->report_fd, F_SETFL, O_NONBLOCK);
         return sd_event_add_io(l->sandbox->ctx->event, &l->report_source, l->report_fd, EPOLLIN, on_report, l);
+}
+
+/* Ended, a process that is not our child may not have been reaped yet by its parent now (the
+ * host's init), nor be readable as a zombie between our two looks: a few tries, 10 ms apart. */
+#define LAUNCH_EXIT_TRIES 300
+#define LAUNCH_EXIT_RETRY_USEC (10 * USEC_PER_MSEC)
+
+static int on_adopted_command_exit(sd_event_source *src, int fd, uint32_t revents, void *userdata);
+
+static int on_exit_retry(sd_event_source *src, uint64_t usec, void *userdata) {
+        return on_adopted_command_exit(src, -1, 0, userdata);
+}
+
+static int on_adopted_command_exit(sd_event_source *src, int fd, uint32_t revents, void *userdata) {
+        Launch *l = userdata;
+        siginfo_t si = {};
+        int code = 0, status = 0, k = pidfd_exit_status(l->pidfd, &code, &status);
+
+        if (k == 0 && ++l->exit_tries < LAUNCH_EXIT_TRIES) {
+                (void) sd_event_source_set_enabled(l->child_source, SD_EVENT_OFF);
+                l->exit_retry = sd_event_source_disable_unref(l->exit_retry);
+                if (sd_event_add_time_relative(l->sandbox->ctx->event, &l->exit_retry, CLOCK_MONOTONIC,
+                                               LAUNCH_EXIT_RETRY_USEC, 0, on_exit_retry, l) >= 0)
+                        return 0;
+        }
+        l->child_source = sd_event_source_disable_unref(l->child_source);
+        l->exit_retry = sd_event_source_disable_unref(l->exit_retry);
+        if (k > 0) {
+                si.si_code = code;
+                si.si_status = status;
+        } else
+                log_warning("%s: how its command ended cannot be read from its pidfd", l->cg_name);
+        l->ops->helper_exit(l->userdata, &si);
+        return 0;
+}
+
+int launch_adopt_direct(Launch *l, const char *cg_name, int cg_fd, int report_fd, int pidfd) {
+        int k = launch_adopt_reports(l, cg_name, cg_fd, report_fd);
+
+        l->pidfd = pidfd;
+        l->direct = true;
+        if (k < 0)
+                return k;
+        return sd_event_add_io(l->sandbox->ctx->event, &l->child_source, pidfd, EPOLLIN, on_adopted_command_exit, l);
 }
 
 void launch_abort(Launch *l) {

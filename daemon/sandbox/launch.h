@@ -45,6 +45,8 @@ typedef struct Launch {
         int pidfd;
         int report_fd;          /* the helper's reports (spawn.h) */
         sd_event_source *report_source, *child_source;
+        sd_event_source *exit_retry;  /* taken back direct: its end not readable yet (pidfd-exit.h) */
+        unsigned exit_tries;
         bool direct;            /* the helper becomes the command (RunParams.direct) */
 } Launch;
 
@@ -55,8 +57,9 @@ typedef struct LaunchSpec {
         uint64_t file_size, open_files; /* its rlimits; 0: the sandbox's */
         bool pipes;             /* stdin, stdout and stderr on pipes (else a terminal, the helper's) */
         bool via_helper;        /* through the exec'd run helper where the daemon has one; else a clone */
-        bool keep;              /* outlives the daemon (RunParams.outlive_daemon): never direct, whose end only
-                                 * its parent could read */
+        bool keep;              /* outlives the daemon (RunParams.outlive_daemon): direct only where the
+                                 * kernel keeps its end with its pidfd (pidfd-exit.h), else only its
+                                 * parent, a helper, could read it */
         bool file_helper;       /* sandboxd-file-helper instead (file-op.c): exec'd, never a clone */
         const int *stderr_fd;   /* the helper's fd 2 instead of the stderr pipe (file.read's sink), or NULL */
         const int *stdio;       /* the command's 0..2 (a run's "stdio": the client's), or NULL */
@@ -79,6 +82,11 @@ const char *launch_next_cgroup_name(Sandbox *s, const char *kind, char *buf, siz
  * socket, both taken, watched; the helper is not our child, its end is the socket's EOF
  * (ops->report_eof) rather than a pidfd's, as launch_adopt() has it for a session. */
 int launch_adopt_reports(Launch *l, const char *cg_name, int cg_fd, int report_fd);
+/* A direct run taken back (launch_adopt_reports(), and the command's pidfd, now l's): not our
+ * child, its end is the pidfd's POLLIN, and how it ended is read from the pidfd
+ * (pidfd_exit_status()); ops->helper_exit() gets that as a siginfo, or one with si_code 0 where
+ * it could not be read. */
+int launch_adopt_direct(Launch *l, const char *cg_name, int cg_fd, int report_fd, int pidfd);
 /* After a failed start: the helper (ours, unreaped) killed and waited for, the cgroup removed. */
 void launch_abort(Launch *l);
 /* Reads the reports the helper left (ops->report, then ops->report_eof at the end). */

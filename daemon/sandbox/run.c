@@ -150,7 +150,9 @@ static void run_close_io(Run *r) {
 
 /* ---- Kept across a restart --------------------------------------------------------------- */
 
-static const char *const store_what[] = { "out", "err", "in", "rep", "cap" };
+/* A direct run's (launch.h) "pid": the command's pidfd, whose end a next daemon reads from it. */
+static const char *const store_what[] = { "out", "err", "in", "rep", "cap", "pid" };
+#define STORE_N ELEMENTSOF(store_what)
 
 static const char *run_store_name(const Run *r, char buf[static FDSTORE_NAME_MAX], const char *what) {
         return fdstore_name(buf, 'r', r->id, what);
@@ -190,7 +192,8 @@ static void run_store_forget(Run *r) {
 /* Its pipes, report socket and capture into the store. A run the store does not take whole is
  * still run, as one the next daemon reports lost. */
 static void run_store_push(Run *r) {
-        int fds[] = { r->out_fd[0], r->out_fd[1], r->stdin_fd, r->launch.report_fd, r->capture.fd };
+        int fds[] = { r->out_fd[0], r->out_fd[1], r->stdin_fd, r->launch.report_fd, r->capture.fd,
+                      r->launch.direct ? r->launch.pidfd : -EBADF };
         char name[FDSTORE_NAME_MAX];
 
         r->acct.open = CAPTURE_OPEN_OUT | CAPTURE_OPEN_ERR | (r->stdin_fd >= 0 ? CAPTURE_OPEN_IN : 0);
@@ -676,8 +679,9 @@ static void run_handle_report(void *userdata, const SpawnReport *rep, int fd) {
 static void run_report_eof(void *userdata) {
         Run *r = userdata;
         SpawnReport rep = { .kind = REPORT_STARTED };
-        /* Taken back, the helper is not our child: its socket's end is its end. */
-        if (r->adopted) {
+        /* Taken back, a helper is not our child: its socket's end is its end. A direct run's end
+         * is its pidfd's (launch_adopt_direct()). */
+        if (r->adopted && !r->launch.direct) {
                 run_finish(r);
                 return;
         }
@@ -719,9 +723,10 @@ static int on_stdin(sd_event_source *src, int fd, uint32_t revents, void *userda
 static void run_helper_exit(void *userdata, const siginfo_t *si) {
         Run *r = userdata;
         if (r->launch.direct) {
-                /* Direct, the helper was the command: its end is the run's. */
+                /* Direct, the helper was the command: its end is the run's (si_code 0: taken
+                 * back, and how it ended could not be read). */
                 launch_collect_reports(&r->launch);
-                if (r->started) {
+                if (r->started && si->si_code != 0) {
                         r->exited = true;
                         r->wait_code = si->si_code;
                         r->wait_status = si->si_status;
@@ -1073,7 +1078,7 @@ static bool fd_is_report_socket(int fd) {
 
 /* The run's stored fds, taken out of the context's store: fds[i] for store_what[i], -1 where
  * there was none. Returns how many there were. */
-static int adopt_take(Context *m, const char *id, int fds[static 5]) {
+static int adopt_take(Context *m, const char *id, int fds[static STORE_N]) {
         char name[FDSTORE_NAME_MAX];
         int n = 0;
 
@@ -1088,7 +1093,7 @@ static int adopt_take(Context *m, const char *id, int fds[static 5]) {
 }
 
 /* A run that cannot be taken back: its fds closed and out of the store. */
-static void adopt_drop(const char *id, int fds[static 5]) {
+static void adopt_drop(const char *id, int fds[static STORE_N]) {
         char name[FDSTORE_NAME_MAX];
 
         for (size_t i = 0; i < ELEMENTSOF(store_what); i++) {
@@ -1108,10 +1113,11 @@ static bool run_id_valid(const char *id) {
 
 /* What of its fds is missing or not what its name says, into lost; the capture checked first
  * (it says which pipe ends must be there). */
-static void adopt_check(Run *r, int fds[static 5], json_object *lost, const char **why) {
-        static const char *const lost_name[] = { "stdout", "stderr", "stdin", "report", "capture" };
+static void adopt_check(Run *r, int fds[static STORE_N], json_object *lost, const char **why) {
+        static const char *const lost_name[STORE_N] = { "stdout", "stderr", "stdin", "report", "capture", "process" };
         CaptureFixed f;
-        bool bad[5] = { false };
+        bool bad[STORE_N] = { false };
+        int pid;
 
         if (fds[4] < 0) {
                 bad[4] = true;
@@ -1138,19 +1144,29 @@ static void adopt_check(Run *r, int fds[static 5], json_object *lost, const char
                 bad[3] = true;
                 *why = fds[3] < 0 ? "its helper's report socket is not in the fd store" : "its stored report socket is no socket";
         }
+        if (fds[5] >= 0 && fdstore_check_pidfd_any(fds[5], &pid) < 0) {
+                bad[5] = true;
+                *why = "its stored command is no pidfd";
+        }
         for (size_t i = 0; i < ELEMENTSOF(lost_name); i++)
                 if (bad[i])
                         json_object_array_add(lost, json_object_new_string(lost_name[i]));
 }
 
-static int adopt_watch(Run *r, int fds[static 5], const char *cgroup) {
+static int adopt_watch(Run *r, int fds[static STORE_N], const char *cgroup) {
         sd_event *e = r->sandbox->ctx->event;
         uint64_t now = now_usec(CLOCK_BOOTTIME), deadline = r->acct.deadline_ns / NSEC_PER_USEC;
         int k, cg_fd = openat(r->sandbox->cg_fd, cgroup, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 
         if (cg_fd < 0)
                 return -errno;
-        if ((k = launch_adopt_reports(&r->launch, cgroup, cg_fd, TAKE_FD(fds[3]))) < 0)
+        /* Direct, the command was the helper: its end is read from its pidfd (launch.h). */
+        if (fds[5] >= 0) {
+                r->main_pidfd = fcntl(fds[5], F_DUPFD_CLOEXEC, 3);
+                k = launch_adopt_direct(&r->launch, cgroup, cg_fd, TAKE_FD(fds[3]), TAKE_FD(fds[5]));
+        } else
+                k = launch_adopt_reports(&r->launch, cgroup, cg_fd, TAKE_FD(fds[3]));
+        if (k < 0)
                 return k;
         for (int i = 0; i < 2; i++) {
                 if (fds[i] < 0)
@@ -1199,7 +1215,7 @@ static int adopt_argv(Run *r, json_object *note) {
 int run_adopt(Sandbox *s, json_object *note, json_object **ret_lost, const char **ret_why) {
         _cleanup_json_ json_object *lost = json_object_new_array();
         const char *id = NULL, *cgroup = NULL;
-        int fds[5], k;
+        int fds[STORE_N], k;
         json_object *v;
         Run *r;
 
@@ -1221,7 +1237,7 @@ int run_adopt(Sandbox *s, json_object *note, json_object **ret_lost, const char 
         r->main_pidfd = r->stdin_fd = r->out_fd[0] = r->out_fd[1] = -EBADF;
         r->capture = CAPTURE_NONE;
         r->kept = r->adopted = true;
-        r->stored = (1u << ELEMENTSOF(store_what)) - 1; /* what the last daemon stored is not known here */
+        r->stored = (1u << STORE_N) - 1; /* what the last daemon stored is not known here */
         launch_init(&r->launch, s, &run_launch_ops, r);
         hook_init(&r->close_hook, on_client_gone, r);
         hook_init(&r->writable_hook, on_client_writable, r);

@@ -35,6 +35,7 @@
 #include "run.h"
 #include "scope.h"
 #include "mount-open.h"
+#include "pidfd-exit.h"
 #include "sandbox.h"
 #include "snapshot.h"
 #include "spawn.h"
@@ -459,6 +460,7 @@ static void probe_features(Context *ctx) {
         pidfd = (int) syscall(SYS_pidfd_open, getpid(), 0);
         ctx->features.pidfd = pidfd >= 0;
         safe_close(pidfd);
+        ctx->features.pidfd_exit_info = pidfd_exit_info_supported();
         ctx->features.mount_idmap = mount_idmap_supported();
         probe_root_overlay(ctx);
 }

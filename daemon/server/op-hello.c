@@ -64,6 +64,7 @@ static json_object *caps_json(Context *m) {
         json_object_object_add(caps, "disk", disk_caps_json(m));
         json_object_object_add(k, "clone_into_cgroup", json_object_new_boolean(m->features.clone_into_cgroup));
         json_object_object_add(k, "pidfd", json_object_new_boolean(m->features.pidfd));
+        json_object_object_add(k, "pidfd_exit_info", json_object_new_boolean(m->features.pidfd_exit_info));
         json_object_object_add(k, "cgroup_kill", json_object_new_boolean(m->cg.has_kill));
         json_object_object_add(k, "memory_peak", json_object_new_boolean(m->cg.has_memory_peak));
         json_object_object_add(k, "pids_peak", json_object_new_boolean(m->cg.has_pids_peak));
