@@ -294,11 +294,32 @@ static int join_cwd(const char *cwd, const char *rel, size_t n, char **ret) {
         return 0;
 }
 
+/* The first n bytes of path as an absolute path for the daemon, which resolves it on its host:
+ * a relative one joined to the current directory (join_cwd()), "." and empty components dropped
+ * (lexically: a ".." of an absolute path stays, for the daemon to judge). -EINVAL for a ".."
+ * after a name. */
+int path_for_daemon(const char *path, size_t n, char **ret) {
+        _cleanup_free_ char *cwd = NULL, *out = NULL;
+        int r;
+
+        if (path[0] == '/')
+                out = strndup(path, n);
+        else if (!(cwd = getcwd(NULL, 0)))
+                return -errno;
+        else if ((r = join_cwd(cwd, path, n, &out)) < 0)
+                return r;
+        if (!out)
+                return -ENOMEM;
+        path_drop_dots(out);
+        *ret = TAKE_PTR(out);
+        return 0;
+}
+
 /* --mount SRC:DST[:ro|:rw], SRC relative to the current directory (not resolved: the daemon
  * refuses a symlink anywhere beneath its mount root). */
 int add_mount(json_object **mounts, const char *spec) {
         const char *colon = strchr(spec, ':'), *dst, *mode;
-        _cleanup_free_ char *src = NULL, *target = NULL, *cwd = NULL;
+        _cleanup_free_ char *src = NULL, *target = NULL;
         json_object *m;
         bool ro = false;
         int r;
@@ -313,17 +334,14 @@ int add_mount(json_object **mounts, const char *spec) {
                 ro = strcmp(mode, ":ro") == 0;
         }
         target = strndup(dst, mode ? (size_t) (mode - dst) : strlen(dst));
-        if (spec[0] == '/')
-                src = strndup(spec, (size_t) (colon - spec));
-        else if ((cwd = getcwd(NULL, 0)) && (r = join_cwd(cwd, spec, (size_t) (colon - spec), &src)) < 0)
-                return r == -EINVAL ? log_error("invalid --mount '%s': '..' after a name is not resolved here (the "
-                                                "name may be a symlink): give the path without it", spec)
-                                    : log_error_errno(r, "--mount: %m");
-        if (!src || !target)
-                return log_error_errno(-errno ?: -ENOMEM, "--mount: %m");
         /* "./dir", "dir/", "a//b" and "." as people and shells write them: the "." and empty
          * components go (lexically: ".." stays, for the daemon to refuse, as a symlink would be). */
-        path_drop_dots(src);
+        r = path_for_daemon(spec, (size_t) (colon - spec), &src);
+        if (r == -EINVAL)
+                return log_error("invalid --mount '%s': '..' after a name is not resolved here (the name may be a "
+                                 "symlink): give the path without it", spec);
+        if (r < 0 || !target)
+                return log_error_errno(r < 0 ? r : -ENOMEM, "--mount: %m");
         if (!*mounts)
                 *mounts = json_object_new_array();
         m = json_object_new_object();

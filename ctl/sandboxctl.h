@@ -93,6 +93,9 @@ int add_offset(json_object *obj, const char *key, const char *opt, const char *v
 int add_string(json_object *obj, const char *key, const char *value);
 /* "K=V" into the env object, creating it on first use. */
 int add_env(json_object **env, const char *assignment);
+/* The first n bytes of path made absolute for the daemon (the current directory joined, "." and
+ * empty components dropped); -EINVAL for a ".." after a name. */
+int path_for_daemon(const char *path, size_t n, char **ret);
 int add_mount(json_object **mounts, const char *spec);
 /* --allow CIDR[:PORT[/tcp|/udp]] (repeatable) into *allow, checked by the daemon. */
 int add_allow(json_object **allow, const char *entry);

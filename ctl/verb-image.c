@@ -79,13 +79,15 @@ static int image_import(const char *name, const char *source, const char *tag, b
         bool shown = false, tty = !arg.json && isatty(STDERR_FILENO);
         int r;
 
-        /* The daemon resolves the path on its host: a relative one is made absolute here. */
-        if (source[0] != '/') {
-                char cwd[4096];
-                if (!getcwd(cwd, sizeof(cwd)) || asprintf(&abs, "%s/%s", cwd, source) < 0)
-                        return log_error_errno(-errno, "image import: cannot make %s absolute: %m", source);
-                source = abs;
-        }
+        /* The daemon resolves the path on its host: a relative one is made absolute here, and
+         * "./x.tar" is named as /dir/x.tar in what it says. */
+        r = path_for_daemon(source, strlen(source), &abs);
+        if (r == -EINVAL)
+                return log_error("image import: '%s': '..' after a name is not resolved here (the name may be a "
+                                 "symlink): give the path without it", source);
+        if (r < 0)
+                return log_error_errno(r, "image import: cannot make %s absolute: %m", source);
+        source = abs;
         if ((r = add_string(req, "name", name)) < 0 || (r = add_string(req, "source", source)) < 0 ||
             (tag && (r = add_string(req, "tag", tag)) < 0))
                 return r;

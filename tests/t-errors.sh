@@ -70,3 +70,11 @@ empty_sbx snapshots snapshots ""
 empty_sbx restore restore "" snap-000000000000
 empty_sbx snapshot-delete snapshot-delete "" snap-000000000000
 empty_sbx sweep sweep ""
+
+# sandboxctl image import makes a relative path absolute for the daemon, and names it as people
+# would: no "/./" in it.
+mkdir -p "$T/imgdir"
+out=$(cd "$T/imgdir" && ctl image import bb2 ./nonexistent.tar 2>&1)
+like "$out" "^sandboxctl: not_found: $T/imgdir/nonexistent.tar" "image import ./x names the path without '/./' ($out)"
+out=$(cd "$T/imgdir" && ctl image import bb2 ../imgdir//nonexistent.tar 2>&1)
+like "$out" "^sandboxctl: not_found: $T/imgdir/nonexistent.tar" "... and a leading '..' climbs, '//' is one '/' ($out)"
