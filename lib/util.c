@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -652,4 +653,15 @@ const char *ipv4_prefix_format(char *buf, size_t size, uint32_t addr, unsigned l
         else
                 snprintf(buf, size, "%s/%u", a, len);
         return buf;
+}
+
+int flock_wait(int fd, unsigned tries) {
+        for (unsigned i = 0; i < tries; i++) {
+                if (flock(fd, LOCK_EX | LOCK_NB) == 0)
+                        return 0;
+                if (errno != EWOULDBLOCK)
+                        return -errno;
+                (void) usleep(100 * 1000);
+        }
+        return -EBUSY;
 }

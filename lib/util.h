@@ -81,6 +81,10 @@ const char *format_utc(char buf[static UTC_TIME_MAX], uint64_t usec);
 
 /* write() until all of data is out, retrying on EINTR; -errno on failure. */
 int write_all(int fd, const void *data, size_t len);
+
+/* flock(fd, LOCK_EX), waiting for a holder that is going: tries times, 100 ms apart. 0, -EBUSY
+ * when still held, -errno. */
+int flock_wait(int fd, unsigned tries);
 /* read() until size bytes are in or the end of the file; the count, or -errno. */
 ssize_t read_full(int fd, void *buf, size_t size);
 

@@ -490,17 +490,14 @@ static pid_t cg_daemon_pid(int base_fd) {
  * stopping gets a few seconds to go. Taken before anything below base is touched. */
 static int cg_lock(CgroupRoot *root) {
         pid_t other;
+        int k;
 
         root->lock_fd = open(root->base, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (root->lock_fd < 0)
                 return -errno;
-        for (unsigned i = 0; i < 50; i++) {
-                if (flock(root->lock_fd, LOCK_EX | LOCK_NB) == 0)
-                        return 0;
-                if (errno != EWOULDBLOCK)
-                        return -errno;
-                (void) usleep(100 * 1000);
-        }
+        k = flock_wait(root->lock_fd, 50);
+        if (k != -EBUSY)
+                return k;
         other = cg_daemon_pid(root->base_fd);
         log_error("another sandboxd%s%.0ld%s owns the cgroup subtree %s: two daemons must never share one (each would take "
                   "the other's sandboxes for stale and kill them). Give this daemon a subtree of its own with --cgroup-root "

@@ -360,16 +360,9 @@ static int lock_state(const char *dir) {
 
         if (fd < 0)
                 return -errno;
-        int r = -EBUSY;
-        for (unsigned i = 0; i < 50; i++) {
-                if (flock(fd, LOCK_EX | LOCK_NB) == 0)
-                        return 0; /* fd stays open: the lock goes with the process */
-                if (errno != EWOULDBLOCK) {
-                        r = -errno;
-                        break;
-                }
-                (void) usleep(100 * 1000);
-        }
+        int r = flock_wait(fd, 50);
+        if (r == 0)
+                return 0; /* fd stays open: the lock goes with the process */
         close(fd);
         if (r == -EBUSY)
                 log_error("another sandboxd uses the state directory %s: two daemons must never share one (each would "
