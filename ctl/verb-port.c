@@ -76,7 +76,16 @@ static int port_parse(int argc, char *argv[], PortArgs *a) {
         return check_arg_count(&verb_port, argc, argv, 2, 2);
 }
 
+/* A port published already: how to free it, in this verb's words. */
+static void port_hint(json_object *reply, const char *sandbox, const char *port) {
+        json_object *e = json_child(reply, "error");
+
+        if (strcmp(json_str(e, "code") ?: "", "conflict") == 0 && strcmp(json_str(e, "field") ?: "", "port") == 0)
+                fprintf(stderr, "sandboxctl: 'sandboxctl port --close %s %s' frees it\n", esc(sandbox), esc(port));
+}
+
 static int verb_port_run(int argc, char *argv[]) {
+        _cleanup_(sbx_client_freep) SbxClient *c = NULL;
         _cleanup_json_ json_object *req = NULL, *reply = NULL;
         PortArgs a = {};
         json_object *p;
@@ -88,7 +97,12 @@ static int verb_port_run(int argc, char *argv[]) {
         if ((r = add_string(req, "sandbox", argv[optind])) < 0 || (r = add_uint(req, "port", "PORT", argv[optind + 1])) < 0 ||
             (a.listen && (r = add_string(req, "listen", a.listen)) < 0))
                 return r;
-        r = daemon_request(TAKE_PTR(req), &reply);
+        if ((r = daemon_connect(&c)) < 0 || (r = daemon_call(c, TAKE_PTR(req), &reply)) < 0)
+                return r;
+        if (arg.json)
+                print_json(reply);
+        if ((r = reply_check(reply)) < 0 && !a.close)
+                port_hint(reply, argv[optind], argv[optind + 1]);
         if (r < 0 || arg.json || a.close)
                 return r;
         p = json_child(reply, "port");

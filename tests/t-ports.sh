@@ -406,6 +406,9 @@ got=$(timeout 20 python3 -c 'import sys, urllib.request; print(urllib.request.ur
 is "$got" owner "anyone on the host (here root) reaches a TCP one: the page"
 ctl_as $O port --close mine 8000
 is "$(ctl_as $O port mine 8000)" "$opath" "published again as a Unix socket, at the same path"
+out=$(ctl_as $O port mine 8000 2>&1)
+is "$?:$out" "1:sandboxctl: conflict: port 8000 of sandbox $osb is published already (field: port)"$'\n'"sandboxctl: 'sandboxctl port --close mine 8000' frees it" \
+	"sandboxctl port of a port published already: the conflict, and the command that frees it"
 is "$(jget "$(rpc_as $P "{\"op\":\"port.open\",\"sandbox\":\"$osb\",\"port\":8001}")" .error.code)" not_found \
 	"another uid's port.open of that sandbox: not_found"
 is "$(jget "$(rpc_as $P "{\"op\":\"port.close\",\"sandbox\":\"$osb\",\"port\":8000}")" .error.code)" not_found \
