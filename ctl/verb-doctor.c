@@ -36,6 +36,12 @@ const Verb verb_doctor = {
 
 /* ---- The socket and the daemon ----------------------------------------------------------- */
 
+/* Whether PID 1 is systemd (sd_booted()'s test): then sandboxd runs from its units, else from a
+ * command line (scripts/quickstart.sh), and the fixes below say which. */
+static bool systemd_booted(void) {
+        return access("/run/systemd/system/", F_OK) >= 0;
+}
+
 static bool in_groups(gid_t gid) {
         gid_t groups[NGROUPS_MAX];
         int n = getgroups(ELEMENTSOF(groups), groups);
@@ -107,9 +113,12 @@ static int check_socket(Doctor *d) {
                 if (e == EACCES)
                         check_fix(c, "a directory above %s is not searchable for you: RuntimeDirectory/DirectoryMode= "
                                      "of sandboxd.socket should be 0755", d->socket);
-                else
+                else if (systemd_booted())
                         check_fix(c, "start sandboxd's socket: sudo systemctl enable --now sandboxd.socket (or run "
                                      "sandboxd --listen %s)", d->socket);
+                else
+                        check_fix(c, "start sandboxd (no systemd here): sudo sandboxd --listen %s (as "
+                                     "scripts/quickstart.sh starts it)", d->socket);
                 return -e;
         }
         if (!S_ISSOCK(st.st_mode)) {
@@ -140,10 +149,15 @@ static void check_daemon(Doctor *d) {
         if (r < 0 || !sbx_reply_ok(reply)) {
                 c = doctor_add(d, "daemon", CHECK_FAIL, IMPACT_CANNOT_RUN, "sandboxd does not answer at %s: %s", d->socket,
                                r < 0 ? strerror(-r) : sbx_reply_error_message(reply) ?: "error reply");
-                if (r == -ECONNREFUSED)
+                if (r == -ECONNREFUSED && systemd_booted())
                         check_fix(c, "nothing listens there: sudo systemctl restart sandboxd.socket");
-                else
+                else if (r == -ECONNREFUSED)
+                        check_fix(c, "nothing listens there (a stale socket: sandboxd stopped?): start it again (no "
+                                     "systemd here): sudo sandboxd --listen %s", d->socket);
+                else if (systemd_booted())
                         check_fix(c, "see why: journalctl -u sandboxd.service -n 50");
+                else
+                        check_fix(c, "see why on the stderr of sandboxd where it was started (no systemd here)");
                 return;
         }
         doctor_add(d, "daemon", CHECK_OK, IMPACT_NONE, "sandboxd %s (protocol %s) answers",

@@ -88,8 +88,26 @@ rc=$?
 out=$(cat "$T/out")
 is "$rc" 2 "doctor exits 2 when there is no socket"
 like "$out" "fail  socket +no socket at $T/none.sock" "the missing socket is named"
-like "$out" 'fix: start sandboxd.s socket: sudo systemctl enable --now sandboxd.socket' "the fix says how to start it"
+if [ -d /run/systemd/system ]; then
+        like "$out" 'fix: start sandboxd.s socket: sudo systemctl enable --now sandboxd.socket' "the fix says how to start it"
+else
+        like "$out" "fix: start sandboxd \\(no systemd here\\): sudo sandboxd --listen $T/none.sock" \
+                "the fix says how to start it without systemd (PID 1 is not systemd here)"
+fi
 like "$out" 'controllers' "the host checks run without the daemon"
+# A socket nobody listens on (sandboxd stopped): the fix names the command that starts it on
+# this host, as the other verbs do, not systemctl where PID 1 is not systemd.
+python3 -c 'import socket,sys; s=socket.socket(socket.AF_UNIX); s.bind(sys.argv[1])' "$T/stale.sock"
+timeout -k 5 60 "$SANDBOXCTL" --socket "$T/stale.sock" doctor --state-dir "$T/state" >"$T/out" 2>&1
+out=$(cat "$T/out")
+like "$out" "fail  daemon +sandboxd does not answer at $T/stale.sock" "a stale socket: the daemon does not answer"
+if [ -d /run/systemd/system ]; then
+        like "$out" 'fix: nothing listens there: sudo systemctl restart sandboxd.socket' "its fix restarts the socket unit"
+else
+        like "$out" "fix: nothing listens there \\(a stale socket: sandboxd stopped\\?\\): start it again \\(no systemd here\\): sudo sandboxd --listen $T/stale.sock" \
+                "its fix starts sandboxd on that socket, not systemctl (PID 1 is not systemd here)"
+        check "and names no systemctl" sh -c "! grep -q systemctl '$T/out'"
+fi
 
 # ---- a socket the caller may not use ------------------------------------------------------
 if id nobody >/dev/null 2>&1 && command -v setpriv >/dev/null; then
