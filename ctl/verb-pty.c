@@ -372,8 +372,13 @@ static int session_run(json_object *request, bool tty, bool forward_stdin, bool 
         if (!it.session)
                 return log_error("sandboxd answered without a session id");
         *ret_session = strdup(it.session);
-        if (!arg.json && isatty(STDERR_FILENO)) {
-                if (detach_key >= 0)
+        /* A terminal's session (shell, exec -t, attach) is named on stderr wherever it goes, so that
+         * a script piping into shell may come back to it; a session on pipes only on a terminal,
+         * its stderr being the command's. The detach key only where keys come from a terminal. */
+        if (!arg.json && (tty || isatty(STDERR_FILENO))) {
+                if (!forward_stdin || !isatty(STDIN_FILENO))
+                        fprintf(stderr, "sandboxctl: session %s\n", esc(it.session));
+                else if (detach_key >= 0)
                         fprintf(stderr, "sandboxctl: session %s (Ctrl-%c detaches)\n", esc(it.session), detach_key + '@');
                 else
                         fprintf(stderr, "sandboxctl: session %s (no detach key)\n", esc(it.session));

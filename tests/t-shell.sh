@@ -88,6 +88,13 @@ is "$?" 125 "--detach-key ctrl-1: refused (status 125)"
 like "$(cat "$T/err")" "not ctrl-X" "with a message saying what a key is"
 $TM kill-server 2>/dev/null
 
+# A script piping into shell: the commands run, the status comes through, and the session is
+# named on stderr (no detach key: the keys are not a terminal's), as sandboxctl(1) says.
+out=$(printf 'echo piped; exit 2\n' | ctl shell "$sbx" 2>"$T/err")
+is "$?" 2 "shell with a pipe on stdin: the shell's exit status"
+like "$out" "piped" "and its output"
+like "$(cat "$T/err")" '^sandboxctl: session pty-[0-9a-f]+$' "and the session on stderr, without a detach key ($(cat "$T/err"))"
+
 # exec: -it like shell; without -t pipes, with stdin, stdout and stderr apart.
 out=$(printf 'abc\n' | ctl exec -i "$sbx" -- sh -c 'read x; echo out:$x; echo err:$x >&2; exit 5' 2>"$T/err")
 is "$?:$out:$(cat "$T/err")" "5:out:abc:err:abc" "exec -i (pipes): stdin in, stdout and stderr apart, exit status through"
