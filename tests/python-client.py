@@ -815,6 +815,28 @@ async def backend_async():
         return sid, snap
 sid, snap = asyncio.run(asyncio.wait_for(backend_async(), 60))
 check(snap and sid not in [x.id for x in c.list()], "AsyncSandboxBackend: snapshot, then destroy leaves no sandbox", snap)
+# Made like SandboxBackend, without a client: a TypeError that says how to make one.
+for args, kw in (((), {"best_effort": True}), ((SOCK,), {})):
+    try:
+        AsyncSandboxBackend(*args, **kw)
+        e = None
+    except TypeError as err:
+        e = err
+    check(e is not None and "await AsyncSandboxBackend.connect(" in str(e),
+          f"AsyncSandboxBackend({', '.join([repr(a) for a in args] + [f'{k}={v!r}' for k, v in kw.items()])}): "
+          "a TypeError naming await AsyncSandboxBackend.connect(...)", repr(e))
+
+
+async def backend_async_client():
+    async with await AsyncClient.connect() as ac:
+        ab = AsyncSandboxBackend(ac, best_effort=BE)
+        sid = await ab.spawn()
+        r = await ab.exec(sid, "echo own")
+        await ab.destroy(sid)
+        await ab.close()
+        return r.stdout, ac.closed
+is_(asyncio.run(asyncio.wait_for(backend_async_client(), 60)), ("own\n", False),
+    "AsyncSandboxBackend(client) over the caller's AsyncClient: works, and close() leaves the client open")
 
 t = Terminal.open("sh", rows=30, cols=100, best_effort=BE)
 t.write("stty size\n")

@@ -96,10 +96,17 @@ class SandboxBackend:
 
 
 class AsyncSandboxBackend:
-    """SandboxBackend's asyncio twin: ``b = await AsyncSandboxBackend.connect()``."""
+    """SandboxBackend's asyncio twin: ``b = await AsyncSandboxBackend.connect()`` (connecting is
+    awaited, which a constructor cannot be), or ``AsyncSandboxBackend(client)`` over an
+    AsyncClient of the caller's (``await AsyncClient.connect()``), which it leaves open."""
 
-    def __init__(self, client: AsyncClient, *, owns_client: bool = False,
+    def __init__(self, client: AsyncClient | None = None, *, owns_client: bool = False,
                  best_effort: bool | None = None) -> None:
+        if client is None or isinstance(client, (str, bytes, os.PathLike)):
+            raise TypeError("AsyncSandboxBackend() needs a connected AsyncClient: make one with "
+                            "`await AsyncSandboxBackend.connect(socket=None, best_effort=...)`, or pass "
+                            "`await AsyncClient.connect(socket)`" +
+                            (f" (got the socket path {client!r})" if client is not None else ""))
         self.client = client
         self._owns = owns_client
         self.best_effort = best_effort
