@@ -46,7 +46,7 @@ daemon_libsandboxd_la_SOURCES = \
 	daemon/exec/run-exec.c daemon/exec/run-exec.h \
 	daemon/sandbox/pool.c daemon/sandbox/pool.h \
 	daemon/host/netns-pool.c daemon/host/netns-pool.h daemon/host/fdstore.c daemon/host/fdstore.h \
-	daemon/host/scope.c daemon/host/scope.h daemon/host/pidfd-exit.c daemon/host/pidfd-exit.h \
+	daemon/host/scope.c daemon/host/scope.h daemon/host/pidfd.c daemon/host/pidfd.h \
 	daemon/core/output.c daemon/core/output.h \
 	daemon/sandbox/session.c daemon/sandbox/session.h \
 	daemon/core/ring.c daemon/core/ring.h \

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* How a process ended, read from its pidfd by one that is not its parent (daemon/host/pidfd-exit.h):
+/* What a pidfd says (daemon/host/pidfd.h): its pids, and how its process ended, read by one that
+ * is not its parent:
  * a zombie's status from /proc on any kernel, a reaped one's from the pidfd where the kernel keeps
  * it (PIDFD_INFO_EXIT), and nothing made up while it runs or where neither can be read. */
 #include <errno.h>
@@ -10,7 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "pidfd-exit.h"
+#include "pidfd.h"
 #include "tap.h"
 
 /* A child that ends as asked: exit status st, or killed by signal -st. Its pidfd in *ret_pidfd. */
@@ -47,8 +48,13 @@ int main(void) {
         }
         pidfd = (int) syscall(SYS_pidfd_open, pid, 0);
         ok(pidfd_exit_status(pidfd, &code, &status) == 0, "a running process: not known (0)");
+        int p = -1, inner = -1;
+        k = pidfd_pids(pidfd, &p, &inner);
+        ok(k == 0 && p == pid, "pidfd_pids: its pid in our namespace (%d, %d)", p, (int) pid);
+        ok(inner == 0, "in no pid namespace but ours: 0 as its innermost pid (%d)", inner);
         kill(pid, SIGKILL);
         waitpid(pid, NULL, 0);
+        ok(pidfd_pids(pidfd, &p, NULL) == -ESRCH, "reaped: -ESRCH");
         close(pidfd);
 
         /* A zombie (nobody reaped it yet): from /proc, on any kernel. */

@@ -166,12 +166,12 @@ tests_test_registry_CPPFLAGS = $(DAEMON_UNIT_CPPFLAGS)
 tests_test_registry_CFLAGS = $(DAEMON_UNIT_CFLAGS)
 tests_test_registry_LDADD = $(DAEMON_LIBS)
 
-check_PROGRAMS += tests/test-pidfd-exit
-TESTS += tests/test-pidfd-exit
-tests_test_pidfd_exit_SOURCES = tests/test-pidfd-exit.c tests/tap.h
-tests_test_pidfd_exit_CPPFLAGS = $(DAEMON_UNIT_CPPFLAGS)
-tests_test_pidfd_exit_CFLAGS = $(DAEMON_UNIT_CFLAGS)
-tests_test_pidfd_exit_LDADD = $(DAEMON_LIBS)
+check_PROGRAMS += tests/test-pidfd
+TESTS += tests/test-pidfd
+tests_test_pidfd_SOURCES = tests/test-pidfd.c tests/tap.h
+tests_test_pidfd_CPPFLAGS = $(DAEMON_UNIT_CPPFLAGS)
+tests_test_pidfd_CFLAGS = $(DAEMON_UNIT_CFLAGS)
+tests_test_pidfd_LDADD = $(DAEMON_LIBS)
 
 check_PROGRAMS += tests/test-sandbox
 TESTS += tests/test-sandbox
@@ -217,7 +217,7 @@ tests_test_hold_LDADD = $(DAEMON_LIBS)
 ## The fd store's table, taken by name at a restart, and the pidfd check (daemon/host/fdstore.c).
 check_PROGRAMS += tests/test-fdstore
 TESTS += tests/test-fdstore
-tests_test_fdstore_SOURCES = tests/test-fdstore.c tests/tap.h daemon/host/fdstore.c daemon/host/fdstore.h \
+tests_test_fdstore_SOURCES = tests/test-fdstore.c tests/tap.h daemon/host/fdstore.c daemon/host/fdstore.h daemon/host/pidfd.c daemon/host/pidfd.h \
 	daemon/core/log.c daemon/core/log.h
 tests_test_fdstore_CPPFLAGS = $(DAEMON_INCLUDES) $(AM_CPPFLAGS)
 tests_test_fdstore_CFLAGS = $(UNIT_CFLAGS)

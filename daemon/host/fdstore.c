@@ -13,6 +13,7 @@
 #include "fdstore.h"
 #include "log.h"
 #include "macro.h"
+#include "pidfd.h"
 #include "util.h"
 
 bool fdstore_name_is_ours(const char *name) {
@@ -278,9 +279,9 @@ int fdstore_check_pidfd(int fd, int *ret_pid) {
 }
 
 int fdstore_check_pidfd_ns(int fd, int *ret_pid, int *ret_inner_pid) {
-        char path[64], link[64], info[1024], *p, *nl;
+        char path[64], link[64];
         ssize_t n;
-        int pid;
+        int k;
 
         snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
         n = readlink(path, link, sizeof(link) - 1);
@@ -289,28 +290,6 @@ int fdstore_check_pidfd_ns(int fd, int *ret_pid, int *ret_inner_pid) {
         link[n] = '\0';
         if (strcmp(link, "anon_inode:[pidfd]") != 0)
                 return -EBADFD;
-        snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
-        if (read_small_file(AT_FDCWD, path, false, info, sizeof(info)) < 0)
-                return -EBADFD;
-        p = strstr(info, "\nPid:\t");
-        if (!p || sscanf(p + 6, "%d", &pid) != 1)
-                return -EBADFD;
-        /* -1: the process has ended; 0: it is not in our pid namespace. */
-        if (pid <= 0)
-                return -ESRCH;
-        if (ret_inner_pid) {
-                /* "NSpid:\t<ours>\t...\t<innermost>": only one level is not a namespace's pid. */
-                p = strstr(info, "\nNSpid:\t");
-                if (!p)
-                        return -EBADFD;
-                p += 8;
-                nl = strchr(p, '\n');
-                if (nl)
-                        *nl = '\0';
-                nl = strrchr(p, '\t');
-                if (!nl || sscanf(nl + 1, "%d", ret_inner_pid) != 1)
-                        *ret_inner_pid = 0;
-        }
-        *ret_pid = pid;
-        return 0;
+        k = pidfd_pids(fd, ret_pid, ret_inner_pid);
+        return k == -ESRCH || k == 0 ? k : -EBADFD;
 }

@@ -10,10 +10,40 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "fdstore.h"
 #include "macro.h"
-#include "pidfd-exit.h"
+#include "pidfd.h"
 #include "util.h"
+
+int pidfd_pids(int pidfd, int *ret_pid, int *ret_inner_pid) {
+        char path[64], info[1024], *p, *nl;
+        int pid;
+
+        snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", pidfd);
+        if (read_small_file(AT_FDCWD, path, false, info, sizeof(info)) < 0)
+                return -EBADFD;
+        p = strstr(info, "\nPid:\t");
+        if (!p || sscanf(p + 6, "%d", &pid) != 1)
+                return -EBADFD;
+        /* -1: the process has ended; 0: it is not in our pid namespace. */
+        if (pid <= 0)
+                return -ESRCH;
+        if (ret_inner_pid) {
+                /* "NSpid:\t<ours>\t...\t<innermost>": only one level is not a namespace's pid. */
+                *ret_inner_pid = 0;
+                p = strstr(info, "\nNSpid:\t");
+                if (p) {
+                        p += 8;
+                        nl = strchr(p, '\n');
+                        if (nl)
+                                *nl = '\0';
+                        nl = strrchr(p, '\t'); /* none: it is in ours alone */
+                        if (!nl || sscanf(nl + 1, "%d", ret_inner_pid) != 1)
+                                *ret_inner_pid = 0;
+                }
+        }
+        *ret_pid = pid;
+        return 0;
+}
 
 /* <linux/pidfd.h> of Linux 6.15; Debian 12's headers are older. */
 struct pidfd_exit_info {
@@ -97,9 +127,11 @@ int pidfd_exit_status(int pidfd, int *ret_code, int *ret_status) {
         }
         /* A zombie: its pid is its own until it is reaped, so the stat read between two looks at
          * the pidfd that both name that pid is the zombie's. */
-        if (fdstore_check_pidfd_any(pidfd, &pid) < 0)
-                return -EBADF;
-        if (pid <= 0 || zombie_status(pid, &status) <= 0 || fdstore_check_pidfd_any(pidfd, &again) < 0 || again != pid)
+        if ((k = pidfd_pids(pidfd, &pid, NULL)) == -ESRCH)
+                return 0;
+        if (k < 0)
+                return k;
+        if (zombie_status(pid, &status) <= 0 || pidfd_pids(pidfd, &again, NULL) < 0 || again != pid)
                 return 0;
         wait_status_decode(status, ret_code, ret_status);
         return 1;

@@ -33,7 +33,7 @@ typedef struct Egress Egress;
 typedef struct HostFeatures {
         bool clone_into_cgroup;
         bool pidfd;
-        bool pidfd_exit_info; /* exit statuses kept with pidfds (pidfd-exit.h): kept runs start direct */
+        bool pidfd_exit_info; /* exit statuses kept with pidfds (pidfd.h): kept runs start direct */
         bool mount_idmap; /* mount_setattr() with MOUNT_ATTR_IDMAP (mount-open.h) */
         /* 0: create's "root": "overlay" works here (root-overlay.h, probed at start); else the
          * -errno of the step that failed, and root_overlay_step says which */

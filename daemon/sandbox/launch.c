@@ -21,7 +21,7 @@
 #include "macro.h"
 #include "context.h"
 #include "fdstore.h"
-#include "pidfd-exit.h"
+#include "pidfd.h"
 #include "run-exec.h"
 #include "sandbox.h"
 #include "spawn.h"

@@ -45,7 +45,7 @@ typedef struct Launch {
         int pidfd;
         int report_fd;          /* the helper's reports (spawn.h) */
         sd_event_source *report_source, *child_source;
-        sd_event_source *exit_retry;  /* taken back direct: its end not readable yet (pidfd-exit.h) */
+        sd_event_source *exit_retry;  /* taken back direct: its end not readable yet (pidfd.h) */
         unsigned exit_tries;
         bool direct;            /* the helper becomes the command (RunParams.direct) */
 } Launch;
@@ -58,7 +58,7 @@ typedef struct LaunchSpec {
         bool pipes;             /* stdin, stdout and stderr on pipes (else a terminal, the helper's) */
         bool via_helper;        /* through the exec'd run helper where the daemon has one; else a clone */
         bool keep;              /* outlives the daemon (RunParams.outlive_daemon): direct only where the
-                                 * kernel keeps its end with its pidfd (pidfd-exit.h), else only its
+                                 * kernel keeps its end with its pidfd (pidfd.h), else only its
                                  * parent, a helper, could read it */
         bool file_helper;       /* sandboxd-file-helper instead (file-op.c): exec'd, never a clone */
         const int *stderr_fd;   /* the helper's fd 2 instead of the stderr pipe (file.read's sink), or NULL */

@@ -18,6 +18,7 @@
 #include "log.h"
 #include "macro.h"
 #include "metrics.h"
+#include "pidfd.h"
 #include "context.h"
 #include "run-record.h"
 #include "run-result.h"
@@ -577,35 +578,11 @@ static void run_finish(Run *r) {
 
 /* ---- Events ------------------------------------------------------------------------------ */
 
-/* The pid of pidfd's process in its own (innermost) pid namespace: the last of its fdinfo's
- * "NSpid:" (the sandbox's, where the command is). -errno when it cannot be read. */
+/* The pid of pidfd's process in its own (innermost) pid namespace, the sandbox's, where the
+ * command is. -errno when it cannot be read. */
 static int pidfd_inner_pid(int pidfd) {
-        char path[64], buf[1024];
-        const char *line, *p;
-        ssize_t n;
-        int fd, pid = -ENOENT;
-
-        snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", pidfd);
-        fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (fd < 0)
-                return -errno;
-        n = read(fd, buf, sizeof(buf) - 1);
-        safe_close(fd);
-        if (n <= 0)
-                return n < 0 ? -errno : -ENOENT;
-        buf[n] = '\0';
-        line = strstr(buf, "NSpid:");
-        if (!line)
-                return -ENOENT;
-        for (p = line + 6; *p && *p != '\n';) {
-                char *end;
-                long v = strtol(p, &end, 10);
-                if (end == p)
-                        break;
-                pid = (int) v;
-                p = end;
-        }
-        return pid > 0 ? pid : -ESRCH;
+        int pid, inner = 0, k = pidfd_pids(pidfd, &pid, &inner);
+        return k < 0 ? k : inner > 0 ? inner : -ENOENT;
 }
 
 /* Tells the client the run's id while it is in flight, so that it (or another connection of

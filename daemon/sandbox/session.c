@@ -18,6 +18,7 @@
 #include "log.h"
 #include "macro.h"
 #include "metrics.h"
+#include "pidfd.h"
 #include "context.h"
 #include "fdstore.h"
 #include "session.h"
@@ -942,19 +943,8 @@ static void session_helper_exit(void *userdata, const siginfo_t *si) {
 /* ---- Reports from the helper ------------------------------------------------------------- */
 
 static pid_t pidfd_pid(int pidfd) {
-        char path[64], line[128];
-        pid_t pid = 0;
-        FILE *f;
-
-        snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", pidfd);
-        f = fopen(path, "re");
-        if (!f)
-                return 0;
-        while (fgets(line, sizeof(line), f))
-                if (sscanf(line, "Pid: %d", &pid) == 1)
-                        break;
-        fclose(f);
-        return pid;
+        int pid;
+        return pidfd_pids(pidfd, &pid, NULL) < 0 ? 0 : pid;
 }
 
 static int session_watch_output(Session *p, int i, int fd) {

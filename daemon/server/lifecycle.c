@@ -35,7 +35,7 @@
 #include "run.h"
 #include "scope.h"
 #include "mount-open.h"
-#include "pidfd-exit.h"
+#include "pidfd.h"
 #include "sandbox.h"
 #include "snapshot.h"
 #include "spawn.h"
