@@ -294,6 +294,10 @@ rr = sb.restore()
 is_((rr.snapshot, sb.run("cat /work/f").stdout), (snap.id, "v1\n"), "restore() with no argument: the newest snapshot is back")
 with Sandbox.fork(snap, client=c, name="py-fork", best_effort=BE) as fk:
     is_(fk.run("cat /work/f").stdout, "v1\n", "Sandbox.fork(snapshot): the new sandbox starts with the snapshot's tree")
+    e = raises(lambda: c.snapshot_restore(sb.id, f"py-fork/{snap.id}"), InvalidRequest)
+    check(e is not None and e.field == "snapshot" and "another sandbox" in str(e),
+          "snapshot_restore with another sandbox's 'SANDBOX/ID' (the fork's): InvalidRequest, field snapshot, saying so",
+          repr(e))
     fork_id = fk.id
 check(fork_id not in [s.id for s in c.list()], "the fork's with block destroyed the fork")
 check(not c.closed, "...and left the Client it was given open")
@@ -302,9 +306,6 @@ sb.run("echo v3 > /work/f")
 rr = c.snapshot_restore(sb.id, f"{sb.id}/{snap.id}")
 is_((rr.snapshot, sb.run("cat /work/f").stdout), (snap.id, "v1\n"), "Client.snapshot_restore(sandbox, 'SANDBOX/ID')")
 is_(sb.restore(f"py-a/{snap.id}").snapshot, snap.id, "Sandbox.restore('NAME/ID')")
-e = raises(lambda: c.snapshot_restore(sb.id, f"py-fork/{snap.id}"), InvalidRequest)
-check(e is not None and e.field == "snapshot" and "another sandbox" in str(e),
-      "snapshot_restore with another sandbox's 'SANDBOX/ID': InvalidRequest, field snapshot, saying so", repr(e))
 snap2 = sb.snapshot("second")
 is_(c.snapshot_delete(sb.id, f"{sb.id}/{snap2.id}"), snap2.id, "Client.snapshot_delete(sandbox, 'SANDBOX/ID'): the id deleted")
 is_(sb.delete_snapshot(snap), snap.id, "delete_snapshot: the id deleted")

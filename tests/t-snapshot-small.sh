@@ -70,9 +70,11 @@ for ref in "src/$snap" "$src/$snap"; do
 done
 r=$(rpc "{\"op\":\"snapshot.restore\",\"sandbox\":\"src\",\"snapshot\":\"fork1/$snap\"}")
 is "$(jget "$r" '.error.code + " " + .error.field')" "invalid_request snapshot" "a SANDBOX/ID naming another sandbox is refused"
-like "$(jget "$r" .error.message)" "names another sandbox than $src" "and the message says so"
+like "$(jget "$r" .error.message)" "is of another sandbox than $src" "and the message says so"
+r=$(rpc "{\"op\":\"snapshot.delete\",\"sandbox\":\"src\",\"snapshot\":\"fork1/$snap\"}")
+is "$(jget "$r" '.error.code + " " + .error.field')" "invalid_request snapshot" "likewise for snapshot.delete"
 r=$(rpc "{\"op\":\"snapshot.delete\",\"sandbox\":\"src\",\"snapshot\":\"nosuch/$snap\"}")
-is "$(jget "$r" '.error.code + " " + .error.field')" "invalid_request snapshot" "likewise one naming no sandbox, for snapshot.delete"
+is "$(jget "$r" '.error.code + " " + .error.field')" "not_found snapshot" "one naming no sandbox is an unknown snapshot"
 snap2=$(jget "$(rpc '{"op":"snapshot","sandbox":"src"}' 120)" .snapshot.id)
 out=$(ctl snapshot-delete src "src/$snap2" 2>&1)
 is "$out" "deleted $snap2" "sandboxctl snapshot-delete SANDBOX SANDBOX/ID (it names the id deleted)"

@@ -50,10 +50,11 @@ static int lookup_for_job(Request *c, json_object *req, Sandbox **ret, ProtoErro
 
 /* "snap-...", or "<sandbox>/snap-..." as from_snapshot takes it (the sandbox by id, name or
  * "UID/NAME"), where that sandbox must be s: a snapshot is restored into, or deleted from, its
- * own sandbox only. */
+ * own sandbox only. A prefix that names no sandbox the caller may see is an unknown snapshot. */
 static int get_snapshot_arg(Request *c, json_object *req, Sandbox *s, SnapshotInfo *ret, ProtoError *err) {
         const char *snap = NULL, *slash;
         char key[SBX_MAX_ID_LEN + 1];
+        Sandbox *named;
         int r = proto_get_string(req, "snapshot", 200, &snap, err);
 
         if (r < 0)
@@ -61,11 +62,14 @@ static int get_snapshot_arg(Request *c, json_object *req, Sandbox *s, SnapshotIn
         slash = snap ? strrchr(snap, '/') : NULL;
         if (slash) {
                 snprintf(key, sizeof(key), "%.*s", (int) (slash - snap), snap);
-                /* The same words whether that other sandbox exists or not (ops_sandbox_not_found()). */
-                if (ops_resolve_sandbox(c, key) != s)
+                named = ops_resolve_sandbox(c, key);
+                if (named && named != s)
                         return proto_error_set(err, SBX_E_INVALID_REQUEST, "snapshot",
-                                               "snapshot '%.100s' names another sandbox than %s (a snapshot of another "
+                                               "snapshot '%.100s' is of another sandbox than %s (a snapshot of another "
                                                "sandbox is forked with create's from_snapshot)", snap, s->id);
+                if (!named)
+                        return proto_error_set(err, SBX_E_NOT_FOUND, "snapshot", "sandbox %s has no snapshot '%.100s'",
+                                               s->id, snap);
                 snap = slash + 1;
         }
         if (!snap || snapshot_get(s, snap, ret) < 0)
