@@ -48,6 +48,16 @@ for i in $(seq 1 $CAP); do
         ids+=("$(jget "$(u_rpc '{"op":"pty.open","sandbox":"s1","pty":false,"argv":["sleep","1000"]}')" .session)")
 done
 like "${ids[*]}" "^(pty-[0-9a-f]{12} ?){$CAP}\$" "$CAP sessions running sleep 1000"
+# Each session's helper is a clone of the daemon: named for what it is, not shown as the daemon.
+is "$(daemon_children_named sandbox-session)" "$CAP" "each running session's helper is named sandbox-session"
+_as_daemon() {
+        local p n=0
+        for p in $(cat "/proc/$DAEMON_PID/task/"*/children 2>/dev/null); do
+                cmp -s "/proc/$p/cmdline" "/proc/$DAEMON_PID/cmdline" && n=$((n + 1))
+        done
+        echo "$n"
+}
+is "$(_as_daemon)" 0 "none of the daemon's children has the daemon's command line (pgrep -f finds the daemon alone)"
 r=$(u_rpc '{"op":"pty.open","sandbox":"s1","pty":false,"argv":["sleep","1000"]}')
 is "$(jget "$r" .error.code)" resource_exhausted "a running session past the cap is refused"
 like "$(jget "$r" .error.message)" "maximum of $CAP running sessions" "the message says running sessions ($(jget "$r" .error.message))"

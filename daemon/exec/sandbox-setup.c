@@ -1167,41 +1167,6 @@ _Noreturn static void reap_forever(void) {
         }
 }
 
-/* Fields 48-51 of /proc/self/stat: where our argv and environment strings are. */
-static int proc_args_area(unsigned long area[4]) {
-        char buf[1024], *p;
-        int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC), field = 2;
-        ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
-
-        if (fd >= 0)
-                close(fd);
-        if (n <= 0)
-                return -1;
-        buf[n] = '\0';
-        p = strrchr(buf, ')'); /* after the name, which may hold spaces */
-        for (; p && field < 48; field++) /* p: the space before field 48 */
-                p = strchr(p + 1, ' ');
-        if (!p || sscanf(p, " %lu %lu %lu %lu", &area[0], &area[1], &area[2], &area[3]) != 4)
-                return -1;
-        return 0;
-}
-
-/* Our command line and environment, as /proc/1/cmdline and /proc/1/environ show them inside,
- * were the helper's (or the daemon's: its state directory, its socket, its environment): both
- * are wiped and the command line says only what we are. Their strings are ours to overwrite:
- * whatever p points to was copied out of them first (run-helper.c), or is the daemon's heap. */
-static void init_hide_args(void) {
-        static const char name[] = "sandboxd-init";
-        unsigned long a[4];
-
-        if (proc_args_area(a) < 0 || a[1] <= a[0] || a[1] - a[0] < sizeof(name))
-                return;
-        if (a[3] > a[2])
-                memset((void *) a[2], 0, a[3] - a[2]);
-        memset((void *) a[0], 0, a[1] - a[0]);
-        memcpy((void *) a[0], name, sizeof(name)); /* NULs pad the rest: nothing is moved (no PR_SET_MM) */
-}
-
 static int sysctl_write(const char *key, const char *value) {
         char path[sizeof("/proc/sys/") + 128];
         size_t n = strlen(value);
@@ -1253,7 +1218,7 @@ _Noreturn void sandbox_init_main(const InitParams *p) {
         InitMounts mounts;
         int step, workdir_fd, dev_fd;
 
-        init_hide_args();
+        spawn_set_name("sandboxd-init");
 
         /* Not dumpable: nothing in the sandbox may ptrace us or open our /proc/1/exe. No parent-
          * death signal either: a daemon restart must not take the sandbox's processes with it. */

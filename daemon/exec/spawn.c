@@ -191,6 +191,38 @@ int report_recv(int fd, SpawnReport *ret, int *ret_fd) {
         return 1;
 }
 
+/* Fields 48-51 of /proc/self/stat: where our argv and environment strings are. */
+static int proc_args_area(unsigned long area[4]) {
+        char buf[1024], *p;
+        int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC), field = 2;
+        ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+
+        if (fd >= 0)
+                close(fd);
+        if (n <= 0)
+                return -1;
+        buf[n] = '\0';
+        p = strrchr(buf, ')'); /* after the name, which may hold spaces */
+        for (; p && field < 48; field++) /* p: the space before field 48 */
+                p = strchr(p + 1, ' ');
+        if (!p || sscanf(p, " %lu %lu %lu %lu", &area[0], &area[1], &area[2], &area[3]) != 4)
+                return -1;
+        return 0;
+}
+
+void spawn_set_name(const char *name) {
+        size_t n = strlen(name) + 1;
+        unsigned long a[4];
+
+        (void) prctl(PR_SET_NAME, name);
+        if (proc_args_area(a) < 0 || a[1] <= a[0] || a[1] - a[0] < n)
+                return;
+        if (a[3] > a[2])
+                memset((void *) a[2], 0, a[3] - a[2]);
+        memset((void *) a[0], 0, a[1] - a[0]);
+        memcpy((void *) a[0], name, n); /* NULs pad the rest: nothing is moved (no PR_SET_MM) */
+}
+
 /* ---- The command (grandchild) ------------------------------------------------------------ */
 
 _Noreturn static void child_fail(int fd, SpawnStep step) {

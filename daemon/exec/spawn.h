@@ -75,6 +75,12 @@ typedef struct SpawnReport {
 pid_t clone3_pidfd(uint64_t flags, int cgroup_fd, int *ret_pidfd);
 
 int report_send(int fd, const SpawnReport *r, int pass_fd);
+
+/* A child of the daemon that does not exec (a sandbox's init, a session's helper) is not shown as
+ * the daemon: its name (comm) and its command line become name, and its environment is wiped, as
+ * /proc/PID/cmdline, ps and pgrep -f see them. Their strings are ours to overwrite: whatever the
+ * caller still uses was copied out of them first (run-helper.c), or is the daemon's heap. */
+void spawn_set_name(const char *name);
 /* Receives one report, and an fd when one was passed (else -1). 0 on EOF. */
 int report_recv(int fd, SpawnReport *ret, int *ret_fd);
 

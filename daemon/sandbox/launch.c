@@ -280,8 +280,11 @@ static int launch_spawn(Launch *l, const LaunchSpec *spec, LaunchFds *f) {
                 return 0;
         }
         pid = clone3_pidfd(0, l->cg_fd, &l->pidfd);
-        if (pid == 0)
+        if (pid == 0) {
+                /* As the init is "sandbox-init"; comm keeps 15 characters. */
+                spawn_set_name(strcmp(spec->kind, "pty") == 0 ? "sandbox-session" : "sandbox-run");
                 run_helper_main(p);
+        }
         if (pid < 0)
                 return pid;
         l->pid = pid;
