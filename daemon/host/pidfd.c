@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/syscall.h>
@@ -84,6 +85,9 @@ bool pidfd_exit_info_supported(void) {
         if (supported >= 0)
                 return supported;
         supported = 0;
+        /* The tests' and benchmarks' way to the helper of older kernels on a kernel that has it. */
+        if (getenv("SANDBOXD_TEST_NO_PIDFD_EXIT_INFO"))
+                return false;
         pid = fork();
         if (pid == 0)
                 _exit(42);
