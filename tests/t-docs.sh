@@ -57,6 +57,12 @@ check "docs/python.md's put_tree and get_tree are described, not called missing"
 check "docs/python.md says how to pip install offline (--no-build-isolation)" \
         grep -q 'pip install --no-build-isolation ./python' "$top_srcdir/docs/python.md"
 check "README.md says it too" grep -q 'pip install --no-build-isolation ./python' "$top_srcdir/README.md"
+# A venv of another Python (pyenv's, first on some PATHs) has neither Debian's setuptools nor its
+# wheel: --no-build-isolation fails there with "invalid command 'bdist_wheel'".
+for doc in "$top_srcdir/docs/python.md" "$top_srcdir/README.md"; do
+        check "$(basename "$doc") makes the venv with Debian's /usr/bin/python3" \
+                sh -c "grep -q -- '-m venv' '$doc' && ! grep -E -- '-m venv' '$doc' | grep -vq '/usr/bin/python3 -m venv'"
+done
 
 if command -v man >/dev/null; then
         for page in "$MAN"/*.[1-8]; do
