@@ -34,8 +34,10 @@ const Verb verb_destroy = {
         .name = "destroy",
         .args = "SANDBOX...",
         .summary = "Kill everything in sandboxes (by id or name) and remove them",
-        .help = "Destroying a sandbox that is already gone is not an error. Exits 1 when any\n"
-                "sandbox could not be destroyed. With --json prints each reply on its own line.\n",
+        .help = "Destroying a sandbox by its id once it is gone is not an error (\"ID was already\n"
+                "gone\"); a name that names no sandbox is not_found (it may be a typo). Exits 1\n"
+                "when any sandbox could not be destroyed. With --json prints each reply on its\n"
+                "own line.\n",
         .failure_status = EXIT_FAILURE,
         .run = verb_destroy_run,
 };

@@ -57,6 +57,12 @@ check "docs/python.md's put_tree and get_tree are described, not called missing"
 check "docs/python.md says how to pip install offline (--no-build-isolation)" \
         grep -q 'pip install --no-build-isolation ./python' "$top_srcdir/docs/python.md"
 check "README.md says it too" grep -q 'pip install --no-build-isolation ./python' "$top_srcdir/README.md"
+# Only an id is "already gone": a name that names nothing is not_found (the daemon forgets names).
+check "sandboxctl(1) says destroy's \"already gone\" holds by id, a name is not_found" \
+        sh -c "sed -n '/^\\.SS destroy\$/,/^\\.SS /p' '$MAN/sandboxctl.1' | grep -q 'by its id' &&
+               sed -n '/^\\.SS destroy\$/,/^\\.SS /p' '$MAN/sandboxctl.1' | grep -q 'not_found'"
+check "docs/python.md says destroy of a name that names nothing raises NotFound" \
+        sh -c "grep '^| \`destroy(sandbox)\`' '$top_srcdir/docs/python.md' | grep -q NotFound"
 # A venv of another Python (pyenv's, first on some PATHs) has neither Debian's setuptools nor its
 # wheel: --no-build-isolation fails there with "invalid command 'bdist_wheel'".
 for doc in "$top_srcdir/docs/python.md" "$top_srcdir/README.md"; do
