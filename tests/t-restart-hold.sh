@@ -197,6 +197,7 @@ hp=$(holder_pid)
 HOLDERS+=("$hp")
 is "$(stat -c '%a %u %F' "$T/hold.sock")" "600 0 socket" "hold.sock is a socket of root's, mode 0600"
 like "$(tr '\0' ' ' <"/proc/$hp/cmdline")" "^sandboxd --hold $T/hold.sock 3600000000 " "the holder is sandboxd --hold, with hold_timeout"
+is "$(cat "/proc/$hp/comm")" sandboxd-hold "its name is sandboxd-hold (ps, pgrep sandboxd), not exe"
 like "$(cat "$CG/hold/cgroup.procs" 2>/dev/null)" "^$hp\$" "standalone, it is in the daemon's subtree, a leaf of its own ($CG/hold)"
 like "$(cat "$T/daemon.log")" "handed [0-9]+ fd\\(s\\) to the holder \\(pid $hp\\)" "the daemon's log says it handed the fds over"
 n=$(grep -o 'handed [0-9]* fd' "$T/daemon.log" | tail -1 | grep -o '[0-9]*')

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -216,6 +217,8 @@ int hold_main(int argc, char **argv) {
                 log_error("usage: sandboxd --hold PATH TIMEOUT_USEC (started by sandboxd at its stop)");
                 return 2;
         }
+        /* Exec'd as /proc/self/exe, our comm would be "exe": ps and pgrep name us as what we are. */
+        (void) prctl(PR_SET_NAME, "sandboxd-hold");
         errno = 0;
         timeout = strtoull(argv[3], &end, 10);
         if (errno || !end || *end || timeout == 0) {
