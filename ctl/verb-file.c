@@ -518,6 +518,15 @@ static int open_local_parent(const char *path, char **ret_base) {
         return fd;
 }
 
+/* A symlink (without -L), a FIFO, a device: copied out only into an existing directory, by tar. */
+static int log_not_into_dir(const Endpoint *src, const char *type) {
+        if (strcmp(type, "symlink") == 0)
+                return log_error("cp: %s:%s is a symlink: it can be copied into an existing directory as a link, "
+                                 "or what it points to with -L", esc(src->sandbox), esc(src->path));
+        return log_error("cp: %s:%s is a %s: it can be copied into an existing directory", esc(src->sandbox),
+                         esc(src->path), esc(type));
+}
+
 static int cp_out_new(SbxClient *c, const Endpoint *src, const Endpoint *dst, const char *type, json_object *st,
                       unsigned flags, Progress *p) {
         _cleanup_free_ char *name = NULL;
@@ -530,8 +539,7 @@ static int cp_out_new(SbxClient *c, const Endpoint *src, const Endpoint *dst, co
                 return cp_file_out(c, src->sandbox, src->path, st, flags & SBX_FILE_FOLLOW, parent, name, dst->path, p);
         /* A new name: made here, and the tree's own top name dropped (or "./" of "/."). */
         if (strcmp(type, "dir") != 0)
-                return log_error("cp: %s:%s is a %s: it can be copied into an existing directory", esc(src->sandbox),
-                                 esc(src->path), esc(type));
+                return log_not_into_dir(src, type);
         if (mkdirat(parent, name, 0777) < 0)
                 return log_error_errno(negative_errno(), "cannot create %s: %m", esc(dst->path));
         fd = openat(parent, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -591,8 +599,7 @@ static int cp_out(SbxClient *c, const Endpoint *src, const Endpoint *dst, bool f
         if (strcmp(type, "dir") == 0 && !local_dir)
                 return log_error("cp: cannot copy a directory onto %s, which is not a directory", esc(dst->path));
         if (!local_dir)
-                return log_error("cp: %s:%s is a %s: it can be copied into an existing directory", esc(src->sandbox),
-                                 esc(src->path), esc(type));
+                return log_not_into_dir(src, type);
         return cp_tree_out(c, src->sandbox, src->path, flags, local, false, p);
 }
 

@@ -121,6 +121,11 @@ check "... mode 0640" test "$(stat -c %a "$T/host/back")" = 640
 ln -s blob "$R/work/bloblink"
 check "cp -L SBX:SYMLINK FILE copies the file the link names (read through it, in the sandbox)" \
         sh -c '"$0" --socket "$1" cp -L sb:/work/bloblink "$2" && cmp -s "$3" "$2"' "$SANDBOXCTL" "$T/sock" "$T/host/via-link" "$T/host/blob"
+out=$(timeout 20 "$SANDBOXCTL" --socket "$T/sock" cp sb:/work/bloblink "$T/host/new-link" 2>&1 </dev/null)
+check "cp SBX:SYMLINK NEW (no -L) fails, names -L and leaves nothing ($out)" \
+        sh -c '[ "$0" = 1 ] && [ ! -e "$2" ] && [ ! -L "$2" ] && case $1 in *"is a symlink"*"-L"*) ;; *) exit 1;; esac' \
+        "$(timeout 20 "$SANDBOXCTL" --socket "$T/sock" cp sb:/work/bloblink "$T/host/new-link" >/dev/null 2>&1 </dev/null; echo $?)" \
+        "$out" "$T/host/new-link"
 : >"$R/work/unreadable"
 check "cp SBX:FILE NEW that the sandbox refuses to read fails and leaves no empty NEW behind" \
         sh -c '! "$0" --socket "$1" cp sb:/work/unreadable "$2" 2>/dev/null && test ! -e "$2"' "$SANDBOXCTL" "$T/sock" "$T/host/unreadable"
