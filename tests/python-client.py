@@ -175,6 +175,12 @@ is_(bad, [], "each code's reply raises its own class carrying code, field and me
 e = raises(lambda: c.inspect("sbx-000000000000"), NotFound)
 check(e is not None and e.field == "sandbox" and "sbx-000000000000" in e.message,
       "inspect of an unknown id: NotFound, field sandbox, the message names it", repr(e))
+EMPTY = "the sandbox argument is empty: give a sandbox's id, name or USER/NAME"
+for what, fn in [("c.sandbox('')", lambda: c.sandbox("")), ("c.inspect('')", lambda: c.inspect("")),
+                 ("c.destroy('')", lambda: c.destroy("")), ("c.run('true', sandbox='')", lambda: c.run("true", sandbox="")),
+                 ("c.snapshot_list('')", lambda: c.snapshot_list(""))]:
+    e = raises(fn, InvalidRequest)
+    check(e is not None and e.field == "sandbox" and EMPTY in str(e), f"{what}: InvalidRequest, the sandbox argument is empty", repr(e))
 e = raises(lambda: c.call("no.such.op"), UnknownOp)
 check(e is not None and e.field == "op", "an unknown op: UnknownOp, field op", repr(e))
 e = raises(lambda: c.create(limits={"bogus": 1}, best_effort=BE), InvalidRequest)
@@ -775,9 +781,27 @@ async def async_checks():
         check(isinstance(ev, Started), "async: the client closes mid-stream: ConnectionLost", f"first event {ev!r}")
 
 
+async def async_empty_and_connect():
+    out = []
+    for fn in (lambda: c2.sandbox(""), lambda: c2.destroy(""), lambda: c2.run("true", sandbox="")):
+        try:
+            await fn()
+            out.append("nothing raised")
+        except InvalidRequest as ex:
+            out.append(ex.field == "sandbox" and str(ex).endswith(EMPTY + " (field sandbox)"))
+    is_(out, [True] * 3, "async: await c.sandbox(''), c.destroy(''), c.run(..., sandbox=''): the sandbox argument is empty")
+    async with AsyncClient.connect() as ac:
+        h = await ac.hello()
+    check(h.protocol >= 1 and ac.closed, "async with AsyncClient.connect() as c: (no await) connects, and closes at the end", ac.closed)
+    async with await AsyncClient.connect() as ac:
+        await ac.hello()
+    check(ac.closed, "async with await AsyncClient.connect() as c: still works")
+
+
 async def async_main():
     global c2
     c2 = await AsyncClient.connect()
+    await async_empty_and_connect()
     await async_checks()
     await c2.close()
 

@@ -9,7 +9,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar, Union
 
-from .errors import ProtocolViolation, error_from_reply
+from .errors import InvalidRequest, ProtocolViolation, error_from_reply
 from .replies import (
     JSON, DestroyResult, FileList, FileStat, FileWritten, Health, Hello, PublishedPort, RestoreResult, RunResult,
     SandboxInfo, SessionExit, SessionInfo, Snapshot, SnapshotResult, SweepResult, TreeCopied, _b, _d, _i, _l, _s,
@@ -51,6 +51,13 @@ class Call(Generic[T]):
     decode: Callable[[JSON], T]
     fds: tuple[int, ...] = ()
     events: Callable[[JSON], None] | None = field(default=None, compare=False)
+
+    def __post_init__(self) -> None:
+        # The daemon reads "" as no sandbox given ("missing field"); say what the caller gave,
+        # in the words of sandboxctl, before anything is sent.
+        if self.fields.get("sandbox") == "":
+            raise InvalidRequest("the sandbox argument is empty: give a sandbox's id, name or USER/NAME",
+                                 field="sandbox", op=self.op)
 
     def finish(self, reply: JSON) -> T:
         """The value of the final reply, or the exception of its error code raised."""

@@ -68,7 +68,7 @@ class _Flight:
 
 class AsyncClient:
     """One connection to sandboxd: ``client = await AsyncClient.connect(path)`` or
-    ``async with await AsyncClient.connect() as client`` (path default as for Client)."""
+    ``async with AsyncClient.connect() as client`` (path default as for Client)."""
 
     def __init__(self, path: str, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
                  max_line_bytes: int = DEFAULT_MAX_LINE) -> None:
@@ -83,9 +83,16 @@ class AsyncClient:
         self._task = asyncio.get_running_loop().create_task(self._read_loop())
 
     @classmethod
-    async def connect(cls, socket: str | os.PathLike[str] | None = None, *,
-                      connect_timeout: float | None = 10.0,
-                      max_line_bytes: int = DEFAULT_MAX_LINE) -> AsyncClient:
+    def connect(cls, socket: str | os.PathLike[str] | None = None, *,
+                connect_timeout: float | None = 10.0,
+                max_line_bytes: int = DEFAULT_MAX_LINE) -> _Making[AsyncClient]:
+        """Await it (``c = await AsyncClient.connect()``), or use it in ``async with`` directly
+        (``async with AsyncClient.connect() as c:``, closed at the block's end)."""
+        return _Making(lambda: cls._connect(socket, connect_timeout, max_line_bytes))
+
+    @classmethod
+    async def _connect(cls, socket: str | os.PathLike[str] | None, connect_timeout: float | None,
+                       max_line_bytes: int) -> AsyncClient:
         path = socket_path(socket)
         try:
             reader, writer = await asyncio.wait_for(
