@@ -328,6 +328,13 @@ r = call("file.write", path="/work/w/bin", data="new")
 is_((r.get("created"), run("cat /work/w/bin; stat -c ' %a' /work/w/bin")), (False, "new 600\n"),
     "replacing a file: created false, the old file's mode kept")
 is_(call("file.write", path="/work/w/empty", data="").get("bytes"), 0, "an empty file")
+r = call("file.write", path="/work/nodir/x.csv", data="a,b\n")
+is_((err(r), (r.get("error") or {}).get("message")),
+    (("not_found", "path"), "/work/nodir/x.csv: the directory /work/nodir does not exist"),
+    "file.write beneath a missing directory: not_found, naming the directory")
+r = call("file.mkdir", path="nodir/y")
+is_((r.get("error") or {}).get("message"), "/work/nodir/y: the directory /work/nodir does not exist",
+    "file.mkdir beneath a missing directory (relative path): the message names the directory")
 is_(run("stat -c %s /work/w/empty").strip(), "0", "... is empty")
 is_(err(call("file.write", path="/work/w/t.txt", data="x", exclusive=True)), ("conflict", "path"), "exclusive over an existing file: conflict")
 r = call("file.write", path="/work/w/t.txt", data="J", atomic=False, offset=7)

@@ -467,16 +467,37 @@ static bool reply_tar_error(FileOp *f) {
 
 /* The request's path for a message: escaped as entry names are, its middle cut when it would
  * not leave room for the words in ProtoError's message. */
-static const char *path_for_message(const FileOp *f, char *buf, size_t size) {
+static const char *name_for_message(const char *p, char *buf, size_t size) {
         char full[4 * PATH_MAX + 1];
         size_t n;
 
-        escape_name(f->path ? f->path : "", full, sizeof(full));
+        escape_name(p, full, sizeof(full));
         n = strlen(full);
         if (n < size)
                 return strcpy(buf, full);
         snprintf(buf, size, "%.*s...%s", (int) (size / 2 - 2), full, full + n - (size / 2 - 2));
         return buf;
+}
+
+static const char *path_for_message(const FileOp *f, char *buf, size_t size) {
+        return name_for_message(f->path ? f->path : "", buf, size);
+}
+
+/* The directory a new name goes in: the path less its last component ("/" for "/x"). */
+static const char *dir_for_message(const FileOp *f, char *buf, size_t size) {
+        char dir[PATH_MAX];
+        size_t n;
+
+        snprintf(dir, sizeof(dir), "%s", f->path ? f->path : "");
+        n = strlen(dir);
+        while (n > 1 && dir[n - 1] == '/')
+                n--;
+        while (n > 0 && dir[n - 1] != '/')
+                n--;
+        while (n > 1 && dir[n - 1] == '/')
+                n--;
+        dir[n] = '\0';
+        return name_for_message(n > 0 ? dir : ".", buf, size);
 }
 
 /* Every message names the path, as a shell's "cat: /work/x: No such file or directory" does:
@@ -493,7 +514,13 @@ static void reply_helper_error(FileOp *f) {
         path_for_message(f, path, sizeof(path));
         if (e == ENOTDIR && reason == FILE_REASON_NONE)
                 proto_error_set(&err, code, "path", "%s: no such file or directory (a component is not a directory)", path);
-        else if (reason == FILE_REASON_SHORT)
+        else if (e == ENOENT && reason == FILE_REASON_NONE &&
+                 (strcmp(f->op, FILE_OP_WRITE) == 0 || strcmp(f->op, FILE_OP_MKDIR) == 0)) {
+                /* The name itself is the one to make: what is missing is its directory. */
+                char dir[120];
+                proto_error_set(&err, code, "path", "%s: the directory %s does not exist", path,
+                                dir_for_message(f, dir, sizeof(dir)));
+        } else if (reason == FILE_REASON_SHORT)
                 proto_error_set(&err, code, "size",
                                 "%s: the data ended after %" PRIu64 " bytes, short of size; the old file is as it was", path,
                                 f->end.count);
