@@ -577,10 +577,20 @@ static char *message_for_cli(const char *code, const char *message) {
         return NULL;
 }
 
+/* The option of the running verb that sets a request field, or NULL. */
+static const char *option_for_field(const char *field) {
+        if (!field || !arg.verb || !arg.verb->field_options)
+                return NULL;
+        for (const char *const *p = arg.verb->field_options; p[0] && p[1]; p += 2)
+                if (strcmp(p[0], field) == 0)
+                        return p[1];
+        return NULL;
+}
+
 int reply_check(json_object *reply) {
         json_object *e = json_child(reply, "error");
-        const char *code, *message, *field, *step, *err;
-        _cleanup_free_ char *cli_message = NULL;
+        const char *code, *message, *field, *step, *err, *option;
+        _cleanup_free_ char *cli_message = NULL, *quoted = NULL, *with_option = NULL;
 
         if (sbx_reply_ok(reply))
                 return 0;
@@ -591,10 +601,18 @@ int reply_check(json_object *reply) {
         field = json_str(e, "field");
         step = json_str(e, "step");
         err = json_str(e, "errno");
+        /* "'limits.memory' must be at least 1M (field: limits.memory)" is "--memory must be at
+         * least 1M (option: --memory)" for the user of create --memory (--json keeps the reply). */
+        option = option_for_field(field);
+        if (option && asprintf(&quoted, "'%s'", field) >= 0 && strncmp(message, quoted, strlen(quoted)) == 0 &&
+            asprintf(&with_option, "%s%s", option, message + strlen(quoted)) >= 0)
+                message = with_option;
         fflush(stdout);
         /* The message may hold a name or a path a client gave. */
         fprintf(stderr, "sandboxctl: %s: %s", esc(code), esc(message));
-        if (field)
+        if (option)
+                fprintf(stderr, " (option: %s)", option);
+        else if (field)
                 fprintf(stderr, " (field: %s)", esc(field));
         if (step || err)
                 fprintf(stderr, " (step: %s, errno: %s)", esc(step ?: "-"), esc(err ?: "-"));

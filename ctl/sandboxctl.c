@@ -111,6 +111,7 @@ static int dispatch(int argc, char *argv[], const char *program) {
         }
         /* getopt names argv[0] in its messages: make that the program, not the verb. */
         argv[0] = (char *) program;
+        arg.verb = v;
         r = v->run(argc, argv);
         if (fflush(stdout) != 0 && r >= 0) {
                 log_error_errno(negative_errno(), "writing to stdout: %m");

@@ -26,6 +26,9 @@ typedef struct Verb {
         /* argv[0] is the program name (for getopt's messages), options start at argv[1].
          * Returns the exit status (>= 0), or a negative errno after logging. */
         int (*run)(int argc, char *argv[]);
+        /* Pairs of a request field and the option that sets it, NULL-ended: the daemon's errors
+         * name the field ("'timeout_s' must be positive"), sandboxctl's name the option. */
+        const char *const *field_options;
 } Verb;
 
 extern const Verb verb_status, verb_hello, verb_health, verb_create, verb_list, verb_inspect,
@@ -37,6 +40,7 @@ extern const Verb verb_port, verb_image, verb_sessions, verb_session;
 typedef struct GlobalArgs {
         const char *socket; /* NULL: libsandbox picks $SANDBOXD_SOCKET or the default */
         bool json;
+        const Verb *verb; /* the verb being run */
 } GlobalArgs;
 extern GlobalArgs arg;
 

@@ -7,6 +7,14 @@
 
 static int verb_create_run(int argc, char *argv[]);
 
+static const char *const create_field_options[] = {
+        "name", "--name", "limits.memory", "--memory", "limits.pids", "--pids", "limits.cpus", "--cpus",
+        "limits.timeout_s", "--timeout", "limits.output_bytes", "--output-bytes", "limits.disk", "--disk",
+        "limits.files", "--files", "limits.file_size", "--file-size", "limits.open_files", "--open-files",
+        "ttl", "--ttl", "idle", "--idle", "user", "--user", "from_snapshot", "--from-snapshot",
+        "image", "--image", "root", "--root", NULL,
+};
+
 const Verb verb_create = {
         .name = "create",
         .args = "[OPTIONS]",
@@ -52,6 +60,7 @@ const Verb verb_create = {
                 "configuration; see 'sandboxctl status' for what this host can enforce.\n",
         .failure_status = EXIT_FAILURE,
         .run = verb_create_run,
+        .field_options = create_field_options,
 };
 
 enum {

@@ -14,6 +14,14 @@ static int verb_run_run(int argc, char *argv[]);
 static int verb_kill_run(int argc, char *argv[]);
 static int verb_reattach_run(int argc, char *argv[]);
 
+static const char *const run_field_options[] = {
+        "sandbox", "--sandbox", "command", "--command", "cwd", "--cwd", "user", "--user",
+        "memory", "--memory", "pids", "--pids", "limits.memory", "--memory", "limits.pids", "--pids",
+        "limits.cpus", "--cpus", "timeout_s", "--timeout", "cpu_s", "--cpu-time",
+        "output_bytes", "--output-bytes", "file_size", "--file-size", "open_files", "--open-files",
+        "workspace", "--workspace", "image", "--image", NULL,
+};
+
 const Verb verb_run = {
         .name = "run",
         .args = "[OPTIONS] [--] ARGV... | -c COMMAND",
@@ -66,6 +74,7 @@ const Verb verb_run = {
                 "status is the same.\n",
         .failure_status = EXIT_RUNNER_FAILED,
         .run = verb_run_run,
+        .field_options = run_field_options,
 };
 
 const Verb verb_kill = {

@@ -35,6 +35,14 @@ like "$out" "nothing-here" "cp of a missing local file names it ($out)"
 out=$(cd "$T" && ctl cp e1:/work/x ./x 2>&1)
 like "$out" "/work/x" "cp of a missing file in the sandbox names it ($out)"
 
+# The daemon names its fields; sandboxctl names the option that set the field.
+out=$(ctl run -s e1 --timeout 0 -- true 2>&1)
+is "$out" "sandboxctl: invalid_request: --timeout must be positive (option: --timeout)" "run --timeout 0 names --timeout, not timeout_s"
+out=$(ctl create --best-effort --memory 1k 2>&1)
+is "$out" "sandboxctl: invalid_request: --memory must be at least 1M (option: --memory)" "create --memory 1k names --memory, not limits.memory"
+out=$(ctl run -s e1 --memory 1k -- true 2>&1)
+like "$out" "^sandboxctl: invalid_request: --memory must be at least 1M.* \\(option: --memory\\)$" "run -s --memory 1k names --memory, not memory ($out)"
+
 rpc '{"op":"sandbox.freeze","sandbox":"e1"}' >/dev/null
 r=$(rpc '{"op":"run","sandbox":"e1","command":"true"}')
 is "$(jget "$r" .error.message)" "sandbox $sbx is frozen (sandbox.thaw resumes it)" "a run in a frozen sandbox names it"
