@@ -389,6 +389,15 @@ static int session_run(json_object *request, bool tty, bool forward_stdin, bool 
                 terminal_raw();
         if (pipe_eof && !forward_stdin && (r = send_input(&it, NULL, 0, true)) < 0)
                 return r;
+        /* exec -t without -i, no terminal of ours: nobody types on its terminal. Its end of input
+         * is the terminal's EOF key (a terminal has no "eof" of the protocol), so that a program
+         * that reads it ends as on an empty stdin, as sandboxctl(1) says. */
+        if (tty && !forward_stdin && close_at_exit && (r = send_input(&it, "\x04", 1, false)) < 0)
+                return r;
+        /* attach without a terminal to type on stays until the session ends: said once. */
+        if (!close_at_exit && !forward_stdin && !arg.json)
+                fprintf(stderr, "sandboxctl: stdin is not a terminal: attached until session %s ends (an interrupt detaches and "
+                        "leaves it running)\n", esc(it.session));
         r = interact(&it);
         if (r < 0)
                 return r;

@@ -100,6 +100,17 @@ out=$(printf 'abc\n' | ctl exec -i "$sbx" -- sh -c 'read x; echo out:$x; echo er
 is "$?:$out:$(cat "$T/err")" "5:out:abc:err:abc" "exec -i (pipes): stdin in, stdout and stderr apart, exit status through"
 out=$(ctl exec "$sbx" -- sh -c 'cat; echo done')
 is "$?:$out" "0:done" "exec without -i: the command's stdin is empty"
+# exec -t, no -i, no terminal of ours: the session's terminal gets its end of input (Ctrl-D), so a
+# shell reading it ends, as on an empty stdin.
+out=$(printf 'echo never\n' | ctl exec -t "$sbx" -- sh -c 'read x || echo eof; exit 3' 2>"$T/err")
+is "$?" 3 "exec -t with a pipe on stdin and no -i: the program's input ends at once, its status comes through"
+like "$out" "eof" "it read end of input, not the pipe's line ($out)"
+# attach with stdin not a terminal: it says it stays until the session ends, and it does.
+s=$(jget "$(rpc "{\"op\":\"pty.open\",\"sandbox\":\"$sbx\",\"argv\":[\"sh\",\"-c\",\"sleep 1; echo late; exit 4\"]}")" .session)
+out=$(ctl attach "$s" </dev/null 2>"$T/err")
+is "$?" 4 "attach </dev/null stays until the session ends, and exits with its status"
+like "$out" "late" "with its output"
+like "$(cat "$T/err")" "stdin is not a terminal: attached until session $s ends" "and says once why it stays ($(cat "$T/err"))"
 ctl exec "$sbx" -- /nonexistent/x 2>"$T/err"
 is "$?" 125 "exec of a missing program: status 125"
 like "$(cat "$T/err")" "spawn_failed" "and the error says spawn_failed"
