@@ -48,29 +48,43 @@ static int lookup_for_job(Request *c, json_object *req, Sandbox **ret, ProtoErro
         return 0;
 }
 
-/* "snap-...", or "<sandbox>/snap-..." as from_snapshot takes it (the sandbox by id, name or
- * "UID/NAME"), where that sandbox must be s: a snapshot is restored into, or deleted from, its
- * own sandbox only. A prefix that names no sandbox the caller may see is an unknown snapshot. */
-static int get_snapshot_arg(Request *c, json_object *req, Sandbox *s, SnapshotInfo *ret, ProtoError *err) {
-        const char *snap = NULL, *slash;
+/* A snapshot reference: "<sandbox>/<snap-id>" (the sandbox by id, name or "UID/NAME": the id
+ * follows the last slash) or "<snap-id>" alone. Returns the snapshot id; *ret_named is the sandbox
+ * the prefix names among those the caller may see (NULL: none, or no prefix: *ret_prefixed). */
+static const char *snapshot_ref(Request *c, const char *spec, Sandbox **ret_named, bool *ret_prefixed) {
+        const char *slash = strrchr(spec, '/');
         char key[SBX_MAX_ID_LEN + 1];
+
+        *ret_named = NULL;
+        *ret_prefixed = slash;
+        if (!slash)
+                return spec;
+        snprintf(key, sizeof(key), "%.*s", (int) (slash - spec), spec);
+        *ret_named = ops_resolve_sandbox(c, key);
+        return slash + 1;
+}
+
+/* "snap-...", or "<sandbox>/snap-..." as from_snapshot takes it, where that sandbox must be s: a
+ * snapshot is restored into, or deleted from, its own sandbox only. A prefix that names no
+ * sandbox the caller may see is an unknown snapshot. */
+static int get_snapshot_arg(Request *c, json_object *req, Sandbox *s, SnapshotInfo *ret, ProtoError *err) {
+        const char *snap = NULL, *spec;
         Sandbox *named;
+        bool prefixed;
         int r = proto_get_string(req, "snapshot", 200, &snap, err);
 
         if (r < 0)
                 return r;
-        slash = snap ? strrchr(snap, '/') : NULL;
-        if (slash) {
-                snprintf(key, sizeof(key), "%.*s", (int) (slash - snap), snap);
-                named = ops_resolve_sandbox(c, key);
-                if (named && named != s)
+        if (snap) {
+                spec = snap;
+                snap = snapshot_ref(c, spec, &named, &prefixed);
+                if (prefixed && named && named != s)
                         return proto_error_set(err, SBX_E_INVALID_REQUEST, "snapshot",
                                                "snapshot '%.100s' is of another sandbox than %s (a snapshot of another "
-                                               "sandbox is forked with create's from_snapshot)", snap, s->id);
-                if (!named)
+                                               "sandbox is forked with create's from_snapshot)", spec, s->id);
+                if (prefixed && !named)
                         return proto_error_set(err, SBX_E_NOT_FOUND, "snapshot", "sandbox %s has no snapshot '%.100s'",
-                                               s->id, snap);
-                snap = slash + 1;
+                                               s->id, spec);
         }
         if (!snap || snapshot_get(s, snap, ret) < 0)
                 return proto_error_set(err, SBX_E_NOT_FOUND, "snapshot", "sandbox %s has no snapshot '%.64s'", s->id,
@@ -155,24 +169,20 @@ int op_snapshot_delete(Request *c, json_object *id, json_object *req, ProtoError
         return 0;
 }
 
-/* "<sandbox>/<snap-id>" (the sandbox by id, name or "UID/NAME": the snapshot id follows the
- * last slash), or "<snap-id>" alone: snapshot ids are unique, so it is looked for among the
- * caller's sandboxes. */
+/* A snapshot reference (snapshot_ref()); a "<snap-id>" alone is looked for among the caller's
+ * sandboxes: snapshot ids are unique. */
 static int find_source(Request *c, const char *spec, Sandbox **ret_src, SnapshotInfo *ret_info, ProtoError *err) {
-        const char *slash = strrchr(spec, '/');
-        const char *snap = slash ? slash + 1 : spec;
-        char key[SBX_MAX_ID_LEN + 1];
+        Sandbox *s;
+        bool prefixed;
+        const char *snap = snapshot_ref(c, spec, &s, &prefixed);
 
-        if (slash) {
-                Sandbox *s;
-                snprintf(key, sizeof(key), "%.*s", (int) (slash - spec), spec);
-                s = ops_resolve_sandbox(c, key);
+        if (prefixed) {
                 if (s && s->state != SANDBOX_DESTROYING && snapshot_get(s, snap, ret_info) >= 0) {
                         *ret_src = s;
                         return 0;
                 }
         } else if (snapshot_id_valid(snap))
-                for (Sandbox *s = registry_first(c->ctx->registry); s; s = registry_next(&s->entry))
+                for (s = registry_first(c->ctx->registry); s; s = registry_next(&s->entry))
                         if (sandbox_visible_to(s, reply_peer(c->reply)) && s->state != SANDBOX_DESTROYING &&
                             snapshot_get(s, snap, ret_info) >= 0) {
                                 *ret_src = s;
