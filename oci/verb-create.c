@@ -8,9 +8,12 @@
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
+#include <linux/mount.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "config.h"
 #include "fdpass.h"
@@ -156,12 +159,26 @@ static const char *refusal_hint(json_object *reply) {
         return "";
 }
 
+/* The rootfs itself, not its name: a detached copy of its mount, made here, in the engine's
+ * mount namespace, where the path shows what it should (buildah mounts a container's rootfs in a
+ * mount namespace of its own, where the daemon, opening the path in its namespace, would find an
+ * empty directory). Without the mounts below it, as sandboxd opens a path. -1 where it cannot
+ * (a runtime that is not root, which root.path refuses anyway): sandboxd opens the path. */
+static int open_rootfs_tree(const char *rootfs) {
+        int fd = (int) syscall(SYS_open_tree, AT_FDCWD, rootfs, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_SYMLINK_NOFOLLOW);
+
+        if (fd < 0)
+                oci_info("root.path %s: no detached copy of its mount (%m): sandboxd opens it by its path", rootfs);
+        return fd;
+}
+
 static int send_create(SbxClient *c, OciSpec *spec, const char *bundle, const char *id, char **ret_sandbox) {
         _cleanup_json_ json_object *reply = NULL;
         _cleanup_free_ char *err = NULL, *rootfs = NULL;
-        _cleanup_close_ int netns = -EBADF;
+        _cleanup_close_ int netns = -EBADF, tree = -EBADF;
         json_object *root = NULL, *sb, *sid;
-        int r;
+        int r, fds[2];
+        size_t n_fds = 0;
 
         json_object_object_get_ex(spec->create, "root", &root);
         if (resolve_root(spec, bundle, root, &rootfs) != 0)
@@ -169,19 +186,25 @@ static int send_create(SbxClient *c, OciSpec *spec, const char *bundle, const ch
         json_object_object_add(root, "path", json_object_new_string(rootfs));
         if (oci_exec_check(rootfs, spec->process.run, json_object_object_get(spec->create, "mounts"), &err) < 0)
                 return oci_error("%s", err);
+        tree = open_rootfs_tree(rootfs);
+        if (tree >= 0) {
+                json_object_object_add(root, "tree_fd", json_object_new_int((int) n_fds));
+                fds[n_fds++] = tree;
+        }
         if (spec->netns_path) {
                 netns = oci_netns_open(spec->netns_path, &err);
                 if (netns < 0)
                         return oci_error("%s", err ? err : "cannot open the network namespace");
                 json_object_object_add(json_object_object_get(spec->create, "network"), "netns_fd",
-                                       json_object_new_int(0));
+                                       json_object_new_int((int) n_fds));
+                fds[n_fds++] = netns;
         }
         if (oci_arg.best_effort)
                 json_object_object_add(spec->create, "best_effort", json_object_new_boolean(true));
         /* This connection goes to the proxy: whatever ends the proxy (its process's end, an
          * engine's SIGKILL, a failed start) ends the sandbox with it. */
         json_object_object_add(spec->create, "with_connection", json_object_new_boolean(true));
-        r = oci_call(c, json_object_get(spec->create), netns >= 0 ? &netns : NULL, netns >= 0 ? 1 : 0, &reply, &err);
+        r = oci_call(c, json_object_get(spec->create), n_fds > 0 ? fds : NULL, n_fds, &reply, &err);
         if (r == -EPROTO)
                 return oci_error("container %s: sandboxd refused the sandbox: %s%s", id, err ? err : "?", refusal_hint(reply));
         if (r < 0)

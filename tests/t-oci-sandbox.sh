@@ -9,7 +9,9 @@
 # host can show of them: tests/system/t-oci-sandbox.sh has the controllers); "network":
 # {"netns_fd"} joining a namespace made by unshare --net with a veth in it, and its refusals;
 # "sysctls" of the sandbox's network and ipc namespaces (hostile names and values refused),
-# "masked_paths" and "readonly_paths" (runc's way, locked), and "with_connection" (issue 30).
+# "masked_paths" and "readonly_paths" (runc's way, locked), "with_connection" (issue 30), and
+# "root": {"tree_fd"}: a detached tree of a rootfs the client mounted in a namespace of its own,
+# and the hostile trees refused.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
 
 BUSYBOX=$(command -v busybox || true)
@@ -390,3 +392,103 @@ ns4 = os.open(f"/proc/{nspid}/ns/net", os.O_RDONLY)
 is_(err(create(dict(base, network={"netns_fd": 0, "egress": "all"}), [ns4])), ["invalid_request", "network"],
     "netns_fd with egress: refused")
 PYEOF
+
+# ---- root.tree_fd: a rootfs mounted in a mount namespace of the client only (buildah's way) ----
+# The client (this Python, in a private mount namespace of its own) binds the rootfs over an
+# empty directory and sends a detached copy of that mount; the daemon's namespace shows the
+# directory empty. Hostile trees are refused as a path source would be.
+mkdir -p "$T/tree/empty" "$T/tree/ov/lower" "$T/tree/ov/upper" "$T/tree/ov/work" "$T/tree/ov/merged"
+run_py "tree_fd" 120 "$SOCK" "$ROOT" "$T/tree" <<'PYEOF'
+import array, ctypes, json, os, socket, sys
+from client import Conn as Client, check, is_
+sock, root, tdir = sys.argv[1], sys.argv[2], sys.argv[3]
+empty = tdir + "/empty"
+libc = ctypes.CDLL(None, use_errno=True)
+
+def must(r, what):
+    if r < 0:
+        raise OSError(ctypes.get_errno(), what)
+    return r
+
+def tree(path):  # open_tree(AT_FDCWD, path, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC)
+    return must(libc.syscall(428, -100, path.encode(), 1 | os.O_CLOEXEC), "open_tree " + path)
+
+must(libc.unshare(0x20000), "unshare(CLONE_NEWNS)")
+must(libc.mount(None, b"/", None, 0x4000 | (1 << 18), None), "mount --make-rprivate /")
+must(libc.mount(root.encode(), empty.encode(), None, 4096, None), "mount --bind")
+
+def create(req, fds, uid=None):
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            if uid is not None:
+                os.setgroups([]); os.setresgid(uid, uid, uid); os.setresuid(uid, uid, uid)
+            c = Client(sock)
+            data = (json.dumps(dict(req, id=1, fds=len(fds))) + "\n").encode()
+            if fds:
+                c.s.sendmsg([data], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))])
+            else:
+                c.s.sendall(data)
+            os.write(w, json.dumps(c.final(1, timeout=60)).encode())
+        except Exception as e:
+            print("# child: %r" % (e,), flush=True)
+        finally:
+            os._exit(0)
+    os.close(w)
+    out = b""
+    while True:
+        b = os.read(r, 65536)
+        if not b:
+            break
+        out += b
+    os.waitpid(pid, 0)
+    return json.loads(out or b"{}")
+
+def err(r):
+    e = r.get("error", {})
+    return [e.get("code"), e.get("field")]
+
+def with_tree(fd_index=0, **kw):
+    return {"op": "create", "best_effort": True, "root": dict({"path": empty, "tree_fd": fd_index}, **kw)}
+
+r = create(with_tree(), [tree(empty)])
+check(r.get("ok") is True, "create with root.tree_fd (a detached copy of a private bind mount): ready", r)
+sb = r.get("sandbox", {})
+is_(sb.get("root"), {"path": empty, "read_only": False}, "SANDBOX's root shows the path")
+is_(sb.get("ephemeral"), True, "a sandbox whose root came as a tree is never recorded (ephemeral)")
+c = Client(sock)
+r = c.call({"op": "run", "sandbox": sb.get("id"), "user": "root", "argv": ["/bin/sh", "-c", "cat /etc/os-release; stat -c %u /srv/svc"]}, timeout=30)
+is_(r.get("stdout"), "ID=ocitest\n1234\n", "the sandbox sees the tree's files with their owners (same ids)")
+c.call({"op": "destroy", "sandbox": sb.get("id")}, timeout=30)
+
+r = create(with_tree(read_only=True), [tree(empty)])
+check(r.get("ok") is True, "root.tree_fd with read_only: ready", r)
+r2 = c.call({"op": "run", "sandbox": r.get("sandbox", {}).get("id"), "user": "root", "argv": ["/bin/sh", "-c", "touch /srv/x 2>&1; echo rc=$?"]}, timeout=30)
+check("Read-only file system" in r2.get("stdout", ""), "... and its root is read-only", r2)
+c.call({"op": "destroy", "sandbox": r.get("sandbox", {}).get("id")}, timeout=30)
+
+is_(err(create(with_tree(), [])), ["invalid_request", "root.tree_fd"], "root.tree_fd without an fd: refused")
+is_(err(create(with_tree(), [os.open(empty, os.O_PATH | os.O_DIRECTORY)])), ["invalid_request", "root.tree_fd"],
+    "an O_PATH fd of a mounted directory (not a detached tree): refused")
+is_(err(create(with_tree(), [tree("/")])), ["invalid_request", "root.tree_fd"], "a tree of the host's / : refused")
+r = create(with_tree(), [tree("/proc")])
+is_(err(r), ["invalid_request", "root.tree_fd"], "a tree of /proc (a kernel filesystem): refused")
+check("kernel interface" in r.get("error", {}).get("message", ""), "... as a kernel interface", r)
+is_(err(create(with_tree(), [os.open(root + "/etc/os-release", os.O_RDONLY)])), ["invalid_request", "root.tree_fd"],
+    "a regular file as root.tree_fd: refused")
+is_(err(create(with_tree(), [tree(empty), tree(empty)])), ["invalid_request", "fds"],
+    "two fds with a create that names one: refused")
+is_(err(create(with_tree(), [tree(empty)], uid=65534)), ["permission_denied", "root.tree_fd"],
+    "root.tree_fd from a client that is not root: refused")
+ov = tdir + "/ov"
+if libc.mount(b"overlay", (ov + "/merged").encode(), b"overlay", 0,
+              ("lowerdir=%s,upperdir=%s/upper,workdir=%s/work" % (root, ov, ov)).encode()) == 0:
+    r = create({"op": "create", "best_effort": True, "root": {"path": ov + "/merged", "tree_fd": 0}}, [tree(ov + "/merged")])
+    is_(err(r), ["invalid_request", "root.path"], "a tree of an overlayfs mount: refused, naming root.path")
+    check("overlayfs mount, which this kernel cannot idmap" in r.get("error", {}).get("message", ""),
+          "... saying that the kernel cannot idmap an overlayfs mount", r)
+else:
+    check(False, "overlayfs can be mounted here (errno %d)" % ctypes.get_errno())
+PYEOF
+is "$(ls -A "$T/tree/empty" | wc -l)" 0 "the daemon's namespace (the test's) never saw the private bind"

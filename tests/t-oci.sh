@@ -307,6 +307,16 @@ pod rm -af >/dev/null 2>&1
 prun --rm localhost/sbx-oci-test true >/dev/null 2>&1
 is "$($NS ls /run/sandboxd-oci 2>/dev/null | wc -l)" 0 "... nor any state once the next container ran"
 
+# podman build with a RUN step: buildah mounts the container's rootfs in a mount namespace of its
+# own, which the daemon's does not show; the runtime sends the rootfs itself (root.tree_fd).
+mkdir -p "$T/build"
+printf 'FROM localhost/sbx-oci-test\nRUN echo built > /built\n' >"$T/build/Containerfile"
+out=$(pod build --pull=never --network none --runtime "$T/sandboxd-oci" -t localhost/sbx-oci-built "$T/build" 2>&1); rc=$?
+is "$rc" 0 "podman build of a Containerfile with a RUN step succeeds"
+[ "$rc" = 0 ] || diag "$(printf '%s' "$out" | tail -n 5)"
+is "$(prun --rm localhost/sbx-oci-built cat /built 2>&1)" built "podman run of the image it built shows what the RUN step wrote"
+pod rmi -f localhost/sbx-oci-built >/dev/null 2>&1
+
 # A terminal: podman run -it under tmux, its size followed.
 tmux -L "sbx-oci-$$" new-session -d -x 100 -y 30 \
         "$NS env TMPDIR=$T/tmp CONTAINERS_CONF=$T/containers.conf CONTAINERS_STORAGE_CONF=$T/storage.conf podman --root $T/graph --runroot $T/run --tmpdir $T/ptmp --runtime sandboxd-oci run --rm -it --pull=never --cgroups=disabled --network none localhost/sbx-oci-test sh; sleep 30"
@@ -436,6 +446,31 @@ like "$(cat "$T/rel/kill-err")" "container not running" "... and on stderr"
 rt kill --all rel1 KILL 2>/dev/null
 is "$?" 0 "kill --all of a stopped container succeeds (runc's rule)"
 rt delete --force rel1 2>/dev/null
+
+# A rootfs mounted only in a private mount namespace of the runtime's caller (as buildah mounts
+# one): the daemon's namespace shows an empty directory by that path; the runtime sends a
+# detached copy of the mount (root.tree_fd), and the container sees the rootfs's files.
+mkdir -p "$T/priv/rootfs" "$T/privsrc"
+cp -a "$T/rootfs/." "$T/privsrc/"
+echo from-private-mount >"$T/privsrc/srv/marker"
+jq '.root.path = "rootfs" | .mounts |= map(select(.type != "bind")) | .process.args = ["cat", "/srv/marker"]' \
+        "$TESTS_DIR/oci/podman-run.json" >"$T/priv/config.json"
+cat >"$T/priv/run.sh" <<EOF
+#!/bin/sh
+mount --bind "$T/privsrc" "$T/priv/rootfs" || exit 3
+"$OCI" --socket "$SOCK" --best-effort --root /run/sbx-oci-direct --log "$T/direct.log" --log-format json \\
+        create --bundle "$T/priv" --pid-file "$T/priv/pid" priv1 >"$T/priv/out" 2>"$T/priv/err" || exit 1
+exec "$OCI" --socket "$SOCK" --root /run/sbx-oci-direct start priv1
+EOF
+chmod +x "$T/priv/run.sh"
+$NS unshare -m --propagation private "$T/priv/run.sh"
+is "$?" 0 "create and start of a bundle whose rootfs is mounted in the caller's private mount namespace only"
+[ -s "$T/priv/err" ] && diag "$(cat "$T/priv/err")"
+is "$($NS ls -A "$T/priv/rootfs" | wc -l)" 0 "... which the daemon's namespace shows as an empty directory"
+wait_until 20 sh -c "$NS $OCI --root /run/sbx-oci-direct state priv1 2>/dev/null | grep -q '\"stopped\"'"
+is "$(cat "$T/priv/out")" from-private-mount "its process saw the rootfs's files (the tree the runtime sent)"
+rt delete --force priv1 2>/dev/null
+
 mkdir -p "$T/esc"
 ln -s /etc "$T/esc/rootfs"
 cp "$T/rel/config.json" "$T/esc/config.json"

@@ -41,7 +41,9 @@ const FieldSpec request_run_fields[] = {
         {},
 };
 
-const FieldSpec request_root_fields[] = { { "path", FIELD_STRING, true }, { "read_only", FIELD_BOOL }, {} };
+const FieldSpec request_root_fields[] = {
+        { "path", FIELD_STRING, true }, { "read_only", FIELD_BOOL }, { "tree_fd", FIELD_INT }, {}
+};
 
 const FieldSpec request_workspace_fields[] = { { "source", FIELD_STRING, true }, {} };
 

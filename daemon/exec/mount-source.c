@@ -31,6 +31,7 @@ const char *mount_step_to_string(int step) {
                 [MOUNT_STEP_NONE] = "none",       [MOUNT_STEP_CREDS] = "credentials", [MOUNT_STEP_ROOT] = "mount_root",
                 [MOUNT_STEP_RESOLVE] = "resolve", [MOUNT_STEP_ACCESS] = "access",     [MOUNT_STEP_FSTYPE] = "fstype",
                 [MOUNT_STEP_USERNS] = "userns",   [MOUNT_STEP_TREE] = "open_tree",    [MOUNT_STEP_IDMAP] = "idmap",
+                [MOUNT_STEP_ATTACH] = "attach",
         };
         return step >= 0 && step < _MOUNT_STEP_MAX && names[step] ? names[step] : "unknown";
 }
@@ -128,17 +129,10 @@ static int open_as_caller(const MountSource *m, MountStep *ret_step) {
         return fd;
 }
 
-int mount_source_open(const MountSource *m, MountStep *ret_step) {
-        _cleanup_close_ int src = -EBADF, userns = -EBADF, tree = -EBADF;
-        struct mount_attr attr = {
-                .attr_set = MOUNT_ATTR_IDMAP | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | (m->read_only ? MOUNT_ATTR_RDONLY : 0),
-                .propagation = MS_PRIVATE,
-        };
+/* Not a kernel interface (procfs, sysfs, ...): never mounted in a sandbox. */
+static int check_fstype(int src, MountStep *ret_step) {
         struct statfs sfs;
 
-        src = open_as_caller(m, ret_step);
-        if (src < 0)
-                return -1;
         *ret_step = MOUNT_STEP_FSTYPE;
         if (fstatfs(src, &sfs) < 0)
                 return -1;
@@ -146,24 +140,94 @@ int mount_source_open(const MountSource *m, MountStep *ret_step) {
                 errno = EMEDIUMTYPE;
                 return -1;
         }
-        if (m->path_only) {
-                *ret_step = MOUNT_STEP_NONE;
-                return TAKE_FD(src);
-        }
+        return 0;
+}
+
+/* The user namespace of the idmap: ids from m->uid and m->gid on disk become m->map_uid and
+ * m->map_gid on. */
+static int open_userns(const MountSource *m, MountStep *ret_step) {
         *ret_step = MOUNT_STEP_USERNS;
-        /* The caller's ids on disk become the sandbox user's (host ids). */
-        userns = idmap_userns_open(m->uid, m->map_uid, m->gid, m->map_gid, m->map_count ? m->map_count : 1);
-        if (userns < 0)
-                return -1;
-        /* That exact inode, without the mounts below it (no AT_RECURSIVE). */
+        return idmap_userns_open(m->uid, m->map_uid, m->gid, m->map_gid, m->map_count ? m->map_count : 1);
+}
+
+/* That exact inode, without the mounts below it (no AT_RECURSIVE), idmapped with userns. */
+static int clone_idmapped(int src, int userns, bool read_only, MountStep *ret_step) {
+        _cleanup_close_ int tree = -EBADF;
+        struct mount_attr attr = {
+                .attr_set = MOUNT_ATTR_IDMAP | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | (read_only ? MOUNT_ATTR_RDONLY : 0),
+                .propagation = MS_PRIVATE,
+                .userns_fd = (uint64_t) userns,
+        };
+
         *ret_step = MOUNT_STEP_TREE;
         tree = open_tree(src, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH);
         if (tree < 0)
                 return -1;
         *ret_step = MOUNT_STEP_IDMAP;
-        attr.userns_fd = (uint64_t) userns;
         if (mount_setattr(tree, "", AT_EMPTY_PATH, &attr, sizeof(attr)) < 0)
                 return -1;
         *ret_step = MOUNT_STEP_NONE;
         return TAKE_FD(tree);
+}
+
+int mount_source_open(const MountSource *m, MountStep *ret_step) {
+        _cleanup_close_ int src = -EBADF, userns = -EBADF;
+
+        src = open_as_caller(m, ret_step);
+        if (src < 0 || check_fstype(src, ret_step) < 0)
+                return -1;
+        if (m->path_only) {
+                *ret_step = MOUNT_STEP_NONE;
+                return TAKE_FD(src);
+        }
+        /* The caller's ids on disk become the sandbox user's (host ids). */
+        userns = open_userns(m, ret_step);
+        if (userns < 0)
+                return -1;
+        return clone_idmapped(src, userns, m->read_only, ret_step);
+}
+
+/* A directory (the root of a sandbox), not the host's own root, that root may read and search,
+ * and write unless read-only (EROFS for a read-only mount). */
+static int check_tree(int tree, const MountSource *m, MountStep *ret_step) {
+        struct stat st, host;
+
+        *ret_step = MOUNT_STEP_RESOLVE;
+        if (fstat(tree, &st) < 0 || stat("/", &host) < 0)
+                return -1;
+        if (!S_ISDIR(st.st_mode)) {
+                errno = ENOTDIR;
+                return -1;
+        }
+        if (st.st_dev == host.st_dev && st.st_ino == host.st_ino) {
+                errno = EPERM;
+                return -1;
+        }
+        *ret_step = MOUNT_STEP_ACCESS;
+        return faccessat(tree, ".", R_OK | X_OK | (m->read_only ? 0 : W_OK), 0);
+}
+
+/* move_mount() takes a mount of another namespace only when it is the root of an anonymous one
+ * (what OPEN_TREE_CLONE made), never one attached anywhere: so the tree is a detached one, and
+ * attached here, in a namespace of this process alone (made private first: nothing propagates
+ * back to the host's), it can be cloned again (Linux 6.1 clones only a mount of the caller's
+ * namespace), without whatever the caller mounted below it. */
+static int attach_private(int tree, MountStep *ret_step) {
+        *ret_step = MOUNT_STEP_ATTACH;
+        if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+                return -1;
+        return move_mount(tree, "", AT_FDCWD, "/", MOVE_MOUNT_F_EMPTY_PATH);
+}
+
+/* The idmap's user namespace first: once a tree is mounted over "/", this process's root is no
+ * longer its namespace's, and the kernel refuses a new user namespace to it (as to a chroot). */
+int mount_tree_open(int tree, const MountSource *m, MountStep *ret_step) {
+        _cleanup_close_ int userns = -EBADF;
+
+        if (check_tree(tree, m, ret_step) < 0 || check_fstype(tree, ret_step) < 0)
+                return -1;
+        userns = open_userns(m, ret_step);
+        if (userns < 0 || attach_private(tree, ret_step) < 0)
+                return -1;
+        return clone_idmapped(tree, userns, m->read_only, ret_step);
 }

@@ -22,6 +22,7 @@ typedef enum MountStep {
         MOUNT_STEP_USERNS,  /* the user namespace that holds the idmap */
         MOUNT_STEP_TREE,    /* open_tree(OPEN_TREE_CLONE) */
         MOUNT_STEP_IDMAP,   /* mount_setattr(MOUNT_ATTR_IDMAP): the filesystem cannot be idmapped */
+        MOUNT_STEP_ATTACH,  /* a caller's tree: move_mount() into a namespace of our own (not a detached tree) */
         _MOUNT_STEP_MAX,
 } MountStep;
 
@@ -44,4 +45,11 @@ typedef struct MountSource {
 /* Returns the detached, idmapped tree (O_CLOEXEC), or -1 with errno set and *ret_step saying
  * which step failed. */
 int mount_source_open(const MountSource *m, MountStep *ret_step);
+/* The same from a detached tree the caller made (open_tree(OPEN_TREE_CLONE) in a mount namespace
+ * of its own, where the path shows what the daemon's namespace does not: an engine's rootfs)
+ * instead of root and rest: a directory, not a kernel filesystem, and a detached tree (attached
+ * first in a mount namespace of this process alone: call it in a process that may unshare one),
+ * cloned again without the mounts below it, checked for access and idmapped as a path's tree is.
+ * For a root caller only (no credentials are taken): m's uid, gid and groups are unused. */
+int mount_tree_open(int tree, const MountSource *m, MountStep *ret_step);
 const char *mount_step_to_string(int step);

@@ -422,16 +422,18 @@ pid_t run_exec_placeholder(int helper_fd, int cgroup_fd, int *ret_pidfd) {
         return vfork_exec_slots(&h, cgroup_fd, ret_pidfd);
 }
 
-pid_t run_exec_mount(int helper_fd, const MountSource *m, int report_fd, int *ret_pidfd) {
+pid_t run_exec_mount(int helper_fd, const MountSource *m, int tree_fd, int report_fd, int *ret_pidfd) {
         char *const envp[] = { NULL };
-        char fd[16], uid[16], gid[16], muid[16], mgid[16], mcount[16], groups[MOUNT_GROUPS_MAX * 11 + 2] = "-";
+        char fd[16], tree[16] = "-", uid[16], gid[16], muid[16], mgid[16], mcount[16], groups[MOUNT_GROUPS_MAX * 11 + 2] = "-";
         char *argv[] = { (char *) "sandboxd-mount", (char *) RUN_HELPER_MOUNT, fd, uid, gid, groups, (char *) m->root,
-                         (char *) m->rest, (char *) (m->read_only ? "ro" : "rw"), muid, mgid, mcount, NULL };
-        HelperExec h = { .helper_fd = helper_fd, .argv = argv, .envp = envp, .fds = { report_fd }, .n_fds = 1,
-                         .report_fd = report_fd };
+                         (char *) m->rest, (char *) (m->read_only ? "ro" : "rw"), muid, mgid, mcount, tree, NULL };
+        HelperExec h = { .helper_fd = helper_fd, .argv = argv, .envp = envp, .fds = { report_fd, tree_fd },
+                         .n_fds = tree_fd >= 0 ? 2 : 1, .report_fd = report_fd };
         size_t n = 0;
 
         snprintf(fd, sizeof(fd), "%d", to_slot(&h, report_fd));
+        if (tree_fd >= 0)
+                snprintf(tree, sizeof(tree), "%d", to_slot(&h, tree_fd));
         snprintf(uid, sizeof(uid), "%u", (unsigned) m->uid);
         snprintf(gid, sizeof(gid), "%u", (unsigned) m->gid);
         snprintf(muid, sizeof(muid), "%u", (unsigned) m->map_uid);

@@ -57,10 +57,11 @@ pid_t run_exec_placeholder(int helper_fd, int cgroup_fd, int *ret_pidfd);
 /* Starts the helper as sandboxd-rm, removing dir_fd/name (rm_rf_at) in the background. */
 pid_t run_exec_rm(int helper_fd, int dir_fd, const char *name, int *ret_pidfd);
 
-/* Starts the helper as sandboxd-mount: mount_source_open(m) (mount-source.h), its result sent
- * over report_fd as a REPORT_READY carrying the tree, or a REPORT_FAILED {step, err}. */
+/* Starts the helper as sandboxd-mount: mount_source_open(m) (mount-source.h), or
+ * mount_tree_open(tree_fd, m) with a caller's tree (tree_fd >= 0), its result sent over
+ * report_fd as a REPORT_READY carrying the tree, or a REPORT_FAILED {step, err}. */
 typedef struct MountSource MountSource;
-pid_t run_exec_mount(int helper_fd, const MountSource *m, int report_fd, int *ret_pidfd);
+pid_t run_exec_mount(int helper_fd, const MountSource *m, int tree_fd, int report_fd, int *ret_pidfd);
 
 /* The bytes of the RunParams and of the filter, in the helper's argv. */
 char *run_exec_hex(const void *data, size_t n);

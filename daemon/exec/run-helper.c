@@ -206,16 +206,18 @@ static int parse_id(const char *s, unsigned *ret) {
 }
 
 /* argv: "mount", the report fd, uid, gid, the groups ("-" or comma-separated), root, the rest
- * of the source beneath it, "ro" or "rw", the uid and gid the caller's become, how many ids on. */
+ * of the source beneath it, "ro" or "rw", the uid and gid the caller's become, how many ids on,
+ * and the fd of a caller's tree to take instead of root and rest ("-": none). */
 static int mount_main(int argc, char **argv) {
-        MountSource m = { .root = argc == 12 ? argv[6] : NULL, .rest = argc == 12 ? argv[7] : NULL };
+        MountSource m = { .root = argc == 13 ? argv[6] : NULL, .rest = argc == 13 ? argv[7] : NULL };
         SpawnReport r = { .kind = REPORT_FAILED };
         MountStep step;
-        int fd, tree;
+        int fd, tree, from = -1;
 
-        if (argc != 12 || (fd = parse_fd(argv[2])) < 0 || parse_id(argv[3], &m.uid) < 0 || parse_id(argv[4], &m.gid) < 0 ||
+        if (argc != 13 || (fd = parse_fd(argv[2])) < 0 || parse_id(argv[3], &m.uid) < 0 || parse_id(argv[4], &m.gid) < 0 ||
             (strcmp(argv[8], "ro") != 0 && strcmp(argv[8], "rw") != 0) || parse_id(argv[9], &m.map_uid) < 0 ||
-            parse_id(argv[10], &m.map_gid) < 0 || parse_id(argv[11], &m.map_count) < 0)
+            parse_id(argv[10], &m.map_gid) < 0 || parse_id(argv[11], &m.map_count) < 0 ||
+            (strcmp(argv[12], "-") != 0 && (from = parse_fd(argv[12])) < 0))
                 return 127;
         m.read_only = strcmp(argv[8], "ro") == 0;
         m.path_only = m.map_count == 0;
@@ -229,7 +231,7 @@ static int mount_main(int argc, char **argv) {
                         g = comma ? comma + 1 : NULL;
                 }
         (void) prctl(PR_SET_NAME, "sandboxd-mount");
-        tree = mount_source_open(&m, &step);
+        tree = from >= 0 ? mount_tree_open(from, &m, &step) : mount_source_open(&m, &step);
         if (tree < 0) {
                 r.step = (int32_t) step;
                 r.err = errno;

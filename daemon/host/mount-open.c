@@ -16,7 +16,7 @@
 #include "run-exec.h"
 #include "spawn.h"
 
-int mount_open(int run_helper_fd, const MountSource *m, int timeout_ms, MountStep *ret_step) {
+static int mount_open_child(int run_helper_fd, const MountSource *m, int tree_fd, int timeout_ms, MountStep *ret_step) {
         SpawnReport r = {};
         int sp[2], pidfd = -EBADF, tree = -EBADF, k;
         pid_t pid;
@@ -24,13 +24,13 @@ int mount_open(int run_helper_fd, const MountSource *m, int timeout_ms, MountSte
         *ret_step = MOUNT_STEP_NONE;
         if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0)
                 return -errno;
-        pid = run_helper_fd >= 0 ? run_exec_mount(run_helper_fd, m, sp[1], &pidfd) : clone3_pidfd(0, -1, &pidfd);
+        pid = run_helper_fd >= 0 ? run_exec_mount(run_helper_fd, m, tree_fd, sp[1], &pidfd) : clone3_pidfd(0, -1, &pidfd);
         if (pid == 0) {
                 MountStep step;
-                int keep[] = { 2, sp[1] };
+                int keep[] = { 2, sp[1], tree_fd };
                 close_all_fds_except(keep, ELEMENTSOF(keep));
                 (void) prctl(PR_SET_NAME, "sandboxd-mount");
-                tree = mount_source_open(m, &step);
+                tree = tree_fd >= 0 ? mount_tree_open(tree_fd, m, &step) : mount_source_open(m, &step);
                 r = (SpawnReport) { .kind = tree < 0 ? REPORT_FAILED : REPORT_READY, .step = (int32_t) step,
                                     .err = tree < 0 ? errno : 0 };
                 _exit(report_send(sp[1], &r, tree) < 0 ? 1 : 0);
@@ -60,6 +60,16 @@ int mount_open(int run_helper_fd, const MountSource *m, int timeout_ms, MountSte
                 return r.err > 0 ? -r.err : -EIO;
         }
         return tree;
+}
+
+int mount_open(int run_helper_fd, const MountSource *m, int timeout_ms, MountStep *ret_step) {
+        return mount_open_child(run_helper_fd, m, -EBADF, timeout_ms, ret_step);
+}
+
+int mount_open_tree(int run_helper_fd, int tree_fd, const MountSource *m, int timeout_ms, MountStep *ret_step) {
+        if (tree_fd < 0)
+                return -EBADF;
+        return mount_open_child(run_helper_fd, m, tree_fd, timeout_ms, ret_step);
 }
 
 bool mount_idmap_supported(void) {

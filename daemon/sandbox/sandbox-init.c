@@ -726,28 +726,58 @@ static unsigned same_ids_count(const Sandbox *s) {
         return s->ctx->config.uid_range < 65536 ? (unsigned) s->ctx->config.uid_range : 65536;
 }
 
+/* Linux idmaps overlayfs's layers, never an overlayfs mount itself (no FS_ALLOW_IDMAP, still so
+ * in 6.18): an engine's "merged" directory is refused, said plainly. Asked of the tree the client
+ * sent where there is one: the path may show something else in the daemon's namespace. */
+static bool root_is_overlay(const Sandbox *s) {
+        struct statfs sfs;
+        int r = s->root_sent_tree_fd >= 0 ? fstatfs(s->root_sent_tree_fd, &sfs) : statfs(s->root_path, &sfs);
+
+        return r == 0 && (unsigned long) sfs.f_type == (unsigned long) OVERLAYFS_SUPER_MAGIC;
+}
+
+static int root_tree_error(Sandbox *s, const SandboxMount *sm, MountStep step, int r, ProtoError *err) {
+        if (step == MOUNT_STEP_IDMAP && root_is_overlay(s))
+                return proto_error_set(err, SBX_E_INVALID_REQUEST, "root.path",
+                                       "%s is an overlayfs mount, which this kernel cannot idmap (%s; it idmaps the "
+                                       "layers of an overlay, not the overlay): give a directory of ext4, xfs, btrfs or "
+                                       "tmpfs", s->root_path, strerror(-r));
+        if (s->root_sent_tree_fd < 0)
+                return mount_error(err, "root.path", sm, step, r);
+        if (step == MOUNT_STEP_ATTACH)
+                return proto_error_set(err, SBX_E_INVALID_REQUEST, "root.tree_fd",
+                                       "the fd sent for %s is not a detached mount tree (open_tree() with "
+                                       "OPEN_TREE_CLONE of it): %s", s->root_path, strerror(-r));
+        if (step == MOUNT_STEP_RESOLVE)
+                return proto_error_set(err, SBX_E_INVALID_REQUEST, "root.tree_fd", "the tree sent for %s %s", s->root_path,
+                                       r == -EPERM ? "is the host's root (/)" : "is not a directory");
+        return mount_error(err, "root.tree_fd", sm, step, r);
+}
+
 /* create's root.path, opened as a root client's mount source is (mount-source.h: no symlink in
- * the path, no kernel filesystem), read-only if asked, idmapped with the same ids: into
- * s->root_tree_fd. */
+ * the path, no kernel filesystem), or the tree the client sent of it (root.tree_fd: a detached
+ * tree, checked as strictly), read-only if asked, idmapped with the same ids: into
+ * s->root_tree_fd. A sent tree is taken once: the sandbox is never opened again by its path. */
 static int sandbox_open_root_path(Sandbox *s, ProtoError *err) {
         MountSource src = { .uid = 0, .gid = 0, .root = "/", .rest = s->root_path + 1, .read_only = s->root_read_only,
                             .map_uid = s->host_uid, .map_gid = s->host_uid, .map_count = same_ids_count(s) };
         SandboxMount sm = { .source = s->root_path, .read_only = s->root_read_only };
-        struct statfs sfs;
         struct stat st;
         MountStep step;
-        int fd = mount_open(s->ctx->run_helper_fd, &src, 10000, &step);
+        int fd;
 
-        /* Linux idmaps overlayfs's layers, never an overlayfs mount itself (no FS_ALLOW_IDMAP,
-         * still so in 6.18): an engine's "merged" directory is refused, said plainly. */
-        if (fd < 0 && step == MOUNT_STEP_IDMAP && statfs(s->root_path, &sfs) == 0 &&
-            (unsigned long) sfs.f_type == (unsigned long) OVERLAYFS_SUPER_MAGIC)
-                return proto_error_set(err, SBX_E_INVALID_REQUEST, "root.path",
-                                       "%s is an overlayfs mount, which this kernel cannot idmap (%s; it idmaps the "
-                                       "layers of an overlay, not the overlay): give a directory of ext4, xfs, btrfs or "
-                                       "tmpfs", s->root_path, strerror(-fd));
-        if (fd < 0)
-                return mount_error(err, "root.path", &sm, step, fd);
+        if (s->root_from_tree && s->root_sent_tree_fd < 0)
+                return proto_error_set(err, SBX_E_CONFLICT, "root.tree_fd",
+                                       "the root of sandbox %s came as a mount tree (root.tree_fd) that is used up: "
+                                       "it is not opened again by its path %s", s->id, s->root_path);
+        fd = s->root_sent_tree_fd >= 0 ? mount_open_tree(s->ctx->run_helper_fd, s->root_sent_tree_fd, &src, 10000, &step)
+                                       : mount_open(s->ctx->run_helper_fd, &src, 10000, &step);
+        if (fd < 0) {
+                fd = root_tree_error(s, &sm, step, fd, err);
+                s->root_sent_tree_fd = safe_close(s->root_sent_tree_fd);
+                return fd;
+        }
+        s->root_sent_tree_fd = safe_close(s->root_sent_tree_fd);
         if (fstat(fd, &st) < 0 || !S_ISDIR(st.st_mode)) {
                 safe_close(fd);
                 return proto_error_set(err, SBX_E_INVALID_REQUEST, "root.path", "%s is not a directory", s->root_path);

@@ -381,8 +381,26 @@ static int parse_image(Context *m, Sandbox *s, json_object *req, ProtoError *err
         return 0;
 }
 
-/* create's "root": {"path", "read_only"}: a host directory as the whole root (root clients only),
- * opened and idmapped later (sandbox_open_mounts()); checked as text here. */
+/* create's "root": {"tree_fd"}: the fd (op-sandbox.c took it: s->root_sent_tree_fd) of a detached
+ * tree of the path the client made in its own mount namespace. Such a sandbox is never recorded
+ * (transient, as one that joined a network namespace): a restarted daemon would find only the
+ * path, which its own namespace may show empty. */
+static int parse_root_tree(Sandbox *s, json_object *root, ProtoError *err) {
+        if (!json_object_object_get_ex(root, "tree_fd", NULL)) {
+                if (s->root_sent_tree_fd >= 0)
+                        return proto_error_set(err, SBX_E_INTERNAL, "root", "a mount tree came without root.tree_fd");
+                return 0;
+        }
+        if (s->root_sent_tree_fd < 0)
+                return proto_error_set(err, SBX_E_INVALID_REQUEST, "root.tree_fd",
+                                       "'root.tree_fd' is for create with the tree's fd passed along");
+        s->root_from_tree = true;
+        s->transient = true;
+        return 0;
+}
+
+/* create's "root": {"path", "read_only", "tree_fd"}: a host directory as the whole root (root
+ * clients only), opened and idmapped later (sandbox_open_mounts()); checked as text here. */
 static int parse_root_path(Context *m, Sandbox *s, json_object *root, json_object *req, ProtoError *err) {
         const char *path;
         int r = proto_check_fields(root, request_root_fields, "root.", err);
@@ -406,7 +424,7 @@ static int parse_root_path(Context *m, Sandbox *s, json_object *root, json_objec
                                        "cannot see the directory's files with their owners");
         if (!(s->root_path = strdup(path)))
                 return proto_error_set(err, SBX_E_INTERNAL, NULL, "out of memory");
-        return 0;
+        return parse_root_tree(s, root, err);
 }
 
 /* create's "root": "readonly" (the default) or "overlay" (root-overlay.h), where the host can
@@ -615,7 +633,8 @@ int sandbox_parse(Context *m, Sandbox *s, json_object *req, ProtoError *err) {
 }
 
 int sandbox_parse_request(Context *m, json_object *req, SandboxRequest *ret, ProtoError *err) {
-        Sandbox tmp = { .ctx = m, .ephemeral = true, .join_netns_fd = -EBADF, .root_tree_fd = -EBADF };
+        Sandbox tmp = { .ctx = m, .ephemeral = true, .join_netns_fd = -EBADF, .root_tree_fd = -EBADF,
+                        .root_sent_tree_fd = -EBADF };
         int r = sandbox_parse(m, &tmp, req, err);
 
         *ret = (SandboxRequest) { .limits = tmp.limits, .best_effort = tmp.best_effort,

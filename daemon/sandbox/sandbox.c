@@ -38,7 +38,7 @@ static Sandbox *sandbox_alloc(Context *m) {
                 return NULL;
         s->ctx = m;
         s->cg_fd = s->workdir_fd = s->init_pidfd = s->setup_fd = s->netns_fd = s->root_tree_fd = -EBADF;
-        s->join_netns_fd = -EBADF;
+        s->join_netns_fd = s->root_sent_tree_fd = -EBADF;
         s->scope_fd = s->hold_pidfd = -EBADF;
         s->uid_slot = UINT32_MAX;
         s->user = SANDBOX_USER_SANDBOX;
@@ -187,7 +187,7 @@ static int internal_error(ProtoError *err, const char *what, int r) {
 }
 
 static int sandbox_create_full(Context *m, json_object *req, const SandboxCaller *caller, bool ephemeral, bool pooled,
-                               int netns_fd, Sandbox **ret, ProtoError *err);
+                               int netns_fd, int root_tree_fd, Sandbox **ret, ProtoError *err);
 /* systemd's job for the sandbox's new scope is over: the cgroup is made in it, and the init
  * started unless it waits for a fork's copy. */
 static void on_scope_done(int error, void *userdata) {
@@ -217,12 +217,12 @@ int sandbox_create(Context *m, json_object *req, uid_t owner, bool ephemeral, Sa
 
 int sandbox_create_as(Context *m, json_object *req, const SandboxCaller *caller, bool ephemeral, Sandbox **ret,
                       ProtoError *err) {
-        return sandbox_create_full(m, req, caller, ephemeral, false, -EBADF, ret, err);
+        return sandbox_create_full(m, req, caller, ephemeral, false, -EBADF, -EBADF, ret, err);
 }
 
-int sandbox_create_joined(Context *m, json_object *req, const SandboxCaller *caller, int netns_fd, Sandbox **ret,
-                          ProtoError *err) {
-        return sandbox_create_full(m, req, caller, false, false, netns_fd, ret, err);
+int sandbox_create_joined(Context *m, json_object *req, const SandboxCaller *caller, int netns_fd, int root_tree_fd,
+                          Sandbox **ret, ProtoError *err) {
+        return sandbox_create_full(m, req, caller, false, false, netns_fd, root_tree_fd, ret, err);
 }
 
 /* Its record is written with those of the creates around it (SandboxHooks.schedule_records,
@@ -241,10 +241,11 @@ static int sandbox_record_soon(Sandbox *s) {
 }
 
 /* pooled: made for the pool (pool.h), no one's and not recorded until it is handed out; netns_fd:
- * the network namespace "network": {"netns_fd"} named, or -1. */
+ * the network namespace "network": {"netns_fd"} named, or -1; root_tree_fd: the mount tree
+ * "root": {"tree_fd"} named, or -1. */
 static int sandbox_create_full(Context *m, json_object *req, const SandboxCaller *caller, bool ephemeral, bool pooled,
-                               int netns_fd, Sandbox **ret, ProtoError *err) {
-        _cleanup_close_ int join = netns_fd;
+                               int netns_fd, int root_tree_fd, Sandbox **ret, ProtoError *err) {
+        _cleanup_close_ int join = netns_fd, tree = root_tree_fd;
         uid_t owner = caller->uid;
         Sandbox *s;
         int r;
@@ -266,6 +267,7 @@ static int sandbox_create_full(Context *m, json_object *req, const SandboxCaller
         s->pooled = pooled;
         s->caller = *caller;
         s->join_netns_fd = TAKE_FD(join);
+        s->root_sent_tree_fd = TAKE_FD(tree);
         r = sandbox_parse(m, s, req, err);
         if (r < 0)
                 goto fail;
@@ -321,7 +323,8 @@ fail:
 
 
 int sandbox_create_pooled(Context *m, json_object *req, bool ephemeral, Sandbox **ret, ProtoError *err) {
-        return sandbox_create_full(m, req, &(SandboxCaller) { .uid = 0, .gid = (gid_t) -1 }, ephemeral, true, -EBADF, ret, err);
+        return sandbox_create_full(m, req, &(SandboxCaller) { .uid = 0, .gid = (gid_t) -1 }, ephemeral, true, -EBADF, -EBADF,
+                                   ret, err);
 }
 
 static bool limits_same(const SandboxLimits *a, const SandboxLimits *b) {
@@ -1089,6 +1092,7 @@ Sandbox *sandbox_free(Sandbox *s) {
         json_object_put(s->env);
         sandbox_mounts_free(s);
         safe_close(s->root_tree_fd);
+        safe_close(s->root_sent_tree_fd);
         image_release(s->ctx->images, s->image);
         free(s->image);
         free(s->root_path);

@@ -150,6 +150,12 @@ typedef struct Sandbox {
          * opens it into root_tree_fd); NULL: none. */
         char *root_path;
         bool root_read_only;
+        /* create's "root": {"tree_fd"}: the detached tree of root_path the client made in its own
+         * mount namespace (an engine's private mount of a rootfs, which the daemon's namespace
+         * does not show), until sandbox_open_mounts() takes it (then -1); root_from_tree stays
+         * true: such a root is never opened again by its path (the sandbox is transient). */
+        int root_sent_tree_fd;
+        bool root_from_tree;
         char *hostname;    /* create's "hostname", or NULL: "sandbox" */
         /* create's "sysctls": {"key": "value"}, namespaced keys only (sandbox_sysctls_check()),
          * written when its init starts (spawn.h InitParams.sysctls); NULL: none */
@@ -307,10 +313,12 @@ int sandbox_create(Context *m, json_object *req, uid_t owner, bool ephemeral, Sa
 
 int sandbox_create_as(Context *m, json_object *req, const SandboxCaller *caller, bool ephemeral, Sandbox **ret,
                       ProtoError *err);
-/* The same with the network namespace that "network": {"netns_fd"} named (checked: a network
- * namespace, not the daemon's), taken by the sandbox whatever the outcome; -1: none came. */
-int sandbox_create_joined(Context *m, json_object *req, const SandboxCaller *caller, int netns_fd, Sandbox **ret,
-                          ProtoError *err);
+/* The same with the fds a create came with, taken by the sandbox whatever the outcome (-1: none
+ * came): the network namespace that "network": {"netns_fd"} named (checked: a network namespace,
+ * not the daemon's), and the mount tree that "root": {"tree_fd"} named (checked when it is
+ * opened: sandbox_open_mounts()). */
+int sandbox_create_joined(Context *m, json_object *req, const SandboxCaller *caller, int netns_fd, int root_tree_fd,
+                          Sandbox **ret, ProtoError *err);
 /* The same for the pool (pool.h): a sandbox of no one's, not recorded, made from req. */
 int sandbox_create_pooled(Context *m, json_object *req, bool ephemeral, Sandbox **ret, ProtoError *err);
 /* A pooled sandbox made for create (not ephemeral) becomes caller's, as the create req asks,

@@ -4,12 +4,14 @@
 #include <inttypes.h>
 #include <linux/nsfs.h>
 #include <sched.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <linux/magic.h>
 
+#include "macro.h"
 #include "ops.h"
 #include "pool.h"
 #include "session.h"
@@ -18,36 +20,34 @@
 #include "snapshot.h"
 #include "util.h"
 
-/* create's "network": {"netns_fd": i}: the one fd that came with the request, a network
- * namespace (nsfs, NS_GET_NSTYPE), never the daemon's own (the host's, by its inode), from a root
- * client. Taken from the request: *ret_fd, or -EBADF when the request names none (and has none). */
-static int take_netns_fd(Request *c, json_object *req, int *ret_fd, ProtoError *err) {
-        json_object *net = json_object_object_get(req, "network"), *v;
-        struct stat st, own;
-        struct statfs sfs;
-        uint64_t i;
-        int fd, type;
+/* The index a create's fd field (network.netns_fd, root.tree_fd) names: *ret_i, 1; 0 when the
+ * field is absent. It must name an fd that came with the request. */
+static int create_fd_index(Request *c, json_object *req, const char *obj, const char *key, uint64_t *ret_i,
+                           ProtoError *err) {
+        json_object *o = json_object_object_get(req, obj), *v;
+        char field[32];
 
-        *ret_fd = -EBADF;
-        if (!net || !json_object_is_type(net, json_type_object) || !json_object_object_get_ex(net, "netns_fd", &v)) {
-                if (c->n_fds > 0)
-                        return proto_error_set(err, SBX_E_INVALID_REQUEST, "fds",
-                                               "%zu file descriptors came with this create, which names none "
-                                               "(network.netns_fd takes one)", c->n_fds);
+        if (!o || !json_object_is_type(o, json_type_object) || !json_object_object_get_ex(o, key, &v))
                 return 0;
-        }
+        snprintf(field, sizeof(field), "%s.%s", obj, key);
         if (!json_object_is_type(v, json_type_int) || json_object_get_int64(v) < 0 ||
-            (i = (uint64_t) json_object_get_int64(v)) >= c->n_fds)
-                return proto_error_set(err, SBX_E_INVALID_REQUEST, "network.netns_fd",
-                                       "'network.netns_fd' must be the index of an fd that came with this request (%zu did)",
-                                       c->n_fds);
-        if (c->n_fds != 1)
-                return proto_error_set(err, SBX_E_INVALID_REQUEST, "fds", "create takes one fd (network.netns_fd), not %zu",
+            (uint64_t) json_object_get_int64(v) >= c->n_fds)
+                return proto_error_set(err, SBX_E_INVALID_REQUEST, field,
+                                       "'%s' must be the index of an fd that came with this request (%zu did)", field,
                                        c->n_fds);
         if (c->peer.uid != 0)
-                return proto_error_set(err, SBX_E_PERMISSION_DENIED, "network.netns_fd",
-                                       "joining a network namespace by fd is for root clients only");
-        fd = c->fds[i];
+                return proto_error_set(err, SBX_E_PERMISSION_DENIED, field, "'%s' is for root clients only", field);
+        *ret_i = (uint64_t) json_object_get_int64(v);
+        return 1;
+}
+
+/* network.netns_fd: a network namespace (nsfs, NS_GET_NSTYPE), never the daemon's own (the
+ * host's, by its inode). */
+static int check_netns_fd(int fd, uint64_t i, ProtoError *err) {
+        struct stat st, own;
+        struct statfs sfs;
+        int type;
+
         if (fstatfs(fd, &sfs) < 0 || (unsigned long) sfs.f_type != (unsigned long) NSFS_MAGIC ||
             (type = ioctl(fd, NS_GET_NSTYPE)) < 0 || type != CLONE_NEWNET)
                 return proto_error_set(err, SBX_E_INVALID_REQUEST, "network.netns_fd",
@@ -59,28 +59,52 @@ static int take_netns_fd(Request *c, json_object *req, int *ret_fd, ProtoError *
                 return proto_error_set(err, SBX_E_PERMISSION_DENIED, "network.netns_fd",
                                        "fd %" PRIu64 " is the daemon's own network namespace (the host's): never a sandbox's",
                                        i);
-        c->fds[i] = -EBADF;
-        *ret_fd = fd;
+        return 0;
+}
+
+/* create's fds, each named by one field: "network": {"netns_fd": i} (a network namespace,
+ * checked here) and "root": {"tree_fd": j} (a detached mount tree, checked as it is opened:
+ * sandbox_open_mounts()), from a root client, every fd that came named once. Taken from the
+ * request: -EBADF for a field that is absent. */
+static int take_create_fds(Request *c, json_object *req, int *ret_netns, int *ret_tree, ProtoError *err) {
+        uint64_t ni = 0, ti = 0;
+        int n, t, r;
+
+        *ret_netns = *ret_tree = -EBADF;
+        if ((n = create_fd_index(c, req, "network", "netns_fd", &ni, err)) < 0 ||
+            (t = create_fd_index(c, req, "root", "tree_fd", &ti, err)) < 0)
+                return n < 0 ? n : t;
+        if (c->n_fds != (size_t) (n + t) || (n && t && ni == ti))
+                return proto_error_set(err, SBX_E_INVALID_REQUEST, "fds",
+                                       "%zu file descriptors came with this create, which names %d (network.netns_fd "
+                                       "and root.tree_fd take one each, a different one)", c->n_fds, n + t);
+        if (n && (r = check_netns_fd(c->fds[ni], ni, err)) < 0)
+                return r;
+        if (n)
+                *ret_netns = TAKE_FD(c->fds[ni]);
+        if (t)
+                *ret_tree = TAKE_FD(c->fds[ti]);
         return 0;
 }
 
 int op_create(Request *c, json_object *id, json_object *req, ProtoError *err) {
         SandboxCaller caller;
         Sandbox *s;
-        int r, netns_fd;
+        int r, netns_fd, tree_fd;
 
         if (json_object_object_get_ex(req, "from_snapshot", NULL)) {
                 if (c->n_fds > 0)
                         return proto_error_set(err, SBX_E_INVALID_REQUEST, "fds", "a fork takes no file descriptors");
                 return op_create_from_snapshot(c, id, req, err);
         }
-        if ((r = take_netns_fd(c, req, &netns_fd, err)) < 0)
+        if ((r = take_create_fds(c, req, &netns_fd, &tree_fd, err)) < 0)
                 return r;
         ops_caller(c, &caller);
-        /* A pooled sandbox never has a joined network namespace (pool_take_create() tells). */
-        r = netns_fd < 0 ? pool_take_create(c->ctx, req, &caller, &s, err) : 0;
+        /* A pooled sandbox never has a joined network namespace or a sent root (pool_take_create()
+         * tells). */
+        r = netns_fd < 0 && tree_fd < 0 ? pool_take_create(c->ctx, req, &caller, &s, err) : 0;
         if (r == 0)
-                r = sandbox_create_joined(c->ctx, req, &caller, netns_fd, &s, err);
+                r = sandbox_create_joined(c->ctx, req, &caller, netns_fd, tree_fd, &s, err);
         if (r < 0)
                 return r;
         /* Answered when the sandbox's init reports ready (or failed), and a pooled one once its
