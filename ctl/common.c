@@ -205,7 +205,7 @@ int add_network(json_object *req, const char *network, const char *egress, json_
         if (network)
                 return add_string(req, "network", network);
         if (egress && strcmp(egress, "all") != 0)
-                return log_error("--egress: only \"all\" (for some addresses only, --allow CIDR[:PORT] for each)");
+                return log_error("--egress: only \"all\" (for some addresses only, --allow ADDR|NAME[:PORT] for each)");
         if (!egress && !allow)
                 return 0;
         n = json_object_new_object();

@@ -48,7 +48,7 @@ const Verb verb_run = {
                 "     --stdin-file FILE   Send FILE as the command's standard input\n"
                 "     --network MODE      Network of a throwaway sandbox: \"none\" (the default)\n"
                 "     --egress all        ... or a way out to all but what sandboxd always denies\n"
-                "     --allow CIDR[:PORT[/tcp|/udp]]  ... or to these addresses only (repeatable)\n"
+                "     --allow ADDR|NAME[:PORT[/tcp|/udp]]  ... or to these only (repeatable)\n"
                 "     --workspace WHERE   /work of a throwaway sandbox: \"memory\" (the default: its\n"
                 "                         tmpfs, half of --memory with /tmp) or \"disk\" (the state dir)\n"
                 "     --best-effort       Accept limits this host cannot enforce (throwaway only)\n"

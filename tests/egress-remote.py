@@ -2,8 +2,11 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 """The "remote" host of tests/t-egress.sh, run in a network namespace the test made: a tiny HTTP
 server on each ADDR:PORT given (it answers "remote ADDR:PORT"), and with --dns ADDR a DNS answerer
-on ADDR:53 that knows one name (--name NAME=ADDR, an A record) and says NXDOMAIN to the rest.
-Prints "ready" once every socket listens."""
+on ADDR:53 that knows the names given (--name NAME=ADDR[,ADDR...]: an A record; with several
+addresses, the next one at each query; "*.x.test=ADDR" answers every name below x.test), with
+the TTL of --ttl, never answers names ending with --silent SUFFIX, and says NXDOMAIN to the rest.
+Every datagram it gets is written on stdout ("dns LENGTH NAME"). Prints "ready" once every socket
+listens."""
 import argparse
 import socket
 import struct
@@ -41,9 +44,22 @@ def qname(msg):
     return ".".join(labels).lower(), i + 5  # the name, the end of the question (type, class)
 
 
-def dns(addr, names):
+def lookup(names, turns, name):
+    addrs = names.get(name)
+    if addrs is None:
+        wild = [n for n in names if n.startswith("*.") and name.endswith(n[1:])]
+        addrs = names[wild[0]] if wild else None
+    if not addrs:
+        return None
+    turn = turns.get(name, 0)
+    turns[name] = turn + 1
+    return addrs[turn % len(addrs)]
+
+
+def dns(addr, names, ttl, silent):
     s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     s.bind((addr, 53))
+    turns = {}
 
     def serve():
         while True:
@@ -52,13 +68,17 @@ def dns(addr, names):
                 name, end = qname(msg)
                 qtype = struct.unpack("!H", msg[end - 4:end - 2])[0]
             except (IndexError, struct.error):
+                print("dns", len(msg), "-", flush=True)
                 continue
-            known = names.get(name)
+            print("dns", len(msg), name, flush=True)
+            if silent and name.endswith(silent):
+                continue
+            known = lookup(names, turns, name) if qtype == 1 else names.get(name)
             header = msg[:2] + struct.pack("!HHHHH", 0x8180 if known else 0x8183, 1,
                                            1 if known and qtype == 1 else 0, 0, 0)
             answer = b""
             if known and qtype == 1:
-                answer = b"\xc0\x0c" + struct.pack("!HHIH", 1, 1, 60, 4) + socket.inet_aton(known)
+                answer = b"\xc0\x0c" + struct.pack("!HHIH", 1, 1, ttl, 4) + socket.inet_aton(known)
             s.sendto(header + msg[12:end] + answer, peer)
 
     threading.Thread(target=serve, daemon=True).start()
@@ -69,12 +89,18 @@ def main():
     p.add_argument("listen", nargs="*", help="ADDR:PORT")
     p.add_argument("--dns")
     p.add_argument("--name", action="append", default=[])
+    p.add_argument("--ttl", type=int, default=60)
+    p.add_argument("--silent")
     a = p.parse_args()
     for spec in a.listen:
         addr, port = spec.rsplit(":", 1)
         http(addr, int(port))
     if a.dns:
-        dns(a.dns, dict(n.lower().split("=", 1) for n in a.name))
+        names = {}
+        for n in a.name:
+            name, addrs = n.lower().split("=", 1)
+            names[name] = addrs.split(",")
+        dns(a.dns, names, a.ttl, a.silent)
     print("ready", flush=True)
     threading.Event().wait()
 

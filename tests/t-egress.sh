@@ -1,11 +1,9 @@
 #!/bin/bash
 # SPDX-License-Identifier: LGPL-2.1-or-later
-# Egress (create's "network"; daemon/sandbox/egress.c, daemon/host/veth.c, nftables.c): the test
-# runs in a network namespace of its own, its "host", daemon included, so that nothing of it
-# touches the machine's interfaces and rules; it makes a "remote" namespace behind a veth pair,
-# routes 198.51.100.0/24, 203.0.113.0/24 and the link-local 169.254.169.254 into it (checked with
-# ip route get before any packet goes), and runs HTTP servers and a DNS answerer there
-# (tests/egress-remote.py). No packet leaves for an address the test did not make.
+# Egress (create's "network"; daemon/sandbox/egress.c, daemon/host/veth.c, nftables.c), in the
+# network of tests/egress-lib.sh (a namespace of the test's own, a "remote" behind a veth pair
+# with HTTP servers and a DNS answerer; no packet leaves for an address the test did not make).
+# Names on the allow list: t-egress-names.sh.
 # Shown: an allowed address and port is reached; another port, another address, the host's own
 # addresses, the sandbox's gateway, another sandbox and a link-local address (on the remote, the
 # host reaches it) are refused, while every one of them answers the host itself; the table's
@@ -22,75 +20,8 @@ if [ -z "${EGRESS_TEST_NETNS:-}" ] && [ "$(id -u)" = 0 ] && command -v unshare >
 fi
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
 
-[ -n "${EGRESS_TEST_NETNS:-}" ] || skip_all "no network namespace of the test's own (unshare)"
-for tool in ip nft nsenter; do
-        command -v $tool >/dev/null || skip_all "$tool is not installed (scripts/deps.sh)"
-done
-
-RPID= RSERVER= HSERVER= D2=
-_egress_cleanup() {
-        local rc=$?
-        _daemon_end
-        [ -n "${D2:-}" ] && kill -KILL "$D2" 2>/dev/null
-        for p in $RSERVER $HSERVER $RPID; do kill "$p" 2>/dev/null; done
-        wait 2>/dev/null
-        (exit "$rc")
-        _cleanup
-}
-trap _egress_cleanup EXIT
-
-# ---- The test's host and its remote -------------------------------------------------------
-ip link set lo up
-unshare --net sleep infinity &
-RPID=$!
-_remote_apart() { [ "$(readlink /proc/$RPID/ns/net)" != "$(readlink /proc/$$/ns/net)" ]; }
-wait_until 5 _remote_apart || skip_all "no remote namespace (unshare --net)"
-in_remote() { nsenter --net=/proc/$RPID/ns/net "$@"; }
-ip link add up0 type veth peer name eth0 netns "$RPID"
-ip addr add 192.0.2.1/24 dev up0
-ip link set up0 up
-in_remote ip link set lo up
-in_remote ip link set eth0 up
-in_remote ip addr add 192.0.2.2/24 dev eth0
-for a in 198.51.100.7 198.51.100.8 198.51.100.53 203.0.113.5 169.254.169.254; do in_remote ip addr add $a/32 dev lo; done
-in_remote ip route add default via 192.0.2.1
-for n in 198.51.100.0/24 203.0.113.0/24 169.254.169.254/32; do ip route add $n via 192.0.2.2; done
-# The uplink forwards (the replies come in on it); the daemon turns it on for its own veths only.
-sysctl -qw net.ipv4.conf.up0.forwarding=1
-for a in 198.51.100.7 203.0.113.5 169.254.169.254; do
-        like "$(ip route get $a)" "dev up0" "$a is routed into the test's remote namespace, nowhere else"
-done
-
-# nsenter execs the server: $! is the server itself, which the cleanup ends (a shell function
-# run in the background would be a subshell, and the server would outlive it).
-nsenter --net=/proc/$RPID/ns/net python3 "$TESTS_DIR/egress-remote.py" 198.51.100.7:80 198.51.100.7:8080 198.51.100.8:80 203.0.113.5:80 \
-        169.254.169.254:80 --dns 198.51.100.53 --name remote.test=198.51.100.7 >"$T/remote.out" 2>&1 &
-RSERVER=$!
-python3 "$TESTS_DIR/egress-remote.py" 0.0.0.0:8081 >"$T/host.out" 2>&1 &
-HSERVER=$!
-for f in remote host; do
-        wait_until 10 grep -q ready "$T/$f.out" 2>/dev/null || diag "the $f servers: $(cat "$T/$f.out")"
-done
-
-# probe HOST PORT: "reached <the server's answer>" or "refused <errno>" (a timeout: "refused None").
-cat >"$T/probe.py" <<'PY'
-import socket, sys
-try:
-    s = socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=3)
-    s.sendall(b"GET / HTTP/1.0\r\n\r\n")
-    data = b""
-    while True:
-        b = s.recv(4096)
-        if not b:
-            break
-        data += b
-    print("reached", data.split(b"\r\n\r\n", 1)[-1].decode().strip())
-except OSError as e:
-    print("refused", e.errno)
-PY
-PROBE=$(cat "$T/probe.py")
-host_probe() { python3 "$T/probe.py" "$@"; }
-sbx_probe() { local s=$1; shift; ctl run --sandbox "$s" -- python3 -c "$PROBE" "$@"; }
+. "$TESTS_DIR/egress-lib.sh"
+egress_remote --name remote.test=198.51.100.7
 
 for t in 198.51.100.7:8080 198.51.100.8:80 169.254.169.254:80 192.0.2.1:8081; do
         is "$(host_probe ${t%:*} ${t#*:})" "reached remote ${t/192.0.2.1/0.0.0.0}" "the host itself reaches $t"
@@ -188,7 +119,11 @@ bad() { # ENTRIES_JSON FIELD PATTERN WHAT
         is "$(jget "$r" .error.field)" "$2" "refused, naming $2: $4"
         like "$(jget "$r" .error.message)" "$3" "... saying why: $4"
 }
-bad '{"egress":{"allow":["pypi.org:443"]}}' 'network.egress.allow[0]' "is a name" "a name"
+bad '{"egress":{"allow":["pypi.org:443","localhost"]}}' 'network.egress.allow[1]' "is not a host name" "a name of one label"
+bad '{"egress":{"allow":["*.com"]}}' 'network.egress.allow[0]' "is not a host name" "a wildcard over a top-level domain"
+bad '{"egress":{"allow":["a.*.example.com:443"]}}' 'network.egress.allow[0]' "is not a host name" "a '*' inside a name"
+bad '{"egress":{"allow":["pypi..org"]}}' 'network.egress.allow[0]' "is not a host name" "an empty label"
+bad '{"egress":{"allow":["pypi.org:99999"]}}' 'network.egress.allow[0]' "port must be" "a name with port 99999"
 bad '{"egress":{"allow":["198.51.100.7:80","10.1.2.3"]}}' 'network.egress.allow[1]' "within 10.0.0.0/8" "a private address"
 bad '{"egress":{"allow":["169.254.169.254:80"]}}' 'network.egress.allow[0]' "within 169.254.0.0/16" "the metadata address"
 bad '{"egress":{"allow":["198.51.100.7/24"]}}' 'network.egress.allow[0]' "bits set below" "host bits set"
@@ -207,6 +142,8 @@ many=$(python3 -c 'import json; print(json.dumps({"egress": {"allow": ["203.0.11
 bad "$many" 'network.egress.allow' "1 to 64" "65 entries"
 
 # ---- Destroy, SIGKILL, a new daemon -------------------------------------------------------
+# A connection of A's just before (a closed one is tracked 2 min: the test may take longer under load).
+sbx_probe "$A" 198.51.100.7 80 >/dev/null
 check "A's connections were tracked (NAT)" grep -q "src=${AADDR%/30} " /proc/net/nf_conntrack
 ctl destroy "$A" >/dev/null
 # The interface, chain and NAT entries go in a child of the daemon after destroy's answer (its

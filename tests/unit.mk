@@ -166,6 +166,13 @@ tests_test_registry_CPPFLAGS = $(DAEMON_UNIT_CPPFLAGS)
 tests_test_registry_CFLAGS = $(DAEMON_UNIT_CFLAGS)
 tests_test_registry_LDADD = $(DAEMON_LIBS)
 
+## The DNS relay's message code (pure).
+check_PROGRAMS += tests/test-dns-message
+TESTS += tests/test-dns-message
+tests_test_dns_message_SOURCES = tests/test-dns-message.c tests/tap.h daemon/core/dns-message.c daemon/core/dns-message.h
+tests_test_dns_message_CPPFLAGS = $(DAEMON_INCLUDES) $(AM_CPPFLAGS)
+tests_test_dns_message_CFLAGS = $(UNIT_CFLAGS)
+
 check_PROGRAMS += tests/test-pidfd
 TESTS += tests/test-pidfd
 tests_test_pidfd_SOURCES = tests/test-pidfd.c tests/tap.h

@@ -78,6 +78,12 @@ typedef struct Config {
          * /30 each), what they never reach (IPv4 prefixes, or "none"), and the resolver their DNS
          * relay asks (NULL: the first IPv4 nameserver of /etc/resolv.conf). Checked at load. */
         char *egress_range, *egress_deny, *egress_dns;
+        /* Each sandbox's share of the connection-tracking table: connections tracked at once, and
+         * new ones a second (the same in a burst); past either a new connection is refused. */
+        uint64_t egress_connections, egress_connection_rate;
+        /* DNS queries the relays have in flight at once, in all (a quarter of it per owner uid, at
+         * most 32 per sandbox). */
+        uint64_t egress_dns_queries;
         /* The metrics endpoint (server/metrics-http.c, docs/metrics.md). */
         char *metrics_group;            /* given to the --metrics-listen Unix socket */
         uint64_t metrics_max_sandboxes; /* sandboxes with series of their own; the rest summed */

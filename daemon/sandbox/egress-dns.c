@@ -10,23 +10,43 @@
 #include "egress-dns.h"
 #include "macro.h"
 
-/* A DNS message: a 12-byte header, then at most what fits in one UDP datagram we accept. */
-#define DNS_HEADER 12
-#define DNS_MAX 4096
+/* An answer of the resolver we take: what one UDP datagram of EDNS0's usual size holds, and more. */
+#define DNS_ANSWER_MAX 4096
+/* The header and question of a query (a name is at most 255 bytes on the wire), kept for a
+ * SERVFAIL of ours. */
+#define DNS_QUESTION_WIRE_MAX (DNS_HEADER_SIZE + 255 + 4)
 
 typedef struct DnsQuery DnsQuery;
 
-/* Queries in flight in all relays: the daemon's fds are not the sandboxes' to take. */
+/* Queries in flight in all relays (the daemon's fds are not the sandboxes' to take), and per
+ * owner uid: at most budget_total uids have any, each at least one. */
+static unsigned budget_total = 1024, budget_uid = 256, budget_sandbox = DNS_RELAY_INFLIGHT_MAX;
 static unsigned inflight_total;
+static struct UidInflight {
+        uid_t uid;
+        unsigned n;
+} *inflight_uids;
+static unsigned n_inflight_uids;
+
+void dns_relay_set_budget(unsigned total) {
+        if (total < 4 || total > DNS_RELAY_INFLIGHT_TOTAL_MAX || inflight_total)
+                return;
+        free(inflight_uids);
+        inflight_uids = NULL;
+        budget_total = total;
+        budget_uid = total / 4;
+        budget_sandbox = budget_uid < DNS_RELAY_INFLIGHT_MAX ? budget_uid : DNS_RELAY_INFLIGHT_MAX;
+}
 
 struct DnsRelay {
         sd_event *event;
         int listen_fd;
         sd_event_source *listen_source;
         struct sockaddr_in upstream;
+        DnsRelayPolicy policy;
         DnsQuery *queries;
         unsigned n_queries;
-        uint64_t relayed, answered, dropped;
+        DnsRelayCounts counts;
 };
 
 struct DnsQuery {
@@ -34,9 +54,43 @@ struct DnsQuery {
         int fd;                     /* connected to the upstream resolver */
         sd_event_source *io, *timer;
         struct sockaddr_in client;  /* inside the sandbox */
-        uint16_t id;
+        DnsQuestion question;
+        uint8_t wire[DNS_QUESTION_WIRE_MAX];
         DnsQuery *next, *prev;
 };
+
+static struct UidInflight *uid_inflight(uid_t uid) {
+        for (unsigned i = 0; i < n_inflight_uids; i++)
+                if (inflight_uids[i].uid == uid)
+                        return &inflight_uids[i];
+        return NULL;
+}
+
+static bool budget_take(DnsRelay *r) {
+        struct UidInflight *u = uid_inflight(r->policy.uid);
+
+        if (r->n_queries >= budget_sandbox || inflight_total >= budget_total || (u && u->n >= budget_uid))
+                return false;
+        if (!inflight_uids && !(inflight_uids = calloc(budget_total, sizeof(*inflight_uids))))
+                return false;
+        if (!u) {
+                u = &inflight_uids[n_inflight_uids++];
+                *u = (struct UidInflight) { .uid = r->policy.uid };
+        }
+        u->n++;
+        r->n_queries++;
+        inflight_total++;
+        return true;
+}
+
+static void budget_give(DnsRelay *r) {
+        struct UidInflight *u = uid_inflight(r->policy.uid);
+
+        if (u && --u->n == 0)
+                *u = inflight_uids[--n_inflight_uids];
+        r->n_queries--;
+        inflight_total--;
+}
 
 static void query_free(DnsQuery *q) {
         DnsRelay *r = q->relay;
@@ -47,8 +101,7 @@ static void query_free(DnsQuery *q) {
                 r->queries = q->next;
         if (q->next)
                 q->next->prev = q->prev;
-        r->n_queries--;
-        inflight_total--;
+        budget_give(r);
         sd_event_source_disable_unref(q->io);
         sd_event_source_disable_unref(q->timer);
         safe_close(q->fd);
@@ -57,9 +110,37 @@ static void query_free(DnsQuery *q) {
 
 static int on_query_timeout(sd_event_source *src, uint64_t usec, void *userdata) {
         DnsQuery *q = userdata;
-        q->relay->dropped++;
+        q->relay->counts.dropped++;
         query_free(q);
         return 0;
+}
+
+static bool send_to(DnsRelay *r, const uint8_t *buf, size_t n, const struct sockaddr_in *client) {
+        return sendto(r->listen_fd, buf, n, MSG_DONTWAIT, (const struct sockaddr *) client, sizeof(*client)) == (ssize_t) n;
+}
+
+/* An answer of the relay's own to the query buf (q parsed from it). */
+static bool reply_own(DnsRelay *r, const uint8_t *buf, const DnsQuestion *q, uint8_t rcode,
+                      const struct sockaddr_in *client) {
+        uint8_t out[DNS_QUESTION_WIRE_MAX];
+        int n = dns_reply_empty(buf, q, rcode, out, sizeof(out));
+
+        return n > 0 && send_to(r, out, (size_t) n, client);
+}
+
+/* An answer to a listed A question: its addresses learned first. */
+static bool answer_learned(DnsQuery *q, const uint8_t *buf, size_t n) {
+        DnsRelay *r = q->relay;
+        uint32_t addrs[DNS_RELAY_LEARN_MAX], ttls[DNS_RELAY_LEARN_MAX];
+        uint8_t rcode;
+        int k = dns_answer_addresses(buf, n, &q->question, &rcode, addrs, ttls, ELEMENTSOF(addrs));
+
+        if (k < 0)
+                return false;
+        if (rcode != DNS_RCODE_NOERROR || k == 0)
+                return true;
+        return r->policy.learn(r->policy.userdata, &q->question, addrs, ttls,
+                               (size_t) k < ELEMENTSOF(addrs) ? (size_t) k : ELEMENTSOF(addrs)) >= 0;
 }
 
 /* The answer, from the resolver the socket is connected to (the kernel drops any other's): back
@@ -67,32 +148,41 @@ static int on_query_timeout(sd_event_source *src, uint64_t usec, void *userdata)
 static int on_answer(sd_event_source *src, int fd, uint32_t revents, void *userdata) {
         DnsQuery *q = userdata;
         DnsRelay *r = q->relay;
-        uint8_t buf[DNS_MAX];
+        uint8_t buf[DNS_ANSWER_MAX];
         ssize_t n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
 
         if (n < 0 && (errno == EAGAIN || errno == EINTR))
                 return 0;
-        if (n >= DNS_HEADER && (buf[2] & 0x80) && ((uint16_t) (buf[0] << 8 | buf[1])) == q->id &&
-            sendto(r->listen_fd, buf, (size_t) n, MSG_DONTWAIT, (struct sockaddr *) &q->client, sizeof(q->client)) == n)
-                r->answered++;
+        if (n < DNS_HEADER_SIZE || !(buf[2] & 0x80) || ((uint16_t) (buf[0] << 8 | buf[1])) != q->question.id)
+                r->counts.dropped++;
+        else if (r->policy.listed && q->question.type == DNS_TYPE_A && !answer_learned(q, buf, (size_t) n)) {
+                reply_own(r, q->wire, &q->question, DNS_RCODE_SERVFAIL, &q->client);
+                r->counts.dropped++;
+        } else if (send_to(r, buf, (size_t) n, &q->client))
+                r->counts.answered++;
         else
-                r->dropped++;
+                r->counts.dropped++;
         query_free(q);
         return 0;
 }
 
-static int query_start(DnsRelay *r, const uint8_t *buf, size_t n, const struct sockaddr_in *client) {
-        DnsQuery *q = calloc(1, sizeof(*q));
+static int query_start(DnsRelay *r, const uint8_t *buf, size_t n, const DnsQuestion *question,
+                       const struct sockaddr_in *client) {
+        DnsQuery *q;
         int k;
 
-        if (!q)
+        if (question->end > sizeof(q->wire) || !budget_take(r))
+                return -EBUSY;
+        q = calloc(1, sizeof(*q));
+        if (!q) {
+                budget_give(r);
                 return -ENOMEM;
-        *q = (DnsQuery) { .relay = r, .client = *client, .id = (uint16_t) (buf[0] << 8 | buf[1]), .next = r->queries };
+        }
+        *q = (DnsQuery) { .relay = r, .client = *client, .question = *question, .fd = -EBADF, .next = r->queries };
+        memcpy(q->wire, buf, question->end);
         if (r->queries)
                 r->queries->prev = q;
         r->queries = q;
-        r->n_queries++;
-        inflight_total++;
         q->fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
         if (q->fd < 0 || connect(q->fd, (struct sockaddr *) &r->upstream, sizeof(r->upstream)) < 0 ||
             send(q->fd, buf, n, MSG_DONTWAIT) != (ssize_t) n) {
@@ -109,34 +199,57 @@ static int query_start(DnsRelay *r, const uint8_t *buf, size_t n, const struct s
         return 0;
 }
 
-/* A query (QR 0, opcode QUERY) from inside: relayed while fewer than the bound are in flight. At
- * most a few datagrams per wakeup, so that one sandbox's flood does not hold the loop. */
+/* One datagram from inside: a query relayed or answered here, or dropped. */
+static void on_datagram(DnsRelay *r, const uint8_t *buf, size_t n, const struct sockaddr_in *client) {
+        DnsQuestion q;
+
+        if (dns_query_parse(buf, n, &q) < 0) {
+                r->counts.dropped++;
+                return;
+        }
+        if (r->policy.listed) {
+                if (q.class != DNS_CLASS_IN || !r->policy.listed(r->policy.userdata, &q)) {
+                        if (reply_own(r, buf, &q, DNS_RCODE_REFUSED, client))
+                                r->counts.refused++;
+                        else
+                                r->counts.dropped++;
+                        return;
+                }
+                if (q.type == DNS_TYPE_AAAA || q.type == DNS_TYPE_SVCB || q.type == DNS_TYPE_HTTPS) {
+                        if (!reply_own(r, buf, &q, DNS_RCODE_NOERROR, client))
+                                r->counts.dropped++;
+                        return;
+                }
+        }
+        if (query_start(r, buf, n, &q, client) < 0)
+                r->counts.dropped++;
+        else
+                r->counts.relayed++;
+}
+
+/* At most a few datagrams per wakeup, so that one sandbox's flood does not hold the loop. */
 static int on_query(sd_event_source *src, int fd, uint32_t revents, void *userdata) {
         DnsRelay *r = userdata;
 
         for (int i = 0; i < 16; i++) {
-                uint8_t buf[DNS_MAX];
+                uint8_t buf[DNS_QUERY_MAX + 1];
                 struct sockaddr_in client;
                 socklen_t len = sizeof(client);
                 ssize_t n = recvfrom(fd, buf, sizeof(buf), MSG_DONTWAIT | MSG_TRUNC, (struct sockaddr *) &client, &len);
 
                 if (n < 0)
                         return 0;
-                if (n < DNS_HEADER || (size_t) n > sizeof(buf) || len != sizeof(client) || client.sin_family != AF_INET ||
-                    (buf[2] & 0xf8) != 0 || r->n_queries >= DNS_RELAY_INFLIGHT_MAX ||
-                    inflight_total >= DNS_RELAY_INFLIGHT_TOTAL) {
-                        r->dropped++;
+                if ((size_t) n > DNS_QUERY_MAX || len != sizeof(client) || client.sin_family != AF_INET) {
+                        r->counts.dropped++;
                         continue;
                 }
-                if (query_start(r, buf, (size_t) n, &client) < 0)
-                        r->dropped++;
-                else
-                        r->relayed++;
+                on_datagram(r, buf, (size_t) n, &client);
         }
         return 0;
 }
 
-int dns_relay_new(sd_event *e, int listen_fd, const struct sockaddr_in *upstream, DnsRelay **ret) {
+int dns_relay_new(sd_event *e, int listen_fd, const struct sockaddr_in *upstream, const DnsRelayPolicy *policy,
+                  DnsRelay **ret) {
         DnsRelay *r = calloc(1, sizeof(*r));
         int k;
 
@@ -144,7 +257,7 @@ int dns_relay_new(sd_event *e, int listen_fd, const struct sockaddr_in *upstream
                 safe_close(listen_fd);
                 return -ENOMEM;
         }
-        *r = (DnsRelay) { .event = e, .listen_fd = listen_fd, .upstream = *upstream };
+        *r = (DnsRelay) { .event = e, .listen_fd = listen_fd, .upstream = *upstream, .policy = *policy };
         k = sd_event_add_io(e, &r->listen_source, listen_fd, EPOLLIN, on_query, r);
         if (k < 0) {
                 dns_relay_free(r);
@@ -165,8 +278,6 @@ DnsRelay *dns_relay_free(DnsRelay *r) {
         return NULL;
 }
 
-void dns_relay_counts(const DnsRelay *r, uint64_t *ret_relayed, uint64_t *ret_answered, uint64_t *ret_dropped) {
-        *ret_relayed = r ? r->relayed : 0;
-        *ret_answered = r ? r->answered : 0;
-        *ret_dropped = r ? r->dropped : 0;
+DnsRelayCounts dns_relay_counts(const DnsRelay *r) {
+        return r ? r->counts : (DnsRelayCounts) {};
 }

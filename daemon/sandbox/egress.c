@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <ifaddrs.h>
+#include <inttypes.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
@@ -38,6 +39,13 @@
 #define EGRESS_CT_MARK 0x5bd00000u
 #define EGRESS_SLOTS_MAX 65536u
 #define EGRESS_RESOLV "egress-resolv.conf"
+/* A name's addresses: how many a sandbox's set of it holds (an answer past that is SERVFAIL), and
+ * how long each stays after its answer: its TTL, within these bounds (a TTL of 0 would make every
+ * connect race the set; a week's would keep an address long after the name moved). A connection
+ * open to an address goes on when it leaves the set. */
+#define EGRESS_NAME_ADDRS_MAX 1024u
+#define EGRESS_NAME_TTL_MIN 30u
+#define EGRESS_NAME_TTL_MAX 3600u
 /* How long a daemon that stops waits for the teardowns still running (then kills them: the next
  * start removes what they left). */
 #define EGRESS_TEARDOWN_WAIT_MS 5000
@@ -229,6 +237,8 @@ int egress_init(Context *m) {
         e->home_fd = e->lock_fd = -EBADF;
         m->egress = e;
         setup_range_and_dns(m, e);
+        dns_relay_set_budget(m->config.egress_dns_queries > DNS_RELAY_INFLIGHT_TOTAL_MAX ? DNS_RELAY_INFLIGHT_TOTAL_MAX
+                                                                                 : (unsigned) m->config.egress_dns_queries);
         e->slots = calloc(e->n_slots, 1);
         if (!e->slots)
                 return -ENOMEM;
@@ -392,7 +402,24 @@ static int parse_port(const char *s, EgressRule *r) {
         return 0;
 }
 
-static int parse_entry(Context *m, const char *s, const char *field, EgressRule *r, ProtoError *err) {
+/* A name, or "*." and a name, with the port part as for an address, into r and name (lower case). */
+static int parse_name_entry(const char *s, size_t nlen, const char *colon, const char *field, EgressRule *r, char *name,
+                            ProtoError *err) {
+        for (size_t i = 0; i < nlen; i++)
+                name[i] = (char) tolower((unsigned char) s[i]);
+        name[nlen] = '\0';
+        if (!dns_pattern_valid(name))
+                return proto_error_set(err, SBX_E_INVALID_REQUEST, field,
+                                       "'%s' is not a host name (letters, digits, '-', '_'; two labels at least) or "
+                                       "'*.' and one (every name below it, not itself)", s);
+        r->name = true;
+        if (colon && parse_port(colon + 1, r) < 0)
+                return proto_error_set(err, SBX_E_INVALID_REQUEST, field, "'%s': the port must be 1-65535, optionally "
+                                       "followed by /tcp or /udp", s);
+        return 0;
+}
+
+static int parse_entry(Context *m, const char *s, const char *field, EgressRule *r, char *name, ProtoError *err) {
         const char *colon = strchr(s, ':');
         size_t alen = colon ? (size_t) (colon - s) : strlen(s);
         unsigned len;
@@ -403,12 +430,8 @@ static int parse_entry(Context *m, const char *s, const char *field, EgressRule 
                 return proto_error_set(err, SBX_E_INVALID_REQUEST, field,
                                        "'%s' is IPv6 (or malformed): a sandbox's way out is IPv4 only", s);
         for (size_t i = 0; i < alen; i++)
-                if (isalpha((unsigned char) s[i]))
-                        return proto_error_set(err, SBX_E_INVALID_REQUEST, field,
-                                               "'%.64s' is a name: only addresses are taken (what a name resolves to "
-                                               "changes and is shared, by a CDN say: a rule pinned to it would be neither "
-                                               "what was named nor stable)",
-                                               s);
+                if (isalpha((unsigned char) s[i]) || s[i] == '*' || s[i] == '_')
+                        return parse_name_entry(s, alen, colon, field, r, name, err);
         k = ipv4_prefix_parse(s, alen, &r->addr, &len);
         if (k == -EDOM)
                 return proto_error_set(err, SBX_E_INVALID_REQUEST, field,
@@ -456,8 +479,9 @@ static int parse_allow(Context *m, json_object *allow, SandboxNet *n, ProtoError
                 s = json_object_get_string(v);
                 if (strlen(s) != (size_t) json_object_get_string_len(v))
                         return proto_error_set(err, SBX_E_INVALID_REQUEST, field, "'%s' holds a NUL", field);
-                if ((r = parse_entry(m, s, field, &n->allow[n->n_allow], err)) < 0)
+                if ((r = parse_entry(m, s, field, &n->allow[n->n_allow], n->names[n->n_allow], err)) < 0)
                         return r;
+                n->n_names += n->allow[n->n_allow].name;
                 n->n_allow++;
         }
         return 0;
@@ -502,14 +526,14 @@ int egress_parse(Context *m, json_object *v, SandboxNet *ret, ProtoError *err) {
         return parse_allow(m, json_object_object_get(eg, "allow"), ret, err);
 }
 
-static const char *rule_format(char *buf, size_t size, const EgressRule *r) {
+static const char *rule_format(char *buf, size_t size, const EgressRule *r, const char *name) {
         char p[32];
+        const char *host = r->name ? name : ipv4_prefix_format(p, sizeof(p), r->addr, r->len);
 
-        ipv4_prefix_format(p, sizeof(p), r->addr, r->len);
         if (!r->port)
-                snprintf(buf, size, "%s", p);
+                snprintf(buf, size, "%s", host);
         else
-                snprintf(buf, size, "%s:%u%s", p, r->port, r->proto == IPPROTO_TCP ? "/tcp" : r->proto == IPPROTO_UDP ? "/udp" : "");
+                snprintf(buf, size, "%s:%u%s", host, r->port, r->proto == IPPROTO_TCP ? "/tcp" : r->proto == IPPROTO_UDP ? "/udp" : "");
         return buf;
 }
 
@@ -525,8 +549,8 @@ json_object *egress_spec_json(const SandboxNet *n) {
         }
         allow = json_object_new_array();
         for (unsigned i = 0; i < n->n_allow; i++) {
-                char b[64];
-                json_object_array_add(allow, json_object_new_string(rule_format(b, sizeof(b), &n->allow[i])));
+                char b[EGRESS_ENTRY_MAX + 16];
+                json_object_array_add(allow, json_object_new_string(rule_format(b, sizeof(b), &n->allow[i], n->names[i])));
         }
         json_object *eg = json_object_new_object();
         json_object_object_add(eg, "allow", allow);
@@ -652,18 +676,40 @@ static void chain_name(char *buf, size_t size, const char *id) {
         snprintf(buf, size, "sx_%s", id + 4);
 }
 
-static void sandbox_text(Text *t, const SandboxNet *n, const char *id) {
+/* A name's set: the addresses its relay learned, each until its answer's TTL (clamped) runs out. */
+static void name_set_text(Text *t, const char *chain, unsigned i) {
+        text_add(t, "add set " EGRESS_TABLE " %s_%u { type ipv4_addr; flags timeout; size %u; }\n", chain, i,
+                 EGRESS_NAME_ADDRS_MAX);
+}
+
+/* The chain a sandbox's packets out go through (the forward chain's verdict map jumps to it):
+ * its connections marked; one it has already goes on (a name's address that timed out included);
+ * a new one past its share of the conntrack table, or of TCP connections a second, is refused;
+ * then its allow list; the rest refused. */
+static void sandbox_text(Context *m, Text *t, const SandboxNet *n, const char *id) {
         char chain[32];
 
         chain_name(chain, sizeof(chain), id);
+        for (unsigned i = 0; i < n->n_allow; i++)
+                if (n->allow[i].name)
+                        name_set_text(t, chain, i);
         text_add(t, "add chain " EGRESS_TABLE " %s\n", chain);
         text_add(t, "add rule " EGRESS_TABLE " %s ct mark set 0x%08x\n", chain, EGRESS_CT_MARK | n->slot);
+        text_add(t, "add rule " EGRESS_TABLE " %s ct state established,related accept\n", chain);
+        text_add(t, "add rule " EGRESS_TABLE " %s ct state new ct count over %" PRIu64 " counter reject\n", chain,
+                 m->config.egress_connections);
+        text_add(t, "add rule " EGRESS_TABLE " %s ct state new meta l4proto tcp limit rate over %" PRIu64
+                    "/second burst %" PRIu64 " packets counter reject with tcp reset\n",
+                 chain, m->config.egress_connection_rate, m->config.egress_connection_rate);
         if (n->all)
                 text_add(t, "add rule " EGRESS_TABLE " %s accept\n", chain);
         for (unsigned i = 0; i < n->n_allow; i++) {
                 const EgressRule *r = &n->allow[i];
-                char p[32];
-                ipv4_prefix_format(p, sizeof(p), r->addr, r->len);
+                char p[48];
+                if (r->name)
+                        snprintf(p, sizeof(p), "@%s_%u", chain, i);
+                else
+                        ipv4_prefix_format(p, sizeof(p), r->addr, r->len);
                 if (!r->port)
                         text_add(t, "add rule " EGRESS_TABLE " %s ip daddr %s accept\n", chain, p);
                 else if (r->proto)
@@ -737,7 +783,7 @@ static void rules_text(Context *m, Text *t) {
                 table_text(m, t);
         host_addresses_text(t);
         for (size_t i = 0; i < e->n_pending; i++)
-                sandbox_text(t, e->pending[i].net, e->pending[i].id);
+                sandbox_text(m, t, e->pending[i].net, e->pending[i].id);
 }
 
 static int attach_rules(Egress *e, Context *m, SandboxNet *n, const char *id, char **ret_error) {
@@ -746,7 +792,7 @@ static int attach_rules(Egress *e, Context *m, SandboxNet *n, const char *id, ch
         int r;
 
         rules_text(m, &t);
-        sandbox_text(&t, n, id);
+        sandbox_text(m, &t, n, id);
         r = nft_apply(e, &t, &msg);
         free(t.data);
         if (r < 0)
@@ -756,15 +802,63 @@ static int attach_rules(Egress *e, Context *m, SandboxNet *n, const char *id, ch
         return 0;
 }
 
+/* The relay's policy for a sandbox whose list names hosts: is the question's name on it. */
+static bool relay_listed(void *userdata, const DnsQuestion *q) {
+        const SandboxNet *n = userdata;
+
+        for (unsigned i = 0; i < n->n_allow; i++)
+                if (n->allow[i].name && dns_name_matches(n->names[i], q->name))
+                        return true;
+        return false;
+}
+
+static void learn_text(Text *t, const SandboxNet *n, unsigned i, uint32_t addr, uint32_t ttl) {
+        char a[INET_ADDRSTRLEN];
+        struct in_addr in = { .s_addr = htonl(addr) };
+
+        inet_ntop(AF_INET, &in, a, sizeof(a));
+        ttl = ttl < EGRESS_NAME_TTL_MIN ? EGRESS_NAME_TTL_MIN : ttl > EGRESS_NAME_TTL_MAX ? EGRESS_NAME_TTL_MAX : ttl;
+        /* Added if missing, then replaced, in one commit: its timeout starts again (an "add" of an
+         * element there already leaves its timeout as it was), and it is never missing meanwhile. */
+        text_add(t, "add element " EGRESS_TABLE " %s_%u { %s timeout %us }\n", n->chain, i, a, ttl);
+        text_add(t, "delete element " EGRESS_TABLE " %s_%u { %s }\n", n->chain, i, a);
+        text_add(t, "add element " EGRESS_TABLE " %s_%u { %s timeout %us }\n", n->chain, i, a, ttl);
+}
+
+/* An answer's addresses into the sets of every name on the list that the question matches,
+ * before the relay lets the answer go. */
+static int relay_learn(void *userdata, const DnsQuestion *q, const uint32_t *addrs, const uint32_t *ttls, size_t count) {
+        SandboxNet *n = userdata;
+        _cleanup_free_ char *msg = NULL;
+        Text t = {};
+        int r;
+
+        for (unsigned i = 0; i < n->n_allow; i++)
+                if (n->allow[i].name && dns_name_matches(n->names[i], q->name))
+                        for (size_t k = 0; k < count; k++)
+                                learn_text(&t, n, i, addrs[k], ttls[k]);
+        if (!t.data)
+                return 0;
+        r = nft_apply(n->eg, &t, &msg);
+        free(t.data);
+        if (r < 0)
+                log_warning("egress: %s: cannot add the addresses of %s to its sets (%s): answered SERVFAIL", n->ifname,
+                            q->name, msg ? msg : strerror(-r));
+        return r;
+}
+
 static int attach_dns(Context *m, Egress *e, SandboxNet *n, int netns_fd) {
+        DnsRelayPolicy policy = { .uid = n->uid };
         int fd, r;
 
         if (!e->dns.sin_family)
                 return 0; /* no resolver known: names do not resolve, addresses still work */
+        if (n->n_names)
+                policy = (DnsRelayPolicy) { .uid = n->uid, .listed = relay_listed, .learn = relay_learn, .userdata = n };
         r = veth_udp_socket_in(netns_fd, e->home_fd, inet_addr(DNS_RELAY_ADDR), htons(53), &fd);
         if (r < 0)
                 return r;
-        return dns_relay_new(m->event, fd, &e->dns, &n->dns);
+        return dns_relay_new(m->event, fd, &e->dns, &policy, &n->dns);
 }
 
 int egress_attach(Context *m, SandboxNet *n, const char *id, int netns_fd, char **ret_error) {
@@ -785,6 +879,8 @@ int egress_attach(Context *m, SandboxNet *n, const char *id, int netns_fd, char 
         n->host_addr = net + 1;
         n->addr = net + 2;
         ifname_of(n->ifname, id);
+        chain_name(n->chain, sizeof(n->chain), id);
+        n->eg = e;
         /* An earlier daemon's interface of the same name (its sandbox's init is new): removed. */
         VethFound *f = found_get(e, n->ifname);
         if (f)
@@ -857,6 +953,8 @@ int egress_adopt(Context *m, SandboxNet *n, const char *id, pid_t init_pid, int 
         n->host_addr = f->host_addr;
         n->addr = f->host_addr + 1;
         memcpy(n->ifname, ifname, sizeof(ifname));
+        chain_name(n->chain, sizeof(n->chain), id);
+        n->eg = e;
         n->attached = true;
         p = &e->pending[e->n_pending++];
         p->net = n;

@@ -35,6 +35,7 @@ typedef struct EgressRule {
         uint8_t len;
         uint8_t proto;   /* 0: TCP and UDP; IPPROTO_TCP or IPPROTO_UDP */
         uint16_t port;   /* 0: every port */
+        bool name;       /* a name (SandboxNet.names[i]), not an address: addr and len unused */
 } EgressRule;
 
 typedef struct DnsRelay DnsRelay;
@@ -42,9 +43,13 @@ typedef struct DnsRelay DnsRelay;
 typedef struct SandboxNet {
         bool egress, all;
         EgressRule allow[EGRESS_ALLOW_MAX];
-        unsigned n_allow;
+        char names[EGRESS_ALLOW_MAX][EGRESS_ENTRY_MAX + 1]; /* of the allow[i] that are names */
+        unsigned n_allow, n_names;
+        uid_t uid;       /* the sandbox's owner (its relay's budget): set before egress_attach() */
         /* While its init lives (egress_attach() to egress_detach()). */
         bool attached;
+        Egress *eg;      /* the egress of the daemon that attached it */
+        char chain[32];  /* sx_<id>: its nftables chain; its names' sets are sx_<id>_<i> */
         unsigned slot;
         char ifname[IFNAMSIZ];
         uint32_t host_addr, addr;  /* host order */

@@ -362,6 +362,7 @@ static int sandbox_egress_netns(Sandbox *s) {
                 s->net.error = strdup("no network namespace of the daemon's for the sandbox (egress needs one)");
                 return r;
         }
+        s->net.uid = s->owner_uid;
         r = egress_attach(m, &s->net, s->id, s->netns_fd, &s->net.error);
         if (r < 0)
                 log_warning("sandbox %s: no egress: %s", s->id, s->net.error ? s->net.error : strerror(-r));

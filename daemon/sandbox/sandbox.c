@@ -656,6 +656,7 @@ int sandbox_restore(Context *m, json_object *meta, Sandbox **ret) {
                         log_warning_errno(r, "sandbox %s: its workspace cannot be opened: %m; its processes are kept", s->id);
                         s->workdir_fd = -EBADF;
                 }
+                s->net.uid = s->owner_uid;
                 if (s->net.egress && egress_adopt(m, &s->net, s->id, s->init_pid, s->init_pidfd, &s->net.error) < 0)
                         log_warning("sandbox %s: its egress cannot be given back (%s): it has no way out until its init "
                                     "is restarted", s->id, s->net.error ? s->net.error : "out of memory");
