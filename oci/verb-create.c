@@ -7,6 +7,7 @@
 #include <limits.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <linux/mount.h>
 #include <string.h>
@@ -205,8 +206,14 @@ static int send_create(SbxClient *c, OciSpec *spec, const char *bundle, const ch
          * engine's SIGKILL, a failed start) ends the sandbox with it. */
         json_object_object_add(spec->create, "with_connection", json_object_new_boolean(true));
         r = oci_call(c, json_object_get(spec->create), n_fds > 0 ? fds : NULL, n_fds, &reply, &err);
-        if (r == -EPROTO)
-                return oci_error("container %s: sandboxd refused the sandbox: %s%s", id, err ? err : "?", refusal_hint(reply));
+        if (r == -EPROTO) {
+                /* A refusal (of the config) or a failure (of the host, the rootfs) said as such. */
+                json_object *e = json_object_object_get(reply, "error");
+                const char *code = json_object_get_string(json_object_object_get(e, "code"));
+                bool failed = code && (strcmp(code, "spawn_failed") == 0 || strcmp(code, "internal") == 0);
+                return oci_error("container %s: sandboxd %s the sandbox: %s%s", id, failed ? "could not make" : "refused",
+                                 err ? err : "?", refusal_hint(reply));
+        }
         if (r < 0)
                 return oci_error("container %s: sandboxd: %s", id, strerror(-r));
         if (!json_object_object_get_ex(reply, "sandbox", &sb) || !json_object_object_get_ex(sb, "id", &sid))

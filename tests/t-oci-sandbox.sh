@@ -193,6 +193,21 @@ is "$(out_of "$r")" "$(printf '127.0.0.1 oci-host\n0:0 regular file\n0:0 regular
 	"the file is bound at /etc/hosts; with idmap same host root's files are root's inside, without it the sandbox user's"
 is "$(stat -c %F "$ROOT/etc/hosts" 2>/dev/null)" "regular empty file" "the file target was made in the rootfs as an empty file"
 is "$(stat -c %F "$ROOT/new/data" 2>/dev/null)" directory "the directory target was made in the rootfs"
+# A read-only root whose image lacks the targets (containerd's pause image has only /pause, and
+# gets /etc/resolv.conf bound into a read-only root): they are made, as runc makes them, before
+# the root becomes read-only.
+rm -f "$ROOT/etc/resolv.conf"
+r=$(rpc '{"op":"create","best_effort":true,"ephemeral":true,"root":{"path":"'"$ROOT"'","read_only":true},"mounts":['"$(mnt "$T/bundle/hosts" /etc/resolv.conf same),$(mnt "$T/bundle/data" /ro-new/data same)"']}')
+rid=$(jget "$r" .sandbox.id)
+is "$(jget "$r" .sandbox.state)" ready "a read-only root.path with a file and a directory mount whose targets it lacks: ready"
+[ "$rid" != null ] || diag "$r"
+r=$(run_in "$rid" 'cat /etc/resolv.conf /ro-new/data/f; touch /x 2>&1; touch /etc/y 2>&1')
+like "$(out_of "$r")" '127\.0\.0\.1 oci-host.*d.*Read-only file system.*Read-only file system' \
+	"both are bound, and the root is read-only all the same"
+is "$(stat -c %F "$ROOT/etc/resolv.conf" 2>/dev/null) $(stat -c %F "$ROOT/ro-new/data" 2>/dev/null)" \
+	"regular empty file directory" "the targets were made in the rootfs, as runc makes them"
+check "nothing else was written into the rootfs" test ! -e "$ROOT/x" -a ! -e "$ROOT/etc/y"
+rpc '{"op":"destroy","sandbox":"'"$rid"'"}' >/dev/null
 for t in /etclink/x /etc/dangling; do
 	r=$(rpc '{"op":"create","best_effort":true,"ephemeral":true,"root":{"path":"'"$ROOT"'"},"mounts":['"$(mnt "$T/bundle/hosts" "$t")"']}')
 	is "$(jget "$r" '[.error.code, .error.step, .error.errno] | tostring')" '["spawn_failed","mounts","ELOOP"]' \

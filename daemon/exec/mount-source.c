@@ -184,7 +184,7 @@ int mount_source_open(const MountSource *m, MountStep *ret_step) {
         userns = open_userns(m, ret_step);
         if (userns < 0)
                 return -1;
-        return clone_idmapped(src, userns, m->read_only, ret_step);
+        return clone_idmapped(src, userns, m->read_only && !m->read_only_later, ret_step);
 }
 
 /* A directory (the root of a sandbox), not the host's own root, that root may read and search,
@@ -229,5 +229,5 @@ int mount_tree_open(int tree, const MountSource *m, MountStep *ret_step) {
         userns = open_userns(m, ret_step);
         if (userns < 0 || attach_private(tree, ret_step) < 0)
                 return -1;
-        return clone_idmapped(tree, userns, m->read_only, ret_step);
+        return clone_idmapped(tree, userns, m->read_only && !m->read_only_later, ret_step);
 }

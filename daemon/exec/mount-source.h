@@ -34,6 +34,10 @@ typedef struct MountSource {
         const char *root;        /* absolute: the mount_roots entry that holds the source, or "/" */
         const char *rest;        /* the source relative to root ("." for root itself) */
         bool read_only;
+        /* With read_only: access is checked as for read-only, but the tree is left writable, for
+         * the init to make the mount points in it before it makes it read-only (a read-only
+         * root.path, as runc makes a read-only rootfs's mount points: sandbox-setup.c). */
+        bool read_only_later;
         uid_t map_uid;           /* host ids the caller's become: the sandbox user's */
         gid_t map_gid;
         unsigned map_count;      /* ids mapped from uid and gid on: 0 or 1 for one (an image's tree: a whole range) */

@@ -426,7 +426,7 @@ pid_t run_exec_mount(int helper_fd, const MountSource *m, int tree_fd, int repor
         char *const envp[] = { NULL };
         char fd[16], tree[16] = "-", uid[16], gid[16], muid[16], mgid[16], mcount[16], groups[MOUNT_GROUPS_MAX * 11 + 2] = "-";
         char *argv[] = { (char *) "sandboxd-mount", (char *) RUN_HELPER_MOUNT, fd, uid, gid, groups, (char *) m->root,
-                         (char *) m->rest, (char *) (m->read_only ? "ro" : "rw"), muid, mgid, mcount, tree, NULL };
+                         (char *) m->rest, (char *) (!m->read_only ? "rw" : m->read_only_later ? "ro-later" : "ro"), muid, mgid, mcount, tree, NULL };
         HelperExec h = { .helper_fd = helper_fd, .argv = argv, .envp = envp, .fds = { report_fd, tree_fd },
                          .n_fds = tree_fd >= 0 ? 2 : 1, .report_fd = report_fd };
         size_t n = 0;

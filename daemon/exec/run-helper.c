@@ -206,7 +206,7 @@ static int parse_id(const char *s, unsigned *ret) {
 }
 
 /* argv: "mount", the report fd, uid, gid, the groups ("-" or comma-separated), root, the rest
- * of the source beneath it, "ro" or "rw", the uid and gid the caller's become, how many ids on,
+ * of the source beneath it, "ro", "rw" or "ro-later" (read_only_later), the uid and gid the caller's become, how many ids on,
  * and the fd of a caller's tree to take instead of root and rest ("-": none). */
 static int mount_main(int argc, char **argv) {
         MountSource m = { .root = argc == 13 ? argv[6] : NULL, .rest = argc == 13 ? argv[7] : NULL };
@@ -215,11 +215,12 @@ static int mount_main(int argc, char **argv) {
         int fd, tree, from = -1;
 
         if (argc != 13 || (fd = parse_fd(argv[2])) < 0 || parse_id(argv[3], &m.uid) < 0 || parse_id(argv[4], &m.gid) < 0 ||
-            (strcmp(argv[8], "ro") != 0 && strcmp(argv[8], "rw") != 0) || parse_id(argv[9], &m.map_uid) < 0 ||
+            (strcmp(argv[8], "ro") != 0 && strcmp(argv[8], "rw") != 0 && strcmp(argv[8], "ro-later") != 0) || parse_id(argv[9], &m.map_uid) < 0 ||
             parse_id(argv[10], &m.map_gid) < 0 || parse_id(argv[11], &m.map_count) < 0 ||
             (strcmp(argv[12], "-") != 0 && (from = parse_fd(argv[12])) < 0))
                 return 127;
-        m.read_only = strcmp(argv[8], "ro") == 0;
+        m.read_only = strcmp(argv[8], "rw") != 0;
+        m.read_only_later = strcmp(argv[8], "ro-later") == 0;
         m.path_only = m.map_count == 0;
         if (strcmp(argv[5], "-") != 0)
                 for (char *g = argv[5]; g;) {

@@ -950,11 +950,12 @@ static int setup_image_root(int tree, bool own_dev, bool own_work) {
         return 0;
 }
 
-/* A root.path's tree (the daemon's: detached, idmapped with the same ids, read-only if asked)
+/* A root.path's tree (the daemon's: detached, idmapped with the same ids, writable even when
+ * read-only is asked: setup_pivot() makes it so once the mount points are made, as runc does)
  * becomes the new root, over the root tmpfs, whose "dev" directory is bound over the root's
  * /dev. Everything else is the root's own, /tmp and /run included. /proc and /dev must be
- * directories of it (made in a writable one where missing); /sys is mounted where it has one.
- * None may be a symlink. */
+ * directories of it (made where missing); /sys too unless read-only, else it is mounted where it
+ * has one. None may be a symlink. */
 static int setup_own_root(int tree, bool read_only) {
         _cleanup_close_ int scratch = -EBADF;
 
@@ -968,7 +969,7 @@ static int setup_own_root(int tree, bool read_only) {
                 int fd;
 
                 snprintf(path, sizeof(path), NEWROOT "/%s", *d);
-                if (!read_only && mkdir(path, 0755) < 0 && errno != EEXIST)
+                if ((strcmp(*d, "sys") != 0 || !read_only) && mkdir(path, 0755) < 0 && errno != EEXIST)
                         return -1;
                 fd = open_no_symlinks(AT_FDCWD, path, 0);
                 if (fd < 0 && errno == ENOENT && strcmp(*d, "sys") == 0)

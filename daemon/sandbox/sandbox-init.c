@@ -761,7 +761,7 @@ static int root_tree_error(Sandbox *s, const SandboxMount *sm, MountStep step, i
  * s->root_tree_fd. A sent tree is taken once: the sandbox is never opened again by its path. */
 static int sandbox_open_root_path(Sandbox *s, ProtoError *err) {
         MountSource src = { .uid = 0, .gid = 0, .root = "/", .rest = s->root_path + 1, .read_only = s->root_read_only,
-                            .map_uid = s->host_uid, .map_gid = s->host_uid, .map_count = same_ids_count(s) };
+                            .read_only_later = s->root_read_only, .map_uid = s->host_uid, .map_gid = s->host_uid, .map_count = same_ids_count(s) };
         SandboxMount sm = { .source = s->root_path, .read_only = s->root_read_only };
         struct stat st;
         MountStep step;
