@@ -317,6 +317,11 @@ static void print_network(json_object *n) {
         if (json_str(n, "address"))
                 print_kv("address", "%s via %s (%s), resolver %s", esc(json_str(n, "address")), esc(json_str(n, "gateway") ?: "-"),
                          esc(json_str(n, "interface") ?: "-"), esc(json_str(n, "dns") ?: "none"));
+        json_object *q = json_child(n, "dns_queries");
+        if (q)
+                print_kv("dns queries", "%" PRId64 " relayed, %" PRId64 " answered, %" PRId64 " refused, %" PRId64 " dropped",
+                         json_object_get_int64(json_child(q, "relayed")), json_object_get_int64(json_child(q, "answered")),
+                         json_object_get_int64(json_child(q, "refused")), json_object_get_int64(json_child(q, "dropped")));
 }
 
 static void print_sandbox(json_object *sbx) {

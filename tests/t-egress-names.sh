@@ -82,6 +82,9 @@ is "$(dnsq "$N" a.wild.test)" "rcode 0 203.0.113.5" "a wildcard admits a name be
 is "$(sbx_probe "$N" a.b.wild.test 80)" "reached remote 203.0.113.5:80" "... at any depth, and it is reached by name"
 is "$(dnsq "$N" wild.test)" "rcode 5" "... and not its apex"
 is "$(dnsq "$N" remote.test AAAA)" "rcode 0" "AAAA of an allowed name: an empty NOERROR (no IPv6 inside)"
+q=$(jget "$(rpc "{\"op\":\"inspect\",\"sandbox\":\"$N\"}")" '.sandbox.network.dns_queries | "\(.refused >= 3) \(.answered >= 5) \(.relayed >= 5)"')
+is "$q" "true true true" "inspect counts the relay's queries: at least 3 refused (other.test by dnsq and by the program, wild.test), the rest relayed and answered"
+like "$(ctl inspect "$N")" "dns queries: +[0-9]+ relayed, [0-9]+ answered, [3-9][0-9]* refused" "sandboxctl inspect shows them"
 
 # A datagram that is not a query (its flags byte looks like one's), then a query: the resolver
 # saw the query and not the datagram.

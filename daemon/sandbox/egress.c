@@ -568,6 +568,15 @@ json_object *egress_state_json(const SandboxNet *n) {
         json_object_object_add(o, "address", json_object_new_string(ipv4_prefix_format(a, sizeof(a), n->addr, 30)));
         json_object_object_add(o, "gateway", json_object_new_string(ipv4_prefix_format(a, sizeof(a), n->host_addr, 32)));
         json_object_object_add(o, "dns", n->dns ? json_object_new_string(DNS_RELAY_ADDR) : NULL);
+        if (n->dns) {
+                DnsRelayCounts c = dns_relay_counts(n->dns);
+                json_object *q = json_object_new_object();
+                json_object_object_add(q, "relayed", json_object_new_int64((int64_t) c.relayed));
+                json_object_object_add(q, "answered", json_object_new_int64((int64_t) c.answered));
+                json_object_object_add(q, "refused", json_object_new_int64((int64_t) c.refused));
+                json_object_object_add(q, "dropped", json_object_new_int64((int64_t) c.dropped));
+                json_object_object_add(o, "dns_queries", q);
+        }
         return o;
 }
 
