@@ -2,9 +2,9 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 """The "remote" host of tests/t-egress.sh, run in a network namespace the test made: a tiny HTTP
 server on each ADDR:PORT given (it answers "remote ADDR:PORT"), and with --dns ADDR a DNS answerer
-on ADDR:53 that knows the names given (--name NAME=ADDR[,ADDR...]: an A record; with several
+on ADDR:53 that knows the names given (--name NAME=ADDR[,ADDR...][@TTL]: an A record; with several
 addresses, the next one at each query; "*.x.test=ADDR" answers every name below x.test), with
-the TTL of --ttl, never answers names ending with --silent SUFFIX, and says NXDOMAIN to the rest.
+their TTL or that of --ttl, never answers names ending with --silent SUFFIX, and says NXDOMAIN to the rest.
 Every datagram it gets is written on stdout ("dns LENGTH NAME"). Prints "ready" once every socket
 listens."""
 import argparse
@@ -56,7 +56,14 @@ def lookup(names, turns, name):
     return addrs[turn % len(addrs)]
 
 
-def dns(addr, names, ttl, silent):
+def ttl_of(ttls, name, default):
+    if name in ttls:
+        return ttls[name]
+    wild = [n for n in ttls if n.startswith("*.") and name.endswith(n[1:])]
+    return ttls[wild[0]] if wild else default
+
+
+def dns(addr, names, ttls, ttl, silent):
     s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     s.bind((addr, 53))
     turns = {}
@@ -78,7 +85,7 @@ def dns(addr, names, ttl, silent):
                                            1 if known and qtype == 1 else 0, 0, 0)
             answer = b""
             if known and qtype == 1:
-                answer = b"\xc0\x0c" + struct.pack("!HHIH", 1, 1, ttl, 4) + socket.inet_aton(known)
+                answer = b"\xc0\x0c" + struct.pack("!HHIH", 1, 1, ttl_of(ttls, name, ttl), 4) + socket.inet_aton(known)
             s.sendto(header + msg[12:end] + answer, peer)
 
     threading.Thread(target=serve, daemon=True).start()
@@ -96,11 +103,14 @@ def main():
         addr, port = spec.rsplit(":", 1)
         http(addr, int(port))
     if a.dns:
-        names = {}
+        names, ttls = {}, {}
         for n in a.name:
             name, addrs = n.lower().split("=", 1)
+            if "@" in addrs:
+                addrs, t = addrs.split("@", 1)
+                ttls[name] = int(t)
             names[name] = addrs.split(",")
-        dns(a.dns, names, a.ttl, a.silent)
+        dns(a.dns, names, ttls, a.ttl, a.silent)
     print("ready", flush=True)
     threading.Event().wait()
 

@@ -17,7 +17,7 @@ fi
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
 
 . "$TESTS_DIR/egress-lib.sh"
-egress_remote --ttl 1 --name remote.test=198.51.100.7 --name other.test=198.51.100.8 \
+egress_remote --ttl 1 --name remote.test=198.51.100.7@300 --name other.test=198.51.100.8 \
         --name '*.wild.test=203.0.113.5' --name moving.test=198.51.100.8,203.0.113.5 --silent .silent.test
 
 # A relay budget of 64 queries in flight: 16 per user, 16 per sandbox (the default 1024 would
@@ -144,4 +144,17 @@ like "$OTHER" "^sbx-" "another user's sandbox with a name on its list"
 is "$(other run --sandbox "$OTHER" -- python3 -c "$DNSQ" remote.test A 10)" \
         "answered 10" "while root's sandboxes flood the relay with queries never answered, the other user's 10 are answered"
 check "... and the flood was still on when they were" kill -0 "${FLOODS[@]}"
+# Destroying the flooding sandboxes gives their queries in flight back to root's budget at once.
+for s in "${F[@]}"; do ctl destroy "$s" >/dev/null; done
 wait "${FLOODS[@]}"
+
+# ---- A daemon killed, and the next one --------------------------------------------------------
+# N resolved remote.test (TTL 300 s): the next daemon takes N back with what its set held.
+is "$(dnsq "$N" remote.test)" "rcode 0 198.51.100.7" "N (root's) resolves at once: the destroyed sandboxes' queries left root's budget"
+{ kill -KILL "$DAEMON_PID"; wait "$DAEMON_PID"; } 2>/dev/null
+DAEMON_PID=
+KEEP_SANDBOXES=1 POOL_SIZE=0 start_daemon --config "$T/sandboxd.conf" || exit 0
+like "$(nft list set inet sandboxd "sx_${N#sbx-}_0")" "198\.51\.100\.7 timeout [0-9ms]+ expires" \
+        "after SIGKILL and a new daemon, N's set of remote.test still holds its address, with the time it had left"
+is "$(sbx_probe "$N" 198.51.100.7 80)" "reached remote 198.51.100.7:80" "... and N reaches it without resolving again"
+is "$(dnsq "$N" other.test)" "rcode 5" "... and its relay, bound again, still answers only the names on its list"

@@ -783,16 +783,78 @@ static int attach_fail(char **ret_error, int r, const char *fmt, ...) {
         return r;
 }
 
+/* Milliseconds of a duration as nft lists it ("29s996ms", "59m58s", "1d2h"), -1 if none. */
+static int64_t nft_duration_ms(const char *s) {
+        int64_t total = 0;
+        bool any = false;
+
+        while (isdigit((unsigned char) *s)) {
+                char *end;
+                long long v = strtoll(s, &end, 10);
+                int64_t unit = strncmp(end, "ms", 2) == 0 ? 1 : *end == 'd' ? 86400000 : *end == 'h' ? 3600000
+                             : *end == 'm' ? 60000 : *end == 's' ? 1000 : 0;
+                if (unit == 0 || v < 0 || v > 1000000)
+                        return -1;
+                total += v * unit;
+                any = true;
+                s = end + (unit == 1 ? 2 : 1);
+        }
+        return any ? total : -1;
+}
+
+/* What an earlier daemon's set of a name held (the addresses its relay had answered), each with
+ * the time it had left, as elements of our table's set of it: a sandbox taken back running keeps
+ * reaching what it resolved, as its open connections go on. Nothing when there is no such set. */
+static void kept_elements_text(Egress *e, Text *t, const char *chain, unsigned i) {
+        _cleanup_free_ char *out = NULL, *msg = NULL;
+        const char *p, *end;
+        char cmd[96];
+
+        snprintf(cmd, sizeof(cmd), "list set " EGRESS_TABLE " %s_%u\n", chain, i);
+        if (nftables_list(e->nft, cmd, &out, &msg) < 0 || !(p = strstr(out, "elements = {")) || !(end = strchr(p, '}')))
+                return;
+        for (p += strlen("elements = {"); p < end;) {
+                char item[128], addr[INET_ADDRSTRLEN];
+                const char *stop, *expires;
+                struct in_addr a;
+                int64_t ms;
+
+                while (p < end && (isspace((unsigned char) *p) || *p == ','))
+                        p++;
+                for (stop = p; stop < end && *stop != ','; stop++)
+                        ;
+                if (stop == p)
+                        break;
+                snprintf(item, sizeof(item), "%.*s", (int) (stop - p), p);
+                p = stop;
+                expires = strstr(item, "expires ");
+                if (sscanf(item, "%15s", addr) != 1 || inet_pton(AF_INET, addr, &a) != 1 || !expires ||
+                    (ms = nft_duration_ms(expires + strlen("expires "))) <= 0)
+                        continue;
+                text_add(t, "add element " EGRESS_TABLE " %s_%u { %s timeout %" PRId64 "s }\n", chain, i, addr,
+                         (ms + 999) / 1000);
+        }
+}
+
 /* Our table when it is not made yet (it replaces an earlier daemon's in the same commit), the
- * host's addresses, and the chains of the sandboxes taken back running that it lacks. */
+ * host's addresses, and the chains of the sandboxes taken back running that it lacks, with what
+ * the earlier table's sets of their names held. */
 static void rules_text(Context *m, Text *t) {
         Egress *e = m->egress;
 
         if (!e->table_made)
                 table_text(m, t);
         host_addresses_text(t);
-        for (size_t i = 0; i < e->n_pending; i++)
-                sandbox_text(m, t, e->pending[i].net, e->pending[i].id);
+        for (size_t i = 0; i < e->n_pending; i++) {
+                const SandboxNet *n = e->pending[i].net;
+                char chain[32];
+
+                sandbox_text(m, t, n, e->pending[i].id);
+                chain_name(chain, sizeof(chain), e->pending[i].id);
+                for (unsigned k = 0; k < n->n_allow; k++)
+                        if (n->allow[k].name && !e->table_made)
+                                kept_elements_text(e, t, chain, k);
+        }
 }
 
 static int attach_rules(Egress *e, Context *m, SandboxNet *n, const char *id, char **ret_error) {
