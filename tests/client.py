@@ -163,6 +163,38 @@ def call(path, req, timeout=30.0):
         c.close()
 
 
+def call_with_fds(path, req, fds, uid=None):
+    """One request with fds passed beside it (SCM_RIGHTS), from a child process (as uid, if
+    given): its final reply, or {} when the child could not say."""
+    import array
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            if uid is not None:
+                os.setgroups([]); os.setresgid(uid, uid, uid); os.setresuid(uid, uid, uid)
+            c = Conn(path)
+            data = (json.dumps(dict(req, id=1, fds=len(fds))) + "\n").encode()
+            if fds:
+                c.s.sendmsg([data], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))])
+            else:
+                c.s.sendall(data)
+            os.write(w, json.dumps(c.final(1, timeout=60)).encode())
+        except Exception as e:
+            print("# child: %r" % (e,), flush=True)
+        finally:
+            os._exit(0)
+    os.close(w)
+    out = b""
+    while True:
+        b = os.read(r, 65536)
+        if not b:
+            break
+        out += b
+    os.waitpid(pid, 0)
+    return json.loads(out or b"{}")
+
+
 def main(argv):
     if len(argv) < 3:
         sys.stderr.write(__doc__)

@@ -337,36 +337,11 @@ has_veth() { nsenter -t "$NSPID" -n ip -4 addr show eth-oci | grep -q 'inet 10.2
 check "a network namespace with a veth (10.213.77.2/24) for the test" has_veth
 run_py "netns_fd" 120 "$SOCK" "$ROOT" "$NSPID" <<'PYEOF'
 import array, json, os, socket, sys
-from client import Conn as Client, check, is_
+from client import Conn as Client, call_with_fds, check, is_
 sock, root, nspid = sys.argv[1], sys.argv[2], sys.argv[3]
 
 def create(req, fds, uid=None):
-    r, w = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        try:
-            if uid is not None:
-                os.setgroups([]); os.setresgid(uid, uid, uid); os.setresuid(uid, uid, uid)
-            c = Client(sock)
-            data = (json.dumps(dict(req, id=1, fds=len(fds))) + "\n").encode()
-            if fds:
-                c.s.sendmsg([data], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))])
-            else:
-                c.s.sendall(data)
-            os.write(w, json.dumps(c.final(1, timeout=60)).encode())
-        except Exception as e:
-            print("# child: %r" % (e,), flush=True)
-        finally:
-            os._exit(0)
-    os.close(w)
-    out = b""
-    while True:
-        b = os.read(r, 65536)
-        if not b:
-            break
-        out += b
-    os.waitpid(pid, 0)
-    return json.loads(out or b"{}")
+    return call_with_fds(sock, req, fds, uid)
 
 def err(r):
     e = r.get("error", {})
@@ -415,7 +390,7 @@ PYEOF
 mkdir -p "$T/tree/empty" "$T/tree/ov/lower" "$T/tree/ov/upper" "$T/tree/ov/work" "$T/tree/ov/merged"
 run_py "tree_fd" 120 "$SOCK" "$ROOT" "$T/tree" <<'PYEOF'
 import array, ctypes, json, os, socket, sys
-from client import Conn as Client, check, is_
+from client import Conn as Client, call_with_fds, check, is_
 sock, root, tdir = sys.argv[1], sys.argv[2], sys.argv[3]
 empty = tdir + "/empty"
 libc = ctypes.CDLL(None, use_errno=True)
@@ -433,32 +408,7 @@ must(libc.mount(None, b"/", None, 0x4000 | (1 << 18), None), "mount --make-rpriv
 must(libc.mount(root.encode(), empty.encode(), None, 4096, None), "mount --bind")
 
 def create(req, fds, uid=None):
-    r, w = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        try:
-            if uid is not None:
-                os.setgroups([]); os.setresgid(uid, uid, uid); os.setresuid(uid, uid, uid)
-            c = Client(sock)
-            data = (json.dumps(dict(req, id=1, fds=len(fds))) + "\n").encode()
-            if fds:
-                c.s.sendmsg([data], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))])
-            else:
-                c.s.sendall(data)
-            os.write(w, json.dumps(c.final(1, timeout=60)).encode())
-        except Exception as e:
-            print("# child: %r" % (e,), flush=True)
-        finally:
-            os._exit(0)
-    os.close(w)
-    out = b""
-    while True:
-        b = os.read(r, 65536)
-        if not b:
-            break
-        out += b
-    os.waitpid(pid, 0)
-    return json.loads(out or b"{}")
+    return call_with_fds(sock, req, fds, uid)
 
 def err(r):
     e = r.get("error", {})
