@@ -132,8 +132,8 @@ for s in "${F[@]}"; do
         ctl run --sandbox "$s" -- python3 -c '
 import socket, struct, time
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-for k in range(400):
-    name = bytes([4]) + b"q%03d" % k + b"\x06silent\x04test\x00"
+for k in range(1500):
+    name = bytes([5]) + b"q%04d" % k + b"\x06silent\x04test\x00"
     s.sendto(struct.pack("!HHHHHH", k, 0x0100, 1, 0, 0, 0) + name + b"\x00\x01\x00\x01", ("127.0.0.53", 53))
     time.sleep(0.04)' >/dev/null 2>&1 &
         FLOODS+=($!)
@@ -144,7 +144,8 @@ like "$OTHER" "^sbx-" "another user's sandbox with a name on its list"
 is "$(other run --sandbox "$OTHER" -- python3 -c "$DNSQ" remote.test A 10)" \
         "answered 10" "while root's sandboxes flood the relay with queries never answered, the other user's 10 are answered"
 check "... and the flood was still on when they were" kill -0 "${FLOODS[@]}"
-# Destroying the flooding sandboxes gives their queries in flight back to root's budget at once.
+# Destroying the flooding sandboxes (their floods would go on for a minute) ends their runs and
+# gives their queries in flight back to root's budget at once.
 for s in "${F[@]}"; do ctl destroy "$s" >/dev/null; done
 wait "${FLOODS[@]}"
 
