@@ -79,7 +79,7 @@ typedef struct Top {
 
 static struct termios saved_termios;
 static bool termios_saved;
-static volatile sig_atomic_t quit_signal, suspend_requested;
+static volatile sig_atomic_t quit_signal, suspend_requested, in_request;
 
 /* Called on every way out: the normal return, exit() (atexit), and after a signal ended the loop. */
 static void terminal_restore(void) {
@@ -91,8 +91,22 @@ static void terminal_restore(void) {
         termios_saved = false;
 }
 
+/* Between refreshes the loop sees quit_signal and returns. During a request (a daemon that is slow
+ * or stuck to answer list) nothing would look at it, as the client library retries its read on
+ * EINTR: there the terminal is given back here, with async-signal-safe calls only, and the signal
+ * ends the process as it would have without a handler, so Ctrl-C and SIGTERM always quit top. */
 static void on_quit_signal(int sig) {
+        static const char screen_off[] = "\033[?25h\033[?1049l";
+
         quit_signal = sig;
+        if (!in_request)
+                return;
+        if (termios_saved) {
+                (void) !write(STDOUT_FILENO, screen_off, sizeof(screen_off) - 1);
+                (void) tcsetattr(STDIN_FILENO, TCSAFLUSH, &saved_termios);
+        }
+        (void) signal(sig, SIG_DFL);
+        (void) raise(sig);
 }
 
 static void on_suspend_signal(int sig) {
@@ -473,7 +487,13 @@ static int top_refresh(Top *t) {
         int r;
 
         json_object_object_add(req, "usage", json_object_new_boolean(1));
+        in_request = 1;
+        if (quit_signal) { /* came before in_request was set */
+                in_request = 0;
+                return 0;
+        }
         r = daemon_call(t->client, TAKE_PTR(req), &reply);
+        in_request = 0;
         if (r < 0)
                 return r;
         r = reply_check(reply);

@@ -169,9 +169,30 @@ _daemon_end() {
         DAEMON_PID=
 }
 
+# _descendants: this shell's processes, all generations, with their state and where they wait
+# (not the ones that list them).
+_descendants() {
+        local self=$BASHPID
+        ps -eo pid=,ppid=,stat=,wchan:24=,etime=,args= 2>/dev/null | awk -v top=$$ -v self="$self" '
+                { line[$1] = $0; parent[$1] = $2 }
+                END {
+                        for (p in line) {
+                                for (q = parent[p]; q != "" && q != 0 && q != top; q = parent[q]) ;
+                                if (q == top && p != self && parent[p] != self) print line[p]
+                        }
+                }' | sort -n | head -n 40
+}
+
 _cleanup() {
         local rc=$?
         set +e
+        # Stopped by a signal or a failure before the end (timed-driver.sh's timeout, say): what
+        # was still running and what the daemon said last, before both are gone.
+        if [ "$rc" != 0 ] && [ "$_tap_done" != 1 ]; then
+                diag "still running under this test:"
+                diag "$(_descendants)"
+                [ -n "$T" ] && [ -s "$T/daemon.log" ] && diag "the daemon's last lines:" && diag "$(tail -n 20 "$T/daemon.log")"
+        fi
         _daemon_end
         if [ -n "$CG" ] && [ -d "$CG" ]; then
                 if ! _cg_remove_tree force; then

@@ -5,7 +5,8 @@
 # each command line it prints "RC WANT LINE" (WANT: 1 for a line whose comment says "exit 1",
 # DOCTOR_STATUS for `sandboxctl doctor`, else 0), and after a line whose status is not WANT its
 # output's last lines, each as "# ...". `sandboxctl top` is interactive (q quits): it is stopped
-# after 3 s, which counts as 0. Shared by tests/t-readme.sh (a best-effort host) and
+# after 3 s, which counts as 0 (a top that ignores SIGTERM is killed 5 s later: status 137).
+# Shared by tests/t-readme.sh (a best-effort host) and
 # tests/system/t-readme.sh (the VM: every limit enforced).
 readme=${1:?usage: readme-using-it.sh README DOCTOR_STATUS}
 doctor=${2:?usage: readme-using-it.sh README DOCTOR_STATUS}
@@ -19,7 +20,7 @@ while IFS= read -r line; do
 	case $line in *"# exit 1"*) want=1 ;; esac
 	case $line in "sandboxctl doctor"*) want=$doctor ;; esac
 	if [[ $line == "sandboxctl top"* ]]; then
-		eval "timeout 3 $line" >"$out" 2>&1 </dev/null
+		eval "timeout -k 5 3 $line" >"$out" 2>&1 </dev/null
 		rc=$?
 		[ "$rc" = 124 ] && rc=0
 	else

@@ -168,6 +168,30 @@ status = wait_exit(pid)
 check(status is not None and os.WIFEXITED(status), "SIGTERM ends top through its own exit path")
 check(b"\x1b[?1049l" in out and modes_restored(fd), "on SIGTERM the terminal is restored too")
 os.close(fd)
+
+# A daemon that takes the connection and never answers: top waits in its first list. A signal
+# there must still end it (the client library retries its read on EINTR), terminal restored.
+import socket, tempfile
+mute_path = os.path.join(tempfile.mkdtemp(), "mute.sock")
+mute = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+mute.bind(mute_path)
+mute.listen(4)
+for sig in (signal.SIGTERM, signal.SIGINT):
+    pid, fd = pty.fork()
+    if pid == 0:
+        os.execv(ctl, [ctl, "--socket", mute_path, "top"])
+    conn, _ = mute.accept()
+    conn.settimeout(10)
+    conn.recv(4096)  # its request: top is now waiting for the answer
+    time.sleep(0.2)
+    os.kill(pid, sig)
+    read_until(fd, b"\x1b[?1049l", limit=5)
+    status = wait_exit(pid, 10)
+    check(status is not None and os.WIFSIGNALED(status) and os.WTERMSIG(status) == sig,
+          "%s ends top while the daemon has not answered (status %r)" % (signal.Signals(sig).name, status))
+    check(modes_restored(fd), "and the terminal is restored")
+    conn.close()
+    os.close(fd)
 PY
 
 kill "$burner" 2>/dev/null
