@@ -69,7 +69,8 @@ daemon_libsandboxd_la_SOURCES = \
 	daemon/sandbox/image.c daemon/sandbox/image.h daemon/exec/image-import.c daemon/exec/image-import.h daemon/exec/entry-name.c daemon/exec/entry-name.h daemon/exec/open-beneath.c daemon/exec/open-beneath.h daemon/exec/blob-digest.c daemon/exec/blob-digest.h \
 	daemon/server/op-image.c \
 	daemon/sandbox/egress.c daemon/sandbox/egress.h daemon/sandbox/egress-dns.c daemon/sandbox/egress-dns.h \
-	daemon/host/veth.c daemon/host/veth.h daemon/host/nftables.c daemon/host/nftables.h
+	daemon/host/veth.c daemon/host/veth.h daemon/host/nftables.c daemon/host/nftables.h \
+	daemon/host/conntrack.c daemon/host/conntrack.h
 daemon_libsandboxd_la_CPPFLAGS = $(DAEMON_INCLUDES) $(AM_CPPFLAGS) -DLIBEXECDIR=\"$(libexecdir)\"
 daemon_libsandboxd_la_CFLAGS = $(AM_CFLAGS) $(SYSTEMD_CFLAGS) $(JSONC_CFLAGS) $(CGROUP_CFLAGS) $(SECCOMP_CFLAGS) $(ARCHIVE_CFLAGS) $(CRYPTO_CFLAGS) $(NFTABLES_CFLAGS)
 DAEMON_LIBS = daemon/libsandboxd.la lib/libsbxcommon.la $(SYSTEMD_LIBS) $(JSONC_LIBS) $(CGROUP_LIBS) $(SECCOMP_LIBS) $(ARCHIVE_LIBS) $(CRYPTO_LIBS) $(NFTABLES_LIBS)

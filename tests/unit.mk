@@ -166,6 +166,16 @@ tests_test_registry_CPPFLAGS = $(DAEMON_UNIT_CPPFLAGS)
 tests_test_registry_CFLAGS = $(DAEMON_UNIT_CFLAGS)
 tests_test_registry_LDADD = $(DAEMON_LIBS)
 
+## Connection tracking over ctnetlink (daemon/host/conntrack.c), in a network namespace of its own
+## with a marking rule (root only; skipped otherwise).
+check_PROGRAMS += tests/test-conntrack
+TESTS += tests/test-conntrack
+tests_test_conntrack_SOURCES = tests/test-conntrack.c tests/tap.h daemon/host/conntrack.c daemon/host/conntrack.h \
+	daemon/host/nftables.c daemon/host/nftables.h
+tests_test_conntrack_CPPFLAGS = $(DAEMON_INCLUDES) $(AM_CPPFLAGS)
+tests_test_conntrack_CFLAGS = $(UNIT_CFLAGS) $(NFTABLES_CFLAGS)
+tests_test_conntrack_LDADD = $(UNIT_LDADD) $(NFTABLES_LIBS)
+
 ## The DNS relay's message code (pure).
 check_PROGRAMS += tests/test-dns-message
 TESTS += tests/test-dns-message

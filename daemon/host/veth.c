@@ -11,8 +11,6 @@
 #include <unistd.h>
 
 #include <linux/if_link.h>
-#include <linux/netfilter/nfnetlink.h>
-#include <linux/netfilter/nfnetlink_conntrack.h>
 #include <linux/netlink.h>
 #include <linux/rtnetlink.h>
 #include <linux/veth.h>
@@ -333,26 +331,4 @@ int veth_udp_socket_in(int netns_fd, int home_fd, uint32_t addr, uint16_t port, 
         }
         *ret_fd = fd;
         return 0;
-}
-
-/* IPCTNL_MSG_CT_DELETE without a tuple is a flush, narrowed by CTA_MARK/CTA_MARK_MASK to the
- * connections whose mark is exactly ours. */
-int conntrack_flush_mark(uint32_t mark) {
-        _cleanup_close_ int fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_NETFILTER);
-        uint32_t be_mark = htonl(mark), be_mask = 0xffffffffu;
-        struct nfgenmsg *g;
-        NlMsg m;
-        int r;
-
-        if (fd < 0)
-                return -errno;
-        nl_init(&m, (uint16_t) (NFNL_SUBSYS_CTNETLINK << 8 | IPCTNL_MSG_CT_DELETE), 0);
-        if (!(g = nl_reserve(&m, sizeof(*g))))
-                return -ENOBUFS;
-        *g = (struct nfgenmsg) { .nfgen_family = AF_INET, .version = NFNETLINK_V0 };
-        if ((r = nl_add(&m, CTA_MARK, &be_mark, sizeof(be_mark))) < 0 ||
-            (r = nl_add(&m, CTA_MARK_MASK, &be_mask, sizeof(be_mask))) < 0)
-                return r;
-        r = nl_call(fd, &m);
-        return r == -ENOENT ? 0 : r;
 }

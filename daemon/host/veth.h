@@ -44,7 +44,3 @@ int veth_list(VethFound **ret, size_t *ret_n);
 /* A non-blocking UDP socket bound to addr:port (network order) inside netns_fd's namespace: the
  * sandbox's resolver (egress-dns.h), bound before anything of the sandbox runs there. */
 int veth_udp_socket_in(int netns_fd, int home_fd, uint32_t addr, uint16_t port, int *ret_fd);
-
-/* Forgets every connection the kernel tracks with this ct mark (the sandbox's NAT entries, which
- * would otherwise outlive it until their timeouts). */
-int conntrack_flush_mark(uint32_t mark);

@@ -29,6 +29,7 @@
 #include "log.h"
 #include "macro.h"
 #include "mount-compat.h"
+#include "conntrack.h"
 #include "nftables.h"
 #include "spawn.h"
 #include "util.h"
