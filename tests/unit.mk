@@ -183,6 +183,13 @@ tests_test_dns_message_SOURCES = tests/test-dns-message.c tests/tap.h daemon/cor
 tests_test_dns_message_CPPFLAGS = $(DAEMON_INCLUDES) $(AM_CPPFLAGS)
 tests_test_dns_message_CFLAGS = $(UNIT_CFLAGS)
 
+## The SNI relay's parser of a connection's first bytes (pure).
+check_PROGRAMS += tests/test-tls-hello
+TESTS += tests/test-tls-hello
+tests_test_tls_hello_SOURCES = tests/test-tls-hello.c tests/tap.h daemon/core/tls-hello.c daemon/core/tls-hello.h
+tests_test_tls_hello_CPPFLAGS = $(DAEMON_INCLUDES) $(AM_CPPFLAGS)
+tests_test_tls_hello_CFLAGS = $(UNIT_CFLAGS)
+
 check_PROGRAMS += tests/test-pidfd
 TESTS += tests/test-pidfd
 tests_test_pidfd_SOURCES = tests/test-pidfd.c tests/tap.h
