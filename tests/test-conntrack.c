@@ -4,7 +4,8 @@
  * TCP connection over the loopback is found by its mark with its tuple, is not found by another
  * mark, is counted in its slot, and is deleted (once: the second time it is -ENOENT); a few
  * hundred UDP flows make a dump of several datagrams, each flow found and counted; a flush by
- * mark forgets them all. Root only (a network namespace, nftables); skipped otherwise. */
+ * mark forgets them all; a TCP connection both ends closed stays in the table, closed, and is
+ * counted no more. Root only (a network namespace, nftables); skipped otherwise. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <net/if.h>
@@ -14,6 +15,8 @@
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
+
+#include <linux/netfilter/nf_conntrack_tcp.h>
 
 #include "conntrack.h"
 #include "macro.h"
@@ -115,6 +118,8 @@ static void check_tcp(int fds[3]) {
         is_int(e.sport, local_port(fds[1]), "its source port is the connecting socket's");
         is_int(e.dport, local_port(fds[0]), "its destination port is the listener's");
         is_int(e.mark, MARK, "its mark is the rule's");
+        is_int(e.tcp_state, TCP_CONNTRACK_ESTABLISHED, "its TCP state is ESTABLISHED");
+        ok(!conntrack_entry_closed(&e), "... which is not closed");
         v = drop(v);
 
         r = conntrack_dump(MARK + 1, 0xffffffffu, &v, &n);
@@ -191,6 +196,44 @@ static void check_udp(void) {
         safe_close(rx);
 }
 
+/* The closed entry of a TCP connection both ends closed, once the kernel has it (the FINs and the
+ * last ACK go over the loopback as close() sends them). */
+static int dump_closed(ConntrackEntry *ret) {
+        for (int i = 0; i < 200; i++) {
+                _cleanup_free_ ConntrackEntry *v = NULL;
+                size_t n = 0;
+                int r = conntrack_dump(MARK, 0xffffffffu, &v, &n);
+                if (r < 0)
+                        return r;
+                if (n == 1 && conntrack_entry_closed(&v[0])) {
+                        *ret = v[0];
+                        return 0;
+                }
+                usleep(10000);
+        }
+        return -ETIMEDOUT;
+}
+
+static void check_closed(void) {
+        int fds[3] = { -EBADF, -EBADF, -EBADF };
+        unsigned counts[8];
+        ConntrackEntry e;
+        int r;
+
+        is_int(tcp_connection(fds), 0, "another TCP connection");
+        r = conntrack_count_by_mark(BASE, SLOT_MASK, counts, ELEMENTSOF(counts));
+        ok(r == 0 && counts[7] == 1, "count_by_mark counts it while it is open (%d, %u)", r, counts[7]);
+        for (int i = 2; i >= 0; i--)
+                safe_close(fds[i]);
+        r = dump_closed(&e);
+        is_int(r, 0, "both ends closed: its entry is still in the table, closed");
+        ok(r < 0 || e.tcp_state == TCP_CONNTRACK_TIME_WAIT || e.tcp_state == TCP_CONNTRACK_CLOSE,
+           "... in TIME_WAIT or CLOSE (%u)", r < 0 ? 0 : e.tcp_state);
+        r = conntrack_count_by_mark(BASE, SLOT_MASK, counts, ELEMENTSOF(counts));
+        ok(r == 0 && counts[7] == 0, "count_by_mark counts it no more (%d, %u)", r, counts[7]);
+        (void) conntrack_flush_mark(MARK);
+}
+
 int main(void) {
         int fds[3] = { -EBADF, -EBADF, -EBADF }, r;
 
@@ -202,5 +245,6 @@ int main(void) {
         for (int i = 0; i < 3; i++)
                 safe_close(fds[i]);
         check_udp();
+        check_closed();
         return done_testing();
 }

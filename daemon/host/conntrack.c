@@ -8,6 +8,7 @@
 #include <sys/socket.h>
 #include <sys/time.h>
 
+#include <linux/netfilter/nf_conntrack_tcp.h>
 #include <linux/netfilter/nfnetlink.h>
 #include <linux/netfilter/nfnetlink_conntrack.h>
 #include <linux/netlink.h>
@@ -282,6 +283,18 @@ static int tuple_parse(const struct nlattr *tuple, ConntrackEntry *e) {
         return 0;
 }
 
+/* CTA_PROTOINFO's TCP state, where there is one (0 otherwise). */
+static uint8_t tcp_state_parse(const struct nlattr *protoinfo) {
+        const struct nlattr *pi[CTA_PROTOINFO_MAX + 1], *tcp[CTA_PROTOINFO_TCP_MAX + 1];
+        const uint8_t *state;
+
+        if (!protoinfo || attr_nested(protoinfo, pi, CTA_PROTOINFO_MAX) < 0 || !pi[CTA_PROTOINFO_TCP] ||
+            attr_nested(pi[CTA_PROTOINFO_TCP], tcp, CTA_PROTOINFO_TCP_MAX) < 0 ||
+            !(state = attr_data(tcp[CTA_PROTOINFO_TCP_STATE], 1)))
+                return 0;
+        return *state;
+}
+
 /* A message of a dump as an entry: 1, or 0 for one that is not an IPv4 entry. */
 static int entry_parse(const struct nlmsghdr *nh, ConntrackEntry *ret) {
         const struct nlattr *tb[CTA_MAX + 1];
@@ -298,6 +311,8 @@ static int entry_parse(const struct nlmsghdr *nh, ConntrackEntry *ret) {
         /* The kernel leaves the mark out when it is 0. */
         if (!attr_be32(tb[CTA_MARK], &e.mark))
                 e.mark = 0;
+        if (e.proto == IPPROTO_TCP)
+                e.tcp_state = tcp_state_parse(tb[CTA_PROTOINFO]);
         *ret = e;
         return 1;
 }
@@ -383,11 +398,15 @@ typedef struct Buckets {
         size_t n;
 } Buckets;
 
+bool conntrack_entry_closed(const ConntrackEntry *e) {
+        return e->proto == IPPROTO_TCP && (e->tcp_state == TCP_CONNTRACK_TIME_WAIT || e->tcp_state == TCP_CONNTRACK_CLOSE);
+}
+
 static int count_one(const ConntrackEntry *e, void *userdata) {
         Buckets *b = userdata;
         size_t slot = e->mark & b->slot_mask;
 
-        if (slot < b->n)
+        if (slot < b->n && !conntrack_entry_closed(e))
                 b->counts[slot]++;
         return 0;
 }

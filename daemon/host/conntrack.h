@@ -7,6 +7,7 @@
  * all the same). Fails with -EPROTONOSUPPORT where nf_conntrack_netlink is not loaded. */
 #pragma once
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -20,7 +21,13 @@ typedef struct ConntrackEntry {
         uint32_t src, dst;
         uint16_t sport, dport;
         uint32_t mark;
+        uint8_t tcp_state;   /* TCP: the kernel's TCP_CONNTRACK_* (linux/netfilter/nf_conntrack_tcp.h); else 0 */
 } ConntrackEntry;
+
+/* A TCP connection that is over (TIME_WAIT, CLOSE): the kernel keeps its entry a while yet (two
+ * minutes, ten seconds), but nft's "ct count" no longer counts it, nor does
+ * conntrack_count_by_mark(). */
+bool conntrack_entry_closed(const ConntrackEntry *e);
 
 /* Every IPv4 entry whose (mark & mask) == mark (mask 0: all), malloc'ed in *ret (NULL when
  * none). 0, or 1 when there were more than CONNTRACK_DUMP_MAX (the first that many are kept). */
@@ -29,7 +36,8 @@ int conntrack_dump(uint32_t mark, uint32_t mask, ConntrackEntry **ret, size_t *r
  * another protocol); -ENOENT when there is none (any more). */
 int conntrack_delete(const ConntrackEntry *e);
 /* One dump of the entries whose mark is base | slot (slot = mark & slot_mask; base has no bit of
- * slot_mask): counts[slot] is how many each slot has, for slots < n_counts (zeroed first). */
+ * slot_mask): counts[slot] is how many each slot has that are not closed, for slots < n_counts
+ * (zeroed first). */
 int conntrack_count_by_mark(uint32_t base, uint32_t slot_mask, unsigned *counts, size_t n_counts);
 /* Forgets every entry whose mark is exactly mark (a sandbox's, at its end): none is not an
  * error. */
