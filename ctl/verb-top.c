@@ -34,8 +34,9 @@ const Verb verb_top = {
                 "refresh (since creation on the first). MEMORY and PIDS are '-' where the host\n"
                 "cannot account them (their cgroup controller is not available to sandboxd).\n"
                 "DISK is the workspace and snapshots as the last sweep measured them ('-' before\n"
-                "the first), over its limit ('none' without one). With --json prints each refresh\n"
-                "as one JSON line.\n",
+                "the first), over its limit ('none' without one). CONNS is the connections the\n"
+                "kernel tracks of a sandbox with egress ('-' without). With --json prints each\n"
+                "refresh as one JSON line.\n",
         .failure_status = EXIT_FAILURE,
         .run = verb_top_run,
 };
@@ -52,7 +53,7 @@ typedef struct TopArgs {
 /* One sandbox of one refresh. Amounts < 0 are unknown. */
 typedef struct Row {
         const char *id, *name, *state; /* point into Top.reply */
-        double mem, mem_limit, pids, pids_limit, cpu_s, cpu_pct, disk, disk_limit;
+        double mem, mem_limit, pids, pids_limit, cpu_s, cpu_pct, disk, disk_limit, conns;
         int64_t runs;
 } Row;
 
@@ -262,6 +263,7 @@ static void row_fill(const Top *t, json_object *sbx, uint64_t now, Row *r) {
                 .cpu_s = number_or(usage, "cpu_s", -1),
                 .disk = number_or(sbx, "disk_bytes", -1),
                 .disk_limit = number_or(limits, "disk", -1),
+                .conns = number_or(usage, "connections", -1),
         };
         r->cpu_pct = cpu_percent(t, r, json_str(sbx, "created"), now);
         r->runs = json_int(sbx, "runs_in_flight", &runs) ? runs : 0;
@@ -355,8 +357,15 @@ static const char *fmt_cpu_time(char buf[static FIELD_BUF], double s) {
         return s < 0 ? "-" : format_duration(buf, FIELD_BUF, (uint64_t) (s * 1e6));
 }
 
+static const char *fmt_count(char buf[static FIELD_BUF], double v) {
+        if (v < 0)
+                return "-";
+        snprintf(buf, FIELD_BUF, "%.0f", v);
+        return buf;
+}
+
 static int table_add_sandbox(Table *tab, const Row *r) {
-        char m[FIELD_BUF], p[FIELD_BUF], c[FIELD_BUF], s[FIELD_BUF], d[FIELD_BUF], k[FIELD_BUF];
+        char m[FIELD_BUF], p[FIELD_BUF], c[FIELD_BUF], s[FIELD_BUF], d[FIELD_BUF], n[FIELD_BUF], k[FIELD_BUF];
         const char *cells[] = {
                 r->id,
                 r->name ?: "-",
@@ -366,6 +375,7 @@ static int table_add_sandbox(Table *tab, const Row *r) {
                 fmt_percent(c, r->cpu_pct),
                 fmt_cpu_time(s, r->cpu_s),
                 fmt_used(d, r->disk, r->disk_limit, true, "none"),
+                fmt_count(n, r->conns),
                 k,
         };
 
@@ -374,7 +384,7 @@ static int table_add_sandbox(Table *tab, const Row *r) {
 }
 
 static int print_table(const Top *t) {
-        static const char *const headers[] = { "ID", "NAME", "STATE", "MEMORY", "PIDS", "CPU%", "CPU TIME", "DISK", "RUNS" };
+        static const char *const headers[] = { "ID", "NAME", "STATE", "MEMORY", "PIDS", "CPU%", "CPU TIME", "DISK", "CONNS", "RUNS" };
         _cleanup_table_ Table *tab = table_new(ELEMENTSOF(headers), headers);
 
         if (!tab)
@@ -440,6 +450,7 @@ static json_object *row_to_json(const Row *r) {
         json_object_object_add(o, "cpu_s", json_seconds(r->cpu_s));
         json_object_object_add(o, "cpu_percent", json_percent(r->cpu_pct));
         json_object_object_add(o, "disk_bytes", json_amount(r->disk));
+        json_object_object_add(o, "connections", json_amount(r->conns));
         json_object_object_add(o, "runs_in_flight", json_object_new_int64(r->runs));
         return o;
 }

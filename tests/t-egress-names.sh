@@ -22,8 +22,8 @@ egress_remote --ttl 1 --name remote.test=198.51.100.7@300 --name other.test=198.
 
 # A relay budget of 64 queries in flight: 16 per user, 16 per sandbox (the default 1024 would
 # need 33 sandboxes of one user to show the same).
-printf 'egress_dns = 198.51.100.53\negress_dns_queries = 64\n' >"$T/sandboxd.conf"
-POOL_SIZE=0 start_daemon --config "$T/sandboxd.conf" || exit 0
+printf 'egress_dns = 198.51.100.53\negress_dns_queries = 64\nmetrics_group = root\n' >"$T/sandboxd.conf"
+POOL_SIZE=0 start_daemon --config "$T/sandboxd.conf" --metrics-listen "$T/metrics.sock" || exit 0
 
 # dnsq NAME [TYPE] [COUNT]: COUNT queries (one after the other) to the sandbox's resolver; prints
 # "rcode N ADDRESS..." of the last, or "timeout"; with COUNT > 1, "answered K".
@@ -85,6 +85,70 @@ is "$(dnsq "$N" remote.test AAAA)" "rcode 0" "AAAA of an allowed name: an empty 
 q=$(jget "$(rpc "{\"op\":\"inspect\",\"sandbox\":\"$N\"}")" '.sandbox.network.dns_queries | "\(.refused >= 3) \(.answered >= 5) \(.relayed >= 5)"')
 is "$q" "true true true" "inspect counts the relay's queries: at least 3 refused (other.test by dnsq and by the program, wild.test), the rest relayed and answered"
 like "$(ctl inspect "$N")" "dns queries: +[0-9]+ relayed, [0-9]+ answered, [3-9][0-9]* refused" "sandboxctl inspect shows them"
+
+# ---- Its connections and the names it resolved, in inspect, list, top and metrics ------------
+# A listener on the remote that holds each connection until its client closes it, and a program
+# in N that connects to it by name and holds the connection until /work/ct-close appears.
+nsenter --net=/proc/$RPID/ns/net timeout 120 python3 -c '
+import socket, threading
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("203.0.113.5", 9100))
+s.listen(8)
+print("ready", flush=True)
+def hold(c):
+    while c.recv(4096):
+        pass
+    c.close()
+while True:
+    threading.Thread(target=hold, args=(s.accept()[0],), daemon=True).start()' >"$T/hold.out" 2>&1 &
+HOLD=$!
+wait_until 10 grep -q ready "$T/hold.out" || diag "the holding listener: $(cat "$T/hold.out")"
+ctl run --sandbox "$N" --timeout 120 -- python3 -c '
+import os, socket, time
+s = socket.create_connection(("c.wild.test", 9100), timeout=5)
+print("connected", flush=True)
+while not os.path.exists("/work/ct-close"):
+    time.sleep(0.1)
+s.close()' >"$T/holder.out" 2>&1 &
+HOLDER=$!
+conns() { jget "$(rpc "{\"op\":\"inspect\",\"sandbox\":\"$N\"}")" .sandbox.network.connections; }
+conns_at_least_1() { [ "$(conns)" -ge 1 ] 2>/dev/null; }
+check "with a connection open, inspect's network.connections is at least 1" wait_until 20 conns_at_least_1
+r=$(rpc "{\"op\":\"inspect\",\"sandbox\":\"$N\"}")
+is "$(jget "$r" '.sandbox.network.names_resolved[0] | "\(.name) \(.addresses | join(","))"')" "c.wild.test 203.0.113.5" \
+        "names_resolved: the name the program resolved first, with its address"
+check "... with the time of its answer (within the last minute)" \
+        [ $(( $(date +%s) - $(jget "$r" '.sandbox.network.names_resolved[0].at') )) -le 60 ]
+is "$(jget "$r" '[.sandbox.network.names_resolved[].name] | map(select(. == "remote.test")) | length')" 1 \
+        "... remote.test, resolved several times, once"
+is "$(jget "$r" '.sandbox.network.names_resolved | length <= 8')" true "... at most 8 names"
+is "$(jget "$r" '[.sandbox.network.names_resolved[].name] | map(select(. == "other.test" or . == "wild.test")) | length')" 0 \
+        "... and none of the names the relay refused"
+r=$(rpc '{"op":"list","usage":true}')
+check "list with usage: its usage.connections is at least 1" \
+        [ "$(jget "$r" ".sandboxes[] | select(.id == \"$N\") | .usage.connections")" -ge 1 ]
+like "$(ctl top --once)" "$N +- +ready +[^ ]+ +[^ ]+ +[^ ]+ +[^ ]+ +[^ ]+ +[1-9][0-9]* +1"$'(\n|$)' \
+        "sandboxctl top: its CONNS column counts it (and its run in flight)"
+metric() {
+        PYTHONPATH=$TESTS_DIR python3 -c 'import metrics, sys
+s = metrics.scrape(sys.argv[1])
+labels = dict(a.split("=", 1) for a in sys.argv[3:])
+print(s.value(sys.argv[2], **labels))' "$T/metrics.sock" "$@"
+}
+check "metrics: sandboxd_sandbox_connections of it is at least 1" \
+        python3 -c 'import sys; sys.exit(0 if float(sys.argv[1]) >= 1 else 1)' "$(metric sandboxd_sandbox_connections sandbox="$N")"
+check "metrics: sandboxd_sandbox_dns_queries_total of it, answered and refused, count its queries" \
+        python3 -c 'import sys; sys.exit(0 if float(sys.argv[1]) >= 5 and float(sys.argv[2]) >= 3 else 1)' \
+        "$(metric sandboxd_sandbox_dns_queries_total sandbox="$N" result=answered)" \
+        "$(metric sandboxd_sandbox_dns_queries_total sandbox="$N" result=refused)"
+ctl run --sandbox "$N" -- touch /work/ct-close
+wait "$HOLDER"
+is "$(cat "$T/holder.out")" connected "the program in N connected by name and closed its connection"
+conns_zero() { [ "$(conns)" = 0 ]; }
+check "closed, it is no more counted in network.connections" wait_until 20 conns_zero
+kill "$HOLD" 2>/dev/null
+wait "$HOLD" 2>/dev/null
 
 # A datagram that is not a query (its flags byte looks like one's), then a query: the resolver
 # saw the query and not the datagram.

@@ -63,6 +63,7 @@ for fam, t in [("sandboxd_sandboxes", "gauge"), ("sandboxd_runs_started_total", 
                ("sandboxd_sessions_open", "gauge"), ("sandboxd_errors_total", "counter"),
                ("sandboxd_sandbox_memory_bytes", "gauge"), ("sandboxd_sandbox_cpu_seconds_total", "counter"),
                ("sandboxd_sandbox_disk_bytes", "gauge"), ("sandboxd_sandbox_pids", "gauge"),
+               ("sandboxd_sandbox_connections", "gauge"), ("sandboxd_sandbox_dns_queries_total", "counter"),
                ("process_resident_memory_bytes", "gauge"), ("process_open_fds", "gauge"),
                ("sandboxd_build_info", "gauge")]:
     is_(a.types.get(fam), t, "%s is there, of type %s" % (fam, t))

@@ -17,6 +17,8 @@ r=$(rpc '{"id":1,"op":"list","usage":true}')
 is "$(jget "$r" '[.sandboxes[] | (.usage.cpu_s | type)] | unique | join(",")')" number \
         "list with usage:true gives each sandbox a cpu_s (cpu.stat is in every cgroup2 directory)"
 is "$(jget "$r" '[.sandboxes[] | has("runs_in_flight")] | all')" true "and its runs in flight"
+is "$(jget "$r" '[.sandboxes[] | .usage | has("connections") and .connections == null] | all')" true \
+        "and connections, null for sandboxes without egress"
 mem_enforced=$(jget "$(rpc '{"id":1,"op":"inspect","sandbox":"a-idle"}')" .sandbox.enforced.memory)
 if [ "$mem_enforced" = true ]; then
         is "$(jget "$r" '[.sandboxes[] | (.usage.memory_bytes | type)] | unique | join(",")')" number "memory_bytes is a number where memory is enforced"
@@ -39,8 +41,8 @@ rc=$?
 diag "$out"
 is "$rc" 0 "top --once exits 0"
 like "$out" '^sandboxctl top - [0-9:]+ - 2 sandboxes - sorted by cpu'$'\n' "the header counts the sandboxes and names the order (and no interval: --once refreshes once)"
-like "$out" $'\n''ID +NAME +STATE +MEMORY +PIDS +CPU% +CPU TIME +DISK +RUNS'$'\n' "the columns are named"
-like "$out" "$busy +b-busy +ready +[^ ]+ +[^ ]+ +[0-9.]+ +[^ ]+ +[^ ]+ +1"$'(\n|$)' "b-busy shows a CPU share and its run"
+like "$out" $'\n''ID +NAME +STATE +MEMORY +PIDS +CPU% +CPU TIME +DISK +CONNS +RUNS'$'\n' "the columns are named"
+like "$out" "$busy +b-busy +ready +[^ ]+ +[^ ]+ +[0-9.]+ +[^ ]+ +[^ ]+ +- +1"$'(\n|$)' "b-busy shows a CPU share and its run, and '-' connections (it has no egress)"
 like "$out" "$idle +a-idle +ready " "a-idle is listed"
 if [ "$mem_enforced" != true ]; then
         like "$out" "$idle +a-idle +ready +- +- " "MEMORY and PIDS are '-' where they are not accounted"
@@ -69,6 +71,8 @@ check "cpu_s and cpu_percent are written rounded (microseconds, hundredths), not
 
 is "$(ctl --json top --once --sort name | jq -r '[.sandboxes[].name] | join(" ")')" "a-idle b-busy" "--sort name orders by name"
 is "$(ctl --json top --once --sort pids | jq -r .sort)" pids "--sort pids is taken"
+is "$(ctl --json top --once | jq -c '[.sandboxes[] | has("connections") and .connections == null] | unique')" "[true]" \
+        "--json: each row has connections, null without egress"
 is "$(ctl --json top --once | jq -r '[.sandboxes[].disk_bytes] | map(tostring) | join(" ")')" "null null" \
         "before any sweep, disk_bytes is null"
 rpc '{"op":"run","sandbox":"a-idle","command":"head -c 3000000 /dev/zero > /work/blob"}' >/dev/null

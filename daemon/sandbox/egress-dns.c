@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "egress-dns.h"
@@ -47,6 +48,8 @@ struct DnsRelay {
         DnsQuery *queries;
         unsigned n_queries;
         DnsRelayCounts counts;
+        DnsRelayName names[DNS_RELAY_NAMES_MAX]; /* most recent first */
+        unsigned n_names;
 };
 
 struct DnsQuery {
@@ -128,19 +131,46 @@ static bool reply_own(DnsRelay *r, const uint8_t *buf, const DnsQuestion *q, uin
         return n > 0 && send_to(r, out, (size_t) n, client);
 }
 
-/* An answer to a listed A question: its addresses learned first. */
-static bool answer_learned(DnsQuery *q, const uint8_t *buf, size_t n) {
-        DnsRelay *r = q->relay;
-        uint32_t addrs[DNS_RELAY_LEARN_MAX], ttls[DNS_RELAY_LEARN_MAX];
+/* The A records of an answer to an A question (at most DNS_RELAY_LEARN_MAX): how many; 0 for
+ * another question, another rcode or none; < 0 when the answer is malformed. */
+static int answer_addresses(const DnsQuery *q, const uint8_t *buf, size_t n, uint32_t *addrs, uint32_t *ttls) {
         uint8_t rcode;
-        int k = dns_answer_addresses(buf, n, &q->question, &rcode, addrs, ttls, ELEMENTSOF(addrs));
+        int k;
+
+        if (q->question.type != DNS_TYPE_A)
+                return 0;
+        k = dns_answer_addresses(buf, n, &q->question, &rcode, addrs, ttls, DNS_RELAY_LEARN_MAX);
+        if (k < 0)
+                return k;
+        return rcode != DNS_RCODE_NOERROR ? 0 : k < DNS_RELAY_LEARN_MAX ? k : DNS_RELAY_LEARN_MAX;
+}
+
+/* An answer to a listed A question: its addresses (k of them) learned first. */
+static bool answer_learned(DnsQuery *q, const uint32_t *addrs, const uint32_t *ttls, int k) {
+        DnsRelay *r = q->relay;
 
         if (k < 0)
                 return false;
-        if (rcode != DNS_RCODE_NOERROR || k == 0)
-                return true;
-        return r->policy.learn(r->policy.userdata, &q->question, addrs, ttls,
-                               (size_t) k < ELEMENTSOF(addrs) ? (size_t) k : ELEMENTSOF(addrs)) >= 0;
+        return k == 0 || r->policy.learn(r->policy.userdata, &q->question, addrs, ttls, (size_t) k) >= 0;
+}
+
+/* A name answered with addresses: first in the relay's names, once (an older answer of it goes). */
+static void names_remember(DnsRelay *r, const DnsQuestion *q, const uint32_t *addrs, int k) {
+        unsigned i;
+
+        if (k <= 0)
+                return;
+        for (i = 0; i < r->n_names && strcmp(r->names[i].name, q->name) != 0; i++)
+                ;
+        if (i == r->n_names && r->n_names < DNS_RELAY_NAMES_MAX)
+                r->n_names++;
+        if (i == r->n_names)
+                i--; /* full: the oldest goes */
+        memmove(&r->names[1], &r->names[0], i * sizeof(r->names[0]));
+        r->names[0] = (DnsRelayName) { .n_addrs = k < DNS_RELAY_NAME_ADDRS_MAX ? (unsigned) k : DNS_RELAY_NAME_ADDRS_MAX,
+                                       .at = (uint64_t) time(NULL) };
+        memcpy(r->names[0].name, q->name, sizeof(r->names[0].name));
+        memcpy(r->names[0].addrs, addrs, r->names[0].n_addrs * sizeof(addrs[0]));
 }
 
 /* The answer, from the resolver the socket is connected to (the kernel drops any other's): back
@@ -149,18 +179,25 @@ static int on_answer(sd_event_source *src, int fd, uint32_t revents, void *userd
         DnsQuery *q = userdata;
         DnsRelay *r = q->relay;
         uint8_t buf[DNS_ANSWER_MAX];
+        uint32_t addrs[DNS_RELAY_LEARN_MAX], ttls[DNS_RELAY_LEARN_MAX];
         ssize_t n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
+        int k;
 
         if (n < 0 && (errno == EAGAIN || errno == EINTR))
                 return 0;
-        if (n < DNS_HEADER_SIZE || !(buf[2] & 0x80) || ((uint16_t) (buf[0] << 8 | buf[1])) != q->question.id)
+        if (n < DNS_HEADER_SIZE || !(buf[2] & 0x80) || ((uint16_t) (buf[0] << 8 | buf[1])) != q->question.id) {
                 r->counts.dropped++;
-        else if (r->policy.listed && q->question.type == DNS_TYPE_A && !answer_learned(q, buf, (size_t) n)) {
+                query_free(q);
+                return 0;
+        }
+        k = answer_addresses(q, buf, (size_t) n, addrs, ttls);
+        if (r->policy.listed && q->question.type == DNS_TYPE_A && !answer_learned(q, addrs, ttls, k)) {
                 reply_own(r, q->wire, &q->question, DNS_RCODE_SERVFAIL, &q->client);
                 r->counts.dropped++;
-        } else if (send_to(r, buf, (size_t) n, &q->client))
+        } else if (send_to(r, buf, (size_t) n, &q->client)) {
                 r->counts.answered++;
-        else
+                names_remember(r, &q->question, addrs, k);
+        } else
                 r->counts.dropped++;
         query_free(q);
         return 0;
@@ -280,4 +317,8 @@ DnsRelay *dns_relay_free(DnsRelay *r) {
 
 DnsRelayCounts dns_relay_counts(const DnsRelay *r) {
         return r ? r->counts : (DnsRelayCounts) {};
+}
+
+const DnsRelayName *dns_relay_name(const DnsRelay *r, size_t i) {
+        return r && i < r->n_names ? &r->names[i] : NULL;
 }

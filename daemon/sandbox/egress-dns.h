@@ -53,6 +53,17 @@ typedef struct DnsRelayCounts {
         uint64_t dropped;   /* malformed, over a bound, no answer in time */
 } DnsRelayCounts;
 
+/* A name the relay answered with addresses (an A question's, NOERROR, at least one A record),
+ * as sent back to the sandbox: inspect's network.names_resolved. */
+#define DNS_RELAY_NAMES_MAX 8
+#define DNS_RELAY_NAME_ADDRS_MAX 8   /* the first of an answer's addresses kept */
+typedef struct DnsRelayName {
+        char name[DNS_NAME_TEXT_MAX + 1];
+        uint32_t addrs[DNS_RELAY_NAME_ADDRS_MAX]; /* host order */
+        unsigned n_addrs;
+        uint64_t at;                              /* when, CLOCK_REALTIME seconds */
+} DnsRelayName;
+
 /* The bound of queries in flight in all relays (egress_dns_queries, 4..DNS_RELAY_INFLIGHT_TOTAL_MAX). */
 void dns_relay_set_budget(unsigned total);
 /* Takes listen_fd (non-blocking, bound inside the sandbox's namespace). */
@@ -60,3 +71,6 @@ int dns_relay_new(sd_event *e, int listen_fd, const struct sockaddr_in *upstream
                   DnsRelay **ret);
 DnsRelay *dns_relay_free(DnsRelay *r);
 DnsRelayCounts dns_relay_counts(const DnsRelay *r);
+/* The i-th most recent of the last DNS_RELAY_NAMES_MAX distinct names it answered with
+ * addresses (a name answered again is the most recent, once); NULL past them. */
+const DnsRelayName *dns_relay_name(const DnsRelay *r, size_t i);

@@ -91,6 +91,12 @@ struct Egress {
         struct Pending { SandboxNet *net; char id[32]; } *pending;
         size_t n_pending;
         unsigned n_kept;          /* left attached for a next daemon (egress_keep()) */
+        /* The connections the kernel tracks of each slot (n_slots of them), as counted at the
+         * loop's iteration conn_iteration (conn_r: the dump's result). */
+        unsigned *conn_counts;
+        uint64_t conn_iteration;
+        bool conn_counted;
+        int conn_r;
 };
 
 static void teardowns_wait(Egress *e);
@@ -304,6 +310,7 @@ void egress_done(Context *m) {
         free(e->reason);
         free(e->resolv_path);
         free(e->slots);
+        free(e->conn_counts);
         free(e);
         m->egress = NULL;
 }
@@ -578,6 +585,59 @@ json_object *egress_state_json(const SandboxNet *n) {
                 json_object_object_add(q, "dropped", json_object_new_int64((int64_t) c.dropped));
                 json_object_object_add(o, "dns_queries", q);
         }
+        return o;
+}
+
+/* Every slot's connections, in one dump, at most once an iteration of the loop: a list with
+ * usage, or a scrape, asks for one sandbox after the other. */
+static int connections_counted(Context *m, Egress *e) {
+        uint64_t iteration = 0;
+
+        if (m->event && sd_event_get_iteration(m->event, &iteration) >= 0 && e->conn_counted && iteration == e->conn_iteration)
+                return e->conn_r;
+        if (!e->conn_counts && !(e->conn_counts = calloc(e->n_slots, sizeof(unsigned))))
+                return -ENOMEM;
+        e->conn_r = conntrack_count_by_mark(EGRESS_CT_MARK, EGRESS_SLOTS_MAX - 1, e->conn_counts, e->n_slots);
+        e->conn_iteration = iteration;
+        e->conn_counted = m->event != NULL;
+        return e->conn_r;
+}
+
+int egress_connections(Context *m, const SandboxNet *n) {
+        Egress *e = m->egress;
+        int r;
+
+        if (!e || !n->egress || !n->attached || n->eg != e || n->slot >= e->n_slots)
+                return -ENOTCONN;
+        r = connections_counted(m, e);
+        return r < 0 ? r : (int) e->conn_counts[n->slot];
+}
+
+static json_object *name_resolved_json(const DnsRelayName *rn) {
+        json_object *o = json_object_new_object(), *addrs = json_object_new_array();
+        char a[32];
+
+        for (unsigned k = 0; k < rn->n_addrs; k++)
+                json_object_array_add(addrs, json_object_new_string(ipv4_prefix_format(a, sizeof(a), rn->addrs[k], 32)));
+        json_object_object_add(o, "name", json_object_new_string(rn->name));
+        json_object_object_add(o, "addresses", addrs);
+        json_object_object_add(o, "at", json_object_new_int64((int64_t) rn->at));
+        return o;
+}
+
+json_object *egress_live_json(Context *m, const SandboxNet *n) {
+        json_object *o = egress_state_json(n), *names;
+        const DnsRelayName *rn;
+        int k;
+
+        if (!n->egress || !n->attached)
+                return o;
+        k = egress_connections(m, n);
+        json_object_object_add(o, "connections", k < 0 ? NULL : json_object_new_int(k));
+        names = json_object_new_array();
+        for (size_t i = 0; (rn = dns_relay_name(n->dns, i)); i++)
+                json_object_array_add(names, name_resolved_json(rn));
+        json_object_object_add(o, "names_resolved", names);
         return o;
 }
 

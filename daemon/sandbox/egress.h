@@ -71,6 +71,14 @@ int egress_check(Context *m, ProtoError *err);
 json_object *egress_spec_json(const SandboxNet *n);
 /* inspect's "network": the request's form with the address, gateway, interface and resolver. */
 json_object *egress_state_json(const SandboxNet *n);
+/* The same with what changes by the moment (inspect, list's usage): "connections", those the
+ * kernel tracks of it now (null when they cannot be counted), and "names_resolved", the last
+ * names its relay answered with addresses (egress-dns.h), most recent first. */
+json_object *egress_live_json(Context *m, const SandboxNet *n);
+/* How many connections the kernel tracks of n now (its ct mark), from one conntrack dump of
+ * every sandbox's made at most once an iteration of the event loop; -ENOTCONN when n has no
+ * egress attached, or the dump's error. */
+int egress_connections(Context *m, const SandboxNet *n);
 /* hello's capabilities.egress. */
 json_object *egress_capability_json(Context *m);
 

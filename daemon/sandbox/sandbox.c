@@ -1159,6 +1159,13 @@ static json_object *json_usage_or_null(uint64_t v) {
         return v == CG_USAGE_UNKNOWN ? NULL : json_object_new_int64((int64_t) v);
 }
 
+/* Its egress's tracked connections (one conntrack dump per loop iteration for all sandboxes):
+ * null without egress, or when they cannot be counted. */
+static json_object *sandbox_connections_json(Sandbox *s) {
+        int k = s->join_netns_fd >= 0 ? -ENOTCONN : egress_connections(s->ctx, &s->net);
+        return k < 0 ? NULL : json_object_new_int(k);
+}
+
 static json_object *sandbox_usage_json(Sandbox *s) {
         json_object *u = json_object_new_object();
         CgUsage usage;
@@ -1169,6 +1176,7 @@ static json_object *sandbox_usage_json(Sandbox *s) {
         json_object_object_add(u, "cpu_s", usage.cpu_usec == CG_USAGE_UNKNOWN
                                                    ? NULL
                                                    : proto_seconds(usage.cpu_usec));
+        json_object_object_add(u, "connections", sandbox_connections_json(s));
         return u;
 }
 
@@ -1239,7 +1247,9 @@ json_object *sandbox_to_json(Sandbox *s, bool with_usage) {
         json_object_object_add(e, "disk", json_object_new_boolean(s->disk_enforced));
         json_object_object_add(o, "enforced", e);
         json_object_object_add(o, "best_effort", json_object_new_boolean(s->best_effort));
-        json_object_object_add(o, "network", s->join_netns_fd >= 0 ? json_object_new_string("joined") : egress_state_json(&s->net));
+        json_object_object_add(o, "network", s->join_netns_fd >= 0 ? json_object_new_string("joined")
+                                             : with_usage             ? egress_live_json(s->ctx, &s->net)
+                                                                      : egress_state_json(&s->net));
         json_object_object_add(o, "user", json_object_new_string(sandbox_user_to_string(s->user)));
         if (s->image)
                 json_object_object_add(o, "image", json_object_new_string(s->image));

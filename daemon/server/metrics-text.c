@@ -14,6 +14,8 @@
 #include <unistd.h>
 
 #include "cgroup.h"
+#include "egress-dns.h"
+#include "egress.h"
 #include "macro.h"
 #include "manager.h"
 #include "metrics-text.h"
@@ -56,6 +58,7 @@ typedef struct SandboxSample {
         CgUsage usage;          /* CG_USAGE_UNKNOWN where not readable (or not read) */
         uint64_t memory_peak;
         uint64_t disk_bytes;    /* at the last whole sweep, or CG_USAGE_UNKNOWN */
+        uint64_t connections;   /* tracked by the kernel, or CG_USAGE_UNKNOWN (no egress) */
 } SandboxSample;
 
 /* Highest memory first (unknown last), then by id: the biggest users keep their own series. */
@@ -69,10 +72,17 @@ static int cmp_sample(const void *a, const void *b) {
         return strcmp(x->s->id, y->s->id);
 }
 
+/* One conntrack dump for all (egress.c counts every slot at once, once an iteration). */
+static uint64_t read_connections(Sandbox *s) {
+        int k = s->join_netns_fd >= 0 ? -ENOTCONN : egress_connections(s->ctx, &s->net);
+        return k < 0 ? CG_USAGE_UNKNOWN : (uint64_t) k;
+}
+
 static void read_sample(SandboxSample *v) {
         Sandbox *s = v->s;
 
         cg_read_usage(s->cg_fd, s->enforced, &v->usage);
+        v->connections = read_connections(s);
         if ((s->enforced & CG_MEMORY) && s->ctx->cg.has_memory_peak && cg_read_u64(s->cg_fd, "memory.peak", &v->memory_peak) < 0)
                 v->memory_peak = CG_USAGE_UNKNOWN;
 }
@@ -85,7 +95,7 @@ static uint64_t minus(uint64_t total, uint64_t part) {
  * are: the pooled ones in it too, and for CPU the sandboxes gone, so that it stays a counter)
  * less the labelled ones; disk, which no cgroup holds, is added up. */
 static void rest_sample(Context *m, const SandboxSample *v, size_t n, size_t labelled, SandboxSample *ret) {
-        *ret = (SandboxSample) { .memory_peak = CG_USAGE_UNKNOWN, .disk_bytes = 0 };
+        *ret = (SandboxSample) { .memory_peak = CG_USAGE_UNKNOWN, .disk_bytes = 0, .connections = CG_USAGE_UNKNOWN };
         int slice = m->scopes ? scope_open_slice(m->scopes) : -ENOENT;
 
         /* Placement "scope": the sandboxes are all below sandboxd.slice instead. */
@@ -96,8 +106,12 @@ static void rest_sample(Context *m, const SandboxSample *v, size_t n, size_t lab
                 ret->usage.pids = minus(ret->usage.pids, v[i].usage.pids == CG_USAGE_UNKNOWN ? 0 : v[i].usage.pids);
                 ret->usage.cpu_usec = minus(ret->usage.cpu_usec, v[i].usage.cpu_usec == CG_USAGE_UNKNOWN ? 0 : v[i].usage.cpu_usec);
         }
-        for (size_t i = labelled; i < n; i++)
+        for (size_t i = labelled; i < n; i++) {
+                uint64_t k = read_connections(v[i].s);
                 ret->disk_bytes += v[i].disk_bytes == CG_USAGE_UNKNOWN ? 0 : v[i].disk_bytes;
+                if (k != CG_USAGE_UNKNOWN)
+                        ret->connections = (ret->connections == CG_USAGE_UNKNOWN ? 0 : ret->connections) + k;
+        }
 }
 
 typedef uint64_t (*sample_get_t)(const SandboxSample *x);
@@ -106,6 +120,7 @@ static uint64_t get_peak(const SandboxSample *x) { return x->memory_peak; }
 static uint64_t get_pids(const SandboxSample *x) { return x->usage.pids; }
 static uint64_t get_cpu(const SandboxSample *x) { return x->usage.cpu_usec; }
 static uint64_t get_disk(const SandboxSample *x) { return x->disk_bytes; }
+static uint64_t get_connections(const SandboxSample *x) { return x->connections; }
 
 static void value(FILE *f, uint64_t x, bool seconds) {
         if (seconds)
@@ -130,6 +145,28 @@ static void sandbox_family(FILE *f, const char *name, const char *type, const ch
         if (rest && get(rest) != CG_USAGE_UNKNOWN) {
                 fprintf(f, "%s{sandbox=\"" OTHER_LABEL "\"}", name);
                 value(f, get(rest), seconds);
+        }
+}
+
+/* What each labelled sandbox's DNS relay made of its queries (no "_other": a sum of counters of
+ * sandboxes that come and go would not be a counter). */
+static void render_dns_queries(FILE *f, const SandboxSample *v, size_t labelled) {
+        family(f, "sandboxd_sandbox_dns_queries_total", "counter",
+               "Queries to the sandbox's DNS relay by what became of them: answered by the resolver, refused (a name "
+               "not on its list), dropped (malformed, over a bound, unanswered).");
+        for (size_t i = 0; i < labelled; i++) {
+                const DnsRelay *d = v[i].s->net.attached ? v[i].s->net.dns : NULL;
+                DnsRelayCounts c = dns_relay_counts(d);
+                const struct { const char *name; uint64_t n; } results[] = {
+                        { "answered", c.answered }, { "refused", c.refused }, { "dropped", c.dropped },
+                };
+                if (!d)
+                        continue;
+                for (size_t k = 0; k < ELEMENTSOF(results); k++) {
+                        fputs("sandboxd_sandbox_dns_queries_total{sandbox=\"", f);
+                        label_value(f, v[i].s->id);
+                        fprintf(f, "\",result=\"%s\"} %" PRIu64 "\n", results[k].name, results[k].n);
+                }
         }
 }
 
@@ -168,6 +205,7 @@ static int render_sandboxes(FILE *f, Context *m) {
                                 .usage = { CG_USAGE_UNKNOWN, CG_USAGE_UNKNOWN, CG_USAGE_UNKNOWN },
                                 .memory_peak = CG_USAGE_UNKNOWN,
                                 .disk_bytes = s->disk_measured ? s->disk_bytes : CG_USAGE_UNKNOWN,
+                                .connections = CG_USAGE_UNKNOWN,
                         };
         fold = n > m->config.metrics_max_sandboxes;
         labelled = fold ? (size_t) m->config.metrics_max_sandboxes : n;
@@ -190,6 +228,10 @@ static int render_sandboxes(FILE *f, Context *m) {
                        "CPU time of the sandbox's cgroup (cpu.stat usage_usec).", v, labelled, fold ? &rest : NULL, get_cpu, true);
         sandbox_family(f, "sandboxd_sandbox_disk_bytes", "gauge", "Workspace and snapshots of the sandbox at the last whole sweep.",
                        v, labelled, fold ? &rest : NULL, get_disk, false);
+        sandbox_family(f, "sandboxd_sandbox_connections", "gauge",
+                       "Connections the kernel tracks of the sandbox's egress (sandboxes with egress only).", v, labelled,
+                       fold ? &rest : NULL, get_connections, false);
+        render_dns_queries(f, v, labelled);
         one(f, "sandboxd_sandbox_series_folded", "gauge",
             "Sandboxes beyond metrics_max_sandboxes, summed into sandbox=\"" OTHER_LABEL "\".", n - labelled);
         return 0;
