@@ -24,7 +24,7 @@ static const Verb *const verbs[] = {
         &verb_destroy, &verb_kill, &verb_reattach,   &verb_shell, &verb_exec,   &verb_attach,
         &verb_sessions, &verb_session,
         &verb_cp,      &verb_cat,    &verb_ls,     &verb_rm,
-        &verb_port,    &verb_image,
+        &verb_port,    &verb_network, &verb_image,
         &verb_snapshot, &verb_snapshots, &verb_restore, &verb_snapshot_delete,
         &verb_sweep,   &verb_top,    &verb_doctor, &verb_hello, &verb_health, &verb_call, &verb_help_entry,
 };

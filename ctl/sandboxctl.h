@@ -31,7 +31,7 @@ typedef struct Verb {
         const char *const *field_options;
 } Verb;
 
-extern const Verb verb_status, verb_hello, verb_health, verb_create, verb_list, verb_inspect,
+extern const Verb verb_network, verb_status, verb_hello, verb_health, verb_create, verb_list, verb_inspect,
         verb_destroy, verb_run, verb_kill, verb_reattach, verb_shell, verb_exec, verb_attach, verb_sweep, verb_top, verb_doctor, verb_call,
         verb_snapshot, verb_snapshots, verb_restore, verb_snapshot_delete, verb_cp, verb_cat, verb_ls, verb_rm;
 extern const Verb verb_port, verb_image, verb_sessions, verb_session;

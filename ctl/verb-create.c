@@ -46,6 +46,8 @@ const Verb verb_create = {
                 "     --allow ADDR|NAME[:PORT[/tcp|/udp]]  A way out to these only (repeatable; e.g.\n"
                 "                         203.0.113.0/24, 198.51.100.7:443, pypi.org, *.github.com:443);\n"
                 "                         with a name, only the names listed resolve\n"
+                "     --deny-all          A way out with nothing allowed yet ('sandboxctl network'\n"
+                "                         opens it while the sandbox runs)\n"
                 "     --best-effort       Accept limits this host cannot enforce\n"
                 "  -u --user USER         Who runs run as inside: \"sandbox\" (uid 1000, the default)\n"
                 "                         or \"root\" (root of the sandbox's user namespace)\n"
@@ -85,12 +87,13 @@ enum {
         ARG_ROOT,
         ARG_EGRESS,
         ARG_ALLOW,
+        ARG_DENY_ALL,
 };
 
 typedef struct CreateArgs {
         json_object *request, *limits, *env, *mounts, *allow;
         const char *network, *egress;
-        bool verbose;
+        bool verbose, deny_all;
 } CreateArgs;
 
 static void create_args_done(CreateArgs *a) {
@@ -151,7 +154,14 @@ static int create_option(CreateArgs *a, int c, const char *value) {
                 a->egress = value;
                 return 0;
         case ARG_ALLOW:
+                if (a->deny_all)
+                        return log_error("--deny-all goes alone");
                 return add_allow(&a->allow, value);
+        case ARG_DENY_ALL:
+                if (a->allow)
+                        return log_error("--deny-all goes alone");
+                a->deny_all = true;
+                return (a->allow = json_object_new_array()) ? 0 : log_error("out of memory");
         case ARG_BEST_EFFORT:
                 json_object_object_add(a->request, "best_effort", json_object_new_boolean(true));
                 return 0;
@@ -185,6 +195,7 @@ static int create_parse(CreateArgs *a, int argc, char *argv[]) {
                 { "network", required_argument, NULL, ARG_NETWORK },
                 { "egress", required_argument, NULL, ARG_EGRESS },
                 { "allow", required_argument, NULL, ARG_ALLOW },
+                { "deny-all", no_argument, NULL, ARG_DENY_ALL },
                 { "best-effort", no_argument, NULL, ARG_BEST_EFFORT },
                 { "disk", required_argument, NULL, ARG_DISK },
                 { "files", required_argument, NULL, ARG_FILES },

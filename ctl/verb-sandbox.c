@@ -10,6 +10,7 @@
 static int verb_list_run(int argc, char *argv[]);
 static int verb_inspect_run(int argc, char *argv[]);
 static int verb_destroy_run(int argc, char *argv[]);
+static int verb_network_run(int argc, char *argv[]);
 
 const Verb verb_list = {
         .name = "list",
@@ -19,6 +20,29 @@ const Verb verb_list = {
                 "  -q --quiet             Print the ids only, one a line\n",
         .failure_status = EXIT_FAILURE,
         .run = verb_list_run,
+};
+
+static const char *const network_field_options[] = {
+        "network", "--allow", "network.egress", "--allow", "network.egress.allow", "--allow", NULL,
+};
+
+const Verb verb_network = {
+        .name = "network",
+        .args = "SANDBOX --allow ENTRY... | --egress all | --deny-all",
+        .summary = "Change a running sandbox's way out; connections it no longer allows are cut",
+        .help = "Options:\n"
+                "     --allow ADDR|NAME[:PORT[/tcp|/udp]]  A way out to these only (repeatable):\n"
+                "                         the new list replaces the old one as a whole\n"
+                "     --egress all        A way out to all but what sandboxd always denies\n"
+                "     --deny-all          No way out at all (names resolve to nothing)\n"
+                "\nThe sandbox must have been made with a way out (--allow, --egress all or\n"
+                "--deny-all at create). The new list is in force at once, in one nftables\n"
+                "commit; a name on both lists keeps the addresses it resolved to; open\n"
+                "connections the new list does not allow are cut, and the line printed says\n"
+                "how many.\n",
+        .failure_status = EXIT_FAILURE,
+        .run = verb_network_run,
+        .field_options = network_field_options,
 };
 
 const Verb verb_inspect = {
@@ -313,7 +337,8 @@ static void print_network(json_object *n) {
                         break;
                 at += (size_t) w;
         }
-        print_kv("network", "egress to %s", allow ? esc(buf) : "all (but what sandboxd always denies)");
+        print_kv("network", "egress to %s", !allow ? "all (but what sandboxd always denies)"
+                                            : at == 0 ? "nothing (sandboxctl network opens it)" : esc(buf));
         if (json_str(n, "address"))
                 print_kv("address", "%s via %s (%s), resolver %s", esc(json_str(n, "address")), esc(json_str(n, "gateway") ?: "-"),
                          esc(json_str(n, "interface") ?: "-"), esc(json_str(n, "dns") ?: "none"));
@@ -409,4 +434,63 @@ static int verb_destroy_run(int argc, char *argv[]) {
                         return r; /* the connection is gone */
         }
         return ret;
+}
+
+/* ---- network ----------------------------------------------------------------------------- */
+
+static int verb_network_run(int argc, char *argv[]) {
+        enum { ARG_ALLOW = ARG_VERB_FIRST, ARG_EGRESS, ARG_DENY_ALL };
+        static const struct option options[] = {
+                COMMON_OPTIONS,
+                { "allow", required_argument, NULL, ARG_ALLOW },
+                { "egress", required_argument, NULL, ARG_EGRESS },
+                { "deny-all", no_argument, NULL, ARG_DENY_ALL },
+                {},
+        };
+        _cleanup_json_ json_object *req = request_new("sandbox.update"), *reply = NULL, *allow = NULL;
+        const char *egress = NULL;
+        bool deny_all = false;
+        json_object *sbx;
+        int c, r;
+
+        optind = 0;
+        while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0) {
+                switch (c) {
+                case ARG_ALLOW:
+                        if ((r = add_allow(&allow, optarg)) < 0)
+                                return r;
+                        break;
+                case ARG_EGRESS:
+                        egress = optarg;
+                        break;
+                case ARG_DENY_ALL:
+                        deny_all = true;
+                        break;
+                default:
+                        if ((r = common_option(&verb_network, c)) <= 0)
+                                return r;
+                }
+        }
+        if ((r = check_arg_count(&verb_network, argc, argv, 1, 1)) <= 0)
+                return r;
+        if (!egress && !allow && !deny_all)
+                return log_error("network: give the new way out: --allow ENTRY (repeatable), --egress all or --deny-all");
+        if (deny_all && (egress || allow))
+                return log_error("--deny-all goes alone");
+        if (deny_all)
+                allow = json_object_new_array();
+        if ((r = add_string(req, "sandbox", argv[optind])) < 0 || (r = add_network(req, NULL, egress, allow)) < 0)
+                return r;
+        if ((r = daemon_request(TAKE_PTR(req), &reply)) < 0)
+                return r;
+        if (arg.json)
+                return 0;
+        sbx = json_child(reply, "sandbox");
+        print_network(json_child(sbx, "network"));
+        json_object *cut = json_child(reply, "connections_cut");
+        if (cut)
+                print_kv("connections cut", "%" PRId64, json_object_get_int64(cut));
+        else
+                print_kv("connections cut", "unknown (the connection table could not be read: see the daemon's log)");
+        return 0;
 }

@@ -4,7 +4,8 @@
 # the test's "host", daemon included, so nothing touches the machine's interfaces and rules.
 # egress_remote makes a "remote" namespace behind a veth pair, routes 198.51.100.0/24,
 # 203.0.113.0/24 and the link-local 169.254.169.254 into it (checked with ip route get before any
-# packet goes), and runs HTTP servers and a DNS answerer there (tests/egress-remote.py, its
+# packet goes), and runs HTTP servers (and echo servers on 198.51.100.7:9000 and 9001, which hold
+# each connection open) and a DNS answerer there (tests/egress-remote.py, its
 # options given to egress_remote; what it got is in $T/remote.out). No packet leaves for an
 # address the test did not make.
 [ -n "${EGRESS_TEST_NETNS:-}" ] || skip_all "no network namespace of the test's own (unshare)"
@@ -50,7 +51,7 @@ egress_remote() {
         # nsenter execs the server: $! is the server itself, which the cleanup ends (a shell function
         # run in the background would be a subshell, and the server would outlive it).
         nsenter --net=/proc/$RPID/ns/net python3 "$TESTS_DIR/egress-remote.py" 198.51.100.7:80 198.51.100.7:8080 198.51.100.8:80 203.0.113.5:80 \
-                169.254.169.254:80 --dns 198.51.100.53 "$@" >"$T/remote.out" 2>&1 &
+                169.254.169.254:80 198.51.100.7:9000/echo 198.51.100.7:9001/echo --dns 198.51.100.53 "$@" >"$T/remote.out" 2>&1 &
         RSERVER=$!
         python3 "$TESTS_DIR/egress-remote.py" 0.0.0.0:8081 >"$T/host.out" 2>&1 &
         HSERVER=$!

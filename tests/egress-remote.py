@@ -35,6 +35,33 @@ def http(addr, port):
     threading.Thread(target=serve, daemon=True).start()
 
 
+def echo(addr, port):
+    """Each connection held open, in a thread of its own, sending back what it gets until it ends:
+    a long-lived connection for the tests that cut one (sandbox.update)."""
+    s = socket.socket()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.bind((addr, port))
+    s.listen(64)
+
+    def one(c):
+        try:
+            while True:
+                b = c.recv(4096)
+                if not b:
+                    break
+                c.sendall(b)
+        except OSError:
+            pass
+        c.close()
+
+    def serve():
+        while True:
+            c, _ = s.accept()
+            threading.Thread(target=one, args=(c,), daemon=True).start()
+
+    threading.Thread(target=serve, daemon=True).start()
+
+
 def qname(msg):
     labels, i = [], 12
     while msg[i]:
@@ -93,7 +120,7 @@ def dns(addr, names, ttls, ttl, silent):
 
 def main():
     p = argparse.ArgumentParser()
-    p.add_argument("listen", nargs="*", help="ADDR:PORT")
+    p.add_argument("listen", nargs="*", help="ADDR:PORT (HTTP), ADDR:PORT/echo (held open, echoed)")
     p.add_argument("--dns")
     p.add_argument("--name", action="append", default=[])
     p.add_argument("--ttl", type=int, default=60)
@@ -101,7 +128,10 @@ def main():
     a = p.parse_args()
     for spec in a.listen:
         addr, port = spec.rsplit(":", 1)
-        http(addr, int(port))
+        if port.endswith("/echo"):
+            echo(addr, int(port[:-5]))
+        else:
+            http(addr, int(port))
     if a.dns:
         names, ttls = {}, {}
         for n in a.name:

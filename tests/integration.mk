@@ -16,6 +16,7 @@ INTEGRATION_TESTS = \
 	tests/t-restart.sh \
 	tests/t-egress.sh \
 	tests/t-egress-names.sh \
+	tests/t-egress-update.sh \
 	tests/t-access.sh \
 	tests/t-activation.sh \
 	tests/t-durability.sh \

@@ -166,6 +166,13 @@ tests_test_registry_CPPFLAGS = $(DAEMON_UNIT_CPPFLAGS)
 tests_test_registry_CFLAGS = $(DAEMON_UNIT_CFLAGS)
 tests_test_registry_LDADD = $(DAEMON_LIBS)
 
+## `nft list set` read back (pure).
+check_PROGRAMS += tests/test-nft-listing
+TESTS += tests/test-nft-listing
+tests_test_nft_listing_SOURCES = tests/test-nft-listing.c tests/tap.h daemon/core/nft-listing.c daemon/core/nft-listing.h
+tests_test_nft_listing_CPPFLAGS = $(DAEMON_INCLUDES) $(AM_CPPFLAGS)
+tests_test_nft_listing_CFLAGS = $(UNIT_CFLAGS)
+
 ## Connection tracking over ctnetlink (daemon/host/conntrack.c), in a network namespace of its own
 ## with a marking rule (root only; skipped otherwise).
 check_PROGRAMS += tests/test-conntrack

@@ -315,6 +315,11 @@ DnsRelay *dns_relay_free(DnsRelay *r) {
         return NULL;
 }
 
+void dns_relay_set_policy(DnsRelay *r, const DnsRelayPolicy *policy) {
+        if (r)
+                r->policy = *policy;
+}
+
 DnsRelayCounts dns_relay_counts(const DnsRelay *r) {
         return r ? r->counts : (DnsRelayCounts) {};
 }

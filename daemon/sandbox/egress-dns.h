@@ -70,6 +70,10 @@ void dns_relay_set_budget(unsigned total);
 int dns_relay_new(sd_event *e, int listen_fd, const struct sockaddr_in *upstream, const DnsRelayPolicy *policy,
                   DnsRelay **ret);
 DnsRelay *dns_relay_free(DnsRelay *r);
+/* A changed allow list's policy (sandbox.update): for the questions that come from now on; one
+ * in flight is answered under the new list too (its addresses go into the sets of the names
+ * that match it now). */
+void dns_relay_set_policy(DnsRelay *r, const DnsRelayPolicy *policy);
 DnsRelayCounts dns_relay_counts(const DnsRelay *r);
 /* The i-th most recent of the last DNS_RELAY_NAMES_MAX distinct names it answered with
  * addresses (a name answered again is the most recent, once); NULL past them. */

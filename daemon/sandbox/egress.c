@@ -30,6 +30,7 @@
 #include "macro.h"
 #include "mount-compat.h"
 #include "conntrack.h"
+#include "nft-listing.h"
 #include "nftables.h"
 #include "spawn.h"
 #include "util.h"
@@ -469,10 +470,9 @@ static int parse_allow(Context *m, json_object *allow, SandboxNet *n, ProtoError
                 return proto_error_set(err, SBX_E_INVALID_REQUEST, "network.egress.allow",
                                        "'network.egress.allow' must be an array of \"CIDR[:PORT]\" strings");
         count = json_object_array_length(allow);
-        if (count == 0 || count > EGRESS_ALLOW_MAX)
+        if (count > EGRESS_ALLOW_MAX)
                 return proto_error_set(err, SBX_E_INVALID_REQUEST, "network.egress.allow",
-                                       "'network.egress.allow' must have 1 to %d entries (for none, leave network \"none\")",
-                                       EGRESS_ALLOW_MAX);
+                                       "'network.egress.allow' must have at most %d entries", EGRESS_ALLOW_MAX);
         for (size_t i = 0; i < count; i++) {
                 json_object *v = json_object_array_get_idx(allow, i);
                 char field[48];
@@ -752,19 +752,13 @@ static void name_set_text(Text *t, const char *chain, unsigned i) {
                  EGRESS_NAME_ADDRS_MAX);
 }
 
-/* The chain a sandbox's packets out go through (the forward chain's verdict map jumps to it):
- * its connections marked; one it has already goes on (a name's address that timed out included);
- * a new one past its share of the conntrack table, or of TCP connections a second, is refused;
- * then its allow list; the rest refused. */
-static void sandbox_text(Context *m, Text *t, const SandboxNet *n, const char *id) {
-        char chain[32];
 
-        chain_name(chain, sizeof(chain), id);
-        for (unsigned i = 0; i < n->n_allow; i++)
-                if (n->allow[i].name)
-                        name_set_text(t, chain, i);
-        text_add(t, "add chain " EGRESS_TABLE " %s\n", chain);
-        text_add(t, "add rule " EGRESS_TABLE " %s ct mark set 0x%08x\n", chain, EGRESS_CT_MARK | n->slot);
+/* The rules of a sandbox's chain (the forward chain's verdict map jumps to it): its connections
+ * marked; one it has already goes on (a name's address that timed out included); a new one past
+ * its share of the conntrack table, or of TCP connections a second, is refused; then its allow
+ * list; the rest refused (reset, for the rest of a connection that was cut). */
+static void chain_rules_text(Context *m, Text *t, const SandboxNet *n, const char *chain, unsigned slot) {
+        text_add(t, "add rule " EGRESS_TABLE " %s ct mark set 0x%08x\n", chain, EGRESS_CT_MARK | slot);
         text_add(t, "add rule " EGRESS_TABLE " %s ct state established,related accept\n", chain);
         text_add(t, "add rule " EGRESS_TABLE " %s ct state new ct count over %" PRIu64 " counter reject\n", chain,
                  m->config.egress_connections);
@@ -789,7 +783,23 @@ static void sandbox_text(Context *m, Text *t, const SandboxNet *n, const char *i
                         text_add(t, "add rule " EGRESS_TABLE " %s ip daddr %s meta l4proto { tcp, udp } th dport %u accept\n",
                                  chain, p, r->port);
         }
+        /* A TCP packet without SYN that conntrack saw nothing of: a connection whose entry was
+         * deleted (sandbox.update cut it, as the new list does not take it): reset, so the
+         * program learns at once (ECONNRESET) rather than retransmitting into nothing. */
+        text_add(t, "add rule " EGRESS_TABLE " %s tcp flags & syn != syn counter reject with tcp reset\n", chain);
         text_add(t, "add rule " EGRESS_TABLE " %s counter reject with icmpx type admin-prohibited\n", chain);
+}
+
+/* A sandbox's sets (one per name on its list), its chain, and its place in the verdict map. */
+static void sandbox_text(Context *m, Text *t, const SandboxNet *n, const char *id) {
+        char chain[32];
+
+        chain_name(chain, sizeof(chain), id);
+        for (unsigned i = 0; i < n->n_allow; i++)
+                if (n->allow[i].name)
+                        name_set_text(t, chain, i);
+        text_add(t, "add chain " EGRESS_TABLE " %s\n", chain);
+        chain_rules_text(m, t, n, chain, n->slot);
         text_add(t, "add element " EGRESS_TABLE " out { \"%s\" : jump %s }\n", n->ifname, chain);
 }
 
@@ -844,57 +854,39 @@ static int attach_fail(char **ret_error, int r, const char *fmt, ...) {
         return r;
 }
 
-/* Milliseconds of a duration as nft lists it ("29s996ms", "59m58s", "1d2h"), -1 if none. */
-static int64_t nft_duration_ms(const char *s) {
-        int64_t total = 0;
-        bool any = false;
+/* The addresses a set of ours holds now (what the relay answered for its name), each with the
+ * time it has left: how many, at most max; 0 when there is no such set. */
+static size_t set_elements(Egress *e, const char *chain, unsigned i, NftElement *out, size_t max) {
+        _cleanup_free_ char *listing = NULL, *msg = NULL;
+        char cmd[96];
 
-        while (isdigit((unsigned char) *s)) {
-                char *end;
-                long long v = strtoll(s, &end, 10);
-                int64_t unit = strncmp(end, "ms", 2) == 0 ? 1 : *end == 'd' ? 86400000 : *end == 'h' ? 3600000
-                             : *end == 'm' ? 60000 : *end == 's' ? 1000 : 0;
-                if (unit == 0 || v < 0 || v > 1000000)
-                        return -1;
-                total += v * unit;
-                any = true;
-                s = end + (unit == 1 ? 2 : 1);
+        snprintf(cmd, sizeof(cmd), "list set " EGRESS_TABLE " %s_%u\n", chain, i);
+        if (nftables_list(e->nft, cmd, &listing, &msg) < 0)
+                return 0;
+        return nft_set_elements_parse(listing, out, max);
+}
+
+/* Elements into the set to_i of chain: in a next daemon's table, what an earlier one's held; in
+ * a changed allow list, what the same name's set held before. */
+static void elements_text(Text *t, const char *chain, unsigned to_i, const NftElement *el, size_t n) {
+        for (size_t k = 0; k < n; k++) {
+                char a[INET_ADDRSTRLEN];
+                struct in_addr in = { .s_addr = htonl(el[k].addr) };
+
+                inet_ntop(AF_INET, &in, a, sizeof(a));
+                text_add(t, "add element " EGRESS_TABLE " %s_%u { %s timeout %" PRId64 "s }\n", chain, to_i, a,
+                         (el[k].expires_ms + 999) / 1000);
         }
-        return any ? total : -1;
 }
 
 /* What an earlier daemon's set of a name held (the addresses its relay had answered), each with
  * the time it had left, as elements of our table's set of it: a sandbox taken back running keeps
  * reaching what it resolved, as its open connections go on. Nothing when there is no such set. */
 static void kept_elements_text(Egress *e, Text *t, const char *chain, unsigned i) {
-        _cleanup_free_ char *out = NULL, *msg = NULL;
-        const char *p, *end;
-        char cmd[96];
+        _cleanup_free_ NftElement *el = calloc(EGRESS_NAME_ADDRS_MAX, sizeof(NftElement));
 
-        snprintf(cmd, sizeof(cmd), "list set " EGRESS_TABLE " %s_%u\n", chain, i);
-        if (nftables_list(e->nft, cmd, &out, &msg) < 0 || !(p = strstr(out, "elements = {")) || !(end = strchr(p, '}')))
-                return;
-        for (p += strlen("elements = {"); p < end;) {
-                char item[128], addr[INET_ADDRSTRLEN];
-                const char *stop, *expires;
-                struct in_addr a;
-                int64_t ms;
-
-                while (p < end && (isspace((unsigned char) *p) || *p == ','))
-                        p++;
-                for (stop = p; stop < end && *stop != ','; stop++)
-                        ;
-                if (stop == p)
-                        break;
-                snprintf(item, sizeof(item), "%.*s", (int) (stop - p), p);
-                p = stop;
-                expires = strstr(item, "expires ");
-                if (sscanf(item, "%15s", addr) != 1 || inet_pton(AF_INET, addr, &a) != 1 || !expires ||
-                    (ms = nft_duration_ms(expires + strlen("expires "))) <= 0)
-                        continue;
-                text_add(t, "add element " EGRESS_TABLE " %s_%u { %s timeout %" PRId64 "s }\n", chain, i, addr,
-                         (ms + 999) / 1000);
-        }
+        if (el)
+                elements_text(t, chain, i, el, set_elements(e, chain, i, el, EGRESS_NAME_ADDRS_MAX));
 }
 
 /* Our table when it is not made yet (it replaces an earlier daemon's in the same commit), the
@@ -979,14 +971,20 @@ static int relay_learn(void *userdata, const DnsQuestion *q, const uint32_t *add
         return r;
 }
 
+/* Every name is relayed for "all" or a list of addresses only (a name may resolve; reaching it
+ * is the list's); with names on the list, or an empty list, only the listed names are. */
+static DnsRelayPolicy relay_policy(SandboxNet *n) {
+        if (n->all || (n->n_allow > 0 && n->n_names == 0))
+                return (DnsRelayPolicy) { .uid = n->uid };
+        return (DnsRelayPolicy) { .uid = n->uid, .listed = relay_listed, .learn = relay_learn, .userdata = n };
+}
+
 static int attach_dns(Context *m, Egress *e, SandboxNet *n, int netns_fd) {
-        DnsRelayPolicy policy = { .uid = n->uid };
+        DnsRelayPolicy policy = relay_policy(n);
         int fd, r;
 
         if (!e->dns.sin_family)
                 return 0; /* no resolver known: names do not resolve, addresses still work */
-        if (n->n_names)
-                policy = (DnsRelayPolicy) { .uid = n->uid, .listed = relay_listed, .learn = relay_learn, .userdata = n };
         r = veth_udp_socket_in(netns_fd, e->home_fd, inet_addr(DNS_RELAY_ADDR), htons(53), &fd);
         if (r < 0)
                 return r;
@@ -1035,6 +1033,131 @@ int egress_attach(Context *m, SandboxNet *n, const char *id, int netns_fd, char 
         return 0;
 fail:
         egress_detach_now(m, n);
+        return r;
+}
+
+/* ---- a new allow list for a running sandbox ---- */
+
+/* The addresses each name of a new list starts with: what the set of the same name (any port)
+ * held under the old list. */
+typedef struct Carried {
+        NftElement *el[EGRESS_ALLOW_MAX];
+        size_t n[EGRESS_ALLOW_MAX];
+} Carried;
+
+static void carried_free(Carried *c) {
+        for (unsigned i = 0; i < EGRESS_ALLOW_MAX; i++)
+                free(c->el[i]);
+}
+
+static int carried_take(Egress *e, const SandboxNet *old, const SandboxNet *want, Carried *c) {
+        for (unsigned i = 0; i < want->n_allow; i++) {
+                if (!want->allow[i].name)
+                        continue;
+                for (unsigned j = 0; j < old->n_allow; j++) {
+                        if (!old->allow[j].name || strcmp(old->names[j], want->names[i]) != 0)
+                                continue;
+                        if (!(c->el[i] = calloc(EGRESS_NAME_ADDRS_MAX, sizeof(NftElement))))
+                                return -ENOMEM;
+                        c->n[i] = set_elements(e, old->chain, j, c->el[i], EGRESS_NAME_ADDRS_MAX);
+                        break;
+                }
+        }
+        return 0;
+}
+
+/* One commit: the chain emptied, the sets of the new list's names made (or emptied, where one of
+ * that index was there), the old list's other sets removed, the carried addresses put back, the
+ * new rules. A batch is all or nothing: on failure the old list stays in force. */
+static void update_text(Context *m, Text *t, const SandboxNet *old, const SandboxNet *want, const Carried *c) {
+        text_add(t, "flush chain " EGRESS_TABLE " %s\n", old->chain);
+        for (unsigned j = 0; j < old->n_allow; j++)
+                if (old->allow[j].name && !(j < want->n_allow && want->allow[j].name))
+                        text_add(t, "delete set " EGRESS_TABLE " %s_%u\n", old->chain, j);
+        for (unsigned i = 0; i < want->n_allow; i++) {
+                if (!want->allow[i].name)
+                        continue;
+                if (i < old->n_allow && old->allow[i].name)
+                        text_add(t, "flush set " EGRESS_TABLE " %s_%u\n", old->chain, i);
+                else
+                        name_set_text(t, old->chain, i);
+                elements_text(t, old->chain, i, c->el[i], c->n[i]);
+        }
+        chain_rules_text(m, t, want, old->chain, old->slot);
+}
+
+static bool addr_carried(const Carried *c, unsigned i, uint32_t addr) {
+        for (size_t k = 0; k < c->n[i]; k++)
+                if (c->el[i][k].addr == addr)
+                        return true;
+        return false;
+}
+
+/* Whether the new list lets a connection (its original direction) go on: as its chain would
+ * take it as a new one, the bounds aside. */
+static bool update_admits(const SandboxNet *want, const Carried *c, const ConntrackEntry *ct) {
+        if (want->all)
+                return true;
+        for (unsigned i = 0; i < want->n_allow; i++) {
+                const EgressRule *r = &want->allow[i];
+                bool addr = r->name ? addr_carried(c, i, ct->dst)
+                                    : r->len == 0 || ((ct->dst ^ r->addr) >> (32 - r->len)) == 0;
+                bool port = !r->port || (ct->dport == r->port && (r->proto ? ct->proto == r->proto
+                                                                       : ct->proto == IPPROTO_TCP || ct->proto == IPPROTO_UDP));
+                if (addr && port)
+                        return true;
+        }
+        return false;
+}
+
+/* The sandbox's tracked connections that the new list does not admit, deleted: how many were
+ * open (a closed one's entry, kept a while by the kernel, goes too, uncounted); < 0 if they
+ * could not be listed. */
+static int update_cut(const SandboxNet *n, const SandboxNet *want, const Carried *c) {
+        _cleanup_free_ ConntrackEntry *ct = NULL;
+        size_t count;
+        int cut = 0, r;
+
+        r = conntrack_dump(EGRESS_CT_MARK | n->slot, 0xffffffffu, &ct, &count);
+        if (r < 0)
+                return r;
+        for (size_t k = 0; k < count; k++)
+                if (!update_admits(want, c, &ct[k]) && conntrack_delete(&ct[k]) >= 0 && !conntrack_entry_closed(&ct[k]))
+                        cut++;
+        return cut;
+}
+
+int egress_update(Context *m, SandboxNet *n, const SandboxNet *want, int *ret_cut, char **ret_error) {
+        _cleanup_free_ char *msg = NULL;
+        Carried c = {};
+        Text t = {};
+        int r;
+
+        *ret_cut = 0;
+        if (!n->egress || !n->attached || !n->eg)
+                return attach_fail(ret_error, -ENOTCONN, "the sandbox has no way out to change");
+        r = carried_take(n->eg, n, want, &c);
+        if (r >= 0) {
+                update_text(m, &t, n, want, &c);
+                r = nft_apply(n->eg, &t, &msg);
+                free(t.data);
+                if (r < 0)
+                        attach_fail(ret_error, r, "nftables refused the new rules: %s", msg ? msg : strerror(-r));
+        }
+        if (r >= 0) {
+                n->all = want->all;
+                n->n_allow = want->n_allow;
+                n->n_names = want->n_names;
+                memcpy(n->allow, want->allow, sizeof(n->allow));
+                memcpy(n->names, want->names, sizeof(n->names));
+                DnsRelayPolicy policy = relay_policy(n);
+                dns_relay_set_policy(n->dns, &policy);
+                *ret_cut = update_cut(n, want, &c);
+                if (*ret_cut < 0)
+                        log_warning("egress: %s: cannot list its connections to cut those the new list does not allow: %s",
+                                    n->ifname, strerror(-*ret_cut));
+        }
+        carried_free(&c);
         return r;
 }
 

@@ -95,6 +95,12 @@ void egress_keep(Context *m, SandboxNet *n);
 /* Its interface, rules and resolver, into netns_fd (a namespace just made): on failure nothing
  * is left and *ret_error says what failed (malloc'ed). */
 int egress_attach(Context *m, SandboxNet *n, const char *id, int netns_fd, char **ret_error);
+/* A running sandbox's new allow list (want, from egress_parse(): "all" or a list, maybe empty) in
+ * force at once, in one nftables commit: its names' sets keep the addresses they had where the
+ * new list names them too; its relay answers by the new list; its tracked connections that the
+ * new list does not admit are deleted (*ret_cut: how many; < 0: they could not be listed, the
+ * rules are in force all the same). On failure (*ret_error says why) the old list stays. */
+int egress_update(Context *m, SandboxNet *n, const SandboxNet *want, int *ret_cut, char **ret_error);
 /* A detached tree of the generated /etc/resolv.conf for the init to mount, or < 0. */
 int egress_resolv_tree(Context *m);
 /* Removes everything egress_attach() made; nothing when it made nothing. The interface, rules

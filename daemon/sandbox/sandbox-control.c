@@ -287,3 +287,33 @@ json_object *sandbox_pids_json(Sandbox *s) {
                 json_object_array_add(a, json_object_new_int64(pids[i]));
         return a;
 }
+
+/* A new way out for a running sandbox that has one: the list in want (egress_parse()), in force
+ * at once; *ret_cut the connections cut that it no longer admits (-1: they could not be listed). */
+int sandbox_update_network(Sandbox *s, const SandboxNet *want, int *ret_cut, ProtoError *err) {
+        _cleanup_free_ char *why = NULL;
+        int r;
+
+        if (s->state != SANDBOX_READY)
+                return proto_error_set(err, SBX_E_CONFLICT, "sandbox", "sandbox %s is not ready", s->id);
+        if (s->join_netns_fd >= 0)
+                return proto_error_set(err, SBX_E_CONFLICT, "network",
+                                       "sandbox %s joined another's network namespace: its way out is that one's", s->id);
+        if (!s->net.egress)
+                return proto_error_set(err, SBX_E_CONFLICT, "network",
+                                       "sandbox %s was made without a way out (network \"none\"): its network namespace "
+                                       "has no interface to open (make it with {\"egress\":{\"allow\":[]}} to open "
+                                       "one later)", s->id);
+        if (!want->egress)
+                return proto_error_set(err, SBX_E_INVALID_REQUEST, "network",
+                                       "a running sandbox's network is changed with {\"egress\": ...}; "
+                                       "{\"egress\":{\"allow\":[]}} closes every way out");
+        r = egress_update(s->ctx, &s->net, want, ret_cut, &why);
+        if (r < 0)
+                return proto_error_set(err, SBX_E_INTERNAL, "network", "cannot change the sandbox's way out: %s",
+                                       why ? why : strerror(-r));
+        r = registry_changed(&s->entry);
+        if (r < 0)
+                return sandbox_disk_error(err, "cannot record the new network", r);
+        return 0;
+}

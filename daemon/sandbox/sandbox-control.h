@@ -18,5 +18,6 @@ int sandbox_freeze(Sandbox *s, bool freeze, Reply *reply, ProtoError *err);
  * answers it with the sandbox's end.) */
 /* "limits": {"memory", "pids", "cpus"}, validated as at create, into the kernel and the record. */
 int sandbox_update_limits(Sandbox *s, json_object *limits, bool best_effort, ProtoError *err);
+int sandbox_update_network(Sandbox *s, const SandboxNet *want, int *ret_cut, ProtoError *err);
 /* The host pids in the sandbox's cgroup tree, sorted, at most 4096. */
 json_object *sandbox_pids_json(Sandbox *s);

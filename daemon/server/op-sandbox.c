@@ -217,12 +217,15 @@ int op_sandbox_thaw(Request *c, json_object *id, json_object *req, ProtoError *e
         return freeze_op(c, req, false, err);
 }
 
-/* sandbox.update: new memory, pids and cpu limits; the reply is the SANDBOX. */
+/* sandbox.update: new memory, pids and cpu limits, a new way out, or both (the network is checked
+ * before the limits are written, and changed after); the reply is the SANDBOX, and with a network
+ * the connections cut. */
 int op_sandbox_update(Request *c, json_object *id, json_object *req, ProtoError *err) {
-        json_object *reply, *limits;
+        json_object *reply, *limits, *net;
+        SandboxNet want;
         Sandbox *s;
         bool best_effort;
-        int r = ops_lookup_sandbox(c, req, &s, err);
+        int cut = 0, r = ops_lookup_sandbox(c, req, &s, err);
 
         if (r < 0)
                 return r;
@@ -230,10 +233,19 @@ int op_sandbox_update(Request *c, json_object *id, json_object *req, ProtoError 
         if ((r = proto_get_bool(req, "best_effort", &best_effort, err)) < 0)
                 return r;
         limits = json_object_object_get(req, "limits");
-        if ((r = sandbox_update_limits(s, limits, best_effort, err)) < 0)
+        net = json_object_object_get(req, "network");
+        if (!limits && !net)
+                return proto_error_set(err, SBX_E_INVALID_REQUEST, "limits", "sandbox.update needs 'limits', 'network' or both");
+        if (net && (r = egress_parse(s->ctx, net, &want, err)) < 0)
+                return r;
+        if (limits && (r = sandbox_update_limits(s, limits, best_effort, err)) < 0)
+                return r;
+        if (net && (r = sandbox_update_network(s, &want, &cut, err)) < 0)
                 return r;
         reply = json_object_new_object();
         json_object_object_add(reply, "sandbox", sandbox_to_json(s, true));
+        if (net)
+                json_object_object_add(reply, "connections_cut", cut >= 0 ? json_object_new_int(cut) : NULL);
         reply_ok(c->reply, reply);
         return 0;
 }

@@ -39,7 +39,8 @@ static const FieldSpec sandbox_signal_fields[] = {
         ENVELOPE, { "sandbox", FIELD_STRING, true }, { "signal", FIELD_ID, true }, {},
 };
 static const FieldSpec sandbox_update_fields[] = {
-        ENVELOPE, { "sandbox", FIELD_STRING, true }, { "limits", FIELD_OBJECT, true }, { "best_effort", FIELD_BOOL }, {},
+        ENVELOPE, { "sandbox", FIELD_STRING, true }, { "limits", FIELD_OBJECT }, { "network", FIELD_STRING_OR_OBJECT },
+        { "best_effort", FIELD_BOOL }, {},
 };
 static const FieldSpec sweep_fields[] = { ENVELOPE, { "dry_run", FIELD_BOOL }, { "sandbox", FIELD_STRING }, {} };
 static const FieldSpec run_attach_fields[] = {

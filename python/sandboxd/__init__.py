@@ -19,7 +19,7 @@ from .errors import (
     SessionLost, SpawnFailed, TeardownStuck, TooLarge, UnknownOp,
 )
 from .replies import (
-    DestroyResult, Dropped, Event, FileList, FileStat, FileWritten, TreeCopied, Health, Hello, Output, Progress, PublishedPort, RestoreResult, RunResult,
+    DestroyResult, Dropped, Event, FileList, FileStat, FileWritten, TreeCopied, Health, Hello, NetworkUpdate, Output, Progress, PublishedPort, RestoreResult, RunResult,
     SandboxInfo, SessionExit, SessionInfo, SessionSummary, Snapshot, SnapshotResult, Started,
     SweepResult,
 )
@@ -34,7 +34,7 @@ __all__ = [
     "InvalidJson", "InvalidRequest", "UnknownOp", "TooLarge", "NotFound", "PermissionDenied",
     "LimitUnenforceable", "ResourceExhausted", "SpawnFailed", "Conflict", "NoSpace", "Internal",
     "SessionLost", "TeardownStuck",
-    "Hello", "Health", "SandboxInfo", "SessionSummary", "DestroyResult", "RunResult", "Started",
+    "Hello", "Health", "SandboxInfo", "SessionSummary", "NetworkUpdate", "DestroyResult", "RunResult", "Started",
     "Output", "Progress", "Dropped", "SessionExit", "Event", "Snapshot", "SnapshotResult",
     "RestoreResult", "SweepResult", "SessionInfo", "FileStat", "FileList", "FileWritten", "TreeCopied",
     "PublishedPort",

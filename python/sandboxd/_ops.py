@@ -11,7 +11,7 @@ from typing import Any, Generic, TypeVar, Union
 
 from .errors import InvalidRequest, ProtocolViolation, error_from_reply
 from .replies import (
-    JSON, DestroyResult, FileList, FileStat, FileWritten, Health, Hello, PublishedPort, RestoreResult, RunResult,
+    JSON, DestroyResult, FileList, NetworkUpdate, FileStat, FileWritten, Health, Hello, PublishedPort, RestoreResult, RunResult,
     SandboxInfo, SessionExit, SessionInfo, Snapshot, SnapshotResult, SweepResult, TreeCopied, _b, _d, _i, _l, _s,
 )
 
@@ -262,6 +262,10 @@ def sandbox_update(sandbox: str, *, memory: Size | None = None, pids: int | None
     limits = {k: v for k, v in (("memory", memory), ("pids", pids), ("cpus", cpus)) if v is not None}
     return Call("sandbox.update", {"sandbox": sandbox, "limits": limits, "best_effort": best_effort},
                 lambda r: SandboxInfo.from_json(_d(r, "sandbox")))
+
+
+def sandbox_update_network(sandbox: str, network: Mapping[str, Any]) -> Call[NetworkUpdate]:
+    return Call("sandbox.update", {"sandbox": sandbox, "network": dict(network)}, NetworkUpdate.from_json)
 
 
 def sweep(dry_run: bool = False, sandbox: str | None = None) -> Call[SweepResult]:

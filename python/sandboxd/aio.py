@@ -30,7 +30,7 @@ from ._ops import (
 from ._wire import DEFAULT_MAX_LINE, DETACHED_EVENT, JSON, Pending, Wire
 from .errors import ConnectionLost, Error, NotFound
 from .replies import (
-    DestroyResult, Dropped, FileList, FileStat, FileWritten, Health, Hello, Output, Progress, PublishedPort, RestoreResult, RunEvent, RunResult,
+    DestroyResult, Dropped, FileList, FileStat, FileWritten, Health, Hello, NetworkUpdate, Output, Progress, PublishedPort, RestoreResult, RunEvent, RunResult,
     SandboxInfo, SessionEvent, SessionExit, SessionInfo, Snapshot, SnapshotResult, Started,
     SweepResult, TreeCopied, decode_event,
 )
@@ -363,6 +363,9 @@ class AsyncClient:
                             cpus: float | None = None, best_effort: bool | None = None) -> SandboxInfo:
         return await self._call(_ops.sandbox_update(sandbox, memory=memory, pids=pids, cpus=cpus,
                                                     best_effort=best_effort))
+
+    async def update_network(self, sandbox: str, network: Mapping[str, Any]) -> NetworkUpdate:
+        return await self._call(_ops.sandbox_update_network(sandbox, network))
 
     async def snapshot(self, sandbox: str, label: str | None = None,
                        on_progress: Callable[[Progress], None] | None = None) -> SnapshotResult:

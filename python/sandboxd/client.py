@@ -29,7 +29,7 @@ from ._ops import (
 from ._wire import DEFAULT_MAX_LINE, DETACHED_EVENT, JSON, Pending, Wire
 from .errors import ConnectionLost, Error, NotFound
 from .replies import (
-    DestroyResult, Dropped, FileList, FileStat, FileWritten, Health, Hello, Output, Progress, PublishedPort, RestoreResult, RunEvent, RunResult,
+    DestroyResult, Dropped, FileList, FileStat, FileWritten, Health, Hello, NetworkUpdate, Output, Progress, PublishedPort, RestoreResult, RunEvent, RunResult,
     SandboxInfo, SessionEvent, SessionExit, SessionInfo, Snapshot, SnapshotResult, Started,
     SweepResult, TreeCopied, decode_event,
 )
@@ -369,6 +369,12 @@ class Client:
                       cpus: float | None = None, best_effort: bool | None = None) -> SandboxInfo:
         """``sandbox.update``: new memory, pids and cpu limits, written to the kernel."""
         return self._call(_ops.sandbox_update(sandbox, memory=memory, pids=pids, cpus=cpus, best_effort=best_effort))
+
+    def update_network(self, sandbox: str, network: Mapping[str, Any]) -> NetworkUpdate:
+        """``sandbox.update``'s network: a running sandbox's new way out ({"egress": "all"} or
+        {"egress": {"allow": [...]}}, maybe empty), in force at once; connections it no longer
+        allows are cut (``connections_cut``)."""
+        return self._call(_ops.sandbox_update_network(sandbox, network))
 
     # ---- snapshots --------------------------------------------------------------------
 

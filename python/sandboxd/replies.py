@@ -209,6 +209,19 @@ class SandboxInfo:
 
 
 @dataclass(frozen=True)
+class NetworkUpdate:
+    """``sandbox.update`` with a network: the sandbox as it is now, and the connections cut (None:
+    the daemon could not read its connection table; the new list is in force all the same)."""
+    sandbox: SandboxInfo
+    connections_cut: int | None
+    raw: JSON = field(repr=False)
+
+    @classmethod
+    def from_json(cls, d: JSON) -> NetworkUpdate:
+        return cls(SandboxInfo.from_json(_d(d, "sandbox")), _oi(d, "connections_cut"), d)
+
+
+@dataclass(frozen=True)
 class DestroyResult:
     destroyed: bool
     already_gone: bool
