@@ -183,6 +183,14 @@ tests_test_conntrack_CPPFLAGS = $(DAEMON_INCLUDES) $(AM_CPPFLAGS)
 tests_test_conntrack_CFLAGS = $(UNIT_CFLAGS) $(NFTABLES_CFLAGS)
 tests_test_conntrack_LDADD = $(UNIT_LDADD) $(NFTABLES_LIBS)
 
+## The parser of ctnetlink's dump messages, on hostile bytes (pure).
+check_PROGRAMS += tests/test-conntrack-parse
+TESTS += tests/test-conntrack-parse
+tests_test_conntrack_parse_SOURCES = tests/test-conntrack-parse.c tests/tap.h daemon/host/conntrack.c daemon/host/conntrack.h
+tests_test_conntrack_parse_CPPFLAGS = $(DAEMON_INCLUDES) $(AM_CPPFLAGS)
+tests_test_conntrack_parse_CFLAGS = $(UNIT_CFLAGS)
+tests_test_conntrack_parse_LDADD = $(UNIT_LDADD)
+
 ## The DNS relay's message code (pure).
 check_PROGRAMS += tests/test-dns-message
 TESTS += tests/test-dns-message

@@ -317,6 +317,14 @@ static int entry_parse(const struct nlmsghdr *nh, ConntrackEntry *ret) {
         return 1;
 }
 
+int conntrack_message_parse(const void *buf, size_t size, ConntrackEntry *ret) {
+        const struct nlmsghdr *nh = buf;
+
+        if (size < sizeof(*nh) || nh->nlmsg_len < sizeof(*nh) || nh->nlmsg_len > size)
+                return -EBADMSG;
+        return entry_parse(nh, ret);
+}
+
 /* ---- Dumps ---- */
 
 typedef int (*ct_entry_fn)(const ConntrackEntry *e, void *userdata);

@@ -39,6 +39,10 @@ int conntrack_delete(const ConntrackEntry *e);
  * slot_mask): counts[slot] is how many each slot has that are not closed, for slots < n_counts
  * (zeroed first). */
 int conntrack_count_by_mark(uint32_t base, uint32_t slot_mask, unsigned *counts, size_t n_counts);
+/* One message of a dump as the kernel sends it (buf[0..size) holds it whole, 4-byte aligned) as
+ * an entry: 1; 0 for a message that is not an IPv4 entry; -EBADMSG for a malformed one. What a
+ * dump does with each message, on its own for tests/test-conntrack-parse.c's hostile bytes. */
+int conntrack_message_parse(const void *buf, size_t size, ConntrackEntry *ret);
 /* Forgets every entry whose mark is exactly mark (a sandbox's, at its end): none is not an
  * error. */
 int conntrack_flush_mark(uint32_t mark);
