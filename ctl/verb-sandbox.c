@@ -33,6 +33,8 @@ const Verb verb_network = {
         .help = "Options:\n"
                 "     --allow ADDR|NAME[:PORT[/tcp|/udp]]  A way out to these only (repeatable):\n"
                 "                         the new list replaces the old one as a whole\n"
+                "     --allow-sni NAME[:PORT]  A name matched on its TLS server name or HTTP Host\n"
+                "                         (TCP 80 and 443, or PORT), as at create\n"
                 "     --egress all        A way out to all but what sandboxd always denies\n"
                 "     --deny-all          No way out at all (names resolve to nothing)\n"
                 "\nThe sandbox must have been made with a way out (--allow, --egress all or\n"
@@ -320,6 +322,27 @@ static void print_teardown_stuck(json_object *t) {
         print_kv("teardown stuck", "for %.1f s: %s", json_object_get_double(json_child(t, "since_s")), buf[0] ? buf : "-");
 }
 
+/* The names its relay answered last, each with its first address: "a.example (198.51.100.7), ...". */
+static void print_names_resolved(json_object *names) {
+        char buf[1024] = "";
+        size_t at = 0;
+
+        if (!json_object_is_type(names, json_type_array) || json_object_array_length(names) == 0)
+                return;
+        for (size_t i = 0; i < json_object_array_length(names) && at < sizeof(buf); i++) {
+                json_object *e = json_object_array_get_idx(names, i);
+                json_object *addrs = json_child(e, "addresses");
+                const char *a = json_object_is_type(addrs, json_type_array) && json_object_array_length(addrs) > 0
+                                        ? json_object_get_string(json_object_array_get_idx(addrs, 0)) : "-";
+                int w = snprintf(buf + at, sizeof(buf) - at, "%s%s (%s%s)", i ? ", " : "", json_str(e, "name") ?: "?", a,
+                                 json_object_array_length(addrs) > 1 ? ", ..." : "");
+                if (w < 0)
+                        break;
+                at += (size_t) w;
+        }
+        print_kv("names resolved", "%s", esc(buf));
+}
+
 /* "none", or egress: what it reaches, then its address, gateway, interface and resolver. */
 static void print_network(json_object *n) {
         json_object *eg = json_child(n, "egress"), *allow = json_child(eg, "allow");
@@ -331,8 +354,12 @@ static void print_network(json_object *n) {
                 return;
         }
         for (size_t i = 0; allow && i < json_object_array_length(allow) && at < sizeof(buf); i++) {
-                int w = snprintf(buf + at, sizeof(buf) - at, "%s%s", i ? ", " : "",
-                                 json_object_get_string(json_object_array_get_idx(allow, i)));
+                json_object *e = json_object_array_get_idx(allow, i);
+                json_object *port = json_child(e, "port");
+                int w = json_child(e, "name")
+                                ? snprintf(buf + at, sizeof(buf) - at, "%s%s%s%s (sni)", i ? ", " : "", json_str(e, "name") ?: "?",
+                                           port ? ":" : "", port ? json_object_get_string(port) : "")
+                                : snprintf(buf + at, sizeof(buf) - at, "%s%s", i ? ", " : "", json_object_get_string(e));
                 if (w < 0)
                         break;
                 at += (size_t) w;
@@ -342,11 +369,20 @@ static void print_network(json_object *n) {
         if (json_str(n, "address"))
                 print_kv("address", "%s via %s (%s), resolver %s", esc(json_str(n, "address")), esc(json_str(n, "gateway") ?: "-"),
                          esc(json_str(n, "interface") ?: "-"), esc(json_str(n, "dns") ?: "none"));
+        json_object *conns = json_child(n, "connections");
+        if (conns)
+                print_kv("connections", "%" PRId64 " open", json_object_get_int64(conns));
+        print_names_resolved(json_child(n, "names_resolved"));
         json_object *q = json_child(n, "dns_queries");
         if (q)
                 print_kv("dns queries", "%" PRId64 " relayed, %" PRId64 " answered, %" PRId64 " refused, %" PRId64 " dropped",
                          json_object_get_int64(json_child(q, "relayed")), json_object_get_int64(json_child(q, "answered")),
                          json_object_get_int64(json_child(q, "refused")), json_object_get_int64(json_child(q, "dropped")));
+        json_object *sni = json_child(n, "sni");
+        if (sni)
+                print_kv("sni connections", "%" PRId64 " relayed, %" PRId64 " refused, %" PRId64 " open",
+                         json_object_get_int64(json_child(sni, "relayed")), json_object_get_int64(json_child(sni, "refused")),
+                         json_object_get_int64(json_child(sni, "open")));
 }
 
 static void print_sandbox(json_object *sbx) {
@@ -439,10 +475,11 @@ static int verb_destroy_run(int argc, char *argv[]) {
 /* ---- network ----------------------------------------------------------------------------- */
 
 static int verb_network_run(int argc, char *argv[]) {
-        enum { ARG_ALLOW = ARG_VERB_FIRST, ARG_EGRESS, ARG_DENY_ALL };
+        enum { ARG_ALLOW = ARG_VERB_FIRST, ARG_ALLOW_SNI, ARG_EGRESS, ARG_DENY_ALL };
         static const struct option options[] = {
                 COMMON_OPTIONS,
                 { "allow", required_argument, NULL, ARG_ALLOW },
+                { "allow-sni", required_argument, NULL, ARG_ALLOW_SNI },
                 { "egress", required_argument, NULL, ARG_EGRESS },
                 { "deny-all", no_argument, NULL, ARG_DENY_ALL },
                 {},
@@ -458,6 +495,10 @@ static int verb_network_run(int argc, char *argv[]) {
                 switch (c) {
                 case ARG_ALLOW:
                         if ((r = add_allow(&allow, optarg)) < 0)
+                                return r;
+                        break;
+                case ARG_ALLOW_SNI:
+                        if ((r = add_allow_sni(&allow, optarg)) < 0)
                                 return r;
                         break;
                 case ARG_EGRESS:

@@ -146,6 +146,10 @@ with Client(sys.argv[1]) as c:
     print(u.connections_cut, " ".join(u.sandbox.network["egress"]["allow"]))' "$SOCK" "$D" 2>&1)
 is "$out" "0 other.test:80" "Client.update_network: no open connection cut (remote.test's closed one is not counted), the new list"
 is "$(sbx_probe "$D" other.test 80)" "reached remote 198.51.100.8:80" "... in force"
+out=$(ctl inspect "$D")
+like "$out" "names resolved: +other\.test \(198\.51\.100\.8\), remote\.test \(198\.51\.100\.7\)" \
+        "sandboxctl inspect: the names its relay answered, the last first, with their addresses"
+like "$out" "connections: +0 open" "... and its open connections (none: each probe's has closed)"
 
 # ---- Another user, and a next daemon ---------------------------------------------------------
 chmod 0666 "$SOCK"
