@@ -184,7 +184,10 @@ static int ct_read_answer(CtSocket *s, ct_message_fn fn, void *userdata) {
                         return -ECONNRESET;
                 /* Signed: NLMSG_NEXT() takes the aligned length off, which may go below 0. */
                 len = n > INT_MAX ? INT_MAX : (int) n;
-                for (struct nlmsghdr *nh = (struct nlmsghdr *) s->buf; NLMSG_OK(nh, len); nh = NLMSG_NEXT(nh, len)) {
+                /* NLMSG_OK(nh, len), spelled out: its last test compares nlmsg_len (unsigned) with len. */
+                for (struct nlmsghdr *nh = (struct nlmsghdr *) s->buf;
+                     len >= (int) sizeof(*nh) && nh->nlmsg_len >= sizeof(*nh) && nh->nlmsg_len <= (unsigned) len;
+                     nh = NLMSG_NEXT(nh, len)) {
                         int r;
                         if (nh->nlmsg_seq != s->seq)
                                 continue; /* not the answer to our request */
