@@ -1,7 +1,8 @@
 #!/bin/bash
 # SPDX-License-Identifier: LGPL-2.1-or-later
-# The Python package's types: `mypy --strict python/sandboxd` finds nothing (Debian's mypy).
-# Needs no daemon; prints TAP, exits 0. mypy's cache goes to a temporary directory, never into
+# The Python package's types: `mypy --strict python/sandboxd` finds nothing (Debian's mypy), and
+# each blocking class has the same public methods as its asyncio twin (docs/python.md promises
+# it; AsyncClient once lacked the image methods). Needs no daemon; prints TAP, exits 0. mypy's cache goes to a temporary directory, never into
 # the source tree (read-only under distcheck).
 : "${top_srcdir:=$(cd "$(dirname "$0")/.." && pwd)}"
 n=0
@@ -22,3 +23,23 @@ elif [ "${SANDBOXD_TEST_MUST_WORK:-0}" = 1 ]; then
 else
         ok "# SKIP mypy is not installed (package mypy; scripts/deps.sh installs it): the Python package is not type-checked"
 fi
+
+# The blocking and asyncio faces: the same public methods, pair by pair.
+pairs=$(cd "$top_srcdir/python" && python3 -c '
+import inspect, sandboxd
+for sync, aio in [("Client", "AsyncClient"), ("Sandbox", "AsyncSandbox"), ("RunStream", "AsyncRunStream"),
+                  ("Session", "AsyncSession"), ("Files", "AsyncFiles"), ("Ports", "AsyncPorts")]:
+    names = [{n for n, _ in inspect.getmembers(getattr(sandboxd, c), callable) if not n.startswith("_")} for c in (sync, aio)]
+    # Only asyncio has: an awaitable constructor (Client() connects in __init__), and a stream that
+    # sends its request when asked (the blocking one sends it as it is made).
+    names[1] -= {"AsyncClient": {"connect"}, "AsyncRunStream": {"start"}}.get(aio, set())
+    print(sync, aio, " ".join(sorted(names[0] ^ names[1])) or "-")
+' 2>&1)
+while read -r sync aio diff; do
+        if [ "$diff" = - ]; then
+                ok "$sync and $aio have the same public methods"
+        else
+                nok "$sync and $aio have the same public methods (only in one: $diff)"
+        fi
+done <<<"$pairs"
+

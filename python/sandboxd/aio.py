@@ -367,6 +367,19 @@ class AsyncClient:
     async def update_network(self, sandbox: str, network: Mapping[str, Any]) -> NetworkUpdate:
         return await self._call(_ops.sandbox_update_network(sandbox, network))
 
+    async def image_import(self, name: str, source: str, tag: str | None = None,
+                           timeout: float | None = None, owner_only: bool | None = None) -> JSON:
+        return await self._call(_ops.image_import(name, source, tag, owner_only), timeout=timeout)
+
+    async def image_list(self) -> builtins.list[JSON]:
+        return await self._call(_ops.image_list())
+
+    async def image_inspect(self, image: str) -> JSON:
+        return await self._call(_ops.image_inspect(image))
+
+    async def image_remove(self, image: str) -> None:
+        await self._call(_ops.image_remove(image))
+
     async def snapshot(self, sandbox: str, label: str | None = None,
                        on_progress: Callable[[Progress], None] | None = None) -> SnapshotResult:
         return await self._call(_ops.snapshot(sandbox, label), _progress(on_progress))
