@@ -14,7 +14,8 @@ bench_sandboxd_bench_SOURCES = \
 	bench/stats.c bench/stats.h
 bench_sandboxd_bench_CFLAGS = $(AM_CFLAGS) $(JSONC_CFLAGS) -pthread
 bench_sandboxd_bench_LDADD = lib/libsandbox.la $(JSONC_LIBS) -lm -lpthread
-EXTRA_DIST += bench/run-bench.sh bench/compare.sh bench/storage-copies.sh bench/restart-latency.py bench/vm-restart-bench.sh
+EXTRA_DIST += bench/run-bench.sh bench/compare.sh bench/storage-copies.sh bench/restart-latency.py bench/vm-restart-bench.sh \
+	bench/egress-names.sh
 CLEANFILES += bench/sandboxd-bench$(EXEEXT)
 
 BENCH_ARGS =
@@ -43,4 +44,12 @@ bench-restart: daemon/sandboxd$(EXEEXT) bench-force
 BENCH_SANDBOXES = 1,100,1000
 BENCH_RESTARTS = 10
 BENCH_RESTART_RUNS = 200
+# Egress by name (bench/egress-names.sh, in network namespaces of its own): a connect by name, the
+# first one (with the resolve through the relay) and later ones, beside one to an allowed address
+# and the host's own without sandboxd; then throughput through the SNI relay beside a direct
+# connection, where the daemon takes match-sni entries.
+bench-egress-names: daemon/sandboxd$(EXEEXT) ctl/sandboxctl$(EXEEXT) bench-force
+	bash '$(abs_top_srcdir)/bench/egress-names.sh' '$(abs_top_builddir)' $(BENCH_EGRESS_ROUNDS) $(BENCH_EGRESS_PER)
+BENCH_EGRESS_ROUNDS = 10
+BENCH_EGRESS_PER = 40
 bench-force:
