@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* sandboxctl: logging, option helpers and the conversation with sandboxd that every verb shares. */
+#include <ctype.h>
 #include <errno.h>
 #include <grp.h>
 #include <inttypes.h>
@@ -194,6 +195,33 @@ int add_allow(json_object **allow, const char *entry) {
         if (!*allow)
                 return log_error("out of memory");
         return add_string_to_array(*allow, "--allow", entry);
+}
+
+int add_allow_sni(json_object **allow, const char *entry) {
+        const char *colon = strchr(entry, ':');
+        size_t len = colon ? (size_t) (colon - entry) : strlen(entry);
+        json_object *o;
+
+        if (!*allow && !(*allow = json_object_new_array()))
+                return log_error("out of memory");
+        if (!utf8_is_valid(entry, strlen(entry)))
+                return log_error("--allow-sni: not valid UTF-8");
+        o = json_object_new_object();
+        json_object_object_add(o, "name", json_object_new_string_len(entry, (int) len));
+        if (colon) {
+                char *end;
+                unsigned long port;
+                errno = 0;
+                port = strtoul(colon + 1, &end, 10);
+                if (errno || !isdigit((unsigned char) colon[1]) || *end || port < 1 || port > 65535) {
+                        json_object_put(o);
+                        return log_error("--allow-sni '%s': the port must be 1-65535 (NAME[:PORT])", entry);
+                }
+                json_object_object_add(o, "port", json_object_new_int((int) port));
+        }
+        json_object_object_add(o, "match", json_object_new_string("sni"));
+        json_object_array_add(*allow, o);
+        return 0;
 }
 
 int add_network(json_object *req, const char *network, const char *egress, json_object *allow) {

@@ -103,6 +103,8 @@ int path_for_daemon(const char *path, size_t n, char **ret);
 int add_mount(json_object **mounts, const char *spec);
 /* --allow CIDR[:PORT[/tcp|/udp]] (repeatable) into *allow, checked by the daemon. */
 int add_allow(json_object **allow, const char *entry);
+/* --allow-sni NAME[:PORT] (repeatable) into *allow: {"name", "port", "match": "sni"}. */
+int add_allow_sni(json_object **allow, const char *entry);
 /* --network none, --egress all and --allow's entries into req's "network" (create, and run
  * without --sandbox): at most one of the three kinds. */
 int add_network(json_object *req, const char *network, const char *egress, json_object *allow);

@@ -46,6 +46,9 @@ const Verb verb_create = {
                 "     --allow ADDR|NAME[:PORT[/tcp|/udp]]  A way out to these only (repeatable; e.g.\n"
                 "                         203.0.113.0/24, 198.51.100.7:443, pypi.org, *.github.com:443);\n"
                 "                         with a name, only the names listed resolve\n"
+                "     --allow-sni NAME[:PORT]  A name whose TCP connections (80 and 443, or PORT)\n"
+                "                         go through only when their TLS server name or HTTP Host\n"
+                "                         is allowed: for names that share addresses (a CDN)\n"
                 "     --deny-all          A way out with nothing allowed yet ('sandboxctl network'\n"
                 "                         opens it while the sandbox runs)\n"
                 "     --best-effort       Accept limits this host cannot enforce\n"
@@ -87,6 +90,7 @@ enum {
         ARG_ROOT,
         ARG_EGRESS,
         ARG_ALLOW,
+        ARG_ALLOW_SNI,
         ARG_DENY_ALL,
 };
 
@@ -157,6 +161,10 @@ static int create_option(CreateArgs *a, int c, const char *value) {
                 if (a->deny_all)
                         return log_error("--deny-all goes alone");
                 return add_allow(&a->allow, value);
+        case ARG_ALLOW_SNI:
+                if (a->deny_all)
+                        return log_error("--deny-all goes alone");
+                return add_allow_sni(&a->allow, value);
         case ARG_DENY_ALL:
                 if (a->allow)
                         return log_error("--deny-all goes alone");
@@ -195,6 +203,7 @@ static int create_parse(CreateArgs *a, int argc, char *argv[]) {
                 { "network", required_argument, NULL, ARG_NETWORK },
                 { "egress", required_argument, NULL, ARG_EGRESS },
                 { "allow", required_argument, NULL, ARG_ALLOW },
+                { "allow-sni", required_argument, NULL, ARG_ALLOW_SNI },
                 { "deny-all", no_argument, NULL, ARG_DENY_ALL },
                 { "best-effort", no_argument, NULL, ARG_BEST_EFFORT },
                 { "disk", required_argument, NULL, ARG_DISK },

@@ -16,6 +16,7 @@ INTEGRATION_TESTS = \
 	tests/t-restart.sh \
 	tests/t-egress.sh \
 	tests/t-egress-names.sh \
+	tests/t-egress-sni.sh \
 	tests/t-egress-update.sh \
 	tests/t-access.sh \
 	tests/t-activation.sh \
@@ -81,7 +82,7 @@ check_PROGRAMS += tests/fuse-hang
 tests_fuse_hang_SOURCES = tests/fuse-hang.c
 tests_fuse_hang_CFLAGS = $(WARN_CFLAGS)
 EXTRA_DIST += $(INTEGRATION_TESTS) tests/lib.sh tests/client.py tests/ptyclient.py tests/python-client.py \
-	tests/metrics.py tests/fake-fdstore.py tests/egress-remote.py tests/egress-lib.sh tests/sidecar.py tests/readme-using-it.sh \
+	tests/metrics.py tests/fake-fdstore.py tests/egress-remote.py tests/egress-sni-remote.py tests/egress-sni-client.py tests/egress-lib.sh tests/sidecar.py tests/readme-using-it.sh \
 	tests/fixtures/deeptutor/argv.http tests/fixtures/deeptutor/env.http tests/fixtures/deeptutor/memory-hog.http tests/fixtures/deeptutor/mount-readonly.http \
 	tests/fixtures/deeptutor/output.http tests/fixtures/deeptutor/plain.http tests/fixtures/deeptutor/timeout.http tests/fixtures/deeptutor/workdir-inside.http tests/fixtures/deeptutor/workdir-outside.http
 

@@ -182,7 +182,7 @@ wait_until 10 sh -c "ip link show '$KIF' >/dev/null 2>&1"
 now=$(ip -o link | sed -n 's/^[0-9]*: \(sx-[0-9a-f]*\)@.*/\1/p' | sort)
 is "$now" "$KIF" "after the new start only the restored sandbox's interface is there (the throwaway's is gone)"
 rules=$(nft list table inet sandboxd)
-is "$(printf '%s\n' "$rules" | grep -c 'chain sx_')" 1 "... and only its chain"
+is "$(printf '%s\n' "$rules" | grep -c 'chain sx_[0-9a-f]* {')" 1 "... and only its chain"
 is "$(sbx_probe keep 198.51.100.7 80)" "reached remote 198.51.100.7:80" "the restored sandbox has its egress again"
 like "$(sbx_probe keep 198.51.100.8 80)" "^refused" "... and its allow list"
 # A second daemon (its own state directory, cgroup and socket) in the same network namespace: no
@@ -217,7 +217,7 @@ else
         nok "a daemon that stops sandboxes makes its init and interface anew (ifindex $kidx -> $n)"
 fi
 is "$(sbx_probe keep 198.51.100.7 80)" "reached remote 198.51.100.7:80" "... and it has its egress"
-is "$(nft list table inet sandboxd | grep -c 'chain sx_')" 1 "... one chain, its own"
+is "$(nft list table inet sandboxd | grep -c 'chain sx_[0-9a-f]* {')" 1 "... one chain, its own"
 stop_daemon
 is "$(ip -o link | grep -c ' sx-')" 0 "a daemon stopped with SIGTERM removes its interfaces"
 check "... and its table" sh -c "! nft list table inet sandboxd 2>/dev/null"

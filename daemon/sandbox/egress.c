@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "egress-dns.h"
+#include "egress-sni.h"
 #include "egress.h"
 #include "log.h"
 #include "macro.h"
@@ -82,6 +83,7 @@ struct Egress {
         int home_fd;              /* our own network namespace */
         int lock_fd;              /* EGRESS_LOCK_NAME */
         Teardown *teardowns;      /* running */
+        EgressSni *sni;           /* the relay of names with "match": "sni"; NULL: none */
         /* From the start to egress_restored(): an earlier daemon's interfaces (those of the
          * sandboxes taken back running are claimed, with their slots, the others removed), its
          * table (in force until ours replaces it), and the claimed sandboxes whose chains are not
@@ -291,6 +293,9 @@ int egress_init(Context *m) {
         e->home_fd = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
         if (e->home_fd < 0)
                 return set_reason(e, "cannot open the daemon's network namespace: %m");
+        r = egress_sni_new(m, e->deny, e->n_deny, &e->sni);
+        if (r < 0)
+                log_warning_errno(r, "egress: no SNI relay (allow entries with \"match\": \"sni\" are refused): %m");
         return 0;
 }
 
@@ -300,6 +305,7 @@ void egress_done(Context *m) {
         if (!e)
                 return;
         teardowns_wait(e); /* before the table goes: they delete from it */
+        e->sni = egress_sni_free(e->sni);
         /* Sandboxes left running keep their rules for the next daemon, which replaces them. */
         if (e->table_made && e->nft && !e->n_kept)
                 (void) nftables_run(e->nft, "delete table " EGRESS_TABLE "\n", NULL);
@@ -463,6 +469,23 @@ static int parse_entry(Context *m, const char *s, const char *field, EgressRule 
         return 0;
 }
 
+/* {"name": ..., "match": "sni", ...} (egress-sni.h). */
+static int parse_object_entry(Context *m, json_object *v, const char *field, SandboxNet *n, ProtoError *err) {
+        EgressRule *r = &n->allow[n->n_allow];
+        int k;
+
+        k = egress_sni_parse_entry(v, field, r, n->names[n->n_allow], err);
+        if (k < 0)
+                return k;
+        if (r->sni && !m->egress->sni)
+                return proto_error_set(err, SBX_E_LIMIT_UNENFORCEABLE, field,
+                                       "'%s' asks for \"match\": \"sni\", but this daemon has no SNI relay (its log "
+                                       "says why)", field);
+        n->n_names++;
+        n->n_allow++;
+        return 0;
+}
+
 static int parse_allow(Context *m, json_object *allow, SandboxNet *n, ProtoError *err) {
         size_t count;
 
@@ -480,6 +503,11 @@ static int parse_allow(Context *m, json_object *allow, SandboxNet *n, ProtoError
                 int r;
 
                 snprintf(field, sizeof(field), "network.egress.allow[%zu]", i);
+                if (json_object_is_type(v, json_type_object)) {
+                        if ((r = parse_object_entry(m, v, field, n, err)) < 0)
+                                return r;
+                        continue;
+                }
                 if (!json_object_is_type(v, json_type_string) || json_object_get_string_len(v) == 0 ||
                     json_object_get_string_len(v) > EGRESS_ENTRY_MAX)
                         return proto_error_set(err, SBX_E_INVALID_REQUEST, field, "'%s' must be a string of 1-%d characters",
@@ -558,7 +586,8 @@ json_object *egress_spec_json(const SandboxNet *n) {
         allow = json_object_new_array();
         for (unsigned i = 0; i < n->n_allow; i++) {
                 char b[EGRESS_ENTRY_MAX + 16];
-                json_object_array_add(allow, json_object_new_string(rule_format(b, sizeof(b), &n->allow[i], n->names[i])));
+                json_object_array_add(allow, n->allow[i].sni ? egress_sni_entry_json(&n->allow[i], n->names[i])
+                                                             : json_object_new_string(rule_format(b, sizeof(b), &n->allow[i], n->names[i])));
         }
         json_object *eg = json_object_new_object();
         json_object_object_add(eg, "allow", allow);
@@ -585,6 +614,9 @@ json_object *egress_state_json(const SandboxNet *n) {
                 json_object_object_add(q, "dropped", json_object_new_int64((int64_t) c.dropped));
                 json_object_object_add(o, "dns_queries", q);
         }
+        json_object *sni = egress_sni_state_json(n->eg ? n->eg->sni : NULL, n);
+        if (sni)
+                json_object_object_add(o, "sni", sni);
         return o;
 }
 
@@ -686,6 +718,16 @@ static void text_add_prefixes(Text *t, const EgressRule *rules, unsigned n) {
         }
 }
 
+/* The SNI relay's part of the table: the map to each sandbox's nat chain (sx_<id>_sni), for its new
+ * TCP connections to what no sandbox reaches aside (they go on to the forward chain's reject). */
+static void sni_table_text(Egress *e, Text *t) {
+        text_add(t, "  map sni { type ifname : verdict; }\n");
+        text_add(t, "  chain prerouting {\n    type nat hook prerouting priority dstnat; policy accept;\n"
+                    "    iifname \"" VETH_PREFIX "*\" ip daddr @never return\n"
+                    "    iifname \"" VETH_PREFIX "*\" ip daddr @host return\n"
+                    "    iifname \"" VETH_PREFIX "*\" meta l4proto tcp iifname vmap @sni\n  }\n");
+}
+
 /* The table, new: what holds for every sandbox. The host's own addresses are set before each
  * sandbox's chain (egress_host_addresses()): they change. */
 static void table_text(Context *m, Text *t) {
@@ -700,6 +742,7 @@ static void table_text(Context *m, Text *t) {
         text_add(t, " }; }\n");
         text_add(t, "  set host { type ipv4_addr; flags interval; auto-merge; }\n");
         text_add(t, "  map out { type ifname : verdict; }\n");
+        sni_table_text(e, t);
         /* Replies in; nothing else toward a sandbox (from outside, nor from another sandbox). */
         text_add(t, "  chain forward {\n    type filter hook forward priority filter; policy accept;\n"
                     "    oifname \"" VETH_PREFIX "*\" ct state established,related accept\n"
@@ -710,8 +753,14 @@ static void table_text(Context *m, Text *t) {
                     "    iifname \"" VETH_PREFIX "*\" iifname vmap @out\n"
                     "    iifname \"" VETH_PREFIX "*\" counter drop\n  }\n");
         /* The host itself: nothing from a sandbox (DNS is relayed on the sandbox's own loopback). */
-        text_add(t, "  chain input {\n    type filter hook input priority filter; policy accept;\n"
-                    "    iifname \"" VETH_PREFIX "*\" counter reject with icmpx type admin-prohibited\n  }\n");
+        text_add(t, "  chain input {\n    type filter hook input priority filter; policy accept;\n");
+        if (egress_sni_port(e->sni))
+                text_add(t, "    iifname \"" VETH_PREFIX "*\" tcp dport %u ct status dnat accept\n", egress_sni_port(e->sni));
+        text_add(t, "    iifname \"" VETH_PREFIX "*\" counter reject with icmpx type admin-prohibited\n");
+        /* The relay takes only what a sandbox's nat chain redirected to it. */
+        if (egress_sni_port(e->sni))
+                text_add(t, "    tcp dport %u counter drop\n", egress_sni_port(e->sni));
+        text_add(t, "  }\n");
         text_add(t, "  chain postrouting {\n    type nat hook postrouting priority srcnat; policy accept;\n"
                     "    ip saddr %s oifname != \"" VETH_PREFIX "*\" masquerade\n  }\n}\n", range);
 }
@@ -752,6 +801,30 @@ static void name_set_text(Text *t, const char *chain, unsigned i) {
                  EGRESS_NAME_ADDRS_MAX);
 }
 
+/* A match-sni name in the forward chain: nothing accepted (its TCP on the entry's ports was
+ * redirected to the relay before), and QUIC to its addresses refused by a rule of its own. */
+static void sni_forward_text(Text *t, const char *chain, unsigned i, const EgressRule *r) {
+        text_add(t, "add rule " EGRESS_TABLE " %s ip daddr @%s_%u udp dport %u counter reject with icmpx type "
+                    "admin-prohibited\n", chain, chain, i, r->port ? r->port : 443);
+}
+
+/* The rules of a sandbox's nat chain for the allow list of list. */
+static void sni_rules_text(Egress *e, Text *t, const SandboxNet *list, uint32_t saddr, const char *chain) {
+        _cleanup_free_ char *rules = egress_sni_chain_text(list, saddr, EGRESS_TABLE, chain, egress_sni_port(e->sni));
+
+        if (!rules)
+                t->failed = true;
+        else
+                text_add(t, "%s", rules);
+}
+
+/* A sandbox's nat chain and its place in the map: every sandbox has one (a teardown removes it
+ * as it does the forward chain), empty without a match-sni entry. */
+static void sni_chain_text(Egress *e, Text *t, const SandboxNet *n, const char *chain) {
+        text_add(t, "add chain " EGRESS_TABLE " %s_sni\n", chain);
+        sni_rules_text(e, t, n, n->addr, chain);
+        text_add(t, "add element " EGRESS_TABLE " sni { \"%s\" : jump %s_sni }\n", n->ifname, chain);
+}
 
 /* The rules of a sandbox's chain (the forward chain's verdict map jumps to it): its connections
  * marked; one it has already goes on (a name's address that timed out included); a new one past
@@ -770,6 +843,10 @@ static void chain_rules_text(Context *m, Text *t, const SandboxNet *n, const cha
         for (unsigned i = 0; i < n->n_allow; i++) {
                 const EgressRule *r = &n->allow[i];
                 char p[48];
+                if (r->sni) {
+                        sni_forward_text(t, chain, i, r);
+                        continue;
+                }
                 if (r->name)
                         snprintf(p, sizeof(p), "@%s_%u", chain, i);
                 else
@@ -801,6 +878,7 @@ static void sandbox_text(Context *m, Text *t, const SandboxNet *n, const char *i
         text_add(t, "add chain " EGRESS_TABLE " %s\n", chain);
         chain_rules_text(m, t, n, chain, n->slot);
         text_add(t, "add element " EGRESS_TABLE " out { \"%s\" : jump %s }\n", n->ifname, chain);
+        sni_chain_text(m->egress, t, n, chain);
 }
 
 static int nft_apply(Egress *e, Text *t, char **ret_error) {
@@ -1030,6 +1108,10 @@ int egress_attach(Context *m, SandboxNet *n, const char *id, int netns_fd, char 
                 attach_fail(ret_error, r, "cannot set up the sandbox's resolver: %s", strerror(-r));
                 goto fail;
         }
+        if ((r = egress_sni_watch(e->sni, n)) < 0) {
+                attach_fail(ret_error, r, "out of memory");
+                goto fail;
+        }
         return 0;
 fail:
         egress_detach_now(m, n);
@@ -1071,6 +1153,7 @@ static int carried_take(Egress *e, const SandboxNet *old, const SandboxNet *want
  * new rules. A batch is all or nothing: on failure the old list stays in force. */
 static void update_text(Context *m, Text *t, const SandboxNet *old, const SandboxNet *want, const Carried *c) {
         text_add(t, "flush chain " EGRESS_TABLE " %s\n", old->chain);
+        text_add(t, "flush chain " EGRESS_TABLE " %s_sni\n", old->chain); /* before the sets it names go */
         for (unsigned j = 0; j < old->n_allow; j++)
                 if (old->allow[j].name && !(j < want->n_allow && want->allow[j].name))
                         text_add(t, "delete set " EGRESS_TABLE " %s_%u\n", old->chain, j);
@@ -1084,6 +1167,7 @@ static void update_text(Context *m, Text *t, const SandboxNet *old, const Sandbo
                 elements_text(t, old->chain, i, c->el[i], c->n[i]);
         }
         chain_rules_text(m, t, want, old->chain, old->slot);
+        sni_rules_text(m->egress, t, want, old->addr, old->chain);
 }
 
 static bool addr_carried(const Carried *c, unsigned i, uint32_t addr) {
@@ -1156,6 +1240,9 @@ int egress_update(Context *m, SandboxNet *n, const SandboxNet *want, int *ret_cu
                 if (*ret_cut < 0)
                         log_warning("egress: %s: cannot list its connections to cut those the new list does not allow: %s",
                                     n->ifname, strerror(-*ret_cut));
+                int relayed = egress_sni_recheck(n->eg->sni, n);
+                if (*ret_cut >= 0)
+                        *ret_cut += relayed;
         }
         carried_free(&c);
         return r;
@@ -1218,6 +1305,8 @@ int egress_adopt(Context *m, SandboxNet *n, const char *id, pid_t init_pid, int 
         r = attach_dns(m, e, n, netns_fd);
         if (r < 0)
                 log_warning_errno(r, "egress: sandbox %s: cannot bind its resolver again: %m; names do not resolve in it", id);
+        if (egress_sni_watch(e->sni, n) < 0)
+                log_warning("egress: sandbox %s: out of memory: its names matched on SNI are not reached", id);
         return 0;
 }
 
@@ -1268,6 +1357,7 @@ void egress_keep(Context *m, SandboxNet *n) {
         if (!n->attached || !e)
                 return;
         n->dns = dns_relay_free(n->dns);
+        egress_sni_forget(e->sni, n);
         n->attached = false;
         e->n_kept++;
 }
@@ -1310,6 +1400,8 @@ static int teardown_run(Nftables *nft, const char *ifname, unsigned slot) {
                 nft = own;
         text_add(&t, "delete element " EGRESS_TABLE " out { \"%s\" }\nflush chain " EGRESS_TABLE " sx_%s\n"
                      "delete chain " EGRESS_TABLE " sx_%s\n", ifname, base, base);
+        text_add(&t, "delete element " EGRESS_TABLE " sni { \"%s\" }\nflush chain " EGRESS_TABLE " sx_%s_sni\n"
+                     "delete chain " EGRESS_TABLE " sx_%s_sni\n", ifname, base, base);
         if (!nft || t.failed || nftables_run(nft, t.data, NULL) < 0)
                 failed |= TEARDOWN_RULES;
         free(t.data);
@@ -1438,6 +1530,7 @@ void egress_detach_now(Context *m, SandboxNet *n) {
         if (!n->attached || !e)
                 return;
         n->dns = dns_relay_free(n->dns);
+        egress_sni_forget(e->sni, n);
         teardown_log(n->ifname, teardown_run(e->nft, n->ifname, n->slot));
         give_slot(e, n->slot);
         n->attached = false;
@@ -1450,6 +1543,7 @@ void egress_detach(Context *m, SandboxNet *n) {
         if (!n->attached || !e)
                 return;
         n->dns = dns_relay_free(n->dns);
+        egress_sni_forget(e->sni, n);
         r = m->event ? teardown_start(m, e, n) : -ENOTCONN;
         if (r < 0) {
                 log_debug_errno(r, "egress: no child for the teardown of %s, done here: %m", n->ifname);

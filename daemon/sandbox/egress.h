@@ -27,35 +27,7 @@
 #include "context.h"
 #include "proto.h"
 
-#define EGRESS_ALLOW_MAX 64
-#define EGRESS_ENTRY_MAX 64   /* characters of an allow entry */
-
-typedef struct EgressRule {
-        uint32_t addr;   /* host order */
-        uint8_t len;
-        uint8_t proto;   /* 0: TCP and UDP; IPPROTO_TCP or IPPROTO_UDP */
-        uint16_t port;   /* 0: every port */
-        bool name;       /* a name (SandboxNet.names[i]), not an address: addr and len unused */
-} EgressRule;
-
-typedef struct DnsRelay DnsRelay;
-
-typedef struct SandboxNet {
-        bool egress, all;
-        EgressRule allow[EGRESS_ALLOW_MAX];
-        char names[EGRESS_ALLOW_MAX][EGRESS_ENTRY_MAX + 1]; /* of the allow[i] that are names */
-        unsigned n_allow, n_names;
-        uid_t uid;       /* the sandbox's owner (its relay's budget): set before egress_attach() */
-        /* While its init lives (egress_attach() to egress_detach()). */
-        bool attached;
-        Egress *eg;      /* the egress of the daemon that attached it */
-        char chain[32];  /* sx_<id>: its nftables chain; its names' sets are sx_<id>_<i> */
-        unsigned slot;
-        char ifname[IFNAMSIZ];
-        uint32_t host_addr, addr;  /* host order */
-        DnsRelay *dns;
-        char *error;   /* why the last egress_attach() failed, for create's answer */
-} SandboxNet;
+#include "egress-types.h"
 
 /* At start, before any sandbox is restored: what an earlier daemon left is removed, and whether
  * egress can be given is found out (hello, create). Never fails the daemon. */
