@@ -166,6 +166,15 @@ tests_test_registry_CPPFLAGS = $(DAEMON_UNIT_CPPFLAGS)
 tests_test_registry_CFLAGS = $(DAEMON_UNIT_CFLAGS)
 tests_test_registry_LDADD = $(DAEMON_LIBS)
 
+## An OCI layout's index and manifests as an import reads them (pure).
+check_PROGRAMS += tests/test-oci-index
+TESTS += tests/test-oci-index
+tests_test_oci_index_SOURCES = tests/test-oci-index.c tests/tap.h daemon/core/oci-index.c daemon/core/oci-index.h \
+	daemon/exec/blob-digest.c daemon/exec/blob-digest.h
+tests_test_oci_index_CPPFLAGS = $(DAEMON_INCLUDES) $(AM_CPPFLAGS)
+tests_test_oci_index_CFLAGS = $(UNIT_CFLAGS) $(CRYPTO_CFLAGS)
+tests_test_oci_index_LDADD = $(UNIT_LDADD) $(CRYPTO_LIBS)
+
 ## `nft list set` read back (pure).
 check_PROGRAMS += tests/test-nft-listing
 TESTS += tests/test-nft-listing

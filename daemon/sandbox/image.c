@@ -27,6 +27,7 @@
 #include "image.h"
 #include "log.h"
 #include "mount-open.h"
+#include "oci-index.h"
 #include "macro.h"
 #include "remove-async.h"
 #include "rm-rf.h"
@@ -36,7 +37,6 @@
 #define IMAGE_JSON "image.json"
 #define IMAGE_JSON_MAX (64u * 1024)
 #define OCI_JSON_MAX (4u << 20)
-#define OCI_LAYERS_MAX 256
 #define TMP_PREFIX ".tmp-"
 /* However small its caps, an import is work done as root off the event loop: one hour of it at
  * most (a stream of headers that make nothing, a slow or stalled source). */
@@ -772,70 +772,6 @@ static int on_job_exit(sd_event_source *src, const siginfo_t *si, void *userdata
 
 /* ---- OCI image layouts ----------------------------------------------------------------------- */
 
-/* What a descriptor says its blob is, checked for form: sha256 only, a size. */
-static int oci_descriptor(json_object *d, const char *what, ImageBlob *ret, ProtoError *err) {
-        const char *digest = json_str(d, "digest");
-        json_object *v;
-        int r = blob_digest_parse(digest, ret->sha256);
-
-        if (r == -EOPNOTSUPP)
-                return proto_error_set(err, SBX_E_INVALID_REQUEST, "source",
-                                       "%s: digest '%.80s' is not sha256, the only algorithm taken", what, digest);
-        if (r < 0)
-                return digest ? proto_error_set(err, SBX_E_INVALID_REQUEST, "source", "%s: malformed digest '%.80s'", what, digest)
-                              : proto_error_set(err, SBX_E_INVALID_REQUEST, "source", "%s has no digest", what);
-        if (!json_object_object_get_ex(d, "size", &v) || !json_object_is_type(v, json_type_int) || json_object_get_int64(v) < 0)
-                return proto_error_set(err, SBX_E_INVALID_REQUEST, "source", "%s has no size", what);
-        ret->size = (uint64_t) json_object_get_int64(v);
-        snprintf(ret->path, sizeof(ret->path), "blobs/sha256/%s", digest + 7);
-        return 0;
-}
-
-static bool media_is_index(const char *t) {
-        return t && (strcmp(t, "application/vnd.oci.image.index.v1+json") == 0 ||
-                     strcmp(t, "application/vnd.docker.distribution.manifest.list.v2+json") == 0);
-}
-
-/* The host's platform as OCI spells it. */
-static const char *oci_arch(void) {
-#if defined(__x86_64__)
-        return "amd64";
-#elif defined(__aarch64__)
-        return "arm64";
-#else
-        return "";
-#endif
-}
-
-/* The descriptor in index o: by tag, or the only one, or (a nested index) the host's platform. */
-static json_object *oci_pick(json_object *o, const char *tag, bool nested, ProtoError *err) {
-        json_object *m = json_object_object_get(o, "manifests");
-        size_t n = m && json_object_is_type(m, json_type_array) ? json_object_array_length(m) : 0;
-
-        for (size_t i = 0; i < n; i++) {
-                json_object *d = json_object_array_get_idx(m, i), *ann, *plat;
-                const char *ref = json_object_object_get_ex(d, "annotations", &ann) ? json_str(ann, "org.opencontainers.image.ref.name")
-                                                                                      : NULL;
-                if (!nested && tag && ref && strcmp(ref, tag) == 0)
-                        return d;
-                if (nested && json_object_object_get_ex(d, "platform", &plat) && json_str(plat, "os") &&
-                    strcmp(json_str(plat, "os"), "linux") == 0 && json_str(plat, "architecture") &&
-                    strcmp(json_str(plat, "architecture"), oci_arch()) == 0)
-                        return d;
-        }
-        if ((!tag || nested) && n == 1)
-                return json_object_array_get_idx(m, 0);
-        if (tag && !nested)
-                proto_error_set(err, SBX_E_NOT_FOUND, "tag", "index.json has no manifest tagged '%.64s'", tag);
-        else if (n == 0)
-                proto_error_set(err, SBX_E_INVALID_REQUEST, "source", "the layout's index lists no manifest");
-        else if (nested)
-                proto_error_set(err, SBX_E_NOT_FOUND, "source", "the image index has no manifest for linux/%s", oci_arch());
-        else
-                proto_error_set(err, SBX_E_INVALID_REQUEST, "tag", "index.json lists %zu manifests: say which with 'tag'", n);
-        return NULL;
-}
-
 /* A small blob (a manifest, an index, a config), read whole: its size and sha256 checked, then parsed. */
 static json_object *oci_read_blob(int dir_fd, const SandboxCaller *who, json_object *d, const char *what, ProtoError *err) {
         _cleanup_free_ char *buf = NULL;
@@ -845,7 +781,7 @@ static json_object *oci_read_blob(int dir_fd, const SandboxCaller *who, json_obj
         json_object *o;
         int r;
 
-        if (oci_descriptor(d, what, &b, err) < 0)
+        if (oci_descriptor_parse(d, what, &b, err) < 0)
                 return NULL;
         r = read_file_beneath(dir_fd, b.path, who, OCI_JSON_MAX, b.size, &buf, &len);
         if (r == -EMSGSIZE) {
@@ -866,30 +802,16 @@ static json_object *oci_read_blob(int dir_fd, const SandboxCaller *who, json_obj
 }
 
 static int oci_layers(ImageJob *j, json_object *manifest, ProtoError *err) {
-        json_object *layers = json_object_object_get(manifest, "layers"), *config;
-        size_t n = layers && json_object_is_type(layers, json_type_array) ? json_object_array_length(layers) : 0;
+        json_object *config;
+        int r = oci_manifest_layers(manifest, &config, &j->layers, &j->n_layers, err);
 
-        if (n == 0 || n > OCI_LAYERS_MAX)
-                return proto_error_set(err, SBX_E_INVALID_REQUEST, "source", "the manifest has %zu layers (1 to %d are taken)", n,
-                                       OCI_LAYERS_MAX);
+        if (r < 0)
+                return r;
         /* Nothing of the config is used yet; it is part of what the manifest's digest vouches for. */
-        config = json_object_object_get(manifest, "config");
-        if (!config || !json_object_is_type(config, json_type_object))
-                return proto_error_set(err, SBX_E_INVALID_REQUEST, "source", "the manifest has no config descriptor");
         config = oci_read_blob(j->src_fd, &j->caller, config, "the config", err);
         if (!config)
                 return -EINVAL;
         json_object_put(config);
-        j->layers = calloc(n, sizeof(ImageBlob));
-        if (!j->layers)
-                return proto_error_set(err, SBX_E_INTERNAL, NULL, "out of memory");
-        for (size_t i = 0; i < n; i++) {
-                char what[48];
-                snprintf(what, sizeof(what), "layer %zu of the manifest", i + 1);
-                if (oci_descriptor(json_object_array_get_idx(layers, i), what, &j->layers[i], err) < 0)
-                        return -EINVAL;
-                j->n_layers++;
-        }
         return 0;
 }
 
@@ -902,22 +824,22 @@ static int oci_resolve(ImageJob *j, const char *tag, ProtoError *err) {
         if (!index)
                 return proto_error_set(err, SBX_E_INVALID_REQUEST, "source", "cannot read index.json of %s: %s", j->source,
                                        strerror(errno));
-        d = oci_pick(index, tag, false, err);
+        d = oci_index_pick(index, tag, false, oci_host_arch(), err);
         for (int depth = 0; d && depth < 2; depth++) {
                 digest = json_str(d, "digest");
                 json_object_put(manifest);
-                manifest = oci_read_blob(j->src_fd, &j->caller, d, media_is_index(json_str(d, "mediaType")) ? "the image index" : "the manifest",
+                manifest = oci_read_blob(j->src_fd, &j->caller, d, oci_media_is_index(json_str(d, "mediaType")) ? "the image index" : "the manifest",
                                          err);
                 if (!manifest)
                         break;
-                if (!media_is_index(json_str(d, "mediaType")) && !media_is_index(json_str(manifest, "mediaType"))) {
+                if (!oci_media_is_index(json_str(d, "mediaType")) && !oci_media_is_index(json_str(manifest, "mediaType"))) {
                         if ((j->digest = strdup(digest)))
                                 r = oci_layers(j, manifest, err);
                         else
                                 r = proto_error_set(err, SBX_E_INTERNAL, NULL, "out of memory");
                         break;
                 }
-                d = oci_pick(manifest, NULL, true, err);
+                d = oci_index_pick(manifest, NULL, true, oci_host_arch(), err);
         }
         if (r == -EINVAL && !err->code)
                 r = proto_error_set(err, SBX_E_INVALID_REQUEST, "source", "the layout's index nests too deep");
