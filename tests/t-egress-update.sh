@@ -138,13 +138,23 @@ is "$(resolve "$D" remote.test)" "unresolved" "... where no name resolves"
 ctl network "$D" --allow remote.test:80 >/dev/null
 is "$(sbx_probe "$D" remote.test 80)" "reached remote 198.51.100.7:80" "... until sandboxctl network opens it"
 
+# A connection to a name's address, cut when the name leaves the list.
+ctl network "$D" --allow remote.test:9000/tcp >/dev/null
+is "$(resolve "$D" remote.test)" "198.51.100.7" "remote.test:9000/tcp on D's list: the name resolves"
+hold "$D" 9000
+check "D holds a connection to remote.test's :9000" wait_until 20 hold_up "$D" 9000
+out=$(ctl network "$D" --allow other.test:80)
+like "$out" "connections cut: +1$" "the name taken off the list: its connection is cut"
+check "... and D's program sees it reset" wait_until 10 hold_down "$D" 9000
+is "$(hold_state "$D" 9000)" "down 104" "... ECONNRESET"
+
 # ---- The Python package ----------------------------------------------------------------------
 out=$(PYTHONPATH="$top_srcdir/python" python3 -c 'import sys
 from sandboxd import Client
 with Client(sys.argv[1]) as c:
     u = c.update_network(sys.argv[2], {"egress": {"allow": ["other.test:80"]}})
     print(u.connections_cut, " ".join(u.sandbox.network["egress"]["allow"]))' "$SOCK" "$D" 2>&1)
-is "$out" "0 other.test:80" "Client.update_network: no open connection cut (remote.test's closed one is not counted), the new list"
+is "$out" "0 other.test:80" "Client.update_network: the same list again cuts nothing, and the reply has it"
 is "$(sbx_probe "$D" other.test 80)" "reached remote 198.51.100.8:80" "... in force"
 out=$(ctl inspect "$D")
 like "$out" "names resolved: +other\.test \(198\.51\.100\.8\), remote\.test \(198\.51\.100\.7\)" \
