@@ -68,6 +68,16 @@ tests_fuzz_fuzz_image_layer_replay_CFLAGS = $(UNIT_CFLAGS) $(ARCHIVE_CFLAGS) $(C
 tests_fuzz_fuzz_image_layer_replay_LDADD = $(UNIT_LDADD) $(ARCHIVE_LIBS) $(CRYPTO_LIBS)
 EXTRA_DIST += tests/fuzz/replay-image-layer.sh
 
+## The SNI relay's parser of a connection's first bytes on any bytes (daemon/core/tls-hello.c).
+check_PROGRAMS += tests/fuzz/fuzz-tls-hello-replay
+TESTS += tests/fuzz/replay-tls-hello.sh
+tests_fuzz_fuzz_tls_hello_replay_SOURCES = tests/fuzz/fuzz-replay.c tests/fuzz/fuzz-tls-hello.c tests/fuzz/fuzz.h \
+	daemon/core/tls-hello.c daemon/core/tls-hello.h
+tests_fuzz_fuzz_tls_hello_replay_CPPFLAGS = $(DAEMON_INCLUDES) $(AM_CPPFLAGS)
+tests_fuzz_fuzz_tls_hello_replay_CFLAGS = $(UNIT_CFLAGS)
+tests_fuzz_fuzz_tls_hello_replay_LDADD = $(UNIT_LDADD)
+EXTRA_DIST += tests/fuzz/replay-tls-hello.sh
+
 if FUZZING
 ## lib's sources are compiled into the target so that libFuzzer sees their coverage.
 FUZZ_FLAGS = -fsanitize=fuzzer,address,undefined -fno-omit-frame-pointer -g
@@ -116,7 +126,20 @@ fuzz-image-layer: tests/fuzz/fuzz-image-layer
 	tests/fuzz/fuzz-image-layer -max_total_time=$(FUZZ_TIME) -max_len=65536 -timeout=10 \
 		-artifact_prefix=tests/fuzz/work/image-layer- $(FUZZ_ARGS) tests/fuzz/work/image-layer \
 		$(srcdir)/tests/fuzz/corpus/image-layer
-.PHONY: fuzz fuzz-file-line fuzz-image-layer check-vm
+
+noinst_PROGRAMS += tests/fuzz/fuzz-tls-hello
+tests_fuzz_fuzz_tls_hello_SOURCES = tests/fuzz/fuzz-tls-hello.c tests/fuzz/fuzz.h daemon/core/tls-hello.c daemon/core/tls-hello.h
+tests_fuzz_fuzz_tls_hello_CPPFLAGS = $(DAEMON_INCLUDES) $(AM_CPPFLAGS)
+tests_fuzz_fuzz_tls_hello_CFLAGS = $(UNIT_CFLAGS) $(FUZZ_FLAGS)
+tests_fuzz_fuzz_tls_hello_LDFLAGS = $(AM_LDFLAGS) $(FUZZ_FLAGS)
+
+## make fuzz-tls-hello FUZZ_TIME=60: the SNI relay's parser of ClientHellos and HTTP/1 requests.
+fuzz-tls-hello: tests/fuzz/fuzz-tls-hello
+	$(MKDIR_P) tests/fuzz/work/tls-hello
+	tests/fuzz/fuzz-tls-hello -max_total_time=$(FUZZ_TIME) -max_len=20000 -timeout=10 \
+		-artifact_prefix=tests/fuzz/work/tls-hello- $(FUZZ_ARGS) tests/fuzz/work/tls-hello \
+		$(srcdir)/tests/fuzz/corpus/tls-hello
+.PHONY: fuzz fuzz-file-line fuzz-image-layer fuzz-tls-hello check-vm
 endif
 
 ## daemon/core/ring.c (and the pipe peek it uses) compiled into its test directly.
