@@ -227,6 +227,9 @@ for r in range(rounds):
         print("%s\tup\t%.1f\n%s\tdown\t%.1f" % (row, mib / up, row, mib / down), flush=True)
 PY
 
+# cpu_ticks PID: its user + system time, in clock ticks.
+cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
+
 # sni_bench ROUNDS MIB: a sandbox with bulk.sni.test as a match-sni entry (its port 80 goes
 # through the daemon's relay, which reads the Host header, then splices) and 198.51.100.10:80 by
 # address (the same server, routed directly).
@@ -239,9 +242,15 @@ sni_bench() {
                 return
         fi
         echo "# SNI throughput: $1 rounds of $2 MiB up then down per row; load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
+        local cpu0 cpu1
+        cpu0=$(cpu_ticks "$DPID")
         "$CTL" --socket "$T/sock" run --sandbox "$id" -- python3 -c "$(cat "$T/bulk.py")" "$1" "$2" >"$T/bulk" ||
                 echo "# SNI throughput: the program failed: $(tail -n 3 "$T/bulk")"
+        cpu1=$(cpu_ticks "$DPID")
         echo "# load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
+        # The relay's bytes: each round's MiB up and down through it, and the 16 MiB warm-up both ways.
+        awk -v t=$((cpu1 - cpu0)) -v hz="$(getconf CLK_TCK)" -v mib=$(($1 * $2 * 2 + 32)) 'BEGIN {
+                printf "# the daemon'"'"'s CPU meanwhile: %.2f s for %d MiB through its relay: %.2f s a GiB\n", t / hz, mib, t / hz / mib * 1024 }'
         python3 - "$T/bulk" <<'PY'
 import statistics, sys
 v = {}
