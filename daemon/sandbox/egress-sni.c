@@ -18,11 +18,12 @@
 #include "egress-sni.h"
 #include "log.h"
 #include "macro.h"
-#include "nftables.h"
+#include "nft-element.h"
 #include "tls-hello.h"
 #include "util.h"
 
 #define SNI_TABLE "inet sandboxd"
+#define SNI_TABLE_NAME "sandboxd"   /* of family inet */
 #define SNI_ACCEPT_BATCH 32
 
 typedef struct SniConn SniConn;
@@ -32,7 +33,6 @@ struct EgressSni {
         int listen_fd;
         uint16_t port;
         sd_event_source *listen_src;
-        Nftables *nft;              /* our own: for the sets' lookups */
         EgressRule deny[64];
         unsigned n_deny;
         SniConn *conns;
@@ -264,6 +264,10 @@ static int conn_connect(SniConn *c) {
                 return -errno;
         (void) setsockopt(c->out_fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
         (void) setsockopt(c->in_fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
+        /* Segments go on as they come (the programs' own sockets coalesce theirs): ours holding
+         * a small write back for an ACK the far end delays would add that delay to a request. */
+        (void) setsockopt(c->out_fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+        (void) setsockopt(c->in_fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
         if (connect(c->out_fd, (struct sockaddr *) &c->dst, sizeof(c->dst)) < 0 && errno != EINPROGRESS)
                 return -errno;
         if ((r = pipe_make(c->up.pipe)) < 0 || (r = pipe_make(c->down.pipe)) < 0)
@@ -301,14 +305,16 @@ static bool dst_forbidden(const EgressSni *s, uint32_t addr) {
         return found;
 }
 
-/* Whether the set of n's entry i holds addr now (nft answers "No such file" when not). */
-static bool set_holds(EgressSni *s, const SandboxNet *n, unsigned i, uint32_t addr) {
-        _cleanup_free_ char *out = NULL, *msg = NULL;
-        char cmd[128], a[INET_ADDRSTRLEN];
+/* Whether the set of n's entry i holds addr now; an error is a no. */
+static bool set_holds(const SandboxNet *n, unsigned i, uint32_t addr) {
+        char set[48];
+        int r;
 
-        inet_ntop(AF_INET, &(struct in_addr) { .s_addr = htonl(addr) }, a, sizeof(a));
-        snprintf(cmd, sizeof(cmd), "get element " SNI_TABLE " %s_%u { %s }\n", n->chain, i, a);
-        return nftables_list(s->nft, cmd, &out, &msg) >= 0;
+        snprintf(set, sizeof(set), "%s_%u", n->chain, i);
+        r = nft_set_has_ipv4(SNI_TABLE_NAME, set, addr);
+        if (r < 0)
+                log_debug_errno(r, "egress: %s: cannot look %s up: %m", n->ifname, set);
+        return r > 0;
 }
 
 static bool port_of_entry(const EgressRule *r, uint16_t port) {
@@ -316,10 +322,10 @@ static bool port_of_entry(const EgressRule *r, uint16_t port) {
 }
 
 /* An entry with match sni that names it, on this port, whose set holds the destination. */
-static bool sni_admits(EgressSni *s, const SandboxNet *n, const char *name, uint32_t addr, uint16_t port) {
+static bool sni_admits(const SandboxNet *n, const char *name, uint32_t addr, uint16_t port) {
         for (unsigned i = 0; i < n->n_allow; i++) {
                 const EgressRule *r = &n->allow[i];
-                if (r->sni && port_of_entry(r, port) && dns_name_matches(n->names[i], name) && set_holds(s, n, i, addr))
+                if (r->sni && port_of_entry(r, port) && dns_name_matches(n->names[i], name) && set_holds(n, i, addr))
                         return true;
         }
         return false;
@@ -356,7 +362,7 @@ static void conn_peeked(SniConn *c) {
                 conn_refuse(c, "the address is one no sandbox reaches", name);
                 return;
         }
-        if (!sni_admits(c->sni, c->net, name, addr, ntohs(c->dst.sin_port))) {
+        if (!sni_admits(c->net, name, addr, ntohs(c->dst.sin_port))) {
                 conn_refuse(c, kind == TLS_HELLO_TLS ? "server_name not allowed for this address and port"
                                                      : "Host not allowed for this address and port", name);
                 return;
@@ -561,9 +567,7 @@ int egress_sni_new(Context *m, const EgressRule *deny, unsigned n_deny, EgressSn
         s->listen_fd = -EBADF;
         s->n_deny = n_deny < ELEMENTSOF(s->deny) ? n_deny : ELEMENTSOF(s->deny);
         memcpy(s->deny, deny, s->n_deny * sizeof(*deny));
-        r = nftables_new(&s->nft);
-        if (r >= 0)
-                r = listen_make(s);
+        r = listen_make(s);
         if (r >= 0 && m->event)
                 r = sd_event_add_io(m->event, &s->listen_src, s->listen_fd, EPOLLIN, on_listen, s);
         if (r < 0) {
@@ -581,7 +585,6 @@ EgressSni *egress_sni_free(EgressSni *s) {
                 conn_free(s->conns);
         sd_event_source_disable_unref(s->listen_src);
         safe_close(s->listen_fd);
-        nftables_free(s->nft);
         free(s->nets);
         free(s);
         return NULL;
@@ -610,7 +613,7 @@ int egress_sni_recheck(EgressSni *s, const SandboxNet *n) {
         for (SniConn *c = s->conns, *next; c; c = next) {
                 next = c->next;
                 if (c->net != n || c->state == SNI_PEEKING ||
-                    sni_admits(s, n, c->name, ntohl(c->dst.sin_addr.s_addr), ntohs(c->dst.sin_port)))
+                    sni_admits(n, c->name, ntohl(c->dst.sin_addr.s_addr), ntohs(c->dst.sin_port)))
                         continue;
                 conn_end(c, -ECONNRESET);
                 cut++;
