@@ -215,6 +215,16 @@ tests_test_conntrack_CPPFLAGS = $(DAEMON_INCLUDES) $(AM_CPPFLAGS)
 tests_test_conntrack_CFLAGS = $(UNIT_CFLAGS) $(NFTABLES_CFLAGS)
 tests_test_conntrack_LDADD = $(UNIT_LDADD) $(NFTABLES_LIBS)
 
+## One nftables set element looked up over nfnetlink (daemon/host/nft-element.c), in a network
+## namespace of its own (root only; skipped otherwise).
+check_PROGRAMS += tests/test-nft-element
+TESTS += tests/test-nft-element
+tests_test_nft_element_SOURCES = tests/test-nft-element.c tests/tap.h daemon/host/nft-element.c daemon/host/nft-element.h \
+	daemon/host/nftables.c daemon/host/nftables.h
+tests_test_nft_element_CPPFLAGS = $(DAEMON_INCLUDES) $(AM_CPPFLAGS)
+tests_test_nft_element_CFLAGS = $(UNIT_CFLAGS) $(NFTABLES_CFLAGS)
+tests_test_nft_element_LDADD = $(UNIT_LDADD) $(NFTABLES_LIBS)
+
 ## The parser of ctnetlink's dump messages, on hostile bytes (pure).
 check_PROGRAMS += tests/test-conntrack-parse
 TESTS += tests/test-conntrack-parse
