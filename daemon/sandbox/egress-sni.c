@@ -125,9 +125,6 @@ static void conn_refuse(SniConn *c, const char *why, const char *name) {
         conn_free(c);
 }
 
-static int on_in(sd_event_source *src, int fd, uint32_t events, void *userdata);
-static int on_out(sd_event_source *src, int fd, uint32_t events, void *userdata);
-
 /* Moves what one way has, within a turn's bytes: 0, or < 0 on an error of either socket. */
 static int way_shovel(SniWay *w) {
         size_t moved = 0;
@@ -251,8 +248,6 @@ static int on_out(sd_event_source *src, int fd, uint32_t events, void *userdata)
                 conn_end(c, r);
         return 0;
 }
-
-static int on_in(sd_event_source *src, int fd, uint32_t events, void *userdata);
 
 /* The destination: a socket of ours, connecting; on_out() goes on once it is. */
 static int conn_connect(SniConn *c) {
