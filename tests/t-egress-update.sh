@@ -148,6 +148,17 @@ like "$out" "connections cut: +1$" "the name taken off the list: its connection 
 check "... and D's program sees it reset" wait_until 10 hold_down "$D" 9000
 is "$(hold_state "$D" 9000)" "down 104" "... ECONNRESET"
 
+# A connection the chain forwarded to a name's address does not survive that name becoming an
+# SNI-matched entry: such an entry's connections go through the relay, and this one never did.
+ctl network "$D" --allow remote.test:9001/tcp >/dev/null
+is "$(resolve "$D" remote.test)" "198.51.100.7" "remote.test:9001/tcp on D's list: the name resolves"
+hold "$D" 9001
+check "D holds a forwarded connection to remote.test's :9001" wait_until 20 hold_up "$D" 9001
+r=$(rpc "{\"op\":\"sandbox.update\",\"sandbox\":\"$D\",\"network\":{\"egress\":{\"allow\":[{\"name\":\"remote.test\",\"port\":9001,\"match\":\"sni\"}]}}}")
+is "$(jget "$r" .connections_cut)" 1 "the same name on the same port, now matched on SNI: the forwarded connection is cut"
+check "... and D's program sees it reset" wait_until 10 hold_down "$D" 9001
+ctl network "$D" --allow other.test:80 >/dev/null
+
 # ---- The Python package ----------------------------------------------------------------------
 out=$(PYTHONPATH="$top_srcdir/python" python3 -c 'import sys
 from sandboxd import Client

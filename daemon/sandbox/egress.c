@@ -1178,12 +1178,15 @@ static bool addr_carried(const Carried *c, unsigned i, uint32_t addr) {
 }
 
 /* Whether the new list lets a connection (its original direction) go on: as its chain would
- * take it as a new one, the bounds aside. */
+ * take it as a new one, the bounds aside. An entry matched on SNI admits none of these: the chain
+ * forwards nothing for it (its connections go through the relay, which checks them itself). */
 static bool update_admits(const SandboxNet *want, const Carried *c, const ConntrackEntry *ct) {
         if (want->all)
                 return true;
         for (unsigned i = 0; i < want->n_allow; i++) {
                 const EgressRule *r = &want->allow[i];
+                if (r->sni)
+                        continue;
                 bool addr = r->name ? addr_carried(c, i, ct->dst)
                                     : r->len == 0 || ((ct->dst ^ r->addr) >> (32 - r->len)) == 0;
                 bool port = !r->port || (ct->dport == r->port && (r->proto ? ct->proto == r->proto
