@@ -13,12 +13,18 @@
 # sandbox and is reached; a name not on the list is REFUSED and its address not reached;
 # sandboxctl network cuts an open connection to what the new list removes and says so, while one
 # it keeps goes on; after systemctl restart the changed list is still in force.
+# Names matched on SNI (issue #32, daemon/sandbox/egress-sni.c): good.test and evil.test resolve to
+# one remote address (198.51.100.9, where tests/egress-sni-remote.py serves TLS on 443 and HTTP on
+# 80 and logs what reached it); a sandbox created with --allow-sni good.test gets through the
+# daemon's relay with Host good.test and with a ClientHello's server_name good.test, while
+# evil.test on the same address is reset and never reaches the remote; 8 MiB each way arrive
+# intact through the relay; sandboxctl inspect shows the relay's counts.
 source "$(dirname "$0")/lib.sh"
 export SANDBOXD_SOCKET=/run/sandboxd/sandboxd.sock
 ctl=$(command -v sandboxctl)
 # The unit may not load modules (ProtectKernelModules=yes): what egress needs, loaded first, as an
 # administrator would list them in modules-load.d.
-for m in veth nf_tables nft_ct nft_nat nft_masq nft_reject_inet nft_chain_nat nf_conntrack nf_nat; do
+for m in veth nf_tables nft_ct nft_nat nft_masq nft_redir nft_reject_inet nft_chain_nat nf_conntrack nf_nat; do
 	modprobe "$m" 2>/dev/null
 done
 
@@ -29,7 +35,7 @@ for i in $(seq 50); do [ "$(readlink /proc/$rpid/ns/net)" != "$(readlink /proc/s
 in_remote() { nsenter --net=/proc/$rpid/ns/net "$@"; }
 ip link add up0 type veth peer name eth0 netns "$rpid" && ip addr add 192.0.2.1/24 dev up0 && ip link set up0 up
 in_remote sh -c 'ip link set lo up && ip link set eth0 up && ip addr add 192.0.2.2/24 dev eth0 &&
-	ip addr add 198.51.100.7/32 dev lo && ip addr add 198.51.100.8/32 dev lo && ip addr add 198.51.100.53/32 dev lo &&
+	ip addr add 198.51.100.7/32 dev lo && ip addr add 198.51.100.8/32 dev lo && ip addr add 198.51.100.53/32 dev lo && ip addr add 198.51.100.9/32 dev lo &&
 	ip addr add 169.254.169.254/32 dev lo && ip route add default via 192.0.2.1'
 ip route add 198.51.100.0/24 via 192.0.2.2 && ip route add 169.254.169.254/32 via 192.0.2.2
 sysctl -qw net.ipv4.conf.up0.forwarding=1
@@ -37,8 +43,15 @@ sysctl -qw net.ipv4.conf.up0.forwarding=1
 ok $? "198.51.100.7 and 169.254.169.254 are routed into the test's remote namespace"
 nsenter --net=/proc/$rpid/ns/net python3 "$here/../egress-remote.py" 198.51.100.7:80 198.51.100.7:8080 198.51.100.8:80 169.254.169.254:80 \
 	198.51.100.7:9000/echo 198.51.100.7:9001/echo --dns 198.51.100.53 --ttl 300 \
-	--name remote.test=198.51.100.7 --name other.test=198.51.100.8 >/tmp/egress-remote.out 2>&1 &
+	--name remote.test=198.51.100.7 --name other.test=198.51.100.8 \
+	--name good.test=198.51.100.9 --name evil.test=198.51.100.9 >/tmp/egress-remote.out 2>&1 &
 spid=$!
+# The SNI section's server (TLS with a throwaway certificate, HTTP) on 198.51.100.9.
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 -subj /CN=good.test \
+	-keyout /tmp/egress-sni-key.pem -out /tmp/egress-sni-cert.pem 2>/dev/null
+nsenter --net=/proc/$rpid/ns/net python3 "$here/../egress-sni-remote.py" 198.51.100.9 \
+	--cert /tmp/egress-sni-cert.pem --key /tmp/egress-sni-key.pem >/tmp/egress-sni.out 2>&1 &
+snipid=$!
 for i in $(seq 100); do grep -q ready /tmp/egress-remote.out 2>/dev/null && break; sleep 0.1; done
 # The packaged daemon's configuration file (sandboxd --help names it): its resolver becomes the
 # remote's DNS answerer; the cleanup puts the file back.
@@ -49,7 +62,7 @@ systemctl restart sandboxd.service
 ok $? "sandboxd restarted with egress_dns = 198.51.100.53 in $conf"
 cleanup() {
 	cp -p /tmp/egress-sandboxd.conf.orig "$conf" && systemctl try-restart sandboxd.service
-	kill "$spid" "$rpid" 2>/dev/null
+	kill "$spid" "$snipid" "$rpid" 2>/dev/null
 	ip link del up0 2>/dev/null
 	ip route del 198.51.100.0/24 2>/dev/null
 	ip route del 169.254.169.254/32 2>/dev/null
@@ -216,4 +229,40 @@ ok $? "... remote.test is reached ($got), other.test still REFUSED"
 for _ in $(seq 100); do [ "$(ip -o link | grep -c ' sx-')" = 0 ] && break; sleep 0.1; done
 [ "$(ip -o link | grep -c ' sx-')" = 0 ]
 ok $? "destroy it: no interface left"
+
+# ---- Names matched on SNI -------------------------------------------------------------------
+# sni SANDBOX MODE ARGS...: tests/egress-sni-client.py in the sandbox ("reached ..." or "refused ...").
+client=$(cat "$here/../egress-sni-client.py")
+sni() { local s=$1; shift; "$ctl" run --sandbox "$s" -- python3 -c "$client" "$@" 2>&1; }
+# seen WHAT: lines of the SNI remote's log, since the last mark, that begin with WHAT.
+mark() { smark=$(wc -l </tmp/egress-sni.out); }
+seen() { tail -n +"$((smark + 1))" /tmp/egress-sni.out | grep -c "^$1"; }
+grep -q ready /tmp/egress-sni.out
+ok $? "the SNI remote listens on 198.51.100.9 (TLS 443, HTTP 80)"
+sn=$("$ctl" create --allow-sni good.test 2>&1)
+ok $? "create --allow-sni good.test"
+mark
+got=$(sni "$sn" http good.test good.test)
+[ "$got" = "reached http good.test hi" ] && [ "$(seen 'http good.test')" = 1 ]
+ok $? "HTTP with Host good.test is relayed to the remote and answered ($got)"
+mark
+got=$(sni "$sn" http evil.test good.test)
+[[ "$got" == refused* ]] && [ "$(seen http)" = 0 ]
+ok $? "HTTP with Host evil.test to the same address is reset, and never reaches the remote ($got)"
+mark
+got=$(sni "$sn" tls good.test good.test)
+[ "$got" = "reached tls good.test hi" ] && [ "$(seen 'tls good.test')" = 1 ]
+ok $? "TLS with server_name good.test gets through ($got)"
+mark
+got=$(sni "$sn" tls evil.test good.test)
+[[ "$got" == refused* ]] && [ "$(seen tls)" = 0 ]
+ok $? "TLS with server_name evil.test to the same address is reset, and never reaches the remote ($got)"
+got=$(sni "$sn" bulk http good.test good.test 8)
+[[ "$got" == "intact "* ]]
+ok $? "8 MiB each way through the relay arrive intact ($got s)"
+got=$("$ctl" inspect "$sn" 2>&1 | grep 'sni connections')
+grep -qE 'sni connections: +3 relayed, 2 refused' <<<"$got"
+ok $? "sandboxctl inspect shows the relay's counts:${got#*:}"
+diag "the SNI remote saw: $(tr '\n' ';' </tmp/egress-sni.out)"
+"$ctl" destroy "$sn" >/dev/null 2>&1
 done_testing
