@@ -35,7 +35,7 @@ comp() {
 
 is "$(comp sandboxctl r)" "reattach restore rm run" "sandboxctl r<TAB> -> reattach restore rm run"
 is "$(comp sandboxctl run --ti)" "--timeout" "sandboxctl run --ti<TAB> -> --timeout"
-is "$(comp sandboxctl '')" "attach call cat cp create destroy doctor exec health hello help image inspect kill list ls port reattach restore rm run session sessions shell snapshot snapshot-delete snapshots status sweep top" "sandboxctl <TAB> -> every verb"
+is "$(comp sandboxctl '')" "attach call cat cp create destroy doctor exec health hello help image inspect kill list ls network port reattach restore rm run session sessions shell snapshot snapshot-delete snapshots status sweep top" "sandboxctl <TAB> -> every verb"
 is "$(comp sandboxctl exec -i)" "-i" "sandboxctl exec -i<TAB> -> -i"
 is "$(comp sandboxctl shell --be)" "--best-effort" "sandboxctl shell --be<TAB> -> --best-effort"
 is "$(comp sandboxctl --v)" "--version" "sandboxctl --v<TAB> -> --version"
