@@ -380,9 +380,9 @@ static void print_network(json_object *n) {
                          json_object_get_int64(json_child(q, "refused")), json_object_get_int64(json_child(q, "dropped")));
         json_object *sni = json_child(n, "sni");
         if (sni)
-                print_kv("sni connections", "%" PRId64 " relayed, %" PRId64 " refused, %" PRId64 " open",
-                         json_object_get_int64(json_child(sni, "relayed")), json_object_get_int64(json_child(sni, "refused")),
-                         json_object_get_int64(json_child(sni, "open")));
+                print_kv("sni connections", "%" PRId64 " admitted, %" PRId64 " refused, %" PRId64 " being checked",
+                         json_object_get_int64(json_child(sni, "admitted")), json_object_get_int64(json_child(sni, "refused")),
+                         json_object_get_int64(json_child(sni, "checking")));
 }
 
 static void print_sandbox(json_object *sbx) {

@@ -74,7 +74,7 @@ daemon_libsandboxd_la_SOURCES = \
 	daemon/sandbox/egress-sni.c daemon/sandbox/egress-sni.h daemon/sandbox/egress-types.h daemon/core/tls-hello.c daemon/core/tls-hello.h \
 	daemon/host/nft-element.c daemon/host/nft-element.h \
 	daemon/host/veth.c daemon/host/veth.h daemon/host/nftables.c daemon/host/nftables.h \
-	daemon/host/conntrack.c daemon/host/conntrack.h
+	daemon/host/conntrack.c daemon/host/conntrack.h daemon/host/netlink-msg.c daemon/host/netlink-msg.h daemon/host/nfqueue.c daemon/host/nfqueue.h
 daemon_libsandboxd_la_CPPFLAGS = $(DAEMON_INCLUDES) $(AM_CPPFLAGS) -DLIBEXECDIR=\"$(libexecdir)\"
 daemon_libsandboxd_la_CFLAGS = $(AM_CFLAGS) $(SYSTEMD_CFLAGS) $(JSONC_CFLAGS) $(CGROUP_CFLAGS) $(SECCOMP_CFLAGS) $(ARCHIVE_CFLAGS) $(CRYPTO_CFLAGS) $(NFTABLES_CFLAGS)
 DAEMON_LIBS = daemon/libsandboxd.la lib/libsbxcommon.la $(SYSTEMD_LIBS) $(JSONC_LIBS) $(CGROUP_LIBS) $(SECCOMP_LIBS) $(ARCHIVE_LIBS) $(CRYPTO_LIBS) $(NFTABLES_LIBS)

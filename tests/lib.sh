@@ -201,6 +201,8 @@ _cleanup() {
                 fi
         fi
         if [ -n "$T" ] && [ -d "$T" ]; then
+                # SBX_TEST_KEEP_DIR: where the daemon's log is copied before the directory goes (to debug).
+                [ -n "${SBX_TEST_KEEP_DIR:-}" ] && cp "$T/daemon.log" "$SBX_TEST_KEEP_DIR/" 2>/dev/null
                 rm -rf --one-file-system "$T"
         fi
         [ "$rc" != 0 ] && [ "$_tap_done" != 1 ] && diag "the test script stopped with status $rc"

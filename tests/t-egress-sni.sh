@@ -8,7 +8,7 @@
 # both ways; one to the same address with server_name evil.test is reset and never reaches it;
 # an HTTP request with Host good.test goes through, Host evil.test is reset; a ClientHello with
 # Encrypted Client Hello is reset; QUIC (UDP 443) is refused by the chain; a few MiB each way
-# arrive intact through the relay, over TLS and HTTP (with the time beside a direct transfer); a
+# arrive intact through the check, over TLS and HTTP (with the time beside a direct transfer); a
 # connection that sends nothing is reset after the peek's time; entries that are no entry are
 # refused naming the field; after SIGKILL of the daemon and a new start, the sandbox's rules
 # redirect to the new daemon's relay and SNI matching still holds.
@@ -47,8 +47,9 @@ is "$(jget "$r" '.sandbox.network.egress.allow | tojson')" \
         "inspect: the entries as given (lower case; an object without match is given back as a string)"
 is "$(jget "$(cat "$T/state/sandboxes/$S/meta.json" 2>/dev/null || echo '{}')" '.network.egress.allow[0].match')" sni \
         "the record on disk keeps the match (a restart restores it)"
-like "$(nft list chain inet sandboxd "sx_${S#sbx-}_sni")" "daddr @sx_${S#sbx-}_0 tcp dport \{ 80, 443 \} redirect to :[0-9]+" \
-        "its nat chain redirects good.test's addresses on 80 and 443 to the relay"
+like "$(nft list chain inet sandboxd "sx_${S#sbx-}")" "daddr @sx_${S#sbx-}_0 tcp dport \{ 80, 443 \} ct mark set ct mark \| 0x00010000 accept" \
+        "its chain marks new connections to good.test's addresses on 80 and 443 as being checked"
+like "$(nft list table ip sandboxd_sni)" "goto check" "... and the table ip sandboxd_sni hands what is being checked to the queue"
 
 # ---- TLS ----------------------------------------------------------------------------------------
 mark
@@ -70,7 +71,7 @@ like "$(ctl inspect "$C")" "egress to good\.test \(sni\), \*\.cdn\.test:443 \(sn
         "sandboxctl create --allow-sni NAME[:PORT]: inspect shows the entries"
 is "$(sni "$C" tls good.test good.test)" "reached tls good.test hi" "... good.test is reached"
 like "$(sni "$C" tls evil.test good.test)" "^refused" "... evil.test on its address is not"
-like "$(ctl inspect "$C")" "sni connections: +1 relayed, 1 refused" "sandboxctl inspect shows the relay's counts"
+like "$(ctl inspect "$C")" "sni connections: +1 admitted, 1 refused, 0 being checked" "sandboxctl inspect shows the check's counts"
 like "$(ctl create --best-effort --allow-sni good.test:99999 2>&1)" "port must be 1-65535" "--allow-sni with port 99999 is refused"
 ctl destroy "$C" >/dev/null
 
@@ -93,36 +94,38 @@ like "$(nft list chain inet sandboxd "sx_${S#sbx-}")" "udp dport 443 counter pac
 like "$(sbx_probe "$S" $SNI_ADDR 8080)" "^refused" "another TCP port of good.test's address is refused"
 t0=$(date +%s)
 like "$(ctl run --sandbox "$S" -- python3 -c '
-import socket
+import socket, time
 s = socket.create_connection(("good.test", 443), timeout=20)
 try:
+    time.sleep(7)
+    s.sendall(b"GET / HTTP/1.0\r\nHost: good.test\r\n\r\n")
     print("reached", s.recv(1))
 except OSError as e:
-    print("refused", e.errno)')" "^refused 104" "a connection that sends nothing is reset"
+    print("refused", e.errno)')" "^refused 104" "a connection that sends nothing for 7 s is reset at its first bytes"
 t1=$(date +%s)
-if [ $((t1 - t0)) -ge 4 ] && [ $((t1 - t0)) -le 12 ]; then ok "... after the peek's 5 s ($((t1 - t0)) s)"; else nok "... after the peek's 5 s ($((t1 - t0)) s)"; fi
+if [ $((t1 - t0)) -ge 6 ] && [ $((t1 - t0)) -le 14 ]; then ok "... at once, its 5 s past ($((t1 - t0)) s)"; else nok "... at once, its 5 s past ($((t1 - t0)) s)"; fi
 r=$(rpc "{\"op\":\"inspect\",\"sandbox\":\"$S\"}")
-is "$(jget "$r" '.sandbox.network.sni | "\(.relayed >= 5) \(.refused >= 6) \(.open)"')" "true true 0" \
-        "inspect counts the relay's connections: relayed, refused, open"
+is "$(jget "$r" '.sandbox.network.sni | "\(.admitted >= 5) \(.refused >= 6) \(.checking)"')" "true true 0" \
+        "inspect counts the checked connections: admitted, refused, being checked"
 
 # ---- Throughput ---------------------------------------------------------------------------------
 for kind in tls http; do
         out=$(sni "$S" bulk $kind good.test good.test 8)
-        like "$out" "^intact" "8 MiB each way over $kind through the relay arrive intact"
+        like "$out" "^intact" "8 MiB each way over $kind through the check arrive intact"
         direct=$(python3 -c "$CLIENT" bulk $kind good.test $SNI_ADDR 8)
-        diag "$kind, 16 MiB in all: through the relay ${out#intact } s; from the host, direct, ${direct#intact } s"
+        diag "$kind, 16 MiB in all: through the check ${out#intact } s; from the host, direct, ${direct#intact } s"
 done
 # Beside a sandbox that reaches the same server by address (its forward chain, no relay).
 D=$(ctl create --best-effort --allow $SNI_ADDR:80/tcp)
 out=$(sni "$S" blast good.test good.test 1024)
-like "$out" "^sent" "1 GiB up through the relay"
+like "$out" "^sent" "1 GiB up through the check"
 direct=$(sni "$D" blast good.test $SNI_ADDR 1024)
 like "$direct" "^sent" "... and by address, without the relay"
-diag "1 GiB of zeros up over HTTP: through the relay ${out#sent } MiB/s, by address ${direct#sent } MiB/s"
+diag "1 GiB of zeros up over HTTP: through the check ${out#sent } MiB/s, by address ${direct#sent } MiB/s"
 out=$(sni "$S" connects good.test good.test 200)
-like "$out" "^connected" "200 connections one after the other through the relay"
+like "$out" "^connected" "200 connections one after the other through the check"
 direct=$(sni "$D" connects good.test $SNI_ADDR 200)
-diag "connections a second: through the relay ${out#connected }, by address ${direct#connected }"
+diag "connections a second: through the check ${out#connected }, by address ${direct#connected }"
 ctl destroy "$D" >/dev/null
 
 # ---- A new list, live -------------------------------------------------------------------------
@@ -150,18 +153,18 @@ ctl run --sandbox "$S" -- sh -c "setsid python3 -c '$HOLD' >/dev/null 2>&1 </dev
 hold_state() { ctl cat "$S" /work/hold.log 2>/dev/null; }
 hold_up() { [[ "$(hold_state)" == "up "* ]]; }
 hold_down() { [[ "$(hold_state)" == "down "* ]]; }
-check "a TLS connection to good.test is held open through the relay" wait_until 20 hold_up
+check "a TLS connection to good.test is held open through the check" wait_until 20 hold_up
 r=$(rpc "{\"op\":\"sandbox.update\",\"sandbox\":\"$S\",\"network\":{\"egress\":{\"allow\":[{\"name\":\"*.cdn.test\",\"port\":443,\"match\":\"sni\"}]}}}")
 is "$(jget "$r" .ok)" true "sandbox.update to a list without good.test"
-is "$(jget "$r" .connections_cut)" 1 "... cuts one connection: good.test's, through the relay"
+is "$(jget "$r" .connections_cut)" 1 "... cuts one connection: good.test's, through the check"
 check "... which its program sees fail" wait_until 10 hold_down
 like "$(sni "$S" tls good.test good.test)" "^refused" "a new TLS connection to good.test is refused"
 is "$(sni "$S" tls x.cdn.test $SNI_ADDR)" "reached tls x.cdn.test hi" \
         "x.cdn.test is reached on the address its name resolved to before (kept in its set at its new index)"
-like "$(nft list chain inet sandboxd "sx_${S#sbx-}_sni")" "daddr @sx_${S#sbx-}_0 tcp dport 443 redirect" "the nat chain follows the new list"
+like "$(nft list chain inet sandboxd "sx_${S#sbx-}")" "daddr @sx_${S#sbx-}_0 tcp dport 443 ct mark set ct mark \| 0x00010000 accept" "the chain follows the new list"
 r=$(rpc "{\"op\":\"sandbox.update\",\"sandbox\":\"$S\",\"network\":{\"egress\":{\"allow\":[\"remote.test:80\"]}}}")
 is "$(jget "$r" .ok)" true "sandbox.update to a list of a plain name only"
-is "$(nft list chain inet sandboxd "sx_${S#sbx-}_sni" | grep -c redirect)" 0 "... no redirect is left"
+is "$(nft list chain inet sandboxd "sx_${S#sbx-}" | grep -c '| 0x00010000 accept')" 0 "... no connection is checked any more"
 r=$(rpc "{\"op\":\"sandbox.update\",\"sandbox\":\"$S\",\"network\":{\"egress\":{\"allow\":[{\"name\":\"good.test\",\"match\":\"sni\"},\"remote.test:80\",{\"name\":\"*.cdn.test\",\"port\":443,\"match\":\"sni\"}]}}}")
 is "$(jget "$r" .ok)" true "... and back to match-sni entries"
 is "$(sni "$S" tls good.test good.test back)" "reached tls good.test back" "... good.test is reached again"
@@ -183,12 +186,14 @@ bad '{"name":"good.test","proto":"tcp"}' 'network.egress.allow[0].proto' "needs 
 bad '{"name":"good.test","match":"sni","via":"x"}' 'network.egress.allow[0].via' "unknown field" "an unknown field"
 
 # ---- A daemon killed, and the next one ----------------------------------------------------------
-OLDPORT=$(nft list chain inet sandboxd "sx_${S#sbx-}_sni" | grep -o 'redirect to :[0-9]*' | head -1)
+ctl run --sandbox "$S" -- sh -c "setsid python3 -c '$HOLD' >/dev/null 2>&1 </dev/null &"
+check "a TLS connection to good.test is held open, admitted" wait_until 20 hold_up
 { kill -KILL "$DAEMON_PID"; wait "$DAEMON_PID"; } 2>/dev/null
 DAEMON_PID=
 KEEP_SANDBOXES=1 POOL_SIZE=0 start_daemon --config "$T/sandboxd.conf" || exit 0
-NEWPORT=$(nft list chain inet sandboxd "sx_${S#sbx-}_sni" | grep -o 'redirect to :[0-9]*' | head -1)
-like "$NEWPORT" "redirect to :[0-9]+" "after SIGKILL and a new daemon, the sandbox's nat chain redirects ($OLDPORT before, $NEWPORT now)"
-like "$(ss -Htln "sport = ${NEWPORT#redirect to }")" "LISTEN" "... to a port the new daemon listens on"
-is "$(sni "$S" tls good.test good.test again)" "reached tls good.test again" "... and good.test is reached through the new relay"
+like "$(cat /proc/net/netfilter/nfnetlink_queue)" "^ *23504 " "after SIGKILL and a new daemon, the queue is bound again"
+held=$(hold_state); held=${held#up }
+held_more() { local n; n=$(hold_state); [[ "$n" == "up "* ]] && [ "${n#up }" -gt "$((${held:-0} + 3))" ]; }
+check "... the admitted connection goes on past the daemon's end (the kernel forwards it)" wait_until 10 held_more
+is "$(sni "$S" tls good.test good.test again)" "reached tls good.test again" "... and a new connection to good.test is checked and admitted"
 like "$(sni "$S" tls evil.test good.test)" "^refused" "... and evil.test still refused"

@@ -130,14 +130,14 @@ static void check_tcp(int fds[3]) {
         v = drop(v);
 
         memset(counts, 0xff, sizeof(counts));
-        r = conntrack_count_by_mark(BASE, SLOT_MASK, counts, ELEMENTSOF(counts));
+        r = conntrack_count_by_mark(BASE, ~SLOT_MASK, SLOT_MASK, counts, ELEMENTSOF(counts));
         is_int(r, 0, "count_by_mark succeeds");
         is_int(counts[7], 1, "... and counts 1 in slot 7");
         unsigned others = 0;
         for (size_t i = 0; i < ELEMENTSOF(counts); i++)
                 others += i == 7 ? 0 : counts[i];
         is_int(others, 0, "... and 0 in every other slot");
-        is_int(conntrack_count_by_mark(BASE | 1, SLOT_MASK, counts, 16), -EINVAL, "a base with a bit of the slot mask: -EINVAL");
+        is_int(conntrack_count_by_mark(BASE | 1, ~SLOT_MASK, SLOT_MASK, counts, 16), -EINVAL, "a base with a bit of the slot mask: -EINVAL");
 
         is_int(conntrack_delete(&e), 0, "delete removes it");
         r = conntrack_dump(MARK, 0xffffffffu, &v, &n);
@@ -175,7 +175,7 @@ static void check_udp(void) {
         for (int i = 0; i < N_UDP; i++)
                 tx[i] = -EBADF;
         /* What the TCP connection's close sent after its entry was deleted is tracked anew. */
-        is_int(conntrack_flush_mark(MARK), 0, "a flush by the mark, before the UDP flows");
+        is_int(conntrack_flush_mark(MARK, 0xffffffffu), 0, "a flush by the mark, before the UDP flows");
         r = udp_flows(&rx, tx, &port);
         is_int(r, 0, "%d UDP flows over the loopback", N_UDP);
         r = conntrack_dump(MARK, 0xffffffffu, &v, &n);
@@ -183,13 +183,13 @@ static void check_udp(void) {
         for (size_t i = 0; i < n; i++)
                 matching += v[i].proto == IPPROTO_UDP && v[i].dport == port && v[i].mark == MARK;
         is_int(matching, N_UDP, "... and has every one of them (a dump of several datagrams)");
-        r = conntrack_count_by_mark(BASE, SLOT_MASK, counts, ELEMENTSOF(counts));
+        r = conntrack_count_by_mark(BASE, ~SLOT_MASK, SLOT_MASK, counts, ELEMENTSOF(counts));
         ok(r == 0 && counts[7] == N_UDP, "count_by_mark counts them all in slot 7 (%d, %u)", r, counts[7]);
-        is_int(conntrack_flush_mark(MARK + 1), 0, "a flush by another mark: none is not an error");
-        r = conntrack_count_by_mark(BASE, SLOT_MASK, counts, ELEMENTSOF(counts));
+        is_int(conntrack_flush_mark(MARK + 1, 0xffffffffu), 0, "a flush by another mark: none is not an error");
+        r = conntrack_count_by_mark(BASE, ~SLOT_MASK, SLOT_MASK, counts, ELEMENTSOF(counts));
         ok(r == 0 && counts[7] == N_UDP, "... and it left them (%d, %u)", r, counts[7]);
-        is_int(conntrack_flush_mark(MARK), 0, "a flush by their mark");
-        r = conntrack_count_by_mark(BASE, SLOT_MASK, counts, ELEMENTSOF(counts));
+        is_int(conntrack_flush_mark(MARK, 0xffffffffu), 0, "a flush by their mark");
+        r = conntrack_count_by_mark(BASE, ~SLOT_MASK, SLOT_MASK, counts, ELEMENTSOF(counts));
         ok(r == 0 && counts[7] == 0, "... forgets them all (%d, %u)", r, counts[7]);
         for (int i = 0; i < N_UDP; i++)
                 safe_close(tx[i]);
@@ -221,7 +221,7 @@ static void check_closed(void) {
         int r;
 
         is_int(tcp_connection(fds), 0, "another TCP connection");
-        r = conntrack_count_by_mark(BASE, SLOT_MASK, counts, ELEMENTSOF(counts));
+        r = conntrack_count_by_mark(BASE, ~SLOT_MASK, SLOT_MASK, counts, ELEMENTSOF(counts));
         ok(r == 0 && counts[7] == 1, "count_by_mark counts it while it is open (%d, %u)", r, counts[7]);
         for (int i = 2; i >= 0; i--)
                 safe_close(fds[i]);
@@ -229,9 +229,9 @@ static void check_closed(void) {
         is_int(r, 0, "both ends closed: its entry is still in the table, closed");
         ok(r < 0 || e.tcp_state == TCP_CONNTRACK_TIME_WAIT || e.tcp_state == TCP_CONNTRACK_CLOSE,
            "... in TIME_WAIT or CLOSE (%u)", r < 0 ? 0 : e.tcp_state);
-        r = conntrack_count_by_mark(BASE, SLOT_MASK, counts, ELEMENTSOF(counts));
+        r = conntrack_count_by_mark(BASE, ~SLOT_MASK, SLOT_MASK, counts, ELEMENTSOF(counts));
         ok(r == 0 && counts[7] == 0, "count_by_mark counts it no more (%d, %u)", r, counts[7]);
-        (void) conntrack_flush_mark(MARK);
+        (void) conntrack_flush_mark(MARK, 0xffffffffu);
 }
 
 int main(void) {

@@ -210,6 +210,7 @@ tests_test_nft_listing_CFLAGS = $(UNIT_CFLAGS)
 check_PROGRAMS += tests/test-conntrack
 TESTS += tests/test-conntrack
 tests_test_conntrack_SOURCES = tests/test-conntrack.c tests/tap.h daemon/host/conntrack.c daemon/host/conntrack.h \
+	daemon/host/netlink-msg.c daemon/host/netlink-msg.h \
 	daemon/host/nftables.c daemon/host/nftables.h
 tests_test_conntrack_CPPFLAGS = $(DAEMON_INCLUDES) $(AM_CPPFLAGS)
 tests_test_conntrack_CFLAGS = $(UNIT_CFLAGS) $(NFTABLES_CFLAGS)
@@ -228,7 +229,8 @@ tests_test_nft_element_LDADD = $(UNIT_LDADD) $(NFTABLES_LIBS)
 ## The parser of ctnetlink's dump messages, on hostile bytes (pure).
 check_PROGRAMS += tests/test-conntrack-parse
 TESTS += tests/test-conntrack-parse
-tests_test_conntrack_parse_SOURCES = tests/test-conntrack-parse.c tests/tap.h daemon/host/conntrack.c daemon/host/conntrack.h
+tests_test_conntrack_parse_SOURCES = tests/test-conntrack-parse.c tests/tap.h daemon/host/conntrack.c daemon/host/conntrack.h \
+	daemon/host/netlink-msg.c daemon/host/netlink-msg.h
 tests_test_conntrack_parse_CPPFLAGS = $(DAEMON_INCLUDES) $(AM_CPPFLAGS)
 tests_test_conntrack_parse_CFLAGS = $(UNIT_CFLAGS)
 tests_test_conntrack_parse_LDADD = $(UNIT_LDADD)

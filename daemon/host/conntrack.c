@@ -16,70 +16,13 @@
 
 #include "conntrack.h"
 #include "macro.h"
+#include "netlink-msg.h"
 
 #define CT_MSG(type) ((uint16_t) (NFNL_SUBSYS_CTNETLINK << 8 | (type)))
 /* How long one read of the kernel's answer may take before the call gives up (-ETIMEDOUT). */
 #define CT_RECV_TIMEOUT_SEC 2
 /* A first receive buffer; a bigger datagram (peeked first) grows it. */
 #define CT_BUF_SIZE 32768
-
-/* ---- Requests ---- */
-
-/* One request, attributes appended in place; a nest is closed by req_nest_end(). */
-typedef struct CtRequest {
-        union {
-                struct nlmsghdr nh;
-                char buf[512];
-        };
-} CtRequest;
-
-static void *req_tail(CtRequest *m) {
-        return m->buf + NLMSG_ALIGN(m->nh.nlmsg_len);
-}
-
-static int req_add(CtRequest *m, uint16_t type, const void *data, size_t len) {
-        struct nlattr *a = req_tail(m);
-        size_t total = NLMSG_ALIGN(m->nh.nlmsg_len) + NLA_ALIGN(NLA_HDRLEN + len);
-
-        if (total > sizeof(m->buf))
-                return -ENOBUFS;
-        memset(a, 0, NLA_ALIGN(NLA_HDRLEN + len));
-        a->nla_type = type;
-        a->nla_len = (uint16_t) (NLA_HDRLEN + len);
-        if (len)
-                memcpy((char *) a + NLA_HDRLEN, data, len);
-        m->nh.nlmsg_len = (uint32_t) total;
-        return 0;
-}
-
-static int req_add_be32(CtRequest *m, uint16_t type, uint32_t v) {
-        uint32_t be = htonl(v);
-        return req_add(m, type, &be, sizeof(be));
-}
-
-static int req_add_be16(CtRequest *m, uint16_t type, uint16_t v) {
-        uint16_t be = htons(v);
-        return req_add(m, type, &be, sizeof(be));
-}
-
-static struct nlattr *req_nest(CtRequest *m, uint16_t type) {
-        struct nlattr *a = req_tail(m);
-        return req_add(m, type | NLA_F_NESTED, NULL, 0) < 0 ? NULL : a;
-}
-
-static void req_nest_end(CtRequest *m, struct nlattr *a) {
-        a->nla_len = (uint16_t) ((char *) req_tail(m) - (char *) a);
-}
-
-static void req_init(CtRequest *m, uint16_t type, uint16_t flags, uint32_t seq) {
-        struct nfgenmsg *g;
-
-        memset(m, 0, sizeof(*m));
-        m->nh = (struct nlmsghdr) { .nlmsg_len = NLMSG_LENGTH(sizeof(*g)), .nlmsg_type = CT_MSG(type),
-                                    .nlmsg_flags = (uint16_t) (NLM_F_REQUEST | flags), .nlmsg_seq = seq };
-        g = NLMSG_DATA(&m->nh);
-        *g = (struct nfgenmsg) { .nfgen_family = AF_INET, .version = NFNETLINK_V0 };
-}
 
 /* ---- The socket and the kernel's answer ---- */
 
@@ -114,7 +57,7 @@ static int ct_open(CtSocket *ret) {
         return 0;
 }
 
-static int ct_send(CtSocket *s, const CtRequest *m) {
+static int ct_send(CtSocket *s, const NlMsg *m) {
         struct sockaddr_nl kernel = { .nl_family = AF_NETLINK };
         ssize_t n = sendto(s->fd, m, m->nh.nlmsg_len, 0, (struct sockaddr *) &kernel, sizeof(kernel));
 
@@ -353,13 +296,13 @@ static int walk_message(const struct nlmsghdr *nh, void *userdata) {
 static int ct_walk(uint32_t mark, uint32_t mask, ct_entry_fn fn, void *userdata) {
         _cleanup_(ct_close) CtSocket s = { .fd = -EBADF };
         DumpWalk w = { .mark = mark, .mask = mask, .fn = fn, .userdata = userdata };
-        CtRequest m;
+        NlMsg m;
         int r;
 
         if ((r = ct_open(&s)) < 0)
                 return r;
-        req_init(&m, IPCTNL_MSG_CT_GET, NLM_F_DUMP, s.seq);
-        if ((r = req_add_be32(&m, CTA_MARK, w.mark)) < 0 || (r = req_add_be32(&m, CTA_MARK_MASK, mask)) < 0 ||
+        nlm_init(&m, CT_MSG(IPCTNL_MSG_CT_GET), NLM_F_DUMP, s.seq, AF_INET, 0);
+        if ((r = nlm_put_be32(&m, CTA_MARK, w.mark)) < 0 || (r = nlm_put_be32(&m, CTA_MARK_MASK, mask)) < 0 ||
             (r = ct_send(&s, &m)) < 0)
                 return r;
         return ct_read_answer(&s, walk_message, &w);
@@ -422,14 +365,14 @@ static int count_one(const ConntrackEntry *e, void *userdata) {
         return 0;
 }
 
-int conntrack_count_by_mark(uint32_t base, uint32_t slot_mask, unsigned *counts, size_t n_counts) {
+int conntrack_count_by_mark(uint32_t base, uint32_t base_mask, uint32_t slot_mask, unsigned *counts, size_t n_counts) {
         Buckets b = { .slot_mask = slot_mask, .counts = counts, .n = n_counts };
 
-        if (base & slot_mask)
+        if ((base & slot_mask) || (base & ~base_mask) || (base_mask & slot_mask))
                 return -EINVAL;
         if (n_counts)
                 memset(counts, 0, n_counts * sizeof(*counts));
-        return ct_walk(base, ~slot_mask, count_one, &b);
+        return ct_walk(base, base_mask, count_one, &b);
 }
 
 /* ---- Deletes ---- */
@@ -439,27 +382,27 @@ static bool has_ports(uint8_t proto) {
                proto == IPPROTO_DCCP;
 }
 
-static int tuple_add(CtRequest *m, const ConntrackEntry *e) {
+static int tuple_add(NlMsg *m, const ConntrackEntry *e) {
         struct nlattr *tuple, *ip, *proto;
         int r;
 
-        if (!(tuple = req_nest(m, CTA_TUPLE_ORIG)) || !(ip = req_nest(m, CTA_TUPLE_IP)))
+        if (!(tuple = nlm_nest(m, CTA_TUPLE_ORIG)) || !(ip = nlm_nest(m, CTA_TUPLE_IP)))
                 return -ENOBUFS;
-        if ((r = req_add_be32(m, CTA_IP_V4_SRC, e->src)) < 0 || (r = req_add_be32(m, CTA_IP_V4_DST, e->dst)) < 0)
+        if ((r = nlm_put_be32(m, CTA_IP_V4_SRC, e->src)) < 0 || (r = nlm_put_be32(m, CTA_IP_V4_DST, e->dst)) < 0)
                 return r;
-        req_nest_end(m, ip);
-        if (!(proto = req_nest(m, CTA_TUPLE_PROTO)))
+        nlm_nest_end(m, ip);
+        if (!(proto = nlm_nest(m, CTA_TUPLE_PROTO)))
                 return -ENOBUFS;
-        if ((r = req_add(m, CTA_PROTO_NUM, &e->proto, sizeof(e->proto))) < 0 ||
-            (r = req_add_be16(m, CTA_PROTO_SRC_PORT, e->sport)) < 0 || (r = req_add_be16(m, CTA_PROTO_DST_PORT, e->dport)) < 0)
+        if ((r = nlm_put(m, CTA_PROTO_NUM, &e->proto, sizeof(e->proto))) < 0 ||
+            (r = nlm_put_be16(m, CTA_PROTO_SRC_PORT, e->sport)) < 0 || (r = nlm_put_be16(m, CTA_PROTO_DST_PORT, e->dport)) < 0)
                 return r;
-        req_nest_end(m, proto);
-        req_nest_end(m, tuple);
+        nlm_nest_end(m, proto);
+        nlm_nest_end(m, tuple);
         return 0;
 }
 
 /* Sends m and reads its ack. */
-static int ct_call(CtRequest *m) {
+static int ct_call(NlMsg *m) {
         _cleanup_(ct_close) CtSocket s = { .fd = -EBADF };
         int r;
 
@@ -472,25 +415,40 @@ static int ct_call(CtRequest *m) {
 }
 
 int conntrack_delete(const ConntrackEntry *e) {
-        CtRequest m;
+        NlMsg m;
         int r;
 
         if (!has_ports(e->proto))
                 return -EOPNOTSUPP;
-        req_init(&m, IPCTNL_MSG_CT_DELETE, NLM_F_ACK, 0);
+        nlm_init(&m, CT_MSG(IPCTNL_MSG_CT_DELETE), NLM_F_ACK, 0, AF_INET, 0);
         if ((r = tuple_add(&m, e)) < 0)
                 return r;
         return ct_call(&m);
 }
 
-/* IPCTNL_MSG_CT_DELETE without a tuple is a flush, narrowed by CTA_MARK/CTA_MARK_MASK to the
- * connections whose mark is exactly ours. */
-int conntrack_flush_mark(uint32_t mark) {
-        CtRequest m;
+/* An update (IPCTNL_MSG_CT_NEW without NLM_F_CREATE) of the entry of e's tuple: its mark becomes
+ * (mark & ~MASK) ^ MARK, so MARK = MASK = bits sets them. */
+int conntrack_mark_add(const ConntrackEntry *e, uint32_t bits) {
+        NlMsg m;
         int r;
 
-        req_init(&m, IPCTNL_MSG_CT_DELETE, NLM_F_ACK, 0);
-        if ((r = req_add_be32(&m, CTA_MARK, mark)) < 0 || (r = req_add_be32(&m, CTA_MARK_MASK, 0xffffffffu)) < 0)
+        if (!has_ports(e->proto))
+                return -EOPNOTSUPP;
+        nlm_init(&m, CT_MSG(IPCTNL_MSG_CT_NEW), NLM_F_ACK, 0, AF_INET, 0);
+        if ((r = tuple_add(&m, e)) < 0 || (r = nlm_put_be32(&m, CTA_MARK, bits)) < 0 ||
+            (r = nlm_put_be32(&m, CTA_MARK_MASK, bits)) < 0)
+                return r;
+        return ct_call(&m);
+}
+
+/* IPCTNL_MSG_CT_DELETE without a tuple is a flush, narrowed by CTA_MARK/CTA_MARK_MASK to the
+ * connections whose mark is ours where mask has bits. */
+int conntrack_flush_mark(uint32_t mark, uint32_t mask) {
+        NlMsg m;
+        int r;
+
+        nlm_init(&m, CT_MSG(IPCTNL_MSG_CT_DELETE), NLM_F_ACK, 0, AF_INET, 0);
+        if ((r = nlm_put_be32(&m, CTA_MARK, mark)) < 0 || (r = nlm_put_be32(&m, CTA_MARK_MASK, mask)) < 0)
                 return r;
         r = ct_call(&m);
         return r == -ENOENT ? 0 : r;

@@ -35,14 +35,18 @@ int conntrack_dump(uint32_t mark, uint32_t mask, ConntrackEntry **ret, size_t *r
 /* Forgets the entry of e's original tuple (TCP, UDP, UDP-Lite, SCTP, DCCP: -EOPNOTSUPP for
  * another protocol); -ENOENT when there is none (any more). */
 int conntrack_delete(const ConntrackEntry *e);
-/* One dump of the entries whose mark is base | slot (slot = mark & slot_mask; base has no bit of
- * slot_mask): counts[slot] is how many each slot has that are not closed, for slots < n_counts
- * (zeroed first). */
-int conntrack_count_by_mark(uint32_t base, uint32_t slot_mask, unsigned *counts, size_t n_counts);
+/* One dump of the entries whose (mark & base_mask) == base (slot = mark & slot_mask; the bits
+ * neither mask has, flags, are anything; base has bits of base_mask only, and the masks none in
+ * common: else -EINVAL): counts[slot] is how many each slot has that are not closed, for slots <
+ * n_counts (zeroed first). */
+int conntrack_count_by_mark(uint32_t base, uint32_t base_mask, uint32_t slot_mask, unsigned *counts, size_t n_counts);
 /* One message of a dump as the kernel sends it (buf[0..size) holds it whole, 4-byte aligned) as
  * an entry: 1; 0 for a message that is not an IPv4 entry; -EBADMSG for a malformed one. What a
  * dump does with each message, on its own for tests/test-conntrack-parse.c's hostile bytes. */
 int conntrack_message_parse(const void *buf, size_t size, ConntrackEntry *ret);
-/* Forgets every entry whose mark is exactly mark (a sandbox's, at its end): none is not an
+/* The entry of e's original tuple gains the mark bits (the others kept): 0, -ENOENT when there is
+ * none. */
+int conntrack_mark_add(const ConntrackEntry *e, uint32_t bits);
+/* Forgets every entry whose (mark & mask) == mark (a sandbox's, at its end): none is not an
  * error. */
-int conntrack_flush_mark(uint32_t mark);
+int conntrack_flush_mark(uint32_t mark, uint32_t mask);

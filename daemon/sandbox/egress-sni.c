@@ -1,91 +1,137 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* SNI matching of egress names: the relay (egress-sni.h). */
+/* SNI matching of egress names: the check of a connection's first bytes (egress-sni.h). */
 #include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
-#include <fcntl.h>
-#include <ifaddrs.h>
-#include <linux/netfilter_ipv4.h>
+#include <linux/netfilter.h>
 #include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "conntrack.h"
 #include "dns-message.h"
 #include "egress-sni.h"
 #include "log.h"
 #include "macro.h"
+#include "nfqueue.h"
 #include "nft-element.h"
+#include "nftables.h"
 #include "tls-hello.h"
 #include "util.h"
 
-#define SNI_TABLE "inet sandboxd"
 #define SNI_TABLE_NAME "sandboxd"   /* of family inet */
-#define SNI_ACCEPT_BATCH 32
+#define SNI_READ_BATCH 64
+#define SNI_BUF_SIZE (NFQ_PACKET_MAX + 4096)
+#define SNI_HELD_MAX 48             /* segments of one connection's first bytes */
+#define SNI_NAMES_MAX EGRESS_SNI_CONNS_MAX
 
-typedef struct SniConn SniConn;
+typedef struct SniCheck SniCheck;
+
+/* An admitted connection's name, for egress_sni_recheck(): the last SNI_NAMES_MAX admitted. */
+typedef struct SniAdmitted {
+        const SandboxNet *net;
+        uint32_t saddr, daddr;
+        uint16_t sport, dport;
+        char name[TLS_HELLO_NAME_MAX + 1];
+} SniAdmitted;
 
 struct EgressSni {
         Context *ctx;
-        int listen_fd;
-        uint16_t port;
-        sd_event_source *listen_src;
-        EgressRule deny[64];
-        unsigned n_deny;
-        SniConn *conns;
-        unsigned n_conns;
-        SandboxNet **nets;          /* attached: whose connections are taken */
+        int fd;                     /* the queue */
+        sd_event_source *src;
+        uint8_t *buf;
+        SniCheck *checks;
+        unsigned n_checks;
+        SandboxNet **nets;          /* attached: whose connections are checked */
         size_t n_nets, n_nets_alloc;
+        SniAdmitted *admitted;      /* a ring of SNI_NAMES_MAX */
+        size_t n_admitted, next_admitted;
 };
 
-typedef enum SniState {
-        SNI_PEEKING,                /* reading the first bytes */
-        SNI_CONNECTING,             /* to the original destination */
-        SNI_SENDING,                /* the first bytes, on to it */
-        SNI_RELAYING,
-} SniState;
+/* One TCP segment of a queued IPv4 packet. */
+typedef struct SniSegment {
+        uint32_t saddr, daddr, seq;
+        uint16_t sport, dport;
+        uint8_t flags;
+        const uint8_t *data;
+        size_t len;
+} SniSegment;
 
-/* One way of a connection: from one socket through a pipe into the other. */
-typedef struct SniWay {
-        int *from, *to;
-        int pipe[2];
-        size_t full;                /* bytes in the pipe */
-        bool eof, shut;             /* from said EOF; to was shut down for writing */
-} SniWay;
+/* A packet held (no verdict yet): where its bytes start past the first, and how many. */
+typedef struct SniHeld {
+        uint32_t id, off, len;
+} SniHeld;
 
-struct SniConn {
+/* A connection whose first bytes are awaited: its segments held by the kernel until the name
+ * they carry is known, then all let go on (admitted) or dropped (refused). */
+struct SniCheck {
         EgressSni *sni;
         SandboxNet *net;
-        SniState state;
-        int in_fd, out_fd;          /* the sandbox's side, ours toward the destination */
-        sd_event_source *in_src, *out_src, *timer;
-        struct sockaddr_in dst;
-        char name[TLS_HELLO_NAME_MAX + 1]; /* once admitted */
-        uint8_t *peek;              /* the first bytes, until they are sent on */
-        size_t n_peek, n_sent;
-        SniWay up, down;            /* sandbox to destination, and back */
-        SniConn *prev, *next;
+        uint32_t saddr, daddr, seq0;  /* seq0: the sequence number of its first byte */
+        uint16_t sport, dport;
+        uint8_t *bytes;               /* TLS_HELLO_PEEK_MAX, once it has any */
+        SniHeld held[SNI_HELD_MAX];
+        unsigned n_held;
+        sd_event_source *timer;
+        SniCheck *prev, *next;
 };
 
-uint16_t egress_sni_port(const EgressSni *s) {
-        return s ? s->port : 0;
+/* ---- the packets ---- */
+
+static uint16_t be16(const uint8_t *p) {
+        return (uint16_t) (p[0] << 8 | p[1]);
 }
 
-/* ---- the connections ---- */
-
-static void way_init(SniWay *w, int *from, int *to) {
-        *w = (SniWay) { .from = from, .to = to, .pipe = { -EBADF, -EBADF } };
+static uint32_t be32(const uint8_t *p) {
+        return (uint32_t) p[0] << 24 | (uint32_t) p[1] << 16 | (uint32_t) p[2] << 8 | p[3];
 }
 
-static void way_close(SniWay *w) {
-        w->pipe[0] = safe_close(w->pipe[0]);
-        w->pipe[1] = safe_close(w->pipe[1]);
+/* An IPv4 TCP segment, not a fragment: 0; else -EBADMSG. */
+static int segment_parse(const uint8_t *p, size_t n, SniSegment *s) {
+        size_t ihl, total, doff;
+
+        if (n < 20 || p[0] >> 4 != 4 || p[9] != IPPROTO_TCP || (be16(p + 6) & 0x3fff) != 0)
+                return -EBADMSG;
+        ihl = (size_t) (p[0] & 15) * 4;
+        total = be16(p + 2);
+        if (total == 0 || total > n) /* a GSO packet's may be 0 */
+                total = n;
+        if (ihl < 20 || ihl + 20 > total)
+                return -EBADMSG;
+        doff = (size_t) (p[ihl + 12] >> 4) * 4;
+        if (doff < 20 || ihl + doff > total)
+                return -EBADMSG;
+        *s = (SniSegment) { .saddr = be32(p + 12), .daddr = be32(p + 16), .sport = be16(p + ihl),
+                            .dport = be16(p + ihl + 2), .seq = be32(p + ihl + 4), .flags = p[ihl + 13],
+                            .data = p + ihl + doff, .len = total - ihl - doff };
+        return 0;
 }
 
-static SniConn *conn_free(SniConn *c) {
+#define TCP_SYN 0x02
+
+/* ---- the checks ---- */
+
+static void verdict(EgressSni *s, uint32_t id, uint32_t v) {
+        int r = nfqueue_verdict(s->fd, EGRESS_SNI_QUEUE, id, v);
+        if (r < 0)
+                log_debug_errno(r, "egress: a verdict of the SNI check failed: %m");
+}
+
+/* The connection of the segment's tuple marked, before its packet's verdict, so that the rules
+ * see the mark as the packet goes on. */
+static int mark_add(uint32_t saddr, uint16_t sport, uint32_t daddr, uint16_t dport, uint32_t bits) {
+        ConntrackEntry e = { .proto = IPPROTO_TCP, .src = saddr, .dst = daddr, .sport = sport, .dport = dport };
+        int r = conntrack_mark_add(&e, bits);
+
+        if (r < 0)
+                log_debug_errno(r, "egress: cannot mark a connection checked on SNI: %m");
+        return r;
+}
+
+static SniCheck *check_free(SniCheck *c) {
         EgressSni *s;
 
         if (!c)
@@ -94,210 +140,65 @@ static SniConn *conn_free(SniConn *c) {
         if (c->prev)
                 c->prev->next = c->next;
         else
-                s->conns = c->next;
+                s->checks = c->next;
         if (c->next)
                 c->next->prev = c->prev;
-        s->n_conns--;
-        sd_event_source_disable_unref(c->in_src);
-        sd_event_source_disable_unref(c->out_src);
+        s->n_checks--;
         sd_event_source_disable_unref(c->timer);
-        way_close(&c->up);
-        way_close(&c->down);
-        safe_close(c->in_fd);
-        safe_close(c->out_fd);
-        free(c->peek);
+        free(c->bytes);
         free(c);
         return NULL;
 }
 
-/* Refused: reset (SO_LINGER 0), so the program sees ECONNRESET at once, and counted. */
-static void conn_refuse(SniConn *c, const char *why, const char *name) {
+/* Refused: its segments dropped, but for the last, which goes through the chain again with the
+ * connection marked refused: the chain resets it (the program sees ECONNRESET at once); no byte
+ * reached the destination. */
+static void check_refuse(SniCheck *c, const char *why, const char *name) {
         char d[INET_ADDRSTRLEN];
 
-        (void) setsockopt(c->in_fd, SOL_SOCKET, SO_LINGER, &(struct linger) { .l_onoff = 1, .l_linger = 0 },
-                          sizeof(struct linger));
-        if (c->net) {
-                c->net->sni_refused++;
-                log_debug("egress: %s: connection to %s:%u refused by SNI matching: %s%s%s", c->net->ifname,
-                          inet_ntop(AF_INET, &c->dst.sin_addr, d, sizeof(d)), ntohs(c->dst.sin_port), why,
-                          name ? ": " : "", name ? name : "");
-        }
-        conn_free(c);
+        for (unsigned i = 0; i + 1 < c->n_held; i++)
+                verdict(c->sni, c->held[i].id, NF_DROP);
+        (void) mark_add(c->saddr, c->sport, c->daddr, c->dport, EGRESS_CT_SNI_REFUSED);
+        if (c->n_held)
+                verdict(c->sni, c->held[c->n_held - 1].id, NF_REPEAT);
+        c->net->sni_refused++;
+        log_debug("egress: %s: connection to %s:%u refused by SNI matching: %s%s%s", c->net->ifname,
+                  inet_ntop(AF_INET, &(struct in_addr) { .s_addr = htonl(c->daddr) }, d, sizeof(d)), c->dport, why,
+                  name ? ": " : "", name ? name : "");
+        check_free(c);
 }
 
-/* Moves what one way has, within a turn's bytes: 0, or < 0 on an error of either socket. */
-static int way_shovel(SniWay *w) {
-        size_t moved = 0;
-        bool progress;
+static void admitted_add(EgressSni *s, const SniCheck *c, const char *name) {
+        SniAdmitted *a = &s->admitted[s->next_admitted];
 
-        do {
-                ssize_t z;
-                progress = false;
-                if (!w->eof && w->full < EGRESS_SNI_PIPE_SIZE) {
-                        z = splice(*w->from, NULL, w->pipe[1], NULL, EGRESS_SNI_PIPE_SIZE - w->full,
-                                   SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
-                        if (z > 0) {
-                                w->full += (size_t) z;
-                                progress = true;
-                        } else if (z == 0)
-                                w->eof = true;
-                        else if (errno != EAGAIN && errno != EINTR)
-                                return -errno;
+        *a = (SniAdmitted) { .net = c->net, .saddr = c->saddr, .daddr = c->daddr, .sport = c->sport, .dport = c->dport };
+        memcpy(a->name, name, sizeof(a->name));
+        s->next_admitted = (s->next_admitted + 1) % SNI_NAMES_MAX;
+        if (s->n_admitted < SNI_NAMES_MAX)
+                s->n_admitted++;
+}
+
+/* Admitted: its segments go on in their order, the first marking the connection admitted, so
+ * that the chain takes the rest of it without asking again. */
+static void check_admit(SniCheck *c, const char *name) {
+        SniHeld *order[SNI_HELD_MAX];
+        unsigned n = 0;
+
+        for (unsigned i = 0; i < c->n_held; i++) {
+                unsigned k = n++;
+                while (k > 0 && order[k - 1]->off > c->held[i].off) {
+                        order[k] = order[k - 1];
+                        k--;
                 }
-                if (w->full > 0) {
-                        z = splice(w->pipe[0], NULL, *w->to, NULL, w->full, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
-                        if (z > 0) {
-                                w->full -= (size_t) z;
-                                moved += (size_t) z;
-                                progress = true;
-                        } else if (z < 0 && errno != EAGAIN && errno != EINTR)
-                                return -errno;
-                }
-        } while (progress && moved < EGRESS_SNI_TURN_BYTES);
-        if (w->eof && w->full == 0 && !w->shut) {
-                (void) shutdown(*w->to, SHUT_WR);
-                w->shut = true;
+                order[k] = &c->held[i];
         }
-        return 0;
-}
-
-/* What each socket waits for: its way in while its pipe has room, its way out while the other
- * way's pipe holds bytes. Done when both ways have ended. */
-static int conn_arm(SniConn *c) {
-        uint32_t in = 0, out = 0;
-        int r;
-
-        if (!c->up.eof && c->up.full < EGRESS_SNI_PIPE_SIZE)
-                in |= EPOLLIN;
-        if (c->down.full > 0)
-                in |= EPOLLOUT;
-        if (!c->down.eof && c->down.full < EGRESS_SNI_PIPE_SIZE)
-                out |= EPOLLIN;
-        if (c->up.full > 0)
-                out |= EPOLLOUT;
-        if (c->up.shut && c->down.shut)
-                return 1;
-        if ((r = sd_event_source_set_io_events(c->in_src, in)) < 0 ||
-            (r = sd_event_source_set_enabled(c->in_src, in ? SD_EVENT_ON : SD_EVENT_OFF)) < 0 ||
-            (r = sd_event_source_set_io_events(c->out_src, out)) < 0 ||
-            (r = sd_event_source_set_enabled(c->out_src, out ? SD_EVENT_ON : SD_EVENT_OFF)) < 0)
-                return r;
-        return 0;
-}
-
-static int conn_relay_turn(SniConn *c) {
-        int r;
-
-        if ((r = way_shovel(&c->up)) < 0 || (r = way_shovel(&c->down)) < 0)
-                return r;
-        return conn_arm(c);
-}
-
-static int pipe_make(int p[2]) {
-        if (pipe2(p, O_CLOEXEC | O_NONBLOCK) < 0)
-                return -errno;
-        (void) fcntl(p[0], F_SETPIPE_SZ, EGRESS_SNI_PIPE_SIZE); /* a smaller one still works */
-        return 0;
-}
-
-/* The first bytes sent on; then the relay, the timer gone: the connection is the programs'. */
-static int conn_send_peeked(SniConn *c) {
-        while (c->n_sent < c->n_peek) {
-                ssize_t z = send(c->out_fd, c->peek + c->n_sent, c->n_peek - c->n_sent, MSG_NOSIGNAL);
-                if (z < 0 && errno == EAGAIN)
-                        return sd_event_source_set_io_events(c->out_src, EPOLLOUT);
-                if (z < 0)
-                        return errno == EINTR ? 0 : -errno;
-                c->n_sent += (size_t) z;
-        }
-        free(c->peek);
-        c->peek = NULL;
-        c->timer = sd_event_source_disable_unref(c->timer);
-        c->state = SNI_RELAYING;
-        c->net->sni_relayed++;
-        return conn_relay_turn(c);
-}
-
-static void conn_end(SniConn *c, int r) {
-        if (r < 0) {
-                /* An error of either side: the other is reset too, as a connection would be. */
-                (void) setsockopt(c->in_fd, SOL_SOCKET, SO_LINGER, &(struct linger) { .l_onoff = 1 }, sizeof(struct linger));
-                (void) setsockopt(c->out_fd, SOL_SOCKET, SO_LINGER, &(struct linger) { .l_onoff = 1 }, sizeof(struct linger));
-        }
-        conn_free(c);
-}
-
-static int on_out(sd_event_source *src, int fd, uint32_t events, void *userdata) {
-        SniConn *c = userdata;
-        int r = 0, err = 0;
-
-        if (c->state == SNI_CONNECTING) {
-                if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &(socklen_t) { sizeof(err) }) < 0)
-                        err = errno;
-                if (err) {
-                        conn_refuse(c, "the destination cannot be reached", strerror(err));
-                        return 0;
-                }
-                c->state = SNI_SENDING; /* connected: the first bytes go first */
-        }
-        if (c->peek)
-                r = conn_send_peeked(c);
-        else
-                r = conn_relay_turn(c);
-        if (r != 0)
-                conn_end(c, r);
-        return 0;
-}
-
-/* The destination: a socket of ours, connecting; on_out() goes on once it is. */
-static int conn_connect(SniConn *c) {
-        EgressSni *s = c->sni;
-        int one = 1, r;
-
-        c->out_fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-        if (c->out_fd < 0)
-                return -errno;
-        (void) setsockopt(c->out_fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
-        (void) setsockopt(c->in_fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
-        /* Segments go on as they come (the programs' own sockets coalesce theirs): ours holding
-         * a small write back for an ACK the far end delays would add that delay to a request. */
-        (void) setsockopt(c->out_fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-        (void) setsockopt(c->in_fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-        if (connect(c->out_fd, (struct sockaddr *) &c->dst, sizeof(c->dst)) < 0 && errno != EINPROGRESS)
-                return -errno;
-        if ((r = pipe_make(c->up.pipe)) < 0 || (r = pipe_make(c->down.pipe)) < 0)
-                return r;
-        r = sd_event_add_io(s->ctx->event, &c->out_src, c->out_fd, EPOLLOUT, on_out, c);
-        if (r < 0)
-                return r;
-        c->state = SNI_CONNECTING;
-        /* The sandbox's side waits until the destination is there. */
-        r = sd_event_source_set_enabled(c->in_src, SD_EVENT_OFF);
-        if (r < 0)
-                return r;
-        return sd_event_source_set_time_relative(c->timer, EGRESS_SNI_CONNECT_USEC);
-}
-
-/* ---- the check ---- */
-
-/* What no sandbox reaches, whatever its sets hold: egress_deny and egress_range, the host's own
- * addresses, loopback, multicast and the rest above it. */
-static bool dst_forbidden(const EgressSni *s, uint32_t addr) {
-        struct ifaddrs *ifa = NULL;
-        bool found = false;
-
-        if ((addr >> 24) == 127 || (addr >> 24) == 0 || addr >= 0xe0000000u)
-                return true;
-        for (unsigned i = 0; i < s->n_deny; i++)
-                if (((addr ^ s->deny[i].addr) & ipv4_mask(s->deny[i].len)) == 0)
-                        return true;
-        if (getifaddrs(&ifa) < 0)
-                return true;
-        for (struct ifaddrs *i = ifa; i && !found; i = i->ifa_next)
-                found = i->ifa_addr && i->ifa_addr->sa_family == AF_INET &&
-                        ntohl(((struct sockaddr_in *) i->ifa_addr)->sin_addr.s_addr) == addr;
-        freeifaddrs(ifa);
-        return found;
+        /* Unmarked, its segments would be held again as they came back: dropped instead. */
+        bool marked = mark_add(c->saddr, c->sport, c->daddr, c->dport, EGRESS_CT_SNI_ADMITTED) >= 0;
+        for (unsigned i = 0; i < n; i++)
+                verdict(c->sni, order[i]->id, marked ? NF_ACCEPT : NF_DROP);
+        admitted_add(c->sni, c, name);
+        c->net->sni_admitted++;
+        check_free(c);
 }
 
 /* Whether the set of n's entry i holds addr now; an error is a no. */
@@ -339,77 +240,190 @@ static const char *parse_error(int r) {
         }
 }
 
-/* The first bytes so far: wait for more, refuse, or admit and connect on. */
-static void conn_peeked(SniConn *c) {
+/* The bytes so far, from the first on without a gap: wait for more, refuse, or admit. */
+static void check_decide(SniCheck *c) {
         char name[TLS_HELLO_NAME_MAX + 1];
         TlsHelloKind kind;
-        uint32_t addr = ntohl(c->dst.sin_addr.s_addr);
+        size_t have = 0;
+        bool grew;
         int r;
 
-        r = tls_hello_first_name(c->peek, c->n_peek, &kind, name);
+        do {
+                grew = false;
+                for (unsigned i = 0; i < c->n_held; i++)
+                        if (c->held[i].off <= have && c->held[i].off + c->held[i].len > have) {
+                                have = c->held[i].off + c->held[i].len;
+                                grew = true;
+                        }
+        } while (grew);
+        if (have == 0)
+                return;
+        if (have > TLS_HELLO_PEEK_MAX)
+                have = TLS_HELLO_PEEK_MAX;
+        r = tls_hello_first_name(c->bytes, have, &kind, name);
+        if (r == -EAGAIN && have == TLS_HELLO_PEEK_MAX)
+                r = -E2BIG;
         if (r == -EAGAIN)
                 return;
-        if (r < 0) {
-                conn_refuse(c, parse_error(r), NULL);
-                return;
-        }
-        if (dst_forbidden(c->sni, addr)) {
-                conn_refuse(c, "the address is one no sandbox reaches", name);
-                return;
-        }
-        if (!sni_admits(c->net, name, addr, ntohs(c->dst.sin_port))) {
-                conn_refuse(c, kind == TLS_HELLO_TLS ? "server_name not allowed for this address and port"
-                                                     : "Host not allowed for this address and port", name);
-                return;
-        }
-        memcpy(c->name, name, sizeof(name));
-        r = conn_connect(c);
         if (r < 0)
-                conn_refuse(c, "cannot connect on", strerror(-r));
-}
-
-static int on_in(sd_event_source *src, int fd, uint32_t events, void *userdata) {
-        SniConn *c = userdata;
-        ssize_t z;
-
-        if (c->state != SNI_PEEKING) {
-                int r = conn_relay_turn(c);
-                if (r != 0)
-                        conn_end(c, r);
-                return 0;
-        }
-        if (!c->peek && !(c->peek = malloc(TLS_HELLO_PEEK_MAX))) {
-                conn_refuse(c, "out of memory", NULL);
-                return 0;
-        }
-        z = recv(fd, c->peek + c->n_peek, TLS_HELLO_PEEK_MAX - c->n_peek, 0);
-        if (z < 0 && (errno == EAGAIN || errno == EINTR))
-                return 0;
-        if (z <= 0) {
-                conn_refuse(c, z == 0 ? "closed before its name" : "read error", NULL);
-                return 0;
-        }
-        c->n_peek += (size_t) z;
-        conn_peeked(c);
-        return 0;
+                check_refuse(c, parse_error(r), NULL);
+        else if (!sni_admits(c->net, name, c->daddr, c->dport))
+                check_refuse(c, kind == TLS_HELLO_TLS ? "server_name not allowed for this address and port"
+                                                      : "Host not allowed for this address and port", name);
+        else
+                check_admit(c, name);
 }
 
 static int on_timer(sd_event_source *src, uint64_t usec, void *userdata) {
-        SniConn *c = userdata;
+        SniCheck *c = userdata;
 
-        conn_refuse(c, c->state == SNI_PEEKING ? "no name in time" : "the destination did not answer in time", NULL);
+        /* Nothing held (the program sent nothing) is refused the same: marked, its next packet
+         * either way is reset. */
+        check_refuse(c, "no name in time", NULL);
         return 0;
 }
 
-/* ---- the listener ---- */
+static SniCheck *check_find(EgressSni *s, const SniSegment *g) {
+        for (SniCheck *c = s->checks; c; c = c->next)
+                if (c->saddr == g->saddr && c->sport == g->sport && c->daddr == g->daddr && c->dport == g->dport)
+                        return c;
+        return NULL;
+}
 
-/* The sandbox whose /30 the connection comes from, its egress attached by us. */
+/* The sandbox whose /30 the packet comes from, its egress attached by us. */
 static SandboxNet *net_of(const EgressSni *s, uint32_t src) {
         for (size_t i = 0; i < s->n_nets; i++)
                 if (s->nets[i]->attached && s->nets[i]->addr == src)
                         return s->nets[i];
         return NULL;
 }
+
+static unsigned checks_of(const EgressSni *s, const SandboxNet *n) {
+        unsigned k = 0;
+
+        for (const SniCheck *c = s->checks; c; c = c->next)
+                k += c->net == n;
+        return k;
+}
+
+/* A check for g's connection, its first byte at seq0; NULL past the bounds. */
+static SniCheck *check_new(EgressSni *s, SandboxNet *n, const SniSegment *g, uint32_t seq0) {
+        unsigned share = EGRESS_SNI_CONNS_MAX / 4;
+        SniCheck *c;
+
+        if (s->ctx->config.egress_connections < share)
+                share = (unsigned) s->ctx->config.egress_connections;
+        if (s->n_checks >= EGRESS_SNI_CONNS_MAX || checks_of(s, n) >= share || !(c = calloc(1, sizeof(*c))))
+                return NULL;
+        *c = (SniCheck) { .sni = s, .net = n, .saddr = g->saddr, .daddr = g->daddr, .sport = g->sport,
+                          .dport = g->dport, .seq0 = seq0, .next = s->checks };
+        if (sd_event_add_time_relative(s->ctx->event, &c->timer, CLOCK_MONOTONIC, EGRESS_SNI_PEEK_USEC, 0, on_timer, c) < 0) {
+                free(c);
+                return NULL;
+        }
+        if (c->next)
+                c->next->prev = c;
+        s->checks = c;
+        s->n_checks++;
+        return c;
+}
+
+/* A segment with bytes: held, its bytes kept, and the check decided if it can be. */
+static void check_take(SniCheck *c, const NfqPacket *p, const SniSegment *g) {
+        uint32_t off = g->seq - c->seq0;
+
+        if (off > INT32_MAX || (g->flags & TCP_SYN)) {
+                /* Before the first byte, or data on a SYN (TCP Fast Open): not taken; the
+                 * program sends it again, or as a plain segment after the handshake. */
+                verdict(c->sni, p->id, NF_DROP);
+                return;
+        }
+        for (unsigned i = 0; i < c->n_held; i++)
+                if (c->held[i].off == off && c->held[i].len >= g->len) {
+                        verdict(c->sni, p->id, NF_DROP); /* a retransmission of one held */
+                        return;
+                }
+        if (c->n_held == SNI_HELD_MAX) {
+                c->held[c->n_held - 1] = (SniHeld) { .id = p->id }; /* it too is refused */
+                check_refuse(c, "its first bytes come in too many segments", NULL);
+                return;
+        }
+        if (!c->bytes && !(c->bytes = malloc(TLS_HELLO_PEEK_MAX))) {
+                verdict(c->sni, p->id, NF_DROP);
+                return;
+        }
+        c->held[c->n_held++] = (SniHeld) { .id = p->id, .off = off, .len = (uint32_t) g->len };
+        if (off < TLS_HELLO_PEEK_MAX)
+                memcpy(c->bytes + off, g->data, g->len < TLS_HELLO_PEEK_MAX - off ? g->len : TLS_HELLO_PEEK_MAX - off);
+        check_decide(c);
+}
+
+static const SniAdmitted *admitted_find_tuple(const EgressSni *s, const SandboxNet *n, uint32_t saddr, uint16_t sport,
+                                              uint32_t daddr, uint16_t dport) {
+        for (size_t i = 0; i < s->n_admitted; i++) {
+                const SniAdmitted *a = &s->admitted[i];
+                if (a->net == n && a->saddr == saddr && a->daddr == daddr && a->sport == sport && a->dport == dport)
+                        return a;
+        }
+        return NULL;
+}
+
+static void packet_take(EgressSni *s, const NfqPacket *p) {
+        SniSegment g;
+        SandboxNet *n;
+        SniCheck *c;
+
+        if (p->hw_protocol != 0x0800 || segment_parse(p->data, p->len, &g) < 0 || !(n = net_of(s, g.saddr))) {
+                verdict(s, p->id, NF_DROP);
+                return;
+        }
+        c = check_find(s, &g);
+        if (g.len == 0) {
+                /* No bytes (the handshake, an ACK, a FIN): on. A SYN starts the check, so that
+                 * its first byte's number is known; past the sandbox's share it is dropped. */
+                if ((g.flags & TCP_SYN) && !c && !check_new(s, n, &g, g.seq + 1)) {
+                        /* Its entry is not in the table yet (nothing to mark): dropped. */
+                        n->sni_refused++;
+                        verdict(s, p->id, NF_DROP);
+                        return;
+                }
+                verdict(s, p->id, NF_ACCEPT);
+                return;
+        }
+        /* Queued before its connection was marked admitted: on. */
+        if (!c && admitted_find_tuple(s, n, g.saddr, g.sport, g.daddr, g.dport)) {
+                verdict(s, p->id, NF_ACCEPT);
+                return;
+        }
+        /* Bytes of a connection whose SYN this daemon did not see (the one before it did, or an
+         * update cut it): its first bytes are these. */
+        if (!c && !(c = check_new(s, n, &g, g.seq))) {
+                n->sni_refused++;
+                (void) mark_add(g.saddr, g.sport, g.daddr, g.dport, EGRESS_CT_SNI_REFUSED);
+                verdict(s, p->id, NF_REPEAT);
+                return;
+        }
+        check_take(c, p, &g);
+}
+
+static void on_packet(const NfqPacket *p, void *userdata) {
+        packet_take(userdata, p);
+}
+
+static int on_queue(sd_event_source *src, int fd, uint32_t events, void *userdata) {
+        EgressSni *s = userdata;
+
+        for (unsigned k = 0; k < SNI_READ_BATCH; k++) {
+                int r = nfqueue_read(fd, s->buf, SNI_BUF_SIZE, on_packet, s);
+                if (r < 0)
+                        log_debug_errno(r, "egress: the SNI queue's read failed: %m");
+                if (r <= 0)
+                        break;
+        }
+        return 0;
+}
+
+/* ---- the queue ---- */
 
 int egress_sni_watch(EgressSni *s, SandboxNet *n) {
         if (!s)
@@ -429,142 +443,48 @@ int egress_sni_watch(EgressSni *s, SandboxNet *n) {
         return 0;
 }
 
-static unsigned conns_of(const EgressSni *s, const SandboxNet *n) {
-        unsigned k = 0;
-
-        for (const SniConn *c = s->conns; c; c = c->next)
-                k += c->net == n;
-        return k;
-}
-
-static SniConn *conn_new(EgressSni *s, int fd) {
-        SniConn *c = calloc(1, sizeof(*c));
-
-        if (!c)
-                return NULL;
-        c->sni = s;
-        c->in_fd = fd;
-        c->out_fd = -EBADF;
-        way_init(&c->up, &c->in_fd, &c->out_fd);
-        way_init(&c->down, &c->out_fd, &c->in_fd);
-        c->next = s->conns;
-        if (c->next)
-                c->next->prev = c;
-        s->conns = c;
-        s->n_conns++;
-        return c;
-}
-
-/* Where it came from, where it was going, and whose it is; < 0: not a connection to take. */
-static int conn_identify(EgressSni *s, SniConn *c) {
-        struct sockaddr_in peer, local;
-        socklen_t l = sizeof(peer);
-        unsigned share;
-
-        if (getpeername(c->in_fd, (struct sockaddr *) &peer, &l) < 0 || peer.sin_family != AF_INET)
-                return -EINVAL;
-        l = sizeof(local);
-        if (getsockname(c->in_fd, (struct sockaddr *) &local, &l) < 0)
-                return -EINVAL;
-        l = sizeof(c->dst);
-        /* Without the redirect the original destination is our own socket: not one to relay. */
-        if (getsockopt(c->in_fd, SOL_IP, SO_ORIGINAL_DST, &c->dst, &l) < 0 ||
-            (c->dst.sin_addr.s_addr == local.sin_addr.s_addr && c->dst.sin_port == local.sin_port))
-                return -EINVAL;
-        c->net = net_of(s, ntohl(peer.sin_addr.s_addr));
-        if (!c->net || c->net->host_addr != ntohl(local.sin_addr.s_addr))
-                return -ESRCH;
-        share = EGRESS_SNI_CONNS_MAX / 4;
-        if (s->ctx->config.egress_connections < share)
-                share = (unsigned) s->ctx->config.egress_connections;
-        if (conns_of(s, c->net) > share)
-                return -EUSERS;
-        return 0;
-}
-
-static int conn_start(EgressSni *s, SniConn *c) {
+/* The table that queues what is being checked, made anew (one commit), then its queue rule. Its
+ * chain check drops what the rule does not take: were the rule missing, nothing is let through
+ * unchecked. After the sandbox's chain (priority filter + 10), which accepts such packets to it. */
+static int table_make(Nftables *nft) {
+        char text[1024];
         int r;
 
-        r = sd_event_add_io(s->ctx->event, &c->in_src, c->in_fd, EPOLLIN, on_in, c);
+        snprintf(text, sizeof(text),
+                 "add table " EGRESS_SNI_TABLE "\ndelete table " EGRESS_SNI_TABLE "\n"
+                 "table " EGRESS_SNI_TABLE " {\n"
+                 "  chain forward {\n    type filter hook forward priority filter + 10; policy accept;\n"
+                 "    iifname \"sx-*\" ct mark & 0x%08x == 0x%08x counter reject with tcp reset\n"
+                 "    iifname \"sx-*\" ct mark & 0x%08x == 0x%08x goto check\n  }\n"
+                 "  chain check {\n    counter drop\n  }\n}\n",
+                 0xfff00000u | EGRESS_CT_SNI_REFUSED, EGRESS_CT_MARK | EGRESS_CT_SNI_REFUSED,
+                 0xfff00000u | EGRESS_CT_SNI_CHECKING | EGRESS_CT_SNI_ADMITTED | EGRESS_CT_SNI_REFUSED,
+                 EGRESS_CT_MARK | EGRESS_CT_SNI_CHECKING);
+        r = nftables_run(nft, text, NULL);
         if (r < 0)
                 return r;
-        return sd_event_add_time_relative(s->ctx->event, &c->timer, CLOCK_MONOTONIC, EGRESS_SNI_PEEK_USEC, 0,
-                                          on_timer, c);
+        /* Before the drop: without NLM_F_APPEND a rule goes first. */
+        return nfqueue_nft_rule(EGRESS_SNI_TABLE_NAME, "check", EGRESS_SNI_QUEUE);
 }
 
-static void accept_one(EgressSni *s, int fd) {
-        SniConn *c = conn_new(s, fd);
-        int r;
-
-        if (!c) {
-                safe_close(fd);
-                return;
-        }
-        if (s->n_conns > EGRESS_SNI_CONNS_MAX) {
-                conn_refuse(c, "too many connections through the relay", NULL);
-                return;
-        }
-        r = conn_identify(s, c);
-        if (r == -EUSERS) {
-                conn_refuse(c, "the sandbox has its share of connections through the relay", NULL);
-                return;
-        }
-        if (r < 0) {
-                conn_refuse(c, "not a sandbox's redirected connection", NULL);
-                return;
-        }
-        r = conn_start(s, c);
-        if (r < 0)
-                conn_refuse(c, "cannot watch it", strerror(-r));
+void egress_sni_table_remove(Nftables *nft) {
+        (void) nftables_run(nft, "delete table " EGRESS_SNI_TABLE "\n", NULL);
 }
 
-static int on_listen(sd_event_source *src, int fd, uint32_t events, void *userdata) {
-        EgressSni *s = userdata;
-
-        for (unsigned i = 0; i < SNI_ACCEPT_BATCH; i++) {
-                int c = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-                if (c < 0) {
-                        if (errno != EAGAIN && errno != EINTR && errno != ECONNABORTED)
-                                log_debug_errno(-errno, "egress: the SNI relay's accept failed: %m");
-                        break;
-                }
-                accept_one(s, c);
-        }
-        return 0;
-}
-
-/* On every address of ours, on a port the kernel picks: only the sandboxes' redirected
- * connections reach it (the table's input chain takes nothing else from a sandbox, and nothing
- * from elsewhere on this port). */
-static int listen_make(EgressSni *s) {
-        struct sockaddr_in sa = { .sin_family = AF_INET };
-        socklen_t l = sizeof(sa);
-        _cleanup_close_ int fd = -EBADF;
-
-        fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-        if (fd < 0)
-                return -errno;
-        if (bind(fd, (struct sockaddr *) &sa, sizeof(sa)) < 0 || listen(fd, 1024) < 0 ||
-            getsockname(fd, (struct sockaddr *) &sa, &l) < 0)
-                return -errno;
-        s->port = ntohs(sa.sin_port);
-        s->listen_fd = TAKE_FD(fd);
-        return 0;
-}
-
-int egress_sni_new(Context *m, const EgressRule *deny, unsigned n_deny, EgressSni **ret) {
+int egress_sni_new(Context *m, Nftables *nft, EgressSni **ret) {
         EgressSni *s = calloc(1, sizeof(*s));
         int r;
 
         if (!s)
                 return -ENOMEM;
         s->ctx = m;
-        s->listen_fd = -EBADF;
-        s->n_deny = n_deny < ELEMENTSOF(s->deny) ? n_deny : ELEMENTSOF(s->deny);
-        memcpy(s->deny, deny, s->n_deny * sizeof(*deny));
-        r = listen_make(s);
+        s->fd = -EBADF;
+        if (!(s->buf = malloc(SNI_BUF_SIZE)) || !(s->admitted = calloc(SNI_NAMES_MAX, sizeof(*s->admitted))))
+                r = -ENOMEM;
+        else if ((r = nfqueue_open(EGRESS_SNI_QUEUE, EGRESS_SNI_CONNS_MAX * 4, &s->fd)) >= 0)
+                r = table_make(nft);
         if (r >= 0 && m->event)
-                r = sd_event_add_io(m->event, &s->listen_src, s->listen_fd, EPOLLIN, on_listen, s);
+                r = sd_event_add_io(m->event, &s->src, s->fd, EPOLLIN, on_queue, s);
         if (r < 0) {
                 egress_sni_free(s);
                 return r;
@@ -576,10 +496,14 @@ int egress_sni_new(Context *m, const EgressRule *deny, unsigned n_deny, EgressSn
 EgressSni *egress_sni_free(EgressSni *s) {
         if (!s)
                 return NULL;
-        while (s->conns)
-                conn_free(s->conns);
-        sd_event_source_disable_unref(s->listen_src);
-        safe_close(s->listen_fd);
+        /* What is held is dropped by the kernel as the queue goes; the program sends it again,
+         * to the next daemon. */
+        while (s->checks)
+                check_free(s->checks);
+        sd_event_source_disable_unref(s->src);
+        safe_close(s->fd);
+        free(s->buf);
+        free(s->admitted);
         free(s->nets);
         free(s);
         return NULL;
@@ -588,11 +512,17 @@ EgressSni *egress_sni_free(EgressSni *s) {
 void egress_sni_forget(EgressSni *s, const SandboxNet *n) {
         if (!s)
                 return;
-        for (SniConn *c = s->conns, *next; c; c = next) {
+        for (SniCheck *c = s->checks, *next; c; c = next) {
                 next = c->next;
-                if (c->net == n)
-                        conn_free(c);
+                if (c->net != n)
+                        continue;
+                for (unsigned i = 0; i < c->n_held; i++)
+                        verdict(s, c->held[i].id, NF_DROP);
+                check_free(c);
         }
+        for (size_t i = 0; i < s->n_admitted; i++)
+                if (s->admitted[i].net == n)
+                        s->admitted[i].net = NULL;
         for (size_t i = 0; i < s->n_nets; i++)
                 if (s->nets[i] == n) {
                         s->nets[i] = s->nets[--s->n_nets];
@@ -600,18 +530,27 @@ void egress_sni_forget(EgressSni *s, const SandboxNet *n) {
                 }
 }
 
+
 int egress_sni_recheck(EgressSni *s, const SandboxNet *n) {
-        int cut = 0;
+        _cleanup_free_ ConntrackEntry *ct = NULL;
+        size_t count;
+        int cut = 0, r;
 
         if (!s)
                 return 0;
-        for (SniConn *c = s->conns, *next; c; c = next) {
-                next = c->next;
-                if (c->net != n || c->state == SNI_PEEKING ||
-                    sni_admits(n, c->name, ntohl(c->dst.sin_addr.s_addr), ntohs(c->dst.sin_port)))
+        r = conntrack_dump(EGRESS_CT_MARK | n->slot | EGRESS_CT_SNI_ADMITTED,
+                           ~(EGRESS_CT_FLAGS & ~EGRESS_CT_SNI_ADMITTED), &ct, &count);
+        if (r < 0)
+                return r;
+        for (size_t k = 0; k < count; k++) {
+                SniAdmitted *a = (SniAdmitted *) admitted_find_tuple(s, n, ct[k].src, ct[k].sport, ct[k].dst, ct[k].dport);
+                /* A name this daemon does not know (admitted by the one before) is cut too. */
+                if (a && sni_admits(n, a->name, ct[k].dst, ct[k].dport))
                         continue;
-                conn_end(c, -ECONNRESET);
-                cut++;
+                if (a)
+                        a->net = NULL; /* its next packet is checked again, as a first */
+                if (conntrack_delete(&ct[k]) >= 0 && !conntrack_entry_closed(&ct[k]))
+                        cut++;
         }
         return cut;
 }
@@ -693,44 +632,27 @@ json_object *egress_sni_entry_json(const EgressRule *r, const char *name) {
         return o;
 }
 
-char *egress_sni_chain_text(const SandboxNet *n, uint32_t saddr, const char *table, const char *chain, uint16_t port) {
-        char *buf = NULL, a[INET_ADDRSTRLEN];
+char *egress_sni_chain_text(const SandboxNet *n, const char *table, const char *chain) {
+        char *buf = NULL;
         size_t len = 0;
-        bool any_sni = false;
         FILE *f = open_memstream(&buf, &len);
 
         if (!f)
                 return NULL;
-        /* Without a match-sni entry the chain stays empty: it names none of the sets, which a new
-         * allow list may then remove (egress_update()). */
-        for (unsigned i = 0; i < n->n_allow && !any_sni; i++)
-                any_sni = n->allow[i].sni;
-        for (unsigned i = 0; i < n->n_allow && any_sni; i++) {
-                const EgressRule *r = &n->allow[i];
-                char p[48];
-                if (r->sni || r->proto == IPPROTO_UDP)
-                        continue;
-                if (r->name)
-                        snprintf(p, sizeof(p), "@%s_%u", chain, i);
-                else
-                        ipv4_prefix_format(p, sizeof(p), r->addr, r->len);
-                /* Its forward chain admits these: no SNI asked of them. */
-                if (r->port)
-                        fprintf(f, "add rule %s %s_sni ip daddr %s tcp dport %u return\n", table, chain, p, r->port);
-                else
-                        fprintf(f, "add rule %s %s_sni ip daddr %s return\n", table, chain, p);
-        }
-        inet_ntop(AF_INET, &(struct in_addr) { .s_addr = htonl(saddr) }, a, sizeof(a));
         for (unsigned i = 0; i < n->n_allow; i++) {
                 const EgressRule *r = &n->allow[i];
+                char ports[16];
                 if (!r->sni)
                         continue;
                 if (r->port)
-                        fprintf(f, "add rule %s %s_sni ip saddr %s ip daddr @%s_%u tcp dport %u redirect to :%u\n", table,
-                                chain, a, chain, i, r->port, port);
+                        snprintf(ports, sizeof(ports), "%u", r->port);
                 else
-                        fprintf(f, "add rule %s %s_sni ip saddr %s ip daddr @%s_%u tcp dport { 80, 443 } redirect to :%u\n",
-                                table, chain, a, chain, i, port);
+                        snprintf(ports, sizeof(ports), "{ 80, 443 }");
+                fprintf(f, "add rule %s %s ip daddr @%s_%u tcp dport %s ct mark set ct mark | 0x%08x accept\n", table, chain,
+                        chain, i, ports, EGRESS_CT_SNI_CHECKING);
+                /* QUIC's name is encrypted: refused, so that HTTP/3 clients fall back to TCP. */
+                fprintf(f, "add rule %s %s ip daddr @%s_%u udp dport %s counter reject with icmpx type admin-prohibited\n",
+                        table, chain, chain, i, r->port ? ports : "443");
         }
         if (fclose(f) != 0) {
                 free(buf);
@@ -748,8 +670,8 @@ json_object *egress_sni_state_json(const EgressSni *s, const SandboxNet *n) {
         if (!any)
                 return NULL;
         o = json_object_new_object();
-        json_object_object_add(o, "open", json_object_new_int((int) (s ? conns_of(s, n) : 0)));
-        json_object_object_add(o, "relayed", json_object_new_int64((int64_t) n->sni_relayed));
+        json_object_object_add(o, "checking", json_object_new_int((int) (s ? checks_of(s, n) : 0)));
+        json_object_object_add(o, "admitted", json_object_new_int64((int64_t) n->sni_admitted));
         json_object_object_add(o, "refused", json_object_new_int64((int64_t) n->sni_refused));
         return o;
 }

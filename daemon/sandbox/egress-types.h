@@ -14,13 +14,22 @@
 #define EGRESS_ALLOW_MAX 64
 #define EGRESS_ENTRY_MAX 64   /* characters of an allow entry */
 
+/* A sandbox's connections carry the ct mark EGRESS_CT_MARK | its slot (egress.c), and flags its
+ * chain keeps: those of SNI matching (egress-sni.h): the first bytes awaited, the connection
+ * admitted, or refused. conntrack_flush_mark() at its end leaves the flags out of the match. */
+#define EGRESS_CT_MARK 0x5bd00000u
+#define EGRESS_CT_SNI_CHECKING 0x00010000u
+#define EGRESS_CT_SNI_ADMITTED 0x00020000u
+#define EGRESS_CT_SNI_REFUSED 0x00040000u
+#define EGRESS_CT_FLAGS 0x000f0000u
+
 typedef struct EgressRule {
         uint32_t addr;   /* host order */
         uint8_t len;
         uint8_t proto;   /* 0: TCP and UDP; IPPROTO_TCP or IPPROTO_UDP */
         uint16_t port;   /* 0: every port */
         bool name;       /* a name (SandboxNet.names[i]), not an address: addr and len unused */
-        bool sni;        /* a name's "match": "sni": TCP only, through the SNI relay (egress-sni.h) */
+        bool sni;        /* a name's "match": "sni": TCP only, its first bytes checked (egress-sni.h) */
 } EgressRule;
 
 typedef struct DnsRelay DnsRelay;
@@ -39,6 +48,6 @@ typedef struct SandboxNet {
         char ifname[IFNAMSIZ];
         uint32_t host_addr, addr;  /* host order */
         DnsRelay *dns;
-        uint64_t sni_relayed, sni_refused; /* connections through the SNI relay (egress-sni.h) */
+        uint64_t sni_admitted, sni_refused; /* connections checked on SNI (egress-sni.h) */
         char *error;   /* why the last egress_attach() failed, for create's answer */
 } SandboxNet;

@@ -38,8 +38,6 @@
 #include "veth.h"
 
 #define EGRESS_TABLE "inet sandboxd"
-/* Connections of a sandbox carry this ct mark | its slot: conntrack_flush_mark() at its end. */
-#define EGRESS_CT_MARK 0x5bd00000u
 #define EGRESS_SLOTS_MAX 65536u
 #define EGRESS_RESOLV "egress-resolv.conf"
 /* A name's addresses: how many a sandbox's set of it holds (an answer past that is SERVFAIL), and
@@ -293,9 +291,10 @@ int egress_init(Context *m) {
         e->home_fd = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
         if (e->home_fd < 0)
                 return set_reason(e, "cannot open the daemon's network namespace: %m");
-        r = egress_sni_new(m, e->deny, e->n_deny, &e->sni);
+        r = egress_sni_new(m, e->nft, &e->sni);
         if (r < 0)
-                log_warning_errno(r, "egress: no SNI relay (allow entries with \"match\": \"sni\" are refused): %m");
+                log_warning_errno(r, "egress: no SNI matching (allow entries with \"match\": \"sni\" are refused): "
+                                     "netfilter queue %u cannot be bound: %m", EGRESS_SNI_QUEUE);
         return 0;
 }
 
@@ -309,6 +308,8 @@ void egress_done(Context *m) {
         /* Sandboxes left running keep their rules for the next daemon, which replaces them. */
         if (e->table_made && e->nft && !e->n_kept)
                 (void) nftables_run(e->nft, "delete table " EGRESS_TABLE "\n", NULL);
+        if (e->nft && !e->n_kept)
+                egress_sni_table_remove(e->nft);
         nftables_free(e->nft);
         safe_close(e->home_fd);
         safe_close(e->lock_fd);
@@ -479,8 +480,8 @@ static int parse_object_entry(Context *m, json_object *v, const char *field, San
                 return k;
         if (r->sni && !m->egress->sni)
                 return proto_error_set(err, SBX_E_LIMIT_UNENFORCEABLE, field,
-                                       "'%s' asks for \"match\": \"sni\", but this daemon has no SNI relay (its log "
-                                       "says why)", field);
+                                       "'%s' asks for \"match\": \"sni\", but this daemon cannot check names (its "
+                                       "log says why)", field);
         n->n_names++;
         n->n_allow++;
         return 0;
@@ -629,7 +630,8 @@ static int connections_counted(Context *m, Egress *e) {
                 return e->conn_r;
         if (!e->conn_counts && !(e->conn_counts = calloc(e->n_slots, sizeof(unsigned))))
                 return -ENOMEM;
-        e->conn_r = conntrack_count_by_mark(EGRESS_CT_MARK, EGRESS_SLOTS_MAX - 1, e->conn_counts, e->n_slots);
+        e->conn_r = conntrack_count_by_mark(EGRESS_CT_MARK, ~((EGRESS_SLOTS_MAX - 1) | EGRESS_CT_FLAGS), EGRESS_SLOTS_MAX - 1,
+                                            e->conn_counts, e->n_slots);
         e->conn_iteration = iteration;
         e->conn_counted = m->event != NULL;
         return e->conn_r;
@@ -718,16 +720,6 @@ static void text_add_prefixes(Text *t, const EgressRule *rules, unsigned n) {
         }
 }
 
-/* The SNI relay's part of the table: the map to each sandbox's nat chain (sx_<id>_sni), for its new
- * TCP connections to what no sandbox reaches aside (they go on to the forward chain's reject). */
-static void sni_table_text(Egress *e, Text *t) {
-        text_add(t, "  map sni { type ifname : verdict; }\n");
-        text_add(t, "  chain prerouting {\n    type nat hook prerouting priority dstnat; policy accept;\n"
-                    "    iifname \"" VETH_PREFIX "*\" ip daddr @never return\n"
-                    "    iifname \"" VETH_PREFIX "*\" ip daddr @host return\n"
-                    "    iifname \"" VETH_PREFIX "*\" meta l4proto tcp iifname vmap @sni\n  }\n");
-}
-
 /* The table, new: what holds for every sandbox. The host's own addresses are set before each
  * sandbox's chain (egress_host_addresses()): they change. */
 static void table_text(Context *m, Text *t) {
@@ -742,24 +734,21 @@ static void table_text(Context *m, Text *t) {
         text_add(t, " }; }\n");
         text_add(t, "  set host { type ipv4_addr; flags interval; auto-merge; }\n");
         text_add(t, "  map out { type ifname : verdict; }\n");
-        sni_table_text(e, t);
-        /* Replies in; nothing else toward a sandbox (from outside, nor from another sandbox). */
+        /* Replies in (those of a connection refused on SNI reset, the far end then knows too);
+         * nothing else toward a sandbox (from outside, nor from another sandbox). */
         text_add(t, "  chain forward {\n    type filter hook forward priority filter; policy accept;\n"
+                    "    oifname \"" VETH_PREFIX "*\" ct mark & 0x%08x == 0x%08x counter reject with tcp reset\n"
                     "    oifname \"" VETH_PREFIX "*\" ct state established,related accept\n"
                     "    oifname \"" VETH_PREFIX "*\" counter drop\n"
                     "    iifname \"" VETH_PREFIX "*\" meta nfproto ipv6 counter drop\n"
                     "    iifname \"" VETH_PREFIX "*\" ip daddr @never counter reject with icmpx type admin-prohibited\n"
                     "    iifname \"" VETH_PREFIX "*\" ip daddr @host counter reject with icmpx type admin-prohibited\n"
                     "    iifname \"" VETH_PREFIX "*\" iifname vmap @out\n"
-                    "    iifname \"" VETH_PREFIX "*\" counter drop\n  }\n");
+                    "    iifname \"" VETH_PREFIX "*\" counter drop\n  }\n",
+                 EGRESS_CT_SNI_REFUSED, EGRESS_CT_SNI_REFUSED);
         /* The host itself: nothing from a sandbox (DNS is relayed on the sandbox's own loopback). */
         text_add(t, "  chain input {\n    type filter hook input priority filter; policy accept;\n");
-        if (egress_sni_port(e->sni))
-                text_add(t, "    iifname \"" VETH_PREFIX "*\" tcp dport %u ct status dnat accept\n", egress_sni_port(e->sni));
         text_add(t, "    iifname \"" VETH_PREFIX "*\" counter reject with icmpx type admin-prohibited\n");
-        /* The relay takes only what a sandbox's nat chain redirected to it. */
-        if (egress_sni_port(e->sni))
-                text_add(t, "    tcp dport %u counter drop\n", egress_sni_port(e->sni));
         text_add(t, "  }\n");
         text_add(t, "  chain postrouting {\n    type nat hook postrouting priority srcnat; policy accept;\n"
                     "    ip saddr %s oifname != \"" VETH_PREFIX "*\" masquerade\n  }\n}\n", range);
@@ -801,16 +790,9 @@ static void name_set_text(Text *t, const char *chain, unsigned i) {
                  EGRESS_NAME_ADDRS_MAX);
 }
 
-/* A match-sni name in the forward chain: nothing accepted (its TCP on the entry's ports was
- * redirected to the relay before), and QUIC to its addresses refused by a rule of its own. */
-static void sni_forward_text(Text *t, const char *chain, unsigned i, const EgressRule *r) {
-        text_add(t, "add rule " EGRESS_TABLE " %s ip daddr @%s_%u udp dport %u counter reject with icmpx type "
-                    "admin-prohibited\n", chain, chain, i, r->port ? r->port : 443);
-}
-
-/* The rules of a sandbox's nat chain for the allow list of list. */
-static void sni_rules_text(Egress *e, Text *t, const SandboxNet *list, uint32_t saddr, const char *chain) {
-        _cleanup_free_ char *rules = egress_sni_chain_text(list, saddr, EGRESS_TABLE, chain, egress_sni_port(e->sni));
+/* The rules of its match-sni entries (egress-sni.h), after the others. */
+static void sni_rules_text(Text *t, const SandboxNet *n, const char *chain) {
+        _cleanup_free_ char *rules = egress_sni_chain_text(n, EGRESS_TABLE, chain);
 
         if (!rules)
                 t->failed = true;
@@ -818,20 +800,21 @@ static void sni_rules_text(Egress *e, Text *t, const SandboxNet *list, uint32_t 
                 text_add(t, "%s", rules);
 }
 
-/* A sandbox's nat chain and its place in the map: every sandbox has one (a teardown removes it
- * as it does the forward chain), empty without a match-sni entry. */
-static void sni_chain_text(Egress *e, Text *t, const SandboxNet *n, const char *chain) {
-        text_add(t, "add chain " EGRESS_TABLE " %s_sni\n", chain);
-        sni_rules_text(e, t, n, n->addr, chain);
-        text_add(t, "add element " EGRESS_TABLE " sni { \"%s\" : jump %s_sni }\n", n->ifname, chain);
-}
-
 /* The rules of a sandbox's chain (the forward chain's verdict map jumps to it): its connections
- * marked; one it has already goes on (a name's address that timed out included); a new one past
- * its share of the conntrack table, or of TCP connections a second, is refused; then its allow
- * list; the rest refused (reset, for the rest of a connection that was cut). */
+ * marked (their SNI flags kept); one refused by SNI matching reset, one admitted on, one being
+ * checked on to the table that queues it (egress-sni.h); one it has already goes on (a name's address that timed
+ * out included); a new one past its share of the conntrack table, or of TCP connections a
+ * second, is refused; then its allow list, the entries matched on SNI last; the rest refused
+ * (reset, for the rest of a connection that was cut). */
 static void chain_rules_text(Context *m, Text *t, const SandboxNet *n, const char *chain, unsigned slot) {
-        text_add(t, "add rule " EGRESS_TABLE " %s ct mark set 0x%08x\n", chain, EGRESS_CT_MARK | slot);
+        text_add(t, "add rule " EGRESS_TABLE " %s ct mark set ct mark & 0x%08x | 0x%08x\n", chain, EGRESS_CT_FLAGS,
+                 EGRESS_CT_MARK | slot);
+        text_add(t, "add rule " EGRESS_TABLE " %s ct mark & 0x%08x == 0x%08x counter reject with tcp reset\n", chain,
+                 EGRESS_CT_SNI_REFUSED, EGRESS_CT_SNI_REFUSED);
+        text_add(t, "add rule " EGRESS_TABLE " %s ct mark & 0x%08x == 0x%08x accept\n", chain, EGRESS_CT_SNI_ADMITTED,
+                 EGRESS_CT_SNI_ADMITTED);
+        text_add(t, "add rule " EGRESS_TABLE " %s ct mark & 0x%08x == 0x%08x accept\n", chain, EGRESS_CT_SNI_CHECKING,
+                 EGRESS_CT_SNI_CHECKING);
         text_add(t, "add rule " EGRESS_TABLE " %s ct state established,related accept\n", chain);
         text_add(t, "add rule " EGRESS_TABLE " %s ct state new ct count over %" PRIu64 " counter reject\n", chain,
                  m->config.egress_connections);
@@ -843,10 +826,8 @@ static void chain_rules_text(Context *m, Text *t, const SandboxNet *n, const cha
         for (unsigned i = 0; i < n->n_allow; i++) {
                 const EgressRule *r = &n->allow[i];
                 char p[48];
-                if (r->sni) {
-                        sni_forward_text(t, chain, i, r);
+                if (r->sni)
                         continue;
-                }
                 if (r->name)
                         snprintf(p, sizeof(p), "@%s_%u", chain, i);
                 else
@@ -860,6 +841,7 @@ static void chain_rules_text(Context *m, Text *t, const SandboxNet *n, const cha
                         text_add(t, "add rule " EGRESS_TABLE " %s ip daddr %s meta l4proto { tcp, udp } th dport %u accept\n",
                                  chain, p, r->port);
         }
+        sni_rules_text(t, n, chain);
         /* A TCP packet without SYN that conntrack saw nothing of: a connection whose entry was
          * deleted (sandbox.update cut it, as the new list does not take it): reset, so the
          * program learns at once (ECONNRESET) rather than retransmitting into nothing. */
@@ -878,7 +860,6 @@ static void sandbox_text(Context *m, Text *t, const SandboxNet *n, const char *i
         text_add(t, "add chain " EGRESS_TABLE " %s\n", chain);
         chain_rules_text(m, t, n, chain, n->slot);
         text_add(t, "add element " EGRESS_TABLE " out { \"%s\" : jump %s }\n", n->ifname, chain);
-        sni_chain_text(m->egress, t, n, chain);
 }
 
 static int nft_apply(Egress *e, Text *t, char **ret_error) {
@@ -1153,7 +1134,6 @@ static int carried_take(Egress *e, const SandboxNet *old, const SandboxNet *want
  * new rules. A batch is all or nothing: on failure the old list stays in force. */
 static void update_text(Context *m, Text *t, const SandboxNet *old, const SandboxNet *want, const Carried *c) {
         text_add(t, "flush chain " EGRESS_TABLE " %s\n", old->chain);
-        text_add(t, "flush chain " EGRESS_TABLE " %s_sni\n", old->chain); /* before the sets it names go */
         for (unsigned j = 0; j < old->n_allow; j++)
                 if (old->allow[j].name && !(j < want->n_allow && want->allow[j].name))
                         text_add(t, "delete set " EGRESS_TABLE " %s_%u\n", old->chain, j);
@@ -1167,7 +1147,6 @@ static void update_text(Context *m, Text *t, const SandboxNet *old, const Sandbo
                 elements_text(t, old->chain, i, c->el[i], c->n[i]);
         }
         chain_rules_text(m, t, want, old->chain, old->slot);
-        sni_rules_text(m->egress, t, want, old->addr, old->chain);
 }
 
 static bool addr_carried(const Carried *c, unsigned i, uint32_t addr) {
@@ -1178,8 +1157,8 @@ static bool addr_carried(const Carried *c, unsigned i, uint32_t addr) {
 }
 
 /* Whether the new list lets a connection (its original direction) go on: as its chain would
- * take it as a new one, the bounds aside. An entry matched on SNI admits none of these: the chain
- * forwards nothing for it (its connections go through the relay, which checks them itself). */
+ * take it as a new one, the bounds aside. An entry matched on SNI admits none of these: its
+ * connections are the SNI check's (egress_sni_recheck()). */
 static bool update_admits(const SandboxNet *want, const Carried *c, const ConntrackEntry *ct) {
         if (want->all)
                 return true;
@@ -1205,11 +1184,11 @@ static int update_cut(const SandboxNet *n, const SandboxNet *want, const Carried
         size_t count;
         int cut = 0, r;
 
-        r = conntrack_dump(EGRESS_CT_MARK | n->slot, 0xffffffffu, &ct, &count);
+        r = conntrack_dump(EGRESS_CT_MARK | n->slot, ~EGRESS_CT_FLAGS, &ct, &count);
         if (r < 0)
                 return r;
         for (size_t k = 0; k < count; k++)
-                if (!update_admits(want, c, &ct[k]) && conntrack_delete(&ct[k]) >= 0 && !conntrack_entry_closed(&ct[k]))
+                if (!(ct[k].mark & (EGRESS_CT_SNI_CHECKING | EGRESS_CT_SNI_ADMITTED)) && !update_admits(want, c, &ct[k]) && conntrack_delete(&ct[k]) >= 0 && !conntrack_entry_closed(&ct[k]))
                         cut++;
         return cut;
 }
@@ -1243,9 +1222,11 @@ int egress_update(Context *m, SandboxNet *n, const SandboxNet *want, int *ret_cu
                 if (*ret_cut < 0)
                         log_warning("egress: %s: cannot list its connections to cut those the new list does not allow: %s",
                                     n->ifname, strerror(-*ret_cut));
-                int relayed = egress_sni_recheck(n->eg->sni, n);
-                if (*ret_cut >= 0)
-                        *ret_cut += relayed;
+                int sni = egress_sni_recheck(n->eg->sni, n);
+                if (sni < 0)
+                        log_warning("egress: %s: cannot list its connections admitted on SNI: %s", n->ifname, strerror(-sni));
+                else if (*ret_cut >= 0)
+                        *ret_cut += sni;
         }
         carried_free(&c);
         return r;
@@ -1403,13 +1384,11 @@ static int teardown_run(Nftables *nft, const char *ifname, unsigned slot) {
                 nft = own;
         text_add(&t, "delete element " EGRESS_TABLE " out { \"%s\" }\nflush chain " EGRESS_TABLE " sx_%s\n"
                      "delete chain " EGRESS_TABLE " sx_%s\n", ifname, base, base);
-        text_add(&t, "delete element " EGRESS_TABLE " sni { \"%s\" }\nflush chain " EGRESS_TABLE " sx_%s_sni\n"
-                     "delete chain " EGRESS_TABLE " sx_%s_sni\n", ifname, base, base);
         if (!nft || t.failed || nftables_run(nft, t.data, NULL) < 0)
                 failed |= TEARDOWN_RULES;
         free(t.data);
         nftables_free(own);
-        r = conntrack_flush_mark(EGRESS_CT_MARK | slot);
+        r = conntrack_flush_mark(EGRESS_CT_MARK | slot, ~EGRESS_CT_FLAGS);
         if (r < 0 && r != -EPROTONOSUPPORT)
                 failed |= TEARDOWN_CONNTRACK;
         return failed;

@@ -16,15 +16,17 @@
 # Names matched on SNI (issue #32, daemon/sandbox/egress-sni.c): good.test and evil.test resolve to
 # one remote address (198.51.100.9, where tests/egress-sni-remote.py serves TLS on 443 and HTTP on
 # 80 and logs what reached it); a sandbox created with --allow-sni good.test gets through the
-# daemon's relay with Host good.test and with a ClientHello's server_name good.test, while
+# daemon's check with Host good.test and with a ClientHello's server_name good.test, while
 # evil.test on the same address is reset and never reaches the remote; 8 MiB each way arrive
-# intact through the relay; sandboxctl inspect shows the relay's counts.
+# intact through the check (the kernel forwards an admitted connection); sandboxctl inspect shows
+# the check's counts.
 source "$(dirname "$0")/lib.sh"
 export SANDBOXD_SOCKET=/run/sandboxd/sandboxd.sock
 ctl=$(command -v sandboxctl)
 # The unit may not load modules (ProtectKernelModules=yes): what egress needs, loaded first, as an
 # administrator would list them in modules-load.d.
-for m in veth nf_tables nft_ct nft_nat nft_masq nft_redir nft_reject_inet nft_chain_nat nf_conntrack nf_nat; do
+for m in veth nf_tables nft_ct nft_nat nft_masq nft_reject_inet nft_chain_nat nf_conntrack nf_nat nf_conntrack_netlink \
+	 nft_compat xt_NFQUEUE nfnetlink_queue; do
 	modprobe "$m" 2>/dev/null
 done
 
@@ -128,7 +130,7 @@ ok $? "after destroy: no interface or chain of it"
 
 "$ctl" run --egress all -- sleep 120 >/dev/null 2>&1 &
 runner=$!
-# A sandbox's own chain, sx_<id> (the SNI relay adds sx_<id>_sni beside it, not counted).
+# A sandbox's own chain, sx_<id>.
 chains() { nft list table inet sandboxd 2>/dev/null | grep -cE '^\s*chain sx_[0-9a-f]+ \{'; }
 for i in $(seq 100); do [ "$(chains)" = 2 ] && break; sleep 0.1; done
 [ "$(chains)" = 2 ]
@@ -244,7 +246,7 @@ ok $? "create --allow-sni good.test"
 mark
 got=$(sni "$sn" http good.test good.test)
 [ "$got" = "reached http good.test hi" ] && [ "$(seen 'http good.test')" = 1 ]
-ok $? "HTTP with Host good.test is relayed to the remote and answered ($got)"
+ok $? "HTTP with Host good.test is admitted to the remote and answered ($got)"
 mark
 got=$(sni "$sn" http evil.test good.test)
 [[ "$got" == refused* ]] && [ "$(seen http)" = 0 ]
@@ -259,10 +261,10 @@ got=$(sni "$sn" tls evil.test good.test)
 ok $? "TLS with server_name evil.test to the same address is reset, and never reaches the remote ($got)"
 got=$(sni "$sn" bulk http good.test good.test 8)
 [[ "$got" == "intact "* ]]
-ok $? "8 MiB each way through the relay arrive intact ($got s)"
+ok $? "8 MiB each way through the admitted connection arrive intact ($got s)"
 got=$("$ctl" inspect "$sn" 2>&1 | grep 'sni connections')
-grep -qE 'sni connections: +3 relayed, 2 refused' <<<"$got"
-ok $? "sandboxctl inspect shows the relay's counts:${got#*:}"
+grep -qE 'sni connections: +3 admitted, 2 refused' <<<"$got"
+ok $? "sandboxctl inspect shows the check's counts:${got#*:}"
 diag "the SNI remote saw: $(tr '\n' ';' </tmp/egress-sni.out)"
 "$ctl" destroy "$sn" >/dev/null 2>&1
 done_testing
