@@ -21,11 +21,11 @@
 #   bench/egress-names.sh [BUILD_DIR] [ROUNDS] [PER_ROUND]   (root; default build 10 40)
 #
 # Then, where the daemon takes a match-sni entry ({"name": ..., "match": "sni"}), throughput
-# through the SNI relay beside a direct connection: SNI_ROUNDS rounds (default 5; 0: none) of
-# SNI_MIB MiB (default 256) up, then as much down, to the same server, one connection each, the
-# two rows alternating. The matched connection is HTTP (the relay reads its Host header as it
-# reads a ClientHello's server_name; after the check both are spliced alike), so that no TLS in
-# Python weighs on either row.
+# through an SNI-matched connection beside a direct connection: SNI_ROUNDS rounds (default 5;
+# 0: none) of SNI_MIB MiB (default 256) up, then as much down, to the same server, one
+# connection each, the two rows alternating. The matched connection is HTTP (the daemon's check
+# reads its Host header as it reads a ClientHello's server_name; once admitted both are forwarded
+# by the kernel alike), so that no TLS in Python weighs on either row.
 #
 # Everything happens in a network namespace of its own (re-executed under unshare --net): a
 # "remote" namespace behind a veth pair holds the listener (port 80 on 198.51.100.7 and on every
@@ -218,7 +218,7 @@ def one(host, n):
     s.close()
     return up, down
 sni = socket.getaddrinfo("bulk.sni.test", 80, socket.AF_INET, socket.SOCK_STREAM)[0][4][0]
-rows = [("SNI-matched (relay)", sni), ("direct (address entry)", "198.51.100.10")]
+rows = [("SNI-matched (checked)", sni), ("direct (address entry)", "198.51.100.10")]
 for _, host in rows:
     one(host, 16 << 20)  # warm-up
 for r in range(rounds):
@@ -230,9 +230,9 @@ PY
 # cpu_ticks PID: its user + system time, in clock ticks.
 cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
 
-# sni_bench ROUNDS MIB: a sandbox with bulk.sni.test as a match-sni entry (its port 80 goes
-# through the daemon's relay, which reads the Host header, then splices) and 198.51.100.10:80 by
-# address (the same server, routed directly).
+# sni_bench ROUNDS MIB: a sandbox with bulk.sni.test as a match-sni entry (its connections to
+# port 80 are checked by the daemon, which reads the Host header, then left to the kernel) and
+# 198.51.100.10:80 by address (the same server, routed directly).
 sni_bench() {
         local r id
         r=$("$CTL" --socket "$T/sock" call '{"op":"create","best_effort":true,"network":{"egress":{"allow":[{"name":"bulk.sni.test","match":"sni"},"198.51.100.10:80/tcp"]}}}' 2>&1)
@@ -248,9 +248,9 @@ sni_bench() {
                 echo "# SNI throughput: the program failed: $(tail -n 3 "$T/bulk")"
         cpu1=$(cpu_ticks "$DPID")
         echo "# load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
-        # The relay's bytes: each round's MiB up and down through it, and the 16 MiB warm-up both ways.
+        # The matched row's bytes: each round's MiB up and down, and the 16 MiB warm-up both ways.
         awk -v t=$((cpu1 - cpu0)) -v hz="$(getconf CLK_TCK)" -v mib=$(($1 * $2 * 2 + 32)) 'BEGIN {
-                printf "# the daemon'"'"'s CPU meanwhile: %.2f s for %d MiB through its relay: %.2f s a GiB\n", t / hz, mib, t / hz / mib * 1024 }'
+                printf "# the daemon'"'"'s CPU meanwhile: %.2f s for %d MiB through SNI-matched connections: %.2f s a GiB\n", t / hz, mib, t / hz / mib * 1024 }'
         python3 - "$T/bulk" <<'PY'
 import statistics, sys
 v = {}
@@ -262,9 +262,9 @@ print("|---|---|---|---|---|---|")
 for (row, way), r in sorted(v.items()):
     print("| %s | %s | %.0f | %.0f | %.0f | %d |" % (row, way, statistics.median(r), min(r), max(r), len(r)))
 for way in ("up", "down"):
-    a, b = v.get(("SNI-matched (relay)", way)), v.get(("direct (address entry)", way))
+    a, b = v.get(("SNI-matched (checked)", way)), v.get(("direct (address entry)", way))
     if a and b:
-        print("\nrelay / direct, %s: %.1f %%" % (way, 100 * statistics.median(a) / statistics.median(b)), end="")
+        print("\nSNI-matched / direct, %s: %.1f %%" % (way, 100 * statistics.median(a) / statistics.median(b)), end="")
 print()
 PY
         "$CTL" --socket "$T/sock" destroy "$id" >/dev/null

@@ -226,6 +226,16 @@ tests_test_nft_element_CPPFLAGS = $(DAEMON_INCLUDES) $(AM_CPPFLAGS)
 tests_test_nft_element_CFLAGS = $(UNIT_CFLAGS) $(NFTABLES_CFLAGS)
 tests_test_nft_element_LDADD = $(UNIT_LDADD) $(NFTABLES_LIBS)
 
+## A netfilter queue's messages on hostile bytes, and a datagram of messages of odd lengths read
+## (daemon/host/nfqueue.c; pure, a socket pair for the datagram).
+check_PROGRAMS += tests/test-nfqueue-parse
+TESTS += tests/test-nfqueue-parse
+tests_test_nfqueue_parse_SOURCES = tests/test-nfqueue-parse.c tests/tap.h daemon/host/nfqueue.c daemon/host/nfqueue.h \
+	daemon/host/netlink-msg.c daemon/host/netlink-msg.h daemon/core/log.c daemon/core/log.h
+tests_test_nfqueue_parse_CPPFLAGS = $(DAEMON_INCLUDES) $(AM_CPPFLAGS)
+tests_test_nfqueue_parse_CFLAGS = $(UNIT_CFLAGS)
+tests_test_nfqueue_parse_LDADD = $(UNIT_LDADD) $(SYSTEMD_LIBS)
+
 ## The parser of ctnetlink's dump messages, on hostile bytes (pure).
 check_PROGRAMS += tests/test-conntrack-parse
 TESTS += tests/test-conntrack-parse
