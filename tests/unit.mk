@@ -221,6 +221,7 @@ tests_test_conntrack_LDADD = $(UNIT_LDADD) $(NFTABLES_LIBS)
 check_PROGRAMS += tests/test-nft-element
 TESTS += tests/test-nft-element
 tests_test_nft_element_SOURCES = tests/test-nft-element.c tests/tap.h daemon/host/nft-element.c daemon/host/nft-element.h \
+	daemon/host/netlink-msg.c daemon/host/netlink-msg.h \
 	daemon/host/nftables.c daemon/host/nftables.h
 tests_test_nft_element_CPPFLAGS = $(DAEMON_INCLUDES) $(AM_CPPFLAGS)
 tests_test_nft_element_CFLAGS = $(UNIT_CFLAGS) $(NFTABLES_CFLAGS)

@@ -119,18 +119,13 @@ static int ct_read_answer(CtSocket *s, ct_message_fn fn, void *userdata) {
         for (;;) {
                 ssize_t n = ct_recv(s);
                 bool last = false;
-                int len;
+                size_t off = 0;
 
                 if (n < 0)
                         return (int) n;
                 if (n == 0)
                         return -ECONNRESET;
-                /* Signed: NLMSG_NEXT() takes the aligned length off, which may go below 0. */
-                len = n > INT_MAX ? INT_MAX : (int) n;
-                /* NLMSG_OK(nh, len), spelled out: its last test compares nlmsg_len (unsigned) with len. */
-                for (struct nlmsghdr *nh = (struct nlmsghdr *) s->buf;
-                     len >= (int) sizeof(*nh) && nh->nlmsg_len >= sizeof(*nh) && nh->nlmsg_len <= (unsigned) len;
-                     nh = NLMSG_NEXT(nh, len)) {
+                for (struct nlmsghdr *nh; (nh = nlm_next(s->buf, (size_t) n, &off));) {
                         int r;
                         if (nh->nlmsg_seq != s->seq)
                                 continue; /* not the answer to our request */
@@ -153,30 +148,6 @@ static int ct_read_answer(CtSocket *s, ct_message_fn fn, void *userdata) {
 
 /* ---- Entries ---- */
 
-/* The attributes of data[0..len) by type, for types <= max (the last of a type wins); a length
- * that does not fit is -EBADMSG. */
-static int attrs_parse(const void *data, size_t len, const struct nlattr **tb, unsigned max) {
-        const char *p = data;
-
-        memset(tb, 0, (max + 1) * sizeof(*tb));
-        while (len >= NLA_HDRLEN) {
-                const struct nlattr *a = (const struct nlattr *) p;
-                size_t step;
-                unsigned type = a->nla_type & NLA_TYPE_MASK;
-
-                if (a->nla_len < NLA_HDRLEN || a->nla_len > len)
-                        return -EBADMSG;
-                if (type <= max)
-                        tb[type] = a;
-                step = NLA_ALIGN(a->nla_len);
-                if (step >= len)
-                        break;
-                p += step;
-                len -= step;
-        }
-        return 0;
-}
-
 static const void *attr_data(const struct nlattr *a, size_t want) {
         return a && a->nla_len >= NLA_HDRLEN + want ? (const char *) a + NLA_HDRLEN : NULL;
 }
@@ -184,7 +155,7 @@ static const void *attr_data(const struct nlattr *a, size_t want) {
 static int attr_nested(const struct nlattr *a, const struct nlattr **tb, unsigned max) {
         if (!a)
                 return -EBADMSG;
-        return attrs_parse((const char *) a + NLA_HDRLEN, a->nla_len - NLA_HDRLEN, tb, max);
+        return nlm_attrs_parse((const char *) a + NLA_HDRLEN, a->nla_len - NLA_HDRLEN, tb, max);
 }
 
 static bool attr_be32(const struct nlattr *a, uint32_t *ret) {
@@ -251,7 +222,7 @@ static int entry_parse(const struct nlmsghdr *nh, ConntrackEntry *ret) {
 
         if (nh->nlmsg_type != CT_MSG(IPCTNL_MSG_CT_NEW) || nh->nlmsg_len < hdr || g->nfgen_family != AF_INET)
                 return 0;
-        r = attrs_parse((const char *) nh + NLMSG_ALIGN(hdr), nh->nlmsg_len - NLMSG_ALIGN(hdr), tb, CTA_MAX);
+        r = nlm_attrs_parse((const char *) nh + NLMSG_ALIGN(hdr), nh->nlmsg_len - NLMSG_ALIGN(hdr), tb, CTA_MAX);
         if (r < 0 || (r = tuple_parse(tb[CTA_TUPLE_ORIG], &e)) < 0)
                 return r;
         /* The kernel leaves the mark out when it is 0. */
@@ -386,12 +357,12 @@ static int tuple_add(NlMsg *m, const ConntrackEntry *e) {
         struct nlattr *tuple, *ip, *proto;
         int r;
 
-        if (!(tuple = nlm_nest(m, CTA_TUPLE_ORIG)) || !(ip = nlm_nest(m, CTA_TUPLE_IP)))
+        if (!(tuple = nlm_nest(m, CTA_TUPLE_ORIG | NLA_F_NESTED)) || !(ip = nlm_nest(m, CTA_TUPLE_IP | NLA_F_NESTED)))
                 return -ENOBUFS;
         if ((r = nlm_put_be32(m, CTA_IP_V4_SRC, e->src)) < 0 || (r = nlm_put_be32(m, CTA_IP_V4_DST, e->dst)) < 0)
                 return r;
         nlm_nest_end(m, ip);
-        if (!(proto = nlm_nest(m, CTA_TUPLE_PROTO)))
+        if (!(proto = nlm_nest(m, CTA_TUPLE_PROTO | NLA_F_NESTED)))
                 return -ENOBUFS;
         if ((r = nlm_put(m, CTA_PROTO_NUM, &e->proto, sizeof(e->proto))) < 0 ||
             (r = nlm_put_be16(m, CTA_PROTO_SRC_PORT, e->sport)) < 0 || (r = nlm_put_be16(m, CTA_PROTO_DST_PORT, e->dport)) < 0)

@@ -22,17 +22,6 @@
 #define NFQ_MSG(type) ((uint16_t) (NFNL_SUBSYS_QUEUE << 8 | (type)))
 #define NFQ_RCVBUF (4 * 1024 * 1024)
 
-/* The message at *off of buf[0..n), whole, and *off moved past it; NULL at the end (or at a
- * message that does not fit, which ends the datagram too). */
-static struct nlmsghdr *msg_next(void *buf, size_t n, size_t *off) {
-        struct nlmsghdr *h = (struct nlmsghdr *) ((char *) buf + *off);
-
-        if (*off + NLMSG_HDRLEN > n || h->nlmsg_len < NLMSG_HDRLEN || h->nlmsg_len > n - *off)
-                return NULL;
-        *off += NLMSG_ALIGN(h->nlmsg_len);
-        return h;
-}
-
 /* Sends m (with NLM_F_ACK) and reads the kernel's ack: 0 or its -errno. */
 static int call(int fd, NlMsg *m) {
         struct sockaddr_nl kernel = { .nl_family = AF_NETLINK };
@@ -47,7 +36,7 @@ static int call(int fd, NlMsg *m) {
         if (n < 0)
                 return -errno;
         size_t off = 0;
-        for (struct nlmsghdr *h; (h = msg_next(buf, (size_t) n, &off));)
+        for (struct nlmsghdr *h; (h = nlm_next(buf, (size_t) n, &off));)
                 if (h->nlmsg_type == NLMSG_ERROR && h->nlmsg_len >= NLMSG_LENGTH(sizeof(struct nlmsgerr)))
                         return ((struct nlmsgerr *) NLMSG_DATA(h))->error;
         return -EIO;
@@ -90,10 +79,6 @@ int nfqueue_open(uint16_t num, uint32_t maxlen, int *ret_fd) {
         return 0;
 }
 
-static int put_str(NlMsg *m, uint16_t type, const char *s) {
-        return nlm_put(m, type, s, strlen(s) + 1);
-}
-
 /* The rule: one expression, the target NFQUEUE (revision 1: a queue and how many from it). */
 static int rule_msg(NlMsg *m, const char *table, const char *chain, uint16_t num) {
         struct xt_NFQ_info_v1 info = { .queuenum = num, .queues_total = 1 };
@@ -103,10 +88,10 @@ static int rule_msg(NlMsg *m, const char *table, const char *chain, uint16_t num
         memcpy(padded, &info, sizeof(info));
         nlm_init(m, (uint16_t) (NFNL_SUBSYS_NFTABLES << 8 | NFT_MSG_NEWRULE),
                  NLM_F_CREATE | NLM_F_ACK, 2, NFPROTO_IPV4, 0);
-        if (put_str(m, NFTA_RULE_TABLE, table) < 0 || put_str(m, NFTA_RULE_CHAIN, chain) < 0 ||
-            !(exprs = nlm_nest(m, NFTA_RULE_EXPRESSIONS)) || !(elem = nlm_nest(m, NFTA_LIST_ELEM)) ||
-            put_str(m, NFTA_EXPR_NAME, "target") < 0 || !(data = nlm_nest(m, NFTA_EXPR_DATA)) ||
-            put_str(m, NFTA_TARGET_NAME, "NFQUEUE") < 0 || nlm_put_be32(m, NFTA_TARGET_REV, 1) < 0 ||
+        if (nlm_put_str(m, NFTA_RULE_TABLE, table) < 0 || nlm_put_str(m, NFTA_RULE_CHAIN, chain) < 0 ||
+            !(exprs = nlm_nest(m, NFTA_RULE_EXPRESSIONS | NLA_F_NESTED)) || !(elem = nlm_nest(m, NFTA_LIST_ELEM | NLA_F_NESTED)) ||
+            nlm_put_str(m, NFTA_EXPR_NAME, "target") < 0 || !(data = nlm_nest(m, NFTA_EXPR_DATA | NLA_F_NESTED)) ||
+            nlm_put_str(m, NFTA_TARGET_NAME, "NFQUEUE") < 0 || nlm_put_be32(m, NFTA_TARGET_REV, 1) < 0 ||
             nlm_put(m, NFTA_TARGET_INFO, padded, sizeof(padded)) < 0)
                 return -ENOBUFS;
         nlm_nest_end(m, data);
@@ -147,31 +132,11 @@ int nfqueue_nft_rule(const char *table, const char *chain, uint16_t num) {
                 if (k < 0)
                         return errno == EINTR ? (int) -EINTR : -errno;
                 size_t off = 0;
-                for (struct nlmsghdr *h; (h = msg_next(buf, (size_t) k, &off));)
+                for (struct nlmsghdr *h; (h = nlm_next(buf, (size_t) k, &off));)
                         if (h->nlmsg_type == NLMSG_ERROR && h->nlmsg_len >= NLMSG_LENGTH(sizeof(struct nlmsgerr)) &&
                             (((struct nlmsgerr *) NLMSG_DATA(h))->error != 0 || h->nlmsg_seq == 2))
                                 return ((struct nlmsgerr *) NLMSG_DATA(h))->error;
         }
-}
-
-/* The attributes of a message after its nfgenmsg, by type (the last of a type wins). */
-static int attrs_parse(const struct nlmsghdr *h, const struct nlattr **tb, unsigned max) {
-        size_t off = NLMSG_ALIGN(sizeof(struct nfgenmsg));
-        size_t len = h->nlmsg_len - NLMSG_HDRLEN;
-        const char *p = NLMSG_DATA(h);
-
-        if (len < off)
-                return -EBADMSG;
-        while (off + NLA_HDRLEN <= len) {
-                const struct nlattr *a = (const struct nlattr *) (p + off);
-                if (a->nla_len < NLA_HDRLEN || a->nla_len > len - off)
-                        return -EBADMSG;
-                unsigned type = a->nla_type & NLA_TYPE_MASK;
-                if (type <= max)
-                        tb[type] = a;
-                off += NLA_ALIGN(a->nla_len);
-        }
-        return 0;
 }
 
 int nfqueue_message_parse(const void *buf, size_t size, NfqPacket *ret, int *ret_error) {
@@ -190,7 +155,9 @@ int nfqueue_message_parse(const void *buf, size_t size, NfqPacket *ret, int *ret
         }
         if (h->nlmsg_type != NFQ_MSG(NFQNL_MSG_PACKET))
                 return 0;
-        if (attrs_parse(h, tb, NFQA_MAX) < 0)
+        if (h->nlmsg_len < NLMSG_LENGTH(sizeof(struct nfgenmsg)) ||
+            nlm_attrs_parse((const char *) h + NLMSG_LENGTH(sizeof(struct nfgenmsg)),
+                            h->nlmsg_len - NLMSG_LENGTH(sizeof(struct nfgenmsg)), tb, NFQA_MAX) < 0)
                 return -EBADMSG;
         if (!tb[NFQA_PACKET_HDR] || tb[NFQA_PACKET_HDR]->nla_len < NLA_HDRLEN + sizeof(*ph) || !tb[NFQA_PAYLOAD])
                 return -EBADMSG;
@@ -207,7 +174,7 @@ int nfqueue_read(int fd, void *buf, size_t size, nfqueue_packet_fn fn, void *use
         if (n < 0)
                 return errno == EAGAIN || errno == EINTR ? 0 : -errno;
         size_t off = 0;
-        for (struct nlmsghdr *h; (h = msg_next(buf, (size_t) n, &off));) {
+        for (struct nlmsghdr *h; (h = nlm_next(buf, (size_t) n, &off));) {
                 NfqPacket p;
                 int err, r = nfqueue_message_parse(h, h->nlmsg_len, &p, &err);
                 if (r > 0)

@@ -19,60 +19,11 @@
 
 #include "log.h"
 #include "macro.h"
+#include "netlink-msg.h"
 #include "veth.h"
 
-/* One request, attributes appended in place; nests are closed by nl_nest_end(). */
-typedef struct NlMsg {
-        union {
-                struct nlmsghdr nh;
-                char buf[1024];
-        };
-} NlMsg;
-
-static void *nl_tail(NlMsg *m) {
-        return m->buf + NLMSG_ALIGN(m->nh.nlmsg_len);
-}
-
-static int nl_add(NlMsg *m, unsigned short type, const void *data, size_t len) {
-        struct rtattr *a = nl_tail(m);
-        size_t total = NLMSG_ALIGN(m->nh.nlmsg_len) + RTA_SPACE(len);
-
-        if (total > sizeof(m->buf))
-                return -ENOBUFS;
-        a->rta_type = type;
-        a->rta_len = (unsigned short) RTA_LENGTH(len);
-        if (len)
-                memcpy(RTA_DATA(a), data, len);
-        m->nh.nlmsg_len = (uint32_t) total;
-        return 0;
-}
-
-static int nl_add_str(NlMsg *m, unsigned short type, const char *s) {
-        return nl_add(m, type, s, strlen(s) + 1);
-}
-
-static struct rtattr *nl_nest(NlMsg *m, unsigned short type) {
-        struct rtattr *a = nl_tail(m);
-        return nl_add(m, type, NULL, 0) < 0 ? NULL : a;
-}
-
-static void nl_nest_end(NlMsg *m, struct rtattr *a) {
-        a->rta_len = (unsigned short) ((char *) nl_tail(m) - (char *) a);
-}
-
-static void *nl_reserve(NlMsg *m, size_t len) {
-        void *p = nl_tail(m);
-        if (NLMSG_ALIGN(m->nh.nlmsg_len) + NLMSG_ALIGN(len) > sizeof(m->buf))
-                return NULL;
-        memset(p, 0, NLMSG_ALIGN(len));
-        m->nh.nlmsg_len = (uint32_t) (NLMSG_ALIGN(m->nh.nlmsg_len) + NLMSG_ALIGN(len));
-        return p;
-}
-
 static void nl_init(NlMsg *m, uint16_t type, uint16_t flags) {
-        memset(m, 0, sizeof(*m));
-        m->nh = (struct nlmsghdr) { .nlmsg_len = NLMSG_HDRLEN, .nlmsg_type = type,
-                                    .nlmsg_flags = (uint16_t) (NLM_F_REQUEST | NLM_F_ACK | flags), .nlmsg_seq = 1 };
+        nlm_init_header(m, type, (uint16_t) (NLM_F_ACK | flags), 1);
 }
 
 /* Sends m on fd and reads its ack: the kernel's errno, or 0. */
@@ -88,7 +39,8 @@ static int nl_call(int fd, NlMsg *m) {
                         continue;
                 if (n < 0)
                         return -errno;
-                for (struct nlmsghdr *nh = (struct nlmsghdr *) reply; NLMSG_OK(nh, (size_t) n); nh = NLMSG_NEXT(nh, n))
+                size_t off = 0;
+                for (struct nlmsghdr *nh; (nh = nlm_next(reply, (size_t) n, &off));)
                         if (nh->nlmsg_type == NLMSG_ERROR) {
                                 const struct nlmsgerr *e = NLMSG_DATA(nh);
                                 if (nh->nlmsg_len < NLMSG_LENGTH(sizeof(*e)))
@@ -105,25 +57,25 @@ static int nl_socket(void) {
 
 static int link_add_veth(int fd, const VethSpec *spec) {
         NlMsg m;
-        struct rtattr *info, *data, *peer;
+        struct nlattr *info, *data, *peer;
         struct ifinfomsg *ifi, *peer_ifi;
         int r;
 
         nl_init(&m, RTM_NEWLINK, NLM_F_CREATE | NLM_F_EXCL);
-        if (!(ifi = nl_reserve(&m, sizeof(*ifi))))
+        if (!(ifi = nlm_reserve(&m, sizeof(*ifi))))
                 return -ENOBUFS;
         ifi->ifi_family = AF_UNSPEC;
-        if ((r = nl_add_str(&m, IFLA_IFNAME, spec->host_name)) < 0 || !(info = nl_nest(&m, IFLA_LINKINFO)) ||
-            (r = nl_add_str(&m, IFLA_INFO_KIND, "veth")) < 0 || !(data = nl_nest(&m, IFLA_INFO_DATA)) ||
-            !(peer = nl_nest(&m, VETH_INFO_PEER)) || !(peer_ifi = nl_reserve(&m, sizeof(*peer_ifi))))
+        if ((r = nlm_put_str(&m, IFLA_IFNAME, spec->host_name)) < 0 || !(info = nlm_nest(&m, IFLA_LINKINFO)) ||
+            (r = nlm_put_str(&m, IFLA_INFO_KIND, "veth")) < 0 || !(data = nlm_nest(&m, IFLA_INFO_DATA)) ||
+            !(peer = nlm_nest(&m, VETH_INFO_PEER)) || !(peer_ifi = nlm_reserve(&m, sizeof(*peer_ifi))))
                 return r < 0 ? r : -ENOBUFS;
         peer_ifi->ifi_family = AF_UNSPEC;
-        if ((r = nl_add_str(&m, IFLA_IFNAME, VETH_INSIDE)) < 0 ||
-            (r = nl_add(&m, IFLA_NET_NS_FD, &(uint32_t) { (uint32_t) spec->netns_fd }, sizeof(uint32_t))) < 0)
+        if ((r = nlm_put_str(&m, IFLA_IFNAME, VETH_INSIDE)) < 0 ||
+            (r = nlm_put(&m, IFLA_NET_NS_FD, &(uint32_t) { (uint32_t) spec->netns_fd }, sizeof(uint32_t))) < 0)
                 return r;
-        nl_nest_end(&m, peer);
-        nl_nest_end(&m, data);
-        nl_nest_end(&m, info);
+        nlm_nest_end(&m, peer);
+        nlm_nest_end(&m, data);
+        nlm_nest_end(&m, info);
         return nl_call(fd, &m);
 }
 
@@ -133,10 +85,10 @@ static int link_del(int fd, const char *name) {
         int r;
 
         nl_init(&m, RTM_DELLINK, 0);
-        if (!(ifi = nl_reserve(&m, sizeof(*ifi))))
+        if (!(ifi = nlm_reserve(&m, sizeof(*ifi))))
                 return -ENOBUFS;
         ifi->ifi_family = AF_UNSPEC;
-        if ((r = nl_add_str(&m, IFLA_IFNAME, name)) < 0)
+        if ((r = nlm_put_str(&m, IFLA_IFNAME, name)) < 0)
                 return r;
         return nl_call(fd, &m);
 }
@@ -146,7 +98,7 @@ static int link_up(int fd, int ifindex) {
         NlMsg m;
 
         nl_init(&m, RTM_NEWLINK, 0);
-        if (!(ifi = nl_reserve(&m, sizeof(*ifi))))
+        if (!(ifi = nlm_reserve(&m, sizeof(*ifi))))
                 return -ENOBUFS;
         *ifi = (struct ifinfomsg) { .ifi_family = AF_UNSPEC, .ifi_index = ifindex, .ifi_flags = IFF_UP, .ifi_change = IFF_UP };
         return nl_call(fd, &m);
@@ -158,11 +110,11 @@ static int addr_add(int fd, int ifindex, uint32_t addr, unsigned prefix_len) {
         int r;
 
         nl_init(&m, RTM_NEWADDR, NLM_F_CREATE | NLM_F_EXCL);
-        if (!(ifa = nl_reserve(&m, sizeof(*ifa))))
+        if (!(ifa = nlm_reserve(&m, sizeof(*ifa))))
                 return -ENOBUFS;
         *ifa = (struct ifaddrmsg) { .ifa_family = AF_INET, .ifa_prefixlen = (unsigned char) prefix_len,
                                     .ifa_scope = RT_SCOPE_UNIVERSE, .ifa_index = (unsigned) ifindex };
-        if ((r = nl_add(&m, IFA_LOCAL, &addr, sizeof(addr))) < 0 || (r = nl_add(&m, IFA_ADDRESS, &addr, sizeof(addr))) < 0)
+        if ((r = nlm_put(&m, IFA_LOCAL, &addr, sizeof(addr))) < 0 || (r = nlm_put(&m, IFA_ADDRESS, &addr, sizeof(addr))) < 0)
                 return r;
         return nl_call(fd, &m);
 }
@@ -173,12 +125,12 @@ static int route_default(int fd, int ifindex, uint32_t gateway) {
         int r;
 
         nl_init(&m, RTM_NEWROUTE, NLM_F_CREATE | NLM_F_EXCL);
-        if (!(rt = nl_reserve(&m, sizeof(*rt))))
+        if (!(rt = nlm_reserve(&m, sizeof(*rt))))
                 return -ENOBUFS;
         *rt = (struct rtmsg) { .rtm_family = AF_INET, .rtm_table = RT_TABLE_MAIN, .rtm_protocol = RTPROT_STATIC,
                                .rtm_scope = RT_SCOPE_UNIVERSE, .rtm_type = RTN_UNICAST };
-        if ((r = nl_add(&m, RTA_GATEWAY, &gateway, sizeof(gateway))) < 0 ||
-            (r = nl_add(&m, RTA_OIF, &(uint32_t) { (uint32_t) ifindex }, sizeof(uint32_t))) < 0)
+        if ((r = nlm_put(&m, RTA_GATEWAY, &gateway, sizeof(gateway))) < 0 ||
+            (r = nlm_put(&m, RTA_OIF, &(uint32_t) { (uint32_t) ifindex }, sizeof(uint32_t))) < 0)
                 return r;
         return nl_call(fd, &m);
 }
