@@ -25,7 +25,8 @@
 # 0: none) of SNI_MIB MiB (default 256) up, then as much down, to the same server, one
 # connection each, the two rows alternating. The matched connection is HTTP (the daemon's check
 # reads its Host header as it reads a ClientHello's server_name; once admitted both are forwarded
-# by the kernel alike), so that no TLS in Python weighs on either row.
+# by the kernel alike), so that no TLS in Python weighs on either row. SNI_RAW=FILE appends
+# every round's rates to FILE, to pool sittings.
 #
 # Everything happens in a network namespace of its own (re-executed under unshare --net): a
 # "remote" namespace behind a veth pair holds the listener (port 80 on 198.51.100.7 and on every
@@ -247,6 +248,8 @@ sni_bench() {
         "$CTL" --socket "$T/sock" run --sandbox "$id" -- python3 -c "$(cat "$T/bulk.py")" "$1" "$2" >"$T/bulk" ||
                 echo "# SNI throughput: the program failed: $(tail -n 3 "$T/bulk")"
         cpu1=$(cpu_ticks "$DPID")
+        # SNI_RAW=FILE: each round's rates appended there too (ROW TAB WAY TAB MiB/s), to pool sittings.
+        [ -n "${SNI_RAW:-}" ] && cat "$T/bulk" >>"$SNI_RAW"
         echo "# load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
         # The matched row's bytes: each round's MiB up and down, and the 16 MiB warm-up both ways.
         awk -v t=$((cpu1 - cpu0)) -v hz="$(getconf CLK_TCK)" -v mib=$(($1 * $2 * 2 + 32)) 'BEGIN {

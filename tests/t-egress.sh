@@ -34,6 +34,8 @@ POOL_SIZE=1 start_daemon --config "$T/sandboxd.conf" || exit 0
 r=$(rpc '{"op":"hello"}')
 is "$(jget "$r" .capabilities.egress.available)" true "hello: egress can be given here"
 is "$(jget "$r" '.capabilities.egress.forwarding | join(",")')" up0 "hello: the host's interface that forwards"
+is "$(jget "$r" '"\(.capabilities.egress.sni) \(.capabilities.egress.sni_reason)"')" "true null" \
+        "hello: names can be matched on SNI (the netfilter queue is bound)"
 like "$(ctl doctor 2>&1)" "sandboxes can be given egress" "doctor says egress can be given"
 
 A=$(ctl create --best-effort --allow 198.51.100.7:80 --allow 203.0.113.0/24:80/tcp)

@@ -68,6 +68,7 @@ typedef struct Teardown {
 struct Egress {
         bool available;
         char *reason;             /* why not, when !available */
+        char *sni_reason;         /* why no SNI matching, when !sni */
         Nftables *nft;
         bool table_made;
         uint32_t range_addr;      /* host order */
@@ -108,6 +109,7 @@ static int set_reason(Egress *e, const char *fmt, ...) {
         va_list ap;
 
         free(e->reason);
+        free(e->sni_reason);
         va_start(ap, fmt);
         if (vasprintf(&e->reason, fmt, ap) < 0)
                 e->reason = NULL;
@@ -292,9 +294,14 @@ int egress_init(Context *m) {
         if (e->home_fd < 0)
                 return set_reason(e, "cannot open the daemon's network namespace: %m");
         r = egress_sni_new(m, e->nft, &e->sni);
-        if (r < 0)
-                log_warning_errno(r, "egress: no SNI matching (allow entries with \"match\": \"sni\" are refused): "
-                                     "netfilter queue %u cannot be bound: %m", EGRESS_SNI_QUEUE);
+        if (r < 0) {
+                if (asprintf(&e->sni_reason, "netfilter queue %u or the table " EGRESS_SNI_TABLE " cannot be made (%s): "
+                                             "nfnetlink_queue, nft_compat or xt_NFQUEUE missing, or another process holds "
+                                             "the queue", EGRESS_SNI_QUEUE, strerror(-r)) < 0)
+                        e->sni_reason = NULL;
+                log_warning("egress: no SNI matching (allow entries with \"match\": \"sni\" are refused): %s",
+                            e->sni_reason ? e->sni_reason : strerror(-r));
+        }
         return 0;
 }
 
@@ -304,11 +311,13 @@ void egress_done(Context *m) {
         if (!e)
                 return;
         teardowns_wait(e); /* before the table goes: they delete from it */
+        bool sni = e->sni != NULL;
         e->sni = egress_sni_free(e->sni);
-        /* Sandboxes left running keep their rules for the next daemon, which replaces them. */
+        /* Sandboxes left running keep their rules for the next daemon, which replaces them (and
+         * their admitted connections go on). */
         if (e->table_made && e->nft && !e->n_kept)
                 (void) nftables_run(e->nft, "delete table " EGRESS_TABLE "\n", NULL);
-        if (e->nft && !e->n_kept)
+        if (sni && e->nft && !e->n_kept)
                 egress_sni_table_remove(e->nft);
         nftables_free(e->nft);
         safe_close(e->home_fd);
@@ -316,6 +325,7 @@ void egress_done(Context *m) {
         free(e->found);
         free(e->pending);
         free(e->reason);
+        free(e->sni_reason);
         free(e->resolv_path);
         free(e->slots);
         free(e->conn_counts);
@@ -386,6 +396,8 @@ json_object *egress_capability_json(Context *m) {
                                                  ? json_object_new_string(inet_ntop(AF_INET, &e->dns.sin_addr, dns, sizeof(dns)))
                                                  : NULL);
         json_object_object_add(o, "sandboxes", json_object_new_int((int) e->n_taken));
+        json_object_object_add(o, "sni", json_object_new_boolean(e->sni != NULL));
+        json_object_object_add(o, "sni_reason", e->sni || !e->sni_reason ? NULL : json_object_new_string(e->sni_reason));
         return o;
 }
 
@@ -480,8 +492,8 @@ static int parse_object_entry(Context *m, json_object *v, const char *field, San
                 return k;
         if (r->sni && !m->egress->sni)
                 return proto_error_set(err, SBX_E_LIMIT_UNENFORCEABLE, field,
-                                       "'%s' asks for \"match\": \"sni\", but this daemon cannot check names (its "
-                                       "log says why)", field);
+                                       "'%s' asks for \"match\": \"sni\", but this daemon cannot check names (hello's "
+                                       "capabilities.egress.sni_reason says why)", field);
         n->n_names++;
         n->n_allow++;
         return 0;
