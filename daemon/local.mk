@@ -72,6 +72,7 @@ daemon_libsandboxd_la_SOURCES = \
 	daemon/server/op-image.c \
 	daemon/sandbox/egress.c daemon/sandbox/egress.h daemon/sandbox/egress-dns.c daemon/sandbox/egress-dns.h \
 	daemon/sandbox/egress-sni.c daemon/sandbox/egress-sni.h daemon/sandbox/egress-types.h daemon/core/tls-hello.c daemon/core/tls-hello.h \
+	daemon/core/first-bytes.c daemon/core/first-bytes.h \
 	daemon/host/nft-element.c daemon/host/nft-element.h \
 	daemon/host/veth.c daemon/host/veth.h daemon/host/nftables.c daemon/host/nftables.h \
 	daemon/host/conntrack.c daemon/host/conntrack.h daemon/host/netlink-msg.c daemon/host/netlink-msg.h daemon/host/nfqueue.c daemon/host/nfqueue.h

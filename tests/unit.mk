@@ -227,6 +227,14 @@ tests_test_nft_element_CPPFLAGS = $(DAEMON_INCLUDES) $(AM_CPPFLAGS)
 tests_test_nft_element_CFLAGS = $(UNIT_CFLAGS) $(NFTABLES_CFLAGS)
 tests_test_nft_element_LDADD = $(UNIT_LDADD) $(NFTABLES_LIBS)
 
+## A connection's first bytes from its segments, as the SNI check holds them (daemon/core/first-bytes.c; pure).
+check_PROGRAMS += tests/test-first-bytes
+TESTS += tests/test-first-bytes
+tests_test_first_bytes_SOURCES = tests/test-first-bytes.c tests/tap.h daemon/core/first-bytes.c daemon/core/first-bytes.h
+tests_test_first_bytes_CPPFLAGS = $(DAEMON_INCLUDES) $(AM_CPPFLAGS)
+tests_test_first_bytes_CFLAGS = $(UNIT_CFLAGS)
+tests_test_first_bytes_LDADD = $(UNIT_LDADD)
+
 ## A netfilter queue's messages on hostile bytes, and a datagram of messages of odd lengths read
 ## (daemon/host/nfqueue.c; pure, a socket pair for the datagram).
 check_PROGRAMS += tests/test-nfqueue-parse

@@ -13,6 +13,7 @@
 
 #include "conntrack.h"
 #include "dns-message.h"
+#include "first-bytes.h"
 #include "egress-sni.h"
 #include "log.h"
 #include "macro.h"
@@ -27,6 +28,12 @@
 #define SNI_BUF_SIZE (NFQ_PACKET_MAX + 4096)
 #define SNI_HELD_MAX 48             /* segments of one connection's first bytes */
 #define SNI_NAMES_MAX EGRESS_SNI_CONNS_MAX
+/* How long after its admission a segment of a connection still unmarked is let on: one queued
+ * between the check's verdict and its mark. Past it the ring's entry names a connection of the
+ * past, and a segment of its tuple is checked as a first. */
+#define SNI_ADMIT_RACE_USEC (2 * UINT64_C(1000000))
+
+_Static_assert(FIRST_BYTES_MAX == TLS_HELLO_PEEK_MAX, "the check holds what the parser reads at most");
 
 typedef struct SniCheck SniCheck;
 
@@ -35,6 +42,7 @@ typedef struct SniAdmitted {
         const SandboxNet *net;
         uint32_t saddr, daddr;
         uint16_t sport, dport;
+        uint64_t usec;              /* when, CLOCK_MONOTONIC */
         char name[TLS_HELLO_NAME_MAX + 1];
 } SniAdmitted;
 
@@ -72,7 +80,7 @@ struct SniCheck {
         SandboxNet *net;
         uint32_t saddr, daddr, seq0;  /* seq0: the sequence number of its first byte */
         uint16_t sport, dport;
-        uint8_t *bytes;               /* TLS_HELLO_PEEK_MAX, once it has any */
+        FirstBytes *bytes;            /* once it has any */
         SniHeld held[SNI_HELD_MAX];
         unsigned n_held;
         sd_event_source *timer;
@@ -168,10 +176,18 @@ static void check_refuse(SniCheck *c, const char *why, const char *name) {
         check_free(c);
 }
 
+static uint64_t sni_now(const EgressSni *s) {
+        uint64_t t = 0;
+
+        (void) sd_event_now(s->ctx->event, CLOCK_MONOTONIC, &t);
+        return t;
+}
+
 static void admitted_add(EgressSni *s, const SniCheck *c, const char *name) {
         SniAdmitted *a = &s->admitted[s->next_admitted];
 
-        *a = (SniAdmitted) { .net = c->net, .saddr = c->saddr, .daddr = c->daddr, .sport = c->sport, .dport = c->dport };
+        *a = (SniAdmitted) { .net = c->net, .saddr = c->saddr, .daddr = c->daddr, .sport = c->sport, .dport = c->dport,
+                             .usec = sni_now(s) };
         memcpy(a->name, name, sizeof(a->name));
         s->next_admitted = (s->next_admitted + 1) % SNI_NAMES_MAX;
         if (s->n_admitted < SNI_NAMES_MAX)
@@ -244,23 +260,12 @@ static const char *parse_error(int r) {
 static void check_decide(SniCheck *c) {
         char name[TLS_HELLO_NAME_MAX + 1];
         TlsHelloKind kind;
-        size_t have = 0;
-        bool grew;
+        size_t have = c->bytes->contiguous;
         int r;
 
-        do {
-                grew = false;
-                for (unsigned i = 0; i < c->n_held; i++)
-                        if (c->held[i].off <= have && c->held[i].off + c->held[i].len > have) {
-                                have = c->held[i].off + c->held[i].len;
-                                grew = true;
-                        }
-        } while (grew);
         if (have == 0)
                 return;
-        if (have > TLS_HELLO_PEEK_MAX)
-                have = TLS_HELLO_PEEK_MAX;
-        r = tls_hello_first_name(c->bytes, have, &kind, name);
+        r = tls_hello_first_name(c->bytes->bytes, have, &kind, name);
         if (r == -EAGAIN && have == TLS_HELLO_PEEK_MAX)
                 r = -E2BIG;
         if (r == -EAGAIN)
@@ -331,6 +336,7 @@ static SniCheck *check_new(EgressSni *s, SandboxNet *n, const SniSegment *g, uin
 /* A segment with bytes: held, its bytes kept, and the check decided if it can be. */
 static void check_take(SniCheck *c, const NfqPacket *p, const SniSegment *g) {
         uint32_t off = g->seq - c->seq0;
+        int r;
 
         if (off > INT32_MAX || (g->flags & TCP_SYN)) {
                 /* Before the first byte, or data on a SYN (TCP Fast Open): not taken; the
@@ -338,24 +344,26 @@ static void check_take(SniCheck *c, const NfqPacket *p, const SniSegment *g) {
                 verdict(c->sni, p->id, NF_DROP);
                 return;
         }
-        for (unsigned i = 0; i < c->n_held; i++)
-                if (c->held[i].off == off && c->held[i].len >= g->len) {
-                        verdict(c->sni, p->id, NF_DROP); /* a retransmission of one held */
-                        return;
-                }
-        if (c->n_held == SNI_HELD_MAX) {
-                c->held[c->n_held - 1] = (SniHeld) { .id = p->id }; /* it too is refused */
-                check_refuse(c, "its first bytes come in too many segments", NULL);
-                return;
-        }
-        if (!c->bytes && !(c->bytes = malloc(TLS_HELLO_PEEK_MAX))) {
+        if (!c->bytes && !(c->bytes = calloc(1, sizeof(FirstBytes)))) {
                 verdict(c->sni, p->id, NF_DROP);
                 return;
         }
+        if (c->n_held == SNI_HELD_MAX) {
+                verdict(c->sni, p->id, NF_DROP); /* it goes with the rest */
+                check_refuse(c, "its first bytes come in too many segments", NULL);
+                return;
+        }
+        r = first_bytes_add(c->bytes, off, g->data, g->len);
+        if (r == 0) {
+                verdict(c->sni, p->id, NF_DROP); /* a retransmission of bytes held */
+                return;
+        }
         c->held[c->n_held++] = (SniHeld) { .id = p->id, .off = off, .len = (uint32_t) g->len };
-        if (off < TLS_HELLO_PEEK_MAX)
-                memcpy(c->bytes + off, g->data, g->len < TLS_HELLO_PEEK_MAX - off ? g->len : TLS_HELLO_PEEK_MAX - off);
-        check_decide(c);
+        if (r < 0)
+                /* What the check read would not be what the destination reads. */
+                check_refuse(c, "its segments say different things for the same bytes", NULL);
+        else
+                check_decide(c);
 }
 
 static const SniAdmitted *admitted_find_tuple(const EgressSni *s, const SandboxNet *n, uint32_t saddr, uint16_t sport,
@@ -391,7 +399,8 @@ static void packet_take(EgressSni *s, const NfqPacket *p) {
                 return;
         }
         /* Queued before its connection was marked admitted: on. */
-        if (!c && admitted_find_tuple(s, n, g.saddr, g.sport, g.daddr, g.dport)) {
+        const SniAdmitted *a = c ? NULL : admitted_find_tuple(s, n, g.saddr, g.sport, g.daddr, g.dport);
+        if (a && sni_now(s) - a->usec < SNI_ADMIT_RACE_USEC) {
                 verdict(s, p->id, NF_ACCEPT);
                 return;
         }
