@@ -25,8 +25,9 @@
 # 0: none) of SNI_MIB MiB (default 256) up, then as much down, to the same server, one
 # connection each, the two rows alternating. The matched connection is HTTP (the daemon's check
 # reads its Host header as it reads a ClientHello's server_name; once admitted both are forwarded
-# by the kernel alike), so that no TLS in Python weighs on either row. SNI_RAW=FILE appends
-# every round's rates to FILE, to pool sittings.
+# by the kernel alike), so that no TLS in Python weighs on either row. Then each row's
+# connection start (connect, a request, its one-byte answer), 50 a round, by address. SNI_RAW=FILE
+# appends every round's rates and starts to FILE, to pool sittings.
 #
 # Everything happens in a network namespace of its own (re-executed under unshare --net): a
 # "remote" namespace behind a veth pair holds the listener (port 80 on 198.51.100.7 and on every
@@ -199,7 +200,7 @@ PY
 # ---- Throughput: ROUNDS MIB; "ROW\tup|down\tMIB/S" lines, the two rows alternating ----------
 cat >"$T/bulk.py" <<'PY'
 import socket, sys, time
-rounds, mib = int(sys.argv[1]), int(sys.argv[2])
+rounds, mib, mode = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
 zeros, buf = memoryview(bytes(1 << 20)), bytearray(1 << 20)
 def one(host, n):
     s = socket.create_connection((host, 80), timeout=60)
@@ -220,12 +221,27 @@ def one(host, n):
     return up, down
 sni = socket.getaddrinfo("bulk.sni.test", 80, socket.AF_INET, socket.SOCK_STREAM)[0][4][0]
 rows = [("SNI-matched (checked)", sni), ("direct (address entry)", "198.51.100.10")]
-for _, host in rows:
+for _, host in rows if mode == "bulk" else []:
     one(host, 16 << 20)  # warm-up
-for r in range(rounds):
+for r in range(rounds if mode == "bulk" else 0):
     for row, host in rows if r % 2 == 0 else rows[::-1]:
         up, down = one(host, mib << 20)
         print("%s\tup\t%.1f\n%s\tdown\t%.1f" % (row, mib / up, row, mib / down), flush=True)
+# A connection's start: connect, a request with X-Bytes: 0, its one-byte answer; by address for
+# both rows (no resolve in it), 50 a round, the rows alternating one by one.
+def start(host):
+    t = time.perf_counter()
+    s = socket.create_connection((host, 80), timeout=10)
+    s.sendall(b"GET / HTTP/1.1\r\nHost: bulk.sni.test\r\nX-Bytes: 0\r\n\r\n")
+    if s.recv(1) != b"k":
+        raise SystemExit("no answer")
+    ms = (time.perf_counter() - t) * 1000
+    s.close()
+    return ms
+for r in range(rounds if mode == "starts" else 0):
+    for i in range(50):
+        for row, host in rows if (r + i) % 2 == 0 else rows[::-1]:
+            print("%s\tstart\t%.4f" % (row, start(host)), flush=True)
 PY
 
 # cpu_ticks PID: its user + system time, in clock ticks.
@@ -245,9 +261,11 @@ sni_bench() {
         echo "# SNI throughput: $1 rounds of $2 MiB up then down per row; load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
         local cpu0 cpu1
         cpu0=$(cpu_ticks "$DPID")
-        "$CTL" --socket "$T/sock" run --sandbox "$id" -- python3 -c "$(cat "$T/bulk.py")" "$1" "$2" >"$T/bulk" ||
+        "$CTL" --socket "$T/sock" run --sandbox "$id" -- python3 -c "$(cat "$T/bulk.py")" "$1" "$2" bulk >"$T/bulk" ||
                 echo "# SNI throughput: the program failed: $(tail -n 3 "$T/bulk")"
         cpu1=$(cpu_ticks "$DPID")
+        "$CTL" --socket "$T/sock" run --sandbox "$id" -- python3 -c "$(cat "$T/bulk.py")" "$1" "$2" starts >>"$T/bulk" ||
+                echo "# SNI starts: the program failed: $(tail -n 3 "$T/bulk")"
         # SNI_RAW=FILE: each round's rates appended there too (ROW TAB WAY TAB MiB/s), to pool sittings.
         [ -n "${SNI_RAW:-}" ] && cat "$T/bulk" >>"$SNI_RAW"
         echo "# load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
@@ -263,7 +281,13 @@ for line in open(sys.argv[1]):
 print("| throughput | way | median MiB/s | min MiB/s | max MiB/s | rounds |")
 print("|---|---|---|---|---|---|")
 for (row, way), r in sorted(v.items()):
-    print("| %s | %s | %.0f | %.0f | %.0f | %d |" % (row, way, statistics.median(r), min(r), max(r), len(r)))
+    if way != "start":
+        print("| %s | %s | %.0f | %.0f | %.0f | %d |" % (row, way, statistics.median(r), min(r), max(r), len(r)))
+print("\n| a connection's start (connect, request, answer) | median ms | p99 ms | N |\n|---|---|---|---|")
+for (row, way), r in sorted(v.items()):
+    if way == "start":
+        r = sorted(r)
+        print("| %s | %.3f | %.3f | %d |" % (row, statistics.median(r), r[min(len(r) - 1, int(0.99 * len(r)))], len(r)))
 for way in ("up", "down"):
     a, b = v.get(("SNI-matched (checked)", way)), v.get(("direct (address entry)", way))
     if a and b:
