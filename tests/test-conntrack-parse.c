@@ -19,37 +19,8 @@
 
 #include "conntrack.h"
 #include "macro.h"
+#include "netlink-hostile.h"
 #include "tap.h"
-
-typedef struct Msg {
-        alignas(4) uint8_t buf[512];
-        size_t len;
-} Msg;
-
-static void *put(Msg *m, uint16_t type, const void *data, size_t len) {
-        struct nlattr *a = (struct nlattr *) (m->buf + m->len);
-
-        a->nla_type = type;
-        a->nla_len = (uint16_t) (NLA_HDRLEN + len);
-        if (len)
-                memcpy(m->buf + m->len + NLA_HDRLEN, data, len);
-        m->len += NLA_ALIGN(NLA_HDRLEN + len);
-        return a;
-}
-
-static void put_be32(Msg *m, uint16_t type, uint32_t v) {
-        v = htonl(v);
-        put(m, type, &v, sizeof(v));
-}
-
-static void put_be16(Msg *m, uint16_t type, uint16_t v) {
-        v = htons(v);
-        put(m, type, &v, sizeof(v));
-}
-
-static void end(Msg *m, struct nlattr *a) {
-        a->nla_len = (uint16_t) (m->buf + m->len - (uint8_t *) a);
-}
 
 /* An entry as the kernel dumps one: 10.200.0.6:40000 -> 198.51.100.7:80, TCP ESTABLISHED, its
  * reply tuple (NATed), a mark. */
@@ -86,71 +57,17 @@ static void message(Msg *m, uint16_t type, uint8_t family) {
 }
 
 /* buf[0..n) parsed from a copy of exactly n bytes on the heap: a read past them is ASan's to see. */
-static int parse(const uint8_t *buf, size_t n, ConntrackEntry *e) {
+static int parse(const uint8_t *buf, size_t n) {
+        ConntrackEntry e;
         uint8_t *copy = malloc(n ? n : 1);
         int r;
 
         if (!copy)
                 return -ENOMEM;
         memcpy(copy, buf, n);
-        r = conntrack_message_parse(copy, n, e);
+        r = conntrack_message_parse(copy, n, &e);
         free(copy);
         return r;
-}
-
-/* An entry read from damaged bytes either fails or says what a message could say: IPv4 addresses
- * and ports as read, never more than the buffer held (ASan tells), a result in {-EBADMSG, 0, 1}. */
-static bool sane(int r) {
-        return r == -EBADMSG || r == 0 || r == 1;
-}
-
-static unsigned mutate_bytes(const Msg *good) {
-        static const uint8_t values[] = { 0x00, 0x01, 0x03, 0x04, 0x05, 0x7f, 0x80, 0xfe, 0xff };
-        unsigned bad = 0;
-
-        for (size_t i = 0; i < good->len; i++)
-                for (size_t v = 0; v < ELEMENTSOF(values); v++) {
-                        Msg m = *good;
-                        ConntrackEntry e;
-                        m.buf[i] = values[v];
-                        bad += !sane(parse(m.buf, m.len, &e));
-                }
-        return bad;
-}
-
-/* Each attribute's length (every 16-bit field at a 4-byte boundary past the headers) off by -5..+5. */
-static unsigned mutate_lengths(const Msg *good) {
-        unsigned bad = 0;
-
-        for (size_t i = NLMSG_LENGTH(sizeof(struct nfgenmsg)); i + 2 <= good->len; i += 4)
-                for (int d = -5; d <= 5; d++) {
-                        Msg m = *good;
-                        ConntrackEntry e;
-                        uint16_t len;
-                        memcpy(&len, m.buf + i, 2);
-                        len = (uint16_t) (len + d);
-                        memcpy(m.buf + i, &len, 2);
-                        bad += !sane(parse(m.buf, m.len, &e));
-                }
-        return bad;
-}
-
-static unsigned truncations(const Msg *good) {
-        unsigned bad = 0;
-
-        for (size_t n = 0; n < good->len; n++) {
-                Msg m = *good;
-                ConntrackEntry e;
-                struct nlmsghdr *nh = (struct nlmsghdr *) m.buf;
-                /* Cut with the header's length cut too (a short message), and left as it was (a
-                 * message longer than what was read: refused). */
-                bad += parse(m.buf, n, &e) != -EBADMSG;
-                if (n >= sizeof(*nh)) {
-                        nh->nlmsg_len = (uint32_t) n;
-                        bad += !sane(parse(m.buf, n, &e));
-                }
-        }
-        return bad;
 }
 
 int main(void) {
@@ -173,8 +90,8 @@ int main(void) {
         is_int(conntrack_message_parse(m.buf, m.len, &e), 0, "a message of another type is passed over");
 
         message(&m, IPCTNL_MSG_CT_NEW, AF_INET);
-        is_int(truncations(&m), 0, "every truncation: refused or read within what is there");
-        is_int(mutate_bytes(&m), 0, "every byte set to each of 9 values: no crash, a sane result");
-        is_int(mutate_lengths(&m), 0, "every attribute length off by -5..+5: no crash, a sane result");
+        is_int(hostile_truncations(&m, parse), 0, "every truncation: refused or read within what is there");
+        is_int(hostile_bytes(&m, parse), 0, "every byte set to each of 9 values: no crash, a sane result");
+        is_int(hostile_lengths(&m, parse), 0, "every attribute length off by -5..+5: no crash, a sane result");
         return done_testing();
 }

@@ -239,7 +239,7 @@ tests_test_first_bytes_LDADD = $(UNIT_LDADD)
 ## (daemon/host/nfqueue.c; pure, a socket pair for the datagram).
 check_PROGRAMS += tests/test-nfqueue-parse
 TESTS += tests/test-nfqueue-parse
-tests_test_nfqueue_parse_SOURCES = tests/test-nfqueue-parse.c tests/tap.h daemon/host/nfqueue.c daemon/host/nfqueue.h \
+tests_test_nfqueue_parse_SOURCES = tests/test-nfqueue-parse.c tests/tap.h tests/netlink-hostile.h daemon/host/nfqueue.c daemon/host/nfqueue.h \
 	daemon/host/netlink-msg.c daemon/host/netlink-msg.h daemon/core/log.c daemon/core/log.h
 tests_test_nfqueue_parse_CPPFLAGS = $(DAEMON_INCLUDES) $(AM_CPPFLAGS)
 tests_test_nfqueue_parse_CFLAGS = $(UNIT_CFLAGS)
@@ -248,7 +248,7 @@ tests_test_nfqueue_parse_LDADD = $(UNIT_LDADD) $(SYSTEMD_LIBS)
 ## The parser of ctnetlink's dump messages, on hostile bytes (pure).
 check_PROGRAMS += tests/test-conntrack-parse
 TESTS += tests/test-conntrack-parse
-tests_test_conntrack_parse_SOURCES = tests/test-conntrack-parse.c tests/tap.h daemon/host/conntrack.c daemon/host/conntrack.h \
+tests_test_conntrack_parse_SOURCES = tests/test-conntrack-parse.c tests/tap.h tests/netlink-hostile.h daemon/host/conntrack.c daemon/host/conntrack.h \
 	daemon/host/netlink-msg.c daemon/host/netlink-msg.h
 tests_test_conntrack_parse_CPPFLAGS = $(DAEMON_INCLUDES) $(AM_CPPFLAGS)
 tests_test_conntrack_parse_CFLAGS = $(UNIT_CFLAGS)
