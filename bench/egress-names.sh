@@ -32,7 +32,8 @@
 # Everything happens in a network namespace of its own (re-executed under unshare --net): a
 # "remote" namespace behind a veth pair holds the listener (port 80 on 198.51.100.7 and on every
 # address of 198.18.0.0/15) and the DNS answerer (198.51.100.53: NAME.bench.test, any depth, the
-# next free address of 198.18.0.0/15, TTL 300 s). The private daemon's sandboxd.conf sets
+# next free address of 198.18.0.0/15, TTL 300 s less the seconds since the name was first asked,
+# as a caching resolver counts it down; a fixed 300 s before b129098). The private daemon's sandboxd.conf sets
 # egress_dns to the answerer, takes 198.18.0.0/15 out of egress_deny (it is private: in this
 # namespace nothing leaves) and raises egress_connection_rate, whose default (256/s) a tight loop
 # of connects would reach. Never touches cgroup v1: its cgroup is below the cgroup2 mount.
@@ -65,7 +66,7 @@ die() { echo "egress-names: $*" >&2; exit 1; }
 
 # ---- The remote: a listener on port 80 of every address it has, and a DNS answerer ----------
 cat >"$T/remote.py" <<'PY'
-import socket, struct, sys, threading
+import socket, struct, sys, threading, time
 BULK = ("198.51.100.9", "198.51.100.10")
 def bulk(c):
     """An HTTP-looking request with X-Bytes: N, then N bytes up; "k" once they are all in, then
@@ -107,7 +108,7 @@ def listen():
 def answer():
     s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     s.bind(("198.51.100.53", 53))
-    given = {}
+    given, first = {}, {}
     while True:
         m, peer = s.recvfrom(4096)
         i, labels = 12, []
@@ -124,7 +125,9 @@ def answer():
             elif name not in given:
                 k = len(given) + 1
                 given[name] = socket.inet_aton("198.%d.%d.%d" % (18 + (k >> 16), (k >> 8) & 255, k & 255))
-            rr = b"\xc0\x0c" + struct.pack("!HHIH", 1, 1, 300, 4) + given[name]
+            # The TTL as a caching resolver gives it: 300 s less the seconds since first asked.
+            ttl = max(1, 300 - int(time.monotonic() - first.setdefault(name, time.monotonic())))
+            rr = b"\xc0\x0c" + struct.pack("!HHIH", 1, 1, ttl, 4) + given[name]
         s.sendto(m[:2] + struct.pack("!HHHHH", 0x8180 if known else 0x8183, 1, 1 if rr else 0, 0, 0) + m[12:end] + rr, peer)
 threading.Thread(target=listen, daemon=True).start()
 threading.Thread(target=answer, daemon=True).start()

@@ -4,7 +4,9 @@
 server on each ADDR:PORT given (it answers "remote ADDR:PORT"), and with --dns ADDR a DNS answerer
 on ADDR:53 that knows the names given (--name NAME=ADDR[,ADDR...][@TTL]: an A record; with several
 addresses, the next one at each query; "*.x.test=ADDR" answers every name below x.test), with
-their TTL or that of --ttl, never answers names ending with --silent SUFFIX, and says NXDOMAIN to the rest.
+their TTL or that of --ttl (for a --counting NAME, as a caching resolver gives it: less the seconds
+since it was first asked), never answers names ending with --silent SUFFIX, and says NXDOMAIN to
+the rest.
 Every datagram it gets is written on stdout ("dns LENGTH NAME"). Prints "ready" once every socket
 listens."""
 import argparse
@@ -12,6 +14,7 @@ import socket
 import struct
 import sys
 import threading
+import time
 
 
 def http(addr, port):
@@ -90,10 +93,18 @@ def ttl_of(ttls, name, default):
     return ttls[wild[0]] if wild else default
 
 
-def dns(addr, names, ttls, ttl, silent):
+def dns(addr, names, ttls, ttl, silent, counting=()):
     s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     s.bind((addr, 53))
-    turns = {}
+    turns, first = {}, {}
+
+    def ttl_now(name):
+        t = ttl_of(ttls, name, ttl)
+        if name not in counting:
+            return t
+        # As a caching resolver answers: the TTL less the seconds since it was first asked.
+        first.setdefault(name, time.monotonic())
+        return max(1, t - int(time.monotonic() - first[name]))
 
     def serve():
         while True:
@@ -112,7 +123,7 @@ def dns(addr, names, ttls, ttl, silent):
                                            1 if known and qtype == 1 else 0, 0, 0)
             answer = b""
             if known and qtype == 1:
-                answer = b"\xc0\x0c" + struct.pack("!HHIH", 1, 1, ttl_of(ttls, name, ttl), 4) + socket.inet_aton(known)
+                answer = b"\xc0\x0c" + struct.pack("!HHIH", 1, 1, ttl_now(name), 4) + socket.inet_aton(known)
             s.sendto(header + msg[12:end] + answer, peer)
 
     threading.Thread(target=serve, daemon=True).start()
@@ -125,6 +136,7 @@ def main():
     p.add_argument("--name", action="append", default=[])
     p.add_argument("--ttl", type=int, default=60)
     p.add_argument("--silent")
+    p.add_argument("--counting", action="append", default=[])
     a = p.parse_args()
     for spec in a.listen:
         addr, port = spec.rsplit(":", 1)
@@ -140,7 +152,7 @@ def main():
                 addrs, t = addrs.split("@", 1)
                 ttls[name] = int(t)
             names[name] = addrs.split(",")
-        dns(a.dns, names, ttls, a.ttl, a.silent)
+        dns(a.dns, names, ttls, a.ttl, a.silent, [c.lower() for c in a.counting])
     print("ready", flush=True)
     threading.Event().wait()
 

@@ -18,7 +18,8 @@ fi
 
 . "$TESTS_DIR/egress-lib.sh"
 egress_remote --ttl 1 --name remote.test=198.51.100.7@300 --name other.test=198.51.100.8 \
-        --name '*.wild.test=203.0.113.5' --name moving.test=198.51.100.8,203.0.113.5 --silent .silent.test
+        --name '*.wild.test=203.0.113.5' --name moving.test=198.51.100.8,203.0.113.5 --silent .silent.test \
+        --name counted.test=198.51.100.7@300 --counting counted.test
 
 # A relay budget of 64 queries in flight: 16 per user, 16 per sandbox (the default 1024 would
 # need 33 sandboxes of one user to show the same).
@@ -212,6 +213,35 @@ check "... and the flood was still on when they were" kill -0 "${FLOODS[@]}"
 # gives their queries in flight back to root's budget at once.
 for s in "${F[@]}"; do ctl destroy "$s" >/dev/null; done
 wait "${FLOODS[@]}"
+
+# ---- A name asked again ---------------------------------------------------------------------
+# counted.test's TTL counts down as a caching resolver's does: asked again, the answer asks for
+# no longer than the relay's last commit keeps its address, which is left alone (no commit);
+# remote.test's is 300 s every time: its element's timeout starts again.
+C=$(ctl create --best-effort --allow counted.test:80 --allow remote.test:80)
+is "$(dnsq "$C" counted.test) $(dnsq "$C" remote.test)" "rcode 0 198.51.100.7 rcode 0 198.51.100.7" \
+        "two names on the list resolve: one whose TTL counts down, one whose TTL stays"
+# expires SET: the seconds its element has left, as nft lists it (1m2s345ms: 62.345).
+expires() {
+        nft list set inet sandboxd "sx_${C#sbx-}_$1" | grep -o 'expires [0-9hms]*' | head -1 | python3 -c '
+import re, sys
+t = sys.stdin.read()
+print(sum(float(n) * {"h": 3600, "m": 60, "s": 1, "ms": 0.001}[u] for n, u in re.findall(r"(\d+)(ms|h|m|s)", t)))'
+}
+sleep 4
+nft monitor elements >"$T/monitor.out" 2>&1 &
+MON=$!
+sleep 0.5
+is "$(dnsq "$C" counted.test) $(dnsq "$C" remote.test)" "rcode 0 198.51.100.7 rcode 0 198.51.100.7" "4 s later, both asked again"
+sleep 0.5
+kill "$MON" 2>/dev/null
+wait "$MON" 2>/dev/null
+is "$(grep -c "sx_${C#sbx-}_0 " "$T/monitor.out")" 0 \
+        "counted.test's element was not committed again (its answer asks for less than the last commit keeps)"
+like "$(grep "sx_${C#sbx-}_1 " "$T/monitor.out")" "add element inet sandboxd sx_${C#sbx-}_1 .*198\.51\.100\.7" \
+        "remote.test's was (nft monitor saw it)"
+left=$(expires 1)
+check "... and its timeout started again ($left s of 300)" python3 -c "import sys; sys.exit(0 if ${left:-0} > 298.5 else 1)"
 
 # ---- A daemon killed, and the next one --------------------------------------------------------
 # N resolved remote.test (TTL 300 s): the next daemon takes N back with what its set held.

@@ -397,8 +397,7 @@ refused "an rshared bind" "propagation" -v "$T/tmp:/data:rshared"
 refused "--tmpfs /data" "tmpfs" --tmpfs /data
 out=$(prun --rm --memory 64m localhost/sbx-oci-test true 2>&1)
 rc=$?
-[ "$rc" = 0 ]
-ok $? "--memory 64m alone (podman's swap bound of twice that) is accepted, swap being sandboxd's own (rc=$rc)"
+is "$rc" 0 "--memory 64m alone (podman's swap bound of twice that) is accepted, swap being sandboxd's own"
 [ "$rc" = 0 ] || diag "$out"
 out=$(pod run --rm --pull=never --cgroups=disabled --network host localhost/sbx-oci-test true 2>&1)
 like "$out" '"network" namespace' "refused: --network host"

@@ -34,6 +34,15 @@ typedef struct EgressRule {
 
 typedef struct DnsRelay DnsRelay;
 
+/* An address the relay put into the set of a name on the list, and until when it stays there (as
+ * we set its timeout; CLOCK_MONOTONIC): an answer that asks for no longer is not committed again. */
+#define EGRESS_LEARNED_MAX 128
+typedef struct EgressLearned {
+        uint64_t until;
+        uint32_t addr;
+        uint8_t set;     /* the entry's index */
+} EgressLearned;
+
 typedef struct SandboxNet {
         bool egress, all;
         EgressRule allow[EGRESS_ALLOW_MAX];
@@ -48,6 +57,8 @@ typedef struct SandboxNet {
         char ifname[IFNAMSIZ];
         uint32_t host_addr, addr;  /* host order */
         DnsRelay *dns;
+        EgressLearned learned[EGRESS_LEARNED_MAX]; /* the relay's last commits, for relay_learn() */
+        unsigned n_learned;
         uint64_t sni_admitted, sni_refused; /* connections checked on SNI (egress-sni.h) */
         char *error;   /* why the last egress_attach() failed, for create's answer */
 } SandboxNet;

@@ -1007,12 +1007,44 @@ static bool relay_listed(void *userdata, const DnsQuestion *q) {
         return false;
 }
 
+static uint32_t ttl_clamp(uint32_t ttl) {
+        return ttl < EGRESS_NAME_TTL_MIN ? EGRESS_NAME_TTL_MIN : ttl > EGRESS_NAME_TTL_MAX ? EGRESS_NAME_TTL_MAX : ttl;
+}
+
+/* Whether the relay's last commit of addr into set i keeps it there until at least until, within
+ * a TTL's unit (a second: a resolver that counts a TTL down gives whole seconds, rounded down). */
+static bool learned_holds(const SandboxNet *n, unsigned i, uint32_t addr, uint64_t until) {
+        for (unsigned k = 0; k < n->n_learned; k++)
+                if (n->learned[k].set == i && n->learned[k].addr == addr)
+                        return n->learned[k].until + UINT64_C(1000000) >= until;
+        return false;
+}
+
+/* Committed: remembered (the entry of the same address and set replaced, else the one that ends
+ * first when full). */
+static void learned_put(SandboxNet *n, unsigned i, uint32_t addr, uint64_t until) {
+        unsigned at = n->n_learned;
+
+        for (unsigned k = 0; k < n->n_learned; k++)
+                if (n->learned[k].set == i && n->learned[k].addr == addr) {
+                        at = k;
+                        break;
+                }
+        if (at == EGRESS_LEARNED_MAX) {
+                at = 0;
+                for (unsigned k = 1; k < n->n_learned; k++)
+                        if (n->learned[k].until < n->learned[at].until)
+                                at = k;
+        } else if (at == n->n_learned)
+                n->n_learned++;
+        n->learned[at] = (EgressLearned) { .until = until, .addr = addr, .set = (uint8_t) i };
+}
+
 static void learn_text(Text *t, const SandboxNet *n, unsigned i, uint32_t addr, uint32_t ttl) {
         char a[INET_ADDRSTRLEN];
         struct in_addr in = { .s_addr = htonl(addr) };
 
         inet_ntop(AF_INET, &in, a, sizeof(a));
-        ttl = ttl < EGRESS_NAME_TTL_MIN ? EGRESS_NAME_TTL_MIN : ttl > EGRESS_NAME_TTL_MAX ? EGRESS_NAME_TTL_MAX : ttl;
         /* Added if missing, then replaced, in one commit: its timeout starts again (an "add" of an
          * element there already leaves its timeout as it was), and it is never missing meanwhile. */
         text_add(t, "add element " EGRESS_TABLE " %s_%u { %s timeout %us }\n", n->chain, i, a, ttl);
@@ -1021,25 +1053,40 @@ static void learn_text(Text *t, const SandboxNet *n, unsigned i, uint32_t addr, 
 }
 
 /* An answer's addresses into the sets of every name on the list that the question matches,
- * before the relay lets the answer go. */
+ * before the relay lets the answer go; one that our last commit keeps there for as long as the
+ * answer's TTL (clamped) or longer is left as it is (a caching resolver counts a TTL down, so a
+ * name asked again is most often one of these): no commit at all when none is new. */
 static int relay_learn(void *userdata, const DnsQuestion *q, const uint32_t *addrs, const uint32_t *ttls, size_t count) {
         SandboxNet *n = userdata;
         _cleanup_free_ char *msg = NULL;
+        uint64_t now = now_usec(CLOCK_MONOTONIC);
         Text t = {};
         int r;
 
         for (unsigned i = 0; i < n->n_allow; i++)
                 if (n->allow[i].name && dns_name_matches(n->names[i], q->name))
-                        for (size_t k = 0; k < count; k++)
-                                learn_text(&t, n, i, addrs[k], ttls[k]);
+                        for (size_t k = 0; k < count; k++) {
+                                uint32_t ttl = ttl_clamp(ttls[k]);
+                                if (!learned_holds(n, i, addrs[k], now + ttl * UINT64_C(1000000)))
+                                        learn_text(&t, n, i, addrs[k], ttl);
+                        }
         if (!t.data)
                 return 0;
         r = nft_apply(n->eg, &t, &msg);
         free(t.data);
-        if (r < 0)
+        if (r < 0) {
                 log_warning("egress: %s: cannot add the addresses of %s to its sets (%s): answered SERVFAIL", n->ifname,
                             q->name, msg ? msg : strerror(-r));
-        return r;
+                return r;
+        }
+        for (unsigned i = 0; i < n->n_allow; i++)
+                if (n->allow[i].name && dns_name_matches(n->names[i], q->name))
+                        for (size_t k = 0; k < count; k++) {
+                                uint64_t until = now + ttl_clamp(ttls[k]) * UINT64_C(1000000);
+                                if (!learned_holds(n, i, addrs[k], until))
+                                        learned_put(n, i, addrs[k], until);
+                        }
+        return 0;
 }
 
 /* Every name is relayed for "all" or a list of addresses only (a name may resolve; reaching it
@@ -1228,6 +1275,7 @@ int egress_update(Context *m, SandboxNet *n, const SandboxNet *want, int *ret_cu
                 n->n_names = want->n_names;
                 memcpy(n->allow, want->allow, sizeof(n->allow));
                 memcpy(n->names, want->names, sizeof(n->names));
+                n->n_learned = 0; /* the sets' indexes changed: the next answers commit again */
                 DnsRelayPolicy policy = relay_policy(n);
                 dns_relay_set_policy(n->dns, &policy);
                 *ret_cut = update_cut(n, want, &c);
