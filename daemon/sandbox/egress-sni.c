@@ -119,6 +119,7 @@ static int segment_parse(const uint8_t *p, size_t n, SniSegment *s) {
 }
 
 #define TCP_SYN 0x02
+#define TCP_RST 0x04
 
 /* ---- the checks ---- */
 
@@ -160,15 +161,17 @@ static SniCheck *check_free(SniCheck *c) {
 
 /* Refused: its segments dropped, but for the last, which goes through the chain again with the
  * connection marked refused: the chain resets it (the program sees ECONNRESET at once); no byte
- * reached the destination. */
+ * reached the destination. Unmarked (ctnetlink failed), the last is dropped too: sent through
+ * the chain again it would only come back here. */
 static void check_refuse(SniCheck *c, const char *why, const char *name) {
         char d[INET_ADDRSTRLEN];
+        bool marked;
 
         for (unsigned i = 0; i + 1 < c->n_held; i++)
                 verdict(c->sni, c->held[i].id, NF_DROP);
-        (void) mark_add(c->saddr, c->sport, c->daddr, c->dport, EGRESS_CT_SNI_REFUSED);
+        marked = mark_add(c->saddr, c->sport, c->daddr, c->dport, EGRESS_CT_SNI_REFUSED) >= 0;
         if (c->n_held)
-                verdict(c->sni, c->held[c->n_held - 1].id, NF_REPEAT);
+                verdict(c->sni, c->held[c->n_held - 1].id, marked ? NF_REPEAT : NF_DROP);
         c->net->sni_refused++;
         log_debug("egress: %s: connection to %s:%u refused by SNI matching: %s%s%s", c->net->ifname,
                   inet_ntop(AF_INET, &(struct in_addr) { .s_addr = htonl(c->daddr) }, d, sizeof(d)), c->dport, why,
@@ -194,11 +197,17 @@ static void admitted_add(EgressSni *s, const SniCheck *c, const char *name) {
                 s->n_admitted++;
 }
 
-/* Admitted: its segments go on in their order, the first marking the connection admitted, so
- * that the chain takes the rest of it without asking again. */
+/* Admitted: the connection marked admitted (so that the chain takes the rest of it without asking
+ * again), then its segments go on in their order. */
 static void check_admit(SniCheck *c, const char *name) {
         SniHeld *order[SNI_HELD_MAX];
         unsigned n = 0;
+
+        /* Unmarked, its segments would come back here one by one: refused instead. */
+        if (mark_add(c->saddr, c->sport, c->daddr, c->dport, EGRESS_CT_SNI_ADMITTED) < 0) {
+                check_refuse(c, "its connection cannot be marked admitted", name);
+                return;
+        }
 
         for (unsigned i = 0; i < c->n_held; i++) {
                 unsigned k = n++;
@@ -208,10 +217,8 @@ static void check_admit(SniCheck *c, const char *name) {
                 }
                 order[k] = &c->held[i];
         }
-        /* Unmarked, its segments would be held again as they came back: dropped instead. */
-        bool marked = mark_add(c->saddr, c->sport, c->daddr, c->dport, EGRESS_CT_SNI_ADMITTED) >= 0;
         for (unsigned i = 0; i < n; i++)
-                verdict(c->sni, order[i]->id, marked ? NF_ACCEPT : NF_DROP);
+                verdict(c->sni, order[i]->id, NF_ACCEPT);
         admitted_add(c->sni, c, name);
         c->net->sni_admitted++;
         check_free(c);
@@ -387,13 +394,21 @@ static void packet_take(EgressSni *s, const NfqPacket *p) {
         }
         c = check_find(s, &g);
         if (g.len == 0) {
-                /* No bytes (the handshake, an ACK, a FIN): on. A SYN starts the check, so that
-                 * its first byte's number is known; past the sandbox's share it is dropped. */
-                if ((g.flags & TCP_SYN) && !c && !check_new(s, n, &g, g.seq + 1)) {
+                /* No bytes (the handshake, an ACK, a FIN, a reset): on. A SYN starts the check,
+                 * so that its first byte's number is known (again, for a tuple used anew before
+                 * the last check of it ended); past the sandbox's share it is dropped. A reset
+                 * ends the check, and what it held. */
+                if ((g.flags & TCP_SYN) && c && c->n_held == 0)
+                        c->seq0 = g.seq + 1;
+                else if ((g.flags & TCP_SYN) && !c && !check_new(s, n, &g, g.seq + 1)) {
                         /* Its entry is not in the table yet (nothing to mark): dropped. */
                         n->sni_refused++;
                         verdict(s, p->id, NF_DROP);
                         return;
+                } else if ((g.flags & TCP_RST) && c) {
+                        for (unsigned i = 0; i < c->n_held; i++)
+                                verdict(s, c->held[i].id, NF_DROP);
+                        check_free(c);
                 }
                 verdict(s, p->id, NF_ACCEPT);
                 return;
@@ -408,8 +423,7 @@ static void packet_take(EgressSni *s, const NfqPacket *p) {
          * update cut it): its first bytes are these. */
         if (!c && !(c = check_new(s, n, &g, g.seq))) {
                 n->sni_refused++;
-                (void) mark_add(g.saddr, g.sport, g.daddr, g.dport, EGRESS_CT_SNI_REFUSED);
-                verdict(s, p->id, NF_REPEAT);
+                verdict(s, p->id, mark_add(g.saddr, g.sport, g.daddr, g.dport, EGRESS_CT_SNI_REFUSED) >= 0 ? NF_REPEAT : NF_DROP);
                 return;
         }
         check_take(c, p, &g);
