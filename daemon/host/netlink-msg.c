@@ -2,6 +2,7 @@
 /* A netlink request built in place, and the messages of a datagram (netlink-msg.h). */
 #include <errno.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include <arpa/inet.h>
 #include <linux/netfilter/nfnetlink.h>
@@ -103,4 +104,30 @@ int nlm_attrs_parse(const void *data, size_t len, const struct nlattr **tb, unsi
                 len -= step;
         }
         return 0;
+}
+
+int nlm_send_ack(int fd, const void *req, size_t len, uint32_t seq) {
+        struct sockaddr_nl kernel = { .nl_family = AF_NETLINK };
+        char buf[4096] __attribute__((aligned(NLMSG_ALIGNTO)));
+
+        if (sendto(fd, req, len, 0, (struct sockaddr *) &kernel, sizeof(kernel)) < 0)
+                return -errno;
+        for (;;) {
+                ssize_t n = recv(fd, buf, sizeof(buf), 0);
+                size_t off = 0;
+
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n < 0)
+                        return -errno;
+                for (struct nlmsghdr *h; (h = nlm_next(buf, (size_t) n, &off));) {
+                        const struct nlmsgerr *e = NLMSG_DATA(h);
+                        if (h->nlmsg_type != NLMSG_ERROR)
+                                continue;
+                        if (h->nlmsg_len < NLMSG_LENGTH(sizeof(*e)))
+                                return -EBADMSG;
+                        if (e->error != 0 || h->nlmsg_seq == seq)
+                                return e->error;
+                }
+        }
 }

@@ -33,6 +33,11 @@ int nlm_put_be16(NlMsg *m, uint16_t type, uint16_t v);
 struct nlattr *nlm_nest(NlMsg *m, uint16_t type);
 void nlm_nest_end(NlMsg *m, struct nlattr *a);
 
+/* Sends req[0..len) (requests of which one, of sequence number seq, asks NLM_F_ACK) to the kernel
+ * on fd and reads until that one's ack: 0, the first error the kernel sends back (-errno), or
+ * -errno of the socket (a receive timeout set on fd bounds the wait). */
+int nlm_send_ack(int fd, const void *req, size_t len, uint32_t seq);
+
 /* The message at *off of buf[0..n), whole, *off moved past it and its padding; NULL at the end,
  * or at a message that does not fit (which ends the datagram too). buf is 4-byte aligned. */
 struct nlmsghdr *nlm_next(void *buf, size_t n, size_t *off);

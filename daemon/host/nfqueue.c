@@ -22,26 +22,6 @@
 #define NFQ_MSG(type) ((uint16_t) (NFNL_SUBSYS_QUEUE << 8 | (type)))
 #define NFQ_RCVBUF (4 * 1024 * 1024)
 
-/* Sends m (with NLM_F_ACK) and reads the kernel's ack: 0 or its -errno. */
-static int call(int fd, NlMsg *m) {
-        struct sockaddr_nl kernel = { .nl_family = AF_NETLINK };
-        char buf[1024];
-        ssize_t n;
-
-        if (sendto(fd, m, m->nh.nlmsg_len, 0, (struct sockaddr *) &kernel, sizeof(kernel)) < 0)
-                return -errno;
-        do
-                n = recv(fd, buf, sizeof(buf), 0);
-        while (n < 0 && errno == EINTR);
-        if (n < 0)
-                return -errno;
-        size_t off = 0;
-        for (struct nlmsghdr *h; (h = nlm_next(buf, (size_t) n, &off));)
-                if (h->nlmsg_type == NLMSG_ERROR && h->nlmsg_len >= NLMSG_LENGTH(sizeof(struct nlmsgerr)))
-                        return ((struct nlmsgerr *) NLMSG_DATA(h))->error;
-        return -EIO;
-}
-
 static int config(int fd, uint16_t num, uint32_t seq, uint8_t command, uint32_t maxlen) {
         NlMsg m;
         int r;
@@ -49,14 +29,14 @@ static int config(int fd, uint16_t num, uint32_t seq, uint8_t command, uint32_t 
         nlm_init(&m, NFQ_MSG(NFQNL_MSG_CONFIG), NLM_F_ACK, seq, AF_UNSPEC, num);
         if (command) {
                 struct nfqnl_msg_config_cmd cmd = { .command = command };
-                return nlm_put(&m, NFQA_CFG_CMD, &cmd, sizeof(cmd)) < 0 ? -ENOBUFS : call(fd, &m);
+                return nlm_put(&m, NFQA_CFG_CMD, &cmd, sizeof(cmd)) < 0 ? -ENOBUFS : nlm_send_ack(fd, &m, m.nh.nlmsg_len, seq);
         }
         struct nfqnl_msg_config_params p = { .copy_range = htonl(NFQ_PACKET_MAX), .copy_mode = NFQNL_COPY_PACKET };
         if ((r = nlm_put(&m, NFQA_CFG_PARAMS, &p, sizeof(p))) < 0 || (r = nlm_put_be32(&m, NFQA_CFG_QUEUE_MAXLEN, maxlen)) < 0 ||
             (r = nlm_put_be32(&m, NFQA_CFG_MASK, NFQA_CFG_F_GSO | NFQA_CFG_F_FAIL_OPEN)) < 0 ||
             (r = nlm_put_be32(&m, NFQA_CFG_FLAGS, NFQA_CFG_F_GSO)) < 0)
                 return r;
-        return call(fd, &m);
+        return nlm_send_ack(fd, &m, m.nh.nlmsg_len, seq);
 }
 
 int nfqueue_open(uint16_t num, uint32_t maxlen, int *ret_fd) {
@@ -116,27 +96,12 @@ int nfqueue_nft_rule(const char *table, const char *chain, uint16_t num) {
         nlm_init(&end, NFNL_MSG_BATCH_END, 0, 3, AF_UNSPEC, NFNL_SUBSYS_NFTABLES);
         if ((r = rule_msg(&rule, table, chain, num)) < 0)
                 return r;
-        for (const NlMsg *m = &begin;; m = m == &begin ? &rule : &end) {
-                memcpy(batch + n, m, m->nh.nlmsg_len);
-                n += NLMSG_ALIGN(m->nh.nlmsg_len);
-                if (m == &end)
-                        break;
+        /* One datagram: the batch's begin, the rule (seq 2, the one acked), its end. */
+        for (const NlMsg *const *m = (const NlMsg *const[]) { &begin, &rule, &end, NULL }; *m; m++) {
+                memcpy(batch + n, *m, (*m)->nh.nlmsg_len);
+                n += NLMSG_ALIGN((*m)->nh.nlmsg_len);
         }
-        struct sockaddr_nl kernel = { .nl_family = AF_NETLINK };
-        if (sendto(fd, batch, n, 0, (struct sockaddr *) &kernel, sizeof(kernel)) < 0)
-                return -errno;
-        /* The rule's ack (NLM_F_ACK): 0, or its error. */
-        for (;;) {
-                char buf[1024];
-                ssize_t k = recv(fd, buf, sizeof(buf), 0);
-                if (k < 0)
-                        return errno == EINTR ? (int) -EINTR : -errno;
-                size_t off = 0;
-                for (struct nlmsghdr *h; (h = nlm_next(buf, (size_t) k, &off));)
-                        if (h->nlmsg_type == NLMSG_ERROR && h->nlmsg_len >= NLMSG_LENGTH(sizeof(struct nlmsgerr)) &&
-                            (((struct nlmsgerr *) NLMSG_DATA(h))->error != 0 || h->nlmsg_seq == 2))
-                                return ((struct nlmsgerr *) NLMSG_DATA(h))->error;
-        }
+        return nlm_send_ack(fd, batch, n, 2);
 }
 
 int nfqueue_message_parse(const void *buf, size_t size, NfqPacket *ret, int *ret_error) {

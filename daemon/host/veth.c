@@ -28,26 +28,7 @@ static void nl_init(NlMsg *m, uint16_t type, uint16_t flags) {
 
 /* Sends m on fd and reads its ack: the kernel's errno, or 0. */
 static int nl_call(int fd, NlMsg *m) {
-        char reply[4096] __attribute__((aligned(NLMSG_ALIGNTO)));
-        ssize_t n;
-
-        if (send(fd, m, m->nh.nlmsg_len, 0) < 0)
-                return -errno;
-        for (;;) {
-                n = recv(fd, reply, sizeof(reply), 0);
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n < 0)
-                        return -errno;
-                size_t off = 0;
-                for (struct nlmsghdr *nh; (nh = nlm_next(reply, (size_t) n, &off));)
-                        if (nh->nlmsg_type == NLMSG_ERROR) {
-                                const struct nlmsgerr *e = NLMSG_DATA(nh);
-                                if (nh->nlmsg_len < NLMSG_LENGTH(sizeof(*e)))
-                                        return -EBADMSG;
-                                return e->error;
-                        }
-        }
+        return nlm_send_ack(fd, m, m->nh.nlmsg_len, m->nh.nlmsg_seq);
 }
 
 static int nl_socket(void) {

@@ -22,6 +22,7 @@
 #include "nftables.h"
 #include "tls-hello.h"
 #include "util.h"
+#include "veth.h"
 
 #define SNI_TABLE_NAME "sandboxd"   /* of family inet */
 #define SNI_READ_BATCH 64
@@ -477,8 +478,8 @@ static int table_make(Nftables *nft) {
                  "add table " EGRESS_SNI_TABLE "\ndelete table " EGRESS_SNI_TABLE "\n"
                  "table " EGRESS_SNI_TABLE " {\n"
                  "  chain forward {\n    type filter hook forward priority filter + 10; policy accept;\n"
-                 "    iifname \"sx-*\" ct mark & 0x%08x == 0x%08x counter reject with tcp reset\n"
-                 "    iifname \"sx-*\" ct mark & 0x%08x == 0x%08x goto check\n  }\n"
+                 "    iifname \"" VETH_PREFIX "*\" ct mark & 0x%08x == 0x%08x counter reject with tcp reset\n"
+                 "    iifname \"" VETH_PREFIX "*\" ct mark & 0x%08x == 0x%08x goto check\n  }\n"
                  "  chain check {\n    counter drop\n  }\n}\n",
                  0xfff00000u | EGRESS_CT_SNI_REFUSED, EGRESS_CT_MARK | EGRESS_CT_SNI_REFUSED,
                  0xfff00000u | EGRESS_CT_SNI_CHECKING | EGRESS_CT_SNI_ADMITTED | EGRESS_CT_SNI_REFUSED,

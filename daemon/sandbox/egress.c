@@ -814,10 +814,10 @@ static void sni_rules_text(Text *t, const SandboxNet *n, const char *chain) {
 
 /* The rules of a sandbox's chain (the forward chain's verdict map jumps to it): its connections
  * marked (their SNI flags kept); one refused by SNI matching reset, one admitted on, one being
- * checked on to the table that queues it (egress-sni.h); one it has already goes on (a name's address that timed
- * out included); a new one past its share of the conntrack table, or of TCP connections a
- * second, is refused; then its allow list, the entries matched on SNI last; the rest refused
- * (reset, for the rest of a connection that was cut). */
+ * checked on to the table that queues it (egress-sni.h); one it has already goes on (a name's
+ * address that timed out included); a new one past its share of the conntrack table, or of TCP
+ * connections a second, is refused; then its allow list, the entries matched on SNI last; the
+ * rest refused (reset, for the rest of a connection that was cut). */
 static void chain_rules_text(Context *m, Text *t, const SandboxNet *n, const char *chain, unsigned slot) {
         text_add(t, "add rule " EGRESS_TABLE " %s ct mark set ct mark & 0x%08x | 0x%08x\n", chain, EGRESS_CT_FLAGS,
                  EGRESS_CT_MARK | slot);
@@ -1055,7 +1055,9 @@ static void learn_text(Text *t, const SandboxNet *n, unsigned i, uint32_t addr, 
 /* An answer's addresses into the sets of every name on the list that the question matches,
  * before the relay lets the answer go; one that our last commit keeps there for as long as the
  * answer's TTL (clamped) or longer is left as it is (a caching resolver counts a TTL down, so a
- * name asked again is most often one of these): no commit at all when none is new. */
+ * name asked again is most often one of these): no commit at all when none is new. What is
+ * committed is remembered as it is written; a commit that fails forgets all of it (the next
+ * answers commit again). */
 static int relay_learn(void *userdata, const DnsQuestion *q, const uint32_t *addrs, const uint32_t *ttls, size_t count) {
         SandboxNet *n = userdata;
         _cleanup_free_ char *msg = NULL;
@@ -1067,26 +1069,22 @@ static int relay_learn(void *userdata, const DnsQuestion *q, const uint32_t *add
                 if (n->allow[i].name && dns_name_matches(n->names[i], q->name))
                         for (size_t k = 0; k < count; k++) {
                                 uint32_t ttl = ttl_clamp(ttls[k]);
-                                if (!learned_holds(n, i, addrs[k], now + ttl * UINT64_C(1000000)))
-                                        learn_text(&t, n, i, addrs[k], ttl);
+                                uint64_t until = now + ttl * UINT64_C(1000000);
+                                if (learned_holds(n, i, addrs[k], until))
+                                        continue;
+                                learn_text(&t, n, i, addrs[k], ttl);
+                                learned_put(n, i, addrs[k], until);
                         }
         if (!t.data)
                 return 0;
         r = nft_apply(n->eg, &t, &msg);
         free(t.data);
         if (r < 0) {
+                n->n_learned = 0;
                 log_warning("egress: %s: cannot add the addresses of %s to its sets (%s): answered SERVFAIL", n->ifname,
                             q->name, msg ? msg : strerror(-r));
-                return r;
         }
-        for (unsigned i = 0; i < n->n_allow; i++)
-                if (n->allow[i].name && dns_name_matches(n->names[i], q->name))
-                        for (size_t k = 0; k < count; k++) {
-                                uint64_t until = now + ttl_clamp(ttls[k]) * UINT64_C(1000000);
-                                if (!learned_holds(n, i, addrs[k], until))
-                                        learned_put(n, i, addrs[k], until);
-                        }
-        return 0;
+        return r;
 }
 
 /* Every name is relayed for "all" or a list of addresses only (a name may resolve; reaching it
@@ -1247,7 +1245,8 @@ static int update_cut(const SandboxNet *n, const SandboxNet *want, const Carried
         if (r < 0)
                 return r;
         for (size_t k = 0; k < count; k++)
-                if (!(ct[k].mark & (EGRESS_CT_SNI_CHECKING | EGRESS_CT_SNI_ADMITTED)) && !update_admits(want, c, &ct[k]) && conntrack_delete(&ct[k]) >= 0 && !conntrack_entry_closed(&ct[k]))
+                if (!(ct[k].mark & (EGRESS_CT_SNI_CHECKING | EGRESS_CT_SNI_ADMITTED)) && /* egress_sni_recheck()'s */
+                    !update_admits(want, c, &ct[k]) && conntrack_delete(&ct[k]) >= 0 && !conntrack_entry_closed(&ct[k]))
                         cut++;
         return cut;
 }
