@@ -165,8 +165,29 @@ like "$(nft list chain inet sandboxd "sx_${S#sbx-}")" "daddr @sx_${S#sbx-}_0 tcp
 r=$(rpc "{\"op\":\"sandbox.update\",\"sandbox\":\"$S\",\"network\":{\"egress\":{\"allow\":[\"remote.test:80\"]}}}")
 is "$(jget "$r" .ok)" true "sandbox.update to a list of a plain name only"
 is "$(nft list chain inet sandboxd "sx_${S#sbx-}" | grep -c '| 0x00010000 accept')" 0 "... no connection is checked any more"
+like "$(nft list chain inet sandboxd "sx_${S#sbx-}")" "ct mark & 0x00010000 == 0x00010000 counter packets [0-9]+ bytes [0-9]+ reject with tcp reset" \
+        "... and one still marked as being checked is reset (the table that queued it may go)"
+
+# ---- The table's life ---------------------------------------------------------------------------
+# Its presence slows every egress create (a second base chain on the forward hook): it is there
+# only while a sandbox has a match-sni entry, and SNI_TABLE_LINGER_USEC (5 s) after.
+sni_table() { nft list table ip sandboxd_sni >/dev/null 2>&1; }
+no_sni_table() { ! sni_table; }
+check "with no sandbox left with a match-sni entry, the table ip sandboxd_sni goes (seconds after)" wait_until 20 no_sni_table
+P=$(ctl create --best-effort --allow $SNI_ADDR:80/tcp)
+like "$P" "^sbx-" "a sandbox with egress and no match-sni entry"
+check "... does not bring the table back" no_sni_table
+is "$(sni "$P" http evil.test $SNI_ADDR)" "reached http evil.test hi" "... and reaches its address unchecked"
+E=$(ctl create --best-effort --allow-sni good.test)
+check "a sandbox created with a match-sni entry makes the table again, before its rules" sni_table
+is "$(sni "$E" tls good.test good.test anew)" "reached tls good.test anew" "... and its connection to good.test is checked and admitted"
+like "$(sni "$E" tls evil.test good.test)" "^refused" "... and evil.test refused"
+ctl destroy "$E" >/dev/null
+ctl destroy "$P" >/dev/null
+check "... the table goes again after that sandbox" wait_until 20 no_sni_table
 r=$(rpc "{\"op\":\"sandbox.update\",\"sandbox\":\"$S\",\"network\":{\"egress\":{\"allow\":[{\"name\":\"good.test\",\"match\":\"sni\"},\"remote.test:80\",{\"name\":\"*.cdn.test\",\"port\":443,\"match\":\"sni\"}]}}}")
 is "$(jget "$r" .ok)" true "... and back to match-sni entries"
+check "... which makes the table again" sni_table
 is "$(sni "$S" tls good.test good.test back)" "reached tls good.test back" "... good.test is reached again"
 
 # ---- Entries refused ----------------------------------------------------------------------------

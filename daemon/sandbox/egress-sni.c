@@ -8,7 +8,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "conntrack.h"
@@ -20,6 +22,7 @@
 #include "nfqueue.h"
 #include "nft-element.h"
 #include "nftables.h"
+#include "spawn.h"
 #include "tls-hello.h"
 #include "util.h"
 #include "veth.h"
@@ -33,6 +36,9 @@
  * between the check's verdict and its mark. Past it the ring's entry names a connection of the
  * past, and a segment of its tuple is checked as a first. */
 #define SNI_ADMIT_RACE_USEC (2 * UINT64_C(1000000))
+/* How long the table outlives the last sandbox with a match-sni entry: the next one made soon
+ * after finds it there. */
+#define SNI_TABLE_LINGER_USEC (5 * UINT64_C(1000000))
 
 _Static_assert(FIRST_BYTES_MAX == TLS_HELLO_PEEK_MAX, "the check holds what the parser reads at most");
 
@@ -47,8 +53,24 @@ typedef struct SniAdmitted {
         char name[TLS_HELLO_NAME_MAX + 1];
 } SniAdmitted;
 
+/* The table EGRESS_SNI_TABLE: there only while a sandbox has a match-sni entry (and
+ * SNI_TABLE_LINGER_USEC after), for its presence alone (a second base chain on the forward hook)
+ * made every egress create of the daemon 2-5 ms slower. Removed by a child: a base chain's
+ * removal waits for RCU grace periods (10-20 ms), which the loop must not. */
+typedef enum SniTable {
+        SNI_TABLE_NONE,
+        SNI_TABLE_UP,
+        SNI_TABLE_GOING,            /* the child removing it runs */
+} SniTable;
+
 struct EgressSni {
         Context *ctx;
+        Nftables *nft;
+        SniTable table;
+        sd_event_source *linger;    /* up and unused: its removal's timer */
+        int going_pidfd;            /* going: the child removing it */
+        sd_event_source *going_src;
+        unsigned n_kept;            /* nets with a match-sni entry left to the next daemon */
         int fd;                     /* the queue */
         sd_event_source *src;
         uint8_t *buf;
@@ -447,25 +469,7 @@ static int on_queue(sd_event_source *src, int fd, uint32_t events, void *userdat
         return 0;
 }
 
-/* ---- the queue ---- */
-
-int egress_sni_watch(EgressSni *s, SandboxNet *n) {
-        if (!s)
-                return 0;
-        for (size_t i = 0; i < s->n_nets; i++)
-                if (s->nets[i] == n)
-                        return 0;
-        if (s->n_nets == s->n_nets_alloc) {
-                size_t want = s->n_nets_alloc ? s->n_nets_alloc * 2 : 64;
-                SandboxNet **p = reallocarray(s->nets, want, sizeof(*p));
-                if (!p)
-                        return -ENOMEM;
-                s->nets = p;
-                s->n_nets_alloc = want;
-        }
-        s->nets[s->n_nets++] = n;
-        return 0;
-}
+/* ---- the queue and its table ---- */
 
 /* The table that queues what is being checked, made anew (one commit), then its queue rule. Its
  * chain check drops what the rule does not take: were the rule missing, nothing is let through
@@ -488,11 +492,133 @@ static int table_make(Nftables *nft) {
         if (r < 0)
                 return r;
         /* Before the drop: without NLM_F_APPEND a rule goes first. */
-        return nfqueue_nft_rule(EGRESS_SNI_TABLE_NAME, "check", EGRESS_SNI_QUEUE);
+        r = nfqueue_nft_rule(EGRESS_SNI_TABLE_NAME, "check", EGRESS_SNI_QUEUE);
+        if (r < 0)
+                egress_sni_table_remove(nft);
+        return r;
 }
 
 void egress_sni_table_remove(Nftables *nft) {
         (void) nftables_run(nft, "delete table " EGRESS_SNI_TABLE "\n", NULL);
+}
+
+/* The child removing the table ended (reaped here, or waited for by table_gone_wait()). */
+static void table_gone(EgressSni *s, bool wait) {
+        siginfo_t si = {};
+
+        if (waitid(P_PIDFD, (id_t) s->going_pidfd, &si, WEXITED | (wait ? 0 : WNOHANG)) < 0 || si.si_pid == 0) {
+                if (!wait)
+                        return; /* not yet */
+        } else if (si.si_code != CLD_EXITED || si.si_status != 0)
+                log_warning("egress: the table " EGRESS_SNI_TABLE " could not be removed: it stays until it is needed "
+                            "again (egress creates are slower meanwhile)");
+        s->going_src = sd_event_source_disable_unref(s->going_src);
+        s->going_pidfd = safe_close(s->going_pidfd);
+        s->table = SNI_TABLE_NONE;
+}
+
+static int on_table_gone(sd_event_source *src, int fd, uint32_t events, void *userdata) {
+        table_gone(userdata, false);
+        return 0;
+}
+
+_Noreturn static void table_remove_child(pid_t parent) {
+        int keep[] = { 2 };
+        Nftables *nft = NULL;
+
+        close_all_fds_except(keep, ELEMENTSOF(keep));
+        (void) prctl(PR_SET_PDEATHSIG, SIGKILL); /* the next daemon makes the table anew */
+        if (getppid() != parent)
+                _exit(1);
+        (void) prctl(PR_SET_NAME, "sandboxd-net");
+        _exit(nftables_new(&nft) >= 0 && nftables_run(nft, "delete table " EGRESS_SNI_TABLE "\n", NULL) >= 0 ? 0 : 1);
+}
+
+/* The table removed by a child the loop watches; without a loop or a child, here. */
+static void table_remove_start(EgressSni *s) {
+        pid_t parent = getpid(), pid;
+
+        pid = s->ctx->event ? clone3_pidfd(0, -1, &s->going_pidfd) : -ENOTCONN;
+        if (pid == 0)
+                table_remove_child(parent);
+        if (pid > 0) {
+                s->table = SNI_TABLE_GOING;
+                if (sd_event_add_io(s->ctx->event, &s->going_src, s->going_pidfd, EPOLLIN, on_table_gone, s) < 0)
+                        table_gone(s, true);
+                return;
+        }
+        egress_sni_table_remove(s->nft);
+        s->table = SNI_TABLE_NONE;
+}
+
+static int on_linger(sd_event_source *src, uint64_t usec, void *userdata) {
+        EgressSni *s = userdata;
+
+        s->linger = sd_event_source_disable_unref(s->linger);
+        if (s->table == SNI_TABLE_UP && s->n_nets == 0 && s->n_kept == 0)
+                table_remove_start(s);
+        return 0;
+}
+
+/* No sandbox needs the table any more: removed SNI_TABLE_LINGER_USEC from now, unless one does
+ * again by then. */
+static void table_unneeded(EgressSni *s) {
+        if (s->table != SNI_TABLE_UP || s->n_nets || s->n_kept || s->linger)
+                return;
+        if (!s->ctx->event ||
+            sd_event_add_time_relative(s->ctx->event, &s->linger, CLOCK_MONOTONIC, SNI_TABLE_LINGER_USEC, 0, on_linger, s) < 0)
+                table_remove_start(s);
+}
+
+/* The table there for a sandbox about to send to it: kept if up, made if not (after its removal
+ * ends, if it is going: at most a commit's wait). */
+static int table_needed(EgressSni *s) {
+        int r;
+
+        s->linger = sd_event_source_disable_unref(s->linger);
+        if (s->table == SNI_TABLE_GOING)
+                table_gone(s, true);
+        if (s->table == SNI_TABLE_UP)
+                return 0;
+        r = table_make(s->nft);
+        if (r < 0)
+                return log_warning_errno(r, "egress: cannot make the table " EGRESS_SNI_TABLE ": %m");
+        s->table = SNI_TABLE_UP;
+        return 0;
+}
+
+bool egress_sni_wanted(const SandboxNet *n) {
+        for (unsigned i = 0; i < n->n_allow; i++)
+                if (n->allow[i].sni)
+                        return true;
+        return false;
+}
+
+int egress_sni_watch(EgressSni *s, SandboxNet *n) {
+        int r;
+
+        if (!s)
+                return 0;
+        for (size_t i = 0; i < s->n_nets; i++)
+                if (s->nets[i] == n)
+                        return 0;
+        if (s->n_nets == s->n_nets_alloc) {
+                size_t want = s->n_nets_alloc ? s->n_nets_alloc * 2 : 64;
+                SandboxNet **p = reallocarray(s->nets, want, sizeof(*p));
+                if (!p)
+                        return -ENOMEM;
+                s->nets = p;
+                s->n_nets_alloc = want;
+        }
+        if ((r = table_needed(s)) < 0)
+                return r;
+        s->nets[s->n_nets++] = n;
+        return 0;
+}
+
+void egress_sni_restored(EgressSni *s) {
+        if (s)
+                table_unneeded(s);
 }
 
 int egress_sni_new(Context *m, Nftables *nft, EgressSni **ret) {
@@ -502,11 +628,15 @@ int egress_sni_new(Context *m, Nftables *nft, EgressSni **ret) {
         if (!s)
                 return -ENOMEM;
         s->ctx = m;
+        s->nft = nft;
         s->fd = -EBADF;
+        s->going_pidfd = -EBADF;
+        /* Made now, to know it can be, and for the sandboxes taken back running (it replaces the
+         * earlier daemon's); removed after the restore if none of them has a match-sni entry. */
         if (!(s->buf = malloc(SNI_BUF_SIZE)) || !(s->admitted = calloc(SNI_NAMES_MAX, sizeof(*s->admitted))))
                 r = -ENOMEM;
-        else if ((r = nfqueue_open(EGRESS_SNI_QUEUE, EGRESS_SNI_CONNS_MAX * 4, &s->fd)) >= 0)
-                r = table_make(nft);
+        else if ((r = nfqueue_open(EGRESS_SNI_QUEUE, EGRESS_SNI_CONNS_MAX * 4, &s->fd)) >= 0 && (r = table_make(nft)) >= 0)
+                s->table = SNI_TABLE_UP;
         if (r >= 0 && m->event)
                 r = sd_event_add_io(m->event, &s->src, s->fd, EPOLLIN, on_queue, s);
         if (r < 0) {
@@ -524,6 +654,12 @@ EgressSni *egress_sni_free(EgressSni *s) {
          * to the next daemon. */
         while (s->checks)
                 check_free(s->checks);
+        s->linger = sd_event_source_disable_unref(s->linger);
+        if (s->table == SNI_TABLE_GOING)
+                table_gone(s, true);
+        /* Sandboxes left running with a match-sni entry keep it, for the next daemon. */
+        if (s->table == SNI_TABLE_UP && !s->n_kept)
+                egress_sni_table_remove(s->nft);
         sd_event_source_disable_unref(s->src);
         safe_close(s->fd);
         free(s->buf);
@@ -533,9 +669,8 @@ EgressSni *egress_sni_free(EgressSni *s) {
         return NULL;
 }
 
-void egress_sni_forget(EgressSni *s, const SandboxNet *n) {
-        if (!s)
-                return;
+/* n's checks dropped (what they held with them) and no more taken: whether it was watched. */
+static bool net_drop(EgressSni *s, const SandboxNet *n) {
         for (SniCheck *c = s->checks, *next; c; c = next) {
                 next = c->next;
                 if (c->net != n)
@@ -550,10 +685,20 @@ void egress_sni_forget(EgressSni *s, const SandboxNet *n) {
         for (size_t i = 0; i < s->n_nets; i++)
                 if (s->nets[i] == n) {
                         s->nets[i] = s->nets[--s->n_nets];
-                        break;
+                        return true;
                 }
+        return false;
 }
 
+void egress_sni_forget(EgressSni *s, const SandboxNet *n) {
+        if (s && net_drop(s, n))
+                table_unneeded(s);
+}
+
+void egress_sni_keep(EgressSni *s, const SandboxNet *n) {
+        if (s && net_drop(s, n))
+                s->n_kept++;
+}
 
 int egress_sni_recheck(EgressSni *s, const SandboxNet *n) {
         _cleanup_free_ ConntrackEntry *ct = NULL;
@@ -687,11 +832,8 @@ char *egress_sni_chain_text(const SandboxNet *n, const char *table, const char *
 
 json_object *egress_sni_state_json(const EgressSni *s, const SandboxNet *n) {
         json_object *o;
-        bool any = false;
 
-        for (unsigned i = 0; i < n->n_allow; i++)
-                any = any || n->allow[i].sni;
-        if (!any)
+        if (!egress_sni_wanted(n))
                 return NULL;
         o = json_object_new_object();
         json_object_object_add(o, "checking", json_object_new_int((int) (s ? checks_of(s, n) : 0)));

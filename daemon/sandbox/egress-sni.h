@@ -48,15 +48,26 @@
 typedef struct EgressSni EgressSni;
 
 /* The queue bound, in our network namespace (-EBUSY when another process holds it), and the table
- * EGRESS_SNI_TABLE that hands it what is being checked made anew. */
+ * EGRESS_SNI_TABLE that hands it what is being checked made anew (to know it can be, and for the
+ * sandboxes taken back running). The table is there only while a sandbox has a match-sni entry
+ * (and some seconds after): its presence alone makes every egress create slower. */
 int egress_sni_new(Context *m, Nftables *nft, EgressSni **ret);
-/* The table gone: at a daemon's end that leaves no sandbox running. */
+/* The table gone (here: a commit that waits for RCU grace periods). */
 void egress_sni_table_remove(Nftables *nft);
+/* At the daemon's end: the table removed too, unless a sandbox left running needs it. */
 EgressSni *egress_sni_free(EgressSni *s);
-/* n attached (its address and its host's end set): its connections are checked. */
+/* Whether n's allow list has an entry with match sni. */
+bool egress_sni_wanted(const SandboxNet *n);
+/* n's connections are checked (n has a match-sni entry, or is about to be given one): the table
+ * made first if it is not there, so call it before the rules that send to it are committed. */
 int egress_sni_watch(EgressSni *s, SandboxNet *n);
-/* n detached or left to the next daemon: its checks dropped, and no more taken. */
+/* n detached, or its list left without a match-sni entry: its checks dropped, and no more taken;
+ * the table removed (by a child) some seconds after the last sandbox watched went. */
 void egress_sni_forget(EgressSni *s, const SandboxNet *n);
+/* n left to the next daemon: its checks dropped; the table stays for it. */
+void egress_sni_keep(EgressSni *s, const SandboxNet *n);
+/* The sandboxes taken back running are watched: the table goes unless one of them needs it. */
+void egress_sni_restored(EgressSni *s);
 /* After a new allow list (egress_update()): n's admitted connections that it no longer admits
  * (their name, port and destination checked again; a name this daemon did not see admitted, by
  * the daemon before it, counts as not admitted) are cut (their conntrack entries deleted, so

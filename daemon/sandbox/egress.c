@@ -311,14 +311,11 @@ void egress_done(Context *m) {
         if (!e)
                 return;
         teardowns_wait(e); /* before the table goes: they delete from it */
-        bool sni = e->sni != NULL;
         e->sni = egress_sni_free(e->sni);
         /* Sandboxes left running keep their rules for the next daemon, which replaces them (and
          * their admitted connections go on). */
         if (e->table_made && e->nft && !e->n_kept)
                 (void) nftables_run(e->nft, "delete table " EGRESS_TABLE "\n", NULL);
-        if (sni && e->nft && !e->n_kept)
-                egress_sni_table_remove(e->nft);
         nftables_free(e->nft);
         safe_close(e->home_fd);
         safe_close(e->lock_fd);
@@ -825,8 +822,10 @@ static void chain_rules_text(Context *m, Text *t, const SandboxNet *n, const cha
                  EGRESS_CT_SNI_REFUSED, EGRESS_CT_SNI_REFUSED);
         text_add(t, "add rule " EGRESS_TABLE " %s ct mark & 0x%08x == 0x%08x accept\n", chain, EGRESS_CT_SNI_ADMITTED,
                  EGRESS_CT_SNI_ADMITTED);
-        text_add(t, "add rule " EGRESS_TABLE " %s ct mark & 0x%08x == 0x%08x accept\n", chain, EGRESS_CT_SNI_CHECKING,
-                 EGRESS_CT_SNI_CHECKING);
+        /* Being checked, without an entry matched on SNI (an update took the last away, and the
+         * table that queues may be gone): reset. */
+        text_add(t, "add rule " EGRESS_TABLE " %s ct mark & 0x%08x == 0x%08x %s\n", chain, EGRESS_CT_SNI_CHECKING,
+                 EGRESS_CT_SNI_CHECKING, egress_sni_wanted(n) ? "accept" : "counter reject with tcp reset");
         text_add(t, "add rule " EGRESS_TABLE " %s ct state established,related accept\n", chain);
         text_add(t, "add rule " EGRESS_TABLE " %s ct state new ct count over %" PRIu64 " counter reject\n", chain,
                  m->config.egress_connections);
@@ -1132,6 +1131,12 @@ int egress_attach(Context *m, SandboxNet *n, const char *id, int netns_fd, char 
         if (f)
                 found_remove(e, f);
         n->attached = true; /* from here egress_detach() undoes what was done */
+        /* The table its rules send to, before them. */
+        if (egress_sni_wanted(n) && (r = egress_sni_watch(e->sni, n)) < 0) {
+                attach_fail(ret_error, r, "cannot make the table " EGRESS_SNI_TABLE " that checks names on SNI: %s",
+                            strerror(-r));
+                goto fail;
+        }
         if ((r = attach_rules(e, m, n, id, ret_error)) < 0)
                 goto fail;
         r = veth_create(&(VethSpec) { .host_name = n->ifname, .netns_fd = netns_fd, .home_fd = e->home_fd,
@@ -1144,10 +1149,6 @@ int egress_attach(Context *m, SandboxNet *n, const char *id, int netns_fd, char 
         }
         if ((r = attach_dns(m, e, n, netns_fd)) < 0) {
                 attach_fail(ret_error, r, "cannot set up the sandbox's resolver: %s", strerror(-r));
-                goto fail;
-        }
-        if ((r = egress_sni_watch(e->sni, n)) < 0) {
-                attach_fail(ret_error, r, "out of memory");
                 goto fail;
         }
         return 0;
@@ -1261,7 +1262,11 @@ int egress_update(Context *m, SandboxNet *n, const SandboxNet *want, int *ret_cu
         if (!n->egress || !n->attached || !n->eg)
                 return attach_fail(ret_error, -ENOTCONN, "the sandbox has no way out to change");
         r = carried_take(n->eg, n, want, &c);
-        if (r >= 0) {
+        /* A first match-sni entry: the table its rules send to, before them. */
+        if (r >= 0 && egress_sni_wanted(want) && (r = egress_sni_watch(n->eg->sni, n)) < 0)
+                attach_fail(ret_error, r, "cannot make the table " EGRESS_SNI_TABLE " that checks names on SNI: %s",
+                            strerror(-r));
+        else if (r >= 0) {
                 update_text(m, &t, n, want, &c);
                 r = nft_apply(n->eg, &t, &msg);
                 free(t.data);
@@ -1287,6 +1292,9 @@ int egress_update(Context *m, SandboxNet *n, const SandboxNet *want, int *ret_cu
                 else if (*ret_cut >= 0)
                         *ret_cut += sni;
         }
+        /* Its checks end with its last match-sni entry (or its first did not take). */
+        if (!egress_sni_wanted(n))
+                egress_sni_forget(n->eg->sni, n);
         carried_free(&c);
         return r;
 }
@@ -1348,8 +1356,9 @@ int egress_adopt(Context *m, SandboxNet *n, const char *id, pid_t init_pid, int 
         r = attach_dns(m, e, n, netns_fd);
         if (r < 0)
                 log_warning_errno(r, "egress: sandbox %s: cannot bind its resolver again: %m; names do not resolve in it", id);
-        if (egress_sni_watch(e->sni, n) < 0)
-                log_warning("egress: sandbox %s: out of memory: its names matched on SNI are not reached", id);
+        if (egress_sni_wanted(n) && egress_sni_watch(e->sni, n) < 0)
+                log_warning("egress: sandbox %s: its names matched on SNI are not reached (out of memory, or the table "
+                            EGRESS_SNI_TABLE " cannot be made)", id);
         return 0;
 }
 
@@ -1392,6 +1401,7 @@ void egress_restored(Context *m) {
         free(e->found);
         e->found = NULL;
         e->n_found = 0;
+        egress_sni_restored(e->sni);
 }
 
 void egress_keep(Context *m, SandboxNet *n) {
@@ -1400,7 +1410,7 @@ void egress_keep(Context *m, SandboxNet *n) {
         if (!n->attached || !e)
                 return;
         n->dns = dns_relay_free(n->dns);
-        egress_sni_forget(e->sni, n);
+        egress_sni_keep(e->sni, n);
         n->attached = false;
         e->n_kept++;
 }
