@@ -36,6 +36,12 @@ sni() { local s=$1; shift; ctl run --sandbox "$s" -- python3 -c "$CLIENT" "$@"; 
 # What the remote got since the mark: seen WHAT.
 mark() { MARK=$(wc -l <"$T/sni.out"); }
 seen() { tail -n +"$((MARK + 1))" "$T/sni.out" | grep -c "^$1" ; }
+sni_table() { nft list table ip sandboxd_sni >/dev/null 2>&1; }
+no_sni_table() { ! sni_table; }
+
+# The table that queues what is being checked is made at the start (to know it can be), and
+# removed at once when no sandbox taken back needs it.
+check "a daemon with no sandbox matched on SNI leaves no table ip sandboxd_sni" wait_until 10 no_sni_table
 
 # ---- The entry --------------------------------------------------------------------------------
 r=$(rpc '{"op":"create","best_effort":true,"network":{"egress":{"allow":[{"name":"Good.test","match":"sni"},"remote.test:80",{"name":"*.cdn.test","port":443,"match":"sni"},{"name":"other.test","port":8080,"proto":"tcp"},{"name":"far.test","port":80,"match":"sni"}]}}}')
@@ -171,8 +177,6 @@ like "$(nft list chain inet sandboxd "sx_${S#sbx-}")" "ct mark & 0x00010000 == 0
 # ---- The table's life ---------------------------------------------------------------------------
 # Its presence slows every egress create (a second base chain on the forward hook): it is there
 # only while a sandbox has a match-sni entry, and SNI_TABLE_LINGER_USEC (5 s) after.
-sni_table() { nft list table ip sandboxd_sni >/dev/null 2>&1; }
-no_sni_table() { ! sni_table; }
 check "with no sandbox left with a match-sni entry, the table ip sandboxd_sni goes (seconds after)" wait_until 20 no_sni_table
 P=$(ctl create --best-effort --allow $SNI_ADDR:80/tcp)
 like "$P" "^sbx-" "a sandbox with egress and no match-sni entry"

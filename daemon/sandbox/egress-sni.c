@@ -617,8 +617,9 @@ int egress_sni_watch(EgressSni *s, SandboxNet *n) {
 }
 
 void egress_sni_restored(EgressSni *s) {
-        if (s)
-                table_unneeded(s);
+        /* Not a sandbox that went: no wait. */
+        if (s && s->table == SNI_TABLE_UP && !s->n_nets && !s->n_kept)
+                table_remove_start(s);
 }
 
 int egress_sni_new(Context *m, Nftables *nft, EgressSni **ret) {

@@ -66,7 +66,7 @@ int egress_sni_watch(EgressSni *s, SandboxNet *n);
 void egress_sni_forget(EgressSni *s, const SandboxNet *n);
 /* n left to the next daemon: its checks dropped; the table stays for it. */
 void egress_sni_keep(EgressSni *s, const SandboxNet *n);
-/* The sandboxes taken back running are watched: the table goes unless one of them needs it. */
+/* The sandboxes taken back running are watched: the table goes at once unless one of them needs it. */
 void egress_sni_restored(EgressSni *s);
 /* After a new allow list (egress_update()): n's admitted connections that it no longer admits
  * (their name, port and destination checked again; a name this daemon did not see admitted, by
