@@ -54,7 +54,7 @@ daemon_libsandboxd_la_SOURCES = \
 	daemon/core/nft-listing.c daemon/core/nft-listing.h \
 	daemon/core/oci-index.c daemon/core/oci-index.h \
 	daemon/core/pipe-peek.c daemon/core/pipe-peek.h \
-	daemon/exec/rm-rf.c daemon/exec/rm-rf.h daemon/exec/btrfs.c daemon/exec/btrfs.h daemon/host/remove-async.c daemon/host/remove-async.h \
+	daemon/exec/rm-rf.c daemon/exec/rm-rf.h daemon/exec/btrfs.c daemon/exec/btrfs.h daemon/host/child-job.c daemon/host/child-job.h daemon/host/remove-async.c daemon/host/remove-async.h \
 	daemon/exec/mount-source.c daemon/exec/mount-source.h daemon/host/mount-open.c daemon/host/mount-open.h \
 	daemon/sandbox/state.c daemon/sandbox/state.h \
 	daemon/sandbox/run-record.c daemon/sandbox/run-record.h \

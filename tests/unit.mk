@@ -268,6 +268,14 @@ tests_test_tls_hello_SOURCES = tests/test-tls-hello.c tests/tap.h daemon/core/tl
 tests_test_tls_hello_CPPFLAGS = $(DAEMON_INCLUDES) $(AM_CPPFLAGS)
 tests_test_tls_hello_CFLAGS = $(UNIT_CFLAGS)
 
+## One skeleton for the daemon's children that work off the loop (daemon/host/child-job.c).
+check_PROGRAMS += tests/test-child-job
+TESTS += tests/test-child-job
+tests_test_child_job_SOURCES = tests/test-child-job.c tests/tap.h
+tests_test_child_job_CPPFLAGS = $(DAEMON_UNIT_CPPFLAGS)
+tests_test_child_job_CFLAGS = $(DAEMON_UNIT_CFLAGS)
+tests_test_child_job_LDADD = $(DAEMON_LIBS)
+
 check_PROGRAMS += tests/test-pidfd
 TESTS += tests/test-pidfd
 tests_test_pidfd_SOURCES = tests/test-pidfd.c tests/tap.h

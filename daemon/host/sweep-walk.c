@@ -153,9 +153,20 @@ static bool walk_snapshots(int state_fd, const char *id, uint32_t index, uint64_
 
 /* Stops by itself at deadline (sweep_timeout after the start): the tree it is in is reported
  * with what was counted so far and cut_short, and nothing after it. */
-_noreturn_ static void sweep_child(int state_fd, int out, char (*ids)[24], size_t n_ids, uint64_t deadline) {
-        (void) prctl(PR_SET_NAME, "sandboxd-sweep");
-        (void) prctl(PR_SET_PDEATHSIG, SIGKILL);
+typedef struct SweepArgs {
+        int state_fd;
+        char (*ids)[24];
+        size_t n_ids;
+        uint64_t deadline;
+} SweepArgs;
+
+static int sweep_child(void *arg, int out) {
+        const SweepArgs *a = arg;
+        int state_fd = a->state_fd;
+        char (*ids)[24] = a->ids;
+        size_t n_ids = a->n_ids;
+        uint64_t deadline = a->deadline;
+
         /* Measuring is never urgent: the lowest CPU and the idle I/O class. */
         (void) setpriority(PRIO_PROCESS, 0, 19);
         (void) syscall(SYS_ioprio_set, 1 /* IOPRIO_WHO_PROCESS */, 0, 3 << 13 /* IOPRIO_CLASS_IDLE */);
@@ -170,59 +181,49 @@ _noreturn_ static void sweep_child(int state_fd, int out, char (*ids)[24], size_
                 if (rec.cut_short || !walk_snapshots(state_fd, ids[i], (uint32_t) i, deadline, out))
                         break;
         }
-        _exit(EXIT_SUCCESS);
+        return EXIT_SUCCESS;
 }
 
 /* ---- In the daemon ----------------------------------------------------------------------- */
 
-static void walk_read(SweepWalk *w) {
+/* 0 at EAGAIN, 1 at the end of the pipe or an error. */
+static int walk_read(SweepWalk *w, int fd) {
         for (;;) {
                 ssize_t n;
                 if (w->alloc - w->len < 64 * 1024) {
                         size_t a = w->alloc ? w->alloc * 2 : 64 * 1024;
                         char *p = realloc(w->buf, a);
                         if (!p)
-                                return;
+                                return 1;
                         w->buf = p;
                         w->alloc = a;
                 }
-                n = read(w->fd, w->buf + w->len, w->alloc - w->len);
-                if (n <= 0) {
-                        if (n == 0 || (errno != EAGAIN && errno != EINTR))
-                                w->io_source = sd_event_source_disable_unref(w->io_source);
-                        return;
-                }
+                n = read(fd, w->buf + w->len, w->alloc - w->len);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n <= 0)
+                        return n == 0 || errno != EAGAIN;
                 w->len += (size_t) n;
         }
 }
 
-static int on_walk_io(sd_event_source *src, int fd, uint32_t revents, void *userdata) {
+static int on_walk_io(ChildJob *j, int fd, void *userdata) {
         SweepWalk *w = userdata;
         uint64_t now;
+        int r = walk_read(w, fd);
 
-        walk_read(w);
         if (w->progress && (now = now_usec(CLOCK_MONOTONIC)) - w->progress_usec >= 200 * USEC_PER_MSEC) {
                 w->progress_usec = now;
                 w->progress(w, w->userdata);
         }
-        return 0;
+        return r;
 }
 
-static void walk_done(SweepWalk *w, int r) {
-        w->timeout_source = sd_event_source_disable_unref(w->timeout_source);
-        w->io_source = sd_event_source_disable_unref(w->io_source);
-        w->done(w, r, w->userdata);
-}
-
-static int on_walk_exit(sd_event_source *src, const siginfo_t *si, void *userdata) {
+static void on_walk_exit(ChildJob *j, const siginfo_t *si, void *userdata) {
         SweepWalk *w = userdata;
         int r = 0;
 
-        w->child_source = sd_event_source_disable_unref(w->child_source);
-        w->pidfd = safe_close(w->pidfd);
-        w->pid = 0;
-        if (w->io_source)
-                walk_read(w); /* the child is gone: what it wrote is all in the pipe */
+        w->job = child_job_free(w->job); /* what it wrote was read before this */
         if (si->si_code != CLD_EXITED || si->si_status != 0)
                 r = w->timeout_source ? -EIO : -ETIME;
         if (w->len % sizeof(SweepRecord) != 0)
@@ -230,8 +231,8 @@ static int on_walk_exit(sd_event_source *src, const siginfo_t *si, void *userdat
         /* The last progress is the whole walk: a client always sees where it ended. */
         if ((r == 0 || r == -ETIME) && w->progress)
                 w->progress(w, w->userdata);
-        walk_done(w, r);
-        return 0;
+        w->timeout_source = sd_event_source_disable_unref(w->timeout_source);
+        w->done(w, r, w->userdata);
 }
 
 /* The backstop, for a child stuck in a system call (it stops by itself at sweep_timeout). */
@@ -240,50 +241,26 @@ static int on_walk_timeout(sd_event_source *src, uint64_t usec, void *userdata) 
         SweepWalk *w = userdata;
         log_warning("disk sweep: the walk did not stop at sweep_timeout; killing it");
         w->timeout_source = sd_event_source_disable_unref(w->timeout_source);
-        if (w->pidfd >= 0)
-                (void) syscall(SYS_pidfd_send_signal, w->pidfd, SIGKILL, NULL, 0);
+        child_job_kill(w->job);
         return 0;
-}
-
-static int walk_watch(SweepWalk *w) {
-        int r = sd_event_add_child_pidfd(w->event, &w->child_source, w->pidfd, WEXITED, on_walk_exit, w);
-        if (r >= 0)
-                r = sd_event_add_io(w->event, &w->io_source, w->fd, EPOLLIN, on_walk_io, w);
-        if (r >= 0)
-                r = sd_event_add_time_relative(w->event, &w->timeout_source, CLOCK_MONOTONIC,
-                                               w->timeout_usec + SWEEP_KILL_GRACE_USEC, 0,
-                                               on_walk_timeout, w);
-        return r;
 }
 
 int sweep_walk_start(sd_event *event, int state_fd, uint64_t timeout_usec, char (*ids)[24], size_t n_ids, sweep_walk_done_t done, void *userdata,
                      SweepWalk **ret) {
         SweepWalk *w = calloc(1, sizeof(*w));
-        uint64_t deadline = now_usec(CLOCK_MONOTONIC) + timeout_usec;
-        int p[2], r;
+        SweepArgs a = { .state_fd = state_fd, .ids = ids, .n_ids = n_ids,
+                        .deadline = now_usec(CLOCK_MONOTONIC) + timeout_usec };
+        int r;
 
         if (!w)
                 return -ENOMEM;
-        *w = (SweepWalk) { .event = event, .timeout_usec = timeout_usec, .pidfd = -EBADF, .fd = -EBADF, .done = done, .userdata = userdata };
-        if (pipe2(p, O_CLOEXEC) < 0) {
-                free(w);
-                return -errno;
-        }
-        w->pid = clone3_pidfd(0, -1, &w->pidfd);
-        if (w->pid == 0) {
-                int keep[] = { 2, state_fd, p[1] };
-                close_all_fds_except(keep, ELEMENTSOF(keep));
-                sweep_child(state_fd, p[1], ids, n_ids, deadline);
-        }
-        close(p[1]);
-        w->fd = p[0];
-        if (w->pid < 0) {
-                r = w->pid;
-                w->pid = 0;
-                sweep_walk_free(w);
-                return r;
-        }
-        r = fcntl(w->fd, F_SETFL, O_NONBLOCK) < 0 ? -errno : walk_watch(w);
+        *w = (SweepWalk) { .event = event, .timeout_usec = timeout_usec, .done = done, .userdata = userdata };
+        r = child_job_start(event, &(ChildJobSpec) { .name = "sandboxd-sweep", .keep = &state_fd, .n_keep = 1,
+                                                     .fn = sweep_child, .arg = &a, .on_exit = on_walk_exit,
+                                                     .on_report = on_walk_io, .userdata = w }, &w->job);
+        if (r >= 0)
+                r = sd_event_add_time_relative(event, &w->timeout_source, CLOCK_MONOTONIC,
+                                               timeout_usec + SWEEP_KILL_GRACE_USEC, 0, on_walk_timeout, w);
         if (r < 0) {
                 sweep_walk_free(w);
                 return r;
@@ -295,15 +272,8 @@ int sweep_walk_start(sd_event *event, int state_fd, uint64_t timeout_usec, char 
 SweepWalk *sweep_walk_free(SweepWalk *w) {
         if (!w)
                 return NULL;
-        if (w->pid > 0 && w->pidfd >= 0) {
-                (void) syscall(SYS_pidfd_send_signal, w->pidfd, SIGKILL, NULL, 0);
-                (void) waitid(P_PIDFD, (id_t) w->pidfd, &(siginfo_t) {}, WEXITED);
-        }
-        sd_event_source_disable_unref(w->child_source);
-        sd_event_source_disable_unref(w->io_source);
+        child_job_free(w->job); /* kills and reaps a child still running */
         sd_event_source_disable_unref(w->timeout_source);
-        safe_close(w->pidfd);
-        safe_close(w->fd);
         free(w->buf);
         free(w);
         return NULL;

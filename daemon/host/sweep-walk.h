@@ -11,6 +11,8 @@
 #include <sys/types.h>
 #include <systemd/sd-event.h>
 
+#include "child-job.h"
+
 
 typedef enum SweepKind {
         SWEEP_WORK,     /* <id>/work */
@@ -42,9 +44,8 @@ typedef void (*sweep_walk_progress_t)(SweepWalk *w, void *userdata);
 struct SweepWalk {
         sd_event *event;
         uint64_t timeout_usec;  /* sweep_timeout */
-        pid_t pid;
-        int pidfd, fd;
-        sd_event_source *child_source, *io_source, *timeout_source;
+        ChildJob *job;          /* the walk's child, its records on the report pipe */
+        sd_event_source *timeout_source;
         char *buf;              /* records as read from the pipe */
         size_t len, alloc;
         sweep_walk_done_t done;

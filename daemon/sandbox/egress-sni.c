@@ -8,11 +8,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
+#include "child-job.h"
 #include "conntrack.h"
 #include "dns-message.h"
 #include "first-bytes.h"
@@ -22,7 +21,6 @@
 #include "nfqueue.h"
 #include "nft-element.h"
 #include "nftables.h"
-#include "spawn.h"
 #include "tls-hello.h"
 #include "util.h"
 #include "veth.h"
@@ -68,8 +66,7 @@ struct EgressSni {
         Nftables *nft;
         SniTable table;
         sd_event_source *linger;    /* up and unused: its removal's timer */
-        int going_pidfd;            /* going: the child removing it */
-        sd_event_source *going_src;
+        ChildJob *going;            /* going: the child removing it */
         unsigned n_kept;            /* nets with a match-sni entry left to the next daemon */
         int fd;                     /* the queue */
         sd_event_source *src;
@@ -502,49 +499,41 @@ void egress_sni_table_remove(Nftables *nft) {
         (void) nftables_run(nft, "delete table " EGRESS_SNI_TABLE "\n", NULL);
 }
 
-/* The child removing the table ended (reaped here, or waited for by table_gone_wait()). */
-static void table_gone(EgressSni *s, bool wait) {
-        siginfo_t si = {};
-
-        if (waitid(P_PIDFD, (id_t) s->going_pidfd, &si, WEXITED | (wait ? 0 : WNOHANG)) < 0 || si.si_pid == 0) {
-                if (!wait)
-                        return; /* not yet */
-        } else if (si.si_code != CLD_EXITED || si.si_status != 0)
+/* The child removing the table ended. */
+static void table_gone(EgressSni *s, const siginfo_t *si) {
+        if (si->si_code != CLD_EXITED || si->si_status != 0)
                 log_warning("egress: the table " EGRESS_SNI_TABLE " could not be removed: it stays until it is needed "
                             "again (egress creates are slower meanwhile)");
-        s->going_src = sd_event_source_disable_unref(s->going_src);
-        s->going_pidfd = safe_close(s->going_pidfd);
+        s->going = child_job_free(s->going);
         s->table = SNI_TABLE_NONE;
 }
 
-static int on_table_gone(sd_event_source *src, int fd, uint32_t events, void *userdata) {
-        table_gone(userdata, false);
-        return 0;
+static void on_table_gone(ChildJob *j, const siginfo_t *si, void *userdata) {
+        table_gone(userdata, si);
 }
 
-_Noreturn static void table_remove_child(pid_t parent) {
-        int keep[] = { 2 };
+/* Its removal, when it runs, waited for here (at most a commit's wait). */
+static void table_gone_wait(EgressSni *s) {
+        siginfo_t si = {};
+
+        if (s->table != SNI_TABLE_GOING)
+                return;
+        (void) child_job_wait(s->going, 0, &si);
+        table_gone(s, &si);
+}
+
+static int table_remove_child(void *arg, int report_fd) {
         Nftables *nft = NULL;
 
-        close_all_fds_except(keep, ELEMENTSOF(keep));
-        (void) prctl(PR_SET_PDEATHSIG, SIGKILL); /* the next daemon makes the table anew */
-        if (getppid() != parent)
-                _exit(1);
-        (void) prctl(PR_SET_NAME, "sandboxd-net");
-        _exit(nftables_new(&nft) >= 0 && nftables_run(nft, "delete table " EGRESS_SNI_TABLE "\n", NULL) >= 0 ? 0 : 1);
+        return nftables_new(&nft) >= 0 && nftables_run(nft, "delete table " EGRESS_SNI_TABLE "\n", NULL) >= 0 ? 0 : 1;
 }
 
 /* The table removed by a child the loop watches; without a loop or a child, here. */
 static void table_remove_start(EgressSni *s) {
-        pid_t parent = getpid(), pid;
-
-        pid = s->ctx->event ? clone3_pidfd(0, -1, &s->going_pidfd) : -ENOTCONN;
-        if (pid == 0)
-                table_remove_child(parent);
-        if (pid > 0) {
+        if (s->ctx->event && child_job_start(s->ctx->event, &(ChildJobSpec) { .name = "sandboxd-net", .fn = table_remove_child,
+                                                                               .on_exit = on_table_gone, .userdata = s },
+                                             &s->going) >= 0) {
                 s->table = SNI_TABLE_GOING;
-                if (sd_event_add_io(s->ctx->event, &s->going_src, s->going_pidfd, EPOLLIN, on_table_gone, s) < 0)
-                        table_gone(s, true);
                 return;
         }
         egress_sni_table_remove(s->nft);
@@ -576,8 +565,7 @@ static int table_needed(EgressSni *s) {
         int r;
 
         s->linger = sd_event_source_disable_unref(s->linger);
-        if (s->table == SNI_TABLE_GOING)
-                table_gone(s, true);
+        table_gone_wait(s);
         if (s->table == SNI_TABLE_UP)
                 return 0;
         r = table_make(s->nft);
@@ -631,7 +619,6 @@ int egress_sni_new(Context *m, Nftables *nft, EgressSni **ret) {
         s->ctx = m;
         s->nft = nft;
         s->fd = -EBADF;
-        s->going_pidfd = -EBADF;
         /* Made now, to know it can be, and for the sandboxes taken back running (it replaces the
          * earlier daemon's); removed after the restore if none of them has a match-sni entry. */
         if (!(s->buf = malloc(SNI_BUF_SIZE)) || !(s->admitted = calloc(SNI_NAMES_MAX, sizeof(*s->admitted))))
@@ -656,8 +643,7 @@ EgressSni *egress_sni_free(EgressSni *s) {
         while (s->checks)
                 check_free(s->checks);
         s->linger = sd_event_source_disable_unref(s->linger);
-        if (s->table == SNI_TABLE_GOING)
-                table_gone(s, true);
+        table_gone_wait(s);
         /* Sandboxes left running with a match-sni entry keep it, for the next daemon. */
         if (s->table == SNI_TABLE_UP && !s->n_kept)
                 egress_sni_table_remove(s->nft);

@@ -24,6 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "child-job.h"
 #include "egress-dns.h"
 #include "egress-sni.h"
 #include "egress.h"
@@ -59,7 +60,7 @@
  * slot, and so its /30 and its ct mark, stays taken until the child has exited. */
 typedef struct Teardown {
         Egress *egress;
-        sd_event_source *src;
+        ChildJob *job;
         unsigned slot;
         char ifname[IFNAMSIZ];
         struct Teardown *prev, *next;
@@ -1490,57 +1491,40 @@ static void teardown_free(Teardown *t) {
         if (t->next)
                 t->next->prev = t->prev;
         give_slot(e, t->slot);
-        sd_event_source_disable_unref(t->src); /* kills and reaps a child still running */
+        child_job_free(t->job); /* kills and reaps a child still running */
         free(t);
 }
 
-static int on_teardown_exit(sd_event_source *src, const siginfo_t *si, void *userdata) {
+static void on_teardown_exit(ChildJob *j, const siginfo_t *si, void *userdata) {
         teardown_report(userdata, si);
         teardown_free(userdata);
-        return 0;
 }
 
-_Noreturn static void teardown_child(pid_t parent, const char *ifname, unsigned slot) {
-        int keep[] = { 2 };
+/* In the child. It never outlives the daemon: a new one, whose start removes what this one left,
+ * may make an interface of the same name (a restored sandbox's) and take the slot's ct mark
+ * again. */
+static int teardown_child(void *arg, int report_fd) {
+        const Teardown *t = arg;
 
-        close_all_fds_except(keep, ELEMENTSOF(keep));
-        /* Never outlives the daemon: a new one, whose start removes what this one left, may make
-         * an interface of the same name (a restored sandbox's) and take the slot's ct mark again. */
-        (void) prctl(PR_SET_PDEATHSIG, SIGKILL);
-        if (getppid() != parent)
-                _exit(TEARDOWN_VETH | TEARDOWN_RULES | TEARDOWN_CONNTRACK);
-        (void) prctl(PR_SET_NAME, "sandboxd-net");
-        _exit(teardown_run(NULL, ifname, slot));
+        return teardown_run(NULL, t->ifname, t->slot);
 }
 
 /* The teardown of n in a child, watched by the loop: each of its steps waits for RCU grace
  * periods in the kernel (35-50 ms a destroy, hundreds under load), which the loop must not. */
 static int teardown_start(Context *m, Egress *e, const SandboxNet *n) {
         Teardown *t = calloc(1, sizeof(*t));
-        pid_t parent = getpid(), pid;
-        int pidfd = -EBADF, r;
+        int r;
 
         if (!t)
                 return -ENOMEM;
-        pid = clone3_pidfd(0, -1, &pidfd);
-        if (pid == 0)
-                teardown_child(parent, n->ifname, n->slot);
-        if (pid < 0) {
-                free(t);
-                return pid;
-        }
         *t = (Teardown) { .egress = e, .slot = n->slot };
         memcpy(t->ifname, n->ifname, sizeof(t->ifname));
-        r = sd_event_add_child_pidfd(m->event, &t->src, pidfd, WEXITED, on_teardown_exit, t);
+        r = child_job_start(m->event, &(ChildJobSpec) { .name = "sandboxd-net", .fn = teardown_child, .arg = t,
+                                                        .on_exit = on_teardown_exit, .userdata = t }, &t->job);
         if (r < 0) {
-                (void) syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
-                (void) waitid(P_PIDFD, (id_t) pidfd, &(siginfo_t) {}, WEXITED);
-                close(pidfd);
                 free(t);
                 return r;
         }
-        (void) sd_event_source_set_child_pidfd_own(t->src, true);
-        (void) sd_event_source_set_child_process_own(t->src, true);
         t->next = e->teardowns;
         if (t->next)
                 t->next->prev = t;
@@ -1550,25 +1534,15 @@ static int teardown_start(Context *m, Egress *e, const SandboxNet *n) {
 
 /* At stop: each teardown still running gets until the deadline, then is killed. */
 static void teardowns_wait(Egress *e) {
-        struct timespec start, now;
+        uint64_t deadline = now_usec(CLOCK_MONOTONIC) + EGRESS_TEARDOWN_WAIT_MS * UINT64_C(1000);
 
-        (void) clock_gettime(CLOCK_MONOTONIC, &start);
         while (e->teardowns) {
                 Teardown *t = e->teardowns;
-                int fd = sd_event_source_get_child_pidfd(t->src), k;
                 siginfo_t si = {};
-                long left;
 
-                do {
-                        (void) clock_gettime(CLOCK_MONOTONIC, &now);
-                        left = EGRESS_TEARDOWN_WAIT_MS - ((now.tv_sec - start.tv_sec) * 1000L +
-                                                          (now.tv_nsec - start.tv_nsec) / 1000000L);
-                        k = fd < 0 || left <= 0 ? 0 : poll(&(struct pollfd) { .fd = fd, .events = POLLIN }, 1, (int) left);
-                } while (k < 0 && errno == EINTR);
-                if (k > 0 && waitid(P_PIDFD, (id_t) fd, &si, WEXITED) == 0) {
-                        (void) sd_event_source_set_child_process_own(t->src, false); /* reaped */
+                if (child_job_wait(t->job, deadline, &si) == 0)
                         teardown_report(t, &si);
-                } else
+                else
                         log_warning("egress: the teardown of %s did not end in time: killed (the next start removes "
                                     "what it left)", t->ifname);
                 teardown_free(t);

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "caller.h"
+#include "child-job.h"
 #include "context.h"
 #include "copy-tree.h"
 #include "image-import.h"
@@ -516,8 +517,6 @@ _noreturn_ static void import_child(int images_fd, const char *tmp, const char *
         _cleanup_close_ int tmp_fd = -EBADF, root_fd = -EBADF;
         int r;
 
-        (void) prctl(PR_SET_NAME, "sandboxd-import");
-        (void) prctl(PR_SET_PDEATHSIG, SIGKILL);
         (void) setpriority(PRIO_PROCESS, 0, 10);
         /* The backstop of caps->deadline_usec, for a read that never returns. */
         (void) alarm((unsigned) (IMPORT_MAX_USEC / USEC_PER_SEC) + 60);
@@ -556,9 +555,7 @@ struct ImageJob {
         ImageBlob *layers;
         size_t n_layers;
         int src_fd;
-        pid_t pid;
-        int pidfd, fd;
-        sd_event_source *child_source, *io_source;
+        ChildJob *child;      /* the import, its records on the report pipe */
         ImportRecord last;
         bool have_last;
         char buf[sizeof(ImportRecord)];
@@ -578,15 +575,9 @@ static ImageJob *image_job_free(ImageJob *j) {
                         *p = j->next;
                         break;
                 }
-        if (j->pid > 0 && j->pidfd >= 0) {
-                (void) syscall(SYS_pidfd_send_signal, j->pidfd, SIGKILL, NULL, 0);
-                (void) waitid(P_PIDFD, (id_t) j->pidfd, &(siginfo_t) {}, WEXITED);
-                /* The next start removes the temporary tree; the daemon is stopping. */
-        }
-        sd_event_source_disable_unref(j->child_source);
-        sd_event_source_disable_unref(j->io_source);
-        safe_close(j->pidfd);
-        safe_close(j->fd);
+        /* One still running is killed and reaped; the next start removes the temporary tree (the
+         * daemon is stopping). */
+        child_job_free(j->child);
         safe_close(j->src_fd);
         free(j->layers);
         reply_unref(j->reply);
@@ -627,14 +618,14 @@ static void job_progress(ImageJob *j, const ImportRecord *rec) {
         reply_event(j->reply, ev);
 }
 
-static void job_read(ImageJob *j) {
+/* 0 at EAGAIN, 1 at the pipe's end or an error. */
+static int job_read(ImageJob *j, int fd) {
         for (;;) {
-                ssize_t n = read(j->fd, j->buf + j->have, sizeof(j->buf) - j->have);
-                if (n <= 0) {
-                        if (n == 0 || (errno != EAGAIN && errno != EINTR))
-                                j->io_source = sd_event_source_disable_unref(j->io_source);
-                        return;
-                }
+                ssize_t n = read(fd, j->buf + j->have, sizeof(j->buf) - j->have);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n <= 0)
+                        return n == 0 || errno != EAGAIN;
                 j->have += (size_t) n;
                 if (j->have < sizeof(j->buf))
                         continue;
@@ -649,9 +640,8 @@ static void job_read(ImageJob *j) {
         }
 }
 
-static int on_job_io(sd_event_source *src, int fd, uint32_t revents, void *userdata) {
-        job_read(userdata);
-        return 0;
+static int on_job_io(ChildJob *c, int fd, void *userdata) {
+        return job_read(userdata, fd);
 }
 
 static int write_record(ImageStore *st, const char *tmp, const Image *img) {
@@ -744,20 +734,17 @@ static int import_error(ImageJob *j, ProtoError *err) {
         }
 }
 
-static int on_job_exit(sd_event_source *src, const siginfo_t *si, void *userdata) {
+/* What it wrote was read before this (child-job.h). */
+static void on_job_exit(ChildJob *c, const siginfo_t *si, void *userdata) {
         ImageJob *j = userdata;
         ProtoError err = {};
         bool ok;
 
-        j->child_source = sd_event_source_disable_unref(j->child_source);
-        j->pidfd = safe_close(j->pidfd);
-        j->pid = 0;
-        if (j->io_source)
-                job_read(j);
+        j->child = child_job_free(j->child);
         ok = si->si_code == CLD_EXITED && si->si_status == 0 && j->have_last && j->last.kind == RECORD_DONE;
         if (ok && job_commit(j, &err) >= 0) {
                 image_job_free(j);
-                return 0;
+                return;
         }
         if (ok)
                 ; /* err is set */
@@ -767,7 +754,6 @@ static int on_job_exit(sd_event_source *src, const siginfo_t *si, void *userdata
         (void) remove_async(j->st->ctx->event, j->st->ctx->run_helper_fd, j->st->dir_fd, j->tmp);
         reply_error(j->reply, &err);
         image_job_free(j);
-        return 0;
 }
 
 /* ---- OCI image layouts ----------------------------------------------------------------------- */
@@ -915,34 +901,32 @@ static int job_make_tmp(ImageJob *j) {
         return mkdirat(j->st->dir_fd, j->tmp, 0755) < 0 ? -errno : 0;
 }
 
+typedef struct ImportArgs {
+        const ImageJob *job;
+        ImageCaps caps;
+} ImportArgs;
+
+static int import_main(void *arg, int out) {
+        const ImportArgs *a = arg;
+        const ImageJob *j = a->job;
+
+        import_child(j->st->dir_fd, j->tmp, j->kind, j->src_fd, j->layers, j->n_layers, &a->caps, &j->caller, out);
+}
+
 static int job_spawn(ImageJob *j) {
         const Config *c = &j->st->ctx->config;
-        ImageCaps caps = { .max_bytes = c->image_max_size, .max_files = c->image_max_files, .id_count = c->uid_range,
-                           .allow_devices = c->image_devices != 0,
-                           .deadline_usec = now_usec(CLOCK_MONOTONIC) + IMPORT_MAX_USEC };
-        int p[2], r;
+        ImportArgs a = { .job = j,
+                         .caps = { .max_bytes = c->image_max_size, .max_files = c->image_max_files, .id_count = c->uid_range,
+                                   .allow_devices = c->image_devices != 0,
+                                   .deadline_usec = now_usec(CLOCK_MONOTONIC) + IMPORT_MAX_USEC } };
+        int keep[] = { j->st->dir_fd, j->src_fd };
+        int r;
 
-        if (pipe2(p, O_CLOEXEC) < 0)
-                return -errno;
-        j->pid = clone3_pidfd(0, -1, &j->pidfd);
-        if (j->pid == 0) {
-                int keep[] = { 2, j->st->dir_fd, j->src_fd, p[1] };
-                close_all_fds_except(keep, ELEMENTSOF(keep));
-                import_child(j->st->dir_fd, j->tmp, j->kind, j->src_fd, j->layers, j->n_layers, &caps, &j->caller, p[1]);
-        }
-        close(p[1]);
-        j->fd = p[0];
-        if (j->pid < 0) {
-                r = j->pid;
-                j->pid = 0;
-                return r;
-        }
+        r = child_job_start(j->st->ctx->event, &(ChildJobSpec) { .name = "sandboxd-import", .keep = keep,
+                                                                 .n_keep = ELEMENTSOF(keep), .fn = import_main, .arg = &a,
+                                                                 .on_exit = on_job_exit, .on_report = on_job_io,
+                                                                 .userdata = j }, &j->child);
         j->src_fd = safe_close(j->src_fd);
-        if (fcntl(j->fd, F_SETFL, O_NONBLOCK) < 0)
-                return -errno;
-        r = sd_event_add_child_pidfd(j->st->ctx->event, &j->child_source, j->pidfd, WEXITED, on_job_exit, j);
-        if (r >= 0)
-                r = sd_event_add_io(j->st->ctx->event, &j->io_source, j->fd, EPOLLIN, on_job_io, j);
         return r;
 }
 
@@ -956,7 +940,7 @@ int image_import_start(ImageStore *st, const ImageImportRequest *rq, Reply *repl
         j = calloc(1, sizeof(*j));
         if (!j)
                 return proto_error_set(err, SBX_E_INTERNAL, NULL, "out of memory");
-        *j = (ImageJob) { .st = st, .src_fd = -EBADF, .pidfd = -EBADF, .fd = -EBADF, .start_usec = now_usec(CLOCK_MONOTONIC),
+        *j = (ImageJob) { .st = st, .src_fd = -EBADF, .start_usec = now_usec(CLOCK_MONOTONIC),
                           .owner_only = rq->owner_only, .importer = rq->importer, .caller = *rq->caller };
         j->next = st->jobs;
         st->jobs = j;

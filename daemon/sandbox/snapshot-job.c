@@ -38,6 +38,7 @@
 #include <unistd.h>
 
 #include "btrfs.h"
+#include "child-job.h"
 #include "cgroup.h"
 #include "copy-tree.h"
 #include "disk-quota.h"
@@ -81,9 +82,8 @@ struct SnapshotJob {
         uint64_t frozen_usec;  /* how long the sandbox was frozen (until job_thaw()) */
         bool frozen, copied, done;
         unsigned freeze_polls;
-        pid_t pid;
-        int pidfd, pipe_fd;
-        sd_event_source *child_source, *pipe_source, *freeze_timer;
+        ChildJob *child;           /* the copy process, its lines on the report pipe */
+        sd_event_source *freeze_timer;
         char buf[512];
         size_t len;
         CopyStats stats;
@@ -574,15 +574,11 @@ _Noreturn static void child_fork(const SnapshotJob *j, int state_fd, int out) {
         _exit(0);
 }
 
-_Noreturn static void child_main(const SnapshotJob *j, pid_t parent, int state_fd, int out) {
-        int keep[] = { 2, state_fd, out };
-        close_all_fds_except(keep, ELEMENTSOF(keep));
-        /* A copy nobody waits for is pointless: it dies with the daemon. */
-        (void) prctl(PR_SET_PDEATHSIG, SIGKILL);
-        if (getppid() != parent)
-                _exit(1);
-        (void) prctl(PR_SET_NAME, "sandboxd-copy");
-        (void) prctl(PR_SET_DUMPABLE, 0);
+/* A copy nobody waits for is pointless: it dies with the daemon (child-job.h). */
+static int child_main(void *arg, int out) {
+        const SnapshotJob *j = arg;
+        int state_fd = j->sandbox->ctx->state_fd;
+
         switch (j->kind) {
         case JOB_SNAPSHOT:
                 child_snapshot(j, state_fd, out);
@@ -619,11 +615,8 @@ static SnapshotJob *job_free(SnapshotJob *j) {
         if (j->sandbox)
                 sandbox_member_remove(j->sandbox, &j->member);
         job_thaw(j);
-        sd_event_source_disable_unref(j->child_source);
-        sd_event_source_disable_unref(j->pipe_source);
+        child_job_free(j->child);
         sd_event_source_disable_unref(j->freeze_timer);
-        safe_close(j->pidfd);
-        safe_close(j->pipe_fd);
         reply_unref(j->reply);
         free(j);
         return NULL;
@@ -678,9 +671,9 @@ static void job_line(SnapshotJob *j, char *line) {
 }
 
 /* Reads what is there; false at EOF or on an error. */
-static bool job_read(SnapshotJob *j) {
+static bool job_read(SnapshotJob *j, int fd) {
         for (;;) {
-                ssize_t n = read(j->pipe_fd, j->buf + j->len, sizeof(j->buf) - 1 - j->len);
+                ssize_t n = read(fd, j->buf + j->len, sizeof(j->buf) - 1 - j->len);
                 char *nl;
                 if (n < 0 && errno == EINTR)
                         continue;
@@ -702,11 +695,8 @@ static bool job_read(SnapshotJob *j) {
         }
 }
 
-static int on_pipe(sd_event_source *src, int fd, uint32_t revents, void *userdata) {
-        SnapshotJob *j = userdata;
-        if (!job_read(j))
-                j->pipe_source = sd_event_source_disable_unref(j->pipe_source);
-        return 0;
+static int on_pipe(ChildJob *c, int fd, void *userdata) {
+        return job_read(userdata, fd) ? 0 : 1;
 }
 
 static void job_finish_snapshot(SnapshotJob *j) {
@@ -852,46 +842,22 @@ static void job_finish(SnapshotJob *j) {
         job_free(j);
 }
 
-static int on_child_exit(sd_event_source *src, const siginfo_t *si, void *userdata) {
+/* What it wrote was read before this (child-job.h). */
+static void on_child_exit(ChildJob *c, const siginfo_t *si, void *userdata) {
         SnapshotJob *j = userdata;
-        j->child_source = sd_event_source_disable_unref(j->child_source);
-        j->pidfd = safe_close(j->pidfd);
-        j->pid = 0;
-        if (j->pipe_fd >= 0)
-                (void) job_read(j);
+
+        j->child = child_job_free(j->child);
         if (si->si_code != CLD_EXITED || si->si_status != 0)
                 j->done = false;
         job_finish(j);
-        return 0;
 }
 
 static int job_start_child(SnapshotJob *j) {
         Context *m = j->sandbox->ctx;
-        int p[2], r;
-        pid_t parent = getpid(), pid;
 
-        if (pipe2(p, O_CLOEXEC) < 0)
-                return -errno;
-        pid = clone3_pidfd(0, -1, &j->pidfd);
-        if (pid == 0) {
-                close(p[0]);
-                child_main(j, parent, m->state_fd, p[1]);
-        }
-        close(p[1]);
-        j->pipe_fd = p[0];
-        if (pid < 0)
-                return pid;
-        j->pid = pid;
-        (void) fcntl(j->pipe_fd, F_SETFL, O_NONBLOCK);
-        r = sd_event_add_io(m->event, &j->pipe_source, j->pipe_fd, EPOLLIN, on_pipe, j);
-        if (r >= 0)
-                r = sd_event_add_child_pidfd(m->event, &j->child_source, j->pidfd, WEXITED, on_child_exit, j);
-        if (r < 0) {
-                (void) syscall(SYS_pidfd_send_signal, j->pidfd, SIGKILL, NULL, 0);
-                (void) waitid(P_PIDFD, (id_t) j->pidfd, &(siginfo_t) {}, WEXITED);
-                j->pid = 0;
-        }
-        return r;
+        return child_job_start(m->event, &(ChildJobSpec) { .name = "sandboxd-copy", .keep = &m->state_fd, .n_keep = 1,
+                                                          .fn = child_main, .arg = j, .on_exit = on_child_exit,
+                                                          .on_report = on_pipe, .userdata = j }, &j->child);
 }
 
 /* ---- Freezing ------------------------------------------------------------------------------ */
@@ -989,7 +955,6 @@ static SnapshotJob *job_new(JobKind kind, Sandbox *s, Reply *reply) {
         j->kind = kind;
         j->sandbox = s;
         j->reply = reply_ref(reply);
-        j->pidfd = j->pipe_fd = -EBADF;
         s->job = j;
         sandbox_member_add(s, &j->member, &job_member_ops);
         return j;
@@ -1084,14 +1049,9 @@ void snapshot_job_abort(Sandbox *s) {
                 return;
         s->job = NULL;
         sandbox_restart_cancel(s);
-        if (j->pid > 0) {
-                /* Killed and reaped here: a SIGKILLed copy is gone in moments, and a job must
-                 * not outlive its sandbox (nor the daemon's loop, when it is stopping). */
-                (void) syscall(SYS_pidfd_send_signal, j->pidfd, SIGKILL, NULL, 0);
-                (void) sd_event_source_set_child_process_own(j->child_source, false);
-                (void) waitid(P_PIDFD, (id_t) j->pidfd, &(siginfo_t) {}, WEXITED);
-                j->pid = 0;
-        }
+        /* Killed and reaped here: a SIGKILLed copy is gone in moments, and a job must not outlive
+         * its sandbox (nor the daemon's loop, when it is stopping). */
+        j->child = child_job_free(j->child);
         job_thaw(j);
         proto_error_set(&err, SBX_E_CONFLICT, "sandbox", "sandbox %s went away while its workspace was copied", s->id);
         job_reply_error(j, &err);
