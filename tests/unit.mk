@@ -268,6 +268,20 @@ tests_test_tls_hello_SOURCES = tests/test-tls-hello.c tests/tap.h daemon/core/tl
 tests_test_tls_hello_CPPFLAGS = $(DAEMON_INCLUDES) $(AM_CPPFLAGS)
 tests_test_tls_hello_CFLAGS = $(UNIT_CFLAGS)
 
+## A request's "network" and egress's nftables text (pure: daemon/sandbox/egress-spec.c, egress-rules.c).
+check_PROGRAMS += tests/test-egress-spec tests/test-egress-rules
+TESTS += tests/test-egress-spec tests/test-egress-rules
+tests_test_egress_spec_SOURCES = tests/test-egress-spec.c tests/tap.h daemon/sandbox/egress-spec.c daemon/sandbox/egress-spec.h \
+	daemon/core/dns-message.c daemon/core/dns-message.h
+tests_test_egress_spec_CPPFLAGS = $(DAEMON_UNIT_CPPFLAGS)
+tests_test_egress_spec_CFLAGS = $(DAEMON_UNIT_CFLAGS)
+tests_test_egress_spec_LDADD = $(UNIT_LDADD)
+tests_test_egress_rules_SOURCES = tests/test-egress-rules.c tests/tap.h daemon/sandbox/egress-rules.c daemon/sandbox/egress-rules.h \
+	daemon/sandbox/egress-spec.c daemon/sandbox/egress-spec.h daemon/core/dns-message.c daemon/core/dns-message.h
+tests_test_egress_rules_CPPFLAGS = $(DAEMON_UNIT_CPPFLAGS)
+tests_test_egress_rules_CFLAGS = $(DAEMON_UNIT_CFLAGS)
+tests_test_egress_rules_LDADD = $(UNIT_LDADD)
+
 ## One skeleton for the daemon's children that work off the loop (daemon/host/child-job.c).
 check_PROGRAMS += tests/test-child-job
 TESTS += tests/test-child-job

@@ -16,6 +16,7 @@
 #include "dns-message.h"
 #include "first-bytes.h"
 #include "egress-sni.h"
+#include "egress-spec.h"
 #include "log.h"
 #include "macro.h"
 #include "nfqueue.h"
@@ -575,13 +576,6 @@ static int table_needed(EgressSni *s) {
         return 0;
 }
 
-bool egress_sni_wanted(const SandboxNet *n) {
-        for (unsigned i = 0; i < n->n_allow; i++)
-                if (n->allow[i].sni)
-                        return true;
-        return false;
-}
-
 int egress_sni_watch(EgressSni *s, SandboxNet *n) {
         int r;
 
@@ -713,114 +707,10 @@ int egress_sni_recheck(EgressSni *s, const SandboxNet *n) {
 
 /* ---- the entry and the rules ---- */
 
-static int entry_name(json_object *v, const char *field, char *name, ProtoError *err) {
-        size_t len = v && json_object_is_type(v, json_type_string) ? (size_t) json_object_get_string_len(v) : 0;
-        const char *s = len ? json_object_get_string(v) : NULL;
-
-        if (!s || len > EGRESS_ENTRY_MAX || strlen(s) != len)
-                return proto_error_set(err, SBX_E_INVALID_REQUEST, field, "'%s' must be a host name of 1-%d characters",
-                                       field, EGRESS_ENTRY_MAX);
-        for (size_t i = 0; i <= len; i++)
-                name[i] = (char) tolower((unsigned char) s[i]);
-        if (!dns_pattern_valid(name))
-                return proto_error_set(err, SBX_E_INVALID_REQUEST, field,
-                                       "'%s' is not a host name (letters, digits, '-', '_'; two labels at least) or "
-                                       "'*.' and one (every name below it, not itself); addresses are given as strings", s);
-        return 0;
-}
-
-static int entry_field(json_object *v, const char *key, const char *field, EgressRule *r, ProtoError *err) {
-        char f[64];
-
-        snprintf(f, sizeof(f), "%s.%s", field, key);
-        if (strcmp(key, "port") == 0) {
-                int64_t p = json_object_is_type(v, json_type_int) ? json_object_get_int64(v) : 0;
-                if (p < 1 || p > 65535)
-                        return proto_error_set(err, SBX_E_INVALID_REQUEST, f, "'%s' must be a number 1-65535", f);
-                r->port = (uint16_t) p;
-        } else if (strcmp(key, "proto") == 0) {
-                const char *p = json_object_is_type(v, json_type_string) ? json_object_get_string(v) : "";
-                if (strcmp(p, "tcp") != 0 && strcmp(p, "udp") != 0)
-                        return proto_error_set(err, SBX_E_INVALID_REQUEST, f, "'%s' must be \"tcp\" or \"udp\"", f);
-                r->proto = p[0] == 't' ? IPPROTO_TCP : IPPROTO_UDP;
-        } else if (strcmp(key, "match") == 0) {
-                const char *p = json_object_is_type(v, json_type_string) ? json_object_get_string(v) : "";
-                if (strcmp(p, "sni") != 0)
-                        return proto_error_set(err, SBX_E_INVALID_REQUEST, f,
-                                               "'%s' must be \"sni\" (the name a TLS ClientHello or HTTP/1 Host asks "
-                                               "for), or left out", f);
-                r->sni = true;
-        } else if (strcmp(key, "name") != 0)
-                return proto_error_set(err, SBX_E_INVALID_REQUEST, f,
-                                       "unknown field '%s' (an entry has 'name', 'port', 'proto', 'match')", f);
-        return 0;
-}
-
-int egress_sni_parse_entry(json_object *v, const char *field, EgressRule *r, char *name, ProtoError *err) {
-        char f[64];
-        int k;
-
-        *r = (EgressRule) { .name = true };
-        snprintf(f, sizeof(f), "%s.name", field);
-        if ((k = entry_name(json_object_object_get(v, "name"), f, name, err)) < 0)
-                return k;
-        json_object_object_foreach(v, key, val)
-                if ((k = entry_field(val, key, field, r, err)) < 0)
-                        return k;
-        snprintf(f, sizeof(f), "%s.proto", field);
-        if (r->sni && r->proto == IPPROTO_UDP)
-                return proto_error_set(err, SBX_E_INVALID_REQUEST, f,
-                                       "'%s' is \"udp\", but match \"sni\" is for TCP (QUIC's name is encrypted)", f);
-        if (r->proto && !r->port)
-                return proto_error_set(err, SBX_E_INVALID_REQUEST, f, "'%s' needs a 'port'", f);
-        if (r->sni)
-                r->proto = IPPROTO_TCP;
-        return 0;
-}
-
-json_object *egress_sni_entry_json(const EgressRule *r, const char *name) {
-        json_object *o = json_object_new_object();
-
-        json_object_object_add(o, "name", json_object_new_string(name));
-        if (r->port)
-                json_object_object_add(o, "port", json_object_new_int(r->port));
-        json_object_object_add(o, "match", json_object_new_string("sni"));
-        return o;
-}
-
-char *egress_sni_chain_text(const SandboxNet *n, const char *table, const char *chain) {
-        char *buf = NULL;
-        size_t len = 0;
-        FILE *f = open_memstream(&buf, &len);
-
-        if (!f)
-                return NULL;
-        for (unsigned i = 0; i < n->n_allow; i++) {
-                const EgressRule *r = &n->allow[i];
-                char ports[16];
-                if (!r->sni)
-                        continue;
-                if (r->port)
-                        snprintf(ports, sizeof(ports), "%u", r->port);
-                else
-                        snprintf(ports, sizeof(ports), "{ 80, 443 }");
-                fprintf(f, "add rule %s %s ip daddr @%s_%u tcp dport %s ct mark set ct mark | 0x%08x accept\n", table, chain,
-                        chain, i, ports, EGRESS_CT_SNI_CHECKING);
-                /* QUIC's name is encrypted: refused, so that HTTP/3 clients fall back to TCP. */
-                fprintf(f, "add rule %s %s ip daddr @%s_%u udp dport %s counter reject with icmpx type admin-prohibited\n",
-                        table, chain, chain, i, r->port ? ports : "443");
-        }
-        if (fclose(f) != 0) {
-                free(buf);
-                return NULL;
-        }
-        return buf;
-}
-
 json_object *egress_sni_state_json(const EgressSni *s, const SandboxNet *n) {
         json_object *o;
 
-        if (!egress_sni_wanted(n))
+        if (!egress_spec_has_sni(n))
                 return NULL;
         o = json_object_new_object();
         json_object_object_add(o, "checking", json_object_new_int((int) (s ? checks_of(s, n) : 0)));

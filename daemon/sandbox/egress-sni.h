@@ -56,8 +56,6 @@ int egress_sni_new(Context *m, Nftables *nft, EgressSni **ret);
 void egress_sni_table_remove(Nftables *nft);
 /* At the daemon's end: the table removed too, unless a sandbox left running needs it. */
 EgressSni *egress_sni_free(EgressSni *s);
-/* Whether n's allow list has an entry with match sni. */
-bool egress_sni_wanted(const SandboxNet *n);
 /* n's connections are checked (n has a match-sni entry, or is about to be given one): the table
  * made first if it is not there, so call it before the rules that send to it are committed. */
 int egress_sni_watch(EgressSni *s, SandboxNet *n);
@@ -74,16 +72,6 @@ void egress_sni_restored(EgressSni *s);
  * that the chain resets them): how many, or < 0. */
 int egress_sni_recheck(EgressSni *s, const SandboxNet *n);
 
-/* An allow entry given as an object: {"name": NAME, "port": N, "proto": "tcp"|"udp", "match":
- * "sni"}, name required. Errors name the field (network.egress.allow[2].match). */
-int egress_sni_parse_entry(json_object *v, const char *field, EgressRule *r, char *name, ProtoError *err);
-/* An entry as egress_spec_json() gives it back: a string, or the object form for match sni. */
-json_object *egress_sni_entry_json(const EgressRule *r, const char *name);
-/* The rules of a sandbox's chain for n's match-sni entries, after those of its other entries
- * (which admit what they admit without a check), as nft commands (malloc'ed; "" without one):
- * new TCP connections to such a name's addresses on its ports marked and accepted on to
- * EGRESS_SNI_TABLE, QUIC to them refused. */
-char *egress_sni_chain_text(const SandboxNet *n, const char *table, const char *chain);
 /* inspect's network.sni: connections being checked, admitted and refused; NULL without a match-sni
  * entry. */
 json_object *egress_sni_state_json(const EgressSni *s, const SandboxNet *n);

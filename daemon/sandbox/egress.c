@@ -26,7 +26,9 @@
 
 #include "child-job.h"
 #include "egress-dns.h"
+#include "egress-rules.h"
 #include "egress-sni.h"
+#include "egress-spec.h"
 #include "egress.h"
 #include "log.h"
 #include "macro.h"
@@ -38,14 +40,12 @@
 #include "util.h"
 #include "veth.h"
 
-#define EGRESS_TABLE "inet sandboxd"
 #define EGRESS_SLOTS_MAX 65536u
 #define EGRESS_RESOLV "egress-resolv.conf"
-/* A name's addresses: how many a sandbox's set of it holds (an answer past that is SERVFAIL), and
- * how long each stays after its answer: its TTL, within these bounds (a TTL of 0 would make every
- * connect race the set; a week's would keep an address long after the name moved). A connection
- * open to an address goes on when it leaves the set. */
-#define EGRESS_NAME_ADDRS_MAX 1024u
+/* How long a name's address stays in its set after its answer (EGRESS_NAME_ADDRS_MAX of them at
+ * most): its TTL, within these bounds (a TTL of 0 would make every connect race the set; a week's
+ * would keep an address long after the name moved). A connection open to an address goes on when
+ * it leaves the set. */
 #define EGRESS_NAME_TTL_MIN 30u
 #define EGRESS_NAME_TTL_MAX 3600u
 /* How long a daemon that stops waits for the teardowns still running (then kills them: the next
@@ -401,209 +401,12 @@ json_object *egress_capability_json(Context *m) {
 
 /* ---- "network" of a request ---- */
 
-static bool rule_within(const EgressRule *r, const EgressRule *d) {
-        return r->len >= d->len && ((r->addr ^ d->addr) & ipv4_mask(d->len)) == 0;
-}
-
-/* "PORT" or "PORT/tcp" or "PORT/udp". */
-static int parse_port(const char *s, EgressRule *r) {
-        unsigned long v;
-        char *end;
-
-        if (!isdigit((unsigned char) s[0]) || (s[0] == '0'))
-                return -EINVAL;
-        errno = 0;
-        v = strtoul(s, &end, 10);
-        if (errno || v == 0 || v > 65535)
-                return -EINVAL;
-        r->port = (uint16_t) v;
-        if (*end == '\0')
-                return 0;
-        if (strcmp(end, "/tcp") == 0)
-                r->proto = IPPROTO_TCP;
-        else if (strcmp(end, "/udp") == 0)
-                r->proto = IPPROTO_UDP;
-        else
-                return -EINVAL;
-        return 0;
-}
-
-/* A name, or "*." and a name, with the port part as for an address, into r and name (lower case). */
-static int parse_name_entry(const char *s, size_t nlen, const char *colon, const char *field, EgressRule *r, char *name,
-                            ProtoError *err) {
-        for (size_t i = 0; i < nlen; i++)
-                name[i] = (char) tolower((unsigned char) s[i]);
-        name[nlen] = '\0';
-        if (!dns_pattern_valid(name))
-                return proto_error_set(err, SBX_E_INVALID_REQUEST, field,
-                                       "'%s' is not a host name (letters, digits, '-', '_'; two labels at least) or "
-                                       "'*.' and one (every name below it, not itself)", s);
-        r->name = true;
-        if (colon && parse_port(colon + 1, r) < 0)
-                return proto_error_set(err, SBX_E_INVALID_REQUEST, field, "'%s': the port must be 1-65535, optionally "
-                                       "followed by /tcp or /udp", s);
-        return 0;
-}
-
-static int parse_entry(Context *m, const char *s, const char *field, EgressRule *r, char *name, ProtoError *err) {
-        const char *colon = strchr(s, ':');
-        size_t alen = colon ? (size_t) (colon - s) : strlen(s);
-        unsigned len;
-        int k;
-
-        *r = (EgressRule) {};
-        if (colon && strchr(colon + 1, ':'))
-                return proto_error_set(err, SBX_E_INVALID_REQUEST, field,
-                                       "'%s' is IPv6 (or malformed): a sandbox's way out is IPv4 only", s);
-        for (size_t i = 0; i < alen; i++)
-                if (isalpha((unsigned char) s[i]) || s[i] == '*' || s[i] == '_')
-                        return parse_name_entry(s, alen, colon, field, r, name, err);
-        k = ipv4_prefix_parse(s, alen, &r->addr, &len);
-        if (k == -EDOM)
-                return proto_error_set(err, SBX_E_INVALID_REQUEST, field,
-                                       "'%s' has bits set below its prefix length (the prefix is %.*s's network)", s,
-                                       (int) alen, s);
-        if (k < 0)
-                return proto_error_set(err, SBX_E_INVALID_REQUEST, field,
-                                       "'%s' is not ADDRESS[/LEN][:PORT[/tcp|/udp]] (an IPv4 address, dotted quad)", s);
-        r->len = (uint8_t) len;
-        if (colon && parse_port(colon + 1, r) < 0)
-                return proto_error_set(err, SBX_E_INVALID_REQUEST, field, "'%s': the port must be 1-65535, optionally "
-                                       "followed by /tcp or /udp", s);
-        for (unsigned i = 0; i < m->egress->n_deny; i++)
-                if (rule_within(r, &m->egress->deny[i])) {
-                        char p[32];
-                        return proto_error_set(err, SBX_E_PERMISSION_DENIED, field,
-                                               "'%s' is within %s, which no sandbox reaches (egress_deny, egress_range)", s,
-                                               ipv4_prefix_format(p, sizeof(p), m->egress->deny[i].addr, m->egress->deny[i].len));
-                }
-        return 0;
-}
-
-/* {"name": ..., "match": "sni", ...} (egress-sni.h). */
-static int parse_object_entry(Context *m, json_object *v, const char *field, SandboxNet *n, ProtoError *err) {
-        EgressRule *r = &n->allow[n->n_allow];
-        int k;
-
-        k = egress_sni_parse_entry(v, field, r, n->names[n->n_allow], err);
-        if (k < 0)
-                return k;
-        if (r->sni && !m->egress->sni)
-                return proto_error_set(err, SBX_E_LIMIT_UNENFORCEABLE, field,
-                                       "'%s' asks for \"match\": \"sni\", but this daemon cannot check names (hello's "
-                                       "capabilities.egress.sni_reason says why)", field);
-        n->n_names++;
-        n->n_allow++;
-        return 0;
-}
-
-static int parse_allow(Context *m, json_object *allow, SandboxNet *n, ProtoError *err) {
-        size_t count;
-
-        if (!allow || !json_object_is_type(allow, json_type_array))
-                return proto_error_set(err, SBX_E_INVALID_REQUEST, "network.egress.allow",
-                                       "'network.egress.allow' must be an array of \"CIDR[:PORT]\" strings");
-        count = json_object_array_length(allow);
-        if (count > EGRESS_ALLOW_MAX)
-                return proto_error_set(err, SBX_E_INVALID_REQUEST, "network.egress.allow",
-                                       "'network.egress.allow' must have at most %d entries", EGRESS_ALLOW_MAX);
-        for (size_t i = 0; i < count; i++) {
-                json_object *v = json_object_array_get_idx(allow, i);
-                char field[48];
-                const char *s;
-                int r;
-
-                snprintf(field, sizeof(field), "network.egress.allow[%zu]", i);
-                if (json_object_is_type(v, json_type_object)) {
-                        if ((r = parse_object_entry(m, v, field, n, err)) < 0)
-                                return r;
-                        continue;
-                }
-                if (!json_object_is_type(v, json_type_string) || json_object_get_string_len(v) == 0 ||
-                    json_object_get_string_len(v) > EGRESS_ENTRY_MAX)
-                        return proto_error_set(err, SBX_E_INVALID_REQUEST, field, "'%s' must be a string of 1-%d characters",
-                                               field, EGRESS_ENTRY_MAX);
-                s = json_object_get_string(v);
-                if (strlen(s) != (size_t) json_object_get_string_len(v))
-                        return proto_error_set(err, SBX_E_INVALID_REQUEST, field, "'%s' holds a NUL", field);
-                if ((r = parse_entry(m, s, field, &n->allow[n->n_allow], n->names[n->n_allow], err)) < 0)
-                        return r;
-                n->n_names += n->allow[n->n_allow].name;
-                n->n_allow++;
-        }
-        return 0;
-}
-
-static int only_key(json_object *o, const char *key, const char *prefix, ProtoError *err) {
-        json_object_object_foreach(o, k, v) {
-                (void) v;
-                if (strcmp(k, key) != 0)
-                        return proto_error_set(err, SBX_E_INVALID_REQUEST, prefix, "unknown field '%s.%.64s' (only '%s')",
-                                               prefix, k, key);
-        }
-        return 0;
-}
-
 int egress_parse(Context *m, json_object *v, SandboxNet *ret, ProtoError *err) {
-        json_object *eg;
-        int r;
+        Egress *e = m->egress;
+        EgressSpecLimits lim = { .available = e != NULL, .sni = e && e->sni, .deny = e ? e->deny : NULL,
+                                 .n_deny = e ? e->n_deny : 0 };
 
-        *ret = (SandboxNet) {};
-        if (!v || json_object_is_type(v, json_type_null) ||
-            (json_object_is_type(v, json_type_string) && strcmp(json_object_get_string(v), "none") == 0))
-                return 0;
-        if (!json_object_is_type(v, json_type_object) || !json_object_object_get_ex(v, "egress", &eg))
-                return proto_error_set(err, SBX_E_INVALID_REQUEST, "network",
-                                       "'network' must be \"none\" (loopback only, the default), {\"egress\": \"all\"} "
-                                       "or {\"egress\": {\"allow\": [\"CIDR[:PORT]\", ...]}}");
-        if ((r = only_key(v, "egress", "network", err)) < 0)
-                return r;
-        if (!m->egress)
-                return proto_error_set(err, SBX_E_LIMIT_UNENFORCEABLE, "network", "egress is not set up in this daemon");
-        ret->egress = true;
-        if (json_object_is_type(eg, json_type_string) && strcmp(json_object_get_string(eg), "all") == 0) {
-                ret->all = true;
-                return 0;
-        }
-        if (!json_object_is_type(eg, json_type_object))
-                return proto_error_set(err, SBX_E_INVALID_REQUEST, "network.egress",
-                                       "'network.egress' must be \"all\" or {\"allow\": [...]}");
-        if ((r = only_key(eg, "allow", "network.egress", err)) < 0)
-                return r;
-        return parse_allow(m, json_object_object_get(eg, "allow"), ret, err);
-}
-
-static const char *rule_format(char *buf, size_t size, const EgressRule *r, const char *name) {
-        char p[32];
-        const char *host = r->name ? name : ipv4_prefix_format(p, sizeof(p), r->addr, r->len);
-
-        if (!r->port)
-                snprintf(buf, size, "%s", host);
-        else
-                snprintf(buf, size, "%s:%u%s", host, r->port, r->proto == IPPROTO_TCP ? "/tcp" : r->proto == IPPROTO_UDP ? "/udp" : "");
-        return buf;
-}
-
-json_object *egress_spec_json(const SandboxNet *n) {
-        json_object *o, *allow;
-
-        if (!n->egress)
-                return json_object_new_string("none");
-        o = json_object_new_object();
-        if (n->all) {
-                json_object_object_add(o, "egress", json_object_new_string("all"));
-                return o;
-        }
-        allow = json_object_new_array();
-        for (unsigned i = 0; i < n->n_allow; i++) {
-                char b[EGRESS_ENTRY_MAX + 16];
-                json_object_array_add(allow, n->allow[i].sni ? egress_sni_entry_json(&n->allow[i], n->names[i])
-                                                             : json_object_new_string(rule_format(b, sizeof(b), &n->allow[i], n->names[i])));
-        }
-        json_object *eg = json_object_new_object();
-        json_object_object_add(eg, "allow", allow);
-        json_object_object_add(o, "egress", eg);
-        return o;
+        return egress_spec_parse(&lim, v, ret, err);
 }
 
 json_object *egress_state_json(const SandboxNet *n) {
@@ -687,89 +490,20 @@ json_object *egress_live_json(Context *m, const SandboxNet *n) {
 
 /* ---- the rules ---- */
 
-typedef struct Text {
-        char *data;
-        size_t size, alloc;
-        bool failed;
-} Text;
+static EgressRulesConfig rules_config(Context *m) {
+        const Egress *e = m->egress;
 
-static void text_add(Text *t, const char *fmt, ...) _printf_(2, 3);
-static void text_add(Text *t, const char *fmt, ...) {
-        va_list ap;
-        int n;
-
-        for (;;) {
-                va_start(ap, fmt);
-                n = vsnprintf(t->data ? t->data + t->size : NULL, t->data ? t->alloc - t->size : 0, fmt, ap);
-                va_end(ap);
-                if (n < 0) {
-                        t->failed = true;
-                        return;
-                }
-                if (t->data && t->size + (size_t) n < t->alloc) {
-                        t->size += (size_t) n;
-                        return;
-                }
-                size_t want = t->alloc ? t->alloc * 2 : 4096;
-                while (want < t->size + (size_t) n + 1)
-                        want *= 2;
-                char *d = realloc(t->data, want);
-                if (!d) {
-                        t->failed = true;
-                        return;
-                }
-                t->data = d;
-                t->alloc = want;
-        }
-}
-
-static void text_add_prefixes(Text *t, const EgressRule *rules, unsigned n) {
-        for (unsigned i = 0; i < n; i++) {
-                char p[32];
-                text_add(t, "%s%s", i ? ", " : "", ipv4_prefix_format(p, sizeof(p), rules[i].addr, rules[i].len));
-        }
-}
-
-/* The table, new: what holds for every sandbox. The host's own addresses are set before each
- * sandbox's chain (egress_host_addresses()): they change. */
-static void table_text(Context *m, Text *t) {
-        Egress *e = m->egress;
-        char range[32];
-
-        ipv4_prefix_format(range, sizeof(range), e->range_addr, e->range_len);
-        text_add(t, "add table " EGRESS_TABLE "\ndelete table " EGRESS_TABLE "\n");
-        text_add(t, "table " EGRESS_TABLE " {\n");
-        text_add(t, "  set never { type ipv4_addr; flags interval; auto-merge; elements = { ");
-        text_add_prefixes(t, e->deny, e->n_deny);
-        text_add(t, " }; }\n");
-        text_add(t, "  set host { type ipv4_addr; flags interval; auto-merge; }\n");
-        text_add(t, "  map out { type ifname : verdict; }\n");
-        /* Replies in (those of a connection refused on SNI reset, the far end then knows too);
-         * nothing else toward a sandbox (from outside, nor from another sandbox). */
-        text_add(t, "  chain forward {\n    type filter hook forward priority filter; policy accept;\n"
-                    "    oifname \"" VETH_PREFIX "*\" ct mark & 0x%08x == 0x%08x counter reject with tcp reset\n"
-                    "    oifname \"" VETH_PREFIX "*\" ct state established,related accept\n"
-                    "    oifname \"" VETH_PREFIX "*\" counter drop\n"
-                    "    iifname \"" VETH_PREFIX "*\" meta nfproto ipv6 counter drop\n"
-                    "    iifname \"" VETH_PREFIX "*\" ip daddr @never counter reject with icmpx type admin-prohibited\n"
-                    "    iifname \"" VETH_PREFIX "*\" ip daddr @host counter reject with icmpx type admin-prohibited\n"
-                    "    iifname \"" VETH_PREFIX "*\" iifname vmap @out\n"
-                    "    iifname \"" VETH_PREFIX "*\" counter drop\n  }\n",
-                 EGRESS_CT_SNI_REFUSED, EGRESS_CT_SNI_REFUSED);
-        /* The host itself: nothing from a sandbox (DNS is relayed on the sandbox's own loopback). */
-        text_add(t, "  chain input {\n    type filter hook input priority filter; policy accept;\n");
-        text_add(t, "    iifname \"" VETH_PREFIX "*\" counter reject with icmpx type admin-prohibited\n");
-        text_add(t, "  }\n");
-        text_add(t, "  chain postrouting {\n    type nat hook postrouting priority srcnat; policy accept;\n"
-                    "    ip saddr %s oifname != \"" VETH_PREFIX "*\" masquerade\n  }\n}\n", range);
+        return (EgressRulesConfig) { .range_addr = e->range_addr, .range_len = e->range_len, .deny = e->deny,
+                                     .n_deny = e->n_deny, .connections = m->config.egress_connections,
+                                     .connection_rate = m->config.egress_connection_rate };
 }
 
 /* Every IPv4 address of the host's interfaces, ours aside (they are in egress_range). */
-static void host_addresses_text(Text *t) {
+static void host_addresses_text(NftText *t) {
         struct ifaddrs *ifa = NULL;
         unsigned n = 0;
 
-        text_add(t, "flush set " EGRESS_TABLE " host\n");
+        nft_text_add(t, "flush set " EGRESS_TABLE " host\n");
         if (getifaddrs(&ifa) < 0)
                 return;
         for (struct ifaddrs *i = ifa; i; i = i->ifa_next) {
@@ -778,10 +512,10 @@ static void host_addresses_text(Text *t) {
                     strncmp(i->ifa_name, VETH_PREFIX, strlen(VETH_PREFIX)) == 0)
                         continue;
                 inet_ntop(AF_INET, &((struct sockaddr_in *) i->ifa_addr)->sin_addr, a, sizeof(a));
-                text_add(t, "%s%s", n++ ? ", " : "add element " EGRESS_TABLE " host { ", a);
+                nft_text_add(t, "%s%s", n++ ? ", " : "add element " EGRESS_TABLE " host { ", a);
         }
         if (n)
-                text_add(t, " }\n");
+                nft_text_add(t, " }\n");
         freeifaddrs(ifa);
 }
 
@@ -794,87 +528,7 @@ static void chain_name(char *buf, size_t size, const char *id) {
         snprintf(buf, size, "sx_%s", id + 4);
 }
 
-/* A name's set: the addresses its relay learned, each until its answer's TTL (clamped) runs out. */
-static void name_set_text(Text *t, const char *chain, unsigned i) {
-        text_add(t, "add set " EGRESS_TABLE " %s_%u { type ipv4_addr; flags timeout; size %u; }\n", chain, i,
-                 EGRESS_NAME_ADDRS_MAX);
-}
-
-/* The rules of its match-sni entries (egress-sni.h), after the others. */
-static void sni_rules_text(Text *t, const SandboxNet *n, const char *chain) {
-        _cleanup_free_ char *rules = egress_sni_chain_text(n, EGRESS_TABLE, chain);
-
-        if (!rules)
-                t->failed = true;
-        else
-                text_add(t, "%s", rules);
-}
-
-/* The rules of a sandbox's chain (the forward chain's verdict map jumps to it): its connections
- * marked (their SNI flags kept); one refused by SNI matching reset, one admitted on, one being
- * checked on to the table that queues it (egress-sni.h); one it has already goes on (a name's
- * address that timed out included); a new one past its share of the conntrack table, or of TCP
- * connections a second, is refused; then its allow list, the entries matched on SNI last; the
- * rest refused (reset, for the rest of a connection that was cut). */
-static void chain_rules_text(Context *m, Text *t, const SandboxNet *n, const char *chain, unsigned slot) {
-        text_add(t, "add rule " EGRESS_TABLE " %s ct mark set ct mark & 0x%08x | 0x%08x\n", chain, EGRESS_CT_FLAGS,
-                 EGRESS_CT_MARK | slot);
-        text_add(t, "add rule " EGRESS_TABLE " %s ct mark & 0x%08x == 0x%08x counter reject with tcp reset\n", chain,
-                 EGRESS_CT_SNI_REFUSED, EGRESS_CT_SNI_REFUSED);
-        text_add(t, "add rule " EGRESS_TABLE " %s ct mark & 0x%08x == 0x%08x accept\n", chain, EGRESS_CT_SNI_ADMITTED,
-                 EGRESS_CT_SNI_ADMITTED);
-        /* Being checked, without an entry matched on SNI (an update took the last away, and the
-         * table that queues may be gone): reset. */
-        text_add(t, "add rule " EGRESS_TABLE " %s ct mark & 0x%08x == 0x%08x %s\n", chain, EGRESS_CT_SNI_CHECKING,
-                 EGRESS_CT_SNI_CHECKING, egress_sni_wanted(n) ? "accept" : "counter reject with tcp reset");
-        text_add(t, "add rule " EGRESS_TABLE " %s ct state established,related accept\n", chain);
-        text_add(t, "add rule " EGRESS_TABLE " %s ct state new ct count over %" PRIu64 " counter reject\n", chain,
-                 m->config.egress_connections);
-        text_add(t, "add rule " EGRESS_TABLE " %s ct state new meta l4proto tcp limit rate over %" PRIu64
-                    "/second burst %" PRIu64 " packets counter reject with tcp reset\n",
-                 chain, m->config.egress_connection_rate, m->config.egress_connection_rate);
-        if (n->all)
-                text_add(t, "add rule " EGRESS_TABLE " %s accept\n", chain);
-        for (unsigned i = 0; i < n->n_allow; i++) {
-                const EgressRule *r = &n->allow[i];
-                char p[48];
-                if (r->sni)
-                        continue;
-                if (r->name)
-                        snprintf(p, sizeof(p), "@%s_%u", chain, i);
-                else
-                        ipv4_prefix_format(p, sizeof(p), r->addr, r->len);
-                if (!r->port)
-                        text_add(t, "add rule " EGRESS_TABLE " %s ip daddr %s accept\n", chain, p);
-                else if (r->proto)
-                        text_add(t, "add rule " EGRESS_TABLE " %s ip daddr %s %s dport %u accept\n", chain, p,
-                                 r->proto == IPPROTO_TCP ? "tcp" : "udp", r->port);
-                else
-                        text_add(t, "add rule " EGRESS_TABLE " %s ip daddr %s meta l4proto { tcp, udp } th dport %u accept\n",
-                                 chain, p, r->port);
-        }
-        sni_rules_text(t, n, chain);
-        /* A TCP packet without SYN that conntrack saw nothing of: a connection whose entry was
-         * deleted (sandbox.update cut it, as the new list does not take it): reset, so the
-         * program learns at once (ECONNRESET) rather than retransmitting into nothing. */
-        text_add(t, "add rule " EGRESS_TABLE " %s tcp flags & syn != syn counter reject with tcp reset\n", chain);
-        text_add(t, "add rule " EGRESS_TABLE " %s counter reject with icmpx type admin-prohibited\n", chain);
-}
-
-/* A sandbox's sets (one per name on its list), its chain, and its place in the verdict map. */
-static void sandbox_text(Context *m, Text *t, const SandboxNet *n, const char *id) {
-        char chain[32];
-
-        chain_name(chain, sizeof(chain), id);
-        for (unsigned i = 0; i < n->n_allow; i++)
-                if (n->allow[i].name)
-                        name_set_text(t, chain, i);
-        text_add(t, "add chain " EGRESS_TABLE " %s\n", chain);
-        chain_rules_text(m, t, n, chain, n->slot);
-        text_add(t, "add element " EGRESS_TABLE " out { \"%s\" : jump %s }\n", n->ifname, chain);
-}
-
-static int nft_apply(Egress *e, Text *t, char **ret_error) {
+static int nft_apply(Egress *e, NftText *t, char **ret_error) {
         _cleanup_free_ char *msg = NULL;
         int r;
 
@@ -937,44 +591,33 @@ static size_t set_elements(Egress *e, const char *chain, unsigned i, NftElement 
         return nft_set_elements_parse(listing, out, max);
 }
 
-/* Elements into the set to_i of chain: in a next daemon's table, what an earlier one's held; in
- * a changed allow list, what the same name's set held before. */
-static void elements_text(Text *t, const char *chain, unsigned to_i, const NftElement *el, size_t n) {
-        for (size_t k = 0; k < n; k++) {
-                char a[INET_ADDRSTRLEN];
-                struct in_addr in = { .s_addr = htonl(el[k].addr) };
-
-                inet_ntop(AF_INET, &in, a, sizeof(a));
-                text_add(t, "add element " EGRESS_TABLE " %s_%u { %s timeout %" PRId64 "s }\n", chain, to_i, a,
-                         (el[k].expires_ms + 999) / 1000);
-        }
-}
-
 /* What an earlier daemon's set of a name held (the addresses its relay had answered), each with
  * the time it had left, as elements of our table's set of it: a sandbox taken back running keeps
  * reaching what it resolved, as its open connections go on. Nothing when there is no such set. */
-static void kept_elements_text(Egress *e, Text *t, const char *chain, unsigned i) {
+static void kept_elements_text(Egress *e, NftText *t, const char *chain, unsigned i) {
         _cleanup_free_ NftElement *el = calloc(EGRESS_NAME_ADDRS_MAX, sizeof(NftElement));
 
         if (el)
-                elements_text(t, chain, i, el, set_elements(e, chain, i, el, EGRESS_NAME_ADDRS_MAX));
+                egress_rules_elements(t, chain, i, el, set_elements(e, chain, i, el, EGRESS_NAME_ADDRS_MAX));
 }
 
 /* Our table when it is not made yet (it replaces an earlier daemon's in the same commit), the
  * host's addresses, and the chains of the sandboxes taken back running that it lacks, with what
  * the earlier table's sets of their names held. */
-static void rules_text(Context *m, Text *t) {
+static void rules_text(Context *m, NftText *t) {
         Egress *e = m->egress;
 
+        EgressRulesConfig c = rules_config(m);
+
         if (!e->table_made)
-                table_text(m, t);
+                egress_rules_table(t, &c);
         host_addresses_text(t);
         for (size_t i = 0; i < e->n_pending; i++) {
                 const SandboxNet *n = e->pending[i].net;
                 char chain[32];
 
-                sandbox_text(m, t, n, e->pending[i].id);
                 chain_name(chain, sizeof(chain), e->pending[i].id);
+                egress_rules_sandbox(t, &c, n, chain);
                 for (unsigned k = 0; k < n->n_allow; k++)
                         if (n->allow[k].name && !e->table_made)
                                 kept_elements_text(e, t, chain, k);
@@ -983,11 +626,12 @@ static void rules_text(Context *m, Text *t) {
 
 static int attach_rules(Egress *e, Context *m, SandboxNet *n, const char *id, char **ret_error) {
         _cleanup_free_ char *msg = NULL;
-        Text t = {};
+        EgressRulesConfig c = rules_config(m);
+        NftText t = {};
         int r;
 
         rules_text(m, &t);
-        sandbox_text(m, &t, n, id);
+        egress_rules_sandbox(&t, &c, n, n->chain);
         r = nft_apply(e, &t, &msg);
         free(t.data);
         if (r < 0)
@@ -1040,18 +684,6 @@ static void learned_put(SandboxNet *n, unsigned i, uint32_t addr, uint64_t until
         n->learned[at] = (EgressLearned) { .until = until, .addr = addr, .set = (uint8_t) i };
 }
 
-static void learn_text(Text *t, const SandboxNet *n, unsigned i, uint32_t addr, uint32_t ttl) {
-        char a[INET_ADDRSTRLEN];
-        struct in_addr in = { .s_addr = htonl(addr) };
-
-        inet_ntop(AF_INET, &in, a, sizeof(a));
-        /* Added if missing, then replaced, in one commit: its timeout starts again (an "add" of an
-         * element there already leaves its timeout as it was), and it is never missing meanwhile. */
-        text_add(t, "add element " EGRESS_TABLE " %s_%u { %s timeout %us }\n", n->chain, i, a, ttl);
-        text_add(t, "delete element " EGRESS_TABLE " %s_%u { %s }\n", n->chain, i, a);
-        text_add(t, "add element " EGRESS_TABLE " %s_%u { %s timeout %us }\n", n->chain, i, a, ttl);
-}
-
 /* An answer's addresses into the sets of every name on the list that the question matches,
  * before the relay lets the answer go; one that our last commit keeps there for as long as the
  * answer's TTL (clamped) or longer is left as it is (a caching resolver counts a TTL down, so a
@@ -1062,7 +694,7 @@ static int relay_learn(void *userdata, const DnsQuestion *q, const uint32_t *add
         SandboxNet *n = userdata;
         _cleanup_free_ char *msg = NULL;
         uint64_t now = now_usec(CLOCK_MONOTONIC);
-        Text t = {};
+        NftText t = {};
         int r;
 
         for (unsigned i = 0; i < n->n_allow; i++)
@@ -1072,7 +704,7 @@ static int relay_learn(void *userdata, const DnsQuestion *q, const uint32_t *add
                                 uint64_t until = now + ttl * UINT64_C(1000000);
                                 if (learned_holds(n, i, addrs[k], until))
                                         continue;
-                                learn_text(&t, n, i, addrs[k], ttl);
+                                egress_rules_learn(&t, n->chain, i, addrs[k], ttl);
                                 learned_put(n, i, addrs[k], until);
                         }
         if (!t.data)
@@ -1133,7 +765,7 @@ int egress_attach(Context *m, SandboxNet *n, const char *id, int netns_fd, char 
                 found_remove(e, f);
         n->attached = true; /* from here egress_detach() undoes what was done */
         /* The table its rules send to, before them. */
-        if (egress_sni_wanted(n) && (r = egress_sni_watch(e->sni, n)) < 0) {
+        if (egress_spec_has_sni(n) && (r = egress_sni_watch(e->sni, n)) < 0) {
                 attach_fail(ret_error, r, "cannot make the table " EGRESS_SNI_TABLE " that checks names on SNI: %s",
                             strerror(-r));
                 goto fail;
@@ -1188,26 +820,6 @@ static int carried_take(Egress *e, const SandboxNet *old, const SandboxNet *want
         return 0;
 }
 
-/* One commit: the chain emptied, the sets of the new list's names made (or emptied, where one of
- * that index was there), the old list's other sets removed, the carried addresses put back, the
- * new rules. A batch is all or nothing: on failure the old list stays in force. */
-static void update_text(Context *m, Text *t, const SandboxNet *old, const SandboxNet *want, const Carried *c) {
-        text_add(t, "flush chain " EGRESS_TABLE " %s\n", old->chain);
-        for (unsigned j = 0; j < old->n_allow; j++)
-                if (old->allow[j].name && !(j < want->n_allow && want->allow[j].name))
-                        text_add(t, "delete set " EGRESS_TABLE " %s_%u\n", old->chain, j);
-        for (unsigned i = 0; i < want->n_allow; i++) {
-                if (!want->allow[i].name)
-                        continue;
-                if (i < old->n_allow && old->allow[i].name)
-                        text_add(t, "flush set " EGRESS_TABLE " %s_%u\n", old->chain, i);
-                else
-                        name_set_text(t, old->chain, i);
-                elements_text(t, old->chain, i, c->el[i], c->n[i]);
-        }
-        chain_rules_text(m, t, want, old->chain, old->slot);
-}
-
 static bool addr_carried(const Carried *c, unsigned i, uint32_t addr) {
         for (size_t k = 0; k < c->n[i]; k++)
                 if (c->el[i][k].addr == addr)
@@ -1256,7 +868,7 @@ static int update_cut(const SandboxNet *n, const SandboxNet *want, const Carried
 int egress_update(Context *m, SandboxNet *n, const SandboxNet *want, int *ret_cut, char **ret_error) {
         _cleanup_free_ char *msg = NULL;
         Carried c = {};
-        Text t = {};
+        NftText t = {};
         int r;
 
         *ret_cut = 0;
@@ -1264,11 +876,12 @@ int egress_update(Context *m, SandboxNet *n, const SandboxNet *want, int *ret_cu
                 return attach_fail(ret_error, -ENOTCONN, "the sandbox has no way out to change");
         r = carried_take(n->eg, n, want, &c);
         /* A first match-sni entry: the table its rules send to, before them. */
-        if (r >= 0 && egress_sni_wanted(want) && (r = egress_sni_watch(n->eg->sni, n)) < 0)
+        if (r >= 0 && egress_spec_has_sni(want) && (r = egress_sni_watch(n->eg->sni, n)) < 0)
                 attach_fail(ret_error, r, "cannot make the table " EGRESS_SNI_TABLE " that checks names on SNI: %s",
                             strerror(-r));
         else if (r >= 0) {
-                update_text(m, &t, n, want, &c);
+                EgressRulesConfig rc = rules_config(m);
+                egress_rules_update(&t, &rc, n, want, c.el, c.n);
                 r = nft_apply(n->eg, &t, &msg);
                 free(t.data);
                 if (r < 0)
@@ -1294,7 +907,7 @@ int egress_update(Context *m, SandboxNet *n, const SandboxNet *want, int *ret_cu
                         *ret_cut += sni;
         }
         /* Its checks end with its last match-sni entry (or its first did not take). */
-        if (!egress_sni_wanted(n))
+        if (!egress_spec_has_sni(n))
                 egress_sni_forget(n->eg->sni, n);
         carried_free(&c);
         return r;
@@ -1357,7 +970,7 @@ int egress_adopt(Context *m, SandboxNet *n, const char *id, pid_t init_pid, int 
         r = attach_dns(m, e, n, netns_fd);
         if (r < 0)
                 log_warning_errno(r, "egress: sandbox %s: cannot bind its resolver again: %m; names do not resolve in it", id);
-        if (egress_sni_wanted(n) && egress_sni_watch(e->sni, n) < 0)
+        if (egress_spec_has_sni(n) && egress_sni_watch(e->sni, n) < 0)
                 log_warning("egress: sandbox %s: its names matched on SNI are not reached (out of memory, or the table "
                             EGRESS_SNI_TABLE " cannot be made)", id);
         return 0;
@@ -1367,7 +980,7 @@ void egress_restored(Context *m) {
         Egress *e = m->egress;
         _cleanup_free_ char *msg = NULL;
         unsigned removed = 0;
-        Text t = {};
+        NftText t = {};
         int r = 0;
 
         if (!e)
@@ -1445,14 +1058,14 @@ static int teardown_run(Nftables *nft, const char *ifname, unsigned slot) {
         Nftables *own = NULL;
         const char *base = ifname + strlen(VETH_PREFIX);
         int failed = 0, r;
-        Text t = {};
+        NftText t = {};
 
         r = veth_remove(ifname);
         if (r < 0 && r != -ENODEV)
                 failed |= TEARDOWN_VETH;
         if (!nft && nftables_new(&own) >= 0)
                 nft = own;
-        text_add(&t, "delete element " EGRESS_TABLE " out { \"%s\" }\nflush chain " EGRESS_TABLE " sx_%s\n"
+        nft_text_add(&t, "delete element " EGRESS_TABLE " out { \"%s\" }\nflush chain " EGRESS_TABLE " sx_%s\n"
                      "delete chain " EGRESS_TABLE " sx_%s\n", ifname, base, base);
         if (!nft || t.failed || nftables_run(nft, t.data, NULL) < 0)
                 failed |= TEARDOWN_RULES;

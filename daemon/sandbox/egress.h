@@ -27,6 +27,7 @@
 #include "context.h"
 #include "proto.h"
 
+#include "egress-spec.h"
 #include "egress-types.h"
 
 /* At start, before any sandbox is restored: what an earlier daemon left is removed, and whether
@@ -39,8 +40,6 @@ void egress_done(Context *m);
 int egress_parse(Context *m, json_object *v, SandboxNet *ret, ProtoError *err);
 /* A sandbox with egress can be made on this host now: else limit_unenforceable, saying why. */
 int egress_check(Context *m, ProtoError *err);
-/* The request's form: "none", or {"egress": "all"} or {"egress": {"allow": [...]}} (meta.json). */
-json_object *egress_spec_json(const SandboxNet *n);
 /* inspect's "network": the request's form with the address, gateway, interface and resolver. */
 json_object *egress_state_json(const SandboxNet *n);
 /* The same with what changes by the moment (inspect, list's usage): "connections", those the
