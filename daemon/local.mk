@@ -27,7 +27,7 @@ daemon_libsandboxd_la_SOURCES = \
 	daemon/server/ops.c daemon/server/ops.h daemon/core/request-fields.c daemon/core/request-fields.h \
 	daemon/server/op-hello.c daemon/server/op-sandbox.c daemon/server/op-run.c daemon/server/op-pty.c daemon/server/op-snapshot.c daemon/server/op-file.c daemon/server/op-file-chunk.c \
 	daemon/host/cgroup.c daemon/host/cgroup.h daemon/host/cgroup-limits.c \
-	daemon/sandbox/sandbox.c daemon/sandbox/sandbox.h \
+	daemon/sandbox/sandbox.c daemon/sandbox/sandbox.h daemon/sandbox/sandbox-internal.h daemon/sandbox/sandbox-restore.c daemon/sandbox/sandbox-json.c \
 	daemon/sandbox/sandbox-request.c \
 	daemon/sandbox/sandbox-control.c daemon/sandbox/sandbox-control.h \
 	daemon/sandbox/sandbox-init.c \

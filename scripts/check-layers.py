@@ -18,8 +18,9 @@ include. The rules:
     and the state only as observers: sandbox.c includes none of their headers.
  5. One wiring file: only lifecycle.c and main.c include more than one of pool.h, sweep.h,
     state.h, run-record.h, registry.h, manager.h (a file's own header aside).
- 6. No circle: with a module being x.c and x.h together, the include graph among the daemon's
-    modules has no cycle.
+ 6. No circle: with a module being x.c, x.h and x-internal.h together (the last is x's header for
+    its own family of files), the include graph among the daemon's modules has no cycle.
+ 7. x-internal.h is included only by its family: x.c and x-*.c of its own folder.
 """
 import os
 import re
@@ -85,14 +86,20 @@ def main():
 
     graph = {}   # module ("folder/stem") -> set of modules
     direct = {}  # relative path -> [(line, quoted, name, resolved folder)]
+    def module_of(path):
+        # x-internal.h is x's own header for the files of its family (crun's cgroup-internal.h):
+        # part of module x.
+        stem = path[:-2]
+        return stem[:-len("-internal")] if stem.endswith("-internal") else stem
+
     for rel, folder in files.items():
         direct[rel] = [(n, q, name, resolve(folder, q, name)) for n, q, name in includes(os.path.join(daemon, rel))]
-        module = rel[:-2]
+        module = module_of(rel)
         graph.setdefault(module, set())
         for n, q, name, to in direct[rel]:
             if to is None or to == "lib":
                 continue
-            target = f"{to}/{name[:-2]}"
+            target = module_of(f"{to}/{name}")
             if target != module:
                 graph[module].add(target)
 
@@ -112,6 +119,14 @@ def main():
             for n, q, name, to in direct[rel]:
                 if q and name in MEMBER_HEADERS:
                     problems.append(f"daemon/{rel}:{n}: includes {name}; members and observers register instead")
+        # Rule 7.
+        for n, q, name, to in direct[rel]:
+            if q and name.endswith("-internal.h"):
+                family = name[:-len("-internal.h")]
+                stem = base[:-2]
+                if to != folder or not (stem == family or stem.startswith(family + "-")):
+                    problems.append(f"daemon/{rel}:{n}: includes {name}, which only {family}.c and "
+                                    f"{family}-*.c of {to}/ may")
         # Rule 5.
         if base.endswith(".c") and base not in WIRING_FILES:
             own = base[:-2] + ".h"

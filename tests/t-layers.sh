@@ -59,6 +59,9 @@ breaks "sandbox.c including a member's header" \
 breaks "a second wiring file" \
         'server/op-hello.c: includes .*pool.h, .*sweep.h; only lifecycle.c wires them together' \
         server/op-hello.c '#include "pool.h"' server/op-hello.c '#include "sweep.h"'
+breaks "a file outside a family including its internal header" \
+        'sandbox/run.c:.*includes sandbox-internal.h, which only sandbox.c and sandbox-\*.c of sandbox/ may' \
+        sandbox/run.c '#include "sandbox-internal.h"'
 breaks "a circle within one layer" \
         'circle of 2 modules: host/cgroup host/copy-tree' \
         host/cgroup.c '#include "copy-tree.h"' host/copy-tree.c '#include "cgroup.h"'

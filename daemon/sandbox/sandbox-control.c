@@ -17,7 +17,7 @@
 #include "log.h"
 #include "macro.h"
 #include "request-fields.h"
-#include "sandbox.h"
+#include "sandbox-internal.h"
 #include "sandbox-control.h"
 #include "util.h"
 

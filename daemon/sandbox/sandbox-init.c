@@ -34,7 +34,7 @@
 #include "disk-quota.h"
 #include "mount-open.h"
 #include "run-exec.h"
-#include "sandbox.h"
+#include "sandbox-internal.h"
 #include "spawn.h"
 #include "util.h"
 

@@ -16,7 +16,7 @@
 #include "request-fields.h"
 #include "run-exec.h"
 #include "run-spec.h"
-#include "sandbox.h"
+#include "sandbox-internal.h"
 #include "util.h"
 
 #define SANDBOX_NAME_MAX 64

@@ -15,7 +15,7 @@
 #include "context.h"
 #include "disk-quota.h"
 #include "remove-async.h"
-#include "sandbox.h"
+#include "sandbox-internal.h"
 #include "util.h"
 
 /* Most throwaway workspaces are left empty: a few unlinks then, and no child process. Anything

@@ -20,7 +20,7 @@
 #include "context.h"
 #include "fdstore.h"
 #include "image.h"
-#include "sandbox.h"
+#include "sandbox-internal.h"
 #include "spawn.h"
 #include "util.h"
 
@@ -32,7 +32,7 @@ static int sandbox_random_id(char *buf, size_t len, const char *prefix) {
         return 0;
 }
 
-static Sandbox *sandbox_alloc(Context *m) {
+Sandbox *sandbox_alloc(Context *m) {
         Sandbox *s = calloc(1, sizeof(*s));
         if (!s)
                 return NULL;
@@ -49,13 +49,11 @@ static Sandbox *sandbox_alloc(Context *m) {
 static int on_setup_report(sd_event_source *src, int fd, uint32_t revents, void *userdata);
 static void sandbox_restart_step(Sandbox *s);
 
-static int on_init_exit(sd_event_source *src, const siginfo_t *si, void *userdata);
 
 static int sandbox_init_started(Sandbox *s);
 static void sandbox_fail(Sandbox *s, const ProtoError *err);
 
 static void sandbox_ready(Sandbox *s);
-static void sandbox_go_ready(Sandbox *s);
 
 static int on_helper_exit(sd_event_source *src, const siginfo_t *si, void *userdata) {
         Sandbox *s = userdata;
@@ -88,7 +86,7 @@ static int sandbox_watch_helper(Sandbox *s, int pidfd) {
 /* The init's pidfd into systemd's fd store, for the next daemon (a recorded sandbox's only: a
  * throwaway one does not outlive its run). Without it, the next daemon finds the init in its
  * cgroup. */
-static void sandbox_store_init(Sandbox *s) {
+void sandbox_store_init(Sandbox *s) {
         char name[FDSTORE_NAME_MAX];
         int r;
 
@@ -106,7 +104,7 @@ static void sandbox_unstore_init(Sandbox *s) {
                 (void) fdstore_remove(fdstore_name(name, 's', s->id, "init"));
 }
 
-static int sandbox_spawn_init(Sandbox *s) {
+int sandbox_spawn_init(Sandbox *s) {
         int helper_pidfd = -1;
         pid_t pid = sandbox_start_init(s, &helper_pidfd);
 
@@ -131,7 +129,7 @@ int sandbox_start_deferred_init(Sandbox *s) {
                 if (s->workdir_fd < 0)
                         return -errno;
         }
-        /* Its scope is still being made: on_scope_done() starts it. */
+        /* Its scope is still being made: sandbox_on_scope_done() starts it. */
         if (s->scope_job)
                 return 0;
         return sandbox_spawn_init(s);
@@ -140,7 +138,7 @@ int sandbox_start_deferred_init(Sandbox *s) {
 /* The init is a child of ours, waiting for its go: watch it, give it its uid/gid maps, go. */
 static int sandbox_init_started(Sandbox *s) {
         Context *m = s->ctx;
-        int r = sd_event_add_child_pidfd(m->event, &s->init_exit_source, s->init_pidfd, WEXITED, on_init_exit, s);
+        int r = sd_event_add_child_pidfd(m->event, &s->init_exit_source, s->init_pidfd, WEXITED, sandbox_on_init_exit, s);
         if (r < 0) {
                 (void) cg_kill(s->cg_fd);
                 return r;
@@ -158,7 +156,7 @@ static int sandbox_init_started(Sandbox *s) {
         return sd_event_add_io(m->event, &s->setup_source, s->setup_fd, EPOLLIN, on_setup_report, s);
 }
 
-static void sandbox_link(Context *m, Sandbox *s) {
+void sandbox_link(Context *m, Sandbox *s) {
         s->entry.id = s->id;
         s->entry.name = s->name;
         s->entry.owner = s->owner_uid;
@@ -190,7 +188,7 @@ static int sandbox_create_full(Context *m, json_object *req, const SandboxCaller
                                int netns_fd, int root_tree_fd, Sandbox **ret, ProtoError *err);
 /* systemd's job for the sandbox's new scope is over: the cgroup is made in it, and the init
  * started unless it waits for a fork's copy. */
-static void on_scope_done(int error, void *userdata) {
+void sandbox_on_scope_done(int error, void *userdata) {
         Sandbox *s = userdata;
         char unit[SCOPE_UNIT_MAX];
         ProtoError err;
@@ -285,7 +283,7 @@ static int sandbox_create_full(Context *m, json_object *req, const SandboxCaller
                 goto fail;
         sandbox_link(m, s);
         s->state = SANDBOX_CREATING;
-        if ((r = sandbox_make_cgroup(s, on_scope_done)) < 0) {
+        if ((r = sandbox_make_cgroup(s, sandbox_on_scope_done)) < 0) {
                 r = internal_error(err, m->scopes ? "cannot create the sandbox's scope and cgroup" : "cannot create the sandbox's cgroup", r);
                 goto fail_destroy;
         }
@@ -301,7 +299,7 @@ static int sandbox_create_full(Context *m, json_object *req, const SandboxCaller
         }
         /* A fork's overlay root is mounted from the upper layer the fork's copy makes, and on
          * btrfs its workspace is the snapshot put in place of the empty one: its init waits for
-         * them (snapshot-job.c); one whose scope is still being made is started by on_scope_done(). */
+         * them (snapshot-job.c); one whose scope is still being made is started by sandbox_on_scope_done(). */
         s->init_deferred = (s->root_overlay || m->features.btrfs) && json_object_object_get_ex(req, "from_snapshot", NULL);
         if (!s->init_deferred && !s->scope_job && (r = sandbox_spawn_init(s)) < 0) {
                 if (s->net.error)
@@ -384,310 +382,6 @@ int sandbox_hand_out(Sandbox *s, json_object *req, const SandboxCaller *caller, 
         return 1;
 }
 
-static int restore_u64(json_object *o, const char *key, uint64_t *ret) {
-        json_object *v;
-        if (!json_object_object_get_ex(o, key, &v) || !json_object_is_type(v, json_type_int) ||
-            json_object_get_int64(v) < 0)
-                return -EBADMSG;
-        *ret = (uint64_t) json_object_get_int64(v);
-        return 0;
-}
-
-bool sandbox_uid_base_valid(const Context *m, uint64_t u) {
-        uint64_t off = u - m->config.uid_base;
-        return u >= m->config.uid_base && off % m->config.uid_range == 0 &&
-               off / m->config.uid_range < m->registry->n_uid_slots;
-}
-
-/* The base of a slot of the daemon's uid range (a record predating the field: host_uid). */
-static int sandbox_restore_work_uid(Sandbox *s, json_object *meta) {
-        const Context *m = s->ctx;
-        uint64_t u;
-
-        s->work_uid = s->host_uid;
-        if (!json_object_object_get_ex(meta, "work_uid", NULL))
-                return 0;
-        if (restore_u64(meta, "work_uid", &u) < 0 || !sandbox_uid_base_valid(m, u))
-                return -EBADMSG;
-        s->work_uid = (uid_t) u;
-        return 0;
-}
-
-/* A record's masked_paths or readonly_paths, checked as a create's are. */
-static int restore_paths(json_object *meta, const char *field, json_object **ret) {
-        json_object *v;
-        ProtoError err;
-
-        if (!json_object_object_get_ex(meta, field, &v) || json_object_is_type(v, json_type_null))
-                return 0;
-        if (sandbox_paths_check(v, field, &err) < 0)
-                return -EBADMSG;
-        *ret = json_object_get(v);
-        return 0;
-}
-
-static int sandbox_restore_fields(Sandbox *s, json_object *meta) {
-        json_object *l, *v;
-        uint64_t owner, slot;
-        int r;
-
-        if (!json_object_object_get_ex(meta, "limits", &l) || restore_u64(meta, "owner_uid", &owner) < 0 ||
-            restore_u64(meta, "uid_slot", &slot) < 0 || restore_u64(meta, "created_usec", &s->created_usec) < 0 ||
-            restore_u64(l, "memory", &s->limits.memory) < 0 || restore_u64(l, "pids", &s->limits.pids) < 0 ||
-            restore_u64(l, "millicpus", &s->limits.millicpus) < 0 ||
-            restore_u64(l, "timeout_usec", &s->limits.timeout_usec) < 0 ||
-            restore_u64(l, "output_bytes", &s->limits.output_bytes) < 0)
-                return -EBADMSG;
-        /* Records written before these limits existed: none, and the default. */
-        s->limits.open_files = s->ctx->config.default_open_files;
-        if ((json_object_object_get_ex(l, "file_size", NULL) && restore_u64(l, "file_size", &s->limits.file_size) < 0) ||
-            (json_object_object_get_ex(l, "open_files", NULL) && restore_u64(l, "open_files", &s->limits.open_files) < 0))
-                return -EBADMSG;
-        s->owner_uid = (uid_t) owner;
-        s->uid_slot = (unsigned) slot;
-        if (json_object_object_get_ex(meta, "name", &v) && json_object_is_type(v, json_type_string) &&
-            !(s->name = strdup(json_object_get_string(v))))
-                return -ENOMEM;
-        if (json_object_object_get_ex(meta, "best_effort", &v))
-                s->best_effort = json_object_get_boolean(v);
-        if (json_object_object_get_ex(meta, "env", &v) && json_object_is_type(v, json_type_object))
-                s->env = json_object_get(v);
-        if (json_object_object_get_ex(meta, "image", &v) && json_object_is_type(v, json_type_string)) {
-                /* Held even when it is gone: the sandbox then stays down (sandbox_open_root()). */
-                Image *img = image_find(s->ctx->images, json_object_get_string(v));
-                if (!(s->image = strdup(json_object_get_string(v))))
-                        return -ENOMEM;
-                if (img)
-                        image_hold(img);
-        }
-        /* A record without it predates the option: it gets the default (its workspace's files
-         * made as root inside may then be read-only to its runs; "user":"root" on a run helps). */
-        if (json_object_object_get_ex(meta, "user", &v) && json_object_is_type(v, json_type_string))
-                s->user = sandbox_user_from_string(json_object_get_string(v));
-        if (s->user == SANDBOX_USER_UNSET)
-                return -EBADMSG;
-        if (json_object_object_get_ex(meta, "hostname", &v) && json_object_is_type(v, json_type_string) &&
-            !(s->hostname = strdup(json_object_get_string(v))))
-                return -ENOMEM;
-        if (json_object_object_get_ex(meta, "sysctls", &v) && !json_object_is_type(v, json_type_null)) {
-                ProtoError err;
-                if (sandbox_sysctls_check(v, &err) < 0)
-                        return -EBADMSG;
-                s->sysctls = json_object_get(v);
-        }
-        if ((r = restore_paths(meta, "masked_paths", &s->masked_paths)) < 0 ||
-            (r = restore_paths(meta, "readonly_paths", &s->readonly_paths)) < 0)
-                return r;
-        /* Absent: a record from before overlay roots, or a read-only root. */
-        if (json_object_object_get_ex(meta, "root", &v) && json_object_is_type(v, json_type_object)) {
-                json_object *path, *ro;
-                if (!json_object_object_get_ex(v, "path", &path) || !json_object_is_type(path, json_type_string) ||
-                    !path_is_normal(json_object_get_string(path), PATH_MAX))
-                        return -EBADMSG;
-                if (!(s->root_path = strdup(json_object_get_string(path))))
-                        return -ENOMEM;
-                s->root_read_only = json_object_object_get_ex(v, "read_only", &ro) && json_object_get_boolean(ro);
-        } else if (json_object_object_get_ex(meta, "root", &v)) {
-                if (!json_object_is_type(v, json_type_string))
-                        return -EBADMSG;
-                if (strcmp(json_object_get_string(v), "overlay") == 0)
-                        s->root_overlay = true;
-                else if (strcmp(json_object_get_string(v), "readonly") != 0)
-                        return -EBADMSG;
-        }
-        return 0;
-}
-
-/* "mounts" and "mount_caller" of a record (state.c), as a create left them. */
-static int sandbox_restore_mounts(Sandbox *s, json_object *meta) {
-        json_object *a, *c, *g, *v;
-        uint64_t uid, gid;
-
-        if (!json_object_object_get_ex(meta, "mounts", &a))
-                return 0;
-        if (!json_object_is_type(a, json_type_array) || json_object_array_length(a) > SANDBOX_MOUNTS_MAX + 1 ||
-            !json_object_object_get_ex(meta, "mount_caller", &c) || restore_u64(c, "uid", &uid) < 0 ||
-            restore_u64(c, "gid", &gid) < 0 || uid >= UINT32_MAX || gid >= UINT32_MAX)
-                return -EBADMSG;
-        s->caller = (SandboxCaller) { .uid = (uid_t) uid, .gid = (gid_t) gid };
-        if (json_object_object_get_ex(c, "groups", &g) && json_object_is_type(g, json_type_array))
-                for (size_t i = 0; i < json_object_array_length(g) && s->caller.n_groups < SANDBOX_GROUPS_MAX; i++)
-                        s->caller.groups[s->caller.n_groups++] = (gid_t) json_object_get_int64(json_object_array_get_idx(g, i));
-        for (size_t i = 0; i < json_object_array_length(a); i++) {
-                json_object *e = json_object_array_get_idx(a, i), *src, *dst;
-                SandboxMount *sm = &s->mounts[s->n_mounts];
-                if (!json_object_object_get_ex(e, "source", &src) || !json_object_is_type(src, json_type_string) ||
-                    !json_object_object_get_ex(e, "target", &dst) || !json_object_is_type(dst, json_type_string))
-                        return -EBADMSG;
-                *sm = (SandboxMount) { .source = strdup(json_object_get_string(src)),
-                                       .target = strdup(json_object_get_string(dst)), .tree_fd = -EBADF };
-                s->n_mounts++;
-                if (!sm->source || !sm->target)
-                        return -ENOMEM;
-                sm->read_only = json_object_object_get_ex(e, "read_only", &v) && json_object_get_boolean(v);
-                sm->idmap_same = json_object_object_get_ex(e, "idmap", &v) && json_object_is_type(v, json_type_string) &&
-                                 strcmp(json_object_get_string(v), "same") == 0;
-        }
-        return 0;
-}
-
-/* "network" of a record: what the create asked. One this daemon would refuse now (egress_deny
- * changed, say) is not a reason to set the record aside: the sandbox comes back without egress. */
-static void sandbox_restore_network(Sandbox *s, json_object *meta) {
-        ProtoError err;
-
-        if (egress_parse(s->ctx, json_object_object_get(meta, "network"), &s->net, &err) < 0) {
-                log_warning("sandbox %s: its network (%s) is refused now: restored without egress", s->id, err.message);
-                s->net = (SandboxNet) {};
-        }
-}
-
-static int sandbox_restore_claim(Sandbox *s, json_object *meta) {
-        Context *m = s->ctx;
-        json_object *id;
-
-        if (!json_object_object_get_ex(meta, "id", &id) || !json_object_is_type(id, json_type_string))
-                return -EBADMSG;
-        snprintf(s->id, sizeof(s->id), "%s", json_object_get_string(id));
-        if (sandbox_restore_fields(s, meta) < 0 || sandbox_restore_mounts(s, meta) < 0)
-                return -EBADMSG;
-        sandbox_restore_network(s, meta);
-        if (registry_find(m->registry, s->id) || (s->name && registry_find_named(m->registry, s->owner_uid, s->name)) ||
-            registry_claim_uid_slot(m->registry, s->uid_slot) < 0)
-                return -EEXIST;
-        s->host_uid = (uid_t) (m->config.uid_base + (uint64_t) s->uid_slot * m->config.uid_range);
-        if (sandbox_restore_work_uid(s, meta) < 0)
-                return -EBADMSG;
-        /* What the host enforces now, which need not be what it enforced before. */
-        s->enforced = m->cg.enforceable & (CG_MEMORY | CG_PIDS | CG_CPU);
-        return 0;
-}
-
-/* An earlier daemon's init is not our child: its pidfd turns readable when it exits, and whoever
- * inherited it reaps it. */
-static int on_adopted_init_exit(sd_event_source *src, int fd, uint32_t revents, void *userdata) {
-        return on_init_exit(src, NULL, userdata);
-}
-
-static void sandbox_adopt_undo(Sandbox *s) {
-        s->init_exit_source = sd_event_source_disable_unref(s->init_exit_source);
-        s->init_pidfd = safe_close(s->init_pidfd);
-        s->init_pid = 0;
-        s->cg_fd = safe_close(s->cg_fd);
-        s->scope_fd = safe_close(s->scope_fd);
-        free(s->cg_path);
-        s->cg_path = NULL;
-}
-
-/* Where an earlier daemon left the sandbox's cgroup: its scope's sandbox/, or sandboxes/<id> (a
- * daemon that had no systemd to ask). */
-static int sandbox_open_old_cgroup(Sandbox *s) {
-        Context *m = s->ctx;
-        char unit[SCOPE_UNIT_MAX];
-        _cleanup_free_ char *path = NULL;
-
-        if (m->scopes) {
-                s->scope_fd = scope_open_cgroup(m->scopes, scope_unit_name(unit, s->id), &path);
-                if (s->scope_fd >= 0) {
-                        s->cg_fd = openat(s->scope_fd, "sandbox", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-                        if (s->cg_fd >= 0)
-                                return asprintf(&s->cg_path, "%s/sandbox", path) < 0 ? -ENOMEM : 0;
-                        s->scope_fd = safe_close(s->scope_fd);
-                }
-        }
-        s->cg_fd = openat(m->cg.sandboxes_fd, s->id, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        if (s->cg_fd < 0)
-                return -errno;
-        return asprintf(&s->cg_path, "%s/sandboxes/%s", m->cg.base, s->id) < 0 ? -ENOMEM : 0;
-}
-
-/* The sandbox an earlier daemon left is still running (a restart that kept its processes): its
- * cgroup and its init are taken back as they are, and nothing is started. 0, or < 0 with s as it
- * was (a new init is then made, as after a reboot). */
-static int sandbox_adopt(Sandbox *s) {
-        Context *m = s->ctx;
-        CgLimits l = sandbox_cg_limits(s);
-        bool stored = false;
-        int r;
-
-        r = sandbox_open_old_cgroup(s);
-        if (r >= 0)
-                r = sandbox_find_live_init(s, &stored);
-        /* What the host enforces now, and this configuration's swap_max. */
-        if (r >= 0)
-                r = cg_apply_limits(&m->cg, s->cg_path, &l, s->enforced);
-        if (r >= 0)
-                r = cg_enable_controllers(s->cg_fd, s->enforced);
-        if (r >= 0)
-                r = sd_event_add_io(m->event, &s->init_exit_source, s->init_pidfd, EPOLLIN, on_adopted_init_exit, s);
-        if (r < 0) {
-                sandbox_adopt_undo(s);
-                return r;
-        }
-        /* It may have been frozen for a snapshot when the daemon died (the copy is gone), or
-         * restarted with a placeholder in its scope. */
-        (void) cg_write(s->cg_fd, "cgroup.freeze", "0");
-        sandbox_hold_end(s);
-        if (!stored)
-                sandbox_store_init(s);
-        s->next_run_no = sandbox_highest_member_cgroup(s);
-        s->init_in_leaf = true;
-        s->init_adopted = stored ? "fd store" : "cgroup";
-        return 0;
-}
-
-int sandbox_restore(Context *m, json_object *meta, Sandbox **ret) {
-        Sandbox *s = sandbox_alloc(m);
-        int r;
-
-        if (!s)
-                return -ENOMEM;
-        r = sandbox_restore_claim(s, meta);
-        if (r < 0) {
-                sandbox_free(s);
-                return r;
-        }
-        s->restored_usec = now_usec(CLOCK_REALTIME);
-        sandbox_link(m, s);
-        s->state = SANDBOX_CREATING;
-        /* stop_sandboxes: nothing of a sandbox outlives its daemon, a crashed one's either. */
-        if (!m->config.stop_sandboxes && sandbox_adopt(s) >= 0) {
-                if ((r = sandbox_make_workspace(s, true)) < 0) {
-                        log_warning_errno(r, "sandbox %s: its workspace cannot be opened: %m; its processes are kept", s->id);
-                        s->workdir_fd = -EBADF;
-                }
-                s->net.uid = s->owner_uid;
-                if (s->net.egress && egress_adopt(m, &s->net, s->id, s->init_pid, s->init_pidfd, &s->net.error) < 0)
-                        log_warning("sandbox %s: its egress cannot be given back (%s): it has no way out until its init "
-                                    "is restarted", s->id, s->net.error ? s->net.error : "out of memory");
-                sandbox_go_ready(s);
-                *ret = s;
-                return 0;
-        }
-        if (sandbox_opens_trees(s)) {
-                /* The caller's directories again, as the caller: one removed or no longer
-                 * readable to them leaves the sandbox down (its workspace kept, retried at the
-                 * next start). */
-                ProtoError err;
-                r = sandbox_open_mounts(s, &err);
-                if (r < 0) {
-                        log_warning("sandbox %s: not restored: %s", s->id, err.message);
-                        s->keep_workspace = true;
-                        sandbox_destroy(s, "restore failed");
-                        return r;
-                }
-        }
-        if ((r = sandbox_clear_old_cgroup(s)) < 0 || (r = sandbox_make_cgroup(s, on_scope_done)) < 0 ||
-            (r = sandbox_make_workspace(s, true)) < 0 || (!s->scope_job && (r = sandbox_spawn_init(s)) < 0)) {
-                /* Keep the workspace: only the processes are given up. */
-                s->keep_workspace = true;
-                sandbox_destroy(s, "restore failed");
-                return r;
-        }
-        *ret = s;
-        return 0;
-}
-
 void sandbox_add_waiter(Waiter **list, Reply *reply) {
         Waiter *w = calloc(1, sizeof(*w));
         if (!w) {
@@ -739,7 +433,6 @@ static void sandbox_fail(Sandbox *s, const ProtoError *err) {
         sandbox_destroy(s, "setup failed");
 }
 
-static void sandbox_go_ready(Sandbox *s);
 
 static void sandbox_ready(Sandbox *s) {
         _cleanup_close_ int init_cg = -EBADF;
@@ -781,7 +474,7 @@ static void sandbox_members_start(Sandbox *s) {
         while (m);
 }
 
-static void sandbox_go_ready(Sandbox *s) {
+void sandbox_go_ready(Sandbox *s) {
         s->state = SANDBOX_READY;
         sandbox_restart_finish(s, 0);
         if (s->create_waiters && !s->record_pending) {
@@ -819,7 +512,7 @@ static int sandbox_init_arrived(Sandbox *s, pid_t pid, int pidfd) {
         s->init_pidfd = pidfd;
         if (s->state == SANDBOX_DESTROYING) {
                 r = sd_event_add_child_pidfd(s->ctx->event, &s->init_exit_source, s->init_pidfd, WEXITED,
-                                             on_init_exit, s);
+                                             sandbox_on_init_exit, s);
                 (void) syscall(SYS_pidfd_send_signal, s->init_pidfd, SIGKILL, NULL, 0);
                 if (r < 0) { /* unwatched: reap it here, it was killed */
                         (void) waitid(P_PIDFD, (id_t) s->init_pidfd, &(siginfo_t) {}, WEXITED);
@@ -877,7 +570,7 @@ static int on_setup_report(sd_event_source *src, int fd, uint32_t revents, void 
 
 static void sandbox_teardown_step(Sandbox *s);
 
-static int on_init_exit(sd_event_source *src, const siginfo_t *si, void *userdata) {
+int sandbox_on_init_exit(sd_event_source *src, const siginfo_t *si, void *userdata) {
         Sandbox *s = userdata;
         s->init_exit_source = sd_event_source_disable_unref(s->init_exit_source);
         s->init_pidfd = safe_close(s->init_pidfd);
@@ -1143,139 +836,6 @@ const char *sandbox_root_upper_path(Sandbox *s, char *buf, size_t len) {
 const char *sandbox_workdir_path(Sandbox *s, char *buf, size_t len) {
         snprintf(buf, len, "%s/sandboxes/%s/work", s->ctx->config.state_dir, s->id);
         return buf;
-}
-
-static const char *state_name(SandboxState st) {
-        switch (st) {
-        case SANDBOX_CREATING: return "creating";
-        case SANDBOX_READY: return "ready";
-        case SANDBOX_DESTROYING: return "destroying";
-        case SANDBOX_FAILED: return "failed";
-        }
-        return "unknown";
-}
-
-static json_object *json_usage_or_null(uint64_t v) {
-        return v == CG_USAGE_UNKNOWN ? NULL : json_object_new_int64((int64_t) v);
-}
-
-/* Its egress's tracked connections (one conntrack dump per loop iteration for all sandboxes):
- * null without egress, or when they cannot be counted. */
-static json_object *sandbox_connections_json(Sandbox *s) {
-        int k = s->join_netns_fd >= 0 ? -ENOTCONN : egress_connections(s->ctx, &s->net);
-        return k < 0 ? NULL : json_object_new_int(k);
-}
-
-static json_object *sandbox_usage_json(Sandbox *s) {
-        json_object *u = json_object_new_object();
-        CgUsage usage;
-
-        cg_read_usage(s->cg_fd, s->enforced, &usage);
-        json_object_object_add(u, "memory_bytes", json_usage_or_null(usage.memory_bytes));
-        json_object_object_add(u, "pids", json_usage_or_null(usage.pids));
-        json_object_object_add(u, "cpu_s", usage.cpu_usec == CG_USAGE_UNKNOWN
-                                                   ? NULL
-                                                   : proto_seconds(usage.cpu_usec));
-        json_object_object_add(u, "connections", sandbox_connections_json(s));
-        return u;
-}
-
-static json_object *mounts_to_json(const Sandbox *s) {
-        json_object *a = json_object_new_array();
-        for (unsigned i = sandbox_caller_workspace(s) ? 1 : 0; i < s->n_mounts; i++) {
-                json_object *e = json_object_new_object();
-                json_object_object_add(e, "source", json_object_new_string(s->mounts[i].source));
-                json_object_object_add(e, "target", json_object_new_string(s->mounts[i].target));
-                json_object_object_add(e, "read_only", json_object_new_boolean(s->mounts[i].read_only));
-                if (s->mounts[i].idmap_same)
-                        json_object_object_add(e, "idmap", json_object_new_string("same"));
-                json_object_array_add(a, e);
-        }
-        return a;
-}
-
-json_object *sandbox_root_json(const Sandbox *s) {
-        json_object *o;
-
-        if (!s->root_path)
-                return json_object_new_string(s->root_overlay ? "overlay" : "readonly");
-        o = json_object_new_object();
-        json_object_object_add(o, "path", json_object_new_string(s->root_path));
-        json_object_object_add(o, "read_only", json_object_new_boolean(s->root_read_only));
-        return o;
-}
-
-json_object *sandbox_to_json(Sandbox *s, bool with_usage) {
-        json_object *o = json_object_new_object(), *l = json_object_new_object(), *e = json_object_new_object();
-        char buf[4096], ts[32];
-
-        json_object_object_add(o, "id", json_object_new_string(s->id));
-        json_object_object_add(o, "name", s->name ? json_object_new_string(s->name) : NULL);
-        json_object_object_add(o, "state", json_object_new_string(state_name(s->state)));
-        if (s->teardown_stuck) {
-                json_object *t = json_object_new_object();
-                json_object_object_add(t, "since_s", proto_seconds(now_usec(CLOCK_MONOTONIC) - s->teardown_start_usec));
-                json_object_object_add(t, "processes", json_object_get(s->teardown_stuck));
-                json_object_object_add(o, "teardown_stuck", t);
-        } else
-                json_object_object_add(o, "teardown_stuck", NULL);
-        json_object_object_add(o, "owner_uid", json_object_new_int64(s->owner_uid));
-        json_object_object_add(o, "workdir", s->memory_workspace || sandbox_caller_workspace(s) ? NULL : json_object_new_string(sandbox_workdir_path(s, buf, sizeof(buf))));
-        if (sandbox_caller_workspace(s)) {
-                json_object *w = json_object_new_object();
-                json_object_object_add(w, "source", json_object_new_string(s->mounts[0].source));
-                json_object_object_add(o, "workspace", w);
-        } else
-                json_object_object_add(o, "workspace", json_object_new_string(s->memory_workspace ? "memory" : "disk"));
-        json_object_object_add(o, "mounts", mounts_to_json(s));
-        json_object_object_add(o, "cgroup", s->cg_path ? json_object_new_string(s->cg_path) : NULL);
-        if (s->scope_fd >= 0 || s->scope_job)
-                json_object_object_add(o, "scope", json_object_new_string(scope_unit_name(buf, s->id)));
-        else
-                json_object_object_add(o, "scope", NULL);
-        json_object_object_add(l, "memory", json_object_new_int64((int64_t) s->limits.memory));
-        json_object_object_add(l, "pids", json_object_new_int64((int64_t) s->limits.pids));
-        json_object_object_add(l, "cpus", json_object_new_double((double) s->limits.millicpus / 1000.0));
-        json_object_object_add(l, "timeout_s", proto_seconds(s->limits.timeout_usec));
-        json_object_object_add(l, "output_bytes", json_object_new_int64((int64_t) s->limits.output_bytes));
-        json_object_object_add(l, "file_size", s->limits.file_size ? json_object_new_int64((int64_t) s->limits.file_size) : NULL);
-        json_object_object_add(l, "open_files", json_object_new_int64((int64_t) s->limits.open_files));
-        json_object_object_add(o, "limits", l);
-        json_object_object_add(e, "memory", json_object_new_boolean(!!(s->enforced & CG_MEMORY)));
-        json_object_object_add(e, "pids", json_object_new_boolean(!!(s->enforced & CG_PIDS)));
-        json_object_object_add(e, "cpu", json_object_new_boolean(!!(s->enforced & CG_CPU)));
-        json_object_object_add(e, "disk", json_object_new_boolean(s->disk_enforced));
-        json_object_object_add(o, "enforced", e);
-        json_object_object_add(o, "best_effort", json_object_new_boolean(s->best_effort));
-        json_object_object_add(o, "network", s->join_netns_fd >= 0 ? json_object_new_string("joined")
-                                             : with_usage             ? egress_live_json(s->ctx, &s->net)
-                                                                      : egress_state_json(&s->net));
-        json_object_object_add(o, "user", json_object_new_string(sandbox_user_to_string(s->user)));
-        if (s->image)
-                json_object_object_add(o, "image", json_object_new_string(s->image));
-        json_object_object_add(o, "root", sandbox_root_json(s));
-        json_object_object_add(o, "hostname", json_object_new_string(s->hostname ? s->hostname : "sandbox"));
-        json_object_object_add(o, "sysctls", s->sysctls ? json_object_get(s->sysctls) : json_object_new_object());
-        json_object_object_add(o, "masked_paths", s->masked_paths ? json_object_get(s->masked_paths) : json_object_new_array());
-        json_object_object_add(o, "readonly_paths",
-                               s->readonly_paths ? json_object_get(s->readonly_paths) : json_object_new_array());
-        json_object_object_add(o, "ephemeral", json_object_new_boolean(s->transient));
-        json_object_object_add(o, "frozen", json_object_new_boolean(s->user_frozen));
-        json_object_object_add(o, "created", json_object_new_string(format_utc(ts, s->created_usec)));
-        json_object_object_add(o, "restarted_at", s->restored_usec ? json_object_new_string(format_utc(ts,
-                                                                                                     s->restored_usec))
-                                                                   : NULL);
-        json_object_object_add(o, "restored_processes",
-                               !s->restored_usec ? NULL
-                                                 : json_object_new_string(s->init_adopted ? "kept" : "restarted"));
-        json_object_object_add(o, "restored_init", s->init_adopted ? json_object_new_string(s->init_adopted) : NULL);
-        if (s->ctx->sandbox_hooks && s->ctx->sandbox_hooks->to_json)
-                s->ctx->sandbox_hooks->to_json(s, o);
-        if (with_usage) {
-                json_object_object_add(o, "usage", sandbox_usage_json(s));
-                json_object_object_add(o, "runs_in_flight", json_object_new_int((int) s->n_runs));
-        }
-        return o;
 }
 
 void sandbox_run_finished(Sandbox *s, Run *r) {

@@ -380,49 +380,11 @@ int sandbox_restart(Sandbox *s, int (*swap)(Sandbox *s, void *userdata),
                     void (*done)(Sandbox *s, int error, void *userdata), void *userdata);
 /* Forgets a restart in progress without calling its done (its owner is going away). */
 void sandbox_restart_cancel(Sandbox *s);
-/* Helpers of sandbox.c, which return values and call nothing of its state machine: what a sandbox
- * is built of (sandbox-init.c; each returns 0 or -errno) ... */
-/* Its cgroup with the sandbox's limits (s->cg_fd, s->cg_path): sandboxes/<id>, or <scope>/sandbox
- * in a scope that exists (0). For a new scope, the placeholder and systemd's job are started
- * (1, s->scope_job; done is called when the job ends, sandbox_settle_scope() then does the
- * rest). */
-CgLimits sandbox_cg_limits(const Sandbox *s);
-int sandbox_make_cgroup(Sandbox *s, ScopeDone done);
-/* The new scope is there: its placeholder moved to <scope>/hold, its cgroup made. */
-int sandbox_settle_scope(Sandbox *s);
 /* Where the sandbox's cgroup is: the parent's fd and the name below it. */
 int sandbox_cg_parent_fd(const Sandbox *s);
 const char *sandbox_cg_name(const Sandbox *s);
-/* A placeholder in <scope>/hold (none in the subtree), or killed, reaped and its cgroup removed. */
-int sandbox_hold_start(Sandbox *s);
-void sandbox_hold_end(Sandbox *s);
 /* The scope's own leftovers at a destroy: the placeholder, and the scope stopped. */
 void sandbox_release_scope(Sandbox *s);
-/* A new one after a cgroup.kill (a restart's): the old one removed. */
-int sandbox_renew_cgroup(Sandbox *s);
-/* An earlier daemon's cgroup of the sandbox, emptied and removed (restore). */
-int sandbox_clear_old_cgroup(Sandbox *s);
-/* An earlier daemon's init of the sandbox, still running and set up (restore): from the fd store
- * (*ret_from_store) or its cgroup's init leaf, into s->init_pid and s->init_pidfd; -ESRCH: none. */
-int sandbox_find_live_init(Sandbox *s, bool *ret_from_store);
-/* The highest N of the sandbox's "<kind>-N" cgroups (runs and sessions an earlier daemon made). */
-unsigned sandbox_highest_member_cgroup(Sandbox *s);
-/* <state>/<id>/work (s->workdir_fd); existing: it may be there already (restore). */
-int sandbox_make_workspace(Sandbox *s, bool existing);
-/* The init's uid/gid maps, setgroups allowed (sandbox-init.c says why; s->init_pid, not yet reaped). */
-int sandbox_write_maps(Sandbox *s);
-/* Starts the init: through the exec'd helper where there is one (its pid returned, its pidfd in
- * *ret_helper_pidfd, s->init_pending), else cloned by the daemon (s->init_pid, its pidfd in
- * s->init_pidfd). s->setup_fd is the setup socket either way. < 0: nothing was started. */
-pid_t sandbox_start_init(Sandbox *s, int *ret_helper_pidfd);
-/* ... and what its teardown looks at and leaves (sandbox-teardown.c). */
-/* The processes left in the sandbox's cgroup and below: [{pid, comm, state}], at most 16. */
-json_object *sandbox_stuck_processes(Sandbox *s);
-/* "pid 4242 cat (D), pid ..." into buf. */
-void sandbox_stuck_summary(json_object *list, char *buf, size_t len);
-/* Moves the workspace aside and removes it in a child process (nothing for a memory workspace
- * or one to be kept). */
-void sandbox_remove_workspace(Sandbox *s);
 
 /* A run, session or snapshot job becomes a member of s (ops kept), or stops being one. */
 void sandbox_member_add(Sandbox *s, SandboxMember *m, const SandboxMemberOps *ops);
