@@ -60,7 +60,7 @@ daemon_libsandboxd_la_SOURCES = \
 	daemon/sandbox/run-record.c daemon/sandbox/run-record.h \
 	daemon/sandbox/run-result.c daemon/sandbox/run-result.h \
 	daemon/host/disk-usage.c daemon/host/disk-usage.h \
-	daemon/sandbox/sweep.c daemon/sandbox/sweep.h daemon/host/sweep-walk.c daemon/host/sweep-walk.h daemon/server/op-sweep.c \
+	daemon/sandbox/sweep.c daemon/sandbox/sweep.h daemon/sandbox/sweep-plan.c daemon/sandbox/sweep-plan.h daemon/host/sweep-walk.c daemon/host/sweep-walk.h daemon/server/op-sweep.c \
 	daemon/server/idle-exit.c daemon/server/idle-exit.h \
 	daemon/host/copy-tree.c daemon/host/copy-tree.h \
 	daemon/host/project-quota.c daemon/host/project-quota.h daemon/host/storage-image.c daemon/host/storage-image.h \

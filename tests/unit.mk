@@ -282,6 +282,14 @@ tests_test_egress_rules_CPPFLAGS = $(DAEMON_UNIT_CPPFLAGS)
 tests_test_egress_rules_CFLAGS = $(DAEMON_UNIT_CFLAGS)
 tests_test_egress_rules_LDADD = $(UNIT_LDADD)
 
+## What a disk sweep decides from its walk (pure: daemon/sandbox/sweep-plan.c).
+check_PROGRAMS += tests/test-sweep-plan
+TESTS += tests/test-sweep-plan
+tests_test_sweep_plan_SOURCES = tests/test-sweep-plan.c tests/tap.h daemon/sandbox/sweep-plan.c daemon/sandbox/sweep-plan.h
+tests_test_sweep_plan_CPPFLAGS = $(DAEMON_UNIT_CPPFLAGS)
+tests_test_sweep_plan_CFLAGS = $(DAEMON_UNIT_CFLAGS)
+tests_test_sweep_plan_LDADD = $(UNIT_LDADD)
+
 ## One skeleton for the daemon's children that work off the loop (daemon/host/child-job.c).
 check_PROGRAMS += tests/test-child-job
 TESTS += tests/test-child-job

@@ -20,6 +20,7 @@
 #include "snapshot.h"
 #include "spawn.h"
 #include "state.h"
+#include "sweep-plan.h"
 #include "sweep-walk.h"
 #include "sweep.h"
 #include "util.h"
@@ -38,28 +39,11 @@ typedef struct Sweep {
         struct Sweep *next, *prev;
 } Sweep;
 
-/* One sandbox's figures from the walk, and what the sweep decided for it. */
-typedef struct Tally {
-        Sandbox *s; /* NULL when it went away during the walk */
-        uint64_t work_bytes, work_apparent, work_files;
-        uint64_t snap_bytes, snap_apparent, snap_files, partial_bytes;
-        uint64_t bytes, skipped, files;
-        uint64_t left;       /* bytes once the evictions are done */
-        uint64_t files_left; /* files (inodes) once the evictions are done */
-        const char *expired; /* "ttl", "idle" or NULL */
-        bool refuse;
-        bool partial;        /* the walk was cut short before it was done with this sandbox */
-} Tally;
-
+/* The plan, and what the sweep carries it out on: the sandboxes of its walk (NULL: gone). */
 typedef struct Plan {
+        SweepPlan plan;
         Sweep *sw;
-        const SweepRecord *recs;
-        size_t n_recs;
-        Tally *t;
-        bool *evicted; /* per record */
-        json_object *actions;
-        uint64_t now_mono;
-        bool cut;            /* the walk stopped at sweep_timeout: some figures are lower bounds */
+        Sandbox **sbx;
 } Plan;
 
 static const char *human(char buf[static 32], uint64_t bytes) {
@@ -175,195 +159,6 @@ void sweep_sandbox_json(Sandbox *s, json_object *o) {
         json_object_object_add(o, "disk_refused", json_object_new_boolean(s->disk_refused));
 }
 
-/* ---- Deciding ---------------------------------------------------------------------------- */
-
-static void tally(Plan *p) {
-        for (size_t i = 0; i < p->n_recs; i++) {
-                const SweepRecord *r = &p->recs[i];
-                Tally *t = &p->t[r->sandbox];
-                if (r->kind == SWEEP_WORK) {
-                        t->work_bytes += r->bytes;
-                        t->work_apparent += r->apparent_bytes;
-                        t->work_files += r->files;
-                } else if (r->kind == SWEEP_SNAPSHOT) {
-                        t->snap_bytes += r->bytes;
-                        t->snap_apparent += r->apparent_bytes;
-                        t->snap_files += r->files;
-                } else
-                        t->partial_bytes += r->bytes;
-                t->bytes += r->bytes;
-                t->files += r->files;
-                t->skipped += r->skipped;
-        }
-        for (size_t i = 0; i < p->sw->n_ids; i++) {
-                p->t[i].left = p->t[i].bytes;
-                p->t[i].files_left = p->t[i].files;
-        }
-}
-
-static void add_action(Plan *p, const char *action, Sandbox *s, json_object *extra) {
-        json_object *a = extra ?: json_object_new_object();
-        json_object_object_add(a, "action", json_object_new_string(action));
-        if (s)
-                json_object_object_add(a, "sandbox", json_object_new_string(s->id));
-        if (!p->sw->dry_run)
-                log_info("disk sweep: %s%s%s", action, s ? " " : "", s ? s->id : "");
-        json_object_array_add(p->actions, a);
-}
-
-static void expire(Plan *p) {
-        for (size_t i = 0; i < p->sw->n_ids; i++) {
-                Tally *t = &p->t[i];
-                Sandbox *s = t->s;
-                json_object *a;
-                if (!s || s->ephemeral || s->pooled || s->state == SANDBOX_CREATING)
-                        continue;
-                if (s->ttl_usec && p->now_mono >= s->ttl_deadline_usec)
-                        t->expired = "ttl";
-                else if (s->idle_usec && !s->runs && !s->pending_runs && p->now_mono >= s->last_active_usec + s->idle_usec)
-                        t->expired = "idle";
-                if (!t->expired)
-                        continue;
-                a = json_object_new_object();
-                json_object_object_add(a, "reason", json_object_new_string(t->expired));
-                json_object_object_add(a, "bytes", json_object_new_int64((int64_t) t->bytes));
-                add_action(p, "destroy", s, a);
-                t->left = t->files_left = 0;
-        }
-}
-
-static int cmp_created(const void *a, const void *b, void *userdata) {
-        const SweepRecord *recs = userdata;
-        const SweepRecord *x = &recs[*(const size_t *) a], *y = &recs[*(const size_t *) b];
-        if (x->created_usec != y->created_usec)
-                return x->created_usec < y->created_usec ? -1 : 1;
-        return strcmp(x->snap, y->snap);
-}
-
-/* Indices of the snapshots (of one sandbox, or of all when index is SIZE_MAX), oldest first. */
-static size_t *oldest_first(Plan *p, size_t index, size_t *ret_n) {
-        size_t *v = calloc(p->n_recs + 1, sizeof(size_t)), n = 0;
-        if (!v)
-                return NULL;
-        for (size_t i = 0; i < p->n_recs; i++) {
-                const SweepRecord *r = &p->recs[i];
-                if (r->kind == SWEEP_SNAPSHOT && !p->evicted[i] && (index == SIZE_MAX || r->sandbox == index) &&
-                    p->t[r->sandbox].s && !p->t[r->sandbox].expired)
-                        v[n++] = i;
-        }
-        qsort_r(v, n, sizeof(size_t), cmp_created, (void *) p->recs);
-        *ret_n = n;
-        return v;
-}
-
-static void evict(Plan *p, size_t i, const char *why) {
-        const SweepRecord *r = &p->recs[i];
-        Tally *t = &p->t[r->sandbox];
-        json_object *a = json_object_new_object();
-        char ts[UTC_TIME_MAX];
-
-        p->evicted[i] = true;
-        t->left -= r->bytes < t->left ? r->bytes : t->left;
-        t->files_left -= r->files < t->files_left ? r->files : t->files_left;
-        json_object_object_add(a, "snapshot", json_object_new_string(r->snap));
-        json_object_object_add(a, "created_at", json_object_new_string(format_utc(ts, r->created_usec)));
-        json_object_object_add(a, "bytes", json_object_new_int64((int64_t) r->bytes));
-        json_object_object_add(a, "reason", json_object_new_string(why));
-        add_action(p, "evict_snapshot", t->s, a);
-}
-
-static bool over_sandbox_limit(const Tally *t) {
-        const SandboxLimits *l = &t->s->limits;
-        return (l->disk && t->left > l->disk) || (l->files && t->files_left > l->files);
-}
-
-static void enforce_sandbox_limit(Plan *p, size_t index) {
-        Tally *t = &p->t[index];
-        _cleanup_free_ size_t *v = NULL;
-        size_t n = 0;
-
-        if (!t->s || t->expired || (!t->s->limits.disk && !t->s->limits.files))
-                return;
-        if (over_sandbox_limit(t) && (v = oldest_first(p, index, &n)))
-                for (size_t k = 0; k < n && over_sandbox_limit(t); k++)
-                        evict(p, v[k], t->s->limits.files && t->files_left > t->s->limits.files ? "limits.files"
-                                                                                                 : "limits.disk");
-        t->refuse = over_sandbox_limit(t);
-        /* A lower bound under the limit proves nothing: as it was. Over it, it is over. */
-        if (t->partial && !t->refuse)
-                t->refuse = t->s->disk_refused;
-        if (t->refuse != t->s->disk_refused) {
-                json_object *a = json_object_new_object();
-                json_object_object_add(a, "bytes", json_object_new_int64((int64_t) t->left));
-                json_object_object_add(a, "limit", json_object_new_int64((int64_t) t->s->limits.disk));
-                json_object_object_add(a, "files", json_object_new_int64((int64_t) t->files_left));
-                json_object_object_add(a, "files_limit", t->s->limits.files ? json_object_new_int64((int64_t) t->s->limits.files)
-                                                                            : NULL);
-                add_action(p, t->refuse ? "refuse_runs" : "accept_runs", t->s, a);
-        }
-}
-
-static uint64_t total_left(Plan *p) {
-        uint64_t sum = 0;
-        for (size_t i = 0; i < p->sw->n_ids; i++)
-                sum += p->t[i].left;
-        return sum;
-}
-
-static uint64_t total_files_left(Plan *p) {
-        uint64_t sum = 0;
-        for (size_t i = 0; i < p->sw->n_ids; i++)
-                sum += p->t[i].files_left;
-        return sum;
-}
-
-/* Over disk_budget in bytes (1) or over files_budget (2), or neither (0). */
-static int over_budget(const Config *c, uint64_t bytes, uint64_t files) {
-        uint64_t fb = files_budget(c);
-        if (c->disk_budget && bytes > c->disk_budget)
-                return 1;
-        return fb && files > fb ? 2 : 0;
-}
-
-/* Over the global budget: the oldest snapshots of all sandboxes go first; if that is not
- * enough, new sandboxes and runs are refused until the next sweep finds room. */
-static bool enforce_budget(Plan *p, bool *ret_files_over) {
-        Context *m = p->sw->ctx;
-        _cleanup_free_ size_t *v = NULL;
-        uint64_t budget = m->config.disk_budget, fbudget = files_budget(&m->config);
-        uint64_t sum = total_left(p), fsum = total_files_left(p);
-        size_t n = 0;
-        int why;
-        bool over;
-
-        *ret_files_over = false;
-        if (!budget && !fbudget)
-                return false;
-        if (over_budget(&m->config, sum, fsum) && (v = oldest_first(p, SIZE_MAX, &n)))
-                for (size_t k = 0; k < n && (why = over_budget(&m->config, sum, fsum)); k++) {
-                        const SweepRecord *r = &p->recs[v[k]];
-                        sum -= r->bytes < sum ? r->bytes : sum;
-                        fsum -= r->files < fsum ? r->files : fsum;
-                        evict(p, v[k], why == 2 ? "files_budget" : "disk_budget");
-                }
-        why = over_budget(&m->config, total_left(p), total_files_left(p));
-        over = why != 0;
-        *ret_files_over = why == 2;
-        if (p->cut && !over) {
-                over = m->sweeper->disk_budget_exceeded;
-                *ret_files_over = m->sweeper->files_budget_exceeded;
-        }
-        if (over != m->sweeper->disk_budget_exceeded) {
-                json_object *a = json_object_new_object();
-                json_object_object_add(a, "bytes", json_object_new_int64((int64_t) total_left(p)));
-                json_object_object_add(a, "budget", budget ? json_object_new_int64((int64_t) budget) : NULL);
-                json_object_object_add(a, "files", json_object_new_int64((int64_t) total_files_left(p)));
-                json_object_object_add(a, "files_budget", fbudget ? json_object_new_int64((int64_t) fbudget) : NULL);
-                add_action(p, over ? "refuse_new" : "accept_new", NULL, a);
-        }
-        return over;
-}
-
 /* ---- Reporting --------------------------------------------------------------------------- */
 
 static json_object *usage_json(uint64_t bytes, uint64_t apparent, uint64_t files) {
@@ -374,7 +169,7 @@ static json_object *usage_json(uint64_t bytes, uint64_t apparent, uint64_t files
         return o;
 }
 
-static json_object *snapshots_json(Plan *p, size_t index) {
+static json_object *snapshots_json(const SweepPlan *p, size_t index) {
         json_object *arr = json_object_new_array();
         char ts[UTC_TIME_MAX];
         for (size_t i = 0; i < p->n_recs; i++) {
@@ -393,36 +188,38 @@ static json_object *snapshots_json(Plan *p, size_t index) {
         return arr;
 }
 
-static json_object *sandbox_report(Plan *p, size_t index) {
-        Tally *t = &p->t[index];
+static json_object *sandbox_report(Plan *pl, size_t index) {
+        const SweepPlan *p = &pl->plan;
+        const SweepTally *t = &p->t[index];
+        const SweepSubject *sj = &p->subj[index];
+        Sandbox *s = pl->sbx[index];
         json_object *o = json_object_new_object();
-        json_object_object_add(o, "id", json_object_new_string(p->sw->ids[index]));
-        json_object_object_add(o, "name", t->s && t->s->name ? json_object_new_string(t->s->name) : NULL);
+        json_object_object_add(o, "id", json_object_new_string(pl->sw->ids[index]));
+        json_object_object_add(o, "name", s && s->name ? json_object_new_string(s->name) : NULL);
         json_object_object_add(o, "workspace", usage_json(t->work_bytes, t->work_apparent, t->work_files));
         json_object_object_add(o, "snapshots", snapshots_json(p, index));
         json_object_object_add(o, "snapshot_bytes", json_object_new_int64((int64_t) (t->snap_bytes + t->partial_bytes)));
         json_object_object_add(o, "bytes", json_object_new_int64((int64_t) t->bytes));
         json_object_object_add(o, "files", json_object_new_int64((int64_t) (t->work_files + t->snap_files)));
         json_object_object_add(o, "skipped", json_object_new_int64((int64_t) t->skipped));
-        json_object_object_add(o, "disk_limit", t->s && t->s->limits.disk ? json_object_new_int64((int64_t) t->s->limits.disk)
-                                                                           : NULL);
-        json_object_object_add(o, "files_limit", t->s && t->s->limits.files ? json_object_new_int64((int64_t) t->s->limits.files)
-                                                                             : NULL);
+        json_object_object_add(o, "disk_limit", s && sj->disk_limit ? json_object_new_int64((int64_t) sj->disk_limit) : NULL);
+        json_object_object_add(o, "files_limit", s && sj->files_limit ? json_object_new_int64((int64_t) sj->files_limit) : NULL);
         json_object_object_add(o, "runs_refused", json_object_new_boolean(t->refuse));
         json_object_object_add(o, "expired", t->expired ? json_object_new_string(t->expired) : NULL);
         json_object_object_add(o, "partial", json_object_new_boolean(t->partial));
         return o;
 }
 
-static json_object *sweep_reply(Plan *p, bool budget_over) {
-        Context *m = p->sw->ctx;
+static json_object *sweep_reply(Plan *pl) {
+        const SweepPlan *p = &pl->plan;
+        Context *m = pl->sw->ctx;
         json_object *reply = json_object_new_object(), *arr = json_object_new_array(), *tot;
         uint64_t bytes = 0, apparent = 0, files = 0, wbytes = 0, sbytes = 0;
         struct statvfs sv;
 
-        for (size_t i = 0; i < p->sw->n_ids; i++) {
-                Tally *t = &p->t[i];
-                json_object_array_add(arr, sandbox_report(p, i));
+        for (size_t i = 0; i < p->n; i++) {
+                const SweepTally *t = &p->t[i];
+                json_object_array_add(arr, sandbox_report(pl, i));
                 bytes += t->bytes;
                 apparent += t->work_apparent + t->snap_apparent;
                 files += t->work_files + t->snap_files;
@@ -430,16 +227,16 @@ static json_object *sweep_reply(Plan *p, bool budget_over) {
                 sbytes += t->snap_bytes + t->partial_bytes;
         }
         tot = usage_json(bytes, apparent, files);
-        json_object_object_add(tot, "sandboxes", json_object_new_int64((int64_t) p->sw->n_ids));
+        json_object_object_add(tot, "sandboxes", json_object_new_int64((int64_t) p->n));
         json_object_object_add(tot, "workspace_bytes", json_object_new_int64((int64_t) wbytes));
         json_object_object_add(tot, "snapshot_bytes", json_object_new_int64((int64_t) sbytes));
-        json_object_object_add(reply, "dry_run", json_object_new_boolean(p->sw->dry_run));
+        json_object_object_add(reply, "dry_run", json_object_new_boolean(pl->sw->dry_run));
         json_object_object_add(reply, "partial", json_object_new_boolean(p->cut));
         json_object_object_add(reply, "sandboxes", arr);
         json_object_object_add(reply, "totals", tot);
         json_object_object_add(reply, "disk_budget", m->config.disk_budget ? json_object_new_int64((int64_t) m->config.disk_budget)
                                                                            : NULL);
-        json_object_object_add(reply, "budget_exceeded", json_object_new_boolean(budget_over));
+        json_object_object_add(reply, "budget_exceeded", json_object_new_boolean(p->budget_over));
         json_object_object_add(reply, "files_budget", files_budget(&m->config) ? json_object_new_int64((int64_t) files_budget(&m->config))
                                                                                : NULL);
         if (fstatvfs(m->state_fd, &sv) < 0)
@@ -449,54 +246,63 @@ static json_object *sweep_reply(Plan *p, bool budget_over) {
         json_object_object_add(reply, "free_files", sv.f_files ? json_object_new_int64((int64_t) sv.f_favail) : NULL);
         json_object_object_add(reply, "actions", json_object_get(p->actions));
         json_object_object_add(reply, "duration_s",
-                               proto_seconds(now_usec(CLOCK_MONOTONIC) - p->sw->start_usec));
+                               proto_seconds(now_usec(CLOCK_MONOTONIC) - pl->sw->start_usec));
         return reply;
 }
 
 /* ---- Doing ------------------------------------------------------------------------------- */
 
-static void carry_out(Plan *p, bool budget_over, bool files_over) {
-        Context *m = p->sw->ctx;
+static void carry_out(Plan *pl) {
+        const SweepPlan *p = &pl->plan;
+        Context *m = pl->sw->ctx;
 
+        /* What was decided, in its order, in the log. */
+        for (size_t i = 0; i < json_object_array_length(p->actions); i++) {
+                json_object *a = json_object_array_get_idx(p->actions, i), *sbx;
+                bool has = json_object_object_get_ex(a, "sandbox", &sbx);
+                log_info("disk sweep: %s%s%s", json_object_get_string(json_object_object_get(a, "action")), has ? " " : "",
+                         has ? json_object_get_string(sbx) : "");
+        }
         for (size_t i = 0; i < p->n_recs; i++)
                 if (p->evicted[i]) {
-                        int r = snapshot_delete(p->t[p->recs[i].sandbox].s, p->recs[i].snap);
+                        int r = snapshot_delete(pl->sbx[p->recs[i].sandbox], p->recs[i].snap);
                         if (r < 0 && r != -ENOENT)
                                 log_warning_errno(r, "disk sweep: cannot remove snapshot %s of %s: %m", p->recs[i].snap,
-                                                  p->sw->ids[p->recs[i].sandbox]);
+                                                  pl->sw->ids[p->recs[i].sandbox]);
                         else
                                 metrics.sweep_freed_bytes += p->recs[i].bytes;
                 }
-        for (size_t i = 0; i < p->sw->n_ids; i++) {
-                Tally *t = &p->t[i];
-                if (!t->s)
+        for (size_t i = 0; i < p->n; i++) {
+                const SweepTally *t = &p->t[i];
+                Sandbox *s = pl->sbx[i];
+                if (!s)
                         continue;
                 /* Walked: to its end, or cut short in it (the first of those not whole). */
                 if (!t->partial || (i == 0 || !p->t[i - 1].partial))
-                        t->s->disk_walked_usec = p->sw->start_usec;
+                        s->disk_walked_usec = pl->sw->start_usec;
                 /* inspect's disk_bytes stays the last whole measurement. */
                 if (!t->partial) {
-                        t->s->disk_bytes = t->left;
-                        t->s->disk_files = t->files_left;
-                        t->s->disk_measured = true;
+                        s->disk_bytes = t->left;
+                        s->disk_files = t->files_left;
+                        s->disk_measured = true;
                 }
                 /* Kept in its record: a restart must not forget that its runs are refused. */
-                if (t->s->disk_refused != t->refuse) {
-                        t->s->disk_refused = t->refuse;
-                        if (!t->s->ephemeral && !t->s->pooled && !t->s->transient && t->s->state != SANDBOX_DESTROYING)
-                                (void) state_save(t->s);
+                if (s->disk_refused != t->refuse) {
+                        s->disk_refused = t->refuse;
+                        if (!s->ephemeral && !s->pooled && !s->transient && s->state != SANDBOX_DESTROYING)
+                                (void) state_save(s);
                 }
         }
-        if (p->sw->all) {
-                m->sweeper->disk_budget_exceeded = budget_over;
-                m->sweeper->files_budget_exceeded = budget_over && files_over;
+        if (pl->sw->all) {
+                m->sweeper->disk_budget_exceeded = p->budget_over;
+                m->sweeper->files_budget_exceeded = p->budget_over && p->files_over;
         }
         /* Last: a destroyed sandbox may be freed at once. */
-        for (size_t i = 0; i < p->sw->n_ids; i++)
-                if (p->t[i].s && p->t[i].expired) {
+        for (size_t i = 0; i < p->n; i++)
+                if (pl->sbx[i] && p->t[i].expired) {
                         metrics.sweep_destroyed++;
                         metrics.sweep_freed_bytes += p->t[i].bytes;
-                        sandbox_destroy(p->t[i].s, p->t[i].expired[0] == 't' ? "ttl expired" : "idle too long");
+                        sandbox_destroy(pl->sbx[i], p->t[i].expired[0] == 't' ? "ttl expired" : "idle too long");
                 }
 }
 
@@ -531,57 +337,70 @@ static void sweep_fail(Sweep *sw, int r) {
                 log_warning("disk sweep: %s", err.message);
 }
 
+static SweepSubject subject_of(const Sandbox *s, const char *id) {
+        if (!s)
+                return (SweepSubject) { .id = id, .gone = true };
+        return (SweepSubject) {
+                .id = id,
+                .exempt = s->ephemeral || s->pooled || s->state == SANDBOX_CREATING,
+                .ttl_deadline = s->ttl_usec ? s->ttl_deadline_usec : 0,
+                .idle_deadline = s->idle_usec && !s->runs && !s->pending_runs ? s->last_active_usec + s->idle_usec : 0,
+                .disk_limit = s->limits.disk,
+                .files_limit = s->limits.files,
+                .disk_refused = s->disk_refused,
+        };
+}
+
 static void on_walk_done(SweepWalk *w, int r, void *userdata) {
         Sweep *sw = userdata;
         Context *m = sw->ctx;
-        Plan p = { .sw = sw, .now_mono = now_usec(CLOCK_MONOTONIC) };
+        Plan pl = { .sw = sw };
+        SweepPlan *p = &pl.plan;
+        _cleanup_free_ SweepSubject *subj = NULL;
         json_object *reply;
-        bool over, files_over;
 
         if (r < 0 && r != -ETIME) {
                 sweep_fail(sw, r);
                 sweep_free(sw);
                 return;
         }
-        p.recs = sweep_walk_records(w, &p.n_recs);
-        p.cut = r == -ETIME || (p.n_recs > 0 && p.recs[p.n_recs - 1].cut_short);
-        p.t = calloc(sw->n_ids + 1, sizeof(Tally));
-        p.evicted = calloc(p.n_recs + 1, sizeof(bool));
-        p.actions = json_object_new_array();
-        if (!p.t || !p.evicted) {
+        *p = (SweepPlan) { .now = now_usec(CLOCK_MONOTONIC), .n = sw->n_ids, .all = sw->all,
+                           .disk_budget = m->config.disk_budget, .files_budget = files_budget(&m->config),
+                           .budget_exceeded = m->sweeper->disk_budget_exceeded,
+                           .files_budget_exceeded = m->sweeper->files_budget_exceeded };
+        p->recs = sweep_walk_records(w, &p->n_recs);
+        p->cut = r == -ETIME || (p->n_recs > 0 && p->recs[p->n_recs - 1].cut_short);
+        subj = calloc(sw->n_ids + 1, sizeof(SweepSubject));
+        pl.sbx = calloc(sw->n_ids + 1, sizeof(Sandbox *));
+        if (!subj || !pl.sbx) {
                 sweep_fail(sw, -ENOMEM);
                 goto out;
         }
         for (size_t i = 0; i < sw->n_ids; i++) {
                 Sandbox *s = registry_find(m->registry, sw->ids[i]);
-                p.t[i].s = s && s->state != SANDBOX_DESTROYING ? s : NULL;
+                pl.sbx[i] = s && s->state != SANDBOX_DESTROYING ? s : NULL;
+                subj[i] = subject_of(pl.sbx[i], sw->ids[i]);
         }
-        /* The walk goes through the sandboxes in order, each one's trees together: those before
-         * the one of its last record are whole. */
-        for (size_t i = 0; p.cut && i < sw->n_ids; i++)
-                p.t[i].partial = p.n_recs == 0 || i >= p.recs[p.n_recs - 1].sandbox;
-        if (p.cut)
+        p->subj = subj;
+        if (p->cut)
                 log_warning("disk sweep: cut short by sweep_timeout with %zu of %zu sandboxes measured in full; "
-                            "the others' figures are lower bounds", p.n_recs ? (size_t) p.recs[p.n_recs - 1].sandbox : 0,
+                            "the others' figures are lower bounds", p->n_recs ? (size_t) p->recs[p->n_recs - 1].sandbox : 0,
                             sw->n_ids);
-        tally(&p);
-        expire(&p);
-        for (size_t i = 0; i < sw->n_ids; i++)
-                enforce_sandbox_limit(&p, i);
-        files_over = m->sweeper->files_budget_exceeded;
-        over = sw->all ? enforce_budget(&p, &files_over) : m->sweeper->disk_budget_exceeded;
-        reply = sweep_reply(&p, over);
+        if (sweep_plan_make(p) < 0) {
+                sweep_fail(sw, -ENOMEM);
+                goto out;
+        }
+        reply = sweep_reply(&pl);
         if (!sw->dry_run)
-                carry_out(&p, over, files_over);
+                carry_out(&pl);
         metrics.sweeps++;
         if (sw->reply)
                 reply_ok(sw->reply, reply);
         else
                 json_object_put(reply);
 out:
-        json_object_put(p.actions);
-        free(p.t);
-        free(p.evicted);
+        sweep_plan_free(p);
+        free(pl.sbx);
         sweep_free(sw);
 }
 
