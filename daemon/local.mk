@@ -37,7 +37,7 @@ daemon_libsandboxd_la_SOURCES = \
 	daemon/exec/spawn.c daemon/exec/spawn.h \
 	daemon/exec/identity.c daemon/exec/identity.h \
 	daemon/exec/syscall-filter.c daemon/exec/syscall-filter.h \
-	daemon/sandbox/run.c daemon/sandbox/run.h \
+	daemon/sandbox/run.c daemon/sandbox/run-keep.c daemon/sandbox/run-internal.h daemon/sandbox/run.h \
 	daemon/sandbox/launch.c daemon/sandbox/launch.h \
 	daemon/sandbox/file-op.c daemon/sandbox/file-op.h daemon/exec/file-helper.h \
 	daemon/sandbox/file-inflow.c daemon/sandbox/file-inflow.h \
@@ -48,7 +48,7 @@ daemon_libsandboxd_la_SOURCES = \
 	daemon/host/netns-pool.c daemon/host/netns-pool.h daemon/host/fdstore.c daemon/host/fdstore.h \
 	daemon/host/scope.c daemon/host/scope.h daemon/host/pidfd.c daemon/host/pidfd.h \
 	daemon/core/output.c daemon/core/output.h \
-	daemon/sandbox/session.c daemon/sandbox/session.h \
+	daemon/sandbox/session.c daemon/sandbox/session-keep.c daemon/sandbox/session-internal.h daemon/sandbox/session.h \
 	daemon/core/ring.c daemon/core/ring.h \
 	daemon/core/dns-message.c daemon/core/dns-message.h \
 	daemon/core/nft-listing.c daemon/core/nft-listing.h \

@@ -22,21 +22,15 @@
 #include "context.h"
 #include "run-record.h"
 #include "run-result.h"
-#include "run.h"
+#include "run-internal.h"
 #include "sandbox.h"
 #include "spawn.h"
 #include "util.h"
 
 /* ---- Lifecycle --------------------------------------------------------------------------- */
 
-#ifndef NSEC_PER_USEC
-#  define NSEC_PER_USEC UINT64_C(1000)
-#endif
 
-static const SandboxMemberOps run_member_ops;
-static const LaunchOps run_launch_ops;
 static void run_set_reading(Run *r, bool on);
-static void run_set_reply(Run *r, Reply *reply);
 
 static void run_link(Run **list, Run *r) {
         r->prev = NULL;
@@ -58,7 +52,7 @@ static void run_unlink(Run **list, Run *r) {
         r->next = r->prev = NULL;
 }
 
-static void run_mark_in_flight(Run *r) {
+void run_mark_in_flight(Run *r) {
         Sandbox *s = r->sandbox;
         if (r->in_flight)
                 return;
@@ -69,7 +63,7 @@ static void run_mark_in_flight(Run *r) {
 
 /* One-shot runs die with the connection that asked for them (docs/protocol.md): called from the
  * deferred close, never from inside a send. */
-static void on_client_gone(Hook *h, void *userdata) {
+void run_on_client_gone(Hook *h, void *userdata) {
         Run *r = userdata;
         Sandbox *s = r->sandbox;
 
@@ -92,7 +86,7 @@ static void on_client_gone(Hook *h, void *userdata) {
 
 /* The client's backlog is below STREAM_PAUSE_BYTES again (the connection's OUT_PAUSE_READING / 4
  * of before): a stream it paused reads on. */
-static void on_client_writable(Hook *h, void *userdata) {
+void run_on_client_writable(Hook *h, void *userdata) {
         Run *r = userdata;
 
         if (r->paused && r->started && r->in_flight && reply_backlog(r->reply) < STREAM_PAUSE_BYTES)
@@ -114,8 +108,8 @@ int run_new(Sandbox *s, Reply *reply, RunSpec *spec, Run **ret) {
         r->reply = reply_ref(reply);
         r->reserved = run_spec_held(spec);
         reply_account(r->reply, 1, (int64_t) r->reserved);
-        hook_init(&r->close_hook, on_client_gone, r);
-        hook_init(&r->writable_hook, on_client_writable, r);
+        hook_init(&r->close_hook, run_on_client_gone, r);
+        hook_init(&r->writable_hook, run_on_client_writable, r);
         reply_on_close(r->reply, &r->close_hook);
         reply_on_writable(r->reply, &r->writable_hook);
         r->spec = *spec;
@@ -149,105 +143,8 @@ static void run_close_io(Run *r) {
         r->cpu_source = sd_event_source_disable_unref(r->cpu_source);
 }
 
-/* ---- Kept across a restart --------------------------------------------------------------- */
-
-/* A direct run's (launch.h) "pid": the command's pidfd, whose end a next daemon reads from it. */
-static const char *const store_what[] = { "out", "err", "in", "rep", "cap", "pid" };
-#define STORE_N ELEMENTSOF(store_what)
-
-static const char *run_store_name(const Run *r, char buf[static FDSTORE_NAME_MAX], const char *what) {
-        return fdstore_name(buf, 'r', r->id, what);
-}
-
-static void run_publish(Run *r) {
-        if (r->kept)
-                capture_publish(&r->capture, r->out, &r->acct);
-}
-
-/* One of its pipe ends is closed (EOF, stdin all written): out of the store too. */
-static void run_store_drop(Run *r, const char *what, uint32_t bit) {
-        char name[FDSTORE_NAME_MAX];
-
-        if (!r->kept || !(r->acct.open & bit))
-                return;
-        r->acct.open &= ~bit;
-        run_publish(r);
-        for (size_t i = 0; i < ELEMENTSOF(store_what); i++)
-                if (strcmp(store_what[i], what) == 0)
-                        r->stored &= ~(1u << i);
-        (void) fdstore_remove(run_store_name(r, name, what));
-}
-
-/* What is left of it in the store goes: not the names it never had, nor those already dropped
- * (a run true used to send five removes after the two drops, each one a walk of the manager's
- * store, whose size is the number of sandboxes alive). */
-static void run_store_forget(Run *r) {
-        char name[FDSTORE_NAME_MAX];
-
-        for (size_t i = 0; i < ELEMENTSOF(store_what); i++)
-                if (r->stored & (1u << i))
-                        (void) fdstore_remove(run_store_name(r, name, store_what[i]));
-        r->stored = 0;
-}
-
-/* Its pipes, report socket and capture into the store. A run the store does not take whole is
- * still run, as one the next daemon reports lost. */
-static void run_store_push(Run *r) {
-        int fds[] = { r->out_fd[0], r->out_fd[1], r->stdin_fd, r->launch.report_fd, r->capture.fd,
-                      r->launch.direct ? r->launch.pidfd : -EBADF };
-        char name[FDSTORE_NAME_MAX];
-
-        r->acct.open = CAPTURE_OPEN_OUT | CAPTURE_OPEN_ERR | (r->stdin_fd >= 0 ? CAPTURE_OPEN_IN : 0);
-        run_publish(r);
-        for (size_t i = 0; i < ELEMENTSOF(store_what); i++) {
-                int k = fds[i] >= 0 ? fdstore_push(run_store_name(r, name, store_what[i]), fds[i]) : 0;
-                if (fds[i] >= 0)
-                        r->stored |= 1u << i; /* a failed push may still have kept a copy for the holder */
-                if (k < 0)
-                        log_warning_errno(k, "run %s: cannot put %s into the fd store, it will not outlive the daemon: %m",
-                                          r->id, name);
-        }
-}
-
-/* The sink of a run with no client: events go nowhere, the final reply is kept. */
-static Run *run_of_sink(ReplySink *sink) {
-        return (Run *) ((char *) sink - offsetof(Run, keep_sink));
-}
-
-static void keep_send(ReplySink *sink, json_object *msg) {
-        if (json_object_object_get_ex(msg, "event", NULL))
-                json_object_put(msg);
-        else
-                run_result_add(run_of_sink(sink)->sandbox->ctx, run_of_sink(sink)->id,
-                               run_of_sink(sink)->sandbox->owner_uid, msg);
-}
-
-static size_t keep_backlog(const ReplySink *sink) {
-        return 0;
-}
-
-static bool keep_input_ended(const ReplySink *sink) {
-        return false;
-}
-
-static void keep_ref(ReplySink *sink) {
-}
-
-static const ReplySinkOps keep_sink_ops = {
-        .send = keep_send,
-        .backlog = keep_backlog,
-        .input_ended = keep_input_ended,
-        .ref = keep_ref,
-        .unref = keep_ref,
-};
-
-static int run_keep_reply_init(Run *r) {
-        reply_sink_init(&r->keep_sink, &keep_sink_ops, &(ReplyPeer) { .n_groups = -1 });
-        return reply_new(&r->keep_sink, NULL, &r->keep_reply);
-}
-
 /* reply is its client from now on: the accounting and the hooks move with it. */
-static void run_set_reply(Run *r, Reply *reply) {
+void run_set_reply(Run *r, Reply *reply) {
         Reply *old = r->reply;
 
         if (old == reply)
@@ -266,7 +163,7 @@ static void run_set_reply(Run *r, Reply *reply) {
 }
 
 /* record_end false: its end is not recorded (the daemon stops; the next finds it interrupted). */
-static Run *run_free_full(Run *r, bool record_end) {
+Run *run_free_full(Run *r, bool record_end) {
         Sandbox *s;
         if (!r)
                 return NULL;
@@ -667,7 +564,7 @@ static void run_report_eof(void *userdata) {
         run_handle_report(r, &rep, fcntl(r->launch.pidfd, F_DUPFD_CLOEXEC, 3));
 }
 
-static int on_output(sd_event_source *src, int fd, uint32_t revents, void *userdata) {
+int run_on_output(sd_event_source *src, int fd, uint32_t revents, void *userdata) {
         Run *r = userdata;
         int i = fd == r->out_fd[0] ? 0 : 1;
         ssize_t n = run_read_output(r, i);
@@ -678,7 +575,7 @@ static int on_output(sd_event_source *src, int fd, uint32_t revents, void *userd
                 return 0;
         r->out_source[i] = sd_event_source_disable_unref(r->out_source[i]);
         r->out_fd[i] = safe_close(r->out_fd[i]);
-        run_store_drop(r, store_what[i], i == 0 ? CAPTURE_OPEN_OUT : CAPTURE_OPEN_ERR);
+        run_store_drop(r, i == 0 ? "out" : "err", i == 0 ? CAPTURE_OPEN_OUT : CAPTURE_OPEN_ERR);
         return 0;
 }
 
@@ -712,7 +609,7 @@ static void run_helper_exit(void *userdata, const siginfo_t *si) {
         run_finish(r);
 }
 
-static int on_timeout(sd_event_source *src, uint64_t usec, void *userdata) {
+int run_on_timeout(sd_event_source *src, uint64_t usec, void *userdata) {
         run_kill(userdata, SIGKILL, REASON_TIMEOUT);
         return 0;
 }
@@ -743,7 +640,7 @@ static void run_timeout_resume(Run *r, uint64_t now) {
                 run_kill(r, SIGKILL, REASON_TIMEOUT); /* a timeout that cannot be kept is over */
 }
 
-static int on_cpu_check(sd_event_source *src, uint64_t usec, void *userdata) {
+int run_on_cpu_check(sd_event_source *src, uint64_t usec, void *userdata) {
         Run *r = userdata;
         uint64_t used = 0, left, next;
         long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
@@ -791,7 +688,7 @@ int run_kill(Run *r, int sig, RunReason why) {
 /* ---- Starting ---------------------------------------------------------------------------- */
 
 static void run_rlimit_cpu(Run *r, RunParams *p) {
-        /* A second above the budget, so that the daemon's own check (on_cpu_check) ends the run
+        /* A second above the budget, so that the daemon's own check (run_on_cpu_check) ends the run
          * first; the rlimit only guards a run the daemon could not watch. */
         if (r->spec.cpu_usec) {
                 rlim_t sec = (rlim_t) ((r->spec.cpu_usec + USEC_PER_SEC - 1) / USEC_PER_SEC) + 1;
@@ -814,7 +711,7 @@ static int run_watch_clock(Run *r) {
         if (!r->spec.no_timeout) {
                 deadline = now_usec(CLOCK_BOOTTIME) + r->spec.timeout_usec;
                 r->acct.deadline_ns = deadline * NSEC_PER_USEC;
-                if ((k = sd_event_add_time(e, &r->timeout_source, CLOCK_BOOTTIME, deadline, 1000, on_timeout, r)) < 0)
+                if ((k = sd_event_add_time(e, &r->timeout_source, CLOCK_BOOTTIME, deadline, 1000, run_on_timeout, r)) < 0)
                         return k;
         }
         if (r->kept)
@@ -823,7 +720,7 @@ static int run_watch_clock(Run *r) {
         if (r->sandbox->frozen)
                 run_timeout_pause(r, now_usec(CLOCK_BOOTTIME));
         if (r->spec.cpu_usec &&
-            (k = sd_event_add_time_relative(e, &r->cpu_source, CLOCK_MONOTONIC, 10 * USEC_PER_MSEC, 1000, on_cpu_check, r)) < 0)
+            (k = sd_event_add_time_relative(e, &r->cpu_source, CLOCK_MONOTONIC, 10 * USEC_PER_MSEC, 1000, run_on_cpu_check, r)) < 0)
                 return k;
         return 0;
 }
@@ -845,7 +742,7 @@ static int run_watch(void *userdata, LaunchFds *f) {
                 /* A flood is read in fewer, larger pieces (a pipe's pages are only taken when
                  * filled, so a quiet run costs nothing more). */
                 (void) fcntl(r->out_fd[i], F_SETPIPE_SZ, RUN_PIPE_SIZE);
-                if ((k = sd_event_add_io(e, &r->out_source[i], r->out_fd[i], EPOLLIN, on_output, r)) < 0)
+                if ((k = sd_event_add_io(e, &r->out_source[i], r->out_fd[i], EPOLLIN, run_on_output, r)) < 0)
                         return k;
         }
         /* A streaming run's output is not read before its "started" event is out. */
@@ -860,7 +757,7 @@ static int run_watch(void *userdata, LaunchFds *f) {
         return run_watch_clock(r);
 }
 
-static const LaunchOps run_launch_ops = {
+const LaunchOps run_launch_ops = {
         .watch = run_watch,
         .report = run_handle_report,
         .report_eof = run_report_eof,
@@ -1027,242 +924,13 @@ static void run_member_free(SandboxMember *m) {
         run_free_full(SANDBOX_MEMBER_OF(m, Run, member), false);
 }
 
-static const SandboxMemberOps run_member_ops = {
+const SandboxMemberOps run_member_ops = {
         .kill = run_member_kill,
         .answer_stuck = run_member_answer_stuck,
         .start = run_member_start,
         .frozen = run_member_frozen,
         .free = run_member_free,
 };
-
-/* ---- Taken back after a restart ---------------------------------------------------------- */
-
-/* What a run's stored fds must be: its pipes' ends (a FIFO, read or written), its report socket
- * (a SOCK_SEQPACKET). */
-static bool fd_is_pipe_end(int fd, int accmode) {
-        struct stat st;
-        int fl = fcntl(fd, F_GETFL);
-        return fl >= 0 && (fl & O_ACCMODE) == accmode && fstat(fd, &st) >= 0 && S_ISFIFO(st.st_mode);
-}
-
-static bool fd_is_report_socket(int fd) {
-        struct stat st;
-        int type = 0;
-        socklen_t len = sizeof(type);
-        return fstat(fd, &st) >= 0 && S_ISSOCK(st.st_mode) && getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) >= 0 &&
-               type == SOCK_SEQPACKET;
-}
-
-/* The run's stored fds, taken out of the context's store: fds[i] for store_what[i], -1 where
- * there was none. Returns how many there were. */
-static int adopt_take(Context *m, const char *id, int fds[static STORE_N]) {
-        char name[FDSTORE_NAME_MAX];
-        int n = 0;
-
-        for (size_t i = 0; i < ELEMENTSOF(store_what); i++) {
-                fds[i] = fdstore_take(&m->fdstore, fdstore_name(name, 'r', id, store_what[i]));
-                if (fds[i] >= 0)
-                        n++;
-                else
-                        fds[i] = -EBADF;
-        }
-        return n;
-}
-
-/* A run that cannot be taken back: its fds closed and out of the store. */
-static void adopt_drop(const char *id, int fds[static STORE_N]) {
-        char name[FDSTORE_NAME_MAX];
-
-        for (size_t i = 0; i < ELEMENTSOF(store_what); i++) {
-                (void) fdstore_remove(fdstore_name(name, 'r', id, store_what[i]));
-                fds[i] = safe_close(fds[i]);
-        }
-}
-
-static bool run_id_valid(const char *id) {
-        if (strlen(id) != 16 || strncmp(id, "run-", 4) != 0)
-                return false;
-        for (const char *p = id + 4; *p; p++)
-                if (!((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f')))
-                        return false;
-        return true;
-}
-
-/* What of its fds is missing or not what its name says, into lost; the capture checked first
- * (it says which pipe ends must be there). */
-static void adopt_check(Run *r, int fds[static STORE_N], json_object *lost, const char **why) {
-        static const char *const lost_name[STORE_N] = { "stdout", "stderr", "stdin", "report", "capture", "process" };
-        CaptureFixed f;
-        bool bad[STORE_N] = { false };
-        int pid;
-
-        if (fds[4] < 0) {
-                bad[4] = true;
-                *why = "its capture is not in the fd store";
-        } else if (capture_open(&r->capture, fds[4], &f, &r->acct, r->out, why) < 0)
-                bad[4] = true;
-        else {
-                fds[4] = -EBADF; /* the capture's now */
-                r->spec.output_bytes = f.cap;
-                r->spec.cpu_usec = f.cpu_usec;
-                r->spec.stream = f.stream;
-                r->start_usec = f.start_usec;
-                r->sandbox_pids_max_events = f.pids_max_events;
-                r->stdin_lost = (r->acct.open & CAPTURE_OPEN_IN) && f.stdin_len > 0;
-                r->seq = r->acct.seq;
-                r->started = r->acct.open & CAPTURE_STARTED;
-        }
-        for (int i = 0; i < 2 && !bad[4]; i++)
-                if ((r->acct.open & (i ? CAPTURE_OPEN_ERR : CAPTURE_OPEN_OUT)) && (fds[i] < 0 || !fd_is_pipe_end(fds[i], O_RDONLY))) {
-                        bad[i] = true;
-                        *why = fds[i] < 0 ? "a pipe of its output is not in the fd store" : "a stored pipe end is no pipe's";
-                }
-        if (fds[3] < 0 || !fd_is_report_socket(fds[3])) {
-                bad[3] = true;
-                *why = fds[3] < 0 ? "its helper's report socket is not in the fd store" : "its stored report socket is no socket";
-        }
-        if (fds[5] >= 0 && fdstore_check_pidfd_any(fds[5], &pid) < 0) {
-                bad[5] = true;
-                *why = "its stored command is no pidfd";
-        }
-        for (size_t i = 0; i < ELEMENTSOF(lost_name); i++)
-                if (bad[i])
-                        json_object_array_add(lost, json_object_new_string(lost_name[i]));
-}
-
-static int adopt_watch(Run *r, int fds[static STORE_N], const char *cgroup) {
-        sd_event *e = r->sandbox->ctx->event;
-        uint64_t now = now_usec(CLOCK_BOOTTIME), deadline = r->acct.deadline_ns / NSEC_PER_USEC;
-        int k, cg_fd = openat(r->sandbox->cg_fd, cgroup, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-
-        if (cg_fd < 0)
-                return -errno;
-        /* Direct, the command was the helper: its end is read from its pidfd (launch.h). */
-        if (fds[5] >= 0) {
-                r->main_pidfd = fcntl(fds[5], F_DUPFD_CLOEXEC, 3);
-                k = launch_adopt_direct(&r->launch, cgroup, cg_fd, TAKE_FD(fds[3]), TAKE_FD(fds[5]));
-        } else
-                k = launch_adopt_reports(&r->launch, cgroup, cg_fd, TAKE_FD(fds[3]));
-        if (k < 0)
-                return k;
-        for (int i = 0; i < 2; i++) {
-                if (fds[i] < 0)
-                        continue;
-                r->out_fd[i] = TAKE_FD(fds[i]);
-                (void) fcntl(r->out_fd[i], F_SETFL, O_NONBLOCK);
-                if ((k = sd_event_add_io(e, &r->out_source[i], r->out_fd[i], EPOLLIN, on_output, r)) < 0)
-                        return k;
-        }
-        /* The rest of its stdin was in the old daemon's memory: the command sees its end now. */
-        fds[2] = safe_close(fds[2]);
-        if (r->acct.open & CAPTURE_OPEN_IN)
-                run_store_drop(r, "in", CAPTURE_OPEN_IN);
-        /* Its timeout counted on while no daemon ran: one passed is over now, as it would have been. */
-        if (r->acct.paused)
-                deadline = now + deadline;
-        r->acct.paused = false;
-        /* A run without a timeout (no_timeout) has none after the restart either. */
-        if (r->acct.deadline_ns != UINT64_MAX) {
-                r->acct.deadline_ns = deadline * NSEC_PER_USEC;
-                if ((k = sd_event_add_time(e, &r->timeout_source, CLOCK_BOOTTIME, deadline, 1000, on_timeout, r)) < 0)
-                        return k;
-        }
-        if (r->spec.cpu_usec &&
-            (k = sd_event_add_time_relative(e, &r->cpu_source, CLOCK_MONOTONIC, 0, 1000, on_cpu_check, r)) < 0)
-                return k;
-        run_publish(r);
-        return 0;
-}
-
-static int adopt_argv(Run *r, json_object *note) {
-        json_object *argv;
-        size_t n;
-
-        if (!json_object_object_get_ex(note, "argv", &argv) || !json_object_is_type(argv, json_type_array))
-                return -EINVAL;
-        n = json_object_array_length(argv);
-        if (n == 0 || !(r->spec.argv = calloc(n + 1, sizeof(char *))))
-                return -ENOMEM;
-        for (size_t i = 0; i < n; i++)
-                if (!(r->spec.argv[i] = strdup(json_object_get_string(json_object_array_get_idx(argv, i)) ?: "")))
-                        return -ENOMEM;
-        return 0;
-}
-
-int run_adopt(Sandbox *s, json_object *note, json_object **ret_lost, const char **ret_why) {
-        _cleanup_json_ json_object *lost = json_object_new_array();
-        const char *id = NULL, *cgroup = NULL;
-        int fds[STORE_N], k;
-        json_object *v;
-        Run *r;
-
-        if (json_object_object_get_ex(note, "id", &v))
-                id = json_object_get_string(v);
-        if (json_object_object_get_ex(note, "cgroup", &v) && json_object_is_type(v, json_type_string))
-                cgroup = json_object_get_string(v);
-        if (!id || !run_id_valid(id) || adopt_take(s->ctx, id, fds) == 0)
-                return -ENOENT;
-        *ret_why = "its cgroup was not recorded";
-        if (!cgroup || strncmp(cgroup, "run-", 4) != 0 || strchr(cgroup, '/') || !(r = calloc(1, sizeof(*r)))) {
-                adopt_drop(id, fds);
-                json_object_array_add(lost, json_object_new_string("cgroup"));
-                *ret_lost = TAKE_PTR(lost);
-                return -EBADMSG;
-        }
-        snprintf(r->id, sizeof(r->id), "%s", id);
-        r->sandbox = s;
-        r->main_pidfd = r->stdin_fd = r->out_fd[0] = r->out_fd[1] = -EBADF;
-        r->capture = CAPTURE_NONE;
-        r->kept = r->adopted = true;
-        r->stored = (1u << STORE_N) - 1; /* what the last daemon stored is not known here */
-        launch_init(&r->launch, s, &run_launch_ops, r);
-        hook_init(&r->close_hook, on_client_gone, r);
-        hook_init(&r->writable_hook, on_client_writable, r);
-        adopt_check(r, fds, lost, ret_why);
-        if (json_object_array_length(lost) > 0 || (k = adopt_argv(r, note)) < 0 || (k = run_keep_reply_init(r)) < 0) {
-                adopt_drop(id, fds);
-                r->kept = false; /* its store names are gone already; the capture is unmapped below */
-                capture_done(&r->capture);
-                output_done(&r->out[0]);
-                output_done(&r->out[1]);
-                run_spec_done(&r->spec);
-                reply_unref(r->keep_reply);
-                free(r);
-                if (json_object_array_length(lost) == 0)
-                        json_object_array_add(lost, json_object_new_string("memory"));
-                *ret_lost = TAKE_PTR(lost);
-                return -EBADMSG;
-        }
-        sandbox_member_add(s, &r->member, &run_member_ops);
-        run_mark_in_flight(r);
-        run_set_reply(r, r->keep_reply);
-        if ((k = adopt_watch(r, fds, cgroup)) < 0) {
-                /* Half taken back: it is killed and reported lost, as one with nothing stored. */
-                log_warning_errno(k, "run %s: cannot be watched again: %m", r->id);
-                adopt_drop(id, fds);
-                if (r->launch.cg_fd >= 0)
-                        (void) cg_kill(r->launch.cg_fd);
-                run_store_forget(r);
-                r->kept = false;
-                run_free_full(r, false);
-                json_object_array_add(lost, json_object_new_string(k == -ENOENT ? "cgroup" : "watch"));
-                *ret_why = k == -ENOENT ? "its cgroup is gone" : "it cannot be watched again";
-                *ret_lost = TAKE_PTR(lost);
-                return k;
-        }
-        /* Its end is counted here: so is its start, or started would no longer equal ended plus
-         * in flight (docs/metrics.md). */
-        metrics.runs_started++;
-        log_info("sandbox %s: run %s taken back from the fd store (%" PRIu64 " + %" PRIu64 " bytes of output so far)", s->id,
-                 r->id, r->out[0].total, r->out[1].total);
-        return 0;
-}
-
-void run_note_adopted(Sandbox *s) {
-        for (Run *r = s->runs; r; r = r->next)
-                if (r->adopted && !r->note.linked)
-                        run_note_start(&r->note, s, r->id, r->spec.argv, false, r->launch.cg_name);
-}
 
 /* ---- run.attach -------------------------------------------------------------------------- */
 
