@@ -29,7 +29,7 @@
 #include "egress-rules.h"
 #include "egress-sni.h"
 #include "egress-spec.h"
-#include "egress.h"
+#include "egress-internal.h"
 #include "log.h"
 #include "macro.h"
 #include "mount-compat.h"
@@ -48,62 +48,6 @@
  * it leaves the set. */
 #define EGRESS_NAME_TTL_MIN 30u
 #define EGRESS_NAME_TTL_MAX 3600u
-/* How long a daemon that stops waits for the teardowns still running (then kills them: the next
- * start removes what they left). */
-#define EGRESS_TEARDOWN_WAIT_MS 5000
-/* Held by the one daemon of a network namespace that gives egress (an abstract socket: per
- * namespace, gone with its holder): another instance would remove this one's interfaces and
- * table at its start, and each table's rules would drop the other's sandboxes' packets. */
-#define EGRESS_LOCK_NAME "sandboxd/egress"
-
-/* A sandbox's interface, rules and connections being removed by a child (egress_detach()). Its
- * slot, and so its /30 and its ct mark, stays taken until the child has exited. */
-typedef struct Teardown {
-        Egress *egress;
-        ChildJob *job;
-        unsigned slot;
-        char ifname[IFNAMSIZ];
-        struct Teardown *prev, *next;
-} Teardown;
-
-struct Egress {
-        bool available;
-        char *reason;             /* why not, when !available */
-        char *sni_reason;         /* why no SNI matching, when !sni */
-        Nftables *nft;
-        bool table_made;
-        uint32_t range_addr;      /* host order */
-        unsigned range_len;
-        uint8_t *slots;           /* one byte per /30 of the range: taken or not */
-        unsigned n_slots, n_taken;
-        EgressRule deny[64];
-        unsigned n_deny;
-        struct sockaddr_in dns;   /* sin_family 0: none */
-        char *resolv_path;
-        int home_fd;              /* our own network namespace */
-        int lock_fd;              /* EGRESS_LOCK_NAME */
-        Teardown *teardowns;      /* running */
-        EgressSni *sni;           /* the relay of names with "match": "sni"; NULL: none */
-        /* From the start to egress_restored(): an earlier daemon's interfaces (those of the
-         * sandboxes taken back running are claimed, with their slots, the others removed), its
-         * table (in force until ours replaces it), and the claimed sandboxes whose chains are not
-         * in our table yet. */
-        VethFound *found;
-        size_t n_found;
-        bool old_table;
-        struct Pending { SandboxNet *net; char id[32]; } *pending;
-        size_t n_pending;
-        unsigned n_kept;          /* left attached for a next daemon (egress_keep()) */
-        /* The connections the kernel tracks of each slot (n_slots of them), as counted at the
-         * loop's iteration conn_iteration (conn_r: the dump's result). */
-        unsigned *conn_counts;
-        uint64_t conn_iteration;
-        bool conn_counted;
-        int conn_r;
-};
-
-static void teardowns_wait(Egress *e);
-static void give_slot(Egress *e, unsigned slot);
 
 static int set_reason(Egress *e, const char *fmt, ...) _printf_(2, 3);
 static int set_reason(Egress *e, const char *fmt, ...) {
@@ -234,7 +178,7 @@ static void found_remove(Egress *e, VethFound *f) {
         if (veth_remove(f->name) < 0)
                 log_warning("egress: cannot remove the interface %s an earlier daemon left", f->name);
         if (found_slot(e, f, &slot))
-                give_slot(e, slot);
+                egress_give_slot(e, slot);
 }
 
 int egress_init(Context *m) {
@@ -311,7 +255,7 @@ void egress_done(Context *m) {
 
         if (!e)
                 return;
-        teardowns_wait(e); /* before the table goes: they delete from it */
+        egress_teardowns_wait(e); /* before the table goes: they delete from it */
         e->sni = egress_sni_free(e->sni);
         /* Sandboxes left running keep their rules for the next daemon, which replaces them (and
          * their admitted connections go on). */
@@ -490,7 +434,7 @@ json_object *egress_live_json(Context *m, const SandboxNet *n) {
 
 /* ---- the rules ---- */
 
-static EgressRulesConfig rules_config(Context *m) {
+EgressRulesConfig egress_rules_config(Context *m) {
         const Egress *e = m->egress;
 
         return (EgressRulesConfig) { .range_addr = e->range_addr, .range_len = e->range_len, .deny = e->deny,
@@ -528,7 +472,7 @@ static void chain_name(char *buf, size_t size, const char *id) {
         snprintf(buf, size, "sx_%s", id + 4);
 }
 
-static int nft_apply(Egress *e, NftText *t, char **ret_error) {
+int egress_nft_apply(Egress *e, NftText *t, char **ret_error) {
         _cleanup_free_ char *msg = NULL;
         int r;
 
@@ -559,15 +503,14 @@ static int take_slot(Egress *e, unsigned *ret) {
         return -EADDRNOTAVAIL;
 }
 
-static void give_slot(Egress *e, unsigned slot) {
+void egress_give_slot(Egress *e, unsigned slot) {
         if (slot < e->n_slots && e->slots[slot]) {
                 e->slots[slot] = 0;
                 e->n_taken--;
         }
 }
 
-static int attach_fail(char **ret_error, int r, const char *fmt, ...) _printf_(3, 4);
-static int attach_fail(char **ret_error, int r, const char *fmt, ...) {
+int egress_attach_fail(char **ret_error, int r, const char *fmt, ...) {
         va_list ap;
 
         if (ret_error && !*ret_error) {
@@ -581,7 +524,7 @@ static int attach_fail(char **ret_error, int r, const char *fmt, ...) {
 
 /* The addresses a set of ours holds now (what the relay answered for its name), each with the
  * time it has left: how many, at most max; 0 when there is no such set. */
-static size_t set_elements(Egress *e, const char *chain, unsigned i, NftElement *out, size_t max) {
+size_t egress_set_elements(Egress *e, const char *chain, unsigned i, NftElement *out, size_t max) {
         _cleanup_free_ char *listing = NULL, *msg = NULL;
         char cmd[96];
 
@@ -598,7 +541,7 @@ static void kept_elements_text(Egress *e, NftText *t, const char *chain, unsigne
         _cleanup_free_ NftElement *el = calloc(EGRESS_NAME_ADDRS_MAX, sizeof(NftElement));
 
         if (el)
-                egress_rules_elements(t, chain, i, el, set_elements(e, chain, i, el, EGRESS_NAME_ADDRS_MAX));
+                egress_rules_elements(t, chain, i, el, egress_set_elements(e, chain, i, el, EGRESS_NAME_ADDRS_MAX));
 }
 
 /* Our table when it is not made yet (it replaces an earlier daemon's in the same commit), the
@@ -607,7 +550,7 @@ static void kept_elements_text(Egress *e, NftText *t, const char *chain, unsigne
 static void rules_text(Context *m, NftText *t) {
         Egress *e = m->egress;
 
-        EgressRulesConfig c = rules_config(m);
+        EgressRulesConfig c = egress_rules_config(m);
 
         if (!e->table_made)
                 egress_rules_table(t, &c);
@@ -626,16 +569,16 @@ static void rules_text(Context *m, NftText *t) {
 
 static int attach_rules(Egress *e, Context *m, SandboxNet *n, const char *id, char **ret_error) {
         _cleanup_free_ char *msg = NULL;
-        EgressRulesConfig c = rules_config(m);
+        EgressRulesConfig c = egress_rules_config(m);
         NftText t = {};
         int r;
 
         rules_text(m, &t);
         egress_rules_sandbox(&t, &c, n, n->chain);
-        r = nft_apply(e, &t, &msg);
+        r = egress_nft_apply(e, &t, &msg);
         free(t.data);
         if (r < 0)
-                return attach_fail(ret_error, r, "nftables refused the sandbox's rules: %s", msg ? msg : strerror(-r));
+                return egress_attach_fail(ret_error, r, "nftables refused the sandbox's rules: %s", msg ? msg : strerror(-r));
         e->table_made = true;
         e->n_pending = 0;
         return 0;
@@ -709,7 +652,7 @@ static int relay_learn(void *userdata, const DnsQuestion *q, const uint32_t *add
                         }
         if (!t.data)
                 return 0;
-        r = nft_apply(n->eg, &t, &msg);
+        r = egress_nft_apply(n->eg, &t, &msg);
         free(t.data);
         if (r < 0) {
                 n->n_learned = 0;
@@ -721,14 +664,14 @@ static int relay_learn(void *userdata, const DnsQuestion *q, const uint32_t *add
 
 /* Every name is relayed for "all" or a list of addresses only (a name may resolve; reaching it
  * is the list's); with names on the list, or an empty list, only the listed names are. */
-static DnsRelayPolicy relay_policy(SandboxNet *n) {
+DnsRelayPolicy egress_relay_policy(SandboxNet *n) {
         if (n->all || (n->n_allow > 0 && n->n_names == 0))
                 return (DnsRelayPolicy) { .uid = n->uid };
         return (DnsRelayPolicy) { .uid = n->uid, .listed = relay_listed, .learn = relay_learn, .userdata = n };
 }
 
 static int attach_dns(Context *m, Egress *e, SandboxNet *n, int netns_fd) {
-        DnsRelayPolicy policy = relay_policy(n);
+        DnsRelayPolicy policy = egress_relay_policy(n);
         int fd, r;
 
         if (!e->dns.sin_family)
@@ -747,12 +690,12 @@ int egress_attach(Context *m, SandboxNet *n, const char *id, int netns_fd, char 
         if (ret_error)
                 *ret_error = NULL;
         if (!e || !e->available)
-                return attach_fail(ret_error, -EOPNOTSUPP, "egress cannot be given on this host: %s",
+                return egress_attach_fail(ret_error, -EOPNOTSUPP, "egress cannot be given on this host: %s",
                                    e && e->reason ? e->reason : "not set up");
         if ((r = write_resolv(e, m->config.state_dir)) < 0)
-                return attach_fail(ret_error, r, "cannot write %s/" EGRESS_RESOLV ": %s", m->config.state_dir, strerror(-r));
+                return egress_attach_fail(ret_error, r, "cannot write %s/" EGRESS_RESOLV ": %s", m->config.state_dir, strerror(-r));
         if ((r = take_slot(e, &n->slot)) < 0)
-                return attach_fail(ret_error, r, "every address of egress_range is taken");
+                return egress_attach_fail(ret_error, r, "every address of egress_range is taken");
         net = e->range_addr + 4 * n->slot;
         n->host_addr = net + 1;
         n->addr = net + 2;
@@ -766,7 +709,7 @@ int egress_attach(Context *m, SandboxNet *n, const char *id, int netns_fd, char 
         n->attached = true; /* from here egress_detach() undoes what was done */
         /* The table its rules send to, before them. */
         if (egress_spec_has_sni(n) && (r = egress_sni_watch(e->sni, n)) < 0) {
-                attach_fail(ret_error, r, "cannot make the table " EGRESS_SNI_TABLE " that checks names on SNI: %s",
+                egress_attach_fail(ret_error, r, "cannot make the table " EGRESS_SNI_TABLE " that checks names on SNI: %s",
                             strerror(-r));
                 goto fail;
         }
@@ -775,141 +718,18 @@ int egress_attach(Context *m, SandboxNet *n, const char *id, int netns_fd, char 
         r = veth_create(&(VethSpec) { .host_name = n->ifname, .netns_fd = netns_fd, .home_fd = e->home_fd,
                                       .host_addr = htonl(n->host_addr), .sandbox_addr = htonl(n->addr), .prefix_len = 30 });
         if (r < 0) {
-                attach_fail(ret_error, r, "cannot make the sandbox's interface (veth %s): %s%s", n->ifname, strerror(-r),
+                egress_attach_fail(ret_error, r, "cannot make the sandbox's interface (veth %s): %s%s", n->ifname, strerror(-r),
                             r == -EOPNOTSUPP ? " (is the veth module loaded?)" : "");
                 egress_detach_now(m, n);
                 return r;
         }
         if ((r = attach_dns(m, e, n, netns_fd)) < 0) {
-                attach_fail(ret_error, r, "cannot set up the sandbox's resolver: %s", strerror(-r));
+                egress_attach_fail(ret_error, r, "cannot set up the sandbox's resolver: %s", strerror(-r));
                 goto fail;
         }
         return 0;
 fail:
         egress_detach_now(m, n);
-        return r;
-}
-
-/* ---- a new allow list for a running sandbox ---- */
-
-/* The addresses each name of a new list starts with: what the set of the same name (any port)
- * held under the old list. */
-typedef struct Carried {
-        NftElement *el[EGRESS_ALLOW_MAX];
-        size_t n[EGRESS_ALLOW_MAX];
-} Carried;
-
-static void carried_free(Carried *c) {
-        for (unsigned i = 0; i < EGRESS_ALLOW_MAX; i++)
-                free(c->el[i]);
-}
-
-static int carried_take(Egress *e, const SandboxNet *old, const SandboxNet *want, Carried *c) {
-        for (unsigned i = 0; i < want->n_allow; i++) {
-                if (!want->allow[i].name)
-                        continue;
-                for (unsigned j = 0; j < old->n_allow; j++) {
-                        if (!old->allow[j].name || strcmp(old->names[j], want->names[i]) != 0)
-                                continue;
-                        if (!(c->el[i] = calloc(EGRESS_NAME_ADDRS_MAX, sizeof(NftElement))))
-                                return -ENOMEM;
-                        c->n[i] = set_elements(e, old->chain, j, c->el[i], EGRESS_NAME_ADDRS_MAX);
-                        break;
-                }
-        }
-        return 0;
-}
-
-static bool addr_carried(const Carried *c, unsigned i, uint32_t addr) {
-        for (size_t k = 0; k < c->n[i]; k++)
-                if (c->el[i][k].addr == addr)
-                        return true;
-        return false;
-}
-
-/* Whether the new list lets a connection (its original direction) go on: as its chain would
- * take it as a new one, the bounds aside. An entry matched on SNI admits none of these: its
- * connections are the SNI check's (egress_sni_recheck()). */
-static bool update_admits(const SandboxNet *want, const Carried *c, const ConntrackEntry *ct) {
-        if (want->all)
-                return true;
-        for (unsigned i = 0; i < want->n_allow; i++) {
-                const EgressRule *r = &want->allow[i];
-                if (r->sni)
-                        continue;
-                bool addr = r->name ? addr_carried(c, i, ct->dst)
-                                    : r->len == 0 || ((ct->dst ^ r->addr) >> (32 - r->len)) == 0;
-                bool port = !r->port || (ct->dport == r->port && (r->proto ? ct->proto == r->proto
-                                                                       : ct->proto == IPPROTO_TCP || ct->proto == IPPROTO_UDP));
-                if (addr && port)
-                        return true;
-        }
-        return false;
-}
-
-/* The sandbox's tracked connections that the new list does not admit, deleted: how many were
- * open (a closed one's entry, kept a while by the kernel, goes too, uncounted); < 0 if they
- * could not be listed. */
-static int update_cut(const SandboxNet *n, const SandboxNet *want, const Carried *c) {
-        _cleanup_free_ ConntrackEntry *ct = NULL;
-        size_t count;
-        int cut = 0, r;
-
-        r = conntrack_dump(EGRESS_CT_MARK | n->slot, ~EGRESS_CT_FLAGS, &ct, &count);
-        if (r < 0)
-                return r;
-        for (size_t k = 0; k < count; k++)
-                if (!(ct[k].mark & (EGRESS_CT_SNI_CHECKING | EGRESS_CT_SNI_ADMITTED)) && /* egress_sni_recheck()'s */
-                    !update_admits(want, c, &ct[k]) && conntrack_delete(&ct[k]) >= 0 && !conntrack_entry_closed(&ct[k]))
-                        cut++;
-        return cut;
-}
-
-int egress_update(Context *m, SandboxNet *n, const SandboxNet *want, int *ret_cut, char **ret_error) {
-        _cleanup_free_ char *msg = NULL;
-        Carried c = {};
-        NftText t = {};
-        int r;
-
-        *ret_cut = 0;
-        if (!n->egress || !n->attached || !n->eg)
-                return attach_fail(ret_error, -ENOTCONN, "the sandbox has no way out to change");
-        r = carried_take(n->eg, n, want, &c);
-        /* A first match-sni entry: the table its rules send to, before them. */
-        if (r >= 0 && egress_spec_has_sni(want) && (r = egress_sni_watch(n->eg->sni, n)) < 0)
-                attach_fail(ret_error, r, "cannot make the table " EGRESS_SNI_TABLE " that checks names on SNI: %s",
-                            strerror(-r));
-        else if (r >= 0) {
-                EgressRulesConfig rc = rules_config(m);
-                egress_rules_update(&t, &rc, n, want, c.el, c.n);
-                r = nft_apply(n->eg, &t, &msg);
-                free(t.data);
-                if (r < 0)
-                        attach_fail(ret_error, r, "nftables refused the new rules: %s", msg ? msg : strerror(-r));
-        }
-        if (r >= 0) {
-                n->all = want->all;
-                n->n_allow = want->n_allow;
-                n->n_names = want->n_names;
-                memcpy(n->allow, want->allow, sizeof(n->allow));
-                memcpy(n->names, want->names, sizeof(n->names));
-                n->n_learned = 0; /* the sets' indexes changed: the next answers commit again */
-                DnsRelayPolicy policy = relay_policy(n);
-                dns_relay_set_policy(n->dns, &policy);
-                *ret_cut = update_cut(n, want, &c);
-                if (*ret_cut < 0)
-                        log_warning("egress: %s: cannot list its connections to cut those the new list does not allow: %s",
-                                    n->ifname, strerror(-*ret_cut));
-                int sni = egress_sni_recheck(n->eg->sni, n);
-                if (sni < 0)
-                        log_warning("egress: %s: cannot list its connections admitted on SNI: %s", n->ifname, strerror(-sni));
-                else if (*ret_cut >= 0)
-                        *ret_cut += sni;
-        }
-        /* Its checks end with its last match-sni entry (or its first did not take). */
-        if (!egress_spec_has_sni(n))
-                egress_sni_forget(n->eg->sni, n);
-        carried_free(&c);
         return r;
 }
 
@@ -941,11 +761,11 @@ int egress_adopt(Context *m, SandboxNet *n, const char *id, pid_t init_pid, int 
         if (ret_error)
                 *ret_error = NULL;
         if (!e || !e->available)
-                return attach_fail(ret_error, -EOPNOTSUPP, "egress cannot be given on this host: %s",
+                return egress_attach_fail(ret_error, -EOPNOTSUPP, "egress cannot be given on this host: %s",
                                    e && e->reason ? e->reason : "not set up");
         netns_fd = init_netns(init_pid, init_pidfd);
         if (netns_fd < 0)
-                return attach_fail(ret_error, netns_fd, "cannot open its init's network namespace: %s", strerror(-netns_fd));
+                return egress_attach_fail(ret_error, netns_fd, "cannot open its init's network namespace: %s", strerror(-netns_fd));
         ifname_of(ifname, id);
         f = found_get(e, ifname);
         if (!f || !found_slot(e, f, &slot))
@@ -953,7 +773,7 @@ int egress_adopt(Context *m, SandboxNet *n, const char *id, pid_t init_pid, int 
                 return egress_attach(m, n, id, netns_fd, ret_error);
         p = realloc(e->pending, (e->n_pending + 1) * sizeof(*p));
         if (!p)
-                return attach_fail(ret_error, -ENOMEM, "out of memory");
+                return egress_attach_fail(ret_error, -ENOMEM, "out of memory");
         e->pending = p;
         f->claimed = true; /* its slot was taken at the start */
         n->slot = slot;
@@ -987,7 +807,7 @@ void egress_restored(Context *m) {
                 return;
         if (e->n_pending && e->available) {
                 rules_text(m, &t);
-                r = nft_apply(e, &t, &msg);
+                r = egress_nft_apply(e, &t, &msg);
                 free(t.data);
                 if (r >= 0) {
                         e->table_made = true;
@@ -1044,149 +864,4 @@ int egress_resolv_tree(Context *m) {
                 return r;
         }
         return fd;
-}
-
-/* The steps of a teardown that failed: a child's exit status. */
-#define TEARDOWN_VETH 1
-#define TEARDOWN_RULES 2
-#define TEARDOWN_CONNTRACK 4
-
-/* What egress_attach() made, removed: the interface (its peer goes with it), the chain and its
- * element of the map, the connections the kernel tracks with its mark. nft NULL: one of its own
- * (a child's: the daemon's context holds a netlink socket of the daemon's). */
-static int teardown_run(Nftables *nft, const char *ifname, unsigned slot) {
-        Nftables *own = NULL;
-        const char *base = ifname + strlen(VETH_PREFIX);
-        int failed = 0, r;
-        NftText t = {};
-
-        r = veth_remove(ifname);
-        if (r < 0 && r != -ENODEV)
-                failed |= TEARDOWN_VETH;
-        if (!nft && nftables_new(&own) >= 0)
-                nft = own;
-        nft_text_add(&t, "delete element " EGRESS_TABLE " out { \"%s\" }\nflush chain " EGRESS_TABLE " sx_%s\n"
-                     "delete chain " EGRESS_TABLE " sx_%s\n", ifname, base, base);
-        if (!nft || t.failed || nftables_run(nft, t.data, NULL) < 0)
-                failed |= TEARDOWN_RULES;
-        free(t.data);
-        nftables_free(own);
-        r = conntrack_flush_mark(EGRESS_CT_MARK | slot, ~EGRESS_CT_FLAGS);
-        if (r < 0 && r != -EPROTONOSUPPORT)
-                failed |= TEARDOWN_CONNTRACK;
-        return failed;
-}
-
-static void teardown_log(const char *ifname, int failed) {
-        if (failed & TEARDOWN_VETH)
-                log_warning("egress: cannot remove interface %s (removed at the next start)", ifname);
-        if (failed & TEARDOWN_RULES)
-                log_warning("egress: cannot remove the rules of %s (left in table sandboxd until the next start)", ifname);
-        if (failed & TEARDOWN_CONNTRACK)
-                log_debug("egress: cannot forget the connections of %s", ifname);
-}
-
-static void teardown_report(const Teardown *t, const siginfo_t *si) {
-        if (si->si_code == CLD_EXITED)
-                teardown_log(t->ifname, si->si_status);
-        else
-                log_warning("egress: the teardown of %s was killed (signal %d): what it left goes at the next start",
-                            t->ifname, si->si_status);
-}
-
-static void teardown_free(Teardown *t) {
-        Egress *e = t->egress;
-
-        if (t->prev)
-                t->prev->next = t->next;
-        else
-                e->teardowns = t->next;
-        if (t->next)
-                t->next->prev = t->prev;
-        give_slot(e, t->slot);
-        child_job_free(t->job); /* kills and reaps a child still running */
-        free(t);
-}
-
-static void on_teardown_exit(ChildJob *j, const siginfo_t *si, void *userdata) {
-        teardown_report(userdata, si);
-        teardown_free(userdata);
-}
-
-/* In the child. It never outlives the daemon: a new one, whose start removes what this one left,
- * may make an interface of the same name (a restored sandbox's) and take the slot's ct mark
- * again. */
-static int teardown_child(void *arg, int report_fd) {
-        const Teardown *t = arg;
-
-        return teardown_run(NULL, t->ifname, t->slot);
-}
-
-/* The teardown of n in a child, watched by the loop: each of its steps waits for RCU grace
- * periods in the kernel (35-50 ms a destroy, hundreds under load), which the loop must not. */
-static int teardown_start(Context *m, Egress *e, const SandboxNet *n) {
-        Teardown *t = calloc(1, sizeof(*t));
-        int r;
-
-        if (!t)
-                return -ENOMEM;
-        *t = (Teardown) { .egress = e, .slot = n->slot };
-        memcpy(t->ifname, n->ifname, sizeof(t->ifname));
-        r = child_job_start(m->event, &(ChildJobSpec) { .name = "sandboxd-net", .fn = teardown_child, .arg = t,
-                                                        .on_exit = on_teardown_exit, .userdata = t }, &t->job);
-        if (r < 0) {
-                free(t);
-                return r;
-        }
-        t->next = e->teardowns;
-        if (t->next)
-                t->next->prev = t;
-        e->teardowns = t;
-        return 0;
-}
-
-/* At stop: each teardown still running gets until the deadline, then is killed. */
-static void teardowns_wait(Egress *e) {
-        uint64_t deadline = now_usec(CLOCK_MONOTONIC) + EGRESS_TEARDOWN_WAIT_MS * UINT64_C(1000);
-
-        while (e->teardowns) {
-                Teardown *t = e->teardowns;
-                siginfo_t si = {};
-
-                if (child_job_wait(t->job, deadline, &si) == 0)
-                        teardown_report(t, &si);
-                else
-                        log_warning("egress: the teardown of %s did not end in time: killed (the next start removes "
-                                    "what it left)", t->ifname);
-                teardown_free(t);
-        }
-}
-
-void egress_detach_now(Context *m, SandboxNet *n) {
-        Egress *e = m->egress;
-
-        if (!n->attached || !e)
-                return;
-        n->dns = dns_relay_free(n->dns);
-        egress_sni_forget(e->sni, n);
-        teardown_log(n->ifname, teardown_run(e->nft, n->ifname, n->slot));
-        give_slot(e, n->slot);
-        n->attached = false;
-}
-
-void egress_detach(Context *m, SandboxNet *n) {
-        Egress *e = m->egress;
-        int r;
-
-        if (!n->attached || !e)
-                return;
-        n->dns = dns_relay_free(n->dns);
-        egress_sni_forget(e->sni, n);
-        r = m->event ? teardown_start(m, e, n) : -ENOTCONN;
-        if (r < 0) {
-                log_debug_errno(r, "egress: no child for the teardown of %s, done here: %m", n->ifname);
-                teardown_log(n->ifname, teardown_run(e->nft, n->ifname, n->slot));
-                give_slot(e, n->slot);
-        }
-        n->attached = false;
 }
