@@ -29,6 +29,8 @@ void run_on_client_writable(Hook *h, void *userdata);
 int run_on_output(sd_event_source *src, int fd, uint32_t revents, void *userdata);
 int run_on_timeout(sd_event_source *src, uint64_t usec, void *userdata);
 int run_on_cpu_check(sd_event_source *src, uint64_t usec, void *userdata);
+/* Its output pipes read (on) or left to fill (off: its client is behind). */
+void run_set_reading(Run *r, bool on);
 /* reply is its client from now on: the accounting and the hooks move with it. */
 void run_set_reply(Run *r, Reply *reply);
 /* Freed; record_end false: its end is not recorded (the daemon stops; the next finds it

@@ -2,7 +2,7 @@
 /* A run across a restart (docs/design/restarts.md): its pipes, report socket, capture and pidfd
  * in systemd's fd store by name, its final reply kept when no client is there to take it, and a
  * run an earlier daemon left taken back from its note in runs.log, or reported lost with the
- * reason (run.h, run_adopt()). */
+ * reason (run.h, run_adopt()); run.attach, a client again for a run that outlived its own. */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -354,4 +354,75 @@ void run_note_adopted(Sandbox *s) {
         for (Run *r = s->runs; r; r = r->next)
                 if (r->adopted && !r->note.linked)
                         run_note_start(&r->note, s, r->id, r->spec.argv, false, r->launch.cg_name);
+}
+
+/* ---- run.attach: a client again, for a run that outlived its own ------------------------ */
+
+static void attach_send(Run *r, int i, const char *data, size_t n, uint64_t offset) {
+        for (size_t done = 0; done < n;) {
+                size_t len = n - done > 65536 ? 65536 : n - done;
+                json_object *ev = reply_event_new(r->reply, i == 0 ? "stdout" : "stderr");
+                json_object_object_add(ev, "seq", json_object_new_int64((int64_t) r->seq++));
+                proto_add_bytes(ev, "data", data + done, len);
+                json_object_object_add(ev, "offset", json_object_new_int64((int64_t) (offset + done)));
+                reply_event(r->reply, ev);
+                done += len;
+        }
+}
+
+/* Stream i from byte from on, as the capture holds it: the head, what was dropped (counted), the
+ * tail. */
+static void attach_catch_up(Run *r, int i, uint64_t from) {
+        const Output *o = &r->out[i];
+        uint64_t tail_from = o->total - o->tail_len, pos = from;
+        json_object *ev;
+
+        if (pos < o->head_len) {
+                attach_send(r, i, o->head + pos, o->head_len - pos, pos);
+                pos = o->head_len;
+        }
+        if (pos < tail_from) {
+                ev = reply_event_new(r->reply, "dropped");
+                json_object_object_add(ev, "stream", json_object_new_string(i == 0 ? "stdout" : "stderr"));
+                json_object_object_add(ev, "offset", json_object_new_int64((int64_t) pos));
+                json_object_object_add(ev, "bytes", json_object_new_int64((int64_t) (tail_from - pos)));
+                reply_event(r->reply, ev);
+                pos = tail_from;
+        }
+        /* The ring from its oldest byte: at most two pieces. */
+        for (uint64_t k = pos - tail_from; k < o->tail_len;) {
+                size_t at = (o->tail_start + k) % o->tail_cap, len = o->tail_len - k;
+                if (len > o->tail_cap - at)
+                        len = o->tail_cap - at;
+                attach_send(r, i, o->tail + at, len, tail_from + k);
+                k += len;
+        }
+}
+
+int run_attach(Run *r, Reply *reply, const uint64_t from[2], ProtoError *err) {
+        json_object *ev;
+
+        if (!r->keep_reply || r->attached || r->reply != r->keep_reply || r->finished)
+                return proto_error_set(err, SBX_E_CONFLICT, "run_id", "run %s has a client", r->id);
+        for (int i = 0; i < 2; i++)
+                if (from[i] > r->out[i].total)
+                        return proto_error_set(err, SBX_E_INVALID_REQUEST, "from",
+                                               "'from' passes what the run wrote to %s (%" PRIu64 " bytes)",
+                                               i == 0 ? "stdout" : "stderr", r->out[i].total);
+        run_set_reply(r, reply);
+        ev = reply_event_new(r->reply, "attached");
+        json_object_object_add(ev, "run_id", json_object_new_string(r->id));
+        json_object_object_add(ev, "sandbox", json_object_new_string(r->sandbox->id));
+        json_object_object_add(ev, "stdout_bytes", json_object_new_int64((int64_t) r->out[0].total));
+        json_object_object_add(ev, "stderr_bytes", json_object_new_int64((int64_t) r->out[1].total));
+        reply_event(r->reply, ev);
+        for (int i = 0; i < 2; i++) {
+                r->carry[i].len = 0; /* in the capture, and so in what is sent now */
+                attach_catch_up(r, i, from[i]);
+        }
+        r->acct.seq = r->seq;
+        run_publish(r);
+        if (r->started && r->in_flight)
+                run_set_reading(r, reply_backlog(r->reply) <= STREAM_PAUSE_BYTES);
+        return 0;
 }

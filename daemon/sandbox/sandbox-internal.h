@@ -45,11 +45,6 @@ void sandbox_hold_end(Sandbox *s);
 int sandbox_renew_cgroup(Sandbox *s);
 /* An earlier daemon's cgroup of the sandbox, emptied and removed (restore). */
 int sandbox_clear_old_cgroup(Sandbox *s);
-/* An earlier daemon's init of the sandbox, still running and set up (restore): from the fd store
- * (*ret_from_store) or its cgroup's init leaf, into s->init_pid and s->init_pidfd; -ESRCH: none. */
-int sandbox_find_live_init(Sandbox *s, bool *ret_from_store);
-/* The highest N of the sandbox's "<kind>-N" cgroups (runs and sessions an earlier daemon made). */
-unsigned sandbox_highest_member_cgroup(Sandbox *s);
 /* <state>/<id>/work (s->workdir_fd); existing: it may be there already (restore). */
 int sandbox_make_workspace(Sandbox *s, bool existing);
 /* The init's uid/gid maps, setgroups allowed (sandbox-init.c says why; s->init_pid, not yet reaped). */

@@ -2,9 +2,11 @@
 /* A sandbox's record (meta.json, written by state.c) taken back at a start, and a sandbox an
  * earlier daemon left running adopted as it is: its cgroup, its init, its egress (sandbox.h,
  * sandbox_restore()). */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -197,6 +199,151 @@ static int sandbox_restore_claim(Sandbox *s, json_object *meta) {
         /* What the host enforces now, which need not be what it enforced before. */
         s->enforced = m->cg.enforceable & (CG_MEMORY | CG_PIDS | CG_CPU);
         return 0;
+}
+
+/* ---- A restart: the init an earlier daemon left running ------------------------------------ */
+
+/* The init of a sandbox is pid 1 of its own pid namespace ("NSpid: <ours> 1"), alive (not a
+ * zombie waiting for its new parent), and its uid map was written (the earlier daemon sent its
+ * go: an init cut short before that is not one to keep). */
+static bool is_set_up_init(pid_t pid) {
+        char path[64], buf[4096], *p, *nl;
+
+        snprintf(path, sizeof(path), "/proc/%d/status", (int) pid);
+        if (read_small_file(AT_FDCWD, path, false, buf, sizeof(buf)) < 0)
+                return false;
+        p = strstr(buf, "\nState:\t");
+        if (!p || p[8] == 'Z' || p[8] == 'X')
+                return false;
+        p = strstr(buf, "\nNSpid:\t");
+        if (!p)
+                return false;
+        nl = strchr(p + 1, '\n');
+        if (nl)
+                *nl = '\0';
+        p = strrchr(p, '\t');
+        if (!p || strcmp(p + 1, "1") != 0 || p == strchr(buf, '\t'))
+                return false;
+        snprintf(path, sizeof(path), "/proc/%d/uid_map", (int) pid);
+        return read_small_file(AT_FDCWD, path, false, buf, sizeof(buf)) > 0;
+}
+
+static bool pid_in_cgroup(int cg_fd, pid_t pid) {
+        pid_t pids[16];
+        int n = cg_list_own_pids(cg_fd, pids, (int) ELEMENTSOF(pids));
+
+        for (int i = 0; i < n && i < (int) ELEMENTSOF(pids); i++)
+                if (pids[i] == pid)
+                        return true;
+        return false;
+}
+
+/* The pid 1 among the processes of <cgroup>/init, as a pidfd. Each is opened before it is checked:
+ * the checks then hold for the process the pidfd names, whatever became of the pid meanwhile
+ * (sandbox_find_live_init() looks at the cgroup again). */
+static int init_from_cgroup(int leaf_fd, pid_t *ret_pid) {
+        pid_t pids[16];
+        int n = cg_list_own_pids(leaf_fd, pids, (int) ELEMENTSOF(pids));
+
+        if (n < 0)
+                return n;
+        for (int i = 0; i < n && i < (int) ELEMENTSOF(pids); i++) {
+                int fd = (int) syscall(SYS_pidfd_open, pids[i], 0);
+                if (fd < 0)
+                        continue;
+                if (is_set_up_init(pids[i])) {
+                        *ret_pid = pids[i];
+                        return fd;
+                }
+                close(fd);
+        }
+        return -ESRCH;
+}
+
+/* A stored pidfd's process is that process for good (a pid is not): what is_set_up_init() reads in
+ * /proc/<pid>/status comes from the pidfd's own fdinfo (its pid namespace's pid) and poll (a
+ * pidfd turns readable once its process has exited, a zombie too), which is one procfs file
+ * fewer per sandbox at a restart. The uid_map is read before the poll: a process that had not
+ * exited after it was read could not have given its pid away before. */
+static bool is_set_up_stored_init(int pidfd, pid_t pid, int inner_pid) {
+        char path[64], buf[4096];
+        struct pollfd p = { .fd = pidfd, .events = POLLIN };
+        int k;
+
+        if (inner_pid != 1)
+                return false;
+        snprintf(path, sizeof(path), "/proc/%d/uid_map", (int) pid);
+        if (read_small_file(AT_FDCWD, path, false, buf, sizeof(buf)) <= 0)
+                return false;
+        do
+                k = poll(&p, 1, 0);
+        while (k < 0 && errno == EINTR);
+        return k == 0;
+}
+
+/* An earlier daemon's init of the sandbox, still running and set up: from the fd store
+ * (*ret_from_store) or its cgroup's init leaf, into s->init_pid and s->init_pidfd; -ESRCH: none. */
+static int sandbox_find_live_init(Sandbox *s, bool *ret_from_store) {
+        _cleanup_close_ int leaf = -EBADF, fd = -EBADF;
+        char name[FDSTORE_NAME_MAX];
+        bool stored = false;
+        pid_t pid = 0;
+        int inner = 0;
+
+        leaf = openat(s->cg_fd, "init", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (leaf < 0)
+                return -ESRCH;
+        fd = fdstore_take(&s->ctx->fdstore, fdstore_name(name, 's', s->id, "init"));
+        if (fd >= 0 && fdstore_check_pidfd_ns(fd, &pid, &inner) >= 0)
+                stored = true;
+        else {
+                /* Not a pidfd of a live process: out of the store (sandbox_adopt() puts the one
+                 * found in the cgroup there). */
+                if (fd >= 0)
+                        (void) fdstore_remove(name);
+                fd = safe_close(fd);
+                fd = init_from_cgroup(leaf, &pid);
+                if (fd < 0)
+                        return fd;
+        }
+        /* A pid that is no longer what the cgroup or the store said is not the sandbox's. */
+        if (!pid_in_cgroup(leaf, pid))
+                return -ESRCH;
+        if (stored ? !is_set_up_stored_init(fd, pid, inner)
+                   : !is_set_up_init(pid) || syscall(SYS_pidfd_send_signal, fd, 0, NULL, 0) < 0)
+                return -ESRCH;
+        s->init_pid = pid;
+        s->init_pidfd = TAKE_FD(fd);
+        *ret_from_store = stored;
+        return 0;
+}
+
+/* The highest N of the "<kind>-N" cgroups below the sandbox's: runs and sessions of the earlier
+ * daemon, whose processes may live on; a new one must not be created into theirs. */
+static unsigned sandbox_highest_member_cgroup(Sandbox *s) {
+        int fd = openat(s->cg_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        unsigned max = 0;
+        struct dirent *de;
+        DIR *d;
+
+        if (fd < 0 || !(d = fdopendir(fd))) {
+                safe_close(fd);
+                return 0;
+        }
+        while ((de = readdir(d))) {
+                const char *dash = strrchr(de->d_name, '-');
+                char *end;
+                unsigned long n;
+
+                if (de->d_type != DT_DIR || !dash || !dash[1])
+                        continue;
+                errno = 0;
+                n = strtoul(dash + 1, &end, 10);
+                if (!errno && !*end && n > max && n < UINT_MAX)
+                        max = (unsigned) n;
+        }
+        closedir(d);
+        return max;
 }
 
 /* An earlier daemon's init is not our child: its pidfd turns readable when it exits, and whoever
