@@ -48,7 +48,7 @@ daemon_libsandboxd_la_SOURCES = \
 	daemon/host/netns-pool.c daemon/host/netns-pool.h daemon/host/fdstore.c daemon/host/fdstore.h \
 	daemon/host/scope.c daemon/host/scope.h daemon/host/pidfd.c daemon/host/pidfd.h \
 	daemon/core/output.c daemon/core/output.h \
-	daemon/sandbox/session.c daemon/sandbox/session-keep.c daemon/sandbox/session-internal.h daemon/sandbox/session.h \
+	daemon/sandbox/session.c daemon/sandbox/session-input.c daemon/sandbox/session-keep.c daemon/sandbox/session-internal.h daemon/sandbox/session.h \
 	daemon/core/ring.c daemon/core/ring.h \
 	daemon/core/dns-message.c daemon/core/dns-message.h \
 	daemon/core/nft-listing.c daemon/core/nft-listing.h \

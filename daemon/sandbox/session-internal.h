@@ -10,6 +10,8 @@
 /* The output ring's memfd, as the fd store checks it. */
 #define RING_MEMFD_NAME "sandboxd-ring"
 #define RING_SEALS (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL)
+/* Input queued for a session at most: pty.write past it waits. */
+#define PTY_MAX_PENDING_INPUT (1u << 20)
 /* A session's record at most (<sandbox>/sessions/<session>.json). */
 #define SESSION_RECORD_MAX (256u << 10)
 
@@ -33,6 +35,15 @@ int session_watch_input(Session *p, int fd);
 void session_arm_idle(Session *p);
 /* Freed with everything it holds. */
 void session_destroy(Session *p);
+
+/* ---- session-input.c's, for session.c ---- */
+
+/* Its terminal or stdin writable again (the loop's callback). */
+int session_on_input(sd_event_source *src, int fd, uint32_t revents, void *userdata);
+/* Every pty.write its written bytes cover answered (err: every one, with it). */
+void session_answer_writes(Session *p, const ProtoError *err);
+/* Its input closed: the watch, the fd, and the store's copy. */
+void session_stop_input(Session *p);
 
 /* ---- session-keep.c's, for session.c ---- */
 

@@ -29,7 +29,6 @@
 
 #define PTY_CHUNK 65536
 #define PTY_MAX_SUBSCRIBERS 16
-#define PTY_MAX_PENDING_INPUT (1u << 20)
 /* Between the SIGHUP of pty.close and the cgroup.kill of whatever ignored it. */
 #define PTY_CLOSE_GRACE_USEC (2 * USEC_PER_SEC)
 #define PTY_RING_MARKS 4096
@@ -542,110 +541,6 @@ static int on_output(sd_event_source *src, int fd, uint32_t revents, void *userd
         return 0;
 }
 
-/* ---- Input ------------------------------------------------------------------------------- */
-
-static void session_answer_writes(Session *p, const ProtoError *err) {
-        while (p->writes && (err || p->writes->until <= p->in_written)) {
-                PendingReply *w = p->writes;
-                p->writes = w->next;
-                if (err)
-                        reply_error(w->reply, err);
-                else {
-                        json_object *o = json_object_new_object();
-                        json_object_object_add(o, "written", json_object_new_int64((int64_t) w->until));
-                        reply_ok(w->reply, o);
-                }
-                reply_unref(w->reply);
-                free(w);
-        }
-}
-
-
-static void session_stop_input(Session *p) {
-        p->in_source = sd_event_source_disable_unref(p->in_source);
-        p->in_fd = safe_close(p->in_fd);
-        session_input_closed(p);
-}
-
-static void session_flush_input(Session *p) {
-        while (p->in_fd >= 0 && p->in_off < p->in_len) {
-                ssize_t n = write(p->in_fd, p->in_buf + p->in_off, p->in_len - p->in_off);
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n < 0 && errno == EAGAIN)
-                        break;
-                if (n < 0) {
-                        ProtoError err;
-                        proto_error_set(&err, SBX_E_CONFLICT, "session", "the program does not take input any more: %s",
-                                        strerror(errno));
-                        session_answer_writes(p, &err);
-                        p->in_off = p->in_len = 0;
-                        if (!p->pty)
-                                session_stop_input(p);
-                        return;
-                }
-                p->in_off += (size_t) n;
-                p->in_written += (uint64_t) n;
-        }
-        if (p->in_off == p->in_len)
-                p->in_off = p->in_len = 0;
-        session_answer_writes(p, NULL);
-        if (p->in_len == 0 && p->in_eof && !p->pty)
-                session_stop_input(p);
-        if (p->in_source)
-                (void) sd_event_source_set_enabled(p->in_source, p->in_len > 0 ? SD_EVENT_ON : SD_EVENT_OFF);
-}
-
-static int on_input(sd_event_source *src, int fd, uint32_t revents, void *userdata) {
-        session_flush_input(userdata);
-        return 0;
-}
-
-static int session_queue_input(Session *p, const char *data, size_t n) {
-        if (n > 0 && p->in_off > 0) {
-                memmove(p->in_buf, p->in_buf + p->in_off, p->in_len - p->in_off);
-                p->in_len -= p->in_off;
-                p->in_off = 0;
-        }
-        if (n > 0) {
-                char *b = realloc(p->in_buf, p->in_len + n);
-                if (!b)
-                        return -ENOMEM;
-                p->in_buf = b;
-                memcpy(p->in_buf + p->in_len, data, n);
-                p->in_len += n;
-        }
-        p->in_queued += n;
-        return 0;
-}
-
-int session_write(Session *p, Reply *reply, const char *data, size_t n, bool eof, ProtoError *err) {
-        PendingReply *w, **tail;
-
-        if (p->output_done || p->in_fd < 0 || p->in_eof || p->free_when_done)
-                return proto_error_set(err, SBX_E_CONFLICT, "session", "session %s %s", p->id,
-                                       p->output_done || p->free_when_done ? "has exited" : "has no input any more");
-        if (eof && p->pty)
-                return proto_error_set(err, SBX_E_INVALID_REQUEST, "eof",
-                                       "'eof' is for pipe sessions; on a terminal send the EOF character (\\u0004)");
-        if (p->in_len - p->in_off + n > PTY_MAX_PENDING_INPUT)
-                return proto_error_set(err, SBX_E_RESOURCE_EXHAUSTED, "data",
-                                       "more than %u bytes of input would be waiting; wait for earlier writes",
-                                       PTY_MAX_PENDING_INPUT);
-        w = calloc(1, sizeof(*w));
-        if (!w || session_queue_input(p, data, n) < 0) {
-                free(w);
-                return proto_error_set(err, SBX_E_INTERNAL, NULL, "out of memory");
-        }
-        *w = (PendingReply) { .reply = reply_ref(reply), .until = p->in_queued };
-        for (tail = &p->writes; *tail; tail = &(*tail)->next)
-                ;
-        *tail = w;
-        p->in_eof = eof;
-        session_flush_input(p);
-        return 0;
-}
-
 /* ---- Control ----------------------------------------------------------------------------- */
 
 
@@ -949,7 +844,7 @@ int session_watch_input(Session *p, int fd) {
         int k;
         (void) fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
         p->in_fd = fd;
-        k = sd_event_add_io(p->sandbox->ctx->event, &p->in_source, fd, EPOLLOUT, on_input, p);
+        k = sd_event_add_io(p->sandbox->ctx->event, &p->in_source, fd, EPOLLOUT, session_on_input, p);
         if (k >= 0)
                 (void) sd_event_source_set_enabled(p->in_source, SD_EVENT_OFF);
         return k;
