@@ -32,7 +32,7 @@ daemon_libsandboxd_la_SOURCES = \
 	daemon/sandbox/sandbox-control.c daemon/sandbox/sandbox-control.h \
 	daemon/sandbox/sandbox-init.c \
 	daemon/sandbox/sandbox-teardown.c \
-	daemon/exec/sandbox-setup.c daemon/exec/root-overlay.c daemon/exec/root-overlay.h daemon/exec/idmap.c daemon/exec/idmap.h \
+	daemon/exec/sandbox-setup.c daemon/exec/root-trees.c daemon/exec/sysctls.c daemon/exec/root-overlay.c daemon/exec/root-overlay.h daemon/exec/idmap.c daemon/exec/idmap.h \
 	daemon/host/dev-template.c daemon/host/dev-template.h \
 	daemon/exec/spawn.c daemon/exec/spawn.h \
 	daemon/exec/identity.c daemon/exec/identity.h \
@@ -109,7 +109,7 @@ daemon_sandboxd_run_helper_SOURCES = \
 	daemon/exec/run-helper.c \
 	daemon/exec/run-exec.c daemon/exec/run-exec.h \
 	daemon/exec/identity.c daemon/exec/identity.h \
-	daemon/exec/sandbox-setup.c daemon/exec/root-overlay.c daemon/exec/root-overlay.h daemon/exec/idmap.c daemon/exec/idmap.h \
+	daemon/exec/sandbox-setup.c daemon/exec/root-trees.c daemon/exec/sysctls.c daemon/exec/root-overlay.c daemon/exec/root-overlay.h daemon/exec/idmap.c daemon/exec/idmap.h \
 	daemon/exec/rm-rf.c daemon/exec/rm-rf.h daemon/exec/btrfs.c daemon/exec/btrfs.h \
 	daemon/exec/mount-source.c daemon/exec/mount-source.h \
 	daemon/exec/spawn.c daemon/exec/spawn.h daemon/exec/syscall-filter.h daemon/exec/mount-compat.h
@@ -119,12 +119,12 @@ daemon_sandboxd_run_helper_LDFLAGS = $(AM_LDFLAGS) $(HELPER_LDFLAGS)
 # (glibc, and libarchive as the tar codec of file.put/file.get: docs/design/files.md, section 5.2).
 libexec_PROGRAMS += daemon/sandboxd-file-helper
 daemon_sandboxd_file_helper_SOURCES = \
-	daemon/exec/file-helper.c daemon/exec/file-helper.h \
+	daemon/exec/file-helper.c daemon/exec/file-helper-write.c daemon/exec/file-helper-internal.h daemon/exec/file-helper.h \
 	daemon/exec/file-tar.c daemon/exec/file-tar.h daemon/exec/entry-name.c daemon/exec/entry-name.h daemon/exec/open-beneath.c daemon/exec/open-beneath.h \
 	daemon/exec/dir-names.c daemon/exec/dir-names.h \
 	daemon/exec/run-exec.c daemon/exec/run-exec.h \
 	daemon/exec/identity.c daemon/exec/identity.h \
-	daemon/exec/sandbox-setup.c daemon/exec/root-overlay.c daemon/exec/root-overlay.h daemon/exec/idmap.c daemon/exec/idmap.h \
+	daemon/exec/sandbox-setup.c daemon/exec/root-trees.c daemon/exec/sysctls.c daemon/exec/root-overlay.c daemon/exec/root-overlay.h daemon/exec/idmap.c daemon/exec/idmap.h \
 	daemon/exec/rm-rf.c daemon/exec/rm-rf.h daemon/exec/btrfs.c daemon/exec/btrfs.h \
 	daemon/exec/spawn.c daemon/exec/spawn.h daemon/exec/syscall-filter.h daemon/exec/mount-compat.h
 daemon_sandboxd_file_helper_CPPFLAGS = $(DAEMON_INCLUDES) $(AM_CPPFLAGS) -DLIBEXECDIR=\"$(libexecdir)\"

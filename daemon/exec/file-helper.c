@@ -33,7 +33,7 @@
 #include <unistd.h>
 
 #include "dir-names.h"
-#include "file-helper.h"
+#include "file-helper-internal.h"
 #include "file-tar.h"
 #include "macro.h"
 #include "open-beneath.h"
@@ -43,18 +43,9 @@
 
 #define LIST_MAX_ENTRIES 100000u
 
-typedef struct FileArgs {
-        const char *op;
-        char path[FILE_RECORD_TEXT_MAX + 1];
-        bool follow, recursive, parents, missing_ok, nofollow, sink, exclusive, in_place, sync, has_mode, has_size,
-                chunks;
-        bool overwrite;
-        unsigned mode, max_depth;
-        uint64_t max_entries, offset, length, size;
-} FileArgs;
 
 static int out_fd = 1;
-static int data_fd = -1; /* file.read into the client's fd: its fd 2 (file-op.c) */
+int helper_data_fd = -1; /* file.read into the client's fd: its fd 2 (file-op.c) */
 
 /* All of it, to fd: a non-blocking one (the client's may be) is waited for with poll. */
 static int write_fd_all(int fd, const void *data, size_t n) {
@@ -80,7 +71,7 @@ static int write_all(const void *data, size_t n) {
         return write_fd_all(out_fd, data, n);
 }
 
-static int record_send(FileRecord *r, const char *path, const char *target) {
+int helper_record_send(FileRecord *r, const char *path, const char *target) {
         r->path_len = path ? (uint32_t) strlen(path) : 0;
         r->target_len = target ? (uint32_t) strlen(target) : 0;
         if (write_all(r, sizeof(*r)) < 0 || write_all(path, r->path_len) < 0 || write_all(target, r->target_len) < 0)
@@ -94,7 +85,7 @@ static int64_t progress_ns;
 /* bytes so far of a transfer the daemon does not see (file-helper.h: FILE_RECORD_PROGRESS): a
  * record only once FILE_PROGRESS_BYTES more came and FILE_PROGRESS_NSEC passed, so the record
  * pipe never slows the copy. */
-static void progress_note(uint64_t bytes) {
+void helper_progress_note(uint64_t bytes) {
         struct timespec ts;
         int64_t now;
 
@@ -106,19 +97,19 @@ static void progress_note(uint64_t bytes) {
         progress_bytes = bytes;
         progress_ns = now;
         FileRecord r = { .kind = FILE_RECORD_PROGRESS, .offset = bytes };
-        if (record_send(&r, NULL, NULL) < 0)
+        if (helper_record_send(&r, NULL, NULL) < 0)
                 _exit(1); /* the daemon is gone */
 }
 
-_Noreturn static void fail(int err, FileReason reason) {
+_Noreturn void helper_fail(int err, FileReason reason) {
         FileRecord r = { .kind = FILE_RECORD_ERROR, .err = err ? err : EIO, .reason = reason };
-        (void) record_send(&r, NULL, NULL);
+        (void) helper_record_send(&r, NULL, NULL);
         _exit(0);
 }
 
-_Noreturn static void done(uint64_t count, bool truncated) {
+_Noreturn void helper_done(uint64_t count, bool truncated) {
         FileRecord r = { .kind = FILE_RECORD_DONE, .count = count, .truncated = truncated };
-        (void) record_send(&r, NULL, NULL);
+        (void) helper_record_send(&r, NULL, NULL);
         _exit(0);
 }
 
@@ -127,20 +118,20 @@ _Noreturn static void done(uint64_t count, bool truncated) {
 static int root_fd = -1;
 
 /* path from the sandbox's root; ELOOP/EXDEV from a magic link say so. */
-static int resolve(const char *path, int flags) {
+int helper_resolve(const char *path, int flags) {
         struct open_how how = {
                 .flags = (uint64_t) (flags | O_CLOEXEC),
                 .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS,
         };
         int fd = openat2_retry(root_fd, path, &how);
         if (fd < 0 && errno == EXDEV)
-                fail(EXDEV, FILE_REASON_MAGICLINK);
+                helper_fail(EXDEV, FILE_REASON_MAGICLINK);
         return fd;
 }
 
 /* Splits path (absolute) into its parent, opened O_PATH|O_DIRECTORY, and its last component
  * (trailing slashes dropped; "." and ".." refused: there is no name to act on). */
-static int resolve_parent(char *path, const char **ret_name) {
+int helper_resolve_parent(char *path, const char **ret_name) {
         size_t n = strlen(path);
         char *slash;
         int fd;
@@ -149,14 +140,14 @@ static int resolve_parent(char *path, const char **ret_name) {
                 path[--n] = '\0';
         slash = strrchr(path, '/');
         if (!slash || !slash[1])
-                fail(EINVAL, FILE_REASON_PROTECTED); /* "/" itself */
+                helper_fail(EINVAL, FILE_REASON_PROTECTED); /* "/" itself */
         if (strcmp(slash + 1, ".") == 0 || strcmp(slash + 1, "..") == 0)
-                fail(EINVAL, FILE_REASON_DOT);
+                helper_fail(EINVAL, FILE_REASON_DOT);
         *ret_name = slash + 1;
         if (slash == path)
-                return resolve("/", O_PATH | O_DIRECTORY);
+                return helper_resolve("/", O_PATH | O_DIRECTORY);
         *slash = '\0';
-        fd = resolve(path, O_PATH | O_DIRECTORY);
+        fd = helper_resolve(path, O_PATH | O_DIRECTORY);
         *slash = '/';
         return fd;
 }
@@ -198,18 +189,18 @@ static int entry_send(int dir_fd, const char *name, const char *path, dev_t pare
                         return -errno;
                 target[n] = '\0';
         }
-        return record_send(&r, path, n >= 0 ? target : NULL) < 0 ? -EPIPE : 0;
+        return helper_record_send(&r, path, n >= 0 ? target : NULL) < 0 ? -EPIPE : 0;
 }
 
 /* ---- The ops ------------------------------------------------------------------------------ */
 
 static void op_stat(FileArgs *a) {
-        int fd = resolve(a->path, O_PATH | (a->follow ? 0 : O_NOFOLLOW));
+        int fd = helper_resolve(a->path, O_PATH | (a->follow ? 0 : O_NOFOLLOW));
         if (fd < 0)
-                fail(errno, FILE_REASON_NONE);
+                helper_fail(errno, FILE_REASON_NONE);
         if (entry_send(fd, "", a->path, 0) < 0)
-                fail(errno, FILE_REASON_NONE);
-        done(1, false);
+                helper_fail(errno, FILE_REASON_NONE);
+        helper_done(1, false);
 }
 
 /* The names of a directory, sorted (dir-names.c); out of memory ends the operation, an
@@ -217,7 +208,7 @@ static void op_stat(FileArgs *a) {
 static char **dir_names(int dir_fd, size_t *ret_n) {
         char **names = dir_names_sorted(dir_fd, ret_n);
         if (!names && errno == ENOMEM)
-                fail(ENOMEM, FILE_REASON_NONE);
+                helper_fail(ENOMEM, FILE_REASON_NONE);
         return names;
 }
 
@@ -276,16 +267,16 @@ static void list_dir(ListState *ls, int dir_fd, const char *path, unsigned depth
 static void op_list(FileArgs *a) {
         ListState ls = { .max_entries = a->max_entries, .max_depth = a->max_depth, .recursive = a->recursive };
         struct stat st;
-        int fd = resolve(a->path, O_PATH);
+        int fd = helper_resolve(a->path, O_PATH);
 
         if (fd < 0)
-                fail(errno, FILE_REASON_NONE);
+                helper_fail(errno, FILE_REASON_NONE);
         if (fstat(fd, &st) < 0)
-                fail(errno, FILE_REASON_NONE);
+                helper_fail(errno, FILE_REASON_NONE);
         if (!S_ISDIR(st.st_mode))
-                fail(ENOTDIR, FILE_REASON_NOT_DIR);
+                helper_fail(ENOTDIR, FILE_REASON_NOT_DIR);
         list_dir(&ls, fd, a->path, 1);
-        done(ls.entries, ls.truncated);
+        helper_done(ls.entries, ls.truncated);
 }
 
 /* mkdir -p: each missing component made beneath its parent's fd and then opened O_NOFOLLOW (a
@@ -294,7 +285,7 @@ static void op_list(FileArgs *a) {
 static uint64_t make_parents(char *p, unsigned mode) {
         char *slash;
         uint64_t created = 0;
-        int dir = resolve("/", O_PATH | O_DIRECTORY);
+        int dir = helper_resolve("/", O_PATH | O_DIRECTORY);
 
         for (slash = strchr(p + 1, '/');; slash = strchr(slash + 1, '/')) {
                 char *name;
@@ -303,15 +294,15 @@ static uint64_t make_parents(char *p, unsigned mode) {
                 if (slash)
                         *slash = '\0';
                 name = strrchr(p, '/') + 1;
-                fd = resolve(p, O_PATH | O_DIRECTORY);
+                fd = helper_resolve(p, O_PATH | O_DIRECTORY);
                 if (fd < 0 && errno == ENOENT && *name && strcmp(name, ".") != 0 && strcmp(name, "..") != 0) {
                         if (mkdirat(dir, name, slash ? 0755 : mode) < 0 && errno != EEXIST)
-                                fail(errno, FILE_REASON_NONE);
+                                helper_fail(errno, FILE_REASON_NONE);
                         created++;
                         fd = openat(dir, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
                 }
                 if (fd < 0)
-                        fail(errno, errno == ENOTDIR ? FILE_REASON_NOT_DIR : FILE_REASON_NONE);
+                        helper_fail(errno, errno == ENOTDIR ? FILE_REASON_NOT_DIR : FILE_REASON_NONE);
                 safe_close(dir);
                 dir = fd;
                 if (!slash || !slash[1])
@@ -326,7 +317,7 @@ static uint64_t make_parents(char *p, unsigned mode) {
 
 /* The missing directories above path (0755), for a write or a put with "parents": what cannot
  * be made shows when path's parent is resolved. */
-static void make_parents_of(char *path) {
+void helper_make_parents_of(char *path) {
         char *slash = strrchr(path, '/');
         if (slash && slash != path) {
                 *slash = '\0';
@@ -336,7 +327,7 @@ static void make_parents_of(char *path) {
 }
 
 static void op_mkdir_parents(FileArgs *a) {
-        done(make_parents(a->path, a->mode), false);
+        helper_done(make_parents(a->path, a->mode), false);
 }
 
 static void op_mkdir(FileArgs *a) {
@@ -345,12 +336,12 @@ static void op_mkdir(FileArgs *a) {
 
         if (a->parents)
                 op_mkdir_parents(a);
-        dir = resolve_parent(a->path, &name);
+        dir = helper_resolve_parent(a->path, &name);
         if (dir < 0)
-                fail(errno, FILE_REASON_NONE);
+                helper_fail(errno, FILE_REASON_NONE);
         if (mkdirat(dir, name, a->mode) < 0)
-                fail(errno, errno == EEXIST ? FILE_REASON_EXISTS : FILE_REASON_NONE);
-        done(1, false);
+                helper_fail(errno, errno == EEXIST ? FILE_REASON_EXISTS : FILE_REASON_NONE);
+        helper_done(1, false);
 }
 
 /* Counts what a recursive remove takes, for its reply (the tree is walked once more by rm_rf_at,
@@ -391,61 +382,61 @@ static bool protected_dir(int dir, const char *name) {
 static void op_remove(FileArgs *a) {
         const char *name;
         uint64_t n;
-        int dir = resolve_parent(a->path, &name);
+        int dir = helper_resolve_parent(a->path, &name);
 
         if (dir < 0 && errno == ENOENT && a->missing_ok)
-                done(0, false);
+                helper_done(0, false);
         if (dir < 0)
-                fail(errno, FILE_REASON_NONE);
+                helper_fail(errno, FILE_REASON_NONE);
         if (protected_dir(dir, name))
-                fail(EINVAL, FILE_REASON_PROTECTED);
+                helper_fail(EINVAL, FILE_REASON_PROTECTED);
         if (unlinkat(dir, name, 0) == 0)
-                done(1, false);
+                helper_done(1, false);
         if (errno == ENOENT && a->missing_ok)
-                done(0, false);
+                helper_done(0, false);
         if (errno != EISDIR && errno != EPERM)
-                fail(errno, FILE_REASON_NONE);
+                helper_fail(errno, FILE_REASON_NONE);
         if (!a->recursive) {
                 if (unlinkat(dir, name, AT_REMOVEDIR) < 0)
-                        fail(errno, errno == ENOTEMPTY || errno == EEXIST ? FILE_REASON_NOT_EMPTY : FILE_REASON_NONE);
-                done(1, false);
+                        helper_fail(errno, errno == ENOTEMPTY || errno == EEXIST ? FILE_REASON_NOT_EMPTY : FILE_REASON_NONE);
+                helper_done(1, false);
         }
         n = count_tree(dir, name);
         if (rm_rf_at(dir, name) < 0)
-                fail(errno, FILE_REASON_NONE);
-        done(n, false);
+                helper_fail(errno, FILE_REASON_NONE);
+        helper_done(n, false);
 }
 
 /* Only a regular file is opened for its data: a FIFO would block, a device is no file. */
-static void need_regular(const struct stat *st) {
+void helper_need_regular(const struct stat *st) {
         if (S_ISREG(st->st_mode))
                 return;
         if (S_ISDIR(st->st_mode))
-                fail(EISDIR, FILE_REASON_IS_DIR);
+                helper_fail(EISDIR, FILE_REASON_IS_DIR);
         if (S_ISLNK(st->st_mode))
-                fail(ELOOP, FILE_REASON_SYMLINK);
+                helper_fail(ELOOP, FILE_REASON_SYMLINK);
         if (S_ISFIFO(st->st_mode))
-                fail(EINVAL, FILE_REASON_FIFO);
+                helper_fail(EINVAL, FILE_REASON_FIFO);
         if (S_ISSOCK(st->st_mode))
-                fail(EINVAL, FILE_REASON_SOCKET);
-        fail(EINVAL, FILE_REASON_DEVICE);
+                helper_fail(EINVAL, FILE_REASON_SOCKET);
+        helper_fail(EINVAL, FILE_REASON_DEVICE);
 }
 
 /* The file's data, opened only once its O_PATH handle showed a regular file, then checked to be
  * that same inode (a swap between the two is refused, never read). */
 static int open_regular(FileArgs *a, struct stat *ret) {
         int nofollow = a->nofollow ? O_NOFOLLOW : 0;
-        int pfd = resolve(a->path, O_PATH | nofollow), fd;
+        int pfd = helper_resolve(a->path, O_PATH | nofollow), fd;
         struct stat st;
 
         if (pfd < 0 || fstat(pfd, &st) < 0)
-                fail(errno, FILE_REASON_NONE);
-        need_regular(&st);
-        fd = resolve(a->path, O_RDONLY | O_NOCTTY | O_NONBLOCK | nofollow);
+                helper_fail(errno, FILE_REASON_NONE);
+        helper_need_regular(&st);
+        fd = helper_resolve(a->path, O_RDONLY | O_NOCTTY | O_NONBLOCK | nofollow);
         if (fd < 0 || fstat(fd, ret) < 0)
-                fail(errno, FILE_REASON_NONE);
+                helper_fail(errno, FILE_REASON_NONE);
         if (ret->st_dev != st.st_dev || ret->st_ino != st.st_ino)
-                fail(EBUSY, FILE_REASON_SWAPPED);
+                helper_fail(EBUSY, FILE_REASON_SWAPPED);
         safe_close(pfd);
         return fd;
 }
@@ -453,7 +444,7 @@ static int open_regular(FileArgs *a, struct stat *ret) {
 /* The client's fd: written in order from its own position (holes skipped with lseek where it
  * is a regular file, zeros into a pipe); its flags are never changed (shared with the client). */
 static int sink_write(const char *p, size_t n) {
-        return write_fd_all(data_fd, p, n);
+        return write_fd_all(helper_data_fd, p, n);
 }
 
 static bool sink_seekable;
@@ -461,14 +452,14 @@ static bool sink_seekable;
 static void sink_hole(uint64_t n) {
         static const char zeros[65536];
         if (sink_seekable) {
-                if (lseek(data_fd, (off_t) n, SEEK_CUR) < 0)
-                        fail(errno, FILE_REASON_NONE);
+                if (lseek(helper_data_fd, (off_t) n, SEEK_CUR) < 0)
+                        helper_fail(errno, FILE_REASON_NONE);
                 return;
         }
         while (n > 0) {
                 size_t k = n < sizeof(zeros) ? (size_t) n : sizeof(zeros);
                 if (sink_write(zeros, k) < 0)
-                        fail(errno, FILE_REASON_NONE);
+                        helper_fail(errno, FILE_REASON_NONE);
                 n -= k;
         }
 }
@@ -477,10 +468,10 @@ static void sink_hole(uint64_t n) {
 static void sink_finish(void) {
         struct stat st;
         off_t pos;
-        if (!sink_seekable || (pos = lseek(data_fd, 0, SEEK_CUR)) < 0 || fstat(data_fd, &st) < 0 || st.st_size >= pos)
+        if (!sink_seekable || (pos = lseek(helper_data_fd, 0, SEEK_CUR)) < 0 || fstat(helper_data_fd, &st) < 0 || st.st_size >= pos)
                 return;
-        if (ftruncate(data_fd, pos) < 0)
-                fail(errno, FILE_REASON_NONE);
+        if (ftruncate(helper_data_fd, pos) < 0)
+                helper_fail(errno, FILE_REASON_NONE);
 }
 
 static void data_send(uint64_t offset, const void *data, size_t n) {
@@ -491,7 +482,7 @@ static void data_send(uint64_t offset, const void *data, size_t n) {
 
 /* The next byte of data at or after pos, and where that data ends (holes are not sent: the
  * next DATA record's offset jumps). Without SEEK_DATA, everything is data. */
-static uint64_t next_data(int fd, uint64_t pos, uint64_t end, uint64_t *ret_data_end) {
+uint64_t helper_next_data(int fd, uint64_t pos, uint64_t end, uint64_t *ret_data_end) {
         off_t d = lseek(fd, (off_t) pos, SEEK_DATA), h;
 
         if (d < 0)
@@ -511,17 +502,17 @@ static void op_read(FileArgs *a) {
         int fd = open_regular(a, &st);
         struct stat sst;
 
-        sink_seekable = a->sink && fstat(data_fd, &sst) == 0 && S_ISREG(sst.st_mode) && lseek(data_fd, 0, SEEK_CUR) >= 0;
+        sink_seekable = a->sink && fstat(helper_data_fd, &sst) == 0 && S_ISREG(sst.st_mode) && lseek(helper_data_fd, 0, SEEK_CUR) >= 0;
         size = (uint64_t) st.st_size;
         pos = a->offset < size ? a->offset : size;
         end = a->length < size - pos ? pos + a->length : size;
         sz.size = size;
         sz.offset = pos;
         sz.length = end - pos;
-        if (record_send(&sz, NULL, NULL) < 0)
+        if (helper_record_send(&sz, NULL, NULL) < 0)
                 _exit(1);
         while (pos < end) {
-                uint64_t data_end = end, d = next_data(fd, pos, end, &data_end);
+                uint64_t data_end = end, d = helper_next_data(fd, pos, end, &data_end);
                 ssize_t k;
 
                 if (d >= end) {
@@ -537,302 +528,21 @@ static void op_read(FileArgs *a) {
                 if (k < 0 && errno == EINTR)
                         continue;
                 if (k < 0)
-                        fail(errno, FILE_REASON_NONE);
+                        helper_fail(errno, FILE_REASON_NONE);
                 if (k == 0)
                         break; /* it shrank: ends early */
                 if (a->sink && sink_write(buf, (size_t) k) < 0)
-                        fail(errno, FILE_REASON_NONE);
+                        helper_fail(errno, FILE_REASON_NONE);
                 if (!a->sink)
                         data_send(pos, buf, (size_t) k); /* the daemon counts these itself */
                 pos += (uint64_t) k;
                 if (a->sink)
-                        progress_note(pos - sz.offset);
+                        helper_progress_note(pos - sz.offset);
         }
         if (a->sink)
                 sink_finish();
-        done(pos - sz.offset, fstat(fd, &after) < 0 || after.st_size != st.st_size ||
+        helper_done(pos - sz.offset, fstat(fd, &after) < 0 || after.st_size != st.st_size ||
                                       after.st_mtim.tv_sec != st.st_mtim.tv_sec || after.st_mtim.tv_nsec != st.st_mtim.tv_nsec);
-}
-
-/* ---- file.write ---------------------------------------------------------------------------- */
-
-_Noreturn static void fail_count(int err, FileReason reason, uint64_t count) {
-        FileRecord r = { .kind = FILE_RECORD_ERROR, .err = err, .reason = reason, .count = count };
-        (void) record_send(&r, NULL, NULL);
-        _exit(0);
-}
-
-/* All of n bytes at off: a short write (the disk filling up) is retried, so that the error
- * that stops it is the kernel's own (ENOSPC, EFBIG). */
-static int pwrite_all(int fd, const char *p, size_t n, off_t off) {
-        while (n > 0) {
-                ssize_t k = pwrite(fd, p, n, off);
-                if (k < 0 && errno == EINTR)
-                        continue;
-                if (k < 0)
-                        return -1;
-                if (k == 0) {
-                        errno = EIO;
-                        return -1;
-                }
-                p += k;
-                n -= (size_t) k;
-                off += k;
-        }
-        return 0;
-}
-
-/* The source (the client's fd, or the daemon's memfd of inline data: our fd 2) into dst from
- * its offset 0: data ranges of a regular source by copy_file_range (else pread/pwrite), its
- * holes left as holes; a pipe read to its end. At most max bytes. Returns the count. */
-static uint64_t copy_in(int dst, uint64_t max) {
-        static char buf[FILE_DATA_MAX];
-        struct stat st;
-        uint64_t pos = 0, src_base = 0;
-        bool regular = fstat(data_fd, &st) == 0 && S_ISREG(st.st_mode);
-        off_t cur = regular ? lseek(data_fd, 0, SEEK_CUR) : -1;
-
-        regular = regular && cur >= 0;
-        src_base = regular ? (uint64_t) cur : 0;
-        if (regular && max > (uint64_t) st.st_size - (src_base < (uint64_t) st.st_size ? src_base : (uint64_t) st.st_size))
-                max = (uint64_t) st.st_size > src_base ? (uint64_t) st.st_size - src_base : 0;
-        while (pos < max) {
-                uint64_t data_end = max, want;
-                ssize_t k;
-
-                if (regular) {
-                        uint64_t d = next_data(data_fd, src_base + pos, src_base + max, &data_end);
-                        if (d >= src_base + max) {
-                                pos = max;
-                                break;
-                        }
-                        pos = d - src_base;
-                        data_end -= src_base;
-                }
-                want = data_end - pos < sizeof(buf) ? data_end - pos : sizeof(buf);
-                if (regular) {
-                        loff_t in = (loff_t) (src_base + pos), out = (loff_t) pos;
-                        k = copy_file_range(data_fd, &in, dst, &out, want, 0);
-                        if (k < 0 && (errno == EXDEV || errno == EINVAL || errno == ENOSYS || errno == EOPNOTSUPP)) {
-                                k = pread(data_fd, buf, want, (off_t) (src_base + pos));
-                                if (k > 0 && pwrite_all(dst, buf, (size_t) k, (off_t) pos) < 0)
-                                        fail_count(errno, FILE_REASON_NONE, pos);
-                        }
-                } else {
-                        k = read(data_fd, buf, want);
-                        if (k > 0 && pwrite_all(dst, buf, (size_t) k, (off_t) pos) < 0)
-                                fail_count(errno, FILE_REASON_NONE, pos);
-                }
-                if (k < 0 && errno == EINTR)
-                        continue;
-                if (k < 0)
-                        fail_count(errno, FILE_REASON_NONE, pos);
-                if (k == 0)
-                        break;
-                pos += (uint64_t) k;
-                progress_note(pos);
-        }
-        /* A file ending in a hole: its length. */
-        if (ftruncate(dst, (off_t) pos) < 0)
-                fail_count(errno, FILE_REASON_NONE, pos);
-        return pos;
-}
-
-/* ---- file.write by chunks: frames on fd 2 (file-helper.h) ---------------------------------- */
-
-static int read_full(int fd, void *buf, size_t n) {
-        char *p = buf;
-        while (n > 0) {
-                ssize_t k = read(fd, p, n);
-                if (k < 0 && errno == EINTR)
-                        continue;
-                if (k <= 0)
-                        return -1;
-                p += k;
-                n -= (size_t) k;
-        }
-        return 0;
-}
-
-static void send_progress(FileRecordKind kind, uint64_t seq, uint64_t bytes) {
-        FileRecord r = { .kind = kind, .count = seq, .offset = bytes };
-        if (record_send(&r, NULL, NULL) < 0)
-                _exit(1); /* the daemon is gone */
-}
-
-/* A hole in a file that has bytes there already (in place): punched where the filesystem can,
- * else written as zeros. */
-static int zero_range(int fd, uint64_t off, uint64_t n) {
-        static const char zeros[65536];
-        if (fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t) off, (off_t) n) == 0)
-                return 0;
-        while (n > 0) {
-                size_t k = n < sizeof(zeros) ? (size_t) n : sizeof(zeros);
-                if (pwrite_all(fd, zeros, k, (off_t) off) < 0)
-                        return -1;
-                off += k;
-                n -= k;
-        }
-        return 0;
-}
-
-/* The frames into dst from base, each acknowledged once written; a hole in a new file stays a
- * hole (the caller sets the length). Returns the count when the eof frame is written. */
-static uint64_t chunks_in(int dst, uint64_t base, bool in_place) {
-        static char buf[FILE_DATA_MAX];
-        uint64_t pos = 0;
-
-        send_progress(FILE_RECORD_READY, 0, 0);
-        for (;;) {
-                FileFrame h;
-                if (read_full(data_fd, &h, sizeof(h)) < 0 || h.len > FILE_DATA_MAX || read_full(data_fd, buf, h.len) < 0)
-                        fail_count(EPIPE, FILE_REASON_NONE, pos);
-                if (h.zeros > (uint64_t) INT64_MAX - base - pos - h.len)
-                        fail_count(EFBIG, FILE_REASON_NONE, pos);
-                if (h.len > 0 && pwrite_all(dst, buf, h.len, (off_t) (base + pos)) < 0)
-                        fail_count(errno, FILE_REASON_NONE, pos);
-                pos += h.len;
-                if (h.zeros > 0 && in_place && zero_range(dst, base + pos, h.zeros) < 0)
-                        fail_count(errno, FILE_REASON_NONE, pos);
-                pos += h.zeros;
-                send_progress(FILE_RECORD_ACK, h.seq, pos);
-                if (h.flags & FILE_FRAME_EOF)
-                        return pos;
-        }
-}
-
-/* The new inode: O_TMPFILE in the target's directory (it vanishes with us on any failure, a
- * client gone or a kill included), linked in by its /proc/self/fd name under a temporary name
- * and renamed over the target. Where O_TMPFILE or our /proc/self is not there, a named
- * temporary file, removed on every failure path we live through. */
-static int tmp_open(int dir, const char *name, unsigned mode, char *tmpname, size_t size, bool *ret_named) {
-        int fd = openat(dir, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, mode);
-
-        *ret_named = false;
-        if (fd >= 0)
-                return fd;
-        for (int i = 0; i < 16; i++) {
-                snprintf(tmpname, size, ".%.200s.sbx-%08x", name, (unsigned) random());
-                fd = openat(dir, tmpname, O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, mode);
-                if (fd >= 0 || errno != EEXIST)
-                        break;
-        }
-        *ret_named = fd >= 0;
-        return fd;
-}
-
-static int tmp_link(int fd, int dir, const char *name, char *tmpname, size_t size) {
-        char proc[64];
-        snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
-        for (int i = 0; i < 16; i++) {
-                snprintf(tmpname, size, ".%.200s.sbx-%08x", name, (unsigned) random());
-                if (linkat(AT_FDCWD, proc, dir, tmpname, AT_SYMLINK_FOLLOW) == 0)
-                        return 0;
-                if (errno != EEXIST)
-                        return -1;
-        }
-        return -1;
-}
-
-static int dir_free_check(int dir, uint64_t size) {
-        struct statvfs vfs;
-        if (fstatvfs(dir, &vfs) < 0)
-                return 0;
-        return (uint64_t) vfs.f_bavail * vfs.f_frsize < size ? -1 : 0;
-}
-
-static void write_in_place(FileArgs *a, int dir, const char *name) {
-        struct open_how how = { .flags = O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC,
-                                .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS };
-        struct stat st;
-        int pfd = openat(dir, name, O_PATH | O_NOFOLLOW | O_CLOEXEC), fd;
-        uint64_t n;
-
-        if (pfd < 0 || fstat(pfd, &st) < 0)
-                fail(errno, FILE_REASON_NONE);
-        need_regular(&st);
-        fd = openat2_retry(dir, name, &how);
-        if (fd < 0)
-                fail(errno, FILE_REASON_NONE);
-        if (a->chunks) {
-                n = chunks_in(fd, a->offset, true);
-                if (fstat(fd, &st) < 0 || ((uint64_t) st.st_size < a->offset + n && ftruncate(fd, (off_t) (a->offset + n)) < 0))
-                        fail_count(errno, FILE_REASON_NONE, n);
-        } else {
-                static char buf[FILE_DATA_MAX];
-                uint64_t pos = 0, max = a->has_size ? a->size : UINT64_MAX;
-                for (;;) {
-                        ssize_t k = read(data_fd, buf, max - pos < sizeof(buf) ? max - pos : sizeof(buf));
-                        if (k < 0 && errno == EINTR)
-                                continue;
-                        if (k < 0)
-                                fail_count(errno, FILE_REASON_NONE, pos);
-                        if (k == 0)
-                                break;
-                        if (pwrite_all(fd, buf, (size_t) k, (off_t) (a->offset + pos)) < 0)
-                                fail_count(errno, FILE_REASON_NONE, pos);
-                        pos += (uint64_t) k;
-                        progress_note(pos);
-                        if (pos == max)
-                                break;
-                }
-                n = pos;
-        }
-        if (a->has_size && n != a->size)
-                fail_count(EINVAL, FILE_REASON_SHORT, n);
-        if (a->sync && fsync(fd) < 0)
-                fail(errno, FILE_REASON_NONE);
-        done(n, false);
-}
-
-static void op_write(FileArgs *a) {
-        char tmpname[NAME_MAX + 1];
-        const char *name;
-        struct stat st;
-        bool exists, named;
-        unsigned mode;
-        uint64_t n;
-        int dir, fd;
-
-        if (a->parents)
-                make_parents_of(a->path);
-        dir = resolve_parent(a->path, &name);
-        if (dir < 0)
-                fail(errno, FILE_REASON_NONE);
-        exists = fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) == 0;
-        if (exists && S_ISDIR(st.st_mode))
-                fail(EISDIR, FILE_REASON_IS_DIR);
-        if (exists && a->exclusive)
-                fail(EEXIST, FILE_REASON_EXISTS);
-        if (a->in_place) {
-                if (!exists)
-                        fail(ENOENT, FILE_REASON_NONE);
-                write_in_place(a, dir, name);
-        }
-        mode = a->has_mode ? a->mode : exists && S_ISREG(st.st_mode) ? (unsigned) (st.st_mode & 0777) : 0644;
-        if (a->has_size && dir_free_check(dir, a->size) < 0)
-                fail(ENOSPC, FILE_REASON_SPACE);
-        fd = tmp_open(dir, name, mode, tmpname, sizeof(tmpname), &named);
-        if (fd < 0)
-                fail(errno, FILE_REASON_NONE);
-        if (a->chunks) {
-                n = chunks_in(fd, 0, false);
-                if (ftruncate(fd, (off_t) n) < 0) /* a file ending in a hole */
-                        fail_count(errno, FILE_REASON_NONE, n);
-        } else
-                n = copy_in(fd, a->has_size ? a->size : UINT64_MAX);
-        if ((a->has_size && n != a->size && (errno = EINVAL, 1)) || fchmod(fd, mode) < 0 || (a->sync && fsync(fd) < 0) ||
-            (!named && tmp_link(fd, dir, name, tmpname, sizeof(tmpname)) < 0) ||
-            renameat2(dir, tmpname, dir, name, a->exclusive ? RENAME_NOREPLACE : 0) < 0) {
-                int e = errno;
-                bool short_ = a->has_size && n != a->size;
-                if (named || tmpname[0])
-                        (void) unlinkat(dir, tmpname, 0);
-                fail_count(short_ ? EINVAL : e, short_ ? FILE_REASON_SHORT : e == EEXIST ? FILE_REASON_EXISTS : FILE_REASON_NONE, n);
-        }
-        if (a->sync)
-                (void) fsync(dir);
-        done(n, !exists);
 }
 
 /* ---- file.put, file.get (the tar code is file-tar.c) ------------------------------------- */
@@ -840,13 +550,13 @@ static void op_write(FileArgs *a) {
 static void tar_totals(const TarStats *st) {
         FileRecord r = { .kind = FILE_RECORD_TAR, .count = st->entries, .size = st->bytes, .offset = st->skipped,
                          .length = st->changed };
-        if (record_send(&r, NULL, NULL) < 0)
+        if (helper_record_send(&r, NULL, NULL) < 0)
                 _exit(1);
 }
 
 _Noreturn static void tar_done(const TarStats *st) {
         tar_totals(st);
-        done(st->entries, false);
+        helper_done(st->entries, false);
 }
 
 static FileReason tar_reason(TarReason r) {
@@ -870,7 +580,7 @@ _Noreturn static void tar_failed(const TarStats *st, const TarFail *tf) {
         FileRecord r = { .kind = FILE_RECORD_ERROR, .err = tf->err ? tf->err : EIO, .reason = tar_reason(tf->reason),
                          .count = st->entries, .offset = tf->entry, .flags = tf->entry ? FILE_RECORD_TAR_ENTRY : 0 };
         tar_totals(st);
-        (void) record_send(&r, tf->name[0] ? tf->name : NULL, NULL);
+        (void) helper_record_send(&r, tf->name[0] ? tf->name : NULL, NULL);
         _exit(0);
 }
 
@@ -882,33 +592,33 @@ static void op_put(FileArgs *a) {
         TarStats st;
         TarFail tf;
         struct stat sb;
-        int fd = resolve(a->path, O_PATH), dir, root;
+        int fd = helper_resolve(a->path, O_PATH), dir, root;
 
         if (fd >= 0) {
                 if (fstat(fd, &sb) < 0)
-                        fail(errno, FILE_REASON_NONE);
+                        helper_fail(errno, FILE_REASON_NONE);
                 if (!S_ISDIR(sb.st_mode))
-                        fail(ENOTDIR, FILE_REASON_NOT_DIR);
-                if (tar_put(data_fd, fd, false, a->overwrite, progress_note, &st, &tf) < 0)
+                        helper_fail(ENOTDIR, FILE_REASON_NOT_DIR);
+                if (tar_put(helper_data_fd, fd, false, a->overwrite, helper_progress_note, &st, &tf) < 0)
                         tar_failed(&st, &tf);
                 tar_done(&st);
         }
         if (errno != ENOENT)
-                fail(errno, FILE_REASON_NONE);
+                helper_fail(errno, FILE_REASON_NONE);
         if (a->parents)
-                make_parents_of(a->path);
-        dir = resolve_parent(a->path, &name);
+                helper_make_parents_of(a->path);
+        dir = helper_resolve_parent(a->path, &name);
         if (dir < 0)
-                fail(errno, FILE_REASON_NONE);
+                helper_fail(errno, FILE_REASON_NONE);
         for (int i = 0;; i++) {
                 snprintf(tmpname, sizeof(tmpname), ".sbx-put-%08x", (unsigned) random());
                 if (mkdirat(dir, tmpname, 0755) == 0)
                         break;
                 if (errno != EEXIST || i == 16)
-                        fail(errno, FILE_REASON_NONE);
+                        helper_fail(errno, FILE_REASON_NONE);
         }
         root = openat(dir, tmpname, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        if (root < 0 || tar_put(data_fd, root, true, true, progress_note, &st, &tf) < 0) {
+        if (root < 0 || tar_put(helper_data_fd, root, true, true, helper_progress_note, &st, &tf) < 0) {
                 if (root < 0)
                         tf = (TarFail) { .err = errno }, st = (TarStats) {};
                 (void) rm_rf_at(dir, tmpname);
@@ -917,17 +627,17 @@ static void op_put(FileArgs *a) {
         if (renameat2(dir, tmpname, dir, name, RENAME_NOREPLACE) < 0) {
                 int e = errno;
                 (void) rm_rf_at(dir, tmpname);
-                fail(e, e == EEXIST ? FILE_REASON_EXISTS : FILE_REASON_NONE);
+                helper_fail(e, e == EEXIST ? FILE_REASON_EXISTS : FILE_REASON_NONE);
         }
         tar_done(&st);
 }
 
 static int get_to_sink(const void *p, size_t n, void *userdata) {
         uint64_t *offset = userdata;
-        if (write_fd_all(data_fd, p, n) < 0)
+        if (write_fd_all(helper_data_fd, p, n) < 0)
                 return -1;
         *offset += n;
-        progress_note(*offset);
+        helper_progress_note(*offset);
         return 0;
 }
 
@@ -951,19 +661,19 @@ static void op_get(FileArgs *a) {
         int fd, data = -1, r;
 
         if (contents || a->follow) {
-                fd = resolve(a->path, O_PATH);
+                fd = helper_resolve(a->path, O_PATH);
                 if (fd < 0 || fstat(fd, &sb) < 0)
-                        fail(errno, FILE_REASON_NONE);
+                        helper_fail(errno, FILE_REASON_NONE);
                 if (contents && !S_ISDIR(sb.st_mode))
-                        fail(ENOTDIR, FILE_REASON_NOT_DIR);
+                        helper_fail(ENOTDIR, FILE_REASON_NOT_DIR);
                 if (S_ISREG(sb.st_mode))
-                        data = resolve(a->path, O_RDONLY | O_NONBLOCK | O_NOCTTY); /* checked to be fd's inode */
+                        data = helper_resolve(a->path, O_RDONLY | O_NONBLOCK | O_NOCTTY); /* checked to be fd's inode */
                 name = strrchr(a->path, '/') + 1;
                 r = tar_get(fd, "", data, contents ? "." : name, w, &offset, &st, &tf);
         } else {
-                fd = resolve_parent(a->path, &name);
+                fd = helper_resolve_parent(a->path, &name);
                 if (fd < 0 || fstatat(fd, name, &sb, AT_SYMLINK_NOFOLLOW) < 0)
-                        fail(errno, FILE_REASON_NONE);
+                        helper_fail(errno, FILE_REASON_NONE);
                 r = tar_get(fd, name, -1, name, w, &offset, &st, &tf);
         }
         if (r < 0)
@@ -1056,7 +766,7 @@ static void run_op(FileArgs *a) {
                 op_put(a);
         if (strcmp(a->op, FILE_OP_GET) == 0)
                 op_get(a);
-        fail(EINVAL, FILE_REASON_NONE);
+        helper_fail(EINVAL, FILE_REASON_NONE);
 }
 
 /* ---- The helper's own filter (docs/design/files.md, 5.1 item 4) --------------------------- */
@@ -1145,7 +855,7 @@ int main(int argc, char **argv) {
                 _exit(1);
         close_all_fds_except(keep, 3 + run_params_fds(&p, keep + 3));
         out_fd = p.stdio[1];
-        data_fd = p.stdio[2];
+        helper_data_fd = p.stdio[2];
         if (helper_enter_sandbox(&p, &step) < 0)
                 setup_fail(p.report_fd, step);
         /* A client that closes its pipe gets EPIPE reported, not a helper killed by SIGPIPE. */
@@ -1159,6 +869,6 @@ int main(int argc, char **argv) {
                 setup_fail(p.report_fd, STEP_ROOT);
         if (seccomp_apply(&filter) < 0 || helper_filter_apply() < 0)
                 setup_fail(p.report_fd, STEP_SECCOMP);
-        safe_close(p.report_fd); /* EOF there: setup done */
+        safe_close(p.report_fd); /* EOF there: setup helper_done */
         run_op(&a);
 }

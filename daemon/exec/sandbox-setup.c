@@ -49,7 +49,7 @@
  * merged-/usr links (bin -> usr/bin), copied as links, or on a host without merged /usr those
  * directories, bound. Nothing else of the host: not /home, /root, /var, /srv, /opt, /mnt,
  * /media, /boot, nor any mount below a bound directory. */
-static const char *const root_base[] = { "usr", "etc", "bin", "sbin", "lib", "lib32", "lib64", "libx32", NULL };
+const char *const sandbox_root_base[] = { "usr", "etc", "bin", "sbin", "lib", "lib32", "lib64", "libx32", NULL };
 
 _Noreturn static void init_fail(int fd, SpawnStep step) {
         SpawnReport r = { .kind = REPORT_FAILED, .step = step, .err = errno ? errno : EIO };
@@ -82,244 +82,6 @@ static int make_dir(const char *path, mode_t mode) {
         return chmod(path, mode);
 }
 
-#ifndef CONFIGFS_MAGIC
-#define CONFIGFS_MAGIC 0x62656570
-#endif
-#ifndef FUSECTL_SUPER_MAGIC
-#define FUSECTL_SUPER_MAGIC 0x65735543
-#endif
-#ifndef MQUEUE_MAGIC
-#define MQUEUE_MAGIC 0x19800202
-#endif
-
-bool root_fs_refused(long f_type) {
-        static const unsigned long refused[] = {
-                PROC_SUPER_MAGIC,   SYSFS_MAGIC,    CGROUP_SUPER_MAGIC, CGROUP2_SUPER_MAGIC, DEBUGFS_MAGIC,
-                TRACEFS_MAGIC,      SECURITYFS_MAGIC, SELINUX_MAGIC,    SMACK_MAGIC,         BPF_FS_MAGIC,
-                DEVPTS_SUPER_MAGIC, EFIVARFS_MAGIC, PSTOREFS_MAGIC,     BINFMTFS_MAGIC,      NSFS_MAGIC,
-                CONFIGFS_MAGIC,     FUSECTL_SUPER_MAGIC, MQUEUE_MAGIC,
-        };
-        for (size_t i = 0; i < ELEMENTSOF(refused); i++)
-                if ((unsigned long) f_type == refused[i])
-                        return true;
-        return false;
-}
-
-static int open_no_symlinks(int dir_fd, const char *path, uint64_t resolve) {
-        struct open_how how = {
-                .flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
-                .resolve = resolve | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
-        };
-        return (int) syscall(SYS_openat2, dir_fd, path, &how, sizeof(how));
-}
-
-/* A detached copy of the one mount at path, without AT_RECURSIVE: nothing mounted below it
- * comes along (a procfs under /etc/x, another container's root under /usr/local/y). Private,
- * so that no later mount on the host propagates into it. */
-static int root_tree_clone(int root_fd, const char *path) {
-        struct mount_attr attr = {
-                .attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
-                .propagation = MS_PRIVATE,
-        };
-        _cleanup_close_ int dir = open_no_symlinks(root_fd, path, RESOLVE_BENEATH);
-        _cleanup_close_ int tree = -EBADF;
-        struct statfs sfs;
-
-        if (dir < 0)
-                return -1;
-        tree = open_tree(dir, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH);
-        if (tree < 0 || fstatfs(tree, &sfs) < 0)
-                return -1;
-        if (root_fs_refused((long) sfs.f_type)) {
-                errno = EMEDIUMTYPE;
-                return -1;
-        }
-        if (mount_setattr(tree, "", AT_EMPTY_PATH, &attr, sizeof(attr)) < 0)
-                return -1;
-        return TAKE_FD(tree);
-}
-
-static int root_tree_put(RootTrees *t, int fd, const char *path) {
-        if (fd < 0)
-                return -1;
-        if (t->n >= ROOT_TREES_MAX) {
-                safe_close(fd);
-                errno = E2BIG;
-                return -1;
-        }
-        t->fd[t->n] = fd;
-        t->path[t->n++] = path;
-        return 0;
-}
-
-static int root_tree_add(RootTrees *t, int root_fd, const char *path) {
-        return root_tree_put(t, root_tree_clone(root_fd, path), path);
-}
-
-/* The overlay of the tree at path: the read-only clone is its lower layer (which the overlay
- * holds on to). */
-static int root_tree_add_overlay(RootTrees *t, int root_fd, RootOverlay *o, const char *path) {
-        _cleanup_close_ int lower = -EBADF;
-
-        o->step = "the root's read-only trees";
-        lower = root_tree_clone(root_fd, path);
-        if (lower < 0)
-                return -1;
-        return root_tree_put(t, root_overlay_mount(o, lower, path), path);
-}
-
-void root_trees_close(RootTrees *t) {
-        for (unsigned i = 0; i < t->n; i++)
-                safe_close(t->fd[i]);
-        t->n = 0;
-}
-
-static int root_trees_add_all(RootTrees *t, int root_fd, const char *const *binds, RootOverlay *o) {
-        struct stat st;
-
-        for (const char *const *name = root_base; *name; name++) {
-                /* Absent, or a link that the init copies. */
-                if (fstatat(root_fd, *name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode))
-                        continue;
-                if ((o ? root_tree_add_overlay(t, root_fd, o, *name) : root_tree_add(t, root_fd, *name)) < 0)
-                        return -1;
-        }
-        for (const char *const *name = root_upper_own; o && *name; name++)
-                if (root_tree_put(t, root_overlay_own(o, *name), *name) < 0)
-                        return -1;
-        for (; binds && *binds; binds++)
-                if (root_tree_add(t, root_fd, *binds + 1) < 0) /* without its leading '/' */
-                        return -1;
-        return 0;
-}
-
-int root_trees_open(const char *root_dir, const char *const *binds, RootOverlay *overlay, RootTrees *ret) {
-        _cleanup_close_ int root_fd = open(root_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
-        int saved;
-
-        *ret = (RootTrees) {};
-        if (root_fd < 0)
-                return -1;
-        if (root_trees_add_all(ret, root_fd, binds, overlay) == 0)
-                return 0;
-        saved = errno;
-        root_trees_close(ret);
-        errno = saved;
-        return -1;
-}
-
-/* The overlay of the whole root over an image's rootfs: its one lower layer is a plain clone
- * (root_overlay_mount() idmaps it: an idmapped mount cannot be idmapped again), opened after
- * root_overlay_open()'s unshare like every lower tree. The image's tree is never written: the
- * sandbox's writes go to upper/rootfs. */
-static int image_trees_open(const char *image_root, RootOverlay *o, RootTrees *ret) {
-        _cleanup_close_ int dir = -EBADF, lower = -EBADF;
-
-        *ret = (RootTrees) {};
-        o->step = "the image's rootfs";
-        dir = open(image_root, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        if (dir < 0)
-                return -1;
-        lower = root_tree_clone(dir, ".");
-        if (lower < 0)
-                return -1;
-        return root_tree_put(ret, root_overlay_mount(o, lower, ROOT_OVERLAY_IMAGE), "/");
-}
-
-int init_trees_open(InitParams *p) {
-        RootOverlay o;
-        int r, saved;
-
-        if (!p->root_upper.dir)
-                return root_trees_open(p->root_dir, p->root_binds, NULL, &p->trees);
-        r = root_overlay_open(&p->root_upper, &o);
-        if (r == 0 && p->image_root)
-                r = image_trees_open(p->image_root, &o, &p->trees);
-        else if (r == 0)
-                r = root_trees_open(p->root_dir, p->root_binds, &o, &p->trees);
-        saved = errno;
-        root_overlay_close(&o);
-        errno = saved;
-        return r;
-}
-
-static int probe_in(const char *root_dir, const char *image_root, const char *scratch, uid_t host_uid, unsigned count,
-                    const char **ret_step) {
-        RootUpper u = { .dir = scratch, .host_uid = host_uid, .count = count };
-        RootOverlay o;
-        RootTrees t;
-        int r = 0;
-
-        if (root_overlay_open(&u, &o) < 0)
-                r = -errno;
-        else if ((image_root ? image_trees_open(image_root, &o, &t) : root_trees_open(root_dir, NULL, &o, &t)) < 0)
-                r = -errno;
-        else
-                root_trees_close(&t);
-        *ret_step = r < 0 ? o.step : NULL;
-        root_overlay_close(&o);
-        return r;
-}
-
-/* In a child: root_overlay_open() leaves the caller's mount namespace, which must stay the
- * daemon's. It writes "ERRNO STEP" (0 when all went well) to the pipe. */
-_Noreturn static void probe_child(int out, const char *root_dir, const char *image_root, const char *scratch, uid_t host_uid,
-                                  unsigned count) {
-        const char *step = NULL;
-        int r = probe_in(root_dir, image_root, scratch, host_uid, count, &step);
-        char line[256];
-        int n = snprintf(line, sizeof(line), "%d %s", -r, step ? step : "");
-
-        (void) !write(out, line, (size_t) (n < (int) sizeof(line) ? n : (int) sizeof(line) - 1));
-        _exit(0);
-}
-
-static int probe_wait(pid_t pid, int in, char *ret_step, size_t len) {
-        char line[256];
-        ssize_t n = read(in, line, sizeof(line) - 1);
-        int err = EIO, off = 0;
-
-        while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
-                ;
-        line[n > 0 ? n : 0] = '\0';
-        if (n <= 0 || sscanf(line, "%d %n", &err, &off) != 1) {
-                snprintf(ret_step, len, "the probe's child process");
-                return -EIO;
-        }
-        snprintf(ret_step, len, "%s", line + off);
-        return -err;
-}
-
-int root_overlay_probe(const char *root_dir, const char *image_root, int state_fd, const char *state_path,
-                       uid_t host_uid, unsigned count, char *ret_step, size_t len) {
-        /* One name: what a daemon killed in the middle of it left is removed by the next. */
-        static const char name[] = ".overlay-probe";
-        char scratch[4096];
-        int pfd[2], r;
-        pid_t pid;
-
-        (void) rm_rf_at(state_fd, name);
-        snprintf(ret_step, len, "a scratch directory in the state directory");
-        if (mkdirat(state_fd, name, 0700) < 0)
-                return -errno;
-        snprintf(scratch, sizeof(scratch), "%s/%s", state_path, name);
-        if (pipe2(pfd, O_CLOEXEC) < 0) {
-                r = -errno;
-                (void) rm_rf_at(state_fd, name);
-                return r;
-        }
-        pid = fork();
-        if (pid == 0) {
-                close(pfd[0]);
-                probe_child(pfd[1], root_dir, image_root, scratch, host_uid, count);
-        }
-        close(pfd[1]);
-        r = pid < 0 ? -errno : probe_wait(pid, pfd[0], ret_step, len);
-        close(pfd[0]);
-        (void) rm_rf_at(state_fd, name);
-        return r;
-}
-
 /* mkdir -p of a path below the new root; what exists already (a directory of a bound tree) is
  * fine. The links made on the root tmpfs are not followed when the tree is attached. */
 static int make_dirs(char *path) {
@@ -346,7 +108,7 @@ static int attach_tree(int tree, const char *path) {
         }
         if (make_dirs(dst) < 0)
                 return -1;
-        target = open_no_symlinks(AT_FDCWD, dst, 0);
+        target = root_open_no_symlinks(AT_FDCWD, dst, 0);
         if (target < 0)
                 return -1;
         return move_onto(tree, target);
@@ -361,7 +123,7 @@ static int setup_root_links(const char *root_dir) {
 
         if (fd < 0)
                 return -1;
-        for (const char *const *name = root_base; *name; name++) {
+        for (const char *const *name = sandbox_root_base; *name; name++) {
                 ssize_t n = readlinkat(fd, *name, target, sizeof(target) - 1);
                 if (n < 0)
                         continue; /* a directory (a tree of its own) or absent */
@@ -839,7 +601,7 @@ static int open_target(int dir, const char *comp) {
                 .flags = O_PATH | O_NOFOLLOW | O_CLOEXEC,
                 .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
         };
-        int fd = open_no_symlinks(dir, comp, RESOLVE_BENEATH);
+        int fd = root_open_no_symlinks(dir, comp, RESOLVE_BENEATH);
 
         if (fd >= 0 || errno != ENOTDIR)
                 return fd;
@@ -854,7 +616,7 @@ static int open_target(int dir, const char *comp) {
 static int setup_caller_mounts(const InitMounts *mounts) {
         for (unsigned i = 0; i < mounts->n; i++) {
                 char path[4096];
-                _cleanup_close_ int dir = open_no_symlinks(AT_FDCWD, NEWROOT, 0);
+                _cleanup_close_ int dir = root_open_no_symlinks(AT_FDCWD, NEWROOT, 0);
                 char *comp, *next_comp, *save = NULL;
                 struct stat src, dst;
 
@@ -914,7 +676,7 @@ static int bind_scratch(int scratch_fd, const char *name) {
         snprintf(dst, sizeof(dst), NEWROOT "/%s", name);
         if (tree < 0 || mount_setattr(tree, "", AT_EMPTY_PATH, &attr, sizeof(attr)) < 0)
                 return -1;
-        target = open_no_symlinks(AT_FDCWD, dst, 0);
+        target = root_open_no_symlinks(AT_FDCWD, dst, 0);
         return target < 0 ? -1 : move_onto(tree, target);
 }
 
@@ -938,7 +700,7 @@ static int setup_image_root(int tree, bool own_dev, bool own_work) {
                 int fd;
 
                 snprintf(path, sizeof(path), NEWROOT "/%s", *d);
-                fd = open_no_symlinks(AT_FDCWD, path, 0);
+                fd = root_open_no_symlinks(AT_FDCWD, path, 0);
                 if (fd < 0)
                         return -1;
                 close(fd);
@@ -971,7 +733,7 @@ static int setup_own_root(int tree, bool read_only) {
                 snprintf(path, sizeof(path), NEWROOT "/%s", *d);
                 if ((strcmp(*d, "sys") != 0 || !read_only) && mkdir(path, 0755) < 0 && errno != EEXIST)
                         return -1;
-                fd = open_no_symlinks(AT_FDCWD, path, 0);
+                fd = root_open_no_symlinks(AT_FDCWD, path, 0);
                 if (fd < 0 && errno == ENOENT && strcmp(*d, "sys") == 0)
                         continue;
                 if (fd < 0)
@@ -982,7 +744,7 @@ static int setup_own_root(int tree, bool read_only) {
 }
 
 static bool own_root_has_sys(void) {
-        int fd = open_no_symlinks(AT_FDCWD, NEWROOT "/sys", 0);
+        int fd = root_open_no_symlinks(AT_FDCWD, NEWROOT "/sys", 0);
 
         if (fd < 0)
                 return false;
@@ -1166,51 +928,6 @@ _Noreturn static void reap_forever(void) {
                         ;
                 (void) sigwaitinfo(&set, &si);
         }
-}
-
-static int sysctl_write(const char *key, const char *value) {
-        char path[sizeof("/proc/sys/") + 128];
-        size_t n = strlen(value);
-        int fd;
-
-        if (snprintf(path, sizeof(path), "/proc/sys/%s", key) >= (int) sizeof(path)) {
-                errno = ENAMETOOLONG;
-                return -1;
-        }
-        for (char *c = path + sizeof("/proc/sys/") - 1; *c; c++)
-                if (*c == '.')
-                        *c = '/';
-        fd = open(path, O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
-        if (fd < 0)
-                return -1;
-        /* One write: the kernel parses a sysctl from a single write at offset 0. */
-        ssize_t k = write(fd, value, n);
-        int e = errno;
-        close(fd);
-        if (k != (ssize_t) n) {
-                errno = k < 0 ? e : EIO;
-                return -1;
-        }
-        return 0;
-}
-
-int sandbox_sysctls_write(const char *const *kv, bool net, bool other) {
-        char key[129];
-
-        for (; kv && *kv; kv++) {
-                const char *eq = strchr(*kv, '=');
-                size_t n = eq ? (size_t) (eq - *kv) : 0;
-                if (n == 0 || n >= sizeof(key)) {
-                        errno = EINVAL;
-                        return -1;
-                }
-                memcpy(key, *kv, n);
-                key[n] = 0;
-                bool is_net = strncmp(key, "net.", 4) == 0;
-                if ((is_net ? net : other) && sysctl_write(key, eq + 1) < 0)
-                        return -1;
-        }
-        return 0;
 }
 
 _Noreturn void sandbox_init_main(const InitParams *p) {

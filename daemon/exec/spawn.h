@@ -106,6 +106,10 @@ typedef struct RootTrees {
  * own directories. A bind that is gone, has a symlink in its path or is a kernel interface
  * (root_fs_refused) fails it, with errno set. Returns 0 or -1; *ret is complete or empty. */
 int root_trees_open(const char *root_dir, const char *const *binds, RootOverlay *overlay, RootTrees *ret);
+/* The names of root_dir a sandbox gets besides the root_binds (sandbox-setup.c says which). */
+extern const char *const sandbox_root_base[];
+/* A directory below dir_fd opened O_PATH with resolve and no link followed: the fd, or -1. */
+int root_open_no_symlinks(int dir_fd, const char *path, uint64_t resolve);
 void root_trees_close(RootTrees *t);
 /* A filesystem that is the kernel's interface rather than files (procfs, sysfs, cgroupfs,
  * debugfs, ...): never bound into a sandbox, wherever the host mounted it. */
