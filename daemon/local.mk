@@ -66,12 +66,12 @@ daemon_libsandboxd_la_SOURCES = \
 	daemon/host/project-quota.c daemon/host/project-quota.h daemon/host/storage-image.c daemon/host/storage-image.h \
 	daemon/sandbox/disk-quota.c daemon/sandbox/disk-quota.h daemon/sandbox/storage.c daemon/sandbox/storage.h \
 	daemon/sandbox/snapshot.c daemon/sandbox/snapshot.h \
-	daemon/sandbox/snapshot-job.c daemon/sandbox/snapshot-job-copy.c daemon/sandbox/snapshot-job-internal.h daemon/sandbox/snapshot-job.h \
+	daemon/sandbox/snapshot-job.c daemon/sandbox/snapshot-job-child.c daemon/sandbox/snapshot-job-internal.h daemon/sandbox/snapshot-job.h \
 	daemon/sandbox/port.c daemon/sandbox/port.h daemon/host/port-forward.c daemon/host/port-forward.h daemon/server/op-port.c \
 	daemon/sandbox/image.c daemon/sandbox/image-child.c daemon/sandbox/image-internal.h daemon/sandbox/image.h daemon/exec/image-import.c daemon/exec/image-import.h daemon/exec/entry-name.c daemon/exec/entry-name.h daemon/exec/open-beneath.c daemon/exec/open-beneath.h daemon/exec/blob-digest.c daemon/exec/blob-digest.h \
 	daemon/server/op-image.c \
 	daemon/sandbox/egress.c daemon/sandbox/egress.h daemon/sandbox/egress-dns.c daemon/sandbox/egress-dns.h \
-	daemon/sandbox/egress-update.c daemon/sandbox/egress-teardown.c daemon/sandbox/egress-internal.h daemon/sandbox/egress-sni.c daemon/sandbox/egress-sni.h daemon/sandbox/egress-spec.c daemon/sandbox/egress-spec.h daemon/sandbox/egress-rules.c daemon/sandbox/egress-rules.h daemon/sandbox/egress-types.h daemon/core/tls-hello.c daemon/core/tls-hello.h \
+	daemon/sandbox/egress-update.c daemon/sandbox/egress-teardown.c daemon/sandbox/egress-child.c daemon/sandbox/egress-sni-child.c daemon/sandbox/egress-internal.h daemon/sandbox/egress-sni.c daemon/sandbox/egress-sni.h daemon/sandbox/egress-spec.c daemon/sandbox/egress-spec.h daemon/sandbox/egress-rules.c daemon/sandbox/egress-rules.h daemon/sandbox/egress-types.h daemon/core/tls-hello.c daemon/core/tls-hello.h \
 	daemon/core/first-bytes.c daemon/core/first-bytes.h \
 	daemon/host/nft-element.c daemon/host/nft-element.h \
 	daemon/host/veth.c daemon/host/veth.h daemon/host/nftables.c daemon/host/nftables.h \

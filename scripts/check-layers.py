@@ -21,6 +21,9 @@ include. The rules:
  6. No circle: with a module being x.c, x.h and x-internal.h together (the last is x's header for
     its own family of files), the include graph among the daemon's modules has no cycle.
  7. x-internal.h is included only by its family: x.c and x-*.c of its own folder.
+ 8. Code of sandbox/ and server/ that runs in a child of the daemon (a child job's function, or
+    anything that calls _exit) lives in a file named *-child.c; host/ and exec/ are below the
+    domain and may. Two server files that end a process they forked themselves are named.
 """
 import os
 import re
@@ -41,6 +44,46 @@ def includes(path):
             m = INCLUDE.match(line)
             if m:
                 yield n, m.group(1) == '"', m.group(2)
+
+
+COMMENT = re.compile(r"/\*.*?\*/|//[^\n]*", re.S)
+CHILD_JOB_FN = re.compile(r"child_job_start\s*\([^;]*?\.fn\s*=\s*(\w+)", re.S)
+EXIT_CALL = re.compile(r"(?<![\w.>])_exit\s*\(")
+# Files of the domain and the server that end a process they started themselves, and why.
+EXIT_ALLOWED = {
+    "server/lifecycle.c": "the placeholder that only proves a cgroup takes a process, and exits",
+    "server/hold.c": "the fork that execs the holder, and exits if the exec failed",
+}
+
+
+def child_code(daemon, files):
+    """Rule 8: code of the domain or the server that runs in a child (a child job's function, or
+    anything that calls _exit) lives in a file named *-child.c."""
+    texts, defined = {}, {}
+    for rel in files:
+        with open(os.path.join(daemon, rel), encoding="utf-8") as f:
+            texts[rel] = COMMENT.sub(" ", f.read())
+    for rel, text in texts.items():
+        for m in re.finditer(r"^(?!static\b)(?:_\w+_\s+)?[A-Za-z_][\w \*]*?\b(\w+)\s*\([^;{]*?\)\s*\{", text, re.M | re.S):
+            defined.setdefault(m.group(1), rel)
+    out = []
+    for rel, text in sorted(texts.items()):
+        folder, base = rel.split("/")[0], os.path.basename(rel)
+        if not rel.endswith(".c"):
+            continue
+        for m in CHILD_JOB_FN.finditer(text):
+            fn = m.group(1)
+            static = re.search(r"^(?:_\w+_\s+)?static\b[^;{(]*\b" + fn + r"\s*\(", text, re.M)
+            where = rel if static else defined.get(fn, rel)
+            wfolder, wbase = where.split("/")[0], os.path.basename(where)
+            if wfolder in ("sandbox", "server") and not wbase.endswith("-child.c"):
+                out.append(f"daemon/{rel}: its child job runs {fn}() of {where}; "
+                           "code a child runs lives in a *-child.c file (or in host/ or exec/)")
+        if folder in ("sandbox", "server") and not base.endswith("-child.c") and rel not in EXIT_ALLOWED:
+            for m in EXIT_CALL.finditer(text):
+                line = text.count("\n", 0, m.start()) + 1
+                out.append(f"daemon/{rel}:{line}: calls _exit(); code a child runs lives in a *-child.c file")
+    return out
 
 
 def main():
@@ -208,6 +251,9 @@ def main():
             strongconnect(v)
     for comp in sccs:
         problems.append(f"circle of {len(comp)} modules: {' '.join(comp)}")
+
+    # Rule 8.
+    problems += child_code(daemon, files)
 
     for p in problems:
         print(p)

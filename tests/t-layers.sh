@@ -62,6 +62,13 @@ breaks "a second wiring file" \
 breaks "a file outside a family including its internal header" \
         'sandbox/run.c:.*includes sandbox-internal.h, which only sandbox.c and sandbox-\*.c of sandbox/ may' \
         sandbox/run.c '#include "sandbox-internal.h"'
+breaks "the domain running a child job's function of its own file" \
+        'sandbox/egress.c: its child job runs t_child() of sandbox/egress.c; code a child runs lives in a \*-child.c file' \
+        sandbox/egress.c 'static int t_child(void *a, int fd) { return 0; }' \
+        sandbox/egress.c 'void t_start(sd_event *e) { ChildJob *j; (void) child_job_start(e, &(ChildJobSpec) { .fn = t_child }, &j); }'
+breaks "the domain ending a process" \
+        'sandbox/run.c:[0-9]*: calls _exit(); code a child runs lives in a \*-child.c file' \
+        sandbox/run.c 'void t_die(void) { _exit(1); }'
 breaks "a circle within one layer" \
         'circle of 2 modules: host/cgroup host/copy-tree' \
         host/cgroup.c '#include "copy-tree.h"' host/copy-tree.c '#include "cgroup.h"'

@@ -73,6 +73,20 @@ struct Egress {
         int conn_r;
 };
 
+/* ---- egress-child.c's ---- */
+
+/* The steps of a teardown that failed: a child's exit status. */
+#define TEARDOWN_VETH 1
+#define TEARDOWN_RULES 2
+#define TEARDOWN_CONNTRACK 4
+/* What egress_attach() made, removed (nft NULL: one of its own, in a child): the TEARDOWN_* steps
+ * that failed. */
+int egress_teardown_run(Nftables *nft, const char *ifname, unsigned slot);
+/* The same in a teardown's child (a ChildJobSpec's fn, arg its Teardown): its exit status. */
+int egress_teardown_child(void *arg, int report_fd);
+
+/* ---- egress.c's ---- */
+
 /* *ret_error set to the message (malloc'ed) if not set yet: r returned. */
 int egress_attach_fail(char **ret_error, int r, const char *fmt, ...) _printf_(3, 4);
 /* t committed in one batch (once more if it met another commit); nft's message in *ret_error. */

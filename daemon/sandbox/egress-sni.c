@@ -523,15 +523,9 @@ static void table_gone_wait(EgressSni *s) {
         table_gone(s, &si);
 }
 
-static int table_remove_child(void *arg, int report_fd) {
-        Nftables *nft = NULL;
-
-        return nftables_new(&nft) >= 0 && nftables_run(nft, "delete table " EGRESS_SNI_TABLE "\n", NULL) >= 0 ? 0 : 1;
-}
-
 /* The table removed by a child the loop watches; without a loop or a child, here. */
 static void table_remove_start(EgressSni *s) {
-        if (s->ctx->event && child_job_start(s->ctx->event, &(ChildJobSpec) { .name = "sandboxd-net", .fn = table_remove_child,
+        if (s->ctx->event && child_job_start(s->ctx->event, &(ChildJobSpec) { .name = "sandboxd-net", .fn = egress_sni_table_remove_child,
                                                                                .on_exit = on_table_gone, .userdata = s },
                                              &s->going) >= 0) {
                 s->table = SNI_TABLE_GOING;

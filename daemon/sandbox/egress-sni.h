@@ -54,6 +54,8 @@ typedef struct EgressSni EgressSni;
 int egress_sni_new(Context *m, Nftables *nft, EgressSni **ret);
 /* The table gone (here: a commit that waits for RCU grace periods). */
 void egress_sni_table_remove(Nftables *nft);
+/* The same in a child of the daemon (a ChildJobSpec's fn, egress-sni-child.c): 0, or 1. */
+int egress_sni_table_remove_child(void *arg, int report_fd);
 /* At the daemon's end: the table removed too, unless a sandbox left running needs it. */
 EgressSni *egress_sni_free(EgressSni *s);
 /* n's connections are checked (n has a match-sni entry, or is about to be given one): the table

@@ -12,37 +12,6 @@
 #include "log.h"
 #include "util.h"
 
-/* The steps of a teardown that failed: a child's exit status. */
-#define TEARDOWN_VETH 1
-#define TEARDOWN_RULES 2
-#define TEARDOWN_CONNTRACK 4
-
-/* What egress_attach() made, removed: the interface (its peer goes with it), the chain and its
- * element of the map, the connections the kernel tracks with its mark. nft NULL: one of its own
- * (a child's: the daemon's context holds a netlink socket of the daemon's). */
-static int teardown_run(Nftables *nft, const char *ifname, unsigned slot) {
-        Nftables *own = NULL;
-        const char *base = ifname + strlen(VETH_PREFIX);
-        int failed = 0, r;
-        NftText t = {};
-
-        r = veth_remove(ifname);
-        if (r < 0 && r != -ENODEV)
-                failed |= TEARDOWN_VETH;
-        if (!nft && nftables_new(&own) >= 0)
-                nft = own;
-        nft_text_add(&t, "delete element " EGRESS_TABLE " out { \"%s\" }\nflush chain " EGRESS_TABLE " sx_%s\n"
-                     "delete chain " EGRESS_TABLE " sx_%s\n", ifname, base, base);
-        if (!nft || t.failed || nftables_run(nft, t.data, NULL) < 0)
-                failed |= TEARDOWN_RULES;
-        free(t.data);
-        nftables_free(own);
-        r = conntrack_flush_mark(EGRESS_CT_MARK | slot, ~EGRESS_CT_FLAGS);
-        if (r < 0 && r != -EPROTONOSUPPORT)
-                failed |= TEARDOWN_CONNTRACK;
-        return failed;
-}
-
 static void teardown_log(const char *ifname, int failed) {
         if (failed & TEARDOWN_VETH)
                 log_warning("egress: cannot remove interface %s (removed at the next start)", ifname);
@@ -79,15 +48,6 @@ static void on_teardown_exit(ChildJob *j, const siginfo_t *si, void *userdata) {
         teardown_free(userdata);
 }
 
-/* In the child. It never outlives the daemon: a new one, whose start removes what this one left,
- * may make an interface of the same name (a restored sandbox's) and take the slot's ct mark
- * again. */
-static int teardown_child(void *arg, int report_fd) {
-        const Teardown *t = arg;
-
-        return teardown_run(NULL, t->ifname, t->slot);
-}
-
 /* The teardown of n in a child, watched by the loop: each of its steps waits for RCU grace
  * periods in the kernel (35-50 ms a destroy, hundreds under load), which the loop must not. */
 static int teardown_start(Context *m, Egress *e, const SandboxNet *n) {
@@ -98,7 +58,7 @@ static int teardown_start(Context *m, Egress *e, const SandboxNet *n) {
                 return -ENOMEM;
         *t = (Teardown) { .egress = e, .slot = n->slot };
         memcpy(t->ifname, n->ifname, sizeof(t->ifname));
-        r = child_job_start(m->event, &(ChildJobSpec) { .name = "sandboxd-net", .fn = teardown_child, .arg = t,
+        r = child_job_start(m->event, &(ChildJobSpec) { .name = "sandboxd-net", .fn = egress_teardown_child, .arg = t,
                                                         .on_exit = on_teardown_exit, .userdata = t }, &t->job);
         if (r < 0) {
                 free(t);
@@ -135,7 +95,7 @@ void egress_detach_now(Context *m, SandboxNet *n) {
                 return;
         n->dns = dns_relay_free(n->dns);
         egress_sni_forget(e->sni, n);
-        teardown_log(n->ifname, teardown_run(e->nft, n->ifname, n->slot));
+        teardown_log(n->ifname, egress_teardown_run(e->nft, n->ifname, n->slot));
         egress_give_slot(e, n->slot);
         n->attached = false;
 }
@@ -151,7 +111,7 @@ void egress_detach(Context *m, SandboxNet *n) {
         r = m->event ? teardown_start(m, e, n) : -ENOTCONN;
         if (r < 0) {
                 log_debug_errno(r, "egress: no child for the teardown of %s, done here: %m", n->ifname);
-                teardown_log(n->ifname, teardown_run(e->nft, n->ifname, n->slot));
+                teardown_log(n->ifname, egress_teardown_run(e->nft, n->ifname, n->slot));
                 egress_give_slot(e, n->slot);
         }
         n->attached = false;

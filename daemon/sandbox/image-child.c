@@ -179,7 +179,7 @@ static int child_apply_layers(ImportChild *c, int src_fd, const ImageBlob *layer
 }
 
 /* Builds <images>/<tmp>/rootfs; the daemon renames the whole only once it said done. */
-_noreturn_ void image_import_child(int images_fd, const char *tmp, const char *kind, int src_fd, const ImageBlob *layers,
+_noreturn_ static void image_import_child(int images_fd, const char *tmp, const char *kind, int src_fd, const ImageBlob *layers,
                                     size_t n_layers, const ImageCaps *caps, const SandboxCaller *who, int out) {
         ImportChild c = { .out = out, .caps = caps };
         ImageCounts counts = {};
@@ -212,4 +212,10 @@ _noreturn_ void image_import_child(int images_fd, const char *tmp, const char *k
                 f = (ImageFail) { .err = -r, .reason = IMAGE_REASON_ENTRY };
         child_emit(&c, r < 0 ? RECORD_FAILED : RECORD_DONE, &counts, r < 0 ? &f : NULL);
         _exit(r < 0 ? 1 : 0);
+}
+
+int image_import_main(void *arg, int out) {
+        const ImportArgs *a = arg;
+
+        image_import_child(a->images_fd, a->tmp, a->kind, a->src_fd, a->layers, a->n_layers, &a->caps, a->caller, out);
 }

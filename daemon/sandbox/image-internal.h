@@ -28,8 +28,20 @@ typedef struct ImportRecord {
         char name[512];
 } ImportRecord;
 
-/* The import process: builds <images>/<tmp>/rootfs from src_fd (a directory, or an OCI layout's
- * layers), as the caller where it reads, within caps, and says how far it is and how it ended in
- * ImportRecords on out; the daemon renames the whole only once it said done. */
-_noreturn_ void image_import_child(int images_fd, const char *tmp, const char *kind, int src_fd, const ImageBlob *layers,
-                                    size_t n_layers, const ImageCaps *caps, const SandboxCaller *who, int out);
+/* What the import process is given (its ChildJobSpec's arg). */
+typedef struct ImportArgs {
+        int images_fd;            /* <state>/images */
+        const char *tmp;          /* the .tmp-* directory it builds rootfs in */
+        const char *kind;         /* "directory" or "oci" */
+        int src_fd;
+        const ImageBlob *layers;  /* an OCI layout's, in order */
+        size_t n_layers;
+        const SandboxCaller *caller; /* whose rights the source is read with */
+        ImageCaps caps;
+} ImportArgs;
+
+/* The import process (a ChildJobSpec's fn, arg an ImportArgs): builds <images>/<tmp>/rootfs from
+ * src_fd (a directory, or an OCI layout's layers), as the caller where it reads, within caps, and
+ * says how far it is and how it ended in ImportRecords on out; the daemon renames the whole only
+ * once it said done. */
+int image_import_main(void *arg, int out);

@@ -706,21 +706,10 @@ static int job_make_tmp(ImageJob *j) {
         return mkdirat(j->st->dir_fd, j->tmp, 0755) < 0 ? -errno : 0;
 }
 
-typedef struct ImportArgs {
-        const ImageJob *job;
-        ImageCaps caps;
-} ImportArgs;
-
-static int import_main(void *arg, int out) {
-        const ImportArgs *a = arg;
-        const ImageJob *j = a->job;
-
-        image_import_child(j->st->dir_fd, j->tmp, j->kind, j->src_fd, j->layers, j->n_layers, &a->caps, &j->caller, out);
-}
-
 static int job_spawn(ImageJob *j) {
         const Config *c = &j->st->ctx->config;
-        ImportArgs a = { .job = j,
+        ImportArgs a = { .images_fd = j->st->dir_fd, .tmp = j->tmp, .kind = j->kind, .src_fd = j->src_fd,
+                         .layers = j->layers, .n_layers = j->n_layers, .caller = &j->caller,
                          .caps = { .max_bytes = c->image_max_size, .max_files = c->image_max_files, .id_count = c->uid_range,
                                    .allow_devices = c->image_devices != 0,
                                    .deadline_usec = now_usec(CLOCK_MONOTONIC) + IMPORT_MAX_USEC } };
@@ -728,7 +717,7 @@ static int job_spawn(ImageJob *j) {
         int r;
 
         r = child_job_start(j->st->ctx->event, &(ChildJobSpec) { .name = "sandboxd-import", .keep = keep,
-                                                                 .n_keep = ELEMENTSOF(keep), .fn = import_main, .arg = &a,
+                                                                 .n_keep = ELEMENTSOF(keep), .fn = image_import_main, .arg = &a,
                                                                  .on_exit = on_job_exit, .on_report = on_job_io,
                                                                  .userdata = j }, &j->child);
         j->src_fd = safe_close(j->src_fd);

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* What snapshot-job.c (the daemon's side of a copy) and snapshot-job-copy.c (the copy process)
+/* What snapshot-job.c (the daemon's side of a copy) and snapshot-job-child.c (the copy process)
  * share, and nobody else: the job, whose fields the child reads in its copy of the daemon's
  * memory. */
 #pragma once
