@@ -24,6 +24,10 @@ include. The rules:
  8. Code of sandbox/ and server/ that runs in a child of the daemon (a child job's function, or
     anything that calls _exit) lives in a file named *-child.c; host/ and exec/ are below the
     domain and may. Two server files that end a process they forked themselves are named.
+ 9. No call cycle between files: a file's functions call another file's only if nothing there
+    calls back, directly or further on; a family (x.c and the x-*.c that include x-internal.h)
+    counts as one file. Functions are found by their shape: definitions at the start of a line,
+    calls as "name(", static functions their file's own.
 """
 import os
 import re
@@ -47,6 +51,13 @@ def includes(path):
 
 
 COMMENT = re.compile(r"/\*.*?\*/|//[^\n]*", re.S)
+STRING = re.compile(r'"(?:\\.|[^"\\])*"')
+ATTRS = r"(?:(?:_\w+_|_Noreturn|_printf_\(\d+, \d+\)|__attribute__\(\(.*?\)\))\s+)*"
+# A function defined at the start of a line ("type name(args) {" over one or more lines), and one
+# that is static (its file's own).
+DEF = re.compile(r"^" + ATTRS + r"(?!static\b)[A-Za-z_][\w \*]*?\b(\w+)\s*\([^;{]*?\)\s*(?:_\w+_\s*)?\{", re.M | re.S)
+STATIC_DEF = re.compile(r"^" + ATTRS + r"static\b[\w \*]*?\b(\w+)\s*\(", re.M)
+CALL = re.compile(r"\b([A-Za-z_]\w*)\s*\(")
 CHILD_JOB_FN = re.compile(r"child_job_start\s*\([^;]*?\.fn\s*=\s*(\w+)", re.S)
 EXIT_CALL = re.compile(r"(?<![\w.>])_exit\s*\(")
 # Files of the domain and the server that end a process they started themselves, and why.
@@ -56,25 +67,31 @@ EXIT_ALLOWED = {
 }
 
 
-def child_code(daemon, files):
-    """Rule 8: code of the domain or the server that runs in a child (a child job's function, or
-    anything that calls _exit) lives in a file named *-child.c."""
+def sources(daemon, files):
+    """Each .c file's text without comments and strings, and where each function that is not
+    static is defined."""
     texts, defined = {}, {}
     for rel in files:
-        with open(os.path.join(daemon, rel), encoding="utf-8") as f:
-            texts[rel] = COMMENT.sub(" ", f.read())
-    for rel, text in texts.items():
-        for m in re.finditer(r"^(?!static\b)(?:_\w+_\s+)?[A-Za-z_][\w \*]*?\b(\w+)\s*\([^;{]*?\)\s*\{", text, re.M | re.S):
-            defined.setdefault(m.group(1), rel)
+        if rel.endswith(".c"):
+            with open(os.path.join(daemon, rel), encoding="utf-8") as f:
+                texts[rel] = STRING.sub('""', COMMENT.sub(" ", f.read()))
+    for rel, text in sorted(texts.items()):
+        for m in DEF.finditer(text):
+            if m.group(1) not in ("if", "for", "while", "switch", "return", "sizeof"):
+                defined.setdefault(m.group(1), rel)
+    return texts, defined
+
+
+def child_code(texts, defined):
+    """Rule 8: code of the domain or the server that runs in a child (a child job's function, or
+    anything that calls _exit) lives in a file named *-child.c."""
     out = []
     for rel, text in sorted(texts.items()):
         folder, base = rel.split("/")[0], os.path.basename(rel)
-        if not rel.endswith(".c"):
-            continue
+        own = set(STATIC_DEF.findall(text))
         for m in CHILD_JOB_FN.finditer(text):
             fn = m.group(1)
-            static = re.search(r"^(?:_\w+_\s+)?static\b[^;{(]*\b" + fn + r"\s*\(", text, re.M)
-            where = rel if static else defined.get(fn, rel)
+            where = rel if fn in own else defined.get(fn, rel)
             wfolder, wbase = where.split("/")[0], os.path.basename(where)
             if wfolder in ("sandbox", "server") and not wbase.endswith("-child.c"):
                 out.append(f"daemon/{rel}: its child job runs {fn}() of {where}; "
@@ -84,6 +101,74 @@ def child_code(daemon, files):
                 line = text.count("\n", 0, m.start()) + 1
                 out.append(f"daemon/{rel}:{line}: calls _exit(); code a child runs lives in a *-child.c file")
     return out
+
+
+def call_cycles(texts, defined, unit):
+    """Rule 9: no call cycle between files, a family (unit: x.c and the x-*.c that include
+    x-internal.h) counted as one."""
+    graph = {}
+    for rel, text in texts.items():
+        own = set(STATIC_DEF.findall(text))
+        u = unit[rel]
+        graph.setdefault(u, set())
+        for name in CALL.findall(text):
+            where = defined.get(name)
+            if name not in own and where and unit[where] != u:
+                graph[u].add(unit[where])
+    return [f"call cycle of {len(comp)} files: {' '.join(comp)}" for comp in cycles(graph)]
+
+
+def cycles(graph):
+    """The cycles of a graph (node -> set of nodes): its strongly connected components of more
+    than one node (Tarjan's, iteratively), each sorted."""
+    index, low, on, stack, sccs, counter = {}, {}, set(), [], [], [0]
+
+    def strongconnect(v):
+        work = [(v, iter(sorted(graph[v])))]
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on.add(v)
+        while work:
+            node, it = work[-1]
+            advanced = False
+            for w in it:
+                if w not in graph:
+                    continue
+                if w not in index:
+                    index[w] = low[w] = counter[0]
+                    counter[0] += 1
+                    stack.append(w)
+                    on.add(w)
+                    work.append((w, iter(sorted(graph[w]))))
+                    advanced = True
+                    break
+                if w in on:
+                    low[node] = min(low[node], index[w])
+            if advanced:
+                continue
+            work.pop()
+            if work:
+                parent = work[-1][0]
+                low[parent] = min(low[parent], low[node])
+            if low[node] == index[node]:
+                comp = []
+                while True:
+                    w = stack.pop()
+                    on.discard(w)
+                    comp.append(w)
+                    if w == node:
+                        break
+                if len(comp) > 1:
+                    sccs.append(sorted(comp))
+
+    for v in sorted(graph):
+        if v not in index:
+            strongconnect(v)
+    for v in sorted(graph):
+        if v not in index:
+            strongconnect(v)
+    return sccs
 
 
 def main():
@@ -204,56 +289,20 @@ def main():
                 elif to is not None:
                     todo.append((f"{to}/{name}", via or name))
 
-    # Rule 6: strongly connected components (Tarjan), iteratively.
-    index, low, on, stack, sccs, counter = {}, {}, set(), [], [], [0]
-
-    def strongconnect(v):
-        work = [(v, iter(sorted(graph[v])))]
-        index[v] = low[v] = counter[0]
-        counter[0] += 1
-        stack.append(v)
-        on.add(v)
-        while work:
-            node, it = work[-1]
-            advanced = False
-            for w in it:
-                if w not in graph:
-                    continue
-                if w not in index:
-                    index[w] = low[w] = counter[0]
-                    counter[0] += 1
-                    stack.append(w)
-                    on.add(w)
-                    work.append((w, iter(sorted(graph[w]))))
-                    advanced = True
-                    break
-                if w in on:
-                    low[node] = min(low[node], index[w])
-            if advanced:
-                continue
-            work.pop()
-            if work:
-                parent = work[-1][0]
-                low[parent] = min(low[parent], low[node])
-            if low[node] == index[node]:
-                comp = []
-                while True:
-                    w = stack.pop()
-                    on.discard(w)
-                    comp.append(w)
-                    if w == node:
-                        break
-                if len(comp) > 1:
-                    sccs.append(sorted(comp))
-
-    for v in sorted(graph):
-        if v not in index:
-            strongconnect(v)
-    for comp in sccs:
+    # Rule 6.
+    for comp in cycles(graph):
         problems.append(f"circle of {len(comp)} modules: {' '.join(comp)}")
 
-    # Rule 8.
-    problems += child_code(daemon, files)
+    # Rules 8 and 9, on the functions: a family is x.c with the x-*.c that include x-internal.h.
+    texts, defined = sources(daemon, files)
+    unit = {}
+    for rel in texts:
+        stem, family = rel[:-2], [name[:-len("-internal.h")] for n, q, name, to in direct[rel]
+                                  if q and name.endswith("-internal.h") and to == files[rel]]
+        base = os.path.basename(stem)
+        unit[rel] = next((f"{files[rel]}/{x}" for x in family if base == x or base.startswith(x + "-")), stem)
+    problems += child_code(texts, defined)
+    problems += call_cycles(texts, defined, unit)
 
     for p in problems:
         print(p)
