@@ -26,14 +26,8 @@
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
-#include "dir-names.h"
 #include "file-helper-internal.h"
-#include "file-tar.h"
-#include "macro.h"
 #include "open-beneath.h"
-#include "rm-rf.h"
-#include "run-exec.h"
-#include "spawn.h"
 
 /* ---- file.write ---------------------------------------------------------------------------- */
 

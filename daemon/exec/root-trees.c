@@ -24,7 +24,6 @@
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
-#include "identity.h"
 #include "macro.h"
 #include "mount-compat.h"
 #include "rm-rf.h"

@@ -20,19 +20,8 @@
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
-#include "caller.h"
-#include "child-job.h"
-#include "context.h"
 #include "copy-tree.h"
-#include "image-import.h"
 #include "image-internal.h"
-#include "log.h"
-#include "mount-open.h"
-#include "oci-index.h"
-#include "macro.h"
-#include "remove-async.h"
-#include "rm-rf.h"
-#include "spawn.h"
 #include "util.h"
 
 /* ---- The import's child --------------------------------------------------------------------- */

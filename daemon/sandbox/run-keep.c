@@ -16,18 +16,11 @@
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
-#include "cgroup.h"
-#include "fdstore.h"
 #include "log.h"
 #include "macro.h"
 #include "metrics.h"
-#include "pidfd.h"
-#include "context.h"
-#include "run-record.h"
 #include "run-result.h"
 #include "run-internal.h"
-#include "sandbox.h"
-#include "spawn.h"
 #include "util.h"
 
 /* ---- Kept across a restart --------------------------------------------------------------- */

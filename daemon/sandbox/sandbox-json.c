@@ -5,8 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cgroup.h"
-#include "context.h"
 #include "sandbox-internal.h"
 #include "util.h"
 

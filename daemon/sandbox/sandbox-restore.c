@@ -12,14 +12,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cgroup.h"
-#include "context.h"
 #include "image.h"
 #include "log.h"
 #include "macro.h"
-#include "registry.h"
 #include "sandbox-internal.h"
-#include "scope.h"
 #include "util.h"
 
 static int restore_u64(json_object *o, const char *key, uint64_t *ret) {

@@ -15,18 +15,8 @@
 #include <sys/random.h>
 #include <sys/syscall.h>
 #include <unistd.h>
-#include "cgroup.h"
-#include "log.h"
 #include "macro.h"
-#include "metrics.h"
-#include "pidfd.h"
-#include "context.h"
-#include "fdstore.h"
 #include "session-internal.h"
-#include "run-record.h"
-#include "sandbox.h"
-#include "spawn.h"
-#include "util.h"
 
 /* Every pty.write its written bytes cover answered (err: every one, with it). */
 void session_answer_writes(Session *p, const ProtoError *err) {

@@ -16,17 +16,9 @@
 #include <sys/random.h>
 #include <sys/syscall.h>
 #include <unistd.h>
-#include "cgroup.h"
 #include "log.h"
 #include "macro.h"
-#include "metrics.h"
-#include "pidfd.h"
-#include "context.h"
-#include "fdstore.h"
 #include "session-internal.h"
-#include "run-record.h"
-#include "sandbox.h"
-#include "spawn.h"
 #include "util.h"
 
 /* ---- Across a restart (docs/design/restarts.md, section 4) -------------------------------- */

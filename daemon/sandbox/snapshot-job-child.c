@@ -18,21 +18,10 @@
 #include <time.h>
 #include <unistd.h>
 #include "btrfs.h"
-#include "child-job.h"
-#include "cgroup.h"
-#include "copy-tree.h"
 #include "disk-quota.h"
-#include "log.h"
 #include "macro.h"
-#include "context.h"
 #include "rm-rf.h"
-#include "sandbox.h"
-#include "remove-async.h"
-#include "session.h"
 #include "snapshot-job-internal.h"
-#include "snapshot.h"
-#include "spawn.h"
-#include "state.h"
 #include "util.h"
 
 /* ---- The child ----------------------------------------------------------------------------- */
