@@ -31,6 +31,7 @@ daemon_libsandboxd_la_SOURCES = \
 	daemon/sandbox/sandbox-request.c \
 	daemon/sandbox/sandbox-control.c daemon/sandbox/sandbox-control.h \
 	daemon/sandbox/sandbox-init.c \
+	daemon/sandbox/sandbox-spare.c \
 	daemon/sandbox/sandbox-teardown.c \
 	daemon/exec/sandbox-setup.c daemon/exec/root-trees.c daemon/exec/sysctls.c daemon/exec/root-overlay.c daemon/exec/root-overlay.h daemon/exec/idmap.c daemon/exec/idmap.h \
 	daemon/host/dev-template.c daemon/host/dev-template.h \

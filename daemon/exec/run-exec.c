@@ -74,10 +74,13 @@ static void slots_fill(const int *fds, size_t n, int *slot) {
         }
 }
 
-/* The slots hold /dev/null again: nothing of a run stays open in the daemon through them. */
-static void slots_clear(void) {
-        for (int i = 0; i < N_SLOTS; i++)
-                (void) dup3(slots_null, slots_base + i, O_CLOEXEC);
+/* The slots slots_fill() filled (and the helper binary's, the last) hold /dev/null again: nothing
+ * of a run stays open in the daemon through them. The others hold it still. */
+static void slots_clear(const int *fds, size_t n) {
+        for (size_t i = 0; i < n; i++)
+                if (fds[i] >= 0)
+                        (void) dup3(slots_null, slots_base + (int) i, O_CLOEXEC);
+        (void) dup3(slots_null, slots_base + N_SLOTS - 1, O_CLOEXEC);
 }
 
 static int open_exec(const char *path) {
@@ -317,7 +320,7 @@ static pid_t vfork_exec_slots(HelperExec *h, int cgroup_fd, int *ret_pidfd) {
         (void) dup3(h->helper_fd, s.helper_fd, O_CLOEXEC);
         s.unshare_from = slots_base + N_SLOTS;
         pid = vfork_exec(&s, cgroup_fd, ret_pidfd);
-        slots_clear();
+        slots_clear(h->fds, h->n_fds);
         return pid;
 }
 

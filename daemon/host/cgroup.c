@@ -87,19 +87,23 @@ int cg_read(int dir_fd, const char *file, char *buf, size_t size) {
         return read_small_file(dir_fd, file, true, buf, size);
 }
 
-int cg_read_keyed(int dir_fd, const char *file, const char *key, uint64_t *ret) {
-        char buf[4096];
+int cg_parse_keyed(const char *buf, const char *key, uint64_t *ret) {
         size_t klen = strlen(key);
-        int r = cg_read(dir_fd, file, buf, sizeof(buf));
-        if (r < 0)
-                return r;
-        for (char *p = buf; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL) {
+        for (const char *p = buf; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL) {
                 if (strncmp(p, key, klen) == 0 && p[klen] == ' ') {
                         *ret = strtoull(p + klen + 1, NULL, 10);
                         return 0;
                 }
         }
         return -ENOENT;
+}
+
+int cg_read_keyed(int dir_fd, const char *file, const char *key, uint64_t *ret) {
+        char buf[4096];
+        int r = cg_read(dir_fd, file, buf, sizeof(buf));
+        if (r < 0)
+                return r;
+        return cg_parse_keyed(buf, key, ret);
 }
 
 int cg_read_u64(int dir_fd, const char *file, uint64_t *ret) {

@@ -61,6 +61,8 @@ int cg_write(int dir_fd, const char *file, const char *value);
 int cg_read(int dir_fd, const char *file, char *buf, size_t size);
 /* A "key value" line of a flat keyed file (memory.events, cpu.stat, cgroup.events). */
 int cg_read_keyed(int dir_fd, const char *file, const char *key, uint64_t *ret);
+/* The same from a file's text already read (cg_read()): two keys of one file, one read. */
+int cg_parse_keyed(const char *buf, const char *key, uint64_t *ret);
 int cg_read_u64(int dir_fd, const char *file, uint64_t *ret);
 int cg_kill(int dir_fd);
 /* Kills dir_fd's cgroup (thawed first when thaw: it may have been frozen for a snapshot when a

@@ -117,21 +117,22 @@ int launch_adopt(Launch *l, const char *cg_name, int pidfd, int report_fd) {
 /* ---- Starting ---------------------------------------------------------------------------- */
 
 const char *launch_next_cgroup_name(Sandbox *s, const char *kind, char *buf, size_t len) {
-        snprintf(buf, len, "%s-%u", kind, s->next_run_no + 1);
+        const char *spare = sandbox_spare_name(s, kind);
+        if (spare)
+                snprintf(buf, len, "%s", spare);
+        else
+                snprintf(buf, len, "%s-%u", kind, s->next_run_no + 1);
         return buf;
 }
 
 static int launch_make_cgroup(Launch *l, const LaunchSpec *spec) {
         Sandbox *s = l->sandbox;
-        Context *m = s->ctx;
-        CgLimits lim = {
-                .memory = spec->memory ? spec->memory : s->limits.memory,
-                .swap = m->config.swap_max,
-                .pids = spec->pids,
-                .oom_group = true, /* an OOM kill takes the whole run, never half of it */
-        };
+        CgLimits lim = sandbox_run_limits(s, spec->memory, spec->pids);
         int k;
 
+        k = sandbox_spare_take(s, spec->kind, &lim, s->enforced, l->cg_name, sizeof(l->cg_name), &l->cg_fd, &l->kill_fd);
+        if (k != 0)
+                return k < 0 ? k : 0;
         launch_next_cgroup_name(s, spec->kind, l->cg_name, sizeof(l->cg_name));
         s->next_run_no++;
         k = cg_create(s->cg_fd, l->cg_name, &l->cg_fd);
@@ -143,7 +144,7 @@ static int launch_make_cgroup(Launch *l, const LaunchSpec *spec) {
         if (k < 0 && k != -ENOENT)
                 return k;
         l->kill_fd = k;
-        return cg_apply_limits_at(l->cg_fd, &m->cg, &lim, s->enforced);
+        return cg_apply_limits_at(l->cg_fd, &s->ctx->cg, &lim, s->enforced);
 }
 
 #if defined(__SANITIZE_ADDRESS__)
@@ -324,6 +325,8 @@ int launch_start(Launch *l, const LaunchSpec *spec, ProtoError *err) {
         launch_fds_close_all(&f); /* what the watch did not take */
         if (k < 0)
                 return launch_error(err, spec->what_start, k);
+        /* The next run's cgroup, while this one's helper and command run on another CPU. */
+        sandbox_spare_make(l->sandbox);
         return 0;
 }
 

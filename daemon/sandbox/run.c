@@ -341,8 +341,13 @@ static uint64_t run_duration_usec(const Run *r) {
 static void run_add_stats(Run *r, json_object *o) {
         CgroupRoot *cg = &r->sandbox->ctx->cg;
         uint64_t user = 0, sys = 0, peak = 0, pids = 0;
-        int ru = cg_read_keyed(r->launch.cg_fd, "cpu.stat", "user_usec", &user);
-        int rs = cg_read_keyed(r->launch.cg_fd, "cpu.stat", "system_usec", &sys);
+        char stat[4096];
+        int ru = cg_read(r->launch.cg_fd, "cpu.stat", stat, sizeof(stat)), rs = ru;
+
+        if (ru >= 0) {
+                ru = cg_parse_keyed(stat, "user_usec", &user);
+                rs = cg_parse_keyed(stat, "system_usec", &sys);
+        }
         int rm = cg->has_memory_peak && (r->sandbox->enforced & CG_MEMORY) ? cg_read_u64(r->launch.cg_fd, "memory.peak", &peak)
                                                                            : -ENODATA;
         int rp = cg->has_pids_peak && (r->sandbox->enforced & CG_PIDS) ? cg_read_u64(r->launch.cg_fd, "pids.peak", &pids)

@@ -600,6 +600,7 @@ int sandbox_clear_old_cgroup(Sandbox *s) {
  * is later cloned into it (seen on 6.18: the new init died of SIGKILL at birth). The scope, kept
  * by its placeholder (sandbox_restart()), stays. */
 int sandbox_renew_cgroup(Sandbox *s) {
+        sandbox_spare_drop(s);
         s->cg_fd = safe_close(s->cg_fd);
         int r = cg_remove_tree(sandbox_cg_parent_fd(s), sandbox_cg_name(s));
         if (r < 0)

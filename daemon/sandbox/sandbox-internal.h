@@ -62,3 +62,10 @@ void sandbox_stuck_summary(json_object *list, char *buf, size_t len);
  * or one to be kept). */
 void sandbox_remove_workspace(Sandbox *s);
 
+/* The next run's cgroup, made ahead (sandbox-spare.c). */
+void sandbox_spare_init(SandboxSpare *sp);
+/* sandbox_spare_make() (sandbox.h) is a no-op for a sandbox that is not ready, and for a
+ * throwaway one that was not pooled (made for its one run, which makes its own cgroup). */
+/* Closed and removed (a sandbox freed, kept or not: nothing of it is left for the next daemon; a
+ * restart's new cgroup: its runs go there). */
+void sandbox_spare_drop(Sandbox *s);

@@ -40,6 +40,7 @@ Sandbox *sandbox_alloc(Context *m) {
         s->cg_fd = s->workdir_fd = s->init_pidfd = s->setup_fd = s->netns_fd = s->root_tree_fd = -EBADF;
         s->join_netns_fd = s->root_sent_tree_fd = -EBADF;
         s->scope_fd = s->hold_pidfd = -EBADF;
+        sandbox_spare_init(&s->spare);
         s->uid_slot = UINT32_MAX;
         s->user = SANDBOX_USER_SANDBOX;
         s->created_usec = now_usec(CLOCK_REALTIME);
@@ -482,6 +483,7 @@ void sandbox_go_ready(Sandbox *s) {
                 waiters_answer(&s->create_waiters, j, "sandbox", NULL);
         }
         sandbox_members_start(s);
+        sandbox_spare_make(s);
 }
 
 void sandbox_record_done(Sandbox *s, int r) {
@@ -771,6 +773,7 @@ Sandbox *sandbox_free(Sandbox *s) {
         free(s->net.error);
         netns_pool_drop(&s->ctx->netns, TAKE_FD(s->netns_fd));
         safe_close(s->join_netns_fd);
+        sandbox_spare_drop(s);
         safe_close(s->cg_fd);
         /* Its scope outlives the daemon with its processes; a placeholder of ours does not. */
         scope_job_cancel(s->scope_job);
@@ -943,6 +946,7 @@ int sandbox_restart(Sandbox *s, int (*swap)(Sandbox *s, void *userdata),
         }
         s->state = SANDBOX_CREATING;
         sandbox_members_kill(s); /* runs killed, sessions end as when the sandbox goes */
+        sandbox_spare_drop(s);   /* a new cgroup comes, and the new one's runs go there */
         (void) cg_kill(s->cg_fd);
         sandbox_restart_step(s);
         return killed;

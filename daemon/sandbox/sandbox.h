@@ -32,6 +32,14 @@ typedef enum SandboxState {
         SANDBOX_FAILED,
 } SandboxState;
 
+/* The next run's cgroup, made ahead (sandbox-spare.c, which alone reads it). */
+typedef struct SandboxSpare {
+        char name[32];          /* "run-<n>"; "" when there is none */
+        int cg_fd, kill_fd;     /* kill_fd: -ENOENT where the kernel has no cgroup.kill */
+        CgLimits lim;           /* what was written into it, */
+        unsigned mask;          /* for these controllers */
+} SandboxSpare;
+
 typedef struct SandboxLimits {
         uint64_t memory;
         uint64_t pids;
@@ -210,6 +218,7 @@ typedef struct Sandbox {
          * teardown goes on, once a second. NULL otherwise. */
         json_object *teardown_stuck;
         unsigned next_run_no;
+        SandboxSpare spare; /* the next run's cgroup, made ahead (sandbox-spare.c) */
         Run *runs;         /* in flight */
         unsigned n_runs;
         Waiter *create_waiters, *destroy_waiters;
@@ -393,5 +402,17 @@ void sandbox_member_remove(Sandbox *s, SandboxMember *m);
 void sandbox_set_frozen(Sandbox *s, bool frozen);
 /* What a request waiting for the sandbox to be ready is told when it is destroyed instead. */
 void sandbox_gone_error(Sandbox *s, ProtoError *err);
+/* The limits of a run's cgroup: memory and pids the run's, 0 for the sandbox's memory (pids: none
+ * on the run's cgroup, the sandbox's holds). */
+CgLimits sandbox_run_limits(const Sandbox *s, uint64_t memory, uint64_t pids);
+/* A launch of kind "run" takes the cgroup made ahead (sandbox-spare.c), with lim written where it
+ * differs: its name and fds are then the caller's (*ret_cg_fd, *ret_kill_fd). 0 when there is
+ * none (or kind is another), 1 taken, < 0 a limit could not be written (the fds are the caller's
+ * all the same). sandbox_spare_name(): the name it would take, or NULL. sandbox_spare_make()
+ * (launch.c, once the helper is started): the next one. */
+int sandbox_spare_take(Sandbox *s, const char *kind, const CgLimits *lim, unsigned mask, char *name, size_t len,
+                       int *ret_cg_fd, int *ret_kill_fd);
+const char *sandbox_spare_name(Sandbox *s, const char *kind);
+void sandbox_spare_make(Sandbox *s);
 /* Called when a run of this sandbox ends (frees ephemeral sandboxes). */
 void sandbox_run_finished(Sandbox *s, Run *r);
