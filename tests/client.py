@@ -155,6 +155,15 @@ def procs_under(path):
     return pids
 
 
+def warm_helper(pid):
+    """Whether pid is a daemon's helper waiting, warm, for a sandbox's next run (docs/architecture.md,
+    "The next run, made ahead"): a process of the daemon's, not of any run."""
+    try:
+        return open("/proc/%d/comm" % pid).read().strip() == "sandboxd-warm"
+    except OSError:
+        return False
+
+
 def call(path, req, timeout=30.0):
     c = Conn(path, timeout)
     try:

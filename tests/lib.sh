@@ -18,7 +18,7 @@
 #   Others:   other_user_files (copies of client.py, sandboxctl, sandboxd that any uid may run:
 #             OTHER_CLIENT, OTHER_SANDBOXCTL, OTHER_SANDBOXD), as_other UID [OPTS] -- CMD...
 #   Probes:   daemon_fds, daemon_rss_kb, daemon_children_named NAME, cg_child_count,
-#             cg_procs, wait_until TIMEOUT CMD...
+#             cg_procs, cg_procs_but_warm, wait_until TIMEOUT CMD...
 # Everything the test made (the daemon, $T, the cgroup directories) is removed by an EXIT trap,
 # also when the test dies half-way.
 
@@ -476,6 +476,15 @@ cg_child_count() {
 # cg_procs [DIR]: every pid in the cgroup subtree (default: $CG/sandboxes).
 cg_procs() {
         find "${1:-$CG/sandboxes}" -name cgroup.procs -exec cat {} + 2>/dev/null
+}
+# cg_procs_but_warm [DIR]: the same but for the daemon's helpers waiting, warm, for a sandbox's
+# next run (docs/architecture.md, "The next run, made ahead"): the processes of runs and sessions
+# and the inits.
+cg_procs_but_warm() {
+        local p
+        for p in $(cg_procs "$@"); do
+                [ "$(cat "/proc/$p/comm" 2>/dev/null)" = sandboxd-warm ] || echo "$p"
+        done
 }
 
 # daemon_fd_baseline: the daemon's fd count at rest, once sd-event has made the timerfd it keeps

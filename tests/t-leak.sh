@@ -57,6 +57,7 @@ _no_state() { [ -z "$(ls -A "$T/state/sandboxes")" ]; }
 wait_until 30 _no_state
 is "$(ls -A "$T/state/sandboxes" | wc -l)" 0 "no workspace directory remains (trash included)"
 is "$(daemon_children_named sandboxd-rm)" 0 "no workspace remover remains"
+is "$(daemon_children_named sandboxd-warm)" 0 "no warm helper of a sandbox's next run remains"
 wait_fds "$fds0"
 is "$(daemon_fds)" "$fds0" "the daemon's fd count is back to its baseline ($fds0)"
 is "$(test_mounts)" "$mounts0" "no mount under the test's directory was left ($mounts0 before)"

@@ -11,8 +11,9 @@ POOL_SIZE=2 start_daemon || exit 0
 
 # The pool's sandboxes, by their cgroups: the ready ones have their init's leaf.
 pool_ids() { (cd "$CG/sandboxes" 2>/dev/null && for d in sbx-*; do [ -d "$d/init" ] && echo "$d"; done) | sort; }
-# ... and nothing else: each has exactly two cgroups (its own and its init's leaf).
-_pool_is() { [ "$(pool_ids | wc -l)" = "$1" ] && [ "$(cg_child_count)" = $(($1 * 2)) ]; }
+# ... and nothing else: each has exactly three cgroups (its own, its init's leaf and its run's,
+# made ahead: docs/architecture.md, "The next run, made ahead").
+_pool_is() { [ "$(pool_ids | wc -l)" = "$1" ] && [ "$(cg_child_count)" = $(($1 * 3)) ]; }
 
 check "the pool fills to pool_size (2) in the background" wait_until 30 _pool_is 2
 P0=$(pool_ids)

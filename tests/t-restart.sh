@@ -35,7 +35,7 @@ is "$(jget "$r" .stdout)" $'precious\ndir\n0' "its files are intact; the backgro
 _init_gone() { [ -z "$old_init" ] || [ "$(awk '/^State:/ { print $2 }' "/proc/$old_init/status" 2>/dev/null)" = "" ] ||
 	[ "$(awk '/^State:/ { print $2 }' "/proc/$old_init/status" 2>/dev/null)" = Z ]; }
 check "the old init is gone (killed; at most a zombie awaiting its new parent)" wait_until 5 _init_gone
-is "$(cg_child_count)" 2 "its cgroups are new: the sandbox and its init's leaf"
+is "$(cg_child_count)" 3 "its cgroups are new: the sandbox, its init's leaf and its next run's (made ahead)"
 check "the half-removed workspace was cleaned up" [ ! -e "$T/state/sandboxes/.trash-sbx-0123456789ab" ]
 check "the unrecorded sandbox directory was cleaned up" [ ! -e "$T/state/sandboxes/sbx-00000000abcd" ]
 r=$(rpc '{"op":"create","best_effort":true,"name":"keep"}')
@@ -92,7 +92,7 @@ kill -KILL "$DAEMON_PID"
 wait "$DAEMON_PID" 2>/dev/null
 DAEMON_PID=
 start_daemon || exit 0
-_ses_rest() { [ "$(cg_procs "$ses_cg" | wc -l)" = 1 ]; }
+_ses_rest() { [ "$(cg_procs_but_warm "$ses_cg" | wc -l)" = 1 ]; }
 check "after SIGKILL and a new start, no session process is left: only the new init" wait_until 10 _ses_rest
 run_py "lost sessions" 60 <<'EOF'
 import json, os

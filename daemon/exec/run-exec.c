@@ -417,6 +417,25 @@ pid_t run_exec_init(int helper_fd, const InitParams *p, int cgroup_fd, int leaf_
         return vfork_exec_slots(&h, leaf_fd >= 0 ? cgroup_fd : -1, ret_pidfd);
 }
 
+pid_t run_exec_warm(int helper_fd, const RunParams *p, int cgroup_fd, int *ret_pidfd) {
+        char *const envp[] = { NULL };
+        char *argv[] = { (char *) RUN_HELPER_NAME, (char *) RUN_HELPER_WARM, NULL, NULL, NULL };
+        HelperExec h = { .helper_fd = helper_fd, .argv = argv, .envp = envp, .fds = { p->init_pidfd, p->report_fd },
+                         .n_fds = 2, .report_fd = p->report_fd };
+        RunParams q = *p;
+        pid_t pid = -ENOMEM;
+
+        q.init_pidfd = to_slot(&h, p->init_pidfd);
+        q.report_fd = to_slot(&h, p->report_fd);
+        argv[2] = run_exec_hex(&q, sizeof(q));
+        argv[3] = run_exec_hex(p->filter->insns, p->filter->len * sizeof(struct sock_filter));
+        if (argv[2] && argv[3])
+                pid = vfork_exec_slots(&h, cgroup_fd, ret_pidfd);
+        free(argv[2]);
+        free(argv[3]);
+        return pid;
+}
+
 pid_t run_exec_placeholder(int helper_fd, int cgroup_fd, int *ret_pidfd) {
         char *const envp[] = { NULL };
         char *argv[] = { (char *) "sandboxd-placeholder", (char *) RUN_HELPER_PLACEHOLDER, NULL };

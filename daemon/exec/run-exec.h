@@ -18,6 +18,7 @@
 #define RUN_HELPER_MOUNT "mount" /* ... when it is to open a caller's directory for a mount */
 #define RUN_HELPER_INIT_CGNS "init-cgns" /* ... with its cgroup namespace (the helper is in the sandbox's cgroup) */
 #define RUN_HELPER_PLACEHOLDER "placeholder" /* ... when it is to wait until killed (scope.h) */
+#define RUN_HELPER_WARM "warm" /* ... when it is to wait, warm, for a run (spawn.h, WarmHelper) */
 
 /* Opens the helper binary: next to our own executable (a build tree), else in LIBEXECDIR.
  * $SANDBOXD_RUN_HELPER names another path, or "fork" for none (the helper is then a clone of the
@@ -49,6 +50,12 @@ pid_t run_exec_helper(int helper_fd, const RunParams *p, int cgroup_fd, int *ret
  * in cgroup_fd and clones the init into leaf_fd with a new cgroup namespace rooted at
  * cgroup_fd. */
 pid_t run_exec_init(int helper_fd, const InitParams *p, int cgroup_fd, int leaf_fd, int *ret_pidfd);
+
+/* Starts the helper warm (spawn.h, WarmHelper) born in cgroup_fd: p gives init_pidfd, report_fd
+ * (the helper's end of the socket its run will come on), the filter, and the sandbox's signals,
+ * OOM score and parent. The caller has set our children's pid namespace to the sandbox's. Returns
+ * its pid (and pidfd), or -errno. */
+pid_t run_exec_warm(int helper_fd, const RunParams *p, int cgroup_fd, int *ret_pidfd);
 
 /* Starts the helper as sandboxd-placeholder: a process that only waits, with no fd of ours, to
  * be born in cgroup_fd (if >= 0) and keep a sandbox's scope from being empty (scope.h). */

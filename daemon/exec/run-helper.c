@@ -253,11 +253,30 @@ _Noreturn static void placeholder_main(void) {
                 pause();
 }
 
+/* argv[0] as RunParams in hex, argv[1] the filter in hex: into p (the filter's instructions in
+ * insns). -1 when they are not. */
+static int params_unhex(char **argv, RunParams *p, SeccompProgram *filter, struct sock_filter *insns, size_t max) {
+        size_t len;
+
+        if (run_exec_unhex(argv[0], p, sizeof(*p)) < 0) {
+                fprintf(stderr, "%s: started by sandboxd only\n", RUN_HELPER_NAME);
+                return -1;
+        }
+        len = strlen(argv[1]) / 2;
+        if (len == 0 || len % sizeof(struct sock_filter) != 0 || len > max || run_exec_unhex(argv[1], insns, len) < 0) {
+                fprintf(stderr, "%s: bad filter\n", RUN_HELPER_NAME);
+                return -1;
+        }
+        filter->insns = insns;
+        filter->len = (unsigned short) (len / sizeof(struct sock_filter));
+        p->filter = filter;
+        return 0;
+}
+
 int main(int argc, char **argv) {
         static struct sock_filter insns[BPF_MAXINSNS];
-        SeccompProgram filter = { .insns = insns };
+        SeccompProgram filter;
         RunParams p;
-        size_t len;
 
         if (argc > 1 && strcmp(argv[1], RUN_HELPER_INIT) == 0)
                 return init_main(argc, argv, false);
@@ -269,18 +288,19 @@ int main(int argc, char **argv) {
                 return mount_main(argc, argv);
         if (argc > 1 && strcmp(argv[1], RUN_HELPER_PLACEHOLDER) == 0)
                 placeholder_main();
-        if (argc < 5 || run_exec_unhex(argv[1], &p, sizeof(p)) < 0) {
+        /* argv: "warm", RunParams as hex, the filter as hex (run_exec_warm()). */
+        if (argc == 4 && strcmp(argv[1], RUN_HELPER_WARM) == 0) {
+                if (params_unhex(argv + 2, &p, &filter, insns, sizeof(insns)) < 0)
+                        return 127;
+                run_helper_warm(&p);
+        }
+        /* argv: RunParams as hex, the filter as hex, cwd, the command's argv. */
+        if (argc < 5) {
                 fprintf(stderr, "%s: started by sandboxd only\n", RUN_HELPER_NAME);
                 return 127;
         }
-        len = strlen(argv[2]) / 2;
-        if (len == 0 || len % sizeof(struct sock_filter) != 0 || len > sizeof(insns) ||
-            run_exec_unhex(argv[2], insns, len) < 0) {
-                fprintf(stderr, "%s: bad filter\n", RUN_HELPER_NAME);
+        if (params_unhex(argv + 1, &p, &filter, insns, sizeof(insns)) < 0)
                 return 127;
-        }
-        filter.len = (unsigned short) (len / sizeof(struct sock_filter));
-        p.filter = &filter;
         p.cwd = argv[3];
         p.argv = argv + 4;
         p.envp = environ;

@@ -398,8 +398,10 @@ static gid_t child_gid(const RunParams *p) {
         return p->ids_set ? p->gid : p->user == SANDBOX_USER_ROOT ? 0 : SANDBOX_USER_GID;
 }
 
-_Noreturn static void command_main(const RunParams *p, int errfd) {
-        if (setsid() < 0)
+/* prepared: a warm helper's (run_helper_warm()), in its session, its identity and filter set
+ * before its run came: the same steps, those three done. */
+_Noreturn static void command_main(const RunParams *p, int errfd, bool prepared) {
+        if (!prepared && setsid() < 0)
                 child_fail(errfd, STEP_SETSID);
         if (child_stdio(p, &errfd) < 0)
                 child_fail(errfd, STEP_STDIO);
@@ -410,7 +412,7 @@ _Noreturn static void command_main(const RunParams *p, int errfd) {
         if (p->pty && child_uid(p) != 0 && fchown(0, child_uid(p), child_gid(p)) < 0)
                 child_fail(errfd, STEP_TTY);
         /* Before anything that resolves a path: the cwd is checked as the user who will run. */
-        if (child_identity(p) < 0)
+        if (!prepared && child_identity(p) < 0)
                 child_fail(errfd, STEP_SETUID);
         if (p->umask_set)
                 (void) umask((mode_t) (p->umask & 0777));
@@ -426,7 +428,7 @@ _Noreturn static void command_main(const RunParams *p, int errfd) {
                 child_fail(errfd, STEP_EXEC);
         /* Last, so that none of the setup above runs under the filter (the daemon compiled it
          * once at start: no allocation here); execve and the error pipe's write stay allowed. */
-        if (seccomp_apply(p->filter) < 0)
+        if (!prepared && seccomp_apply(p->filter) < 0)
                 child_fail(errfd, STEP_SECCOMP);
         child_exec(p->argv, p->envp);
         child_fail(errfd, STEP_EXEC);
@@ -585,7 +587,7 @@ static pid_t command_vfork(const RunParams *p, int errfd, int *ret_pidfd) {
         (void) sigprocmask(SIG_SETMASK, &all, &old);
         pid = vfork();
         if (pid == 0)
-                command_main(p, errfd);
+                command_main(p, errfd, false);
         e = errno;
         (void) sigprocmask(SIG_SETMASK, &old, NULL);
         if (pid < 0) {
@@ -645,7 +647,7 @@ _Noreturn void run_helper_main(const RunParams *p) {
         /* Born in the sandbox's pid namespace already (run-exec.h): we are the command. Its
          * failures go to the daemon as ours would; a successful exec closes the socket. */
         if (p->direct)
-                command_main(p, p->report_fd);
+                command_main(p, p->report_fd, false);
         if (p->own_pidns)
                 helper_nest_pidns(p);
         if (pipe2(errpipe, O_CLOEXEC) < 0)
@@ -681,4 +683,164 @@ _Noreturn void run_helper_main(const RunParams *p) {
                             .end_usec = (uint64_t) ts.tv_sec * 1000000 + (uint64_t) ts.tv_nsec / 1000 };
         report_send(p->report_fd, &r, -1);
         _exit(0);
+}
+
+/* ---- A warm helper (run-exec.h, run_exec_warm()) ------------------------------------------- */
+
+/* A request: the header, then cwd, argv and envp as NUL-terminated strings, with stdio and the
+ * extra fds (SCM_RIGHTS). Larger ones go the cold way. */
+#define WARM_STRINGS_MAX (64 * 1024)
+#define WARM_FDS_MAX (3 + RUN_EXTRA_FDS_MAX)
+
+typedef struct WarmHeader {
+        RunParams params; /* its pointers and fds mean nothing on the other side */
+        uint32_t argc, envc, len;
+} WarmHeader;
+
+static int strings_put(char *buf, size_t *n, const char *s) {
+        size_t len = strlen(s) + 1;
+        if (len > WARM_STRINGS_MAX - *n)
+                return -E2BIG;
+        memcpy(buf + *n, s, len);
+        *n += len;
+        return 0;
+}
+
+int warm_request_send(int sock, const RunParams *p) {
+        static char strings[WARM_STRINGS_MAX];
+        union {
+                char buf[CMSG_SPACE(sizeof(int) * WARM_FDS_MAX)];
+                struct cmsghdr align;
+        } control = {};
+        WarmHeader h = { .params = *p };
+        int fds[WARM_FDS_MAX];
+        struct iovec iov[2] = { { &h, sizeof(h) }, { strings, 0 } };
+        struct msghdr mh = { .msg_iov = iov, .msg_iovlen = 2, .msg_control = control.buf };
+        struct cmsghdr *cm;
+        size_t n = 0, nfds = 3 + p->n_extra;
+        int r;
+
+        if (p->n_extra > RUN_EXTRA_FDS_MAX || !p->cwd || !p->argv || !p->argv[0])
+                return -EINVAL;
+        if ((r = strings_put(strings, &n, p->cwd)) < 0)
+                return r;
+        for (char *const *a = p->argv; *a; a++, h.argc++)
+                if ((r = strings_put(strings, &n, *a)) < 0)
+                        return r;
+        for (char *const *e = p->envp; e && *e; e++, h.envc++)
+                if ((r = strings_put(strings, &n, *e)) < 0)
+                        return r;
+        h.len = (uint32_t) n;
+        iov[1].iov_len = n;
+        for (size_t i = 0; i < nfds; i++)
+                if ((fds[i] = i < 3 ? p->stdio[i] : p->extra_fds[i - 3]) < 0)
+                        return -EBADF;
+        mh.msg_controllen = CMSG_SPACE(sizeof(int) * nfds);
+        cm = CMSG_FIRSTHDR(&mh);
+        cm->cmsg_level = SOL_SOCKET;
+        cm->cmsg_type = SCM_RIGHTS;
+        cm->cmsg_len = CMSG_LEN(sizeof(int) * nfds);
+        memcpy(CMSG_DATA(cm), fds, sizeof(int) * nfds);
+        while (sendmsg(sock, &mh, MSG_NOSIGNAL) < 0)
+                if (errno != EINTR)
+                        return -errno;
+        return 0;
+}
+
+/* The request into p (its strings in buf, pointers into it in ptrs): 0, or -1 when it is not one
+ * (the daemon sends nothing else: we end). */
+static int warm_request_recv(int sock, WarmHeader *h, char *buf, char **ptrs, size_t n_ptrs, int *fds) {
+        union {
+                char buf[CMSG_SPACE(sizeof(int) * WARM_FDS_MAX)];
+                struct cmsghdr align;
+        } control;
+        struct iovec iov[2] = { { h, sizeof(*h) }, { buf, WARM_STRINGS_MAX } };
+        struct msghdr mh = { .msg_iov = iov, .msg_iovlen = 2, .msg_control = control.buf, .msg_controllen = sizeof(control.buf) };
+        struct cmsghdr *cm;
+        size_t nfds, k = 0;
+        ssize_t n;
+
+        while ((n = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC)) < 0)
+                if (errno != EINTR)
+                        return -1;
+        cm = CMSG_FIRSTHDR(&mh);
+        if (n < (ssize_t) sizeof(*h) || (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) || !cm || cm->cmsg_level != SOL_SOCKET ||
+            cm->cmsg_type != SCM_RIGHTS || h->params.n_extra > RUN_EXTRA_FDS_MAX)
+                return -1;
+        nfds = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+        if (nfds != 3 + h->params.n_extra || (size_t) n - sizeof(*h) != h->len || h->len == 0 || buf[h->len - 1] != '\0' ||
+            (size_t) h->argc + h->envc + 2 > n_ptrs || h->argc == 0)
+                return -1;
+        memcpy(fds, CMSG_DATA(cm), sizeof(int) * nfds);
+        /* cwd, then argc and envc strings: each found, none past the end. */
+        for (char *s = buf + strlen(buf) + 1; k < (size_t) h->argc + h->envc; s += strlen(s) + 1, k++) {
+                if (s >= buf + h->len)
+                        return -1;
+                ptrs[k < h->argc ? k : k + 1] = s;
+        }
+        ptrs[h->argc] = NULL;
+        ptrs[h->argc + 1 + h->envc] = NULL;
+        return 0;
+}
+
+_Noreturn void run_helper_warm(const RunParams *w) {
+        static char buf[WARM_STRINGS_MAX];
+        static char *ptrs[WARM_STRINGS_MAX / 2 + 2];
+        int keep[] = { 0, 1, 2, w->init_pidfd, w->report_fd }, fds[WARM_FDS_MAX];
+        WarmHeader h;
+        RunParams p;
+
+        /* As run_helper_main(), direct: not ptraceable by the sandbox, ends with the daemon, and
+         * gone when it is (we were born in the sandbox's pid namespace: no parent seen while it
+         * lives). A step that fails ends us: the run that comes finds our socket closed and goes
+         * the cold way, which reports the step. */
+        (void) prctl(PR_SET_DUMPABLE, 0);
+        (void) prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != 0)
+                _exit(1);
+        close_all_fds_except(keep, ELEMENTSOF(keep));
+        if (setgroups(0, NULL) < 0 || helper_reset_oom_score(w) < 0 || helper_join(w->init_pidfd) < 0 ||
+            setresgid(0, 0, 0) < 0 || setresuid(0, 0, 0) < 0)
+                _exit(1);
+        (void) close(w->init_pidfd);
+        (void) prctl(PR_SET_NAME, "sandboxd-warm");
+        /* What command_main() would do first for a run as w->user with neither its own ids nor
+         * capabilities, the only runs the daemon gives us (launch.c): then what is left after the
+         * request is what any process may do for itself. The filter is on before the wait. */
+        if (setsid() < 0 || identity_apply(w->user) < 0 || seccomp_apply(w->filter) < 0)
+                _exit(1);
+        if (warm_request_recv(w->report_fd, &h, buf, ptrs, ELEMENTSOF(ptrs), fds) < 0)
+                _exit(0);
+        p = h.params;
+        p.init_pidfd = p.cgroup_fd = -1;
+        p.report_fd = w->report_fd;
+        for (int i = 0; i < 3; i++)
+                p.stdio[i] = fds[i];
+        for (unsigned i = 0; i < p.n_extra; i++)
+                p.extra_fds[i] = fds[3 + i];
+        p.cwd = buf;
+        p.argv = ptrs;
+        p.envp = ptrs + h.argc + 1;
+        p.filter = w->filter;
+        p.direct = true;
+        p.pty = p.own_pidns = false;
+        /* Another identity cannot be had any more: never run as the wrong one. */
+        if (p.user != w->user || p.ids_set || p.caps_set) {
+                errno = EPERM;
+                child_fail(p.report_fd, STEP_SETUID);
+        }
+        /* A kept run outlives the daemon (RunParams.outlive_daemon). */
+        if (p.outlive_daemon)
+                (void) prctl(PR_SET_PDEATHSIG, 0);
+        command_main(&p, p.report_fd, true);
+}
+
+void warm_helper_kill(WarmHelper *w) {
+        if (w->pidfd >= 0) {
+                (void) syscall(SYS_pidfd_send_signal, w->pidfd, SIGKILL, NULL, 0);
+                (void) waitid(P_PIDFD, (id_t) w->pidfd, &(siginfo_t) {}, WEXITED);
+        }
+        w->pidfd = safe_close(w->pidfd);
+        w->sock = safe_close(w->sock);
+        w->pid = 0;
 }

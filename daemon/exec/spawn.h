@@ -4,6 +4,7 @@
  * Children report over a CLOEXEC socket as {step, errno}; the parent never guesses. */
 #pragma once
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -256,3 +257,26 @@ int helper_enter_sandbox(const RunParams *p, SpawnStep *ret_step);
 /* The helper: joins the sandbox, forks the command, reports its start and its end; or, direct,
  * joins the sandbox and becomes the command (the daemon is its parent and sees its end). */
 _Noreturn void run_helper_main(const RunParams *p);
+
+/* A warm helper (run-exec.h, run_exec_warm()): exec'd ahead into the cgroup of a sandbox's next
+ * run, in its pid namespace, the sandbox joined, in a session of its own, as its user, under the
+ * filter; it waits on sock for the run, then becomes its command as a direct helper does. pidfd
+ * < 0: none. */
+typedef struct WarmHelper {
+        pid_t pid;
+        int pidfd;
+        int sock;         /* ours; the helper's reports come back on it, as on a report socket */
+        SandboxUser user; /* who it already is: it takes only a run as that user, with neither
+                           * ids nor capabilities of its own (RunParams.ids_set, caps_set) */
+} WarmHelper;
+#define WARM_HELPER_NONE ((WarmHelper) { 0, -EBADF, -EBADF, SANDBOX_USER_UNSET })
+
+/* The daemon's side: p's run (argv, envp, cwd, stdio, extra fds and the rest of p; not a pty,
+ * not own_pidns) to the warm helper on sock. 0, -E2BIG when its strings are too long for one
+ * request, or -errno (-EPIPE: the helper is gone). */
+int warm_request_send(int sock, const RunParams *p);
+/* The helper's side: w carries init_pidfd, report_fd (its end of sock), the user, the filter and
+ * the sandbox's signals and OOM score; never returns. */
+_Noreturn void run_helper_warm(const RunParams *w);
+/* Killed (unless it has ended) and reaped, its fds closed: *w is then none. */
+void warm_helper_kill(WarmHelper *w);

@@ -36,12 +36,14 @@ void launch_init(Launch *l, Sandbox *s, const LaunchOps *ops, void *userdata) {
                 .userdata = userdata,
                 .cg_fd = -EBADF,
                 .kill_fd = -EBADF,
+                .warm = WARM_HELPER_NONE,
                 .pidfd = -EBADF,
                 .report_fd = -EBADF,
         };
 }
 
 void launch_done(Launch *l) {
+        warm_helper_kill(&l->warm);
         l->report_source = sd_event_source_disable_unref(l->report_source);
         l->report_fd = safe_close(l->report_fd);
         l->child_source = sd_event_source_disable_unref(l->child_source);
@@ -130,7 +132,8 @@ static int launch_make_cgroup(Launch *l, const LaunchSpec *spec) {
         CgLimits lim = sandbox_run_limits(s, spec->memory, spec->pids);
         int k;
 
-        k = sandbox_spare_take(s, spec->kind, &lim, s->enforced, l->cg_name, sizeof(l->cg_name), &l->cg_fd, &l->kill_fd);
+        k = sandbox_spare_take(s, spec->kind, &lim, s->enforced, l->cg_name, sizeof(l->cg_name), &l->cg_fd, &l->kill_fd,
+                               &l->warm);
         if (k != 0)
                 return k < 0 ? k : 0;
         launch_next_cgroup_name(s, spec->kind, l->cg_name, sizeof(l->cg_name));
@@ -210,11 +213,11 @@ static void launch_fds_close_all(LaunchFds *f) {
 }
 
 /* The report socket, and the pipes unless the helper opens a terminal inside (whose stdio it is). */
-static int launch_fds_open(LaunchFds *f, bool pipes) {
+static int launch_fds_open(LaunchFds *f, bool pipes, bool report) {
         *f = LAUNCH_FDS_NONE;
         if (pipes && (pipe2(f->in, O_CLOEXEC) < 0 || pipe2(f->out, O_CLOEXEC) < 0 || pipe2(f->err, O_CLOEXEC) < 0))
                 return -errno;
-        if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, f->rep) < 0)
+        if (report && socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, f->rep) < 0)
                 return -errno;
         return 0;
 }
@@ -229,11 +232,10 @@ static bool launch_cgroup_frozen(Launch *l) {
         return l->sandbox->frozen || cg_frozen(l->cg_fd) != 0;
 }
 
-static int launch_spawn(Launch *l, const LaunchSpec *spec, LaunchFds *f) {
+/* What every start of a helper gives it: the sandbox, the fds, the guards. */
+static void launch_fill_params(Launch *l, const LaunchSpec *spec, LaunchFds *f) {
         Sandbox *s = l->sandbox;
-        Context *m = s->ctx;
         RunParams *p = spec->params;
-        pid_t pid;
 
         p->init_pidfd = s->init_pidfd;
         p->cgroup_fd = -1;
@@ -253,6 +255,47 @@ static int launch_spawn(Launch *l, const LaunchSpec *spec, LaunchFds *f) {
         if (spec->file_helper)
                 p->rl_data_set = false;
 #endif
+}
+
+/* The run the warm helper in its cgroup can take (sandbox_spare_take()): one it would start
+ * direct the cold way too (launch_spawn()), not a terminal's, as the user the helper already is. */
+static bool launch_can_warm(const Launch *l, const LaunchSpec *spec) {
+        const Context *m = l->sandbox->ctx;
+        const RunParams *p = spec->params;
+        return l->warm.sock >= 0 && !spec->file_helper && spec->via_helper && m->run_helper_fd >= 0 &&
+               (!spec->keep || m->features.pidfd_exit_info) && !p->own_pidns && !p->pty && p->user == l->warm.user &&
+               !p->ids_set && !p->caps_set;
+}
+
+/* The warm helper takes the run and becomes its command: what the cold way's exec of a helper and
+ * its joining of the sandbox did is done. Its socket is the run's report socket. A frozen
+ * sandbox's helper is frozen with it and goes on at the thaw, as a helper that moved itself into
+ * a frozen cgroup does. */
+static int launch_warm(Launch *l, const LaunchSpec *spec, LaunchFds *f) {
+        RunParams *p = spec->params;
+        int k;
+
+        launch_fill_params(l, spec, f);
+        p->direct = true;
+        if ((k = warm_request_send(l->warm.sock, p)) < 0) {
+                p->direct = false;
+                return k;
+        }
+        l->pid = l->warm.pid;
+        l->pidfd = TAKE_FD(l->warm.pidfd);
+        f->rep[0] = TAKE_FD(l->warm.sock);
+        l->warm = WARM_HELPER_NONE;
+        l->direct = true;
+        return 0;
+}
+
+static int launch_spawn(Launch *l, const LaunchSpec *spec, LaunchFds *f) {
+        Sandbox *s = l->sandbox;
+        Context *m = s->ctx;
+        RunParams *p = spec->params;
+        pid_t pid;
+
+        launch_fill_params(l, spec, f);
         if (spec->file_helper || (spec->via_helper && m->run_helper_fd >= 0)) {
                 int helper_fd = spec->file_helper ? m->file_helper_fd : m->run_helper_fd;
                 bool born_in = run_exec_into_cgroup() && !launch_cgroup_frozen(l);
@@ -312,13 +355,26 @@ int launch_start(Launch *l, const LaunchSpec *spec, ProtoError *err) {
         LaunchFds f;
         int k;
 
+        bool warm;
+
         if ((k = launch_make_cgroup(l, spec)) < 0)
                 return launch_error(err, spec->what_cgroup, k);
-        if ((k = launch_fds_open(&f, spec->pipes)) < 0) {
+        /* The cold way's helper is born alone in the cgroup. */
+        if (!(warm = launch_can_warm(l, spec)))
+                warm_helper_kill(&l->warm);
+        if ((k = launch_fds_open(&f, spec->pipes, !warm)) < 0) {
                 launch_fds_close_all(&f); /* some may have been made before the fds ran out */
                 return launch_error(err, spec->what_fds, k);
         }
-        k = launch_spawn(l, spec, &f);
+        if (warm && (k = launch_warm(l, spec, &f)) < 0) {
+                /* Gone (-EPIPE), or a request too long for one message: the cold way. */
+                log_debug_errno(k, "sandbox %s: the warm helper cannot take the run, started the cold way: %m", l->sandbox->id);
+                warm_helper_kill(&l->warm);
+                warm = false;
+                k = socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, f.rep) < 0 ? -errno : 0;
+        }
+        if (!warm && k >= 0)
+                k = launch_spawn(l, spec, &f);
         launch_fds_close_child(&f);
         if (k >= 0)
                 k = launch_watch(l, &f);
@@ -389,6 +445,7 @@ int launch_adopt_direct(Launch *l, const char *cg_name, int cg_fd, int report_fd
 }
 
 void launch_abort(Launch *l) {
+        warm_helper_kill(&l->warm);
         if (l->pid > 0) {
                 /* The helper is ours and unreaped: kill it and the cgroup (it may not be in it
                  * yet), then wait for it (SIGKILL ends a frozen or stopped process too). */

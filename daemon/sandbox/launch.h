@@ -48,6 +48,7 @@ typedef struct Launch {
         sd_event_source *exit_retry;  /* taken back direct: its end not readable yet (pidfd.h) */
         unsigned exit_tries;
         bool direct;            /* the helper becomes the command (RunParams.direct) */
+        WarmHelper warm;        /* the one waiting in the cgroup taken (sandbox_spare_take()), until used */
 } Launch;
 
 /* What to start. */

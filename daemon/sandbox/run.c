@@ -14,7 +14,6 @@
 #include <unistd.h>
 
 #include "cgroup.h"
-#include "fdstore.h"
 #include "log.h"
 #include "macro.h"
 #include "metrics.h"
@@ -820,8 +819,7 @@ static bool run_keep(Run *r) {
 
         /* A run on the client's own fds (an OCI proxy's) has nothing of ours to keep, and ends
          * with its client; so do the runs of sandboxes that are never recorded. */
-        if (s->ephemeral || s->pooled || s->transient || run_spec_own_stdio(&r->spec) || s->ctx->config.stop_sandboxes ||
-            !fdstore_enabled())
+        if (!sandbox_keeps_runs(s) || run_spec_own_stdio(&r->spec))
                 return false;
         if ((k = run_keep_reply_init(r)) < 0 || (k = capture_new(&r->capture, &f, r->out)) < 0) {
                 log_warning_errno(k, "run %s: cannot make its capture, it will not outlive the daemon: %m", r->id);

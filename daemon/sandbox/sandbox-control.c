@@ -77,12 +77,15 @@ int sandbox_signal_all(Sandbox *s, int sig, unsigned *ret_signalled) {
                 safe_close(fd);
                 return -errno;
         }
-        /* Every child cgroup but the init's leaf: runs, sessions, file operations. */
+        /* Every child cgroup but the init's leaf and the next run's: runs, sessions, file operations. */
         while ((de = readdir(d))) {
                 _cleanup_close_ int cg = -EBADF;
                 int k;
 
-                if (de->d_type != DT_DIR || de->d_name[0] == '.' || strcmp(de->d_name, "init") == 0)
+                const char *spare = sandbox_spare_name(s, "run"); /* a warm helper's, not a run's */
+
+                if (de->d_type != DT_DIR || de->d_name[0] == '.' || strcmp(de->d_name, "init") == 0 ||
+                    (spare && strcmp(de->d_name, spare) == 0))
                         continue;
                 cg = openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
                 if (cg < 0)

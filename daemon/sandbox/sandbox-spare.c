@@ -9,14 +9,20 @@
  * its sandbox. */
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "cgroup.h"
 #include "context.h"
+#include "fdstore.h"
 #include "log.h"
 #include "macro.h"
+#include "run-exec.h"
 #include "sandbox-internal.h"
 #include "sandbox.h"
 
@@ -32,7 +38,7 @@ CgLimits sandbox_run_limits(const Sandbox *s, uint64_t memory, uint64_t pids) {
 }
 
 void sandbox_spare_init(SandboxSpare *sp) {
-        *sp = (SandboxSpare) { .cg_fd = -EBADF, .kill_fd = -EBADF };
+        *sp = (SandboxSpare) { .cg_fd = -EBADF, .kill_fd = -EBADF, .warm = WARM_HELPER_NONE };
 }
 
 static bool limits_same(const CgLimits *a, const CgLimits *b) {
@@ -40,7 +46,13 @@ static bool limits_same(const CgLimits *a, const CgLimits *b) {
                a->oom_group == b->oom_group;
 }
 
+static void spare_warm_end(SandboxSpare *sp) {
+        sp->warm_exit = sd_event_source_disable_unref(sp->warm_exit);
+        warm_helper_kill(&sp->warm);
+}
+
 static void spare_close(SandboxSpare *sp) {
+        spare_warm_end(sp);
         sp->name[0] = '\0';
         sp->cg_fd = safe_close(sp->cg_fd);
         sp->kill_fd = safe_close(sp->kill_fd);
@@ -75,14 +87,81 @@ fail:
         return k;
 }
 
+bool sandbox_keeps_runs(const Sandbox *s) {
+        return !(s->ephemeral || s->pooled || s->transient || s->ctx->config.stop_sandboxes) && fdstore_enabled();
+}
+
+/* Killed from inside (it is root of the sandbox's user namespace there), or with the whole
+ * sandbox: reaped at once, for a zombie of ours in its pid namespace would keep the sandbox's init
+ * from ending. The next run goes the cold way. */
+static int on_warm_exit(sd_event_source *src, int fd, uint32_t revents, void *userdata) {
+        Sandbox *s = userdata;
+        spare_warm_end(&s->spare);
+        return 0;
+}
+
+/* A warm helper for the run to come, born in the spare, in the sandbox's pid namespace (as a
+ * direct run's helper is: launch.c), the sandbox joined, waiting for its run (spawn.h). Where it
+ * cannot be had the run goes the cold way: nothing is said. Never into a frozen cgroup: we would
+ * wait in vfork for a child that cannot exec until a thaw that only we would do. */
+static void spare_warm(Sandbox *s) {
+        Context *m = s->ctx;
+        SandboxSpare *sp = &s->spare;
+        int pair[2], pidfd = -EBADF;
+        RunParams w;
+        pid_t pid;
+
+        /* A kept run is started direct (and so warm) only where the kernel keeps a process's end
+         * with its pidfd (launch.c): elsewhere a warm helper would only be killed again. */
+        if (m->run_helper_fd < 0 || !run_exec_into_cgroup() || m->self_pidns_fd < 0 || s->init_pidfd < 0 || s->frozen ||
+            (sandbox_keeps_runs(s) && !m->features.pidfd_exit_info) || cg_frozen(sp->cg_fd) != 0)
+                return;
+        if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) < 0)
+                return;
+        w = (RunParams) {
+                .init_pidfd = s->init_pidfd,
+                .cgroup_fd = -1,
+                .report_fd = pair[1],
+                .stdio = { -1, -1, -1 },
+                .reset_signals = m->ignored_signals,
+                .reset_oom_score = m->oom_score_negative,
+                .user = s->user,
+                .parent = getpid(),
+                .direct = true,
+                .filter = &m->filter,
+        };
+        if (setns(s->init_pidfd, CLONE_NEWPID) < 0) {
+                safe_close(pair[0]);
+                safe_close(pair[1]);
+                return;
+        }
+        pid = run_exec_warm(m->run_helper_fd, &w, sp->cg_fd, &pidfd);
+        /* As launch.c: none of our later children may be born in this sandbox. */
+        if (setns(m->self_pidns_fd, CLONE_NEWPID) < 0) {
+                log_error("cannot set our children's pid namespace back to our own: %m");
+                abort();
+        }
+        safe_close(pair[1]);
+        if (pid < 0) {
+                safe_close(pair[0]);
+                return;
+        }
+        sp->warm = (WarmHelper) { .pid = pid, .pidfd = pidfd, .sock = pair[0], .user = s->user };
+        if (sd_event_add_io(m->event, &sp->warm_exit, pidfd, EPOLLIN, on_warm_exit, s) < 0)
+                spare_warm_end(sp);
+}
+
 void sandbox_spare_make(Sandbox *s) {
         int k;
 
         if (s->spare.name[0] || s->state != SANDBOX_READY || (s->ephemeral && !s->pooled) || s->cg_fd < 0)
                 return;
         /* Not made: the next run makes its own, and says why if it cannot. */
-        if ((k = spare_make(s)) < 0)
+        if ((k = spare_make(s)) < 0) {
                 log_debug_errno(k, "sandbox %s: cannot make the next run's cgroup ahead: %m", s->id);
+                return;
+        }
+        spare_warm(s);
 }
 
 const char *sandbox_spare_name(Sandbox *s, const char *kind) {
@@ -90,7 +169,7 @@ const char *sandbox_spare_name(Sandbox *s, const char *kind) {
 }
 
 int sandbox_spare_take(Sandbox *s, const char *kind, const CgLimits *lim, unsigned mask, char *name, size_t len,
-                      int *ret_cg_fd, int *ret_kill_fd) {
+                       int *ret_cg_fd, int *ret_kill_fd, WarmHelper *ret_warm) {
         SandboxSpare *sp = &s->spare;
         bool same;
 
@@ -100,6 +179,9 @@ int sandbox_spare_take(Sandbox *s, const char *kind, const CgLimits *lim, unsign
         strcpy(name, sp->name);
         *ret_cg_fd = TAKE_FD(sp->cg_fd);
         *ret_kill_fd = TAKE_FD(sp->kill_fd);
+        sp->warm_exit = sd_event_source_disable_unref(sp->warm_exit);
+        *ret_warm = sp->warm;
+        sp->warm = WARM_HELPER_NONE;
         sp->name[0] = '\0';
         if (!same) {
                 int k = cg_apply_limits_at(*ret_cg_fd, &s->ctx->cg, lim, mask);
@@ -110,6 +192,7 @@ int sandbox_spare_take(Sandbox *s, const char *kind, const CgLimits *lim, unsign
 }
 
 void sandbox_spare_drop(Sandbox *s) {
+        spare_warm_end(&s->spare); /* out of the cgroup first */
         if (s->spare.name[0] && s->cg_fd >= 0)
                 (void) unlinkat(s->cg_fd, s->spare.name, AT_REMOVEDIR);
         spare_close(&s->spare);

@@ -19,6 +19,7 @@
 #include "registry.h"
 #include "reply.h"
 #include "scope.h"
+#include "spawn.h"
 
 typedef struct Sandbox Sandbox;
 typedef struct Run Run;
@@ -38,6 +39,8 @@ typedef struct SandboxSpare {
         int cg_fd, kill_fd;     /* kill_fd: -ENOENT where the kernel has no cgroup.kill */
         CgLimits lim;           /* what was written into it, */
         unsigned mask;          /* for these controllers */
+        WarmHelper warm;        /* waiting in it for the run, where there is one, */
+        sd_event_source *warm_exit; /* and reaped should it end first (its pid namespace's init waits for that) */
 } SandboxSpare;
 
 typedef struct SandboxLimits {
@@ -402,16 +405,20 @@ void sandbox_member_remove(Sandbox *s, SandboxMember *m);
 void sandbox_set_frozen(Sandbox *s, bool frozen);
 /* What a request waiting for the sandbox to be ready is told when it is destroyed instead. */
 void sandbox_gone_error(Sandbox *s, ProtoError *err);
+/* Whether its runs outlive the daemon (run.c, run_keep(): unless a run's stdio is its client's):
+ * a sandbox that is recorded and kept at a stop, under a daemon with an fd store. */
+bool sandbox_keeps_runs(const Sandbox *s);
 /* The limits of a run's cgroup: memory and pids the run's, 0 for the sandbox's memory (pids: none
  * on the run's cgroup, the sandbox's holds). */
 CgLimits sandbox_run_limits(const Sandbox *s, uint64_t memory, uint64_t pids);
 /* A launch of kind "run" takes the cgroup made ahead (sandbox-spare.c), with lim written where it
  * differs: its name and fds are then the caller's (*ret_cg_fd, *ret_kill_fd). 0 when there is
  * none (or kind is another), 1 taken, < 0 a limit could not be written (the fds are the caller's
- * all the same). sandbox_spare_name(): the name it would take, or NULL. sandbox_spare_make()
+ * all the same). The warm helper waiting in it comes along (*ret_warm; none where there is
+ * none). sandbox_spare_name(): the name it would take, or NULL. sandbox_spare_make()
  * (launch.c, once the helper is started): the next one. */
 int sandbox_spare_take(Sandbox *s, const char *kind, const CgLimits *lim, unsigned mask, char *name, size_t len,
-                       int *ret_cg_fd, int *ret_kill_fd);
+                       int *ret_cg_fd, int *ret_kill_fd, WarmHelper *ret_warm);
 const char *sandbox_spare_name(Sandbox *s, const char *kind);
 void sandbox_spare_make(Sandbox *s);
 /* Called when a run of this sandbox ends (frees ephemeral sandboxes). */
