@@ -43,6 +43,7 @@ INTEGRATION_TESTS = \
 	tests/t-metrics.sh \
 	tests/t-oci-run.sh \
 	tests/t-signals.sh \
+	tests/t-warm.sh \
 	tests/t-protocol.sh \
 	tests/t-pty.sh \
 	tests/t-python.sh \

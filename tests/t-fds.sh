@@ -64,6 +64,13 @@ is_((r.get("reason"), r.get("exit_code")), ("timeout", 124), "out of fds, the ru
 check(wait_for(lambda: subprocess.run(["pgrep", "-f", "^sleep 100[12]$"], capture_output=True).returncode == 1, 5),
       "... and neither of its processes is left (nor the one in the background)")
 
+# The ended run's fds came back: taken again by clients, so that the next run finds none. (Its
+# cgroup and warm helper were made ahead with fds of their own: only its pipes are new.)
+for _ in range(20):
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.connect(sock)
+    extra.append(s)
+check(wait_for(lambda: nfds() >= limit, 10), "out of fds again (%d)" % limit, "fds: %d" % nfds())
 r = c2.call({"op": "run", "sandbox": sb, "argv": ["true"]}, 30)
 is_(r and r.get("error", {}).get("code"), "spawn_failed", "a run that cannot get its pipes is refused (spawn_failed)")
 c2.send({"id": 50, "op": "destroy", "sandbox": sb})

@@ -248,7 +248,9 @@ runner=$!
 # Another run's background process, which ignores USR1 (so that the KILL below has it to kill).
 run_in "$op" 'trap "" USR1; sleep 1000 >/dev/null 2>&1 &' >/dev/null
 member_pids() { cat "$CG/sandboxes/$op"/*/cgroup.procs 2>/dev/null | sort -n | paste -sd' '; }
-has_n_pids() { [ "$(cat "$CG/sandboxes/$op"/run-*/cgroup.procs 2>/dev/null | wc -l)" -ge "$1" ]; }
+# The processes of its runs (not the next run's warm helper: docs/architecture.md).
+run_pids() { local d; for d in "$CG/sandboxes/$op"/run-*; do cg_procs_but_warm "$d"; done; }
+has_n_pids() { [ "$(run_pids | wc -l)" -ge "$1" ]; }
 wait_until 5 has_n_pids 3
 r=$(rpc '{"op":"inspect","sandbox":"'"$op"'","pids":true}')
 is "$(jget "$r" '.sandbox.pids | map(tostring) | join(" ")')" "$(member_pids)" \
@@ -264,7 +266,7 @@ check "the sandbox's init was not signalled" init_alive
 check "the other run's sleep, which ignores USR1, is still there" has_n_pids 1
 r=$(rpc '{"op":"sandbox.signal","sandbox":"'"$op"'","signal":9}')
 is "$(jget "$r" .signalled)" 1 "sandbox.signal 9: through cgroup.kill, one process"
-runs_empty() { [ -z "$(cat "$CG/sandboxes/$op"/run-*/cgroup.procs 2>/dev/null)" ]; }
+runs_empty() { [ -z "$(run_pids)" ]; }
 check "... the background sleep of the other run is gone" wait_until 5 runs_empty
 check "... and the init lives on" init_alive
 r=$(rpc '{"op":"sandbox.signal","sandbox":"'"$op"'","signal":"NOPE"}')

@@ -354,3 +354,11 @@ tests_test_fdstore_SOURCES = tests/test-fdstore.c tests/tap.h daemon/host/fdstor
 tests_test_fdstore_CPPFLAGS = $(DAEMON_INCLUDES) $(AM_CPPFLAGS)
 tests_test_fdstore_CFLAGS = $(UNIT_CFLAGS)
 tests_test_fdstore_LDADD = $(UNIT_LDADD) $(SYSTEMD_LIBS)
+
+## A run's request to a warm helper, both ways (daemon/exec/spawn.c, warm_request_send/recv).
+check_PROGRAMS += tests/test-warm-request
+TESTS += tests/test-warm-request
+tests_test_warm_request_SOURCES = tests/test-warm-request.c tests/tap.h
+tests_test_warm_request_CPPFLAGS = $(DAEMON_UNIT_CPPFLAGS)
+tests_test_warm_request_CFLAGS = $(DAEMON_UNIT_CFLAGS)
+tests_test_warm_request_LDADD = $(DAEMON_LIBS)

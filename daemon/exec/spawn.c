@@ -687,15 +687,7 @@ _Noreturn void run_helper_main(const RunParams *p) {
 
 /* ---- A warm helper (run-exec.h, run_exec_warm()) ------------------------------------------- */
 
-/* A request: the header, then cwd, argv and envp as NUL-terminated strings, with stdio and the
- * extra fds (SCM_RIGHTS). Larger ones go the cold way. */
-#define WARM_STRINGS_MAX (64 * 1024)
 #define WARM_FDS_MAX (3 + RUN_EXTRA_FDS_MAX)
-
-typedef struct WarmHeader {
-        RunParams params; /* its pointers and fds mean nothing on the other side */
-        uint32_t argc, envc, len;
-} WarmHeader;
 
 static int strings_put(char *buf, size_t *n, const char *s) {
         size_t len = strlen(s) + 1;
@@ -747,48 +739,59 @@ int warm_request_send(int sock, const RunParams *p) {
         return 0;
 }
 
-/* The request into p (its strings in buf, pointers into it in ptrs): 0, or -1 when it is not one
- * (the daemon sends nothing else: we end). */
-static int warm_request_recv(int sock, WarmHeader *h, char *buf, char **ptrs, size_t n_ptrs, int *fds) {
+int warm_request_recv(int sock, WarmRequest *ret) {
         union {
                 char buf[CMSG_SPACE(sizeof(int) * WARM_FDS_MAX)];
                 struct cmsghdr align;
         } control;
-        struct iovec iov[2] = { { h, sizeof(*h) }, { buf, WARM_STRINGS_MAX } };
+        WarmHeader h;
+        struct iovec iov[2] = { { &h, sizeof(h) }, { ret->strings, sizeof(ret->strings) } };
         struct msghdr mh = { .msg_iov = iov, .msg_iovlen = 2, .msg_control = control.buf, .msg_controllen = sizeof(control.buf) };
         struct cmsghdr *cm;
-        size_t nfds, k = 0;
+        char *buf = ret->strings;
+        int fds[WARM_FDS_MAX];
+        size_t nfds = 0, k = 0;
         ssize_t n;
 
         while ((n = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC)) < 0)
                 if (errno != EINTR)
                         return -1;
         cm = CMSG_FIRSTHDR(&mh);
-        if (n < (ssize_t) sizeof(*h) || (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) || !cm || cm->cmsg_level != SOL_SOCKET ||
-            cm->cmsg_type != SCM_RIGHTS || h->params.n_extra > RUN_EXTRA_FDS_MAX)
-                return -1;
-        nfds = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-        if (nfds != 3 + h->params.n_extra || (size_t) n - sizeof(*h) != h->len || h->len == 0 || buf[h->len - 1] != '\0' ||
-            (size_t) h->argc + h->envc + 2 > n_ptrs || h->argc == 0)
-                return -1;
-        memcpy(fds, CMSG_DATA(cm), sizeof(int) * nfds);
-        /* cwd, then argc and envc strings: each found, none past the end. */
-        for (char *s = buf + strlen(buf) + 1; k < (size_t) h->argc + h->envc; s += strlen(s) + 1, k++) {
-                if (s >= buf + h->len)
-                        return -1;
-                ptrs[k < h->argc ? k : k + 1] = s;
+        if (cm && cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS) {
+                nfds = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+                memcpy(fds, CMSG_DATA(cm), sizeof(int) * (nfds < WARM_FDS_MAX ? nfds : WARM_FDS_MAX));
         }
-        ptrs[h->argc] = NULL;
-        ptrs[h->argc + 1 + h->envc] = NULL;
+        if (n < (ssize_t) sizeof(h) || (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) || h.params.n_extra > RUN_EXTRA_FDS_MAX ||
+            nfds != 3 + h.params.n_extra || (size_t) n - sizeof(h) != h.len || h.len == 0 || buf[h.len - 1] != '\0' ||
+            (size_t) h.argc + h.envc + 2 > ELEMENTSOF(ret->ptrs) || h.argc == 0)
+                goto fail;
+        /* cwd, then argc and envc strings: each found, none past the end. */
+        for (char *s = buf + strlen(buf) + 1; k < (size_t) h.argc + h.envc; s += strlen(s) + 1, k++) {
+                if (s >= buf + h.len)
+                        goto fail;
+                ret->ptrs[k < h.argc ? k : k + 1] = s;
+        }
+        ret->ptrs[h.argc] = NULL;
+        ret->ptrs[h.argc + 1 + h.envc] = NULL;
+        ret->params = h.params;
+        ret->params.cwd = buf;
+        ret->params.argv = ret->ptrs;
+        ret->params.envp = ret->ptrs + h.argc + 1;
+        ret->params.filter = NULL;
+        ret->params.init_pidfd = ret->params.cgroup_fd = ret->params.report_fd = -1;
+        for (unsigned i = 0; i < 3 + h.params.n_extra; i++)
+                *(i < 3 ? &ret->params.stdio[i] : &ret->params.extra_fds[i - 3]) = fds[i];
         return 0;
+fail:
+        for (size_t i = 0; i < nfds && i < WARM_FDS_MAX; i++)
+                (void) close(fds[i]);
+        return -1;
 }
 
 _Noreturn void run_helper_warm(const RunParams *w) {
-        static char buf[WARM_STRINGS_MAX];
-        static char *ptrs[WARM_STRINGS_MAX / 2 + 2];
-        int keep[] = { 0, 1, 2, w->init_pidfd, w->report_fd }, fds[WARM_FDS_MAX];
-        WarmHeader h;
-        RunParams p;
+        static WarmRequest req;
+        int keep[] = { 0, 1, 2, w->init_pidfd, w->report_fd };
+        RunParams *p = &req.params;
 
         /* As run_helper_main(), direct: not ptraceable by the sandbox, ends with the daemon, and
          * gone when it is (we were born in the sandbox's pid namespace: no parent seen while it
@@ -809,30 +812,21 @@ _Noreturn void run_helper_warm(const RunParams *w) {
          * request is what any process may do for itself. The filter is on before the wait. */
         if (setsid() < 0 || identity_apply(w->user) < 0 || seccomp_apply(w->filter) < 0)
                 _exit(1);
-        if (warm_request_recv(w->report_fd, &h, buf, ptrs, ELEMENTSOF(ptrs), fds) < 0)
+        if (warm_request_recv(w->report_fd, &req) < 0)
                 _exit(0);
-        p = h.params;
-        p.init_pidfd = p.cgroup_fd = -1;
-        p.report_fd = w->report_fd;
-        for (int i = 0; i < 3; i++)
-                p.stdio[i] = fds[i];
-        for (unsigned i = 0; i < p.n_extra; i++)
-                p.extra_fds[i] = fds[3 + i];
-        p.cwd = buf;
-        p.argv = ptrs;
-        p.envp = ptrs + h.argc + 1;
-        p.filter = w->filter;
-        p.direct = true;
-        p.pty = p.own_pidns = false;
+        p->report_fd = w->report_fd;
+        p->filter = w->filter;
+        p->direct = true;
+        p->pty = p->own_pidns = false;
         /* Another identity cannot be had any more: never run as the wrong one. */
-        if (p.user != w->user || p.ids_set || p.caps_set) {
+        if (p->user != w->user || p->ids_set || p->caps_set) {
                 errno = EPERM;
-                child_fail(p.report_fd, STEP_SETUID);
+                child_fail(p->report_fd, STEP_SETUID);
         }
         /* A kept run outlives the daemon (RunParams.outlive_daemon). */
-        if (p.outlive_daemon)
+        if (p->outlive_daemon)
                 (void) prctl(PR_SET_PDEATHSIG, 0);
-        command_main(&p, p.report_fd, true);
+        command_main(p, p->report_fd, true);
 }
 
 void warm_helper_kill(WarmHelper *w) {

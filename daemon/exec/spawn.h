@@ -268,13 +268,31 @@ typedef struct WarmHelper {
         int sock;         /* ours; the helper's reports come back on it, as on a report socket */
         SandboxUser user; /* who it already is: it takes only a run as that user, with neither
                            * ids nor capabilities of its own (RunParams.ids_set, caps_set) */
+        pid_t inner_pid;  /* its pid in the sandbox's pid namespace, the command's to be; 0: not known */
 } WarmHelper;
-#define WARM_HELPER_NONE ((WarmHelper) { 0, -EBADF, -EBADF, SANDBOX_USER_UNSET })
+#define WARM_HELPER_NONE ((WarmHelper) { 0, -EBADF, -EBADF, SANDBOX_USER_UNSET, 0 })
 
 /* The daemon's side: p's run (argv, envp, cwd, stdio, extra fds and the rest of p; not a pty,
  * not own_pidns) to the warm helper on sock. 0, -E2BIG when its strings are too long for one
  * request, or -errno (-EPIPE: the helper is gone). */
 int warm_request_send(int sock, const RunParams *p);
+/* On the wire, one SEQPACKET message: this header, then cwd, argv and envp as NUL-terminated
+ * strings (len bytes in all), with stdio and the n_extra extra fds (SCM_RIGHTS). */
+typedef struct WarmHeader {
+        RunParams params; /* its pointers and fds mean nothing on the other side */
+        uint32_t argc, envc, len;
+} WarmHeader;
+/* What the helper receives: the run's params, cwd, argv and envp pointing into strings, stdio and
+ * extra_fds the fds that came with it (CLOEXEC), the other fds -1, filter NULL. */
+#define WARM_STRINGS_MAX (64 * 1024)
+typedef struct WarmRequest {
+        RunParams params;
+        char strings[WARM_STRINGS_MAX];
+        char *ptrs[WARM_STRINGS_MAX / 2 + 2];
+} WarmRequest;
+/* 0, or -1 when what came is not one request (the daemon's end closed included); the fds that came
+ * with something else are closed. */
+int warm_request_recv(int sock, WarmRequest *ret);
 /* The helper's side: w carries init_pidfd, report_fd (its end of sock), the user, the filter and
  * the sandbox's signals and OOM score; never returns. */
 _Noreturn void run_helper_warm(const RunParams *w);

@@ -282,6 +282,7 @@ static int launch_warm(Launch *l, const LaunchSpec *spec, LaunchFds *f) {
                 return k;
         }
         l->pid = l->warm.pid;
+        l->inner_pid = l->warm.inner_pid;
         l->pidfd = TAKE_FD(l->warm.pidfd);
         f->rep[0] = TAKE_FD(l->warm.sock);
         l->warm = WARM_HELPER_NONE;

@@ -48,6 +48,7 @@ typedef struct Launch {
         sd_event_source *exit_retry;  /* taken back direct: its end not readable yet (pidfd.h) */
         unsigned exit_tries;
         bool direct;            /* the helper becomes the command (RunParams.direct) */
+        pid_t inner_pid;        /* direct: the command's pid inside, where known before (a warm helper's); else 0 */
         WarmHelper warm;        /* the one waiting in the cgroup taken (sandbox_spare_take()), until used */
 } Launch;
 

@@ -499,7 +499,9 @@ static void run_send_started(Run *r) {
         ev = reply_event_new(r->reply, "started");
         json_object_object_add(ev, "run_id", json_object_new_string(r->id));
         json_object_object_add(ev, "sandbox", json_object_new_string(r->sandbox->id));
-        pid = r->main_pidfd >= 0 ? pidfd_inner_pid(r->main_pidfd) : -EBADF;
+        pid = r->launch.direct && r->launch.inner_pid > 0 ? r->launch.inner_pid
+              : r->main_pidfd >= 0                        ? pidfd_inner_pid(r->main_pidfd)
+                                                          : -EBADF;
         json_object_object_add(ev, "pid", pid > 0 ? json_object_new_int(pid) : NULL);
         json_object *lowered = run_spec_rlimits_lowered(&r->spec);
         if (lowered)

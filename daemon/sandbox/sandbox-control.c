@@ -82,10 +82,7 @@ int sandbox_signal_all(Sandbox *s, int sig, unsigned *ret_signalled) {
                 _cleanup_close_ int cg = -EBADF;
                 int k;
 
-                const char *spare = sandbox_spare_name(s, "run"); /* a warm helper's, not a run's */
-
-                if (de->d_type != DT_DIR || de->d_name[0] == '.' || strcmp(de->d_name, "init") == 0 ||
-                    (spare && strcmp(de->d_name, spare) == 0))
+                if (de->d_type != DT_DIR || !sandbox_is_member_cgroup(s, de->d_name))
                         continue;
                 cg = openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
                 if (cg < 0)

@@ -22,6 +22,7 @@
 #include "fdstore.h"
 #include "log.h"
 #include "macro.h"
+#include "pidfd.h"
 #include "run-exec.h"
 #include "sandbox-internal.h"
 #include "sandbox.h"
@@ -107,7 +108,7 @@ static int on_warm_exit(sd_event_source *src, int fd, uint32_t revents, void *us
 static void spare_warm(Sandbox *s) {
         Context *m = s->ctx;
         SandboxSpare *sp = &s->spare;
-        int pair[2], pidfd = -EBADF;
+        int pair[2], pidfd = -EBADF, inner = 0;
         RunParams w;
         pid_t pid;
 
@@ -147,6 +148,9 @@ static void spare_warm(Sandbox *s) {
                 return;
         }
         sp->warm = (WarmHelper) { .pid = pid, .pidfd = pidfd, .sock = pair[0], .user = s->user };
+        /* Read now, not on the run's path ("started" tells it). */
+        if (pidfd_pids(pidfd, &(int) { 0 }, &inner) >= 0 && inner > 0)
+                sp->warm.inner_pid = inner;
         if (sd_event_add_io(m->event, &sp->warm_exit, pidfd, EPOLLIN, on_warm_exit, s) < 0)
                 spare_warm_end(sp);
 }
@@ -162,6 +166,10 @@ void sandbox_spare_make(Sandbox *s) {
                 return;
         }
         spare_warm(s);
+}
+
+bool sandbox_is_member_cgroup(Sandbox *s, const char *name) {
+        return name[0] != '.' && strcmp(name, "init") != 0 && !(s->spare.name[0] && strcmp(name, s->spare.name) == 0);
 }
 
 const char *sandbox_spare_name(Sandbox *s, const char *kind) {

@@ -405,6 +405,9 @@ void sandbox_member_remove(Sandbox *s, SandboxMember *m);
 void sandbox_set_frozen(Sandbox *s, bool frozen);
 /* What a request waiting for the sandbox to be ready is told when it is destroyed instead. */
 void sandbox_gone_error(Sandbox *s, ProtoError *err);
+/* Whether name, a cgroup below the sandbox's, is one of its runs', sessions' or file operations':
+ * not its init's leaf nor the next run's, made ahead with its warm helper (sandbox-spare.c). */
+bool sandbox_is_member_cgroup(Sandbox *s, const char *name);
 /* Whether its runs outlive the daemon (run.c, run_keep(): unless a run's stdio is its client's):
  * a sandbox that is recorded and kept at a stop, under a daemon with an fd store. */
 bool sandbox_keeps_runs(const Sandbox *s);

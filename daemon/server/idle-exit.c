@@ -14,7 +14,8 @@
 #include "sandbox.h"
 #include "util.h"
 
-/* Whether any cgroup of the sandbox other than its init's leaf holds a process. */
+/* Whether a cgroup of the sandbox's runs, sessions or file operations holds a process (not its
+ * init's leaf, nor the next run's with its warm helper). */
 static bool sandbox_has_user_processes(Sandbox *s) {
         int fd;
         DIR *d;
@@ -30,7 +31,7 @@ static bool sandbox_has_user_processes(Sandbox *s) {
         }
         while (!busy && (de = readdir(d))) {
                 _cleanup_close_ int c = -EBADF;
-                if (de->d_type != DT_DIR || de->d_name[0] == '.' || strcmp(de->d_name, "init") == 0)
+                if (de->d_type != DT_DIR || !sandbox_is_member_cgroup(s, de->d_name))
                         continue;
                 c = openat(fd, de->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
                 busy = c >= 0 && cg_populated(c) != 0;
