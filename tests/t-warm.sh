@@ -105,6 +105,14 @@ is_((m.get("ok"), m.get("signal")), (True, "TERM"), "the sleep ended by TERM")
 check(warm_helper(w), "the warm helper was not signalled")
 a.close()
 
+# A sandbox with few pids gives none to a warm helper.
+few = c.call({"op": "create", "best_effort": True, "name": "few", "limits": {"pids": 10}})["sandbox"]
+r = c.call({"op": "run", "sandbox": "few", "command": "echo ok"})
+is_((status(r), r.get("stdout")), ((True, 0, "exited"), "ok\n"), "a run in a sandbox of 10 pids")
+time.sleep(0.5)
+is_([p for p in procs_under(few["cgroup"]) if warm_helper(p)], [], "and no warm helper takes one of its 10 pids")
+c.call({"op": "destroy", "sandbox": "few"}, 30)
+
 # Destroy: nothing of it is left.
 pids = warm_pids()
 is_(c.call({"op": "destroy", "sandbox": "w"}, 30).get("destroyed"), True, "destroyed")

@@ -28,6 +28,8 @@
 #include "sandbox.h"
 
 #define SPARE_KIND "run"
+/* Under this many pids for the whole sandbox, none goes to a warm helper. */
+#define WARM_PIDS_MIN 64
 
 CgLimits sandbox_run_limits(const Sandbox *s, uint64_t memory, uint64_t pids) {
         return (CgLimits) {
@@ -113,9 +115,11 @@ static void spare_warm(Sandbox *s) {
         pid_t pid;
 
         /* A kept run is started direct (and so warm) only where the kernel keeps a process's end
-         * with its pidfd (launch.c): elsewhere a warm helper would only be killed again. */
+         * with its pidfd (launch.c): elsewhere a warm helper would only be killed again. It takes
+         * one of the sandbox's pids: not where there are few. */
         if (m->run_helper_fd < 0 || !run_exec_into_cgroup() || m->self_pidns_fd < 0 || s->init_pidfd < 0 || s->frozen ||
-            (sandbox_keeps_runs(s) && !m->features.pidfd_exit_info) || cg_frozen(sp->cg_fd) != 0)
+            (sandbox_keeps_runs(s) && !m->features.pidfd_exit_info) || (s->limits.pids && s->limits.pids < WARM_PIDS_MIN) ||
+            cg_frozen(sp->cg_fd) != 0)
                 return;
         if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) < 0)
                 return;
