@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: LGPL-2.1-or-later
-# The next run, made ahead (docs/architecture.md): a sandbox keeps its next run's cgroup and a warm
-# helper in it, already the sandbox's user under the filter. A run it can be is its command; a run
+# The next run, made ahead (docs/architecture.md): a sandbox that has run keeps its next run's
+# cgroup and a warm helper in it, already the sandbox's user under the filter. A run it can be is its command; a run
 # it cannot be (another user, its own ids, a terminal, an argv over one message) still runs as it
 # asked, the cold way; the helper killed or stopped from inside costs the sandbox nothing but
 # that; sandbox.signal leaves it out; nothing of it outlives a destroy or a stop.
@@ -26,7 +26,11 @@ def warm_pids():
 def status(r):
     return (r.get("ok"), r.get("exit_code"), r.get("reason"))
 
-check(wait_for(lambda: len(warm_pids()) == 1, 10), "a ready sandbox has one warm helper", warm_pids())
+time.sleep(0.3)
+is_(warm_pids(), [], "a sandbox never used has no warm helper")
+r = c.call({"op": "run", "sandbox": "w", "command": "true"})
+is_(status(r), (True, 0, "exited"), "its first run (the cold way)")
+check(wait_for(lambda: len(warm_pids()) == 1, 10), "then it has one warm helper", warm_pids())
 w = warm_pids()[0]
 spare = [d for d in cgroup_dirs(cg) if w in procs_under(d)]
 like(os.path.basename(spare[0]) if spare else "", r"^run-[0-9]+$", "it waits in a run cgroup of its own (the next run's)")
@@ -121,6 +125,7 @@ c.close()
 EOF
 
 sb=$(jget "$(rpc '{"op":"create","best_effort":true,"name":"s"}')" .sandbox.id)
+rpc '{"op":"run","sandbox":"s","argv":["true"]}' >/dev/null
 _warm() { for p in $(cg_procs "$CG/sandboxes/$sb"); do [ "$(cat "/proc/$p/comm" 2>/dev/null)" = sandboxd-warm ] && echo "$p"; done; }
 _warm_in() { [ "$(_warm | wc -l)" = 1 ]; }
 check "a sandbox has its warm helper" wait_until 10 _warm_in

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* The cgroup of a sandbox's next run, made ahead: when the sandbox is ready, and by each run once
- * its helper is started (launch.c), while the command runs on another CPU. A run then starts
+/* The cgroup of a sandbox's next run, made ahead: when a pooled sandbox is ready, and by each run
+ * once its helper is started (launch.c), while the command runs on another CPU. A run then starts
  * without the mkdir of its cgroup and its limit writes on its path (the kernel fills a new
  * cgroup's directory with every controller's files: 45 us on a host without the memory
  * controller, more with it). Only "run" cgroups are made ahead; sessions and file operations make

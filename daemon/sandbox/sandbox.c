@@ -483,7 +483,10 @@ void sandbox_go_ready(Sandbox *s) {
                 waiters_answer(&s->create_waiters, j, "sandbox", NULL);
         }
         sandbox_members_start(s);
-        sandbox_spare_make(s);
+        /* A pooled sandbox is there to be used at once; another gets its next run's cgroup and
+         * warm helper with its first run (launch.c), so that one never used carries neither. */
+        if (s->pooled)
+                sandbox_spare_make(s);
 }
 
 void sandbox_record_done(Sandbox *s, int r) {
