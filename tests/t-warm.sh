@@ -134,3 +134,24 @@ stop_daemon
 _warm_gone() { [ ! -e "/proc/$warm" ] || [ "$(cat "/proc/$warm/comm" 2>/dev/null)" != sandboxd-warm ]; }
 check "after the daemon's stop its warm helper is gone" wait_until 5 _warm_gone
 is "$(find "$CG/sandboxes" -mindepth 1 -maxdepth 2 -type d -name 'run-*' 2>/dev/null | wc -l)" 0 "nor a cgroup made ahead"
+
+# A daemon killed with its next run's cgroup made ahead: the next daemon, which takes the
+# sandbox back, removes that cgroup (no run claims it) rather than leave one per crash.
+KEEP_SANDBOXES=1
+echo "hold_timeout = 0" >"$T/nohold.conf"
+start_daemon --config "$T/nohold.conf" || exit 0
+sb=$(jget "$(rpc '{"op":"create","best_effort":true,"name":"k"}')" .sandbox.id)
+rpc '{"op":"run","sandbox":"k","argv":["true"]}' >/dev/null
+made_ahead() { find "$CG/sandboxes/$sb" -mindepth 1 -maxdepth 1 -type d -name 'run-*' | wc -l; }
+_one() { [ "$(made_ahead)" = 1 ]; }
+check "its next run's cgroup is made ahead" wait_until 5 _one
+kill -KILL "$DAEMON_PID"
+wait "$DAEMON_PID" 2>/dev/null
+DAEMON_PID=
+is "$(made_ahead)" 1 "the killed daemon left it"
+start_daemon --config "$T/nohold.conf" || exit 0
+is "$(jget "$(rpc '{"op":"inspect","sandbox":"k"}')" .sandbox.restored_processes)" kept "the next daemon took the sandbox back"
+is "$(made_ahead)" 0 "and removed that cgroup, which no run claims"
+is "$(jget "$(rpc '{"op":"run","sandbox":"k","command":"echo again"}')" .stdout)" again "a run works"
+check "and the next one is made ahead again" wait_until 5 _one
+rpc '{"op":"destroy","sandbox":"k"}' >/dev/null

@@ -928,12 +928,18 @@ static void run_member_free(SandboxMember *m) {
         run_free_full(SANDBOX_MEMBER_OF(m, Run, member), false);
 }
 
+static const char *run_member_cgroup(SandboxMember *m) {
+        Run *r = SANDBOX_MEMBER_OF(m, Run, member);
+        return r->launch.cg_fd >= 0 ? r->launch.cg_name : NULL;
+}
+
 const SandboxMemberOps run_member_ops = {
         .kill = run_member_kill,
         .answer_stuck = run_member_answer_stuck,
         .start = run_member_start,
         .frozen = run_member_frozen,
         .free = run_member_free,
+        .cgroup = run_member_cgroup,
 };
 
 /* A run of one of the caller's sandboxes that a restart cut short says so (inspect lists it in

@@ -5,8 +5,9 @@
  * cgroup's directory with every controller's files: 45 us on a host without the memory
  * controller, more with it). Only "run" cgroups are made ahead; sessions and file operations make
  * theirs as before. A daemon that stops removes its sandboxes' spares (sandbox_spare_drop()); one
- * that crashed leaves an empty cgroup, counted by the next daemon's run numbers and removed with
- * its sandbox. */
+ * that crashed leaves an empty cgroup, which the next daemon removes once the runs it takes back
+ * have claimed theirs (sandbox_clear_unclaimed_runs()). */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
@@ -208,4 +209,36 @@ void sandbox_spare_drop(Sandbox *s) {
         if (s->spare.name[0] && s->cg_fd >= 0)
                 (void) unlinkat(s->cg_fd, s->spare.name, AT_REMOVEDIR);
         spare_close(&s->spare);
+}
+
+static bool claimed(Sandbox *s, const char *name) {
+        for (SandboxMember *m = s->members; m; m = m->next) {
+                const char *c = m->ops->cgroup ? m->ops->cgroup(m) : NULL;
+                if (c && strcmp(c, name) == 0)
+                        return true;
+        }
+        return s->spare.name[0] && strcmp(s->spare.name, name) == 0;
+}
+
+void sandbox_clear_unclaimed_runs(Sandbox *s) {
+        int fd = s->cg_fd >= 0 ? openat(s->cg_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -EBADF;
+        struct dirent *de;
+        DIR *d;
+
+        if (fd < 0 || !(d = fdopendir(fd))) {
+                safe_close(fd);
+                return;
+        }
+        while ((de = readdir(d))) {
+                _cleanup_close_ int c = -EBADF;
+
+                if (de->d_type != DT_DIR || strncmp(de->d_name, SPARE_KIND "-", strlen(SPARE_KIND) + 1) != 0 ||
+                    claimed(s, de->d_name))
+                        continue;
+                c = openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                /* A process still in it (a lost run's, killed: runs.log) keeps it for now. */
+                if (c >= 0 && cg_populated(c) == 0 && unlinkat(dirfd(d), de->d_name, AT_REMOVEDIR) == 0)
+                        log_debug("sandbox %s: removed %s, an earlier daemon's that no run claims", s->id, de->d_name);
+        }
+        closedir(d);
 }

@@ -81,6 +81,8 @@ typedef struct SandboxMemberOps {
         /* The sandbox is freed (at the daemon's stop): the member goes with it, without ending
          * what it records (a restarted daemon finds it interrupted). */
         void (*free)(SandboxMember *m);
+        /* The cgroup below the sandbox's it runs in, or NULL (may be NULL itself). */
+        const char *(*cgroup)(SandboxMember *m);
 } SandboxMemberOps;
 
 struct SandboxMember {
@@ -408,6 +410,10 @@ void sandbox_gone_error(Sandbox *s, ProtoError *err);
 /* Whether name, a cgroup below the sandbox's, is one of its runs', sessions' or file operations':
  * not its init's leaf nor the next run's, made ahead with its warm helper (sandbox-spare.c). */
 bool sandbox_is_member_cgroup(Sandbox *s, const char *name);
+/* After a start has taken back the runs of a sandbox an earlier daemon left (runs.log): the
+ * empty run cgroups that none of them claims go, the next run's that that daemon made ahead
+ * before it died among them (sandbox-spare.c). */
+void sandbox_clear_unclaimed_runs(Sandbox *s);
 /* Whether its runs outlive the daemon (run.c, run_keep(): unless a run's stdio is its client's):
  * a sandbox that is recorded and kept at a stop, under a daemon with an fd store. */
 bool sandbox_keeps_runs(const Sandbox *s);

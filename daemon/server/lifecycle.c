@@ -670,6 +670,9 @@ int lifecycle_setup(Daemon *d) {
                 log_warning_errno(r, "cannot open %s/runs.log: %m; runs in flight will not be reported after a crash",
                                   ctx->config.state_dir);
         drop_unclaimed(ctx); /* after runs.log: its runs in flight claim theirs */
+        for (Sandbox *s = registry_first(ctx->registry); s; s = registry_next(&s->entry))
+                if (s->init_adopted)
+                        sandbox_clear_unclaimed_runs(s); /* likewise their cgroups */
         run_results_load(ctx);
         if ((r = sweep_setup_timer(ctx)) < 0 || (r = idle_exit_setup(&d->idle, d->manager, daemon_busy, d)) < 0)
                 return r;
