@@ -412,6 +412,8 @@ a = Conn(sock, 60)
 a.send({"id": "orphan", "op": "run", "sandbox": "keeper", "command": "echo $$ > /work/orphan.pid; exec sleep 100"})
 check(wait_for(lambda: b.call({"op": "inspect", "sandbox": "keeper"})["sandbox"]["runs_in_flight"] == 1
                and os.path.exists(os.path.join(sb["workdir"], "orphan.pid")), 10), "the run in the named sandbox started")
+# The next run's warm helper is made as the run starts: named once it runs, so wait for it.
+wait_for(lambda: any(warm_helper(p) for p in procs_under(sb["cgroup"])), 5)
 run_pids = [p for d in cgroup_dirs(sb["cgroup"]) if os.path.basename(d).startswith("run-") for p in procs_under(d)
             if not warm_helper(p)]
 a.close()

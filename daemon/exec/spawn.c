@@ -797,6 +797,7 @@ _Noreturn void run_helper_warm(const RunParams *w) {
          * gone when it is (we were born in the sandbox's pid namespace: no parent seen while it
          * lives). A step that fails ends us: the run that comes finds our socket closed and goes
          * the cold way, which reports the step. */
+        (void) prctl(PR_SET_NAME, "sandboxd-warm"); /* first: what it is, as soon as it can be seen */
         (void) prctl(PR_SET_DUMPABLE, 0);
         (void) prctl(PR_SET_PDEATHSIG, SIGKILL);
         if (getppid() != 0)
@@ -806,7 +807,6 @@ _Noreturn void run_helper_warm(const RunParams *w) {
             setresgid(0, 0, 0) < 0 || setresuid(0, 0, 0) < 0)
                 _exit(1);
         (void) close(w->init_pidfd);
-        (void) prctl(PR_SET_NAME, "sandboxd-warm");
         /* What command_main() would do first for a run as w->user with neither its own ids nor
          * capabilities, the only runs the daemon gives us (launch.c): then what is left after the
          * request is what any process may do for itself. The filter is on before the wait. */
